@@ -1,0 +1,56 @@
+"""tape: reverse-mode automatic differentiation on a flat record tape (NumPy + Numba).
+
+    import tape
+    t = tape.Tape()
+    w, x = t.var(0.5), t.var(1.2)
+    L = (tape.sigmoid(w * x + 0.1) - 1.0) ** 2
+    t.gradient(L, [w, x])     # array([dL/dw, dL/dx])
+"""
+
+from tape._api import (
+    cos,
+    exp,
+    grad,
+    gradcheck,
+    log,
+    maximum,
+    minimum,
+    relu,
+    sigmoid,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+    value_and_grad,
+)
+from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record, Tape, Var
+from tape.errors import ForeignHandleError, StaleHandleError, TapeError, TapeFullError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BYTES_PER_RECORD",
+    "MAX_RECORDS",
+    "NO_INPUT",
+    "Record",
+    "ForeignHandleError",
+    "StaleHandleError",
+    "Tape",
+    "TapeError",
+    "TapeFullError",
+    "Var",
+    "cos",
+    "exp",
+    "grad",
+    "gradcheck",
+    "log",
+    "maximum",
+    "minimum",
+    "relu",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+    "value_and_grad",
+]

@@ -1,0 +1,451 @@
+"""The tape (flat record arrays) and the Var handle that records into it.
+
+One record per leaf and per primitive op, appended in creation order, so
+every input index is smaller than its record's index and a reverse sweep by
+index is already a reverse topological order: no DFS, no recursion.
+
+Storage is a struct of arrays, 29 bytes per record:
+
+    op     uint8    opcode (position in kernels.ops.OPS)
+    in0    uint32   first input record
+    in1    uint32   second input record, or the constant's slot in the pool
+                    for const ops; NO_INPUT (0xFFFFFFFF) when unused
+    val    float64  forward value
+    adj    float64  adjoint, meaningful only where stamp says so
+    stamp  uint32   generation of the backward pass that last wrote adj
+
+Constants (``x * 2.0``) go to a separate float64 pool, 8 bytes each, so they
+are not records and get no adjoint. Indices are uint32: Numba elides the
+negative-index wraparound for unsigned indices (see bench/bench_index_width.py),
+and 2**32 - 1 records (~125 GB) is past any tape this library targets;
+``TapeFullError`` is raised before that limit.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from kernels import OPS, eval_op, forward_sweep, reverse_sweep
+from kernels.ops import HELPERS, LEAF, MATH_NAMES
+from tape import _record
+from tape.errors import ForeignHandleError, StaleHandleError, TapeFullError
+
+NO_INPUT = 0xFFFFFFFF
+MAX_RECORDS = NO_INPUT  # indices 0 .. 2**32 - 2; the top value is the sentinel
+BYTES_PER_RECORD = 1 + 4 + 4 + 8 + 8 + 4
+_GEN_LIMIT = 2**32 - 1  # stamps are uint32
+_IS_CONST_OP = np.array([op.kind == "const" for op in OPS])
+
+
+class Record(NamedTuple):
+    """One row of the tape, for reading (``Tape.record``)."""
+
+    index: int
+    op: str
+    value: float
+    inputs: tuple[int, ...]  # input records; empty for leaves
+    constant: float | None  # the constant operand of a const op
+    adjoint: float  # as of the last backward pass (0.0 where it did not reach)
+
+
+class _Segment:
+    """The stretch of a tape's life between two rewinds; handles point here.
+
+    While ``live``, every index handed out in it is valid. After a rewind, a
+    handle is still valid if its index lies below every rewind mark since.
+    """
+
+    __slots__ = ("tape", "start", "live", "__weakref__")
+
+    def __init__(self, tape: Tape, start: int):
+        self.tape = tape
+        self.start = start  # number of rewinds before this segment began
+        self.live = True
+
+
+class Tape:
+    """A Wengert list: records appended by operator overloading on ``Var``."""
+
+    def __init__(self, capacity: int = 1024):
+        if not isinstance(capacity, numbers.Integral) or capacity < 1:
+            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+        self._n = 0
+        self._n_consts = 0
+        self._gen = 0  # generation of the last backward pass; stamps start at 0 = never
+        self._epoch = 1  # first generation whose leaf adjoints still count (accumulate=True)
+        self._rewinds: list[int] = []  # mark of every rewind/clear, in order
+        self._segment_ref = lambda: None
+        self._allocate(int(capacity), 16)
+
+    # -- storage --------------------------------------------------------------
+
+    def _allocate(self, capacity: int, const_capacity: int) -> None:
+        """(Re)allocate the record arrays, keeping the first len(self) records."""
+        n, nc = self._n, self._n_consts
+        old = getattr(self, "_op", None)
+        op = np.zeros(capacity, np.uint8)
+        in0 = np.full(capacity, NO_INPUT, np.uint32)
+        in1 = np.full(capacity, NO_INPUT, np.uint32)
+        val = np.zeros(capacity, np.float64)
+        adj = np.zeros(capacity, np.float64)
+        stamp = np.zeros(capacity, np.uint32)
+        consts = np.zeros(const_capacity, np.float64)
+        if old is not None:
+            for new, cur in ((op, self._op), (in0, self._in0), (in1, self._in1),
+                             (val, self._val), (adj, self._adj), (stamp, self._stamp)):
+                new[:n] = cur[:n]
+            consts[:nc] = self._consts[:nc]
+        self._op, self._in0, self._in1 = op, in0, in1
+        self._val, self._adj, self._stamp, self._consts = val, adj, stamp, consts
+        # memoryviews: ~2x cheaper than NumPy scalar __setitem__ for one element
+        self._capacity = capacity
+        self._op_w, self._in0_w, self._in1_w = memoryview(op), memoryview(in0), memoryview(in1)
+        self._val_w, self._consts_w = memoryview(val), memoryview(consts)
+
+    def _grow(self, need: int) -> None:
+        if need > MAX_RECORDS:
+            raise TapeFullError(
+                f"a tape holds at most {MAX_RECORDS} records (32-bit indices); "
+                f"this one has {self._n}. Record in pieces, or rewind() between them."
+            )
+        capacity = max(need, min(2 * len(self._op), MAX_RECORDS))
+        self._allocate(capacity, len(self._consts))
+
+    def _push_const(self, c: float) -> int:
+        k = self._n_consts
+        if k == len(self._consts):
+            self._allocate(len(self._op), 2 * k)
+        self._consts_w[k] = c
+        self._n_consts = k + 1
+        return k
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def capacity(self) -> int:
+        """Records the arrays can hold before the next doubling."""
+        return len(self._op)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the record arrays and the constant pool (allocated capacity)."""
+        arrays = (self._op, self._in0, self._in1, self._val, self._adj, self._stamp, self._consts)
+        return sum(a.nbytes for a in arrays)
+
+    @property
+    def n_consts(self) -> int:
+        """Constants in the pool (one per const-op record)."""
+        return self._n_consts
+
+    # -- handles --------------------------------------------------------------
+
+    def _segment(self) -> _Segment:
+        """The live segment; a weak reference, so tape and handles form no cycle."""
+        seg = self._segment_ref()
+        if seg is None:
+            seg = _Segment(self, len(self._rewinds))
+            self._segment_ref = weakref.ref(seg)
+        return seg
+
+    def _resolve(self, var: Var) -> int:
+        """Check that ``var`` belongs to this tape and is not stale; return its index."""
+        if type(var) is not Var:
+            raise TypeError(f"expected a tape.Var, got {type(var).__name__}")
+        seg = var._seg
+        if seg.tape is not self:
+            raise ForeignHandleError(f"{var!r} was recorded on another tape")
+        if not seg.live:
+            _revalidate(var)
+        return var.index
+
+    def var(self, value: float) -> Var:
+        """A new leaf record holding ``value`` (a real number)."""
+        v = _as_constant(value)
+        if v is None:
+            raise TypeError(f"Tape.var expects a real number, got {type(value).__name__}: {value!r}")
+        return self._push(self._segment(), LEAF, NO_INPUT, NO_INPUT, v)
+
+    def vars(self, values: Iterable[float]) -> list[Var]:
+        """Leaf records for every element of a 1-D sequence of real numbers."""
+        array = np.asarray(values)
+        if array.ndim != 1 or not (np.issubdtype(array.dtype, np.floating)
+                                   or np.issubdtype(array.dtype, np.integer)
+                                   or array.dtype == np.bool_):
+            raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got {values!r}")
+        seg, start, count = self._segment(), self._n, len(array)
+        if start + count > len(self._op):
+            self._grow(start + count)
+        self._op[start:start + count] = LEAF
+        self._val[start:start + count] = array
+        self._n = start + count
+        return [_new_var(seg, i) for i in range(start, start + count)]
+
+    def __getitem__(self, index: int) -> Var:
+        """A handle for record ``index`` (negative counts from the end)."""
+        if type(index) is not int:
+            if not isinstance(index, numbers.Integral) or isinstance(index, bool):
+                raise TypeError(f"tape indices are integers, got {type(index).__name__}")
+            index = int(index)
+        i = index + self._n if index < 0 else index
+        if not 0 <= i < self._n:
+            raise IndexError(f"record {index} out of range for a tape of {self._n} records")
+        seg = self._segment_ref()
+        var = _new(Var)
+        var._seg = seg if seg is not None else self._segment()
+        var.index = i
+        return var
+
+    def _push(self, seg: _Segment, code: int, i: int, j: int, value: float) -> Var:
+        n = self._n
+        if n == len(self._op):
+            self._grow(n + 1)
+        self._op_w[n] = code
+        self._in0_w[n] = i
+        self._in1_w[n] = j
+        self._val_w[n] = value
+        self._n = n + 1
+        var = _new(Var)
+        var._seg = seg
+        var.index = n
+        return var
+
+    # -- lifetime -------------------------------------------------------------
+
+    def rewind(self, mark: int) -> None:
+        """Discard records ``mark`` and later; their handles become stale.
+
+        ``mark = len(t)`` taken earlier: record parameters once, then per step
+        record, differentiate and rewind to the mark. Leaf gradients of the kept
+        records survive (for ``accumulate=True``).
+        """
+        if not isinstance(mark, numbers.Integral) or not 0 <= mark <= self._n:
+            raise IndexError(f"rewind mark {mark!r} out of range 0..{self._n}")
+        n, mark = self._n, int(mark)
+        seg = self._segment_ref()
+        if seg is not None:
+            seg.live = False
+        self._segment_ref = lambda: None
+        self._rewinds.append(mark)
+        self._in0[mark:n] = NO_INPUT
+        self._in1[mark:n] = NO_INPUT
+        self._stamp[mark:n] = 0
+        self._n = mark
+        self._n_consts = int(np.count_nonzero(_IS_CONST_OP[self._op[:mark]]))
+
+    def clear(self) -> None:
+        """Discard every record (keeps the allocated capacity)."""
+        self.rewind(0)
+
+    # -- sweeps ---------------------------------------------------------------
+
+    def forward(self, inputs: Sequence[Var] = (), values: Iterable[float] = ()) -> None:
+        """Replay: set leaf ``inputs`` to ``values`` and recompute every record after them."""
+        idx = np.array([self._resolve(x) for x in inputs], dtype=np.int64)
+        vals = np.asarray(values, dtype=np.float64).reshape(-1)
+        if len(idx) != len(vals):
+            raise ValueError(f"{len(idx)} inputs but {len(vals)} values")
+        if len(idx) and np.any(self._op[idx] != LEAF):
+            raise ValueError("forward() can only set leaf records (made by Tape.var)")
+        self._val[idx] = vals
+        start = int(idx.min()) if len(idx) else 0
+        forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
+
+    def backward(self, output: Var, accumulate: bool = False) -> None:
+        """Reverse sweep from ``output`` (seed 1) in a new generation.
+
+        Adjoints of earlier passes read as zero without being touched, so
+        calling backward twice gives the same gradients. With
+        ``accumulate=True`` leaf gradients add up across passes (gradient
+        accumulation) until the next ``accumulate=False`` pass.
+        """
+        out = self._resolve(output)
+        if self._gen + 1 >= _GEN_LIMIT:
+            self._restart_generations()
+        gen = self._gen + 1
+        if not accumulate:
+            self._epoch = gen
+        reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
+                      self._consts, out, gen, self._epoch)
+        self._gen = gen
+
+    def _restart_generations(self) -> None:
+        """Renumber stamps once every 2**32 passes, keeping accumulated leaf gradients."""
+        stamp = self._stamp[: self._n]
+        keep = (stamp >= self._epoch) & (self._op[: self._n] == LEAF)
+        stamp[:] = np.where(keep, 1, 0)
+        self._gen, self._epoch = 1, 1
+
+    def _grads(self, idx: np.ndarray) -> np.ndarray:
+        stamp = self._stamp[idx]
+        live = (stamp == self._gen) | ((stamp >= self._epoch) & (self._op[idx] == LEAF))
+        return np.where(live & (self._gen > 0), self._adj[idx], 0.0)
+
+    def gradient(self, output: Var, wrt: Var | Sequence[Var], accumulate: bool = False):
+        """d output / d wrt by one reverse sweep: a float for one Var, else an array."""
+        single = type(wrt) is Var
+        handles = [wrt] if single else list(wrt)
+        idx = np.array([self._resolve(x) for x in handles], dtype=np.int64)
+        self.backward(output, accumulate=accumulate)
+        grads = self._grads(idx)
+        return float(grads[0]) if single else grads
+
+    # -- inspection -----------------------------------------------------------
+
+    def record(self, index: int) -> Record:
+        """Record ``index`` as (index, op, value, inputs, constant, adjoint)."""
+        i = self[index].index
+        op = OPS[self._op[i]]
+        inputs = () if op.kind == "leaf" else (int(self._in0[i]),)
+        if op.kind == "binary":
+            inputs += (int(self._in1[i]),)
+        constant = float(self._consts[self._in1[i]]) if op.kind == "const" else None
+        adjoint = float(self._grads(np.array([i]))[0])
+        return Record(i, op.name, float(self._val[i]), inputs, constant, adjoint)
+
+    def table(self, start: int = 0, stop: int | None = None, limit: int = 40) -> str:
+        """The articles' node table: id, op, value, inputs, adjoint.
+
+        Shows records [start, stop); past ``limit`` rows, the middle is elided.
+        """
+        stop = self._n if stop is None else min(stop, self._n)
+        rows: list[int | None] = list(range(start, stop))
+        if len(rows) > limit:
+            rows = rows[: limit // 2] + [None] + rows[len(rows) - limit // 2:]
+        lines = [f"{'id':>6}  {'op':<10} {'value':>13}  {'inputs':<22} {'adjoint':>13}"]
+        for r in rows:
+            if r is None:
+                lines.append(f"{'...':>6}  ({stop - start - 2 * (limit // 2)} records not shown)")
+                continue
+            rec = self.record(r)
+            inputs = ", ".join(f"#{k}" for k in rec.inputs) or "-"
+            if rec.constant is not None:
+                inputs += f", const {rec.constant:g}"
+            lines.append(f"{r:>6}  {rec.op:<10} {rec.value:>13.6g}  {inputs:<22} {rec.adjoint:>13.6g}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<tape.Tape {self._n} records, {self.nbytes} bytes>"
+
+
+_new = object.__new__
+
+
+def _new_var(seg: _Segment, index: int) -> Var:
+    var = _new(Var)
+    var._seg = seg
+    var.index = index
+    return var
+
+
+def _revalidate(var: Var) -> _Segment:
+    """Move a handle from a dead segment to the live one, or raise if it is stale."""
+    seg = var._seg
+    tape = seg.tape
+    marks = tape._rewinds[seg.start:]
+    if var.index < min(marks):
+        var._seg = tape._segment()
+        return var._seg
+    what = "clear()" if min(marks) == 0 else f"rewind({min(marks)})"
+    raise StaleHandleError(f"record #{var.index} was discarded by Tape.{what}; this handle is stale")
+
+
+def _shared_segment(x: Var, y: Var) -> _Segment:
+    """The live segment both handles belong to, or a clear error."""
+    if x._seg.tape is not y._seg.tape:
+        raise ForeignHandleError(f"cannot combine {x!r} and {y!r}: they were recorded on different tapes")
+    seg = x._seg if x._seg.live else _revalidate(x)
+    if not y._seg.live:
+        _revalidate(y)
+    return seg
+
+
+def _as_constant(value) -> float | None:
+    """``value`` as a float if it is a real number (Python or NumPy), else None."""
+    if type(value) is float:
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, np.ndarray):
+        return float(value)
+    return None
+
+
+class Var:
+    """Handle to one record of a tape: (segment of the tape, index), nothing else.
+
+    No references to parent records, so dropping a huge graph is O(1) and
+    never recursive. Arithmetic with other Vars and with real numbers records
+    new rows; ``.value`` and ``.grad`` read the tape.
+    """
+
+    __slots__ = ("_seg", "index")
+    __array_ufunc__ = None  # NumPy defers to our reflected operators (np.float64(2) * x)
+
+    def __pos__(self) -> Var:
+        return self
+
+    @property
+    def tape(self) -> Tape:
+        return self._seg.tape
+
+    def _live_tape(self) -> Tape:
+        if not self._seg.live:
+            _revalidate(self)
+        return self._seg.tape
+
+    @property
+    def value(self) -> float:
+        """The record's forward value."""
+        return self._live_tape()._val_w[self.index]
+
+    @property
+    def grad(self) -> float:
+        """d(output of the last backward pass)/d(this record); 0.0 if it was not reached."""
+        t = self._live_tape()
+        return float(t._grads(np.array([self.index]))[0])
+
+    def backward(self, accumulate: bool = False) -> None:
+        """Reverse sweep from this record; read results with ``.grad``."""
+        self._live_tape().backward(self, accumulate=accumulate)
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a tape.Var is not defined; compare .value explicitly")
+
+    def __repr__(self) -> str:
+        seg = self._seg
+        if not seg.live:
+            try:
+                _revalidate(self)
+            except StaleHandleError:
+                return f"Var(#{self.index}, stale)"
+        return f"Var(#{self.index}, value={self._seg.tape._val_w[self.index]!r})"
+
+
+def _unary_on_number(code: int, name: str, x) -> float:
+    """tape.<name>(x) for a plain number x: the kernel's value, nothing recorded."""
+    c = _as_constant(x)
+    if c is None:
+        raise TypeError(f"tape.{name} expects a Var or a real number, got {type(x).__name__}")
+    return eval_op(code, c, 0.0)
+
+
+def _recorder_namespace() -> dict:
+    namespace = {name: getattr(math, name) for name in MATH_NAMES}
+    namespace.update({fn.__name__: fn for fn in HELPERS})
+    namespace.update(Var=Var, _new=_new, eval_op=eval_op, _as_constant=_as_constant,
+                     _revalidate=_revalidate, _shared_segment=_shared_segment,
+                     _unary_on_number=_unary_on_number)
+    return namespace
+
+
+RECORDERS = _record.build(_recorder_namespace())
+for _dunder, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("pow", "pow")):
+    setattr(Var, f"__{_dunder}__", RECORDERS[f"record_{_name}"])
+    setattr(Var, f"__r{_dunder}__", RECORDERS[f"record_r{_name}"])
+Var.__neg__ = RECORDERS["record_neg"]
+Var.__abs__ = RECORDERS["record_abs"]

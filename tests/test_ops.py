@@ -1,0 +1,249 @@
+"""Every primitive: value and derivative vs independent references, at random and edge points."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from reference import BINARY, COMPLEX, DERIVATIVE, OPS_ON_HANDLES, UNARY, VALUE, complex_step
+
+import tape
+from kernels import OPCODE, OPS
+
+RNG = np.random.default_rng(20261130)
+EDGE = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-300, -1e-300, 5e-324, 1e300, -1e300,
+        math.inf, -math.inf, math.nan]
+
+
+def domain(name: str, n: int) -> np.ndarray:
+    """Random points where op ``name`` is smooth (kinks tested separately)."""
+    if name in ("log", "sqrt"):
+        return np.exp(RNG.uniform(-8, 8, n))
+    if name == "tan":
+        return RNG.uniform(-1.4, 1.4, n)
+    if name in ("exp", "sigmoid", "tanh"):
+        return RNG.uniform(-30, 30, n)
+    return RNG.uniform(-10, 10, n) + np.where(RNG.random(n) < 0.5, 0.3, -0.3)
+
+
+def binary_points(name: str, n: int) -> list[tuple[float, float]]:
+    a, b = domain(name, n), domain(name, n)
+    if name == "pow":
+        a, b = np.exp(RNG.uniform(-3, 3, n)), RNG.uniform(-4, 4, n)
+    if name == "div":
+        b = np.where(np.abs(b) < 0.1, 0.7, b)
+    return list(zip(a.tolist(), b.tolist(), strict=True))
+
+
+# tanh' = 1 - y^2 and sigmoid' = y(1 - y) (as JAX and PyTorch compute them) are
+# exact to an absolute ~1e-16; relative accuracy fades where y rounds to +-1.
+ABS_TOL = {"tanh": 1e-15, "sigmoid": 1e-15}
+
+
+def tape_partials(name: str, args: tuple[float, ...]) -> tuple[float, np.ndarray]:
+    """Value and gradient of op ``name`` at ``args`` through the tape."""
+    t = tape.Tape()
+    xs = [t.var(a) for a in args]
+    y = OPS_ON_HANDLES[name](*xs)
+    assert len(t) == len(args) + 1, "one op must record exactly one row"
+    return y.value, t.gradient(y, xs)
+
+
+def central(name: str, args: tuple[float, ...], which: int) -> float:
+    h = 1e-6 * max(1.0, abs(args[which]))
+    up, down = list(args), list(args)
+    up[which] += h
+    down[which] -= h
+    return (VALUE[name](*up) - VALUE[name](*down)) / (up[which] - down[which])
+
+
+def test_every_table_op_is_tested():
+    covered = set(OPS_ON_HANDLES) | {f"{n}_c" for n in BINARY} | {"leaf"}
+    tabled = {op.name for op in OPS}
+    extra_const = {"rsub_c", "rdiv_c", "rpow_c", "sub_c"}
+    assert tabled - covered <= extra_const, tabled - covered
+
+
+@pytest.mark.parametrize("name", BINARY + UNARY)
+def test_random_points_vs_references(name):
+    arity = 2 if name in BINARY else 1
+    points = binary_points(name, 60) if arity == 2 else [(a,) for a in domain(name, 60).tolist()]
+    for args in points:
+        value, grads = tape_partials(name, args)
+        assert value == pytest.approx(VALUE[name](*args), rel=1e-14, abs=0), args
+        for which in range(arity):
+            tol = ABS_TOL.get(name, 1e-300)
+            formula = DERIVATIVE[name][which](*args)
+            assert grads[which] == pytest.approx(formula, rel=1e-12, abs=tol), (args, which)
+            fd = central(name, args, which)
+            assert grads[which] == pytest.approx(fd, rel=1e-5, abs=1e-7), (args, which)
+            if name in COMPLEX:
+                cs = complex_step(COMPLEX[name], args, which)
+                assert grads[which] == pytest.approx(cs, rel=1e-12, abs=tol), (args, which)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_constant_operand_on_either_side(name):
+    """Var op c and c op Var record one row and match the two-Var gradient."""
+    fn = OPS_ON_HANDLES[name]
+    for a, c in binary_points(name, 30):
+        for var_first in (True, False):
+            if name == "pow" and not var_first:
+                a, c = c, a  # c ** x needs a positive base
+            t = tape.Tape()
+            x = t.var(a)
+            y = fn(x, c) if var_first else fn(c, x)
+            assert len(t) == 2 and t.n_consts == 1
+            args = (a, c) if var_first else (c, a)
+            which = 0 if var_first else 1
+            assert y.value == pytest.approx(VALUE[name](*args), rel=1e-14, abs=0)
+            g = t.gradient(y, x)
+            assert g == pytest.approx(DERIVATIVE[name][which](*args), rel=1e-12, abs=1e-300)
+
+
+def test_constants_do_not_pollute_the_gradient():
+    t = tape.Tape()
+    x = t.var(3.0)
+    y = 2.0 * x - 1 + x / 4 + 2 ** x + x**3 + np.float64(0.5) * x + np.int32(2) * x
+    grads = t.gradient(y, [x])
+    expected = 2 + 0.25 + math.log(2) * 8 + 27 + 0.5 + 2
+    assert grads[0] == pytest.approx(expected, rel=1e-14)
+    # only the leaf and op records: no row per constant
+    assert len(t) == 1 + 12
+    assert all(OPS[k].kind in ("leaf", "const", "binary") for k in t._op[: len(t)])
+
+
+def test_constant_only_arithmetic_is_not_recorded():
+    t = tape.Tape()
+    t.var(1.0)
+    assert tape.exp(0.0) == 1.0 and tape.maximum(2, 3.5) == 3.5 and tape.sigmoid(0) == 0.5
+    assert tape.log(0.0) == -math.inf and math.isnan(tape.sqrt(-1.0))
+    assert len(t) == 1
+
+
+def test_subtracting_a_constant_is_exact_addition():
+    t = tape.Tape()
+    x = t.var(0.1)
+    y = x - 0.3
+    assert OPS[t._op[y.index]].name == "add_c" and t._consts[0] == -0.3
+    assert y.value == 0.1 - 0.3
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("a", EDGE)
+def test_unary_edge_values(name, a):
+    """Huge, tiny, zero, inf, NaN: IEEE values, no crash; derivatives where defined."""
+    value, grads = tape_partials(name, (a,))
+    ref = VALUE[name](a)
+    assert value == pytest.approx(ref, rel=1e-14, abs=0, nan_ok=True)
+    if math.isnan(a):
+        assert math.isnan(grads[0]) or name == "neg"  # (-x)' = -1 everywhere
+        return
+    formula = DERIVATIVE[name][0](a)
+    if math.isfinite(formula) and math.isfinite(ref) and a != 0.0:
+        assert grads[0] == pytest.approx(formula, rel=1e-12, abs=ABS_TOL.get(name, 1e-300)), grads[0]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_edge_values(name):
+    for a in EDGE:
+        for b in EDGE:
+            value, grads = tape_partials(name, (a, b))
+            ref = VALUE[name](a, b)
+            if name == "pow" and a == -math.inf and b == 0.5:
+                ref = math.inf  # C99 pow(-inf, y > 0 not an odd integer) = +inf; NumPy says NaN
+            assert (math.isnan(value) and math.isnan(ref)) or value == pytest.approx(ref, rel=1e-14, abs=0)
+            if math.isnan(a) or math.isnan(b):
+                assert math.isnan(value) or name == "pow"  # pow(1, nan) = pow(nan, 0) = 1 in IEEE
+            for which in range(2):
+                formula = DERIVATIVE[name][which](a, b)
+                smooth = all(math.isfinite(v) and v != 0 for v in (a, b, ref, formula))
+                if smooth and a != b:
+                    assert grads[which] == pytest.approx(formula, rel=1e-12), (a, b, which)
+
+
+# The documented kink conventions (README "Conventions at kinks"), one row each.
+KINKS = [
+    ("abs'(0) = 0", lambda x: abs(x), 0.0, 0.0),
+    ("abs'(-0.0) = 0", lambda x: abs(x), -0.0, 0.0),
+    ("relu'(0) = 0", tape.relu, 0.0, 0.0),
+    ("maximum tie: 1/2 to each side", lambda x: tape.maximum(x, 2.0), 2.0, 0.5),
+    ("minimum tie: 1/2 to each side", lambda x: tape.minimum(2.0, x), 2.0, 0.5),
+    ("maximum(x, x) = x has slope 1", lambda x: tape.maximum(x, x), 1.5, 1.0),
+    ("sqrt'(0) = +inf", tape.sqrt, 0.0, math.inf),
+    ("log(0) = -inf, log'(0) = +inf", tape.log, 0.0, math.inf),
+    ("x**0 at 0: slope 0", lambda x: x**0, 0.0, 0.0),
+    ("x**1 at 0: slope 1", lambda x: x**1, 0.0, 1.0),
+    ("x**2 at 0: slope 0", lambda x: x**2, 0.0, 0.0),
+    ("x**3 at 0: slope 0", lambda x: x**3, 0.0, 0.0),
+    ("x**-1 at 0: slope -inf", lambda x: x**-1, 0.0, -math.inf),
+    ("x**-2 at 0: slope -inf", lambda x: x**-2, 0.0, -math.inf),
+    ("x**0.5 at 0: slope +inf", lambda x: x**0.5, 0.0, math.inf),
+    ("x**1.5 at 0: slope 0", lambda x: x**1.5, 0.0, 0.0),
+    ("x**0.5 at -1: NaN", lambda x: x**0.5, -1.0, math.nan),
+    ("x**2 at -3: exact -6", lambda x: x**2, -3.0, -6.0),
+    ("x**y in y at x = 0: 0", lambda y: 0.0**y, 2.0, 0.0),
+]
+
+
+@pytest.mark.parametrize("label, fn, x, slope", KINKS, ids=[k[0] for k in KINKS])
+def test_kink_conventions(label, fn, x, slope):
+    t = tape.Tape()
+    v = t.var(x)
+    g = t.gradient(fn(v), v)
+    assert (math.isnan(g) and math.isnan(slope)) or g == slope, (label, g)
+
+
+def test_pow_of_two_vars_at_zero_base():
+    t = tape.Tape()
+    a, b = t.var(0.0), t.var(3.0)
+    y = a**b
+    assert y.value == 0.0
+    assert list(t.gradient(y, [a, b])) == [0.0, 0.0]
+
+
+def test_log_of_zero_value():
+    t = tape.Tape()
+    x = t.var(0.0)
+    y = tape.log(x)
+    assert y.value == -math.inf
+
+
+def test_division_by_zero_is_ieee():
+    t = tape.Tape()
+    x, z = t.var(1.0), t.var(0.0)
+    assert (x / z).value == math.inf and (-x / z).value == -math.inf
+    assert math.isnan((z / z).value) and (x / 0.0).value == math.inf and (1.0 / z).value == math.inf
+
+
+def test_overflow_is_ieee():
+    t = tape.Tape()
+    x = t.var(1000.0)
+    assert tape.exp(x).value == math.inf and (x**200).value == math.inf and (10.0**x).value == math.inf
+    assert tape.sigmoid(-x).value == 0.0 and tape.sigmoid(x).value == 1.0
+
+
+def test_recorded_values_equal_replayed_values_bit_for_bit():
+    """Recording (Python math) and forward replay (Numba) evaluate the same expressions."""
+    t = tape.Tape()
+    xs = t.vars(RNG.uniform(-3, 3, 8))
+    live = list(xs)
+    names = list(OPS_ON_HANDLES)
+    for _ in range(3000):
+        name = names[RNG.integers(len(names))]
+        x = live[RNG.integers(len(live))]
+        if name in BINARY:
+            other = live[RNG.integers(len(live))] if RNG.random() < 0.7 else float(RNG.uniform(-2, 2))
+            y = OPS_ON_HANDLES[name](x, other) if RNG.random() < 0.5 else OPS_ON_HANDLES[name](other, x)
+        else:
+            y = OPS_ON_HANDLES[name](x)
+        if math.isfinite(y.value) and abs(y.value) < 1e6:
+            live.append(y)
+    recorded = t._val[: len(t)].copy()
+    t.forward(xs, [x.value for x in xs])
+    np.testing.assert_array_equal(t._val[: len(t)], recorded)
+
+
+def test_opcodes_fit_uint8_and_names_are_unique():
+    assert len(OPS) < 256 and len(OPCODE) == len(OPS)
