@@ -23,6 +23,7 @@ def _unary_function(name: str) -> Callable[[Scalar], Scalar]:
     function = RECORDERS[f"record_{name}"]
     function.__name__ = function.__qualname__ = name
     function.__doc__ = _describe(name)
+    function.__annotations__ = {"x": Scalar, "return": Scalar}
     return function
 
 

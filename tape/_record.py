@@ -22,9 +22,10 @@ _APPEND = """
     n = t._n
     if n == t._capacity:
         t._grow(n + 1)
+        vals = t._val_w
     t._op_w[n] = code
     t._in0_w[n] = i
-{write_in1}    t._val_w[n] = v
+{write_in1}    vals[n] = v
     t._n = n + 1
     r = _new(Var)
     r._seg = seg
@@ -47,8 +48,9 @@ def record_{name}(x):
     if not seg.live:
         seg = _revalidate(x)
     t = seg.tape
+    vals = t._val_w
     i = x.index
-    a = t._val_w[i]
+    a = vals[i]
     code = {code}
 """ + _EVALUATE.format(forward="{forward}", args="a, 0.0") + _APPEND.format(write_in1="")
 
@@ -61,8 +63,13 @@ _CONST_PATH = """
         seg = _revalidate(x)
     t = seg.tape
     i = x.index
-    j = t._push_const(c)
-    a = t._val_w[i]
+    j = t._n_consts
+    if j == t._consts_capacity:
+        t._grow_consts()
+    t._consts_w[j] = c
+    t._n_consts = j + 1
+    vals = t._val_w
+    a = vals[i]
     code = {code}
 """ + _EVALUATE.format(forward="{forward}", args="a, c")
 
@@ -73,10 +80,11 @@ def record_{name}(x, y):
         if y._seg is not seg or not seg.live:
             seg = _shared_segment(x, y)
         t = seg.tape
+        vals = t._val_w
         i = x.index
         j = y.index
-        a = t._val_w[i]
-        b = t._val_w[j]
+        a = vals[i]
+        b = vals[j]
         code = {code}
 """ + _EVALUATE.format(forward="{forward}", args="a, b").replace("\n    ", "\n        ") + """
     else:

@@ -16,7 +16,7 @@ Storage is a struct of arrays, 29 bytes per record:
 
 Constants (``x * 2.0``) go to a separate float64 pool, 8 bytes each, so they
 are not records and get no adjoint. Indices are uint32: Numba elides the
-negative-index wraparound for unsigned indices (see bench/bench_index_width.py),
+negative-index wraparound for unsigned indices (bench/bench_kernels.py),
 and 2**32 - 1 records (~125 GB) is past any tape this library targets;
 ``TapeFullError`` is raised before that limit.
 """
@@ -104,7 +104,7 @@ class Tape:
         self._op, self._in0, self._in1 = op, in0, in1
         self._val, self._adj, self._stamp, self._consts = val, adj, stamp, consts
         # memoryviews: ~2x cheaper than NumPy scalar __setitem__ for one element
-        self._capacity = capacity
+        self._capacity, self._consts_capacity = capacity, const_capacity
         self._op_w, self._in0_w, self._in1_w = memoryview(op), memoryview(in0), memoryview(in1)
         self._val_w, self._consts_w = memoryview(val), memoryview(consts)
 
@@ -117,13 +117,8 @@ class Tape:
         capacity = max(need, min(2 * len(self._op), MAX_RECORDS))
         self._allocate(capacity, len(self._consts))
 
-    def _push_const(self, c: float) -> int:
-        k = self._n_consts
-        if k == len(self._consts):
-            self._allocate(len(self._op), 2 * k)
-        self._consts_w[k] = c
-        self._n_consts = k + 1
-        return k
+    def _grow_consts(self) -> None:
+        self._allocate(len(self._op), 2 * len(self._consts))
 
     def __len__(self) -> int:
         return self._n
