@@ -38,16 +38,17 @@ def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
         "b": "b = val[in1[i]]",
         "c": "c = consts[in1[i]]",
         "y": "y = val[i]",
+        "cond": "cond = val[i - 1]",
     }
     return [indent + line for name, line in loads.items() if name in used]
 
 
-def branches(body_for) -> list[str]:
-    """One ``if``/``elif`` branch per non-leaf op, with body lines from body_for(op)."""
+def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
+    """One ``if``/``elif`` branch per included op, with body lines from body_for(op)."""
     lines: list[str] = []
     first = True
     for code, op in enumerate(ops.OPS):
-        if op.kind == "leaf":
+        if not include(op):
             continue
         lines.append(f"        {'if' if first else 'elif'} k == {code}:  # {op.name}")
         lines.extend(body_for(op))
@@ -85,17 +86,54 @@ def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list
 
 def reverse_body(op: ops.Op) -> list[str]:
     ind = " " * 12
-    lines = operand_loads(op, names_in(op.grad_a, op.grad_b), ind)
-    if op.kind == "binary":  # both contributions first: in0 and in1 may be the same record
+    lines = operand_loads(op, names_in(op.grad_a, op.grad_b, op.when_a, op.when_b), ind)
+    if op.grad_b:  # both contributions first: in0 and in1 may be the same record
         lines += [f"{ind}da = {op.grad_a}", f"{ind}db = {op.grad_b}"]
-        return lines + accumulate("in0[i]", "da", ind) + accumulate("in1[i]", "db", ind)
-    return lines + accumulate("in0[i]", op.grad_a, ind)
+        terms = [("in0[i]", "da", op.when_a), ("in1[i]", "db", op.when_b)]
+    else:
+        terms = [("in0[i]", op.grad_a, op.when_a)]
+    for index, contribution, when in terms:
+        if when:
+            lines += [f"{ind}if {when}:", *accumulate(index, contribution, ind + "    ")]
+        else:
+            lines += accumulate(index, contribution, ind)
+    return lines
+
+
+def has_adjoint_rule(op: ops.Op) -> bool:
+    return bool(op.grad_a)
 
 
 def scalar_body(op: ops.Op) -> list[str]:
     ind = " " * 12
-    lines = [f"{ind}c = b"] if op.kind == "const" else []
+    lines = [f"{ind}c = b"] if op.kind in ops.KINDS_WITH_CONSTANT else []
     return lines + [f"{ind}return {op.forward}"]
+
+
+# Entry points of a compiled Function: one kernel call per replay (low per-call overhead).
+REPLAY_KERNELS = f'''@{JIT}
+def replay(op, in0, in1, val, consts, rows, x, checks, expected):
+    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
+    for k in range(len(rows)):
+        val[rows[k]] = x[k]
+    forward_sweep(op, in0, in1, val, consts, 0, len(op))
+    for k in range(len(checks)):
+        if (val[checks[k]] != 0.0) != expected[k]:
+            return k
+    return -1
+
+
+@{JIT}
+def replay_gradient(op, in0, in1, val, adj, stamp, consts, rows, x, checks, expected,
+                    seeds, weights, gen, grad):
+    """replay(), then one reverse sweep seeded with weights; grad[k] = adjoint of rows[k]."""
+    failed = replay(op, in0, in1, val, consts, rows, x, checks, expected)
+    reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, gen)
+    for k in range(len(rows)):
+        grad[k] = adj[rows[k]] if stamp[rows[k]] == gen else 0.0
+    return failed
+
+'''
 
 
 def source_hash() -> str:
@@ -135,26 +173,29 @@ def generate() -> str:
         "",
         "",
         f"@{JIT}",
-        "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, out, gen, keep):",
-        '    """Seed adj[out] = 1 in generation gen and sweep records out, out-1, ..., 0.',
+        "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
+        '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
         "",
         "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
         '    """',
-        *accumulate("out", "1.0", "    ", j="seed"),
-        "    top = np.uint64(out)",
-        "    for r in range(out + 1):",
-        "        i = top - np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
+        "    top = 0",
+        "    for s in range(len(seeds)):",
+        *accumulate("seeds[s]", "weights[s]", "        ", j="seed"),
+        "        top = max(top, seed)",
+        "    for r in range(top + 1):",
+        "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
         "        if stamp[i] != gen:",
         "            continue",
         "        g = adj[i]",
         "        k = op[i]",
-        *branches(reverse_body),
+        *branches(reverse_body, has_adjoint_rule),
         "",
         "",
+        REPLAY_KERNELS,
         f"@{JIT}",
         "def eval_op(k, a, b):",
         '    """One op\'s forward value (b is the constant for const ops)."""',
-        *[line[4:] for line in branches(scalar_body)],
+        *[line[4:] for line in branches(scalar_body, lambda op: op.kind not in ("leaf", "select"))],
         "    return nan",
         "",
     ]

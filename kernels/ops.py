@@ -11,10 +11,18 @@ Names inside a rule:
 ``c``         the constant operand of a ``const`` op (kept in the tape's pool)
 ``y``         this record's own value (the forward result)
 ``g``         this record's adjoint (dL/dy)
+``cond``      for ``select``: the value of the record just before it (a comparison)
 
 ``grad_a``/``grad_b`` are the contributions added (``+=``) to the inputs'
-adjoints. Kinds: ``leaf`` (no inputs), ``unary`` (a), ``binary`` (a, b),
-``const`` (a and a constant c; ``x * 2.0`` records one row, not two).
+adjoints; an op without them (comparisons) sends nothing back, and
+``when_a``/``when_b`` make a contribution conditional: ``select`` sends its
+adjoint only to the chosen input, so the other branch is never visited and
+its inf/NaN partials (``x / y`` at ``y = 0``) cannot reach the gradient.
+
+Kinds: ``leaf`` (no inputs: ``leaf`` is an input, ``constant`` is not),
+``unary`` (a), ``binary`` (a, b), ``const`` (a and a constant c; ``x * 2.0``
+records one row, not two), ``compare``/``compare_c`` (1.0 if the predicate
+holds, else 0.0; no derivative), ``select`` (a if cond else b).
 
 The helpers below are plain Python over floats; the generated kernels compile
 them with Numba, and recording calls them directly, so both sides agree.
@@ -34,6 +42,8 @@ class Op:
     forward: str = ""
     grad_a: str = ""
     grad_b: str = ""
+    when_a: str = ""
+    when_b: str = ""
 
 
 # --- scalar helpers used by the rules (pure functions of floats) -----------
@@ -159,6 +169,21 @@ OPS: tuple[Op, ...] = (
     Op("tanh", "unary", "tanh(a)", "g * (1.0 - y * y)"),
     Op("sigmoid", "unary", "sigmoid(a)", "g * y * (1.0 - y)"),
     Op("relu", "unary", "relu(a)", "g * step(a)"),
+    # leaves that are not inputs (branches of tape.where given as numbers)
+    Op("constant", "leaf"),
+    # comparisons (x > y is recorded as lt(y, x)); no derivative
+    Op("lt", "compare", "1.0 if a < b else 0.0"),
+    Op("le", "compare", "1.0 if a <= b else 0.0"),
+    Op("eq", "compare", "1.0 if a == b else 0.0"),
+    Op("ne", "compare", "1.0 if a != b else 0.0"),
+    Op("lt_c", "compare_c", "1.0 if a < c else 0.0"),
+    Op("le_c", "compare_c", "1.0 if a <= c else 0.0"),
+    Op("gt_c", "compare_c", "1.0 if a > c else 0.0"),
+    Op("ge_c", "compare_c", "1.0 if a >= c else 0.0"),
+    Op("eq_c", "compare_c", "1.0 if a == c else 0.0"),
+    Op("ne_c", "compare_c", "1.0 if a != c else 0.0"),
+    # tape.where(condition, a, b): the condition is the record just before
+    Op("select", "select", "a if cond != 0.0 else b", "g", "g", "cond != 0.0", "cond == 0.0"),
 )
 
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc)
@@ -167,4 +192,6 @@ MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow")
 
 OPCODE: dict[str, int] = {op.name: code for code, op in enumerate(OPS)}
 LEAF = OPCODE["leaf"]
+KINDS_WITH_CONSTANT = ("const", "compare_c")  # in1 is a slot of the constant pool
+TWO_RECORD_KINDS = ("binary", "compare", "select")  # in1 is a record
 assert len(OPS) < 256, "opcodes are stored as uint8"

@@ -22,14 +22,30 @@ from tape._api import (
     tan,
     tanh,
     value_and_grad,
+    where,
 )
-from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record, Tape, Var
-from tape.errors import ForeignHandleError, StaleHandleError, TapeError, TapeFullError
+from tape._function import Function, load, trace
+from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Condition, Record, Tape, Var
+from tape.errors import (
+    BranchChanged,
+    ForeignHandleError,
+    StaleHandleError,
+    TapeError,
+    TapeFormatError,
+    TapeFullError,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BYTES_PER_RECORD",
+    "BranchChanged",
+    "Condition",
+    "Function",
+    "TapeFormatError",
+    "load",
+    "trace",
+    "where",
     "MAX_RECORDS",
     "NO_INPUT",
     "Record",

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from kernels import OPCODE, OPS, eval_op
-from tape._tape import RECORDERS, Tape, Var, _as_constant
+from tape._tape import RECORDERS, Condition, Tape, Var, _as_constant
+from tape.errors import ForeignHandleError
 
 Scalar = Var | float
 
@@ -60,6 +61,40 @@ sigmoid = _unary_function("sigmoid")
 relu = _unary_function("relu")
 maximum = _binary_function("maximum")
 minimum = _binary_function("minimum")
+
+_SELECT = OPCODE["select"]
+
+
+def where(condition: Condition | bool, a: Scalar, b: Scalar) -> Scalar:
+    """``a`` where the condition holds, else ``b``, as one select record: valid at every replay.
+
+    The condition (``x > 0``, ...) is recorded as data, not as a branch, so
+    nothing needs re-checking. Only the chosen input receives the adjoint: the
+    other branch is never visited, and its inf/NaN partials cannot leak into
+    the gradient (``where(y > 1, x / y, 0.0)`` at y = 0 has finite gradients).
+    """
+    if isinstance(condition, (bool, np.bool_)):
+        return a if condition else b
+    if type(condition) is not Condition:
+        raise TypeError(f"tape.where needs a comparison of Vars (x > 0) or a bool, got {type(condition).__name__}")
+    t = condition._tape()
+    branches = []
+    for branch in (a, b):
+        if type(branch) is Var:
+            if branch._seg.tape is not t:
+                raise ForeignHandleError(f"{branch!r} was recorded on another tape than the condition")
+            t._resolve(branch)
+            branches.append(branch)
+        else:
+            c = _as_constant(branch)
+            if c is None:
+                raise TypeError(f"tape.where branches must be Vars or real numbers, got {type(branch).__name__}")
+            branches.append(t._constant(c))
+    chosen = condition._record()  # the select reads the record just before it
+    x, y = branches
+    value = x.value if chosen.value != 0.0 else y.value
+    return t._push(t._segment(), _SELECT, x.index, y.index, value)
+
 
 VarFunction = Callable[[Sequence[Var]], Scalar]
 

@@ -25,22 +25,28 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from kernels import OPS, eval_op, forward_sweep, reverse_sweep
-from kernels.ops import HELPERS, LEAF, MATH_NAMES
+from kernels.ops import HELPERS, KINDS_WITH_CONSTANT, LEAF, MATH_NAMES, OPCODE, TWO_RECORD_KINDS
 from tape import _record
 from tape.errors import ForeignHandleError, StaleHandleError, TapeFullError
+
+if TYPE_CHECKING:
+    from tape._function import Function
 
 NO_INPUT = 0xFFFFFFFF
 MAX_RECORDS = NO_INPUT  # indices 0 .. 2**32 - 2; the top value is the sentinel
 BYTES_PER_RECORD = 1 + 4 + 4 + 8 + 8 + 4
 _GEN_LIMIT = 2**32 - 1  # stamps are uint32
-_IS_CONST_OP = np.array([op.kind == "const" for op in OPS])
+_ONE = np.ones(1)
+_USES_POOL = np.array([op.kind in KINDS_WITH_CONSTANT for op in OPS])
+_CONSTANT = OPCODE["constant"]
 
 
 class Record(NamedTuple):
@@ -80,6 +86,7 @@ class Tape:
         self._gen = 0  # generation of the last backward pass; stamps start at 0 = never
         self._epoch = 1  # first generation whose leaf adjoints still count (accumulate=True)
         self._rewinds: list[int] = []  # mark of every rewind/clear, in order
+        self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
         self._segment_ref = lambda: None
         self._allocate(int(capacity), 16)
 
@@ -182,6 +189,10 @@ class Tape:
         self._n = start + count
         return [_new_var(seg, i) for i in range(start, start + count)]
 
+    def _constant(self, value: float) -> Var:
+        """A record holding a number that is not an input (a branch of tape.where)."""
+        return self._push(self._segment(), _CONSTANT, NO_INPUT, NO_INPUT, value)
+
     def __getitem__(self, index: int) -> Var:
         """A handle for record ``index`` (negative counts from the end)."""
         if type(index) is not int:
@@ -211,6 +222,18 @@ class Tape:
         var.index = n
         return var
 
+    def function(self, inputs: Sequence[Var], outputs: Var | Sequence[Var], params: Sequence[Var] = (),
+                 on_branch_change: str = "raise") -> Function:
+        """A Function replaying this tape: ``inputs`` (leaves) -> ``outputs``.
+
+        ``params`` are leaves that change at replay but are not differentiated;
+        any other leaf keeps its recorded value. The Function copies the records,
+        so this tape can go on recording.
+        """
+        from tape._function import Function
+
+        return Function.from_tape(self, inputs, outputs, params, on_branch_change)
+
     # -- lifetime -------------------------------------------------------------
 
     def rewind(self, mark: int) -> None:
@@ -232,7 +255,8 @@ class Tape:
         self._in1[mark:n] = NO_INPUT
         self._stamp[mark:n] = 0
         self._n = mark
-        self._n_consts = int(np.count_nonzero(_IS_CONST_OP[self._op[:mark]]))
+        self._n_consts = int(np.count_nonzero(_USES_POOL[self._op[:mark]]))
+        self._checks = [check for check in self._checks if check[0] < mark]
 
     def clear(self) -> None:
         """Discard every record (keeps the allocated capacity)."""
@@ -267,7 +291,7 @@ class Tape:
         if not accumulate:
             self._epoch = gen
         reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
-                      self._consts, out, gen, self._epoch)
+                      self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
         self._gen = gen
 
     def _restart_generations(self) -> None:
@@ -298,9 +322,9 @@ class Tape:
         i = self[index].index
         op = OPS[self._op[i]]
         inputs = () if op.kind == "leaf" else (int(self._in0[i]),)
-        if op.kind == "binary":
+        if op.kind in TWO_RECORD_KINDS:
             inputs += (int(self._in1[i]),)
-        constant = float(self._consts[self._in1[i]]) if op.kind == "const" else None
+        constant = float(self._consts[self._in1[i]]) if op.kind in KINDS_WITH_CONSTANT else None
         adjoint = float(self._grads(np.array([i]))[0])
         return Record(i, op.name, float(self._val[i]), inputs, constant, adjoint)
 
@@ -409,7 +433,29 @@ class Var:
         self._live_tape().backward(self, accumulate=accumulate)
 
     def __bool__(self) -> bool:
-        raise TypeError("the truth value of a tape.Var is not defined; compare .value explicitly")
+        raise TypeError("the truth value of a tape.Var is not defined; compare it: `if x > 0:`")
+
+    # Comparisons make a Condition: a bool when a branch needs one (recorded and
+    # re-checked at replay), or data for tape.where. x > y is lt(y, x).
+    def __lt__(self, other) -> Condition:
+        return _compare(self, other, "lt", "lt_c", swap=False)
+
+    def __le__(self, other) -> Condition:
+        return _compare(self, other, "le", "le_c", swap=False)
+
+    def __gt__(self, other) -> Condition:
+        return _compare(self, other, "lt", "gt_c", swap=True)
+
+    def __ge__(self, other) -> Condition:
+        return _compare(self, other, "le", "ge_c", swap=True)
+
+    def __eq__(self, other) -> Condition:  # type: ignore[override]
+        return _compare(self, other, "eq", "eq_c", swap=False)
+
+    def __ne__(self, other) -> Condition:  # type: ignore[override]
+        return _compare(self, other, "ne", "ne_c", swap=False)
+
+    __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         seg = self._seg
@@ -419,6 +465,62 @@ class Var:
             except StaleHandleError:
                 return f"Var(#{self.index}, stale)"
         return f"Var(#{self.index}, value={self._seg.tape._val_w[self.index]!r})"
+
+
+def _compare(x: Var, other, name: str, name_c: str, swap: bool):
+    if type(other) is Var:
+        return Condition(OPCODE[name], other, x) if swap else Condition(OPCODE[name], x, other)
+    c = _as_constant(other)
+    return NotImplemented if c is None else Condition(OPCODE[name_c], x, c)
+
+
+_SYMBOL = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+
+
+class Condition:
+    """The result of comparing Vars: ``if x > 0:`` records a check that every
+    replay re-evaluates; ``tape.where(x > 0, a, b)`` records a select instead."""
+
+    __slots__ = ("_code", "_x", "_y", "_outcome")
+
+    def __init__(self, code: int, x: Var, y: Var | float):
+        self._code, self._x, self._y = code, x, y
+        self._outcome: bool | None = None
+
+    def _tape(self) -> Tape:
+        if type(self._y) is Var:
+            return _shared_segment(self._x, self._y).tape
+        return self._x._live_tape()
+
+    def _record(self) -> Var:
+        """Record the comparison (1.0 or 0.0) as a new row and return it."""
+        t = self._tape()
+        x, y = self._x, self._y
+        a = t._val_w[x.index]
+        if type(y) is Var:
+            j, b = y.index, t._val_w[y.index]
+        else:
+            b = y
+            j = t._n_consts
+            if j == t._consts_capacity:
+                t._grow_consts()
+            t._consts_w[j] = b
+            t._n_consts = j + 1
+        return t._push(t._segment(), self._code, x.index, j, eval_op(self._code, a, b))
+
+    def __bool__(self) -> bool:
+        if self._outcome is None:
+            row = self._record()
+            caller = sys._getframe(1)
+            where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+            self._outcome = row.value != 0.0
+            row.tape._checks.append((row.index, self._outcome, where))
+        return self._outcome
+
+    def __repr__(self) -> str:
+        name = OPS[self._code].name.removesuffix("_c")
+        y = f"#{self._y.index}" if type(self._y) is Var else repr(self._y)
+        return f"Condition(#{self._x.index} {_SYMBOL[name]} {y})"
 
 
 def _unary_on_number(code: int, name: str, x) -> float:

@@ -15,3 +15,20 @@ class StaleHandleError(TapeError, ValueError):
 
 class TapeFullError(TapeError, OverflowError):
     """The tape cannot hold more records: indices are 32-bit."""
+
+
+class BranchChanged(TapeError):
+    """A replay input makes a recorded comparison come out the other way.
+
+    The tape holds the operations of the branch taken when it was recorded, so
+    its values would be those of the wrong branch. ``row`` is the comparison's
+    record and ``where`` the Python source line that recorded it.
+    """
+
+    def __init__(self, message: str, row: int, where: str):
+        super().__init__(message)
+        self.row, self.where = row, where
+
+
+class TapeFormatError(TapeError, ValueError):
+    """A saved tape file is malformed, corrupted or of an unknown format version."""

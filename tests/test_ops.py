@@ -60,7 +60,8 @@ def central(name: str, args: tuple[float, ...], which: int) -> float:
 
 def test_every_table_op_is_tested():
     covered = set(OPS_ON_HANDLES) | {f"{n}_c" for n in BINARY} | {"leaf"}
-    tabled = {op.name for op in OPS}
+    # comparisons, select and constant rows: tests/test_branches.py
+    tabled = {op.name for op in OPS if op.kind not in ("compare", "compare_c", "select") and op.name != "constant"}
     extra_const = {"rsub_c", "rdiv_c", "rpow_c", "sub_c"}
     assert tabled - covered <= extra_const, tabled - covered
 

@@ -1,0 +1,376 @@
+"""Function: a recorded tape compiled for replay at new inputs (one Numba call each).
+
+A Function owns copies of the tape's record arrays, so the tape it came from
+can go on recording or be rewound. Every replay re-evaluates the comparisons
+that Python branches took while recording and applies the Function's
+``on_branch_change`` policy when one comes out differently.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from kernels import OPS, replay, replay_gradient
+from kernels.ops import KINDS_WITH_CONSTANT, LEAF, TWO_RECORD_KINDS
+from tape._tape import _SYMBOL, MAX_RECORDS, NO_INPUT, Tape, Var, _as_constant
+from tape.errors import BranchChanged, TapeFormatError
+
+FORMAT_VERSION = 1
+POLICIES = ("raise", "retrace", "ignore")
+_GEN_LIMIT = 2**32 - 1
+_KIND = np.array([op.kind for op in OPS])
+_COMPARISON = np.isin(_KIND, ("compare", "compare_c"))
+
+
+class Function:
+    """Value, gradient and vector-Jacobian products of a recorded tape at new inputs.
+
+    Make one with ``tape.trace(f, x0)`` or ``Tape.function(inputs, outputs)``.
+    Not thread-safe: a Function reuses its working arrays on every call.
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray], on_branch_change: str = "raise",
+                 source: tuple[Callable, bool] | None = None):
+        if on_branch_change not in POLICIES:
+            raise ValueError(f"on_branch_change must be one of {POLICIES}, got {on_branch_change!r}")
+        self.on_branch_change = on_branch_change
+        self.retraces = 0
+        self._source = source  # (f, takes_params) when made by tape.trace
+        self._install(arrays)
+
+    def _install(self, a: dict[str, np.ndarray]) -> None:
+        self._op, self._in0, self._in1 = a["op"], a["in0"], a["in1"]
+        self._val, self._consts = a["val"].copy(), a["consts"]
+        self._input_rows, self._param_rows = a["input_rows"], a["param_rows"]
+        self._output_rows, self._scalar = a["output_rows"], bool(a["scalar_output"])
+        self._check_rows, self._check_expected = a["check_rows"], a["check_expected"]
+        self._check_where = a["check_where"]
+        self._adj = np.zeros(len(self._op))
+        self._stamp = np.zeros(len(self._op), np.uint32)
+        self._gen = 0
+        self._ones = np.ones(len(self._output_rows))
+
+    # -- construction ---------------------------------------------------------------
+
+    @classmethod
+    def from_tape(cls, t: Tape, inputs: Sequence[Var], outputs: Var | Sequence[Var],
+                  params: Sequence[Var] = (), on_branch_change: str = "raise",
+                  source: tuple[Callable, bool] | None = None) -> Function:
+        """See ``Tape.function``."""
+        input_rows = _leaf_rows(t, inputs, "inputs")
+        param_rows = _leaf_rows(t, params, "params")
+        if set(input_rows.tolist()) & set(param_rows.tolist()):
+            raise ValueError("a record cannot be both an input and a parameter")
+        scalar = type(outputs) is Var
+        outs = [outputs] if scalar else list(outputs)
+        if not outs:
+            raise ValueError("a Function needs at least one output")
+        output_rows = np.array([t._resolve(y) for y in outs], np.int64)
+        n = len(t)
+        checks = t._checks
+        arrays = {
+            "op": t._op[:n].copy(), "in0": t._in0[:n].copy(), "in1": t._in1[:n].copy(),
+            "val": t._val[:n].copy(), "consts": t._consts[: t.n_consts].copy(),
+            "input_rows": input_rows, "param_rows": param_rows, "output_rows": output_rows,
+            "scalar_output": np.array(scalar),
+            "check_rows": np.array([c[0] for c in checks], np.int64),
+            "check_expected": np.array([c[1] for c in checks], np.bool_),
+            "check_where": np.array([c[2] for c in checks], dtype=np.str_) if checks else np.zeros(0, "<U1"),
+        }
+        return cls(arrays, on_branch_change, source)
+
+    # -- shape --------------------------------------------------------------------------
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self._input_rows)
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self._output_rows)
+
+    @property
+    def n_params(self) -> int:
+        return len(self._param_rows)
+
+    def __len__(self) -> int:
+        return len(self._op)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the records (op, in0, in1, val, consts) and the working arrays (adj, stamp)."""
+        arrays = (self._op, self._in0, self._in1, self._val, self._consts, self._adj, self._stamp)
+        return sum(a.nbytes for a in arrays)
+
+    def stats(self) -> dict:
+        """Records by op, inputs, parameters, outputs, constants, comparisons, bytes."""
+        by_op = Counter(OPS[k].name for k in self._op.tolist())
+        return {
+            "records": len(self), "inputs": self.n_inputs, "params": self.n_params, "outputs": self.n_outputs,
+            "constants": len(self._consts), "comparisons_checked": len(self._check_rows),
+            "selects": by_op.get("select", 0), "by_op": dict(by_op.most_common()),
+            "bytes": self.nbytes, "bytes_per_record": self.nbytes / len(self), "retraces": self.retraces,
+        }
+
+    def __repr__(self) -> str:
+        return (f"<tape.Function {self.n_inputs} inputs -> {self.n_outputs} outputs, {len(self)} records, "
+                f"{len(self._check_rows)} checked comparisons>")
+
+    # -- replay ---------------------------------------------------------------------------
+
+    def _point(self, x, count: int, what: str) -> np.ndarray:
+        try:
+            point = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{what} must be real numbers: {exc}") from None
+        if point.shape != (count,):
+            if point.ndim == 0 and count == 1:
+                return point.reshape(1)
+            raise ValueError(f"expected {count} {what} as a 1-D array of shape ({count},), got shape {point.shape}")
+        return point
+
+    def _prepare(self, x, params) -> np.ndarray:
+        point = self._point(x, self.n_inputs, "inputs")
+        if params is not None:
+            self._val[self._param_rows] = self._point(params, self.n_params, "params")
+        return point
+
+    def __call__(self, x, params=None):
+        """Forward replay at x: a float for a scalar output, else an array of the outputs."""
+        point = self._prepare(x, params)
+        failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
+                        point, self._check_rows, self._check_expected)
+        if failed >= 0 and self._branch_changed(failed, point):
+            return self._again(self.__call__, point)
+        out = self._val[self._output_rows]
+        return float(out[0]) if self._scalar else out
+
+    def _reverse(self, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        if self._gen + 1 >= _GEN_LIMIT:
+            self._stamp[:] = 0
+            self._gen = 0
+        self._gen += 1
+        grad = np.empty(self.n_inputs)
+        failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
+                                 self._consts, self._input_rows, point, self._check_rows,
+                                 self._check_expected, self._output_rows, weights, self._gen, grad)
+        if failed >= 0 and self._branch_changed(failed, point):
+            return self._again(self._reverse, point, weights)
+        return grad
+
+    def value_and_grad(self, x, params=None) -> tuple[float, np.ndarray]:
+        """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
+        if self.n_outputs != 1:
+            raise ValueError(f"value_and_grad needs one output, this Function has {self.n_outputs}: use vjp")
+        grad = self._reverse(self._prepare(x, params), self._ones)
+        return float(self._val[self._output_rows[0]]), grad
+
+    def gradient(self, x, params=None) -> np.ndarray:
+        """The gradient at x of a scalar-output Function."""
+        return self.value_and_grad(x, params)[1]
+
+    def vjp(self, x, w, params=None) -> np.ndarray:
+        """w^T J at x: one reverse sweep seeded with w on the outputs."""
+        weights = self._point(w, self.n_outputs, "output weights")
+        return self._reverse(self._prepare(x, params), weights)
+
+    # -- branch safety ----------------------------------------------------------------------
+
+    def _describe_check(self, k: int) -> str:
+        row = int(self._check_rows[k])
+        op = OPS[self._op[row]]
+        lhs = f"#{self._in0[row]}"
+        rhs = f"{float(self._consts[self._in1[row]])!r}" if op.kind == "compare_c" else f"#{self._in1[row]}"
+        return f"{lhs} {_SYMBOL[op.name.removesuffix('_c')]} {rhs}"
+
+    def _branch_changed(self, k: int, point: np.ndarray) -> bool:
+        """Apply the policy to failed check k; True if the call should be repeated (retraced)."""
+        if self.on_branch_change == "ignore":
+            return False
+        row, where = int(self._check_rows[k]), str(self._check_where[k])
+        expected = bool(self._check_expected[k])
+        message = (f"comparison {self._describe_check(k)} at record #{row}, recorded at {where}, was "
+                   f"{expected} when traced and is {not expected} at this input: the tape holds the other "
+                   f"branch. Use tape.where() for a branch-free select, or on_branch_change='retrace'.")
+        if self.on_branch_change == "retrace":
+            if self._source is None:
+                message += " (this Function has no Python function to retrace: it was loaded or built from a tape)"
+            elif self._retracing:
+                message += " (again right after retracing at this input: f does not branch deterministically)"
+            else:
+                self._retrace(point)
+                return True
+        raise BranchChanged(message, row, where)
+
+    _retracing = False
+
+    def _again(self, method, *args):
+        """Repeat a call once after a retrace."""
+        self._retracing = True
+        try:
+            return method(*args)
+        finally:
+            self._retracing = False
+
+    def _retrace(self, point: np.ndarray) -> None:
+        f, takes_params = self._source
+        params = self._val[self._param_rows].copy() if takes_params else None
+        fresh = trace(f, point, params=params, on_branch_change="raise")
+        if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
+            raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
+        self._install(fresh._arrays())
+        self.retraces += 1
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "op": self._op, "in0": self._in0, "in1": self._in1, "val": self._val, "consts": self._consts,
+            "input_rows": self._input_rows, "param_rows": self._param_rows, "output_rows": self._output_rows,
+            "scalar_output": np.array(self._scalar), "check_rows": self._check_rows,
+            "check_expected": self._check_expected, "check_where": self._check_where,
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back."""
+        with open(path, "wb") as fh:
+            np.savez(fh, format_version=np.array(FORMAT_VERSION, np.int64), **self._arrays())
+
+
+def _leaf_rows(t: Tape, handles: Sequence[Var], what: str) -> np.ndarray:
+    if type(handles) is Var:
+        raise TypeError(f"{what} must be a sequence of Vars")
+    rows = np.array([t._resolve(h) for h in handles], np.int64)
+    if len(rows) and np.any(t._op[rows] != LEAF):
+        raise ValueError(f"{what} must be leaf records made by Tape.var/Tape.vars")
+    if len(set(rows.tolist())) != len(rows):
+        raise ValueError(f"{what} contain the same record twice")
+    return rows
+
+
+def trace(f: Callable, x0, params=None, on_branch_change: str = "raise") -> Function:
+    """Record ``f`` once at x0 and return a Function that replays it at any x.
+
+    ``f(xs)`` gets a list of Vars (one per element of the 1-D x0) and returns
+    a Var or a sequence of Vars (numbers allowed). With ``params``, ``f(xs,
+    ps)`` also gets handles for values that are not differentiated and can
+    change at replay (``F(x, params=p)``) without retracing.
+    """
+    point = np.asarray(x0, dtype=np.float64)
+    if point.ndim != 1:
+        raise ValueError(f"x0 must be a 1-D array, got shape {point.shape}")
+    t = Tape(capacity=max(1024, 4 * point.size))
+    xs = t.vars(point)
+    if params is None:
+        ps, out = [], f(xs)
+    else:
+        ps = t.vars(np.asarray(params, dtype=np.float64).reshape(-1))
+        out = f(xs, ps)
+    scalar = not isinstance(out, (list, tuple, np.ndarray))
+    outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
+    return Function.from_tape(t, xs, outputs[0] if scalar else outputs, ps, on_branch_change,
+                              source=(f, params is not None))
+
+
+def _as_record(t: Tape, y) -> Var:
+    if type(y) is Var:
+        return y
+    c = _as_constant(y)
+    if c is None:
+        raise TypeError(f"f must return Vars or numbers, got {type(y).__name__}")
+    return t._constant(c)
+
+
+# -- loading untrusted files ------------------------------------------------------------------
+
+_SPEC = {  # name: (dtype kind check, ndim)
+    "format_version": (np.int64, 0), "op": (np.uint8, 1), "in0": (np.uint32, 1), "in1": (np.uint32, 1),
+    "val": (np.float64, 1), "consts": (np.float64, 1), "input_rows": (np.int64, 1),
+    "param_rows": (np.int64, 1), "output_rows": (np.int64, 1), "scalar_output": (np.bool_, 0),
+    "check_rows": (np.int64, 1), "check_expected": (np.bool_, 1), "check_where": (np.str_, 1),
+}
+
+
+def load(path: str | os.PathLike, on_branch_change: str = "raise") -> Function:
+    """Read a Function saved by ``Function.save``, validating every array first.
+
+    Anything malformed raises ``TapeFormatError`` (naming the first bad record
+    where there is one) before any kernel touches the data.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            names = set(npz.files)
+            if names != set(_SPEC):
+                missing, extra = sorted(set(_SPEC) - names), sorted(names - set(_SPEC))
+                raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
+            arrays = {name: npz[name] for name in _SPEC}
+    except (TapeFormatError, FileNotFoundError):
+        raise
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, UnicodeError) as exc:
+        raise TapeFormatError(f"{path}: unreadable tape file ({type(exc).__name__}: {exc})") from None
+    validate(arrays)
+    del arrays["format_version"]
+    return Function(arrays, on_branch_change)
+
+
+def validate(a: dict[str, np.ndarray]) -> None:
+    """Raise TapeFormatError unless the arrays form a well-formed tape."""
+    for name, (dtype, ndim) in _SPEC.items():
+        arr = a[name]
+        if np.dtype(dtype).kind == "U":
+            ok = arr.dtype.kind == "U"
+        else:
+            ok = arr.dtype == np.dtype(dtype)
+        if not ok or arr.ndim != ndim:
+            raise TapeFormatError(f"array {name!r} must be {np.dtype(dtype).name} with {ndim} dimension(s), "
+                                  f"got {arr.dtype} with shape {arr.shape}")
+    if int(a["format_version"]) != FORMAT_VERSION:
+        raise TapeFormatError(f"tape format version {int(a['format_version'])}; this tape reads {FORMAT_VERSION}")
+    op, in0, in1 = a["op"], a["in0"], a["in1"]
+    n = len(op)
+    if not 0 < n <= MAX_RECORDS or not len(in0) == len(in1) == len(a["val"]) == n:
+        raise TapeFormatError(f"record arrays disagree in length: op {n}, in0 {len(in0)}, in1 {len(in1)}, "
+                              f"val {len(a['val'])}")
+    _first_bad(op >= len(OPS), "unknown opcode", op)
+    rows = np.arange(n, dtype=np.int64)
+    kind = _KIND[op]
+    no_inputs = kind == "leaf"
+    two = np.isin(kind, TWO_RECORD_KINDS)
+    pooled = np.isin(kind, KINDS_WITH_CONSTANT)
+    _first_bad(no_inputs & ((in0 != NO_INPUT) | (in1 != NO_INPUT)), "leaf with inputs", op)
+    _first_bad(~no_inputs & (in0.astype(np.int64) >= rows), "first input not before its record", op)
+    _first_bad(two & (in1.astype(np.int64) >= rows), "second input not before its record", op)
+    _first_bad(pooled & (in1.astype(np.int64) >= len(a["consts"])), "constant slot out of range", op)
+    _first_bad((kind == "unary") & (in1 != NO_INPUT), "unary op with a second input", op)
+    previous_is_comparison = np.concatenate([[False], _COMPARISON[op[:-1]]])
+    _first_bad((kind == "select") & ~previous_is_comparison, "select not preceded by a comparison", op)
+    for name, need_leaf in (("input_rows", True), ("param_rows", True), ("output_rows", False),
+                            ("check_rows", False)):
+        r = a[name]
+        if np.any((r < 0) | (r >= n)):
+            raise TapeFormatError(f"{name} holds a record outside 0..{n - 1}")
+        if need_leaf and np.any(op[r] != LEAF):
+            raise TapeFormatError(f"{name} must name leaf records")
+    if len(np.unique(np.concatenate([a["input_rows"], a["param_rows"]]))) != len(a["input_rows"]) + len(
+            a["param_rows"]):
+        raise TapeFormatError("input_rows and param_rows must be distinct records")
+    if len(a["output_rows"]) == 0:
+        raise TapeFormatError("a tape file needs at least one output")
+    if np.any(~_COMPARISON[op[a["check_rows"]]]):
+        raise TapeFormatError("check_rows must name comparison records")
+    if not len(a["check_rows"]) == len(a["check_expected"]) == len(a["check_where"]):
+        raise TapeFormatError("check arrays disagree in length")
+    if bool(a["scalar_output"]) and len(a["output_rows"]) != 1:
+        raise TapeFormatError("a scalar-output tape has exactly one output")
+
+
+def _first_bad(bad: np.ndarray, what: str, op: np.ndarray) -> None:
+    if np.any(bad):
+        row = int(np.argmax(bad))
+        name = OPS[op[row]].name if op[row] < len(OPS) else f"opcode {op[row]}"
+        raise TapeFormatError(f"record {row} ({name}): {what}")
