@@ -61,37 +61,30 @@ def forward_body(op: ops.Op) -> list[str]:
     return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
 
 
-def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list[str]:
+def accumulate(index: str, contribution: str, indent: str, j: str = "j", carry_leaves: bool = True) -> list[str]:
     """adj[index] += contribution, where adjoints stamped before this pass count as zero.
 
     Written out inline: a helper taking the arrays would make Numba emit
     reference-count calls on every record (measured 1.8x slower).
-    With keep < gen (accumulate=True), leaf adjoints stamped at or after
-    keep are carried over instead of being reset.
+    With carry_leaves and keep < gen (accumulate=True), leaf adjoints stamped
+    at or after keep are carried over instead of being reset.
     """
-    body = [
-        "{j} = {index}",
-        "d = {contribution}",
-        "if stamp[{j}] == gen:",
-        "    adj[{j}] += d",
-        "else:",
-        "    if stamp[{j}] >= keep and op[{j}] == LEAF:",
-        "        adj[{j}] += d",
-        "    else:",
-        "        adj[{j}] = d",
-        "    stamp[{j}] = gen",
-    ]
+    first_write = ["    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
+                   "        adj[{j}] = d"] if carry_leaves else ["    adj[{j}] = d"]
+    body = ["{j} = {index}", "d = {contribution}", "if stamp[{j}] == gen:", "    adj[{j}] += d", "else:",
+            *first_write, "    stamp[{j}] = gen"]
     return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
 
 
 def reverse_body(op: ops.Op) -> list[str]:
+    """Tape reverse sweep: partials computed here, from the stored values."""
     ind = " " * 12
-    lines = operand_loads(op, names_in(op.grad_a, op.grad_b, op.when_a, op.when_b), ind)
-    if op.grad_b:  # both contributions first: in0 and in1 may be the same record
-        lines += [f"{ind}da = {op.grad_a}", f"{ind}db = {op.grad_b}"]
-        terms = [("in0[i]", "da", op.when_a), ("in1[i]", "db", op.when_b)]
-    else:
-        terms = [("in0[i]", op.grad_a, op.when_a)]
+    lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
+    lines.append(f"{ind}da = g * ({op.da})")
+    terms = [("in0[i]", "da", op.when_a)]
+    if op.db:  # both contributions first: in0 and in1 may be the same record
+        lines.append(f"{ind}db = g * ({op.db})")
+        terms.append(("in1[i]", "db", op.when_b))
     for index, contribution, when in terms:
         if when:
             lines += [f"{ind}if {when}:", *accumulate(index, contribution, ind + "    ")]
@@ -100,8 +93,24 @@ def reverse_body(op: ops.Op) -> list[str]:
     return lines
 
 
-def has_adjoint_rule(op: ops.Op) -> bool:
-    return bool(op.grad_a)
+def has_partials(op: ops.Op) -> bool:
+    return bool(op.da)
+
+
+def partials_body(op: ops.Op) -> list[str]:
+    """Function forward sweep: value, partials p0/p1, and where the select sends its adjoint."""
+    ind = " " * 12
+    lines = operand_loads(op, names_in(op.forward) - {"y"}, ind)
+    lines += [f"{ind}y = {op.forward}", f"{ind}val[i] = y"]
+    if op.da:
+        lines.append(f"{ind}p0[i] = {op.da}")
+    if op.db:
+        lines.append(f"{ind}p1[i] = {op.db}")
+    if op.when_a:
+        lines.append(f"{ind}r0[i] = in0[i] if {op.when_a} else dummy")
+    if op.when_b:
+        lines.append(f"{ind}r1[i] = in1[i] if {op.when_b} else dummy")
+    return lines
 
 
 def scalar_body(op: ops.Op) -> list[str]:
@@ -110,13 +119,30 @@ def scalar_body(op: ops.Op) -> list[str]:
     return lines + [f"{ind}return {op.forward}"]
 
 
+def reverse_loop(body: list[str], carry_leaves: bool) -> list[str]:
+    """Seed the outputs, then sweep from the highest seed down to record 0."""
+    return [
+        "    top = 0",
+        "    for s in range(len(seeds)):",
+        *accumulate("seeds[s]", "weights[s]", "        ", j="seed", carry_leaves=carry_leaves),
+        "        top = max(top, seed)",
+        "    for r in range(top + 1):",
+        "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
+        "        if stamp[i] != gen:",
+        "            continue",
+        "        g = adj[i]",
+        *body,
+    ]
+
+
 # Entry points of a compiled Function: one kernel call per replay (low per-call overhead).
 REPLAY_KERNELS = f'''@{JIT}
-def replay(op, in0, in1, val, consts, rows, x, checks, expected):
-    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
-    for k in range(len(rows)):
-        val[rows[k]] = x[k]
-    forward_sweep(op, in0, in1, val, consts, 0, len(op))
+def set_inputs_and_check(rows, x, val, checks, expected, after):
+    """Before: val[rows] = x. After the sweep: the first failed check, or -1."""
+    if not after:
+        for k in range(len(rows)):
+            val[rows[k]] = x[k]
+        return -1
     for k in range(len(checks)):
         if (val[checks[k]] != 0.0) != expected[k]:
             return k
@@ -124,11 +150,24 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
 
 
 @{JIT}
-def replay_gradient(op, in0, in1, val, adj, stamp, consts, rows, x, checks, expected,
+def replay(op, in0, in1, val, consts, rows, x, checks, expected):
+    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_sweep(op, in0, in1, val, consts, 0, len(op))
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, stamp, rows, x, checks, expected,
                     seeds, weights, gen, grad):
-    """replay(), then one reverse sweep seeded with weights; grad[k] = adjoint of rows[k]."""
-    failed = replay(op, in0, in1, val, consts, rows, x, checks, expected)
-    reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, gen)
+    """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
+
+    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
+    """
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    failed = set_inputs_and_check(rows, x, val, checks, expected, True)
+    reverse_partials(adj, stamp, partials[0], partials[1], targets[0], targets[1], seeds, weights, gen)
     for k in range(len(rows)):
         grad[k] = adj[rows[k]] if stamp[rows[k]] == gen else 0.0
     return failed
@@ -178,17 +217,28 @@ def generate() -> str:
         "",
         "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
         '    """',
-        "    top = 0",
-        "    for s in range(len(seeds)):",
-        *accumulate("seeds[s]", "weights[s]", "        ", j="seed"),
-        "        top = max(top, seed)",
-        "    for r in range(top + 1):",
-        "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
-        "        if stamp[i] != gen:",
-        "            continue",
-        "        g = adj[i]",
+        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)], carry_leaves=True),
+        "",
+        "",
+        f"@{JIT}",
+        "def forward_partials(op, in0, in1, val, consts, p0, p1, r0, r1):",
+        '    """Values and local partials of every record; a select points r0/r1 at its chosen input."""',
+        "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
+        "    for r in range(len(op)):",
+        "        i = np.uint64(r)",
         "        k = op[i]",
-        *branches(reverse_body, has_adjoint_rule),
+        *branches(partials_body),
+        "",
+        "",
+        f"@{JIT}",
+        "def reverse_partials(adj, stamp, p0, p1, r0, r1, seeds, weights, gen):",
+        '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',
+        "",
+        "    The same contributions in the same order as reverse_sweep, so the same bits.",
+        '    """',
+        *reverse_loop(["        da = g * p0[i]", "        db = g * p1[i]",
+                       *accumulate("r0[i]", "da", "        ", carry_leaves=False),
+                       *accumulate("r1[i]", "db", "        ", carry_leaves=False)], carry_leaves=False),
         "",
         "",
         REPLAY_KERNELS,

@@ -10,14 +10,16 @@ Names inside a rule:
 ``a``, ``b``  values of the first and second input record
 ``c``         the constant operand of a ``const`` op (kept in the tape's pool)
 ``y``         this record's own value (the forward result)
-``g``         this record's adjoint (dL/dy)
 ``cond``      for ``select``: the value of the record just before it (a comparison)
 
-``grad_a``/``grad_b`` are the contributions added (``+=``) to the inputs'
-adjoints; an op without them (comparisons) sends nothing back, and
-``when_a``/``when_b`` make a contribution conditional: ``select`` sends its
-adjoint only to the chosen input, so the other branch is never visited and
-its inf/NaN partials (``x / y`` at ``y = 0``) cannot reach the gradient.
+``da``/``db`` are the local partial derivatives dy/da and dy/db. The reverse
+sweep adds ``g * da`` to the first input's adjoint and ``g * db`` to the
+second's (``g``: this record's adjoint); a Function's value-and-gradient sweep
+stores ``da``/``db`` during the forward pass instead and multiplies later, so
+both give the same bits. An op without partials (comparisons) sends nothing
+back; ``when_a``/``when_b`` make a contribution conditional: ``select`` sends
+its adjoint only to the chosen input, so the other branch is never visited
+and its inf/NaN partials (``x / y`` at ``y = 0``) cannot reach the gradient.
 
 Kinds: ``leaf`` (no inputs: ``leaf`` is an input, ``constant`` is not),
 ``unary`` (a), ``binary`` (a, b), ``const`` (a and a constant c; ``x * 2.0``
@@ -40,8 +42,8 @@ class Op:
     name: str
     kind: str  # "leaf" | "unary" | "binary" | "const"
     forward: str = ""
-    grad_a: str = ""
-    grad_b: str = ""
+    da: str = ""  # d forward / d a: the local partial derivative
+    db: str = ""  # d forward / d b
     when_a: str = ""
     when_b: str = ""
 
@@ -140,35 +142,35 @@ def pow_dc(a, y):
 OPS: tuple[Op, ...] = (
     Op("leaf", "leaf"),
     # binary: two records
-    Op("add", "binary", "a + b", "g", "g"),
-    Op("sub", "binary", "a - b", "g", "-g"),
-    Op("mul", "binary", "a * b", "g * b", "g * a"),
-    Op("div", "binary", "a / b", "g / b", "-g * y / b"),
-    Op("pow", "binary", "pow(a, b)", "g * pow_da(a, b)", "g * pow_dc(a, y)"),
-    Op("maximum", "binary", "maximum(a, b)", "g * max_share(a, b)", "g * max_share(b, a)"),
-    Op("minimum", "binary", "minimum(a, b)", "g * max_share(b, a)", "g * max_share(a, b)"),
+    Op("add", "binary", "a + b", "1.0", "1.0"),
+    Op("sub", "binary", "a - b", "1.0", "-1.0"),
+    Op("mul", "binary", "a * b", "b", "a"),
+    Op("div", "binary", "a / b", "1.0 / b", "-y / b"),
+    Op("pow", "binary", "pow(a, b)", "pow_da(a, b)", "pow_dc(a, y)"),
+    Op("maximum", "binary", "maximum(a, b)", "max_share(a, b)", "max_share(b, a)"),
+    Op("minimum", "binary", "minimum(a, b)", "max_share(b, a)", "max_share(a, b)"),
     # const: a record and a constant c (x - c is recorded as x + (-c), exactly)
-    Op("add_c", "const", "a + c", "g"),
-    Op("rsub_c", "const", "c - a", "-g"),
-    Op("mul_c", "const", "a * c", "g * c"),
-    Op("div_c", "const", "a / c", "g / c"),
-    Op("rdiv_c", "const", "c / a", "-g * y / a"),
-    Op("pow_c", "const", "pow(a, c)", "g * pow_da(a, c)"),
-    Op("rpow_c", "const", "pow(c, a)", "g * pow_dc(c, y)"),
-    Op("maximum_c", "const", "maximum(a, c)", "g * max_share(a, c)"),
-    Op("minimum_c", "const", "minimum(a, c)", "g * max_share(c, a)"),
+    Op("add_c", "const", "a + c", "1.0"),
+    Op("rsub_c", "const", "c - a", "-1.0"),
+    Op("mul_c", "const", "a * c", "c"),
+    Op("div_c", "const", "a / c", "1.0 / c"),
+    Op("rdiv_c", "const", "c / a", "-y / a"),
+    Op("pow_c", "const", "pow(a, c)", "pow_da(a, c)"),
+    Op("rpow_c", "const", "pow(c, a)", "pow_dc(c, y)"),
+    Op("maximum_c", "const", "maximum(a, c)", "max_share(a, c)"),
+    Op("minimum_c", "const", "minimum(a, c)", "max_share(c, a)"),
     # unary
-    Op("neg", "unary", "-a", "-g"),
-    Op("abs", "unary", "abs(a)", "g * sign(a)"),
-    Op("exp", "unary", "exp(a)", "g * y"),
-    Op("log", "unary", "log(a)", "g / a"),
-    Op("sqrt", "unary", "sqrt(a)", "g * 0.5 / y"),
-    Op("sin", "unary", "sin(a)", "g * cos(a)"),
-    Op("cos", "unary", "cos(a)", "-g * sin(a)"),
-    Op("tan", "unary", "tan(a)", "g * (1.0 + y * y)"),
-    Op("tanh", "unary", "tanh(a)", "g * (1.0 - y * y)"),
-    Op("sigmoid", "unary", "sigmoid(a)", "g * y * (1.0 - y)"),
-    Op("relu", "unary", "relu(a)", "g * step(a)"),
+    Op("neg", "unary", "-a", "-1.0"),
+    Op("abs", "unary", "abs(a)", "sign(a)"),
+    Op("exp", "unary", "exp(a)", "y"),
+    Op("log", "unary", "log(a)", "1.0 / a"),
+    Op("sqrt", "unary", "sqrt(a)", "0.5 / y"),
+    Op("sin", "unary", "sin(a)", "cos(a)"),
+    Op("cos", "unary", "cos(a)", "-sin(a)"),
+    Op("tan", "unary", "tan(a)", "1.0 + y * y"),
+    Op("tanh", "unary", "tanh(a)", "1.0 - y * y"),
+    Op("sigmoid", "unary", "sigmoid(a)", "y * (1.0 - y)"),
+    Op("relu", "unary", "relu(a)", "step(a)"),
     # leaves that are not inputs (branches of tape.where given as numbers)
     Op("constant", "leaf"),
     # comparisons (x > y is recorded as lt(y, x)); no derivative
@@ -183,7 +185,7 @@ OPS: tuple[Op, ...] = (
     Op("eq_c", "compare_c", "1.0 if a == c else 0.0"),
     Op("ne_c", "compare_c", "1.0 if a != c else 0.0"),
     # tape.where(condition, a, b): the condition is the record just before
-    Op("select", "select", "a if cond != 0.0 else b", "g", "g", "cond != 0.0", "cond == 0.0"),
+    Op("select", "select", "a if cond != 0.0 else b", "1.0", "1.0", "cond != 0.0", "cond == 0.0"),
 )
 
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc)

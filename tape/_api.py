@@ -15,9 +15,9 @@ Scalar = Var | float
 
 def _describe(name: str) -> str:
     op = OPS[OPCODE[name]]
-    rules = f"d/da += {op.grad_a}" + (f", d/db += {op.grad_b}" if op.grad_b else "")
+    rules = f"dy/da = {op.da}" + (f", dy/db = {op.db}" if op.db else "")
     return (f"{name}: records one row when an argument is a Var; plain arithmetic on numbers.\n\n"
-            f"forward y = {op.forward}; backward {rules} (g = adjoint of y).")
+            f"forward y = {op.forward}; partials {rules}.")
 
 
 def _unary_function(name: str) -> Callable[[Scalar], Scalar]:

@@ -24,6 +24,8 @@ POLICIES = ("raise", "retrace", "ignore")
 _GEN_LIMIT = 2**32 - 1
 _KIND = np.array([op.kind for op in OPS])
 _COMPARISON = np.isin(_KIND, ("compare", "compare_c"))
+_HAS_DA = np.array([bool(op.da) for op in OPS])
+_HAS_DB = np.array([bool(op.db) for op in OPS])
 
 
 class Function:
@@ -49,8 +51,15 @@ class Function:
         self._output_rows, self._scalar = a["output_rows"], bool(a["scalar_output"])
         self._check_rows, self._check_expected = a["check_rows"], a["check_expected"]
         self._check_where = a["check_where"]
-        self._adj = np.zeros(len(self._op))
-        self._stamp = np.zeros(len(self._op), np.uint32)
+        n = len(self._op)
+        # working memory of value_and_grad: local partials, the records they point to
+        # (row n is a dummy that absorbs contributions to absent inputs), adjoints.
+        self._partials = np.zeros((2, n))
+        self._targets = np.full((2, n), n, np.uint32)
+        self._targets[0, _HAS_DA[self._op]] = self._in0[_HAS_DA[self._op]]
+        self._targets[1, _HAS_DB[self._op]] = self._in1[_HAS_DB[self._op]]
+        self._adj = np.zeros(n + 1)
+        self._stamp = np.zeros(n + 1, np.uint32)
         self._gen = 0
         self._ones = np.ones(len(self._output_rows))
 
@@ -102,9 +111,15 @@ class Function:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the records (op, in0, in1, val, consts) and the working arrays (adj, stamp)."""
-        arrays = (self._op, self._in0, self._in1, self._val, self._consts, self._adj, self._stamp)
-        return sum(a.nbytes for a in arrays)
+        """Bytes of the records (op, in0, in1, val, consts) plus the working memory of
+        value_and_grad (partials, their targets, adjoints, stamps): see stats()."""
+        return self._record_bytes() + self._working_bytes()
+
+    def _record_bytes(self) -> int:
+        return sum(a.nbytes for a in (self._op, self._in0, self._in1, self._val, self._consts))
+
+    def _working_bytes(self) -> int:
+        return sum(a.nbytes for a in (self._partials, self._targets, self._adj, self._stamp))
 
     def stats(self) -> dict:
         """Records by op, inputs, parameters, outputs, constants, comparisons, bytes."""
@@ -113,7 +128,8 @@ class Function:
             "records": len(self), "inputs": self.n_inputs, "params": self.n_params, "outputs": self.n_outputs,
             "constants": len(self._consts), "comparisons_checked": len(self._check_rows),
             "selects": by_op.get("select", 0), "by_op": dict(by_op.most_common()),
-            "bytes": self.nbytes, "bytes_per_record": self.nbytes / len(self), "retraces": self.retraces,
+            "record_bytes": self._record_bytes(), "working_bytes": self._working_bytes(),
+            "bytes_per_record": self.nbytes / len(self), "retraces": self.retraces,
         }
 
     def __repr__(self) -> str:
@@ -155,9 +171,10 @@ class Function:
             self._gen = 0
         self._gen += 1
         grad = np.empty(self.n_inputs)
-        failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
-                                 self._consts, self._input_rows, point, self._check_rows,
-                                 self._check_expected, self._output_rows, weights, self._gen, grad)
+        failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._consts, self._partials,
+                                 self._targets, self._adj, self._stamp, self._input_rows, point,
+                                 self._check_rows, self._check_expected, self._output_rows, weights,
+                                 self._gen, grad)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
         return grad

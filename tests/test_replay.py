@@ -144,7 +144,10 @@ def test_stats_and_sizes():
     s = F.stats()
     assert s["records"] == len(F) and s["inputs"] == 3 and s["outputs"] == 1
     assert sum(s["by_op"].values()) == len(F) and s["by_op"]["leaf"] == 3
-    assert F.nbytes == len(F) * (1 + 4 + 4 + 8 + 8 + 4) + 8 * s["constants"]
+    n = len(F)
+    assert s["record_bytes"] == n * (1 + 4 + 4 + 8) + 8 * s["constants"]
+    assert s["working_bytes"] == n * (2 * 8 + 2 * 4) + (n + 1) * (8 + 4)  # partials, targets; adj, stamp
+    assert F.nbytes == s["record_bytes"] + s["working_bytes"]
     assert "3 inputs -> 1 outputs" in repr(F)
 
 
