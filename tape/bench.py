@@ -167,6 +167,19 @@ static inline void acc(double *adj, uint32_t *stamp, const uint8_t *op, uint32_t
     else { if (stamp[j] >= keep && op[j] == LEAF) adj[j] += d; else adj[j] = d; stamp[j] = (uint32_t)gen; }
 }
 #define ACC(j, d) acc(adj, stamp, op, (j), (d), gen, keep)
+void forward(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, double *val, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        switch (op[i]) {
+        case ADD: val[i] = val[in0[i]] + val[in1[i]]; break;
+        case SUB: val[i] = val[in0[i]] - val[in1[i]]; break;
+        case MUL: val[i] = val[in0[i]] * val[in1[i]]; break;
+        case SIN: val[i] = sin(val[in0[i]]); break;
+        case COS: val[i] = cos(val[in0[i]]); break;
+        case TANH: val[i] = tanh(val[in0[i]]); break;
+        default: break;
+        }
+    }
+}
 void reverse(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, const double *val,
              double *adj, uint32_t *stamp, int64_t out, int64_t gen, int64_t keep) {
     acc(adj, stamp, op, (uint32_t)out, 1.0, gen, keep);
@@ -188,7 +201,7 @@ void reverse(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, const 
 
 
 def c_reference(workdir: Path):
-    """The reverse sweep of the rdag ops compiled from C, or None without a compiler."""
+    """The forward and reverse sweeps of the rdag ops compiled from C, or None without a compiler."""
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if cc is None:
         return None
@@ -200,18 +213,25 @@ def c_reference(workdir: Path):
                        check=True, capture_output=True)
     except (subprocess.CalledProcessError, OSError):
         return None
-    fn = ctypes.CDLL(str(lib)).reverse
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 3
-    return fn
+    library = ctypes.CDLL(str(lib))
+    library.reverse.restype = library.forward.restype = None
+    library.reverse.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 3
+    library.forward.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64]
+    return library
 
 
-def run_c_reverse(fn, t: tape.Tape, out: tape.Var) -> None:
+def run_c_reverse(c, t: tape.Tape, out: tape.Var) -> None:
     """One reverse pass in C over the tape's own arrays, in a fresh generation."""
     t._gen += 1
     t._epoch = t._gen
     arrays = (t._op, t._in0, t._in1, t._val, t._adj, t._stamp)
-    fn(*(a.ctypes.data for a in arrays), out.index, t._gen, t._epoch)
+    c.reverse(*(a.ctypes.data for a in arrays), out.index, t._gen, t._epoch)
+
+
+def run_c_pair(c, t: tape.Tape, out: tape.Var) -> None:
+    """Forward then reverse in C: a plain loop pair, the floor for value and gradient."""
+    c.forward(t._op.ctypes.data, t._in0.ctypes.data, t._in1.ctypes.data, t._val.ctypes.data, len(t))
+    run_c_reverse(c, t, out)
 
 
 # -- compile time ---------------------------------------------------------------
@@ -247,65 +267,93 @@ def compile_times() -> dict[str, float]:
 
 
 def bench_workload(name: str, size: int, repeat: int, compare: bool) -> dict:
-    rows: dict[str, float] = {}
+    """Time every phase on one workload; rows are (phase, seconds, baseline phase or None)."""
+    rows: list[tuple[str, float, str | None]] = []
     notes: list[str] = []
+
+    def row(phase: str, fn: Callable[[], object], baseline: str | None = None) -> None:
+        rows.append((phase, median_time(fn, repeat), baseline))
+
     if name == "rdag":
         plan = rdag_plan(size)
-        rows["record (tape)"] = median_time(lambda: record_rdag_tape(plan), repeat)
+        row("record (tape)", lambda: record_rdag_tape(plan))
         t, out = record_rdag_tape(plan)
     else:
-        rows["record (tape)"] = median_time(lambda: record_chain(size), repeat)
+        row("record (tape)", lambda: record_chain(size))
         t, out = record_chain(size)
     n = len(t)
     leaves = [t[i] for i in range(min(LEAVES, n)) if t._op[i] == 0]
     values = t._val[[x.index for x in leaves]].copy()
-    rows["forward replay"] = median_time(lambda: t.forward(leaves, values), repeat)
-    rows["reverse sweep"] = median_time(lambda: t.backward(out), repeat)
-    reached = int(np.count_nonzero(t._stamp[:n] == t._gen))
-    notes.append(f"reverse sweep reached {reached:,} of {n:,} records ({100 * reached / n:.0f}%)")
     if compare and name == "rdag":
-        rows["record (tape, all handles kept)"] = median_time(lambda: record_rdag_tape(plan, True), repeat)
-        rows["record (plain floats: the floor)"] = median_time(lambda: record_rdag_floats(plan), repeat)
-        with tempfile.TemporaryDirectory() as workdir:
-            fn = c_reference(Path(workdir))
-            if fn is None:
-                notes.append("C reference skipped: no C compiler found")
-            else:
-                grads = t._adj[:n].copy()
-                c_sweep = lambda: run_c_reverse(fn, t, out)  # noqa: E731
-                rows["reverse sweep (C, same arrays)"] = median_time(c_sweep, repeat)
-                same = np.array_equal(grads[t._stamp[:n] == t._gen], t._adj[:n][t._stamp[:n] == t._gen])
-                notes.append(f"C reference adjoints identical to Numba's: {same}")
+        row("record (tape, all handles kept)", lambda: record_rdag_tape(plan, True), "record (tape)")
+        row("record (plain floats: the floor)", lambda: record_rdag_floats(plan), "record (tape)")
         try:
             mg_plan = rdag_plan(size, ops=MICROGRAD_OPS)
-            for who, fn in (("tape", record_rdag_tape), ("micrograd", record_rdag_micrograd)):
-                rows[f"record, ops + * relu ({who})"] = median_time(lambda f=fn: f(mg_plan), repeat)
+            row("record, ops + * relu (tape)", lambda: record_rdag_tape(mg_plan))
+            row("record, ops + * relu (micrograd)", lambda: record_rdag_micrograd(mg_plan),
+                "record, ops + * relu (tape)")
         except ImportError:
             notes.append("micrograd not installed: pip install micrograd to compare")
+    row("tape: forward replay", lambda: t.forward(leaves, values))
+    row("tape: reverse sweep", lambda: t.backward(out))
+    reached = int(np.count_nonzero(t._stamp[:n] == t._gen))
+    notes.append(f"the reverse sweep reaches {reached:,} of {n:,} records ({100 * reached / n:.0f}%)")
+    F = t.function(leaves, out)
+    row("Function: value F(x)", lambda: F(values))
+    row("Function: value_and_grad", lambda: F.value_and_grad(values), "Function: value F(x)")
+    if compare:
+        with tempfile.TemporaryDirectory() as workdir:
+            c = c_reference(Path(workdir)) if name == "rdag" else None
+            if c is None:
+                notes.append("C reference: rdag only, and needs a C compiler")
+            else:
+                t.backward(out)
+                stamp = t._stamp[:n].copy()
+                grads = t._adj[:n][stamp == t._gen].copy()
+                row("C: reverse sweep, same arrays", lambda: run_c_reverse(c, t, out), "tape: reverse sweep")
+                same = np.array_equal(grads, t._adj[:n][t._stamp[:n] == t._gen])
+                notes.append(f"C reference adjoints identical to Numba's: {same}")
+                row("C: forward + reverse pair", lambda: run_c_pair(c, t, out), "Function: value_and_grad")
+    stats = F.stats()
     return {"workload": name, "records": n, "leaves": len(leaves), "constants": t.n_consts,
             "bytes_per_record": tape.BYTES_PER_RECORD + 8 * t.n_consts / n,
-            "allocated_bytes_per_record": t.nbytes / n,
-            "seconds": rows, "ns_per_record": {k: 1e9 * v / n for k, v in rows.items()}, "notes": notes,
-            "gc_enabled": gc.isenabled()}
+            "function_working_bytes_per_record": stats["working_bytes"] / n,
+            "seconds": {phase: sec for phase, sec, _ in rows},
+            "ns_per_record": {phase: 1e9 * sec / n for phase, sec, _ in rows},
+            "baselines": {phase: base for phase, _, base in rows if base},
+            "notes": notes, "gc_enabled": gc.isenabled()}
+
+
+def per_call_overhead(repeat: int, calls: int = 20_000) -> dict[str, float]:
+    """Microseconds per call on the articles' 13-record example."""
+
+    def f(v):
+        return (tape.sigmoid(v[0] * v[1] + v[2] * v[3] + v[4]) - v[5]) ** 2
+
+    x = np.array([0.5, 1.2, -0.3, 0.8, 0.1, 1.0])
+    F = tape.trace(f, x)
+
+    def many(fn):
+        def run():
+            for _ in range(calls):
+                fn(x)
+        return run
+
+    return {"F(x)": 1e6 * median_time(many(F), repeat) / calls,
+            "F.value_and_grad(x)": 1e6 * median_time(many(F.value_and_grad), repeat) / calls}
 
 
 def report(result: dict) -> str:
-    n = result["records"]
+    n, seconds = result["records"], result["seconds"]
     lines = [f"\n{result['workload']}: {n:,} records ({result['leaves']} leaves, "
              f"{result['constants']:,} constants), median of repeats, GC on: {result['gc_enabled']}",
-             f"  {'phase':<36}{'ns/record':>11}{'total ms':>11}{'vs tape':>9}"]
-    base = {"record": result["seconds"]["record (tape)"], "reverse": result["seconds"]["reverse sweep"]}
-    for phase, seconds in result["seconds"].items():
-        ratio = ""
-        if phase.startswith("record") and phase != "record (tape)" and "+ * relu" not in phase:
-            ratio = f"{seconds / base['record']:.2f}x"
-        if phase.startswith("reverse sweep ("):
-            ratio = f"{seconds / base['reverse']:.2f}x"
-        if phase == "record, ops + * relu (micrograd)":
-            ratio = f"{seconds / result['seconds']['record, ops + * relu (tape)']:.2f}x"
-        lines.append(f"  {phase:<36}{1e9 * seconds / n:>11.1f}{1e3 * seconds:>11.1f}{ratio:>9}")
-    lines.append(f"  bytes/record: {result['bytes_per_record']:.1f} "
-                 f"(records 29 + constant pool); allocated: {result['allocated_bytes_per_record']:.1f}")
+             f"  {'phase':<36}{'ns/record':>11}{'total ms':>11}   ratio"]
+    for phase, sec in seconds.items():
+        base = result["baselines"].get(phase)
+        ratio = f"{sec / seconds[base]:.2f}x {base}" if base else ""
+        lines.append(f"  {phase:<36}{1e9 * sec / n:>11.1f}{1e3 * sec:>11.1f}   {ratio}")
+    lines.append(f"  bytes/record: tape {result['bytes_per_record']:.1f} (29 + constant pool); a Function adds "
+                 f"{result['function_working_bytes_per_record']:.1f} of working memory (partials, adjoints)")
     lines += [f"  {note}" for note in result["notes"]]
     return "\n".join(lines)
 
@@ -340,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
         result = bench_workload(name, args.size, args.repeat, args.compare)
         results["workloads"].append(result)
         print(report(result))
+    results["per_call_us"] = per_call_overhead(args.repeat)
+    print("\nper call on the articles' 13-record example: " +
+          ", ".join(f"{k} {v:.2f} us" for k, v in results["per_call_us"].items()))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

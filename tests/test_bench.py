@@ -19,7 +19,8 @@ def test_tape_bench_small_run(tmp_path, capsys):
     result = json.loads(out.read_text())
     rdag = result["workloads"][0]
     assert rdag["bytes_per_record"] == 29.0 and rdag["records"] > 3000
-    assert set(rdag["ns_per_record"]) >= {"record (tape)", "forward replay", "reverse sweep"}
+    assert set(rdag["ns_per_record"]) >= {"record (tape)", "tape: forward replay", "tape: reverse sweep",
+                                        "Function: value F(x)", "Function: value_and_grad"}
 
 
 def test_unknown_workload_is_an_error():
