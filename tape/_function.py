@@ -16,8 +16,8 @@ import numpy as np
 
 from kernels import OPS, replay, replay_gradient
 from kernels.ops import KINDS_WITH_CONSTANT, LEAF, TWO_RECORD_KINDS
-from tape._tape import _SYMBOL, MAX_RECORDS, NO_INPUT, Tape, Var, _as_constant
-from tape.errors import BranchChanged, TapeFormatError
+from tape._tape import MAX_RECORDS, NO_INPUT, Tape, Var, _as_constant, branch_changed
+from tape.errors import TapeFormatError
 
 FORMAT_VERSION = 1
 POLICIES = ("raise", "retrace", "ignore")
@@ -197,31 +197,21 @@ class Function:
 
     # -- branch safety ----------------------------------------------------------------------
 
-    def _describe_check(self, k: int) -> str:
-        row = int(self._check_rows[k])
-        op = OPS[self._op[row]]
-        lhs = f"#{self._in0[row]}"
-        rhs = f"{float(self._consts[self._in1[row]])!r}" if op.kind == "compare_c" else f"#{self._in1[row]}"
-        return f"{lhs} {_SYMBOL[op.name.removesuffix('_c')]} {rhs}"
-
     def _branch_changed(self, k: int, point: np.ndarray) -> bool:
         """Apply the policy to failed check k; True if the call should be repeated (retraced)."""
         if self.on_branch_change == "ignore":
             return False
-        row, where = int(self._check_rows[k]), str(self._check_where[k])
-        expected = bool(self._check_expected[k])
-        message = (f"comparison {self._describe_check(k)} at record #{row}, recorded at {where}, was "
-                   f"{expected} when traced and is {not expected} at this input: the tape holds the other "
-                   f"branch. Use tape.where() for a branch-free select, or on_branch_change='retrace'.")
+        extra = ""
         if self.on_branch_change == "retrace":
             if self._source is None:
-                message += " (this Function has no Python function to retrace: it was loaded or built from a tape)"
+                extra = " (this Function has no Python function to retrace: it was loaded or built from a tape)"
             elif self._retracing:
-                message += " (again right after retracing at this input: f does not branch deterministically)"
+                extra = " (again right after retracing at this input: f does not branch deterministically)"
             else:
                 self._retrace(point)
                 return True
-        raise BranchChanged(message, row, where)
+        raise branch_changed(self._op, self._in0, self._in1, self._consts, int(self._check_rows[k]),
+                             bool(self._check_expected[k]), str(self._check_where[k]), extra)
 
     _retracing = False
 

@@ -35,7 +35,7 @@ import numpy as np
 from kernels import OPS, eval_op, forward_sweep, reverse_sweep
 from kernels.ops import HELPERS, KINDS_WITH_CONSTANT, LEAF, MATH_NAMES, OPCODE, TWO_RECORD_KINDS
 from tape import _record
-from tape.errors import ForeignHandleError, StaleHandleError, TapeFullError
+from tape.errors import BranchChanged, ForeignHandleError, StaleHandleError, TapeFullError
 
 if TYPE_CHECKING:
     from tape._function import Function
@@ -88,32 +88,30 @@ class Tape:
         self._rewinds: list[int] = []  # mark of every rewind/clear, in order
         self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
         self._segment_ref = lambda: None
-        self._allocate(int(capacity), 16)
+        self._allocate(int(capacity))
+        self._grow_consts(16)
 
     # -- storage --------------------------------------------------------------
 
-    def _allocate(self, capacity: int, const_capacity: int) -> None:
+    def _allocate(self, capacity: int) -> None:
         """(Re)allocate the record arrays, keeping the first len(self) records."""
-        n, nc = self._n, self._n_consts
-        old = getattr(self, "_op", None)
-        op = np.zeros(capacity, np.uint8)
-        in0 = np.full(capacity, NO_INPUT, np.uint32)
-        in1 = np.full(capacity, NO_INPUT, np.uint32)
-        val = np.zeros(capacity, np.float64)
-        adj = np.zeros(capacity, np.float64)
-        stamp = np.zeros(capacity, np.uint32)
-        consts = np.zeros(const_capacity, np.float64)
-        if old is not None:
-            for new, cur in ((op, self._op), (in0, self._in0), (in1, self._in1),
-                             (val, self._val), (adj, self._adj), (stamp, self._stamp)):
-                new[:n] = cur[:n]
-            consts[:nc] = self._consts[:nc]
-        self._op, self._in0, self._in1 = op, in0, in1
-        self._val, self._adj, self._stamp, self._consts = val, adj, stamp, consts
+        n = self._n
+        arrays = {
+            "_op": np.zeros(capacity, np.uint8),
+            "_in0": np.full(capacity, NO_INPUT, np.uint32),
+            "_in1": np.full(capacity, NO_INPUT, np.uint32),
+            "_val": np.zeros(capacity, np.float64),
+            "_adj": np.zeros(capacity, np.float64),
+            "_stamp": np.zeros(capacity, np.uint32),
+        }
+        for name, new in arrays.items():
+            if hasattr(self, name):
+                new[:n] = getattr(self, name)[:n]
+            setattr(self, name, new)
+        self._capacity = capacity
         # memoryviews: ~2x cheaper than NumPy scalar __setitem__ for one element
-        self._capacity, self._consts_capacity = capacity, const_capacity
-        self._op_w, self._in0_w, self._in1_w = memoryview(op), memoryview(in0), memoryview(in1)
-        self._val_w, self._consts_w = memoryview(val), memoryview(consts)
+        self._op_w, self._in0_w = memoryview(self._op), memoryview(self._in0)
+        self._in1_w, self._val_w = memoryview(self._in1), memoryview(self._val)
 
     def _grow(self, need: int) -> None:
         if need > MAX_RECORDS:
@@ -121,11 +119,14 @@ class Tape:
                 f"a tape holds at most {MAX_RECORDS} records (32-bit indices); "
                 f"this one has {self._n}. Record in pieces, or rewind() between them."
             )
-        capacity = max(need, min(2 * len(self._op), MAX_RECORDS))
-        self._allocate(capacity, len(self._consts))
+        self._allocate(max(need, min(2 * self._capacity, MAX_RECORDS)))
 
-    def _grow_consts(self) -> None:
-        self._allocate(len(self._op), 2 * len(self._consts))
+    def _grow_consts(self, capacity: int | None = None) -> None:
+        """(Re)allocate the constant pool, doubling it by default."""
+        consts = np.zeros(capacity or 2 * self._consts_capacity, np.float64)
+        if hasattr(self, "_consts"):
+            consts[: self._n_consts] = self._consts[: self._n_consts]
+        self._consts, self._consts_w, self._consts_capacity = consts, memoryview(consts), len(consts)
 
     def __len__(self) -> int:
         return self._n
@@ -133,7 +134,7 @@ class Tape:
     @property
     def capacity(self) -> int:
         """Records the arrays can hold before the next doubling."""
-        return len(self._op)
+        return self._capacity
 
     @property
     def nbytes(self) -> int:
@@ -182,7 +183,7 @@ class Tape:
                                    or array.dtype == np.bool_):
             raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got {values!r}")
         seg, start, count = self._segment(), self._n, len(array)
-        if start + count > len(self._op):
+        if start + count > self._capacity:
             self._grow(start + count)
         self._op[start:start + count] = LEAF
         self._val[start:start + count] = array
@@ -210,7 +211,7 @@ class Tape:
 
     def _push(self, seg: _Segment, code: int, i: int, j: int, value: float) -> Var:
         n = self._n
-        if n == len(self._op):
+        if n == self._capacity:
             self._grow(n + 1)
         self._op_w[n] = code
         self._in0_w[n] = i
@@ -275,6 +276,12 @@ class Tape:
         self._val[idx] = vals
         start = int(idx.min()) if len(idx) else 0
         forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
+        if self._checks:
+            rows, expected, where = zip(*self._checks, strict=True)
+            flipped = np.flatnonzero((self._val[list(rows)] != 0.0) != np.array(expected))
+            if len(flipped):
+                k = int(flipped[0])
+                raise branch_changed(self._op, self._in0, self._in1, self._consts, rows[k], expected[k], where[k])
 
     def backward(self, output: Var, accumulate: bool = False) -> None:
         """Reverse sweep from ``output`` (seed 1) in a new generation.
@@ -475,6 +482,17 @@ def _compare(x: Var, other, name: str, name_c: str, swap: bool):
 
 
 _SYMBOL = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+
+
+def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, extra: str = "") -> BranchChanged:
+    """The error for a checked comparison (record ``row``) that now comes out differently."""
+    kind = OPS[op[row]]
+    rhs = f"{float(consts[in1[row]])!r}" if kind.kind == "compare_c" else f"#{in1[row]}"
+    described = f"#{in0[row]} {_SYMBOL[kind.name.removesuffix('_c')]} {rhs}"
+    return BranchChanged(
+        f"comparison {described} at record #{row}, recorded at {where}, was {expected} when traced and is "
+        f"{not expected} at this input: the tape holds the other branch. Use tape.where() for a branch-free "
+        f"select, or on_branch_change='retrace'.{extra}", int(row), where)
 
 
 class Condition:

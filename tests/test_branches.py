@@ -220,3 +220,15 @@ def test_comparisons_have_no_derivative():
     s = tape.sqrt(x)  # infinite slope at 0
     z = tape.where(s > 1.0, x, x * 2.0)
     assert t.gradient(z, x) == 2.0  # the comparison on sqrt(x) sends nothing back
+
+
+def test_tape_forward_replay_checks_branches_too():
+    t = tape.Tape()
+    x = t.var(1.0)
+    y = x * 2.0 if x > 0.0 else x * 3.0
+    t.forward([x], [2.0])
+    assert y.value == 4.0
+    with pytest.raises(tape.BranchChanged, match="#0 > 0.0"):
+        t.forward([x], [-1.0])
+    t.rewind(1)  # dropping the comparison's record drops its check
+    t.forward([x], [-1.0])
