@@ -55,6 +55,24 @@ def test_tape_sin(benchmark):
     benchmark(loop)
 
 
+@pytest.mark.benchmark(group="record: handles")
+@pytest.mark.parametrize("how", ["t.var(x)", "t[i]"])
+def test_handles(benchmark, how):
+    def loop():
+        t = tape.Tape(N + 2)
+        x = t.var(1.0)
+        if how == "t.var(x)":
+            for _ in range(N):
+                t.var(0.5)
+        else:
+            get = t.__getitem__
+            for _ in range(N):
+                get(0)
+        return x
+
+    benchmark(loop)
+
+
 @pytest.mark.benchmark(group="constants: record x * 2.0")
 @pytest.mark.parametrize("layout", ["pool", "constant record"])
 def test_constant_layout_record(benchmark, layout):

@@ -1,19 +1,19 @@
-"""Micro-benchmarks (pytest-benchmark). Run side by side, one group per question:
+"""Micro-benchmarks (pytest-benchmark), one group per question, run on demand:
 
     pip install -e '.[bench]'
-    python -m pytest bench -o python_files='bench_*.py' --benchmark-columns=median,iqr,rounds
+    python -m pytest bench -o python_files='bench_*.py' --benchmark-columns=min,median,iqr,rounds
 
 Timings are reported, never asserted.
 """
 
 import pytest
 
-from tape import bench
+from tape.benchmarks import engines, programs
 
 
 @pytest.fixture(scope="session")
 def rdag():
-    """A recorded 10^5-op random DAG (the tape-bench workload at a smaller size) and its output."""
-    t, out = bench.record_rdag_tape(bench.rdag_plan(100_000))
+    """A recorded 10^5-op random DAG (the tape-bench workload at a smaller size): (tape, leaves, output)."""
+    t, xs, out = engines.tape_record("rdag", programs.rdag_plan(100_000))
     t.backward(out)
-    return t, out
+    return t, xs, out

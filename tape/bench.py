@@ -1,240 +1,203 @@
-"""tape-bench: time recording, forward replay and the reverse sweep on large graphs.
+"""tape-bench: how fast large graphs record, replay and differentiate on this machine.
 
-    tape-bench                      # default: rdag with 10^6 records
-    tape-bench rdag chain --size 2000000 --repeat 7 --compare --json out.json
+    tape-bench                                   # the default mix, well under a minute
+    tape-bench rdag --size 2e6 --repeat 7 --compare --json out.json
+    tape-bench chain --sizes 1e4,1e5,1e6,1e7 --plot scaling.png
 
-Workloads
-  rdag   random DAG of + - * sin cos tanh; each input is one of the 16 previous
-         records with probability 0.7, else any earlier record (16 leaves).
-  chain  y = sin(y) + x repeated: a dependency chain as deep as the tape.
+Workloads (SIZE is what --size sets):
+  rdag        random DAG of + - * sin cos tanh on 16 leaves; each input is one of the 16
+              previous records (p = 0.7) or any earlier one; the output sums every record
+              nothing else reads, so the reverse sweep reaches all. SIZE: ops (10^6)
+  chain       y = sin(y) + x repeated: a dependency chain as deep as the tape. SIZE: records (10^6)
+  rosenbrock  sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, recorded with scalars.
+              SIZE: variables (10^5)
+  seed        the articles' 13-record expression: per-call overhead. SIZE: calls per timing (10^4)
+  mlp         loss of a 4-16-16-1 tanh network over a batch: one training step. SIZE: batch (64)
 
-Every phase reports the median of --repeat runs and ns per record. --compare
-adds, side by side in the same run: the same loop over plain floats (the
-floor of any operator-overloading recorder), micrograd's Value on the same
-DAG (if installed; ops + * relu, which it supports), and the reverse sweep
-written in C (if a C compiler is found).
+Phases: record (the scalar Python API, GC on), forward replay, reverse sweep, and a
+Function's value and value_and_grad; median, min and max over --repeat runs after a
+warm-up, in ns per record and records per second. Numba compile and cached-load times
+are measured once, in fresh processes, apart from the steady-state figures.
+
+--compare runs the same workloads, where they can, on what a user would pick instead
+(each skipped with a note when not installed): the articles' Node engine (the baseline),
+plain floats (no gradient: the floor), micrograd, PyTorch (scalar autograd and
+vectorized), CasADi SX and JAX; plus the rdag sweeps written in C. Ours and theirs are
+timed interleaved in one process, at the same size (slow engines at a smaller one).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import json
-import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 import tape
-from kernels import OPCODE
+from tape.benchmarks import c_reference, engines, programs
 
-RDAG_OPS = ("add", "sub", "mul", "sin", "cos", "tanh")
-WORKLOADS = ("rdag", "chain")
-MICROGRAD_OPS = ("add", "mul", "relu")  # what micrograd 0.1.0's Value supports
-UNARY_TAPE = {"sin": tape.sin, "cos": tape.cos, "tanh": tape.tanh, "relu": tape.relu}
-UNARY_FLOAT = {"sin": math.sin, "cos": math.cos, "tanh": math.tanh}
-LEAVES = 16
+WORKLOADS = {  # name: (default size, unit of size, rough bytes per unit while recording)
+    "rdag": (1_000_000, "ops", 400),
+    "chain": (1_000_000, "records", 150),
+    "rosenbrock": (100_000, "variables", 1_200),
+    "seed": (10_000, "calls", 0),
+    "mlp": (64, "batch", 120_000),
+}
+DEFAULT_MIX = ("rdag", "chain", "rosenbrock", "seed", "mlp")
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
+class Progress:
+    """One status line on stderr, rewritten in place on a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.start = time.perf_counter()
+
+    def __call__(self, text: str) -> None:
+        elapsed = time.perf_counter() - self.start
+        if self.tty:
+            sys.stderr.write(f"\r\033[K[{elapsed:5.1f} s] {text}")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def timings(fn: Callable[[], object], repeat: int, progress: Callable[[str], None], label: str) -> list[float]:
+    """Seconds of ``repeat`` runs of fn after one warm-up run."""
+    fn()
+    out = []
+    for k in range(repeat):
+        progress(f"{label} {k + 1}/{repeat}")
         start = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+        out.append(time.perf_counter() - start)
+    return out
 
 
-# -- the random DAG -----------------------------------------------------------
+def summary(seconds: list[float], units: int) -> dict:
+    med = float(np.median(seconds))
+    return {"median_s": med, "min_s": min(seconds), "max_s": max(seconds), "units": units,
+            "ns_per_unit": 1e9 * med / units, "units_per_s": units / med}
 
 
-def rdag_plan(n: int, seed: int = 0, ops: tuple[str, ...] = RDAG_OPS) -> dict:
-    """Ops and inputs of records LEAVES .. LEAVES+n-1, as Python lists.
-
-    An input reference s < 16 means ring slot s (one of the 16 previous
-    records); s >= 16 means record s - 16, fetched from anywhere. ``sinks``
-    are the records nothing reads: the output is their sum, so the reverse
-    sweep reaches every record, as a loss over the whole graph would.
-    """
-    rng = np.random.default_rng(seed)
-    record = np.arange(LEAVES, LEAVES + n)
-
-    def inputs():
-        near = rng.random(n) < 0.7
-        source = np.where(near, record - rng.integers(1, 17, n), (rng.random(n) * record).astype(np.int64))
-        return source, np.where(near, source & 15, source + 16)
-
-    a_source, a_ref = inputs()
-    b_source, b_ref = inputs()
-    kind = rng.integers(0, len(ops), n)
-    binary = np.isin(np.array(ops)[kind], ("add", "sub", "mul"))
-    read = np.zeros(LEAVES + n, bool)
-    read[a_source] = True
-    read[b_source[binary]] = True
-    return {"kind": kind.tolist(), "a": a_ref.tolist(), "b": b_ref.tolist(), "ops": ops,
-            "sinks": np.flatnonzero(~read).tolist(), "leaves": rng.uniform(-1, 1, LEAVES).tolist()}
+def interleaved(ours: Callable, theirs: Callable, repeat: int, calls: int, progress: Callable[[str], None],
+                label: str) -> tuple[float, float]:
+    """Median seconds per call of ours and theirs, timed alternately after one warm-up each."""
+    ours(), theirs()
+    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for k in range(repeat):
+        progress(f"{label} {k + 1}/{repeat}")
+        for who, fn in (("ours", ours), ("theirs", theirs)):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[who].append((time.perf_counter() - start) / calls)
+    return float(np.median(times["ours"])), float(np.median(times["theirs"]))
 
 
-def run_rdag(plan: dict, leaves: list, far: Callable, store: list | None, unary: dict) -> object:
-    """The user's loop: one op per record, then the sum of the sinks (pairwise)."""
-    ring = list(leaves)
-    kinds, a_ref, b_ref = plan["kind"], plan["a"], plan["b"]
-    functions = [None if op in ("add", "sub", "mul") else unary[op] for op in plan["ops"]]
-    add, sub, mul = (plan["ops"].index(op) if op in plan["ops"] else -1 for op in ("add", "sub", "mul"))
-    for i in range(len(kinds)):
-        k = kinds[i]
-        s = a_ref[i]
-        x = ring[s] if s < 16 else far(s - 16)
-        f = functions[k]
-        if f is None:
-            s = b_ref[i]
-            y = ring[s] if s < 16 else far(s - 16)
-            r = x + y if k == add else (x - y if k == sub else x * y)
-        else:
-            r = f(x)
-        ring[(i + LEAVES) & 15] = r
-        if store is not None:
-            store.append(r)
-    return pairwise_sum([far(s) for s in plan["sinks"]] if store is not None else map(far, plan["sinks"]))
+def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None]) -> dict:
+    """Every phase of tape on one workload at one size."""
+    plan = programs.PLANS[name](size)
+    t, xs, out = engines.tape_record(name, plan)
+    n = len(t)
+    x = np.asarray(plan["x"], dtype=np.float64)
+    F = t.function(xs, out)
+    calls = plan["calls"] if name == "seed" else 1
 
+    def repeated(fn):
+        return fn if calls == 1 else (lambda: [fn() for _ in range(calls)])
 
-def pairwise_sum(terms):
-    """Sum in a balanced tree, streaming: O(log n) partial sums alive at once."""
-    sums: list = []  # sums[k] adds up sizes[k] terms; sizes strictly decrease
-    sizes: list[int] = []
-    for term in terms:
-        size = 1
-        while sizes and sizes[-1] == size:
-            term = sums.pop() + term
-            size += sizes.pop()
-        sums.append(term)
-        sizes.append(size)
-    total = sums.pop()
-    while sums:
-        total = sums.pop() + total
-    return total
-
-
-def record_rdag_tape(plan: dict, keep_all: bool = False) -> tuple[tape.Tape, tape.Var]:
-    t = tape.Tape(capacity=LEAVES + len(plan["kind"]) + len(plan["sinks"]))
-    leaves = t.vars(plan["leaves"])
-    store = list(leaves) if keep_all else None
-    far = store.__getitem__ if keep_all else t.__getitem__
-    out = run_rdag(plan, leaves, far, store, UNARY_TAPE)
-    return t, out
-
-
-def record_rdag_floats(plan: dict) -> float:
-    store = list(plan["leaves"])
-    return run_rdag(plan, plan["leaves"], store.__getitem__, store, UNARY_FLOAT)
-
-
-def record_rdag_micrograd(plan: dict):
-    from micrograd.engine import Value
-
-    store = [Value(v) for v in plan["leaves"]]
-    return run_rdag(plan, list(store), store.__getitem__, store, {"relu": Value.relu})
-
-
-# -- the chain ------------------------------------------------------------------
-
-
-def record_chain(n: int) -> tuple[tape.Tape, tape.Var]:
-    t = tape.Tape(capacity=n + 2)
-    x = t.var(0.5)
-    y = x
-    for _ in range(n // 2):
-        y = tape.sin(y) + x
-    return t, y
-
-
-# -- C reference of the reverse sweep ----------------------------------------
-
-C_REVERSE = r"""
-#include <math.h>
-#include <stdint.h>
-static inline void acc(double *adj, uint32_t *stamp, const uint8_t *op, uint32_t j, double d,
-                       int64_t gen, int64_t keep) {
-    if (stamp[j] == gen) adj[j] += d;
-    else { if (stamp[j] >= keep && op[j] == LEAF) adj[j] += d; else adj[j] = d; stamp[j] = (uint32_t)gen; }
-}
-#define ACC(j, d) acc(adj, stamp, op, (j), (d), gen, keep)
-void forward(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, double *val, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        switch (op[i]) {
-        case ADD: val[i] = val[in0[i]] + val[in1[i]]; break;
-        case SUB: val[i] = val[in0[i]] - val[in1[i]]; break;
-        case MUL: val[i] = val[in0[i]] * val[in1[i]]; break;
-        case SIN: val[i] = sin(val[in0[i]]); break;
-        case COS: val[i] = cos(val[in0[i]]); break;
-        case TANH: val[i] = tanh(val[in0[i]]); break;
-        default: break;
-        }
+    phases = {
+        "record": lambda: engines.tape_record(name, plan),
+        "record + gradient": engines.tape_dynamic(name, plan),
+        "forward replay": lambda: t.forward(xs, x),
+        "reverse sweep": lambda: t.backward(out),
+        "Function: value": lambda: F(x),
+        "Function: value_and_grad": lambda: F.value_and_grad(x),
     }
-}
-void reverse(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, const double *val,
-             double *adj, uint32_t *stamp, int64_t out, int64_t gen, int64_t keep) {
-    acc(adj, stamp, op, (uint32_t)out, 1.0, gen, keep);
-    for (int64_t i = out; i >= 0; --i) {
-        if (stamp[i] != gen) continue;
-        double g = adj[i];
-        switch (op[i]) {
-        case ADD: ACC(in0[i], g); ACC(in1[i], g); break;
-        case SUB: ACC(in0[i], g); ACC(in1[i], -g); break;
-        case MUL: { double a = val[in0[i]], b = val[in1[i]]; ACC(in0[i], g * b); ACC(in1[i], g * a); break; }
-        case SIN: ACC(in0[i], g * cos(val[in0[i]])); break;
-        case COS: ACC(in0[i], -g * sin(val[in0[i]])); break;
-        case TANH: { double y = val[i]; ACC(in0[i], g * (1.0 - y * y)); break; }
-        default: break;
-        }
-    }
-}
-"""
+    results = {phase: summary(timings(repeated(fn), repeat, progress, f"{name} {size:,}: {phase}"), n * calls)
+               for phase, fn in phases.items()}
+    tracemalloc.start()
+    engines.tape_dynamic(name, plan)()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    stats = F.stats()
+    return {"workload": name, "size": size, "records": n, "calls": calls, "constants": t.n_consts,
+            "comparisons": stats["comparisons_checked"], "phases": results,
+            "tape_bytes_per_record": tape.BYTES_PER_RECORD + 8 * t.n_consts / n,
+            "function_working_bytes_per_record": stats["working_bytes"] / n,
+            "peak_traced_bytes": peak, "gc_enabled": gc.isenabled()}
 
 
-def c_reference(workdir: Path):
-    """The forward and reverse sweeps of the rdag ops compiled from C, or None without a compiler."""
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    if cc is None:
-        return None
-    defines = [f"-D{name.upper()}={OPCODE[name]}" for name in ("leaf",) + RDAG_OPS]
-    src, lib = workdir / "reverse.c", workdir / "reverse.so"
-    src.write_text(C_REVERSE)
-    try:
-        subprocess.run([cc, "-O2", "-shared", "-fPIC", *defines, "-o", str(lib), str(src), "-lm"],
-                       check=True, capture_output=True)
-    except (subprocess.CalledProcessError, OSError):
-        return None
-    library = ctypes.CDLL(str(lib))
-    library.reverse.restype = library.forward.restype = None
-    library.reverse.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 3
-    library.forward.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64]
-    return library
+def bench_compare(name: str, size: int, repeat: int, progress: Callable[[str], None]) -> tuple[list, list]:
+    """Other engines beside ours, interleaved run by run, at the same size."""
+    rows, notes = [], []
+    for engine in engines.ENGINES[1:]:
+        if name not in engine.workloads:
+            continue
+        reason = engine.missing()
+        if reason:
+            notes.append(reason)
+            continue
+        esize = min(size, engine.cap.get(name, size))
+        plan = programs.PLANS[name](esize)
+        calls = plan["calls"] if name == "seed" else 1
+        for mode, factory, ours_factory in (("record + gradient", engine.dynamic, engines.tape_dynamic),
+                                            ("replayed value_and_grad", engine.compiled, engines.tape_compiled)):
+            if factory is None:
+                continue
+            try:
+                setup, theirs = engines.timed_setup(factory, name, plan)
+            except Exception as exc:  # an optional engine failing must not end the run
+                notes.append(f"{engine.name}: {type(exc).__name__}: {exc}")
+                continue
+            ours_s, theirs_s = interleaved(ours_factory(name, plan), theirs, repeat, calls, progress,
+                                           f"{name} {esize:,}: {engine.name}")
+            rows.append({"engine": engine.name, "mode": mode, "size": esize, "setup_s": setup,
+                         "ours_s": ours_s, "theirs_s": theirs_s, "ratio": theirs_s / ours_s, "note": engine.note})
+    if name == "rdag":
+        rows += compare_c(size, repeat, progress, notes)
+    return rows, notes
 
 
-def run_c_reverse(c, t: tape.Tape, out: tape.Var) -> None:
-    """One reverse pass in C over the tape's own arrays, in a fresh generation."""
-    t._gen += 1
-    t._epoch = t._gen
-    arrays = (t._op, t._in0, t._in1, t._val, t._adj, t._stamp)
-    c.reverse(*(a.ctypes.data for a in arrays), out.index, t._gen, t._epoch)
+def compare_c(size: int, repeat: int, progress: Callable[[str], None], notes: list) -> list:
+    with tempfile.TemporaryDirectory() as workdir:
+        c = c_reference.c_reference(Path(workdir))
+        if c is None:
+            notes.append("C reference skipped: no C compiler found")
+            return []
+        t, xs, out = engines.tape_record("rdag", programs.rdag_plan(size))
+        F = t.function(xs, out)
+        x = t._val[: len(xs)].copy()
+        t.backward(out)
+        reached = t._stamp[: len(t)] == t._gen
+        ours_adjoints = t._adj[: len(t)][reached].copy()
+        c_reference.run_c_reverse(c, t, out)
+        same = np.array_equal(ours_adjoints, t._adj[: len(t)][t._stamp[: len(t)] == t._gen])
+        notes.append(f"C reference adjoints identical to Numba's: {same}")
+        rows = []
+        modes = (("reverse sweep", lambda: t.backward(out), lambda: c_reference.run_c_reverse(c, t, out)),
+                 ("forward + reverse", lambda: F.value_and_grad(x), lambda: c_reference.run_c_pair(c, t, out)))
+        for mode, ours, theirs in modes:
+            o, th = interleaved(ours, theirs, repeat, 1, progress, f"rdag {size:,}: C {mode}")
+            rows.append({"engine": "C (gcc -O2), same arrays", "mode": mode, "size": size, "setup_s": 0.0,
+                         "ours_s": o, "theirs_s": th, "ratio": th / o, "note": "tape/benchmarks/c_reference.py"})
+        return rows
 
 
-def run_c_pair(c, t: tape.Tape, out: tape.Var) -> None:
-    """Forward then reverse in C: a plain loop pair, the floor for value and gradient."""
-    c.forward(t._op.ctypes.data, t._in0.ctypes.data, t._in1.ctypes.data, t._val.ctypes.data, len(t))
-    run_c_reverse(c, t, out)
-
-
-# -- compile time ---------------------------------------------------------------
+# -- compile time ---------------------------------------------------------------------------
 
 COMPILE_PROBE = """
 import time
@@ -247,14 +210,16 @@ x = t.var(0.5)
 y = tape.sin(x) * x + 1.0
 t.forward([x], [0.25])
 t.backward(y)
+F = t.function([x], y)
+F([0.3]); F.value_and_grad([0.3])
 tape.log(0.0)
 print(imported - start, time.perf_counter() - imported)
 """
 
 
 def compile_times() -> dict[str, float]:
-    """Seconds to import tape and run each kernel once in a fresh process, after
-    importing NumPy and Numba: with an empty Numba cache (compile), then with it filled."""
+    """Seconds to import tape and run every kernel once in a fresh process, after importing
+    NumPy and Numba: with an empty Numba cache (compile), then with it filled."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         runs = [subprocess.run([sys.executable, "-c", COMPILE_PROBE], env=env, check=True,
@@ -263,134 +228,145 @@ def compile_times() -> dict[str, float]:
     return {"numpy_numba_import_s": numba_import, "first_call_s": first, "cached_load_s": cached}
 
 
-# -- driver -----------------------------------------------------------------------
-
-
-def bench_workload(name: str, size: int, repeat: int, compare: bool) -> dict:
-    """Time every phase on one workload; rows are (phase, seconds, baseline phase or None)."""
-    rows: list[tuple[str, float, str | None]] = []
-    notes: list[str] = []
-
-    def row(phase: str, fn: Callable[[], object], baseline: str | None = None) -> None:
-        rows.append((phase, median_time(fn, repeat), baseline))
-
-    if name == "rdag":
-        plan = rdag_plan(size)
-        row("record (tape)", lambda: record_rdag_tape(plan))
-        t, out = record_rdag_tape(plan)
-    else:
-        row("record (tape)", lambda: record_chain(size))
-        t, out = record_chain(size)
-    n = len(t)
-    leaves = [t[i] for i in range(min(LEAVES, n)) if t._op[i] == 0]
-    values = t._val[[x.index for x in leaves]].copy()
-    if compare and name == "rdag":
-        row("record (tape, all handles kept)", lambda: record_rdag_tape(plan, True), "record (tape)")
-        row("record (plain floats: the floor)", lambda: record_rdag_floats(plan), "record (tape)")
-        try:
-            mg_plan = rdag_plan(size, ops=MICROGRAD_OPS)
-            row("record, ops + * relu (tape)", lambda: record_rdag_tape(mg_plan))
-            row("record, ops + * relu (micrograd)", lambda: record_rdag_micrograd(mg_plan),
-                "record, ops + * relu (tape)")
-        except ImportError:
-            notes.append("micrograd not installed: pip install micrograd to compare")
-    row("tape: forward replay", lambda: t.forward(leaves, values))
-    row("tape: reverse sweep", lambda: t.backward(out))
-    reached = int(np.count_nonzero(t._stamp[:n] == t._gen))
-    notes.append(f"the reverse sweep reaches {reached:,} of {n:,} records ({100 * reached / n:.0f}%)")
-    F = t.function(leaves, out)
-    row("Function: value F(x)", lambda: F(values))
-    row("Function: value_and_grad", lambda: F.value_and_grad(values), "Function: value F(x)")
-    if compare:
-        with tempfile.TemporaryDirectory() as workdir:
-            c = c_reference(Path(workdir)) if name == "rdag" else None
-            if c is None:
-                notes.append("C reference: rdag only, and needs a C compiler")
-            else:
-                t.backward(out)
-                stamp = t._stamp[:n].copy()
-                grads = t._adj[:n][stamp == t._gen].copy()
-                row("C: reverse sweep, same arrays", lambda: run_c_reverse(c, t, out), "tape: reverse sweep")
-                same = np.array_equal(grads, t._adj[:n][t._stamp[:n] == t._gen])
-                notes.append(f"C reference adjoints identical to Numba's: {same}")
-                row("C: forward + reverse pair", lambda: run_c_pair(c, t, out), "Function: value_and_grad")
-    stats = F.stats()
-    return {"workload": name, "records": n, "leaves": len(leaves), "constants": t.n_consts,
-            "bytes_per_record": tape.BYTES_PER_RECORD + 8 * t.n_consts / n,
-            "function_working_bytes_per_record": stats["working_bytes"] / n,
-            "seconds": {phase: sec for phase, sec, _ in rows},
-            "ns_per_record": {phase: 1e9 * sec / n for phase, sec, _ in rows},
-            "baselines": {phase: base for phase, _, base in rows if base},
-            "notes": notes, "gc_enabled": gc.isenabled()}
-
-
-def per_call_overhead(repeat: int, calls: int = 20_000) -> dict[str, float]:
-    """Microseconds per call on the articles' 13-record example."""
-
-    def f(v):
-        return (tape.sigmoid(v[0] * v[1] + v[2] * v[3] + v[4]) - v[5]) ** 2
-
-    x = np.array([0.5, 1.2, -0.3, 0.8, 0.1, 1.0])
-    F = tape.trace(f, x)
-
-    def many(fn):
-        def run():
-            for _ in range(calls):
-                fn(x)
-        return run
-
-    return {"F(x)": 1e6 * median_time(many(F), repeat) / calls,
-            "F.value_and_grad(x)": 1e6 * median_time(many(F.value_and_grad), repeat) / calls}
+# -- reporting --------------------------------------------------------------------------------
 
 
 def report(result: dict) -> str:
-    n, seconds = result["records"], result["seconds"]
-    lines = [f"\n{result['workload']}: {n:,} records ({result['leaves']} leaves, "
-             f"{result['constants']:,} constants), median of repeats, GC on: {result['gc_enabled']}",
-             f"  {'phase':<36}{'ns/record':>11}{'total ms':>11}   ratio"]
-    for phase, sec in seconds.items():
-        base = result["baselines"].get(phase)
-        ratio = f"{sec / seconds[base]:.2f}x {base}" if base else ""
-        lines.append(f"  {phase:<36}{1e9 * sec / n:>11.1f}{1e3 * sec:>11.1f}   {ratio}")
-    lines.append(f"  bytes/record: tape {result['bytes_per_record']:.1f} (29 + constant pool); a Function adds "
-                 f"{result['function_working_bytes_per_record']:.1f} of working memory (partials, adjoints)")
-    lines += [f"  {note}" for note in result["notes"]]
+    name, n, calls = result["workload"], result["records"], result["calls"]
+    unit, per = ("us/call", 1e6 / calls) if calls > 1 else ("ns/record", 1e9 / n)
+    lines = [f"\n{name} (size {result['size']:,} {WORKLOADS[name][1]}): {n:,} records, "
+             f"{result['constants']:,} constants; median [min, max] of repeats; GC on: {result['gc_enabled']}",
+             f"  {'phase':<28}{unit:>11}{'min':>9}{'max':>9}{'records/s':>14}"]
+    for phase, r in result["phases"].items():
+        lines.append(f"  {phase:<28}{r['median_s'] * per:>11.2f}{r['min_s'] * per:>9.2f}{r['max_s'] * per:>9.2f}"
+                     f"{r['units_per_s']:>14,.0f}")
+    value = result["phases"]["Function: value"]["median_s"]
+    grad = result["phases"]["Function: value_and_grad"]["median_s"]
+    lines.append(f"  value_and_grad / value: {grad / value:.2f}x;  bytes/record: tape "
+                 f"{result['tape_bytes_per_record']:.1f}, Function working memory "
+                 f"{result['function_working_bytes_per_record']:.1f};  peak traced memory of record + "
+                 f"gradient: {result['peak_traced_bytes'] / 2**20:.1f} MiB")
+    if result.get("compare"):
+        lines.append("  compared (seconds per evaluation; ratio = theirs / ours, so > 1 means tape is faster):")
+        for row in result["compare"]:
+            setup = f", setup {row['setup_s']:.2f} s" if row["setup_s"] > 0.05 else ""
+            lines.append(f"    {row['engine'] + ' — ' + row['mode']:<58} size {row['size']:>9,}  "
+                         f"ours {row['ours_s']:.3g} s  theirs {row['theirs_s']:.3g} s  {row['ratio']:>8.2f}x{setup}")
+    lines += [f"  note: {note}" for note in result.get("notes", [])]
     return "\n".join(lines)
+
+
+def plot(scaling: dict, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("tape-bench: --plot needs matplotlib (pip install 'tape[plot]')") from None
+    fig, axes = plt.subplots(1, len(scaling), figsize=(5.5 * len(scaling), 4), squeeze=False)
+    for ax, (name, runs) in zip(axes[0], scaling.items(), strict=True):
+        records = [r["records"] for r in runs]
+        for phase in runs[0]["phases"]:
+            ax.plot(records, [r["phases"][phase]["ns_per_unit"] for r in runs], marker="o", label=phase)
+        ax.set(xscale="log", yscale="log", xlabel="records", ylabel="ns per record", title=f"tape-bench {name}")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> int:
+    """'1e6', '1_000_000' or '1000000' -> 1000000; a positive whole number."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"sizes are positive whole numbers, got {text!r}")
+    return int(value)
+
+
+def available_memory() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tape-bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="rdag (default) or chain")
-    parser.add_argument("--size", type=int, default=1_000_000, help="records per workload (default 10^6)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per phase; the median is shown")
-    parser.add_argument("--compare", action="store_true", help="add floats, micrograd and C side by side")
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help=f"any of {', '.join(WORKLOADS)}; none means the default mix")
+    parser.add_argument("--size", type=parse_size, help="size of every workload named (see above)")
+    parser.add_argument("--repeat", type=parse_size, default=5, help="timed runs per phase (default 5)")
+    parser.add_argument("--compare", action="store_true", help="run the other engines side by side")
+    parser.add_argument("--sizes", help="comma-separated sizes for a scaling curve, e.g. 1e4,1e5,1e6")
+    parser.add_argument("--plot", type=Path, help="with --sizes: draw the curve to this PNG (needs matplotlib)")
+    parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument("--no-compile", action="store_true", help="skip the compile-time measurement")
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
-    if args.size < 1 or args.repeat < 1:
-        parser.error("--size and --repeat must be positive")
-    unknown = sorted(set(args.workloads) - set(WORKLOADS))
+
+    unknown = [w for w in args.workloads if w not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
-    workloads = args.workloads or ["rdag"]
+    names = args.workloads or list(DEFAULT_MIX)
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else None
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"--sizes: {exc}")
+    if args.plot and not sizes:
+        parser.error("--plot draws the scaling curve of --sizes")
+    memory = available_memory()
+    for name in names:
+        for size in sizes or [args.size or WORKLOADS[name][0]]:
+            need = size * WORKLOADS[name][2]
+            if memory and need > 0.8 * memory:
+                parser.error(f"{name} at size {size:,} needs about {need / 2**30:.1f} GiB; "
+                             f"{memory / 2**30:.1f} GiB are available")
+            if name == "rosenbrock" and size < 2:
+                parser.error("rosenbrock needs at least 2 variables")
 
-    print(f"tape-bench {tape.__version__}: numpy {np.__version__}, python {sys.version.split()[0]}")
+    progress = Progress()
+    print(f"tape-bench {tape.__version__}: numpy {np.__version__}, python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores")
     results: dict = {"workloads": []}
     if not args.no_compile:
-        results["compile"] = compile_times()
-        times = results["compile"]
-        print(f"kernels in a fresh process: first call (compile) {times['first_call_s']:.2f} s, "
-              f"cached load {times['cached_load_s']:.2f} s (after importing numpy and numba: "
+        progress("measuring Numba compile and cached-load times in fresh processes")
+        results["compile"] = times = compile_times()
+        print(f"kernels in a fresh process: first call (compile) {times['first_call_s']:.2f} s, cached load "
+              f"{times['cached_load_s']:.2f} s (after importing numpy and numba: "
               f"{times['numpy_numba_import_s']:.2f} s)")
     _warm_up()
-    for name in workloads:
-        result = bench_workload(name, args.size, args.repeat, args.compare)
-        results["workloads"].append(result)
-        print(report(result))
-    results["per_call_us"] = per_call_overhead(args.repeat)
-    print("\nper call on the articles' 13-record example: " +
-          ", ".join(f"{k} {v:.2f} us" for k, v in results["per_call_us"].items()))
+    if sizes:
+        results["scaling"] = scaling = {}
+        for name in names:
+            scaling[name] = [bench_ours(name, size, args.repeat, progress) for size in sizes]
+            progress.done()
+            print(f"\n{name}: ns per record as the tape grows")
+            phases = list(scaling[name][0]["phases"])
+            print(f"  {'records':>12}" + "".join(f"{p[:18]:>20}" for p in phases))
+            for r in scaling[name]:
+                print(f"  {r['records']:>12,}" + "".join(f"{r['phases'][p]['ns_per_unit']:>20.1f}" for p in phases))
+        if args.plot:
+            plot(scaling, args.plot)
+            print(f"\nplot written to {args.plot}")
+    else:
+        for name in names:
+            size = args.size or WORKLOADS[name][0]
+            result = bench_ours(name, size, args.repeat, progress)
+            if args.compare:
+                result["compare"], result["notes"] = bench_compare(name, size, args.repeat, progress)
+            progress.done()
+            results["workloads"].append(result)
+            print(report(result))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
@@ -403,6 +379,9 @@ def _warm_up() -> None:
     y = tape.sin(x) + 1.0
     t.forward([x], [0.5])
     t.backward(y)
+    F = t.function([x], y)
+    F([0.1])
+    F.value_and_grad([0.1])
 
 
 if __name__ == "__main__":

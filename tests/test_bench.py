@@ -1,53 +1,125 @@
-"""tape-bench runs end to end on a small size and reports what it promises."""
+"""tape-bench: the CLI contract, and that every comparison computes the same thing."""
 
 import json
-import shutil
+import math
 
 import numpy as np
 import pytest
 
 import tape
 from tape import bench
+from tape.benchmarks import baseline, c_reference, engines, programs
 
 
-def test_tape_bench_small_run(tmp_path, capsys):
+def test_small_run_of_every_workload(tmp_path, capsys):
     out = tmp_path / "result.json"
-    assert bench.main(["rdag", "chain", "--size", "3000", "--repeat", "2", "--no-compile",
-                       "--json", str(out)]) == 0
+    assert bench.main(["--size", "300", "--repeat", "2", "--no-compile", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "rdag:" in printed and "chain:" in printed and "reverse sweep" in printed
+    for name in bench.DEFAULT_MIX:
+        assert f"\n{name} (size 300" in printed
     result = json.loads(out.read_text())
+    assert [w["workload"] for w in result["workloads"]] == list(bench.DEFAULT_MIX)
     rdag = result["workloads"][0]
-    assert rdag["bytes_per_record"] == 29.0 and rdag["records"] > 3000
-    assert set(rdag["ns_per_record"]) >= {"record (tape)", "tape: forward replay", "tape: reverse sweep",
-                                        "Function: value F(x)", "Function: value_and_grad"}
+    assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
+    assert set(rdag["phases"]) == {"record", "record + gradient", "forward replay", "reverse sweep",
+                                   "Function: value", "Function: value_and_grad"}
+    for r in rdag["phases"].values():
+        assert r["min_s"] <= r["median_s"] <= r["max_s"]
 
 
-def test_unknown_workload_is_an_error():
-    with pytest.raises(SystemExit):
-        bench.main(["nope"])
+def test_compare_runs_whatever_is_installed(capsys):
+    assert bench.main(["rosenbrock", "rdag", "--size", "50", "--repeat", "1", "--no-compile", "--compare"]) == 0
+    printed = capsys.readouterr().out
+    assert "articles' Node engine — record + gradient" in printed
+    assert "plain floats" in printed
+
+
+def test_scaling_curve_and_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "scaling.png"
+    assert bench.main(["chain", "--sizes", "1e2,1e3", "--repeat", "1", "--no-compile", "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "ns per record as the tape grows" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope"], "unknown workload nope"),
+    (["--size", "0"], "positive whole numbers"),
+    (["--size", "-5"], "positive whole numbers"),
+    (["--size", "1.5"], "positive whole numbers"),
+    (["--size", "lots"], "not a number"),
+    (["rdag", "--size", "1e13"], "GiB"),
+    (["rosenbrock", "--size", "1"], "at least 2"),
+    (["--plot", "x.png"], "--sizes"),
+    (["--sizes", "10,0"], "positive"),
+])
+def test_bad_arguments_give_one_line_errors(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        bench.main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
 
 
 def test_rdag_output_reaches_every_record():
-    plan = bench.rdag_plan(2000)
-    t, out = bench.record_rdag_tape(plan)
+    t, xs, out = engines.tape_record("rdag", programs.rdag_plan(2000))
     t.backward(out)
     assert np.all(t._stamp[: len(t)] == t._gen)
 
 
-def test_floats_and_tape_compute_the_same_dag():
-    plan = bench.rdag_plan(2000)
-    t, out = bench.record_rdag_tape(plan)
-    assert out.value == bench.record_rdag_floats(plan)
+@pytest.mark.parametrize("name", bench.DEFAULT_MIX)
+def test_engines_compute_the_same_function(name):
+    plan = programs.PLANS[name](40)
+    t, xs, out = engines.tape_record(name, plan)
+    grad = t.gradient(out, xs)
+    floats = engines.plain_floats(name, plan)()
+    assert floats == pytest.approx(out.value, rel=1e-12)
+    nodes = engines.baseline_dynamic(name, plan)()
+    np.testing.assert_allclose(nodes, grad, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def as_array(gradient) -> np.ndarray:
+    """An engine's gradient (floats, tensors, CasADi DM, JAX array) as a flat float array."""
+    if hasattr(gradient, "full"):
+        return np.asarray(gradient.full(), dtype=float).ravel()
+    return np.array([float(g) for g in np.ravel(np.asarray(gradient, dtype=object))])
+
+
+@pytest.mark.parametrize("engine", [e for e in engines.ENGINES[2:] if e.module], ids=lambda e: e.name)
+def test_optional_engines_agree_with_tape(engine):
+    if engine.missing():
+        pytest.skip(engine.missing())
+    for name in engine.workloads:
+        plan = programs.PLANS[name](min(20, engine.cap.get(name, 20)))
+        t, xs, out = engines.tape_record(name, plan)
+        grad = t.gradient(out, xs)
+        for factory in (engine.dynamic, engine.compiled):
+            if factory is not None:
+                np.testing.assert_allclose(as_array(factory(name, plan)()), grad, rtol=1e-9, atol=1e-12)
+
+
+def test_numpy_rosenbrock_gradient_agrees():
+    plan = programs.rosenbrock_plan(30)
+    t, xs, out = engines.tape_record("rosenbrock", plan)
+    np.testing.assert_allclose(engines.numpy_rosenbrock("rosenbrock", plan)(), t.gradient(out, xs), rtol=1e-12)
+
+
+def test_baseline_handles_deep_graphs():
+    x = baseline.Node(0.5)
+    y = x
+    for _ in range(50_000):
+        y = baseline.FUNCTIONS["sin"](y) + x
+    baseline.backward(y)
+    assert math.isfinite(x.grad)
+
+
 def test_c_reference_gives_identical_adjoints(tmp_path):
-    fn = bench.c_reference(tmp_path)
-    assert fn is not None
-    t, out = bench.record_rdag_tape(bench.rdag_plan(5000))
+    c = c_reference.c_reference(tmp_path)
+    if c is None:
+        pytest.skip("no C compiler")
+    t, xs, out = engines.tape_record("rdag", programs.rdag_plan(5000))
     t.backward(out)
     numba_adj = t._adj[: len(t)].copy()
-    bench.run_c_reverse(fn, t, out)
+    c_reference.run_c_reverse(c, t, out)
     np.testing.assert_array_equal(t._adj[: len(t)], numba_adj)
     assert isinstance(out, tape.Var)

@@ -1,0 +1,1 @@
+"""Workloads, engines and references behind tape-bench."""

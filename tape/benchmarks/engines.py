@@ -1,0 +1,243 @@
+"""The engines ``tape-bench --compare`` runs beside tape, each optional.
+
+Every engine offers the workloads it can run in one or both modes:
+
+- ``dynamic``: record the program and compute value and gradient from
+  scratch, as a user of an operator-overloading engine does at each new point;
+- ``compiled``: a one-time setup (tape.trace, CasADi Function, jax.jit), then
+  one value-and-gradient call at a new point: timed per call, setup apart.
+
+Either returns a callable that computes value and gradient and returns the
+gradient (in the engine's own types).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import tape
+from tape.benchmarks import baseline, programs
+
+SCALAR_PROGRAMS = {"rdag": programs.rdag, "chain": programs.chain, "rosenbrock": programs.rosenbrock,
+                   "seed": programs.seed, "mlp": programs.mlp}
+
+
+def run_program(workload: str, plan: dict, leaves: list, fn: dict, far: Callable | None = None,
+                store: list | None = None):
+    """The workload's scalar program on any engine's leaves."""
+    if workload == "rdag":
+        return programs.rdag(plan, leaves, far, store, fn)
+    return SCALAR_PROGRAMS[workload](plan, leaves, fn)
+
+
+@dataclass
+class Engine:
+    name: str
+    module: str | None  # the import that must succeed, or None
+    workloads: tuple[str, ...]
+    cap: dict[str, int] = field(default_factory=dict)  # largest size per workload (slow engines)
+    dynamic: Callable | None = None  # (workload, plan) -> callable doing one value+gradient from scratch
+    compiled: Callable | None = None  # (workload, plan) -> callable doing one replayed value+gradient
+    note: str = ""
+
+    def missing(self) -> str | None:
+        if self.module and importlib.util.find_spec(self.module) is None:
+            return f"{self.name}: not installed (pip install {self.module})"
+        return None
+
+
+# -- tape ---------------------------------------------------------------------------------
+
+
+TAPE_FN = {"sin": tape.sin, "cos": tape.cos, "tanh": tape.tanh, "sigmoid": tape.sigmoid, "relu": tape.relu}
+
+
+def tape_record(workload: str, plan: dict, keep_all: bool = False):
+    """Record the workload on a fresh tape: (tape, leaves, output)."""
+    t = tape.Tape(capacity=4096)
+    xs = t.vars(plan["x"])
+    store = list(xs) if keep_all else None
+    far = store.__getitem__ if keep_all else t.__getitem__
+    return t, xs, run_program(workload, plan, xs, TAPE_FN, far, store)
+
+
+def tape_dynamic(workload: str, plan: dict):
+    def run():
+        t, xs, out = tape_record(workload, plan)
+        return t.gradient(out, xs)
+
+    return run
+
+
+def tape_compiled(workload: str, plan: dict):
+    t, xs, out = tape_record(workload, plan)
+    F = t.function(xs, out)
+    x = np.asarray(plan["x"], dtype=np.float64)
+    return lambda: F.value_and_grad(x)[1]
+
+
+# -- scalar engines of other libraries ------------------------------------------------------
+
+
+def plain_floats(workload: str, plan: dict):
+    """The program over Python floats: no graph and no gradient (returns the value), the floor."""
+    fn = {"sin": math.sin, "cos": math.cos, "tanh": math.tanh, "relu": lambda a: max(a, 0.0),
+          "sigmoid": lambda a: 1.0 / (1.0 + math.exp(-a))}
+
+    def run():
+        leaves = list(map(float, plan["x"]))
+        store = list(leaves)
+        return run_program(workload, plan, leaves, fn, store.__getitem__, store)
+
+    return run
+
+
+def baseline_dynamic(workload: str, plan: dict):
+    def run():
+        leaves = [baseline.Node(float(v)) for v in plan["x"]]
+        store = list(leaves)
+        out = run_program(workload, plan, leaves, baseline.FUNCTIONS, store.__getitem__, store)
+        baseline.backward(out)
+        return [x.grad for x in leaves]
+
+    return run
+
+
+def micrograd_dynamic(workload: str, plan: dict):
+    from micrograd.engine import Value
+
+    def run():
+        leaves = [Value(float(v)) for v in plan["x"]]
+        out = run_program(workload, plan, leaves, {"relu": Value.relu})
+        out.backward()
+        return [x.grad for x in leaves]
+
+    return run
+
+
+def torch_dynamic(workload: str, plan: dict):
+    import torch
+
+    fn = {"sin": torch.sin, "cos": torch.cos, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu}
+
+    def run():
+        leaves = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True) for v in plan["x"]]
+        store = list(leaves)
+        out = run_program(workload, plan, leaves, fn, store.__getitem__, store)
+        return torch.autograd.grad(out, leaves)
+
+    return run
+
+
+def casadi_compiled(workload: str, plan: dict):
+    import casadi
+
+    n = len(plan["x"])
+    x = casadi.SX.sym("x", n)
+    leaves = [x[i] for i in range(n)]
+    store = list(leaves)
+    fn = {"sin": casadi.sin, "cos": casadi.cos, "tanh": casadi.tanh,
+          "sigmoid": lambda z: 1.0 / (1.0 + casadi.exp(-z)), "relu": lambda z: casadi.fmax(z, 0.0)}
+    out = run_program(workload, plan, leaves, fn, store.__getitem__, store)
+    f = casadi.Function("f", [x], [out, casadi.gradient(out, x)])
+    point = np.asarray(plan["x"], dtype=np.float64)
+    return lambda: f(point)[1]
+
+
+# -- vectorized programs (what a NumPy, PyTorch or JAX user writes) ------------------------------
+
+
+def numpy_rosenbrock(workload: str, plan: dict):
+    return lambda: programs.rosenbrock_gradient_numpy(plan["x"])[1]
+
+
+def torch_vectorized(workload: str, plan: dict):
+    import torch
+
+    x0 = torch.tensor(plan["x"], dtype=torch.float64)
+    if workload == "rosenbrock":
+        def f(x):
+            return torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    else:
+        X = torch.tensor(plan["X"], dtype=torch.float64)
+        Y = torch.tensor(plan["Y"], dtype=torch.float64)
+
+        def f(w):
+            return _mlp_vectorized(w, X, Y, plan["shapes"], torch.tanh, lambda a: a.reshape(-1), torch.mean)
+
+    def run():
+        x = x0.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(f(x), x)
+        return grad
+
+    return run
+
+
+def jax_compiled(workload: str, plan: dict):
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    if workload == "rosenbrock":
+        def f(x):
+            return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    elif workload == "mlp":
+        X, Y = jnp.asarray(plan["X"]), jnp.asarray(plan["Y"])
+
+        def f(w):
+            return _mlp_vectorized(w, X, Y, plan["shapes"], jnp.tanh, lambda a: a.reshape(-1), jnp.mean)
+    else:
+        fn = {"sigmoid": jax.nn.sigmoid}
+
+        def f(x):
+            return programs.seed(plan, [x[i] for i in range(len(plan["x"]))], fn)
+
+    step = jax.jit(jax.value_and_grad(f))
+    point = jnp.asarray(plan["x"])
+    step(point)[1].block_until_ready()  # compile outside the timing
+    return lambda: step(point)[1].block_until_ready()
+
+
+def _mlp_vectorized(w, X, Y, shapes, tanh, flat, mean):
+    """programs.mlp written with whole arrays (same weights layout, same loss)."""
+    parts, k = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        parts.append(w[k: k + size].reshape(shape))
+        k += size
+    W1, b1, W2, b2, W3, b3 = parts
+    a1 = tanh(X @ W1.T + b1)
+    a2 = tanh(a1 @ W2.T + b2)
+    e = flat(a2 @ W3.T + b3) - Y
+    return mean(e * e)
+
+
+SCALAR = ("rdag", "chain", "rosenbrock", "seed", "mlp")
+ENGINES = [
+    Engine("tape", None, SCALAR, dynamic=tape_dynamic, compiled=tape_compiled),
+    Engine("plain floats (no gradient)", None, SCALAR, dynamic=plain_floats,
+           note="the same loop over floats: the floor of any recorder"),
+    Engine("articles' Node engine", None, SCALAR, cap={"rdag": 300_000, "chain": 300_000},
+           dynamic=baseline_dynamic, note="tape/benchmarks/baseline.py"),
+    Engine("micrograd", "micrograd", ("rosenbrock",), cap={"rosenbrock": 20_000}, dynamic=micrograd_dynamic,
+           note="micrograd 0.1.0 has no sin/cos/tanh/sigmoid; its recursive backward limits depth"),
+    Engine("PyTorch scalar autograd", "torch", SCALAR, dynamic=torch_dynamic,
+           cap={"rdag": 30_000, "chain": 30_000, "rosenbrock": 5_000, "mlp": 4}),
+    Engine("CasADi SX", "casadi", SCALAR, compiled=casadi_compiled,
+           cap={"rdag": 200_000, "chain": 200_000, "rosenbrock": 50_000, "mlp": 16}),
+    Engine("NumPy, hand-written gradient", None, ("rosenbrock",), compiled=numpy_rosenbrock),
+    Engine("PyTorch vectorized", "torch", ("rosenbrock", "mlp"), dynamic=torch_vectorized),
+    Engine("JAX jit(value_and_grad)", "jax", ("rosenbrock", "mlp", "seed"), compiled=jax_compiled),
+]
+
+
+def timed_setup(factory: Callable, workload: str, plan: dict) -> tuple[float, Callable]:
+    start = time.perf_counter()
+    run = factory(workload, plan)
+    return time.perf_counter() - start, run

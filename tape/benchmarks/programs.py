@@ -1,0 +1,194 @@
+"""The benchmark workloads: seeded plans and programs written once for every scalar engine.
+
+A scalar program takes leaf objects of any engine (tape Vars, floats, the
+baseline's Nodes, micrograd Values, torch 0-d tensors, CasADi SX) and a
+namespace ``fn`` of that engine's elementary functions, and computes with
+``+ - *`` and ``fn[...]``. Values are kept bounded and every record reaches
+the output, so the reverse sweep does work on all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+LEAVES = 16
+RDAG_OPS = ("add", "sub", "mul", "sin", "cos", "tanh")
+
+
+def pairwise_sum(terms):
+    """Sum in a balanced tree, streaming: O(log n) partial sums alive, depth log n."""
+    sums: list = []  # sums[k] adds up sizes[k] terms; sizes strictly decrease
+    sizes: list[int] = []
+    for term in terms:
+        size = 1
+        while sizes and sizes[-1] == size:
+            term = sums.pop() + term
+            size += sizes.pop()
+        sums.append(term)
+        sizes.append(size)
+    total = sums.pop()
+    while sums:
+        total = sums.pop() + total
+    return total
+
+
+# -- rdag: a random DAG --------------------------------------------------------------
+
+
+def rdag_plan(n: int, seed: int = 0, ops: tuple[str, ...] = RDAG_OPS) -> dict:
+    """Ops and inputs of records LEAVES .. LEAVES+n-1, as Python lists.
+
+    An input reference s < 16 means ring slot s (one of the 16 previous
+    records); s >= 16 means record s - 16, fetched from anywhere. ``sinks``
+    are the records nothing reads: the output is their sum, so the reverse
+    sweep reaches every record, as a loss over the whole graph would.
+    """
+    rng = np.random.default_rng(seed)
+    record = np.arange(LEAVES, LEAVES + n)
+
+    def inputs():
+        near = rng.random(n) < 0.7
+        source = np.where(near, record - rng.integers(1, 17, n), (rng.random(n) * record).astype(np.int64))
+        return source, np.where(near, source & 15, source + 16)
+
+    a_source, a_ref = inputs()
+    b_source, b_ref = inputs()
+    kind = rng.integers(0, len(ops), n)
+    binary = np.isin(np.array(ops)[kind], ("add", "sub", "mul"))
+    read = np.zeros(LEAVES + n, bool)
+    read[a_source] = True
+    read[b_source[binary]] = True
+    return {"kind": kind.tolist(), "a": a_ref.tolist(), "b": b_ref.tolist(), "ops": ops,
+            "sinks": np.flatnonzero(~read).tolist(), "x": rng.uniform(-1, 1, LEAVES)}
+
+
+def rdag(plan: dict, leaves: list, far: Callable, store: list | None, fn: dict):
+    """The user's loop: one op per record, then the sum of the sinks (pairwise).
+
+    ``far(i)`` gives record i's object (``Tape.__getitem__`` for a tape; a
+    list of every object for engines whose graph lives in the objects, which
+    then pass that list as ``store``).
+    """
+    ring = list(leaves)
+    kinds, a_ref, b_ref = plan["kind"], plan["a"], plan["b"]
+    functions = [None if op in ("add", "sub", "mul") else fn[op] for op in plan["ops"]]
+    add, sub = (plan["ops"].index(op) if op in plan["ops"] else -1 for op in ("add", "sub"))
+    for i in range(len(kinds)):
+        k = kinds[i]
+        s = a_ref[i]
+        x = ring[s] if s < 16 else far(s - 16)
+        f = functions[k]
+        if f is None:
+            s = b_ref[i]
+            y = ring[s] if s < 16 else far(s - 16)
+            r = x + y if k == add else (x - y if k == sub else x * y)
+        else:
+            r = f(x)
+        ring[(i + LEAVES) & 15] = r
+        if store is not None:
+            store.append(r)
+    return pairwise_sum([far(s) for s in plan["sinks"]] if store is not None else map(far, plan["sinks"]))
+
+
+# -- chain: as deep as the tape -----------------------------------------------------------
+
+
+def chain_plan(n: int) -> dict:
+    return {"steps": n // 2, "x": np.array([0.5])}
+
+
+def chain(plan: dict, leaves: list, fn: dict):
+    x = y = leaves[0]
+    sin = fn["sin"]
+    for _ in range(plan["steps"]):
+        y = sin(y) + x
+    return y
+
+
+# -- rosenbrock in n variables ------------------------------------------------------------
+
+
+def rosenbrock_plan(n: int) -> dict:
+    rng = np.random.default_rng(1)
+    return {"x": rng.uniform(-1.5, 1.5, max(n, 2))}
+
+
+def rosenbrock(plan: dict, xs: list, fn: dict):
+    """sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2, summed pairwise (7 records per term)."""
+
+    def term(i):
+        a = xs[i + 1] - xs[i] * xs[i]
+        b = 1.0 - xs[i]
+        return 100.0 * (a * a) + b * b
+
+    return pairwise_sum(term(i) for i in range(len(xs) - 1))
+
+
+def rosenbrock_gradient_numpy(x: np.ndarray) -> tuple[float, np.ndarray]:
+    """The hand-written vectorized value and gradient: the floor for any AD of this function."""
+    a = x[1:] - x[:-1] ** 2
+    b = 1.0 - x[:-1]
+    g = np.zeros_like(x)
+    g[:-1] = -400.0 * a * x[:-1] - 2.0 * b
+    g[1:] += 200.0 * a
+    return float(np.sum(100.0 * a * a + b * b)), g
+
+
+# -- seed: the articles' 13-record expression ---------------------------------------------------
+
+
+def seed_plan(calls: int) -> dict:
+    return {"calls": calls, "x": np.array([0.5, 1.2, -0.3, 0.8, 0.1, 1.0])}
+
+
+def seed(plan: dict, v: list, fn: dict):
+    d = fn["sigmoid"](v[0] * v[1] + v[2] * v[3] + v[4]) - v[5]
+    return d * d
+
+
+# -- mlp: one training step of a small network ---------------------------------------------------
+
+
+MLP_IN, MLP_HIDDEN = 4, 16
+
+
+def mlp_plan(batch: int) -> dict:
+    """A 4-16-16-1 tanh network (369 weights) and a batch of a smooth regression problem."""
+    rng = np.random.default_rng(2)
+    sizes = [(MLP_HIDDEN, MLP_IN), (MLP_HIDDEN,), (MLP_HIDDEN, MLP_HIDDEN), (MLP_HIDDEN,), (1, MLP_HIDDEN), (1,)]
+    weights = np.concatenate([rng.normal(0, 0.5, s).ravel() for s in sizes])
+    X = rng.uniform(-1, 1, (max(batch, 1), MLP_IN))
+    Y = np.sin(X.sum(axis=1))
+    return {"x": weights, "shapes": sizes, "X": X, "Y": Y}
+
+
+def mlp(plan: dict, w: list, fn: dict):
+    """Mean squared error of the network over the batch, written with scalars."""
+    X, Y = plan["X"].tolist(), plan["Y"].tolist()
+    tanh = fn["tanh"]
+    h, k = MLP_HIDDEN, 0
+    W1 = [w[k + j * MLP_IN: k + (j + 1) * MLP_IN] for j in range(h)]
+    k += h * MLP_IN
+    b1 = w[k: k + h]
+    k += h
+    W2 = [w[k + j * h: k + (j + 1) * h] for j in range(h)]
+    k += h * h
+    b2 = w[k: k + h]
+    k += h
+    W3, b3 = w[k: k + h], w[k + h]
+
+    def dense(weights, inputs, bias):
+        return pairwise_sum([weights[0] * inputs[0] + bias] + [weights[i] * inputs[i] for i in range(1, len(inputs))])
+
+    losses = []
+    for x, y in zip(X, Y, strict=True):
+        a1 = [tanh(dense(W1[j], x, b1[j])) for j in range(h)]
+        a2 = [tanh(dense(W2[j], a1, b2[j])) for j in range(h)]
+        e = dense(W3, a2, b3) - y
+        losses.append(e * e)
+    return pairwise_sum(losses) * (1.0 / len(losses))
+
+
+PLANS = {"rdag": rdag_plan, "chain": chain_plan, "rosenbrock": rosenbrock_plan, "seed": seed_plan, "mlp": mlp_plan}
