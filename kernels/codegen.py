@@ -61,18 +61,17 @@ def forward_body(op: ops.Op) -> list[str]:
     return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
 
 
-def accumulate(index: str, contribution: str, indent: str, j: str = "j", carry_leaves: bool = True) -> list[str]:
+def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list[str]:
     """adj[index] += contribution, where adjoints stamped before this pass count as zero.
 
     Written out inline: a helper taking the arrays would make Numba emit
     reference-count calls on every record (measured 1.8x slower).
-    With carry_leaves and keep < gen (accumulate=True), leaf adjoints stamped
-    at or after keep are carried over instead of being reset.
+    With keep < gen (accumulate=True), leaf adjoints stamped at or after keep
+    are carried over instead of being reset.
     """
-    first_write = ["    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
-                   "        adj[{j}] = d"] if carry_leaves else ["    adj[{j}] = d"]
     body = ["{j} = {index}", "d = {contribution}", "if stamp[{j}] == gen:", "    adj[{j}] += d", "else:",
-            *first_write, "    stamp[{j}] = gen"]
+            "    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
+            "        adj[{j}] = d", "    stamp[{j}] = gen"]
     return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
 
 
@@ -119,18 +118,20 @@ def scalar_body(op: ops.Op) -> list[str]:
     return lines + [f"{ind}return {op.forward}"]
 
 
-def reverse_loop(body: list[str], carry_leaves: bool) -> list[str]:
+def reverse_loop(body: list[str]) -> list[str]:
     """Seed the outputs, then sweep from the highest seed down to record 0."""
     return [
         "    top = 0",
         "    for s in range(len(seeds)):",
-        *accumulate("seeds[s]", "weights[s]", "        ", j="seed", carry_leaves=carry_leaves),
+        *accumulate("seeds[s]", "weights[s]", "        ", j="seed"),
         "        top = max(top, seed)",
         "    for r in range(top + 1):",
         "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
         "        if stamp[i] != gen:",
         "            continue",
         "        g = adj[i]",
+        "        if g == 0.0:  # an exactly-zero adjoint propagates nothing: 0 * inf partials stay out",
+        "            continue",
         *body,
     ]
 
@@ -158,8 +159,8 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
 
 
 @{JIT}
-def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, stamp, rows, x, checks, expected,
-                    seeds, weights, gen, grad):
+def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
+                    seeds, weights, grad):
     """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
 
     grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
@@ -167,9 +168,9 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, stamp, ro
     set_inputs_and_check(rows, x, val, checks, expected, False)
     forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
     failed = set_inputs_and_check(rows, x, val, checks, expected, True)
-    reverse_partials(adj, stamp, partials[0], partials[1], targets[0], targets[1], seeds, weights, gen)
+    reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
     for k in range(len(rows)):
-        grad[k] = adj[rows[k]] if stamp[rows[k]] == gen else 0.0
+        grad[k] = adj[rows[k]]
     return failed
 
 '''
@@ -217,7 +218,7 @@ def generate() -> str:
         "",
         "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
         '    """',
-        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)], carry_leaves=True),
+        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
         "",
         "",
         f"@{JIT}",
@@ -231,14 +232,24 @@ def generate() -> str:
         "",
         "",
         f"@{JIT}",
-        "def reverse_partials(adj, stamp, p0, p1, r0, r1, seeds, weights, gen):",
+        "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
         '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',
         "",
-        "    The same contributions in the same order as reverse_sweep, so the same bits.",
+        "    The same products, added in the same order and skipped where reverse_sweep skips",
+        "    them (zero adjoints), so the same bits; adj is zeroed here instead of stamped.",
         '    """',
-        *reverse_loop(["        da = g * p0[i]", "        db = g * p1[i]",
-                       *accumulate("r0[i]", "da", "        ", carry_leaves=False),
-                       *accumulate("r1[i]", "db", "        ", carry_leaves=False)], carry_leaves=False),
+        "    adj[:] = 0.0",
+        "    top = 0",
+        "    for s in range(len(seeds)):",
+        "        adj[seeds[s]] += weights[s]",
+        "        top = max(top, seeds[s])",
+        "    for r in range(top + 1):",
+        "        i = np.uint64(top - r)",
+        "        g = adj[i]",
+        "        if g == 0.0:",
+        "            continue",
+        "        adj[r0[i]] += g * p0[i]",
+        "        adj[r1[i]] += g * p1[i]",
         "",
         "",
         REPLAY_KERNELS,

@@ -21,7 +21,6 @@ from tape.errors import TapeFormatError
 
 FORMAT_VERSION = 1
 POLICIES = ("raise", "retrace", "ignore")
-_GEN_LIMIT = 2**32 - 1
 _KIND = np.array([op.kind for op in OPS])
 _COMPARISON = np.isin(_KIND, ("compare", "compare_c"))
 _HAS_DA = np.array([bool(op.da) for op in OPS])
@@ -59,8 +58,6 @@ class Function:
         self._targets[0, _HAS_DA[self._op]] = self._in0[_HAS_DA[self._op]]
         self._targets[1, _HAS_DB[self._op]] = self._in1[_HAS_DB[self._op]]
         self._adj = np.zeros(n + 1)
-        self._stamp = np.zeros(n + 1, np.uint32)
-        self._gen = 0
         self._ones = np.ones(len(self._output_rows))
 
     # -- construction ---------------------------------------------------------------
@@ -112,14 +109,14 @@ class Function:
     @property
     def nbytes(self) -> int:
         """Bytes of the records (op, in0, in1, val, consts) plus the working memory of
-        value_and_grad (partials, their targets, adjoints, stamps): see stats()."""
+        value_and_grad (partials, their targets, adjoints): see stats()."""
         return self._record_bytes() + self._working_bytes()
 
     def _record_bytes(self) -> int:
         return sum(a.nbytes for a in (self._op, self._in0, self._in1, self._val, self._consts))
 
     def _working_bytes(self) -> int:
-        return sum(a.nbytes for a in (self._partials, self._targets, self._adj, self._stamp))
+        return sum(a.nbytes for a in (self._partials, self._targets, self._adj))
 
     def stats(self) -> dict:
         """Records by op, inputs, parameters, outputs, constants, comparisons, bytes."""
@@ -166,15 +163,10 @@ class Function:
         return float(out[0]) if self._scalar else out
 
     def _reverse(self, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        if self._gen + 1 >= _GEN_LIMIT:
-            self._stamp[:] = 0
-            self._gen = 0
-        self._gen += 1
         grad = np.empty(self.n_inputs)
         failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._consts, self._partials,
-                                 self._targets, self._adj, self._stamp, self._input_rows, point,
-                                 self._check_rows, self._check_expected, self._output_rows, weights,
-                                 self._gen, grad)
+                                 self._targets, self._adj, self._input_rows, point, self._check_rows,
+                                 self._check_expected, self._output_rows, weights, grad)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
         return grad

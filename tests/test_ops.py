@@ -196,6 +196,22 @@ def test_kink_conventions(label, fn, x, slope):
     assert (math.isnan(g) and math.isnan(slope)) or g == slope, (label, g)
 
 
+def test_an_exactly_zero_adjoint_propagates_nothing():
+    """0 * inf partials stay out of the gradient, in the tape and in a Function alike."""
+    def f(v):
+        return tape.sqrt(v[0]) * 0.0 + tape.log(v[1]) * 0.0 + v[1]
+
+    t = tape.Tape()
+    xs = t.vars([0.0, 0.0])
+    assert list(t.gradient(f(xs), xs)) == [0.0, 1.0]
+    assert list(tape.trace(f, [1.0, 1.0]).gradient([0.0, 0.0])) == [0.0, 1.0]
+    # nonzero adjoints, inf and NaN included, still propagate as IEEE says
+    t = tape.Tape()
+    x = t.var(0.0)
+    assert t.gradient(tape.sqrt(x) * math.inf, x) == math.inf
+    assert math.isnan(t.gradient(tape.sqrt(x) * math.nan, x))
+
+
 def test_pow_of_two_vars_at_zero_base():
     t = tape.Tape()
     a, b = t.var(0.0), t.var(3.0)

@@ -146,7 +146,7 @@ def test_stats_and_sizes():
     assert sum(s["by_op"].values()) == len(F) and s["by_op"]["leaf"] == 3
     n = len(F)
     assert s["record_bytes"] == n * (1 + 4 + 4 + 8) + 8 * s["constants"]
-    assert s["working_bytes"] == n * (2 * 8 + 2 * 4) + (n + 1) * (8 + 4)  # partials, targets; adj, stamp
+    assert s["working_bytes"] == n * (2 * 8 + 2 * 4) + (n + 1) * 8  # partials, targets; adjoints
     assert F.nbytes == s["record_bytes"] + s["working_bytes"]
     assert "3 inputs -> 1 outputs" in repr(F)
 
