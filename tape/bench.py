@@ -8,10 +8,11 @@ Workloads (SIZE is what --size sets):
   rdag        random DAG of + - * sin cos tanh on 16 leaves; each input is one of the 16
               previous records (p = 0.7) or any earlier one; the output sums every record
               nothing else reads, so the reverse sweep reaches all. SIZE: ops (10^6)
-  chain       y = sin(y) + x repeated: a dependency chain as deep as the tape. SIZE: records (10^6)
+  chain       y = y + 1e-6 sin(y) repeated: a dependency chain as deep as the tape, whose
+              adjoints neither vanish nor overflow. SIZE: records (10^6)
   rosenbrock  sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, recorded with scalars.
-              SIZE: variables (10^5)
-  seed        the articles' 13-record expression: per-call overhead. SIZE: calls per timing (10^4)
+              SIZE: variables (5 x 10^4)
+  seed        the articles' 13-record expression: per-call overhead. SIZE: calls per timing (2000)
   mlp         loss of a 4-16-16-1 tanh network over a batch: one training step. SIZE: batch (64)
 
 Phases: record (the scalar Python API, GC on), forward replay, reverse sweep, and a
@@ -48,8 +49,8 @@ from tape.benchmarks import c_reference, engines, programs
 WORKLOADS = {  # name: (default size, unit of size, rough bytes per unit while recording)
     "rdag": (1_000_000, "ops", 400),
     "chain": (1_000_000, "records", 150),
-    "rosenbrock": (100_000, "variables", 1_200),
-    "seed": (10_000, "calls", 0),
+    "rosenbrock": (50_000, "variables", 1_200),
+    "seed": (2_000, "calls", 0),
     "mlp": (64, "batch", 120_000),
 }
 DEFAULT_MIX = ("rdag", "chain", "rosenbrock", "seed", "mlp")
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help=f"any of {', '.join(WORKLOADS)}; none means the default mix")
     parser.add_argument("--size", type=parse_size, help="size of every workload named (see above)")
-    parser.add_argument("--repeat", type=parse_size, default=5, help="timed runs per phase (default 5)")
+    parser.add_argument("--repeat", type=parse_size, default=3, help="timed runs per phase (default 3)")
     parser.add_argument("--compare", action="store_true", help="run the other engines side by side")
     parser.add_argument("--sizes", help="comma-separated sizes for a scaling curve, e.g. 1e4,1e5,1e6")
     parser.add_argument("--plot", type=Path, help="with --sizes: draw the curve to this PNG (needs matplotlib)")
