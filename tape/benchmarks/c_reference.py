@@ -44,6 +44,7 @@ void reverse(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, const 
     for (int64_t i = out; i >= 0; --i) {
         if (stamp[i] != gen) continue;
         double g = adj[i];
+        if (g == 0.0) continue;  /* as the Numba sweep: a zero adjoint propagates nothing */
         switch (op[i]) {
         case ADD: ACC(in0[i], g); ACC(in1[i], g); break;
         case SUB: ACC(in0[i], g); ACC(in1[i], -g); break;
