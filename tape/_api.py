@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kernels import OPCODE, OPS, eval_op
 from tape._tape import RECORDERS, Condition, Tape, Var, _as_constant
@@ -99,7 +100,7 @@ def where(condition: Condition | bool, a: Scalar, b: Scalar) -> Scalar:
 VarFunction = Callable[[Sequence[Var]], Scalar]
 
 
-def _point(x) -> np.ndarray:
+def _point(x: ArrayLike) -> np.ndarray:
     point = np.asarray(x, dtype=np.float64)
     if point.ndim != 1:
         raise ValueError(f"expected a 1-D array of inputs, got shape {point.shape}")
@@ -134,7 +135,7 @@ def grad(f: VarFunction) -> Callable[[np.ndarray], np.ndarray]:
     return lambda x: vg(x)[1]
 
 
-def gradcheck(f: VarFunction, x, step: float | None = None, floor: float = 1e-8) -> float:
+def gradcheck(f: VarFunction, x: ArrayLike, step: float | None = None, floor: float = 1e-8) -> float:
     """Worst relative error between the tape's gradient and central differences.
 
     Each input i is moved by h_i = step * max(1, |x_i|) (step defaults to

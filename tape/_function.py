@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kernels import OPS, replay, replay_gradient
 from kernels.ops import KINDS_WITH_CONSTANT, LEAF, TWO_RECORD_KINDS
@@ -135,7 +136,7 @@ class Function:
 
     # -- replay ---------------------------------------------------------------------------
 
-    def _point(self, x, count: int, what: str) -> np.ndarray:
+    def _point(self, x: ArrayLike, count: int, what: str) -> np.ndarray:
         try:
             point = np.ascontiguousarray(x, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -146,13 +147,13 @@ class Function:
             raise ValueError(f"expected {count} {what} as a 1-D array of shape ({count},), got shape {point.shape}")
         return point
 
-    def _prepare(self, x, params) -> np.ndarray:
+    def _prepare(self, x: ArrayLike, params: ArrayLike | None) -> np.ndarray:
         point = self._point(x, self.n_inputs, "inputs")
         if params is not None:
             self._val[self._param_rows] = self._point(params, self.n_params, "params")
         return point
 
-    def __call__(self, x, params=None):
+    def __call__(self, x: ArrayLike, params: ArrayLike | None = None) -> float | np.ndarray:
         """Forward replay at x: a float for a scalar output, else an array of the outputs."""
         point = self._prepare(x, params)
         failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
@@ -171,18 +172,18 @@ class Function:
             return self._again(self._reverse, point, weights)
         return grad
 
-    def value_and_grad(self, x, params=None) -> tuple[float, np.ndarray]:
+    def value_and_grad(self, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
         """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
         if self.n_outputs != 1:
             raise ValueError(f"value_and_grad needs one output, this Function has {self.n_outputs}: use vjp")
         grad = self._reverse(self._prepare(x, params), self._ones)
         return float(self._val[self._output_rows[0]]), grad
 
-    def gradient(self, x, params=None) -> np.ndarray:
+    def gradient(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """The gradient at x of a scalar-output Function."""
         return self.value_and_grad(x, params)[1]
 
-    def vjp(self, x, w, params=None) -> np.ndarray:
+    def vjp(self, x: ArrayLike, w: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """w^T J at x: one reverse sweep seeded with w on the outputs."""
         weights = self._point(w, self.n_outputs, "output weights")
         return self._reverse(self._prepare(x, params), weights)
@@ -251,7 +252,7 @@ def _leaf_rows(t: Tape, handles: Sequence[Var], what: str) -> np.ndarray:
     return rows
 
 
-def trace(f: Callable, x0, params=None, on_branch_change: str = "raise") -> Function:
+def trace(f: Callable, x0: ArrayLike, params: ArrayLike | None = None, on_branch_change: str = "raise") -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
     ``f(xs)`` gets a list of Vars (one per element of the 1-D x0) and returns

@@ -313,7 +313,7 @@ class Tape:
         live = (stamp == self._gen) | ((stamp >= self._epoch) & (self._op[idx] == LEAF))
         return np.where(live & (self._gen > 0), self._adj[idx], 0.0)
 
-    def gradient(self, output: Var, wrt: Var | Sequence[Var], accumulate: bool = False):
+    def gradient(self, output: Var, wrt: Var | Sequence[Var], accumulate: bool = False) -> float | np.ndarray:
         """d output / d wrt by one reverse sweep: a float for one Var, else an array."""
         single = type(wrt) is Var
         handles = [wrt] if single else list(wrt)
