@@ -76,7 +76,7 @@ class Function:
         outs = [outputs] if scalar else list(outputs)
         if not outs:
             raise ValueError("a Function needs at least one output")
-        output_rows = np.array([t._resolve(y) for y in outs], np.int64)
+        output_rows = t._rows(outs)
         n = len(t)
         checks = t._checks
         arrays = {
@@ -244,7 +244,7 @@ class Function:
 def _leaf_rows(t: Tape, handles: Sequence[Var], what: str) -> np.ndarray:
     if type(handles) is Var:
         raise TypeError(f"{what} must be a sequence of Vars")
-    rows = np.array([t._resolve(h) for h in handles], np.int64)
+    rows = t._rows(handles)
     if len(rows) and np.any(t._op[rows] != LEAF):
         raise ValueError(f"{what} must be leaf records made by Tape.var/Tape.vars")
     if len(set(rows.tolist())) != len(rows):

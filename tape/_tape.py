@@ -168,6 +168,14 @@ class Tape:
             _revalidate(var)
         return var.index
 
+    def _rows(self, handles: Iterable[Var]) -> np.ndarray:
+        """Indices of many handles, each checked as by _resolve (fast when all are live here)."""
+        handles = list(handles)
+        seg = self._segment_ref()
+        if seg is not None and all(type(h) is Var and h._seg is seg for h in handles):
+            return np.array([h.index for h in handles], np.int64)
+        return np.array([self._resolve(h) for h in handles], np.int64)
+
     def var(self, value: float) -> Var:
         """A new leaf record holding ``value`` (a real number)."""
         v = _as_constant(value)
@@ -267,7 +275,7 @@ class Tape:
 
     def forward(self, inputs: Sequence[Var] = (), values: Iterable[float] = ()) -> None:
         """Replay: set leaf ``inputs`` to ``values`` and recompute every record after them."""
-        idx = np.array([self._resolve(x) for x in inputs], dtype=np.int64)
+        idx = self._rows(inputs)
         vals = np.asarray(values, dtype=np.float64).reshape(-1)
         if len(idx) != len(vals):
             raise ValueError(f"{len(idx)} inputs but {len(vals)} values")
@@ -309,15 +317,19 @@ class Tape:
         self._gen, self._epoch = 1, 1
 
     def _grads(self, idx: np.ndarray) -> np.ndarray:
+        """Adjoints of records idx as of the last backward pass; zero where it did not reach."""
         stamp = self._stamp[idx]
-        live = (stamp == self._gen) | ((stamp >= self._epoch) & (self._op[idx] == LEAF))
-        return np.where(live & (self._gen > 0), self._adj[idx], 0.0)
+        live = stamp == self._gen
+        if self._epoch < self._gen:  # within an accumulate=True run: older leaf adjoints count too
+            live |= (stamp >= self._epoch) & (self._op[idx] == LEAF)
+        grads = self._adj[idx]
+        grads[~live | (self._gen == 0)] = 0.0
+        return grads
 
     def gradient(self, output: Var, wrt: Var | Sequence[Var], accumulate: bool = False) -> float | np.ndarray:
         """d output / d wrt by one reverse sweep: a float for one Var, else an array."""
         single = type(wrt) is Var
-        handles = [wrt] if single else list(wrt)
-        idx = np.array([self._resolve(x) for x in handles], dtype=np.int64)
+        idx = self._rows([wrt] if single else wrt)
         self.backward(output, accumulate=accumulate)
         grads = self._grads(idx)
         return float(grads[0]) if single else grads
