@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import sys
 from pathlib import Path
 
@@ -96,15 +97,19 @@ def has_partials(op: ops.Op) -> bool:
     return bool(op.da)
 
 
-def partials_body(op: ops.Op) -> list[str]:
-    """Function forward sweep: value, partials p0/p1, and where the select sends its adjoint."""
+def partials_body(op: ops.Op, second: bool = False) -> list[str]:
+    """Function forward sweep: value, partials p0/p1 (with second: h0/h1/h2 too), and where
+    the select sends its adjoint."""
     ind = " " * 12
-    lines = operand_loads(op, names_in(op.forward) - {"y"}, ind)
+    used = names_in(op.forward, op.da, op.db, op.daa, op.dab, op.dbb, op.when_a, op.when_b) - {"y"}
+    lines = operand_loads(op, used, ind)
     lines += [f"{ind}y = {op.forward}", f"{ind}val[i] = y"]
     if op.da:
         lines.append(f"{ind}p0[i] = {op.da}")
     if op.db:
         lines.append(f"{ind}p1[i] = {op.db}")
+    if second:
+        lines += [f"{ind}h{k}[i] = {expr}" for k, expr in enumerate((op.daa, op.dab, op.dbb)) if expr]
     if op.when_a:
         lines.append(f"{ind}r0[i] = in0[i] if {op.when_a} else dummy")
     if op.when_b:
@@ -136,6 +141,89 @@ def reverse_loop(body: list[str]) -> list[str]:
     ]
 
 
+# Sweeps that need no op dispatch: they run over the partials stored by forward_partials.
+DERIVATIVE_KERNELS = f'''@{JIT}
+def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot):
+    """Forward mode, k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
+
+    dot has a row per record plus the zero dummy row; leaves keep their seeded
+    tangents. A zero tangent contributes nothing (as a zero adjoint in reverse).
+    """
+    k = dot.shape[1]
+    for r in range(len(op)):
+        i = np.uint64(r)
+        if is_leaf[op[i]]:
+            continue
+        a = r0[i]
+        b = r1[i]
+        for q in range(k):
+            t = 0.0
+            if dot[a, q] != 0.0:
+                t += p0[i] * dot[a, q]
+            if dot[b, q] != 0.0:
+                t += p1[i] * dot[b, q]
+            dot[i, q] = t
+
+
+@{JIT}
+def reverse_vector(adj, p0, p1, r0, r1, seeds, weights):
+    """k reverse sweeps in one pass: column q is reverse_partials seeded with weights[:, q]."""
+    adj[:] = 0.0
+    k = adj.shape[1]
+    top = 0
+    for s in range(len(seeds)):
+        for q in range(k):
+            adj[seeds[s], q] += weights[s, q]
+        top = max(top, seeds[s])
+    for r in range(top + 1):
+        i = np.uint64(top - r)
+        a = r0[i]
+        b = r1[i]
+        for q in range(k):
+            g = adj[i, q]
+            if g != 0.0:
+                adj[a, q] += g * p0[i]
+                adj[b, q] += g * p1[i]
+
+
+@{JIT}
+def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
+    """Forward-over-reverse from one scalar output: adj as reverse_partials and adj_dot, its
+    derivative along the tangents dot (one direction), so adj_dot at the inputs is H v."""
+    adj[:] = 0.0
+    adj_dot[:] = 0.0
+    adj[seed] = 1.0
+    for r in range(seed + 1):
+        i = np.uint64(seed - r)
+        g = adj[i]
+        gd = adj_dot[i]
+        if g == 0.0 and gd == 0.0:
+            continue
+        a = r0[i]
+        b = r1[i]
+        # tangents of the partials: d p0 = h0 ta + h1 tb, d p1 = h1 ta + h2 tb (zero tangents add nothing)
+        ta = dot[a, 0]
+        tb = dot[b, 0]
+        dp0 = 0.0
+        dp1 = 0.0
+        if ta != 0.0:
+            dp0 += h0[i] * ta
+            dp1 += h1[i] * ta
+        if tb != 0.0:
+            dp0 += h1[i] * tb
+            dp1 += h2[i] * tb
+        if g != 0.0:
+            adj[a] += g * p0[i]
+            adj[b] += g * p1[i]
+            adj_dot[a] += g * dp0
+            adj_dot[b] += g * dp1
+        if gd != 0.0:
+            adj_dot[a] += gd * p0[i]
+            adj_dot[b] += gd * p1[i]
+
+'''
+
+
 # Entry points of a compiled Function: one kernel call per replay (low per-call overhead).
 REPLAY_KERNELS = f'''@{JIT}
 def set_inputs_and_check(rows, x, val, checks, expected, after):
@@ -155,6 +243,23 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
     """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
     set_inputs_and_check(rows, x, val, checks, expected, False)
     forward_sweep(op, in0, in1, val, consts, 0, len(op))
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
+    """Values and first partials at x; returns the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
+    """Values, first and second partials at x; returns the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
+                   targets[0], targets[1])
     return set_inputs_and_check(rows, x, val, checks, expected, True)
 
 
@@ -232,6 +337,16 @@ def generate() -> str:
         "",
         "",
         f"@{JIT}",
+        "def forward_second(op, in0, in1, val, consts, p0, p1, h0, h1, h2, r0, r1):",
+        '    """forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."""',
+        "    dummy = len(op)",
+        "    for r in range(len(op)):",
+        "        i = np.uint64(r)",
+        "        k = op[i]",
+        *branches(lambda op: partials_body(op, second=True)),
+        "",
+        "",
+        f"@{JIT}",
         "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
         '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',
         "",
@@ -252,6 +367,8 @@ def generate() -> str:
         "        adj[r1[i]] += g * p1[i]",
         "",
         "",
+        DERIVATIVE_KERNELS,
+        "",
         REPLAY_KERNELS,
         f"@{JIT}",
         "def eval_op(k, a, b):",
@@ -260,7 +377,10 @@ def generate() -> str:
         "    return nan",
         "",
     ]
-    return "\n".join(out)
+    text = "\n".join(out)
+    kernels = sorted(re.findall(r"^def (\w+)\(", text, flags=re.MULTILINE))
+    listed = "".join(f"    {name!r},\n" for name in kernels)
+    return text + f"\n\n__all__ = [\n{listed}]\n"
 
 
 def main(argv: list[str] | None = None) -> int:

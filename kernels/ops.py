@@ -12,6 +12,9 @@ Names inside a rule:
 ``y``         this record's own value (the forward result)
 ``cond``      for ``select``: the value of the record just before it (a comparison)
 
+``daa``/``dab``/``dbb`` are the second partials, used by Hessian-vector
+products (forward-over-reverse); empty means zero.
+
 ``da``/``db`` are the local partial derivatives dy/da and dy/db. The reverse
 sweep adds ``g * da`` to the first input's adjoint and ``g * db`` to the
 second's (``g``: this record's adjoint); a Function's value-and-gradient sweep
@@ -46,6 +49,9 @@ class Op:
     db: str = ""  # d forward / d b
     when_a: str = ""
     when_b: str = ""
+    daa: str = ""  # second partials, for Hessian-vector products; empty means zero
+    dab: str = ""
+    dbb: str = ""
 
 
 # --- scalar helpers used by the rules (pure functions of floats) -----------
@@ -113,6 +119,27 @@ def max_share(a, b):
     return nan
 
 
+def pow_daa(a, c):
+    """d2 a**c / da2 = c (c-1) a**(c-2), exactly 0 for c = 0 or 1 (no 0 * inf at a = 0)."""
+    if c == 0.0 or c == 1.0:
+        return 0.0
+    return c * (c - 1.0) * pow(a, c - 2.0)
+
+
+def pow_dab(a, b):
+    """d2 a**b / da db = a**(b-1) (1 + b log a), taken as 0 at a == 0 (as pow_dc)."""
+    if a == 0.0:
+        return 0.0
+    return pow(a, b - 1.0) * (1.0 + b * log(a))
+
+
+def pow_dbb(a, y):
+    """d2 a**b / db2 = a**b log(a)**2, taken as 0 at a == 0 (as pow_dc)."""
+    if a == 0.0:
+        return 0.0
+    return y * log(a) * log(a)
+
+
 def sigmoid(a):
     """1 / (1 + exp(-a)), written so that exp never overflows."""
     if a >= 0.0:
@@ -144,9 +171,10 @@ OPS: tuple[Op, ...] = (
     # binary: two records
     Op("add", "binary", "a + b", "1.0", "1.0"),
     Op("sub", "binary", "a - b", "1.0", "-1.0"),
-    Op("mul", "binary", "a * b", "b", "a"),
-    Op("div", "binary", "a / b", "1.0 / b", "-y / b"),
-    Op("pow", "binary", "pow(a, b)", "pow_da(a, b)", "pow_dc(a, y)"),
+    Op("mul", "binary", "a * b", "b", "a", dab="1.0"),
+    Op("div", "binary", "a / b", "1.0 / b", "-y / b", dab="-1.0 / (b * b)", dbb="2.0 * y / (b * b)"),
+    Op("pow", "binary", "pow(a, b)", "pow_da(a, b)", "pow_dc(a, y)",
+       daa="pow_daa(a, b)", dab="pow_dab(a, b)", dbb="pow_dbb(a, y)"),
     Op("maximum", "binary", "maximum(a, b)", "max_share(a, b)", "max_share(b, a)"),
     Op("minimum", "binary", "minimum(a, b)", "max_share(b, a)", "max_share(a, b)"),
     # const: a record and a constant c (x - c is recorded as x + (-c), exactly)
@@ -154,22 +182,22 @@ OPS: tuple[Op, ...] = (
     Op("rsub_c", "const", "c - a", "-1.0"),
     Op("mul_c", "const", "a * c", "c"),
     Op("div_c", "const", "a / c", "1.0 / c"),
-    Op("rdiv_c", "const", "c / a", "-y / a"),
-    Op("pow_c", "const", "pow(a, c)", "pow_da(a, c)"),
-    Op("rpow_c", "const", "pow(c, a)", "pow_dc(c, y)"),
+    Op("rdiv_c", "const", "c / a", "-y / a", daa="2.0 * y / (a * a)"),
+    Op("pow_c", "const", "pow(a, c)", "pow_da(a, c)", daa="pow_daa(a, c)"),
+    Op("rpow_c", "const", "pow(c, a)", "pow_dc(c, y)", daa="pow_dbb(c, y)"),
     Op("maximum_c", "const", "maximum(a, c)", "max_share(a, c)"),
     Op("minimum_c", "const", "minimum(a, c)", "max_share(c, a)"),
     # unary
     Op("neg", "unary", "-a", "-1.0"),
     Op("abs", "unary", "abs(a)", "sign(a)"),
-    Op("exp", "unary", "exp(a)", "y"),
-    Op("log", "unary", "log(a)", "1.0 / a"),
-    Op("sqrt", "unary", "sqrt(a)", "0.5 / y"),
-    Op("sin", "unary", "sin(a)", "cos(a)"),
-    Op("cos", "unary", "cos(a)", "-sin(a)"),
-    Op("tan", "unary", "tan(a)", "1.0 + y * y"),
-    Op("tanh", "unary", "tanh(a)", "1.0 - y * y"),
-    Op("sigmoid", "unary", "sigmoid(a)", "y * (1.0 - y)"),
+    Op("exp", "unary", "exp(a)", "y", daa="y"),
+    Op("log", "unary", "log(a)", "1.0 / a", daa="-1.0 / (a * a)"),
+    Op("sqrt", "unary", "sqrt(a)", "0.5 / y", daa="-0.25 / (y * y * y)"),
+    Op("sin", "unary", "sin(a)", "cos(a)", daa="-y"),
+    Op("cos", "unary", "cos(a)", "-sin(a)", daa="-y"),
+    Op("tan", "unary", "tan(a)", "1.0 + y * y", daa="2.0 * y * (1.0 + y * y)"),
+    Op("tanh", "unary", "tanh(a)", "1.0 - y * y", daa="-2.0 * y * (1.0 - y * y)"),
+    Op("sigmoid", "unary", "sigmoid(a)", "y * (1.0 - y)", daa="y * (1.0 - y) * (1.0 - 2.0 * y)"),
     Op("relu", "unary", "relu(a)", "step(a)"),
     # leaves that are not inputs (branches of tape.where given as numbers)
     Op("constant", "leaf"),
@@ -188,7 +216,7 @@ OPS: tuple[Op, ...] = (
     Op("select", "select", "a if cond != 0.0 else b", "1.0", "1.0", "cond != 0.0", "cond == 0.0"),
 )
 
-HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc)
+HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb)
 # math functions the rules may name (resolved to math.* in Python and Numba)
 MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow")
 
