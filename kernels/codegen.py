@@ -281,6 +281,60 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
 '''
 
 
+# Many points at once: points split into `blocks` blocks (one per thread) run with numba.prange, each with
+# its own working arrays and the same single-point kernels, so results equal single calls bit for bit.
+PARJIT = 'njit(cache=True, nogil=True, parallel=True, error_model="numpy")'
+MAP_KERNELS = f'''@{PARJIT}
+def map_values(blocks, op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed):
+    """out[p] = outputs at X[p]; failed[p] = first failed check at X[p], or -1."""
+    N = X.shape[0]
+    for blk in numba.prange(blocks):
+        val = val0.copy()
+        for p in range(blk * N // blocks, (blk + 1) * N // blocks):
+            failed[p] = replay(op, in0, in1, val, consts, rows, X[p], checks, expected)
+            for j in range(len(outputs)):
+                out[p, j] = val[outputs[j]]
+
+
+@{PARJIT}
+def map_gradients(blocks, op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values,
+                  grads, failed):
+    """Per point p: values[p] = outputs, grads[p] = W[p]^T J (value_and_grad, vjp) at X[p]."""
+    N, n = X.shape[0], len(op)
+    for blk in numba.prange(blocks):
+        val = val0.copy()
+        targets = targets0.copy()
+        partials = np.zeros((2, n))
+        adj = np.zeros(n + 1)
+        for p in range(blk * N // blocks, (blk + 1) * N // blocks):
+            failed[p] = replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, X[p], checks,
+                                        expected, seeds, W[p], grads[p])
+            for j in range(len(seeds)):
+                values[p, j] = val[seeds[j]]
+
+
+@{PARJIT}
+def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X, V, checks, expected, outputs,
+                 out, failed):
+    """Per point p: out[p] = J V[p] at X[p]."""
+    N, n = X.shape[0], len(op)
+    for blk in numba.prange(blocks):
+        val = val0.copy()
+        targets = targets0.copy()
+        partials = np.zeros((2, n))
+        dot = np.zeros((n + 1, 1))
+        for p in range(blk * N // blocks, (blk + 1) * N // blocks):
+            failed[p] = replay_partials(op, in0, in1, val, consts, partials, targets, rows, X[p], checks, expected)
+            dot[:] = 0.0
+            for k in range(len(rows)):
+                dot[rows[k], 0] = V[p, k]
+            tangent_sweep(is_leaf, op, partials[0], partials[1], targets[0], targets[1], dot)
+            for j in range(len(outputs)):
+                out[p, j] = dot[outputs[j], 0]
+
+'''
+
+
 def source_hash() -> str:
     digest = hashlib.sha256()
     for path in (HERE / "ops.py", Path(__file__).resolve()):
@@ -297,6 +351,7 @@ def generate() -> str:
         "",
         f"from math import {', '.join(sorted(ops.MATH_NAMES + ('nan',)))}  # noqa: F401",
         "",
+        "import numba",
         "import numpy as np",
         "from numba import njit",
         "",
@@ -370,6 +425,8 @@ def generate() -> str:
         DERIVATIVE_KERNELS,
         "",
         REPLAY_KERNELS,
+        "",
+        MAP_KERNELS,
         f"@{JIT}",
         "def eval_op(k, a, b):",
         '    """One op\'s forward value (b is the constant for const ops)."""',

@@ -12,11 +12,15 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
 from kernels import (
     OPS,
+    map_gradients,
+    map_tangents,
+    map_values,
     replay,
     replay_gradient,
     replay_partials,
@@ -286,6 +290,124 @@ class Function:
         H = self._hessian_columns(np.eye(self.n_inputs))
         return 0.5 * (H + H.T)
 
+    # -- many points at once ------------------------------------------------------------------
+
+    def _batch(self, X: ArrayLike, count: int, what: str) -> np.ndarray:
+        """X as a C-contiguous (N, count) float64 array (N points of count entries)."""
+        try:
+            points = np.ascontiguousarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{what} must be real numbers: {exc}") from None
+        if points.ndim == 1 and count == 1:
+            points = points.reshape(-1, 1)
+        if points.ndim != 2 or points.shape[1] != count:
+            raise ValueError(f"expected {what} of shape (N, {count}), got shape {points.shape}")
+        return points
+
+    def _settle(self, failed: np.ndarray, X: np.ndarray, single: Callable[[int], None]) -> None:
+        """Apply the branch policy to the points whose recorded comparisons flipped.
+
+        "raise" names the first such point; "retrace" redoes each with ``single(p)``
+        (the one-point call, which retraces as needed); "ignore" keeps the results.
+        """
+        bad = np.flatnonzero(failed >= 0)
+        if not len(bad) or self.on_branch_change == "ignore":
+            return
+        if self.on_branch_change == "raise" or self._source is None:
+            p = int(bad[0])
+            k = int(failed[p])
+            extra = f" (point {p} of the {len(X)} given; {len(bad)} points changed branch)"
+            raise branch_changed(self._op, self._in0, self._in1, self._consts, int(self._check_rows[k]),
+                                 bool(self._check_expected[k]), str(self._check_where[k]), extra)
+        for p in bad:
+            single(int(p))
+
+    def map(self, X: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m)."""
+        points = self._batch(X, self.n_inputs, "points")
+        if params is not None:
+            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        out = np.empty((len(points), self.n_outputs))
+        failed = np.full(len(points), -1, np.int64)
+        map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
+                   points, self._check_rows, self._check_expected, self._output_rows, out, failed)
+
+        def single(p):
+            out[p] = self(points[p])
+
+        self._settle(failed, points, single)
+        return out[:, 0] if self._scalar else out
+
+    def _map_reverse(self, points: np.ndarray, W: np.ndarray, method: Callable) -> tuple[np.ndarray, np.ndarray]:
+        values = np.empty((len(points), self.n_outputs))
+        grads = np.empty((len(points), self.n_inputs))
+        failed = np.full(len(points), -1, np.int64)
+        map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts, self._targets,
+                      self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, W, values,
+                      grads, failed)
+
+        def single(p):
+            values[p], grads[p] = method(p)
+
+        self._settle(failed, points, single)
+        return values, grads
+
+    def map_value_and_grad(self, X: ArrayLike, params: ArrayLike | None = None,
+                           client=None) -> tuple[np.ndarray, np.ndarray]:
+        """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs).
+
+        With a Dask ``client`` the points are split into chunks computed on its
+        workers (see tape._distributed); results come back in the order of X.
+        """
+        if self.n_outputs != 1:
+            raise ValueError(f"map_value_and_grad needs one output, this Function has {self.n_outputs}: "
+                             "use map_vjp")
+        points = self._batch(X, self.n_inputs, "points")
+        if params is not None:
+            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        if client is not None:
+            from tape._distributed import map_value_and_grad_on
+
+            return map_value_and_grad_on(client, self, points)
+        W = np.ones((len(points), 1))
+
+        def one(p):
+            value, grad = self.value_and_grad(points[p])
+            return [value], grad
+
+        values, grads = self._map_reverse(points, W, one)
+        return values[:, 0], grads
+
+    def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
+        points = self._batch(X, self.n_inputs, "points")
+        weights = self._batch(W, self.n_outputs, "output weights")
+        if len(weights) != len(points):
+            raise ValueError(f"{len(points)} points but {len(weights)} rows of weights")
+        if params is not None:
+            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p])))[1]
+
+    def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """J V[p] at every row X[p], in parallel: (N, n_outputs)."""
+        points = self._batch(X, self.n_inputs, "points")
+        tangents = self._batch(V, self.n_inputs, "tangents")
+        if len(tangents) != len(points):
+            raise ValueError(f"{len(points)} points but {len(tangents)} rows of tangents")
+        if params is not None:
+            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        out = np.empty((len(points), self.n_outputs))
+        failed = np.full(len(points), -1, np.int64)
+        map_tangents(_blocks(len(points)), _IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
+                     self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
+                     self._output_rows, out, failed)
+
+        def single(p):
+            out[p] = self.jvp(points[p], tangents[p])
+
+        self._settle(failed, points, single)
+        return out
+
     # -- branch safety ----------------------------------------------------------------------
 
     def _branch_changed(self, k: int, point: np.ndarray) -> bool:
@@ -337,6 +459,11 @@ class Function:
         """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back."""
         with open(path, "wb") as fh:
             np.savez(fh, format_version=np.array(FORMAT_VERSION, np.int64), **self._arrays())
+
+
+def _blocks(points: int) -> int:
+    """One block of points per Numba thread (numba.set_num_threads chooses how many)."""
+    return max(1, min(points, numba.get_num_threads()))
 
 
 def _leaf_rows(t: Tape, handles: Sequence[Var], what: str) -> np.ndarray:

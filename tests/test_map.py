@@ -1,0 +1,96 @@
+"""Many points at once: every map equals the single-point calls bit for bit, on any thread count."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import tape
+
+RNG = np.random.default_rng(5)
+
+
+def scalar(x):
+    return (tape.sigmoid(x[0] * x[1] + x[2] * x[3] + x[4]) - x[5]) ** 2 + tape.where(x[0] > 0.0, x[1], -x[2])
+
+
+def vector(x):
+    return [x[0] * x[1] + tape.sin(x[2]), tape.exp(-x[0] * x[0]), 2.0]
+
+
+@pytest.fixture(params=[1, 2], ids=["1 thread", "2 threads"])
+def threads(request):
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(request.param, numba.config.NUMBA_NUM_THREADS))
+    yield request.param
+    numba.set_num_threads(before)
+
+
+def test_map_value_and_grad_equals_single_calls(threads):
+    F = tape.trace(scalar, np.full(6, 0.5))
+    X = RNG.uniform(-2, 2, (257, 6))
+    values, grads = F.map_value_and_grad(X)
+    assert values.shape == (257,) and grads.shape == (257, 6)
+    for p in range(len(X)):
+        value, grad = F.value_and_grad(X[p])
+        assert values[p] == value
+        np.testing.assert_array_equal(grads[p], grad)
+    np.testing.assert_array_equal(F.map(X), values)
+
+
+def test_vector_maps_equal_single_calls(threads):
+    F = tape.trace(vector, np.full(3, 0.5))
+    X, V, W = RNG.uniform(-2, 2, (100, 3)), RNG.normal(size=(100, 3)), RNG.normal(size=(100, 3))
+    out = F.map(X)
+    jvps = F.map_jvp(X, V)
+    vjps = F.map_vjp(X, W)
+    assert out.shape == (100, 3) and jvps.shape == (100, 3) and vjps.shape == (100, 3)
+    for p in range(len(X)):
+        np.testing.assert_array_equal(out[p], F(X[p]))
+        np.testing.assert_array_equal(jvps[p], F.jvp(X[p], V[p]))
+        np.testing.assert_array_equal(vjps[p], F.vjp(X[p], W[p]))
+
+
+def test_map_with_params_and_edge_sizes():
+    F = tape.trace(lambda w, d: (w[0] * d[0] - d[1]) ** 2, [1.0], params=[2.0, 3.0])
+    values, grads = F.map_value_and_grad(np.array([[1.0], [2.0]]), params=[1.0, 1.0])
+    np.testing.assert_array_equal(values, [0.0, 1.0])
+    np.testing.assert_array_equal(grads, [[0.0], [2.0]])
+    np.testing.assert_array_equal(F.map([1.0, 2.0]), [0.0, 1.0])  # one input: a 1-D X is N points
+    empty_values, empty_grads = F.map_value_and_grad(np.zeros((0, 1)))
+    assert empty_values.shape == (0,) and empty_grads.shape == (0, 1)
+    with pytest.raises(ValueError, match=r"shape \(N, 1\)"):
+        F.map(np.zeros((3, 2)))
+    G = tape.trace(vector, np.zeros(3))
+    with pytest.raises(ValueError, match="one output"):
+        G.map_value_and_grad(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="rows of weights"):
+        G.map_vjp(np.zeros((2, 3)), np.zeros((3, 3)))
+
+
+def piecewise(x):
+    if x[0] < 0.0:
+        return x[0] * x[0] * x[1]
+    return tape.sin(x[0]) + x[1]
+
+
+def test_branch_changes_are_reported_by_point():
+    F = tape.trace(piecewise, [0.5, 2.0])
+    X = np.array([[0.2, 1.0], [0.3, 1.0], [-0.4, 1.0], [0.9, 1.0]])
+    with pytest.raises(tape.BranchChanged, match=r"point 2 of the 4 given; 1 points changed branch"):
+        F.map_value_and_grad(X)
+    ignore = tape.trace(piecewise, [0.5, 2.0], on_branch_change="ignore")
+    assert ignore.map(X)[2] == np.sin(-0.4) + 1.0  # the recorded branch, on purpose
+
+
+def test_retrace_policy_per_point():
+    F = tape.trace(piecewise, [0.5, 2.0], on_branch_change="retrace")
+    X = np.column_stack([RNG.uniform(-2, 2, 60), RNG.uniform(0.5, 1.5, 60)])
+    values, grads = F.map_value_and_grad(X)
+    for (a, b), value, grad in zip(X, values, grads, strict=True):
+        if a < 0:
+            assert value == pytest.approx(a * a * b) and grad == pytest.approx([2 * a * b, a * a])
+        else:
+            assert value == pytest.approx(np.sin(a) + b) and grad == pytest.approx([np.cos(a), 1.0])
+    assert F.retraces >= 1
