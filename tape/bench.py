@@ -41,6 +41,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+import numba
 import numpy as np
 
 import tape
@@ -120,6 +121,7 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
     def repeated(fn):
         return fn if calls == 1 else (lambda: [fn() for _ in range(calls)])
 
+    v = np.ones_like(x)
     phases = {
         "record": lambda: engines.tape_record(name, plan),
         "record + gradient": engines.tape_dynamic(name, plan),
@@ -127,19 +129,61 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
         "reverse sweep": lambda: t.backward(out),
         "Function: value": lambda: F(x),
         "Function: value_and_grad": lambda: F.value_and_grad(x),
+        "Function: jvp": lambda: F.jvp(x, v),
+        "Function: hvp": lambda: F.hvp(x, v),
     }
     results = {phase: summary(timings(repeated(fn), repeat, progress, f"{name} {size:,}: {phase}"), n * calls)
                for phase, fn in phases.items()}
+    maps = bench_map(F, x, repeat, progress, f"{name} {size:,}")
     tracemalloc.start()
     engines.tape_dynamic(name, plan)()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     stats = F.stats()
     return {"workload": name, "size": size, "records": n, "calls": calls, "constants": t.n_consts,
-            "comparisons": stats["comparisons_checked"], "phases": results,
+            "comparisons": stats["comparisons_checked"], "phases": results, "map": maps,
             "tape_bytes_per_record": tape.BYTES_PER_RECORD + 8 * t.n_consts / n,
             "function_working_bytes_per_record": stats["working_bytes"] / n,
             "peak_traced_bytes": peak, "gc_enabled": gc.isenabled()}
+
+
+def bench_map(F, x: np.ndarray, repeat: int, progress: Callable[[str], None], label: str) -> dict:
+    """map_value_and_grad over many points near x, on one thread and on all of them."""
+    points = int(min(10_000, max(4, 2_000_000 // len(F))))
+    X = x + np.random.default_rng(3).uniform(-1e-3, 1e-3, (points, len(x)))
+    threads = numba.get_num_threads()
+    out = {}
+    for k in sorted({1, threads}):
+        numba.set_num_threads(k)
+        try:
+            phase = f"map_value_and_grad, {k} thread{'s' if k > 1 else ''}"
+            out[phase] = summary(timings(lambda: F.map_value_and_grad(X), repeat, progress, f"{label}: {phase}"),
+                                 len(F) * points)
+            out[phase]["points"] = points
+        finally:
+            numba.set_num_threads(threads)
+    return out
+
+
+def bench_jacobian(repeat: int, progress: Callable[[str], None]) -> dict:
+    """The Jacobian of a 100-input, 100-output tape: forward vs reverse, 1 vs k directions per sweep."""
+    rng = np.random.default_rng(4)
+    W = rng.normal(size=(100, 100)).tolist()
+
+    def f(x):
+        return [programs.pairwise_sum([tape.tanh(W[j][i] * x[i]) for i in range(100)]) for j in range(100)]
+
+    F = tape.trace(f, rng.uniform(-1, 1, 100))
+    x = rng.uniform(-1, 1, 100)
+    rows = {}
+    for mode in ("forward", "reverse"):
+        for block in (1, 16, 100):
+            label = f"{mode}, {block} direction{'s' if block > 1 else ''} per sweep"
+            rows[label] = float(np.median(timings(lambda m=mode, b=block: F.jacobian(x, mode=m, block=b), repeat,
+                                                  progress, f"jacobian: {label}")))
+    rows["value_and_grad of one output (for scale)"] = float(np.median(timings(
+        lambda: F.vjp(x, np.eye(100)[0]), repeat, progress, "jacobian: one vjp")))
+    return {"records": len(F), "seconds": rows}
 
 
 def bench_compare(name: str, size: int, repeat: int, progress: Callable[[str], None]) -> tuple[list, list]:
@@ -243,6 +287,12 @@ def report(result: dict) -> str:
                      f"{r['units_per_s']:>14,.0f}")
     value = result["phases"]["Function: value"]["median_s"]
     grad = result["phases"]["Function: value_and_grad"]["median_s"]
+    hvp = result["phases"]["Function: hvp"]["median_s"]
+    maps = list(result["map"].items())
+    rates = ", ".join(f"{phase.split(', ')[1]} {r['points'] / r['median_s']:,.0f}" for phase, r in maps)
+    speedup = f" (speed-up {maps[0][1]['median_s'] / maps[-1][1]['median_s']:.2f}x)" if len(maps) > 1 else ""
+    lines.append(f"  map_value_and_grad over {maps[0][1]['points']:,} points, points/s: {rates}{speedup};"
+                 f"  hvp / value_and_grad: {hvp / grad:.2f}x")
     lines.append(f"  value_and_grad / value: {grad / value:.2f}x;  bytes/record: tape "
                  f"{result['tape_bytes_per_record']:.1f}, Function working memory "
                  f"{result['function_working_bytes_per_record']:.1f};  peak traced memory of record + "
@@ -368,6 +418,11 @@ def main(argv: list[str] | None = None) -> int:
             progress.done()
             results["workloads"].append(result)
             print(report(result))
+        results["jacobian"] = jac = bench_jacobian(args.repeat, progress)
+        progress.done()
+        print(f"\nJacobian of a 100-input, 100-output tape ({jac['records']:,} records), median ms:")
+        for label, sec in jac["seconds"].items():
+            print(f"  {label:<42}{1e3 * sec:>9.3f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

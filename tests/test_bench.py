@@ -22,7 +22,9 @@ def test_small_run_of_every_workload(tmp_path, capsys):
     rdag = result["workloads"][0]
     assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
     assert set(rdag["phases"]) == {"record", "record + gradient", "forward replay", "reverse sweep",
-                                   "Function: value", "Function: value_and_grad"}
+                                   "Function: value", "Function: value_and_grad", "Function: jvp", "Function: hvp"}
+    assert all(r["points"] >= 4 for r in rdag["map"].values())
+    assert set(result["jacobian"]["seconds"]) >= {"forward, 16 directions per sweep", "reverse, 1 direction per sweep"}
     for r in rdag["phases"].values():
         assert r["min_s"] <= r["median_s"] <= r["max_s"]
 
