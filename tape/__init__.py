@@ -24,6 +24,7 @@ from tape._api import (
     value_and_grad,
     where,
 )
+from tape._distributed import DistributedError
 from tape._function import Function, load, trace
 from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Condition, Record, Tape, Var
 from tape.errors import (
@@ -41,6 +42,7 @@ __all__ = [
     "BYTES_PER_RECORD",
     "BranchChanged",
     "Condition",
+    "DistributedError",
     "Function",
     "TapeFormatError",
     "load",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import BinaryIO
 
 import numba
 import numpy as np
@@ -338,13 +339,18 @@ class Function:
         self._settle(failed, points, single)
         return out[:, 0] if self._scalar else out
 
-    def _map_reverse(self, points: np.ndarray, W: np.ndarray, method: Callable) -> tuple[np.ndarray, np.ndarray]:
+    def _map_reverse_raw(self, points: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """values (N, m), W[p]^T J (N, n) and the first failed check of every point (-1: none)."""
         values = np.empty((len(points), self.n_outputs))
         grads = np.empty((len(points), self.n_inputs))
         failed = np.full(len(points), -1, np.int64)
         map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts, self._targets,
                       self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, W, values,
                       grads, failed)
+        return values, grads, failed
+
+    def _map_reverse(self, points: np.ndarray, W: np.ndarray, method: Callable) -> tuple[np.ndarray, np.ndarray]:
+        values, grads, failed = self._map_reverse_raw(points, W)
 
         def single(p):
             values[p], grads[p] = method(p)
@@ -365,17 +371,21 @@ class Function:
         points = self._batch(X, self.n_inputs, "points")
         if params is not None:
             self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
-        if client is not None:
-            from tape._distributed import map_value_and_grad_on
-
-            return map_value_and_grad_on(client, self, points)
-        W = np.ones((len(points), 1))
-
         def one(p):
             value, grad = self.value_and_grad(points[p])
             return [value], grad
 
-        values, grads = self._map_reverse(points, W, one)
+        if client is not None:
+            from tape._distributed import map_value_and_grad_on
+
+            values, grads, failed = map_value_and_grad_on(client, self, points)
+
+            def single(p):
+                values[p], grads[p] = one(p)
+
+            self._settle(failed, points, single)
+        else:
+            values, grads = self._map_reverse(points, np.ones((len(points), 1)), one)
         return values[:, 0], grads
 
     def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
@@ -455,10 +465,13 @@ class Function:
             "check_expected": self._check_expected, "check_where": self._check_where,
         }
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike | BinaryIO) -> None:
         """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back."""
+        if hasattr(path, "write"):
+            np.savez(path, format_version=np.array(FORMAT_VERSION, np.int64), **self._arrays())
+            return
         with open(path, "wb") as fh:
-            np.savez(fh, format_version=np.array(FORMAT_VERSION, np.int64), **self._arrays())
+            self.save(fh)
 
 
 def _blocks(points: int) -> int:
@@ -520,7 +533,7 @@ _SPEC = {  # name: (dtype kind check, ndim)
 }
 
 
-def load(path: str | os.PathLike, on_branch_change: str = "raise") -> Function:
+def load(path: str | os.PathLike | BinaryIO, on_branch_change: str = "raise") -> Function:
     """Read a Function saved by ``Function.save``, validating every array first.
 
     Anything malformed raises ``TapeFormatError`` (naming the first bad record
