@@ -285,35 +285,6 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
 # its own working arrays and the same single-point kernels, so results equal single calls bit for bit.
 PARJIT = 'njit(cache=True, nogil=True, parallel=True, error_model="numpy")'
 MAP_KERNELS = f'''@{PARJIT}
-def map_values(blocks, op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed):
-    """out[p] = outputs at X[p]; failed[p] = first failed check at X[p], or -1."""
-    N = X.shape[0]
-    for blk in numba.prange(blocks):
-        val = val0.copy()
-        for p in range(blk * N // blocks, (blk + 1) * N // blocks):
-            failed[p] = replay(op, in0, in1, val, consts, rows, X[p], checks, expected)
-            for j in range(len(outputs)):
-                out[p, j] = val[outputs[j]]
-
-
-@{PARJIT}
-def map_gradients(blocks, op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values,
-                  grads, failed):
-    """Per point p: values[p] = outputs, grads[p] = W[p]^T J (value_and_grad, vjp) at X[p]."""
-    N, n = X.shape[0], len(op)
-    for blk in numba.prange(blocks):
-        val = val0.copy()
-        targets = targets0.copy()
-        partials = np.zeros((2, n))
-        adj = np.zeros(n + 1)
-        for p in range(blk * N // blocks, (blk + 1) * N // blocks):
-            failed[p] = replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, X[p], checks,
-                                        expected, seeds, W[p], grads[p])
-            for j in range(len(seeds)):
-                values[p, j] = val[seeds[j]]
-
-
-@{PARJIT}
 def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X, V, checks, expected, outputs,
                  out, failed):
     """Per point p: out[p] = J V[p] at X[p]."""
@@ -333,6 +304,90 @@ def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X,
                 out[p, j] = dot[outputs[j], 0]
 
 '''
+
+
+def map_values_kernel() -> list[str]:
+    """map_values, with the forward sweep written out in its parallel loop (see map_gradients)."""
+    forward = [" " * 8 + line for line in branches(forward_body)]
+    return [
+        f"@{PARJIT}",
+        "def map_values(blocks, op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed):",
+        '    """out[p] = outputs at X[p]; failed[p] = first failed check at X[p], or -1."""',
+        "    N, n = X.shape[0], len(op)",
+        "    for blk in numba.prange(blocks):",
+        "        val = val0.copy()",
+        "        for p in range(blk * N // blocks, (blk + 1) * N // blocks):",
+        "            for k in range(len(rows)):",
+        "                val[rows[k]] = X[p, k]",
+        "            for r in range(n):",
+        "                i = np.uint64(r)",
+        "                k = op[i]",
+        *forward,
+        "            failed[p] = -1",
+        "            for c in range(len(checks)):",
+        "                if (val[checks[c]] != 0.0) != expected[c]:",
+        "                    failed[p] = c",
+        "                    break",
+        "            for j in range(len(outputs)):",
+        "                out[p, j] = val[outputs[j]]",
+        "",
+        "",
+    ]
+
+
+def map_gradients_kernel() -> list[str]:
+    """map_gradients with the per-point sweeps written out in its parallel loop.
+
+    Calling the single-point kernels with shared arrays would bump their
+    reference counts atomically on every call, and two cores would fight over
+    those cache lines; written out, a point costs what it costs alone. The
+    statements are those of replay_gradient, so the bits are the same.
+    """
+    forward = [" " * 8 + line for line in branches(partials_body)]
+    return [
+        f"@{PARJIT}",
+        "def map_gradients(blocks, op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values,",
+        "                  grads, failed):",
+        '    """Per point p: values[p] = outputs, grads[p] = W[p]^T J (value_and_grad, vjp) at X[p]."""',
+        "    N, n = X.shape[0], len(op)",
+        "    dummy = n",
+        "    for blk in numba.prange(blocks):",
+        "        val = val0.copy()",
+        "        r0 = targets0[0].copy()",
+        "        r1 = targets0[1].copy()",
+        "        p0 = np.zeros(n)",
+        "        p1 = np.zeros(n)",
+        "        adj = np.zeros(n + 1)",
+        "        for p in range(blk * N // blocks, (blk + 1) * N // blocks):",
+        "            for k in range(len(rows)):",
+        "                val[rows[k]] = X[p, k]",
+        "            for r in range(n):",
+        "                i = np.uint64(r)",
+        "                k = op[i]",
+        *forward,
+        "            failed[p] = -1",
+        "            for c in range(len(checks)):",
+        "                if (val[checks[c]] != 0.0) != expected[c]:",
+        "                    failed[p] = c",
+        "                    break",
+        "            adj[:] = 0.0",
+        "            top = 0",
+        "            for s in range(len(seeds)):",
+        "                adj[seeds[s]] += W[p, s]",
+        "                top = max(top, seeds[s])",
+        "            for r in range(top + 1):",
+        "                i = np.uint64(top - r)",
+        "                g = adj[i]",
+        "                if g == 0.0:",
+        "                    continue",
+        "                adj[r0[i]] += g * p0[i]",
+        "                adj[r1[i]] += g * p1[i]",
+        "            for k in range(len(rows)):",
+        "                grads[p, k] = adj[rows[k]]",
+        "            for j in range(len(seeds)):",
+        "                values[p, j] = val[seeds[j]]",
+        "",
+    ]
 
 
 def source_hash() -> str:
@@ -427,6 +482,9 @@ def generate() -> str:
         REPLAY_KERNELS,
         "",
         MAP_KERNELS,
+        "",
+        *map_values_kernel(),
+        *map_gradients_kernel(),
         f"@{JIT}",
         "def eval_op(k, a, b):",
         '    """One op\'s forward value (b is the constant for const ops)."""',
