@@ -24,6 +24,7 @@ from tape._api import (
     value_and_grad,
     where,
 )
+from tape._array import ArrayCondition, VarArray, concatenate, stack
 from tape._distributed import DistributedError
 from tape._function import Function, load, trace
 from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Condition, Record, Tape, Var
@@ -39,6 +40,10 @@ from tape.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArrayCondition",
+    "VarArray",
+    "concatenate",
+    "stack",
     "BYTES_PER_RECORD",
     "BranchChanged",
     "Condition",

@@ -32,9 +32,14 @@ def _unary_function(name: str) -> Callable[[Scalar], Scalar]:
 def _binary_function(name: str) -> Callable[[Scalar, Scalar], Scalar]:
     code = OPCODE[name]
     left, right = RECORDERS[f"record_{name}"], RECORDERS[f"record_r{name}"]
+    ufunc = getattr(np, name)
 
     def function(x: Scalar, y: Scalar) -> Scalar:
-        if type(x) is Var:
+        from tape._array import VarArray, elementwise
+
+        if isinstance(x, VarArray) or isinstance(y, VarArray):
+            result = elementwise(ufunc, x, y)
+        elif type(x) is Var:
             result = left(x, y)
         elif type(y) is Var:
             result = right(y, x)
@@ -76,6 +81,13 @@ def where(condition: Condition | bool, a: Scalar, b: Scalar) -> Scalar:
     """
     if isinstance(condition, (bool, np.bool_)):
         return a if condition else b
+    from tape._array import ArrayCondition, VarArray
+    from tape._array import where as where_arrays
+
+    if type(condition) is ArrayCondition:
+        return where_arrays(condition, a, b)
+    if type(condition) is Condition and (isinstance(a, VarArray) or isinstance(b, VarArray)):
+        raise TypeError("tape.where with a scalar condition takes scalar branches")
     if type(condition) is not Condition:
         raise TypeError(f"tape.where needs a comparison of Vars (x > 0) or a bool, got {type(condition).__name__}")
     t = condition._tape()

@@ -88,11 +88,17 @@ class Function:
         param_rows = _leaf_rows(t, params, "params")
         if set(input_rows.tolist()) & set(param_rows.tolist()):
             raise ValueError("a record cannot be both an input and a parameter")
+        from tape._array import VarArray
+
         scalar = type(outputs) is Var
-        outs = [outputs] if scalar else list(outputs)
-        if not outs:
+        if isinstance(outputs, VarArray):
+            output_rows = outputs._idx.ravel().astype(np.int64)
+            if outputs._live_tape() is not t:
+                raise ValueError("outputs were recorded on another tape")
+        else:
+            output_rows = t._rows([outputs] if scalar else list(outputs))
+        if not len(output_rows):
             raise ValueError("a Function needs at least one output")
-        output_rows = t._rows(outs)
         n = len(t)
         checks = t._checks
         arrays = {
@@ -480,9 +486,16 @@ def _blocks(points: int) -> int:
 
 
 def _leaf_rows(t: Tape, handles: Sequence[Var], what: str) -> np.ndarray:
+    from tape._array import VarArray
+
     if type(handles) is Var:
         raise TypeError(f"{what} must be a sequence of Vars")
-    rows = t._rows(handles)
+    if isinstance(handles, VarArray):
+        if handles._live_tape() is not t:
+            raise ValueError(f"{what} were recorded on another tape")
+        rows = handles._idx.ravel().astype(np.int64)
+    else:
+        rows = t._rows(handles)
     if len(rows) and np.any(t._op[rows] != LEAF):
         raise ValueError(f"{what} must be leaf records made by Tape.var/Tape.vars")
     if len(set(rows.tolist())) != len(rows):
@@ -502,14 +515,20 @@ def trace(f: Callable, x0: ArrayLike, params: ArrayLike | None = None, on_branch
     if point.ndim != 1:
         raise ValueError(f"x0 must be a 1-D array, got shape {point.shape}")
     t = Tape(capacity=max(1024, 4 * point.size))
-    xs = t.vars(point)
+    xs = t.array(point) if isinstance(x0, np.ndarray) else t.vars(point)
     if params is None:
         ps, out = [], f(xs)
     else:
         ps = t.vars(np.asarray(params, dtype=np.float64).reshape(-1))
         out = f(xs, ps)
-    scalar = not isinstance(out, (list, tuple, np.ndarray))
-    outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
+    from tape._array import VarArray
+
+    if isinstance(out, VarArray):
+        outputs = out.ravel()
+        scalar = False
+    else:
+        scalar = not isinstance(out, (list, tuple, np.ndarray))
+        outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
     return Function.from_tape(t, xs, outputs[0] if scalar else outputs, ps, on_branch_change,
                               source=(f, params is not None))
 

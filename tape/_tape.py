@@ -38,6 +38,9 @@ from tape import _record
 from tape.errors import BranchChanged, ForeignHandleError, StaleHandleError, TapeFullError
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from tape._array import VarArray
     from tape._function import Function
 
 NO_INPUT = 0xFFFFFFFF
@@ -96,12 +99,12 @@ class Tape:
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the record arrays, keeping the first len(self) records."""
         n = self._n
-        arrays = {
-            "_op": np.zeros(capacity, np.uint8),
-            "_in0": np.full(capacity, NO_INPUT, np.uint32),
-            "_in1": np.full(capacity, NO_INPUT, np.uint32),
-            "_val": np.zeros(capacity, np.float64),
-            "_adj": np.zeros(capacity, np.float64),
+        arrays = {  # every record writes op, in0, val; adj is read only where stamp says so
+            "_op": np.empty(capacity, np.uint8),
+            "_in0": np.empty(capacity, np.uint32),
+            "_in1": np.full(capacity, NO_INPUT, np.uint32),  # unary recorders leave it as is
+            "_val": np.empty(capacity, np.float64),
+            "_adj": np.empty(capacity, np.float64),
             "_stamp": np.zeros(capacity, np.uint32),
         }
         for name, new in arrays.items():
@@ -123,7 +126,7 @@ class Tape:
 
     def _grow_consts(self, capacity: int | None = None) -> None:
         """(Re)allocate the constant pool, doubling it by default."""
-        consts = np.zeros(capacity or 2 * self._consts_capacity, np.float64)
+        consts = np.empty(capacity or 2 * self._consts_capacity, np.float64)
         if hasattr(self, "_consts"):
             consts[: self._n_consts] = self._consts[: self._n_consts]
         self._consts, self._consts_w, self._consts_capacity = consts, memoryview(consts), len(consts)
@@ -185,18 +188,48 @@ class Tape:
 
     def vars(self, values: Iterable[float]) -> list[Var]:
         """Leaf records for every element of a 1-D sequence of real numbers."""
-        array = np.asarray(values)
-        if array.ndim != 1 or not (np.issubdtype(array.dtype, np.floating)
-                                   or np.issubdtype(array.dtype, np.integer)
-                                   or array.dtype == np.bool_):
-            raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got {values!r}")
-        seg, start, count = self._segment(), self._n, len(array)
-        if start + count > self._capacity:
-            self._grow(start + count)
-        self._op[start:start + count] = LEAF
-        self._val[start:start + count] = array
-        self._n = start + count
-        return [_new_var(seg, i) for i in range(start, start + count)]
+        array = _real_array(values, "Tape.vars")
+        if array.ndim != 1:
+            raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got shape {array.shape}")
+        seg, rows = self._segment(), self._append_block(LEAF, len(array), values=array)
+        return [_new_var(seg, i) for i in rows.tolist()]
+
+    def array(self, values: ArrayLike) -> VarArray:
+        """Leaf records for every element of an array of any shape, as a VarArray."""
+        from tape._array import VarArray
+
+        array = _real_array(values, "Tape.array")
+        rows = self._append_block(LEAF, array.size, values=array.ravel())
+        return VarArray(self._segment(), rows.reshape(array.shape))
+
+    def _append_block(self, op, count: int, in0=NO_INPUT, in1=NO_INPUT, consts=None, values=None) -> np.ndarray:
+        """Append count records at once (op and inputs scalars or arrays); return their indices.
+
+        ``consts`` go to the pool and become in1 of their records; ``values`` are
+        stored as given (leaves, constants); otherwise the Numba forward sweep
+        computes the new records, exactly as a replay would.
+        """
+        start, stop = self._n, self._n + count
+        if stop > self._capacity:
+            self._grow(stop)
+        self._op[start:stop] = op
+        self._in0[start:stop] = in0
+        self._in1[start:stop] = in1 if consts is None else self._append_consts(consts)
+        self._n = stop
+        if values is not None:
+            self._val[start:stop] = values
+        else:
+            forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, stop)
+        return np.arange(start, stop)
+
+    def _append_consts(self, values: np.ndarray) -> np.ndarray:
+        """Append constants to the pool; return their slots."""
+        k, count = self._n_consts, len(values)
+        if k + count > self._consts_capacity:
+            self._grow_consts(max(2 * self._consts_capacity, k + count))
+        self._consts[k:k + count] = values
+        self._n_consts = k + count
+        return np.arange(k, k + count)
 
     def _constant(self, value: float) -> Var:
         """A record holding a number that is not an input (a branch of tape.where)."""
@@ -326,8 +359,17 @@ class Tape:
         grads[~live | (self._gen == 0)] = 0.0
         return grads
 
-    def gradient(self, output: Var, wrt: Var | Sequence[Var], accumulate: bool = False) -> float | np.ndarray:
-        """d output / d wrt by one reverse sweep: a float for one Var, else an array."""
+    def gradient(self, output: Var, wrt: Var | Sequence[Var] | VarArray,
+                 accumulate: bool = False) -> float | np.ndarray:
+        """d output / d wrt by one reverse sweep: a float for one Var, an array shaped like a
+        VarArray, else an array with one entry per handle."""
+        from tape._array import VarArray
+
+        if isinstance(wrt, VarArray):
+            if wrt._live_tape() is not self:
+                raise ForeignHandleError("the VarArray was recorded on another tape")
+            self.backward(output, accumulate=accumulate)
+            return self._grads(wrt._idx.ravel()).reshape(wrt.shape)
         single = type(wrt) is Var
         idx = self._rows([wrt] if single else wrt)
         self.backward(output, accumulate=accumulate)
@@ -402,6 +444,15 @@ def _shared_segment(x: Var, y: Var) -> _Segment:
     if not y._seg.live:
         _revalidate(y)
     return seg
+
+
+def _real_array(values, what: str) -> np.ndarray:
+    """values as a float64 array, or a TypeError naming what expected real numbers."""
+    array = np.asarray(values)
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
+            or array.dtype == np.bool_):
+        raise TypeError(f"{what} expects real numbers, got {array.dtype} from {type(values).__name__}")
+    return array.astype(np.float64)
 
 
 def _as_constant(value) -> float | None:
@@ -554,7 +605,12 @@ class Condition:
 
 
 def _unary_on_number(code: int, name: str, x) -> float:
-    """tape.<name>(x) for a plain number x: the kernel's value, nothing recorded."""
+    """tape.<name>(x) for a VarArray (one record per element), or for a plain number (the
+    kernel's value, nothing recorded)."""
+    from tape._array import VarArray, unary
+
+    if type(x) is VarArray:
+        return unary(code, x)
     c = _as_constant(x)
     if c is None:
         raise TypeError(f"tape.{name} expects a Var or a real number, got {type(x).__name__}")

@@ -10,8 +10,8 @@ Workloads (SIZE is what --size sets):
               nothing else reads, so the reverse sweep reaches all. SIZE: ops (10^6)
   chain       y = y + 1e-6 sin(y) repeated: a dependency chain as deep as the tape, whose
               adjoints neither vanish nor overflow. SIZE: records (10^6)
-  rosenbrock  sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, recorded with scalars.
-              SIZE: variables (5 x 10^4)
+  rosenbrock  sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, recorded with scalars, and
+              with the array API (one block of records per op). SIZE: variables (5 x 10^4)
   seed        the articles' 13-record expression: per-call overhead. SIZE: calls per timing (2000)
   mlp         loss of a 4-16-16-1 tanh network over a batch: one training step. SIZE: batch (64)
 
@@ -125,6 +125,8 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
     phases = {
         "record": lambda: engines.tape_record(name, plan),
         "record + gradient": engines.tape_dynamic(name, plan),
+        **({"record, array API": lambda: engines.tape_array_record(name, plan)}
+           if name in ("rosenbrock", "mlp") else {}),
         "forward replay": lambda: t.forward(xs, x),
         "reverse sweep": lambda: t.backward(out),
         "Function: value": lambda: F(x),

@@ -82,6 +82,33 @@ def tape_compiled(workload: str, plan: dict):
     return lambda: F.value_and_grad(x)[1]
 
 
+def tape_array_record(workload: str, plan: dict):
+    """Record the vectorized program through the array API: (tape, leaves, output)."""
+    t = tape.Tape(capacity=4096)
+    X = t.array(plan["x"])
+    if workload == "rosenbrock":
+        out = (100.0 * (X[1:] - X[:-1] ** 2) ** 2 + (1.0 - X[:-1]) ** 2).sum()
+    else:
+        out = _mlp_vectorized(X, plan["X"], plan["Y"], plan["shapes"], tape.tanh, lambda a: a.reshape(-1),
+                              lambda a: a.mean())
+    return t, X, out
+
+
+def tape_array_dynamic(workload: str, plan: dict):
+    def run():
+        t, X, out = tape_array_record(workload, plan)
+        return t.gradient(out, X)
+
+    return run
+
+
+def tape_array_compiled(workload: str, plan: dict):
+    t, X, out = tape_array_record(workload, plan)
+    F = t.function(X, out)
+    x = np.asarray(plan["x"], dtype=np.float64)
+    return lambda: F.value_and_grad(x)[1]
+
+
 # -- scalar engines of other libraries ------------------------------------------------------
 
 
@@ -231,6 +258,8 @@ ENGINES = [
            cap={"rdag": 30_000, "chain": 30_000, "rosenbrock": 5_000, "mlp": 4}),
     Engine("CasADi SX", "casadi", SCALAR, compiled=casadi_compiled,
            cap={"rdag": 200_000, "chain": 200_000, "rosenbrock": 50_000, "mlp": 16}),
+    Engine("tape, array API (VarArray)", None, ("rosenbrock", "mlp"), dynamic=tape_array_dynamic,
+           compiled=tape_array_compiled, note="the vectorized program recorded a block per op"),
     Engine("NumPy, hand-written gradient", None, ("rosenbrock",), compiled=numpy_rosenbrock),
     Engine("PyTorch vectorized", "torch", ("rosenbrock", "mlp"), dynamic=torch_vectorized),
     Engine("JAX jit(value_and_grad)", "jax", ("rosenbrock", "mlp", "seed"), compiled=jax_compiled),
