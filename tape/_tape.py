@@ -92,7 +92,7 @@ class Tape:
         self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
         self._segment_ref = lambda: None
         self._allocate(int(capacity))
-        self._grow_consts(16)
+        self._grow_consts(max(16, capacity // 8))
 
     # -- storage --------------------------------------------------------------
 
