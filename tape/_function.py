@@ -30,7 +30,8 @@ from kernels import (
     reverse_vector,
     tangent_sweep,
 )
-from kernels.ops import KINDS_WITH_CONSTANT, LEAF, TWO_RECORD_KINDS
+from kernels.ops import KINDS_WITH_CONSTANT, LEAF, OPCODE, TWO_RECORD_KINDS
+from tape import _show
 from tape._tape import MAX_RECORDS, NO_INPUT, Tape, Var, _as_constant, branch_changed
 from tape.errors import TapeFormatError
 
@@ -41,6 +42,7 @@ _COMPARISON = np.isin(_KIND, ("compare", "compare_c"))
 _HAS_DA = np.array([bool(op.da) for op in OPS])
 _HAS_DB = np.array([bool(op.db) for op in OPS])
 _IS_LEAF = _KIND == "leaf"
+OPCODE_CONSTANT = OPCODE["constant"]
 
 
 class Function:
@@ -141,15 +143,42 @@ class Function:
     def _working_bytes(self) -> int:
         return sum(a.nbytes for a in (self._partials, self._targets, self._adj))
 
+    def _records(self) -> _show.Records:
+        notes = {int(i): "constant" for i in np.flatnonzero(self._op == OPCODE_CONSTANT)}
+        notes.update({int(r): f"input {k}" for k, r in enumerate(self._input_rows)})
+        notes.update({int(r): f"param {k}" for k, r in enumerate(self._param_rows)})
+        notes.update({int(r): f"checked branch (was {bool(e)})" for r, e in zip(self._check_rows,
+                                                                               self._check_expected, strict=True)})
+        for k, r in enumerate(self._output_rows):
+            notes[int(r)] = (notes.get(int(r), "") + f" output {k}").strip()
+        return _show.Records(self._op, self._in0, self._in1, self._val, self._consts,
+                             lambda idx: self._adj[idx], notes)
+
+    def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
+        """The node table at the last replayed point: adjoints are those of the last
+        value_and_grad/vjp call; see Tape.table."""
+        return _show.table(self._records(), rows, head, tail)
+
+    def to_dot(self, limit: int = 300) -> str:
+        """Graphviz DOT of the records the outputs depend on (values of the last replay)."""
+        return _show.to_dot(self._records(), [int(r) for r in self._output_rows], limit)
+
+    def render(self, path: str, limit: int = 300) -> None:
+        """Draw ``to_dot()`` to an .svg or .png file (needs Graphviz's ``dot``)."""
+        _show.render(self.to_dot(limit), path)
+
     def stats(self) -> dict:
-        """Records by op, inputs, parameters, outputs, constants, comparisons, bytes."""
+        """Records by op, inputs, parameters, outputs, constants, comparisons, bytes, longest
+        dependency chain and fan-out histogram ({uses: records used that often})."""
         by_op = Counter(OPS[k].name for k in self._op.tolist())
+        depth, fan_out = _show.depth_and_fan_out(self._records())
         return {
             "records": len(self), "inputs": self.n_inputs, "params": self.n_params, "outputs": self.n_outputs,
             "constants": len(self._consts), "comparisons_checked": len(self._check_rows),
             "selects": by_op.get("select", 0), "by_op": dict(by_op.most_common()),
             "record_bytes": self._record_bytes(), "working_bytes": self._working_bytes(),
             "bytes_per_record": self.nbytes / len(self), "retraces": self.retraces,
+            "longest_chain": depth, "fan_out": fan_out,
         }
 
     def __repr__(self) -> str:

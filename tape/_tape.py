@@ -34,7 +34,7 @@ import numpy as np
 
 from kernels import OPS, eval_op, forward_sweep, reverse_sweep
 from kernels.ops import HELPERS, KINDS_WITH_CONSTANT, LEAF, MATH_NAMES, OPCODE, TWO_RECORD_KINDS
-from tape import _record
+from tape import _record, _show
 from tape.errors import BranchChanged, ForeignHandleError, StaleHandleError, TapeFullError
 
 if TYPE_CHECKING:
@@ -389,26 +389,27 @@ class Tape:
         adjoint = float(self._grads(np.array([i]))[0])
         return Record(i, op.name, float(self._val[i]), inputs, constant, adjoint)
 
-    def table(self, start: int = 0, stop: int | None = None, limit: int = 40) -> str:
-        """The articles' node table: id, op, value, inputs, adjoint.
+    def _records(self) -> _show.Records:
+        n = self._n
+        notes = {int(i): "constant" for i in np.flatnonzero(self._op[:n] == _CONSTANT)}
+        notes.update({row: f"checked branch (was {outcome})" for row, outcome, _ in self._checks})
+        return _show.Records(self._op[:n], self._in0[:n], self._in1[:n], self._val[:n],
+                             self._consts[: self._n_consts], self._grads, notes)
 
-        Shows records [start, stop); past ``limit`` rows, the middle is elided.
+    def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
+        """The articles' node table: id, op, value, inputs, adjoint (of the last backward), note.
+
+        ``rows`` picks a slice of records; past ``head + tail`` rows the middle is elided.
         """
-        stop = self._n if stop is None else min(stop, self._n)
-        rows: list[int | None] = list(range(start, stop))
-        if len(rows) > limit:
-            rows = rows[: limit // 2] + [None] + rows[len(rows) - limit // 2:]
-        lines = [f"{'id':>6}  {'op':<10} {'value':>13}  {'inputs':<22} {'adjoint':>13}"]
-        for r in rows:
-            if r is None:
-                lines.append(f"{'...':>6}  ({stop - start - 2 * (limit // 2)} records not shown)")
-                continue
-            rec = self.record(r)
-            inputs = ", ".join(f"#{k}" for k in rec.inputs) or "-"
-            if rec.constant is not None:
-                inputs += f", const {rec.constant:g}"
-            lines.append(f"{r:>6}  {rec.op:<10} {rec.value:>13.6g}  {inputs:<22} {rec.adjoint:>13.6g}")
-        return "\n".join(lines)
+        return _show.table(self._records(), rows, head, tail)
+
+    def to_dot(self, output: Var, limit: int = 300) -> str:
+        """Graphviz DOT of the records ``output`` depends on, with values and adjoints."""
+        return _show.to_dot(self._records(), [self._resolve(output)], limit)
+
+    def render(self, output: Var, path: str, limit: int = 300) -> None:
+        """Draw ``to_dot(output)`` to an .svg or .png file (needs Graphviz's ``dot``)."""
+        _show.render(self.to_dot(output, limit), path)
 
     def __repr__(self) -> str:
         return f"<tape.Tape {self._n} records, {self.nbytes} bytes>"

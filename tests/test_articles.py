@@ -59,7 +59,7 @@ def test_table_shows_ids_ops_values_inputs_adjoints():
     L.backward()
     text = t.table()
     lines = text.splitlines()
-    assert lines[0].split() == ["id", "op", "value", "inputs", "adjoint"]
+    assert lines[0].split() == ["id", "op", "value", "inputs", "adjoint", "note"]
     assert len(lines) == 14
     assert lines[13].split()[:4] == ["12", "mul", "0.149758", "#11,"]
     assert "#11, #11" in lines[13] and lines[13].split()[-1] == "1"

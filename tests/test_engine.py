@@ -415,9 +415,10 @@ def test_table_elides_big_tapes():
     x = t.var(1.0)
     for _ in range(100):
         x = x + 1.0
-    lines = t.table(limit=10).splitlines()
+    lines = t.table(head=5, tail=5).splitlines()
     assert len(lines) == 1 + 10 + 1 and "91 records not shown" in lines[6]
     assert "const 1" in lines[2]
+    assert [line.split()[0] for line in t.table(rows=slice(10, 13)).splitlines()[1:]] == ["10", "11", "12"]
 
 
 def test_record_and_repr():

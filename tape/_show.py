@@ -1,0 +1,132 @@
+"""Pictures of a tape: the articles' node table and Graphviz drawings, for Tapes and Functions.
+
+Both work on the record arrays (op, in0, in1, val, consts) plus the adjoints
+of the last reverse pass and a note per record (input, constant, checked
+comparison, output), so a Tape and a Function show the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import OPS
+from kernels.ops import KINDS_WITH_CONSTANT, TWO_RECORD_KINDS
+
+_KIND = np.array([op.kind for op in OPS])
+_TWO_INPUTS = np.isin(_KIND, TWO_RECORD_KINDS)
+_SOME_INPUT = _KIND != "leaf"
+
+
+@dataclass
+class Records:
+    """What the pictures read: the arrays of n records, adjoints on demand, notes by record."""
+
+    op: np.ndarray
+    in0: np.ndarray
+    in1: np.ndarray
+    val: np.ndarray
+    consts: np.ndarray
+    adjoints: Callable[[np.ndarray], np.ndarray]
+    notes: dict[int, str]
+
+    def inputs(self, i: int) -> list[int]:
+        k = self.op[i]
+        return ([int(self.in0[i])] if _SOME_INPUT[k] else []) + ([int(self.in1[i])] if _TWO_INPUTS[k] else [])
+
+    def constant(self, i: int) -> float | None:
+        return float(self.consts[self.in1[i]]) if OPS[self.op[i]].kind in KINDS_WITH_CONSTANT else None
+
+
+def table(rec: Records, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
+    """id, op, value, inputs, adjoint, note; rows beyond head + tail are elided in the middle."""
+    chosen = list(range(len(rec.op))[rows if rows is not None else slice(None)])
+    shown: list[int | None] = chosen
+    if len(chosen) > head + tail:
+        shown = chosen[:head] + [None] + (chosen[-tail:] if tail else [])
+    grads = rec.adjoints(np.array([r for r in shown if r is not None], dtype=np.int64))
+    lines = [f"{'id':>6}  {'op':<10} {'value':>13}  {'inputs':<22} {'adjoint':>13}  note"]
+    k = 0
+    for r in shown:
+        if r is None:
+            lines.append(f"{'...':>6}  ({len(chosen) - head - tail} records not shown)")
+            continue
+        inputs = ", ".join(f"#{j}" for j in rec.inputs(r)) or "-"
+        constant = rec.constant(r)
+        if constant is not None:
+            inputs += f", const {constant:g}"
+        lines.append(f"{r:>6}  {OPS[rec.op[r]].name:<10} {rec.val[r]:>13.6g}  {inputs:<22} {grads[k]:>13.6g}  "
+                     f"{rec.notes.get(r, '')}".rstrip())
+        k += 1
+    return "\n".join(lines)
+
+
+def reaching(rec: Records, outputs: list[int]) -> np.ndarray:
+    """Sorted records that outputs depend on (a reverse sweep of marks)."""
+    marked = np.zeros(len(rec.op), bool)
+    marked[outputs] = True
+    for i in range(max(outputs), -1, -1):
+        if marked[i]:
+            marked[rec.inputs(i)] = True
+    return np.flatnonzero(marked)
+
+
+def to_dot(rec: Records, outputs: list[int], limit: int = 300) -> str:
+    """Graphviz DOT of the records reaching the outputs; one edge per input use, so fan-out shows."""
+    nodes = reaching(rec, outputs)
+    if len(nodes) > limit:
+        raise ValueError(f"{len(nodes)} records reach the output, more than limit={limit}: a drawing that big is "
+                         f"unreadable; pass limit= to draw it anyway, or read table() instead")
+    grads = rec.adjoints(nodes)
+    lines = ["digraph tape {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=10];']
+    for i, g in zip(nodes.tolist(), grads.tolist(), strict=True):
+        name = OPS[rec.op[i]].name
+        constant = rec.constant(i)
+        detail = f"\\nconst {constant:g}" if constant is not None else ""
+        note = f"\\n{rec.notes[i]}" if i in rec.notes else ""
+        shape = "ellipse" if OPS[rec.op[i]].kind == "leaf" else "box"
+        border = ", peripheries=2" if i in outputs else ""
+        lines.append(f'  r{i} [label="#{i} {name}{detail}\\nvalue {rec.val[i]:.6g}\\nadjoint {g:.6g}{note}", '
+                     f"shape={shape}{border}];")
+    for i in nodes.tolist():
+        for slot, j in zip("ab", rec.inputs(i), strict=False):
+            lines.append(f'  r{j} -> r{i} [label="{slot}"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render(dot: str, path: str | os.PathLike) -> None:
+    """Write the drawing as SVG or PNG (by the path's suffix) with Graphviz's dot program."""
+    fmt = os.fspath(path).rsplit(".", 1)[-1].lower()
+    if fmt not in ("svg", "png"):
+        raise ValueError(f"render writes .svg or .png files, not {os.fspath(path)!r}")
+    program = shutil.which("dot")
+    if program is None:
+        raise RuntimeError("rendering needs Graphviz's `dot` program, which is not installed: on Debian or Ubuntu "
+                           "`apt-get install graphviz`, elsewhere see https://graphviz.org/download/ "
+                           "(to_dot() gives the DOT text without it)")
+    subprocess.run([program, f"-T{fmt}", "-o", os.fspath(path)], input=dot.encode(), check=True,
+                   capture_output=True)
+
+
+def depth_and_fan_out(rec: Records) -> tuple[int, dict[int, int]]:
+    """Longest dependency chain (in records) and {number of uses: how many records are used that often}."""
+    n = len(rec.op)
+    depth = np.zeros(n, np.int64)
+    uses = np.zeros(n, np.int64)
+    some, two = _SOME_INPUT[rec.op], _TWO_INPUTS[rec.op]
+    np.add.at(uses, rec.in0[some].astype(np.int64), 1)
+    np.add.at(uses, rec.in1[two].astype(np.int64), 1)
+    in0, in1 = rec.in0.astype(np.int64), rec.in1.astype(np.int64)
+    for i in np.flatnonzero(some).tolist():  # records only point back, so one pass in order is enough
+        d = depth[in0[i]]
+        if two[i]:
+            d = max(d, depth[in1[i]])
+        depth[i] = d + 1
+    counts = np.bincount(uses)
+    return int(depth.max(initial=0)), {k: int(c) for k, c in enumerate(counts) if c}
