@@ -25,6 +25,7 @@ from tape._api import (
     where,
 )
 from tape._array import ArrayCondition, VarArray, concatenate, stack
+from tape._debug import NonFiniteError, debug_nans
 from tape._distributed import DistributedError
 from tape._function import Function, load, trace
 from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Condition, Record, Tape, Var
@@ -48,6 +49,8 @@ __all__ = [
     "BranchChanged",
     "Condition",
     "DistributedError",
+    "NonFiniteError",
+    "debug_nans",
     "Function",
     "TapeFormatError",
     "load",

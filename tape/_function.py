@@ -31,7 +31,7 @@ from kernels import (
     tangent_sweep,
 )
 from kernels.ops import KINDS_WITH_CONSTANT, LEAF, OPCODE, TWO_RECORD_KINDS
-from tape import _show
+from tape import _debug, _show
 from tape._tape import MAX_RECORDS, NO_INPUT, Tape, Var, _as_constant, branch_changed
 from tape.errors import TapeFormatError
 
@@ -58,6 +58,8 @@ class Function:
             raise ValueError(f"on_branch_change must be one of {POLICIES}, got {on_branch_change!r}")
         self.on_branch_change = on_branch_change
         self.retraces = 0
+        self.check_finite = False  # True: raise tape.NonFiniteError at the first inf/NaN of a call
+        self._lines: dict[int, str] | None = None  # source lines, when traced inside tape.debug_nans()
         self._source = source  # (f, takes_params) when made by tape.trace
         self._install(arrays)
 
@@ -112,7 +114,9 @@ class Function:
             "check_expected": np.array([c[1] for c in checks], np.bool_),
             "check_where": np.array([c[2] for c in checks], dtype=np.str_) if checks else np.zeros(0, "<U1"),
         }
-        return cls(arrays, on_branch_change, source)
+        F = cls(arrays, on_branch_change, source)
+        F._lines = dict(t._lines) if t._lines is not None else None
+        return F
 
     # -- shape --------------------------------------------------------------------------
 
@@ -211,6 +215,8 @@ class Function:
                         point, self._check_rows, self._check_expected)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self.__call__, point)
+        if self.check_finite or _debug.active:
+            _debug.check(self._records(), self._lines, len(self), adjoints=False)
         out = self._val[self._output_rows]
         return float(out[0]) if self._scalar else out
 
@@ -221,6 +227,8 @@ class Function:
                                  self._check_expected, self._output_rows, weights, grad)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
+        if self.check_finite or _debug.active:
+            _debug.check(self._records(), self._lines, len(self), adjoints=True)
         return grad
 
     def value_and_grad(self, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
@@ -488,6 +496,7 @@ class Function:
         if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
             raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
         self._install(fresh._arrays())
+        self._lines = fresh._lines
         self.retraces += 1
 
     # -- persistence ------------------------------------------------------------------------

@@ -27,6 +27,8 @@ _APPEND = """
     t._in0_w[n] = i
 {write_in1}    vals[n] = v
     t._n = n + 1
+    if t._lines is not None:
+        t._lines[n] = _caller()
     r = _new(Var)
     r._seg = seg
     r.index = n

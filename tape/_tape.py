@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 import weakref
 from collections.abc import Iterable, Sequence
@@ -34,7 +35,7 @@ import numpy as np
 
 from kernels import OPS, eval_op, forward_sweep, reverse_sweep
 from kernels.ops import HELPERS, KINDS_WITH_CONSTANT, LEAF, MATH_NAMES, OPCODE, TWO_RECORD_KINDS
-from tape import _record, _show
+from tape import _debug, _record, _show
 from tape.errors import BranchChanged, ForeignHandleError, StaleHandleError, TapeFullError
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ class Tape:
         self._epoch = 1  # first generation whose leaf adjoints still count (accumulate=True)
         self._rewinds: list[int] = []  # mark of every rewind/clear, in order
         self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
+        # file:line of every record, kept only inside tape.debug_nans() (one dict entry per record)
+        self._lines: dict[int, str] | None = {} if _debug.active else None
         self._segment_ref = lambda: None
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
@@ -216,6 +219,9 @@ class Tape:
         self._in0[start:stop] = in0
         self._in1[start:stop] = in1 if consts is None else self._append_consts(consts)
         self._n = stop
+        if self._lines is not None:
+            where = _caller()
+            self._lines.update(dict.fromkeys(range(start, stop), where))
         if values is not None:
             self._val[start:stop] = values
         else:
@@ -259,6 +265,8 @@ class Tape:
         self._in1_w[n] = j
         self._val_w[n] = value
         self._n = n + 1
+        if self._lines is not None:
+            self._lines[n] = _caller()
         var = _new(Var)
         var._seg = seg
         var.index = n
@@ -317,6 +325,8 @@ class Tape:
         self._val[idx] = vals
         start = int(idx.min()) if len(idx) else 0
         forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
+        if _debug.active:
+            _debug.check(self._records(), self._lines, self._n, adjoints=False)
         if self._checks:
             rows, expected, where = zip(*self._checks, strict=True)
             flipped = np.flatnonzero((self._val[list(rows)] != 0.0) != np.array(expected))
@@ -341,6 +351,8 @@ class Tape:
         reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
                       self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
         self._gen = gen
+        if _debug.active:
+            _debug.check(self._records(), self._lines, self._n, adjoints=True)
 
     def _restart_generations(self) -> None:
         """Renumber stamps once every 2**32 passes, keeping accumulated leaf gradients."""
@@ -445,6 +457,17 @@ def _shared_segment(x: Var, y: Var) -> _Segment:
     if not y._seg.live:
         _revalidate(y)
     return seg
+
+
+def _caller() -> str:
+    """file:line of the user code that is recording (the first frame outside this package)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def _real_array(values, what: str) -> np.ndarray:
@@ -621,7 +644,7 @@ def _unary_on_number(code: int, name: str, x) -> float:
 def _recorder_namespace() -> dict:
     namespace = {name: getattr(math, name) for name in MATH_NAMES}
     namespace.update({fn.__name__: fn for fn in HELPERS})
-    namespace.update(Var=Var, _new=_new, eval_op=eval_op, _as_constant=_as_constant,
+    namespace.update(Var=Var, _new=_new, eval_op=eval_op, _as_constant=_as_constant, _caller=_caller,
                      _revalidate=_revalidate, _shared_segment=_shared_segment,
                      _unary_on_number=_unary_on_number)
     return namespace

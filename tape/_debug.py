@@ -1,0 +1,72 @@
+"""Where did the NaN come from: ``tape.debug_nans()`` and ``Function.check_finite``.
+
+Inside ``with tape.debug_nans():`` new tapes keep the source line of every
+record, and each forward replay and reverse sweep looks for the first record
+whose value (forward order) or adjoint (reverse order) is not finite although
+everything it was computed from is; ``tape.NonFiniteError`` reports that record,
+its op, its inputs' values and the line that recorded it. Outside the context
+recording pays one attribute test per record and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from kernels import OPS
+from tape.errors import TapeError
+
+_state = threading.local()
+
+
+class NonFiniteError(TapeError, FloatingPointError):
+    """A value or adjoint became inf or NaN; the message names the record where it started."""
+
+    def __init__(self, message: str, row: int):
+        super().__init__(message)
+        self.row = row
+
+
+def __getattr__(name: str):
+    if name == "active":
+        return getattr(_state, "depth", 0) > 0
+    raise AttributeError(name)
+
+
+@contextlib.contextmanager
+def debug_nans():
+    """Record source lines and stop at the first non-finite value or adjoint (this thread)."""
+    _state.depth = getattr(_state, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+
+
+def describe(rec, lines: dict[int, str] | None, row: int) -> str:
+    op = OPS[rec.op[row]]
+    inputs = ", ".join(f"#{j} = {float(rec.val[j])!r}" for j in rec.inputs(row))
+    constant = rec.constant(row)
+    if constant is not None:
+        inputs += f", constant {constant!r}"
+    where = (lines or {}).get(row, "unknown (recorded outside tape.debug_nans())")
+    return f"record #{row} ({op.name}, inputs {inputs or 'none'}) recorded at {where}"
+
+
+def check(rec, lines: dict[int, str] | None, n: int, adjoints: bool) -> None:
+    """Raise NonFiniteError at the first record whose value, or adjoint, turned non-finite."""
+    finite = np.isfinite(rec.val[:n])
+    for row in np.flatnonzero(~finite).tolist():
+        if all(finite[j] for j in rec.inputs(row)) and OPS[rec.op[row]].kind != "leaf":
+            raise NonFiniteError(f"value {float(rec.val[row])!r} first appears at {describe(rec, lines, row)}", row)
+    if adjoints:
+        grads = rec.adjoints(np.arange(n))
+        bad = np.flatnonzero(~np.isfinite(grads))
+        if len(bad):
+            row = int(bad[-1])  # the reverse sweep reaches the highest index first
+            users = [i for i in range(row + 1, n) if row in rec.inputs(i) and np.isfinite(grads[i])]
+            source = f"; it came through {describe(rec, lines, users[0])}" if users else ""
+            raise NonFiniteError(f"adjoint {float(grads[row])!r} first appears at {describe(rec, lines, row)}"
+                                 f"{source}", row)
