@@ -55,3 +55,19 @@ def test_recording_outside_the_context_keeps_no_lines():
         u = tape.Tape()
         u.array([1.0, 2.0]) * 2.0
     assert len(u._lines) == 4 and all("test_debug.py" in where for where in u._lines.values())
+
+
+def test_gradcheck_report_for_functions_and_vector_outputs():
+    F = tape.trace(lambda v: [v[0] * v[1], tape.sin(v[0]) + v[2] ** 2], [0.3, 0.5, 0.7])
+    report = tape.gradcheck(F, [0.4, -0.2, 0.9])
+    assert report < 1e-8 and report.analytic.shape == (2, 3) and report.numeric.shape == (2, 3)
+    assert len(report.relative_error) == 3 and len(report.dot_products) == 3
+    assert all(e < 1e-8 for _, _, e in report.dot_products)
+    text = str(report)
+    assert "<- worst" in text and "dot-product test" in text and "worst relative error" in text
+
+
+def test_gradcheck_flags_a_derivative_that_is_wrong_for_the_differences():
+    # a jump at 0: the tape's derivative (1) is right on each side, the differences straddle the jump
+    report = tape.gradcheck(lambda v: tape.where(v[0] > 0.0, v[0], v[0] + 1.0), [1e-7])
+    assert report > 0.5 and report.worst_input == 0
