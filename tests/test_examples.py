@@ -1,6 +1,7 @@
 """Every example runs and does what it says."""
 
 import runpy
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -9,8 +10,37 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+def run(name):
+    return runpy.run_path(str(EXAMPLES / name))["main"]
+
+
 def test_newton_rosenbrock(capsys):
     pytest.importorskip("scipy")
-    x = runpy.run_path(str(EXAMPLES / "newton_rosenbrock.py"))["main"]()
+    x = run("newton_rosenbrock.py")()
     np.testing.assert_allclose(x, np.ones(20), atol=1e-6)
     assert "Hessian-vector products" in capsys.readouterr().out
+
+
+def test_articles_walkthrough(capsys, tmp_path):
+    picture = str(tmp_path / "tape.svg") if shutil.which("dot") else None
+    grads = run("articles_walkthrough.py")(picture)
+    assert round(grads["w1"], 8) == -0.22032911 and round(grads["y"], 8) == 0.77397165
+    out = capsys.readouterr().out
+    assert "sigmoid" in out and "#11, #11" in out and "worst relative error" in out
+
+
+def test_linear_model_sgd(capsys):
+    losses = run("linear_model_sgd.py")()
+    assert losses[-1] < 0.05 < losses[0]
+    assert "w = 1.99" in capsys.readouterr().out
+
+
+def test_tiny_mlp():
+    losses = run("tiny_mlp.py")(steps=150)
+    assert losses[-1] < 0.6 * losses[0]
+
+
+def test_two_ways(capsys, tmp_path):
+    sizes = run("two_ways.py")(str(tmp_path) if shutil.which("dot") else None)
+    assert sizes == {"(a + b) * (a + b)": 5, "s = a + b; s * s": 4}
+    assert capsys.readouterr().out.count("gradient [2.0, 2.0]") == 2
