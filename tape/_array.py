@@ -373,6 +373,7 @@ def where(condition: ArrayCondition, a, b):
 
 
 def concatenate(arrays, axis: int = 0) -> VarArray:
+    """Join VarArrays of one tape along an existing axis (records nothing)."""
     parts = [_operand(a, None) for a in arrays]
     tapes = {id(t): t for t, _ in parts if t is not None}
     if len(tapes) != 1 or any(t is None for t, _ in parts):
@@ -382,6 +383,7 @@ def concatenate(arrays, axis: int = 0) -> VarArray:
 
 
 def stack(arrays, axis: int = 0) -> VarArray:
+    """Join VarArrays of one tape along a new axis (records nothing)."""
     parts = [_operand(a, None) for a in arrays]
     tapes = {id(t): t for t, _ in parts if t is not None}
     if len(tapes) != 1 or any(t is None for t, _ in parts):
