@@ -123,6 +123,15 @@ def scalar_body(op: ops.Op) -> list[str]:
     return lines + [f"{ind}return {op.forward}"]
 
 
+def multiply_add_reverse(indent: str, weight: str) -> list[str]:
+    """The Function reverse pass: zero adj, seed the outputs with ``weight``, multiply-add down to 0."""
+    body = ["adj[:] = 0.0", "top = 0", "for s in range(len(seeds)):", f"    adj[seeds[s]] += {weight}",
+            "    top = max(top, seeds[s])", "for r in range(top + 1):", "    i = np.uint64(top - r)",
+            "    g = adj[i]", "    if g == 0.0:", "        continue", "    adj[r0[i]] += g * p0[i]",
+            "    adj[r1[i]] += g * p1[i]"]
+    return [indent + line for line in body]
+
+
 def reverse_loop(body: list[str]) -> list[str]:
     """Seed the outputs, then sweep from the highest seed down to record 0."""
     return [
@@ -306,6 +315,14 @@ def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X,
 '''
 
 
+# the per-point prologue (inputs in) and check of the written-out parallel maps
+POINT_INPUTS = ["            for k in range(len(rows)):", "                val[rows[k]] = X[p, k]",
+                "            for r in range(n):", "                i = np.uint64(r)", "                k = op[i]"]
+POINT_CHECKS = ["            failed[p] = -1", "            for c in range(len(checks)):",
+                "                if (val[checks[c]] != 0.0) != expected[c]:", "                    failed[p] = c",
+                "                    break"]
+
+
 def map_values_kernel() -> list[str]:
     """map_values, with the forward sweep written out in its parallel loop (see map_gradients)."""
     forward = [" " * 8 + line for line in branches(forward_body)]
@@ -317,17 +334,9 @@ def map_values_kernel() -> list[str]:
         "    for blk in numba.prange(blocks):",
         "        val = val0.copy()",
         "        for p in range(blk * N // blocks, (blk + 1) * N // blocks):",
-        "            for k in range(len(rows)):",
-        "                val[rows[k]] = X[p, k]",
-        "            for r in range(n):",
-        "                i = np.uint64(r)",
-        "                k = op[i]",
+        *POINT_INPUTS,
         *forward,
-        "            failed[p] = -1",
-        "            for c in range(len(checks)):",
-        "                if (val[checks[c]] != 0.0) != expected[c]:",
-        "                    failed[p] = c",
-        "                    break",
+        *POINT_CHECKS,
         "            for j in range(len(outputs)):",
         "                out[p, j] = val[outputs[j]]",
         "",
@@ -359,29 +368,10 @@ def map_gradients_kernel() -> list[str]:
         "        p1 = np.zeros(n)",
         "        adj = np.zeros(n + 1)",
         "        for p in range(blk * N // blocks, (blk + 1) * N // blocks):",
-        "            for k in range(len(rows)):",
-        "                val[rows[k]] = X[p, k]",
-        "            for r in range(n):",
-        "                i = np.uint64(r)",
-        "                k = op[i]",
+        *POINT_INPUTS,
         *forward,
-        "            failed[p] = -1",
-        "            for c in range(len(checks)):",
-        "                if (val[checks[c]] != 0.0) != expected[c]:",
-        "                    failed[p] = c",
-        "                    break",
-        "            adj[:] = 0.0",
-        "            top = 0",
-        "            for s in range(len(seeds)):",
-        "                adj[seeds[s]] += W[p, s]",
-        "                top = max(top, seeds[s])",
-        "            for r in range(top + 1):",
-        "                i = np.uint64(top - r)",
-        "                g = adj[i]",
-        "                if g == 0.0:",
-        "                    continue",
-        "                adj[r0[i]] += g * p0[i]",
-        "                adj[r1[i]] += g * p1[i]",
+        *POINT_CHECKS,
+        *multiply_add_reverse("            ", "W[p, s]"),
         "            for k in range(len(rows)):",
         "                grads[p, k] = adj[rows[k]]",
         "            for j in range(len(seeds)):",
@@ -463,18 +453,7 @@ def generate() -> str:
         "    The same products, added in the same order and skipped where reverse_sweep skips",
         "    them (zero adjoints), so the same bits; adj is zeroed here instead of stamped.",
         '    """',
-        "    adj[:] = 0.0",
-        "    top = 0",
-        "    for s in range(len(seeds)):",
-        "        adj[seeds[s]] += weights[s]",
-        "        top = max(top, seeds[s])",
-        "    for r in range(top + 1):",
-        "        i = np.uint64(top - r)",
-        "        g = adj[i]",
-        "        if g == 0.0:",
-        "            continue",
-        "        adj[r0[i]] += g * p0[i]",
-        "        adj[r1[i]] += g * p1[i]",
+        *multiply_add_reverse("    ", "weights[s]"),
         "",
         "",
         DERIVATIVE_KERNELS,

@@ -372,24 +372,23 @@ def where(condition: ArrayCondition, a, b):
     return _wrap(t, rows[1::2].reshape(shape))
 
 
-def concatenate(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape along an existing axis (records nothing)."""
+def _join(arrays, axis: int, join, name: str) -> VarArray:
     parts = [_operand(a, None) for a in arrays]
     tapes = {id(t): t for t, _ in parts if t is not None}
     if len(tapes) != 1 or any(t is None for t, _ in parts):
-        raise TypeError("tape.concatenate joins VarArrays of one tape (make numbers records with Tape.array)")
+        raise TypeError(f"tape.{name} joins VarArrays of one tape (make numbers records with Tape.array)")
     t = next(iter(tapes.values()))
-    return VarArray(t._segment(), np.concatenate([idx for _, idx in parts], axis=axis))
+    return VarArray(t._segment(), join([idx for _, idx in parts], axis=axis))
+
+
+def concatenate(arrays, axis: int = 0) -> VarArray:
+    """Join VarArrays of one tape along an existing axis (records nothing)."""
+    return _join(arrays, axis, np.concatenate, "concatenate")
 
 
 def stack(arrays, axis: int = 0) -> VarArray:
     """Join VarArrays of one tape along a new axis (records nothing)."""
-    parts = [_operand(a, None) for a in arrays]
-    tapes = {id(t): t for t, _ in parts if t is not None}
-    if len(tapes) != 1 or any(t is None for t, _ in parts):
-        raise TypeError("tape.stack joins VarArrays of one tape (make numbers records with Tape.array)")
-    t = next(iter(tapes.values()))
-    return VarArray(t._segment(), np.stack([idx for _, idx in parts], axis=axis))
+    return _join(arrays, axis, np.stack, "stack")
 
 
 _FUNCTIONS = {

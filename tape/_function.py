@@ -348,6 +348,20 @@ class Function:
             raise ValueError(f"expected {what} of shape (N, {count}), got shape {points.shape}")
         return points
 
+    def _batch_call(self, X: ArrayLike, params: ArrayLike | None,
+                    paired: tuple[ArrayLike, int, str] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Points (N, n_inputs) and, if given, a per-point array (values, width, name) of N rows;
+        sets the params for every point."""
+        points = self._batch(X, self.n_inputs, "points")
+        extra = None
+        if paired is not None:
+            extra = self._batch(paired[0], paired[1], paired[2])
+            if len(extra) != len(points):
+                raise ValueError(f"{len(points)} points but {len(extra)} rows of {paired[2]}")
+        if params is not None:
+            self._val[self._param_rows] = self._point(params, self.n_params, "params")
+        return points, extra
+
     def _settle(self, failed: np.ndarray, X: np.ndarray, single: Callable[[int], None]) -> None:
         """Apply the branch policy to the points whose recorded comparisons flipped.
 
@@ -368,9 +382,7 @@ class Function:
 
     def map(self, X: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m)."""
-        points = self._batch(X, self.n_inputs, "points")
-        if params is not None:
-            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        points, _ = self._batch_call(X, params)
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
         map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
@@ -433,22 +445,12 @@ class Function:
 
     def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
-        points = self._batch(X, self.n_inputs, "points")
-        weights = self._batch(W, self.n_outputs, "output weights")
-        if len(weights) != len(points):
-            raise ValueError(f"{len(points)} points but {len(weights)} rows of weights")
-        if params is not None:
-            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
         return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p])))[1]
 
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """J V[p] at every row X[p], in parallel: (N, n_outputs)."""
-        points = self._batch(X, self.n_inputs, "points")
-        tangents = self._batch(V, self.n_inputs, "tangents")
-        if len(tangents) != len(points):
-            raise ValueError(f"{len(points)} points but {len(tangents)} rows of tangents")
-        if params is not None:
-            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
+        points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
         map_tangents(_blocks(len(points)), _IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
