@@ -56,12 +56,10 @@ def test_array_program_equals_the_scalar_program_bit_for_bit():
     xs, ys = t2.vars(x), t2.vars(y)
     zs = scalar_program(xs, ys)
     np.testing.assert_array_equal(Z.value, [z.value for z in zs])
-    L2 = tape.pairwise_sum(zs) if hasattr(tape, "pairwise_sum") else None
     g1 = t1.gradient(L1, X)
     # the same derivative, element by element, from the scalar tape
     g2 = np.array([t2.gradient(z, xs[k]) for k, z in enumerate(zs)])
-    np.testing.assert_allclose(g1, g2, rtol=1e-15)
-    assert L2 is None or L2.value == pytest.approx(L1.value)
+    np.testing.assert_array_equal(g1, g2)
 
 
 def test_one_element_arrays_record_the_same_rows_as_scalars():
@@ -79,8 +77,7 @@ def test_ufuncs_and_numpy_functions():
     a = RNG.uniform(0.5, 2.0, (3, 4))
     X = t.array(a)
     for ufunc in (np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.negative, np.absolute):
-        np.testing.assert_array_equal(ufunc(X).value, ufunc(a)) if ufunc in (np.negative, np.absolute) else \
-            np.testing.assert_allclose(ufunc(X).value, ufunc(a), rtol=1e-15)
+        np.testing.assert_allclose(ufunc(X).value, ufunc(a), rtol=1e-15)
     for ufunc in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.maximum, np.minimum):
         np.testing.assert_allclose(ufunc(X, 1.5).value, ufunc(a, 1.5), rtol=1e-15)
         np.testing.assert_allclose(ufunc(1.5, X).value, ufunc(1.5, a), rtol=1e-15)
@@ -211,7 +208,7 @@ def test_clear_errors():
     with pytest.raises(TypeError, match="use .value"):
         np.asarray(X)
     with pytest.raises(TypeError, match="use .value"):
-        float(X[0, 0] * 1.0 + X.sum()) if False else np.array(X, dtype=float)
+        np.array(X, dtype=float)
     with pytest.raises(TypeError, match="numpy.cumsum is not supported"):
         np.cumsum(X)
     with pytest.raises(TypeError, match="not defined"):
