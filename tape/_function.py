@@ -9,6 +9,7 @@ that Python branches took while recording and applies the Function's
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
@@ -385,8 +386,9 @@ class Function:
         points, _ = self._batch_call(X, params)
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
-        map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
-                   points, self._check_rows, self._check_expected, self._output_rows, out, failed)
+        with _PARALLEL:
+            map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
+                       self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, out, failed)
 
         def single(p):
             out[p] = self(points[p])
@@ -399,9 +401,10 @@ class Function:
         values = np.empty((len(points), self.n_outputs))
         grads = np.empty((len(points), self.n_inputs))
         failed = np.full(len(points), -1, np.int64)
-        map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts, self._targets,
-                      self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, W, values,
-                      grads, failed)
+        with _PARALLEL:
+            map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
+                          self._targets, self._input_rows, points, self._check_rows, self._check_expected,
+                          self._output_rows, W, values, grads, failed)
         return values, grads, failed
 
     def _map_reverse(self, points: np.ndarray, W: np.ndarray, method: Callable) -> tuple[np.ndarray, np.ndarray]:
@@ -453,9 +456,10 @@ class Function:
         points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
-        map_tangents(_blocks(len(points)), _IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
-                     self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
-                     self._output_rows, out, failed)
+        with _PARALLEL:
+            map_tangents(_blocks(len(points)), _IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
+                         self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
+                         self._output_rows, out, failed)
 
         def single(p):
             out[p] = self.jvp(points[p], tangents[p])
@@ -518,6 +522,11 @@ class Function:
             return
         with open(path, "wb") as fh:
             self.save(fh)
+
+
+# Numba's default threading layer (workqueue) aborts the process if two threads launch
+# parallel kernels at once, so the maps take turns.
+_PARALLEL = threading.Lock()
 
 
 def _blocks(points: int) -> int:

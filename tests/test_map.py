@@ -94,3 +94,23 @@ def test_retrace_policy_per_point():
         else:
             assert value == pytest.approx(np.sin(a) + b) and grad == pytest.approx([np.cos(a), 1.0])
     assert F.retraces >= 1
+
+
+def test_maps_from_several_python_threads_take_turns():
+    import threading
+
+    F = tape.trace(scalar, np.full(6, 0.5))
+    X = RNG.uniform(-2, 2, (2000, 6))
+    expected = F.map_value_and_grad(X)[1]
+    results = []
+
+    def work():
+        G = tape.trace(scalar, np.full(6, 0.5))
+        results.append(G.map_value_and_grad(X)[1])
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(results) == 3 and all(np.array_equal(r, expected) for r in results)
