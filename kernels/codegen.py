@@ -117,6 +117,22 @@ def partials_body(op: ops.Op, second: bool = False) -> list[str]:
     return lines
 
 
+def partials_kernel(name: str, outputs: str, second: bool, doc: str) -> list[str]:
+    """A forward sweep storing partials (and with second, second partials) per record."""
+    return [
+        f"@{JIT}",
+        f"def {name}(op, in0, in1, val, consts, {outputs}):",
+        f'    """{doc}"""',
+        "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
+        "    for r in range(len(op)):",
+        "        i = np.uint64(r)",
+        "        k = op[i]",
+        *branches(lambda op: partials_body(op, second)),
+        "",
+        "",
+    ]
+
+
 def scalar_body(op: ops.Op) -> list[str]:
     ind = " " * 12
     lines = [f"{ind}c = b"] if op.kind in ops.KINDS_WITH_CONSTANT else []
@@ -426,26 +442,10 @@ def generate() -> str:
         *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
         "",
         "",
-        f"@{JIT}",
-        "def forward_partials(op, in0, in1, val, consts, p0, p1, r0, r1):",
-        '    """Values and local partials of every record; a select points r0/r1 at its chosen input."""',
-        "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
-        "    for r in range(len(op)):",
-        "        i = np.uint64(r)",
-        "        k = op[i]",
-        *branches(partials_body),
-        "",
-        "",
-        f"@{JIT}",
-        "def forward_second(op, in0, in1, val, consts, p0, p1, h0, h1, h2, r0, r1):",
-        '    """forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."""',
-        "    dummy = len(op)",
-        "    for r in range(len(op)):",
-        "        i = np.uint64(r)",
-        "        k = op[i]",
-        *branches(lambda op: partials_body(op, second=True)),
-        "",
-        "",
+        *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
+                         "Values and local partials of every record; a select points r0/r1 at its chosen input."),
+        *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
+                         "forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."),
         f"@{JIT}",
         "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
         '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',

@@ -42,7 +42,7 @@ _COMPARE = {
 _SELECT, _CONSTANT = OPCODE["select"], OPCODE["constant"]
 
 
-def _operand(x, tape: Tape | None):
+def _operand(x):
     """(tape, record indices) for Vars and VarArrays, (None, float array) for numbers, else None."""
     if type(x) is VarArray:
         return x._live_tape(), x._idx
@@ -57,7 +57,7 @@ def _operand(x, tape: Tape | None):
 
 def _operands(*xs):
     """Operands, their common tape, and their broadcast shapes (NumPy's error, with the shapes, if none)."""
-    parts = [_operand(x, None) for x in xs]
+    parts = [_operand(x) for x in xs]
     if any(p is None for p in parts):
         return None
     tapes = {id(t): t for t, _ in parts if t is not None}
@@ -373,7 +373,7 @@ def where(condition: ArrayCondition, a, b):
 
 
 def _join(arrays, axis: int, join, name: str) -> VarArray:
-    parts = [_operand(a, None) for a in arrays]
+    parts = [_operand(a) for a in arrays]
     tapes = {id(t): t for t, _ in parts if t is not None}
     if len(tapes) != 1 or any(t is None for t, _ in parts):
         raise TypeError(f"tape.{name} joins VarArrays of one tape (make numbers records with Tape.array)")

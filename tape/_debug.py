@@ -29,10 +29,9 @@ class NonFiniteError(TapeError, FloatingPointError):
         self.row = row
 
 
-def __getattr__(name: str):
-    if name == "active":
-        return getattr(_state, "depth", 0) > 0
-    raise AttributeError(name)
+def active() -> bool:
+    """Whether this thread is inside ``tape.debug_nans()``."""
+    return getattr(_state, "depth", 0) > 0
 
 
 @contextlib.contextmanager

@@ -216,7 +216,7 @@ class Function:
                         point, self._check_rows, self._check_expected)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self.__call__, point)
-        if self.check_finite or _debug.active:
+        if self.check_finite or _debug.active():
             _debug.check(self._records(), self._lines, len(self), adjoints=False)
         out = self._val[self._output_rows]
         return float(out[0]) if self._scalar else out
@@ -228,7 +228,7 @@ class Function:
                                  self._check_expected, self._output_rows, weights, grad)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
-        if self.check_finite or _debug.active:
+        if self.check_finite or _debug.active():
             _debug.check(self._records(), self._lines, len(self), adjoints=True)
         return grad
 

@@ -92,7 +92,7 @@ class Tape:
         self._rewinds: list[int] = []  # mark of every rewind/clear, in order
         self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
         # file:line of every record, kept only inside tape.debug_nans() (one dict entry per record)
-        self._lines: dict[int, str] | None = {} if _debug.active else None
+        self._lines: dict[int, str] | None = {} if _debug.active() else None
         self._segment_ref = lambda: None
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
@@ -325,7 +325,7 @@ class Tape:
         self._val[idx] = vals
         start = int(idx.min()) if len(idx) else 0
         forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
-        if _debug.active:
+        if _debug.active():
             _debug.check(self._records(), self._lines, self._n, adjoints=False)
         if self._checks:
             rows, expected, where = zip(*self._checks, strict=True)
@@ -351,7 +351,7 @@ class Tape:
         reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
                       self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
         self._gen = gen
-        if _debug.active:
+        if _debug.active():
             _debug.check(self._records(), self._lines, self._n, adjoints=True)
 
     def _restart_generations(self) -> None:

@@ -67,46 +67,43 @@ def tape_record(workload: str, plan: dict, keep_all: bool = False):
     return t, xs, run_program(workload, plan, xs, TAPE_FN, far, store)
 
 
-def tape_dynamic(workload: str, plan: dict):
-    def run():
-        t, xs, out = tape_record(workload, plan)
-        return t.gradient(out, xs)
-
-    return run
-
-
-def tape_compiled(workload: str, plan: dict):
-    t, xs, out = tape_record(workload, plan)
-    F = t.function(xs, out)
-    x = np.asarray(plan["x"], dtype=np.float64)
-    return lambda: F.value_and_grad(x)[1]
-
-
 def tape_array_record(workload: str, plan: dict):
     """Record the vectorized program through the array API: (tape, leaves, output)."""
     t = tape.Tape(capacity=4096)
     X = t.array(plan["x"])
     if workload == "rosenbrock":
-        out = (100.0 * (X[1:] - X[:-1] ** 2) ** 2 + (1.0 - X[:-1]) ** 2).sum()
+        out = programs.rosenbrock_vectorized(X)
     else:
         out = _mlp_vectorized(X, plan["X"], plan["Y"], plan["shapes"], tape.tanh, lambda a: a.reshape(-1),
                               lambda a: a.mean())
     return t, X, out
 
 
-def tape_array_dynamic(workload: str, plan: dict):
-    def run():
-        t, X, out = tape_array_record(workload, plan)
-        return t.gradient(out, X)
+def _dynamic(record: Callable):
+    """Engine mode "dynamic" for a tape recorder: record and sweep at every call."""
+    def factory(workload: str, plan: dict):
+        def run():
+            t, xs, out = record(workload, plan)
+            return t.gradient(out, xs)
 
-    return run
+        return run
+
+    return factory
 
 
-def tape_array_compiled(workload: str, plan: dict):
-    t, X, out = tape_array_record(workload, plan)
-    F = t.function(X, out)
-    x = np.asarray(plan["x"], dtype=np.float64)
-    return lambda: F.value_and_grad(x)[1]
+def _compiled(record: Callable):
+    """Engine mode "compiled" for a tape recorder: record once, replay value_and_grad."""
+    def factory(workload: str, plan: dict):
+        t, xs, out = record(workload, plan)
+        F = t.function(xs, out)
+        x = np.asarray(plan["x"], dtype=np.float64)
+        return lambda: F.value_and_grad(x)[1]
+
+    return factory
+
+
+tape_dynamic, tape_compiled = _dynamic(tape_record), _compiled(tape_record)
+tape_array_dynamic, tape_array_compiled = _dynamic(tape_array_record), _compiled(tape_array_record)
 
 
 # -- scalar engines of other libraries ------------------------------------------------------
@@ -189,8 +186,7 @@ def torch_vectorized(workload: str, plan: dict):
 
     x0 = torch.tensor(plan["x"], dtype=torch.float64)
     if workload == "rosenbrock":
-        def f(x):
-            return torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+        f = programs.rosenbrock_vectorized
     else:
         X = torch.tensor(plan["X"], dtype=torch.float64)
         Y = torch.tensor(plan["Y"], dtype=torch.float64)
@@ -212,8 +208,7 @@ def jax_compiled(workload: str, plan: dict):
 
     jax.config.update("jax_enable_x64", True)
     if workload == "rosenbrock":
-        def f(x):
-            return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+        f = programs.rosenbrock_vectorized
     elif workload == "mlp":
         X, Y = jnp.asarray(plan["X"]), jnp.asarray(plan["Y"])
 

@@ -127,6 +127,11 @@ def rosenbrock(plan: dict, xs: list, fn: dict):
     return pairwise_sum(term(i) for i in range(len(xs) - 1))
 
 
+def rosenbrock_vectorized(x):
+    """The same sum written with whole arrays: runs on VarArrays, torch tensors and JAX arrays."""
+    return (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum()
+
+
 def rosenbrock_gradient_numpy(x: np.ndarray) -> tuple[float, np.ndarray]:
     """The hand-written vectorized value and gradient: the floor for any AD of this function."""
     a = x[1:] - x[:-1] ** 2
