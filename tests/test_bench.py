@@ -15,10 +15,10 @@ def test_small_run_of_every_workload(tmp_path, capsys):
     out = tmp_path / "result.json"
     assert bench.main(["--size", "300", "--repeat", "2", "--no-compile", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    for name in bench.DEFAULT_MIX:
+    for name in programs.DEFAULT_MIX:
         assert f"\n{name} (size 300" in printed
     result = json.loads(out.read_text())
-    assert [w["workload"] for w in result["workloads"]] == list(bench.DEFAULT_MIX)
+    assert [w["workload"] for w in result["workloads"]] == list(programs.DEFAULT_MIX)
     rdag = result["workloads"][0]
     assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
     assert set(rdag["phases"]) == {"record", "record + gradient", "forward replay", "reverse sweep",
@@ -73,7 +73,7 @@ def test_rdag_output_depends_on_every_record():
     assert reached.all()
 
 
-@pytest.mark.parametrize("name", bench.DEFAULT_MIX)
+@pytest.mark.parametrize("name", programs.DEFAULT_MIX)
 def test_engines_compute_the_same_function(name):
     plan = programs.PLANS[name](40)
     t, xs, out = engines.tape_record(name, plan)

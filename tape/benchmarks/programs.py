@@ -198,3 +198,12 @@ def mlp(plan: dict, w: list, fn: dict):
 
 
 PLANS = {"rdag": rdag_plan, "chain": chain_plan, "rosenbrock": rosenbrock_plan, "seed": seed_plan, "mlp": mlp_plan}
+
+WORKLOADS = {  # name: (default size, unit of size, rough bytes per unit while recording)
+    "rdag": (1_000_000, "ops", 400),
+    "chain": (1_000_000, "records", 150),
+    "rosenbrock": (50_000, "variables", 1_200),
+    "seed": (2_000, "calls", 0),
+    "mlp": (64, "batch", 120_000),
+}
+DEFAULT_MIX = ("rdag", "chain", "rosenbrock", "seed", "mlp")

@@ -1,0 +1,61 @@
+"""Timing helpers for tape-bench: a progress line, repeated and interleaved timings, their summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+class Progress:
+    """One status line on stderr, rewritten in place on a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.start = time.perf_counter()
+
+    def __call__(self, text: str) -> None:
+        elapsed = time.perf_counter() - self.start
+        if self.tty:
+            sys.stderr.write(f"\r\033[K[{elapsed:5.1f} s] {text}")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def timings(fn: Callable[[], object], repeat: int, progress: Callable[[str], None], label: str) -> list[float]:
+    """Seconds of ``repeat`` runs of fn after one warm-up run."""
+    fn()
+    out = []
+    for k in range(repeat):
+        progress(f"{label} {k + 1}/{repeat}")
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def summary(seconds: list[float], units: int) -> dict:
+    med = float(np.median(seconds))
+    return {"median_s": med, "min_s": min(seconds), "max_s": max(seconds), "units": units,
+            "ns_per_unit": 1e9 * med / units, "units_per_s": units / med}
+
+
+def interleaved(ours: Callable, theirs: Callable, repeat: int, calls: int, progress: Callable[[str], None],
+                label: str) -> tuple[float, float]:
+    """Median seconds per call of ours and theirs, timed alternately after one warm-up each."""
+    ours(), theirs()
+    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for k in range(repeat):
+        progress(f"{label} {k + 1}/{repeat}")
+        for who, fn in (("ours", ours), ("theirs", theirs)):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[who].append((time.perf_counter() - start) / calls)
+    return float(np.median(times["ours"])), float(np.median(times["theirs"]))
