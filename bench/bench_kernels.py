@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import tape
-from kernels import _sweeps
 from tape.benchmarks import programs
+from tape.kernels import _sweeps
 
 
 def _sweep_args(t, index_dtype):

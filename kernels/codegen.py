@@ -1,493 +1,58 @@
-"""Generate ``kernels/_sweeps.py`` (the Numba sweeps) from the op table.
+"""Write the generated files from the op table (kernels/ops.py).
 
-    python -m kernels.codegen          # rewrite kernels/_sweeps.py
-    python -m kernels.codegen --check  # exit 1 if it is stale (CI runs this via the tests)
+    python -m kernels.codegen          # rewrite them
+    python -m kernels.codegen --check  # exit 1 if one is stale (a test runs this)
 
-Each sweep is one loop over the records with an ``if``/``elif`` chain on the
-opcode (LLVM turns it into a jump table); the body of each branch is the op's
-rule from ``kernels/ops.py``, so adding an op never touches this file.
+``kernels/_sweeps.py`` (the Numba sweeps: kernels/_gen_sweeps.py, kernels/_gen_maps.py) and
+``tape/_recorders.py`` (the Python recorders: kernels/_gen_recorders.py). Each generated
+file names its source hash and says not to edit it in its first lines.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from kernels import ops
+from . import _gen_maps, _gen_recorders, _gen_sweeps
 
 HERE = Path(__file__).resolve().parent
-TARGET = HERE / "_sweeps.py"
-JIT = 'njit(cache=True, nogil=True, error_model="numpy")'
+SWEEPS = HERE / "_sweeps.py"
+RECORDERS = HERE.parent / "tape" / "_recorders.py"
+GENERATORS = ("ops.py", "codegen.py", "_gen_sweeps.py", "_gen_maps.py", "_gen_recorders.py")
 
 
-def names_in(*exprs: str) -> set[str]:
-    """The variable names an op's rule expressions read."""
-    found: set[str] = set()
-    for expr in exprs:
-        if expr:
-            found |= {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
-    return found
-
-
-def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
-    """Lines loading the values a rule reads (a, b, c, y) for record i."""
-    loads = {
-        "a": "a = val[in0[i]]",
-        "b": "b = val[in1[i]]",
-        "c": "c = consts[in1[i]]",
-        "y": "y = val[i]",
-        "cond": "cond = val[i - 1]",
-    }
-    return [indent + line for name, line in loads.items() if name in used]
-
-
-def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
-    """One ``if``/``elif`` branch per included op, with body lines from body_for(op)."""
-    lines: list[str] = []
-    first = True
-    for code, op in enumerate(ops.OPS):
-        if not include(op):
-            continue
-        lines.append(f"        {'if' if first else 'elif'} k == {code}:  # {op.name}")
-        lines.extend(body_for(op))
-        first = False
-    return lines
-
-
-def forward_body(op: ops.Op) -> list[str]:
-    ind = " " * 12
-    return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
-
-
-def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list[str]:
-    """adj[index] += contribution, where adjoints stamped before this pass count as zero.
-
-    Written out inline: a helper taking the arrays would make Numba emit
-    reference-count calls on every record (measured 1.8x slower).
-    With keep < gen (accumulate=True), leaf adjoints stamped at or after keep
-    are carried over instead of being reset.
-    """
-    body = ["{j} = {index}", "d = {contribution}", "if stamp[{j}] == gen:", "    adj[{j}] += d", "else:",
-            "    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
-            "        adj[{j}] = d", "    stamp[{j}] = gen"]
-    return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
-
-
-def reverse_body(op: ops.Op) -> list[str]:
-    """Tape reverse sweep: partials computed here, from the stored values."""
-    ind = " " * 12
-    lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
-    lines.append(f"{ind}da = g * ({op.da})")
-    terms = [("in0[i]", "da", op.when_a)]
-    if op.db:  # both contributions first: in0 and in1 may be the same record
-        lines.append(f"{ind}db = g * ({op.db})")
-        terms.append(("in1[i]", "db", op.when_b))
-    for index, contribution, when in terms:
-        if when:
-            lines += [f"{ind}if {when}:", *accumulate(index, contribution, ind + "    ")]
-        else:
-            lines += accumulate(index, contribution, ind)
-    return lines
-
-
-def has_partials(op: ops.Op) -> bool:
-    return bool(op.da)
-
-
-def partials_body(op: ops.Op, second: bool = False) -> list[str]:
-    """Function forward sweep: value, partials p0/p1 (with second: h0/h1/h2 too), and where
-    the select sends its adjoint."""
-    ind = " " * 12
-    used = names_in(op.forward, op.da, op.db, op.daa, op.dab, op.dbb, op.when_a, op.when_b) - {"y"}
-    lines = operand_loads(op, used, ind)
-    lines += [f"{ind}y = {op.forward}", f"{ind}val[i] = y"]
-    if op.da:
-        lines.append(f"{ind}p0[i] = {op.da}")
-    if op.db:
-        lines.append(f"{ind}p1[i] = {op.db}")
-    if second:
-        lines += [f"{ind}h{k}[i] = {expr}" for k, expr in enumerate((op.daa, op.dab, op.dbb)) if expr]
-    if op.when_a:
-        lines.append(f"{ind}r0[i] = in0[i] if {op.when_a} else dummy")
-    if op.when_b:
-        lines.append(f"{ind}r1[i] = in1[i] if {op.when_b} else dummy")
-    return lines
-
-
-def partials_kernel(name: str, outputs: str, second: bool, doc: str) -> list[str]:
-    """A forward sweep storing partials (and with second, second partials) per record."""
-    return [
-        f"@{JIT}",
-        f"def {name}(op, in0, in1, val, consts, {outputs}):",
-        f'    """{doc}"""',
-        "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
-        "    for r in range(len(op)):",
-        "        i = np.uint64(r)",
-        "        k = op[i]",
-        *branches(lambda op: partials_body(op, second)),
-        "",
-        "",
-    ]
-
-
-def scalar_body(op: ops.Op) -> list[str]:
-    ind = " " * 12
-    lines = [f"{ind}c = b"] if op.kind in ops.KINDS_WITH_CONSTANT else []
-    return lines + [f"{ind}return {op.forward}"]
-
-
-def multiply_add_reverse(indent: str, weight: str) -> list[str]:
-    """The Function reverse pass: zero adj, seed the outputs with ``weight``, multiply-add down to 0."""
-    body = ["adj[:] = 0.0", "top = 0", "for s in range(len(seeds)):", f"    adj[seeds[s]] += {weight}",
-            "    top = max(top, seeds[s])", "for r in range(top + 1):", "    i = np.uint64(top - r)",
-            "    g = adj[i]", "    if g == 0.0:", "        continue", "    adj[r0[i]] += g * p0[i]",
-            "    adj[r1[i]] += g * p1[i]"]
-    return [indent + line for line in body]
-
-
-def reverse_loop(body: list[str]) -> list[str]:
-    """Seed the outputs, then sweep from the highest seed down to record 0."""
-    return [
-        "    top = 0",
-        "    for s in range(len(seeds)):",
-        *accumulate("seeds[s]", "weights[s]", "        ", j="seed"),
-        "        top = max(top, seed)",
-        "    for r in range(top + 1):",
-        "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
-        "        if stamp[i] != gen:",
-        "            continue",
-        "        g = adj[i]",
-        "        if g == 0.0:  # an exactly-zero adjoint propagates nothing: 0 * inf partials stay out",
-        "            continue",
-        *body,
-    ]
-
-
-# Sweeps that need no op dispatch: they run over the partials stored by forward_partials.
-DERIVATIVE_KERNELS = f'''@{JIT}
-def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot):
-    """Forward mode, k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
-
-    dot has a row per record plus the zero dummy row; leaves keep their seeded
-    tangents. A zero tangent contributes nothing (as a zero adjoint in reverse).
-    """
-    k = dot.shape[1]
-    for r in range(len(op)):
-        i = np.uint64(r)
-        if is_leaf[op[i]]:
-            continue
-        a = r0[i]
-        b = r1[i]
-        for q in range(k):
-            t = 0.0
-            if dot[a, q] != 0.0:
-                t += p0[i] * dot[a, q]
-            if dot[b, q] != 0.0:
-                t += p1[i] * dot[b, q]
-            dot[i, q] = t
-
-
-@{JIT}
-def reverse_vector(adj, p0, p1, r0, r1, seeds, weights):
-    """k reverse sweeps in one pass: column q is reverse_partials seeded with weights[:, q]."""
-    adj[:] = 0.0
-    k = adj.shape[1]
-    top = 0
-    for s in range(len(seeds)):
-        for q in range(k):
-            adj[seeds[s], q] += weights[s, q]
-        top = max(top, seeds[s])
-    for r in range(top + 1):
-        i = np.uint64(top - r)
-        a = r0[i]
-        b = r1[i]
-        for q in range(k):
-            g = adj[i, q]
-            if g != 0.0:
-                adj[a, q] += g * p0[i]
-                adj[b, q] += g * p1[i]
-
-
-@{JIT}
-def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
-    """Forward-over-reverse from one scalar output: adj as reverse_partials and adj_dot, its
-    derivative along the tangents dot (one direction), so adj_dot at the inputs is H v."""
-    adj[:] = 0.0
-    adj_dot[:] = 0.0
-    adj[seed] = 1.0
-    for r in range(seed + 1):
-        i = np.uint64(seed - r)
-        g = adj[i]
-        gd = adj_dot[i]
-        if g == 0.0 and gd == 0.0:
-            continue
-        a = r0[i]
-        b = r1[i]
-        # tangents of the partials: d p0 = h0 ta + h1 tb, d p1 = h1 ta + h2 tb (zero tangents add nothing)
-        ta = dot[a, 0]
-        tb = dot[b, 0]
-        dp0 = 0.0
-        dp1 = 0.0
-        if ta != 0.0:
-            dp0 += h0[i] * ta
-            dp1 += h1[i] * ta
-        if tb != 0.0:
-            dp0 += h1[i] * tb
-            dp1 += h2[i] * tb
-        if g != 0.0:
-            adj[a] += g * p0[i]
-            adj[b] += g * p1[i]
-            adj_dot[a] += g * dp0
-            adj_dot[b] += g * dp1
-        if gd != 0.0:
-            adj_dot[a] += gd * p0[i]
-            adj_dot[b] += gd * p1[i]
-
-'''
-
-
-# Entry points of a compiled Function: one kernel call per replay (low per-call overhead).
-REPLAY_KERNELS = f'''@{JIT}
-def set_inputs_and_check(rows, x, val, checks, expected, after):
-    """Before: val[rows] = x. After the sweep: the first failed check, or -1."""
-    if not after:
-        for k in range(len(rows)):
-            val[rows[k]] = x[k]
-        return -1
-    for k in range(len(checks)):
-        if (val[checks[k]] != 0.0) != expected[k]:
-            return k
-    return -1
-
-
-@{JIT}
-def replay(op, in0, in1, val, consts, rows, x, checks, expected):
-    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_sweep(op, in0, in1, val, consts, 0, len(op))
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
-def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
-    """Values and first partials at x; returns the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
-def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
-    """Values, first and second partials at x; returns the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                   targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
-def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
-                    seeds, weights, grad):
-    """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
-
-    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
-    """
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    failed = set_inputs_and_check(rows, x, val, checks, expected, True)
-    reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
-    for k in range(len(rows)):
-        grad[k] = adj[rows[k]]
-    return failed
-
-'''
-
-
-# Many points at once: points split into `blocks` blocks (one per thread) run with numba.prange, each with
-# its own working arrays and the same single-point kernels, so results equal single calls bit for bit.
-PARJIT = 'njit(cache=True, nogil=True, parallel=True, error_model="numpy")'
-MAP_KERNELS = f'''@{PARJIT}
-def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X, V, checks, expected, outputs,
-                 out, failed):
-    """Per point p: out[p] = J V[p] at X[p]."""
-    N, n = X.shape[0], len(op)
-    for blk in numba.prange(blocks):
-        val = val0.copy()
-        targets = targets0.copy()
-        partials = np.zeros((2, n))
-        dot = np.zeros((n + 1, 1))
-        for p in range(blk * N // blocks, (blk + 1) * N // blocks):
-            failed[p] = replay_partials(op, in0, in1, val, consts, partials, targets, rows, X[p], checks, expected)
-            dot[:] = 0.0
-            for k in range(len(rows)):
-                dot[rows[k], 0] = V[p, k]
-            tangent_sweep(is_leaf, op, partials[0], partials[1], targets[0], targets[1], dot)
-            for j in range(len(outputs)):
-                out[p, j] = dot[outputs[j], 0]
-
-'''
-
-
-# the per-point prologue (inputs in) and check of the written-out parallel maps
-POINT_INPUTS = ["            for k in range(len(rows)):", "                val[rows[k]] = X[p, k]",
-                "            for r in range(n):", "                i = np.uint64(r)", "                k = op[i]"]
-POINT_CHECKS = ["            failed[p] = -1", "            for c in range(len(checks)):",
-                "                if (val[checks[c]] != 0.0) != expected[c]:", "                    failed[p] = c",
-                "                    break"]
-
-
-def map_values_kernel() -> list[str]:
-    """map_values, with the forward sweep written out in its parallel loop (see map_gradients)."""
-    forward = [" " * 8 + line for line in branches(forward_body)]
-    return [
-        f"@{PARJIT}",
-        "def map_values(blocks, op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed):",
-        '    """out[p] = outputs at X[p]; failed[p] = first failed check at X[p], or -1."""',
-        "    N, n = X.shape[0], len(op)",
-        "    for blk in numba.prange(blocks):",
-        "        val = val0.copy()",
-        "        for p in range(blk * N // blocks, (blk + 1) * N // blocks):",
-        *POINT_INPUTS,
-        *forward,
-        *POINT_CHECKS,
-        "            for j in range(len(outputs)):",
-        "                out[p, j] = val[outputs[j]]",
-        "",
-        "",
-    ]
-
-
-def map_gradients_kernel() -> list[str]:
-    """map_gradients with the per-point sweeps written out in its parallel loop.
-
-    Calling the single-point kernels with shared arrays would bump their
-    reference counts atomically on every call, and two cores would fight over
-    those cache lines; written out, a point costs what it costs alone. The
-    statements are those of replay_gradient, so the bits are the same.
-    """
-    forward = [" " * 8 + line for line in branches(partials_body)]
-    return [
-        f"@{PARJIT}",
-        "def map_gradients(blocks, op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values,",
-        "                  grads, failed):",
-        '    """Per point p: values[p] = outputs, grads[p] = W[p]^T J (value_and_grad, vjp) at X[p]."""',
-        "    N, n = X.shape[0], len(op)",
-        "    dummy = n",
-        "    for blk in numba.prange(blocks):",
-        "        val = val0.copy()",
-        "        r0 = targets0[0].copy()",
-        "        r1 = targets0[1].copy()",
-        "        p0 = np.zeros(n)",
-        "        p1 = np.zeros(n)",
-        "        adj = np.zeros(n + 1)",
-        "        for p in range(blk * N // blocks, (blk + 1) * N // blocks):",
-        *POINT_INPUTS,
-        *forward,
-        *POINT_CHECKS,
-        *multiply_add_reverse("            ", "W[p, s]"),
-        "            for k in range(len(rows)):",
-        "                grads[p, k] = adj[rows[k]]",
-        "            for j in range(len(seeds)):",
-        "                values[p, j] = val[seeds[j]]",
-        "",
-    ]
-
-
-def source_hash() -> str:
+def header(generator: str) -> list[str]:
     digest = hashlib.sha256()
-    for path in (HERE / "ops.py", Path(__file__).resolve()):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def generate() -> str:
-    helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
-    out = [
-        f"# Generated by kernels/codegen.py from kernels/ops.py (source {source_hash()}).",
+    for name in GENERATORS:
+        digest.update((HERE / name).read_bytes())
+    return [
+        f"# Generated by kernels/{generator} from kernels/ops.py (source {digest.hexdigest()[:16]}).",
         "# Do not edit: change the op table and run `python -m kernels.codegen`.",
-        '"""Numba sweeps over the tape\'s record arrays, one branch per op."""',
-        "",
-        f"from math import {', '.join(sorted(ops.MATH_NAMES + ('nan',)))}  # noqa: F401",
-        "",
-        "import numba",
-        "import numpy as np",
-        "from numba import njit",
-        "",
-        "from kernels import ops as _ops",
-        "",
-        '_inline = njit(inline="always", error_model="numpy")',
-        *helpers,
-        "",
-        f"LEAF = {ops.LEAF}",
-        "",
-        "",
-        f"@{JIT}",
-        "def forward_sweep(op, in0, in1, val, consts, start, stop):",
-        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs."""',
-        "    for r in range(start, stop):",
-        "        i = np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
-        "        k = op[i]",
-        *branches(forward_body),
-        "",
-        "",
-        f"@{JIT}",
-        "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
-        '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
-        "",
-        "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
-        '    """',
-        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
-        "",
-        "",
-        *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
-                         "Values and local partials of every record; a select points r0/r1 at its chosen input."),
-        *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
-                         "forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."),
-        f"@{JIT}",
-        "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
-        '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',
-        "",
-        "    The same products, added in the same order and skipped where reverse_sweep skips",
-        "    them (zero adjoints), so the same bits; adj is zeroed here instead of stamped.",
-        '    """',
-        *multiply_add_reverse("    ", "weights[s]"),
-        "",
-        "",
-        DERIVATIVE_KERNELS,
-        "",
-        REPLAY_KERNELS,
-        "",
-        MAP_KERNELS,
-        "",
-        *map_values_kernel(),
-        *map_gradients_kernel(),
-        f"@{JIT}",
-        "def eval_op(k, a, b):",
-        '    """One op\'s forward value (b is the constant for const ops)."""',
-        *[line[4:] for line in branches(scalar_body, lambda op: op.kind not in ("leaf", "select"))],
-        "    return nan",
-        "",
     ]
-    text = "\n".join(out)
-    kernels = sorted(re.findall(r"^def (\w+)\(", text, flags=re.MULTILINE))
-    listed = "".join(f"    {name!r},\n" for name in kernels)
-    return text + f"\n\n__all__ = [\n{listed}]\n"
+
+
+def targets() -> dict[Path, Callable[[], str]]:
+    return {
+        SWEEPS: lambda: _gen_sweeps.generate(header("_gen_sweeps.py"), _gen_maps.kernels()),
+        RECORDERS: lambda: _gen_recorders.generate(header("_gen_recorders.py")),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    text = generate()
-    current = TARGET.read_text() if TARGET.exists() else ""
+    stale = []
+    for path, generate in targets().items():
+        text = generate()
+        if not path.exists() or path.read_text() != text:
+            stale.append(path)
+            if "--check" not in argv:
+                path.write_text(text)
     if "--check" in argv:
-        if current != text:
-            print(f"{TARGET} is stale: run `python -m kernels.codegen`", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        TARGET.write_text(text)
+        for path in stale:
+            print(f"{path} is stale: run `python -m kernels.codegen`", file=sys.stderr)
+        return 1 if stale else 0
     return 0
 
 

@@ -1,9 +1,15 @@
 """The op table: every primitive's forward and backward rule, side by side.
 
 This is the one place to edit when adding an op. ``python -m kernels.codegen``
-turns the table into the Numba sweeps in ``kernels/_sweeps.py`` (a test fails
-when that file is stale), and ``tape`` builds its Python recording functions
-from the same strings, so recording and replay evaluate the same expression.
+turns the table into the Numba sweeps in ``kernels/_sweeps.py`` and the Python
+recorders in ``tape/_recorders.py`` (a test fails when either is stale), so
+recording and replay evaluate the same expression. Below the table: how Python
+operators and NumPy ufuncs are spelled in ops (``x - c`` is ``add_c`` with -c,
+``x > y`` is ``lt(y, x)``), and masks over opcodes, computed once.
+
+A rule is one expression per partial, as Adept writes its unary functions and
+PyTorch's derivatives.yaml its formulas; the reverse sweep is the multiply-add
+of stored partials that Adept's Stack runs.
 
 Names inside a rule:
 
@@ -38,6 +44,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import exp, log, nan, pow
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -219,9 +227,67 @@ OPS: tuple[Op, ...] = (
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb)
 # math functions the rules may name (resolved to math.* in Python and Numba)
 MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow")
+# names a rule may read besides helpers and math functions (see the module docstring)
+OPERANDS = ("a", "b", "c", "y", "cond")
+assert len(OPS) < 256, "opcodes are stored as uint8"
+
+
+# --- spellings: how a Python operator (or NumPy ufunc) on records is recorded ----------
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """``x <name> y`` with records and numbers: the op for two records (``swap``: recorded
+    with its inputs exchanged, ``x > y`` is ``lt(y, x)``), for ``record <name> c`` (``negate``:
+    the constant is stored negated, ``x - c`` is ``x + (-c)``, which IEEE defines to be the same
+    number) and for ``c <name> record``."""
+
+    name: str  # Python's name: __{name}__ and __r{name}__; the ufunc numpy.<ufunc>
+    ufunc: str
+    pair: str
+    var_c: str
+    c_var: str
+    swap: bool = False
+    negate: bool = False
+    operator: bool = True  # a Python operator on Vars (else a function: tape.maximum)
+
+
+ARITHMETIC: tuple[Spelling, ...] = (
+    Spelling("add", "add", "add", "add_c", "add_c"),
+    Spelling("sub", "subtract", "sub", "add_c", "rsub_c", negate=True),
+    Spelling("mul", "multiply", "mul", "mul_c", "mul_c"),
+    Spelling("truediv", "true_divide", "div", "div_c", "rdiv_c"),
+    Spelling("pow", "power", "pow", "pow_c", "rpow_c"),
+    Spelling("maximum", "maximum", "maximum", "maximum_c", "maximum_c", operator=False),
+    Spelling("minimum", "minimum", "minimum", "minimum_c", "minimum_c", operator=False),
+)
+COMPARISONS: tuple[Spelling, ...] = (  # c <op> x is x <mirrored op> c
+    Spelling("lt", "less", "lt", "lt_c", "gt_c"),
+    Spelling("le", "less_equal", "le", "le_c", "ge_c"),
+    Spelling("gt", "greater", "lt", "gt_c", "lt_c", swap=True),
+    Spelling("ge", "greater_equal", "le", "ge_c", "le_c", swap=True),
+    Spelling("eq", "equal", "eq", "eq_c", "eq_c"),
+    Spelling("ne", "not_equal", "ne", "ne_c", "ne_c"),
+)
+SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+UNARY_OPERATORS = ("neg", "abs")  # -x and abs(x); the other unary ops are functions (tape.exp, ...)
+
+
+# --- facts about the table, computed once: opcodes and per-opcode masks ------------------
 
 OPCODE: dict[str, int] = {op.name: code for code, op in enumerate(OPS)}
-LEAF = OPCODE["leaf"]
+LEAF, CONSTANT, SELECT = OPCODE["leaf"], OPCODE["constant"], OPCODE["select"]
 KINDS_WITH_CONSTANT = ("const", "compare_c")  # in1 is a slot of the constant pool
 TWO_RECORD_KINDS = ("binary", "compare", "select")  # in1 is a record
-assert len(OPS) < 256, "opcodes are stored as uint8"
+UNARY = tuple(op.name for op in OPS if op.kind == "unary")
+# the NumPy ufunc of each unary op that has one (np.exp(X) on a VarArray records exp)
+_NUMPY_NAMES = {"neg": "negative", "abs": "absolute"}
+UNARY_UFUNCS = {name: _NUMPY_NAMES.get(name, name) for name in UNARY if hasattr(np, _NUMPY_NAMES.get(name, name))}
+KIND = np.array([op.kind for op in OPS])  # indexed by opcode, like every mask below
+IS_LEAF = KIND == "leaf"
+HAS_INPUT = ~IS_LEAF
+TWO_RECORDS = np.isin(KIND, TWO_RECORD_KINDS)
+USES_POOL = np.isin(KIND, KINDS_WITH_CONSTANT)
+IS_COMPARISON = np.isin(KIND, ("compare", "compare_c"))
+HAS_DA = np.array([bool(op.da) for op in OPS])
+HAS_DB = np.array([bool(op.db) for op in OPS])

@@ -5,13 +5,19 @@
     w, x = t.var(0.5), t.var(1.2)
     L = (tape.sigmoid(w * x + 0.1) - 1.0) ** 2
     t.gradient(L, [w, x])     # array([dL/dw, dL/dx])
+
+Layers, each importing only those below it (tests/test_layers.py checks it):
+kernels (the op table and the Numba sweeps) <- storage (tape/_storage.py) <-
+handles and recorders (_handles.py, _recorders.py) <- arrays (_array.py) <-
+Function (_replay.py <- _derivatives.py <- _maps.py <- _function.py; _format.py,
+_distributed.py) <- Tape (_tape.py) <- the functions users call (_api.py,
+_gradcheck.py) <- this module, pictures and the CLI (bench.py).
 """
 
 from tape._api import (
     cos,
     exp,
     grad,
-    gradcheck,
     log,
     maximum,
     minimum,
@@ -21,14 +27,19 @@ from tape._api import (
     sqrt,
     tan,
     tanh,
+    trace,
     value_and_grad,
     where,
 )
 from tape._array import ArrayCondition, VarArray, concatenate, stack
 from tape._debug import NonFiniteError, debug_nans
 from tape._distributed import DistributedError
-from tape._function import Function, load, trace
-from tape._tape import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Condition, Record, Tape, Var
+from tape._function import Function, load
+from tape._gradcheck import gradcheck
+from tape._handles import Condition
+from tape._recorders import Var
+from tape._storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
+from tape._tape import Tape
 from tape.errors import (
     BranchChanged,
     ForeignHandleError,

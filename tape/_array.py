@@ -11,35 +11,23 @@ JVP, HVP, maps) works on the result unchanged.
 from __future__ import annotations
 
 import numbers
+import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kernels import OPCODE
-from tape._tape import NO_INPUT, Condition, Tape, Var, _new_var, _Segment
+from tape._handles import Condition
+from tape._recorders import Var
+from tape._storage import NO_INPUT, Segment, Storage
 from tape.errors import ForeignHandleError, StaleHandleError
+from tape.kernels.ops import ARITHMETIC, COMPARISONS, CONSTANT, OPCODE, SELECT, UNARY_UFUNCS
 
-# numpy ufunc -> (op for two records, op for record-constant, op for constant-record)
-_BINARY = {
-    np.add: ("add", "add_c", "add_c"),
-    np.subtract: ("sub", "add_c", "rsub_c"),
-    np.multiply: ("mul", "mul_c", "mul_c"),
-    np.true_divide: ("div", "div_c", "rdiv_c"),
-    np.power: ("pow", "pow_c", "rpow_c"),
-    np.maximum: ("maximum", "maximum_c", "maximum_c"),
-    np.minimum: ("minimum", "minimum_c", "minimum_c"),
-}
-_UNARY = {np.negative: "neg", np.absolute: "abs", np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.sin: "sin",
-          np.cos: "cos", np.tan: "tan", np.tanh: "tanh"}
-# comparison ufunc -> (op on two records with swap, op on record-constant, op on constant-record)
-_COMPARE = {
-    np.less: (("lt", False), "lt_c", "gt_c"),
-    np.less_equal: (("le", False), "le_c", "ge_c"),
-    np.greater: (("lt", True), "gt_c", "lt_c"),
-    np.greater_equal: (("le", True), "ge_c", "le_c"),
-    np.equal: (("eq", False), "eq_c", "eq_c"),
-    np.not_equal: (("ne", False), "ne_c", "ne_c"),
-}
-_SELECT, _CONSTANT = OPCODE["select"], OPCODE["constant"]
+if TYPE_CHECKING:
+    from tape._tape import Tape
+
+_BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
+_COMPARE = {getattr(np, s.ufunc): s for s in COMPARISONS}
+_UNARY = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
 
 
 def _operand(x):
@@ -71,17 +59,11 @@ def _operands(*xs):
     return next(iter(tapes.values()), None), [t is not None for t, _ in parts], arrays
 
 
-def _wrap(t: Tape, rows: np.ndarray):
+def _wrap(t: Storage, rows: np.ndarray):
     """Records as a VarArray, or a Var for a single 0-d record."""
     if rows.ndim == 0:
-        return _new_var(t._segment(), int(rows))
+        return Var._at(t._segment(), int(rows))
     return VarArray(t._segment(), rows)
-
-
-def unary(code: int, x: VarArray) -> VarArray:
-    """Record unary op ``code`` on every element (tape.sigmoid(X), tape.relu(X), ...)."""
-    t = x._live_tape()
-    return VarArray(t._segment(), t._append_block(code, x.size, in0=x._idx.ravel()).reshape(x.shape))
 
 
 def elementwise(ufunc, *inputs):
@@ -92,16 +74,16 @@ def elementwise(ufunc, *inputs):
     t, recorded, arrays = found
     shape = arrays[0].shape
     if ufunc in _UNARY:
-        rows = t._append_block(OPCODE[_UNARY[ufunc]], arrays[0].size, in0=arrays[0].ravel())
+        rows = t._append_block(_UNARY[ufunc], arrays[0].size, in0=arrays[0].ravel())
     elif recorded == [True, True]:
-        rows = t._append_block(OPCODE[_BINARY[ufunc][0]], arrays[0].size, in0=arrays[0].ravel(),
+        rows = t._append_block(OPCODE[_BINARY[ufunc].pair], arrays[0].size, in0=arrays[0].ravel(),
                                in1=arrays[1].ravel())
     elif recorded[0]:
-        consts = -arrays[1] if ufunc is np.subtract else arrays[1]
-        rows = t._append_block(OPCODE[_BINARY[ufunc][1]], arrays[0].size, in0=arrays[0].ravel(),
+        consts = -arrays[1] if _BINARY[ufunc].negate else arrays[1]
+        rows = t._append_block(OPCODE[_BINARY[ufunc].var_c], arrays[0].size, in0=arrays[0].ravel(),
                                consts=consts.ravel())
     else:
-        rows = t._append_block(OPCODE[_BINARY[ufunc][2]], arrays[1].size, in0=arrays[1].ravel(),
+        rows = t._append_block(OPCODE[_BINARY[ufunc].c_var], arrays[1].size, in0=arrays[1].ravel(),
                                consts=arrays[0].ravel())
     return _wrap(t, rows.reshape(shape))
 
@@ -112,7 +94,7 @@ class VarArray:
     __slots__ = ("_seg", "_idx")
     __array_priority__ = 1000
 
-    def __init__(self, seg: _Segment, idx: np.ndarray):
+    def __init__(self, seg: Segment, idx: np.ndarray):
         self._seg, self._idx = seg, idx
 
     # -- shape and views (no records) ---------------------------------------------------
@@ -126,9 +108,10 @@ class VarArray:
 
     @property
     def tape(self) -> Tape:
-        return self._seg.tape
+        """The tape these records are on."""
+        return self._seg.tape  # type: ignore[return-value]  # a Tape: only tape.Tape makes records
 
-    def _live_tape(self) -> Tape:
+    def _live_tape(self) -> Storage:
         seg = self._seg
         if not seg.live:
             if self._idx.size and self._idx.max() >= min(seg.tape._rewinds[seg.start:]):
@@ -183,6 +166,11 @@ class VarArray:
         return f"VarArray(shape={self.shape}, value={values})"
 
     # -- arithmetic -------------------------------------------------------------------------
+
+    def _unary(self, code: int) -> VarArray:
+        """Record unary op ``code`` on every element (tape.sigmoid(X), tape.relu(X), ...)."""
+        t = self._live_tape()
+        return VarArray(t._segment(), t._append_block(code, self.size, in0=self._idx.ravel()).reshape(self.shape))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs:
@@ -286,7 +274,7 @@ class ArrayCondition:
 
     __slots__ = ("_code", "_tape", "_in0", "_in1", "_consts")
 
-    def __init__(self, code: int, t: Tape, in0: np.ndarray, in1: np.ndarray | None, consts: np.ndarray | None):
+    def __init__(self, code: int, t: Storage, in0: np.ndarray, in1: np.ndarray | None, consts: np.ndarray | None):
         self._code, self._tape, self._in0, self._in1, self._consts = code, t, in0, in1, consts
 
     @classmethod
@@ -295,12 +283,13 @@ class ArrayCondition:
         if found is None or found[0] is None:
             return NotImplemented
         t, recorded, (a, b) = found
-        (pair, swap), var_const, const_var = _COMPARE[ufunc]
+        spelling = _COMPARE[ufunc]
         if recorded == [True, True]:
-            return cls(OPCODE[pair], t, b if swap else a, a if swap else b, None)
+            swap = spelling.swap
+            return cls(OPCODE[spelling.pair], t, b if swap else a, a if swap else b, None)
         if recorded[0]:
-            return cls(OPCODE[var_const], t, a, None, b)
-        return cls(OPCODE[const_var], t, b, None, a)
+            return cls(OPCODE[spelling.var_c], t, a, None, b)
+        return cls(OPCODE[spelling.c_var], t, b, None, a)
 
     shape = property(lambda self: self._in0.shape)
 
@@ -312,8 +301,6 @@ class ArrayCondition:
 
     def _check(self) -> np.ndarray:
         """Record every comparison as a checked branch; return the outcomes."""
-        import sys
-
         code, in0, in1, consts = self._rows()
         rows = self._tape._append_block(code, in0.size, in0=in0, in1=NO_INPUT if in1 is None else in1,
                                         consts=consts)
@@ -356,11 +343,11 @@ def where(condition: ArrayCondition, a, b):
     branches = []
     for is_record, values in ((recorded[0], x), (recorded[1], y)):
         values = np.broadcast_to(values, shape).ravel()
-        branches.append(values if is_record else t._append_block(_CONSTANT, values.size, values=values))
+        branches.append(values if is_record else t._append_block(CONSTANT, values.size, values=values))
     pick = np.broadcast_to(np.arange(in0.size).reshape(condition.shape), shape).ravel()
     n = len(pick)
     ops = np.empty(2 * n, np.uint8)
-    ops[0::2], ops[1::2] = code, _SELECT
+    ops[0::2], ops[1::2] = code, SELECT
     first, second = np.empty(2 * n, np.int64), np.full(2 * n, NO_INPUT, np.int64)
     first[0::2], first[1::2] = in0[pick], branches[0]
     if in1 is not None:

@@ -11,12 +11,14 @@ recording pays one attribute test per record and nothing else.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 
 import numpy as np
 
-from kernels import OPS
 from tape.errors import TapeError
+from tape.kernels.ops import OPS
 
 _state = threading.local()
 
@@ -42,6 +44,17 @@ def debug_nans():
         yield
     finally:
         _state.depth -= 1
+
+
+def caller() -> str:
+    """file:line of the user code that is recording (the first frame outside this package)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def describe(rec, lines: dict[int, str] | None, row: int) -> str:

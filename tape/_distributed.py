@@ -9,42 +9,41 @@ chunk that failed. Branch policy is applied by the caller, as for a local map.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from tape import _format
+from tape._replay import Replay
 from tape.errors import TapeError
-
-if TYPE_CHECKING:
-    from tape._function import Function
 
 
 class DistributedError(TapeError, RuntimeError):
     """A chunk of points failed on a Dask worker."""
 
 
-def pack(F: Function) -> bytes:
+def pack(F: Replay) -> bytes:
     """The Function as the bytes of its saved .npz file."""
     buffer = io.BytesIO()
     F.save(buffer)
     return buffer.getvalue()
 
 
-def run_chunk(blob: bytes, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """On a worker: values, gradients and failed checks of one chunk of points."""
-    from tape._function import load
-
-    F = load(io.BytesIO(blob), on_branch_change="ignore")
+def run_chunk(cls: Callable[..., Any], blob: bytes, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """On a worker: values, gradients and failed checks of one chunk of points (cls: the
+    Function class, which the worker imports when it unpickles it)."""
+    F = cls(_format.read(io.BytesIO(blob)), on_branch_change="ignore")
     return F._map_reverse_raw(points, np.ones((len(points), 1)))
 
 
-def map_value_and_grad_on(client, F: Function, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def map_value_and_grad_on(client, F: Replay, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split points over the client's workers; (values (N, 1), gradients (N, n), failed (N,)) in order."""
     workers = max(1, sum(client.nthreads().values()))
     bounds = np.linspace(0, len(points), min(len(points), 2 * workers) + 1).astype(int)
     chunks = [points[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     blob = client.scatter(pack(F), broadcast=True)
-    futures = client.map(run_chunk, [blob] * len(chunks), chunks, pure=False)
+    futures = client.map(run_chunk, [type(F)] * len(chunks), [blob] * len(chunks), chunks, pure=False)
     parts = []
     for k, (future, chunk) in enumerate(zip(futures, chunks, strict=True)):
         try:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import tape
-from kernels import OPS
+from tape.kernels.ops import OPS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BEGIN, END = "<!-- begin generated op table -->", "<!-- end generated op table -->"
@@ -56,7 +56,10 @@ def api_page() -> str:
         lines += _entry(f"tape.{name}", getattr(tape, name))
     for cls in (tape.Tape, tape.Var, tape.VarArray, tape.Function, tape.Condition, tape.ArrayCondition):
         lines += [f"## `tape.{cls.__name__}`", "", inspect.getdoc(cls) or "", ""]
-        for name, member in sorted(vars(cls).items()):
+        members = {}  # a class's own members and those it inherits from tape's layers below
+        for base in reversed(cls.__mro__[:-1]):
+            members.update(vars(base))
+        for name, member in sorted(members.items()):
             if name.startswith("_") and name not in ("__call__", "__getitem__", "__len__"):
                 continue
             if isinstance(member, property):

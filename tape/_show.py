@@ -15,12 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import OPS
-from kernels.ops import KINDS_WITH_CONSTANT, TWO_RECORD_KINDS
-
-_KIND = np.array([op.kind for op in OPS])
-_TWO_INPUTS = np.isin(_KIND, TWO_RECORD_KINDS)
-_SOME_INPUT = _KIND != "leaf"
+from tape.kernels.ops import HAS_INPUT, OPS, TWO_RECORDS, USES_POOL
 
 
 @dataclass
@@ -37,10 +32,10 @@ class Records:
 
     def inputs(self, i: int) -> list[int]:
         k = self.op[i]
-        return ([int(self.in0[i])] if _SOME_INPUT[k] else []) + ([int(self.in1[i])] if _TWO_INPUTS[k] else [])
+        return ([int(self.in0[i])] if HAS_INPUT[k] else []) + ([int(self.in1[i])] if TWO_RECORDS[k] else [])
 
     def constant(self, i: int) -> float | None:
-        return float(self.consts[self.in1[i]]) if OPS[self.op[i]].kind in KINDS_WITH_CONSTANT else None
+        return float(self.consts[self.in1[i]]) if USES_POOL[self.op[i]] else None
 
 
 def table(rec: Records, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
@@ -119,7 +114,7 @@ def depth_and_fan_out(rec: Records) -> tuple[int, dict[int, int]]:
     n = len(rec.op)
     depth = np.zeros(n, np.int64)
     uses = np.zeros(n, np.int64)
-    some, two = _SOME_INPUT[rec.op], _TWO_INPUTS[rec.op]
+    some, two = HAS_INPUT[rec.op], TWO_RECORDS[rec.op]
     np.add.at(uses, rec.in0[some].astype(np.int64), 1)
     np.add.at(uses, rec.in1[two].astype(np.int64), 1)
     in0, in1 = rec.in0.astype(np.int64), rec.in1.astype(np.int64)

@@ -8,7 +8,7 @@ def test_docs_are_up_to_date():
 
 
 def test_op_table_lists_every_op():
-    from kernels import OPS
+    from tape.kernels.ops import OPS
 
     text = (_docs.DOCS / "ops.md").read_text()
     assert all(f"| {op.name} | {op.kind} |" in text for op in OPS)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _tape as tape_module
+from tape import _storage as tape_module
 
 # -- storage ----------------------------------------------------------------------
 
@@ -169,7 +169,8 @@ def test_generation_counter_wraps_around_safely():
 def test_var_holds_only_segment_and_index():
     t = tape.Tape()
     x = t.var(1.0)
-    assert tape.Var.__slots__ == ("_seg", "index") and not hasattr(x, "__dict__")
+    slots = [name for cls in tape.Var.__mro__ for name in getattr(cls, "__slots__", ())]
+    assert slots == ["_seg", "index"] and not hasattr(x, "__dict__")
     assert x.tape is t and x.index == 0
 
 

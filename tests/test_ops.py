@@ -9,7 +9,7 @@ import pytest
 from reference import BINARY, COMPLEX, DERIVATIVE, OPS_ON_HANDLES, UNARY, VALUE, complex_step
 
 import tape
-from kernels import OPCODE, OPS
+from tape.kernels.ops import OPCODE, OPS
 
 RNG = np.random.default_rng(20261130)
 EDGE = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-300, -1e-300, 5e-324, 1e300, -1e300,

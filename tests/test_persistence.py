@@ -10,6 +10,7 @@ import pytest
 
 import tape
 from tape import _function
+from tape.kernels.ops import OPCODE
 
 RNG = np.random.default_rng(11)
 
@@ -110,13 +111,13 @@ def structural_cases(a):
         arr[i] = v
         return arr
 
-    select_row = int(np.flatnonzero(op == tape._tape.OPCODE["select"])[0])
+    select_row = int(np.flatnonzero(op == OPCODE["select"])[0])
     return [
         ("unknown opcode", {"op": put(op, first_op, 250)}, f"record {first_op} .*unknown opcode"),
         ("forward-pointing first input", {"in0": put(in0, first_op, first_op)}, f"record {first_op} .*first input"),
         ("second input past the end", {"in1": put(in1, first_binary, n + 5)}, f"record {first_binary} "),
         ("leaf with an input", {"in0": put(in0, leaf, 0)}, f"record {leaf} .*leaf with inputs"),
-        ("select without its comparison", {"op": put(op, select_row - 1, tape._tape.OPCODE["add"])},
+        ("select without its comparison", {"op": put(op, select_row - 1, OPCODE["add"])},
          f"record {select_row} .*select"),
         ("input row out of range", {"input_rows": np.array([0, 1, n], np.int64)}, "input_rows"),
         ("negative output row", {"output_rows": np.array([-1], np.int64)}, "output_rows"),

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import tape
-from kernels import OPCODE
 from tape.benchmarks.programs import RDAG_OPS
+from tape.kernels.ops import OPCODE
 
 C_SOURCE = r"""
 #include <math.h>

@@ -1,0 +1,371 @@
+"""The generator of ``kernels/_sweeps.py``: the Numba sweeps, one ``if``/``elif`` branch per op.
+
+Each sweep is one loop over the records with an ``if``/``elif`` chain on the
+opcode (LLVM turns it into a jump table); the body of each branch is the op's
+rule from ``kernels/ops.py``, so adding an op never touches this file.
+Run by ``python -m kernels.codegen``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from . import ops
+
+JIT = "jit"  # the decorators of kernels/_numba.py: cache=True, nogil=True, error_model="numpy"
+PARJIT = "parallel_jit"  # the same with parallel=True
+
+
+def names_in(*exprs: str) -> set[str]:
+    """The variable names an op's rule expressions read."""
+    found: set[str] = set()
+    for expr in exprs:
+        if expr:
+            found |= {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+    return found
+
+
+def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
+    """Lines loading the values a rule reads (a, b, c, y) for record i."""
+    loads = {
+        "a": "a = val[in0[i]]",
+        "b": "b = val[in1[i]]",
+        "c": "c = consts[in1[i]]",
+        "y": "y = val[i]",
+        "cond": "cond = val[i - 1]",
+    }
+    return [indent + line for name, line in loads.items() if name in used]
+
+
+def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
+    """One ``if``/``elif`` branch per included op, with body lines from body_for(op)."""
+    lines: list[str] = []
+    first = True
+    for code, op in enumerate(ops.OPS):
+        if not include(op):
+            continue
+        lines.append(f"        {'if' if first else 'elif'} k == {code}:  # {op.name}")
+        lines.extend(body_for(op))
+        first = False
+    return lines
+
+
+def forward_body(op: ops.Op) -> list[str]:
+    ind = " " * 12
+    return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
+
+
+def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list[str]:
+    """adj[index] += contribution, where adjoints stamped before this pass count as zero.
+
+    Written out inline: a helper taking the arrays would make Numba emit
+    reference-count calls on every record (measured 1.8x slower).
+    With keep < gen (accumulate=True), leaf adjoints stamped at or after keep
+    are carried over instead of being reset.
+    """
+    body = ["{j} = {index}", "d = {contribution}", "if stamp[{j}] == gen:", "    adj[{j}] += d", "else:",
+            "    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
+            "        adj[{j}] = d", "    stamp[{j}] = gen"]
+    return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
+
+
+def reverse_body(op: ops.Op) -> list[str]:
+    """Tape reverse sweep: partials computed here, from the stored values."""
+    ind = " " * 12
+    lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
+    lines.append(f"{ind}da = g * ({op.da})")
+    terms = [("in0[i]", "da", op.when_a)]
+    if op.db:  # both contributions first: in0 and in1 may be the same record
+        lines.append(f"{ind}db = g * ({op.db})")
+        terms.append(("in1[i]", "db", op.when_b))
+    for index, contribution, when in terms:
+        if when:
+            lines += [f"{ind}if {when}:", *accumulate(index, contribution, ind + "    ")]
+        else:
+            lines += accumulate(index, contribution, ind)
+    return lines
+
+
+def has_partials(op: ops.Op) -> bool:
+    return bool(op.da)
+
+
+def partials_body(op: ops.Op, second: bool = False) -> list[str]:
+    """Function forward sweep: value, partials p0/p1 (with second: h0/h1/h2 too), and where
+    the select sends its adjoint."""
+    ind = " " * 12
+    used = names_in(op.forward, op.da, op.db, op.daa, op.dab, op.dbb, op.when_a, op.when_b) - {"y"}
+    lines = operand_loads(op, used, ind)
+    lines += [f"{ind}y = {op.forward}", f"{ind}val[i] = y"]
+    if op.da:
+        lines.append(f"{ind}p0[i] = {op.da}")
+    if op.db:
+        lines.append(f"{ind}p1[i] = {op.db}")
+    if second:
+        lines += [f"{ind}h{k}[i] = {expr}" for k, expr in enumerate((op.daa, op.dab, op.dbb)) if expr]
+    if op.when_a:
+        lines.append(f"{ind}r0[i] = in0[i] if {op.when_a} else dummy")
+    if op.when_b:
+        lines.append(f"{ind}r1[i] = in1[i] if {op.when_b} else dummy")
+    return lines
+
+
+def partials_kernel(name: str, outputs: str, second: bool, doc: str) -> list[str]:
+    """A forward sweep storing partials (and with second, second partials) per record."""
+    return [
+        f"@{JIT}",
+        f"def {name}(op, in0, in1, val, consts, {outputs}):",
+        f'    """{doc}"""',
+        "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
+        "    for r in range(len(op)):",
+        "        i = np.uint64(r)",
+        "        k = op[i]",
+        *branches(lambda op: partials_body(op, second)),
+        "",
+        "",
+    ]
+
+
+def scalar_body(op: ops.Op) -> list[str]:
+    ind = " " * 12
+    lines = [f"{ind}c = b"] if op.kind in ops.KINDS_WITH_CONSTANT else []
+    return lines + [f"{ind}return {op.forward}"]
+
+
+def multiply_add_reverse(indent: str, weight: str) -> list[str]:
+    """The Function reverse pass: zero adj, seed the outputs with ``weight``, multiply-add down to 0."""
+    body = ["adj[:] = 0.0", "top = 0", "for s in range(len(seeds)):", f"    adj[seeds[s]] += {weight}",
+            "    top = max(top, seeds[s])", "for r in range(top + 1):", "    i = np.uint64(top - r)",
+            "    g = adj[i]", "    if g == 0.0:", "        continue", "    adj[r0[i]] += g * p0[i]",
+            "    adj[r1[i]] += g * p1[i]"]
+    return [indent + line for line in body]
+
+
+def reverse_loop(body: list[str]) -> list[str]:
+    """Seed the outputs, then sweep from the highest seed down to record 0."""
+    return [
+        "    top = 0",
+        "    for s in range(len(seeds)):",
+        *accumulate("seeds[s]", "weights[s]", "        ", j="seed"),
+        "        top = max(top, seed)",
+        "    for r in range(top + 1):",
+        "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
+        "        if stamp[i] != gen:",
+        "            continue",
+        "        g = adj[i]",
+        "        if g == 0.0:  # an exactly-zero adjoint propagates nothing: 0 * inf partials stay out",
+        "            continue",
+        *body,
+    ]
+
+
+# Sweeps that need no op dispatch: they run over the partials stored by forward_partials.
+DERIVATIVE_KERNELS = f'''@{JIT}
+def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot):
+    """Forward mode, k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
+
+    dot has a row per record plus the zero dummy row; leaves keep their seeded
+    tangents. A zero tangent contributes nothing (as a zero adjoint in reverse).
+    """
+    k = dot.shape[1]
+    for r in range(len(op)):
+        i = np.uint64(r)
+        if is_leaf[op[i]]:
+            continue
+        a = r0[i]
+        b = r1[i]
+        for q in range(k):
+            t = 0.0
+            if dot[a, q] != 0.0:
+                t += p0[i] * dot[a, q]
+            if dot[b, q] != 0.0:
+                t += p1[i] * dot[b, q]
+            dot[i, q] = t
+
+
+@{JIT}
+def reverse_vector(adj, p0, p1, r0, r1, seeds, weights):
+    """k reverse sweeps in one pass: column q is reverse_partials seeded with weights[:, q]."""
+    adj[:] = 0.0
+    k = adj.shape[1]
+    top = 0
+    for s in range(len(seeds)):
+        for q in range(k):
+            adj[seeds[s], q] += weights[s, q]
+        top = max(top, seeds[s])
+    for r in range(top + 1):
+        i = np.uint64(top - r)
+        a = r0[i]
+        b = r1[i]
+        for q in range(k):
+            g = adj[i, q]
+            if g != 0.0:
+                adj[a, q] += g * p0[i]
+                adj[b, q] += g * p1[i]
+
+
+@{JIT}
+def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
+    """Forward-over-reverse from one scalar output: adj as reverse_partials and adj_dot, its
+    derivative along the tangents dot (one direction), so adj_dot at the inputs is H v."""
+    adj[:] = 0.0
+    adj_dot[:] = 0.0
+    adj[seed] = 1.0
+    for r in range(seed + 1):
+        i = np.uint64(seed - r)
+        g = adj[i]
+        gd = adj_dot[i]
+        if g == 0.0 and gd == 0.0:
+            continue
+        a = r0[i]
+        b = r1[i]
+        # tangents of the partials: d p0 = h0 ta + h1 tb, d p1 = h1 ta + h2 tb (zero tangents add nothing)
+        ta = dot[a, 0]
+        tb = dot[b, 0]
+        dp0 = 0.0
+        dp1 = 0.0
+        if ta != 0.0:
+            dp0 += h0[i] * ta
+            dp1 += h1[i] * ta
+        if tb != 0.0:
+            dp0 += h1[i] * tb
+            dp1 += h2[i] * tb
+        if g != 0.0:
+            adj[a] += g * p0[i]
+            adj[b] += g * p1[i]
+            adj_dot[a] += g * dp0
+            adj_dot[b] += g * dp1
+        if gd != 0.0:
+            adj_dot[a] += gd * p0[i]
+            adj_dot[b] += gd * p1[i]
+
+'''
+
+
+# Entry points of a compiled Function: one kernel call per replay (low per-call overhead).
+REPLAY_KERNELS = f'''@{JIT}
+def set_inputs_and_check(rows, x, val, checks, expected, after):
+    """Before: val[rows] = x. After the sweep: the first failed check, or -1."""
+    if not after:
+        for k in range(len(rows)):
+            val[rows[k]] = x[k]
+        return -1
+    for k in range(len(checks)):
+        if (val[checks[k]] != 0.0) != expected[k]:
+            return k
+    return -1
+
+
+@{JIT}
+def replay(op, in0, in1, val, consts, rows, x, checks, expected):
+    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_sweep(op, in0, in1, val, consts, 0, len(op))
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
+    """Values and first partials at x; returns the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
+    """Values, first and second partials at x; returns the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
+                   targets[0], targets[1])
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
+                    seeds, weights, grad):
+    """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
+
+    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
+    """
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    failed = set_inputs_and_check(rows, x, val, checks, expected, True)
+    reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
+    for k in range(len(rows)):
+        grad[k] = adj[rows[k]]
+    return failed
+
+'''
+
+
+def generate(header: list[str], maps: list[str]) -> str:
+    """The text of kernels/_sweeps.py; ``maps`` are the parallel map kernels (kernels/_gen_maps.py)."""
+    helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
+    out = [
+        *header,
+        '"""Numba sweeps over the tape\'s record arrays, one branch per op."""',
+        "",
+        f"from math import {', '.join(sorted(ops.MATH_NAMES + ('nan',)))}  # noqa: F401",
+        "",
+        "import numba",
+        "import numpy as np",
+        "",
+        "from . import ops as _ops",
+        "from ._numba import inline as _inline",
+        "from ._numba import jit, parallel_jit",
+        "",
+        *helpers,
+        "",
+        f"LEAF = {ops.LEAF}",
+        "",
+        "",
+        f"@{JIT}",
+        "def forward_sweep(op, in0, in1, val, consts, start, stop):",
+        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs."""',
+        "    for r in range(start, stop):",
+        "        i = np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
+        "        k = op[i]",
+        *branches(forward_body),
+        "",
+        "",
+        f"@{JIT}",
+        "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
+        '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
+        "",
+        "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
+        '    """',
+        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
+        "",
+        "",
+        *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
+                         "Values and local partials of every record; a select points r0/r1 at its chosen input."),
+        *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
+                         "forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."),
+        f"@{JIT}",
+        "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
+        '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',
+        "",
+        "    The same products, added in the same order and skipped where reverse_sweep skips",
+        "    them (zero adjoints), so the same bits; adj is zeroed here instead of stamped.",
+        '    """',
+        *multiply_add_reverse("    ", "weights[s]"),
+        "",
+        "",
+        DERIVATIVE_KERNELS,
+        "",
+        REPLAY_KERNELS,
+        "",
+        *maps,
+        f"@{JIT}",
+        "def eval_op(k, a, b):",
+        '    """One op\'s forward value (b is the constant for const ops)."""',
+        *[line[4:] for line in branches(scalar_body, lambda op: op.kind not in ("leaf", "select"))],
+        "    return nan",
+        "",
+    ]
+    text = "\n".join(out)
+    kernels = sorted(re.findall(r"^def (\w+)\(", text, flags=re.MULTILINE))
+    listed = "".join(f"    {name!r},\n" for name in kernels)
+    return text + f"\n\n__all__ = [\n{listed}]\n"

@@ -1,0 +1,83 @@
+"""How tape's kernels are compiled: the jit options, where Numba caches them, and a notice.
+
+Cache. Numba would write its cache next to the source, into the installed package
+(``site-packages/tape/kernels/__pycache__``); a reinstall or ``pip uninstall`` leaves that
+folder behind, and a folder without ``__init__.py`` then shadows the next install as a
+namespace package. So tape's kernels are cached outside the package, in the user's cache
+directory (``~/.cache/tape`` on Linux), or in ``$TAPE_CACHE_DIR`` when set;
+``$NUMBA_CACHE_DIR``, when set, is used as Numba always does. Every installed copy of tape
+gets its own subfolder (keyed by its path), and Numba checks the source of every entry.
+
+Notice. The first call of each kernel in an environment compiles it (5–20 s in all, once);
+the first compilation in a process prints one line to stderr saying so, and
+``python -m tape warmup`` compiles every kernel ahead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from numba import njit
+from numba.core import caching, event
+from numba.misc.appdirs import AppDirs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = HERE  # the kernels folder (tape/kernels/ once installed): only kernels are cached
+
+jit = njit(cache=True, nogil=True, error_model="numpy")
+parallel_jit = njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+inline = njit(inline="always", error_model="numpy")  # the op table's helpers, inlined into the sweeps
+
+
+def cache_dir() -> str:
+    """The folder that holds the compiled kernels of every installed copy of tape."""
+    return os.environ.get("TAPE_CACHE_DIR") or AppDirs(appname="tape", appauthor=False).user_cache_dir
+
+
+_UserWide = getattr(caching, "UserWideCacheLocator", None) or caching._UserWideCacheLocator
+_CacheImpl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+
+
+class TapeCacheLocator(_UserWide):  # type: ignore[misc, valid-type]
+    """Numba's user-wide locator, for tape's own source files, pointed at ``cache_dir()``."""
+
+    def __init__(self, py_func: Any, py_file: str):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(cache_dir(), self.get_suitable_cache_subpath(py_file))
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> Any:
+        if not os.path.abspath(py_file).startswith(PACKAGE + os.sep):
+            return None
+        return super().from_function(py_func, py_file)
+
+
+def _install_locator() -> None:
+    """Put TapeCacheLocator after Numba's NUMBA_CACHE_DIR locator and before its in-tree one."""
+    classes = _CacheImpl._locator_classes
+    if TapeCacheLocator not in classes:
+        classes.insert(1, TapeCacheLocator)
+
+
+class _FirstCompile(event.Listener):
+    """Prints one line at the first compilation of a tape kernel in this process."""
+
+    said = False
+
+    def on_start(self, ev: Any) -> None:
+        if self.said:
+            return
+        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        if module.startswith(__package__ or "tape.kernels"):
+            self.said = True
+            print(f"tape: compiling Numba kernels for this environment (once: 5-20 s in all, then loaded from "
+                  f"{cache_dir()}; `python -m tape warmup` compiles them ahead)", file=sys.stderr)
+
+    def on_end(self, ev: Any) -> None:
+        pass
+
+
+_install_locator()
+event.register("numba:compile", _FirstCompile())

@@ -1,0 +1,105 @@
+"""Derivatives beyond the gradient: J v, Jacobians (vector mode) and Hessians (forward-over-reverse).
+
+Vector mode carries k tangent or adjoint columns through one pass over the
+stored partials (ADOL-C's ``fov_*``, CppAD's ``Forward(q, r)``); Hessian-vector
+products use each op's second partials in a reverse sweep that also carries
+the adjoints' tangents.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from tape._replay import Replay
+from tape.kernels._sweeps import replay_partials, replay_second, reverse_second, reverse_vector, tangent_sweep
+from tape.kernels.ops import IS_LEAF
+
+
+class Derivatives(Replay):
+    """jvp, jacobian, hvp and hessian of a Function (see tape.Function)."""
+
+    def _at(self, point: np.ndarray, second: bool = False) -> None:
+        """Values and partials at point (second partials too), with the branch policy applied."""
+        args = (self._op, self._in0, self._in1, self._val, self._consts, self._partials)
+        checks = (self._input_rows, point, self._check_rows, self._check_expected)
+        if second:
+            if self._second is None:
+                n = len(self)
+                self._second = (np.zeros((3, n)), np.zeros(n + 1))
+            failed = replay_second(*args, self._second[0], self._targets, *checks)
+        else:
+            failed = replay_partials(*args, self._targets, *checks)
+        if failed >= 0 and self._branch_changed(failed, point):
+            self._again(self._at, point, second)
+
+    def _tangents(self, seeds: np.ndarray) -> np.ndarray:
+        """Tangents of every record for the input directions seeds (n_inputs, k)."""
+        dot = np.zeros((len(self) + 1, seeds.shape[1]))
+        dot[self._input_rows] = seeds
+        tangent_sweep(IS_LEAF, self._op, self._partials[0], self._partials[1], self._targets[0],
+                      self._targets[1], dot)
+        return dot
+
+    def jvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """J v at x: one forward tangent sweep -> (n_outputs,)."""
+        direction = self._point(v, self.n_inputs, "tangent entries")
+        self._at(self._prepare(x, params))
+        return self._tangents(direction[:, None])[self._output_rows, 0]
+
+    def jacobian(self, x: ArrayLike, params: ArrayLike | None = None, mode: str = "auto",
+                 block: int = 16) -> np.ndarray:
+        """The (n_outputs, n_inputs) Jacobian at x, ``block`` directions per sweep.
+
+        mode "forward" sweeps the inputs' directions (n / block passes), "reverse"
+        the outputs' (m / block passes); "auto" picks the fewer passes.
+        """
+        if mode not in ("auto", "forward", "reverse") or block < 1:
+            raise ValueError(f"mode must be auto, forward or reverse and block >= 1, got {mode!r}, {block!r}")
+        n, m = self.n_inputs, self.n_outputs
+        self._at(self._prepare(x, params))
+        J = np.empty((m, n))
+        if mode == "forward" or (mode == "auto" and n <= m):
+            for start in range(0, n, block):
+                k = min(block, n - start)
+                seeds = np.zeros((n, k))
+                seeds[start + np.arange(k), np.arange(k)] = 1.0
+                J[:, start:start + k] = self._tangents(seeds)[self._output_rows]
+            return J
+        for start in range(0, m, block):
+            k = min(block, m - start)
+            weights = np.zeros((m, k))
+            weights[start + np.arange(k), np.arange(k)] = 1.0
+            adj = np.empty((len(self) + 1, k))
+            reverse_vector(adj, self._partials[0], self._partials[1], self._targets[0], self._targets[1],
+                           self._output_rows, weights)
+            J[start:start + k] = adj[self._input_rows].T
+        return J
+
+    def _hessian_columns(self, directions: np.ndarray) -> np.ndarray:
+        """H v for each column v of directions, from the second partials stored by _at(second=True)."""
+        h, adj_dot = self._second
+        out = np.empty_like(directions)
+        p, r = self._partials, self._targets
+        for q in range(directions.shape[1]):
+            dot = self._tangents(directions[:, q:q + 1])
+            reverse_second(self._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1],
+                           self._output_rows[0])
+            out[:, q] = adj_dot[self._input_rows]
+        return out
+
+    def hvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """H v at x for a scalar output, by forward-over-reverse over the same records."""
+        if self.n_outputs != 1:
+            raise ValueError(f"hvp needs one output, this Function has {self.n_outputs}")
+        direction = self._point(v, self.n_inputs, "direction entries")
+        self._at(self._prepare(x, params), second=True)
+        return self._hessian_columns(direction[:, None])[:, 0]
+
+    def hessian(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """The (n, n) Hessian at x (one Hessian-vector product per input), symmetrized."""
+        if self.n_outputs != 1:
+            raise ValueError(f"hessian needs one output, this Function has {self.n_outputs}")
+        self._at(self._prepare(x, params), second=True)
+        H = self._hessian_columns(np.eye(self.n_inputs))
+        return 0.5 * (H + H.T)

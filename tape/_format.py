@@ -1,0 +1,110 @@
+"""The file format of a Function: a versioned .npz of plain arrays, and its validation.
+
+``Function.save`` writes it; ``tape.load`` reads it with ``allow_pickle=False`` and
+checks everything before any kernel sees it: array names, dtypes and shapes, the
+version, known opcodes, every input index below its own record, constant slots
+inside the pool, leaves without inputs, selects after a comparison, and the
+input/param/output/check rows in range.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+import numpy as np
+
+from tape._storage import MAX_RECORDS, NO_INPUT
+from tape.errors import TapeFormatError
+from tape.kernels.ops import IS_COMPARISON, KIND, KINDS_WITH_CONSTANT, LEAF, OPS, TWO_RECORD_KINDS
+
+FORMAT_VERSION = 1
+
+_SPEC = {  # name: (dtype kind check, ndim)
+    "format_version": (np.int64, 0), "op": (np.uint8, 1), "in0": (np.uint32, 1), "in1": (np.uint32, 1),
+    "val": (np.float64, 1), "consts": (np.float64, 1), "input_rows": (np.int64, 1),
+    "param_rows": (np.int64, 1), "output_rows": (np.int64, 1), "scalar_output": (np.bool_, 0),
+    "check_rows": (np.int64, 1), "check_expected": (np.bool_, 1), "check_where": (np.str_, 1),
+}
+
+
+def read(path: str | os.PathLike | BinaryIO) -> dict[str, np.ndarray]:
+    """The arrays of a file written by ``write``, validated; anything malformed raises
+    ``TapeFormatError`` (naming the first bad record where there is one)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            names = set(npz.files)
+            if names != set(_SPEC):
+                missing, extra = sorted(set(_SPEC) - names), sorted(names - set(_SPEC))
+                raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
+            arrays = {name: npz[name] for name in _SPEC}
+    except (TapeFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception as exc:  # zip, npy-header and decoding errors of every kind a hostile file can cause
+        raise TapeFormatError(f"{path}: unreadable tape file ({type(exc).__name__}: {exc})") from None
+    validate(arrays)
+    del arrays["format_version"]
+    return arrays
+
+
+def write(file: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """Write a Function's arrays as an .npz (no pickle), with the format version."""
+    np.savez(file, format_version=np.array(FORMAT_VERSION, np.int64), **arrays)
+
+
+def validate(a: dict[str, np.ndarray]) -> None:
+    """Raise TapeFormatError unless the arrays form a well-formed tape."""
+    for name, (dtype, ndim) in _SPEC.items():
+        arr = a[name]
+        if np.dtype(dtype).kind == "U":
+            ok = arr.dtype.kind == "U"
+        else:
+            ok = arr.dtype == np.dtype(dtype)
+        if not ok or arr.ndim != ndim:
+            raise TapeFormatError(f"array {name!r} must be {np.dtype(dtype).name} with {ndim} dimension(s), "
+                                  f"got {arr.dtype} with shape {arr.shape}")
+    if int(a["format_version"]) != FORMAT_VERSION:
+        raise TapeFormatError(f"tape format version {int(a['format_version'])}; this tape reads {FORMAT_VERSION}")
+    op, in0, in1 = a["op"], a["in0"], a["in1"]
+    n = len(op)
+    if not 0 < n <= MAX_RECORDS or not len(in0) == len(in1) == len(a["val"]) == n:
+        raise TapeFormatError(f"record arrays disagree in length: op {n}, in0 {len(in0)}, in1 {len(in1)}, "
+                              f"val {len(a['val'])}")
+    _first_bad(op >= len(OPS), "unknown opcode", op)
+    rows = np.arange(n, dtype=np.int64)
+    kind = KIND[op]
+    no_inputs = kind == "leaf"
+    two = np.isin(kind, TWO_RECORD_KINDS)
+    pooled = np.isin(kind, KINDS_WITH_CONSTANT)
+    _first_bad(no_inputs & ((in0 != NO_INPUT) | (in1 != NO_INPUT)), "leaf with inputs", op)
+    _first_bad(~no_inputs & (in0.astype(np.int64) >= rows), "first input not before its record", op)
+    _first_bad(two & (in1.astype(np.int64) >= rows), "second input not before its record", op)
+    _first_bad(pooled & (in1.astype(np.int64) >= len(a["consts"])), "constant slot out of range", op)
+    _first_bad((kind == "unary") & (in1 != NO_INPUT), "unary op with a second input", op)
+    previous_is_comparison = np.concatenate([[False], IS_COMPARISON[op[:-1]]])
+    _first_bad((kind == "select") & ~previous_is_comparison, "select not preceded by a comparison", op)
+    for name, need_leaf in (("input_rows", True), ("param_rows", True), ("output_rows", False),
+                            ("check_rows", False)):
+        r = a[name]
+        if np.any((r < 0) | (r >= n)):
+            raise TapeFormatError(f"{name} holds a record outside 0..{n - 1}")
+        if need_leaf and np.any(op[r] != LEAF):
+            raise TapeFormatError(f"{name} must name leaf records")
+    if len(np.unique(np.concatenate([a["input_rows"], a["param_rows"]]))) != len(a["input_rows"]) + len(
+            a["param_rows"]):
+        raise TapeFormatError("input_rows and param_rows must be distinct records")
+    if len(a["output_rows"]) == 0:
+        raise TapeFormatError("a tape file needs at least one output")
+    if np.any(~IS_COMPARISON[op[a["check_rows"]]]):
+        raise TapeFormatError("check_rows must name comparison records")
+    if not len(a["check_rows"]) == len(a["check_expected"]) == len(a["check_where"]):
+        raise TapeFormatError("check arrays disagree in length")
+    if bool(a["scalar_output"]) and len(a["output_rows"]) != 1:
+        raise TapeFormatError("a scalar-output tape has exactly one output")
+
+
+def _first_bad(bad: np.ndarray, what: str, op: np.ndarray) -> None:
+    if np.any(bad):
+        row = int(np.argmax(bad))
+        name = OPS[op[row]].name if op[row] < len(OPS) else f"opcode {op[row]}"
+        raise TapeFormatError(f"record {row} ({name}): {what}")

@@ -1,0 +1,183 @@
+"""Handles: what a Var is besides its operators, the checks every handle passes, and Condition.
+
+A handle is (segment of a tape, record index), nothing else: no references to
+parent records, so dropping a graph of any size is O(1) and never recursive.
+``Var`` (tape/_recorders.py, generated) adds the recording operators to ``Handle``.
+A handle of a segment that ended (``rewind``, ``clear``) is moved to the live one
+if its record survived, else it raises ``StaleHandleError``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from tape._debug import caller
+from tape._storage import Segment, Storage
+from tape.errors import ForeignHandleError, StaleHandleError
+from tape.kernels._sweeps import eval_op
+from tape.kernels.ops import OPS, SYMBOL
+
+if TYPE_CHECKING:
+    from tape._tape import Tape
+
+__all__ = ["Condition", "Handle", "as_constant", "caller", "compare", "new", "revalidate", "shared_segment",
+           "unary_other"]
+
+new = object.__new__
+H = TypeVar("H", bound="Handle")
+
+
+class Handle:
+    """A record of a tape: ``.value``, ``.grad``, ``.index``, ``.tape``, ``.backward()``."""
+
+    __slots__ = ("_seg", "index")
+    __array_ufunc__ = None  # NumPy defers to our reflected operators (np.float64(2) * x)
+    _seg: Segment
+    index: int
+
+    @classmethod
+    def _at(cls: type[H], seg: Segment, index: int) -> H:
+        handle = new(cls)
+        handle._seg = seg
+        handle.index = index
+        return handle
+
+    def __pos__(self: H) -> H:
+        return self
+
+    @property
+    def tape(self) -> Tape:
+        """The tape this handle's record is on."""
+        return self._seg.tape  # type: ignore[return-value]  # a Tape: only tape.Tape makes handles
+
+    def _live_tape(self) -> Storage:
+        if not self._seg.live:
+            revalidate(self)
+        return self._seg.tape
+
+    @property
+    def value(self) -> float:
+        """The record's forward value."""
+        return self._live_tape()._val_w[self.index]
+
+    @property
+    def grad(self) -> float:
+        """d(output of the last backward pass)/d(this record); 0.0 if it was not reached."""
+        return float(self._live_tape()._grads(np.array([self.index]))[0])
+
+    def backward(self, accumulate: bool = False) -> None:
+        """Reverse sweep from this record; read results with ``.grad`` (see Tape.backward)."""
+        self._live_tape()._reverse(self.index, accumulate)
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a tape.Var is not defined; compare it: `if x > 0:`")
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        try:
+            return f"Var(#{self.index}, value={self._live_tape()._val_w[self.index]!r})"
+        except StaleHandleError:
+            return f"Var(#{self.index}, stale)"
+
+
+def revalidate(handle: Handle) -> Segment:
+    """Move a handle from a dead segment to the live one, or raise if it is stale."""
+    seg = handle._seg
+    tape = seg.tape
+    marks = tape._rewinds[seg.start:]
+    if handle.index < min(marks):
+        handle._seg = tape._segment()
+        return handle._seg
+    what = "clear()" if min(marks) == 0 else f"rewind({min(marks)})"
+    raise StaleHandleError(f"record #{handle.index} was discarded by Tape.{what}; this handle is stale")
+
+
+def shared_segment(x: Handle, y: Handle) -> Segment:
+    """The live segment both handles belong to, or a clear error."""
+    if x._seg.tape is not y._seg.tape:
+        raise ForeignHandleError(f"cannot combine {x!r} and {y!r}: they were recorded on different tapes")
+    seg = x._seg if x._seg.live else revalidate(x)
+    if not y._seg.live:
+        revalidate(y)
+    return seg
+
+
+def as_constant(value: object) -> float | None:
+    """``value`` as a float if it is a real number (Python or NumPy), else None."""
+    if type(value) is float:
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, np.ndarray):
+        return float(value)
+    return None
+
+
+def unary_other(code: int, x: Any) -> Any:
+    """A unary function (``tape.exp``, ...) of what is not a Var: an array of records records
+    through its own ``_unary`` (VarArray); a number gives the kernel's value, recording nothing."""
+    record = getattr(type(x), "_unary", None)
+    if record is not None:
+        return record(x, code)
+    c = as_constant(x)
+    if c is None:
+        raise TypeError(f"tape.{OPS[code].name} expects a Var, a VarArray or a real number, got {type(x).__name__}")
+    return eval_op(code, c, 0.0)
+
+
+def compare(x: Handle, other: object, pair: int, var_c: int, swap: bool) -> Condition:
+    """``x <op> other`` as a Condition: pair(x, other) (swapped: pair(other, x)), or var_c(x, c)."""
+    if type(other) is type(x):
+        return Condition(pair, other, x) if swap else Condition(pair, x, other)  # type: ignore[arg-type]
+    c = as_constant(other)
+    return NotImplemented if c is None else Condition(var_c, x, c)
+
+
+class Condition:
+    """The result of comparing Vars: ``if x > 0:`` records a check that every
+    replay re-evaluates; ``tape.where(x > 0, a, b)`` records a select instead."""
+
+    __slots__ = ("_code", "_x", "_y", "_outcome")
+
+    def __init__(self, code: int, x: Handle, y: Handle | float):
+        self._code, self._x, self._y = code, x, y
+        self._outcome: bool | None = None
+
+    def _tape(self) -> Storage:
+        if isinstance(self._y, Handle):
+            return shared_segment(self._x, self._y).tape
+        return self._x._live_tape()
+
+    def _record(self) -> Handle:
+        """Record the comparison (1.0 or 0.0) as a new row and return its handle."""
+        t = self._tape()
+        x, y = self._x, self._y
+        a = t._val_w[x.index]
+        if isinstance(y, Handle):
+            j, b = y.index, t._val_w[y.index]
+        else:
+            b = y
+            j = t._n_consts
+            if j == t._consts_capacity:
+                t._grow_consts()
+            t._consts_w[j] = b
+            t._n_consts = j + 1
+        row = t._push(self._code, x.index, j, eval_op(self._code, a, b))
+        return type(x)._at(t._segment(), row)
+
+    def __bool__(self) -> bool:
+        if self._outcome is None:
+            row = self._record()
+            frame = sys._getframe(1)
+            where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            self._outcome = row.value != 0.0
+            row._seg.tape._checks.append((row.index, self._outcome, where))
+        return self._outcome
+
+    def __repr__(self) -> str:
+        name = OPS[self._code].name.removesuffix("_c")
+        y = f"#{self._y.index}" if isinstance(self._y, Handle) else repr(self._y)
+        return f"Condition(#{self._x.index} {SYMBOL[name]} {y})"

@@ -1,0 +1,271 @@
+"""Replay: a recorded tape compiled for replay at new inputs (one Numba call each).
+
+A Function owns copies of the tape's record arrays, so the tape it came from
+can go on recording or be rewound. Every replay re-evaluates the comparisons
+that Python branches took while recording and applies the Function's
+``on_branch_change`` policy when one comes out differently.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from typing import BinaryIO, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from tape import _debug, _format, _show
+from tape._storage import Storage, branch_changed
+from tape.kernels._sweeps import replay, replay_gradient
+from tape.kernels.ops import CONSTANT, HAS_DA, HAS_DB, OPS
+
+POLICIES = ("raise", "retrace", "ignore")
+# f recorded again at (point, params): made by tape.trace for on_branch_change="retrace"
+Retrace = Callable[[np.ndarray, np.ndarray], "Replay"]
+R = TypeVar("R", bound="Replay")
+
+
+class Replay:
+    """A Function's records and the one-call replays: value, gradient, vjp; branch policy;
+    pictures; files. (``tape.Function`` adds derivatives and maps on top.)"""
+
+    def __init__(self, arrays: dict[str, np.ndarray], on_branch_change: str = "raise",
+                 source: Retrace | None = None):
+        if on_branch_change not in POLICIES:
+            raise ValueError(f"on_branch_change must be one of {POLICIES}, got {on_branch_change!r}")
+        self.on_branch_change = on_branch_change
+        self.retraces = 0
+        self.check_finite = False  # True: raise tape.NonFiniteError at the first inf/NaN of a call
+        self._lines: dict[int, str] | None = None  # source lines, when traced inside tape.debug_nans()
+        self._source = source  # records f again at a new point, when made by tape.trace
+        self._install(arrays)
+
+    def _install(self, a: dict[str, np.ndarray]) -> None:
+        self._op, self._in0, self._in1 = a["op"], a["in0"], a["in1"]
+        self._val, self._consts = a["val"].copy(), a["consts"]
+        self._input_rows, self._param_rows = a["input_rows"], a["param_rows"]
+        self._output_rows, self._scalar = a["output_rows"], bool(a["scalar_output"])
+        self._check_rows, self._check_expected = a["check_rows"], a["check_expected"]
+        self._check_where = a["check_where"]
+        n = len(self._op)
+        # working memory of value_and_grad: local partials, the records they point to
+        # (row n is a dummy that absorbs contributions to absent inputs), adjoints.
+        self._partials = np.zeros((2, n))
+        self._targets = np.full((2, n), n, np.uint32)
+        self._targets[0, HAS_DA[self._op]] = self._in0[HAS_DA[self._op]]
+        self._targets[1, HAS_DB[self._op]] = self._in1[HAS_DB[self._op]]
+        self._adj = np.zeros(n + 1)
+        self._ones = np.ones(len(self._output_rows))
+        self._second = None  # second partials and adj_dot, allocated by the first hvp
+
+
+    # -- construction ---------------------------------------------------------------
+
+    @classmethod
+    def _from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
+                      scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None) -> R:
+        """A Function of a copy of t's records (see Tape.function, which checks the rows)."""
+        n = len(t)
+        checks = t._checks
+        arrays = {
+            "op": t._op[:n].copy(), "in0": t._in0[:n].copy(), "in1": t._in1[:n].copy(),
+            "val": t._val[:n].copy(), "consts": t._consts[: t.n_consts].copy(),
+            "input_rows": input_rows, "param_rows": param_rows, "output_rows": output_rows,
+            "scalar_output": np.array(scalar),
+            "check_rows": np.array([c[0] for c in checks], np.int64),
+            "check_expected": np.array([c[1] for c in checks], np.bool_),
+            "check_where": np.array([c[2] for c in checks], dtype=np.str_) if checks else np.zeros(0, "<U1"),
+        }
+        F = cls(arrays, on_branch_change, source)
+        F._lines = dict(t._lines) if t._lines is not None else None
+        return F
+
+
+    # -- shape --------------------------------------------------------------------------
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self._input_rows)
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self._output_rows)
+
+    @property
+    def n_params(self) -> int:
+        return len(self._param_rows)
+
+    def __len__(self) -> int:
+        return len(self._op)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the records (op, in0, in1, val, consts) plus the working memory of
+        value_and_grad (partials, their targets, adjoints): see stats()."""
+        return self._record_bytes() + self._working_bytes()
+
+    def _record_bytes(self) -> int:
+        return sum(a.nbytes for a in (self._op, self._in0, self._in1, self._val, self._consts))
+
+    def _working_bytes(self) -> int:
+        return sum(a.nbytes for a in (self._partials, self._targets, self._adj))
+
+    def _records(self) -> _show.Records:
+        notes = {int(i): "constant" for i in np.flatnonzero(self._op == CONSTANT)}
+        notes.update({int(r): f"input {k}" for k, r in enumerate(self._input_rows)})
+        notes.update({int(r): f"param {k}" for k, r in enumerate(self._param_rows)})
+        notes.update({int(r): f"checked branch (was {bool(e)})" for r, e in zip(self._check_rows,
+                                                                               self._check_expected, strict=True)})
+        for k, r in enumerate(self._output_rows):
+            notes[int(r)] = (notes.get(int(r), "") + f" output {k}").strip()
+        return _show.Records(self._op, self._in0, self._in1, self._val, self._consts,
+                             lambda idx: self._adj[idx], notes)
+
+    def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
+        """The node table at the last replayed point: adjoints are those of the last
+        value_and_grad/vjp call; see Tape.table."""
+        return _show.table(self._records(), rows, head, tail)
+
+    def to_dot(self, limit: int = 300) -> str:
+        """Graphviz DOT of the records the outputs depend on (values of the last replay)."""
+        return _show.to_dot(self._records(), [int(r) for r in self._output_rows], limit)
+
+    def render(self, path: str, limit: int = 300) -> None:
+        """Draw ``to_dot()`` to an .svg or .png file (needs Graphviz's ``dot``)."""
+        _show.render(self.to_dot(limit), path)
+
+    def stats(self) -> dict:
+        """Records by op, inputs, parameters, outputs, constants, comparisons, bytes, longest
+        dependency chain and fan-out histogram ({uses: records used that often})."""
+        by_op = Counter(OPS[k].name for k in self._op.tolist())
+        depth, fan_out = _show.depth_and_fan_out(self._records())
+        return {
+            "records": len(self), "inputs": self.n_inputs, "params": self.n_params, "outputs": self.n_outputs,
+            "constants": len(self._consts), "comparisons_checked": len(self._check_rows),
+            "selects": by_op.get("select", 0), "by_op": dict(by_op.most_common()),
+            "record_bytes": self._record_bytes(), "working_bytes": self._working_bytes(),
+            "bytes_per_record": self.nbytes / len(self), "retraces": self.retraces,
+            "longest_chain": depth, "fan_out": fan_out,
+        }
+
+    def __repr__(self) -> str:
+        return (f"<tape.Function {self.n_inputs} inputs -> {self.n_outputs} outputs, {len(self)} records, "
+                f"{len(self._check_rows)} checked comparisons>")
+
+
+    # -- replay ---------------------------------------------------------------------------
+
+    def _point(self, x: ArrayLike, count: int, what: str) -> np.ndarray:
+        try:
+            point = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{what} must be real numbers: {exc}") from None
+        if point.shape != (count,):
+            if point.ndim == 0 and count == 1:
+                return point.reshape(1)
+            raise ValueError(f"expected {count} {what} as a 1-D array of shape ({count},), got shape {point.shape}")
+        return point
+
+    def _prepare(self, x: ArrayLike, params: ArrayLike | None) -> np.ndarray:
+        point = self._point(x, self.n_inputs, "inputs")
+        if params is not None:
+            self._val[self._param_rows] = self._point(params, self.n_params, "params")
+        return point
+
+    def __call__(self, x: ArrayLike, params: ArrayLike | None = None) -> float | np.ndarray:
+        """Forward replay at x: a float for a scalar output, else an array of the outputs."""
+        point = self._prepare(x, params)
+        failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
+                        point, self._check_rows, self._check_expected)
+        if failed >= 0 and self._branch_changed(failed, point):
+            return self._again(self.__call__, point)
+        if self.check_finite or _debug.active():
+            _debug.check(self._records(), self._lines, len(self), adjoints=False)
+        out = self._val[self._output_rows]
+        return float(out[0]) if self._scalar else out
+
+    def _reverse(self, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        grad = np.empty(self.n_inputs)
+        failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._consts, self._partials,
+                                 self._targets, self._adj, self._input_rows, point, self._check_rows,
+                                 self._check_expected, self._output_rows, weights, grad)
+        if failed >= 0 and self._branch_changed(failed, point):
+            return self._again(self._reverse, point, weights)
+        if self.check_finite or _debug.active():
+            _debug.check(self._records(), self._lines, len(self), adjoints=True)
+        return grad
+
+    def value_and_grad(self, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
+        """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
+        if self.n_outputs != 1:
+            raise ValueError(f"value_and_grad needs one output, this Function has {self.n_outputs}: use vjp")
+        grad = self._reverse(self._prepare(x, params), self._ones)
+        return float(self._val[self._output_rows[0]]), grad
+
+    def gradient(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """The gradient at x of a scalar-output Function."""
+        return self.value_and_grad(x, params)[1]
+
+    def vjp(self, x: ArrayLike, w: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+        """w^T J at x: one reverse sweep seeded with w on the outputs."""
+        weights = self._point(w, self.n_outputs, "output weights")
+        return self._reverse(self._prepare(x, params), weights)
+
+
+    # -- branch safety ----------------------------------------------------------------------
+
+    def _branch_changed(self, k: int, point: np.ndarray) -> bool:
+        """Apply the policy to failed check k; True if the call should be repeated (retraced)."""
+        if self.on_branch_change == "ignore":
+            return False
+        extra = ""
+        if self.on_branch_change == "retrace":
+            if self._source is None:
+                extra = " (this Function has no Python function to retrace: it was loaded or built from a tape)"
+            elif self._retracing:
+                extra = " (again right after retracing at this input: f does not branch deterministically)"
+            else:
+                self._retrace(point)
+                return True
+        raise branch_changed(self._op, self._in0, self._in1, self._consts, int(self._check_rows[k]),
+                             bool(self._check_expected[k]), str(self._check_where[k]), extra)
+
+    _retracing = False
+
+    def _again(self, method, *args):
+        """Repeat a call once after a retrace."""
+        self._retracing = True
+        try:
+            return method(*args)
+        finally:
+            self._retracing = False
+
+    def _retrace(self, point: np.ndarray) -> None:
+        assert self._source is not None
+        fresh = self._source(point, self._val[self._param_rows].copy())
+        if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
+            raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
+        self._install(fresh._arrays())
+        self._lines = fresh._lines
+        self.retraces += 1
+
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "op": self._op, "in0": self._in0, "in1": self._in1, "val": self._val, "consts": self._consts,
+            "input_rows": self._input_rows, "param_rows": self._param_rows, "output_rows": self._output_rows,
+            "scalar_output": np.array(self._scalar), "check_rows": self._check_rows,
+            "check_expected": self._check_expected, "check_where": self._check_where,
+        }
+
+    def save(self, path: str | os.PathLike | BinaryIO) -> None:
+        """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back."""
+        if hasattr(path, "write"):
+            _format.write(path, self._arrays())
+            return
+        with open(path, "wb") as fh:
+            self.save(fh)
