@@ -8,7 +8,7 @@ directory (``~/.cache/tape`` on Linux), or in ``$TAPE_CACHE_DIR`` when set;
 ``$NUMBA_CACHE_DIR``, when set, is used as Numba always does. Every installed copy of tape
 gets its own subfolder (keyed by its path), and Numba checks the source of every entry.
 
-Notice. The first call of each kernel in an environment compiles it (5–20 s in all, once);
+Notice. The first call of each kernel in an environment compiles it (25 s for all, once);
 the first compilation in a process prints one line to stderr saying so, and
 ``python -m tape warmup`` compiles every kernel ahead.
 """
@@ -36,11 +36,12 @@ def cache_dir() -> str:
     return os.environ.get("TAPE_CACHE_DIR") or AppDirs(appname="tape", appauthor=False).user_cache_dir
 
 
-_UserWide = getattr(caching, "UserWideCacheLocator", None) or caching._UserWideCacheLocator
-_CacheImpl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+# public names since Numba 0.62, underscored before
+_UserWide: Any = vars(caching).get("UserWideCacheLocator") or vars(caching)["_UserWideCacheLocator"]
+_CacheImpl: Any = vars(caching).get("CacheImpl") or vars(caching)["_CacheImpl"]
 
 
-class TapeCacheLocator(_UserWide):  # type: ignore[misc, valid-type]
+class TapeCacheLocator(_UserWide):  # type: ignore[misc]
     """Numba's user-wide locator, for tape's own source files, pointed at ``cache_dir()``."""
 
     def __init__(self, py_func: Any, py_file: str):
@@ -72,8 +73,9 @@ class _FirstCompile(event.Listener):
         module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
-            print(f"tape: compiling Numba kernels for this environment (once: 5-20 s in all, then loaded from "
-                  f"{cache_dir()}; `python -m tape warmup` compiles them ahead)", file=sys.stderr)
+            print(f"tape: compiling Numba kernels for this environment, once (about 8 s for a gradient, 25 s for "
+                  f"every kernel; then loaded from {cache_dir()}; `python -m tape warmup` compiles them ahead)",
+                  file=sys.stderr)
 
     def on_end(self, ev: Any) -> None:
         pass

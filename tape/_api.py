@@ -13,8 +13,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape._array import ArrayCondition, VarArray, elementwise
-from tape._array import where as where_arrays
+from tape._array import ArrayCondition, VarArray, elementwise, operands, wrap
 from tape._function import Function
 from tape._handles import Condition, as_constant
 from tape._recorders import (
@@ -33,10 +32,11 @@ from tape._recorders import (
     tan,
     tanh,
 )
+from tape._storage import NO_INPUT
 from tape._tape import Tape
 from tape.errors import ForeignHandleError
 from tape.kernels._sweeps import eval_op
-from tape.kernels.ops import OPCODE, SELECT
+from tape.kernels.ops import CONSTANT, OPCODE, SELECT
 
 __all__ = ["cos", "exp", "grad", "log", "maximum", "minimum", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh",
            "trace", "value_and_grad", "where"]
@@ -66,9 +66,11 @@ def maximum(x: float, y: float) -> float: ...
 @overload
 def maximum(x: Var, y: Scalar) -> Var: ...
 @overload
-def maximum(x: Scalar, y: Var) -> Var: ...
+def maximum(x: float, y: Var) -> Var: ...
 @overload
-def maximum(x: VarArray | Scalar | np.ndarray, y: VarArray | Scalar | np.ndarray) -> VarArray: ...
+def maximum(x: VarArray, y: VarArray | Scalar | np.ndarray) -> VarArray: ...
+@overload
+def maximum(x: Scalar | np.ndarray, y: VarArray) -> VarArray: ...
 def maximum(x, y):
     """The larger of x and y (NaN if either is NaN); at a tie each input gets 1/2 of the adjoint."""
     return _pairwise("maximum", np.maximum, maximum_var, maximum_number, x, y)
@@ -79,9 +81,11 @@ def minimum(x: float, y: float) -> float: ...
 @overload
 def minimum(x: Var, y: Scalar) -> Var: ...
 @overload
-def minimum(x: Scalar, y: Var) -> Var: ...
+def minimum(x: float, y: Var) -> Var: ...
 @overload
-def minimum(x: VarArray | Scalar | np.ndarray, y: VarArray | Scalar | np.ndarray) -> VarArray: ...
+def minimum(x: VarArray, y: VarArray | Scalar | np.ndarray) -> VarArray: ...
+@overload
+def minimum(x: Scalar | np.ndarray, y: VarArray) -> VarArray: ...
 def minimum(x, y):
     """The smaller of x and y (NaN if either is NaN); at a tie each input gets 1/2 of the adjoint."""
     return _pairwise("minimum", np.minimum, minimum_var, minimum_number, x, y)
@@ -103,7 +107,7 @@ def where(condition, a, b):
     if isinstance(condition, (bool, np.bool_)):
         return a if condition else b
     if type(condition) is ArrayCondition:
-        return where_arrays(condition, a, b)
+        return _where_arrays(condition, a, b)
     if type(condition) is Condition and (isinstance(a, VarArray) or isinstance(b, VarArray)):
         raise TypeError("tape.where with a scalar condition takes scalar branches")
     if type(condition) is not Condition:
@@ -126,6 +130,39 @@ def where(condition, a, b):
     x, y = branches
     value = x.value if chosen.value != 0.0 else y.value
     return Var._at(t._segment(), t._push(SELECT, x.index, y.index, value))
+
+
+def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
+    """tape.where for arrays: comparison and select records interleaved, element by element."""
+    t = condition._tape
+    found = operands(a, b)
+    if found is None:
+        raise TypeError("tape.where branches must be Vars, VarArrays, NumPy arrays or numbers")
+    other, recorded, (x, y) = found
+    if other is not None and other is not t:
+        raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
+    code, in0, in1, consts = condition._rows()
+    try:
+        shape = np.broadcast_shapes(condition.shape, x.shape)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (condition {condition.shape}, branches {x.shape})") from None
+    branches = []
+    for is_record, values in ((recorded[0], x), (recorded[1], y)):
+        values = np.broadcast_to(values, shape).ravel()
+        branches.append(values if is_record else t._append_block(CONSTANT, values.size, values=values))
+    pick = np.broadcast_to(np.arange(in0.size).reshape(condition.shape), shape).ravel()
+    n = len(pick)
+    ops = np.empty(2 * n, np.uint8)
+    ops[0::2], ops[1::2] = code, SELECT
+    first, second = np.empty(2 * n, np.int64), np.full(2 * n, NO_INPUT, np.int64)
+    first[0::2], first[1::2] = in0[pick], branches[0]
+    if in1 is not None:
+        second[0::2] = in1[pick]
+    second[1::2] = branches[1]
+    if consts is not None:  # constants for the comparison records only
+        second[0::2] = t._append_consts(consts[pick])
+    rows = t._append_block(ops, 2 * n, in0=first, in1=second)
+    return wrap(t, rows[1::2].reshape(shape))
 
 
 def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,
@@ -197,7 +234,7 @@ def value_and_grad(f: VarFunction) -> Callable[[np.ndarray], tuple[float, np.nda
             if value is None:
                 raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
             return value, np.zeros_like(point)
-        return y.value, t.gradient(y, xs)
+        return y.value, np.asarray(t.gradient(y, xs))
 
     return evaluate_with_gradient
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numbers
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
@@ -20,17 +20,19 @@ from tape._handles import Condition
 from tape._recorders import Var
 from tape._storage import NO_INPUT, Segment, Storage
 from tape.errors import ForeignHandleError, StaleHandleError
-from tape.kernels.ops import ARITHMETIC, COMPARISONS, CONSTANT, OPCODE, SELECT, UNARY_UFUNCS
+from tape.kernels.ops import ARITHMETIC, COMPARISONS, OPCODE, UNARY_UFUNCS
 
 if TYPE_CHECKING:
     from tape._tape import Tape
+
+Operand: TypeAlias = "VarArray | Var | float | np.ndarray"  # what arithmetic with a VarArray takes
 
 _BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
 _COMPARE = {getattr(np, s.ufunc): s for s in COMPARISONS}
 _UNARY = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
 
 
-def _operand(x):
+def operand(x):
     """(tape, record indices) for Vars and VarArrays, (None, float array) for numbers, else None."""
     if type(x) is VarArray:
         return x._live_tape(), x._idx
@@ -43,9 +45,9 @@ def _operand(x):
     return None
 
 
-def _operands(*xs):
+def operands(*xs):
     """Operands, their common tape, and their broadcast shapes (NumPy's error, with the shapes, if none)."""
-    parts = [_operand(x) for x in xs]
+    parts = [operand(x) for x in xs]
     if any(p is None for p in parts):
         return None
     tapes = {id(t): t for t, _ in parts if t is not None}
@@ -59,7 +61,7 @@ def _operands(*xs):
     return next(iter(tapes.values()), None), [t is not None for t, _ in parts], arrays
 
 
-def _wrap(t: Storage, rows: np.ndarray):
+def wrap(t: Storage, rows: np.ndarray):
     """Records as a VarArray, or a Var for a single 0-d record."""
     if rows.ndim == 0:
         return Var._at(t._segment(), int(rows))
@@ -68,7 +70,7 @@ def _wrap(t: Storage, rows: np.ndarray):
 
 def elementwise(ufunc, *inputs):
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
-    found = _operands(*inputs)
+    found = operands(*inputs)
     if found is None or found[0] is None:
         return NotImplemented
     t, recorded, arrays = found
@@ -85,7 +87,7 @@ def elementwise(ufunc, *inputs):
     else:
         rows = t._append_block(OPCODE[_BINARY[ufunc].c_var], arrays[1].size, in0=arrays[1].ravel(),
                                consts=arrays[0].ravel())
-    return _wrap(t, rows.reshape(shape))
+    return wrap(t, rows.reshape(shape))
 
 
 class VarArray:
@@ -124,7 +126,7 @@ class VarArray:
                 isinstance(key, tuple) and any(isinstance(k, (VarArray, Var, ArrayCondition)) for k in key)):
             raise TypeError("index a VarArray with integers, slices or NumPy arrays, not with recorded values")
         t = self._live_tape()
-        return _wrap(t, np.asarray(self._idx[key]))
+        return wrap(t, np.asarray(self._idx[key]))
 
     def __iter__(self):
         for k in range(len(self)):
@@ -189,43 +191,68 @@ class VarArray:
             raise TypeError(f"numpy.{func.__name__} is not supported on tape.VarArray")
         return handler(*args, **kwargs)
 
-    def __add__(self, other): return elementwise(np.add, self, other)
-    def __radd__(self, other): return elementwise(np.add, other, self)
-    def __sub__(self, other): return elementwise(np.subtract, self, other)
-    def __rsub__(self, other): return elementwise(np.subtract, other, self)
-    def __mul__(self, other): return elementwise(np.multiply, self, other)
-    def __rmul__(self, other): return elementwise(np.multiply, other, self)
-    def __truediv__(self, other): return elementwise(np.true_divide, self, other)
-    def __rtruediv__(self, other): return elementwise(np.true_divide, other, self)
-    def __pow__(self, other): return elementwise(np.power, self, other)
-    def __rpow__(self, other): return elementwise(np.power, other, self)
-    def __neg__(self): return elementwise(np.negative, self)
-    def __abs__(self): return elementwise(np.absolute, self)
-    def __pos__(self): return self
-    def __lt__(self, other): return ArrayCondition.of(np.less, self, other)
-    def __le__(self, other): return ArrayCondition.of(np.less_equal, self, other)
-    def __gt__(self, other): return ArrayCondition.of(np.greater, self, other)
-    def __ge__(self, other): return ArrayCondition.of(np.greater_equal, self, other)
-    def __eq__(self, other): return ArrayCondition.of(np.equal, self, other)  # type: ignore[override]
-    def __ne__(self, other): return ArrayCondition.of(np.not_equal, self, other)  # type: ignore[override]
+    def __add__(self, other: Operand) -> VarArray: return elementwise(np.add, self, other)
+    def __radd__(self, other: Operand) -> VarArray: return elementwise(np.add, other, self)
+    def __sub__(self, other: Operand) -> VarArray: return elementwise(np.subtract, self, other)
+    def __rsub__(self, other: Operand) -> VarArray: return elementwise(np.subtract, other, self)
+    def __mul__(self, other: Operand) -> VarArray: return elementwise(np.multiply, self, other)
+    def __rmul__(self, other: Operand) -> VarArray: return elementwise(np.multiply, other, self)
+    def __truediv__(self, other: Operand) -> VarArray: return elementwise(np.true_divide, self, other)
+    def __rtruediv__(self, other: Operand) -> VarArray: return elementwise(np.true_divide, other, self)
+    def __pow__(self, other: Operand) -> VarArray: return elementwise(np.power, self, other)
+    def __rpow__(self, other: Operand) -> VarArray: return elementwise(np.power, other, self)
+    def __neg__(self) -> VarArray: return elementwise(np.negative, self)
+    def __abs__(self) -> VarArray: return elementwise(np.absolute, self)
+    def __pos__(self) -> VarArray: return self
+    def __lt__(self, other: Operand) -> ArrayCondition:  # type: ignore[misc]  # Var's returns a Condition
+        return ArrayCondition.of(np.less, self, other)
+
+    def __le__(self, other: Operand) -> ArrayCondition:  # type: ignore[misc]  # Var's returns a Condition
+        return ArrayCondition.of(np.less_equal, self, other)
+
+    def __gt__(self, other: Operand) -> ArrayCondition:  # type: ignore[misc]  # Var's returns a Condition
+        return ArrayCondition.of(np.greater, self, other)
+
+    def __ge__(self, other: Operand) -> ArrayCondition:  # type: ignore[misc]  # Var's returns a Condition
+        return ArrayCondition.of(np.greater_equal, self, other)
+
+    def __eq__(self, other: object) -> ArrayCondition:  # type: ignore[override]
+        return ArrayCondition.of(np.equal, self, other)
+
+    def __ne__(self, other: object) -> ArrayCondition:  # type: ignore[override]
+        return ArrayCondition.of(np.not_equal, self, other)
+
     __hash__ = object.__hash__
 
-    def __matmul__(self, other): return matmul(self, other)
-    def __rmatmul__(self, other): return matmul(other, self)
+    def __matmul__(self, other: VarArray | np.ndarray) -> Any: return matmul(self, other)  # a Var for 1-d @ 1-d
+    def __rmatmul__(self, other: VarArray | np.ndarray) -> Any: return matmul(other, self)
 
     # -- reductions: pairwise trees, depth log2(n) ---------------------------------------------
 
-    def sum(self, axis: int | None = None):
+    # the whole array reduces to a Var; along an axis, to a VarArray (a Var for 1-d arrays)
+    @overload
+    def sum(self, axis: None = None) -> Var: ...
+    @overload
+    def sum(self, axis: int) -> Any: ...
+    def sum(self, axis: int | None = None) -> Any:
         return reduce(self, axis, "add")
 
-    def prod(self, axis: int | None = None):
+    @overload
+    def prod(self, axis: None = None) -> Var: ...
+    @overload
+    def prod(self, axis: int) -> Any: ...
+    def prod(self, axis: int | None = None) -> Any:
         return reduce(self, axis, "mul")
 
-    def mean(self, axis: int | None = None):
+    @overload
+    def mean(self, axis: None = None) -> Var: ...
+    @overload
+    def mean(self, axis: int) -> Any: ...
+    def mean(self, axis: int | None = None) -> Any:
         count = self.size if axis is None else self.shape[axis]
         return reduce(self, axis, "add") * (1.0 / count)
 
-    def dot(self, other):
+    def dot(self, other: VarArray | np.ndarray) -> Any:
         return matmul(self, other)
 
 
@@ -241,7 +268,7 @@ def reduce(x: VarArray, axis: int | None, op: str):
         left, right = idx[..., 0:2 * pairs:2], idx[..., 1:2 * pairs:2]
         rows = t._append_block(code, left.size, in0=left.ravel(), in1=right.ravel()).reshape(left.shape)
         idx = np.concatenate([rows, idx[..., 2 * pairs:]], axis=-1)
-    return _wrap(t, idx[..., 0])
+    return wrap(t, idx[..., 0])
 
 
 def matmul(a, b):
@@ -279,7 +306,7 @@ class ArrayCondition:
 
     @classmethod
     def of(cls, ufunc, x, y):
-        found = _operands(x, y)
+        found = operands(x, y)
         if found is None or found[0] is None:
             return NotImplemented
         t, recorded, (a, b) = found
@@ -326,41 +353,8 @@ class ArrayCondition:
         return self._check() if dtype is None else self._check().astype(dtype)
 
 
-def where(condition: ArrayCondition, a, b):
-    """tape.where for arrays: comparison and select records interleaved, element by element."""
-    t = condition._tape
-    found = _operands(a, b)
-    if found is None:
-        raise TypeError("tape.where branches must be Vars, VarArrays, NumPy arrays or numbers")
-    other, recorded, (x, y) = found
-    if other is not None and other is not t:
-        raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
-    code, in0, in1, consts = condition._rows()
-    try:
-        shape = np.broadcast_shapes(condition.shape, x.shape)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (condition {condition.shape}, branches {x.shape})") from None
-    branches = []
-    for is_record, values in ((recorded[0], x), (recorded[1], y)):
-        values = np.broadcast_to(values, shape).ravel()
-        branches.append(values if is_record else t._append_block(CONSTANT, values.size, values=values))
-    pick = np.broadcast_to(np.arange(in0.size).reshape(condition.shape), shape).ravel()
-    n = len(pick)
-    ops = np.empty(2 * n, np.uint8)
-    ops[0::2], ops[1::2] = code, SELECT
-    first, second = np.empty(2 * n, np.int64), np.full(2 * n, NO_INPUT, np.int64)
-    first[0::2], first[1::2] = in0[pick], branches[0]
-    if in1 is not None:
-        second[0::2] = in1[pick]
-    second[1::2] = branches[1]
-    if consts is not None:  # constants for the comparison records only
-        second[0::2] = t._append_consts(consts[pick])
-    rows = t._append_block(ops, 2 * n, in0=first, in1=second)
-    return _wrap(t, rows[1::2].reshape(shape))
-
-
 def _join(arrays, axis: int, join, name: str) -> VarArray:
-    parts = [_operand(a) for a in arrays]
+    parts = [operand(a) for a in arrays]
     tapes = {id(t): t for t, _ in parts if t is not None}
     if len(tapes) != 1 or any(t is None for t, _ in parts):
         raise TypeError(f"tape.{name} joins VarArrays of one tape (make numbers records with Tape.array)")

@@ -14,6 +14,7 @@ import contextlib
 import os
 import sys
 import threading
+from types import FrameType
 
 import numpy as np
 
@@ -48,7 +49,7 @@ def debug_nans():
 
 def caller() -> str:
     """file:line of the user code that is recording (the first frame outside this package)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"

@@ -78,6 +78,7 @@ class Derivatives(Replay):
 
     def _hessian_columns(self, directions: np.ndarray) -> np.ndarray:
         """H v for each column v of directions, from the second partials stored by _at(second=True)."""
+        assert self._second is not None, "_at(second=True) first"
         h, adj_dot = self._second
         out = np.empty_like(directions)
         p, r = self._partials, self._targets

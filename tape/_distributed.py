@@ -58,4 +58,5 @@ def map_value_and_grad_on(client, F: Replay, points: np.ndarray) -> tuple[np.nda
         parts.append((values, grads, failed))
     if not parts:
         return np.empty((0, 1)), np.empty((0, F.n_inputs)), np.empty(0, np.int64)
-    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+    values, grads, failed = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return values, grads, failed

@@ -56,7 +56,7 @@ def api_page() -> str:
         lines += _entry(f"tape.{name}", getattr(tape, name))
     for cls in (tape.Tape, tape.Var, tape.VarArray, tape.Function, tape.Condition, tape.ArrayCondition):
         lines += [f"## `tape.{cls.__name__}`", "", inspect.getdoc(cls) or "", ""]
-        members = {}  # a class's own members and those it inherits from tape's layers below
+        members: dict[str, object] = {}  # a class's own members and those it inherits from tape's layers below
         for base in reversed(cls.__mro__[:-1]):
             members.update(vars(base))
         for name, member in sorted(members.items()):

@@ -49,7 +49,7 @@ def read(path: str | os.PathLike | BinaryIO) -> dict[str, np.ndarray]:
 
 def write(file: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
     """Write a Function's arrays as an .npz (no pickle), with the format version."""
-    np.savez(file, format_version=np.array(FORMAT_VERSION, np.int64), **arrays)
+    np.savez(file, allow_pickle=False, format_version=np.array(FORMAT_VERSION, np.int64), **arrays)
 
 
 def validate(a: dict[str, np.ndarray]) -> None:

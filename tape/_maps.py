@@ -75,8 +75,8 @@ class Maps(Derivatives):
             extra = f" (point {p} of the {len(X)} given; {len(bad)} points changed branch)"
             raise branch_changed(self._op, self._in0, self._in1, self._consts, int(self._check_rows[k]),
                                  bool(self._check_expected[k]), str(self._check_where[k]), extra)
-        for p in bad:
-            single(int(p))
+        for point in bad.tolist():
+            single(point)
 
     def map(self, X: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m)."""
@@ -144,6 +144,7 @@ class Maps(Derivatives):
     def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
         points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
+        assert weights is not None
         return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p])))[1]
 
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:

@@ -58,7 +58,8 @@ class Replay:
         self._targets[1, HAS_DB[self._op]] = self._in1[HAS_DB[self._op]]
         self._adj = np.zeros(n + 1)
         self._ones = np.ones(len(self._output_rows))
-        self._second = None  # second partials and adj_dot, allocated by the first hvp
+        # second partials and adj_dot, allocated by the first hvp
+        self._second: tuple[np.ndarray, np.ndarray] | None = None
 
 
     # -- construction ---------------------------------------------------------------
@@ -264,7 +265,7 @@ class Replay:
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
         """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back."""
-        if hasattr(path, "write"):
+        if not isinstance(path, (str, os.PathLike)):
             _format.write(path, self._arrays())
             return
         with open(path, "wb") as fh:

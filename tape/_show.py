@@ -40,10 +40,11 @@ class Records:
 
 def table(rec: Records, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
     """id, op, value, inputs, adjoint, note; rows beyond head + tail are elided in the middle."""
-    chosen = list(range(len(rec.op))[rows if rows is not None else slice(None)])
-    shown: list[int | None] = chosen
+    picked = range(len(rec.op))[rows] if isinstance(rows, slice) else rows or range(len(rec.op))
+    chosen = [int(r) for r in picked]
+    shown: list[int | None] = list(chosen)
     if len(chosen) > head + tail:
-        shown = chosen[:head] + [None] + (chosen[-tail:] if tail else [])
+        shown = [*chosen[:head], None, *(chosen[-tail:] if tail else [])]
     grads = rec.adjoints(np.array([r for r in shown if r is not None], dtype=np.int64))
     lines = [f"{'id':>6}  {'op':<10} {'value':>13}  {'inputs':<22} {'adjoint':>13}  note"]
     k = 0

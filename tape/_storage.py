@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numbers
 import weakref
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ _ONE = np.ones(1)
 class Record(NamedTuple):
     """One row of the tape, for reading (``Tape.record``)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index, as users expect
     op: str
     value: float
     inputs: tuple[int, ...]  # input records; empty for leaves
@@ -78,18 +78,35 @@ class Storage:
     ``tape.Tape`` (tape/_tape.py) adds the handles on top.
     """
 
+    _op: np.ndarray
+    _in0: np.ndarray
+    _in1: np.ndarray
+    _val: np.ndarray
+    _adj: np.ndarray
+    _stamp: np.ndarray
+    _consts: np.ndarray
+    _capacity: int
+    _consts_capacity: int
+    # memoryviews of _op, _in0, _in1, _val and _consts: ~2x cheaper than NumPy's __setitem__ for
+    # one element (typeshed types a memoryview's items as int, so Any here)
+    _op_w: Any
+    _in0_w: Any
+    _in1_w: Any
+    _val_w: Any
+    _consts_w: Any
+
     def __init__(self, capacity: int = 1024):
         if not isinstance(capacity, numbers.Integral) or capacity < 1:
             raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
-        self._n = 0
-        self._n_consts = 0
-        self._gen = 0  # generation of the last backward pass; stamps start at 0 = never
-        self._epoch = 1  # first generation whose leaf adjoints still count (accumulate=True)
+        self._n: int = 0
+        self._n_consts: int = 0
+        self._gen: int = 0  # generation of the last backward pass; stamps start at 0 = never
+        self._epoch: int = 1  # first generation whose leaf adjoints still count (accumulate=True)
         self._rewinds: list[int] = []  # mark of every rewind/clear, in order
         self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
         # file:line of every record, kept only inside tape.debug_nans() (one dict entry per record)
         self._lines: dict[int, str] | None = {} if _debug.active() else None
-        self._segment_ref = lambda: None
+        self._segment_ref: Callable[[], Segment | None] = lambda: None
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
 
@@ -98,7 +115,7 @@ class Storage:
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the record arrays, keeping the first len(self) records."""
         n = self._n
-        arrays = {  # every record writes op, in0, val; adj is read only where stamp says so
+        arrays: dict[str, np.ndarray] = {  # every record writes op, in0, val; adj is read only where stamp says so
             "_op": np.empty(capacity, np.uint8),
             "_in0": np.empty(capacity, np.uint32),
             "_in1": np.full(capacity, NO_INPUT, np.uint32),  # unary recorders leave it as is
@@ -112,8 +129,8 @@ class Storage:
             setattr(self, name, new)
         self._capacity = capacity
         # memoryviews: ~2x cheaper than NumPy scalar __setitem__ for one element
-        self._op_w, self._in0_w = memoryview(self._op), memoryview(self._in0)
-        self._in1_w, self._val_w = memoryview(self._in1), memoryview(self._val)
+        self._op_w, self._in0_w = memoryview(self._op.data), memoryview(self._in0.data)
+        self._in1_w, self._val_w = memoryview(self._in1.data), memoryview(self._val.data)
 
     def _grow(self, need: int) -> None:
         if need > MAX_RECORDS:
@@ -128,7 +145,7 @@ class Storage:
         consts = np.empty(capacity or 2 * self._consts_capacity, np.float64)
         if hasattr(self, "_consts"):
             consts[: self._n_consts] = self._consts[: self._n_consts]
-        self._consts, self._consts_w, self._consts_capacity = consts, memoryview(consts), len(consts)
+        self._consts, self._consts_w, self._consts_capacity = consts, memoryview(consts.data), len(consts)
 
     def __len__(self) -> int:
         return self._n
@@ -290,7 +307,7 @@ class Storage:
         """Record ``index`` as (index, op, value, inputs, constant, adjoint)."""
         i = self._row(index)
         op = OPS[self._op[i]]
-        inputs = () if op.kind == "leaf" else (int(self._in0[i]),)
+        inputs: tuple[int, ...] = () if op.kind == "leaf" else (int(self._in0[i]),)
         if op.kind in TWO_RECORD_KINDS:
             inputs += (int(self._in1[i]),)
         constant = float(self._consts[self._in1[i]]) if op.kind in KINDS_WITH_CONSTANT else None

@@ -18,20 +18,23 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 import tape
 from tape.benchmarks import baseline, programs
 
-SCALAR_PROGRAMS = {"rdag": programs.rdag, "chain": programs.chain, "rosenbrock": programs.rosenbrock,
-                   "seed": programs.seed, "mlp": programs.mlp}
+SCALAR_PROGRAMS: dict[str, Callable[..., Any]] = {
+    "rdag": programs.rdag, "chain": programs.chain, "rosenbrock": programs.rosenbrock, "seed": programs.seed,
+    "mlp": programs.mlp}
 
 
 def run_program(workload: str, plan: dict, leaves: list, fn: dict, far: Callable | None = None,
                 store: list | None = None):
     """The workload's scalar program on any engine's leaves."""
     if workload == "rdag":
+        assert far is not None, "the rdag reads far inputs through far(i)"
         return programs.rdag(plan, leaves, far, store, fn)
     return SCALAR_PROGRAMS[workload](plan, leaves, fn)
 
@@ -63,7 +66,7 @@ def tape_record(workload: str, plan: dict, keep_all: bool = False):
     t = tape.Tape(capacity=4096)
     xs = t.vars(plan["x"])
     store = list(xs) if keep_all else None
-    far = store.__getitem__ if keep_all else t.__getitem__
+    far = store.__getitem__ if store is not None else t.__getitem__
     return t, xs, run_program(workload, plan, xs, TAPE_FN, far, store)
 
 

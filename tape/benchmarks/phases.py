@@ -90,8 +90,9 @@ def bench_jacobian(repeat: int, progress: Callable[[str], None]) -> dict:
     for mode in ("forward", "reverse"):
         for block in (1, 16, 100):
             label = f"{mode}, {block} direction{'s' if block > 1 else ''} per sweep"
-            rows[label] = float(np.median(timings(lambda m=mode, b=block: F.jacobian(x, mode=m, block=b), repeat,
-                                                  progress, f"jacobian: {label}")))
+            seconds = timings(lambda m=mode, b=block: F.jacobian(x, mode=m, block=b), repeat,  # type: ignore[misc]
+                              progress, f"jacobian: {label}")
+            rows[label] = float(np.median(seconds))
     rows["value_and_grad of one output (for scale)"] = float(np.median(timings(
         lambda: F.vjp(x, np.eye(100)[0]), repeat, progress, "jacobian: one vjp")))
     return {"records": len(F), "seconds": rows}

@@ -1,0 +1,51 @@
+"""python -m tape warmup | cache [--clear]: compile the kernels ahead, or show (clear) their cache."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+
+import numpy as np
+
+import tape
+from tape.kernels._numba import cache_dir
+
+USAGE = """usage: python -m tape warmup          compile every Numba kernel now (once per environment)
+       python -m tape cache [--clear]  where the compiled kernels are cached (and remove them)"""
+
+
+def warmup() -> None:
+    """Call every kernel once on a small tape, so that later first calls load from the cache."""
+    t = tape.Tape()
+    x, y = t.var(0.5), t.var(-1.5)
+    z = tape.where(x > 0, x * y, 1.0) + tape.sin(x) ** 2
+    t.gradient(z, [x, y])
+    t.forward([x], [0.7])
+    F = tape.trace(lambda v: [v[0] * tape.exp(v[1]), v[0] - v[1]], [0.5, 0.25])
+    G = tape.trace(lambda v: v[0] * tape.exp(v[1]), [0.5, 0.25])
+    point, points = np.array([0.5, 0.25]), np.array([[0.5, 0.25], [0.1, 0.2]])
+    F(point), F.vjp(point, [1.0, 2.0]), F.jvp(point, [1.0, 0.0])
+    F.jacobian(point, mode="forward"), F.jacobian(point, mode="reverse"), G.hessian(point)
+    F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["warmup"]:
+        start = time.perf_counter()
+        warmup()
+        print(f"tape: every kernel compiled or loaded in {time.perf_counter() - start:.1f} s; cache: {cache_dir()}")
+        return 0
+    if argv[:1] == ["cache"]:
+        print(cache_dir())
+        if "--clear" in argv[1:]:
+            shutil.rmtree(cache_dir(), ignore_errors=True)
+            print("removed")
+        return 0
+    print(USAGE, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
