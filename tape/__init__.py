@@ -14,6 +14,7 @@ _distributed.py) <- Tape (_tape.py) <- the functions users call (_api.py,
 _gradcheck.py) <- this module, pictures and the CLI (bench.py).
 """
 
+from tape import _source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
 from tape._api import (
     cos,
     exp,

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom to top; a module may import only modules of lower layers.
 LAYERS = [
-    ["tape.kernels", "tape.kernels.ops", "tape.kernels._numba"],
+    ["tape._source", "tape.kernels", "tape.kernels.ops", "tape.kernels._numba"],
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps"],
     ["tape.kernels._gen_maps", "tape.kernels._gen_recorders"],
     ["tape.kernels.codegen", "tape.errors"],
