@@ -19,7 +19,7 @@ from types import FrameType
 import numpy as np
 
 from tape.errors import TapeError
-from tape.kernels.ops import OPS
+from tape.kernels.ops import IS_LEAF, OPS
 
 _state = threading.local()
 
@@ -72,7 +72,7 @@ def check(rec, lines: dict[int, str] | None, n: int, adjoints: bool) -> None:
     """Raise NonFiniteError at the first record whose value, or adjoint, turned non-finite."""
     finite = np.isfinite(rec.val[:n])
     for row in np.flatnonzero(~finite).tolist():
-        if all(finite[j] for j in rec.inputs(row)) and OPS[rec.op[row]].kind != "leaf":
+        if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]]:
             raise NonFiniteError(f"value {float(rec.val[row])!r} first appears at {describe(rec, lines, row)}", row)
     if adjoints:
         grads = rec.adjoints(np.arange(n))

@@ -16,7 +16,7 @@ import numpy as np
 
 from tape._storage import MAX_RECORDS, NO_INPUT
 from tape.errors import TapeFormatError
-from tape.kernels.ops import IS_COMPARISON, KIND, KINDS_WITH_CONSTANT, LEAF, OPS, TWO_RECORD_KINDS
+from tape.kernels.ops import IS_COMPARISON, KIND, LEAF, OPS, TWO_RECORDS, USES_POOL
 
 FORMAT_VERSION = 1
 
@@ -74,8 +74,8 @@ def validate(a: dict[str, np.ndarray]) -> None:
     rows = np.arange(n, dtype=np.int64)
     kind = KIND[op]
     no_inputs = kind == "leaf"
-    two = np.isin(kind, TWO_RECORD_KINDS)
-    pooled = np.isin(kind, KINDS_WITH_CONSTANT)
+    two = TWO_RECORDS[op]
+    pooled = USES_POOL[op]
     _first_bad(no_inputs & ((in0 != NO_INPUT) | (in1 != NO_INPUT)), "leaf with inputs", op)
     _first_bad(~no_inputs & (in0.astype(np.int64) >= rows), "first input not before its record", op)
     _first_bad(two & (in1.astype(np.int64) >= rows), "second input not before its record", op)

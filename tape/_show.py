@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tape.kernels.ops import HAS_INPUT, OPS, TWO_RECORDS, USES_POOL
+from tape.kernels.ops import HAS_INPUT, IS_LEAF, OPS, TWO_RECORDS, USES_POOL
 
 
 @dataclass
@@ -85,7 +85,7 @@ def to_dot(rec: Records, outputs: list[int], limit: int = 300) -> str:
         constant = rec.constant(i)
         detail = f"\\nconst {constant:g}" if constant is not None else ""
         note = f"\\n{rec.notes[i]}" if i in rec.notes else ""
-        shape = "ellipse" if OPS[rec.op[i]].kind == "leaf" else "box"
+        shape = "ellipse" if IS_LEAF[rec.op[i]] else "box"
         border = ", peripheries=2" if i in outputs else ""
         lines.append(f'  r{i} [label="#{i} {name}{detail}\\nvalue {rec.val[i]:.6g}\\nadjoint {g:.6g}{note}", '
                      f"shape={shape}{border}];")

@@ -37,7 +37,7 @@ from tape import _debug, _show
 from tape._debug import caller
 from tape.errors import BranchChanged, TapeFullError
 from tape.kernels._sweeps import forward_sweep, reverse_sweep
-from tape.kernels.ops import CONSTANT, KINDS_WITH_CONSTANT, LEAF, OPS, SYMBOL, TWO_RECORD_KINDS, USES_POOL
+from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, OPS, SYMBOL, TWO_RECORDS, USES_POOL
 
 NO_INPUT = 0xFFFFFFFF
 MAX_RECORDS = NO_INPUT  # indices 0 .. 2**32 - 2; the top value is the sentinel
@@ -252,7 +252,7 @@ class Storage:
 
     # -- sweeps ---------------------------------------------------------------
 
-    def _replay(self, idx: np.ndarray, values: Iterable[float]) -> None:
+    def _forward(self, idx: np.ndarray, values: Iterable[float]) -> None:
         """Set leaf records idx to values and recompute every record after them; check branches."""
         vals = np.asarray(values, dtype=np.float64).reshape(-1)
         if len(idx) != len(vals):
@@ -306,13 +306,13 @@ class Storage:
     def record(self, index: int) -> Record:
         """Record ``index`` as (index, op, value, inputs, constant, adjoint)."""
         i = self._row(index)
-        op = OPS[self._op[i]]
-        inputs: tuple[int, ...] = () if op.kind == "leaf" else (int(self._in0[i]),)
-        if op.kind in TWO_RECORD_KINDS:
+        k = self._op[i]
+        inputs: tuple[int, ...] = () if IS_LEAF[k] else (int(self._in0[i]),)
+        if TWO_RECORDS[k]:
             inputs += (int(self._in1[i]),)
-        constant = float(self._consts[self._in1[i]]) if op.kind in KINDS_WITH_CONSTANT else None
+        constant = float(self._consts[self._in1[i]]) if USES_POOL[k] else None
         adjoint = float(self._grads(np.array([i]))[0])
-        return Record(i, op.name, float(self._val[i]), inputs, constant, adjoint)
+        return Record(i, OPS[k].name, float(self._val[i]), inputs, constant, adjoint)
 
     def _row(self, index: int) -> int:
         """``index`` (negative counts from the end) checked against the records."""
@@ -348,7 +348,7 @@ class Storage:
 def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, extra: str = "") -> BranchChanged:
     """The error for a checked comparison (record ``row``) that now comes out differently."""
     kind = OPS[op[row]]
-    rhs = f"{float(consts[in1[row]])!r}" if kind.kind == "compare_c" else f"#{in1[row]}"
+    rhs = f"{float(consts[in1[row]])!r}" if USES_POOL[op[row]] else f"#{in1[row]}"
     described = f"#{in0[row]} {SYMBOL[kind.name.removesuffix('_c')]} {rhs}"
     return BranchChanged(
         f"comparison {described} at record #{row}, recorded at {where}, was {expected} when traced and is "

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from tape import _show
 from tape._array import VarArray
 from tape._function import Function
-from tape._handles import as_constant, revalidate
+from tape._handles import as_constant, new, revalidate
 from tape._recorders import Var
 from tape._replay import Retrace
 from tape._storage import NO_INPUT, Storage, real_array
@@ -57,7 +57,14 @@ class Tape(Storage):
 
     def __getitem__(self, index: int) -> Var:
         """A handle for record ``index`` (negative counts from the end)."""
-        return Var._at(self._segment(), self._row(index))
+        n = self._n
+        if type(index) is int and -n <= index < n:  # the common case, inlined: programs call t[i] per record
+            var = new(Var)
+            seg = self._segment_ref()
+            var._seg = seg if seg is not None else self._segment()
+            var.index = index + n if index < 0 else index
+            return var
+        return Var._at(self._segment(), self._row(index))  # converts or raises
 
     def _resolve(self, var: Var) -> int:
         """Check that ``var`` belongs to this tape and is not stale; return its index."""
@@ -96,7 +103,7 @@ class Tape(Storage):
 
     def forward(self, inputs: Sequence[Var] = (), values: Iterable[float] = ()) -> None:
         """Replay: set leaf ``inputs`` to ``values`` and recompute every record after them."""
-        self._replay(self._rows(inputs), values)
+        self._forward(self._rows(inputs), values)
 
     def backward(self, output: Var, accumulate: bool = False) -> None:
         """Reverse sweep from ``output`` (seed 1) in a new generation.
