@@ -29,7 +29,7 @@ if t._lines is not None:
     t._lines[n] = caller()
 r = new(Var)
 r._seg = seg
-r.index = n
+r._index = n
 return r
 """
 
@@ -47,7 +47,7 @@ if not seg.live:
     seg = revalidate(x)
 t = seg.tape
 vals = t._val_w
-i = x.index
+i = x._index
 a = vals[i]
 code = {code}  # {name}
 """
@@ -60,7 +60,7 @@ if c is None:
 {negate}if not seg.live:
     seg = revalidate(x)
 t = seg.tape
-i = x.index
+i = x._index
 j = t._n_consts
 if j == t._consts_capacity:
     t._grow_consts()
@@ -76,8 +76,8 @@ if y._seg is not seg or not seg.live:
     seg = shared_segment(x, y)
 t = seg.tape
 vals = t._val_w
-i = x.index
-j = y.index
+i = x._index
+j = y._index
 a = vals[i]
 b = vals[j]
 code = {code}  # {name}

@@ -129,12 +129,12 @@ def where(condition, a, b):
     chosen = condition._record()  # the select reads the record just before it
     x, y = branches
     value = x.value if chosen.value != 0.0 else y.value
-    return Var._at(t._segment(), t._push(SELECT, x.index, y.index, value))
+    return Var._at(t._segment(), t._push(SELECT, x._index, y._index, value))
 
 
 def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
     """tape.where for arrays: comparison and select records interleaved, element by element."""
-    t = condition._tape
+    t = condition._live_tape()
     found = operands(a, b)
     if found is None:
         raise TypeError("tape.where branches must be Vars, VarArrays, NumPy arrays or numbers")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
-from tape._handles import Condition
+from tape._handles import Condition, surviving
 from tape._recorders import Var
 from tape._storage import NO_INPUT, Segment, Storage
 from tape.errors import ForeignHandleError, StaleHandleError
@@ -37,7 +37,7 @@ def operand(x):
     if type(x) is VarArray:
         return x._live_tape(), x._idx
     if type(x) is Var:
-        return x._live_tape(), np.array(x.index)
+        return x._live_tape(), np.array(x._index)
     if isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool | np.bool_):
         array = np.asarray(x)
         if array.dtype.kind in "fiub":
@@ -114,11 +114,8 @@ class VarArray:
         return self._seg.tape  # type: ignore[return-value]  # a Tape: only tape.Tape makes records
 
     def _live_tape(self) -> Storage:
-        seg = self._seg
-        if not seg.live:
-            if self._idx.size and self._idx.max() >= min(seg.tape._rewinds[seg.start:]):
-                raise StaleHandleError("records of this array were discarded by Tape.clear() or rewind()")
-            self._seg = seg.tape._segment()
+        if not self._seg.live:
+            self._seg = surviving(self._seg, int(self._idx.max(initial=-1)), "records of this array were")
         return self._seg.tape
 
     def __getitem__(self, key):
@@ -299,10 +296,17 @@ class ArrayCondition:
     """An elementwise comparison of arrays of records: data for tape.where, or checked
     branches when turned into Python or NumPy booleans (bool, .all(), .any(), np.asarray)."""
 
-    __slots__ = ("_code", "_tape", "_in0", "_in1", "_consts")
+    __slots__ = ("_code", "_seg", "_in0", "_in1", "_consts")
 
     def __init__(self, code: int, t: Storage, in0: np.ndarray, in1: np.ndarray | None, consts: np.ndarray | None):
-        self._code, self._tape, self._in0, self._in1, self._consts = code, t, in0, in1, consts
+        self._code, self._seg, self._in0, self._in1, self._consts = code, t._segment(), in0, in1, consts
+
+    def _live_tape(self) -> Storage:
+        """The tape, after checking that the compared records survived every rewind since."""
+        if not self._seg.live:
+            highest = max(int(self._in0.max(initial=-1)), -1 if self._in1 is None else int(self._in1.max(initial=-1)))
+            self._seg = surviving(self._seg, highest, "records this comparison reads were")
+        return self._seg.tape
 
     @classmethod
     def of(cls, ufunc, x, y):
@@ -329,12 +333,13 @@ class ArrayCondition:
     def _check(self) -> np.ndarray:
         """Record every comparison as a checked branch; return the outcomes."""
         code, in0, in1, consts = self._rows()
-        rows = self._tape._append_block(code, in0.size, in0=in0, in1=NO_INPUT if in1 is None else in1,
+        t = self._live_tape()
+        rows = t._append_block(code, in0.size, in0=in0, in1=NO_INPUT if in1 is None else in1,
                                         consts=consts)
-        outcomes = self._tape._val[rows] != 0.0
+        outcomes = t._val[rows] != 0.0
         caller = sys._getframe(2)
         where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
-        self._tape._checks.extend(zip(rows.tolist(), outcomes.tolist(), [where] * len(rows), strict=True))
+        t._checks.extend(zip(rows.tolist(), outcomes.tolist(), [where] * len(rows), strict=True))
         return outcomes.reshape(self.shape)
 
     def all(self) -> bool:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tape._tape import Tape
 
 __all__ = ["Condition", "Handle", "as_constant", "caller", "compare", "new", "revalidate", "shared_segment",
-           "unary_other"]
+           "surviving", "unary_other"]
 
 new = object.__new__
 H = TypeVar("H", bound="Handle")
@@ -34,20 +34,25 @@ H = TypeVar("H", bound="Handle")
 class Handle:
     """A record of a tape: ``.value``, ``.grad``, ``.index``, ``.tape``, ``.backward()``."""
 
-    __slots__ = ("_seg", "index")
+    __slots__ = ("_seg", "_index")
     __array_ufunc__ = None  # NumPy defers to our reflected operators (np.float64(2) * x)
     _seg: Segment
-    index: int
+    _index: int
 
     @classmethod
     def _at(cls: type[H], seg: Segment, index: int) -> H:
         handle = new(cls)
         handle._seg = seg
-        handle.index = index
+        handle._index = index
         return handle
 
     def __pos__(self: H) -> H:
         return self
+
+    @property
+    def index(self) -> int:
+        """The record's index on its tape (read-only: a handle never moves)."""
+        return self._index
 
     @property
     def tape(self) -> Tape:
@@ -62,16 +67,16 @@ class Handle:
     @property
     def value(self) -> float:
         """The record's forward value."""
-        return self._live_tape()._val_w[self.index]
+        return self._live_tape()._val_w[self._index]
 
     @property
     def grad(self) -> float:
         """d(output of the last backward pass)/d(this record); 0.0 if it was not reached."""
-        return float(self._live_tape()._grads(np.array([self.index]))[0])
+        return float(self._live_tape()._grads(np.array([self._index]))[0])
 
     def backward(self, accumulate: bool = False) -> None:
         """Reverse sweep from this record; read results with ``.grad`` (see Tape.backward)."""
-        self._live_tape()._reverse(self.index, accumulate)
+        self._live_tape()._reverse(self._index, accumulate)
 
     def __bool__(self) -> bool:
         raise TypeError("the truth value of a tape.Var is not defined; compare it: `if x > 0:`")
@@ -80,21 +85,27 @@ class Handle:
 
     def __repr__(self) -> str:
         try:
-            return f"Var(#{self.index}, value={self._live_tape()._val_w[self.index]!r})"
+            return f"Var(#{self._index}, value={self._live_tape()._val_w[self._index]!r})"
         except StaleHandleError:
-            return f"Var(#{self.index}, stale)"
+            return f"Var(#{self._index}, stale)"
+
+
+def surviving(seg: Segment, highest: int, what: str) -> Segment:
+    """The live segment, if records up to ``highest`` survived every rewind since ``seg`` ended;
+    else StaleHandleError naming ``what``. Every object holding record indices checks this."""
+    if seg.live:
+        return seg
+    low = seg.tape._low_mark(seg.start)
+    if highest < low:
+        return seg.tape._segment()
+    how = "clear()" if low == 0 else f"rewind({low})"
+    raise StaleHandleError(f"{what} discarded by Tape.{how}; this handle is stale")
 
 
 def revalidate(handle: Handle) -> Segment:
     """Move a handle from a dead segment to the live one, or raise if it is stale."""
-    seg = handle._seg
-    tape = seg.tape
-    marks = tape._rewinds[seg.start:]
-    if handle.index < min(marks):
-        handle._seg = tape._segment()
-        return handle._seg
-    what = "clear()" if min(marks) == 0 else f"rewind({min(marks)})"
-    raise StaleHandleError(f"record #{handle.index} was discarded by Tape.{what}; this handle is stale")
+    handle._seg = surviving(handle._seg, handle._index, f"record #{handle._index} was")
+    return handle._seg
 
 
 def shared_segment(x: Handle, y: Handle) -> Segment:
@@ -155,9 +166,9 @@ class Condition:
         """Record the comparison (1.0 or 0.0) as a new row and return its handle."""
         t = self._tape()
         x, y = self._x, self._y
-        a = t._val_w[x.index]
+        a = t._val_w[x._index]
         if isinstance(y, Handle):
-            j, b = y.index, t._val_w[y.index]
+            j, b = y._index, t._val_w[y._index]
         else:
             b = y
             j = t._n_consts
@@ -165,7 +176,7 @@ class Condition:
                 t._grow_consts()
             t._consts_w[j] = b
             t._n_consts = j + 1
-        row = t._push(self._code, x.index, j, eval_op(self._code, a, b))
+        row = t._push(self._code, x._index, j, eval_op(self._code, a, b))
         return type(x)._at(t._segment(), row)
 
     def __bool__(self) -> bool:
@@ -174,10 +185,10 @@ class Condition:
             frame = sys._getframe(1)
             where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
             self._outcome = row.value != 0.0
-            row._seg.tape._checks.append((row.index, self._outcome, where))
+            row._seg.tape._checks.append((row._index, self._outcome, where))
         return self._outcome
 
     def __repr__(self) -> str:
         name = OPS[self._code].name.removesuffix("_c")
-        y = f"#{self._y.index}" if isinstance(self._y, Handle) else repr(self._y)
-        return f"Condition(#{self._x.index} {SYMBOL[name]} {y})"
+        y = f"#{self._y._index}" if isinstance(self._y, Handle) else repr(self._y)
+        return f"Condition(#{self._x._index} {SYMBOL[name]} {y})"

@@ -26,6 +26,7 @@ A segment is the stretch of the tape's life between two rewinds; handles
 
 from __future__ import annotations
 
+import bisect
 import numbers
 import weakref
 from collections.abc import Callable, Iterable
@@ -102,7 +103,11 @@ class Storage:
         self._n_consts: int = 0
         self._gen: int = 0  # generation of the last backward pass; stamps start at 0 = never
         self._epoch: int = 1  # first generation whose leaf adjoints still count (accumulate=True)
-        self._rewinds: list[int] = []  # mark of every rewind/clear, in order
+        # rewinds so far, and of those the (count, mark) pairs that _low_mark needs: each rewind drops
+        # the pairs whose mark is not below its own, so a loop rewinding to one mark keeps one pair
+        self._n_rewinds: int = 0
+        self._rewind_counts: list[int] = []
+        self._rewind_marks: list[int] = []  # increasing
         self._checks: list[tuple[int, bool, str]] = []  # (row, outcome, file:line) of branches taken
         # file:line of every record, kept only inside tape.debug_nans() (one dict entry per record)
         self._lines: dict[int, str] | None = {} if _debug.active() else None
@@ -172,7 +177,7 @@ class Storage:
         """The live segment; a weak reference, so tape and handles form no cycle."""
         seg = self._segment_ref()
         if seg is None:
-            seg = Segment(self, len(self._rewinds))
+            seg = Segment(self, self._n_rewinds)
             self._segment_ref = weakref.ref(seg)
         return seg
 
@@ -238,13 +243,23 @@ class Storage:
         if seg is not None:
             seg.live = False
         self._segment_ref = lambda: None
-        self._rewinds.append(mark)
+        while self._rewind_marks and self._rewind_marks[-1] >= mark:
+            self._rewind_counts.pop()
+            self._rewind_marks.pop()
+        self._rewind_counts.append(self._n_rewinds)
+        self._rewind_marks.append(mark)
+        self._n_rewinds += 1
         self._in0[mark:n] = NO_INPUT
         self._in1[mark:n] = NO_INPUT
         self._stamp[mark:n] = 0
         self._n = mark
         self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]]))
         self._checks = [check for check in self._checks if check[0] < mark]
+
+    def _low_mark(self, start: int) -> int:
+        """The lowest mark of the rewinds numbered ``start`` and later: the records below it
+        survived all of them (``start`` < the number of rewinds)."""
+        return self._rewind_marks[bisect.bisect_left(self._rewind_counts, start)]
 
     def clear(self) -> None:
         """Discard every record (keeps the allocated capacity)."""
@@ -273,6 +288,8 @@ class Storage:
 
     def _reverse(self, out: int, accumulate: bool) -> None:
         """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward)."""
+        if not 0 <= out < self._n:
+            raise IndexError(f"record {out} is not on this tape of {self._n} records")
         if self._gen + 1 >= _GEN_LIMIT:
             self._restart_generations()
         gen = self._gen + 1

@@ -62,7 +62,7 @@ class Tape(Storage):
             var = new(Var)
             seg = self._segment_ref()
             var._seg = seg if seg is not None else self._segment()
-            var.index = index + n if index < 0 else index
+            var._index = index + n if index < 0 else index
             return var
         return Var._at(self._segment(), self._row(index))  # converts or raises
 
@@ -75,7 +75,7 @@ class Tape(Storage):
             raise ForeignHandleError(f"{var!r} was recorded on another tape")
         if not seg.live:
             revalidate(var)
-        return var.index
+        return var._index
 
     def _rows(self, handles: Iterable[Var] | VarArray) -> np.ndarray:
         """Indices of many handles (or of a VarArray), each checked as by _resolve."""
@@ -86,7 +86,7 @@ class Tape(Storage):
         handles = list(handles)
         seg = self._segment_ref()
         if seg is not None and all(type(h) is Var and h._seg is seg for h in handles):
-            return np.array([h.index for h in handles], np.int64)
+            return np.array([h._index for h in handles], np.int64)
         return np.array([self._resolve(h) for h in handles], np.int64)
 
     def _leaf_rows(self, handles: Sequence[Var] | VarArray, what: str) -> np.ndarray:

@@ -170,7 +170,7 @@ def test_var_holds_only_segment_and_index():
     t = tape.Tape()
     x = t.var(1.0)
     slots = [name for cls in tape.Var.__mro__ for name in getattr(cls, "__slots__", ())]
-    assert slots == ["_seg", "index"] and not hasattr(x, "__dict__")
+    assert slots == ["_seg", "_index"] and not hasattr(x, "__dict__")
     assert x.tape is t and x.index == 0
 
 
