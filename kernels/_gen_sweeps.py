@@ -66,7 +66,7 @@ def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list
     """
     body = ["{j} = {index}", "d = {contribution}", "if stamp[{j}] == gen:", "    adj[{j}] += d", "else:",
             "    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
-            "        adj[{j}] = d", "    stamp[{j}] = gen"]
+            "        adj[{j}] = d + 0.0  # as a zeroed adjoint plus d: -0.0 becomes +0.0", "    stamp[{j}] = gen"]
     return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
 
 
@@ -74,17 +74,29 @@ def reverse_body(op: ops.Op) -> list[str]:
     """Tape reverse sweep: partials computed here, from the stored values."""
     ind = " " * 12
     lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
-    lines.append(f"{ind}da = g * ({op.da})")
-    terms = [("in0[i]", "da", op.when_a)]
-    if op.db:  # both contributions first: in0 and in1 may be the same record
-        lines.append(f"{ind}db = g * ({op.db})")
-        terms.append(("in1[i]", "db", op.when_b))
-    for index, contribution, when in terms:
-        if when:
-            lines += [f"{ind}if {when}:", *accumulate(index, contribution, ind + "    ")]
+    lines.append(f"{ind}pa = {op.da}")
+    terms = [("in0[i]", "pa", op.da, op.when_a)]
+    if op.db:  # both partials first: in0 and in1 may be the same record
+        lines.append(f"{ind}pb = {op.db}")
+        terms.append(("in1[i]", "pb", op.db, op.when_b))
+    for index, partial, rule, when in terms:
+        # a zero partial sends nothing, as in every sweep (0 * inf stays out); literals need no test
+        conditions = [when] if when else []
+        if not nonzero_literal(rule):
+            conditions.append(f"{partial} != 0.0")
+        if conditions:
+            lines += [f"{ind}if {' and '.join(conditions)}:", *accumulate(index, f"g * {partial}", ind + "    ")]
         else:
-            lines += accumulate(index, contribution, ind)
+            lines += accumulate(index, f"g * {partial}", ind)
     return lines
+
+
+def nonzero_literal(rule: str) -> bool:
+    """Whether a partial is a number other than zero ("1.0", "-1.0")."""
+    try:
+        return float(rule) != 0.0
+    except ValueError:
+        return False
 
 
 def has_partials(op: ops.Op) -> bool:
@@ -137,8 +149,9 @@ def multiply_add_reverse(indent: str, weight: str) -> list[str]:
     """The Function reverse pass: zero adj, seed the outputs with ``weight``, multiply-add down to 0."""
     body = ["adj[:] = 0.0", "top = 0", "for s in range(len(seeds)):", f"    adj[seeds[s]] += {weight}",
             "    top = max(top, seeds[s])", "for r in range(top + 1):", "    i = np.uint64(top - r)",
-            "    g = adj[i]", "    if g == 0.0:", "        continue", "    adj[r0[i]] += g * p0[i]",
-            "    adj[r1[i]] += g * p1[i]"]
+            "    g = adj[i]", "    if g == 0.0:", "        continue",
+            "    if p0[i] != 0.0:  # a zero partial sends nothing, even from an infinite adjoint",
+            "        adj[r0[i]] += g * p0[i]", "    if p1[i] != 0.0:", "        adj[r1[i]] += g * p1[i]"]
     return [indent + line for line in body]
 
 
@@ -160,148 +173,9 @@ def reverse_loop(body: list[str]) -> list[str]:
     ]
 
 
-# Sweeps that need no op dispatch: they run over the partials stored by forward_partials.
-DERIVATIVE_KERNELS = f'''@{JIT}
-def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot):
-    """Forward mode, k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
-
-    dot has a row per record plus the zero dummy row; leaves keep their seeded
-    tangents. A zero tangent contributes nothing (as a zero adjoint in reverse).
-    """
-    k = dot.shape[1]
-    for r in range(len(op)):
-        i = np.uint64(r)
-        if is_leaf[op[i]]:
-            continue
-        a = r0[i]
-        b = r1[i]
-        for q in range(k):
-            t = 0.0
-            if dot[a, q] != 0.0:
-                t += p0[i] * dot[a, q]
-            if dot[b, q] != 0.0:
-                t += p1[i] * dot[b, q]
-            dot[i, q] = t
-
-
-@{JIT}
-def reverse_vector(adj, p0, p1, r0, r1, seeds, weights):
-    """k reverse sweeps in one pass: column q is reverse_partials seeded with weights[:, q]."""
-    adj[:] = 0.0
-    k = adj.shape[1]
-    top = 0
-    for s in range(len(seeds)):
-        for q in range(k):
-            adj[seeds[s], q] += weights[s, q]
-        top = max(top, seeds[s])
-    for r in range(top + 1):
-        i = np.uint64(top - r)
-        a = r0[i]
-        b = r1[i]
-        for q in range(k):
-            g = adj[i, q]
-            if g != 0.0:
-                adj[a, q] += g * p0[i]
-                adj[b, q] += g * p1[i]
-
-
-@{JIT}
-def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
-    """Forward-over-reverse from one scalar output: adj as reverse_partials and adj_dot, its
-    derivative along the tangents dot (one direction), so adj_dot at the inputs is H v."""
-    adj[:] = 0.0
-    adj_dot[:] = 0.0
-    adj[seed] = 1.0
-    for r in range(seed + 1):
-        i = np.uint64(seed - r)
-        g = adj[i]
-        gd = adj_dot[i]
-        if g == 0.0 and gd == 0.0:
-            continue
-        a = r0[i]
-        b = r1[i]
-        # tangents of the partials: d p0 = h0 ta + h1 tb, d p1 = h1 ta + h2 tb (zero tangents add nothing)
-        ta = dot[a, 0]
-        tb = dot[b, 0]
-        dp0 = 0.0
-        dp1 = 0.0
-        if ta != 0.0:
-            dp0 += h0[i] * ta
-            dp1 += h1[i] * ta
-        if tb != 0.0:
-            dp0 += h1[i] * tb
-            dp1 += h2[i] * tb
-        if g != 0.0:
-            adj[a] += g * p0[i]
-            adj[b] += g * p1[i]
-            adj_dot[a] += g * dp0
-            adj_dot[b] += g * dp1
-        if gd != 0.0:
-            adj_dot[a] += gd * p0[i]
-            adj_dot[b] += gd * p1[i]
-
-'''
-
-
-# Entry points of a compiled Function: one kernel call per replay (low per-call overhead).
-REPLAY_KERNELS = f'''@{JIT}
-def set_inputs_and_check(rows, x, val, checks, expected, after):
-    """Before: val[rows] = x. After the sweep: the first failed check, or -1."""
-    if not after:
-        for k in range(len(rows)):
-            val[rows[k]] = x[k]
-        return -1
-    for k in range(len(checks)):
-        if (val[checks[k]] != 0.0) != expected[k]:
-            return k
-    return -1
-
-
-@{JIT}
-def replay(op, in0, in1, val, consts, rows, x, checks, expected):
-    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_sweep(op, in0, in1, val, consts, 0, len(op))
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
-def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
-    """Values and first partials at x; returns the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
-def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
-    """Values, first and second partials at x; returns the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                   targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
-def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
-                    seeds, weights, grad):
-    """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
-
-    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
-    """
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    failed = set_inputs_and_check(rows, x, val, checks, expected, True)
-    reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
-    for k in range(len(rows)):
-        grad[k] = adj[rows[k]]
-    return failed
-
-'''
-
-
-def generate(header: list[str], maps: list[str]) -> str:
-    """The text of kernels/_sweeps.py; ``maps`` are the parallel map kernels (kernels/_gen_maps.py)."""
+def generate(header: list[str], more: list[str]) -> str:
+    """The text of kernels/_sweeps.py; ``more``: the kernels over stored partials and the parallel maps
+    (kernels/_gen_derivatives.py, kernels/_gen_maps.py)."""
     helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
     out = [
         *header,
@@ -353,11 +227,7 @@ def generate(header: list[str], maps: list[str]) -> str:
         *multiply_add_reverse("    ", "weights[s]"),
         "",
         "",
-        DERIVATIVE_KERNELS,
-        "",
-        REPLAY_KERNELS,
-        "",
-        *maps,
+        *more,
         f"@{JIT}",
         "def eval_op(k, a, b):",
         '    """One op\'s forward value (b is the constant for const ops)."""',

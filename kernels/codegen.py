@@ -3,7 +3,7 @@
     python -m kernels.codegen          # rewrite them
     python -m kernels.codegen --check  # exit 1 if one is stale (a test runs this)
 
-``kernels/_sweeps.py`` (the Numba sweeps: kernels/_gen_sweeps.py, kernels/_gen_maps.py) and
+``kernels/_sweeps.py`` (the Numba sweeps: kernels/_gen_sweeps.py, _gen_derivatives.py, _gen_maps.py) and
 ``tape/_recorders.py`` (the Python recorders: kernels/_gen_recorders.py). Each generated
 file names its source hash and says not to edit it in its first lines.
 """
@@ -15,12 +15,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _gen_maps, _gen_recorders, _gen_sweeps
+from . import _gen_derivatives, _gen_maps, _gen_recorders, _gen_sweeps
 
 HERE = Path(__file__).resolve().parent
 SWEEPS = HERE / "_sweeps.py"
 RECORDERS = HERE.parent / "tape" / "_recorders.py"
-GENERATORS = ("ops.py", "codegen.py", "_gen_sweeps.py", "_gen_maps.py", "_gen_recorders.py")
+GENERATORS = ("ops.py", "codegen.py", "_gen_sweeps.py", "_gen_derivatives.py", "_gen_maps.py", "_gen_recorders.py")
 
 
 def header(generator: str) -> list[str]:
@@ -35,7 +35,8 @@ def header(generator: str) -> list[str]:
 
 def targets() -> dict[Path, Callable[[], str]]:
     return {
-        SWEEPS: lambda: _gen_sweeps.generate(header("_gen_sweeps.py"), _gen_maps.kernels()),
+        SWEEPS: lambda: _gen_sweeps.generate(header("_gen_sweeps.py"),
+                                             _gen_derivatives.kernels() + _gen_maps.kernels()),
         RECORDERS: lambda: _gen_recorders.generate(header("_gen_recorders.py")),
     }
 

@@ -199,8 +199,9 @@ OPS: tuple[Op, ...] = (
     Op("neg", "unary", "-a", "-1.0"),
     Op("abs", "unary", "abs(a)", "sign(a)"),
     Op("exp", "unary", "exp(a)", "y", daa="y"),
-    Op("log", "unary", "log(a)", "1.0 / a", daa="-1.0 / (a * a)"),
-    Op("sqrt", "unary", "sqrt(a)", "0.5 / y", daa="-0.25 / (y * y * y)"),
+    # (v + 0.0) turns -0.0 into +0.0 and changes no other number: at -0.0, as at 0, log' and sqrt' are +inf
+    Op("log", "unary", "log(a)", "1.0 / (a + 0.0)", daa="-1.0 / (a * a)"),
+    Op("sqrt", "unary", "sqrt(a)", "0.5 / (y + 0.0)", daa="-0.25 / ((y + 0.0) * y * y)"),
     Op("sin", "unary", "sin(a)", "cos(a)", daa="-y"),
     Op("cos", "unary", "cos(a)", "-sin(a)", daa="-y"),
     Op("tan", "unary", "tan(a)", "1.0 + y * y", daa="2.0 * y * (1.0 + y * y)"),

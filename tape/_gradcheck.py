@@ -59,8 +59,7 @@ def gradcheck(f: Function | Callable[..., Any], x: ArrayLike, step: float | None
         up[i] += h
         down[i] -= h
         numeric[:, i] = (values(up) - values(down)) / (up[i] - down[i])
-    scale = np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), floor)
-    relative = (np.abs(analytic - numeric) / scale).max(axis=0, initial=0.0)
+    relative = _relative_error(analytic, numeric, floor).max(axis=0, initial=0.0)
     rng = np.random.default_rng(seed)
     dots = []
     for _ in range(directions):
@@ -68,9 +67,17 @@ def gradcheck(f: Function | Callable[..., Any], x: ArrayLike, step: float | None
         h = step * max(1.0, float(np.abs(point).max(initial=0.0)))
         exact = float(w @ (analytic @ u))
         quotient = float(w @ (values(point + h * u) - values(point - h * u)) / (2 * h))
-        dots.append((exact, quotient, abs(exact - quotient) / max(abs(exact), abs(quotient), floor)))
+        dots.append((exact, quotient, float(_relative_error(np.array(exact), np.array(quotient), floor))))
     report = GradcheckReport(float(relative.max(initial=0.0)))
     report.analytic, report.numeric, report.relative_error = analytic, numeric, relative
     report.worst_input = int(np.argmax(relative)) if len(relative) else -1
     report.dot_products = dots
     return report
+
+
+def _relative_error(analytic: np.ndarray, numeric: np.ndarray, floor: float) -> np.ndarray:
+    """|a - n| / max(|a|, |n|, floor): 0 where both are the same number (infinities too), inf where
+    either is NaN, so a NaN derivative never passes."""
+    with np.errstate(invalid="ignore"):
+        error = np.abs(analytic - numeric) / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), floor)
+    return np.where(analytic == numeric, 0.0, np.where(np.isnan(error), np.inf, error))

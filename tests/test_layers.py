@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     ["tape._source", "tape.kernels", "tape.kernels.ops", "tape.kernels._numba"],
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps"],
-    ["tape.kernels._gen_maps", "tape.kernels._gen_recorders"],
+    ["tape.kernels._gen_maps", "tape.kernels._gen_recorders", "tape.kernels._gen_derivatives"],
     ["tape.kernels.codegen", "tape.errors"],
     ["tape._debug", "tape._show"],
     ["tape._storage"],  # the records, by index: knows nothing of what records into it

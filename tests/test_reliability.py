@@ -118,3 +118,88 @@ def test_p3_rewinds_keep_constant_memory_and_stale_checks_stay_exact():
     for handle in (b, c):
         with pytest.raises(tape.StaleHandleError, match=r"rewind\(1\)"):
             _ = handle.value
+
+
+# -- W2, W3, W7, W8: one structural-zero rule in every sweep; the conventions hold inside programs ---
+
+
+def every_first_derivative(F, x):
+    """The derivative at x of a one-input, one-output Function by every sweep, and of the tape."""
+    t = tape.Tape()
+    v = t.var(x)
+    y = F._source_f(v)
+    return {
+        "tape.gradient": t.gradient(y, v),
+        "gradient": F.gradient([x])[0],
+        "vjp": F.vjp([x], [1.0])[0],
+        "jvp": F.jvp([x], [1.0])[0],
+        "jacobian forward": F.jacobian([x], mode="forward")[0, 0],
+        "jacobian reverse": F.jacobian([x], mode="reverse")[0, 0],
+        "map_value_and_grad": F.map_value_and_grad([[x]])[1][0, 0],
+        "map_jvp": F.map_jvp([[x]], [[1.0]])[0, 0],
+        "map_vjp": F.map_vjp([[x]], [[1.0]])[0, 0],
+    }
+
+
+def traced(f):
+    F = tape.trace(lambda v: f(v[0]), [0.7])
+    F._source_f = f
+    return F
+
+
+@pytest.mark.parametrize("f, x, expected", [
+    (lambda v: tape.sqrt(tape.relu(v)), -1.0, 0.0),  # W2: inf partial after a zero partial
+    (lambda v: tape.sqrt(v) * 0.0, 0.0, 0.0),
+    (lambda v: tape.sqrt(tape.maximum(v, 0.0)) + v, -2.0, 1.0),
+    (lambda v: tape.log(tape.relu(v) + 0.0) * 0.0 + 3.0 * v, -1.0, 3.0),
+    (lambda v: tape.sqrt(v), 0.0, np.inf),  # an infinite derivative stays infinite
+    (lambda v: tape.sqrt(v), -0.0, np.inf),  # W7: -0.0 is 0 for sqrt' and log'
+    (lambda v: tape.log(v), -0.0, np.inf),
+    (lambda v: tape.sqrt(v) + 1.0, 0.0, np.inf),
+])
+def test_every_sweep_gives_the_same_derivative(f, x, expected):
+    found = every_first_derivative(traced(f), x)
+    assert all(value == expected for value in found.values()), found
+
+
+@pytest.mark.parametrize("f, x, expected", [
+    (lambda v: tape.sqrt(v) + 1.0, 0.0, -np.inf),  # W3: the table's sqrt''(0) inside a program
+    (lambda v: 2.0 * tape.sqrt(v) - v, 0.0, -np.inf),
+    (lambda v: tape.sqrt(v), -0.0, -np.inf),
+    (lambda v: tape.log(v) * 1.0, 0.0, -np.inf),
+    (lambda v: tape.sqrt(tape.relu(v)) + v * v, -1.0, 2.0),
+])
+def test_second_derivatives_keep_the_conventions_inside_programs(f, x, expected):
+    F = traced(f)
+    assert F.hessian([x])[0, 0] == expected and F.hvp([x], [1.0])[0] == expected
+
+
+def test_gradcheck_flags_a_nan_derivative():
+    report = tape.gradcheck(lambda v: tape.sqrt(v[0]) - tape.sqrt(v[0]), [0.0])
+    assert np.isnan(report.analytic[0, 0]) and report == np.inf
+    assert tape.gradcheck(lambda v: v[0] * v[0], [0.5]) < 1e-8
+
+
+def test_w8_tape_and_function_gradients_agree_bit_for_bit_with_signed_zeros():
+    rng = np.random.default_rng(8)
+
+    def f(v):
+        a, b, c = v
+        return (a * b - tape.relu(c) * a + tape.maximum(a, b) * c - tape.minimum(b, 0.0) * -c
+                + abs(a) * b * 0.0 - c * tape.tanh(b) + tape.where(a > b, a * c, -b))
+
+    points = rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, -2.0], size=(3200, 3))
+    F = tape.trace(f, points[0])  # where() records no branch: one trace serves every point
+    differ = 0
+    for p in points:
+        t = tape.Tape()
+        xs = t.vars(p)
+        g = t.gradient(f(xs), xs)
+        G = F.value_and_grad(p)[1]
+        differ += not (np.array_equal(g, G) and np.array_equal(np.signbit(g), np.signbit(G)))
+    assert differ == 0
+    t = tape.Tape()  # an underflowing product is the one way a nonzero adjoint sends a zero: -0.0
+    x = t.var(1.0)
+    g = t.gradient((x * -1e-200) * 1e-200, x)
+    G = tape.trace(lambda v: (v[0] * -1e-200) * 1e-200, [1.0]).gradient([1.0])[0]
+    assert g == G == 0.0 and not np.signbit(g) and not np.signbit(G)

@@ -22,9 +22,10 @@ C_SOURCE = r"""
 static inline void acc(double *adj, uint32_t *stamp, const uint8_t *op, uint32_t j, double d,
                        int64_t gen, int64_t keep) {
     if (stamp[j] == gen) adj[j] += d;
-    else { if (stamp[j] >= keep && op[j] == LEAF) adj[j] += d; else adj[j] = d; stamp[j] = (uint32_t)gen; }
+    else { if (stamp[j] >= keep && op[j] == LEAF) adj[j] += d; else adj[j] = d + 0.0; stamp[j] = (uint32_t)gen; }
 }
-#define ACC(j, d) acc(adj, stamp, op, (j), (d), gen, keep)
+/* as the Numba sweep: a zero partial sends nothing */
+#define ACC(j, g, p) do { double p_ = (p); if (p_ != 0.0) acc(adj, stamp, op, (j), (g) * p_, gen, keep); } while (0)
 void forward(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, double *val, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         switch (op[i]) {
@@ -46,12 +47,12 @@ void reverse(const uint8_t *op, const uint32_t *in0, const uint32_t *in1, const 
         double g = adj[i];
         if (g == 0.0) continue;  /* as the Numba sweep: a zero adjoint propagates nothing */
         switch (op[i]) {
-        case ADD: ACC(in0[i], g); ACC(in1[i], g); break;
-        case SUB: ACC(in0[i], g); ACC(in1[i], -g); break;
-        case MUL: { double a = val[in0[i]], b = val[in1[i]]; ACC(in0[i], g * b); ACC(in1[i], g * a); break; }
-        case SIN: ACC(in0[i], g * cos(val[in0[i]])); break;
-        case COS: ACC(in0[i], -g * sin(val[in0[i]])); break;
-        case TANH: { double y = val[i]; ACC(in0[i], g * (1.0 - y * y)); break; }
+        case ADD: ACC(in0[i], g, 1.0); ACC(in1[i], g, 1.0); break;
+        case SUB: ACC(in0[i], g, 1.0); ACC(in1[i], g, -1.0); break;
+        case MUL: { double a = val[in0[i]], b = val[in1[i]]; ACC(in0[i], g, b); ACC(in1[i], g, a); break; }
+        case SIN: ACC(in0[i], g, cos(val[in0[i]])); break;
+        case COS: ACC(in0[i], g, -sin(val[in0[i]])); break;
+        case TANH: { double y = val[i]; ACC(in0[i], g, 1.0 - y * y); break; }
         default: break;
         }
     }
