@@ -32,7 +32,7 @@ from tape._recorders import (
     tan,
     tanh,
 )
-from tape._storage import NO_INPUT
+from tape._storage import NO_INPUT, real_array
 from tape._tape import Tape
 from tape.errors import ForeignHandleError
 from tape.kernels._sweeps import eval_op
@@ -174,17 +174,14 @@ def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,
     With ``params``, ``f(xs, ps)`` also gets handles for values that are not
     differentiated and can change at replay (``F(x, params=p)``) without retracing.
     """
-    point = np.asarray(x0, dtype=np.float64)
+    point = real_array(x0, "tape.trace's x0")
     if point.ndim != 1:
         raise ValueError(f"x0 must be a 1-D array, got shape {point.shape}")
     as_array = isinstance(x0, np.ndarray)
     t = Tape(capacity=max(1024, 4 * point.size))
     xs = t.array(point) if as_array else t.vars(point)
-    if params is None:
-        ps, out = [], f(xs)
-    else:
-        ps = t.vars(np.asarray(params, dtype=np.float64).reshape(-1))
-        out = f(xs, ps)
+    ps = [] if params is None else t.vars(real_array(params, "tape.trace's params").reshape(-1))
+    out = _recording(t, f, xs) if params is None else _recording(t, f, xs, ps)
     if isinstance(out, VarArray):
         outputs: Any = out.ravel()
         scalar = False
@@ -196,6 +193,16 @@ def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,
         return trace(f, at if as_array else at.tolist(), None if params is None else ps_now, "raise")
 
     return t._function(xs, outputs[0] if scalar else outputs, ps, on_branch_change, retrace)
+
+
+def _recording(t: Tape, f: Callable[..., Any], *args: Any) -> Any:
+    """f(*args) with t marked as recording for differentiation: a gradient of t inside f would be a
+    constant in every replay and derivative, so it raises instead (Storage._reverse)."""
+    t._tracing = True
+    try:
+        return f(*args)
+    finally:
+        t._tracing = False
 
 
 def _as_record(t: Tape, y: object) -> Var:
@@ -211,7 +218,7 @@ VarFunction = Callable[[Sequence[Var]], Scalar]
 
 
 def _point(x: ArrayLike) -> np.ndarray:
-    point = np.asarray(x, dtype=np.float64)
+    point = real_array(x, "the point")
     if point.ndim != 1:
         raise ValueError(f"expected a 1-D array of inputs, got shape {point.shape}")
     return point
@@ -228,7 +235,7 @@ def value_and_grad(f: VarFunction) -> Callable[[np.ndarray], tuple[float, np.nda
         point = _point(x)
         t = Tape(capacity=max(1024, 4 * len(point)))
         xs = t.vars(point)
-        y = f(xs)
+        y = _recording(t, f, xs)
         if type(y) is not Var:
             value = as_constant(y)
             if value is None:

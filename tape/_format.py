@@ -10,6 +10,7 @@ input/param/output/check rows in range.
 from __future__ import annotations
 
 import os
+import zipfile
 from typing import BinaryIO
 
 import numpy as np
@@ -19,6 +20,7 @@ from tape.errors import TapeFormatError
 from tape.kernels.ops import IS_COMPARISON, KIND, LEAF, OPS, TWO_RECORDS, USES_POOL
 
 FORMAT_VERSION = 1
+MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
 
 _SPEC = {  # name: (dtype kind check, ndim)
     "format_version": (np.int64, 0), "op": (np.uint8, 1), "in0": (np.uint32, 1), "in1": (np.uint32, 1),
@@ -28,16 +30,26 @@ _SPEC = {  # name: (dtype kind check, ndim)
 }
 
 
-def read(path: str | os.PathLike | BinaryIO) -> dict[str, np.ndarray]:
+def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict[str, np.ndarray]:
     """The arrays of a file written by ``write``, validated; anything malformed raises
-    ``TapeFormatError`` (naming the first bad record where there is one)."""
+    ``TapeFormatError`` (naming the first bad record where there is one). Before any array is
+    read, what the file's headers claim is checked against the members' sizes and ``max_bytes``."""
     try:
         with np.load(path, allow_pickle=False) as npz:
+            members = npz.zip.namelist()
+            if len(members) != len(set(members)):
+                raise TapeFormatError(f"{path}: a member appears twice in the file")
             names = set(npz.files)
-            if names != set(_SPEC):
+            if names != set(_SPEC) or len(members) != len(_SPEC):
                 missing, extra = sorted(set(_SPEC) - names), sorted(names - set(_SPEC))
                 raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
+            claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in _SPEC)
+            if claimed > max_bytes:
+                raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={max_bytes}; "
+                                      f"pass a larger max_bytes to tape.load for a tape that big")
             arrays = {name: npz[name] for name in _SPEC}
+            if not all(isinstance(array, np.ndarray) for array in arrays.values()):
+                raise TapeFormatError(f"{path}: a member is not a NumPy array")
     except (TapeFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except Exception as exc:  # zip, npy-header and decoding errors of every kind a hostile file can cause
@@ -45,6 +57,24 @@ def read(path: str | os.PathLike | BinaryIO) -> dict[str, np.ndarray]:
     validate(arrays)
     del arrays["format_version"]
     return arrays
+
+
+def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
+    """The bytes a member's .npy header claims, checked against what the member can hold."""
+    with archive.open(member) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise TapeFormatError(f"{path}: {member} has .npy format version {version}, not 1.0 or 2.0")
+    count = int(np.prod(shape, dtype=object))
+    claimed = count * dtype.itemsize
+    if claimed > archive.getinfo(member).file_size:
+        raise TapeFormatError(f"{path}: {member} claims shape {shape} ({claimed} bytes) in a member of "
+                              f"{archive.getinfo(member).file_size} bytes")
+    return claimed
 
 
 def write(file: BinaryIO, arrays: dict[str, np.ndarray]) -> None:

@@ -22,10 +22,12 @@ class Function(Maps):
     """
 
 
-def load(path: str | os.PathLike | BinaryIO, on_branch_change: str = "raise") -> Function:
+def load(path: str | os.PathLike | BinaryIO, on_branch_change: str = "raise",
+         max_bytes: int = _format.MAX_BYTES) -> Function:
     """Read a Function saved by ``Function.save``, validating every array first.
 
     Anything malformed raises ``TapeFormatError`` (naming the first bad record
-    where there is one) before any kernel touches the data.
+    where there is one) before any kernel touches the data. A file whose arrays claim
+    more than ``max_bytes`` (2 GiB, about 10^8 records) is refused before it is read.
     """
-    return Function(_format.read(path), on_branch_change)
+    return Function(_format.read(path, max_bytes), on_branch_change)

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from tape import _distributed
 from tape._derivatives import Derivatives
-from tape._storage import branch_changed
+from tape._storage import branch_changed, real_array
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
 
@@ -36,10 +36,7 @@ class Maps(Derivatives):
 
     def _batch(self, X: ArrayLike, count: int, what: str) -> np.ndarray:
         """X as a C-contiguous (N, count) float64 array (N points of count entries)."""
-        try:
-            points = np.ascontiguousarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{what} must be real numbers: {exc}") from None
+        points = real_array(X, what)
         if points.ndim == 1 and count == 1:
             points = points.reshape(-1, 1)
         if points.ndim != 2 or points.shape[1] != count:
@@ -131,6 +128,8 @@ class Maps(Derivatives):
             return [value], grad
 
         if client is not None:
+            if not all(hasattr(client, name) for name in ("scatter", "map", "nthreads")):
+                raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
             values, grads, failed = _distributed.map_value_and_grad_on(client, self, points)
 
             def single(p):

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape import _debug, _format, _show
-from tape._storage import Storage, branch_changed
+from tape._storage import Storage, branch_changed, real_array
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.ops import CONSTANT, HAS_DA, HAS_DB, OPS
 
@@ -162,10 +162,7 @@ class Replay:
     # -- replay ---------------------------------------------------------------------------
 
     def _point(self, x: ArrayLike, count: int, what: str) -> np.ndarray:
-        try:
-            point = np.ascontiguousarray(x, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{what} must be real numbers: {exc}") from None
+        point = real_array(x, what)
         if point.shape != (count,):
             if point.ndim == 0 and count == 1:
                 return point.reshape(1)

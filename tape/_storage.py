@@ -36,7 +36,7 @@ import numpy as np
 
 from tape import _debug, _show
 from tape._debug import caller
-from tape.errors import BranchChanged, TapeFullError
+from tape.errors import BranchChanged, TapeError, TapeFullError
 from tape.kernels._sweeps import forward_sweep, reverse_sweep
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, OPS, SYMBOL, TWO_RECORDS, USES_POOL
 
@@ -97,8 +97,8 @@ class Storage:
     _consts_w: Any
 
     def __init__(self, capacity: int = 1024):
-        if not isinstance(capacity, numbers.Integral) or capacity < 1:
-            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+        if not isinstance(capacity, numbers.Integral) or not 1 <= capacity <= MAX_RECORDS:
+            raise ValueError(f"capacity must be an integer from 1 to {MAX_RECORDS} (32-bit indices), got {capacity!r}")
         self._n: int = 0
         self._n_consts: int = 0
         self._gen: int = 0  # generation of the last backward pass; stamps start at 0 = never
@@ -112,6 +112,7 @@ class Storage:
         # file:line of every record, kept only inside tape.debug_nans() (one dict entry per record)
         self._lines: dict[int, str] | None = {} if _debug.active() else None
         self._segment_ref: Callable[[], Segment | None] = lambda: None
+        self._tracing: bool = False  # tape.trace is recording f on this tape: no gradient of it (see _reverse)
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
 
@@ -290,6 +291,10 @@ class Storage:
         """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward)."""
         if not 0 <= out < self._n:
             raise IndexError(f"record {out} is not on this tape of {self._n} records")
+        if self._tracing:
+            raise TapeError("a gradient of the tape that tape.trace is recording would be replayed as a constant "
+                            "(its value at x0, not at the replayed point): differentiating inside a traced function "
+                            "is not supported yet. Take the gradient outside f, or on a tape of its own.")
         if self._gen + 1 >= _GEN_LIMIT:
             self._restart_generations()
         gen = self._gen + 1
@@ -373,10 +378,16 @@ def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, e
         f"select, or on_branch_change='retrace'.{extra}", int(row), where)
 
 
-def real_array(values, what: str) -> np.ndarray:
-    """values as a float64 array, or a TypeError naming what expected real numbers."""
-    array = np.asarray(values)
-    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
-            or array.dtype == np.bool_):
+def real_array(values: object, what: str) -> np.ndarray:
+    """values as a C-contiguous float64 array, or a TypeError naming what expected real numbers.
+
+    The one check of numbers from outside, at every entry point: None, strings, complex numbers
+    and objects are refused, never turned into NaN, parsed or truncated.
+    """
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged sequences
+        raise TypeError(f"{what} expects real numbers: {exc}") from None
+    if array.dtype.kind not in "fiub":
         raise TypeError(f"{what} expects real numbers, got {array.dtype} from {type(values).__name__}")
-    return array.astype(np.float64)
+    return np.ascontiguousarray(array, dtype=np.float64)

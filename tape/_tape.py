@@ -83,6 +83,8 @@ class Tape(Storage):
             if handles._live_tape() is not self:
                 raise ForeignHandleError("the VarArray was recorded on another tape")
             return handles._idx.ravel().astype(np.int64)
+        if not isinstance(handles, Iterable):
+            raise TypeError(f"expected a Var, a sequence of Vars or a VarArray, got {type(handles).__name__}")
         handles = list(handles)
         seg = self._segment_ref()
         if seg is not None and all(type(h) is Var and h._seg is seg for h in handles):

@@ -203,3 +203,102 @@ def test_w8_tape_and_function_gradients_agree_bit_for_bit_with_signed_zeros():
     g = t.gradient((x * -1e-200) * 1e-200, x)
     G = tape.trace(lambda v: (v[0] * -1e-200) * 1e-200, [1.0]).gradient([1.0])[0]
     assert g == G == 0.0 and not np.signbit(g) and not np.signbit(G)
+
+
+# -- W9: a gradient of the tape being recorded is refused, not baked in as a constant ---------------
+
+
+def test_w9_gradient_inside_a_traced_function_raises():
+    def f(xs):
+        w, x = xs
+        g = w.tape.gradient(w * x * x, x)
+        return g * w
+
+    for call in (lambda: tape.trace(f, [0.5, 2.0]), lambda: tape.grad(f)([0.5, 2.0]),
+                 lambda: tape.value_and_grad(f)([0.5, 2.0])):
+        with pytest.raises(tape.TapeError, match="inside a traced function"):
+            call()
+
+
+def test_w9_a_gradient_on_a_plain_tape_is_a_constant_later_stop_gradient():
+    t = tape.Tape()
+    w, x = t.var(0.5), t.var(2.0)
+    g = t.gradient(w * x * x, x)  # 2 w x = 2.0, a number from here on
+    y = g * w
+    assert t.gradient(y, [w, x]).tolist() == [2.0, 0.0]
+
+
+# -- U: clear errors for bad input, one validation for numbers from outside -------------------------
+
+
+@pytest.mark.parametrize("bad", [None, [None, 1.0], ["1.5", "2"], [1 + 2j, 1.0], [[1.0], [1.0, 2.0]]])
+def test_u2_every_entry_point_refuses_what_is_not_real_numbers(bad):
+    F = tape.trace(lambda v: v[0] * v[1], [1.0, 2.0])
+    calls = [lambda: F(bad), lambda: F.value_and_grad(bad), lambda: F.jvp([1.0, 2.0], bad),
+             lambda: F.map([bad, bad]), lambda: F.map_value_and_grad([bad]), lambda: tape.trace(lambda v: v[0], bad),
+             lambda: tape.grad(lambda v: v[0])(bad), lambda: tape.Tape().vars(bad)]
+    for call in calls:
+        with pytest.raises(TypeError, match="real numbers"):
+            call()
+
+
+def test_u3_capacity_above_the_index_limit_is_refused_before_allocating():
+    with pytest.raises(ValueError, match="32-bit"):
+        tape.Tape(capacity=2**32)
+
+
+def test_u5_errors_name_what_was_wrong():
+    t = tape.Tape()
+    y = t.var(1.0) * 2.0
+    with pytest.raises(TypeError, match="expected a Var, a sequence of Vars or a VarArray, got float"):
+        t.gradient(y, 1.0)
+    F = tape.trace(lambda v: v[0] * 2.0, [1.0])
+    with pytest.raises(TypeError, match="dask.distributed.Client"):
+        F.map_value_and_grad([[1.0]], client="x")
+
+
+def saved_members(tmp_path):
+    import zipfile
+
+    path = tmp_path / "f.npz"
+    tape.trace(lambda v: tape.sin(v[0]) * v[1], [0.5, 2.0]).save(path)
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def write_zip(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return path
+
+
+def test_u1_u7_members_that_are_not_arrays_or_appear_twice_are_format_errors(tmp_path):
+    import warnings
+
+    members = saved_members(tmp_path)
+    not_npy = [(n.replace("op.npy", "op") if n == "op.npy" else n, d) for n, d in members.items()]
+    empty = [(n, b"" if n == "val.npy" else d) for n, d in members.items()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name it writes
+        twice = write_zip(tmp_path / "twice.npz", [*members.items(), ("consts.npy", members["consts.npy"])])
+    for path in (write_zip(tmp_path / "raw.npz", not_npy), write_zip(tmp_path / "empty.npz", empty), twice):
+        with pytest.raises(tape.TapeFormatError):
+            tape.load(path)
+
+
+def test_p1_a_file_claiming_huge_arrays_is_refused_before_reading(tmp_path):
+    import io
+
+    members = saved_members(tmp_path)
+    huge = io.BytesIO()  # a header claiming 80 GB, in a member of 200 bytes
+    np.lib.format.write_array_header_1_0(huge, {"descr": "<f8", "fortran_order": False, "shape": (10**10,)})
+    header = huge.getvalue() + bytes(80)
+    path = write_zip(tmp_path / "bomb.npz", [(n, header if n == "val.npy" else d) for n, d in members.items()])
+    with pytest.raises(tape.TapeFormatError, match="claims shape"):
+        tape.load(path)
+    with pytest.raises(tape.TapeFormatError, match="max_bytes"):
+        tape.load(tmp_path / "f.npz", max_bytes=100)
+    assert tape.load(tmp_path / "f.npz")([0.5, 2.0]) == np.sin(0.5) * 2.0
