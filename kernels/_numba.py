@@ -8,6 +8,9 @@ directory (``~/.cache/tape`` on Linux), or in ``$TAPE_CACHE_DIR`` when set;
 ``$NUMBA_CACHE_DIR``, when set, is used as Numba always does. Every installed copy of tape
 gets its own subfolder (keyed by its path), and Numba checks the source of every entry.
 
+Threads. The parallel maps run on a fork-safe threading layer (set below, unless
+``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
+
 Notice. The first call of each kernel in an environment compiles it (25 s for all, once);
 the first compilation in a process prints one line to stderr saying so, and
 ``python -m tape warmup`` compiles every kernel ahead.
@@ -20,7 +23,7 @@ import sys
 from typing import Any
 
 from numba import njit
-from numba.core import caching, event
+from numba.core import caching, config, event
 from numba.misc.appdirs import AppDirs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,3 +86,10 @@ class _FirstCompile(event.Listener):
 
 _install_locator()
 event.register("numba:compile", _FirstCompile())
+
+# Threading layer of the parallel maps: a fork-safe one unless the user chose (NUMBA_THREADING_LAYER).
+# GNU OpenMP, Numba's pick on Linux without TBB, kills a fork child that maps once the parent has
+# mapped; "forksafe" picks TBB if installed, else workqueue, which maps as fast here (measured: seed
+# example 17.0 M points/s on 2 threads either way, a 10^4-record tape 13.6k vs 14.0k points/s).
+if not os.environ.get("NUMBA_THREADING_LAYER") and config.THREADING_LAYER == "default":
+    config.THREADING_LAYER = "forksafe"

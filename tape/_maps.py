@@ -8,6 +8,7 @@ bit. A point whose recorded comparisons flip is handled by the Function's policy
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -24,6 +25,16 @@ from tape.kernels.ops import IS_LEAF
 # Numba's default threading layer (workqueue) aborts the process if two threads launch
 # parallel kernels at once, so the maps take turns.
 _PARALLEL = threading.Lock()
+
+
+def _unlock_in_child() -> None:
+    """A fork copies the lock as it was: held, if another thread was mapping. The child has no such thread."""
+    global _PARALLEL
+    _PARALLEL = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_child)
 
 
 def _blocks(points: int) -> int:

@@ -302,3 +302,57 @@ def test_p1_a_file_claiming_huge_arrays_is_refused_before_reading(tmp_path):
     with pytest.raises(tape.TapeFormatError, match="max_bytes"):
         tape.load(tmp_path / "f.npz", max_bytes=100)
     assert tape.load(tmp_path / "f.npz")([0.5, 2.0]) == np.sin(0.5) * 2.0
+
+
+# -- C2: maps in processes forked, spawned or served after the parent mapped, and forks during a map --
+
+FORK_SCRIPT = """
+import multiprocessing as mp
+import os
+import sys
+import threading
+
+import numpy as np
+
+import tape
+
+PATH = sys.argv[1]
+X = np.random.default_rng(0).normal(size=(64, 3))
+
+
+def work(k):
+    return float(tape.load(PATH).map(X + k).sum())
+
+
+if __name__ == "__main__":
+    F = tape.trace(lambda v: tape.sin(v[0]) * v[1] + v[2] ** 2, [0.1, 0.2, 0.3])
+    F.save(PATH)
+    expected = [float(F.map(X + k).sum()) for k in range(4)]  # the parent maps first
+    for method in ("fork", "spawn", "forkserver"):
+        with mp.get_context(method).Pool(2) as pool:
+            assert pool.map(work, range(4)) == expected, method
+    stop = threading.Event()
+
+    def keep_mapping():
+        while not stop.is_set():
+            F.map(X)
+
+    mapper = threading.Thread(target=keep_mapping)
+    mapper.start()
+    for _ in range(20):  # fork while another thread maps (and may hold the map lock)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if work(1) == expected[1] else 3)
+        assert os.waitpid(pid, 0)[1] == 0
+    stop.set()
+    mapper.join()
+    print("ok", tape.Function.__module__)
+"""
+
+
+def test_c2_maps_work_in_forked_spawned_and_served_processes(tmp_path):
+    script = tmp_path / "forks.py"
+    script.write_text(FORK_SCRIPT)
+    result = subprocess.run([sys.executable, str(script), str(tmp_path / "f.npz")], capture_output=True, text=True,
+                            timeout=600, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("ok"), result.stderr[-3000:]
