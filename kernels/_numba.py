@@ -23,7 +23,8 @@ import sys
 from typing import Any
 
 from numba import njit
-from numba.core import caching, config, event
+from numba.core import caching, event
+from numba.core import config as _config
 from numba.misc.appdirs import AppDirs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -91,5 +92,6 @@ event.register("numba:compile", _FirstCompile())
 # GNU OpenMP, Numba's pick on Linux without TBB, kills a fork child that maps once the parent has
 # mapped; "forksafe" picks TBB if installed, else workqueue, which maps as fast here (measured: seed
 # example 17.0 M points/s on 2 threads either way, a 10^4-record tape 13.6k vs 14.0k points/s).
+config: Any = _config  # numba's settings module (its attributes are made at run time)
 if not os.environ.get("NUMBA_THREADING_LAYER") and config.THREADING_LAYER == "default":
     config.THREADING_LAYER = "forksafe"
