@@ -68,18 +68,31 @@ def describe(rec, lines: dict[int, str] | None, row: int) -> str:
     return f"record #{row} ({op.name}, inputs {inputs or 'none'}) recorded at {where}"
 
 
-def check(rec, lines: dict[int, str] | None, n: int, adjoints: bool) -> None:
-    """Raise NonFiniteError at the first record whose value, or adjoint, turned non-finite."""
-    finite = np.isfinite(rec.val[:n])
+def check(rec, lines: dict[int, str] | None, n: int, adjoints: bool | np.ndarray = False,
+          tangents: np.ndarray | None = None, what: str = "adjoint") -> None:
+    """Raise NonFiniteError at the first record whose value turned non-finite (forward order), then
+    at the first tangent (columns of ``tangents``, forward order), then at the first adjoint
+    (reverse order: the last adjoints, or the columns of an array of them, called ``what``)."""
+    _first_in_forward_order(rec, lines, rec.val[:n, None], "value")
+    if tangents is not None:
+        _first_in_forward_order(rec, lines, tangents[:n], "tangent")
+    if adjoints is False:
+        return
+    grads = rec.adjoints(np.arange(n)) if adjoints is True else adjoints[:n]
+    grads = grads.reshape(n, -1)
+    bad = np.flatnonzero(~np.isfinite(grads).all(axis=1))
+    if len(bad):
+        row = int(bad[-1])  # the reverse sweep reaches the highest index first
+        users = [i for i in range(row + 1, n) if row in rec.inputs(i) and np.isfinite(grads[i]).all()]
+        source = f"; it came through {describe(rec, lines, users[0])}" if users else ""
+        value = grads[row][~np.isfinite(grads[row])][0]
+        raise NonFiniteError(f"{what} {float(value)!r} first appears at {describe(rec, lines, row)}{source}", row)
+
+
+def _first_in_forward_order(rec, lines: dict[int, str] | None, columns: np.ndarray, what: str) -> None:
+    """The first non-leaf record whose entry turned non-finite although its inputs' are finite."""
+    finite = np.isfinite(columns).all(axis=1)
     for row in np.flatnonzero(~finite).tolist():
         if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]]:
-            raise NonFiniteError(f"value {float(rec.val[row])!r} first appears at {describe(rec, lines, row)}", row)
-    if adjoints:
-        grads = rec.adjoints(np.arange(n))
-        bad = np.flatnonzero(~np.isfinite(grads))
-        if len(bad):
-            row = int(bad[-1])  # the reverse sweep reaches the highest index first
-            users = [i for i in range(row + 1, n) if row in rec.inputs(i) and np.isfinite(grads[i])]
-            source = f"; it came through {describe(rec, lines, users[0])}" if users else ""
-            raise NonFiniteError(f"adjoint {float(grads[row])!r} first appears at {describe(rec, lines, row)}"
-                                 f"{source}", row)
+            value = columns[row][~np.isfinite(columns[row])][0]
+            raise NonFiniteError(f"{what} {float(value)!r} first appears at {describe(rec, lines, row)}", row)

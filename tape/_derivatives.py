@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from tape import _debug
 from tape._replay import Replay
 from tape.kernels._sweeps import replay_partials, replay_second, reverse_second, reverse_vector, tangent_sweep
 from tape.kernels.ops import IS_LEAF
@@ -32,6 +33,8 @@ class Derivatives(Replay):
             failed = replay_partials(*args, self._targets, *checks)
         if failed >= 0 and self._branch_changed(failed, point):
             self._again(self._at, point, second)
+        elif self._checking:
+            _debug.check(self._records(), self._lines, len(self))
 
     def _tangents(self, seeds: np.ndarray) -> np.ndarray:
         """Tangents of every record for the input directions seeds (n_inputs, k)."""
@@ -39,6 +42,8 @@ class Derivatives(Replay):
         dot[self._input_rows] = seeds
         tangent_sweep(IS_LEAF, self._op, self._partials[0], self._partials[1], self._targets[0],
                       self._targets[1], dot)
+        if self._checking:
+            _debug.check(self._records(), self._lines, len(self), tangents=dot)
         return dot
 
     def jvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
@@ -73,6 +78,8 @@ class Derivatives(Replay):
             adj = np.empty((len(self) + 1, k))
             reverse_vector(adj, self._partials[0], self._partials[1], self._targets[0], self._targets[1],
                            self._output_rows, weights)
+            if self._checking:
+                _debug.check(self._records(), self._lines, len(self), adjoints=adj)
             J[start:start + k] = adj[self._input_rows].T
         return J
 
@@ -86,6 +93,9 @@ class Derivatives(Replay):
             dot = self._tangents(directions[:, q:q + 1])
             reverse_second(self._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1],
                            self._output_rows[0])
+            if self._checking:
+                _debug.check(self._records(), self._lines, len(self), adjoints=self._adj)
+                _debug.check(self._records(), self._lines, len(self), adjoints=adj_dot, what="adjoint's tangent")
             out[:, q] = adj_dot[self._input_rows]
         return out
 

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape import _distributed
+from tape._debug import NonFiniteError
 from tape._derivatives import Derivatives
 from tape._storage import branch_changed, real_array
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
@@ -74,6 +75,13 @@ class Maps(Derivatives):
         "raise" names the first such point; "retrace" redoes each with ``single(p)``
         (the one-point call, which retraces as needed); "ignore" keeps the results.
         """
+        if self._checking:  # every point alone, through the checks of a single call
+            for p in range(len(X)):
+                try:
+                    single(p)
+                except NonFiniteError as exc:
+                    raise NonFiniteError(f"point {p} of the {len(X)} given: {exc}", exc.row) from None
+            return
         bad = np.flatnonzero(failed >= 0)
         if not len(bad) or self.on_branch_change == "ignore":
             return

@@ -161,6 +161,11 @@ class Replay:
 
     # -- replay ---------------------------------------------------------------------------
 
+    @property
+    def _checking(self) -> bool:
+        """Whether calls look for the first inf/NaN (check_finite, or inside tape.debug_nans())."""
+        return self.check_finite or _debug.active()
+
     def _point(self, x: ArrayLike, count: int, what: str) -> np.ndarray:
         point = real_array(x, what)
         if point.shape != (count,):
@@ -182,8 +187,8 @@ class Replay:
                         point, self._check_rows, self._check_expected)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self.__call__, point)
-        if self.check_finite or _debug.active():
-            _debug.check(self._records(), self._lines, len(self), adjoints=False)
+        if self._checking:
+            _debug.check(self._records(), self._lines, len(self))
         out = self._val[self._output_rows]
         return float(out[0]) if self._scalar else out
 
@@ -194,7 +199,7 @@ class Replay:
                                  self._check_expected, self._output_rows, weights, grad)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
-        if self.check_finite or _debug.active():
+        if self._checking:
             _debug.check(self._records(), self._lines, len(self), adjoints=True)
         return grad
 

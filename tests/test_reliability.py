@@ -356,3 +356,45 @@ def test_c2_maps_work_in_forked_spawned_and_served_processes(tmp_path):
     result = subprocess.run([sys.executable, str(script), str(tmp_path / "f.npz")], capture_output=True, text=True,
                             timeout=600, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.startswith("ok"), result.stderr[-3000:]
+
+
+# -- W4: check_finite and debug_nans hold in every method -----------------------------------------------
+
+
+def every_method(F, x):
+    n, m = F.n_inputs, F.n_outputs
+    return {
+        "call": lambda: F(x), "value_and_grad": lambda: F.value_and_grad(x), "vjp": lambda: F.vjp(x, np.ones(m)),
+        "jvp": lambda: F.jvp(x, np.ones(n)), "jacobian forward": lambda: F.jacobian(x, mode="forward"),
+        "jacobian reverse": lambda: F.jacobian(x, mode="reverse"), "hvp": lambda: F.hvp(x, np.ones(n)),
+        "hessian": lambda: F.hessian(x), "map": lambda: F.map([x, x]),
+        "map_value_and_grad": lambda: F.map_value_and_grad([x, x]), "map_jvp": lambda: F.map_jvp([x, x], [x, x]),
+        "map_vjp": lambda: F.map_vjp([x, x], np.ones((2, m))),
+    }
+
+
+def test_w4_every_method_stops_at_the_first_non_finite_number():
+    F = tape.trace(lambda v: tape.log(v[0]) * v[1] + v[1] * v[1], [1.0, 2.0])
+    for name, call in every_method(F, [1.0, 2.0]).items():
+        F.check_finite = True
+        call()  # finite everywhere: nothing raised
+        for switch in ("check_finite", "debug_nans"):
+            F.check_finite = switch == "check_finite"
+            bad = every_method(F, [-1.0, 2.0])[name]
+            with pytest.raises(tape.NonFiniteError, match=r"value nan first appears at record #2 \(log"):
+                if switch == "debug_nans":
+                    with tape.debug_nans():
+                        bad()
+                else:
+                    bad()
+
+
+def test_w4_an_infinite_derivative_is_named_in_forward_and_reverse_mode():
+    F = tape.trace(lambda v: tape.sqrt(v[0]) + v[0], [1.0])
+    F.check_finite = True
+    with pytest.raises(tape.NonFiniteError, match=r"tangent inf first appears at record #1 \(sqrt"):
+        F.jvp([0.0], [1.0])
+    with pytest.raises(tape.NonFiniteError, match=r"adjoint inf first appears at record #0"):
+        F.jacobian([0.0], mode="reverse")
+    with pytest.raises(tape.NonFiniteError, match="point 1 of the 2 given"):
+        F.map_jvp([[1.0], [0.0]], [[1.0], [1.0]])
