@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape import _debug
-from tape._replay import Replay
+from tape._replay import Replay, one_call_at_a_time
 from tape.kernels._sweeps import replay_partials, replay_second, reverse_second, reverse_vector, tangent_sweep
 from tape.kernels.ops import IS_LEAF
 
@@ -46,12 +46,14 @@ class Derivatives(Replay):
             _debug.check(self._records(), self._lines, len(self), tangents=dot)
         return dot
 
+    @one_call_at_a_time
     def jvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """J v at x: one forward tangent sweep -> (n_outputs,)."""
         direction = self._point(v, self.n_inputs, "tangent entries")
         self._at(self._prepare(x, params))
         return self._tangents(direction[:, None])[self._output_rows, 0]
 
+    @one_call_at_a_time
     def jacobian(self, x: ArrayLike, params: ArrayLike | None = None, mode: str = "auto",
                  block: int = 16) -> np.ndarray:
         """The (n_outputs, n_inputs) Jacobian at x, ``block`` directions per sweep.
@@ -99,6 +101,7 @@ class Derivatives(Replay):
             out[:, q] = adj_dot[self._input_rows]
         return out
 
+    @one_call_at_a_time
     def hvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """H v at x for a scalar output, by forward-over-reverse over the same records."""
         if self.n_outputs != 1:
@@ -107,6 +110,7 @@ class Derivatives(Replay):
         self._at(self._prepare(x, params), second=True)
         return self._hessian_columns(direction[:, None])[:, 0]
 
+    @one_call_at_a_time
     def hessian(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """The (n, n) Hessian at x (one Hessian-vector product per input), symmetrized."""
         if self.n_outputs != 1:

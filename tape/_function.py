@@ -18,7 +18,7 @@ class Function(Maps):
     """Value, gradient and every derivative of a recorded tape at new inputs, one Numba call each.
 
     Make one with ``tape.trace(f, x0)`` or ``Tape.function(inputs, outputs)``.
-    Not thread-safe: a Function reuses its working arrays on every call.
+    Safe to share between threads: calls on one Function take turns (F.map runs points in parallel).
     """
 
 

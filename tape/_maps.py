@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from tape import _distributed
 from tape._debug import NonFiniteError
 from tape._derivatives import Derivatives
+from tape._replay import one_call_at_a_time
 from tape._storage import branch_changed, real_array
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
@@ -94,6 +95,7 @@ class Maps(Derivatives):
         for point in bad.tolist():
             single(point)
 
+    @one_call_at_a_time
     def map(self, X: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m)."""
         points, _ = self._batch_call(X, params)
@@ -129,6 +131,7 @@ class Maps(Derivatives):
         self._settle(failed, points, single)
         return values, grads
 
+    @one_call_at_a_time
     def map_value_and_grad(self, X: ArrayLike, params: ArrayLike | None = None,
                            client=None) -> tuple[np.ndarray, np.ndarray]:
         """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs).
@@ -159,12 +162,14 @@ class Maps(Derivatives):
             values, grads = self._map_reverse(points, np.ones((len(points), 1)), one)
         return values[:, 0], grads
 
+    @one_call_at_a_time
     def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
         points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
         assert weights is not None
         return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p])))[1]
 
+    @one_call_at_a_time
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """J V[p] at every row X[p], in parallel: (N, n_outputs)."""
         points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))

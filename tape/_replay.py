@@ -8,10 +8,13 @@ that Python branches took while recording and applies the Function's
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,9 +25,34 @@ from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.ops import CONSTANT, HAS_DA, HAS_DB, OPS
 
 POLICIES = ("raise", "retrace", "ignore")
+R = TypeVar("R", bound="Replay")
+P = ParamSpec("P")
+T = TypeVar("T")
+_LIVE: weakref.WeakSet[Replay] = weakref.WeakSet()  # every Function: a fork child renews their locks
+
+
+def _renew_locks() -> None:
+    """A fork copies each lock as it was: held, maybe, by a thread the child does not have."""
+    for F in list(_LIVE):
+        F._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
+
+
+def one_call_at_a_time(method: Callable[Concatenate[R, P], T]) -> Callable[Concatenate[R, P], T]:
+    """Calls on one Function from several threads take turns: they share its working arrays, and the
+    kernels run without the GIL. (__call__ and value_and_grad take the lock inline: no extra frame.)"""
+
+    @functools.wraps(method)
+    def in_turn(self: R, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return in_turn
 # f recorded again at (point, params): made by tape.trace for on_branch_change="retrace"
 Retrace = Callable[[np.ndarray, np.ndarray], "Replay"]
-R = TypeVar("R", bound="Replay")
 
 
 class Replay:
@@ -40,6 +68,8 @@ class Replay:
         self.check_finite = False  # True: raise tape.NonFiniteError at the first inf/NaN of a call
         self._lines: dict[int, str] | None = None  # source lines, when traced inside tape.debug_nans()
         self._source = source  # records f again at a new point, when made by tape.trace
+        self._lock = threading.RLock()
+        _LIVE.add(self)
         self._install(arrays)
 
     def _install(self, a: dict[str, np.ndarray]) -> None:
@@ -127,11 +157,13 @@ class Replay:
         return _show.Records(self._op, self._in0, self._in1, self._val, self._consts,
                              lambda idx: self._adj[idx], notes)
 
+    @one_call_at_a_time
     def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
         """The node table at the last replayed point: adjoints are those of the last
         value_and_grad/vjp call; see Tape.table."""
         return _show.table(self._records(), rows, head, tail)
 
+    @one_call_at_a_time
     def to_dot(self, limit: int = 300) -> str:
         """Graphviz DOT of the records the outputs depend on (values of the last replay)."""
         return _show.to_dot(self._records(), [int(r) for r in self._output_rows], limit)
@@ -140,6 +172,7 @@ class Replay:
         """Draw ``to_dot()`` to an .svg or .png file (needs Graphviz's ``dot``)."""
         _show.render(self.to_dot(limit), path)
 
+    @one_call_at_a_time
     def stats(self) -> dict:
         """Records by op, inputs, parameters, outputs, constants, comparisons, bytes, longest
         dependency chain and fan-out histogram ({uses: records used that often})."""
@@ -182,15 +215,16 @@ class Replay:
 
     def __call__(self, x: ArrayLike, params: ArrayLike | None = None) -> float | np.ndarray:
         """Forward replay at x: a float for a scalar output, else an array of the outputs."""
-        point = self._prepare(x, params)
-        failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
-                        point, self._check_rows, self._check_expected)
-        if failed >= 0 and self._branch_changed(failed, point):
-            return self._again(self.__call__, point)
-        if self._checking:
-            _debug.check(self._records(), self._lines, len(self))
-        out = self._val[self._output_rows]
-        return float(out[0]) if self._scalar else out
+        with self._lock:  # one_call_at_a_time, inline
+            point = self._prepare(x, params)
+            failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
+                            point, self._check_rows, self._check_expected)
+            if failed >= 0 and self._branch_changed(failed, point):
+                return self._again(self.__call__, point)
+            if self._checking:
+                _debug.check(self._records(), self._lines, len(self))
+            out = self._val[self._output_rows]
+            return float(out[0]) if self._scalar else out
 
     def _reverse(self, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
         grad = np.empty(self.n_inputs)
@@ -207,13 +241,15 @@ class Replay:
         """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
         if self.n_outputs != 1:
             raise ValueError(f"value_and_grad needs one output, this Function has {self.n_outputs}: use vjp")
-        grad = self._reverse(self._prepare(x, params), self._ones)
-        return float(self._val[self._output_rows[0]]), grad
+        with self._lock:  # one_call_at_a_time, inline
+            grad = self._reverse(self._prepare(x, params), self._ones)
+            return float(self._val[self._output_rows[0]]), grad
 
     def gradient(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """The gradient at x of a scalar-output Function."""
         return self.value_and_grad(x, params)[1]
 
+    @one_call_at_a_time
     def vjp(self, x: ArrayLike, w: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """w^T J at x: one reverse sweep seeded with w on the outputs."""
         weights = self._point(w, self.n_outputs, "output weights")

@@ -398,3 +398,33 @@ def test_w4_an_infinite_derivative_is_named_in_forward_and_reverse_mode():
         F.jacobian([0.0], mode="reverse")
     with pytest.raises(tape.NonFiniteError, match="point 1 of the 2 given"):
         F.map_jvp([[1.0], [0.0]], [[1.0], [1.0]])
+
+
+# -- W5: one Function shared by threads gives every thread its own right answers --------------------
+
+
+def test_w5_a_function_shared_by_threads_is_never_wrong():
+    import threading
+
+    F = tape.trace(lambda v: tape.sin(v[0]) * v[1] + tape.exp(v[1] * v[0]) - v[0] ** 3, [0.3, 0.4])
+    rng = np.random.default_rng(5)
+    points = rng.normal(size=(4, 3000, 2))
+    wrong = []
+
+    def work(k):
+        for x in points[k]:
+            a, b = x
+            value, grad = F.value_and_grad(x)
+            exact = np.sin(a) * b + np.exp(a * b) - a**3
+            slope = [np.cos(a) * b + b * np.exp(a * b) - 3 * a * a, np.sin(a) + a * np.exp(a * b)]
+            if abs(value - exact) > 1e-12 * max(1.0, abs(exact)) or not np.allclose(grad, slope, rtol=1e-12):
+                wrong.append((k, tuple(x)))
+            if abs(F(x) - exact) > 1e-12 * max(1.0, abs(exact)):
+                wrong.append((k, tuple(x), "value"))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong, f"{len(wrong)} of 24000 calls wrong"
