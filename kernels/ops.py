@@ -286,6 +286,7 @@ _NUMPY_NAMES = {"neg": "negative", "abs": "absolute"}
 UNARY_UFUNCS = {name: _NUMPY_NAMES.get(name, name) for name in UNARY if hasattr(np, _NUMPY_NAMES.get(name, name))}
 KIND = np.array([op.kind for op in OPS])  # indexed by opcode, like every mask below
 IS_LEAF = KIND == "leaf"
+IS_UNARY = KIND == "unary"
 HAS_INPUT = ~IS_LEAF
 TWO_RECORDS = np.isin(KIND, TWO_RECORD_KINDS)
 USES_POOL = np.isin(KIND, KINDS_WITH_CONSTANT)

@@ -17,7 +17,7 @@ import numpy as np
 
 from tape._storage import MAX_RECORDS, NO_INPUT
 from tape.errors import TapeFormatError
-from tape.kernels.ops import IS_COMPARISON, KIND, LEAF, OPS, TWO_RECORDS, USES_POOL
+from tape.kernels.ops import IS_COMPARISON, IS_LEAF, IS_UNARY, LEAF, OPS, SELECT, TWO_RECORDS, USES_POOL
 
 FORMAT_VERSION = 1
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
@@ -101,18 +101,15 @@ def validate(a: dict[str, np.ndarray]) -> None:
         raise TapeFormatError(f"record arrays disagree in length: op {n}, in0 {len(in0)}, in1 {len(in1)}, "
                               f"val {len(a['val'])}")
     _first_bad(op >= len(OPS), "unknown opcode", op)
-    rows = np.arange(n, dtype=np.int64)
-    kind = KIND[op]
-    no_inputs = kind == "leaf"
-    two = TWO_RECORDS[op]
-    pooled = USES_POOL[op]
+    rows = np.arange(n, dtype=np.uint32)  # n < 2**32; uint32 against uint32: no temporaries of int64
+    no_inputs = IS_LEAF[op]
     _first_bad(no_inputs & ((in0 != NO_INPUT) | (in1 != NO_INPUT)), "leaf with inputs", op)
-    _first_bad(~no_inputs & (in0.astype(np.int64) >= rows), "first input not before its record", op)
-    _first_bad(two & (in1.astype(np.int64) >= rows), "second input not before its record", op)
-    _first_bad(pooled & (in1.astype(np.int64) >= len(a["consts"])), "constant slot out of range", op)
-    _first_bad((kind == "unary") & (in1 != NO_INPUT), "unary op with a second input", op)
+    _first_bad(~no_inputs & (in0 >= rows), "first input not before its record", op)
+    _first_bad(TWO_RECORDS[op] & (in1 >= rows), "second input not before its record", op)
+    _first_bad(USES_POOL[op] & (in1 >= len(a["consts"])), "constant slot out of range", op)
+    _first_bad(IS_UNARY[op] & (in1 != NO_INPUT), "unary op with a second input", op)
     previous_is_comparison = np.concatenate([[False], IS_COMPARISON[op[:-1]]])
-    _first_bad((kind == "select") & ~previous_is_comparison, "select not preceded by a comparison", op)
+    _first_bad((op == SELECT) & ~previous_is_comparison, "select not preceded by a comparison", op)
     for name, need_leaf in (("input_rows", True), ("param_rows", True), ("output_rows", False),
                             ("check_rows", False)):
         r = a[name]
@@ -120,8 +117,7 @@ def validate(a: dict[str, np.ndarray]) -> None:
             raise TapeFormatError(f"{name} holds a record outside 0..{n - 1}")
         if need_leaf and np.any(op[r] != LEAF):
             raise TapeFormatError(f"{name} must name leaf records")
-    if len(np.unique(np.concatenate([a["input_rows"], a["param_rows"]]))) != len(a["input_rows"]) + len(
-            a["param_rows"]):
+    if np.bincount(np.concatenate([a["input_rows"], a["param_rows"]]), minlength=1).max() > 1:  # rows < n, checked
         raise TapeFormatError("input_rows and param_rows must be distinct records")
     if len(a["output_rows"]) == 0:
         raise TapeFormatError("a tape file needs at least one output")

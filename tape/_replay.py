@@ -83,9 +83,11 @@ class Replay:
         # working memory of value_and_grad: local partials, the records they point to
         # (row n is a dummy that absorbs contributions to absent inputs), adjoints.
         self._partials = np.zeros((2, n))
-        self._targets = np.full((2, n), n, np.uint32)
-        self._targets[0, HAS_DA[self._op]] = self._in0[HAS_DA[self._op]]
-        self._targets[1, HAS_DB[self._op]] = self._in1[HAS_DB[self._op]]
+        self._targets = np.empty((2, n), np.uint32)
+        np.copyto(self._targets[0], self._in0)
+        np.copyto(self._targets[1], self._in1)
+        self._targets[0][~HAS_DA[self._op]] = n
+        self._targets[1][~HAS_DB[self._op]] = n
         self._adj = np.zeros(n + 1)
         self._ones = np.ones(len(self._output_rows))
         # second partials and adj_dot, allocated by the first hvp
@@ -176,7 +178,7 @@ class Replay:
     def stats(self) -> dict:
         """Records by op, inputs, parameters, outputs, constants, comparisons, bytes, longest
         dependency chain and fan-out histogram ({uses: records used that often})."""
-        by_op = Counter(OPS[k].name for k in self._op.tolist())
+        by_op = Counter({OPS[k].name: int(c) for k, c in enumerate(np.bincount(self._op, minlength=len(OPS))) if c})
         depth, fan_out = _show.depth_and_fan_out(self._records())
         return {
             "records": len(self), "inputs": self.n_inputs, "params": self.n_params, "outputs": self.n_outputs,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tape.kernels import graph
 from tape.kernels.ops import HAS_INPUT, IS_LEAF, OPS, TWO_RECORDS, USES_POOL
 
 
@@ -63,13 +64,8 @@ def table(rec: Records, rows: slice | range | None = None, head: int = 20, tail:
 
 
 def reaching(rec: Records, outputs: list[int]) -> np.ndarray:
-    """Sorted records that outputs depend on (a reverse sweep of marks)."""
-    marked = np.zeros(len(rec.op), bool)
-    marked[outputs] = True
-    for i in range(max(outputs), -1, -1):
-        if marked[i]:
-            marked[rec.inputs(i)] = True
-    return np.flatnonzero(marked)
+    """Sorted records that outputs depend on (a reverse sweep of marks, in Numba)."""
+    return graph.reaching(rec.op, rec.in0, rec.in1, HAS_INPUT, TWO_RECORDS, np.asarray(outputs))
 
 
 def to_dot(rec: Records, outputs: list[int], limit: int = 300) -> str:
@@ -113,16 +109,7 @@ def render(dot: str, path: str | os.PathLike) -> None:
 def depth_and_fan_out(rec: Records) -> tuple[int, dict[int, int]]:
     """Longest dependency chain (in records) and {number of uses: how many records are used that often}."""
     n = len(rec.op)
-    depth = np.zeros(n, np.int64)
-    uses = np.zeros(n, np.int64)
-    some, two = HAS_INPUT[rec.op], TWO_RECORDS[rec.op]
-    np.add.at(uses, rec.in0[some].astype(np.int64), 1)
-    np.add.at(uses, rec.in1[two].astype(np.int64), 1)
-    in0, in1 = rec.in0.astype(np.int64), rec.in1.astype(np.int64)
-    for i in np.flatnonzero(some).tolist():  # records only point back, so one pass in order is enough
-        d = depth[in0[i]]
-        if two[i]:
-            d = max(d, depth[in1[i]])
-        depth[i] = d + 1
+    depth, uses = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    graph.depth_and_uses(rec.op, rec.in0, rec.in1, HAS_INPUT, TWO_RECORDS, depth, uses)
     counts = np.bincount(uses)
     return int(depth.max(initial=0)), {k: int(c) for k, c in enumerate(counts) if c}

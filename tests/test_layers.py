@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import only modules of lower layers.
 LAYERS = [
     ["tape._source", "tape.kernels", "tape.kernels.ops", "tape.kernels._numba"],
-    ["tape.kernels._sweeps", "tape.kernels._gen_sweeps"],
+    ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
     ["tape.kernels._gen_maps", "tape.kernels._gen_recorders", "tape.kernels._gen_derivatives"],
     ["tape.kernels.codegen", "tape.errors"],
     ["tape._debug", "tape._show"],
