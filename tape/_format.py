@@ -19,7 +19,7 @@ from tape._storage import MAX_RECORDS, NO_INPUT
 from tape.errors import TapeFormatError
 from tape.kernels.ops import IS_COMPARISON, IS_LEAF, IS_UNARY, LEAF, OPS, SELECT, TWO_RECORDS, USES_POOL
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added the Function's options; version 1 files still load
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
 
 _SPEC = {  # name: (dtype kind check, ndim)
@@ -28,6 +28,11 @@ _SPEC = {  # name: (dtype kind check, ndim)
     "param_rows": (np.int64, 1), "output_rows": (np.int64, 1), "scalar_output": (np.bool_, 0),
     "check_rows": (np.int64, 1), "check_expected": (np.bool_, 1), "check_where": (np.str_, 1),
 }
+_OPTIONS = {"on_branch_change": (np.str_, 0), "check_finite": (np.bool_, 0)}  # since version 2
+
+
+def _spec(version: int) -> dict[str, tuple[type, int]]:
+    return {**_SPEC, **_OPTIONS} if version >= 2 else _SPEC
 
 
 def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict[str, np.ndarray]:
@@ -40,14 +45,15 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict
             if len(members) != len(set(members)):
                 raise TapeFormatError(f"{path}: a member appears twice in the file")
             names = set(npz.files)
-            if names != set(_SPEC) or len(members) != len(_SPEC):
-                missing, extra = sorted(set(_SPEC) - names), sorted(names - set(_SPEC))
+            spec = _spec(2 if set(_OPTIONS) <= names else 1)
+            if names != set(spec) or len(members) != len(spec):
+                missing, extra = sorted(set(spec) - names), sorted(names - set(spec))
                 raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
-            claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in _SPEC)
+            claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in spec)
             if claimed > max_bytes:
                 raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={max_bytes}; "
                                       f"pass a larger max_bytes to tape.load for a tape that big")
-            arrays = {name: npz[name] for name in _SPEC}
+            arrays = {name: npz[name] for name in spec}
             if not all(isinstance(array, np.ndarray) for array in arrays.values()):
                 raise TapeFormatError(f"{path}: a member is not a NumPy array")
     except (TapeFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
@@ -77,14 +83,31 @@ def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
     return claimed
 
 
-def write(file: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
-    """Write a Function's arrays as an .npz (no pickle), with the format version."""
-    np.savez(file, allow_pickle=False, format_version=np.array(FORMAT_VERSION, np.int64), **arrays)
+def write(file: BinaryIO, arrays: dict[str, np.ndarray], on_branch_change: str, check_finite: bool) -> None:
+    """Write a Function's arrays and options as an .npz (no pickle), with the format version. The
+    source lines of checked branches keep their file's name and the line, not the machine's folders."""
+    where = np.array([_short(w) for w in arrays["check_where"].tolist()], dtype=np.str_)
+    np.savez(file, allow_pickle=False, format_version=np.array(FORMAT_VERSION, np.int64),
+             **{**arrays, "check_where": where if len(where) else np.zeros(0, "<U1")},
+             on_branch_change=np.array(on_branch_change), check_finite=np.array(check_finite))
+
+
+def _short(where: str) -> str:
+    """'/home/me/project/fit.py:12' -> 'fit.py:12'."""
+    file, _, line = where.rpartition(":")
+    return f"{os.path.basename(file)}:{line}" if file else where
 
 
 def validate(a: dict[str, np.ndarray]) -> None:
-    """Raise TapeFormatError unless the arrays form a well-formed tape."""
-    for name, (dtype, ndim) in _SPEC.items():
+    """Raise TapeFormatError unless the arrays form a well-formed tape of their format version."""
+    version = a["format_version"]
+    if version.dtype != np.int64 or version.ndim != 0 or int(version) not in (1, FORMAT_VERSION):
+        shown = version.item() if version.size == 1 else version.shape
+        raise TapeFormatError(f"tape format version {shown!r} ({version.dtype}); this tape reads 1 and {FORMAT_VERSION}")
+    spec = _spec(int(version))
+    if set(a) != set(spec):
+        raise TapeFormatError(f"format version {int(version)} has the arrays {sorted(spec)}, not {sorted(a)}")
+    for name, (dtype, ndim) in spec.items():
         arr = a[name]
         if np.dtype(dtype).kind == "U":
             ok = arr.dtype.kind == "U"
@@ -93,8 +116,6 @@ def validate(a: dict[str, np.ndarray]) -> None:
         if not ok or arr.ndim != ndim:
             raise TapeFormatError(f"array {name!r} must be {np.dtype(dtype).name} with {ndim} dimension(s), "
                                   f"got {arr.dtype} with shape {arr.shape}")
-    if int(a["format_version"]) != FORMAT_VERSION:
-        raise TapeFormatError(f"tape format version {int(a['format_version'])}; this tape reads {FORMAT_VERSION}")
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     n = len(op)
     if not 0 < n <= MAX_RECORDS or not len(in0) == len(in1) == len(a["val"]) == n:
@@ -125,6 +146,8 @@ def validate(a: dict[str, np.ndarray]) -> None:
         raise TapeFormatError("check_rows must name comparison records")
     if not len(a["check_rows"]) == len(a["check_expected"]) == len(a["check_where"]):
         raise TapeFormatError("check arrays disagree in length")
+    if "on_branch_change" in a and str(a["on_branch_change"]) not in ("raise", "retrace", "ignore"):
+        raise TapeFormatError(f"unknown on_branch_change {str(a['on_branch_change'])!r}")
     if bool(a["scalar_output"]) and len(a["output_rows"]) != 1:
         raise TapeFormatError("a scalar-output tape has exactly one output")
 

@@ -22,12 +22,20 @@ class Function(Maps):
     """
 
 
-def load(path: str | os.PathLike | BinaryIO, on_branch_change: str = "raise",
+def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None,
          max_bytes: int = _format.MAX_BYTES) -> Function:
     """Read a Function saved by ``Function.save``, validating every array first.
 
     Anything malformed raises ``TapeFormatError`` (naming the first bad record
     where there is one) before any kernel touches the data. A file whose arrays claim
     more than ``max_bytes`` (2 GiB, about 10^8 records) is refused before it is read.
+    The saved ``on_branch_change`` and ``check_finite`` come back, except that a loaded
+    Function has no Python function to retrace: a saved "retrace" loads as "raise", and
+    asking for "retrace" here is a ValueError.
     """
-    return Function(_format.read(path, max_bytes), on_branch_change)
+    arrays = _format.read(path, max_bytes)
+    saved = str(arrays.pop("on_branch_change", "raise"))
+    check_finite = bool(arrays.pop("check_finite", False))
+    F = Function(arrays, on_branch_change or ("raise" if saved == "retrace" else saved))
+    F.check_finite = check_finite
+    return F

@@ -61,16 +61,29 @@ class Replay:
 
     def __init__(self, arrays: dict[str, np.ndarray], on_branch_change: str = "raise",
                  source: Retrace | None = None):
-        if on_branch_change not in POLICIES:
-            raise ValueError(f"on_branch_change must be one of {POLICIES}, got {on_branch_change!r}")
+        self._source = source  # records f again at a new point, when made by tape.trace
         self.on_branch_change = on_branch_change
         self.retraces = 0
         self.check_finite = False  # True: raise tape.NonFiniteError at the first inf/NaN of a call
         self._lines: dict[int, str] | None = None  # source lines, when traced inside tape.debug_nans()
-        self._source = source  # records f again at a new point, when made by tape.trace
         self._lock = threading.RLock()
         _LIVE.add(self)
         self._install(arrays)
+
+    @property
+    def on_branch_change(self) -> str:
+        """What a replay does when a recorded comparison comes out differently: "raise",
+        "retrace" (record f again; only for Functions made by tape.trace) or "ignore"."""
+        return self._policy
+
+    @on_branch_change.setter
+    def on_branch_change(self, policy: str) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"on_branch_change must be one of {POLICIES}, got {policy!r}")
+        if policy == "retrace" and self._source is None:
+            raise ValueError("on_branch_change='retrace' needs the Python function, which only tape.trace keeps: "
+                             "this Function was loaded from a file or made by Tape.function; use 'raise' or 'ignore'")
+        self._policy = policy
 
     def _install(self, a: dict[str, np.ndarray]) -> None:
         self._op, self._in0, self._in1 = a["op"], a["in0"], a["in1"]
@@ -113,7 +126,8 @@ class Replay:
         }
         # the checks of a file: nothing that reached the records (a handle's private index, say) may
         # point a kernel outside them (about 10 ms per 10^6 records)
-        _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays})
+        _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
+                          "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)})
         F = cls(arrays, on_branch_change, source)
         F._lines = dict(t._lines) if t._lines is not None else None
         return F
@@ -266,9 +280,7 @@ class Replay:
             return False
         extra = ""
         if self.on_branch_change == "retrace":
-            if self._source is None:
-                extra = " (this Function has no Python function to retrace: it was loaded or built from a tape)"
-            elif self._retracing:
+            if self._retracing:
                 extra = " (again right after retracing at this input: f does not branch deterministically)"
             else:
                 self._retrace(point)
@@ -307,9 +319,10 @@ class Replay:
         }
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
-        """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back."""
+        """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back, with
+        ``on_branch_change`` and ``check_finite``. Checked branches keep file name and line only."""
         if not isinstance(path, (str, os.PathLike)):
-            _format.write(path, self._arrays())
+            _format.write(path, self._arrays(), self.on_branch_change, self.check_finite)
             return
         with open(path, "wb") as fh:
             self.save(fh)

@@ -428,3 +428,37 @@ def test_w5_a_function_shared_by_threads_is_never_wrong():
     for thread in threads:
         thread.join()
     assert not wrong, f"{len(wrong)} of 24000 calls wrong"
+
+
+# -- Also: files keep the Function's options and no folders; version 1 files still load ---------------
+
+
+def test_save_keeps_options_and_stores_no_folders(tmp_path):
+    def f(v):
+        return v[0] * 2.0 if v[0] > 0 else v[0] * 3.0
+
+    F = tape.trace(f, [1.0], on_branch_change="ignore")
+    F.check_finite = True
+    F.save(tmp_path / "f.npz")
+    G = tape.load(tmp_path / "f.npz")
+    assert G.on_branch_change == "ignore" and G.check_finite
+    assert G([-1.0]) == -2.0  # the traced branch, as "ignore" says
+    assert tape.load(tmp_path / "f.npz", on_branch_change="raise").on_branch_change == "raise"
+    with np.load(tmp_path / "f.npz") as npz:
+        where = str(npz["check_where"][0])
+    assert where.startswith("test_reliability.py:") and "/" not in where
+
+
+def test_version_1_files_still_load(tmp_path):
+    F = tape.trace(lambda v: tape.sin(v[0]) * v[1], [0.5, 2.0])
+    F.save(tmp_path / "f.npz")
+    with np.load(tmp_path / "f.npz") as npz:
+        arrays = {name: npz[name] for name in npz.files if name not in ("on_branch_change", "check_finite")}
+    arrays["format_version"] = np.array(1, np.int64)
+    np.savez(tmp_path / "v1.npz", **arrays)
+    G = tape.load(tmp_path / "v1.npz")
+    assert G([0.5, 2.0]) == F([0.5, 2.0]) and G.on_branch_change == "raise" and not G.check_finite
+    arrays["format_version"] = np.array(2, np.int64)  # version 2 without its options
+    np.savez(tmp_path / "v2.npz", **arrays)
+    with pytest.raises(tape.TapeFormatError):
+        tape.load(tmp_path / "v2.npz")
