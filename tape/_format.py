@@ -103,7 +103,8 @@ def validate(a: dict[str, np.ndarray]) -> None:
     version = a["format_version"]
     if version.dtype != np.int64 or version.ndim != 0 or int(version) not in (1, FORMAT_VERSION):
         shown = version.item() if version.size == 1 else version.shape
-        raise TapeFormatError(f"tape format version {shown!r} ({version.dtype}); this tape reads 1 and {FORMAT_VERSION}")
+        raise TapeFormatError(f"tape format version {shown!r} ({version.dtype}); this tape reads 1 and "
+                              f"{FORMAT_VERSION}")
     spec = _spec(int(version))
     if set(a) != set(spec):
         raise TapeFormatError(f"format version {int(version)} has the arrays {sorted(spec)}, not {sorted(a)}")
