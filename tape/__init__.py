@@ -48,6 +48,7 @@ from tape.errors import (
     TapeError,
     TapeFormatError,
     TapeFullError,
+    TracingWarning,
 )
 
 __version__ = "0.1.0"
@@ -76,6 +77,7 @@ __all__ = [
     "Tape",
     "TapeError",
     "TapeFullError",
+    "TracingWarning",
     "Var",
     "cos",
     "exp",

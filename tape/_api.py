@@ -128,7 +128,8 @@ def where(condition, a, b):
             branches.append(t._constant(c))
     chosen = condition._record()  # the select reads the record just before it
     x, y = branches
-    value = x.value if chosen.value != 0.0 else y.value
+    vals = t._val_w
+    value = vals[x._index] if vals[chosen._index] != 0.0 else vals[y._index]
     return Var._at(t._segment(), t._push(SELECT, x._index, y._index, value))
 
 

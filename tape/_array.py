@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
-from tape._handles import Condition, surviving
+from tape._handles import Condition, surviving, warn_value_in_trace
 from tape._recorders import Var
 from tape._storage import NO_INPUT, Segment, Storage
 from tape.errors import ForeignHandleError, StaleHandleError
@@ -144,7 +144,11 @@ class VarArray:
 
     @property
     def value(self) -> np.ndarray:
-        return self._live_tape()._val[self._idx]
+        """The records' values, shaped like the array (inside tape.trace: kept by every replay, with a warning)."""
+        t = self._live_tape()
+        if t._tracing:
+            warn_value_in_trace()
+        return t._val[self._idx]
 
     @property
     def grad(self) -> np.ndarray:
@@ -159,7 +163,7 @@ class VarArray:
 
     def __repr__(self) -> str:
         try:
-            values = np.array2string(self.value, threshold=8, precision=4)
+            values = np.array2string(self._live_tape()._val[self._idx], threshold=8, precision=4)
         except StaleHandleError:
             values = "stale"
         return f"VarArray(shape={self.shape}, value={values})"

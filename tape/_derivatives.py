@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _debug
 from tape._replay import Replay, one_call_at_a_time
 from tape.kernels._sweeps import replay_partials, replay_second, reverse_second, reverse_vector, tangent_sweep
 from tape.kernels.ops import IS_LEAF
@@ -34,7 +33,7 @@ class Derivatives(Replay):
         if failed >= 0 and self._branch_changed(failed, point):
             self._again(self._at, point, second)
         elif self._checking:
-            _debug.check(self._records(), self._lines, len(self))
+            self._check()
 
     def _tangents(self, seeds: np.ndarray) -> np.ndarray:
         """Tangents of every record for the input directions seeds (n_inputs, k)."""
@@ -43,7 +42,7 @@ class Derivatives(Replay):
         tangent_sweep(IS_LEAF, self._op, self._partials[0], self._partials[1], self._targets[0],
                       self._targets[1], dot)
         if self._checking:
-            _debug.check(self._records(), self._lines, len(self), tangents=dot)
+            self._check(tangents=dot)
         return dot
 
     @one_call_at_a_time
@@ -81,7 +80,7 @@ class Derivatives(Replay):
             reverse_vector(adj, self._partials[0], self._partials[1], self._targets[0], self._targets[1],
                            self._output_rows, weights)
             if self._checking:
-                _debug.check(self._records(), self._lines, len(self), adjoints=adj)
+                self._check(adjoints=adj)
             J[start:start + k] = adj[self._input_rows].T
         return J
 
@@ -96,8 +95,8 @@ class Derivatives(Replay):
             reverse_second(self._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1],
                            self._output_rows[0])
             if self._checking:
-                _debug.check(self._records(), self._lines, len(self), adjoints=self._adj)
-                _debug.check(self._records(), self._lines, len(self), adjoints=adj_dot, what="adjoint's tangent")
+                self._check(adjoints=self._adj)
+                self._check(adjoints=adj_dot, what="adjoint's tangent")
             out[:, q] = adj_dot[self._input_rows]
         return out
 

@@ -39,7 +39,9 @@ def run_chunk(cls: Callable[..., Any], blob: bytes, points: np.ndarray) -> tuple
 
 def map_value_and_grad_on(client, F: Replay, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split points over the client's workers; (values (N, 1), gradients (N, n), failed (N,)) in order."""
-    workers = max(1, sum(client.nthreads().values()))
+    workers = sum(client.nthreads().values())
+    if not workers:  # else scatter waits for a worker and times out 30 s later with a bare TimeoutError
+        raise DistributedError("the Dask cluster has no workers (client.nthreads() is empty): start some first")
     bounds = np.linspace(0, len(points), min(len(points), 2 * workers) + 1).astype(int)
     chunks = [points[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     blob = client.scatter(pack(F), broadcast=True)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numbers
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from tape._debug import caller
 from tape._storage import Segment, Storage
-from tape.errors import ForeignHandleError, StaleHandleError
+from tape.errors import ForeignHandleError, StaleHandleError, TracingWarning
 from tape.kernels._sweeps import eval_op
 from tape.kernels.ops import OPS, SYMBOL
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from tape._tape import Tape
 
 __all__ = ["Condition", "Handle", "as_constant", "caller", "compare", "new", "revalidate", "shared_segment",
-           "surviving", "unary_other"]
+           "surviving", "unary_other", "warn_value_in_trace"]
 
 new = object.__new__
 H = TypeVar("H", bound="Handle")
@@ -66,8 +67,11 @@ class Handle:
 
     @property
     def value(self) -> float:
-        """The record's forward value."""
-        return self._live_tape()._val_w[self._index]
+        """The record's forward value (inside tape.trace: a number every replay keeps, with a warning)."""
+        t = self._live_tape()
+        if t._tracing:
+            warn_value_in_trace()
+        return t._val_w[self._index]
 
     @property
     def grad(self) -> float:
@@ -100,6 +104,13 @@ def surviving(seg: Segment, highest: int, what: str) -> Segment:
         return seg.tape._segment()
     how = "clear()" if low == 0 else f"rewind({low})"
     raise StaleHandleError(f"{what} discarded by Tape.{how}; this handle is stale")
+
+
+def warn_value_in_trace() -> None:
+    """W6 of the adversarial pass: a number read inside tape.trace is frozen into every replay."""
+    warnings.warn("reading .value inside a traced function gives a number that every replay and derivative keeps "
+                  "as it is now; compare the Var itself (`if x > 0:` records a checked branch) or use tape.where",
+                  TracingWarning, stacklevel=3)
 
 
 def revalidate(handle: Handle) -> Segment:
@@ -184,7 +195,7 @@ class Condition:
             row = self._record()
             frame = sys._getframe(1)
             where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-            self._outcome = row.value != 0.0
+            self._outcome = row._seg.tape._val_w[row._index] != 0.0
             row._seg.tape._checks.append((row._index, self._outcome, where))
         return self._outcome
 

@@ -14,12 +14,13 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable
-from typing import BinaryIO, Concatenate, ParamSpec, TypeVar
+from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from tape import _debug, _format, _show
+from tape._debug import NonFiniteError
 from tape._storage import Storage, branch_changed, real_array
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.ops import CONSTANT, HAS_DA, HAS_DB, OPS
@@ -66,6 +67,7 @@ class Replay:
         self.retraces = 0
         self.check_finite = False  # True: raise tape.NonFiniteError at the first inf/NaN of a call
         self._lines: dict[int, str] | None = None  # source lines, when traced inside tape.debug_nans()
+        self._at_point = np.zeros(0)  # the inputs of the call in progress (for _check's retrace)
         self._lock = threading.RLock()
         _LIVE.add(self)
         self._install(arrays)
@@ -227,7 +229,24 @@ class Replay:
         point = self._point(x, self.n_inputs, "inputs")
         if params is not None:
             self._val[self._param_rows] = self._point(params, self.n_params, "params")
+        self._at_point = point
         return point
+
+    def _check(self, **found: Any) -> None:
+        """_debug.check on the records; where the first inf/NaN has no source line because f was traced
+        outside tape.debug_nans(), retrace f once at this point with lines kept and name the line."""
+        try:
+            _debug.check(self._records(), self._lines, len(self), **found)
+        except NonFiniteError:
+            if self._lines is not None or self._source is None:
+                raise
+            with _debug.debug_nans():
+                fresh = self._source(self._at_point, self._val[self._param_rows].copy())
+            if len(fresh) != len(self) or not np.array_equal(fresh._op, self._op):
+                raise  # f does not record the same program twice: no line to borrow
+            self._lines = fresh._lines
+            _debug.check(self._records(), self._lines, len(self), **found)
+            raise
 
     def __call__(self, x: ArrayLike, params: ArrayLike | None = None) -> float | np.ndarray:
         """Forward replay at x: a float for a scalar output, else an array of the outputs."""
@@ -238,7 +257,7 @@ class Replay:
             if failed >= 0 and self._branch_changed(failed, point):
                 return self._again(self.__call__, point)
             if self._checking:
-                _debug.check(self._records(), self._lines, len(self))
+                self._check()
             out = self._val[self._output_rows]
             return float(out[0]) if self._scalar else out
 
@@ -250,7 +269,7 @@ class Replay:
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
         if self._checking:
-            _debug.check(self._records(), self._lines, len(self), adjoints=True)
+            self._check(adjoints=True)
         return grad
 
     def value_and_grad(self, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:

@@ -30,5 +30,9 @@ class BranchChanged(TapeError):
         self.row, self.where = row, where
 
 
+class TracingWarning(UserWarning):
+    """A traced function did something a replay cannot follow (it read ``.value``)."""
+
+
 class TapeFormatError(TapeError, ValueError):
     """A saved tape file is malformed, corrupted or of an unknown format version."""

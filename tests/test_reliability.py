@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -462,3 +463,43 @@ def test_version_1_files_still_load(tmp_path):
     np.savez(tmp_path / "v2.npz", **arrays)
     with pytest.raises(tape.TapeFormatError):
         tape.load(tmp_path / "v2.npz")
+
+
+# -- W6: reading .value inside a trace warns; U6: a cluster without workers is named at once ----------
+
+
+def test_w6_reading_value_inside_a_trace_warns():
+    def f(v):
+        return v[0] * 2 if v[0].value > 0 else v[0] * 3
+
+    with pytest.warns(tape.TracingWarning, match="every replay"):
+        tape.trace(f, [1.0])
+    t = tape.Tape()
+    x = t.var(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.value == 1.0 and tape.where(x > 0, x, 2.0 * x).value == 1.0  # outside a trace: silent
+        tape.trace(lambda v: tape.where(v[0] > 0, v[0], 0.5 * v[0]), [1.0])  # where reads no .value
+
+
+def test_u6_a_cluster_without_workers_is_named_at_once():
+    class NoWorkers:
+        def nthreads(self):
+            return {}
+
+        scatter = map = None
+
+    F = tape.trace(lambda v: v[0] * 2.0, [1.0])
+    with pytest.raises(tape.DistributedError, match="no workers"):
+        F.map_value_and_grad([[1.0]], client=NoWorkers())
+
+
+def test_a_nan_in_a_function_traced_outside_debug_nans_still_names_its_line():
+    def f(v):
+        a = v[0] * 2.0
+        return tape.log(a) + v[0]  # the line the error must name
+
+    F = tape.trace(f, [1.0])
+    with tape.debug_nans(), pytest.raises(tape.NonFiniteError, match=r"test_reliability.py:\d+") as info:
+        F([-1.0])
+    assert "unknown" not in str(info.value)
