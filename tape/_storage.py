@@ -270,7 +270,7 @@ class Storage:
 
     def _forward(self, idx: np.ndarray, values: Iterable[float]) -> None:
         """Set leaf records idx to values and recompute every record after them; check branches."""
-        vals = np.asarray(values, dtype=np.float64).reshape(-1)
+        vals = real_array(values, "Tape.forward").reshape(-1)
         if len(idx) != len(vals):
             raise ValueError(f"{len(idx)} inputs but {len(vals)} values")
         if len(idx) and np.any(self._op[idx] != LEAF):

@@ -503,3 +503,10 @@ def test_a_nan_in_a_function_traced_outside_debug_nans_still_names_its_line():
     with tape.debug_nans(), pytest.raises(tape.NonFiniteError, match=r"test_reliability.py:\d+") as info:
         F([-1.0])
     assert "unknown" not in str(info.value)
+
+
+def test_tape_forward_refuses_what_is_not_real_numbers():
+    t = tape.Tape()
+    x = t.var(1.0)
+    with pytest.raises(TypeError, match="real numbers"):
+        t.forward([x], [None])
