@@ -45,7 +45,9 @@ def gradcheck(f: Function | Callable[..., Any], x: ArrayLike, step: float | None
     Returns the worst error, as a float that also carries the whole report (``print`` it).
     """
     point = _point(x)
-    F = f if isinstance(f, Function) else trace(f, point, on_branch_change="retrace")
+    # f gets what the caller passed: a VarArray for an ndarray, else a list of Vars (as trace does)
+    F = f if isinstance(f, Function) else trace(f, x if isinstance(x, np.ndarray) else point.tolist(),
+                                                  on_branch_change="retrace")
     step = np.finfo(float).eps ** (1 / 3) if step is None else step
 
     def values(p: np.ndarray) -> np.ndarray:

@@ -510,3 +510,17 @@ def test_tape_forward_refuses_what_is_not_real_numbers():
     x = t.var(1.0)
     with pytest.raises(TypeError, match="real numbers"):
         t.forward([x], [None])
+
+
+# -- W1: f gets the kind of input it was first given, in every retrace and in gradcheck ---------------
+
+
+@pytest.mark.parametrize("x0, kind", [([1.0, 2.0], list), (np.array([1.0, 2.0]), tape.VarArray)])
+def test_w1_retraces_and_gradcheck_pass_what_the_caller_passed(x0, kind):
+    def f(v):
+        assert type(v) is kind, type(v)
+        return v[0] * v[1] if v[0] > 0 else v[0] * 3.0
+
+    F = tape.trace(f, x0, on_branch_change="retrace")
+    assert F([-1.0, 2.0]) == -3.0 and F.retraces == 1
+    assert tape.gradcheck(f, x0) < 1e-8
