@@ -44,7 +44,9 @@ def map_value_and_grad_on(client, F: Replay, points: np.ndarray) -> tuple[np.nda
         raise DistributedError("the Dask cluster has no workers (client.nthreads() is empty): start some first")
     bounds = np.linspace(0, len(points), min(len(points), 2 * workers) + 1).astype(int)
     chunks = [points[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    blob = client.scatter(pack(F), broadcast=True)
+    # a task, not scattered data: when workers die the scheduler can compute it again, where scattered
+    # bytes would be lost with them and every chunk cancelled as "already forgotten"
+    blob = client.submit(bytes, pack(F), pure=False)
     futures = client.map(run_chunk, [type(F)] * len(chunks), [blob] * len(chunks), chunks, pure=False)
     parts = []
     for k, (future, chunk) in enumerate(zip(futures, chunks, strict=True)):

@@ -54,3 +54,37 @@ def test_a_failing_worker_is_a_clear_error(client, monkeypatch):
     expected = r"chunk 0 of \d+ \(points 0 to \d+\) failed .*TapeFormatError"
     with pytest.raises(_distributed.DistributedError, match=expected):
         F.map_value_and_grad(np.zeros((10, 4)), client=client)
+
+
+def test_workers_killed_during_a_map_are_survived_or_named():
+    """U6: the Function is a task, not scattered data, so the scheduler recomputes it when workers die;
+    the chunks are rerun and the result is the local one (or, past Dask's retries, a named KilledWorker)."""
+    import os
+    import threading
+    import time
+
+    from tape.benchmarks import engines, programs
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as c:
+        t, xs, out = engines.tape_record("rdag", programs.rdag_plan(20000))
+        F = t.function(xs, out)
+        X = np.random.default_rng(0).normal(size=(4000, len(xs)))
+
+        def kill_workers():
+            for _ in range(4):
+                time.sleep(0.5)
+                try:
+                    c.run(os._exit, 1)
+                except Exception:  # the workers are gone before they answer
+                    pass
+
+        killer = threading.Thread(target=kill_workers)
+        killer.start()
+        try:
+            values, grads = F.map_value_and_grad(X, client=c)
+            np.testing.assert_array_equal(grads, F.map_value_and_grad(X)[1])
+        except tape.DistributedError as exc:
+            assert "KilledWorker" in str(exc) and "forgotten" not in str(exc)
+        finally:
+            killer.join()
