@@ -65,7 +65,7 @@ def test_workers_killed_during_a_map_are_survived_or_named():
 
     from tape.benchmarks import engines, programs
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1") as cluster, distributed.Client(cluster) as c:
         t, xs, out = engines.tape_record("rdag", programs.rdag_plan(20000))
         F = t.function(xs, out)
