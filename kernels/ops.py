@@ -29,6 +29,8 @@ both give the same bits. An op without partials (comparisons) sends nothing
 back; ``when_a``/``when_b`` make a contribution conditional: ``select`` sends
 its adjoint only to the chosen input, so the other branch is never visited
 and its inf/NaN partials (``x / y`` at ``y = 0``) cannot reach the gradient.
+In every sweep a product with a zero factor (adjoint, tangent, partial or second
+partial) adds nothing, so forward and reverse mode agree where ``0 * inf`` lurks.
 
 Kinds: ``leaf`` (no inputs: ``leaf`` is an input, ``constant`` is not),
 ``unary`` (a), ``binary`` (a, b), ``const`` (a and a constant c; ``x * 2.0``
