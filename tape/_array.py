@@ -205,6 +205,7 @@ class VarArray:
     def __neg__(self) -> VarArray: return elementwise(np.negative, self)
     def __abs__(self) -> VarArray: return elementwise(np.absolute, self)
     def __pos__(self) -> VarArray: return self
+
     def __lt__(self, other: Operand) -> ArrayCondition:  # type: ignore[misc]  # Var's returns a Condition
         return ArrayCondition.of(np.less, self, other)
 

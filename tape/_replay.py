@@ -52,6 +52,8 @@ def one_call_at_a_time(method: Callable[Concatenate[R, P], T]) -> Callable[Conca
             return method(self, *args, **kwargs)
 
     return in_turn
+
+
 # f recorded again at (point, params): made by tape.trace for on_branch_change="retrace"
 Retrace = Callable[[np.ndarray, np.ndarray], "Replay"]
 
@@ -108,7 +110,6 @@ class Replay:
         # second partials and adj_dot, allocated by the first hvp
         self._second: tuple[np.ndarray, np.ndarray] | None = None
 
-
     # -- construction ---------------------------------------------------------------
 
     @classmethod
@@ -133,7 +134,6 @@ class Replay:
         F = cls(arrays, on_branch_change, source)
         F._lines = dict(t._lines) if t._lines is not None else None
         return F
-
 
     # -- shape --------------------------------------------------------------------------
 
@@ -208,7 +208,6 @@ class Replay:
     def __repr__(self) -> str:
         return (f"<tape.Function {self.n_inputs} inputs -> {self.n_outputs} outputs, {len(self)} records, "
                 f"{len(self._check_rows)} checked comparisons>")
-
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -290,7 +289,6 @@ class Replay:
         weights = self._point(w, self.n_outputs, "output weights")
         return self._reverse(self._prepare(x, params), weights)
 
-
     # -- branch safety ----------------------------------------------------------------------
 
     def _branch_changed(self, k: int, point: np.ndarray) -> bool:
@@ -325,7 +323,6 @@ class Replay:
         self._install(fresh._arrays())
         self._lines = fresh._lines
         self.retraces += 1
-
 
     # -- persistence ------------------------------------------------------------------------
 

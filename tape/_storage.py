@@ -365,8 +365,6 @@ class Storage:
         return f"<tape.Tape {self._n} records, {self.nbytes} bytes>"
 
 
-
-
 def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, extra: str = "") -> BranchChanged:
     """The error for a checked comparison (record ``row``) that now comes out differently."""
     kind = OPS[op[row]]
