@@ -150,8 +150,10 @@ def multiply_add_reverse(indent: str, weight: str) -> list[str]:
     body = ["adj[:] = 0.0", "top = 0", "for s in range(len(seeds)):", f"    adj[seeds[s]] += {weight}",
             "    top = max(top, seeds[s])", "for r in range(top + 1):", "    i = np.uint64(top - r)",
             "    g = adj[i]", "    if g == 0.0:", "        continue",
-            "    if p0[i] != 0.0:  # a zero partial sends nothing, even from an infinite adjoint",
-            "        adj[r0[i]] += g * p0[i]", "    if p1[i] != 0.0:", "        adj[r1[i]] += g * p1[i]"]
+            "    # a zero partial sends nothing, even from an infinite adjoint; adding +0.0 instead of",
+            "    # skipping is the same bits (these adjoints are never -0.0) and needs no branch",
+            "    adj[r0[i]] += g * p0[i] if p0[i] != 0.0 else 0.0",
+            "    adj[r1[i]] += g * p1[i] if p1[i] != 0.0 else 0.0"]
     return [indent + line for line in body]
 
 
