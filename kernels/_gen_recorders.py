@@ -212,7 +212,8 @@ def generate(header: list[str]) -> str:
         *imports("math", [f"{name} as _{name}" for name in sorted(used & set(ops.MATH_NAMES))]),
         "from typing import TYPE_CHECKING, overload",
         "",
-        *imports("tape._handles", ["Condition", "Handle", "as_constant", "caller", "compare", "new", "revalidate",
+        "from tape._debug import caller",
+        *imports("tape._handles", ["Condition", "Handle", "as_constant", "compare", "new", "revalidate",
                                    "shared_segment", "unary_other"]),
         "from tape.kernels._sweeps import eval_op",
         *imports("tape.kernels.ops", sorted(f"{fn.__name__} as _{fn.__name__}" for fn in ops.HELPERS

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from tape._debug import caller
 from tape._storage import Segment, Storage
 from tape.errors import ForeignHandleError, StaleHandleError, TracingWarning
 from tape.kernels._sweeps import eval_op
@@ -24,9 +23,6 @@ from tape.kernels.ops import OPS, SYMBOL
 
 if TYPE_CHECKING:
     from tape._tape import Tape
-
-__all__ = ["Condition", "Handle", "as_constant", "caller", "compare", "new", "revalidate", "shared_segment",
-           "surviving", "unary_other", "warn_value_in_trace"]
 
 new = object.__new__
 H = TypeVar("H", bound="Handle")

@@ -86,7 +86,7 @@ class Maps(Derivatives):
         bad = np.flatnonzero(failed >= 0)
         if not len(bad) or self.on_branch_change == "ignore":
             return
-        if self.on_branch_change == "raise" or self._source is None:
+        if self.on_branch_change == "raise":  # "retrace" implies a Python function (see on_branch_change)
             p = int(bad[0])
             k = int(failed[p])
             extra = f" (point {p} of the {len(X)} given; {len(bad)} points changed branch)"
