@@ -225,6 +225,9 @@ OPS: tuple[Op, ...] = (
     Op("ne_c", "compare_c", "1.0 if a != c else 0.0"),
     # tape.where(condition, a, b): the condition is the record just before
     Op("select", "select", "a if cond != 0.0 else b", "1.0", "1.0", "cond != 0.0", "cond == 0.0"),
+    # one element of an array record (in0: the array record, in1: the element's place in it): a leaf
+    # to every scalar sweep; the array sweep (tape/_sweep.py) sets its value and takes its adjoint
+    Op("elem", "leaf"),
 )
 
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb)
@@ -279,19 +282,24 @@ UNARY_OPERATORS = ("neg", "abs")  # -x and abs(x); the other unary ops are funct
 # --- facts about the table, computed once: opcodes and per-opcode masks ------------------
 
 OPCODE: dict[str, int] = {op.name: code for code, op in enumerate(OPS)}
-LEAF, CONSTANT, SELECT = OPCODE["leaf"], OPCODE["constant"], OPCODE["select"]
+LEAF, CONSTANT, SELECT, ELEM = OPCODE["leaf"], OPCODE["constant"], OPCODE["select"], OPCODE["elem"]
+# opcodes ARRAY_BASE and up are array records (kernels/array_ops.py): the scalar sweeps skip them, and
+# every mask below has 256 entries, so a kernel indexing one with any uint8 opcode stays inside it
+ARRAY_BASE = 64
+assert len(OPS) <= ARRAY_BASE
 KINDS_WITH_CONSTANT = ("const", "compare_c")  # in1 is a slot of the constant pool
 TWO_RECORD_KINDS = ("binary", "compare", "select")  # in1 is a record
 UNARY = tuple(op.name for op in OPS if op.kind == "unary")
 # the NumPy ufunc of each unary op that has one (np.exp(X) on a VarArray records exp)
 _NUMPY_NAMES = {"neg": "negative", "abs": "absolute"}
 UNARY_UFUNCS = {name: _NUMPY_NAMES.get(name, name) for name in UNARY if hasattr(np, _NUMPY_NAMES.get(name, name))}
-KIND = np.array([op.kind for op in OPS])  # indexed by opcode, like every mask below
+KIND = np.array([op.kind for op in OPS] + ["none"] * (ARRAY_BASE - len(OPS)) + ["array"] * (256 - ARRAY_BASE))
+IS_ARRAY = KIND == "array"  # indexed by opcode, like every mask below
 IS_LEAF = KIND == "leaf"
 IS_UNARY = KIND == "unary"
-HAS_INPUT = ~IS_LEAF
+HAS_INPUT = np.isin(KIND, ("unary", "binary", "const", "compare", "compare_c", "select"))  # in0 is a record
 TWO_RECORDS = np.isin(KIND, TWO_RECORD_KINDS)
 USES_POOL = np.isin(KIND, KINDS_WITH_CONSTANT)
 IS_COMPARISON = np.isin(KIND, ("compare", "compare_c"))
-HAS_DA = np.array([bool(op.da) for op in OPS])
-HAS_DB = np.array([bool(op.db) for op in OPS])
+HAS_DA = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da])
+HAS_DB = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db])

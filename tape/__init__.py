@@ -32,7 +32,8 @@ from tape._api import (
     value_and_grad,
     where,
 )
-from tape._array import ArrayCondition, VarArray, concatenate, stack
+from tape._array import VarArray, concatenate, stack
+from tape._conditions import ArrayCondition
 from tape._debug import NonFiniteError, debug_nans
 from tape._distributed import DistributedError
 from tape._function import Function, load

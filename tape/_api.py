@@ -7,15 +7,19 @@ and numbers in any mix; ``trace`` records a Python function once for replay.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape._array import ArrayCondition, VarArray, elementwise, operands, wrap
+from tape import _blocks
+from tape._array import VarArray, elementwise, wrap, wrap_view
+from tape._conditions import ArrayCondition
 from tape._function import Function
 from tape._handles import Condition, as_constant
+from tape._operands import as_view, common_tape, operand, shape_of
 from tape._recorders import (
     Var,
     cos,
@@ -136,19 +140,23 @@ def where(condition, a, b):
 def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
     """tape.where for arrays: comparison and select records interleaved, element by element."""
     t = condition._live_tape()
-    found = operands(a, b)
-    if found is None:
+    parts = [operand(a), operand(b)]
+    if None in parts:
         raise TypeError("tape.where branches must be Vars, VarArrays, NumPy arrays or numbers")
-    other, recorded, (x, y) = found
+    other = common_tape(parts)  # type: ignore[arg-type]
     if other is not None and other is not t:
         raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
-    code, in0, in1, consts = condition._rows()
     try:
-        shape = np.broadcast_shapes(condition.shape, x.shape)
+        shape = np.broadcast_shapes(condition.shape, *(shape_of(p) for _, p in parts))  # type: ignore[misc]
     except ValueError as exc:
-        raise ValueError(f"{exc} (condition {condition.shape}, branches {x.shape})") from None
+        shapes = " and ".join(str(shape_of(p)) for _, p in parts)  # type: ignore[misc]
+        raise ValueError(f"{exc} (condition {condition.shape}, branches {shapes})") from None
+    if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= _blocks.SMALL:  # type: ignore[misc]
+        views = [as_view(t, rt is not None, p) for rt, p in parts]  # type: ignore[misc]
+        return wrap_view(t, _blocks.elementwise(t, "select", condition._view(), *views))
+    code, in0, in1, consts = condition._rows()
     branches = []
-    for is_record, values in ((recorded[0], x), (recorded[1], y)):
+    for is_record, values in ((rt is not None, p) for rt, p in parts):  # type: ignore[misc]
         values = np.broadcast_to(values, shape).ravel()
         branches.append(values if is_record else t._append_block(CONSTANT, values.size, values=values))
     pick = np.broadcast_to(np.arange(in0.size).reshape(condition.shape), shape).ravel()
@@ -170,30 +178,34 @@ def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,
           on_branch_change: str = "raise") -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
-    ``f(xs)`` gets a list of Vars (one per element of the 1-D x0; a VarArray when
-    x0 is a NumPy array) and returns a Var or a sequence of Vars (numbers allowed).
-    With ``params``, ``f(xs, ps)`` also gets handles for values that are not
-    differentiated and can change at replay (``F(x, params=p)``) without retracing.
+    ``f(xs)`` gets a list of Vars (one per element of a 1-D list x0), or a VarArray
+    shaped like x0 when x0 is a NumPy array of any shape (the Function then takes
+    and returns gradients of that shape); f returns a Var, a sequence of Vars
+    (numbers allowed) or a VarArray. With ``params``, ``f(xs, ps)`` also gets
+    handles for values that are not differentiated and can change at replay
+    (``F(x, params=p)``) without retracing.
     """
     point = real_array(x0, "tape.trace's x0")
-    if point.ndim != 1:
-        raise ValueError(f"x0 must be a 1-D array, got shape {point.shape}")
     as_array = isinstance(x0, np.ndarray)
+    if point.ndim != 1 and not as_array:
+        raise ValueError(f"x0 given as a list must be 1-D, got shape {point.shape} (pass a NumPy array)")
     t = Tape(capacity=max(1024, 4 * point.size))
     xs = t.array(point) if as_array else t.vars(point)
-    ps = [] if params is None else t.vars(real_array(params, "tape.trace's params").reshape(-1))
+    p0 = None if params is None else real_array(params, "tape.trace's params")
+    ps: Any = [] if p0 is None else t.array(p0) if isinstance(params, np.ndarray) else t.vars(p0.reshape(-1))
     out = _recording(t, f, xs) if params is None else _recording(t, f, xs, ps)
     if isinstance(out, VarArray):
-        outputs: Any = out.ravel()
+        outputs: Any = out if out._view is not None else out.ravel()
         scalar = False
     else:
         scalar = not isinstance(out, (list, tuple, np.ndarray))
         outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
 
     def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets the kind of x0 it got first
-        return trace(f, at if as_array else at.tolist(), None if params is None else ps_now, "raise")
+        again = None if p0 is None else ps_now.reshape(p0.shape) if isinstance(params, np.ndarray) else ps_now
+        return trace(f, at.reshape(point.shape) if as_array else at.tolist(), again, "raise")
 
-    return t._function(xs, outputs[0] if scalar else outputs, ps, on_branch_change, retrace)
+    return t._function(xs, outputs[0] if scalar else outputs, ps, on_branch_change, retrace, point.shape)
 
 
 def _recording(t: Tape, f: Callable[..., Any], *args: Any) -> Any:

@@ -1,26 +1,31 @@
-"""VarArray: NumPy-style arrays of records, recorded a whole block per operation.
+"""VarArray: NumPy-style arrays of records, in one of two forms.
 
-A VarArray is an array of record indices on one tape. Indexing, slicing,
-reshaping and transposing act on the indices and record nothing; every
-arithmetic operation broadcasts its operands as NumPy does and appends one
-ordinary scalar record per element with vectorized writes, then lets the
-Numba forward sweep compute the new values. So every sweep (replay, reverse,
-JVP, HVP, maps) works on the result unchanged.
+Small arrays (fewer than ``_blocks.SMALL`` elements, the measured crossover)
+hold one scalar record per element: every arithmetic operation broadcasts as
+NumPy does and appends one scalar record per element with vectorized writes,
+so the scalar sweeps see an ordinary tape. Larger arrays are array records
+(tape/_blocks.py): one record per operation, elements in an arena; slicing,
+reshaping and transposing make views and record nothing. An operation with
+any array-record operand, or whose result is large, records an array record;
+the user writes the same code either way.
 """
 
 from __future__ import annotations
 
-import numbers
-import sys
+import math
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
+from tape import _blocks
+from tape._conditions import ArrayCondition
 from tape._handles import Condition, surviving, warn_value_in_trace
+from tape._operands import as_view, common_tape, operand, shape_of
 from tape._recorders import Var
-from tape._storage import NO_INPUT, Segment, Storage
-from tape.errors import ForeignHandleError, StaleHandleError
-from tape.kernels.ops import ARITHMETIC, COMPARISONS, OPCODE, UNARY_UFUNCS
+from tape._storage import Segment, Storage
+from tape._sweep import View
+from tape.errors import StaleHandleError
+from tape.kernels.ops import ARITHMETIC, COMPARISONS, ELEM, OPCODE, OPS, UNARY_UFUNCS
 
 if TYPE_CHECKING:
     from tape._tape import Tape
@@ -28,85 +33,88 @@ if TYPE_CHECKING:
 Operand: TypeAlias = "VarArray | Var | float | np.ndarray"  # what arithmetic with a VarArray takes
 
 _BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
-_COMPARE = {getattr(np, s.ufunc): s for s in COMPARISONS}
+_COMPARE = {getattr(np, s.ufunc) for s in COMPARISONS}
 _UNARY = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
 
 
-def operand(x):
-    """(tape, record indices) for Vars and VarArrays, (None, float array) for numbers, else None."""
-    if type(x) is VarArray:
-        return x._live_tape(), x._idx
-    if type(x) is Var:
-        return x._live_tape(), np.array(x._index)
-    if isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool | np.bool_):
-        array = np.asarray(x)
-        if array.dtype.kind in "fiub":
-            return None, array.astype(np.float64)
-    return None
-
-
-def operands(*xs):
-    """Operands, their common tape, and their broadcast shapes (NumPy's error, with the shapes, if none)."""
-    parts = [operand(x) for x in xs]
-    if any(p is None for p in parts):
-        return None
-    tapes = {id(t): t for t, _ in parts if t is not None}
-    if len(tapes) > 1:
-        raise ForeignHandleError("cannot combine arrays recorded on different tapes")
-    try:
-        arrays = np.broadcast_arrays(*(a for _, a in parts))
-    except ValueError as exc:
-        shapes = " and ".join(str(np.shape(a)) for _, a in parts)
-        raise ValueError(f"{exc} (shapes {shapes})") from None
-    return next(iter(tapes.values()), None), [t is not None for t, _ in parts], arrays
-
-
-def wrap(t: Storage, rows: np.ndarray):
-    """Records as a VarArray, or a Var for a single 0-d record."""
+def wrap(t: Storage, rows: np.ndarray) -> Any:
+    """Scalar records as a VarArray, or a Var for a single 0-d record."""
     if rows.ndim == 0:
         return Var._at(t._segment(), int(rows))
     return VarArray(t._segment(), rows)
 
 
-def elementwise(ufunc, *inputs):
+def wrap_view(t: Storage, v: View) -> Any:
+    """A view of an array record as a VarArray; a 0-d one as a Var (an elem record reading it)."""
+    if not v.shape:
+        return Var._at(t._segment(), _blocks.elem(t, v))
+    return VarArray(t._segment(), None, v)
+
+
+def _blocked(parts: list[tuple[Storage | None, Any]], shape: tuple[int, ...]) -> bool:
+    return any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= _blocks.SMALL
+
+
+def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(shape_of(p) for _, p in parts)))
+    except ValueError as exc:
+        raise ValueError(f"{exc} (shapes {' and '.join(str(shape_of(p)) for _, p in parts)})") from None
+
+
+def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
-    found = operands(*inputs)
-    if found is None or found[0] is None:
+    parts = [operand(x) for x in inputs]
+    if None in parts:
         return NotImplemented
-    t, recorded, arrays = found
-    shape = arrays[0].shape
+    t = common_tape(parts)  # type: ignore[arg-type]
+    if t is None:
+        return NotImplemented
+    shape = _broadcast(parts)  # type: ignore[arg-type]
+    if _blocked(parts, shape):  # type: ignore[arg-type]
+        views = [as_view(t, rt is not None, p) for rt, p in parts]  # type: ignore[misc]
+        name = OPS[_UNARY[ufunc]].name if ufunc in _UNARY else _BINARY[ufunc].pair
+        return wrap_view(t, _blocks.elementwise(t, name, *views))
+    recorded = [rt is not None for rt, _ in parts]  # type: ignore[misc]
+    arrays = [np.broadcast_to(p, shape).ravel() for _, p in parts]  # type: ignore[misc]
     if ufunc in _UNARY:
-        rows = t._append_block(_UNARY[ufunc], arrays[0].size, in0=arrays[0].ravel())
+        rows = t._append_block(_UNARY[ufunc], arrays[0].size, in0=arrays[0])
     elif recorded == [True, True]:
-        rows = t._append_block(OPCODE[_BINARY[ufunc].pair], arrays[0].size, in0=arrays[0].ravel(),
-                               in1=arrays[1].ravel())
+        rows = t._append_block(OPCODE[_BINARY[ufunc].pair], arrays[0].size, in0=arrays[0], in1=arrays[1])
     elif recorded[0]:
         consts = -arrays[1] if _BINARY[ufunc].negate else arrays[1]
-        rows = t._append_block(OPCODE[_BINARY[ufunc].var_c], arrays[0].size, in0=arrays[0].ravel(),
-                               consts=consts.ravel())
+        rows = t._append_block(OPCODE[_BINARY[ufunc].var_c], arrays[0].size, in0=arrays[0], consts=consts)
     else:
-        rows = t._append_block(OPCODE[_BINARY[ufunc].c_var], arrays[1].size, in0=arrays[1].ravel(),
-                               consts=arrays[0].ravel())
+        rows = t._append_block(OPCODE[_BINARY[ufunc].c_var], arrays[1].size, in0=arrays[1], consts=arrays[0])
     return wrap(t, rows.reshape(shape))
 
 
 class VarArray:
-    """An n-d array of tape records (any shape); NumPy semantics, one record per element per op."""
+    """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
-    __slots__ = ("_seg", "_idx")
+    __slots__ = ("_seg", "_idx", "_view")
     __array_priority__ = 1000
 
-    def __init__(self, seg: Segment, idx: np.ndarray):
-        self._seg, self._idx = seg, idx
+    def __init__(self, seg: Segment, idx: np.ndarray | None, view: View | None = None):
+        self._seg, self._idx, self._view = seg, idx, view
+
+    def _operand(self) -> tuple[Storage, Any]:
+        """(tape, scalar record indices) or (tape, view of an array record): see tape/_operands.py."""
+        return self._live_tape(), (self._idx if self._view is None else self._view)
 
     # -- shape and views (no records) ---------------------------------------------------
 
-    shape = property(lambda self: self._idx.shape)
-    ndim = property(lambda self: self._idx.ndim)
-    size = property(lambda self: self._idx.size)
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._idx.shape if self._view is None else self._view.shape  # type: ignore[union-attr]
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
 
     def __len__(self) -> int:
-        return len(self._idx)
+        if not self.shape:
+            raise TypeError("len() of a 0-d VarArray")
+        return self.shape[0]
 
     @property
     def tape(self) -> Tape:
@@ -115,7 +123,8 @@ class VarArray:
 
     def _live_tape(self) -> Storage:
         if not self._seg.live:
-            self._seg = surviving(self._seg, int(self._idx.max(initial=-1)), "records of this array were")
+            highest = int(self._idx.max(initial=-1)) if self._view is None else self._view.record
+            self._seg = surviving(self._seg, highest, "records of this array were")
         return self._seg.tape
 
     def __getitem__(self, key):
@@ -123,22 +132,44 @@ class VarArray:
                 isinstance(key, tuple) and any(isinstance(k, (VarArray, Var, ArrayCondition)) for k in key)):
             raise TypeError("index a VarArray with integers, slices or NumPy arrays, not with recorded values")
         t = self._live_tape()
-        return wrap(t, np.asarray(self._idx[key]))
+        if self._view is not None:
+            return wrap_view(t, _blocks.index(t, self._view, key))
+        return wrap(t, np.asarray(self._idx[key]))  # type: ignore[index]
 
     def __iter__(self):
         for k in range(len(self)):
             yield self[k]
 
     def reshape(self, *shape) -> VarArray:
-        return VarArray(self._seg, self._idx.reshape(*shape))
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if self._view is None:
+            return VarArray(self._seg, self._idx.reshape(*shape))  # type: ignore[union-attr]
+        t = self._live_tape()
+        return VarArray(t._segment(), None, _blocks.reshape(t, self._view, tuple(shape)))
 
     def transpose(self, *axes) -> VarArray:
-        return VarArray(self._seg, self._idx.transpose(*axes))
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if self._view is None:
+            return VarArray(self._seg, self._idx.transpose(*axes))  # type: ignore[union-attr]
+        return VarArray(self._seg, None, _blocks.transpose(self._view, axes or None))
 
     T = property(lambda self: self.transpose())
 
     def ravel(self) -> VarArray:
-        return VarArray(self._seg, self._idx.ravel())
+        return self.reshape(-1)
+
+    def _scalars(self) -> VarArray:
+        """The same elements as scalar records (elem records reading an array record): for the ops
+        that array records do not have."""
+        if self._view is None:
+            return self
+        t = self._live_tape()
+        places = _blocks.places(self._view)
+        values = t._array_values(self._view).reshape(-1)
+        rows = t._append_block(ELEM, values.size, in0=self._view.record, in1=places.reshape(-1), values=values)
+        return VarArray(t._segment(), rows.reshape(self.shape))
 
     # -- values ---------------------------------------------------------------------------
 
@@ -148,12 +179,15 @@ class VarArray:
         t = self._live_tape()
         if t._tracing:
             warn_value_in_trace()
-        return t._val[self._idx]
+        return t._val[self._idx] if self._view is None else t._array_values(self._view)
 
     @property
     def grad(self) -> np.ndarray:
         """Adjoints of the last backward pass, shaped like the array (0 where it did not reach)."""
-        return self._live_tape()._grads(self._idx.ravel()).reshape(self.shape)
+        t = self._live_tape()
+        if self._view is not None:
+            return t._array_grads(self._view)
+        return t._grads(self._idx.ravel()).reshape(self.shape)  # type: ignore[union-attr]
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a tape.VarArray is not converted to numbers silently: use .value")
@@ -163,16 +197,20 @@ class VarArray:
 
     def __repr__(self) -> str:
         try:
-            values = np.array2string(self._live_tape()._val[self._idx], threshold=8, precision=4)
+            t = self._live_tape()
+            values = np.array2string(t._val[self._idx] if self._view is None else t._array_values(self._view),
+                                     threshold=8, precision=4)
         except StaleHandleError:
             values = "stale"
         return f"VarArray(shape={self.shape}, value={values})"
 
     # -- arithmetic -------------------------------------------------------------------------
 
-    def _unary(self, code: int) -> VarArray:
+    def _unary(self, code: int) -> Any:
         """Record unary op ``code`` on every element (tape.sigmoid(X), tape.relu(X), ...)."""
         t = self._live_tape()
+        if self._view is not None or self.size >= _blocks.SMALL:
+            return wrap_view(t, _blocks.elementwise(t, OPS[code].name, as_view(t, True, self._operand()[1])))
         return VarArray(t._segment(), t._append_block(code, self.size, in0=self._idx.ravel()).reshape(self.shape))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -229,163 +267,107 @@ class VarArray:
     def __matmul__(self, other: VarArray | np.ndarray) -> Any: return matmul(self, other)  # a Var for 1-d @ 1-d
     def __rmatmul__(self, other: VarArray | np.ndarray) -> Any: return matmul(other, self)
 
-    # -- reductions: pairwise trees, depth log2(n) ---------------------------------------------
-
-    # the whole array reduces to a Var; along an axis, to a VarArray (a Var for 1-d arrays)
-    @overload
-    def sum(self, axis: None = None) -> Var: ...
-    @overload
-    def sum(self, axis: int) -> Any: ...
-    def sum(self, axis: int | None = None) -> Any:
-        return reduce(self, axis, "add")
+    # -- reductions ------------------------------------------------------------------------------
+    # over all axes the result is a Var; over some, a VarArray (a Var where no axis is left)
 
     @overload
-    def prod(self, axis: None = None) -> Var: ...
+    def sum(self, axis: None = None, keepdims: bool = False) -> Var: ...
     @overload
-    def prod(self, axis: int) -> Any: ...
-    def prod(self, axis: int | None = None) -> Any:
-        return reduce(self, axis, "mul")
+    def sum(self, axis: int | tuple[int, ...], keepdims: bool = False) -> Any: ...
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        return reduce(self, axis, "sum", keepdims)
 
     @overload
-    def mean(self, axis: None = None) -> Var: ...
+    def prod(self, axis: None = None, keepdims: bool = False) -> Var: ...
     @overload
-    def mean(self, axis: int) -> Any: ...
-    def mean(self, axis: int | None = None) -> Any:
-        count = self.size if axis is None else self.shape[axis]
-        return reduce(self, axis, "add") * (1.0 / count)
+    def prod(self, axis: int | tuple[int, ...], keepdims: bool = False) -> Any: ...
+    def prod(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        return reduce(self._scalars(), axis, "prod", keepdims)  # records a scalar tree, also for array records
+
+    @overload
+    def mean(self, axis: None = None, keepdims: bool = False) -> Var: ...
+    @overload
+    def mean(self, axis: int | tuple[int, ...], keepdims: bool = False) -> Any: ...
+    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        count = math.prod(self.shape[k] for k in _blocks.axes(self.ndim, axis))
+        return reduce(self, axis, "sum", keepdims) * (1.0 / count)
 
     def dot(self, other: VarArray | np.ndarray) -> Any:
         return matmul(self, other)
 
 
-def reduce(x: VarArray, axis: int | None, op: str):
-    """Pairwise tree over an axis (all of them for None): one block of records per level."""
+def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: bool = False) -> Any:
+    """sum or prod over axes: one array record (sum of an array record), else a pairwise tree of
+    scalar records, one block of records per level (depth log2 n)."""
     t = x._live_tape()
-    idx = x._idx.ravel() if axis is None else np.moveaxis(x._idx, axis, -1)
+    axes = _blocks.axes(x.ndim, axis)
+    if x._view is not None:
+        return wrap_view(t, _blocks.reduce(t, op, x._view, axes, keepdims))
+    kept = tuple(n for k, n in enumerate(x.shape) if k not in axes)
+    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(*kept, -1)  # type: ignore[union-attr]
     if idx.shape[-1] == 0:
-        raise ValueError("cannot reduce an empty VarArray")
-    code = OPCODE[op]
+        raise ValueError("cannot reduce over an empty axis of a VarArray")
+    code = OPCODE["add" if op == "sum" else "mul"]
     while idx.shape[-1] > 1:
         pairs = idx.shape[-1] // 2
         left, right = idx[..., 0:2 * pairs:2], idx[..., 1:2 * pairs:2]
         rows = t._append_block(code, left.size, in0=left.ravel(), in1=right.ravel()).reshape(left.shape)
         idx = np.concatenate([rows, idx[..., 2 * pairs:]], axis=-1)
-    return wrap(t, idx[..., 0])
+    result = idx[..., 0]
+    return wrap(t, result.reshape([1 if k in axes else n for k, n in enumerate(x.shape)]) if keepdims else result)
 
 
-def matmul(a, b):
-    """a @ b for VarArrays and NumPy arrays (1-D or 2-D): products, then pairwise sums."""
-    a_is, b_is = isinstance(a, VarArray), isinstance(b, VarArray)
-    A = a if a_is else np.asarray(a, dtype=np.float64)
-    B = b if b_is else np.asarray(b, dtype=np.float64)
-    if A.ndim not in (1, 2) or B.ndim not in (1, 2):
-        raise ValueError(f"matmul of VarArrays takes 1-D or 2-D operands, got shapes {A.shape} and {B.shape}")
-    A2 = A.reshape(1, -1) if A.ndim == 1 else A
-    B2 = B.reshape(-1, 1) if B.ndim == 1 else B
+def matmul(a: Any, b: Any) -> Any:
+    """a @ b with NumPy's rules: one matmul record, or for small products of scalar records the
+    products and pairwise sums as scalar records."""
+    parts = [operand(a), operand(b)]
+    if None in parts or common_tape(parts) is None:  # type: ignore[arg-type]
+        return NotImplemented
+    t = common_tape(parts)  # type: ignore[arg-type]
+    (ta, pa), (tb, pb) = parts  # type: ignore[misc]
+    sa, sb = shape_of(pa), shape_of(pb)
+    if not sa or not sb:
+        raise ValueError("matmul: an operand is 0-d (use *)")
+    work = math.prod(sa) * (sb[-1] if len(sb) > 1 else 1)
+    if isinstance(pa, View) or isinstance(pb, View) or work >= _blocks.SMALL or len(sa) > 2 or len(sb) > 2:
+        return wrap_view(t, _blocks.matmul(t, as_view(t, ta is not None, pa), as_view(t, tb is not None, pb)))  # type: ignore[arg-type]
+    A2 = np.reshape(a if ta is not None else pa, (1, -1)) if len(sa) == 1 else (a if ta is not None else pa)
+    B2 = np.reshape(b if tb is not None else pb, (-1, 1)) if len(sb) == 1 else (b if tb is not None else pb)
     if A2.shape[1] != B2.shape[0]:
-        raise ValueError(f"matmul: inner dimensions differ (shapes {A.shape} and {B.shape})")
-    left = A2.reshape(A2.shape[0], A2.shape[1], 1)
-    right = B2.reshape(1, B2.shape[0], B2.shape[1])
-    product = elementwise(np.multiply, left, right)
-    total = reduce(product, 1, "add") if isinstance(product, VarArray) else product
-    if A.ndim == 1 and B.ndim == 1:
+        raise ValueError(f"matmul: inner dimensions differ (shapes {sa} and {sb})")
+    product = elementwise(np.multiply, A2.reshape(A2.shape[0], A2.shape[1], 1), B2.reshape(1, *B2.shape))
+    total = reduce(product, 1, "sum") if isinstance(product, VarArray) else product
+    if len(sa) == 1 and len(sb) == 1:
         return total[0, 0]
-    if A.ndim == 1:
+    if len(sa) == 1:
         return total[0]
-    if B.ndim == 1:
-        return total[:, 0]
-    return total
-
-
-class ArrayCondition:
-    """An elementwise comparison of arrays of records: data for tape.where, or checked
-    branches when turned into Python or NumPy booleans (bool, .all(), .any(), np.asarray)."""
-
-    __slots__ = ("_code", "_seg", "_in0", "_in1", "_consts")
-
-    def __init__(self, code: int, t: Storage, in0: np.ndarray, in1: np.ndarray | None, consts: np.ndarray | None):
-        self._code, self._seg, self._in0, self._in1, self._consts = code, t._segment(), in0, in1, consts
-
-    def _live_tape(self) -> Storage:
-        """The tape, after checking that the compared records survived every rewind since."""
-        if not self._seg.live:
-            highest = max(int(self._in0.max(initial=-1)), -1 if self._in1 is None else int(self._in1.max(initial=-1)))
-            self._seg = surviving(self._seg, highest, "records this comparison reads were")
-        return self._seg.tape
-
-    @classmethod
-    def of(cls, ufunc, x, y):
-        found = operands(x, y)
-        if found is None or found[0] is None:
-            return NotImplemented
-        t, recorded, (a, b) = found
-        spelling = _COMPARE[ufunc]
-        if recorded == [True, True]:
-            swap = spelling.swap
-            return cls(OPCODE[spelling.pair], t, b if swap else a, a if swap else b, None)
-        if recorded[0]:
-            return cls(OPCODE[spelling.var_c], t, a, None, b)
-        return cls(OPCODE[spelling.c_var], t, b, None, a)
-
-    shape = property(lambda self: self._in0.shape)
-
-    def _rows(self) -> tuple[int, np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """(opcode, in0, in1, consts) of the comparison records, flattened."""
-        consts = None if self._consts is None else self._consts.ravel()
-        in1 = None if self._in1 is None else self._in1.ravel()
-        return self._code, self._in0.ravel(), in1, consts
-
-    def _check(self) -> np.ndarray:
-        """Record every comparison as a checked branch; return the outcomes."""
-        code, in0, in1, consts = self._rows()
-        t = self._live_tape()
-        rows = t._append_block(code, in0.size, in0=in0, in1=NO_INPUT if in1 is None else in1,
-                                        consts=consts)
-        outcomes = t._val[rows] != 0.0
-        caller = sys._getframe(2)
-        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
-        t._checks.extend(zip(rows.tolist(), outcomes.tolist(), [where] * len(rows), strict=True))
-        return outcomes.reshape(self.shape)
-
-    def all(self) -> bool:
-        return bool(self._check().all())
-
-    def any(self) -> bool:
-        return bool(self._check().any())
-
-    def __bool__(self) -> bool:
-        if self._in0.size != 1:
-            raise ValueError("the truth value of an array comparison with more than one element is ambiguous; "
-                             "use .all() or .any()")
-        return bool(self._check().all())
-
-    def __array__(self, dtype=None, copy=None):
-        return self._check() if dtype is None else self._check().astype(dtype)
+    return total[:, 0] if len(sb) == 1 else total
 
 
 def _join(arrays, axis: int, join, name: str) -> VarArray:
     parts = [operand(a) for a in arrays]
-    tapes = {id(t): t for t, _ in parts if t is not None}
-    if len(tapes) != 1 or any(t is None for t, _ in parts):
+    if any(p is None or p[0] is None for p in parts):
         raise TypeError(f"tape.{name} joins VarArrays of one tape (make numbers records with Tape.array)")
-    t = next(iter(tapes.values()))
-    return VarArray(t._segment(), join([idx for _, idx in parts], axis=axis))
+    common_tape(parts)  # type: ignore[arg-type]
+    pieces = [a._scalars() if isinstance(a, VarArray) else a for a in arrays]  # records nothing for small ones
+    t = pieces[0]._live_tape()
+    return VarArray(t._segment(), join([operand(p)[1] for p in pieces], axis=axis))  # type: ignore[index]
 
 
 def concatenate(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape along an existing axis (records nothing)."""
+    """Join VarArrays of one tape along an existing axis (records nothing for scalar records)."""
     return _join(arrays, axis, np.concatenate, "concatenate")
 
 
 def stack(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape along a new axis (records nothing)."""
+    """Join VarArrays of one tape along a new axis (records nothing for scalar records)."""
     return _join(arrays, axis, np.stack, "stack")
 
 
 _FUNCTIONS = {
-    np.sum: lambda a, axis=None: a.sum(axis),
-    np.prod: lambda a, axis=None: a.prod(axis),
-    np.mean: lambda a, axis=None: a.mean(axis),
+    np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims),
+    np.prod: lambda a, axis=None, keepdims=False: a.prod(axis, keepdims),
+    np.mean: lambda a, axis=None, keepdims=False: a.mean(axis, keepdims),
     np.dot: matmul,
     np.matmul: matmul,
     np.concatenate: concatenate,

@@ -9,17 +9,32 @@ input/param/output/check rows in range.
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
 from typing import BinaryIO
 
 import numpy as np
 
+from tape import _plans
 from tape._storage import MAX_RECORDS, NO_INPUT
 from tape.errors import TapeFormatError
-from tape.kernels.ops import IS_COMPARISON, IS_LEAF, IS_UNARY, LEAF, OPS, SELECT, TWO_RECORDS, USES_POOL
+from tape.kernels.array_ops import INPUT, IS_ARRAY_OP
+from tape.kernels.ops import (
+    ELEM,
+    HAS_INPUT,
+    IS_ARRAY,
+    IS_COMPARISON,
+    IS_LEAF,
+    IS_UNARY,
+    LEAF,
+    OPS,
+    SELECT,
+    TWO_RECORDS,
+    USES_POOL,
+)
 
-FORMAT_VERSION = 2  # 2 added the Function's options; version 1 files still load
+FORMAT_VERSION = 3  # 2 added the Function's options, 3 array records; version 1 and 2 files still load
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
 
 _SPEC = {  # name: (dtype kind check, ndim)
@@ -29,10 +44,18 @@ _SPEC = {  # name: (dtype kind check, ndim)
     "check_rows": (np.int64, 1), "check_expected": (np.bool_, 1), "check_where": (np.str_, 1),
 }
 _OPTIONS = {"on_branch_change": (np.str_, 0), "check_finite": (np.bool_, 0)}  # since version 2
+_ARRAYS = {"plans": (np.int64, 2), "plan_places": (np.int64, 1), "arena": (np.float64, 1),
+           "input_shape": (np.int64, 1)}  # since version 3: array records (tape/_plans.py)
 
 
 def _spec(version: int) -> dict[str, tuple[type, int]]:
-    return {**_SPEC, **_OPTIONS} if version >= 2 else _SPEC
+    return {**_SPEC, **(_OPTIONS if version >= 2 else {}), **(_ARRAYS if version >= 3 else {})}
+
+
+def no_arrays(n_inputs: int) -> dict[str, np.ndarray]:
+    """The array-record arrays of a Function without array records (and of files before version 3)."""
+    return {"plans": np.zeros((0, _plans.WIDTH), np.int64), "plan_places": np.zeros(0, np.int64),
+            "arena": np.zeros(0), "input_shape": np.array([n_inputs], np.int64)}
 
 
 def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict[str, np.ndarray]:
@@ -45,7 +68,7 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict
             if len(members) != len(set(members)):
                 raise TapeFormatError(f"{path}: a member appears twice in the file")
             names = set(npz.files)
-            spec = _spec(2 if set(_OPTIONS) <= names else 1)
+            spec = _spec(3 if set(_ARRAYS) <= names else 2 if set(_OPTIONS) <= names else 1)
             if names != set(spec) or len(members) != len(spec):
                 missing, extra = sorted(set(spec) - names), sorted(names - set(spec))
                 raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
@@ -61,7 +84,8 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict
     except Exception as exc:  # zip, npy-header and decoding errors of every kind a hostile file can cause
         raise TapeFormatError(f"{path}: unreadable tape file ({type(exc).__name__}: {exc})") from None
     validate(arrays)
-    del arrays["format_version"]
+    if int(arrays.pop("format_version")) < 3:
+        arrays.update(no_arrays(len(arrays["input_rows"])))
     return arrays
 
 
@@ -122,11 +146,11 @@ def validate(a: dict[str, np.ndarray]) -> None:
     if not 0 < n <= MAX_RECORDS or not len(in0) == len(in1) == len(a["val"]) == n:
         raise TapeFormatError(f"record arrays disagree in length: op {n}, in0 {len(in0)}, in1 {len(in1)}, "
                               f"val {len(a['val'])}")
-    _first_bad(op >= len(OPS), "unknown opcode", op)
+    _first_bad((op >= len(OPS)) & ~(IS_ARRAY_OP[op] & (int(version) >= 3)), "unknown opcode", op)
     rows = np.arange(n, dtype=np.uint32)  # n < 2**32; uint32 against uint32: no temporaries of int64
-    no_inputs = IS_LEAF[op]
+    no_inputs = IS_LEAF[op] & (op != ELEM)  # elem records are checked with the plans
     _first_bad(no_inputs & ((in0 != NO_INPUT) | (in1 != NO_INPUT)), "leaf with inputs", op)
-    _first_bad(~no_inputs & (in0 >= rows), "first input not before its record", op)
+    _first_bad(HAS_INPUT[op] & (in0 >= rows), "first input not before its record", op)
     _first_bad(TWO_RECORDS[op] & (in1 >= rows), "second input not before its record", op)
     _first_bad(USES_POOL[op] & (in1 >= len(a["consts"])), "constant slot out of range", op)
     _first_bad(IS_UNARY[op] & (in1 != NO_INPUT), "unary op with a second input", op)
@@ -137,7 +161,7 @@ def validate(a: dict[str, np.ndarray]) -> None:
         r = a[name]
         if np.any((r < 0) | (r >= n)):
             raise TapeFormatError(f"{name} holds a record outside 0..{n - 1}")
-        if need_leaf and np.any(op[r] != LEAF):
+        if need_leaf and np.any((op[r] != LEAF) & (op[r] != INPUT)):
             raise TapeFormatError(f"{name} must name leaf records")
     if np.bincount(np.concatenate([a["input_rows"], a["param_rows"]]), minlength=1).max() > 1:  # rows < n, checked
         raise TapeFormatError("input_rows and param_rows must be distinct records")
@@ -151,6 +175,18 @@ def validate(a: dict[str, np.ndarray]) -> None:
         raise TapeFormatError(f"unknown on_branch_change {str(a['on_branch_change'])!r}")
     if bool(a["scalar_output"]) and len(a["output_rows"]) != 1:
         raise TapeFormatError("a scalar-output tape has exactly one output")
+    arrays = a if int(version) >= 3 else no_arrays(len(a["input_rows"]))
+    plans = _plans.decode(arrays["plans"], arrays["plan_places"], op, in0, in1)  # checks every plan
+    if len(arrays["arena"]) != (plans[-1].offset + plans[-1].size if plans else 0):
+        raise TapeFormatError(f"the arena holds {len(arrays['arena'])} numbers, not what the plans need")
+    if bool(a["scalar_output"]) and IS_ARRAY[op[a["output_rows"][0]]]:
+        raise TapeFormatError("a scalar output is a scalar record")
+    sizes = [plans[int(in0[r])].size if IS_ARRAY[op[r]] else 1 for r in a["input_rows"].tolist()]
+    if any(IS_ARRAY[op[r]] and op[r] != INPUT for r in a["input_rows"].tolist() + a["param_rows"].tolist()):
+        raise TapeFormatError("array inputs and params must be array input records")
+    shape = arrays["input_shape"]
+    if np.any(shape < 0) or math.prod(shape.tolist()) != sum(sizes):
+        raise TapeFormatError(f"input_shape {shape.tolist()} does not hold the {sum(sizes)} inputs")
 
 
 def _first_bad(bad: np.ndarray, what: str, op: np.ndarray) -> None:

@@ -19,11 +19,13 @@ from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _debug, _format, _show
+from tape import _debug, _format, _plans, _show, _sweep
+from tape._array_replay import ArrayReplay
 from tape._debug import NonFiniteError
 from tape._storage import Storage, branch_changed, real_array
 from tape.kernels._sweeps import replay, replay_gradient
-from tape.kernels.ops import CONSTANT, HAS_DA, HAS_DB, OPS
+from tape.kernels.array_ops import NAME
+from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB
 
 POLICIES = ("raise", "retrace", "ignore")
 R = TypeVar("R", bound="Replay")
@@ -58,7 +60,7 @@ def one_call_at_a_time(method: Callable[Concatenate[R, P], T]) -> Callable[Conca
 Retrace = Callable[[np.ndarray, np.ndarray], "Replay"]
 
 
-class Replay:
+class Replay(ArrayReplay):
     """A Function's records and the one-call replays: value, gradient, vjp; branch policy;
     pictures; files. (``tape.Function`` adds derivatives and maps on top.)"""
 
@@ -106,18 +108,22 @@ class Replay:
         self._targets[0][~HAS_DA[self._op]] = n
         self._targets[1][~HAS_DB[self._op]] = n
         self._adj = np.zeros(n + 1)
-        self._ones = np.ones(len(self._output_rows))
         # second partials and adj_dot, allocated by the first hvp
         self._second: tuple[np.ndarray, np.ndarray] | None = None
+        self._input_shape = tuple(a["input_shape"].tolist())
+        self._install_arrays(_plans.decode(a["plans"], a["plan_places"], self._op, self._in0, self._in1), a["arena"])
+        self._ones = np.ones(self._n_out)
 
     # -- construction ---------------------------------------------------------------
 
     @classmethod
     def _from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
-                      scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None) -> R:
+                      scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
+                      input_shape: tuple[int, ...] | None = None) -> R:
         """A Function of a copy of t's records (see Tape.function, which checks the rows)."""
         n = len(t)
         checks = t._checks
+        table, places = _plans.encode(t._plans)
         arrays = {
             "op": t._op[:n].copy(), "in0": t._in0[:n].copy(), "in1": t._in1[:n].copy(),
             "val": t._val[:n].copy(), "consts": t._consts[: t.n_consts].copy(),
@@ -126,7 +132,12 @@ class Replay:
             "check_rows": np.array([c[0] for c in checks], np.int64),
             "check_expected": np.array([c[1] for c in checks], np.bool_),
             "check_where": np.array([c[2] for c in checks], dtype=np.str_) if checks else np.zeros(0, "<U1"),
+            "plans": table, "plan_places": places, "arena": t._aval[:t._n_arena].copy(),
+            "input_shape": np.array(input_shape if input_shape is not None else (-1,), np.int64),
         }
+        if input_shape is None:  # one flat vector of every input number
+            arrays["input_shape"] = np.array([sum(1 if t._op[r] < ARRAY_BASE else t._plan(r).size
+                                                  for r in input_rows.tolist())], np.int64)
         # the checks of a file: nothing that reached the records (a handle's private index, say) may
         # point a kernel outside them (about 10 ms per 10^6 records)
         _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
@@ -139,15 +150,20 @@ class Replay:
 
     @property
     def n_inputs(self) -> int:
-        return len(self._input_rows)
+        return self._n_in
 
     @property
     def n_outputs(self) -> int:
-        return len(self._output_rows)
+        return self._n_out
 
     @property
     def n_params(self) -> int:
-        return len(self._param_rows)
+        return self._n_par
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """The shape of x that calls take (and gradients have): x0's shape for tape.trace."""
+        return self._input_shape
 
     def __len__(self) -> int:
         return len(self._op)
@@ -173,7 +189,7 @@ class Replay:
         for k, r in enumerate(self._output_rows):
             notes[int(r)] = (notes.get(int(r), "") + f" output {k}").strip()
         return _show.Records(self._op, self._in0, self._in1, self._val, self._consts,
-                             lambda idx: self._adj[idx], notes)
+                             lambda idx: self._adj[idx], notes, *_sweep.described(self, len(self._op)))
 
     @one_call_at_a_time
     def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
@@ -194,7 +210,7 @@ class Replay:
     def stats(self) -> dict:
         """Records by op, inputs, parameters, outputs, constants, comparisons, bytes, longest
         dependency chain and fan-out histogram ({uses: records used that often})."""
-        by_op = Counter({OPS[k].name: int(c) for k, c in enumerate(np.bincount(self._op, minlength=len(OPS))) if c})
+        by_op = Counter({NAME[k]: int(c) for k, c in enumerate(np.bincount(self._op, minlength=256)) if c})
         depth, fan_out = _show.depth_and_fan_out(self._records())
         return {
             "records": len(self), "inputs": self.n_inputs, "params": self.n_params, "outputs": self.n_outputs,
@@ -225,9 +241,14 @@ class Replay:
         return point
 
     def _prepare(self, x: ArrayLike, params: ArrayLike | None) -> np.ndarray:
+        if self._input_shape != (self.n_inputs,):
+            x = real_array(x, "inputs")
+            if x.shape != self._input_shape:
+                raise ValueError(f"expected inputs of shape {self._input_shape}, got shape {x.shape}")
+            x = x.reshape(-1)
         point = self._point(x, self.n_inputs, "inputs")
         if params is not None:
-            self._val[self._param_rows] = self._point(params, self.n_params, "params")
+            self._place(self._param_pieces, self._point(params, self.n_params, "params"))
         self._at_point = point
         return point
 
@@ -240,7 +261,7 @@ class Replay:
             if self._lines is not None or self._source is None:
                 raise
             with _debug.debug_nans():
-                fresh = self._source(self._at_point, self._val[self._param_rows].copy())
+                fresh = self._source(self._at_point, self._param_values())
             if len(fresh) != len(self) or not np.array_equal(fresh._op, self._op):
                 raise  # f does not record the same program twice: no line to borrow
             self._lines = fresh._lines
@@ -251,25 +272,34 @@ class Replay:
         """Forward replay at x: a float for a scalar output, else an array of the outputs."""
         with self._lock:  # one_call_at_a_time, inline
             point = self._prepare(x, params)
-            failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
-                            point, self._check_rows, self._check_expected)
+            if self._plans:
+                failed = self._sweep_forward(point)
+            else:
+                failed = replay(self._op, self._in0, self._in1, self._val, self._consts, self._input_rows,
+                                point, self._check_rows, self._check_expected)
             if failed >= 0 and self._branch_changed(failed, point):
-                return self._again(self.__call__, point)
+                return self._again(self.__call__, point.reshape(self._input_shape))
             if self._checking:
                 self._check()
-            out = self._val[self._output_rows]
+            out = self._outputs() if self._plans else self._val[self._output_rows]
             return float(out[0]) if self._scalar else out
 
     def _reverse(self, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        grad = np.empty(self.n_inputs)
-        failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._consts, self._partials,
-                                 self._targets, self._adj, self._input_rows, point, self._check_rows,
-                                 self._check_expected, self._output_rows, weights, grad)
+        """The gradient (shaped like the inputs) for output weights, at point."""
+        if self._plans:
+            failed = self._sweep_forward(point)
+        else:
+            grad = np.empty(self.n_inputs)
+            failed = replay_gradient(self._op, self._in0, self._in1, self._val, self._consts, self._partials,
+                                     self._targets, self._adj, self._input_rows, point, self._check_rows,
+                                     self._check_expected, self._output_rows, weights, grad)
         if failed >= 0 and self._branch_changed(failed, point):
             return self._again(self._reverse, point, weights)
+        if self._plans:
+            grad = self._sweep_reverse(weights)
         if self._checking:
             self._check(adjoints=True)
-        return grad
+        return grad.reshape(self._input_shape)
 
     def value_and_grad(self, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
         """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
@@ -317,7 +347,7 @@ class Replay:
 
     def _retrace(self, point: np.ndarray) -> None:
         assert self._source is not None
-        fresh = self._source(point, self._val[self._param_rows].copy())
+        fresh = self._source(point, self._param_values())
         if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
             raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
         self._install(fresh._arrays())
@@ -332,6 +362,8 @@ class Replay:
             "input_rows": self._input_rows, "param_rows": self._param_rows, "output_rows": self._output_rows,
             "scalar_output": np.array(self._scalar), "check_rows": self._check_rows,
             "check_expected": self._check_expected, "check_where": self._check_where,
+            **dict(zip(("plans", "plan_places"), _plans.encode(self._plans), strict=True)),
+            "arena": self._aval, "input_shape": np.array(self._input_shape, np.int64),
         }
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:

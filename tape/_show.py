@@ -11,12 +11,13 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tape.kernels import graph
-from tape.kernels.ops import HAS_INPUT, IS_LEAF, OPS, TWO_RECORDS, USES_POOL
+from tape.kernels.array_ops import NAME
+from tape.kernels.ops import HAS_INPUT, IS_LEAF, TWO_RECORDS, USES_POOL
 
 
 @dataclass
@@ -30,10 +31,19 @@ class Records:
     consts: np.ndarray
     adjoints: Callable[[np.ndarray], np.ndarray]
     notes: dict[int, str]
+    # array records and elem records: the records each reads, and each array record's shape
+    arrays: dict[int, list[int]] = field(default_factory=dict)
+    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def inputs(self, i: int) -> list[int]:
+        if i in self.arrays:
+            return self.arrays[i]
         k = self.op[i]
         return ([int(self.in0[i])] if HAS_INPUT[k] else []) + ([int(self.in1[i])] if TWO_RECORDS[k] else [])
+
+    def value(self, i: int) -> str:
+        """The value as the table prints it: a number, or an array record's shape."""
+        return f"{self.val[i]:>13.6g}" if i not in self.shapes else f"{str(self.shapes[i]):>13}"
 
     def constant(self, i: int) -> float | None:
         return float(self.consts[self.in1[i]]) if USES_POOL[self.op[i]] else None
@@ -57,15 +67,23 @@ def table(rec: Records, rows: slice | range | None = None, head: int = 20, tail:
         constant = rec.constant(r)
         if constant is not None:
             inputs += f", const {constant:g}"
-        lines.append(f"{r:>6}  {OPS[rec.op[r]].name:<10} {rec.val[r]:>13.6g}  {inputs:<22} {grads[k]:>13.6g}  "
+        grad = f"{grads[k]:>13.6g}" if r not in rec.shapes else f"{'(array)':>13}"
+        lines.append(f"{r:>6}  {NAME[rec.op[r]]:<10} {rec.value(r)}  {inputs:<22} {grad}  "
                      f"{rec.notes.get(r, '')}".rstrip())
         k += 1
     return "\n".join(lines)
 
 
 def reaching(rec: Records, outputs: list[int]) -> np.ndarray:
-    """Sorted records that outputs depend on (a reverse sweep of marks, in Numba)."""
-    return graph.reaching(rec.op, rec.in0, rec.in1, HAS_INPUT, TWO_RECORDS, np.asarray(outputs))
+    """Sorted records that outputs depend on (a reverse sweep of marks, in Numba; in Python where
+    array records read what in0/in1 do not say)."""
+    if not rec.arrays:
+        return graph.reaching(rec.op, rec.in0, rec.in1, HAS_INPUT, TWO_RECORDS, np.asarray(outputs))
+    marked = set(outputs)
+    for i in range(max(outputs), -1, -1):
+        if i in marked:
+            marked.update(rec.inputs(i))
+    return np.array(sorted(marked), np.int64)
 
 
 def to_dot(rec: Records, outputs: list[int], limit: int = 300) -> str:
@@ -77,13 +95,14 @@ def to_dot(rec: Records, outputs: list[int], limit: int = 300) -> str:
     grads = rec.adjoints(nodes)
     lines = ["digraph tape {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=10];']
     for i, g in zip(nodes.tolist(), grads.tolist(), strict=True):
-        name = OPS[rec.op[i]].name
+        name = NAME[rec.op[i]] + (f" {rec.shapes[i]}" if i in rec.shapes else "")
         constant = rec.constant(i)
         detail = f"\\nconst {constant:g}" if constant is not None else ""
         note = f"\\n{rec.notes[i]}" if i in rec.notes else ""
         shape = "ellipse" if IS_LEAF[rec.op[i]] else "box"
         border = ", peripheries=2" if i in outputs else ""
-        lines.append(f'  r{i} [label="#{i} {name}{detail}\\nvalue {rec.val[i]:.6g}\\nadjoint {g:.6g}{note}", '
+        values = "" if i in rec.shapes else f"\\nvalue {rec.val[i]:.6g}\\nadjoint {g:.6g}"
+        lines.append(f'  r{i} [label="#{i} {name}{detail}{values}{note}", '
                      f"shape={shape}{border}];")
     for i in nodes.tolist():
         for slot, j in zip("ab", rec.inputs(i), strict=False):
@@ -110,6 +129,11 @@ def depth_and_fan_out(rec: Records) -> tuple[int, dict[int, int]]:
     """Longest dependency chain (in records) and {number of uses: how many records are used that often}."""
     n = len(rec.op)
     depth, uses = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    graph.depth_and_uses(rec.op, rec.in0, rec.in1, HAS_INPUT, TWO_RECORDS, depth, uses)
+    if not rec.arrays:
+        graph.depth_and_uses(rec.op, rec.in0, rec.in1, HAS_INPUT, TWO_RECORDS, depth, uses)
+    for i in range(n) if rec.arrays else ():  # array records read what in0/in1 do not say: in Python
+        for j in rec.inputs(i):
+            uses[j] += 1
+            depth[i] = max(depth[i], depth[j] + 1)
     counts = np.bincount(uses)
     return int(depth.max(initial=0)), {k: int(c) for k, c in enumerate(counts) if c}

@@ -34,10 +34,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tape import _debug, _show
+from tape import _debug, _show, _sweep
+from tape._arena import Arenas
 from tape._debug import caller
 from tape.errors import BranchChanged, TapeError, TapeFullError
 from tape.kernels._sweeps import forward_sweep, reverse_sweep
+from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, OPS, SYMBOL, TWO_RECORDS, USES_POOL
 
 NO_INPUT = 0xFFFFFFFF
@@ -73,7 +75,7 @@ class Segment:
         self.live = True
 
 
-class Storage:
+class Storage(Arenas):
     """The record arrays of a tape, the constant pool, generations and rewinds, by index.
 
     ``tape.Tape`` (tape/_tape.py) adds the handles on top.
@@ -115,6 +117,7 @@ class Storage:
         self._tracing: bool = False  # tape.trace is recording f on this tape: no gradient of it (see _reverse)
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
+        self._init_arenas()
 
     # -- storage --------------------------------------------------------------
 
@@ -165,7 +168,7 @@ class Storage:
     def nbytes(self) -> int:
         """Bytes held by the record arrays and the constant pool (allocated capacity)."""
         arrays = (self._op, self._in0, self._in1, self._val, self._adj, self._stamp, self._consts)
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in arrays) + self._arena_bytes()
 
     @property
     def n_consts(self) -> int:
@@ -256,6 +259,7 @@ class Storage:
         self._n = mark
         self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]]))
         self._checks = [check for check in self._checks if check[0] < mark]
+        self._rewind_arenas(mark)
 
     def _low_mark(self, start: int) -> int:
         """The lowest mark of the rewinds numbered ``start`` and later: the records below it
@@ -277,7 +281,7 @@ class Storage:
             raise ValueError("forward() can only set leaf records (made by Tape.var)")
         self._val[idx] = vals
         start = int(idx.min()) if len(idx) else 0
-        forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
+        self._recompute(start)
         if _debug.active():
             _debug.check(self._records(), self._lines, self._n, adjoints=False)
         if self._checks:
@@ -286,6 +290,13 @@ class Storage:
             if len(flipped):
                 k = int(flipped[0])
                 raise branch_changed(self._op, self._in0, self._in1, self._consts, rows[k], expected[k], where[k])
+
+    def _recompute(self, start: int) -> None:
+        """Recompute records start and later from their inputs (array records by tape/_sweep.py)."""
+        if self._plans:
+            _sweep.forward(self, start, self._n)
+        else:
+            forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
 
     def _reverse(self, out: int, accumulate: bool) -> None:
         """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward)."""
@@ -300,8 +311,12 @@ class Storage:
         gen = self._gen + 1
         if not accumulate:
             self._epoch = gen
-        reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
-                      self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
+        if self._plans:
+            _sweep.seed(self, out, 1.0, gen, self._epoch)
+            _sweep.reverse(self, out, gen, self._epoch)
+        else:
+            reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
+                          self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
         self._gen = gen
         if _debug.active():
             _debug.check(self._records(), self._lines, self._n, adjoints=True)
@@ -309,7 +324,7 @@ class Storage:
     def _restart_generations(self) -> None:
         """Renumber stamps once every 2**32 passes, keeping accumulated leaf gradients."""
         stamp = self._stamp[: self._n]
-        keep = (stamp >= self._epoch) & (self._op[: self._n] == LEAF)
+        keep = (stamp >= self._epoch) & np.isin(self._op[: self._n], (LEAF, INPUT))
         stamp[:] = np.where(keep, 1, 0)
         self._gen, self._epoch = 1, 1
 
@@ -334,7 +349,7 @@ class Storage:
             inputs += (int(self._in1[i]),)
         constant = float(self._consts[self._in1[i]]) if USES_POOL[k] else None
         adjoint = float(self._grads(np.array([i]))[0])
-        return Record(i, OPS[k].name, float(self._val[i]), inputs, constant, adjoint)
+        return Record(i, NAME[k], float(self._val[i]), inputs, constant, adjoint)
 
     def _row(self, index: int) -> int:
         """``index`` (negative counts from the end) checked against the records."""
@@ -352,7 +367,7 @@ class Storage:
         notes = {int(i): "constant" for i in np.flatnonzero(self._op[:n] == CONSTANT)}
         notes.update({row: f"checked branch (was {outcome})" for row, outcome, _ in self._checks})
         return _show.Records(self._op[:n], self._in0[:n], self._in1[:n], self._val[:n],
-                             self._consts[: self._n_consts], self._grads, notes)
+                             self._consts[: self._n_consts], self._grads, notes, *_sweep.described(self, n))
 
     def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
         """The articles' node table: id, op, value, inputs, adjoint (of the last backward), note.

@@ -12,14 +12,17 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _show
+from tape import _blocks, _show
 from tape._array import VarArray
+from tape._blocks import copy
 from tape._function import Function
 from tape._handles import as_constant, new, revalidate
 from tape._recorders import Var
 from tape._replay import Retrace
 from tape._storage import NO_INPUT, Storage, real_array
+from tape._sweep import whole
 from tape.errors import ForeignHandleError
+from tape.kernels.array_ops import INPUT
 from tape.kernels.ops import CONSTANT, LEAF
 
 Handles = Var | Sequence[Var] | VarArray
@@ -46,8 +49,11 @@ class Tape(Storage):
         return [Var._at(seg, i) for i in rows.tolist()]
 
     def array(self, values: ArrayLike) -> VarArray:
-        """Leaf records for every element of an array of any shape, as a VarArray."""
+        """Leaves for an array of any shape, as a VarArray: one array record (``_blocks.SMALL``
+        elements or more), else one leaf record per element."""
         array = real_array(values, "Tape.array")
+        if array.size >= _blocks.SMALL:
+            return VarArray(self._segment(), None, _blocks.leaf(self, array))
         rows = self._append_block(LEAF, array.size, values=array.ravel())
         return VarArray(self._segment(), rows.reshape(array.shape))
 
@@ -82,7 +88,9 @@ class Tape(Storage):
         if isinstance(handles, VarArray):
             if handles._live_tape() is not self:
                 raise ForeignHandleError("the VarArray was recorded on another tape")
-            return handles._idx.ravel().astype(np.int64)
+            if handles._view is not None:  # an array record stands for all its elements
+                return np.array([copy(self, handles._view).record], np.int64)
+            return handles._idx.ravel().astype(np.int64)  # type: ignore[union-attr]
         if not isinstance(handles, Iterable):
             raise TypeError(f"expected a Var, a sequence of Vars or a VarArray, got {type(handles).__name__}")
         handles = list(handles)
@@ -94,9 +102,12 @@ class Tape(Storage):
     def _leaf_rows(self, handles: Sequence[Var] | VarArray, what: str) -> np.ndarray:
         if type(handles) is Var:
             raise TypeError(f"{what} must be a sequence of Vars")
+        if isinstance(handles, VarArray) and handles._view is not None and (
+                handles._view != whole(handles._view.record, self._plan(handles._view.record))):
+            raise ValueError(f"{what} must be whole arrays made by Tape.array, not views of them")
         rows = self._rows(handles)
-        if len(rows) and np.any(self._op[rows] != LEAF):
-            raise ValueError(f"{what} must be leaf records made by Tape.var/Tape.vars")
+        if len(rows) and np.any(~np.isin(self._op[rows], (LEAF, INPUT))):
+            raise ValueError(f"{what} must be leaf records made by Tape.var/Tape.vars/Tape.array")
         if len(set(rows.tolist())) != len(rows):
             raise ValueError(f"{what} contain the same record twice")
         return rows
@@ -121,6 +132,9 @@ class Tape(Storage):
         """d output / d wrt by one reverse sweep: a float for one Var, an array shaped like a
         VarArray, else an array with one entry per handle."""
         single = type(wrt) is Var
+        if isinstance(wrt, VarArray) and wrt._view is not None:
+            self.backward(output, accumulate=accumulate)
+            return wrt.grad
         idx = self._rows([wrt] if single else wrt)  # type: ignore[list-item, arg-type]
         self.backward(output, accumulate=accumulate)
         grads = self._grads(idx)
@@ -139,7 +153,8 @@ class Tape(Storage):
         return self._function(inputs, outputs, params, on_branch_change, None)
 
     def _function(self, inputs: Sequence[Var] | VarArray, outputs: Handles, params: Sequence[Var] | VarArray,
-                  on_branch_change: str, source: Retrace | None) -> Function:
+                  on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None
+                  ) -> Function:
         input_rows = self._leaf_rows(inputs, "inputs")
         param_rows = self._leaf_rows(params, "params")
         if set(input_rows.tolist()) & set(param_rows.tolist()):
@@ -148,7 +163,8 @@ class Tape(Storage):
         output_rows = self._rows([outputs] if scalar else outputs)  # type: ignore[list-item, arg-type]
         if not len(output_rows):
             raise ValueError("a Function needs at least one output")
-        return Function._from_storage(self, input_rows, param_rows, output_rows, scalar, on_branch_change, source)
+        return Function._from_storage(self, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
+                                      input_shape)
 
     # -- pictures -----------------------------------------------------------------
 

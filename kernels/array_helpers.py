@@ -1,0 +1,73 @@
+"""The helpers of kernels/ops.py over NumPy arrays: the same numbers, element by element.
+
+The scalar helpers branch per float; these say the same with ``np.where``, so an
+array record applies exactly the rule a scalar record applies (a test compares
+the two on edge values). Callers run them under ``np.errstate(all="ignore")``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+nan = np.nan
+
+
+def sign(a):
+    """-1, 0 or 1, NaN for NaN; -0.0 gives +0.0 as in ops.sign."""
+    return np.sign(a) + 0.0
+
+
+def relu(a):
+    """max(a, 0), NaN propagated: a <= 0 is False for NaN."""
+    return np.where(a <= 0.0, 0.0, a)
+
+
+def step(a):
+    """1 for a > 0, 0 for a <= 0, NaN for NaN."""
+    return np.where(a > 0.0, 1.0, np.where(a <= 0.0, 0.0, nan))
+
+
+def maximum(a, b):
+    """a where a wins or ties, b where b wins, NaN if either is NaN."""
+    return np.where(np.isnan(b), b, np.where(b > a, b, a))
+
+
+def minimum(a, b):
+    """a where a wins or ties, b where b wins, NaN if either is NaN."""
+    return np.where(np.isnan(b), b, np.where(b < a, b, a))
+
+
+def max_share(a, b):
+    """1 where a wins, 0 where b wins, 1/2 at a tie, NaN for NaN."""
+    return np.where(a > b, 1.0, np.where(b > a, 0.0, np.where(a == b, 0.5, nan)))
+
+
+def sigmoid(a):
+    """1 / (1 + exp(-a)) without overflow: exp(-|a|) is exp(-a) for a >= 0 and exp(a) below."""
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0.0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def pow_da(a, c):
+    return np.where(c == 0.0, 0.0, c * np.power(a, c - 1.0))
+
+
+def pow_dc(a, y):
+    return np.where(a == 0.0, 0.0, y * np.log(a))
+
+
+def pow_daa(a, c):
+    return np.where((c == 0.0) | (c == 1.0), 0.0, c * (c - 1.0) * np.power(a, c - 2.0))
+
+
+def pow_dab(a, b):
+    return np.where(a == 0.0, 0.0, np.power(a, b - 1.0) * (1.0 + b * np.log(a)))
+
+
+def pow_dbb(a, y):
+    return np.where(a == 0.0, 0.0, y * np.log(a) * np.log(a))
+
+
+# the math functions a rule may name, as NumPy ufuncs (kernels.ops.MATH_NAMES)
+exp, log, sqrt, sin, cos, tan, tanh, pow = np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.power
+abs = np.abs  # noqa: A001  (rules write abs(a))

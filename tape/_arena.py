@@ -1,0 +1,101 @@
+"""The array side of a tape's storage: the plans of its array records and their value and adjoint arenas.
+
+Each array record owns a region of both arenas (float64, 16 bytes per
+element), handed out in record order, so a rewind gives back the regions of
+the discarded records by moving one mark. The arenas double when full;
+handles keep offsets, never pointers, so growth invalidates nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+from tape import _sweep
+from tape._debug import caller
+from tape._sweep import Plan, View
+from tape.kernels.array_ops import INPUT
+
+
+class Arenas:
+    """Plans and arenas; mixed into tape._storage.Storage, which owns the record table."""
+
+    _n: int
+    _lines: dict[int, str] | None
+    _op: np.ndarray
+    _in0: np.ndarray
+    _stamp: np.ndarray
+    _gen: int
+    _epoch: int
+
+    def _init_arenas(self) -> None:
+        self._plans: list[Plan] = []
+        self._plan_rows: list[int] = []  # the row of each plan, increasing (for rewinds)
+        self._aval = np.empty(0)
+        self._aadj = np.empty(0)
+        self._n_arena = 0
+
+    def _push(self, code: int, i: int, j: int, value: float) -> int:
+        raise NotImplementedError  # Storage's
+
+    def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
+                    index: np.ndarray | None = None, wide: tuple[int, ...] = (),
+                    values: np.ndarray | None = None) -> int:
+        """Append one array record and compute its elements (or store ``values``); return its row."""
+        size = math.prod(shape)
+        start = self._n_arena
+        if start + size > len(self._aval):
+            capacity = max(2 * len(self._aval), start + size, 1024)
+            for name in ("_aval", "_aadj"):
+                grown = np.empty(capacity)
+                grown[:start] = getattr(self, name)[:start]
+                setattr(self, name, grown)
+        self._n_arena = start + size
+        if index is not None:
+            index.flags.writeable = False
+        row = self._push(code, len(self._plans), 0xFFFFFFFF, 0.0)
+        plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), index, tuple(wide) or tuple(shape))
+        self._plans.append(plan)
+        self._plan_rows.append(row)
+        if values is not None:
+            self._aval[start:start + size] = values.reshape(-1)
+        else:
+            with np.errstate(all="ignore"):
+                _sweep.forward_one(self, plan)
+        if self._lines is not None:
+            self._lines[row] = caller()
+        return row
+
+    def _rewind_arenas(self, mark: int) -> None:
+        """Drop the plans of records mark and later, and give back their regions."""
+        k = bisect.bisect_left(self._plan_rows, mark)
+        if k < len(self._plans):
+            self._n_arena = self._plans[k].offset
+            del self._plans[k:], self._plan_rows[k:]
+
+    def _plan(self, row: int) -> Plan:
+        return self._plans[int(self._in0[row])]
+
+    def _array_values(self, v: View) -> np.ndarray:
+        """A copy of the elements of view v."""
+        return _sweep.view(self, self._aval, v).copy()
+
+    def _array_grads(self, v: View) -> np.ndarray:
+        """The adjoints of view v as of the last backward pass; zero where it did not reach."""
+        stamp = int(self._stamp[v.record])
+        live = self._gen > 0 and (stamp == self._gen or (self._epoch < self._gen and stamp >= self._epoch
+                                                         and self._op[v.record] == INPUT))
+        if not live:
+            return np.zeros(v.shape)
+        return _sweep.view(self, self._aadj, v).copy()
+
+    @property
+    def n_arrays(self) -> int:
+        """Array records on the tape."""
+        return len(self._plans)
+
+    def _arena_bytes(self) -> int:
+        return self._aval.nbytes + self._aadj.nbytes
+

@@ -1,0 +1,109 @@
+"""Replay of Functions that hold array records: the sweeps of tape/_sweep.py over a Function's copies.
+
+A Function without array records replays in one Numba call (tape/_replay.py);
+one with them sets its inputs, runs tape/_sweep.py's forward and reverse over
+its own arrays and arenas (allocated once, reused by every call) and
+re-evaluates the checked comparisons afterwards. Inputs and outputs are
+pieces: a scalar record is one number, an array record all its elements, in
+the order given.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tape import _sweep
+from tape.kernels.ops import ARRAY_BASE
+
+
+class ArrayReplay:
+    """The array-record half of a Function's replay (mixed into tape._replay.Replay)."""
+
+    _op: np.ndarray
+    _val: np.ndarray
+    _adj: np.ndarray
+    _stamp: np.ndarray
+    _aval: np.ndarray
+    _aadj: np.ndarray
+    _plans: list[_sweep.Plan]
+    _input_rows: np.ndarray
+    _param_rows: np.ndarray
+    _output_rows: np.ndarray
+    _check_rows: np.ndarray
+    _check_expected: np.ndarray
+
+    def _pieces(self, rows: np.ndarray) -> list[tuple[int, int, int]]:
+        """(row, start, stop) of each record in the flat vector of rows' numbers."""
+        pieces, start = [], 0
+        for row in rows.tolist():
+            size = self._plans[int(self._in0[row])].size if self._op[row] >= ARRAY_BASE else 1  # type: ignore[attr-defined]
+            pieces.append((row, start, start + size))
+            start += size
+        return pieces
+
+    def _place(self, pieces: list[tuple[int, int, int]], numbers: np.ndarray) -> None:
+        """Write numbers into the records of pieces (leaves: scalar records or array inputs)."""
+        for row, start, stop in pieces:
+            if self._op[row] >= ARRAY_BASE:
+                self._aval[self._plans[int(self._in0[row])].offset:][:stop - start] = numbers[start:stop]  # type: ignore[attr-defined]
+            else:
+                self._val[row] = numbers[start]
+
+    def _sweep_forward(self, point: np.ndarray) -> int:
+        """Set the inputs, recompute every record; the first failed check, or -1."""
+        self._place(self._in_pieces, point)
+        _sweep.forward(self, 0, len(self._op))
+        if len(self._check_rows):
+            failed = np.flatnonzero((self._val[self._check_rows] != 0.0) != self._check_expected)
+            if len(failed):
+                return int(failed[0])
+        return -1
+
+    def _param_values(self) -> np.ndarray:
+        """The params as they are now, one flat vector."""
+        values = np.empty(self._n_par)
+        for row, start, stop in self._param_pieces:
+            if self._op[row] >= ARRAY_BASE:
+                values[start:stop] = _sweep.region(self._aval, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
+            else:
+                values[start] = self._val[row]
+        return values
+
+    def _outputs(self) -> np.ndarray:
+        out = np.empty(self._n_out)
+        for row, start, stop in self._out_pieces:
+            if self._op[row] >= ARRAY_BASE:
+                out[start:stop] = _sweep.region(self._aval, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
+            else:
+                out[start] = self._val[row]
+        return out
+
+    def _sweep_reverse(self, weights: np.ndarray) -> np.ndarray:
+        """The gradient for output weights, after _sweep_forward (a new generation per call)."""
+        self._gen += 1
+        gen = self._gen
+        for row, start, stop in self._out_pieces:
+            _sweep.seed(self, row, weights[start:stop] if self._op[row] >= ARRAY_BASE else weights[start], gen, gen)
+        _sweep.reverse(self, int(self._output_rows.max()), gen, gen)
+        grad = np.zeros(self._n_in)
+        for row, start, stop in self._in_pieces:
+            if self._stamp[row] != gen:
+                continue
+            if self._op[row] >= ARRAY_BASE:
+                grad[start:stop] = _sweep.region(self._aadj, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
+            else:
+                grad[start] = self._adj[row]
+        return grad
+
+    def _install_arrays(self, plans: list[_sweep.Plan], arena: np.ndarray) -> None:
+        self._plans = plans
+        self._aval = arena.copy()
+        self._aadj = np.zeros(len(arena))
+        self._stamp = np.zeros(len(self._op), np.uint32)
+        self._gen = 0
+        self._in_pieces = self._pieces(self._input_rows)
+        self._param_pieces = self._pieces(self._param_rows)
+        self._out_pieces = self._pieces(self._output_rows)
+        self._n_in = self._in_pieces[-1][2] if self._in_pieces else 0
+        self._n_par = self._param_pieces[-1][2] if self._param_pieces else 0
+        self._n_out = self._out_pieces[-1][2] if self._out_pieces else 0

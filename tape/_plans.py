@@ -1,0 +1,169 @@
+"""Plans as plain arrays (for Functions and files), and their validation.
+
+A Function keeps its array records' plans as one int64 table, one row per
+plan, plus the gather/pack places and the value arena, so ``save`` writes
+plain arrays and ``load`` reads them back without pickle. ``decode`` checks
+every row before a plan is built from it: a hostile file gets a
+TapeFormatError naming the record, never a read outside an arena.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tape._sweep import Plan, View, contiguous
+from tape.errors import TapeFormatError
+from tape.kernels.array_ops import ARRAY_KIND, ARRAY_OPS, IS_ARRAY_OP, NAME, kept
+from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY
+
+MAX_DIMS = 8  # dimensions an array record may have (NumPy allows 64; the table has room for 8)
+_SHAPE = 1 + MAX_DIMS  # ndim, then the sizes
+_VIEW = 2 + _SHAPE + MAX_DIMS  # record, offset, ndim and sizes, strides
+# columns: code, row, offset, axes (a bit per axis), index start, index length | shape | wide | 3 views
+_HEAD = 6
+WIDTH = _HEAD + 2 * _SHAPE + 3 * _VIEW
+
+
+def _put_shape(row: np.ndarray, at: int, shape: tuple[int, ...]) -> None:
+    row[at] = len(shape)
+    row[at + 1:at + 1 + len(shape)] = shape
+
+
+def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
+    """(table, places) for a list of plans."""
+    table = np.zeros((len(plans), WIDTH), np.int64)
+    places, start = [], 0
+    for k, p in enumerate(plans):
+        if len(p.shape) > MAX_DIMS or len(p.wide) > MAX_DIMS:
+            raise ValueError(f"array record #{p.row} has {len(p.shape)} dimensions; a Function holds at most "
+                             f"{MAX_DIMS}")
+        count = 0 if p.index is None else len(p.index)
+        table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), start, count)
+        _put_shape(table[k], _HEAD, p.shape)
+        _put_shape(table[k], _HEAD + _SHAPE, p.wide)
+        for j in range(3):
+            at = _HEAD + 2 * _SHAPE + j * _VIEW
+            if j < len(p.inputs):
+                v = p.inputs[j]
+                table[k, at:at + 2] = v.record, v.offset
+                _put_shape(table[k], at + 2, v.shape)
+                table[k, at + 2 + _SHAPE:at + 2 + _SHAPE + len(v.strides)] = v.strides
+            else:
+                table[k, at] = -1
+        if p.index is not None:
+            places.append(p.index)
+            start += count
+    return table, np.concatenate(places) if places else np.zeros(0, np.int64)
+
+
+def _get_shape(row: np.ndarray, at: int, what: str) -> tuple[int, ...]:
+    ndim = int(row[at])
+    if not 0 <= ndim <= MAX_DIMS:
+        raise ValueError(f"{what} has {ndim} dimensions")
+    dims = row[at + 1:at + 1 + ndim]
+    if np.any(dims < 0) or np.any(row[at + 1 + ndim:at + _SHAPE] != 0) or math.prod(dims.tolist()) >= 2**40:
+        raise ValueError(f"{what} has a bad shape {row[at + 1:at + _SHAPE].tolist()}")
+    return tuple(int(d) for d in dims)
+
+
+def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> list[Plan]:
+    """The plans of a table, each row checked against the records (TapeFormatError otherwise)."""
+    rows = np.flatnonzero(IS_ARRAY[op])
+    if table.ndim != 2 or table.shape[1] != WIDTH or len(table) != len(rows):
+        raise TapeFormatError(f"plan table of shape {table.shape} for {len(rows)} array records ({WIDTH} columns)")
+    plans: list[Plan] = []
+    end = 0
+    for k, row in enumerate(table):
+        try:
+            plans.append(_plan(row, k, plans, places, op, in0, in1, end))
+        except (ValueError, IndexError) as exc:
+            raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
+        end = plans[-1].offset + plans[-1].size
+    for e in np.flatnonzero(op == ELEM).tolist():
+        source = int(in0[e])
+        if not (source < e and IS_ARRAY[op[source]] and int(in1[e]) < plans[int(in0[source])].size):
+            raise TapeFormatError(f"record {e} (elem): reads no element of an earlier array record")
+    return plans
+
+
+def _plan(row: np.ndarray, k: int, plans: list[Plan], places: np.ndarray, op: np.ndarray, in0: np.ndarray,
+          in1: np.ndarray, end: int) -> Plan:
+    code, r, offset, axes_mask, start, count = (int(x) for x in row[:_HEAD])
+    if not (0 <= r < len(op) and op[r] == code and IS_ARRAY_OP[code] and int(in0[r]) == k
+            and int(in1[r]) == 0xFFFFFFFF):
+        raise ValueError(f"row does not match the record table ({NAME[code & 255]})")
+    if k and r <= plans[-1].row:
+        raise ValueError("plans out of record order")
+    if offset != end:
+        raise ValueError(f"region starts at {offset}, not right after the previous one ({end})")
+    shape, wide = _get_shape(row, _HEAD, "shape"), _get_shape(row, _HEAD + _SHAPE, "wide shape")
+    op_ = ARRAY_OPS[code - ARRAY_BASE]
+    inputs = []
+    for j in range(3):
+        at = _HEAD + 2 * _SHAPE + j * _VIEW
+        record = int(row[at])
+        if j >= op_.inputs:
+            if record != -1 or np.any(row[at + 1:at + _VIEW] != 0):
+                raise ValueError(f"{op_.name} reads {op_.inputs} views, this row more")
+            continue
+        if not 0 <= record < r or not IS_ARRAY[op[record]]:
+            raise ValueError(f"view {j} reads record {record}, not an earlier array record")
+        vshape = _get_shape(row, at + 2, f"view {j}")
+        strides = tuple(int(s) for s in row[at + 2 + _SHAPE:at + 2 + _SHAPE + len(vshape)])
+        if np.any(row[at + 2 + _SHAPE + len(vshape):at + _VIEW] != 0):
+            raise ValueError(f"view {j} has strides past its dimensions")
+        v = View(record, int(row[at + 1]), vshape, strides)
+        size = plans[int(in0[record])].size
+        if math.prod(vshape):
+            low = v.offset + sum(min(0, (n - 1) * s) for n, s in zip(vshape, strides, strict=True))
+            high = v.offset + sum(max(0, (n - 1) * s) for n, s in zip(vshape, strides, strict=True))
+            if low < 0 or high >= size:
+                raise ValueError(f"view {j} reaches elements {low}..{high} of a record of {size}")
+        inputs.append(v)
+    axes = tuple(a for a in range(MAX_DIMS) if axes_mask >> a & 1)
+    if axes_mask >> MAX_DIMS:
+        raise ValueError("axes past the dimensions")
+    index = None
+    kind = ARRAY_KIND[code]
+    if kind in ("gather", "pack"):
+        if not (0 <= start and start + count <= len(places) and count == math.prod(shape)):
+            raise ValueError(f"places {start}..{start + count} do not fit its {math.prod(shape)} elements")
+        index = places[start:start + count].copy()
+        index.flags.writeable = False
+        limit = plans[int(in0[inputs[0].record])].size if kind == "gather" else r
+        if len(index) and (index.min() < 0 or index.max() >= limit):
+            raise ValueError("a place outside what it reads")
+        if kind == "pack" and np.any(IS_ARRAY[op[index]]):
+            raise ValueError("pack reads scalar records only")
+        if kind == "gather" and inputs[0] != View(inputs[0].record, 0, plans[int(in0[inputs[0].record])].shape,
+                                                  contiguous(plans[int(in0[inputs[0].record])].shape)):
+            raise ValueError("gather reads a whole region")
+    elif count:
+        raise ValueError(f"{kind} has no places")
+    _check_shape(kind, shape, wide, inputs, axes)
+    return Plan(code, r, offset, shape, tuple(inputs), axes, index, wide)
+
+
+def _check_shape(kind: str, shape: tuple[int, ...], wide: tuple[int, ...], inputs: list[View],
+                 axes: tuple[int, ...]) -> None:
+    """The output shape the op gives its inputs (np.broadcast_shapes raises ValueError on a mismatch)."""
+    if kind in ("unary", "binary", "compare", "select"):
+        expected = [tuple(np.broadcast_shapes(*(v.shape for v in inputs)))]
+    elif kind in ("sum", "logsumexp", "all", "any"):
+        a = inputs[0].shape
+        if any(x >= len(a) for x in axes):
+            raise ValueError(f"reduces axes {axes} of a {len(a)}-d view")
+        expected = [kept(a, axes), tuple(n for j, n in enumerate(a) if j not in axes)]
+    elif kind == "matmul":
+        A, B = (v.shape for v in inputs)
+        if len(A) < 2 or len(B) < 2 or A[-1] != B[-2]:
+            raise ValueError(f"matmul of {A} and {B}")
+        if wide != (*np.broadcast_shapes(A[:-2], B[:-2]), A[-2], B[-1]):
+            raise ValueError(f"matmul of {A} and {B} is not {wide}")
+        expected = [shape] if math.prod(shape) == math.prod(wide) else []
+    else:
+        expected = [shape]
+    if shape not in expected or (kind != "matmul" and wide != shape):
+        raise ValueError(f"{kind} of {[v.shape for v in inputs]} cannot have shape {shape}")

@@ -1,0 +1,298 @@
+"""The sweeps of a tape that holds array records: scalar runs in Numba, array records in NumPy.
+
+An array record (kernels/array_ops.py) is a row of the record table whose
+``in0`` is its place in the side table of plans. A plan says where its
+elements live in the value and adjoint arenas (one float64 array each, the
+records' regions one after another) and which views of earlier records it
+reads. The forward sweep walks the records in order: each stretch of scalar
+records between two array records is one call of the Numba forward kernel,
+each array record one NumPy call over views of the arena (BLAS for matmul,
+NumPy's SIMD loops for exp and tanh). The reverse sweep walks back the same way.
+
+Adjoints follow the scalar rules at array granularity: a record's stamp (the
+scalar ``stamp`` column) says whether its region holds this pass's adjoint.
+The first contribution to a stale region assigns when it covers the region
+whole, and otherwise zeroes the region once: never a memset per pass. The
+structural-zero rule holds per element: a product g * d with g == 0 or
+d == 0 adds nothing, so the unselected side of ``where`` never leaks NaN
+(products are checked for NaN and redone with that mask where one appears).
+
+The sweeps read a state duck-typed by tape/_storage.py (a Tape) and
+tape/_replay.py (a Function): _op, _in0, _in1, _val, _adj, _stamp, _consts,
+_plans, _aval, _aadj.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tape.kernels._array_rules import RULES
+from tape.kernels._sweeps import forward_sweep, reverse_range
+from tape.kernels.array_ops import (
+    ACONSTANT,
+    ARRAY_KIND,
+    COMPARE_UFUNC,
+    INPUT,
+    NAME,
+    NO_DERIVATIVE,
+    logsumexp_forward,
+    logsumexp_vjp,
+    matmul_vjp_a,
+    matmul_vjp_b,
+    sum_forward,
+    sum_vjp,
+    times,
+    unbroadcast,
+)
+from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, LEAF
+
+State = Any  # a Storage or a Replay: the attributes named in the module docstring
+
+
+class View(NamedTuple):
+    """Elements of an array record's region: offset and strides count elements from its start."""
+
+    record: int
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+class Plan(NamedTuple):
+    """One array record: its opcode and row, its region, and what it reads."""
+
+    code: int
+    row: int
+    offset: int  # first element of its region in the arenas
+    shape: tuple[int, ...]
+    inputs: tuple[View, ...] = ()
+    axes: tuple[int, ...] = ()  # sum, logsumexp, all, any: the reduced axes of the input
+    index: np.ndarray | None = None  # gather: places in the input's region; pack: scalar rows
+    wide: tuple[int, ...] = ()  # matmul: the output's shape with 1-d operands widened to 2-d
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def name(self) -> str:
+        return NAME[self.code].removeprefix("array ")
+
+
+def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of this shape."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def whole(record: int, plan: Plan) -> View:
+    """The view of a record's entire region, in its own shape."""
+    return View(record, 0, plan.shape, contiguous(plan.shape))
+
+
+def region(arena: np.ndarray, plan: Plan) -> np.ndarray:
+    return arena[plan.offset:plan.offset + plan.size].reshape(plan.shape)
+
+
+def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
+    """The elements of v in an arena (no copy)."""
+    start = s._plans[s._in0[v.record]].offset + v.offset
+    return np.ndarray(v.shape, np.float64, arena, 8 * start, tuple(8 * k for k in v.strides))
+
+
+# -- forward ----------------------------------------------------------------------------
+
+
+def forward_one(s: State, p: Plan) -> None:
+    """Compute array record p's elements from its inputs."""
+    kind = ARRAY_KIND[p.code]
+    if kind in ("input", "constant"):
+        return
+    out = region(s._aval, p)
+    ins = [view(s, s._aval, v) for v in p.inputs]
+    if kind == "unary":
+        out[...] = RULES[p.name][0](ins[0], None)
+    elif kind == "binary":
+        out[...] = RULES[p.name][0](ins[0], ins[1])
+    elif kind == "compare":
+        out[...] = COMPARE_UFUNC[p.name](ins[0], ins[1])
+    elif kind == "select":
+        out[...] = np.where(ins[0] != 0.0, ins[1], ins[2])
+    elif kind == "sum":
+        sum_forward(ins[0], p.axes, out)
+    elif kind == "matmul":
+        np.matmul(ins[0], ins[1], out=out.reshape(p.wide))
+    elif kind == "logsumexp":
+        logsumexp_forward(ins[0], p.axes, out)
+    elif kind == "gather":
+        out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.index]
+    elif kind == "pack":
+        out.reshape(-1)[...] = s._val[p.index]
+    elif kind == "all":
+        out[...] = np.all(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
+    elif kind == "any":
+        out[...] = np.any(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
+
+
+def _offsets(s: State) -> np.ndarray:
+    return np.array([p.offset for p in s._plans], np.int64)
+
+
+def _set_elems(s: State, rows: np.ndarray, offsets: np.ndarray) -> None:
+    """Elem records take their element's value."""
+    if len(rows):
+        s._val[rows] = s._aval[offsets[s._in0[s._in0[rows]]] + s._in1[rows]]
+
+
+def forward(s: State, start: int, stop: int) -> None:
+    """Recompute records [start, stop): Numba over each scalar stretch, NumPy per array record."""
+    op = s._op[start:stop]
+    arrays = np.flatnonzero(IS_ARRAY[op]) + start
+    elems = np.flatnonzero(op == ELEM) + start
+    offsets = _offsets(s)
+    lo = start
+    with np.errstate(all="ignore"):
+        for i in [*arrays.tolist(), stop]:
+            if lo < i:
+                _set_elems(s, elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)], offsets)
+                forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, i)
+            if i < stop:
+                forward_one(s, s._plans[s._in0[i]])
+            lo = i + 1
+
+
+# -- reverse ----------------------------------------------------------------------------
+
+
+def _fresh(s: State, j: int, gen: int, keep: int) -> bool:
+    """Whether record j's adjoint is stale in generation gen (accumulated inputs are not)."""
+    stamp = s._stamp[j]
+    return not (stamp == gen or (stamp >= keep and s._op[j] in (LEAF, INPUT)))
+
+
+def _prepared(s: State, j: int, gen: int, keep: int) -> np.ndarray:
+    """Record j's adjoint region, zeroed first if it was stale; stamped gen."""
+    target = region(s._aadj, s._plans[s._in0[j]])
+    if _fresh(s, j, gen, keep):
+        target[...] = 0.0
+        s._stamp[j] = gen
+    return target
+
+
+def accumulate(s: State, v: View, c: np.ndarray, gen: int, keep: int) -> None:
+    """adjoint[v] += c (c summed back over broadcast axes first), by the stamp rule."""
+    c = unbroadcast(c, v.shape)
+    j = v.record
+    if _fresh(s, j, gen, keep):
+        p = s._plans[s._in0[j]]
+        if v == whole(j, p):  # covers the region: assign (+ 0.0 turns -0.0 into +0.0, as a zeroed adjoint would)
+            np.add(c, 0.0, out=region(s._aadj, p))
+            s._stamp[j] = gen
+            return
+        _prepared(s, j, gen, keep)
+    target = view(s, s._aadj, v)
+    target += c
+
+
+def scalar_accumulate(s: State, rows: np.ndarray, values: np.ndarray, gen: int, keep: int) -> None:
+    """adj[rows] += values for scalar records by their stamps (zero values send nothing)."""
+    sent = values != 0.0
+    rows, values = rows[sent], values[sent]
+    stamp = s._stamp[rows]
+    stale = (stamp != gen) & ~((stamp >= keep) & (s._op[rows] == LEAF))
+    s._adj[rows[stale]] = 0.0
+    s._stamp[rows] = gen
+    np.add.at(s._adj, rows, values)
+
+
+def _wants(s: State, v: View) -> bool:
+    return s._op[v.record] != ACONSTANT
+
+
+def reverse_one(s: State, p: Plan, gen: int, keep: int) -> None:
+    """Send array record p's adjoint to its inputs."""
+    kind = ARRAY_KIND[p.code]
+    if kind in NO_DERIVATIVE:
+        return
+    g = region(s._aadj, p)
+    if kind == "pack":
+        scalar_accumulate(s, p.index, g.reshape(-1), gen, keep)  # type: ignore[arg-type]
+        return
+    if kind == "gather":
+        if _wants(s, p.inputs[0]):
+            sent = g.reshape(-1) != 0.0
+            np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.index[sent],  # type: ignore[index]
+                      g.reshape(-1)[sent])
+        return
+    ins = [view(s, s._aval, v) for v in p.inputs]
+    y = region(s._aval, p)
+    sends: list[tuple[View, Any]] = []  # (input, its contribution when computed)
+    if kind in ("unary", "binary"):
+        rule = RULES[p.name]
+        b = ins[1] if kind == "binary" else None
+        for k, v in enumerate(p.inputs):
+            d = rule[1 + k]
+            if d is not None:
+                sends.append((v, lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y))))
+    elif kind == "select":
+        cond = ins[0]
+        sends = [(p.inputs[1], lambda: np.where(cond != 0.0, g, 0.0)),
+                 (p.inputs[2], lambda: np.where(cond == 0.0, g, 0.0))]
+    elif kind == "sum":
+        sends = [(p.inputs[0], lambda: sum_vjp(g, p.inputs[0].shape, p.axes))]
+    elif kind == "logsumexp":
+        sends = [(p.inputs[0], lambda: logsumexp_vjp(g, ins[0], y, p.axes))]
+    elif kind == "matmul":
+        G = g.reshape(p.wide)
+        sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1])), (p.inputs[1], lambda: matmul_vjp_b(G, ins[0]))]
+    for v, contribution in sends:
+        if _wants(s, v):  # constants get no adjoint: their contribution is never computed
+            accumulate(s, v, contribution(), gen, keep)
+
+
+def _elems_back(s: State, rows: np.ndarray, gen: int, keep: int) -> None:
+    """Elem records in rows send their adjoints (where this pass reached them) to their elements."""
+    rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
+    for j in np.unique(s._in0[rows]).tolist():
+        mine = rows[s._in0[rows] == j]
+        np.add.at(_prepared(s, j, gen, keep).reshape(-1), s._in1[mine].astype(np.int64), s._adj[mine])
+
+
+def reverse(s: State, top: int, gen: int, keep: int) -> None:
+    """The reverse sweep in generation gen from record top down (seeds already in place)."""
+    op = s._op[:top + 1]
+    arrays = np.flatnonzero(IS_ARRAY[op])
+    elems = np.flatnonzero(op == ELEM)
+    hi = top + 1
+    with np.errstate(all="ignore"):
+        for i in [*arrays[::-1].tolist(), -1]:
+            if i + 1 < hi:
+                reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, i + 1, hi, gen, keep)
+                _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], gen, keep)
+            if i >= 0 and s._stamp[i] == gen:
+                reverse_one(s, s._plans[s._in0[i]], gen, keep)
+            hi = i
+
+
+def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
+    """Add weights to record row's adjoint (an array record's region, or a scalar record)."""
+    if s._op[row] >= ARRAY_BASE:
+        p = s._plans[s._in0[row]]
+        accumulate(s, whole(row, p), np.broadcast_to(np.asarray(weights, np.float64), p.shape), gen, keep)
+    else:
+        scalar_accumulate(s, np.array([row]), np.array([float(weights)]), gen, keep)
+
+
+def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]]]:
+    """For pictures: the records each array or elem record reads, and each array record's shape."""
+    reads = {p.row: list(dict.fromkeys([v.record for v in p.inputs] + (
+        p.index.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}  # type: ignore[union-attr]
+    for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
+        reads[e] = [int(s._in0[e])]
+    return reads, {p.row: p.shape for p in s._plans if p.row < n}
