@@ -10,15 +10,15 @@ from __future__ import annotations
 from ._gen_sweeps import JIT
 
 DERIVATIVE_KERNELS = f'''@{JIT}
-def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot):
-    """Forward mode, k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
+def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot, start, stop):
+    """Forward mode over records [start, stop), k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
 
     dot has a row per record plus the zero dummy row; leaves keep their seeded
     tangents. A product with a zero factor, tangent or partial, contributes nothing
     (the structural-zero rule of every sweep: 0 * inf stays out).
     """
     k = dot.shape[1]
-    for r in range(len(op)):
+    for r in range(start, stop):
         i = np.uint64(r)
         if is_leaf[op[i]]:
             continue
@@ -67,8 +67,15 @@ def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
     adj[:] = 0.0
     adj_dot[:] = 0.0
     adj[seed] = 1.0
-    for r in range(seed + 1):
-        i = np.uint64(seed - r)
+    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, 0, seed + 1)
+
+
+@{JIT}
+def reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, low, high):
+    """reverse_second's sweep over records [low, high), high first, adjoints as they stand
+    (tape/_sweep.py runs it between array records)."""
+    for r in range(high - low):
+        i = np.uint64(high - 1 - r)
         g = adj[i]
         gd = adj_dot[i]
         if g == 0.0 and gd == 0.0:

@@ -24,7 +24,7 @@ def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X,
             dot[:] = 0.0
             for k in range(len(rows)):
                 dot[rows[k], 0] = V[p, k]
-            tangent_sweep(is_leaf, op, partials[0], partials[1], targets[0], targets[1], dot)
+            tangent_sweep(is_leaf, op, partials[0], partials[1], targets[0], targets[1], dot, 0, len(op))
             for j in range(len(outputs)):
                 out[p, j] = dot[outputs[j], 0]
 

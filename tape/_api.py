@@ -42,7 +42,7 @@ from tape.errors import ForeignHandleError
 from tape.kernels._sweeps import eval_op
 from tape.kernels.ops import CONSTANT, OPCODE, SELECT
 
-__all__ = ["cos", "exp", "grad", "log", "maximum", "minimum", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh",
+__all__ = ["cos", "exp", "grad", "log", "logsumexp", "maximum", "minimum", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh",
            "trace", "value_and_grad", "where"]
 
 Scalar = Var | float
@@ -172,6 +172,16 @@ def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
         second[0::2] = t._append_consts(consts[pick])
     rows = t._append_block(ops, 2 * n, in0=first, in1=second)
     return wrap(t, rows[1::2].reshape(shape))
+
+
+def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+    """log Σ exp(x) over axes (all for None), as one fused record: shifted by the largest element, so
+    it never overflows, and its adjoint is g times the softmax (no exp of a large number anywhere)."""
+    found = operand(x)
+    if found is None or found[0] is None:
+        raise TypeError(f"tape.logsumexp expects a VarArray, got {type(x).__name__}")
+    t, part = found
+    return wrap_view(t, _blocks.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
 
 
 def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,

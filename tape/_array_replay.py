@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tape import _sweep
+from tape import _sweep, _tangents
 from tape.kernels.ops import ARRAY_BASE
 
 
@@ -59,24 +59,25 @@ class ArrayReplay:
                 return int(failed[0])
         return -1
 
+    def _collect(self, pieces: list[tuple[int, int, int]], scalars: np.ndarray, arena: np.ndarray,
+                 gen: int | None = None) -> np.ndarray:
+        """The numbers of pieces from a scalar column and an arena (with gen: zero where the stamp is not gen)."""
+        out = np.zeros(pieces[-1][2] if pieces else 0)
+        for row, start, stop in pieces:
+            if gen is not None and self._stamp[row] != gen:
+                continue
+            if self._op[row] >= ARRAY_BASE:
+                out[start:stop] = _sweep.region(arena, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
+            else:
+                out[start] = scalars[row]
+        return out
+
     def _param_values(self) -> np.ndarray:
         """The params as they are now, one flat vector."""
-        values = np.empty(self._n_par)
-        for row, start, stop in self._param_pieces:
-            if self._op[row] >= ARRAY_BASE:
-                values[start:stop] = _sweep.region(self._aval, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
-            else:
-                values[start] = self._val[row]
-        return values
+        return self._collect(self._param_pieces, self._val, self._aval)
 
     def _outputs(self) -> np.ndarray:
-        out = np.empty(self._n_out)
-        for row, start, stop in self._out_pieces:
-            if self._op[row] >= ARRAY_BASE:
-                out[start:stop] = _sweep.region(self._aval, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
-            else:
-                out[start] = self._val[row]
-        return out
+        return self._collect(self._out_pieces, self._val, self._aval)
 
     def _sweep_reverse(self, weights: np.ndarray) -> np.ndarray:
         """The gradient for output weights, after _sweep_forward (a new generation per call)."""
@@ -85,15 +86,18 @@ class ArrayReplay:
         for row, start, stop in self._out_pieces:
             _sweep.seed(self, row, weights[start:stop] if self._op[row] >= ARRAY_BASE else weights[start], gen, gen)
         _sweep.reverse(self, int(self._output_rows.max()), gen, gen)
-        grad = np.zeros(self._n_in)
+        return self._collect(self._in_pieces, self._adj, self._aadj, gen)
+
+    def _array_tangents(self, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(scalar tangents (n + 1, 1), tangent arena) for an input direction, after _at."""
+        dot, adot = np.zeros((len(self._op) + 1, 1)), np.zeros(len(self._aval))
         for row, start, stop in self._in_pieces:
-            if self._stamp[row] != gen:
-                continue
             if self._op[row] >= ARRAY_BASE:
-                grad[start:stop] = _sweep.region(self._aadj, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
+                _sweep.region(adot, self._plans[int(self._in0[row])]).reshape(-1)[...] = direction[start:stop]  # type: ignore[attr-defined]
             else:
-                grad[start] = self._adj[row]
-        return grad
+                dot[row, 0] = direction[start]
+        _tangents.tangents(self, dot, adot)
+        return dot, adot
 
     def _install_arrays(self, plans: list[_sweep.Plan], arena: np.ndarray) -> None:
         self._plans = plans

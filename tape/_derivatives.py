@@ -11,8 +11,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from tape import _tangents
 from tape._replay import Replay, one_call_at_a_time
-from tape.kernels._sweeps import replay_partials, replay_second, reverse_second, reverse_vector, tangent_sweep
+from tape._storage import real_array
+from tape.kernels._sweeps import (
+    forward_partials,
+    forward_second,
+    replay_partials,
+    replay_second,
+    reverse_second,
+    reverse_vector,
+    tangent_sweep,
+)
 from tape.kernels.ops import IS_LEAF
 
 
@@ -21,12 +31,17 @@ class Derivatives(Replay):
 
     def _at(self, point: np.ndarray, second: bool = False) -> None:
         """Values and partials at point (second partials too), with the branch policy applied."""
+        if second and self._second is None:
+            n = len(self)
+            self._second = (np.zeros((3, n)), np.zeros(n + 1))
+            self._aadj_dot = np.zeros(len(self._aval))
+        if self._plans:
+            self._at_arrays(point, second)
+            return
         args = (self._op, self._in0, self._in1, self._val, self._consts, self._partials)
         checks = (self._input_rows, point, self._check_rows, self._check_expected)
         if second:
-            if self._second is None:
-                n = len(self)
-                self._second = (np.zeros((3, n)), np.zeros(n + 1))
+            assert self._second is not None
             failed = replay_second(*args, self._second[0], self._targets, *checks)
         else:
             failed = replay_partials(*args, self._targets, *checks)
@@ -35,12 +50,41 @@ class Derivatives(Replay):
         elif self._checking:
             self._check()
 
+    def _at_arrays(self, point: np.ndarray, second: bool) -> None:
+        """_at for a Function with array records: the array sweep for values, then the scalar
+        records' partials (a scalar kernel recomputes their values, the same numbers)."""
+        failed = self._sweep_forward(point)
+        if failed >= 0 and self._branch_changed(failed, point):
+            self._again(self._at, point, second)
+            return
+        p, r = self._partials, self._targets
+        if second:
+            assert self._second is not None
+            h = self._second[0]
+            forward_second(self._op, self._in0, self._in1, self._val, self._consts, p[0], p[1], h[0], h[1], h[2],
+                           r[0], r[1])
+        else:
+            forward_partials(self._op, self._in0, self._in1, self._val, self._consts, p[0], p[1], r[0], r[1])
+        if self._checking:
+            self._check()
+
+    def _array_jvp(self, direction: np.ndarray) -> np.ndarray:
+        dot, adot = self._array_tangents(direction)
+        return self._collect(self._out_pieces, dot[:, 0], adot)
+
+    def _array_hvp(self, direction: np.ndarray) -> np.ndarray:
+        assert self._second is not None
+        dot, adot = self._array_tangents(direction)
+        adj_dot = self._second[1]
+        _tangents.reverse_second(self, int(self._output_rows[0]), dot, adot, adj_dot)
+        return self._collect(self._in_pieces, adj_dot, self._aadj_dot)
+
     def _tangents(self, seeds: np.ndarray) -> np.ndarray:
         """Tangents of every record for the input directions seeds (n_inputs, k)."""
         dot = np.zeros((len(self) + 1, seeds.shape[1]))
         dot[self._input_rows] = seeds
         tangent_sweep(IS_LEAF, self._op, self._partials[0], self._partials[1], self._targets[0],
-                      self._targets[1], dot)
+                      self._targets[1], dot, 0, len(self._op))
         if self._checking:
             self._check(tangents=dot)
         return dot
@@ -48,8 +92,10 @@ class Derivatives(Replay):
     @one_call_at_a_time
     def jvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """J v at x: one forward tangent sweep -> (n_outputs,)."""
-        direction = self._point(v, self.n_inputs, "tangent entries")
+        direction = self._direction(v, "tangent entries")
         self._at(self._prepare(x, params))
+        if self._plans:
+            return self._array_jvp(direction)
         return self._tangents(direction[:, None])[self._output_rows, 0]
 
     @one_call_at_a_time
@@ -65,6 +111,15 @@ class Derivatives(Replay):
         n, m = self.n_inputs, self.n_outputs
         self._at(self._prepare(x, params))
         J = np.empty((m, n))
+        if self._plans:  # one direction per sweep
+            eye = np.eye(max(n, m))
+            if mode == "forward" or (mode == "auto" and n <= m):
+                for j in range(n):
+                    J[:, j] = self._array_jvp(eye[j, :n])
+            else:
+                for i in range(m):
+                    J[i] = self._sweep_reverse(eye[i, :m])
+            return J
         if mode == "forward" or (mode == "auto" and n <= m):
             for start in range(0, n, block):
                 k = min(block, n - start)
@@ -105,8 +160,10 @@ class Derivatives(Replay):
         """H v at x for a scalar output, by forward-over-reverse over the same records."""
         if self.n_outputs != 1:
             raise ValueError(f"hvp needs one output, this Function has {self.n_outputs}")
-        direction = self._point(v, self.n_inputs, "direction entries")
+        direction = self._direction(v, "direction entries")
         self._at(self._prepare(x, params), second=True)
+        if self._plans:
+            return self._array_hvp(direction).reshape(self._input_shape)
         return self._hessian_columns(direction[:, None])[:, 0]
 
     @one_call_at_a_time
@@ -115,5 +172,15 @@ class Derivatives(Replay):
         if self.n_outputs != 1:
             raise ValueError(f"hessian needs one output, this Function has {self.n_outputs}")
         self._at(self._prepare(x, params), second=True)
-        H = self._hessian_columns(np.eye(self.n_inputs))
+        if self._plans:
+            H = np.stack([self._array_hvp(e) for e in np.eye(self.n_inputs)], axis=1)
+        else:
+            H = self._hessian_columns(np.eye(self.n_inputs))
         return 0.5 * (H + H.T)
+
+    def _direction(self, v: ArrayLike, what: str) -> np.ndarray:
+        """A direction in input space, flat; given flat or shaped like the inputs."""
+        direction = real_array(v, what)
+        if direction.shape == self._input_shape:
+            direction = direction.reshape(-1)
+        return self._point(direction, self.n_inputs, what)

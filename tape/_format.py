@@ -125,9 +125,9 @@ def _short(where: str) -> str:
 def validate(a: dict[str, np.ndarray]) -> None:
     """Raise TapeFormatError unless the arrays form a well-formed tape of their format version."""
     version = a["format_version"]
-    if version.dtype != np.int64 or version.ndim != 0 or int(version) not in (1, FORMAT_VERSION):
+    if version.dtype != np.int64 or version.ndim != 0 or not 1 <= int(version) <= FORMAT_VERSION:
         shown = version.item() if version.size == 1 else version.shape
-        raise TapeFormatError(f"tape format version {shown!r} ({version.dtype}); this tape reads 1 and "
+        raise TapeFormatError(f"tape format version {shown!r} ({version.dtype}); this tape reads 1 to "
                               f"{FORMAT_VERSION}")
     spec = _spec(int(version))
     if set(a) != set(spec):

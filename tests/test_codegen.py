@@ -23,11 +23,12 @@ def test_generated_files_say_so_in_their_first_lines():
 
 def test_every_op_has_a_branch_in_every_sweep():
     """forward sweeps (values; first partials; second partials; the two written out in the
-    parallel maps): every non-leaf op; reverse: ops with partials; scalar evaluator: all but select."""
+    parallel maps): every non-leaf op; reverse (whole tape and a range between array records): ops
+    with partials; scalar evaluator: all but select."""
     text = codegen.SWEEPS.read_text()
     for code, op in enumerate(OPS):
         if op.kind != "leaf":
-            expected = 5 + bool(op.da) + (op.kind != "select")
+            expected = 5 + 2 * bool(op.da) + (op.kind != "select")
             assert text.count(f"if k == {code}:  # {op.name}\n") == expected, op.name
 
 

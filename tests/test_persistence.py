@@ -129,7 +129,7 @@ def structural_cases(a):
         ("values as float32", {"val": a["val"].astype(np.float32)}, "'val' must be float64"),
         ("short value array", {"val": a["val"][:-1]}, "disagree in length"),
         ("2-D op array", {"op": op.reshape(1, -1)}, "dimension"),
-        ("future format version", {"format_version": np.array(3, np.int64)}, "version 3"),
+        ("future format version", {"format_version": np.array(4, np.int64)}, "version 4"),
         ("checks of unequal length", {"check_expected": np.zeros(0, bool)}, "check arrays"),
         ("scalar flag with two outputs", {"output_rows": np.array([n - 1, n - 1], np.int64)}, "scalar-output"),
         ("no outputs", {"output_rows": np.zeros(0, np.int64), "scalar_output": np.array(False)}, "at least one"),

@@ -445,11 +445,17 @@ def test_save_keeps_options_and_stores_no_folders(tmp_path):
     assert where.startswith("test_reliability.py:") and "/" not in where
 
 
-def test_version_1_files_still_load(tmp_path):
+def test_version_1_and_2_files_still_load(tmp_path):
     F = tape.trace(lambda v: tape.sin(v[0]) * v[1], [0.5, 2.0])
     F.save(tmp_path / "f.npz")
+    version_3 = ("plans", "plan_places", "arena", "input_shape")
     with np.load(tmp_path / "f.npz") as npz:
-        arrays = {name: npz[name] for name in npz.files if name not in ("on_branch_change", "check_finite")}
+        v2 = {name: npz[name] for name in npz.files if name not in version_3}
+        arrays = {name: npz[name] for name in npz.files if name not in ("on_branch_change", "check_finite",
+                                                                      *version_3)}
+    v2["format_version"] = np.array(2, np.int64)
+    np.savez(tmp_path / "two.npz", **v2)
+    assert tape.load(tmp_path / "two.npz").value_and_grad([0.5, 2.0])[1].tolist() == F.gradient([0.5, 2.0]).tolist()
     arrays["format_version"] = np.array(1, np.int64)
     np.savez(tmp_path / "v1.npz", **arrays)
     G = tape.load(tmp_path / "v1.npz")

@@ -1,0 +1,183 @@
+"""Forward mode and forward-over-reverse on tapes with array records (jvp, hvp and what uses them).
+
+The scalar stretches run the Numba kernels over the partials a value pass
+stored (``tangent_sweep``, ``reverse_second_range``); each array record applies
+its rule from kernels/array_ops.py read forward. A tangent arena ``adot`` has
+the value arena's layout; the second-order reverse carries two arenas, the
+adjoints and their tangents, zeroed once per call. Every product goes through
+``times``/``product``, so the structural-zero rule holds here as in the
+reverse sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tape._sweep import Plan, View, region, view
+from tape.kernels._array_rules import RULES
+from tape.kernels._sweeps import reverse_second_range, tangent_sweep
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, kept, product, times, unbroadcast
+from tape.kernels.ops import ELEM, IS_ARRAY, IS_LEAF
+
+State = Any  # a Function with array records (tape/_array_replay.py)
+
+
+def _views(s: State, arena: np.ndarray, p: Plan) -> list[np.ndarray]:
+    return [view(s, arena, v) for v in p.inputs]
+
+
+def _softmax(a: np.ndarray, y: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    return np.exp(a - y.reshape(kept(a.shape, axes)))
+
+
+def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
+    """Array record p's tangent from its inputs' tangents."""
+    kind = ARRAY_KIND[p.code]
+    if kind == "input":
+        return
+    out = region(adot, p)
+    if kind in ("constant", "compare", "all", "any"):
+        out[...] = 0.0
+        return
+    a, da = _views(s, s._aval, p), _views(s, adot, p)
+    y = region(s._aval, p)
+    if kind in ("unary", "binary"):
+        rule, b = RULES[p.name], (a[1] if kind == "binary" else None)
+        total: Any = 0.0
+        for k in range(len(p.inputs)):
+            d = rule[1 + k]
+            if d is not None:
+                total = total + times(da[k], d if isinstance(d, float) else d(a[0], b, y))
+        out[...] = total
+    elif kind == "select":
+        out[...] = np.where(a[0] != 0.0, da[1], da[2])
+    elif kind == "sum":
+        out[...] = np.sum(da[0], axis=p.axes).reshape(p.shape)
+    elif kind == "logsumexp":
+        out[...] = np.sum(times(da[0], _softmax(a[0], y, p.axes)), axis=p.axes).reshape(p.shape)
+    elif kind == "matmul":
+        out.reshape(p.wide)[...] = product(da[0], a[1]) + product(a[0], da[1])
+    elif kind == "gather":
+        out.reshape(-1)[...] = region(adot, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.index]
+    elif kind == "pack":
+        out.reshape(-1)[...] = dot[p.index, 0]
+
+
+def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:
+    """Tangents of every record, inputs seeded in dot (scalar records) and adot (array inputs)."""
+    n = len(s._op)
+    arrays = np.flatnonzero(IS_ARRAY[s._op])
+    elems = np.flatnonzero(s._op == ELEM)
+    offsets = np.array([p.offset for p in s._plans], np.int64)
+    lo = 0
+    with np.errstate(all="ignore"):
+        for i in [*arrays.tolist(), n]:
+            if lo < i:
+                e = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
+                dot[e, 0] = adot[offsets[s._in0[s._in0[e]]] + s._in1[e]]
+                tangent_sweep(IS_LEAF, s._op, s._partials[0], s._partials[1], s._targets[0], s._targets[1],
+                              dot, lo, i)
+            if i < n:
+                tangent_one(s, s._plans[s._in0[i]], dot, adot)
+            lo = i + 1
+
+
+def _add(s: State, arena: np.ndarray, v: View, c: np.ndarray) -> None:
+    if s._op[v.record] != ACONSTANT:
+        target = view(s, arena, v)
+        target += unbroadcast(c, v.shape)
+
+
+def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray],
+                       adj_dot: np.ndarray) -> None:
+    """Array record p sends (g, ġ) to its inputs: ġ' = ġ d + g ḋ, ḋ from the second partials."""
+    adot, aadj, aadj_dot = arenas
+    kind = ARRAY_KIND[p.code]
+    if kind in ("input", "constant", "compare", "all", "any"):
+        return
+    g, gd = region(aadj, p), region(aadj_dot, p)
+    if kind == "pack":
+        np.add.at(s._adj, p.index, g.reshape(-1))
+        np.add.at(adj_dot, p.index, gd.reshape(-1))
+        return
+    if kind == "gather":
+        source = s._plans[s._in0[p.inputs[0].record]]
+        np.add.at(region(aadj, source).reshape(-1), p.index, g.reshape(-1))
+        np.add.at(region(aadj_dot, source).reshape(-1), p.index, gd.reshape(-1))
+        return
+    a, ta = _views(s, s._aval, p), _views(s, adot, p)
+    y = region(s._aval, p)
+    sends: list[tuple[View, Any, Any]] = []  # (input, contribution, its tangent)
+    if kind in ("unary", "binary"):
+        rule, b = RULES[p.name], (a[1] if kind == "binary" else None)
+        d = [r if r is None or isinstance(r, float) else r(a[0], b, y) for r in rule[1:3]]
+        h = [r if r is None or isinstance(r, float) else r(a[0], b, y) for r in rule[3:]]  # daa, dab, dbb
+
+        def dd(k: int) -> Any:  # the tangent of partial k: Σ_j d2y/dk dj ẋ_j
+            pairs = [(h[0], 0), (h[1], 1)] if k == 0 else [(h[1], 0), (h[2], 1)]
+            total: Any = 0.0
+            for second, j in pairs:
+                if second is not None and j < len(p.inputs):
+                    total = total + times(ta[j], second)
+            return total
+
+        for k, v in enumerate(p.inputs):
+            if d[k] is not None:
+                tangent = dd(k)
+                sends.append((v, times(g, d[k]), times(gd, d[k]) + (0.0 if isinstance(tangent, float)
+                                                                    else times(g, tangent))))
+    elif kind == "select":
+        cond = a[0]
+        sends = [(p.inputs[1], np.where(cond != 0.0, g, 0.0), np.where(cond != 0.0, gd, 0.0)),
+                 (p.inputs[2], np.where(cond == 0.0, g, 0.0), np.where(cond == 0.0, gd, 0.0))]
+    elif kind == "sum":
+        shape = kept(p.inputs[0].shape, p.axes)
+        sends = [(p.inputs[0], np.broadcast_to(g.reshape(shape), p.inputs[0].shape),
+                  np.broadcast_to(gd.reshape(shape), p.inputs[0].shape))]
+    elif kind == "logsumexp":
+        shape = kept(p.inputs[0].shape, p.axes)
+        soft = _softmax(a[0], y, p.axes)
+        y_dot = np.sum(times(ta[0], soft), axis=p.axes, keepdims=True)
+        soft_dot = times(soft, ta[0] - y_dot)
+        sends = [(p.inputs[0], times(g.reshape(shape), soft),
+                  times(gd.reshape(shape), soft) + times(g.reshape(shape), soft_dot))]
+    elif kind == "matmul":
+        G, Gd = g.reshape(p.wide), gd.reshape(p.wide)
+        At, Bt = np.swapaxes(a[0], -1, -2), np.swapaxes(a[1], -1, -2)
+        sends = [(p.inputs[0], product(G, Bt), product(Gd, Bt) + product(G, np.swapaxes(ta[1], -1, -2))),
+                 (p.inputs[1], product(At, G), product(np.swapaxes(ta[0], -1, -2), G) + product(At, Gd))]
+    for v, c, cd in sends:
+        _add(s, aadj, v, c)
+        _add(s, aadj_dot, v, cd)
+
+
+def reverse_second(s: State, seed: int, dot: np.ndarray, adot: np.ndarray, adj_dot: np.ndarray) -> None:
+    """Forward-over-reverse from scalar record seed: s._adj and adj_dot (scalar records), s._aadj
+    and the adjoint-tangent arena (array records) hold (adjoint, its tangent) afterwards."""
+    h = s._second[0]
+    aadj_dot = s._aadj_dot
+    s._adj[:] = 0.0
+    adj_dot[:] = 0.0
+    s._aadj[:] = 0.0
+    aadj_dot[:] = 0.0
+    s._adj[seed] = 1.0
+    arrays = np.flatnonzero(IS_ARRAY[s._op[:seed + 1]])
+    elems = np.flatnonzero(s._op[:seed + 1] == ELEM)
+    hi = seed + 1
+    p, r = s._partials, s._targets
+    with np.errstate(all="ignore"):
+        for i in [*arrays[::-1].tolist(), -1]:
+            if i + 1 < hi:
+                reverse_second_range(s._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1], i + 1, hi)
+                e = elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)][::-1]
+                for j in np.unique(s._in0[e]).tolist():
+                    mine = e[s._in0[e] == j]
+                    plan = s._plans[s._in0[j]]
+                    places = s._in1[mine].astype(np.int64)
+                    np.add.at(region(s._aadj, plan).reshape(-1), places, s._adj[mine])
+                    np.add.at(region(aadj_dot, plan).reshape(-1), places, adj_dot[mine])
+            if i >= 0:
+                reverse_second_one(s, s._plans[s._in0[i]], (adot, s._aadj, aadj_dot), adj_dot)
+            hi = i
