@@ -27,6 +27,8 @@ def generate(header: list[str]) -> str:
         "dab, dbb); a partial is a function of (a, b, y), a float where the rule is a number, None where zero.",
         '"""',
         "",
+        "from typing import Any",
+        "",
         "from .array_helpers import (  # noqa: F401",
         *[f"    {name}," for name in sorted({fn.__name__ for fn in ops.HELPERS} | set(ops.MATH_NAMES) | {"abs"})],
         ")",
@@ -47,5 +49,5 @@ def generate(header: list[str]) -> str:
                 lines += ["", "", f"def {op.name}__{part}(a, b, y):", f"    return {rule}"]
                 entries.append(f"{op.name}__{part}")
         table.append(f"    {op.name!r}: ({', '.join(entries)}),")
-    lines += ["", "", "RULES = {", *table, "}", ""]
+    lines += ["", "", "RULES: dict[str, tuple[Any, ...]] = {", *table, "}", ""]
     return "\n".join(lines)

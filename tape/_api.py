@@ -19,7 +19,7 @@ from tape._array import VarArray, elementwise, wrap, wrap_view
 from tape._conditions import ArrayCondition
 from tape._function import Function
 from tape._handles import Condition, as_constant
-from tape._operands import as_view, common_tape, operand, shape_of
+from tape._operands import as_view, common_tape, operand, operands, shape_of
 from tape._recorders import (
     Var,
     cos,
@@ -42,8 +42,8 @@ from tape.errors import ForeignHandleError
 from tape.kernels._sweeps import eval_op
 from tape.kernels.ops import CONSTANT, OPCODE, SELECT
 
-__all__ = ["cos", "exp", "grad", "log", "logsumexp", "maximum", "minimum", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh",
-           "trace", "value_and_grad", "where"]
+__all__ = ["cos", "exp", "grad", "log", "logsumexp", "maximum", "minimum", "relu", "sigmoid", "sin", "sqrt", "tan",
+           "tanh", "trace", "value_and_grad", "where"]
 
 Scalar = Var | float
 
@@ -140,23 +140,23 @@ def where(condition, a, b):
 def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
     """tape.where for arrays: comparison and select records interleaved, element by element."""
     t = condition._live_tape()
-    parts = [operand(a), operand(b)]
-    if None in parts:
+    parts = operands(a, b)
+    if parts is None:
         raise TypeError("tape.where branches must be Vars, VarArrays, NumPy arrays or numbers")
-    other = common_tape(parts)  # type: ignore[arg-type]
+    other = common_tape(parts)
     if other is not None and other is not t:
         raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
     try:
-        shape = np.broadcast_shapes(condition.shape, *(shape_of(p) for _, p in parts))  # type: ignore[misc]
+        shape = np.broadcast_shapes(condition.shape, *(shape_of(p) for _, p in parts))
     except ValueError as exc:
-        shapes = " and ".join(str(shape_of(p)) for _, p in parts)  # type: ignore[misc]
+        shapes = " and ".join(str(shape_of(p)) for _, p in parts)
         raise ValueError(f"{exc} (condition {condition.shape}, branches {shapes})") from None
-    if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= _blocks.SMALL:  # type: ignore[misc]
-        views = [as_view(t, rt is not None, p) for rt, p in parts]  # type: ignore[misc]
+    if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= _blocks.SMALL:
+        views = [as_view(t, rt is not None, p) for rt, p in parts]
         return wrap_view(t, _blocks.elementwise(t, "select", condition._view(), *views))
     code, in0, in1, consts = condition._rows()
     branches = []
-    for is_record, values in ((rt is not None, p) for rt, p in parts):  # type: ignore[misc]
+    for is_record, values in ((rt is not None, p) for rt, p in parts):
         values = np.broadcast_to(values, shape).ravel()
         branches.append(values if is_record else t._append_block(CONSTANT, values.size, values=values))
     pick = np.broadcast_to(np.arange(in0.size).reshape(condition.shape), shape).ravel()
@@ -177,10 +177,9 @@ def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
 def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """log Σ exp(x) over axes (all for None), as one fused record: shifted by the largest element, so
     it never overflows, and its adjoint is g times the softmax (no exp of a large number anywhere)."""
-    found = operand(x)
-    if found is None or found[0] is None:
+    t, part = operand(x) or (None, None)
+    if t is None:
         raise TypeError(f"tape.logsumexp expects a VarArray, got {type(x).__name__}")
-    t, part = found
     return wrap_view(t, _blocks.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
 
 

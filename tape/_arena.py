@@ -41,7 +41,7 @@ class Arenas:
         raise NotImplementedError  # Storage's
 
     def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
-                    index: np.ndarray | None = None, wide: tuple[int, ...] = (),
+                    places: np.ndarray | None = None, wide: tuple[int, ...] = (),
                     values: np.ndarray | None = None) -> int:
         """Append one array record and compute its elements (or store ``values``); return its row."""
         size = math.prod(shape)
@@ -53,10 +53,11 @@ class Arenas:
                 grown[:start] = getattr(self, name)[:start]
                 setattr(self, name, grown)
         self._n_arena = start + size
-        if index is not None:
-            index.flags.writeable = False
+        if places is None:
+            places = np.zeros(0, np.int64)
+        places.flags.writeable = False
         row = self._push(code, len(self._plans), 0xFFFFFFFF, 0.0)
-        plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), index, tuple(wide) or tuple(shape))
+        plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
         self._plans.append(plan)
         self._plan_rows.append(row)
         if values is not None:

@@ -20,7 +20,7 @@ import numpy as np
 from tape import _blocks
 from tape._conditions import ArrayCondition
 from tape._handles import Condition, surviving, warn_value_in_trace
-from tape._operands import as_view, common_tape, operand, shape_of
+from tape._operands import as_view, common_tape, operand, operands, shape_of
 from tape._recorders import Var
 from tape._storage import Segment, Storage
 from tape._sweep import View
@@ -30,6 +30,7 @@ from tape.kernels.ops import ARITHMETIC, COMPARISONS, ELEM, OPCODE, OPS, UNARY_U
 if TYPE_CHECKING:
     from tape._tape import Tape
 
+_NO_ROWS = np.zeros(0, np.int64)
 Operand: TypeAlias = "VarArray | Var | float | np.ndarray"  # what arithmetic with a VarArray takes
 
 _BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
@@ -64,19 +65,19 @@ def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
 
 def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
-    parts = [operand(x) for x in inputs]
-    if None in parts:
+    parts = operands(*inputs)
+    if parts is None:
         return NotImplemented
-    t = common_tape(parts)  # type: ignore[arg-type]
+    t = common_tape(parts)
     if t is None:
         return NotImplemented
-    shape = _broadcast(parts)  # type: ignore[arg-type]
-    if _blocked(parts, shape):  # type: ignore[arg-type]
-        views = [as_view(t, rt is not None, p) for rt, p in parts]  # type: ignore[misc]
+    shape = _broadcast(parts)
+    if _blocked(parts, shape):
+        views = [as_view(t, rt is not None, p) for rt, p in parts]
         name = OPS[_UNARY[ufunc]].name if ufunc in _UNARY else _BINARY[ufunc].pair
         return wrap_view(t, _blocks.elementwise(t, name, *views))
-    recorded = [rt is not None for rt, _ in parts]  # type: ignore[misc]
-    arrays = [np.broadcast_to(p, shape).ravel() for _, p in parts]  # type: ignore[misc]
+    recorded = [rt is not None for rt, _ in parts]
+    arrays = [np.broadcast_to(p, shape).ravel() for _, p in parts]
     if ufunc in _UNARY:
         rows = t._append_block(_UNARY[ufunc], arrays[0].size, in0=arrays[0])
     elif recorded == [True, True]:
@@ -96,7 +97,8 @@ class VarArray:
     __array_priority__ = 1000
 
     def __init__(self, seg: Segment, idx: np.ndarray | None, view: View | None = None):
-        self._seg, self._idx, self._view = seg, idx, view
+        # scalar records: their indices; an array record: its view, and _idx holds nothing
+        self._seg, self._idx, self._view = seg, (_NO_ROWS if idx is None else idx), view
 
     def _operand(self) -> tuple[Storage, Any]:
         """(tape, scalar record indices) or (tape, view of an array record): see tape/_operands.py."""
@@ -106,7 +108,7 @@ class VarArray:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._idx.shape if self._view is None else self._view.shape  # type: ignore[union-attr]
+        return self._idx.shape if self._view is None else self._view.shape
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
@@ -134,7 +136,7 @@ class VarArray:
         t = self._live_tape()
         if self._view is not None:
             return wrap_view(t, _blocks.index(t, self._view, key))
-        return wrap(t, np.asarray(self._idx[key]))  # type: ignore[index]
+        return wrap(t, np.asarray(self._idx[key]))
 
     def __iter__(self):
         for k in range(len(self)):
@@ -144,7 +146,7 @@ class VarArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if self._view is None:
-            return VarArray(self._seg, self._idx.reshape(*shape))  # type: ignore[union-attr]
+            return VarArray(self._seg, self._idx.reshape(*shape))
         t = self._live_tape()
         return VarArray(t._segment(), None, _blocks.reshape(t, self._view, tuple(shape)))
 
@@ -152,7 +154,7 @@ class VarArray:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         if self._view is None:
-            return VarArray(self._seg, self._idx.transpose(*axes))  # type: ignore[union-attr]
+            return VarArray(self._seg, self._idx.transpose(*axes))
         return VarArray(self._seg, None, _blocks.transpose(self._view, axes or None))
 
     T = property(lambda self: self.transpose())
@@ -187,7 +189,7 @@ class VarArray:
         t = self._live_tape()
         if self._view is not None:
             return t._array_grads(self._view)
-        return t._grads(self._idx.ravel()).reshape(self.shape)  # type: ignore[union-attr]
+        return t._grads(self._idx.ravel()).reshape(self.shape)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a tape.VarArray is not converted to numbers silently: use .value")
@@ -304,7 +306,7 @@ def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: b
     if x._view is not None:
         return wrap_view(t, _blocks.reduce(t, op, x._view, axes, keepdims))
     kept = tuple(n for k, n in enumerate(x.shape) if k not in axes)
-    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(*kept, -1)  # type: ignore[union-attr]
+    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(*kept, -1)
     if idx.shape[-1] == 0:
         raise ValueError("cannot reduce over an empty axis of a VarArray")
     code = OPCODE["add" if op == "sum" else "mul"]
@@ -320,17 +322,17 @@ def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: b
 def matmul(a: Any, b: Any) -> Any:
     """a @ b with NumPy's rules: one matmul record, or for small products of scalar records the
     products and pairwise sums as scalar records."""
-    parts = [operand(a), operand(b)]
-    if None in parts or common_tape(parts) is None:  # type: ignore[arg-type]
+    parts = operands(a, b)
+    t = None if parts is None else common_tape(parts)
+    if parts is None or t is None:
         return NotImplemented
-    t = common_tape(parts)  # type: ignore[arg-type]
-    (ta, pa), (tb, pb) = parts  # type: ignore[misc]
+    (ta, pa), (tb, pb) = parts
     sa, sb = shape_of(pa), shape_of(pb)
     if not sa or not sb:
         raise ValueError("matmul: an operand is 0-d (use *)")
     work = math.prod(sa) * (sb[-1] if len(sb) > 1 else 1)
     if isinstance(pa, View) or isinstance(pb, View) or work >= _blocks.SMALL or len(sa) > 2 or len(sb) > 2:
-        return wrap_view(t, _blocks.matmul(t, as_view(t, ta is not None, pa), as_view(t, tb is not None, pb)))  # type: ignore[arg-type]
+        return wrap_view(t, _blocks.matmul(t, as_view(t, ta is not None, pa), as_view(t, tb is not None, pb)))
     A2 = np.reshape(a if ta is not None else pa, (1, -1)) if len(sa) == 1 else (a if ta is not None else pa)
     B2 = np.reshape(b if tb is not None else pb, (-1, 1)) if len(sb) == 1 else (b if tb is not None else pb)
     if A2.shape[1] != B2.shape[0]:
@@ -345,13 +347,14 @@ def matmul(a: Any, b: Any) -> Any:
 
 
 def _join(arrays, axis: int, join, name: str) -> VarArray:
-    parts = [operand(a) for a in arrays]
-    if any(p is None or p[0] is None for p in parts):
+    parts = operands(*arrays)
+    if parts is None or any(t is None for t, _ in parts):
         raise TypeError(f"tape.{name} joins VarArrays of one tape (make numbers records with Tape.array)")
-    common_tape(parts)  # type: ignore[arg-type]
-    pieces = [a._scalars() if isinstance(a, VarArray) else a for a in arrays]  # records nothing for small ones
-    t = pieces[0]._live_tape()
-    return VarArray(t._segment(), join([operand(p)[1] for p in pieces], axis=axis))  # type: ignore[index]
+    t = common_tape(parts)
+    assert t is not None
+    pieces = operands(*(a._scalars() if isinstance(a, VarArray) else a for a in arrays))  # array records: elems
+    assert pieces is not None
+    return VarArray(t._segment(), join([rows for _, rows in pieces], axis=axis))
 
 
 def concatenate(arrays, axis: int = 0) -> VarArray:

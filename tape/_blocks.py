@@ -96,7 +96,7 @@ def matmul(t: Storage, a: View, b: View) -> View:
 
 def pack(t: Storage, rows: np.ndarray) -> View:
     """An array record of scalar records' values, shaped like rows."""
-    return _record(t, "pack", rows.shape, (), index=np.ascontiguousarray(rows.reshape(-1), np.int64))
+    return _record(t, "pack", rows.shape, (), places=np.ascontiguousarray(rows.reshape(-1), np.int64))
 
 
 def elem(t: Storage, v: View) -> int:
@@ -160,7 +160,7 @@ def copy(t: Storage, v: View) -> View:
 def gather(t: Storage, record: int, chosen: np.ndarray) -> View:
     """A record of the elements at places ``chosen`` (any shape) of a record's region."""
     return _record(t, "gather", chosen.shape, (whole(record, t._plan(record)),),
-                   index=np.ascontiguousarray(chosen.reshape(-1)))
+                   places=np.ascontiguousarray(chosen.reshape(-1)))
 
 
 def size(v: View) -> int:

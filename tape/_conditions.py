@@ -18,7 +18,7 @@ import numpy as np
 
 from tape import _blocks
 from tape._handles import surviving
-from tape._operands import as_view, common_tape, operand, shape_of
+from tape._operands import as_view, common_tape, operands, shape_of
 from tape._storage import NO_INPUT, Storage
 from tape._sweep import View
 from tape.kernels.ops import COMPARISONS, OPCODE, Spelling
@@ -36,17 +36,17 @@ class ArrayCondition:
 
     @classmethod
     def of(cls, ufunc: np.ufunc, x: Any, y: Any) -> Any:
-        parts = [operand(x), operand(y)]
-        if None in parts:
+        parts = operands(x, y)
+        if parts is None:
             return NotImplemented
-        t = common_tape(parts)  # type: ignore[arg-type]
+        t = common_tape(parts)
         if t is None:
             return NotImplemented
         try:
-            shape = tuple(np.broadcast_shapes(*(shape_of(p) for _, p in parts)))  # type: ignore[misc]
+            shape = tuple(np.broadcast_shapes(*(shape_of(p) for _, p in parts)))
         except ValueError as exc:
-            raise ValueError(f"{exc} (shapes {' and '.join(str(shape_of(p)) for _, p in parts)})") from None  # type: ignore[misc]
-        return cls(COMPARE[ufunc], t, parts, shape)  # type: ignore[arg-type]
+            raise ValueError(f"{exc} (shapes {' and '.join(str(shape_of(p)) for _, p in parts)})") from None
+        return cls(COMPARE[ufunc], t, parts, shape)
 
     def _live_tape(self) -> Storage:
         """The tape, after checking that the compared records survived every rewind since."""

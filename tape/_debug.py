@@ -18,8 +18,8 @@ from types import FrameType
 
 import numpy as np
 
-from tape.errors import TapeError
-from tape.kernels.ops import IS_LEAF, OPS
+from tape.errors import BranchChanged, TapeError
+from tape.kernels.ops import IS_LEAF, OPS, SYMBOL, USES_POOL
 
 
 class _State(threading.local):
@@ -102,3 +102,14 @@ def _first_in_forward_order(rec, lines: dict[int, str] | None, columns: np.ndarr
         if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]]:
             value = columns[row][~np.isfinite(columns[row])][0]
             raise NonFiniteError(f"{what} {float(value)!r} first appears at {describe(rec, lines, row)}", row)
+
+
+def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, extra: str = "") -> BranchChanged:
+    """The error for a checked comparison (record ``row``) that now comes out differently."""
+    kind = OPS[op[row]]
+    rhs = f"{float(consts[in1[row]])!r}" if USES_POOL[op[row]] else f"#{in1[row]}"
+    described = f"#{in0[row]} {SYMBOL[kind.name.removesuffix('_c')]} {rhs}"
+    return BranchChanged(
+        f"comparison {described} at record #{row}, recorded at {where}, was {expected} when traced and is "
+        f"{not expected} at this input: the tape holds the other branch. Use tape.where() for a branch-free "
+        f"select, or on_branch_change='retrace'.{extra}", int(row), where)

@@ -17,10 +17,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape import _distributed
-from tape._debug import NonFiniteError
+from tape._debug import NonFiniteError, branch_changed
 from tape._derivatives import Derivatives
 from tape._replay import one_call_at_a_time
-from tape._storage import branch_changed, real_array
+from tape._storage import real_array
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
 
@@ -67,8 +67,14 @@ class Maps(Derivatives):
             if len(extra) != len(points):
                 raise ValueError(f"{len(points)} points but {len(extra)} rows of {paired[2]}")
         if params is not None:
-            self._val[self._param_rows] = self._point(params, self.n_params, "params")
+            self._place(self._param_pieces, self._point(params, self.n_params, "params"))
         return points, extra
+
+    def _one_by_one(self, points: np.ndarray, single: Callable[[int], None]) -> None:
+        """A Function with array records maps point by point: each call's array records are already
+        NumPy loops over their elements (one arena per Function; threads would each need one)."""
+        for p in range(len(points)):
+            single(p)
 
     def _settle(self, failed: np.ndarray, X: np.ndarray, single: Callable[[int], None]) -> None:
         """Apply the branch policy to the points whose recorded comparisons flipped.
@@ -101,13 +107,16 @@ class Maps(Derivatives):
         points, _ = self._batch_call(X, params)
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
-        with _PARALLEL:
-            map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
-                       self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, out, failed)
 
         def single(p):
             out[p] = self(points[p])
 
+        if self._plans:
+            self._one_by_one(points, single)
+            return out[:, 0] if self._scalar else out
+        with _PARALLEL:
+            map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
+                       self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, out, failed)
         self._settle(failed, points, single)
         return out[:, 0] if self._scalar else out
 
@@ -123,12 +132,18 @@ class Maps(Derivatives):
         return values, grads, failed
 
     def _map_reverse(self, points: np.ndarray, W: np.ndarray, method: Callable) -> tuple[np.ndarray, np.ndarray]:
-        values, grads, failed = self._map_reverse_raw(points, W)
+        if self._plans:
+            values, grads = np.empty((len(points), self.n_outputs)), np.empty((len(points), self.n_inputs))
+        else:
+            values, grads, failed = self._map_reverse_raw(points, W)
 
         def single(p):
             values[p], grads[p] = method(p)
 
-        self._settle(failed, points, single)
+        if self._plans:
+            self._one_by_one(points, single)
+        else:
+            self._settle(failed, points, single)
         return values, grads
 
     @one_call_at_a_time
@@ -175,13 +190,16 @@ class Maps(Derivatives):
         points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
-        with _PARALLEL:
-            map_tangents(_blocks(len(points)), IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
-                         self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
-                         self._output_rows, out, failed)
 
         def single(p):
             out[p] = self.jvp(points[p], tangents[p])
 
+        if self._plans:
+            self._one_by_one(points, single)
+            return out
+        with _PARALLEL:
+            map_tangents(_blocks(len(points)), IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
+                         self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
+                         self._output_rows, out, failed)
         self._settle(failed, points, single)
         return out

@@ -34,6 +34,12 @@ def operand(x: Any) -> tuple[Storage | None, Any] | None:
     return None
 
 
+def operands(*xs: Any) -> list[tuple[Storage | None, Any]] | None:
+    """operand() of each, or None if one of them is not an operand."""
+    parts = [operand(x) for x in xs]
+    return None if any(p is None for p in parts) else parts  # type: ignore[return-value]  # none is None
+
+
 def common_tape(parts: list[tuple[Storage | None, Any]]) -> Storage | None:
     tapes = {id(t): t for t, _ in parts if t is not None}
     if len(tapes) > 1:

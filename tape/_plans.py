@@ -39,7 +39,7 @@ def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
         if len(p.shape) > MAX_DIMS or len(p.wide) > MAX_DIMS:
             raise ValueError(f"array record #{p.row} has {len(p.shape)} dimensions; a Function holds at most "
                              f"{MAX_DIMS}")
-        count = 0 if p.index is None else len(p.index)
+        count = len(p.places)
         table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), start, count)
         _put_shape(table[k], _HEAD, p.shape)
         _put_shape(table[k], _HEAD + _SHAPE, p.wide)
@@ -52,9 +52,8 @@ def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
                 table[k, at + 2 + _SHAPE:at + 2 + _SHAPE + len(v.strides)] = v.strides
             else:
                 table[k, at] = -1
-        if p.index is not None:
-            places.append(p.index)
-            start += count
+        places.append(p.places)
+        start += count
     return table, np.concatenate(places) if places else np.zeros(0, np.int64)
 
 
@@ -125,7 +124,7 @@ def _plan(row: np.ndarray, k: int, plans: list[Plan], places: np.ndarray, op: np
     axes = tuple(a for a in range(MAX_DIMS) if axes_mask >> a & 1)
     if axes_mask >> MAX_DIMS:
         raise ValueError("axes past the dimensions")
-    index = None
+    index = np.zeros(0, np.int64)
     kind = ARRAY_KIND[code]
     if kind in ("gather", "pack"):
         if not (0 <= start and start + count <= len(places) and count == math.prod(shape)):

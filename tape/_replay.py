@@ -21,8 +21,8 @@ from numpy.typing import ArrayLike
 
 from tape import _debug, _format, _plans, _show, _sweep
 from tape._array_replay import ArrayReplay
-from tape._debug import NonFiniteError
-from tape._storage import Storage, branch_changed, real_array
+from tape._debug import NonFiniteError, branch_changed
+from tape._storage import Storage, real_array
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.array_ops import NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB
@@ -243,7 +243,7 @@ class Replay(ArrayReplay):
     def _prepare(self, x: ArrayLike, params: ArrayLike | None) -> np.ndarray:
         if self._input_shape != (self.n_inputs,):
             x = real_array(x, "inputs")
-            if x.shape != self._input_shape:
+            if x.shape != self._input_shape and x.shape != (self.n_inputs,):
                 raise ValueError(f"expected inputs of shape {self._input_shape}, got shape {x.shape}")
             x = x.reshape(-1)
         point = self._point(x, self.n_inputs, "inputs")

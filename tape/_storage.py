@@ -36,11 +36,11 @@ import numpy as np
 
 from tape import _debug, _show, _sweep
 from tape._arena import Arenas
-from tape._debug import caller
-from tape.errors import BranchChanged, TapeError, TapeFullError
+from tape._debug import branch_changed, caller
+from tape.errors import TapeError, TapeFullError
 from tape.kernels._sweeps import forward_sweep, reverse_sweep
 from tape.kernels.array_ops import INPUT, NAME
-from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, OPS, SYMBOL, TWO_RECORDS, USES_POOL
+from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 
 NO_INPUT = 0xFFFFFFFF
 MAX_RECORDS = NO_INPUT  # indices 0 .. 2**32 - 2; the top value is the sentinel
@@ -378,17 +378,6 @@ class Storage(Arenas):
 
     def __repr__(self) -> str:
         return f"<tape.Tape {self._n} records, {self.nbytes} bytes>"
-
-
-def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, extra: str = "") -> BranchChanged:
-    """The error for a checked comparison (record ``row``) that now comes out differently."""
-    kind = OPS[op[row]]
-    rhs = f"{float(consts[in1[row]])!r}" if USES_POOL[op[row]] else f"#{in1[row]}"
-    described = f"#{in0[row]} {SYMBOL[kind.name.removesuffix('_c')]} {rhs}"
-    return BranchChanged(
-        f"comparison {described} at record #{row}, recorded at {where}, was {expected} when traced and is "
-        f"{not expected} at this input: the tape holds the other branch. Use tape.where() for a branch-free "
-        f"select, or on_branch_change='retrace'.{extra}", int(row), where)
 
 
 def real_array(values: object, what: str) -> np.ndarray:

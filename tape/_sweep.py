@@ -70,7 +70,7 @@ class Plan(NamedTuple):
     shape: tuple[int, ...]
     inputs: tuple[View, ...] = ()
     axes: tuple[int, ...] = ()  # sum, logsumexp, all, any: the reduced axes of the input
-    index: np.ndarray | None = None  # gather: places in the input's region; pack: scalar rows
+    places: np.ndarray = np.zeros(0, np.int64)  # gather: places in the input's region; pack: scalar rows
     wide: tuple[int, ...] = ()  # matmul: the output's shape with 1-d operands widened to 2-d
 
     @property
@@ -131,9 +131,9 @@ def forward_one(s: State, p: Plan) -> None:
     elif kind == "logsumexp":
         logsumexp_forward(ins[0], p.axes, out)
     elif kind == "gather":
-        out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.index]
+        out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
     elif kind == "pack":
-        out.reshape(-1)[...] = s._val[p.index]
+        out.reshape(-1)[...] = s._val[p.places]
     elif kind == "all":
         out[...] = np.all(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
     elif kind == "any":
@@ -222,12 +222,12 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int) -> None:
         return
     g = region(s._aadj, p)
     if kind == "pack":
-        scalar_accumulate(s, p.index, g.reshape(-1), gen, keep)  # type: ignore[arg-type]
+        scalar_accumulate(s, p.places, g.reshape(-1), gen, keep)
         return
     if kind == "gather":
         if _wants(s, p.inputs[0]):
             sent = g.reshape(-1) != 0.0
-            np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.index[sent],  # type: ignore[index]
+            np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.places[sent],
                       g.reshape(-1)[sent])
         return
     ins = [view(s, s._aval, v) for v in p.inputs]
@@ -292,7 +292,7 @@ def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
 def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]]]:
     """For pictures: the records each array or elem record reads, and each array record's shape."""
     reads = {p.row: list(dict.fromkeys([v.record for v in p.inputs] + (
-        p.index.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}  # type: ignore[union-attr]
+        p.places.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}
     for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
         reads[e] = [int(s._in0[e])]
     return reads, {p.row: p.shape for p in s._plans if p.row < n}

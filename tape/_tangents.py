@@ -60,9 +60,9 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     elif kind == "matmul":
         out.reshape(p.wide)[...] = product(da[0], a[1]) + product(a[0], da[1])
     elif kind == "gather":
-        out.reshape(-1)[...] = region(adot, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.index]
+        out.reshape(-1)[...] = region(adot, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
     elif kind == "pack":
-        out.reshape(-1)[...] = dot[p.index, 0]
+        out.reshape(-1)[...] = dot[p.places, 0]
 
 
 def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:
@@ -99,13 +99,13 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         return
     g, gd = region(aadj, p), region(aadj_dot, p)
     if kind == "pack":
-        np.add.at(s._adj, p.index, g.reshape(-1))
-        np.add.at(adj_dot, p.index, gd.reshape(-1))
+        np.add.at(s._adj, p.places, g.reshape(-1))
+        np.add.at(adj_dot, p.places, gd.reshape(-1))
         return
     if kind == "gather":
         source = s._plans[s._in0[p.inputs[0].record]]
-        np.add.at(region(aadj, source).reshape(-1), p.index, g.reshape(-1))
-        np.add.at(region(aadj_dot, source).reshape(-1), p.index, gd.reshape(-1))
+        np.add.at(region(aadj, source).reshape(-1), p.places, g.reshape(-1))
+        np.add.at(region(aadj_dot, source).reshape(-1), p.places, gd.reshape(-1))
         return
     a, ta = _views(s, s._aval, p), _views(s, adot, p)
     y = region(s._aval, p)
