@@ -164,7 +164,7 @@ class Derivatives(Replay):
         self._at(self._prepare(x, params), second=True)
         if self._plans:
             return self._array_hvp(direction).reshape(self._input_shape)
-        return self._hessian_columns(direction[:, None])[:, 0]
+        return self._hessian_columns(direction[:, None])[:, 0].reshape(self._input_shape)
 
     @one_call_at_a_time
     def hessian(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:

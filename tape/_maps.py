@@ -162,7 +162,7 @@ class Maps(Derivatives):
             self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
         def one(p):
             value, grad = self.value_and_grad(points[p])
-            return [value], grad
+            return [value], grad.reshape(-1)
 
         if client is not None:
             if not all(hasattr(client, name) for name in ("scatter", "map", "nthreads")):
@@ -182,7 +182,7 @@ class Maps(Derivatives):
         """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
         points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
         assert weights is not None
-        return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p])))[1]
+        return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p]).reshape(-1)))[1]
 
     @one_call_at_a_time
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:

@@ -392,4 +392,4 @@ def real_array(values: object, what: str) -> np.ndarray:
         raise TypeError(f"{what} expects real numbers: {exc}") from None
     if array.dtype.kind not in "fiub":
         raise TypeError(f"{what} expects real numbers, got {array.dtype} from {type(values).__name__}")
-    return np.ascontiguousarray(array, dtype=np.float64)
+    return np.asarray(array, dtype=np.float64, order="C")  # keeps 0-d arrays 0-d (ascontiguousarray does not)

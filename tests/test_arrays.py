@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tape
+from tape import _blocks
 
 RNG = np.random.default_rng(9)
 
@@ -105,7 +106,8 @@ def test_matmul_gradients_are_the_articles_rules():
     np.testing.assert_allclose(np.dot(A, b).value, a @ b, rtol=1e-14)
 
 
-def test_reductions_are_pairwise_trees():
+def test_reductions_are_pairwise_trees(monkeypatch):
+    monkeypatch.setattr(_blocks, "SMALL", 10**6)  # scalar records, whatever the size
     t = tape.Tape()
     X = t.array(np.ones(1000))
     start = len(t)
@@ -116,6 +118,15 @@ def test_reductions_are_pairwise_trees():
         rec = t.record(i)
         depth[i] = 1 + max(depth[j] for j in rec.inputs)
     assert depth.max() == math.ceil(math.log2(1000))
+
+
+def test_large_arrays_are_array_records():
+    t = tape.Tape()
+    X = t.array(np.ones(1000))
+    start = len(t)
+    total = X.sum()
+    assert len(t) - start == 2 and total.value == 1000.0  # one sum record, one elem record reading it
+    assert t.record(start).op == "array sum"
 
 
 def test_two_layer_network_gradient_shapes():

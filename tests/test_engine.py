@@ -12,6 +12,7 @@ import pytest
 
 import tape
 from tape import _storage as tape_module
+from tape.kernels.ops import OPS
 
 # -- storage ----------------------------------------------------------------------
 
@@ -75,7 +76,7 @@ def test_record_ids_are_creation_order():
     for i in range(n):
         if ops[i] != 0:
             assert ins0[i] < i
-            if tape_module.OPS[ops[i]].kind == "binary":
+            if OPS[ops[i]].kind == "binary":
                 assert ins1[i] < i
     assert d.index == n - 1
 
