@@ -20,7 +20,7 @@ import numpy as np
 from tape import _blocks
 from tape._conditions import ArrayCondition
 from tape._handles import Condition, surviving, warn_value_in_trace
-from tape._operands import as_view, common_tape, operand, operands, shape_of
+from tape._operands import as_view, common_tape, operands, shape_of
 from tape._recorders import Var
 from tape._storage import Segment, Storage
 from tape._sweep import View

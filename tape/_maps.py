@@ -182,7 +182,8 @@ class Maps(Derivatives):
         """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
         points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
         assert weights is not None
-        return self._map_reverse(points, weights, lambda p: (self(points[p]), self.vjp(points[p], weights[p]).reshape(-1)))[1]
+        return self._map_reverse(points, weights,
+                                 lambda p: (self(points[p]), self.vjp(points[p], weights[p]).reshape(-1)))[1]
 
     @one_call_at_a_time
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:

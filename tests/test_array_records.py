@@ -287,7 +287,7 @@ def test_generations_and_accumulation_on_array_leaves(arrays):
     z = X.sum()
     t.rewind(mark)
     with pytest.raises(tape.StaleHandleError):
-        z.value
+        _ = z.value
     assert np.array_equal(t.gradient((X * 3.0).sum(), X), np.full(100, 3.0))
 
 
@@ -391,7 +391,8 @@ def test_hostile_files_of_the_new_version(what, changes, match, tmp_path, arrays
 def test_a_hostile_plan_in_a_subprocess_raises_not_crashes(tmp_path, arrays):
     F = tape.trace(lambda X: (X[1:] * X[:-1]).sum(), RNG.normal(size=200))
     path = hostile(F, tmp_path, plans=_put((1, 6 + 18 + 1), 2**40))
-    code = f"import tape\ntry:\n    tape.load({str(path)!r})\nexcept tape.TapeFormatError as e:\n    print('refused', e)"
+    code = (f"import tape\ntry:\n    tape.load({str(path)!r})\n"
+            "except tape.TapeFormatError as e:\n    print('refused', e)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "refused" in result.stdout, result.stderr
 
