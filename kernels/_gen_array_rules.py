@@ -8,9 +8,31 @@ partials, first and second. Here they are written out as NumPy functions
 
 from __future__ import annotations
 
+import ast
+
 from . import ops
 
 PARTS = ("da", "db", "daa", "dab", "dbb")
+
+
+_UFUNC_OF = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
+_CALLED = {"abs": "absolute", "pow": "power", **{name: name for name in ops.MATH_NAMES if name != "pow"}}
+
+
+def forward_lines(op: ops.Op) -> list[str]:
+    """The forward rule writing into ``out``: one NumPy ufunc call where the rule is one (no temporary),
+    else the expression copied in."""
+    node = ast.parse(op.forward, mode="eval").body
+    args = None
+    if isinstance(node, ast.BinOp) and type(node.op) in _UFUNC_OF:
+        ufunc, args = _UFUNC_OF[type(node.op)], [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        ufunc, args = "negative", [node.operand]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLED:
+        ufunc, args = _CALLED[node.func.id], node.args
+    if args is not None and all(isinstance(a, ast.Name) and a.id in ("a", "b") for a in args):
+        return [f"    np.{ufunc}({', '.join(a.id for a in args)}, out=out)"]  # type: ignore[attr-defined]
+    return [f"    out[...] = {op.forward}"]
 
 
 def _literal(rule: str) -> float | None:
@@ -24,10 +46,13 @@ def generate(header: list[str]) -> str:
     lines = [
         *header,
         '"""The elementwise rules of kernels/ops.py over NumPy arrays: RULES[name] = (forward, da, db, daa,',
-        "dab, dbb); a partial is a function of (a, b, y), a float where the rule is a number, None where zero.",
+        "dab, dbb): forward(a, b, out) writes into out; a partial is a function of (a, b, y), a float where",
+        "the rule is a number, None where it is zero. a and b are arrays, or floats for 0-d constants.",
         '"""',
         "",
         "from typing import Any",
+        "",
+        "import numpy as np",
         "",
         "from .array_helpers import (  # noqa: F401",
         *[f"    {name}," for name in sorted({fn.__name__ for fn in ops.HELPERS} | set(ops.MATH_NAMES) | {"abs"})],
@@ -37,7 +62,7 @@ def generate(header: list[str]) -> str:
     for op in ops.OPS:
         if op.kind not in ("unary", "binary"):
             continue
-        lines += ["", "", f"def {op.name}__y(a, b):", f"    return {op.forward}"]
+        lines += ["", "", f"def {op.name}__y(a, b, out):", *forward_lines(op)]
         entries = [f"{op.name}__y"]
         for part in PARTS:
             rule = getattr(op, part)

@@ -2,7 +2,9 @@
 
 The scalar helpers branch per float; these say the same with ``np.where``, so an
 array record applies exactly the rule a scalar record applies (a test compares
-the two on edge values). Callers run them under ``np.errstate(all="ignore")``.
+the two on edge values). A 0-d constant operand arrives as a float, and the
+exponent helpers branch on it once instead of per element (``x ** 2``). Callers
+run them under ``np.errstate(all="ignore")``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def sigmoid(a):
 
 
 def pow_da(a, c):
+    if isinstance(c, float):  # a constant exponent (x ** 2): no mask to build
+        return 0.0 if c == 0.0 else c * a if c == 2.0 else c * np.power(a, c - 1.0)  # pow(a, 1) is a
     return np.where(c == 0.0, 0.0, c * np.power(a, c - 1.0))
 
 
@@ -57,6 +61,8 @@ def pow_dc(a, y):
 
 
 def pow_daa(a, c):
+    if isinstance(c, float):
+        return c * (c - 1.0) * np.power(a, c - 2.0) if c not in (0.0, 1.0) else 0.0
     return np.where((c == 0.0) | (c == 1.0), 0.0, c * (c - 1.0) * np.power(a, c - 2.0))
 
 

@@ -96,39 +96,41 @@ def logsumexp_forward(a: np.ndarray, axes: tuple[int, ...], out: np.ndarray) -> 
     out[...] = (np.log(np.sum(np.exp(a - top), axis=axes, keepdims=True)) + top).reshape(out.shape)
 
 
-def logsumexp_vjp(g: np.ndarray, a: np.ndarray, y: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+def logsumexp_vjp(g: np.ndarray, a: np.ndarray, y: np.ndarray, axes: tuple[int, ...], check: bool = True
+                  ) -> np.ndarray:
     kept_shape = kept(a.shape, axes)
-    return times(g.reshape(kept_shape), np.exp(a - y.reshape(kept_shape)))  # g times the softmax
+    return times(g.reshape(kept_shape), np.exp(a - y.reshape(kept_shape)), check)  # g times the softmax
 
 
-def matmul_vjp_a(g: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul_vjp_a(g: np.ndarray, b: np.ndarray, check: bool = True) -> np.ndarray:
     """A' = G Bᵀ over the last two axes (operands widened to at least 2-d)."""
-    return product(g, np.swapaxes(b, -1, -2))
+    return product(g, np.swapaxes(b, -1, -2), check)
 
 
-def matmul_vjp_b(g: np.ndarray, a: np.ndarray) -> np.ndarray:
+def matmul_vjp_b(g: np.ndarray, a: np.ndarray, check: bool = True) -> np.ndarray:
     """B' = Aᵀ G."""
-    return product(np.swapaxes(a, -1, -2), g)
+    return product(np.swapaxes(a, -1, -2), g, check)
 
 
 # --- products where a zero factor adds nothing (the structural-zero rule of every sweep) -------
 
 
-def times(g: np.ndarray, d: Any) -> np.ndarray:
+def times(g: np.ndarray, d: Any, check: bool = True) -> np.ndarray:
     """g * d, where g == 0 or d == 0 gives 0 even against inf or NaN: the plain product, redone
-    with the mask only when it holds a NaN (its sum is NaN then: one pass, no temporary)."""
-    if isinstance(d, float):
-        return g if d == 1.0 else -g if d == -1.0 else g * d
+    with the mask only when it holds a NaN (its sum is NaN then: one pass, no temporary).
+    ``check=False`` skips that pass: for a sweep that checks its result and redoes itself."""
+    if isinstance(d, float):  # a number: 0 sends nothing, 1 and -1 need no product
+        return g if d == 1.0 else -g if d == -1.0 else np.zeros_like(g) if d == 0.0 else g * d
     c = g * d
-    if math.isnan(np.sum(c)):
+    if check and math.isnan(np.sum(c)):
         c = np.where((g == 0.0) | (d == 0.0), 0.0, c)
     return c
 
 
-def product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def product(x: np.ndarray, y: np.ndarray, check: bool = True) -> np.ndarray:
     """x @ y by BLAS, redone term by term with times' mask only if it holds a NaN."""
     c = x @ y
-    if math.isnan(np.sum(c)):
+    if check and math.isnan(np.sum(c)):
         c = np.zeros_like(c)
         for j in range(x.shape[-1]):
             left, right = x[..., :, j:j + 1], y[..., j:j + 1, :]

@@ -8,7 +8,7 @@ and numbers in any mix; ``trace`` records a Python function once for replay.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
@@ -236,27 +236,23 @@ def _as_record(t: Tape, y: object) -> Var:
     return t._constant(c)
 
 
-VarFunction = Callable[[Sequence[Var]], Scalar]
+VarFunction = Callable[[Any], Scalar]
 
 
-def _point(x: ArrayLike) -> np.ndarray:
-    point = real_array(x, "the point")
-    if point.ndim != 1:
-        raise ValueError(f"expected a 1-D array of inputs, got shape {point.shape}")
-    return point
+def value_and_grad(f: VarFunction) -> Callable[[ArrayLike], tuple[float, np.ndarray]]:
+    """``value_and_grad(f)(x)`` records ``f(xs)`` on a fresh tape at the point x.
 
-
-def value_and_grad(f: VarFunction) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
-    """``value_and_grad(f)(x)`` records ``f(xs)`` on a fresh tape at the 1-D point x.
-
-    ``f`` receives a list of Vars (one leaf per element of x) and returns a
-    Var or a number; the result is (f(x), gradient as an array shaped like x).
+    As for ``trace``, ``f`` receives a VarArray shaped like x when x is a NumPy
+    array (any shape), else a list of Vars (one leaf per element of the 1-D x),
+    and returns a Var or a number; the result is (f(x), gradient shaped like x).
     """
 
-    def evaluate_with_gradient(x) -> tuple[float, np.ndarray]:
-        point = _point(x)
-        t = Tape(capacity=max(1024, 4 * len(point)))
-        xs = t.vars(point)
+    def evaluate_with_gradient(x: ArrayLike) -> tuple[float, np.ndarray]:
+        point = real_array(x, "the point")
+        if point.ndim != 1 and not isinstance(x, np.ndarray):
+            raise ValueError(f"a point given as a list must be 1-D, got shape {point.shape} (pass a NumPy array)")
+        t = Tape(capacity=max(1024, 4 * point.size) if point.size < _blocks.SMALL else 1024)
+        xs: Any = t.array(point) if isinstance(x, np.ndarray) else t.vars(point)
         y = _recording(t, f, xs)
         if type(y) is not Var:
             value = as_constant(y)
@@ -268,8 +264,8 @@ def value_and_grad(f: VarFunction) -> Callable[[np.ndarray], tuple[float, np.nda
     return evaluate_with_gradient
 
 
-def grad(f: VarFunction) -> Callable[[np.ndarray], np.ndarray]:
-    """``grad(f)(x)``: the gradient of ``f`` at the 1-D point x (see ``value_and_grad``)."""
+def grad(f: VarFunction) -> Callable[[ArrayLike], np.ndarray]:
+    """``grad(f)(x)``: the gradient of ``f`` at the point x (see ``value_and_grad``)."""
     vg = value_and_grad(f)
     return lambda x: vg(x)[1]
 

@@ -19,6 +19,23 @@ from tape._sweep import Plan, View
 from tape.kernels.array_ops import INPUT
 
 
+_SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
+SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
+
+
+def _take(size: int) -> np.ndarray:
+    """An uninitialized float64 buffer of at least ``size`` elements: a spare one if one fits."""
+    fits = [k for k, a in enumerate(_SPARE) if size <= len(a) <= 4 * size]
+    return _SPARE.pop(fits[0]) if fits else np.empty(size)
+
+
+def recycle(*arrays: np.ndarray) -> None:
+    """Keep arenas no tape uses any more for _take, within SPARE_BYTES."""
+    for a in arrays:
+        if a.nbytes >= 2**20 and a.base is None and a.nbytes + sum(b.nbytes for b in _SPARE) <= SPARE_BYTES:
+            _SPARE.append(a)
+
+
 class Arenas:
     """Plans and arenas; mixed into tape._storage.Storage, which owns the record table."""
 
@@ -46,12 +63,11 @@ class Arenas:
         """Append one array record and compute its elements (or store ``values``); return its row."""
         size = math.prod(shape)
         start = self._n_arena
-        if start + size > len(self._aval):
-            capacity = max(2 * len(self._aval), start + size, 1024)
-            for name in ("_aval", "_aadj"):
-                grown = np.empty(capacity)
-                grown[:start] = getattr(self, name)[:start]
-                setattr(self, name, grown)
+        if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
+            grown = _take(max(2 * len(self._aval), start + size, 1024))
+            grown[:start] = self._aval[:start]
+            recycle(self._aval)
+            self._aval = grown
         self._n_arena = start + size
         if places is None:
             places = np.zeros(0, np.int64)
@@ -68,6 +84,15 @@ class Arenas:
         if self._lines is not None:
             self._lines[row] = caller()
         return row
+
+    def _adjoint_arena(self) -> None:
+        """Give the adjoint arena the value arena's length (before a reverse sweep), keeping what
+        it holds: accumulated gradients of array inputs survive."""
+        if len(self._aadj) < len(self._aval):
+            grown = _take(len(self._aval))
+            grown[:len(self._aadj)] = self._aadj
+            recycle(self._aadj)
+            self._aadj = grown
 
     def _rewind_arenas(self, mark: int) -> None:
         """Drop the plans of records mark and later, and give back their regions."""
@@ -91,6 +116,12 @@ class Arenas:
         if not live:
             return np.zeros(v.shape)
         return _sweep.view(self, self._aadj, v).copy()
+
+    def __del__(self) -> None:
+        try:
+            recycle(self._aval, self._aadj)
+        except Exception:  # noqa: BLE001  a tape that never got its arenas, or interpreter shutdown
+            pass
 
     @property
     def n_arrays(self) -> int:

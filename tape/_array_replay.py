@@ -10,6 +10,8 @@ the order given.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tape import _sweep, _tangents
@@ -79,14 +81,21 @@ class ArrayReplay:
     def _outputs(self) -> np.ndarray:
         return self._collect(self._out_pieces, self._val, self._aval)
 
-    def _sweep_reverse(self, weights: np.ndarray) -> np.ndarray:
-        """The gradient for output weights, after _sweep_forward (a new generation per call)."""
+    def _sweep_reverse(self, weights: np.ndarray, check: bool = False) -> np.ndarray:
+        """The gradient for output weights, after _sweep_forward (a new generation per call).
+
+        The products go unchecked for 0 * inf (tape/_sweep.py's reverse): a NaN made so cannot vanish
+        on its way to an input except where the checked sweep sends 0 as well, so a gradient without
+        NaN is the checked sweep's, and one with a NaN is swept again, checked."""
         self._gen += 1
         gen = self._gen
         for row, start, stop in self._out_pieces:
             _sweep.seed(self, row, weights[start:stop] if self._op[row] >= ARRAY_BASE else weights[start], gen, gen)
-        _sweep.reverse(self, int(self._output_rows.max()), gen, gen)
-        return self._collect(self._in_pieces, self._adj, self._aadj, gen)
+        _sweep.reverse(self, int(self._output_rows.max()), gen, gen, check)
+        grad = self._collect(self._in_pieces, self._adj, self._aadj, gen)
+        if not check and math.isnan(np.sum(grad)):
+            return self._sweep_reverse(weights, check=True)
+        return grad
 
     def _array_tangents(self, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(scalar tangents (n + 1, 1), tangent arena) for an input direction, after _at."""

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape._api import _point, trace
+from tape._api import trace
 from tape._function import Function
+from tape._storage import real_array
 
 
 class GradcheckReport(float):
@@ -44,7 +45,7 @@ def gradcheck(f: Function | Callable[..., Any], x: ArrayLike, step: float | None
     ``directions`` random dot-product tests compare w.J u with a difference quotient along u.
     Returns the worst error, as a float that also carries the whole report (``print`` it).
     """
-    point = _point(x)
+    point = real_array(x, "the point").reshape(-1)  # F takes its inputs flat, whatever x0's shape
     # f gets what the caller passed: a VarArray for an ndarray, else a list of Vars (as trace does)
     F = f if isinstance(f, Function) else trace(f, x if isinstance(x, np.ndarray) else point.tolist(),
                                                   on_branch_change="retrace")

@@ -312,6 +312,7 @@ class Storage(Arenas):
         if not accumulate:
             self._epoch = gen
         if self._plans:
+            self._adjoint_arena()
             _sweep.seed(self, out, 1.0, gen, self._epoch)
             _sweep.reverse(self, out, gen, self._epoch)
         else:

@@ -106,6 +106,12 @@ def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
     return np.ndarray(v.shape, np.float64, arena, 8 * start, tuple(8 * k for k in v.strides))
 
 
+def operands(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
+    """The views p reads; a 0-d constant as a float (NumPy's fast paths: x ** 2.0 squares)."""
+    return [float(arena[s._plans[s._in0[v.record]].offset + v.offset]) if not v.shape and
+            s._op[v.record] == ACONSTANT else view(s, arena, v) for v in p.inputs]
+
+
 # -- forward ----------------------------------------------------------------------------
 
 
@@ -115,11 +121,11 @@ def forward_one(s: State, p: Plan) -> None:
     if kind in ("input", "constant"):
         return
     out = region(s._aval, p)
-    ins = [view(s, s._aval, v) for v in p.inputs]
+    ins = operands(s, s._aval, p)
     if kind == "unary":
-        out[...] = RULES[p.name][0](ins[0], None)
+        RULES[p.name][0](ins[0], None, out)
     elif kind == "binary":
-        out[...] = RULES[p.name][0](ins[0], ins[1])
+        RULES[p.name][0](ins[0], ins[1], out)
     elif kind == "compare":
         out[...] = COMPARE_UFUNC[p.name](ins[0], ins[1])
     elif kind == "select":
@@ -215,8 +221,8 @@ def _wants(s: State, v: View) -> bool:
     return s._op[v.record] != ACONSTANT
 
 
-def reverse_one(s: State, p: Plan, gen: int, keep: int) -> None:
-    """Send array record p's adjoint to its inputs."""
+def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> None:
+    """Send array record p's adjoint to its inputs (check: see kernels.array_ops.times)."""
     kind = ARRAY_KIND[p.code]
     if kind in NO_DERIVATIVE:
         return
@@ -230,7 +236,7 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int) -> None:
             np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.places[sent],
                       g.reshape(-1)[sent])
         return
-    ins = [view(s, s._aval, v) for v in p.inputs]
+    ins = operands(s, s._aval, p)
     y = region(s._aval, p)
     sends: list[tuple[View, Any]] = []  # (input, its contribution when computed)
     if kind in ("unary", "binary"):
@@ -239,7 +245,7 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int) -> None:
         for k, v in enumerate(p.inputs):
             d = rule[1 + k]
             if d is not None:
-                sends.append((v, lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y))))
+                sends.append((v, lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y), check)))
     elif kind == "select":
         cond = ins[0]
         sends = [(p.inputs[1], lambda: np.where(cond != 0.0, g, 0.0)),
@@ -247,10 +253,11 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int) -> None:
     elif kind == "sum":
         sends = [(p.inputs[0], lambda: sum_vjp(g, p.inputs[0].shape, p.axes))]
     elif kind == "logsumexp":
-        sends = [(p.inputs[0], lambda: logsumexp_vjp(g, ins[0], y, p.axes))]
+        sends = [(p.inputs[0], lambda: logsumexp_vjp(g, ins[0], y, p.axes, check))]
     elif kind == "matmul":
         G = g.reshape(p.wide)
-        sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1])), (p.inputs[1], lambda: matmul_vjp_b(G, ins[0]))]
+        sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1], check)),
+                 (p.inputs[1], lambda: matmul_vjp_b(G, ins[0], check))]
     for v, contribution in sends:
         if _wants(s, v):  # constants get no adjoint: their contribution is never computed
             accumulate(s, v, contribution(), gen, keep)
@@ -264,8 +271,11 @@ def _elems_back(s: State, rows: np.ndarray, gen: int, keep: int) -> None:
         np.add.at(_prepared(s, j, gen, keep).reshape(-1), s._in1[mine].astype(np.int64), s._adj[mine])
 
 
-def reverse(s: State, top: int, gen: int, keep: int) -> None:
-    """The reverse sweep in generation gen from record top down (seeds already in place)."""
+def reverse(s: State, top: int, gen: int, keep: int, check: bool = True) -> None:
+    """The reverse sweep in generation gen from record top down (seeds already in place).
+
+    check=False leaves out the NaN test of each product (kernels.array_ops.times): a caller that
+    finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking."""
     op = s._op[:top + 1]
     arrays = np.flatnonzero(IS_ARRAY[op])
     elems = np.flatnonzero(op == ELEM)
@@ -276,7 +286,7 @@ def reverse(s: State, top: int, gen: int, keep: int) -> None:
                 reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, i + 1, hi, gen, keep)
                 _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], gen, keep)
             if i >= 0 and s._stamp[i] == gen:
-                reverse_one(s, s._plans[s._in0[i]], gen, keep)
+                reverse_one(s, s._plans[s._in0[i]], gen, keep, check)
             hi = i
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tape._sweep import Plan, View, region, view
+from tape._sweep import Plan, View, operands, region, view
 from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, kept, product, times, unbroadcast
@@ -41,7 +41,7 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     if kind in ("constant", "compare", "all", "any"):
         out[...] = 0.0
         return
-    a, da = _views(s, s._aval, p), _views(s, adot, p)
+    a, da = operands(s, s._aval, p), _views(s, adot, p)
     y = region(s._aval, p)
     if kind in ("unary", "binary"):
         rule, b = RULES[p.name], (a[1] if kind == "binary" else None)
@@ -107,7 +107,7 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         np.add.at(region(aadj, source).reshape(-1), p.places, g.reshape(-1))
         np.add.at(region(aadj_dot, source).reshape(-1), p.places, gd.reshape(-1))
         return
-    a, ta = _views(s, s._aval, p), _views(s, adot, p)
+    a, ta = operands(s, s._aval, p), _views(s, adot, p)
     y = region(s._aval, p)
     sends: list[tuple[View, Any, Any]] = []  # (input, contribution, its tangent)
     if kind in ("unary", "binary"):
