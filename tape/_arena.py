@@ -18,7 +18,6 @@ from tape._debug import caller
 from tape._sweep import Plan, View
 from tape.kernels.array_ops import INPUT
 
-
 _SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
 

@@ -15,6 +15,13 @@ Workloads (SIZE is what --size sets):
   seed        the articles' 13-record expression: per-call overhead. SIZE: calls per timing (2000)
   mlp         loss of a 4-16-16-1 tanh network over a batch: one training step. SIZE: batch (64)
 
+Array workloads (one array record per op; ms per value and gradient, and the ratio
+to a hand-written NumPy value and gradient, interleaved; --compare adds PyTorch and JAX):
+  rosenbrock-array  the Rosenbrock sum on whole arrays. SIZE: variables (10^6)
+  mlp-array         784-512-10 tanh network, softmax cross-entropy. SIZE: batch (256)
+  stencil           half the squared 5-point Poisson residual on a square grid. SIZE: grid points (10^6)
+  logistic          mean logistic loss, 100 features. SIZE: samples (10^5)
+
 Phases: record (the scalar Python API, GC on), forward replay, reverse sweep, and a
 Function's value and value_and_grad; median, min and max over --repeat runs after a
 warm-up, in ns per record and records per second. Numba compile and cached-load times
@@ -38,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 import tape
+from tape.benchmarks.arrays import ARRAY_WORKLOADS, bench_array, report_array
 from tape.benchmarks.compare import bench_compare
 from tape.benchmarks.phases import bench_jacobian, bench_ours, compile_times, warm_up
 from tape.benchmarks.programs import DEFAULT_MIX, WORKLOADS
@@ -80,10 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the compile-time measurement")
     args = parser.parse_args(argv)
 
-    unknown = [w for w in args.workloads if w not in WORKLOADS]
+    known = {**WORKLOADS, **ARRAY_WORKLOADS}
+    unknown = [w for w in args.workloads if w not in known]
     if unknown:
-        parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
-    names = args.workloads or list(DEFAULT_MIX)
+        parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(known)}")
+    names = args.workloads or [*DEFAULT_MIX, "rosenbrock-array", "mlp-array"]
+    if args.sizes and any(name in ARRAY_WORKLOADS for name in names):
+        parser.error("--sizes draws scaling curves of the scalar workloads only")
     try:
         sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else None
     except argparse.ArgumentTypeError as exc:
@@ -92,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--plot draws the scaling curve of --sizes")
     memory = available_memory()
     for name in names:
-        for size in sizes or [args.size or WORKLOADS[name][0]]:
-            need = size * WORKLOADS[name][2]
+        for size in sizes or [args.size or known[name][0]]:
+            need = size * known[name][2]
             if memory and need > 0.8 * memory:
                 parser.error(f"{name} at size {size:,} needs about {need / 2**30:.1f} GiB; "
                              f"{memory / 2**30:.1f} GiB are available")
@@ -126,7 +137,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nplot written to {args.plot}")
     else:
         for name in names:
-            size = args.size or WORKLOADS[name][0]
+            size = args.size or known[name][0]
+            if name in ARRAY_WORKLOADS:
+                result = bench_array(name, size, args.repeat, args.compare, progress)
+                progress.done()
+                results["workloads"].append(result)
+                print(report_array(result))
+                continue
             result = bench_ours(name, size, args.repeat, progress)
             if args.compare:
                 result["compare"], result["notes"] = bench_compare(name, size, args.repeat, progress)
