@@ -19,7 +19,10 @@ from types import FrameType
 import numpy as np
 
 from tape.errors import BranchChanged, TapeError
+from tape.kernels.array_ops import ACONSTANT, INPUT, NAME
 from tape.kernels.ops import IS_LEAF, OPS, SYMBOL, USES_POOL
+
+_ARRAY_LEAVES = (INPUT, ACONSTANT)
 
 
 class _State(threading.local):
@@ -65,13 +68,20 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def describe(rec, lines: dict[int, str] | None, row: int) -> str:
-    op = OPS[rec.op[row]]
-    inputs = ", ".join(f"#{j} = {float(rec.val[j])!r}" for j in rec.inputs(row))
+    shown = [f"#{j} of shape {rec.shapes[j]}" if j in rec.shapes else f"#{j} = {float(rec.val[j])!r}"
+             for j in rec.inputs(row)]
+    inputs = ", ".join(shown)
     constant = rec.constant(row)
     if constant is not None:
         inputs += f", constant {constant!r}"
     where = (lines or {}).get(row, "unknown (recorded outside tape.debug_nans())")
-    return f"record #{row} ({op.name}, inputs {inputs or 'none'}) recorded at {where}"
+    return f"record #{row} ({NAME[rec.op[row]]}, inputs {inputs or 'none'}) recorded at {where}"
+
+
+def _element(region: np.ndarray) -> str:
+    """Where in an array record's region the first inf/NaN is, for the message."""
+    k = np.unravel_index(int(np.argmax(~np.isfinite(region))), region.shape)
+    return f"element {tuple(int(i) for i in k)} of "
 
 
 def check(rec, lines: dict[int, str] | None, n: int, adjoints: bool | np.ndarray = False,
@@ -79,29 +89,44 @@ def check(rec, lines: dict[int, str] | None, n: int, adjoints: bool | np.ndarray
     """Raise NonFiniteError at the first record whose value turned non-finite (forward order), then
     at the first tangent (columns of ``tangents``, forward order), then at the first adjoint
     (reverse order: the last adjoints, or the columns of an array of them, called ``what``)."""
-    _first_in_forward_order(rec, lines, rec.val[:n, None], "value")
+    _first_in_forward_order(rec, lines, rec.val[:n, None], "value", rec.array_values)
     if tangents is not None:
         _first_in_forward_order(rec, lines, tangents[:n], "tangent")
     if adjoints is False:
         return
     grads = rec.adjoints(np.arange(n)) if adjoints is True else adjoints[:n]
     grads = grads.reshape(n, -1)
-    bad = np.flatnonzero(~np.isfinite(grads).all(axis=1))
+    finite = np.isfinite(grads).all(axis=1)
+    regions = rec.array_adjoints if adjoints is True else {}
+    for row, region in regions.items():
+        finite[row] = bool(np.isfinite(region).all())
+    bad = np.flatnonzero(~finite)
     if len(bad):
         row = int(bad[-1])  # the reverse sweep reaches the highest index first
-        users = [i for i in range(row + 1, n) if row in rec.inputs(i) and np.isfinite(grads[i]).all()]
+        users = [i for i in range(row + 1, n) if row in rec.inputs(i) and finite[i]]
         source = f"; it came through {describe(rec, lines, users[0])}" if users else ""
-        value = grads[row][~np.isfinite(grads[row])][0]
-        raise NonFiniteError(f"{what} {float(value)!r} first appears at {describe(rec, lines, row)}{source}", row)
+        values = regions[row].reshape(-1) if row in regions else grads[row]
+        value = values[~np.isfinite(values)][0]
+        at = _element(regions[row]) if row in regions else ""
+        raise NonFiniteError(f"{what} {float(value)!r} first appears at {at}{describe(rec, lines, row)}{source}",
+                             row)
 
 
-def _first_in_forward_order(rec, lines: dict[int, str] | None, columns: np.ndarray, what: str) -> None:
-    """The first non-leaf record whose entry turned non-finite although its inputs' are finite."""
+def _first_in_forward_order(rec, lines: dict[int, str] | None, columns: np.ndarray, what: str,
+                            regions: dict[int, np.ndarray] | None = None) -> None:
+    """The first non-leaf record whose entry turned non-finite although its inputs' are finite
+    (an array record's entry: its region, given in ``regions``)."""
     finite = np.isfinite(columns).all(axis=1)
+    for row, region in (regions or {}).items():
+        finite[row] = bool(np.isfinite(region).all())
     for row in np.flatnonzero(~finite).tolist():
-        if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]]:
-            value = columns[row][~np.isfinite(columns[row])][0]
-            raise NonFiniteError(f"{what} {float(value)!r} first appears at {describe(rec, lines, row)}", row)
+        if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]] and rec.op[row] not in _ARRAY_LEAVES:
+            if regions and row in regions:
+                value = regions[row][~np.isfinite(regions[row])][0]
+                at = _element(regions[row])
+            else:
+                value, at = columns[row][~np.isfinite(columns[row])][0], ""
+            raise NonFiniteError(f"{what} {float(value)!r} first appears at {at}{describe(rec, lines, row)}", row)
 
 
 def branch_changed(op, in0, in1, consts, row: int, expected: bool, where: str, extra: str = "") -> BranchChanged:

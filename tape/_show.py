@@ -34,6 +34,9 @@ class Records:
     # array records and elem records: the records each reads, and each array record's shape
     arrays: dict[int, list[int]] = field(default_factory=dict)
     shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # array records' values and adjoints (views of the arenas), for tape.debug_nans()
+    array_values: dict[int, np.ndarray] = field(default_factory=dict)
+    array_adjoints: dict[int, np.ndarray] = field(default_factory=dict)
 
     def inputs(self, i: int) -> list[int]:
         if i in self.arrays:

@@ -299,10 +299,14 @@ def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
         scalar_accumulate(s, np.array([row]), np.array([float(weights)]), gen, keep)
 
 
-def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]]]:
-    """For pictures: the records each array or elem record reads, and each array record's shape."""
+def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]], dict, dict]:
+    """For pictures and checks: the records each array or elem record reads, each array record's
+    shape, its values and its adjoints (as of the last pass; views of the arenas)."""
     reads = {p.row: list(dict.fromkeys([v.record for v in p.inputs] + (
         p.places.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}
     for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
         reads[e] = [int(s._in0[e])]
-    return reads, {p.row: p.shape for p in s._plans if p.row < n}
+    plans = [p for p in s._plans if p.row < n]
+    reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0) and len(s._aadj) >= p.offset + p.size]
+    return (reads, {p.row: p.shape for p in plans}, {p.row: region(s._aval, p) for p in plans},
+            {p.row: region(s._aadj, p) for p in reached})

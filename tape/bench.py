@@ -41,11 +41,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import tape
-from tape.benchmarks.arrays import ARRAY_WORKLOADS, bench_array, report_array
+from tape.benchmarks.arrays import ARRAY_WORKLOADS, DEFAULT_ARRAYS, bench_array, report_array
 from tape.benchmarks.compare import bench_compare
 from tape.benchmarks.phases import bench_jacobian, bench_ours, compile_times, warm_up
 from tape.benchmarks.programs import DEFAULT_MIX, WORKLOADS
@@ -88,17 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the compile-time measurement")
     args = parser.parse_args(argv)
 
-    known = {**WORKLOADS, **ARRAY_WORKLOADS}
+    known: dict[str, tuple[Any, ...]] = {**WORKLOADS, **ARRAY_WORKLOADS}
     unknown = [w for w in args.workloads if w not in known]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(known)}")
-    names = args.workloads or [*DEFAULT_MIX, "rosenbrock-array", "mlp-array"]
-    if args.sizes and any(name in ARRAY_WORKLOADS for name in names):
-        parser.error("--sizes draws scaling curves of the scalar workloads only")
     try:
         sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else None
     except argparse.ArgumentTypeError as exc:
         parser.error(f"--sizes: {exc}")
+    names = args.workloads or [*DEFAULT_MIX, *([] if sizes else DEFAULT_ARRAYS)]
+    if sizes and any(name in ARRAY_WORKLOADS for name in names):
+        parser.error("--sizes draws scaling curves of the scalar workloads only")
     if args.plot and not sizes:
         parser.error("--plot draws the scaling curve of --sizes")
     memory = available_memory()

@@ -405,3 +405,17 @@ def test_memory_per_array_record():
         X = X * 1.5
     assert (t.nbytes - before) / (10 * 10**5) <= 16 * 2.1  # value + adjoint per element, arenas double
     assert math.isfinite(X.sum().value)
+
+
+def test_debug_nans_names_the_array_record_the_element_and_the_line(arrays):
+    x = np.linspace(-1.0, 1.0, 100)
+    with tape.debug_nans():
+        t = tape.Tape()
+        X = t.array(x)
+        y = tape.log(X * 1.0).sum()  # this line
+        with pytest.raises(tape.NonFiniteError, match=r"element \(0,\) of record #3 \(array log.*test_array_rec"):
+            t.backward(y)
+    F = tape.trace(lambda X: tape.sqrt(X).sum(), np.abs(x) + 1.0)
+    F.check_finite = True
+    with pytest.raises(tape.NonFiniteError, match=r"element \(0,\) of record #1 \(array sqrt"):
+        F(x)

@@ -8,17 +8,21 @@ import pytest
 
 import tape
 from tape import bench
-from tape.benchmarks import baseline, c_reference, engines, programs
+from tape.benchmarks import arrays, baseline, c_reference, engines, programs
 
 
 def test_small_run_of_every_workload(tmp_path, capsys):
     out = tmp_path / "result.json"
     assert bench.main(["--size", "300", "--repeat", "2", "--no-compile", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    for name in programs.DEFAULT_MIX:
+    mix = [*programs.DEFAULT_MIX, *arrays.DEFAULT_ARRAYS]
+    for name in mix:
         assert f"\n{name} (size 300" in printed
     result = json.loads(out.read_text())
-    assert [w["workload"] for w in result["workloads"]] == list(programs.DEFAULT_MIX)
+    assert [w["workload"] for w in result["workloads"]] == mix
+    for w in result["workloads"][len(programs.DEFAULT_MIX):]:  # array workloads: checked against hand NumPy
+        assert w["gradient_error"] < 1e-12 and w["value_error"] < 1e-12
+        assert set(w["median_s"]) >= {"hand-written NumPy", "tape: replayed F.value_and_grad"}
     rdag = result["workloads"][0]
     assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
     assert set(rdag["phases"]) == {"record", "record + gradient", "forward replay", "reverse sweep",

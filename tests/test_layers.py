@@ -38,7 +38,7 @@ LAYERS = [
     ["tape"],
     ["tape.__main__", "tape._docs", "tape.benchmarks", "tape.benchmarks.programs", "tape.benchmarks.baseline",
      "tape.benchmarks.timing"],
-    ["tape.benchmarks.engines", "tape.benchmarks.c_reference", "tape.benchmarks.report"],
+    ["tape.benchmarks.engines", "tape.benchmarks.c_reference", "tape.benchmarks.report", "tape.benchmarks.arrays"],
     ["tape.benchmarks.phases", "tape.benchmarks.compare"],
     ["tape.bench"],
 ]

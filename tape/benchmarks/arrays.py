@@ -113,6 +113,7 @@ def logistic(samples: int) -> dict:
     return {"x": w0, "f": f, "hand": hand, "torch": torch_f, "jax": jax_f}
 
 
+DEFAULT_ARRAYS = ("rosenbrock-array", "mlp-array")  # in tape-bench's default mix
 ARRAY_WORKLOADS = {  # name: (default size, unit of size, bytes per unit while recording, builder)
     "rosenbrock-array": (1_000_000, "variables", 400, rosenbrock),
     "mlp-array": (256, "batch", 60_000, mlp),
