@@ -38,10 +38,10 @@ def mlp(batch: int) -> dict:
     def unpack(th: Any) -> list:
         return [th[cuts[k]:cuts[k + 1]].reshape(sizes[k]) for k in range(4)]
 
-    def f(th: Any, lse: Callable = tape.logsumexp, tanh: Callable = tape.tanh) -> Any:
+    def f(th: Any, lse: Callable = tape.logsumexp, tanh: Callable = tape.tanh, data: tuple = (X, onehot)) -> Any:
         W1, b1, W2, b2 = unpack(th)
-        logits = tanh(X @ W1 + b1) @ W2 + b2
-        return (lse(logits, axis=1) - (logits * onehot).sum(axis=1)).mean()
+        logits = tanh(data[0] @ W1 + b1) @ W2 + b2
+        return (lse(logits, axis=1) - (logits * data[1]).sum(axis=1)).mean()
 
     def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
         W1, b1, W2, b2 = unpack(th)
@@ -56,11 +56,12 @@ def mlp(batch: int) -> dict:
 
     def torch_f(th: Any) -> Any:
         import torch
-        return f(th, lambda z, axis: torch.logsumexp(z, dim=axis), torch.tanh)
+        data = (torch.as_tensor(X), torch.as_tensor(onehot))
+        return f(th, lambda z, axis: torch.logsumexp(z, dim=axis), torch.tanh, data)
 
     def jax_f(th: Any) -> Any:
         import jax
-        return f(th, lambda z, axis: jax.scipy.special.logsumexp(z, axis=axis), jax.numpy.tanh)
+        return f(th, lambda z, axis: jax.scipy.special.logsumexp(z, axis=axis), jax.numpy.tanh, (X, onehot))
 
     return {"x": theta, "f": f, "hand": hand, "torch": torch_f, "jax": jax_f}
 
@@ -94,8 +95,8 @@ def logistic(samples: int) -> dict:
     y = np.where(rng.random(samples) < 0.5, -1.0, 1.0)
     w0 = rng.normal(size=100)
 
-    def f(w: Any, exp: Callable = tape.exp, log: Callable = tape.log) -> Any:
-        return log(1.0 + exp(-y * (X @ w))).mean()
+    def f(w: Any, exp: Callable = tape.exp, log: Callable = tape.log, data: tuple = (X, y)) -> Any:
+        return log(1.0 + exp(-data[1] * (data[0] @ w))).mean()
 
     def hand(w: np.ndarray) -> tuple[float, np.ndarray]:
         m = y * (X @ w)
@@ -104,7 +105,7 @@ def logistic(samples: int) -> dict:
 
     def torch_f(w: Any) -> Any:
         import torch
-        return f(w, torch.exp, torch.log)
+        return f(w, torch.exp, torch.log, (torch.as_tensor(X), torch.as_tensor(y)))
 
     def jax_f(w: Any) -> Any:
         import jax
