@@ -3,7 +3,8 @@
     python -m kernels.codegen          # rewrite them
     python -m kernels.codegen --check  # exit 1 if one is stale (a test runs this)
 
-``kernels/_sweeps.py`` (the Numba sweeps: kernels/_gen_sweeps.py, _gen_derivatives.py, _gen_maps.py) and
+``kernels/_sweeps.py`` (the Numba sweeps: kernels/_gen_sweeps.py, _gen_derivatives.py, _gen_maps.py,
+_gen_fused.py) and
 ``tape/_recorders.py`` (the Python recorders: kernels/_gen_recorders.py) and
 ``kernels/_array_rules.py`` (the elementwise rules over NumPy arrays: kernels/_gen_array_rules.py). Each generated
 file names its source hash and says not to edit it in its first lines.
@@ -16,14 +17,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _gen_array_rules, _gen_derivatives, _gen_maps, _gen_recorders, _gen_sweeps
+from . import _gen_array_rules, _gen_derivatives, _gen_fused, _gen_maps, _gen_recorders, _gen_sweeps
 
 HERE = Path(__file__).resolve().parent
 SWEEPS = HERE / "_sweeps.py"
 ARRAY_RULES = HERE / "_array_rules.py"
 RECORDERS = HERE.parent / "tape" / "_recorders.py"
 GENERATORS = ("ops.py", "codegen.py", "_gen_sweeps.py", "_gen_derivatives.py", "_gen_maps.py", "_gen_recorders.py",
-              "_gen_array_rules.py")
+              "_gen_array_rules.py", "_gen_fused.py")
 
 
 def header(generator: str) -> list[str]:
@@ -39,7 +40,8 @@ def header(generator: str) -> list[str]:
 def targets() -> dict[Path, Callable[[], str]]:
     return {
         SWEEPS: lambda: _gen_sweeps.generate(header("_gen_sweeps.py"),
-                                             _gen_derivatives.kernels() + _gen_maps.kernels()),
+                                             _gen_derivatives.kernels() + _gen_maps.kernels()
+                                             + _gen_fused.kernels()),
         RECORDERS: lambda: _gen_recorders.generate(header("_gen_recorders.py")),
         ARRAY_RULES: lambda: _gen_array_rules.generate(header("_gen_array_rules.py")),
     }

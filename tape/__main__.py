@@ -30,6 +30,8 @@ def warmup() -> None:
     F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
     H = tape.trace(lambda v: (tape.sin(v) * v[0]).sum(), np.linspace(0.0, 1.0, 64))  # array records
     H.value_and_grad(np.ones(64)), H.hvp(np.ones(64), np.ones(64))
+    R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
+    R.value_and_grad(np.ones(5000))
 
 
 def main(argv: list[str] | None = None) -> int:

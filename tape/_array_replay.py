@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from tape import _sweep, _tangents
+from tape import _fusion, _sweep, _tangents
 from tape.kernels.ops import ARRAY_BASE
 
 
@@ -51,10 +51,12 @@ class ArrayReplay:
             else:
                 self._val[row] = numbers[start]
 
-    def _sweep_forward(self, point: np.ndarray) -> int:
-        """Set the inputs, recompute every record; the first failed check, or -1."""
+    def _sweep_forward(self, point: np.ndarray, fused: bool = True) -> int:
+        """Set the inputs, recompute every record (fused runs leave the values of members nothing
+        else reads unwritten: ``fused=False`` for the derivatives that read them); the first failed
+        check, or -1."""
         self._place(self._in_pieces, point)
-        _sweep.forward(self, 0, len(self._op))
+        _sweep.forward(self, 0, len(self._op), self._runs_first if fused and not self._checking else None)  # type: ignore[attr-defined]
         if len(self._check_rows):
             failed = np.flatnonzero((self._val[self._check_rows] != 0.0) != self._check_expected)
             if len(failed):
@@ -91,7 +93,8 @@ class ArrayReplay:
         gen = self._gen
         for row, start, stop in self._out_pieces:
             _sweep.seed(self, row, weights[start:stop] if self._op[row] >= ARRAY_BASE else weights[start], gen, gen)
-        _sweep.reverse(self, int(self._output_rows.max()), gen, gen, check)
+        _sweep.reverse(self, int(self._output_rows.max()), gen, gen, check,
+                       None if self._checking else self._runs_last)  # type: ignore[attr-defined]
         grad = self._collect(self._in_pieces, self._adj, self._aadj, gen)
         if not check and math.isnan(np.sum(grad)):
             return self._sweep_reverse(weights, check=True)
@@ -120,3 +123,6 @@ class ArrayReplay:
         self._n_in = self._in_pieces[-1][2] if self._in_pieces else 0
         self._n_par = self._param_pieces[-1][2] if self._param_pieces else 0
         self._n_out = self._out_pieces[-1][2] if self._out_pieces else 0
+        runs = _fusion.find(self, set(self._output_rows.tolist())) if plans else []
+        self._runs_first = {run.rows[0]: run for run in runs}
+        self._runs_last = {run.rows[-1]: run for run in runs}

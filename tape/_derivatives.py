@@ -53,7 +53,7 @@ class Derivatives(Replay):
     def _at_arrays(self, point: np.ndarray, second: bool) -> None:
         """_at for a Function with array records: the array sweep for values, then the scalar
         records' partials (a scalar kernel recomputes their values, the same numbers)."""
-        failed = self._sweep_forward(point)
+        failed = self._sweep_forward(point, fused=False)
         if failed >= 0 and self._branch_changed(failed, point):
             self._again(self._at, point, second)
             return

@@ -156,19 +156,24 @@ def _set_elems(s: State, rows: np.ndarray, offsets: np.ndarray) -> None:
         s._val[rows] = s._aval[offsets[s._in0[s._in0[rows]]] + s._in1[rows]]
 
 
-def forward(s: State, start: int, stop: int) -> None:
-    """Recompute records [start, stop): Numba over each scalar stretch, NumPy per array record."""
+def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None) -> None:
+    """Recompute records [start, stop): Numba over each scalar stretch, NumPy per array record,
+    and fused runs (tape/_fusion.py; ``runs`` by first row) in one Numba pass each."""
     op = s._op[start:stop]
     arrays = np.flatnonzero(IS_ARRAY[op]) + start
     elems = np.flatnonzero(op == ELEM) + start
     offsets = _offsets(s)
     lo = start
+    done = -1  # the last row of the fused run in progress
     with np.errstate(all="ignore"):
         for i in [*arrays.tolist(), stop]:
             if lo < i:
                 _set_elems(s, elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)], offsets)
                 forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, i)
-            if i < stop:
+            if runs and i in runs:
+                runs[i].forward(s)
+                done = runs[i].rows[-1]
+            elif i < stop and i > done:
                 forward_one(s, s._plans[s._in0[i]])
             lo = i + 1
 
@@ -271,21 +276,26 @@ def _elems_back(s: State, rows: np.ndarray, gen: int, keep: int) -> None:
         np.add.at(_prepared(s, j, gen, keep).reshape(-1), s._in1[mine].astype(np.int64), s._adj[mine])
 
 
-def reverse(s: State, top: int, gen: int, keep: int, check: bool = True) -> None:
+def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> None:
     """The reverse sweep in generation gen from record top down (seeds already in place).
 
     check=False leaves out the NaN test of each product (kernels.array_ops.times): a caller that
-    finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking."""
+    finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
+    ``runs``: fused runs by last row (tape/_fusion.py)."""
     op = s._op[:top + 1]
     arrays = np.flatnonzero(IS_ARRAY[op])
     elems = np.flatnonzero(op == ELEM)
     hi = top + 1
+    done = top + 1  # the first row of the fused run in progress
     with np.errstate(all="ignore"):
         for i in [*arrays[::-1].tolist(), -1]:
             if i + 1 < hi:
                 reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, i + 1, hi, gen, keep)
                 _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], gen, keep)
-            if i >= 0 and s._stamp[i] == gen:
+            if runs and i in runs:
+                runs[i].reverse(s, gen, keep)
+                done = runs[i].rows[0]
+            elif 0 <= i < done and s._stamp[i] == gen:
                 reverse_one(s, s._plans[s._in0[i]], gen, keep, check)
             hi = i
 

@@ -419,3 +419,59 @@ def test_debug_nans_names_the_array_record_the_element_and_the_line(arrays):
     F.check_finite = True
     with pytest.raises(tape.NonFiniteError, match=r"element \(0,\) of record #1 \(array sqrt"):
         F(x)
+
+
+def _without_runs(F):
+    """The same Function with its fused runs switched off: every record by NumPy."""
+    F._runs_first, F._runs_last = {}, {}
+    return F
+
+
+@pytest.mark.parametrize("program", ["rosenbrock", "stencil", "live members", "mixed"])
+def test_fused_runs_give_the_unfused_numbers(program):
+    from tape import _fusion
+
+    rng = np.random.default_rng(5)
+    if program == "rosenbrock":
+        x = rng.uniform(-1.0, 1.0, 3 * _fusion.FLOOR + 7)
+
+        def f(X):
+            return (100.0 * (X[1:] - X[:-1] ** 2) ** 2 + (1.0 - X[:-1]) ** 2).sum()
+    elif program == "stencil":
+        x = rng.normal(size=(90, 70))
+
+        def f(X):
+            r = 4.0 * X[1:-1, 1:-1] - X[2:, 1:-1] - X[:-2, 1:-1] - X[1:-1, 2:] - X[1:-1, :-2] - 1.0
+            return 0.5 * (r * r).sum()
+    elif program == "live members":  # members read after the run: written, and their adjoints come back
+        x = rng.uniform(0.5, 2.0, 5000)
+
+        def f(X):
+            a = X * X - X / 3.0
+            b = tape.maximum(a, 0.7) * X
+            return tape.exp(a).sum() + (b * b).sum() + b[17] * a[3]
+    else:  # a transcendental between arithmetic: two runs around one NumPy record
+        x = rng.uniform(0.1, 2.0, 5000)
+
+        def f(X):
+            u = tape.sqrt(X * 2.0 + 1.0) - X
+            return (tape.tanh(u) * u + abs(u)).sum()
+
+    F = tape.trace(f, x)
+    assert F._runs_first, "a run was found"
+    G = _without_runs(tape.trace(f, x))
+    v1, g1 = F.value_and_grad(x)
+    v2, g2 = G.value_and_grad(x)
+    assert v1 == pytest.approx(v2, rel=1e-13)  # the run's sum adds in blocks: the last bits may differ
+    np.testing.assert_allclose(g1, g2, rtol=1e-13, atol=1e-13)
+    assert F(x) == pytest.approx(v2, rel=1e-13)
+    np.testing.assert_allclose(F.hvp(x, np.ones_like(x)), G.hvp(x, np.ones_like(x)), rtol=1e-12, atol=1e-12)
+
+
+def test_fused_runs_keep_the_structural_zero_rule():
+    """sqrt'(0) = inf, times an adjoint of 0, adds nothing in the fused kernel either."""
+    x = np.zeros(5000)
+    x[::2] = 4.0
+    F = tape.trace(lambda X: (tape.sqrt(X) * 0.0 + X * 2.0).sum(), x)
+    assert F._runs_first
+    assert np.all(F.gradient(x) == 2.0)

@@ -17,10 +17,10 @@ LAYERS = [
     ["tape._source", "tape.kernels", "tape.kernels.ops", "tape.kernels._numba", "tape.kernels.array_helpers"],
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph", "tape.kernels._array_rules"],
     ["tape.kernels._gen_maps", "tape.kernels._gen_recorders", "tape.kernels._gen_derivatives",
-     "tape.kernels._gen_array_rules", "tape.kernels.array_ops"],  # array_ops: the array op table
+     "tape.kernels._gen_array_rules", "tape.kernels.array_ops", "tape.kernels._gen_fused"],  # the array op table
     ["tape.kernels.codegen", "tape.errors"],
     ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
-    ["tape._arena", "tape._tangents", "tape._plans"],
+    ["tape._arena", "tape._tangents", "tape._plans", "tape._fusion"],
     ["tape._storage"],  # the records, by index: knows nothing of what records into it
     ["tape._handles", "tape._blocks"],  # _blocks: recording array records
     ["tape._recorders"],  # Var and the recording functions (generated)

@@ -1,0 +1,169 @@
+"""Fusion: a Function's runs of elementwise array records become one pass each (kernels' fused_*).
+
+NumPy runs one op at a time over whole arrays, so a chain of k elementwise
+records reads and writes memory k times. A run is found once, when a Function
+is made: consecutive elementwise records of one shape (1-d or 2-d), whose ops
+are cheap in Numba (transcendentals stay with NumPy's SIMD loops, 8-40x faster
+than the C library's), each reading earlier members whole, views of other
+records of exactly that shape, or 0-d constants; a full sum right after the
+last member joins the run. Only members read outside the run are written.
+Measured: it pays above about FLOOR elements; below that the run stays in NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tape import _sweep
+from tape._sweep import Plan, View, whole
+from tape.kernels._gen_fused import FUSIBLE
+from tape.kernels._sweeps import fused_forward, fused_reverse
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
+from tape.kernels.ops import ELEM, IS_ARRAY, OPCODE
+
+FLOOR = 4096  # elements per member below which a run is left to NumPy
+
+
+class Run(NamedTuple):
+    """One fused run; tape/_sweep.py calls forward at its first row and reverse at its last."""
+
+    rows: tuple[int, ...]  # the members' records, then the sum's if one joined
+    program: tuple[np.ndarray, ...]  # code, ka, ia, kb, ib, imm, ext
+    live: np.ndarray  # region offset of members read outside the run, else -1
+    inputs: tuple[int, ...]  # records the run reads (views of), whose adjoints it adds to
+    rows_cols: tuple[int, int]  # n0 rows of n1 elements
+    total: int  # the sum record's row, or -1
+
+    def forward(self, s: Any) -> None:
+        """Compute the run: its live members' regions and its sum record."""
+        code, ka, ia, kb, ib, imm, ext = self.program
+        value = fused_forward(code, ka, ia, kb, ib, imm, ext, self.live, self.rows_cols[0], self.rows_cols[1], s._aval)
+        if self.total >= 0:
+            s._aval[s._plans[s._in0[self.total]].offset] = value
+
+    def reverse(self, s: Any, gen: int, keep: int) -> None:
+        """Send the run's adjoints to its inputs, if this pass reached it."""
+        top = self.rows[-1]
+        members = self.rows[:len(self.live)]
+        adj_in = np.array([s._plans[s._in0[r]].offset if s._stamp[r] == gen else -1 for r in members], np.int64)
+        adj_in[self.live < 0] = -1
+        seed = float(s._aadj[s._plans[s._in0[top]].offset]) if self.total >= 0 and s._stamp[top] == gen else 0.0
+        if seed == 0.0 and np.all(adj_in < 0):
+            return
+        for j in self.inputs:
+            _sweep._prepared(s, j, gen, keep)
+        code, ka, ia, kb, ib, imm, ext = self.program
+        fused_reverse(code, ka, ia, kb, ib, imm, ext, adj_in, seed, self.rows_cols[0], self.rows_cols[1], s._aval,
+                      s._aadj)
+
+
+def _readers(s: Any) -> dict[int, set[int]]:
+    """record -> the records that read it (array plans, elem records, scalar inputs)."""
+    readers: dict[int, set[int]] = {}
+    for p in s._plans:
+        for v in p.inputs:
+            readers.setdefault(v.record, set()).add(p.row)
+    for e in np.flatnonzero(s._op == ELEM).tolist():
+        readers.setdefault(int(s._in0[e]), set()).add(e)
+    return readers
+
+
+def _as_rows(v: View, shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(row stride, element stride) of a view of the run's shape, if its elements are rows."""
+    if v.shape != shape:
+        return None
+    if len(shape) == 1:
+        return (0, v.strides[0])
+    return (v.strides[0], v.strides[1])
+
+
+def find(s: Any, outputs: set[int]) -> list[Run]:
+    """The runs of a Function's array records worth fusing."""
+    readers = _readers(s)
+    runs: list[Run] = []
+    members: list[Plan] = []
+    arrays = [s._plans[s._in0[i]] for i in np.flatnonzero(IS_ARRAY[s._op]).tolist()]
+    k = 0
+    while k < len(arrays):
+        p = arrays[k]
+        if _fits(p, members) and _next_to(s, members, p):
+            members.append(p)
+            k += 1
+            continue
+        if ARRAY_KIND[p.code] == "constant" and not p.shape and members:
+            k += 1  # a 0-d constant between members: an immediate, read where it is used
+            continue
+        if members:
+            total = p if _sums(p, members[-1]) and _next_to(s, members, p) else None
+            runs += _run(s, members, total, readers, outputs)
+            members = []
+            if total is not None:
+                k += 1
+                continue
+        if not _fits(p, []):
+            k += 1
+    if members:
+        runs += _run(s, members, None, readers, outputs)
+    return runs
+
+
+def _fits(p: Plan, members: list[Plan]) -> bool:
+    """Whether p can join (or start) the run of members."""
+    if ARRAY_KIND[p.code] not in ("unary", "binary") or p.name not in FUSIBLE:
+        return False
+    if len(p.shape) not in (1, 2) or math.prod(p.shape) < FLOOR:
+        return False
+    if members and p.shape != members[0].shape:
+        return False
+    return True
+
+
+def _next_to(s: Any, members: list[Plan], p: Plan) -> bool:
+    """Whether only 0-d constants lie between the run's last record and p (no scalar record
+    between members: its adjoints would reach a member after the run's reverse)."""
+    if not members:
+        return True
+    between = range(members[-1].row + 1, p.row)
+    return all(s._op[r] == ACONSTANT and not s._plans[s._in0[r]].shape for r in between)
+
+
+def _sums(p: Plan, last: Plan) -> bool:
+    return ARRAY_KIND[p.code] == "sum" and p.inputs[0] == whole(last.row, last) and not p.shape
+
+
+def _run(s: Any, members: list[Plan], total: Plan | None, readers: dict[int, set[int]], outputs: set[int]) -> list[Run]:
+    if len(members) < 2:
+        return []
+    shape = members[0].shape
+    slot = {p.row: k for k, p in enumerate(members)}
+    rows = set(slot) | ({total.row} if total else set())
+    code, ka, ia, kb, ib = (np.zeros(len(members), np.int64) for _ in range(5))
+    imm: list[float] = []
+    ext: list[tuple[int, int, int]] = []
+    inputs: list[int] = []
+    for k, p in enumerate(members):
+        code[k] = OPCODE[p.name]
+        for j, v in enumerate(p.inputs):
+            kinds, index = (ka, ia) if j == 0 else (kb, ib)
+            if v.record in slot and v == whole(v.record, members[slot[v.record]]):
+                kinds[k], index[k] = 0, slot[v.record]
+            elif s._op[v.record] == ACONSTANT and not v.shape:
+                kinds[k], index[k] = 2, len(imm)
+                imm.append(float(s._aval[s._plans[s._in0[v.record]].offset + v.offset]))
+            else:
+                strides = _as_rows(v, shape)
+                if strides is None or v.record in slot:
+                    return []  # broadcasting or a view of a member: not a run this kernel takes
+                kinds[k], index[k] = 1, len(ext)
+                ext.append((s._plans[s._in0[v.record]].offset + v.offset, *strides))
+                if s._op[v.record] != ACONSTANT:
+                    inputs.append(v.record)
+    live = np.array([p.offset if (readers.get(p.row, set()) - rows) or p.row in outputs else -1 for p in members],
+                    np.int64)
+    n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
+    program = (code, ka, ia, kb, ib, np.array(imm + [0.0]), np.array(ext or [(0, 0, 0)], np.int64))
+    return [Run(tuple(p.row for p in members) + ((total.row,) if total else ()), program, live,
+                tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1)]
