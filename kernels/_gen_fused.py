@@ -20,7 +20,7 @@ from . import ops
 from ._gen_sweeps import JIT
 
 BLOCK = 512
-FUSIBLE = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "relu", "sqrt")
+FUSIBLE = ("add", "sub", "mul", "div", "pow", "neg", "sqrt")
 # x ** 2 with the 2 a number: the same values as pow(a, 2.0) (an exact square, correctly rounded) and
 # pow_da(a, 2.0) = 2 pow(a, 1.0) = 2a, without a call per element (which keeps the loop from vectorizing)
 SQUARE = {"forward": "a * a", "da": "2.0 * a"}

@@ -112,13 +112,16 @@ t.backward(y)
 F = t.function([x], y)
 F([0.3]); F.value_and_grad([0.3])
 tape.log(0.0)
+G = tape.trace(lambda v: (tape.tanh(v) * v[0] + (v - 1.0) * v).sum(), numpy.linspace(0.0, 1.0, 5000))
+G.value_and_grad(numpy.ones(5000))  # array records, a fused run
 print(imported - start, time.perf_counter() - imported)
 """
 
 
 def compile_times() -> dict[str, float]:
-    """Seconds to import tape and run every kernel once in a fresh process, after importing
-    NumPy and Numba: with an empty Numba cache (compile), then with it filled."""
+    """Seconds to import tape and take a first gradient of a scalar tape, a Function and an array
+    program (with a fused run) in a fresh process, after importing NumPy and Numba: with an empty
+    Numba cache (compile), then with it filled."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         runs = [subprocess.run([sys.executable, "-c", COMPILE_PROBE], env=env, check=True,
