@@ -117,7 +117,9 @@ def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
     B0 = np.zeros({BLOCK})
     A = A0
     B = B0
-    total = 0.0
+    pending = np.zeros(64)  # pending[j]: the sum of 2**j blocks, where bit j of count is set
+    parts = np.zeros(8)
+    count = 0
     for r in range(n0):
         for start in range(0, n1, {BLOCK}):
             w = min({BLOCK}, n1 - start)
@@ -131,10 +133,23 @@ def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
                 if live[k] >= 0:
                     out = live[k] + r * n1 + start
 {chr(10).join(_loop(ind + "    ", ["aval[np.uint64(out + e)] = Sk[u]"]))}
+            # the sum: eight interleaved partial sums per block, blocks added pairwise (a binary
+            # counter of partial sums, as NumPy's pairwise sum): error O(log n), deterministic
             last = S[m - 1]
-            block = 0.0
-{chr(10).join(_loop(" " * 12, ["block += last[u]"]))}
-            total += block
+            parts[:] = 0.0
+            for e in range(w):
+                parts[np.uint64(e % 8)] += last[np.uint64(e)]
+            block = ((parts[0] + parts[1]) + (parts[2] + parts[3])) + ((parts[4] + parts[5]) + (parts[6] + parts[7]))
+            level = 0
+            count += 1
+            while count >> level & 1 == 0:
+                block += pending[level]
+                level += 1
+            pending[level] = block
+    total = 0.0
+    for level in range(64):
+        if count >> level & 1:
+            total += pending[level]
     return total
 
 
