@@ -252,6 +252,8 @@ def value_and_grad(f: VarFunction) -> Callable[[ArrayLike], tuple[float, np.ndar
         if point.ndim != 1 and not isinstance(x, np.ndarray):
             raise ValueError(f"a point given as a list must be 1-D, got shape {point.shape} (pass a NumPy array)")
         t = Tape(capacity=max(1024, 4 * point.size) if point.size < _blocks.SMALL else 1024)
+        if point.size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
+            t._reserve(16 * point.size)
         xs: Any = t.array(point) if isinstance(x, np.ndarray) else t.vars(point)
         y = _recording(t, f, xs)
         if type(y) is not Var:
@@ -259,6 +261,9 @@ def value_and_grad(f: VarFunction) -> Callable[[ArrayLike], tuple[float, np.ndar
             if value is None:
                 raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
             return value, np.zeros_like(point)
+        if isinstance(xs, VarArray) and xs._view is not None:  # the tape is ours: only xs's gradient is read
+            t._reverse(t._resolve(y), accumulate=False, fused=True)
+            return y.value, xs.grad
         return y.value, np.asarray(t.gradient(y, xs))
 
     return evaluate_with_gradient

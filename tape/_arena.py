@@ -84,6 +84,14 @@ class Arenas:
             self._lines[row] = caller()
         return row
 
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` elements before the value arena has to grow (a hint: growing copies)."""
+        if size > len(self._aval):
+            grown = _take(size)
+            grown[:self._n_arena] = self._aval[:self._n_arena]
+            recycle(self._aval)
+            self._aval = grown
+
     def _adjoint_arena(self) -> None:
         """Give the adjoint arena the value arena's length (before a reverse sweep), keeping what
         it holds: accumulated gradients of array inputs survive."""

@@ -22,7 +22,7 @@ from tape._sweep import Plan, View, whole
 from tape.kernels._gen_fused import FUSIBLE
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
-from tape.kernels.ops import ELEM, IS_ARRAY, OPCODE
+from tape.kernels.ops import ELEM, OPCODE
 
 FLOOR = 4096  # elements per member below which a run is left to NumPy
 
@@ -66,7 +66,8 @@ def _readers(s: Any) -> dict[int, set[int]]:
     for p in s._plans:
         for v in p.inputs:
             readers.setdefault(v.record, set()).add(p.row)
-    for e in np.flatnonzero(s._op == ELEM).tolist():
+    n = getattr(s, "_n", len(s._op))  # a Tape's record arrays run past its records
+    for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
         readers.setdefault(int(s._in0[e]), set()).add(e)
     return readers
 
@@ -85,7 +86,7 @@ def find(s: Any, outputs: set[int]) -> list[Run]:
     readers = _readers(s)
     runs: list[Run] = []
     members: list[Plan] = []
-    arrays = [s._plans[s._in0[i]] for i in np.flatnonzero(IS_ARRAY[s._op]).tolist()]
+    arrays = s._plans  # in record order
     k = 0
     while k < len(arrays):
         p = arrays[k]

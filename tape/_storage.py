@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tape import _debug, _show, _sweep
+from tape import _debug, _fusion, _show, _sweep
 from tape._arena import Arenas
 from tape._debug import branch_changed, caller
 from tape.errors import TapeError, TapeFullError
@@ -298,8 +298,11 @@ class Storage(Arenas):
         else:
             forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
 
-    def _reverse(self, out: int, accumulate: bool) -> None:
-        """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward)."""
+    def _reverse(self, out: int, accumulate: bool, fused: bool = False) -> None:
+        """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward).
+
+        fused: runs of arithmetic array records in one pass each (tape/_fusion.py), leaving the
+        adjoints of their inner records unwritten: for callers that read only the inputs' gradients."""
         if not 0 <= out < self._n:
             raise IndexError(f"record {out} is not on this tape of {self._n} records")
         if self._tracing:
@@ -314,7 +317,8 @@ class Storage(Arenas):
         if self._plans:
             self._adjoint_arena()
             _sweep.seed(self, out, 1.0, gen, self._epoch)
-            _sweep.reverse(self, out, gen, self._epoch)
+            runs = {run.rows[-1]: run for run in _fusion.find(self, {out})} if fused and not _debug.active() else None
+            _sweep.reverse(self, out, gen, self._epoch, runs=runs)
         else:
             reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
                           self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
