@@ -105,7 +105,7 @@ def test_imports_point_down_the_layers():
 def test_the_storage_imports_nothing_that_records():
     below = import_graph()["tape._storage"]
     assert below <= {"tape._debug", "tape._show", "tape.errors", "tape.kernels._sweeps", "tape.kernels.ops",
-                     "tape._sweep", "tape._arena", "tape.kernels.array_ops"}
+                     "tape._sweep", "tape._arena", "tape._fusion", "tape.kernels.array_ops"}
 
 
 @pytest.mark.parametrize("name", sorted(module_files()))
