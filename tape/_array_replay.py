@@ -113,6 +113,8 @@ class ArrayReplay:
 
     def _install_arrays(self, plans: list[_sweep.Plan], arena: np.ndarray) -> None:
         self._plans = plans
+        self._views: dict = {}  # see tape._sweep.view
+        self._schedules: dict = {}
         self._aval = arena.copy()
         self._aadj = np.zeros(len(arena))
         self._stamp = np.zeros(len(self._op), np.uint32)

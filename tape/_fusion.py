@@ -7,12 +7,13 @@ are cheap in Numba (transcendentals stay with NumPy's SIMD loops, 8-40x faster
 than the C library's), each reading earlier members whole, views of other
 records of exactly that shape, or 0-d constants; a full sum right after the
 last member joins the run. Only members read outside the run are written.
-Measured: it pays above about FLOOR elements; below that the run stays in NumPy.
+Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call per record at
+256 elements, where the per-record Python overhead dominates, 1.2x at 65,536, 1.5x at 10^6
+(memory traffic); so every run of two or more records is fused.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,8 +24,6 @@ from tape.kernels._gen_fused import FUSIBLE
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
 from tape.kernels.ops import ELEM, OPCODE
-
-FLOOR = 4096  # elements per member below which a run is left to NumPy
 
 
 class Run(NamedTuple):
@@ -115,7 +114,7 @@ def _fits(p: Plan, members: list[Plan]) -> bool:
     """Whether p can join (or start) the run of members."""
     if ARRAY_KIND[p.code] not in ("unary", "binary") or p.name not in FUSIBLE:
         return False
-    if len(p.shape) not in (1, 2) or math.prod(p.shape) < FLOOR:
+    if len(p.shape) not in (1, 2):
         return False
     if members and p.shape != members[0].shape:
         return False
