@@ -1,8 +1,8 @@
-"""Fusion: a Function's runs of elementwise array records become one pass each (kernels' fused_*).
+"""Fusion: runs of elementwise array records become one pass each (kernels' fused_*).
 
 NumPy runs one op at a time over whole arrays, so a chain of k elementwise
-records reads and writes memory k times. A run is found once, when a Function
-is made: consecutive elementwise records of one shape (1-d or 2-d), whose ops
+records reads and writes memory k times. A Function finds its runs once, when
+it is made (``value_and_grad(f)`` before its one reverse sweep): consecutive elementwise records of one shape (1-d or 2-d), whose ops
 are cheap in Numba (transcendentals stay with NumPy's SIMD loops, 8-40x faster
 than the C library's), each reading earlier members whole, views of other
 records of exactly that shape, or 0-d constants; a full sum right after the
