@@ -107,6 +107,10 @@ def _send(letter: str, indent: str) -> list[str]:
 def kernels() -> list[str]:
     two = {code for code, op in _members() if op.kind == "binary"}
     ind = " " * 16
+    values = "\n".join([  # member k's values for the block (both kernels)
+        f"{ind}op = code[k]", f"{ind}Sk = S[k]", *_operand("a", ind),
+        f"{ind}if {' or '.join(f'op == {c}' for c in sorted(two))}:", *_operand("b", ind + "    "),
+        *_forward_branches(ind)])
     text = f'''@{JIT}
 def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
     """A run of elementwise records over n0 rows of n1 elements, in blocks of {BLOCK}: member k's
@@ -124,12 +128,7 @@ def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
         for start in range(0, n1, {BLOCK}):
             w = min({BLOCK}, n1 - start)
             for k in range(m):
-                op = code[k]
-                Sk = S[k]
-{chr(10).join(_operand("a", ind))}
-                if {" or ".join(f"op == {c}" for c in sorted(two))}:
-{chr(10).join(_operand("b", ind + "    "))}
-{chr(10).join(_forward_branches(ind))}
+{values}
                 if live[k] >= 0:
                     out = live[k] + r * n1 + start
 {chr(10).join(_loop(ind + "    ", ["aval[np.uint64(out + e)] = Sk[u]"]))}
@@ -171,13 +170,8 @@ def fused_reverse(code, ka, ia, kb, ib, imm, ext, adj_in, seed, n0, n1, aval, aa
         for start in range(0, n1, {BLOCK}):
             w = min({BLOCK}, n1 - start)
             for k in range(m):
-                op = code[k]
-                Sk = S[k]
+{values}
                 Gk = G[k]
-{chr(10).join(_operand("a", ind))}
-                if {" or ".join(f"op == {c}" for c in sorted(two))}:
-{chr(10).join(_operand("b", ind + "    "))}
-{chr(10).join(_forward_branches(ind))}
                 if adj_in[k] >= 0:
                     at = adj_in[k] + r * n1 + start
 {chr(10).join(_loop(ind + "    ", ["Gk[u] = aadj[np.uint64(at + e)]"]))}
