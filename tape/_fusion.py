@@ -2,11 +2,12 @@
 
 NumPy runs one op at a time over whole arrays, so a chain of k elementwise
 records reads and writes memory k times. A Function finds its runs once, when
-it is made (``value_and_grad(f)`` before its one reverse sweep): consecutive elementwise records of one shape (1-d or 2-d), whose ops
-are cheap in Numba (transcendentals stay with NumPy's SIMD loops, 8-40x faster
-than the C library's), each reading earlier members whole, views of other
-records of exactly that shape, or 0-d constants; a full sum right after the
-last member joins the run. Only members read outside the run are written.
+it is made (``value_and_grad(f)`` before its one reverse sweep): consecutive
+elementwise records of one shape (1-d or 2-d), whose ops are cheap in Numba
+(transcendentals stay with NumPy's SIMD loops, 8-40x faster than the C
+library's), each reading earlier members whole, views of other records of
+exactly that shape, or 0-d constants; a full sum right after the last member
+joins the run. Only members read outside the run are written.
 Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call per record at
 256 elements, where the per-record Python overhead dominates, 1.2x at 65,536, 1.5x at 10^6
 (memory traffic); so every run of two or more records is fused.

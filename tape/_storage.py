@@ -272,15 +272,17 @@ class Storage(Arenas):
 
     # -- sweeps ---------------------------------------------------------------
 
-    def _forward(self, idx: np.ndarray, values: Iterable[float]) -> None:
-        """Set leaf records idx to values and recompute every record after them; check branches."""
+    def _forward(self, idx: np.ndarray, values: Iterable[float], start: int | None = None) -> None:
+        """Set leaf records idx to values and recompute every record after them (or after
+        ``start``, whose value is set already); check branches."""
         vals = real_array(values, "Tape.forward").reshape(-1)
         if len(idx) != len(vals):
             raise ValueError(f"{len(idx)} inputs but {len(vals)} values")
         if len(idx) and np.any(self._op[idx] != LEAF):
             raise ValueError("forward() can only set leaf records (made by Tape.var)")
         self._val[idx] = vals
-        start = int(idx.min()) if len(idx) else 0
+        if start is None:
+            start = int(idx.min()) if len(idx) else 0
         self._recompute(start)
         if _debug.active():
             _debug.check(self._records(), self._lines, self._n, adjoints=False)

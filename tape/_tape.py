@@ -114,8 +114,19 @@ class Tape(Storage):
 
     # -- sweeps -------------------------------------------------------------------
 
-    def forward(self, inputs: Sequence[Var] = (), values: Iterable[float] = ()) -> None:
-        """Replay: set leaf ``inputs`` to ``values`` and recompute every record after them."""
+    def forward(self, inputs: Sequence[Var] | VarArray = (), values: ArrayLike = ()) -> None:
+        """Replay: set leaf ``inputs`` (Vars, or a VarArray made by Tape.array) to ``values`` and
+        recompute every record after them."""
+        if isinstance(inputs, VarArray) and inputs._view is not None:
+            view = inputs._view
+            if self._op[view.record] != INPUT or view != whole(view.record, self._plan(view.record)):
+                raise ValueError("forward() can only set whole arrays made by Tape.array")
+            numbers = real_array(values, "Tape.forward")
+            if numbers.size != inputs.size:
+                raise ValueError(f"{inputs.size} inputs but {numbers.size} values")
+            self._aval[self._plan(view.record).offset:][:inputs.size] = numbers.reshape(-1)
+            self._forward(np.zeros(0, np.int64), (), start=view.record)
+            return
         self._forward(self._rows(inputs), values)
 
     def backward(self, output: Var, accumulate: bool = False) -> None:

@@ -473,3 +473,13 @@ def test_fused_runs_keep_the_structural_zero_rule():
     F = tape.trace(lambda X: (tape.sqrt(X) * 0.0 + X * 2.0).sum(), x)
     assert F._runs_first
     assert np.all(F.gradient(x) == 2.0)
+
+
+def test_tape_forward_sets_an_array_input(arrays):
+    t = tape.Tape()
+    X = t.array(np.arange(5.0))
+    y = (X * X).sum()
+    t.forward(X, np.ones(5))
+    assert y.value == 5.0 and np.array_equal(t.gradient(y, X), np.full(5, 2.0))
+    with pytest.raises(ValueError, match="whole arrays"):
+        t.forward(X[1:], np.ones(4))
