@@ -8,6 +8,7 @@ bit. A point whose recorded comparisons flip is handled by the Function's policy
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 from collections.abc import Callable
@@ -37,6 +38,9 @@ def _unlock_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_unlock_in_child)
+
+
+THREADED_ELEMENTS = 2**16  # arena elements from which a map of a Function with array records uses threads
 
 
 def _blocks(points: int) -> int:
@@ -70,11 +74,36 @@ class Maps(Derivatives):
             self._place(self._param_pieces, self._point(params, self.n_params, "params"))
         return points, extra
 
-    def _one_by_one(self, points: np.ndarray, single: Callable[[int], None]) -> None:
-        """A Function with array records maps point by point: each call's array records are already
-        NumPy loops over their elements (one arena per Function; threads would each need one)."""
-        for p in range(len(points)):
-            single(p)
+    def _one_by_one(self, points: np.ndarray, single: Callable[..., None]) -> None:
+        """A Function with array records maps point by point, a block of points per thread, each
+        thread on a copy of the Function (its own arenas; made once, kept until a retrace). NumPy's
+        loops and the fused kernels run without the GIL; the Python between them takes turns, so
+        threads pay only for big arrays (measured, 40 points on 2 threads: 1.5x faster with 10^5
+        elements per array, 2.6x slower with 2,000)."""
+        blocks = _blocks(len(points)) if len(self._aval) >= THREADED_ELEMENTS else 1
+        if blocks == 1 or self._checking:
+            for p in range(len(points)):
+                single(p, self)
+            return
+        copies = self._copies(blocks)
+
+        def block(b: int) -> None:
+            for p in range(b * len(points) // blocks, (b + 1) * len(points) // blocks):
+                single(p, copies[b])
+
+        with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
+            list(pool.map(block, range(blocks)))
+
+    def _copies(self, count: int) -> list:
+        """count copies of this Function for the threads of a map, with its params as they are now."""
+        kept = self.__dict__.setdefault("_kept_copies", [])
+        while len(kept) < count:
+            copy = type(self)(self._arrays(), self.on_branch_change, self._source)
+            copy.check_finite, copy._lines = self.check_finite, self._lines
+            kept.append(copy)
+        for copy in kept[:count]:
+            copy._place(copy._param_pieces, self._param_values())
+        return kept[:count]
 
     def _settle(self, failed: np.ndarray, X: np.ndarray, single: Callable[[int], None]) -> None:
         """Apply the branch policy to the points whose recorded comparisons flipped.
@@ -108,8 +137,8 @@ class Maps(Derivatives):
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
 
-        def single(p):
-            out[p] = self(points[p])
+        def single(p, F=self):
+            out[p] = F(points[p])
 
         if self._plans:
             self._one_by_one(points, single)
@@ -137,8 +166,8 @@ class Maps(Derivatives):
         else:
             values, grads, failed = self._map_reverse_raw(points, W)
 
-        def single(p):
-            values[p], grads[p] = method(p)
+        def single(p, F=self):
+            values[p], grads[p] = method(p, F)
 
         if self._plans:
             self._one_by_one(points, single)
@@ -160,8 +189,8 @@ class Maps(Derivatives):
         points = self._batch(X, self.n_inputs, "points")
         if params is not None:
             self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
-        def one(p):
-            value, grad = self.value_and_grad(points[p])
+        def one(p, F=self):
+            value, grad = F.value_and_grad(points[p])
             return [value], grad.reshape(-1)
 
         if client is not None:
@@ -183,7 +212,7 @@ class Maps(Derivatives):
         points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
         assert weights is not None
         return self._map_reverse(points, weights,
-                                 lambda p: (self(points[p]), self.vjp(points[p], weights[p]).reshape(-1)))[1]
+                                 lambda p, F=self: (F(points[p]), F.vjp(points[p], weights[p]).reshape(-1)))[1]
 
     @one_call_at_a_time
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
@@ -192,8 +221,8 @@ class Maps(Derivatives):
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
 
-        def single(p):
-            out[p] = self.jvp(points[p], tangents[p])
+        def single(p, F=self):
+            out[p] = F.jvp(points[p], tangents[p])
 
         if self._plans:
             self._one_by_one(points, single)

@@ -92,6 +92,7 @@ class Replay(ArrayReplay):
         self._policy = policy
 
     def _install(self, a: dict[str, np.ndarray]) -> None:
+        self.__dict__.pop("_kept_copies", None)  # the maps' copies (tape/_maps.py) of the records it replaces
         self._op, self._in0, self._in1 = a["op"], a["in0"], a["in1"]
         self._val, self._consts = a["val"].copy(), a["consts"]
         self._input_rows, self._param_rows = a["input_rows"], a["param_rows"]

@@ -483,3 +483,18 @@ def test_tape_forward_sets_an_array_input(arrays):
     assert y.value == 5.0 and np.array_equal(t.gradient(y, X), np.full(5, 2.0))
     with pytest.raises(ValueError, match="whole arrays"):
         t.forward(X[1:], np.ones(4))
+
+
+def test_maps_of_array_records_in_threads_equal_single_calls(monkeypatch):
+    from tape import _maps
+
+    monkeypatch.setattr(_maps, "THREADED_ELEMENTS", 0)  # threads whatever the size
+    X = RNG.uniform(0.5, 1.5, (7, 2000))
+    F = tape.trace(lambda x, p: (tape.tanh(x[1:] * x[:-1]) * p).sum(), X[0], params=np.full(1999, 2.0))
+    values, grads = F.map_value_and_grad(X, params=np.full(1999, 3.0))
+    for k in range(len(X)):
+        v, g = F.value_and_grad(X[k], params=np.full(1999, 3.0))
+        assert values[k] == v and np.array_equal(grads[k], g)
+    np.testing.assert_array_equal(F.map(X), [F(x) for x in X])
+    V = RNG.normal(size=X.shape)
+    np.testing.assert_allclose(F.map_jvp(X, V)[:, 0], [F.jvp(x, v)[0] for x, v in zip(X, V, strict=True)])
