@@ -19,6 +19,7 @@ from tape._array import VarArray, elementwise, wrap, wrap_view
 from tape._conditions import ArrayCondition
 from tape._function import Function
 from tape._handles import Condition, as_constant
+from tape._numbers import real_array
 from tape._operands import as_view, common_tape, operand, operands, shape_of
 from tape._recorders import (
     Var,
@@ -36,7 +37,7 @@ from tape._recorders import (
     tan,
     tanh,
 )
-from tape._storage import NO_INPUT, real_array
+from tape._storage import NO_INPUT
 from tape._tape import Tape
 from tape.errors import ForeignHandleError
 from tape.kernels._sweeps import eval_op

@@ -25,7 +25,7 @@ from tape._recorders import Var
 from tape._storage import Segment, Storage
 from tape._sweep import View
 from tape.errors import StaleHandleError
-from tape.kernels.ops import ARITHMETIC, COMPARISONS, ELEM, OPCODE, OPS, UNARY_UFUNCS
+from tape.kernels.ops import ARITHMETIC, COMPARISONS, CONSTANT, ELEM, OPCODE, OPS, UNARY_UFUNCS
 
 if TYPE_CHECKING:
     from tape._tape import Tape
@@ -310,8 +310,11 @@ def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: b
         return wrap_view(t, _blocks.reduce(t, op, x._view, axes, keepdims))
     kept = tuple(n for k, n in enumerate(x.shape) if k not in axes)
     idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(*kept, -1)
-    if idx.shape[-1] == 0:
-        raise ValueError("cannot reduce over an empty axis of a VarArray")
+    if idx.shape[-1] == 0:  # as NumPy: the empty sum is 0, the empty product 1 (constants, no inputs)
+        kept_shape = idx.shape[:-1]
+        rows = t._append_block(CONSTANT, math.prod(kept_shape), values=np.full(math.prod(kept_shape),
+                                                                                0.0 if op == "sum" else 1.0))
+        idx = rows.reshape(*kept_shape, 1)
     code = OPCODE["add" if op == "sum" else "mul"]
     while idx.shape[-1] > 1:
         pairs = idx.shape[-1] // 2

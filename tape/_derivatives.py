@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape import _tangents
+from tape._numbers import real_array
 from tape._replay import Replay, one_call_at_a_time
-from tape._storage import real_array
 from tape.kernels._sweeps import (
     forward_partials,
     forward_second,

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from tape._api import trace
 from tape._function import Function
-from tape._storage import real_array
+from tape._numbers import real_array
 
 
 class GradcheckReport(float):

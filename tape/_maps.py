@@ -20,8 +20,8 @@ from numpy.typing import ArrayLike
 from tape import _distributed
 from tape._debug import NonFiniteError, branch_changed
 from tape._derivatives import Derivatives
+from tape._numbers import real_array
 from tape._replay import one_call_at_a_time
-from tape._storage import real_array
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
 

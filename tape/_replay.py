@@ -22,7 +22,8 @@ from numpy.typing import ArrayLike
 from tape import _debug, _format, _plans, _show, _sweep
 from tape._array_replay import ArrayReplay
 from tape._debug import NonFiniteError, branch_changed
-from tape._storage import Storage, real_array
+from tape._numbers import real_array
+from tape._storage import Storage
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.array_ops import NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB

@@ -20,8 +20,11 @@ negative-index wraparound for unsigned indices (bench/bench_kernels.py),
 and 2**32 - 1 records (~125 GB) is past any tape this library targets;
 ``TapeFullError`` is raised before that limit.
 
-A segment is the stretch of the tape's life between two rewinds; handles
-(tape/_handles.py) point at one and are revalidated when it has ended.
+Array records (opcodes 64 and up, kernels/array_ops.py) are rows too: their
+``in0`` is their plan's place in the side table, their elements live in the
+arenas of tape/_arena.py. A segment is the stretch of the tape's life between
+two rewinds; handles (tape/_handles.py) point at one and are revalidated when
+it has ended. Numbers from outside pass ``real_array`` (tape/_numbers.py).
 """
 
 from __future__ import annotations
@@ -29,14 +32,16 @@ from __future__ import annotations
 import bisect
 import numbers
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tape import _debug, _fusion, _show, _sweep
 from tape._arena import Arenas
 from tape._debug import branch_changed, caller
+from tape._numbers import real_array
 from tape.errors import TapeError, TapeFullError
 from tape.kernels._sweeps import forward_sweep, reverse_sweep
 from tape.kernels.array_ops import INPUT, NAME
@@ -272,9 +277,8 @@ class Storage(Arenas):
 
     # -- sweeps ---------------------------------------------------------------
 
-    def _forward(self, idx: np.ndarray, values: Iterable[float], start: int | None = None) -> None:
-        """Set leaf records idx to values and recompute every record after them (or after
-        ``start``, whose value is set already); check branches."""
+    def _forward(self, idx: np.ndarray, values: ArrayLike, start: int | None = None) -> None:
+        """Set leaf records idx to values, recompute the records after them (or after ``start``); check branches."""
         vals = real_array(values, "Tape.forward").reshape(-1)
         if len(idx) != len(vals):
             raise ValueError(f"{len(idx)} inputs but {len(vals)} values")
@@ -385,18 +389,3 @@ class Storage(Arenas):
 
     def __repr__(self) -> str:
         return f"<tape.Tape {self._n} records, {self.nbytes} bytes>"
-
-
-def real_array(values: object, what: str) -> np.ndarray:
-    """values as a C-contiguous float64 array, or a TypeError naming what expected real numbers.
-
-    The one check of numbers from outside, at every entry point: None, strings, complex numbers
-    and objects are refused, never turned into NaN, parsed or truncated.
-    """
-    try:
-        array = np.asarray(values)
-    except (TypeError, ValueError) as exc:  # ragged sequences
-        raise TypeError(f"{what} expects real numbers: {exc}") from None
-    if array.dtype.kind not in "fiub":
-        raise TypeError(f"{what} expects real numbers, got {array.dtype} from {type(values).__name__}")
-    return np.asarray(array, dtype=np.float64, order="C")  # keeps 0-d arrays 0-d (ascontiguousarray does not)

@@ -17,9 +17,10 @@ from tape._array import VarArray
 from tape._blocks import copy
 from tape._function import Function
 from tape._handles import as_constant, new, revalidate
+from tape._numbers import real_array
 from tape._recorders import Var
 from tape._replay import Retrace
-from tape._storage import NO_INPUT, Storage, real_array
+from tape._storage import NO_INPUT, Storage
 from tape._sweep import whole
 from tape.errors import ForeignHandleError
 from tape.kernels.array_ops import INPUT

@@ -498,3 +498,16 @@ def test_maps_of_array_records_in_threads_equal_single_calls(monkeypatch):
     np.testing.assert_array_equal(F.map(X), [F(x) for x in X])
     V = RNG.normal(size=X.shape)
     np.testing.assert_allclose(F.map_jvp(X, V)[:, 0], [F.jvp(x, v)[0] for x, v in zip(X, V, strict=True)])
+
+
+def test_empty_arrays_and_odd_keys_as_numpy_has_them(form):
+    t = tape.Tape()
+    E, X = t.array(np.zeros((0, 3))), t.array(np.arange(6.0).reshape(2, 3))
+    assert E.sum().value == 0.0 and E.prod().value == 1.0  # NumPy's empty sum and product
+    assert t.gradient(E.sum() + X.sum(), E).shape == (0, 3)
+    assert (t.array(np.zeros((2, 0))) @ t.array(np.zeros((0, 4)))).value.tolist() == [[0.0] * 4] * 2
+    assert X[[]].shape == (0, 3) and X[:, None, :].shape == (2, 1, 3) and X[..., 1].value.tolist() == [1, 4]
+    assert X[X.value > 2].value.tolist() == [3, 4, 5]  # a boolean mask: a gather
+    w = np.arange(6.0)
+    assert t.gradient((X[:, ::-1].reshape(6) * w).sum(), X).tolist() == [[2, 1, 0], [5, 4, 3]]
+    assert t.gradient((X.T.reshape(6) * w).sum(), X).tolist() == [[0, 2, 4], [1, 3, 5]]
