@@ -255,6 +255,7 @@ def value_and_grad(f: VarFunction) -> Callable[[ArrayLike], tuple[float, np.ndar
         t = Tape(capacity=max(1024, 4 * point.size) if point.size < _blocks.SMALL else 1024)
         if point.size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
             t._reserve(16 * point.size)
+        t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
         xs: Any = t.array(point) if isinstance(x, np.ndarray) else t.vars(point)
         y = _recording(t, f, xs)
         if type(y) is not Var:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from tape import _sweep
 from tape._debug import caller
 from tape._sweep import Plan, View
-from tape.kernels.array_ops import INPUT
+from tape.kernels.array_ops import ACONSTANT, INPUT
 
 _SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
+BORROWED = 2**16  # elements from which a borrowing tape reads a constant in place instead of copying it
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
 
 
@@ -46,20 +48,24 @@ class Arenas:
     _gen: int
     _epoch: int
 
+    _push: Callable[[int, int, int, float], int]  # Storage's: append one record
+
     def _init_arenas(self) -> None:
         self._plans: list[Plan] = []
         self._plan_rows: list[int] = []  # the row of each plan, increasing (for rewinds)
         self._aval = np.empty(0)
         self._aadj = np.empty(0)
         self._n_arena = 0
-
-    def _push(self, code: int, i: int, j: int, value: float) -> int:
-        raise NotImplementedError  # Storage's
+        # big NumPy constants read in place, their regions left empty (tape.value_and_grad's own tapes,
+        # which nothing can change between recording and the one reverse sweep): row -> array
+        self._borrowed: dict[int, np.ndarray] = {}
+        self._borrowing = False
 
     def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
                     places: np.ndarray | None = None, wide: tuple[int, ...] = (),
                     values: np.ndarray | None = None) -> int:
-        """Append one array record and compute its elements (or store ``values``); return its row."""
+        """Append one array record and compute its elements (or store ``values``; a big constant's
+        are borrowed where the tape is borrowing); return its row."""
         size = math.prod(shape)
         start = self._n_arena
         if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
@@ -75,7 +81,9 @@ class Arenas:
         plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
         self._plans.append(plan)
         self._plan_rows.append(row)
-        if values is not None:
+        if values is not None and self._borrowing and code == ACONSTANT and size >= BORROWED:
+            self._borrowed[row] = np.ascontiguousarray(values).reshape(-1)
+        elif values is not None:
             self._aval[start:start + size] = values.reshape(-1)
         else:
             with np.errstate(all="ignore"):
@@ -107,6 +115,7 @@ class Arenas:
         if k < len(self._plans):
             self._n_arena = self._plans[k].offset
             del self._plans[k:], self._plan_rows[k:]
+            self._borrowed = {row: a for row, a in self._borrowed.items() if row < mark}
 
     def _plan(self, row: int) -> Plan:
         return self._plans[int(self._in0[row])]

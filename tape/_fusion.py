@@ -156,7 +156,7 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: dict[int, set
                 imm.append(float(s._aval[s._plans[s._in0[v.record]].offset + v.offset]))
             else:
                 strides = _as_rows(v, shape)
-                if strides is None or v.record in slot:
+                if strides is None or v.record in slot or v.record in getattr(s, "_borrowed", {}):
                     return []  # broadcasting or a view of a member: not a run this kernel takes
                 kinds[k], index[k] = 1, len(ext)
                 ext.append((s._plans[s._in0[v.record]].offset + v.offset, *strides))

@@ -30,7 +30,7 @@ def operand(x: Any) -> tuple[Storage | None, Any] | None:
     if isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool | np.bool_):
         array = np.asarray(x)
         if array.dtype.kind in "fiub":
-            return None, array.astype(np.float64)
+            return None, array.astype(np.float64, copy=False)  # copied where it is stored
     return None
 
 

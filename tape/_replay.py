@@ -126,6 +126,9 @@ class Replay(ArrayReplay):
         n = len(t)
         checks = t._checks
         table, places = _plans.encode(t._plans)
+        arena = t._aval[:t._n_arena].copy()
+        for row, values in t._borrowed.items():  # a Function owns every number it replays with
+            arena[t._plan(row).offset:][:values.size] = values.reshape(-1)
         arrays = {
             "op": t._op[:n].copy(), "in0": t._in0[:n].copy(), "in1": t._in1[:n].copy(),
             "val": t._val[:n].copy(), "consts": t._consts[: t.n_consts].copy(),
@@ -134,7 +137,7 @@ class Replay(ArrayReplay):
             "check_rows": np.array([c[0] for c in checks], np.int64),
             "check_expected": np.array([c[1] for c in checks], np.bool_),
             "check_where": np.array([c[2] for c in checks], dtype=np.str_) if checks else np.zeros(0, "<U1"),
-            "plans": table, "plan_places": places, "arena": t._aval[:t._n_arena].copy(),
+            "plans": table, "plan_places": places, "arena": arena,
             "input_shape": np.array(input_shape if input_shape is not None else (-1,), np.int64),
         }
         if input_shape is None:  # one flat vector of every input number

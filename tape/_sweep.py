@@ -117,6 +117,9 @@ def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
 
 
 def _view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
+    borrowed = getattr(s, "_borrowed", None)
+    if borrowed and arena is s._aval and v.record in borrowed:  # a constant read in place (tape/_arena.py)
+        return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, tuple(8 * k for k in v.strides))
     start = s._plans[s._in0[v.record]].offset + v.offset
     return np.ndarray(v.shape, np.float64, arena, 8 * start, tuple(8 * k for k in v.strides))
 
@@ -341,5 +344,5 @@ def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[i
         reads[e] = [int(s._in0[e])]
     plans = [p for p in s._plans if p.row < n]
     reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0) and len(s._aadj) >= p.offset + p.size]
-    return (reads, {p.row: p.shape for p in plans}, {p.row: region(s._aval, p) for p in plans},
+    return (reads, {p.row: p.shape for p in plans}, {p.row: view(s, s._aval, whole(p.row, p)) for p in plans},
             {p.row: region(s._aadj, p) for p in reached})

@@ -511,3 +511,22 @@ def test_empty_arrays_and_odd_keys_as_numpy_has_them(form):
     w = np.arange(6.0)
     assert t.gradient((X[:, ::-1].reshape(6) * w).sum(), X).tolist() == [[2, 1, 0], [5, 4, 3]]
     assert t.gradient((X.T.reshape(6) * w).sum(), X).tolist() == [[0, 2, 4], [1, 3, 5]]
+
+
+def test_value_and_grad_borrows_big_constants_and_a_function_owns_them(monkeypatch):
+    from tape import _arena
+
+    monkeypatch.setattr(_arena, "BORROWED", 10)
+    data = RNG.normal(size=(500, 3))
+    w0 = RNG.normal(size=(3, 400))
+
+    def f(W):
+        return tape.tanh(data @ W).sum()
+
+    value, grad = tape.value_and_grad(f)(w0)
+    F = tape.trace(f, w0)
+    data_before = data.copy()
+    data[:] = 0.0  # F copied the numbers it replays with
+    v, g = F.value_and_grad(w0)
+    assert v == pytest.approx(value, rel=1e-13) and np.allclose(g, grad, rtol=1e-12)
+    np.testing.assert_allclose(grad, data_before.T @ (1 - np.tanh(data_before @ w0) ** 2), rtol=1e-10)
