@@ -93,7 +93,11 @@ def _send(letter: str, indent: str) -> list[str]:
     return [f"{indent}kind = k{letter}[k]",
             f"{indent}if kind == 0:",
             f"{indent}    dst = G[i{letter}[k]]",
-            *_loop(indent + "    ", [f"dst[u] += {arr}[u]"]),
+            f"{indent}    if held[i{letter}[k]]:",
+            *_loop(indent + "        ", [f"dst[u] += {arr}[u]"]),
+            f"{indent}    else:  # the first contribution assigns (no zeroing loop per member and block)",
+            *_loop(indent + "        ", [f"dst[u] = {arr}[u]"]),
+            f"{indent}        held[i{letter}[k]] = True",
             f"{indent}elif kind == 1:",
             f"{indent}    base = ext[i{letter}[k], 0] + r * ext[i{letter}[k], 1]",
             f"{indent}    stride = ext[i{letter}[k], 2]",
@@ -166,21 +170,27 @@ def fused_reverse(code, ka, ia, kb, ib, imm, ext, adj_in, seed, n0, n1, aval, aa
     B = B0
     CA = np.empty({BLOCK})
     CB = np.empty({BLOCK})
+    held = np.zeros(m, np.bool_)
     for r in range(n0):
         for start in range(0, n1, {BLOCK}):
             w = min({BLOCK}, n1 - start)
             for k in range(m):
 {values}
                 Gk = G[k]
-                if adj_in[k] >= 0:
+                held[k] = adj_in[k] >= 0  # whether row k of G holds adjoints yet
+                if held[k]:
                     at = adj_in[k] + r * n1 + start
 {chr(10).join(_loop(ind + "    ", ["Gk[u] = aadj[np.uint64(at + e)]"]))}
-                else:
-{chr(10).join(_loop(ind + "    ", ["Gk[u] = 0.0"]))}
             last = G[m - 1]
-{chr(10).join(_loop(" " * 12, ["last[u] += seed"]))}
+            if held[m - 1]:
+{chr(10).join(_loop(" " * 16, ["last[u] += seed"]))}
+            else:
+{chr(10).join(_loop(" " * 16, ["last[u] = seed"]))}
+                held[m - 1] = True
             for q in range(m):
                 k = m - 1 - q
+                if not held[k]:  # nothing reached this member in this block: it sends nothing
+                    continue
                 op = code[k]
                 Sk = S[k]
                 Gk = G[k]
