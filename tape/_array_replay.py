@@ -93,10 +93,10 @@ class ArrayReplay:
         gen = self._gen
         for row, start, stop in self._out_pieces:
             _sweep.seed(self, row, weights[start:stop] if self._op[row] >= ARRAY_BASE else weights[start], gen, gen)
-        _sweep.reverse(self, int(self._output_rows.max()), gen, gen, check,
-                       None if self._checking else self._runs_last)  # type: ignore[attr-defined]
+        unchecked = _sweep.reverse(self, int(self._output_rows.max()), gen, gen, check,
+                                   None if self._checking else self._runs_last)  # type: ignore[attr-defined]
         grad = self._collect(self._in_pieces, self._adj, self._aadj, gen)
-        if not check and math.isnan(np.sum(grad)):
+        if not check and unchecked and math.isnan(np.sum(grad)):
             return self._sweep_reverse(weights, check=True)
         return grad
 

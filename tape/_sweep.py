@@ -304,15 +304,17 @@ def _elems_back(s: State, rows: np.ndarray, gen: int, keep: int) -> None:
         np.add.at(_prepared(s, j, gen, keep).reshape(-1), s._in1[mine].astype(np.int64), s._adj[mine])
 
 
-def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> None:
+def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> int:
     """The reverse sweep in generation gen from record top down (seeds already in place).
 
     check=False leaves out the NaN test of each product (kernels.array_ops.times): a caller that
     finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
-    ``runs``: fused runs by last row (tape/_fusion.py)."""
+    ``runs``: fused runs by last row (tape/_fusion.py; their kernels hold the rule themselves).
+    Returns how many array records went through NumPy (0: nothing was left unchecked)."""
     arrays, elems, _ = schedule(s, top + 1)
     hi = top + 1
     done = top + 1  # the first row of the fused run in progress
+    numpy_records = 0
     with np.errstate(all="ignore"):
         for i in [*arrays[::-1], -1]:
             if i + 1 < hi:
@@ -323,7 +325,9 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: d
                 done = runs[i].rows[0]
             elif 0 <= i < done and s._stamp[i] == gen:
                 reverse_one(s, s._plans[s._in0[i]], gen, keep, check)
+                numpy_records += 1
             hi = i
+    return numpy_records
 
 
 def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
