@@ -117,7 +117,7 @@ class ArrayReplay:
         self._schedules: dict = {}
         self._aval = arena.copy()
         self._aadj = np.zeros(len(arena))
-        self._stamp = np.zeros(len(self._op), np.uint32)
+        self._stamp = np.zeros(len(self._op) if plans else 0, np.uint32)  # the array sweeps' generations
         self._gen = 0
         self._in_pieces = self._pieces(self._input_rows)
         self._param_pieces = self._pieces(self._param_rows)

@@ -175,15 +175,18 @@ class Replay(ArrayReplay):
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the records (op, in0, in1, val, consts) plus the working memory of
-        value_and_grad (partials, their targets, adjoints): see stats()."""
+        """Bytes of the records (op, in0, in1, val, consts; plans and value arena) plus the working
+        memory of value_and_grad (partials, their targets, adjoints; adjoint arena): see stats()."""
         return self._record_bytes() + self._working_bytes()
 
     def _record_bytes(self) -> int:
-        return sum(a.nbytes for a in (self._op, self._in0, self._in1, self._val, self._consts))
+        """The records, constants, array records' plans (8 * _plans.WIDTH bytes each) and values."""
+        arrays = (self._op, self._in0, self._in1, self._val, self._consts, self._aval)
+        return sum(a.nbytes for a in arrays) + 8 * _plans.WIDTH * len(self._plans)
 
     def _working_bytes(self) -> int:
-        return sum(a.nbytes for a in (self._partials, self._targets, self._adj))
+        """Partials, targets and adjoints of the scalar records; the adjoint arena and stamps."""
+        return sum(a.nbytes for a in (self._partials, self._targets, self._adj, self._aadj, self._stamp))
 
     def _records(self) -> _show.Records:
         notes = {int(i): "constant" for i in np.flatnonzero(self._op == CONSTANT)}

@@ -185,7 +185,7 @@ def bench_array(name: str, size: int, repeat: int, compare: bool, progress: Call
     elements = len(F._aval)
     return {"workload": name, "size": size, "trace_s": trace_s, "records": stats["records"],
             "array_records": sum(c for op, c in stats["by_op"].items() if op.startswith("array ")),
-            "elements": elements, "bytes": F.nbytes + F._aval.nbytes + F._aadj.nbytes,
+            "elements": elements, "bytes": F.nbytes,
             "value_error": abs(value - hand_value) / max(1.0, abs(hand_value)),
             "gradient_error": float(np.max(np.abs(grad - hand_grad)) / max(1.0, float(np.max(np.abs(hand_grad))))),
             "median_s": medians, "ratio": {k: v / medians["hand-written NumPy"] for k, v in medians.items()},
