@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -31,10 +32,15 @@ def _take(size: int) -> np.ndarray:
 
 
 def recycle(*arrays: np.ndarray) -> None:
-    """Keep arenas no tape uses any more for _take, within SPARE_BYTES."""
+    """Keep arenas no tape uses any more for _take, within SPARE_BYTES; never one that something
+    else still holds (a view of it): its references are then the owner's attribute and this call's."""
     for a in arrays:
-        if a.nbytes >= 2**20 and a.base is None and a.nbytes + sum(b.nbytes for b in _SPARE) <= SPARE_BYTES:
+        if (a.nbytes >= 2**20 and a.base is None and sys.getrefcount(a) <= _OWNED
+                and a.nbytes + sum(b.nbytes for b in _SPARE) <= SPARE_BYTES):
             _SPARE.append(a)
+
+
+_OWNED = 4  # references to an arena passed here: the owner's attribute, the argument tuple, ``a``, getrefcount's
 
 
 class Arenas:
