@@ -20,7 +20,7 @@ from tape.kernels.ops import ELEM
 
 # arrays with fewer elements are recorded a scalar record per element: an array record costs about
 # 10 µs of Python per call in the sweeps, a scalar record 5-10 ns per element; measured (replayed
-# value_and_grad) array records win from about 800 elements with fused runs, 2,000 without
+# value_and_grad) array records win from about 600 elements with fused runs, 2,000 without
 SMALL = 1024
 
 

@@ -182,7 +182,7 @@ def _offsets(s: State) -> np.ndarray:
 
 def _set_elems(s: State, rows: np.ndarray, offsets: np.ndarray) -> None:
     """Elem records take their element's value."""
-    if len(rows):
+    if len(rows):  # (most stretches have none)
         s._val[rows] = s._aval[offsets[s._in0[s._in0[rows]]] + s._in1[rows]]
 
 
@@ -298,7 +298,13 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
 
 def _elems_back(s: State, rows: np.ndarray, gen: int, keep: int) -> None:
     """Elem records in rows send their adjoints (where this pass reached them) to their elements."""
+    if not len(rows):
+        return
     rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
+    if len(rows) <= 8:  # a few (a sum's result read back): without NumPy's grouping, about 1 µs each
+        for e in rows.tolist():
+            _prepared(s, int(s._in0[e]), gen, keep).reshape(-1)[s._in1[e]] += s._adj[e]
+        return
     for j in np.unique(s._in0[rows]).tolist():
         mine = rows[s._in0[rows] == j]
         np.add.at(_prepared(s, j, gen, keep).reshape(-1), s._in1[mine].astype(np.int64), s._adj[mine])
@@ -335,8 +341,10 @@ def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
     if s._op[row] >= ARRAY_BASE:
         p = s._plans[s._in0[row]]
         accumulate(s, whole(row, p), np.broadcast_to(np.asarray(weights, np.float64), p.shape), gen, keep)
-    else:
-        scalar_accumulate(s, np.array([row]), np.array([float(weights)]), gen, keep)
+    elif weights != 0.0:  # one scalar record: the stamp rule of scalar_accumulate, written out
+        fresh = s._stamp[row] != gen and not (s._stamp[row] >= keep and s._op[row] == LEAF)
+        s._adj[row] = float(weights) + (0.0 if fresh else s._adj[row])
+        s._stamp[row] = gen
 
 
 def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]], dict, dict]:
