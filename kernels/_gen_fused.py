@@ -27,9 +27,6 @@ SQUARE = {"forward": "a * a", "da": "2.0 * a"}
 _SQUARE_TEST = "op == {code} and kb[k] == 2 and imm[ib[k]] == 2.0"
 
 
-def _rule(op: ops.Op, part: str) -> str:
-    return getattr(op, part)
-
 
 def _loop(indent: str, body: list[str]) -> list[str]:
     """An element loop over the block; unsigned indices, so Numba drops the wraparound test and
@@ -72,14 +69,14 @@ def _forward_branches(indent: str) -> list[str]:
     lines = _square("forward", indent, ["Sk[u] = {rule}"])
     for code, op in _members():
         lines += [f"{indent}elif op == {code}:  # {op.name}",
-                  *_loop(indent + "    ", ["a = A[u]", "b = B[u]", f"Sk[u] = {_rule(op, 'forward')}"])]
+                  *_loop(indent + "    ", ["a = A[u]", "b = B[u]", f"Sk[u] = {op.forward}"])]
     return lines
 
 
 def _reverse_branches(indent: str) -> list[str]:
     lines = _square("da", indent, ["g = Gk[u]", "pa = {rule}", "CA[u] = g * pa if (g != 0.0) & (pa != 0.0) else 0.0"])
     for code, op in _members():
-        body = ["a = A[u]", "b = B[u]", "y = Sk[u]", "g = Gk[u]", f"pa = {_rule(op, 'da')}",
+        body = ["a = A[u]", "b = B[u]", "y = Sk[u]", "g = Gk[u]", f"pa = {op.da}",
                 "CA[u] = g * pa if (g != 0.0) & (pa != 0.0) else 0.0"]
         if op.db:
             body += [f"pb = {op.db}", "CB[u] = g * pb if (g != 0.0) & (pb != 0.0) else 0.0"]
