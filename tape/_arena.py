@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import sys
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -25,19 +27,36 @@ BORROWED = 2**16  # elements from which a borrowing tape reads a constant in pla
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
 
 
+_POOL = threading.RLock()  # tapes of several threads share the spares; reentrant: a tape's __del__ may run
+# inside _take (a garbage collection), and only appends, so the place _take picked stays valid
+
+
+def _renew_pool_lock() -> None:
+    global _POOL
+    _POOL = threading.RLock()  # a fork copies a lock as it was: held, maybe, by a thread the child lacks
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_pool_lock)
+
+
 def _take(size: int) -> np.ndarray:
     """An uninitialized float64 buffer of at least ``size`` elements: a spare one if one fits."""
-    fits = [k for k, a in enumerate(_SPARE) if size <= len(a) <= 4 * size]
-    return _SPARE.pop(fits[0]) if fits else np.empty(size)
+    with _POOL:
+        fits = [k for k, a in enumerate(_SPARE) if size <= len(a) <= 4 * size]
+        if fits:
+            return _SPARE.pop(fits[0])
+    return np.empty(size)
 
 
 def recycle(*arrays: np.ndarray) -> None:
     """Keep arenas no tape uses any more for _take, within SPARE_BYTES; never one that something
     else still holds (a view of it): its references are then the owner's attribute and this call's."""
     for a in arrays:
-        if (a.nbytes >= 2**20 and a.base is None and sys.getrefcount(a) <= _OWNED
-                and a.nbytes + sum(b.nbytes for b in _SPARE) <= SPARE_BYTES):
-            _SPARE.append(a)
+        if a.nbytes >= 2**20 and a.base is None and sys.getrefcount(a) <= _OWNED:
+            with _POOL:
+                if a.nbytes + sum(b.nbytes for b in _SPARE) <= SPARE_BYTES:
+                    _SPARE.append(a)
 
 
 _OWNED = 4  # references to an arena passed here: the owner's attribute, the argument tuple, ``a``, getrefcount's

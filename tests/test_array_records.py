@@ -530,3 +530,23 @@ def test_value_and_grad_borrows_big_constants_and_a_function_owns_them(monkeypat
     v, g = F.value_and_grad(w0)
     assert v == pytest.approx(value, rel=1e-13) and np.allclose(g, grad, rtol=1e-12)
     np.testing.assert_allclose(grad, data_before.T @ (1 - np.tanh(data_before @ w0) ** 2), rtol=1e-10)
+
+
+def test_tapes_in_threads_share_the_spare_arenas_safely():
+    import threading
+
+    failures = []
+
+    def work(k):
+        x = np.full(200_000, float(k + 1))
+        for _ in range(10):
+            value, grad = tape.value_and_grad(lambda X: (X * X).sum())(x)
+            if value != 200_000 * (k + 1) ** 2 or not np.all(grad == 2.0 * (k + 1)):
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not failures
