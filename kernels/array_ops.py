@@ -67,14 +67,14 @@ assert ARRAY_BASE + len(ARRAY_OPS) <= 256, "opcodes are stored as uint8"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
 
 ARRAY_OPCODE = {op.name: ARRAY_BASE + k for k, op in enumerate(ARRAY_OPS)}
-INPUT, ACONSTANT, PACK, GATHER = (ARRAY_OPCODE[name] for name in ("input", "constant", "pack", "gather"))
+INPUT, ACONSTANT = ARRAY_OPCODE["input"], ARRAY_OPCODE["constant"]
 # the name of every opcode, scalar and array (tables, pictures, errors)
 NAME = [op.name for op in OPS] + [f"opcode {k}" for k in range(len(OPS), ARRAY_BASE)] + \
     [f"array {op.name}" for op in ARRAY_OPS] + [f"opcode {k}" for k in range(ARRAY_BASE + len(ARRAY_OPS), 256)]
 ARRAY_KIND = ["" for _ in range(ARRAY_BASE)] + [op.kind for op in ARRAY_OPS] + \
     ["" for _ in range(ARRAY_BASE + len(ARRAY_OPS), 256)]
 IS_ARRAY_OP = np.array([bool(kind) for kind in ARRAY_KIND])  # a known array opcode
-IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))
+IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))  # an array record without inputs
 NO_DERIVATIVE = ("input", "constant", "compare", "all", "any")  # kinds that send no adjoint back
 
 

@@ -147,11 +147,7 @@ def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
     other = common_tape(parts)
     if other is not None and other is not t:
         raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
-    try:
-        shape = np.broadcast_shapes(condition.shape, *(shape_of(p) for _, p in parts))
-    except ValueError as exc:
-        shapes = " and ".join(str(shape_of(p)) for _, p in parts)
-        raise ValueError(f"{exc} (condition {condition.shape}, branches {shapes})") from None
+    shape = _blocks.broadcast(condition.shape, *(shape_of(p) for _, p in parts))  # condition, then branches
     if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= _blocks.SMALL:
         views = [as_view(t, rt is not None, p) for rt, p in parts]
         return wrap_view(t, _blocks.elementwise(t, "select", condition._view(), *views))

@@ -57,13 +57,7 @@ def _blocked(parts: list[tuple[Storage | None, Any]], shape: tuple[int, ...]) ->
 
 
 def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
-    shapes = {shape_of(p) for _, p in parts}
-    if len(shapes) == 1:  # the common case, without NumPy's general rule (a few µs per op)
-        return shapes.pop()
-    try:
-        return tuple(np.broadcast_shapes(*(shape_of(p) for _, p in parts)))
-    except ValueError as exc:
-        raise ValueError(f"{exc} (shapes {' and '.join(str(shape_of(p)) for _, p in parts)})") from None
+    return _blocks.broadcast(*(shape_of(p) for _, p in parts))
 
 
 def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:

@@ -43,13 +43,16 @@ class ArrayReplay:
             start += size
         return pieces
 
+    def _slot(self, row: int, scalars: np.ndarray, arena: np.ndarray) -> np.ndarray:
+        """Record row's numbers, flat and writable: its region of an arena, or its entry of a scalar column."""
+        if self._op[row] >= ARRAY_BASE:
+            return _sweep.region(arena, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
+        return scalars[row:row + 1]
+
     def _place(self, pieces: list[tuple[int, int, int]], numbers: np.ndarray) -> None:
         """Write numbers into the records of pieces (leaves: scalar records or array inputs)."""
         for row, start, stop in pieces:
-            if self._op[row] >= ARRAY_BASE:
-                self._aval[self._plans[int(self._in0[row])].offset:][:stop - start] = numbers[start:stop]  # type: ignore[attr-defined]
-            else:
-                self._val[row] = numbers[start]
+            self._slot(row, self._val, self._aval)[...] = numbers[start:stop]
 
     def _sweep_forward(self, point: np.ndarray, fused: bool = True) -> int:
         """Set the inputs, recompute every record (fused runs leave the values of members nothing
@@ -68,12 +71,8 @@ class ArrayReplay:
         """The numbers of pieces from a scalar column and an arena (with gen: zero where the stamp is not gen)."""
         out = np.zeros(pieces[-1][2] if pieces else 0)
         for row, start, stop in pieces:
-            if gen is not None and self._stamp[row] != gen:
-                continue
-            if self._op[row] >= ARRAY_BASE:
-                out[start:stop] = _sweep.region(arena, self._plans[int(self._in0[row])]).reshape(-1)  # type: ignore[attr-defined]
-            else:
-                out[start] = scalars[row]
+            if gen is None or self._stamp[row] == gen:
+                out[start:stop] = self._slot(row, scalars, arena)
         return out
 
     def _param_values(self) -> np.ndarray:
@@ -104,10 +103,7 @@ class ArrayReplay:
         """(scalar tangents (n + 1, 1), tangent arena) for an input direction, after _at."""
         dot, adot = np.zeros((len(self._op) + 1, 1)), np.zeros(len(self._aval))
         for row, start, stop in self._in_pieces:
-            if self._op[row] >= ARRAY_BASE:
-                _sweep.region(adot, self._plans[int(self._in0[row])]).reshape(-1)[...] = direction[start:stop]  # type: ignore[attr-defined]
-            else:
-                dot[row, 0] = direction[start]
+            self._slot(row, dot[:, 0], adot)[...] = direction[start:stop]
         _tangents.tangents(self, dot, adot)
         return dot, adot
 

@@ -42,11 +42,7 @@ class ArrayCondition:
         t = common_tape(parts)
         if t is None:
             return NotImplemented
-        try:
-            shape = tuple(np.broadcast_shapes(*(shape_of(p) for _, p in parts)))
-        except ValueError as exc:
-            raise ValueError(f"{exc} (shapes {' and '.join(str(shape_of(p)) for _, p in parts)})") from None
-        return cls(COMPARE[ufunc], t, parts, shape)
+        return cls(COMPARE[ufunc], t, parts, _blocks.broadcast(*(shape_of(p) for _, p in parts)))
 
     def _live_tape(self) -> Storage:
         """The tape, after checking that the compared records survived every rewind since."""
@@ -80,7 +76,8 @@ class ArrayCondition:
     def _check(self, how: str) -> np.ndarray:
         """Record the outcomes as checked branches ("all", "any" or "each"); return them."""
         t = self._live_tape()
-        where = f"{sys._getframe(2).f_code.co_filename}:{sys._getframe(2).f_lineno}"
+        frame = sys._getframe(2)  # the user's line: it called all(), any(), bool() or np.asarray()
+        where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
         if self._blocked():
             c = self._view()
             outcomes = t._array_values(c) != 0.0

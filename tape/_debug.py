@@ -19,10 +19,8 @@ from types import FrameType
 import numpy as np
 
 from tape.errors import BranchChanged, TapeError
-from tape.kernels.array_ops import ACONSTANT, INPUT, NAME
+from tape.kernels.array_ops import IS_ARRAY_LEAF, NAME
 from tape.kernels.ops import IS_LEAF, OPS, SYMBOL, USES_POOL
-
-_ARRAY_LEAVES = (INPUT, ACONSTANT)
 
 
 class _State(threading.local):
@@ -120,7 +118,7 @@ def _first_in_forward_order(rec, lines: dict[int, str] | None, columns: np.ndarr
     for row, region in (regions or {}).items():
         finite[row] = bool(np.isfinite(region).all())
     for row in np.flatnonzero(~finite).tolist():
-        if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]] and rec.op[row] not in _ARRAY_LEAVES:
+        if all(finite[j] for j in rec.inputs(row)) and not IS_LEAF[rec.op[row]] and not IS_ARRAY_LEAF[rec.op[row]]:
             if regions and row in regions:
                 value = regions[row][~np.isfinite(regions[row])][0]
                 at = _element(regions[row])

@@ -136,7 +136,7 @@ def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
     return found
 
 
-def operands(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
+def read(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
     """The views p reads; a 0-d constant as a float (NumPy's fast paths: x ** 2.0 squares)."""
     return [float(arena[s._plans[s._in0[v.record]].offset + v.offset]) if not v.shape and
             s._op[v.record] == ACONSTANT else view(s, arena, v) for v in p.inputs]
@@ -151,7 +151,7 @@ def forward_one(s: State, p: Plan) -> None:
     if kind in ("input", "constant"):
         return
     out = region(s._aval, p)
-    ins = operands(s, s._aval, p)
+    ins = read(s, s._aval, p)
     if kind == "unary":
         RULES[p.name][0](ins[0], None, out)
     elif kind == "binary":
@@ -180,10 +180,9 @@ def _offsets(s: State) -> np.ndarray:
     return np.array([p.offset for p in s._plans], np.int64)
 
 
-def _set_elems(s: State, rows: np.ndarray, offsets: np.ndarray) -> None:
-    """Elem records take their element's value."""
-    if len(rows):  # (most stretches have none)
-        s._val[rows] = s._aval[offsets[s._in0[s._in0[rows]]] + s._in1[rows]]
+def elements(s: State, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Where in the arenas the elements that elem records ``rows`` read are (offsets: schedule's)."""
+    return offsets[s._in0[s._in0[rows]]] + s._in1[rows]
 
 
 def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None) -> None:
@@ -196,7 +195,8 @@ def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None)
     with np.errstate(all="ignore"):
         for i in [*arrays, stop]:
             if lo < i:
-                _set_elems(s, elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)], offsets)
+                reading = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
+                s._val[reading] = s._aval[elements(s, reading, offsets)]  # elem records take their values
                 forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, i)
             if runs and i in runs:
                 runs[i].forward(s)
@@ -269,7 +269,7 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
             np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.places[sent],
                       g.reshape(-1)[sent])
         return
-    ins = operands(s, s._aval, p)
+    ins = read(s, s._aval, p)
     y = region(s._aval, p)
     sends: list[tuple[View, Any]] = []  # (input, its contribution when computed)
     if kind in ("unary", "binary"):
@@ -296,18 +296,14 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
             accumulate(s, v, contribution(), gen, keep)
 
 
-def _elems_back(s: State, rows: np.ndarray, gen: int, keep: int) -> None:
+def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep: int) -> None:
     """Elem records in rows send their adjoints (where this pass reached them) to their elements."""
     if not len(rows):
         return
     rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
-    if len(rows) <= 8:  # a few (a sum's result read back): without NumPy's grouping, about 1 µs each
-        for e in rows.tolist():
-            _prepared(s, int(s._in0[e]), gen, keep).reshape(-1)[s._in1[e]] += s._adj[e]
-        return
-    for j in np.unique(s._in0[rows]).tolist():
-        mine = rows[s._in0[rows] == j]
-        np.add.at(_prepared(s, j, gen, keep).reshape(-1), s._in1[mine].astype(np.int64), s._adj[mine])
+    for j in set(s._in0[rows].tolist()):
+        _prepared(s, j, gen, keep)
+    np.add.at(s._aadj, elements(s, rows, offsets), s._adj[rows])
 
 
 def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> int:
@@ -317,7 +313,7 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: d
     finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
     ``runs``: fused runs by last row (tape/_fusion.py; their kernels hold the rule themselves).
     Returns how many array records went through NumPy (0: nothing was left unchecked)."""
-    arrays, elems, _ = schedule(s, top + 1)
+    arrays, elems, offsets = schedule(s, top + 1)
     hi = top + 1
     done = top + 1  # the first row of the fused run in progress
     numpy_records = 0
@@ -325,7 +321,7 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: d
         for i in [*arrays[::-1], -1]:
             if i + 1 < hi:
                 reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, i + 1, hi, gen, keep)
-                _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], gen, keep)
+                _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], offsets, gen, keep)
             if runs and i in runs:
                 runs[i].reverse(s, gen, keep)
                 done = runs[i].rows[0]

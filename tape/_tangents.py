@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from tape._sweep import Plan, View, operands, region, view
+from tape._sweep import Plan, View, elements, read, region, schedule, view
 from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, kept, product, times, unbroadcast
-from tape.kernels.ops import ELEM, IS_ARRAY, IS_LEAF
+from tape.kernels.ops import IS_LEAF
 
 State = Any  # a Function with array records (tape/_array_replay.py)
 
@@ -41,7 +41,7 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     if kind in ("constant", "compare", "all", "any"):
         out[...] = 0.0
         return
-    a, da = operands(s, s._aval, p), _views(s, adot, p)
+    a, da = read(s, s._aval, p), _views(s, adot, p)
     y = region(s._aval, p)
     if kind in ("unary", "binary"):
         rule, b = RULES[p.name], (a[1] if kind == "binary" else None)
@@ -68,15 +68,13 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
 def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:
     """Tangents of every record, inputs seeded in dot (scalar records) and adot (array inputs)."""
     n = len(s._op)
-    arrays = np.flatnonzero(IS_ARRAY[s._op])
-    elems = np.flatnonzero(s._op == ELEM)
-    offsets = np.array([p.offset for p in s._plans], np.int64)
+    arrays, elems, offsets = schedule(s, n)
     lo = 0
     with np.errstate(all="ignore"):
-        for i in [*arrays.tolist(), n]:
+        for i in [*arrays, n]:
             if lo < i:
                 e = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
-                dot[e, 0] = adot[offsets[s._in0[s._in0[e]]] + s._in1[e]]
+                dot[e, 0] = adot[elements(s, e, offsets)]
                 tangent_sweep(IS_LEAF, s._op, s._partials[0], s._partials[1], s._targets[0], s._targets[1],
                               dot, lo, i)
             if i < n:
@@ -107,7 +105,7 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         np.add.at(region(aadj, source).reshape(-1), p.places, g.reshape(-1))
         np.add.at(region(aadj_dot, source).reshape(-1), p.places, gd.reshape(-1))
         return
-    a, ta = operands(s, s._aval, p), _views(s, adot, p)
+    a, ta = read(s, s._aval, p), _views(s, adot, p)
     y = region(s._aval, p)
     sends: list[tuple[View, Any, Any]] = []  # (input, contribution, its tangent)
     if kind in ("unary", "binary"):
@@ -163,21 +161,16 @@ def reverse_second(s: State, seed: int, dot: np.ndarray, adot: np.ndarray, adj_d
     s._aadj[:] = 0.0
     aadj_dot[:] = 0.0
     s._adj[seed] = 1.0
-    arrays = np.flatnonzero(IS_ARRAY[s._op[:seed + 1]])
-    elems = np.flatnonzero(s._op[:seed + 1] == ELEM)
+    arrays, elems, offsets = schedule(s, seed + 1)
     hi = seed + 1
     p, r = s._partials, s._targets
     with np.errstate(all="ignore"):
-        for i in [*arrays[::-1].tolist(), -1]:
+        for i in [*arrays[::-1], -1]:
             if i + 1 < hi:
                 reverse_second_range(s._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1], i + 1, hi)
                 e = elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)][::-1]
-                for j in np.unique(s._in0[e]).tolist():
-                    mine = e[s._in0[e] == j]
-                    plan = s._plans[s._in0[j]]
-                    places = s._in1[mine].astype(np.int64)
-                    np.add.at(region(s._aadj, plan).reshape(-1), places, s._adj[mine])
-                    np.add.at(region(aadj_dot, plan).reshape(-1), places, adj_dot[mine])
+                np.add.at(s._aadj, elements(s, e, offsets), s._adj[e])  # elem records back to their elements
+                np.add.at(aadj_dot, elements(s, e, offsets), adj_dot[e])
             if i >= 0:
                 reverse_second_one(s, s._plans[s._in0[i]], (adot, s._aadj, aadj_dot), adj_dot)
             hi = i
