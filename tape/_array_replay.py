@@ -69,10 +69,12 @@ class ArrayReplay:
     def _collect(self, pieces: list[tuple[int, int, int]], scalars: np.ndarray, arena: np.ndarray,
                  gen: int | None = None) -> np.ndarray:
         """The numbers of pieces from a scalar column and an arena (with gen: zero where the stamp is not gen)."""
-        out = np.zeros(pieces[-1][2] if pieces else 0)
+        out = np.empty(pieces[-1][2] if pieces else 0)
         for row, start, stop in pieces:
             if gen is None or self._stamp[row] == gen:
                 out[start:stop] = self._slot(row, scalars, arena)
+            else:
+                out[start:stop] = 0.0
         return out
 
     def _param_values(self) -> np.ndarray:

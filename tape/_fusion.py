@@ -21,7 +21,7 @@ import numpy as np
 
 from tape import _sweep
 from tape._sweep import Plan, View, whole
-from tape.kernels._gen_fused import FUSIBLE
+from tape.kernels._gen_fused import FUSIBLE, READS, SQUARE_READS
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
 from tape.kernels.ops import ELEM, OPCODE
@@ -32,6 +32,7 @@ class Run(NamedTuple):
 
     rows: tuple[int, ...]  # the members' records, then the sum's if one joined
     program: tuple[np.ndarray, ...]  # code, ka, ia, kb, ib, imm, ext
+    need: np.ndarray  # members whose values the reverse recomputes (some partial reads them)
     live: np.ndarray  # region offset of members read outside the run, else -1
     inputs: tuple[int, ...]  # records the run reads (views of), whose adjoints it adds to
     rows_cols: tuple[int, int]  # n0 rows of n1 elements
@@ -56,8 +57,8 @@ class Run(NamedTuple):
         for j in self.inputs:
             _sweep._prepared(s, j, gen, keep)
         code, ka, ia, kb, ib, imm, ext = self.program
-        fused_reverse(code, ka, ia, kb, ib, imm, ext, adj_in, seed, self.rows_cols[0], self.rows_cols[1], s._aval,
-                      s._aadj)
+        fused_reverse(code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, self.rows_cols[0], self.rows_cols[1],
+                      s._aval, s._aadj)
 
 
 def _readers(s: Any) -> dict[int, set[int]]:
@@ -142,6 +143,7 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: dict[int, set
     slot = {p.row: k for k, p in enumerate(members)}
     rows = set(slot) | ({total.row} if total else set())
     code, ka, ia, kb, ib = (np.zeros(len(members), np.int64) for _ in range(5))
+    kb[:] = 2  # a unary member's b: no operand, read as the number imm[0]
     imm: list[float] = []
     ext: list[tuple[int, int, int]] = []
     inputs: list[int] = []
@@ -162,9 +164,32 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: dict[int, set
                 ext.append((s._plans[s._in0[v.record]].offset + v.offset, *strides))
                 if s._op[v.record] != ACONSTANT:
                     inputs.append(v.record)
+    need = _needed(code, ka, ia, kb, ib, imm)
     live = np.array([p.offset if (readers.get(p.row, set()) - rows) or p.row in outputs else -1 for p in members],
                     np.int64)
     n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
     program = (code, ka, ia, kb, ib, np.array(imm + [0.0]), np.array(ext or [(0, 0, 0)], np.int64))
-    return [Run(tuple(p.row for p in members) + ((total.row,) if total else ()), program, live,
+    return [Run(tuple(p.row for p in members) + ((total.row,) if total else ()), program, need, live,
                 tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1)]
+
+
+def _needed(code: np.ndarray, ka: np.ndarray, ia: np.ndarray, kb: np.ndarray, ib: np.ndarray,
+            imm: list[float]) -> np.ndarray:
+    """The members whose values the reverse needs: those a partial reads (for an operand that is
+    not a number: kind 2), and the members those are computed from."""
+    need = np.zeros(len(code), np.bool_)
+    for k in range(len(code)):
+        operand = {"a": (ka[k], ia[k]), "b": (kb[k], ib[k])}
+        square = code[k] == OPCODE["pow"] and kb[k] == 2 and imm[ib[k]] == 2.0
+        for side, names in zip("ab", SQUARE_READS if square else READS[int(code[k])], strict=True):
+            if operand[side][0] == 2:
+                continue
+            for name in names:
+                if name == "y":
+                    need[k] = True
+                elif operand[name][0] == 0:
+                    need[operand[name][1]] = True
+    for k in range(len(code) - 1, -1, -1):  # a needed member needs the members it is computed from
+        if need[k]:
+            need[[j for kind, j in ((ka[k], ia[k]), (kb[k], ib[k])) if kind == 0]] = True
+    return need

@@ -427,7 +427,7 @@ def _without_runs(F):
     return F
 
 
-@pytest.mark.parametrize("program", ["rosenbrock", "stencil", "live members", "mixed"])
+@pytest.mark.parametrize("program", ["rosenbrock", "stencil", "live members", "mixed", "every op"])
 def test_fused_runs_give_the_unfused_numbers(program):
     rng = np.random.default_rng(5)
     if program == "rosenbrock":
@@ -448,6 +448,14 @@ def test_fused_runs_give_the_unfused_numbers(program):
             a = X * X - X / 3.0
             b = tape.maximum(a, 0.7) * X
             return tape.exp(a).sum() + (b * b).sum() + b[17] * a[3]
+    elif program == "every op":  # numbers on either side, one member on both sides, a length not of 8
+        x = rng.uniform(0.5, 2.0, 5003)
+
+        def f(X):
+            y = 1.5 - X / 3.0
+            z = y * y + 2.0 / X - -X
+            w = tape.sqrt(z) ** 1.7 + X ** y - y ** 2
+            return (w * z - 0.5 * w).sum()
     else:  # a transcendental between arithmetic: two runs around one NumPy record
         x = rng.uniform(0.1, 2.0, 5000)
 
