@@ -161,6 +161,17 @@ def recorded() -> list[int]:
     return sorted({ops.OPCODE[name] for name in names})
 
 
+def forward_function(code: int) -> list[str]:
+    """The op's value as a function of (a, b), b the constant for const ops: the loop of tape/_small.py."""
+    op = ops.OPS[code]
+    second = "c" if op.kind == "const" else "b"
+    return [f"def _forward_{code}(a: float, {second}: float) -> float:  # {op.name}",
+            "    try:",
+            f"        return {private(op.forward)}",
+            "    except (ArithmeticError, ValueError):",
+            f"        return eval_op({code}, a, {second})", "", ""]
+
+
 def describe(name: str) -> str:
     op = ops.OPS[ops.OPCODE[name]]
     second = f"; d2y/da2 = {op.daa}" if op.daa else ""
@@ -209,6 +220,7 @@ def generate(header: list[str]) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "from collections.abc import Callable",
         *imports("math", [f"{name} as _{name}" for name in sorted(used & set(ops.MATH_NAMES))]),
         "from typing import TYPE_CHECKING, overload",
         "",
@@ -251,6 +263,12 @@ def generate(header: list[str]) -> str:
     for name in ops.UNARY:
         if name not in ops.UNARY_OPERATORS:
             out += unary_function(name)
+    out += ["# -- each op's value, for recording many elements in one loop (tape/_small.py) ---------", "", ""]
+    for code in recorded():
+        out += forward_function(code)
+    entries = "".join(f"    {code}: _forward_{code},\n" for code in recorded())
+    out += ["FORWARD: dict[int, Callable[[float, float], float]] = {  # opcode -> its value of (a, b or c)",
+            entries.rstrip("\n"), "}"]
     text = "\n".join(out).rstrip() + "\n"
     functions = [n for n in ops.UNARY if n not in ops.UNARY_OPERATORS]
     listed = "".join(f"    {name!r},\n" for name in ["Var", *functions])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
-from tape import _blocks
+from tape import _blocks, _small
 from tape._conditions import ArrayCondition
 from tape._handles import Condition, surviving, warn_value_in_trace
 from tape._operands import as_view, common_tape, operands, shape_of
@@ -34,6 +34,7 @@ _NO_ROWS = np.zeros(0, np.int64)
 Operand: TypeAlias = "VarArray | Var | float | np.ndarray"  # what arithmetic with a VarArray takes
 
 _BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
+_LOOP = {ufunc: (OPCODE[s.pair], OPCODE[s.var_c], OPCODE[s.c_var], s.negate) for ufunc, s in _BINARY.items()}
 _COMPARE = {getattr(np, s.ufunc) for s in COMPARISONS}
 _UNARY = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
 
@@ -62,6 +63,9 @@ def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
 
 def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
+    small = _small.binary(_LOOP[ufunc], *inputs, VarArray) if len(inputs) == 2 and ufunc in _LOOP else None
+    if small is not None:
+        return small
     parts = operands(*inputs)
     if parts is None:
         return NotImplemented
@@ -90,12 +94,20 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
 class VarArray:
     """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
-    __slots__ = ("_seg", "_idx", "_view")
+    __slots__ = ("_seg", "_rows", "_view", "_shape")
     __array_priority__ = 1000
 
     def __init__(self, seg: Segment, idx: np.ndarray | None, view: View | None = None):
-        # scalar records: their indices; an array record: its view, and _idx holds nothing
-        self._seg, self._idx, self._view = seg, (_NO_ROWS if idx is None else idx), view
+        # _rows: the scalar records' indices (or tape/_small.py's range of new rows); else a view
+        self._seg, self._rows, self._view = seg, (_NO_ROWS if idx is None else idx), view
+        self._shape = view.shape if idx is None else idx.shape  # type: ignore[union-attr]  # one is given
+
+    @property
+    def _idx(self) -> np.ndarray:
+        """The scalar records' indices, an array of the array's shape."""
+        if type(self._rows) is range:
+            self._rows = np.arange(self._rows.start, self._rows.stop).reshape(self._shape)
+        return self._rows  # type: ignore[return-value]  # an array now
 
     def _operand(self) -> tuple[Storage, Any]:
         """(tape, scalar record indices) or (tape, view of an array record): see tape/_operands.py."""
@@ -105,7 +117,7 @@ class VarArray:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._idx.shape if self._view is None else self._view.shape
+        return self._shape
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
@@ -210,7 +222,9 @@ class VarArray:
         t = self._live_tape()
         if self._view is not None or self.size >= _blocks.SMALL:
             return wrap_view(t, _blocks.elementwise(t, OPS[code].name, as_view(t, True, self._operand()[1])))
-        return VarArray(t._segment(), t._append_block(code, self.size, in0=self._idx.ravel()).reshape(self.shape))
+        small = _small.unary(code, self, VarArray)
+        rows = None if small is not None else t._append_block(code, self.size, in0=self._idx.ravel())
+        return small if rows is None else VarArray(t._segment(), rows.reshape(self.shape))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs:
@@ -298,6 +312,9 @@ class VarArray:
 def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: bool = False) -> Any:
     """sum or prod over axes: one array record (sum of an array record), else a pairwise tree of
     scalar records, one block of records per level (depth log2 n)."""
+    small = _small.total(OPCODE["add" if op == "sum" else "mul"], x) if axis is None and not keepdims else None
+    if small is not None:
+        return small
     t = x._live_tape()
     axes = _blocks.axes(x.ndim, axis)
     if x._view is not None:

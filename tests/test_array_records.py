@@ -3,6 +3,7 @@ references written here (not read from kernels/array_ops.py), and the same progr
 
 import io
 import math
+import operator
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _blocks
+from tape import _blocks, _small
 
 RNG = np.random.default_rng(11)
 
@@ -558,3 +559,42 @@ def test_tapes_in_threads_share_the_spare_arenas_safely():
     for th in threads:
         th.join()
     assert not failures
+
+
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, 5e-324, -2.5, 3.0, 0.5, -1.0, 7.0])
+
+
+def _record_every_small_op():
+    """One tape with every elementwise operation on small VarArrays (length 12 and 3 x 4) of edge
+    values, with arrays, Vars, Python and NumPy numbers on either side."""
+    t = tape.Tape()
+    X = t.array(EDGES)
+    Y = t.array(EDGES[::-1].copy())
+    M, v = t.array(EDGES.reshape(3, 4)), t.var(-0.0)
+    pairs = [(X, Y), (X, v), (v, X), (X, 2.0), (-3.0, X), (X, 2), (np.float64(0.5), X), (M, 1.5), (M, M.T.T)]
+    for operation in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, tape.maximum,
+                      tape.minimum):
+        for a, b in pairs:
+            operation(a, b)
+    for name in tape.kernels.ops.UNARY:
+        if name not in tape.kernels.ops.UNARY_OPERATORS:
+            getattr(tape, name)(X)
+    for recorded in (lambda: -X, lambda: abs(M), X.sum, M.prod, X[:5].sum, X[:1].sum):
+        recorded()
+    return t
+
+
+def test_small_arrays_record_the_same_in_the_loop_as_through_numpy(monkeypatch):
+    """tape/_small.py's loop writes the records, values and constants NumPy's path writes."""
+    loop = _record_every_small_op()
+    monkeypatch.setattr(_small, "LOOP", 0)
+    numpy = _record_every_small_op()
+    n = len(numpy)
+    assert len(loop) == n > 400 and loop.n_consts == numpy.n_consts
+    for column in ("_op", "_in0"):
+        np.testing.assert_array_equal(getattr(loop, column)[:n], getattr(numpy, column)[:n])
+    binary = np.isin(numpy._op[:n], [code for code, op in enumerate(tape.kernels.ops.OPS) if op.kind != "unary"])
+    np.testing.assert_array_equal(loop._in1[:n][binary], numpy._in1[:n][binary])
+    np.testing.assert_array_equal(loop._val[:n], numpy._val[:n])  # NaN where NaN
+    np.testing.assert_array_equal(np.signbit(loop._val[:n]), np.signbit(numpy._val[:n]))
+    np.testing.assert_array_equal(loop._consts[:loop.n_consts], numpy._consts[:numpy.n_consts])

@@ -25,7 +25,7 @@ LAYERS = [
     ["tape._storage"],  # the records, by index: knows nothing of what records into it
     ["tape._handles", "tape._blocks"],  # _blocks: recording array records
     ["tape._recorders"],  # Var and the recording functions (generated)
-    ["tape._operands"],
+    ["tape._operands", "tape._small"],
     ["tape._conditions"],
     ["tape._array"],
     ["tape._format", "tape._array_replay"],
