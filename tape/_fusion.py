@@ -37,22 +37,21 @@ class Run(NamedTuple):
     inputs: tuple[int, ...]  # records the run reads (views of), whose adjoints it adds to
     rows_cols: tuple[int, int]  # n0 rows of n1 elements
     total: int  # the sum record's row, or -1
+    total_at: int  # its place in the arenas
+    members: np.ndarray  # the members' rows
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
         code, ka, ia, kb, ib, imm, ext = self.program
         value = fused_forward(code, ka, ia, kb, ib, imm, ext, self.live, self.rows_cols[0], self.rows_cols[1], s._aval)
         if self.total >= 0:
-            s._aval[s._plans[s._in0[self.total]].offset] = value
+            s._aval[self.total_at] = value
 
     def reverse(self, s: Any, gen: int, keep: int) -> None:
         """Send the run's adjoints to its inputs, if this pass reached it."""
-        top = self.rows[-1]
-        members = self.rows[:len(self.live)]
-        adj_in = np.array([s._plans[s._in0[r]].offset if s._stamp[r] == gen else -1 for r in members], np.int64)
-        adj_in[self.live < 0] = -1
-        seed = float(s._aadj[s._plans[s._in0[top]].offset]) if self.total >= 0 and s._stamp[top] == gen else 0.0
-        if seed == 0.0 and np.all(adj_in < 0):
+        adj_in = np.where(s._stamp[self.members] == gen, self.live, -1)
+        seed = float(s._aadj[self.total_at]) if self.total >= 0 and s._stamp[self.total] == gen else 0.0
+        if seed == 0.0 and adj_in.max() < 0:
             return
         for j in self.inputs:
             _sweep._prepared(s, j, gen, keep)
@@ -170,7 +169,8 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: dict[int, set
     n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
     program = (code, ka, ia, kb, ib, np.array(imm + [0.0]), np.array(ext or [(0, 0, 0)], np.int64))
     return [Run(tuple(p.row for p in members) + ((total.row,) if total else ()), program, need, live,
-                tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1)]
+                tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1, total.offset if total else -1,
+                np.array([p.row for p in members], np.int64))]
 
 
 def _needed(code: np.ndarray, ka: np.ndarray, ia: np.ndarray, kb: np.ndarray, ib: np.ndarray,
