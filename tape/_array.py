@@ -19,13 +19,13 @@ import numpy as np
 
 from tape import _blocks, _small
 from tape._conditions import ArrayCondition
-from tape._handles import Condition, surviving, warn_value_in_trace
+from tape._handles import UFUNC_HANDLERS, Condition, surviving, warn_value_in_trace
 from tape._operands import as_view, common_tape, operands, shape_of
 from tape._recorders import Var
 from tape._storage import Segment, Storage
 from tape._sweep import View
 from tape.errors import StaleHandleError
-from tape.kernels.ops import ARITHMETIC, COMPARISONS, CONSTANT, ELEM, OPCODE, OPS, UNARY_UFUNCS
+from tape.kernels.ops import ARITHMETIC, CONSTANT, ELEM, OPCODE, OPS, UNARY_UFUNCS
 
 if TYPE_CHECKING:
     from tape._tape import Tape
@@ -33,10 +33,9 @@ if TYPE_CHECKING:
 _NO_ROWS = np.zeros(0, np.int64)
 Operand: TypeAlias = "VarArray | Var | float | np.ndarray"  # what arithmetic with a VarArray takes
 
-_BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
-_LOOP = {ufunc: (OPCODE[s.pair], OPCODE[s.var_c], OPCODE[s.c_var], s.negate) for ufunc, s in _BINARY.items()}
-_COMPARE = {getattr(np, s.ufunc) for s in COMPARISONS}
-_UNARY = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
+BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
+_LOOP = {ufunc: (OPCODE[s.pair], OPCODE[s.var_c], OPCODE[s.c_var], s.negate) for ufunc, s in BINARY.items()}
+UNARY_CODES = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
 
 
 def wrap(t: Storage, rows: np.ndarray) -> Any:
@@ -75,19 +74,19 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     shape = _broadcast(parts)
     if _blocked(parts, shape):
         views = [as_view(t, rt is not None, p) for rt, p in parts]
-        name = OPS[_UNARY[ufunc]].name if ufunc in _UNARY else _BINARY[ufunc].pair
+        name = OPS[UNARY_CODES[ufunc]].name if ufunc in UNARY_CODES else BINARY[ufunc].pair
         return wrap_view(t, _blocks.elementwise(t, name, *views))
     recorded = [rt is not None for rt, _ in parts]
     arrays = [p.ravel() if p.shape == shape else np.broadcast_to(p, shape).ravel() for _, p in parts]
-    if ufunc in _UNARY:
-        rows = t._append_block(_UNARY[ufunc], arrays[0].size, in0=arrays[0])
+    if ufunc in UNARY_CODES:
+        rows = t._append_block(UNARY_CODES[ufunc], arrays[0].size, in0=arrays[0])
     elif recorded == [True, True]:
-        rows = t._append_block(OPCODE[_BINARY[ufunc].pair], arrays[0].size, in0=arrays[0], in1=arrays[1])
+        rows = t._append_block(OPCODE[BINARY[ufunc].pair], arrays[0].size, in0=arrays[0], in1=arrays[1])
     elif recorded[0]:
-        consts = -arrays[1] if _BINARY[ufunc].negate else arrays[1]
-        rows = t._append_block(OPCODE[_BINARY[ufunc].var_c], arrays[0].size, in0=arrays[0], consts=consts)
+        consts = -arrays[1] if BINARY[ufunc].negate else arrays[1]
+        rows = t._append_block(OPCODE[BINARY[ufunc].var_c], arrays[0].size, in0=arrays[0], consts=consts)
     else:
-        rows = t._append_block(OPCODE[_BINARY[ufunc].c_var], arrays[1].size, in0=arrays[1], consts=arrays[0])
+        rows = t._append_block(OPCODE[BINARY[ufunc].c_var], arrays[1].size, in0=arrays[1], consts=arrays[0])
     return wrap(t, rows.reshape(shape))
 
 
@@ -227,15 +226,7 @@ class VarArray:
         return small if rows is None else VarArray(t._segment(), rows.reshape(self.shape))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method != "__call__" or kwargs:
-            raise TypeError(f"numpy.{ufunc.__name__}.{method} with {sorted(kwargs)} is not supported on VarArray")
-        if ufunc in _UNARY or ufunc in _BINARY:
-            return elementwise(ufunc, *inputs)
-        if ufunc is np.matmul:
-            return matmul(*inputs)
-        if ufunc in _COMPARE:
-            return ArrayCondition.of(ufunc, *inputs)
-        raise TypeError(f"numpy.{ufunc.__name__} is not supported on tape.VarArray (no recorded rule)")
+        return UFUNC_HANDLERS[0](ufunc, method, inputs, kwargs)  # tape/_ufuncs.py
 
     def __array_function__(self, func, types, args, kwargs):
         handler = _FUNCTIONS.get(func)

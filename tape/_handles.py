@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 import sys
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -26,15 +27,31 @@ if TYPE_CHECKING:
 
 new = object.__new__
 H = TypeVar("H", bound="Handle")
+UFUNC_HANDLERS: list[Callable[[Any, str, tuple, dict], Any]] = []  # tape/_ufuncs.py puts its handler here
 
 
 class Handle:
     """A record of a tape: ``.value``, ``.grad``, ``.index``, ``.tape``, ``.backward()``."""
 
     __slots__ = ("_seg", "_index")
-    __array_ufunc__ = None  # NumPy defers to our reflected operators (np.float64(2) * x)
     _seg: Segment
     _index: int
+    shape: tuple[int, ...] = ()  # a 0-d array, for NumPy and array code
+    ndim = 0
+    size = 1
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs with a Var among the operands: the Var as a 0-d array (tape/_ufuncs.py)."""
+        return UFUNC_HANDLERS[0](ufunc, method, inputs, kwargs)
+
+    def sum(self: H, axis: None | tuple[()] = None, dtype: None = None, out: None = None,
+            keepdims: bool = False) -> H:
+        """A 0-d array's sum (also mean and prod, and np.sum(x), ...): itself, as for a 0-d array."""
+        if axis not in (None, ()) or dtype not in (None, float, np.float64) or out is not None:
+            raise ValueError(f"a Var is 0-d: axis={axis!r}, dtype={dtype!r}, out={out!r} do not apply")
+        return self
+
+    mean = prod = sum
 
     @classmethod
     def _at(cls: type[H], seg: Segment, index: int) -> H:

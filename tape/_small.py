@@ -66,9 +66,9 @@ def binary(codes: tuple[int, int, int, bool], x: Any, y: Any, array: type[Any]) 
     """The VarArray (class ``array``) of x <op> y by the loop, where codes are the op's for
     two records, a record and a number, a number and a record, and whether the number is negated
     (x - c is x + (-c)); None where the loop does not apply."""
-    seg = x._seg if type(x) is array else y._seg
-    if not seg.live:
-        return None
+    seg = x._seg if type(x) is array else y._seg if type(y) is array else None
+    if seg is None or not seg.live:
+        return None  # no VarArray (a Var with a NumPy array), or stale
     a, b = _operand(x, seg, array), _operand(y, seg, array)
     if a is None or b is None:
         return None

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _blocks, _show
+from tape import _blocks, _show, _ufuncs  # noqa: F401  # _ufuncs: Vars in NumPy ufuncs
 from tape._array import VarArray
 from tape._blocks import copy
 from tape._function import Function
