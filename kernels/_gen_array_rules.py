@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from . import ops
+from ._gen_sweeps import natural
 
 PARTS = ("da", "db", "daa", "dab", "dbb")
 
 
 _UFUNC_OF = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
-_CALLED = {"abs": "absolute", "pow": "power", **{name: name for name in ops.MATH_NAMES if name != "pow"}}
+# rules' calls that are NumPy ufuncs (asin is numpy.asin, NumPy 2's name of arcsin); erf, erfc and lgamma are not
+_CALLED = {"abs": "absolute", "pow": "power",
+           **{name: name for name in ops.MATH_NAMES if name != "pow" and isinstance(getattr(np, name, None), np.ufunc)}}
 
 
 def forward_lines(op: ops.Op) -> list[str]:
@@ -55,7 +60,8 @@ def generate(header: list[str]) -> str:
         "import numpy as np",
         "",
         "from .array_helpers import (  # noqa: F401",
-        *[f"    {name}," for name in sorted({fn.__name__ for fn in ops.HELPERS} | set(ops.MATH_NAMES) | {"abs"})],
+        *[f"    {name}," for name in sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED} | set(ops.MATH_NAMES)
+                                        | {"abs"}, key=natural)],
         ")",
     ]
     table = []

@@ -107,8 +107,16 @@ def block(text: str, indent: int) -> list[str]:
     return textwrap.indent(text.strip("\n"), " " * indent).split("\n")
 
 
+def python_forward(code: int) -> str:
+    """The op's forward expression in Python; a grouped op's is the kernel's own evaluation (Python's
+    math.lgamma, for one, is not the C library's, so math would record other bits than replay)."""
+    if ops.OPS[code].name in ops.GROUPED:
+        return f"grouped_value({code}, a)"
+    return private(ops.OPS[code].forward)
+
+
 def evaluate(code: int, args: str, indent: int) -> list[str]:
-    return block(EVALUATE.format(forward=private(ops.OPS[code].forward), args=args), indent)
+    return block(EVALUATE.format(forward=python_forward(code), args=args), indent)
 
 
 def const_path(name: str, negate: bool, indent: int) -> list[str]:
@@ -167,7 +175,7 @@ def forward_function(code: int) -> list[str]:
     second = "c" if op.kind == "const" else "b"
     return [f"def _forward_{code}(a: float, {second}: float) -> float:  # {op.name}",
             "    try:",
-            f"        return {private(op.forward)}",
+            f"        return {python_forward(code)}",
             "    except (ArithmeticError, ValueError):",
             f"        return eval_op({code}, a, {second})", "", ""]
 
@@ -175,7 +183,9 @@ def forward_function(code: int) -> list[str]:
 def describe(name: str) -> str:
     op = ops.OPS[ops.OPCODE[name]]
     second = f"; d2y/da2 = {op.daa}" if op.daa else ""
-    return (f"{name}(x): y = {op.forward}, dy/da = {op.da}{second} (a: the value of x).\n\n"
+    rule = textwrap.fill(f"{name}(x): y = {op.forward}, dy/da = {op.da}{second} (a: the value of x).", 108,
+                         subsequent_indent="    ")
+    return (f"{rule}\n\n"
             "    A Var gives a Var (one record), a VarArray a VarArray, a number a float (nothing recorded).\n    ")
 
 
@@ -206,7 +216,8 @@ def comparison(spelling: ops.Spelling) -> list[str]:
 
 def generate(header: list[str]) -> str:
     """The text of tape/_recorders.py."""
-    used = _gen_sweeps.names_in(*(ops.OPS[code].forward for code in recorded()))
+    used = _gen_sweeps.names_in(*(ops.OPS[code].forward for code in recorded()
+                                  if ops.OPS[code].name not in ops.GROUPED))
     out = [
         *header,
         '"""Var, the handle that records, and the recording functions, generated from the op table.',
@@ -227,7 +238,7 @@ def generate(header: list[str]) -> str:
         "from tape._debug import caller",
         *imports("tape._handles", ["Condition", "Handle", "as_constant", "compare", "new", "revalidate",
                                    "shared_segment", "unary_other"]),
-        "from tape.kernels._sweeps import eval_op",
+        "from tape.kernels._sweeps import eval_op, grouped_value",
         *imports("tape.kernels.ops", sorted(f"{fn.__name__} as _{fn.__name__}" for fn in ops.HELPERS
                                             if fn.__name__ in used)),
         "",

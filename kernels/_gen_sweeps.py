@@ -17,6 +17,11 @@ JIT = "jit"  # the decorators of kernels/_numba.py: cache=True, nogil=True, erro
 PARJIT = "parallel_jit"  # the same with parallel=True
 
 
+def natural(name: str) -> list:
+    """The sort key of isort (and ruff): numbers by value, so log2 comes before log10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def names_in(*exprs: str) -> set[str]:
     """The variable names an op's rule expressions read."""
     found: set[str] = set()
@@ -38,17 +43,42 @@ def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
     return [indent + line for name, line in loads.items() if name in used]
 
 
+# ops.GROUPED in a sweep: one branch, whose rules call the grouped kernels with the opcode k
+GROUP = ops.Op("grouped", "unary", "grouped_value(k, a)", "grouped_da(k, a, y)", daa="grouped_daa(k, a, y)")
+
+
 def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
-    """One ``if``/``elif`` branch per included op, with body lines from body_for(op)."""
+    """One ``if``/``elif`` branch per included op (one for all of ops.GROUPED), with body lines
+    from body_for(op)."""
     lines: list[str] = []
     first = True
     for code, op in enumerate(ops.OPS):
-        if not include(op):
+        if not include(op) or op.name in ops.GROUPED:
             continue
         lines.append(f"        {'if' if first else 'elif'} k == {code}:  # {op.name}")
         lines.extend(body_for(op))
         first = False
-    return lines
+    if not include(GROUP):
+        return lines
+    lines.append(f"        {'if' if first else 'elif'} IS_GROUPED[k]:  # the {len(ops.GROUPED)} ops of ops.GROUPED")
+    return lines + body_for(GROUP)
+
+
+def grouped_kernels() -> list[str]:
+    """grouped_value, grouped_da, grouped_daa: each rule of ops.GROUPED by opcode k."""
+    out = []
+    for name, part, args in (("value", "forward", "a"), ("da", "da", "a, y"), ("daa", "daa", "a, y")):
+        out += [f"@{JIT}", f"def grouped_{name}(k, {args}):",
+                f'    """The {part} rule of grouped op k (kernels/ops.py: GROUPED)."""']
+        for code, op in enumerate(ops.OPS):
+            if op.name in ops.GROUPED:
+                out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
+        out += ["    return nan", "", ""]
+    return out + [f"@{JIT}", "def grouped_map(part, k, a, y, out):",
+                  '    """grouped_value (part 0), grouped_da (1) or grouped_daa (2) of op k over flat arrays."""',
+                  "    for e in range(len(a)):", "        if part == 0:", "            out[e] = grouped_value(k, a[e])",
+                  "        elif part == 1:", "            out[e] = grouped_da(k, a[e], y[e])", "        else:",
+                  "            out[e] = grouped_daa(k, a[e], y[e])", "", ""]
 
 
 def forward_body(op: ops.Op) -> list[str]:
@@ -179,11 +209,15 @@ def generate(header: list[str], more: list[str]) -> str:
     """The text of kernels/_sweeps.py; ``more``: the kernels over stored partials and the parallel maps
     (kernels/_gen_derivatives.py, kernels/_gen_maps.py)."""
     helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
+    helpers += [f"{fn.__name__} = jit(_ops.{fn.__name__})" for fn in ops.CALLED]
+    helpers += ["IS_GROUPED = _ops.IS_GROUPED"]
     out = [
         *header,
         '"""Numba sweeps over the tape\'s record arrays, one branch per op."""',
         "",
-        f"from math import {', '.join(sorted(ops.MATH_NAMES + ('nan',)))}  # noqa: F401",
+        "from math import (  # noqa: F401",
+        *[f"    {name}," for name in sorted(ops.MATH_NAMES + ("nan",), key=natural)],
+        ")",
         "",
         "import numba",
         "import numpy as np",
@@ -195,6 +229,9 @@ def generate(header: list[str], more: list[str]) -> str:
         *helpers,
         "",
         f"LEAF = {ops.LEAF}",
+        "",
+        "",
+        *grouped_kernels(),
         "",
         "",
         f"@{JIT}",

@@ -23,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 SWEEPS = HERE / "_sweeps.py"
 ARRAY_RULES = HERE / "_array_rules.py"
 RECORDERS = HERE.parent / "tape" / "_recorders.py"
-GENERATORS = ("ops.py", "codegen.py", "_gen_sweeps.py", "_gen_derivatives.py", "_gen_maps.py", "_gen_recorders.py",
-              "_gen_array_rules.py", "_gen_fused.py")
+GENERATORS = ("ops.py", "special.py", "codegen.py", "_gen_sweeps.py", "_gen_derivatives.py", "_gen_maps.py",
+              "_gen_recorders.py", "_gen_array_rules.py", "_gen_fused.py")
 
 
 def header(generator: str) -> list[str]:

@@ -49,6 +49,8 @@ from math import exp, log, nan, pow
 
 import numpy as np
 
+from .special import cbrt, ceil, digamma, floor, rint, trigamma, trunc
+
 
 @dataclass(frozen=True)
 class Op:
@@ -228,11 +230,45 @@ OPS: tuple[Op, ...] = (
     # one element of an array record (in0: the array record, in1: the element's place in it): a leaf
     # to every scalar sweep; the array sweep (tape/_sweep.py) sets its value and takes its adjoint
     Op("elem", "leaf"),
+    # more unary ops (NumPy's names; rules in math's); constants: ln 2, 1/ln 2, 1/ln 10, 2/sqrt(pi)
+    Op("log1p", "unary", "log1p(a)", "1.0 / (1.0 + a)", daa="-1.0 / ((1.0 + a) * (1.0 + a))"),
+    Op("expm1", "unary", "expm1(a)", "y + 1.0", daa="y + 1.0"),
+    Op("exp2", "unary", "exp2(a)", "0.6931471805599453 * y", daa="0.4804530139182014 * y"),
+    Op("log2", "unary", "log2(a)", "1.4426950408889634 / (a + 0.0)", daa="-1.4426950408889634 / (a * a)"),
+    Op("log10", "unary", "log10(a)", "0.4342944819032518 / (a + 0.0)", daa="-0.4342944819032518 / (a * a)"),
+    Op("cbrt", "unary", "cbrt(a)", "1.0 / (3.0 * y * y)", daa="-2.0 / (9.0 * y * y * y * y * y)"),
+    Op("arcsin", "unary", "asin(a)", "1.0 / sqrt(1.0 - a * a)", daa="a / ((1.0 - a * a) * sqrt(1.0 - a * a))"),
+    Op("arccos", "unary", "acos(a)", "-1.0 / sqrt(1.0 - a * a)", daa="-a / ((1.0 - a * a) * sqrt(1.0 - a * a))"),
+    Op("arctan", "unary", "atan(a)", "1.0 / (1.0 + a * a)", daa="-2.0 * a / ((1.0 + a * a) * (1.0 + a * a))"),
+    Op("sinh", "unary", "sinh(a)", "cosh(a)", daa="y"),
+    Op("cosh", "unary", "cosh(a)", "sinh(a)", daa="y"),
+    Op("arcsinh", "unary", "asinh(a)", "1.0 / hypot(a, 1.0)", daa="-a / (hypot(a, 1.0) * (a * a + 1.0))"),
+    Op("arccosh", "unary", "acosh(a)", "1.0 / (sqrt(a - 1.0) * sqrt(a + 1.0))",
+       daa="-a / ((a * a - 1.0) * sqrt(a - 1.0) * sqrt(a + 1.0))"),
+    Op("arctanh", "unary", "atanh(a)", "1.0 / (1.0 - a * a)", daa="2.0 * a / ((1.0 - a * a) * (1.0 - a * a))"),
+    Op("erf", "unary", "erf(a)", "1.1283791670955126 * exp(-a * a)", daa="-2.2567583341910252 * a * exp(-a * a)"),
+    Op("erfc", "unary", "erfc(a)", "-1.1283791670955126 * exp(-a * a)", daa="2.2567583341910252 * a * exp(-a * a)"),
+    Op("lgamma", "unary", "lgamma(a)", "digamma(a)", daa="trigamma(a)"),
+    # piecewise constant: derivative 0 everywhere, also at the jumps (as JAX)
+    Op("floor", "unary", "floor(a)", "0.0"),
+    Op("ceil", "unary", "ceil(a)", "0.0"),
+    Op("trunc", "unary", "trunc(a)", "0.0"),
+    Op("rint", "unary", "rint(a)", "0.0"),
+    Op("sign", "unary", "sign(a)", "0.0"),
 )
 
-HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb)
+HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb,
+           floor, ceil, trunc, rint, cbrt)
+CALLED = (digamma, trigamma)  # helpers with loops: compiled once and called, not inlined into every sweep
+# Ops that share one branch of every sweep: their rules live in three kernels (grouped_value,
+# grouped_da, grouped_daa) that the sweeps call, so the sweeps' compile time does not grow with
+# them (measured: 22 more ops as branches of their own took the first gradient's compile from 10 to
+# 17 s). The cost is a call per record, for ops that programs use rarely.
+GROUPED = ("log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh",
+           "arcsinh", "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign")
 # math functions the rules may name (resolved to math.* in Python and Numba)
-MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow")
+MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow", "log1p", "expm1", "exp2", "log2", "log10",
+              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "lgamma")
 # names a rule may read besides helpers and math functions (see the module docstring)
 OPERANDS = ("a", "b", "c", "y", "cond")
 assert len(OPS) < 256, "opcodes are stored as uint8"
@@ -297,6 +333,7 @@ KIND = np.array([op.kind for op in OPS] + ["none"] * (ARRAY_BASE - len(OPS)) + [
 IS_ARRAY = KIND == "array"  # indexed by opcode, like every mask below
 IS_LEAF = KIND == "leaf"
 IS_UNARY = KIND == "unary"
+IS_GROUPED = np.isin(np.arange(256), [OPCODE[name] for name in GROUPED])
 HAS_INPUT = np.isin(KIND, ("unary", "binary", "const", "compare", "compare_c", "select"))  # in0 is a record
 TWO_RECORDS = np.isin(KIND, TWO_RECORD_KINDS)
 USES_POOL = np.isin(KIND, KINDS_WITH_CONSTANT)

@@ -40,7 +40,31 @@ from tape._distributed import DistributedError
 from tape._function import Function, load
 from tape._gradcheck import gradcheck
 from tape._handles import Condition
-from tape._recorders import Var
+from tape._recorders import (
+    Var,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    cbrt,
+    ceil,
+    cosh,
+    erf,
+    erfc,
+    exp2,
+    expm1,
+    floor,
+    lgamma,
+    log1p,
+    log2,
+    log10,
+    rint,
+    sign,
+    sinh,
+    trunc,
+)
 from tape._storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
 from tape._tape import Tape
 from tape.errors import (
@@ -96,4 +120,26 @@ __all__ = [
     "tan",
     "tanh",
     "value_and_grad",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctanh",
+    "cbrt",
+    "ceil",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp2",
+    "expm1",
+    "floor",
+    "lgamma",
+    "log10",
+    "log1p",
+    "log2",
+    "rint",
+    "sign",
+    "sinh",
+    "trunc",
 ]

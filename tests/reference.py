@@ -39,6 +39,9 @@ OPS_ON_HANDLES = {
     "tanh": tape.tanh,
     "sigmoid": tape.sigmoid,
     "relu": tape.relu,
+    **{name: getattr(tape, name) for name in (
+        "log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+        "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign")},
 }
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 UNARY = tuple(name for name in OPS_ON_HANDLES if name not in BINARY)
@@ -70,7 +73,39 @@ VALUE = {
     "tanh": _np(np.tanh),
     "sigmoid": _np(lambda a: np.exp(-np.logaddexp(0.0, -a))),
     "relu": _np(lambda a: np.where(np.isnan(a), a, np.maximum(a, 0.0))),
+    **{name: _np(getattr(np, name)) for name in (
+        "log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+        "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "sign")},
+    "erf": math.erf,
+    "erfc": math.erfc,
+    "lgamma": lambda a: _lgamma(a),
 }
+
+
+def _lgamma(a: float) -> float:
+    """log|Gamma(a)|, +inf at the poles (where Python's math raises)."""
+    try:
+        return math.lgamma(a)
+    except ValueError:
+        return math.inf
+
+
+def digamma(x: float, n: int = 1000) -> float:
+    """psi(x) = psi(x + n) - sum 1/(x + k), psi(x + n) from four terms of its asymptotic series;
+    NaN at the poles and where x + n is not positive (not needed)."""
+    z = x + n
+    if not math.isfinite(x) or z <= 0 or x == math.floor(x) <= 0 or abs(x) < 1e-300:
+        return math.nan
+    return math.log(z) - 1 / (2 * z) - 1 / (12 * z * z) + 1 / (120 * z * z * z * z) - math.fsum(
+        1 / (x + k) for k in range(n))
+
+
+def trigamma(x: float, n: int = 1000) -> float:
+    """psi'(x) = sum 1/(x + k)^2 + psi'(x + n), the tail from its asymptotic series."""
+    z = x + n
+    if not math.isfinite(x) or z <= 0 or x == math.floor(x) <= 0 or abs(x) < 1e-150:
+        return math.nan
+    return math.fsum(1 / ((x + k) * (x + k)) for k in range(n)) + 1 / z + 1 / (2 * z * z) + 1 / (6 * z * z * z)
 
 
 def _sign(a):
@@ -101,7 +136,55 @@ DERIVATIVE = {
     "tanh": (_np(lambda a: 1 / np.cosh(a) ** 2),),
     "sigmoid": (_np(lambda a: np.exp(-a) / (1 + np.exp(-a)) ** 2),),
     "relu": (lambda a: 1.0 if a > 0 else 0.0 if a <= 0 else math.nan,),
+    # the rarer ops, in other forms than the table's (through the inverse function, or exp)
+    "log1p": (_np(lambda a: 1 / (1 + a)),),
+    "expm1": (_np(np.exp),),
+    "exp2": (_np(lambda a: np.log(2) * np.exp(a * np.log(2))),),
+    "log2": (_np(lambda a: 1 / (a * np.log(2))),),
+    "log10": (_np(lambda a: 1 / (a * np.log(10))),),
+    "cbrt": (_np(lambda a: np.abs(a) ** (-2 / 3) / 3),),
+    "arcsin": (_np(lambda a: 1 / np.sqrt((1 - a) * (1 + a))),),
+    "arccos": (_np(lambda a: -1 / np.sqrt((1 - a) * (1 + a))),),
+    "arctan": (_np(lambda a: np.exp(-np.log1p(a * a))),),
+    "sinh": (_np(lambda a: (np.exp(a) + np.exp(-a)) / 2),),
+    "cosh": (_np(lambda a: (np.exp(a) - np.exp(-a)) / 2),),
+    "arcsinh": (_np(lambda a: 1 / np.cosh(np.arcsinh(a))),),
+    "arccosh": (_np(lambda a: 1 / np.sinh(np.arccosh(a))),),
+    "arctanh": (_np(lambda a: np.cosh(np.arctanh(a)) ** 2),),
+    "erf": (_np(lambda a: 2 / np.sqrt(np.pi) * np.exp(-a * a)),),
+    "erfc": (_np(lambda a: -2 / np.sqrt(np.pi) * np.exp(-a * a)),),
+    "lgamma": (lambda a: digamma(a),),
+    **{name: (lambda a: 0.0,) for name in ("floor", "ceil", "trunc", "rint", "sign")},
 }
+
+# second derivatives, written out here (tests/test_derivatives.py holds those of the first ops)
+SECOND = {
+    "log1p": lambda a: -1 / (1 + a) ** 2,
+    "expm1": math.exp,
+    "exp2": lambda a: math.log(2) ** 2 * 2**a,
+    "log2": lambda a: -1 / (a * a * math.log(2)),
+    "log10": lambda a: -1 / (a * a * math.log(10)),
+    "cbrt": lambda a: -2 / 9 * math.copysign(abs(a) ** (-5 / 3), a),
+    "arcsin": lambda a: a / (1 - a * a) ** 1.5,
+    "arccos": lambda a: -a / (1 - a * a) ** 1.5,
+    "arctan": lambda a: -2 * a / (1 + a * a) ** 2,
+    "sinh": math.sinh,
+    "cosh": math.cosh,
+    "arcsinh": lambda a: -a / (1 + a * a) ** 1.5,
+    "arccosh": lambda a: -a / (a * a - 1) ** 1.5,
+    "arctanh": lambda a: 2 * a / (1 - a * a) ** 2,
+    "erf": lambda a: -4 * a / math.sqrt(math.pi) * math.exp(-a * a),
+    "erfc": lambda a: 4 * a / math.sqrt(math.pi) * math.exp(-a * a),
+    "lgamma": trigamma,
+    **{name: (lambda a: 0.0) for name in ("floor", "ceil", "trunc", "rint", "sign")},
+}
+
+
+def domain_of(name: str) -> tuple[float, float] | None:
+    """Where the rarer ops are smooth and defined, for random points; None: anywhere."""
+    return {"arcsin": (-0.95, 0.95), "arccos": (-0.95, 0.95), "arctanh": (-0.95, 0.95), "arccosh": (1.05, 12.0),
+            "log1p": (-0.9, 20.0), "log2": (0.01, 50.0), "log10": (0.01, 50.0), "exp2": (-30.0, 30.0),
+            "erf": (-5.0, 5.0), "erfc": (-5.0, 5.0), "lgamma": (-6.0, 12.0)}.get(name)
 
 # complex versions of the analytic ops, for the complex-step derivative
 COMPLEX = {
@@ -119,6 +202,13 @@ COMPLEX = {
     "tan": np.tan,
     "tanh": np.tanh,
     "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "exp2": lambda a: np.exp(a * np.log(2)),
+    "log2": lambda a: np.log(a) / np.log(2),
+    "log10": np.log10,
+    **{name: getattr(np, name) for name in ("arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
+                                            "arctanh")},
 }
 
 
@@ -186,6 +276,7 @@ def dual_function(name: str):
         "relu": lambda d: Dual(max(d.re, 0.0), d.du if d.re > 0 else 0.0),
         "abs": lambda d: Dual(abs(d.re), d.du * _sign(d.re)),
         "neg": lambda d: -d,
+        **{name: _dual(name) for name in _DUAL_RULES},
     }
     binary = {
         "add": operator.add,
@@ -198,6 +289,38 @@ def dual_function(name: str):
     if name in unary:
         return lambda d: unary[name](Dual.lift(d))
     return binary[name]
+
+
+# the rarer unary ops on Dual numbers: (value, derivative) by Python's math
+_DUAL_RULES = {
+    "log1p": (math.log1p, lambda a: 1 / (1 + a)),
+    "expm1": (math.expm1, math.exp),
+    "exp2": (lambda a: 2.0**a, lambda a: math.log(2) * 2.0**a),
+    "log2": (math.log2, lambda a: 1 / (a * math.log(2))),
+    "log10": (math.log10, lambda a: 1 / (a * math.log(10))),
+    "cbrt": (lambda a: math.copysign(abs(a) ** (1 / 3), a), lambda a: abs(a) ** (-2 / 3) / 3),
+    "arcsin": (math.asin, lambda a: 1 / math.sqrt(1 - a * a)),
+    "arccos": (math.acos, lambda a: -1 / math.sqrt(1 - a * a)),
+    "arctan": (math.atan, lambda a: 1 / (1 + a * a)),
+    "sinh": (math.sinh, math.cosh),
+    "cosh": (math.cosh, math.sinh),
+    "arcsinh": (math.asinh, lambda a: 1 / math.sqrt(1 + a * a)),
+    "arccosh": (math.acosh, lambda a: 1 / math.sqrt(a * a - 1)),
+    "arctanh": (math.atanh, lambda a: 1 / (1 - a * a)),
+    "erf": (math.erf, lambda a: 2 / math.sqrt(math.pi) * math.exp(-a * a)),
+    "erfc": (math.erfc, lambda a: -2 / math.sqrt(math.pi) * math.exp(-a * a)),
+    "lgamma": (math.lgamma, digamma),
+    "floor": (math.floor, lambda a: 0.0),
+    "ceil": (math.ceil, lambda a: 0.0),
+    "trunc": (math.trunc, lambda a: 0.0),
+    "rint": (round, lambda a: 0.0),
+    "sign": (_sign, lambda a: 0.0),
+}
+
+
+def _dual(name: str):
+    value, slope = _DUAL_RULES[name]
+    return lambda d: Dual(float(value(d.re)), slope(d.re) * d.du)
 
 
 def _dual_max(x: Dual, y: Dual) -> Dual:

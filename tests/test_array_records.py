@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from reference import digamma
 
 import tape
 from tape import _blocks, _small
@@ -66,6 +67,25 @@ UNARY = {  # name: (numpy forward, derivative written by hand, domain)
     "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2, (-5, 5)),
     "relu": (lambda x: np.maximum(x, 0), lambda x: (x > 0) * 1.0, (-3, 3)),
     "abs": (np.abs, np.sign, (-3, 3)),
+    # the rarer ops: NumPy's forward, derivatives by hand (erf and lgamma through Python's math)
+    "log1p": (np.log1p, lambda x: 1 / (1 + x), (-0.9, 3)),
+    "expm1": (np.expm1, np.exp, (-3, 3)),
+    "exp2": (np.exp2, lambda x: np.log(2) * np.exp2(x), (-3, 3)),
+    "log2": (np.log2, lambda x: 1 / (x * np.log(2)), (0.1, 3)),
+    "log10": (np.log10, lambda x: 1 / (x * np.log(10)), (0.1, 3)),
+    "cbrt": (np.cbrt, lambda x: np.abs(x) ** (-2 / 3) / 3, (0.2, 3)),
+    "arcsin": (np.arcsin, lambda x: 1 / np.sqrt(1 - x * x), (-0.9, 0.9)),
+    "arccos": (np.arccos, lambda x: -1 / np.sqrt(1 - x * x), (-0.9, 0.9)),
+    "arctan": (np.arctan, lambda x: 1 / (1 + x * x), (-3, 3)),
+    "sinh": (np.sinh, np.cosh, (-3, 3)),
+    "cosh": (np.cosh, np.sinh, (-3, 3)),
+    "arcsinh": (np.arcsinh, lambda x: 1 / np.sqrt(1 + x * x), (-3, 3)),
+    "arccosh": (np.arccosh, lambda x: 1 / np.sqrt(x * x - 1), (1.1, 4)),
+    "arctanh": (np.arctanh, lambda x: 1 / (1 - x * x), (-0.9, 0.9)),
+    "erf": (np.vectorize(math.erf), lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x), (-2, 2)),
+    "erfc": (np.vectorize(math.erfc), lambda x: -2 / np.sqrt(np.pi) * np.exp(-x * x), (-2, 2)),
+    "lgamma": (np.vectorize(math.lgamma), np.vectorize(digamma), (0.3, 6)),
+    **{name: (getattr(np, name), lambda x: 0 * x, (-3, 3)) for name in ("floor", "ceil", "trunc", "rint", "sign")},
 }
 
 

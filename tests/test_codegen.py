@@ -27,15 +27,19 @@ def test_every_op_has_a_branch_in_every_sweep():
     with partials; scalar evaluator: all but select."""
     text = codegen.SWEEPS.read_text()
     for code, op in enumerate(OPS):
-        if op.kind != "leaf":
+        if op.kind != "leaf" and op.name not in ops.GROUPED:
             expected = 5 + 2 * bool(op.da) + (op.kind != "select")
             assert text.count(f"if k == {code}:  # {op.name}\n") == expected, op.name
+    # the grouped ops: one shared branch in each of those sweeps, and a branch in each grouped kernel
+    assert text.count(f"IS_GROUPED[k]:  # the {len(ops.GROUPED)} ops of ops.GROUPED\n") == 5 + 2 + 1
+    for name in ops.GROUPED:
+        assert text.count(f"    if k == {ops.OPCODE[name]}:  # {name}\n") == 3, name
 
 
 def test_every_name_a_rule_uses_resolves():
     """Each rule reads operands, the op table's helpers, math functions or builtins, and those
     resolve to the same function in Python (recording) as the kernels compile."""
-    known = set(ops.OPERANDS) | {fn.__name__ for fn in ops.HELPERS} | set(ops.MATH_NAMES)
+    known = set(ops.OPERANDS) | {fn.__name__ for fn in ops.HELPERS + ops.CALLED} | set(ops.MATH_NAMES)
     for op in OPS:
         rules = (op.forward, op.da, op.db, op.when_a, op.when_b, op.daa, op.dab, op.dbb)
         for name in _gen_sweeps.names_in(*rules):

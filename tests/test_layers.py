@@ -14,11 +14,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom to top; a module may import only modules of lower layers.
 LAYERS = [
-    ["tape._source", "tape.kernels", "tape.kernels.ops", "tape.kernels._numba", "tape.kernels.array_helpers",
-     "tape._numbers"],
-    ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph", "tape.kernels._array_rules"],
-    ["tape.kernels._gen_maps", "tape.kernels._gen_recorders", "tape.kernels._gen_derivatives",
-     "tape.kernels._gen_array_rules", "tape.kernels.array_ops", "tape.kernels._gen_fused"],  # the array op table
+    ["tape._source", "tape.kernels", "tape.kernels.special", "tape.kernels._numba", "tape._numbers"],
+    ["tape.kernels.ops"],  # the op table
+    ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
+    ["tape.kernels.array_helpers"],  # the rules over NumPy arrays (lgamma's by the compiled kernel)
+    ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
+     "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused"],
+    ["tape.kernels.array_ops"],  # the array op table
     ["tape.kernels.codegen", "tape.errors"],
     ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
     ["tape._arena", "tape._tangents", "tape._plans", "tape._fusion"],
