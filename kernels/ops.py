@@ -255,6 +255,8 @@ OPS: tuple[Op, ...] = (
     Op("trunc", "unary", "trunc(a)", "0.0"),
     Op("rint", "unary", "rint(a)", "0.0"),
     Op("sign", "unary", "sign(a)", "0.0"),
+    # the value, with no derivative: recomputed at every replay, unlike a number read with .value
+    Op("stop_gradient", "unary", "a", "0.0"),
 )
 
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb,
@@ -265,7 +267,8 @@ CALLED = (digamma, trigamma)  # helpers with loops: compiled once and called, no
 # them (measured: 22 more ops as branches of their own took the first gradient's compile from 10 to
 # 17 s). The cost is a call per record, for ops that programs use rarely.
 GROUPED = ("log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh",
-           "arcsinh", "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign")
+           "arcsinh", "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign",
+           "stop_gradient")
 # math functions the rules may name (resolved to math.* in Python and Numba)
 MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow", "log1p", "expm1", "exp2", "log2", "log10",
               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "lgamma")

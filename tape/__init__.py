@@ -63,6 +63,7 @@ from tape._recorders import (
     rint,
     sign,
     sinh,
+    stop_gradient,
     trunc,
 )
 from tape._storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
@@ -141,5 +142,6 @@ __all__ = [
     "rint",
     "sign",
     "sinh",
+    "stop_gradient",
     "trunc",
 ]

@@ -8,13 +8,13 @@ and numbers in any mix; ``trace`` records a Python function once for replay.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _blocks
+from tape import _blocks, _trees
 from tape._array import VarArray, elementwise, wrap, wrap_view
 from tape._conditions import ArrayCondition
 from tape._function import Function
@@ -233,43 +233,89 @@ def _as_record(t: Tape, y: object) -> Var:
     return t._constant(c)
 
 
-VarFunction = Callable[[Any], Scalar]
+VarFunction = Callable[..., Any]
 
 
-def value_and_grad(f: VarFunction) -> Callable[[ArrayLike], tuple[float, np.ndarray]]:
-    """``value_and_grad(f)(x)`` records ``f(xs)`` on a fresh tape at the point x.
+def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False) -> Callable[..., tuple[Any, Any]]:
+    """``value_and_grad(f)(*args)``: f's value and its gradient in ``args[argnums]``, recorded afresh.
 
-    As for ``trace``, ``f`` receives a VarArray shaped like x when x is a NumPy
-    array (any shape), else a list of Vars (one leaf per element of the 1-D x),
-    and returns a Var or a number; the result is (f(x), gradient shaped like x).
+    f gets its arguments in the structure they are passed in: in the differentiated ones, each
+    number becomes a Var and each NumPy array a VarArray of its shape, inside any tuples, lists
+    and dicts (the others are passed as they are). f returns a Var or a number (with
+    ``has_aux``: a pair (value, aux), aux returned with the numbers its Vars hold). The gradient
+    comes back in the structure of ``args[argnums]``: a float per number, an array per array (a
+    tuple of those for a tuple of argnums). As jax.value_and_grad; Python ``if`` on Vars is
+    recorded (and checked by trace), where jax.jit refuses it.
     """
+    which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
-    def evaluate_with_gradient(x: ArrayLike) -> tuple[float, np.ndarray]:
-        point = real_array(x, "the point")
-        if point.ndim != 1 and not isinstance(x, np.ndarray):
-            raise ValueError(f"a point given as a list must be 1-D, got shape {point.shape} (pass a NumPy array)")
-        t = Tape(capacity=max(1024, 4 * point.size) if point.size < _blocks.SMALL else 1024)
-        if point.size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
-            t._reserve(16 * point.size)
+    def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
+        if not all(isinstance(k, int) and -len(args) <= k < len(args) for k in which) or not which:
+            raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+        trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
+        leaves = [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
+        size = sum(np.size(leaf) for leaf in leaves)
+        t = Tape(capacity=max(1024, 4 * size) if size < _blocks.SMALL else 1024)
+        if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
+            t._reserve(16 * size)
         t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
-        xs: Any = t.array(point) if isinstance(x, np.ndarray) else t.vars(point)
-        y = _recording(t, f, xs)
-        if type(y) is not Var:
-            value = as_constant(y)
-            if value is None:
-                raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
-            return value, np.zeros_like(point)
-        if isinstance(xs, VarArray) and xs._view is not None:  # the tape is ours: only xs's gradient is read
-            t._reverse(t._resolve(y), accumulate=False, fused=True)
-            return y.value, xs.grad
-        return y.value, np.asarray(t.gradient(y, xs))
+        handles = [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves]
+        given, start = list(args), 0
+        for k, (tree_leaves, spec) in zip(which, trees, strict=True):
+            given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
+            start += len(tree_leaves)
+        out = _recording(t, f, *given)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("with has_aux=True, f must return a pair (value, aux)")
+            out, aux = out[0], _numbers_of(out[1])
+        grads = _gradients(t, out, handles)
+        value = out.value if type(out) is Var else as_constant(out)
+        trees_out, start = [], 0
+        for tree_leaves, spec in trees:
+            trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
+            start += len(tree_leaves)
+        grad = trees_out[0] if isinstance(argnums, int) else tuple(trees_out)
+        return ((value, aux), grad) if has_aux else (value, grad)
 
     return evaluate_with_gradient
 
 
-def grad(f: VarFunction) -> Callable[[ArrayLike], np.ndarray]:
-    """``grad(f)(x)``: the gradient of ``f`` at the point x (see ``value_and_grad``)."""
-    vg = value_and_grad(f)
-    return lambda x: vg(x)[1]
+def _gradients(t: Tape, y: Any, handles: list[Any]) -> list[Any]:
+    """d y / d each handle: a float per Var, an array per VarArray (zeros if y is a number)."""
+    if type(y) is not Var:
+        if as_constant(y) is None:
+            raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
+        return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
+    only = handles[0] if len(handles) == 1 else None  # one array record: its reverse may fuse (a private tape)
+    t._reverse(t._resolve(y), accumulate=False, fused=isinstance(only, VarArray) and only._view is not None)
+    scalars = [k for k, h in enumerate(handles) if type(h) is Var]
+    found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
+    grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]
+    for k, g in zip(scalars, found, strict=True):
+        grads[k] = float(g)
+    return grads
 
 
+def _numbers_of(tree: Any) -> Any:
+    """aux with each Var a float and each VarArray an array of its values."""
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_numbers_of(v) for v in tree)
+    if isinstance(tree, dict):
+        return {k: _numbers_of(v) for k, v in tree.items()}
+    if type(tree) is Var or isinstance(tree, VarArray):
+        return tree.value
+    return tree
+
+
+def grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """``grad(f)(*args)``: the gradient of ``f`` (with has_aux, the pair (gradient, aux)); see value_and_grad."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def gradient(*args: Any) -> Any:
+        (value, grads) = vg(*args)
+        return (grads, value[1]) if has_aux else grads
+
+    return gradient

@@ -122,7 +122,8 @@ def surviving(seg: Segment, highest: int, what: str) -> Segment:
 def warn_value_in_trace() -> None:
     """W6 of the adversarial pass: a number read inside tape.trace is frozen into every replay."""
     warnings.warn("reading .value inside a traced function gives a number that every replay and derivative keeps "
-                  "as it is now; compare the Var itself (`if x > 0:` records a checked branch) or use tape.where",
+                  "as it is now; compare the Var itself (`if x > 0:` records a checked branch), use tape.where, "
+                  "or tape.stop_gradient(x) for a value without a derivative that replays",
                   TracingWarning, stacklevel=3)
 
 

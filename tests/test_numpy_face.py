@@ -135,3 +135,81 @@ def test_a_var_with_an_ndarray_gives_a_vararray_of_its_shape():
     for y in (x * np.ones((2, 3)), np.ones((2, 3)) * x, np.exp(x * np.ones(4)), np.maximum(x, np.zeros(5))):
         assert isinstance(y, tape.VarArray)
     assert (np.ones((2, 3)) - x).shape == (2, 3)
+
+
+# -- one rule for what f receives: the structure it is given (tape.grad, tape.value_and_grad) --------
+
+
+def mlp_loss(params, X, y):
+    """A dict of parameters, data as further arguments: the call shape users bring from JAX."""
+    h = tape.tanh(X @ params["W"] + params["b"])
+    z = h @ params["v"] + params["c"]
+    return ((z - y) ** 2).mean()
+
+
+def test_a_dict_of_arrays_and_numbers_comes_back_in_its_structure(form):
+    rng = np.random.default_rng(3)
+    params = {"W": rng.normal(size=(4, 3)), "b": rng.normal(size=3), "v": rng.normal(size=3), "c": 0.25}
+    X, y = rng.normal(size=(6, 4)), rng.normal(size=6)
+    value, g = tape.value_and_grad(mlp_loss)(params, X, y)
+    assert set(g) == set(params) and g["W"].shape == (4, 3) and g["b"].shape == (3,) and type(g["c"]) is float
+
+    def at(flat):
+        p = {"W": flat[:12].reshape(4, 3), "b": flat[12:15], "v": flat[15:18], "c": flat[18]}
+        h = np.tanh(X @ p["W"] + p["b"])
+        return float((((h @ p["v"] + p["c"]) - y) ** 2).mean())
+
+    flat = np.concatenate([params["W"].ravel(), params["b"], params["v"], [params["c"]]])
+    assert value == pytest.approx(at(flat), rel=1e-13)
+    fd = central(at, flat)
+    got = np.concatenate([g["W"].ravel(), g["b"], g["v"], [g["c"]]])
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_lists_and_tuples_keep_their_kind_and_n_d_arrays_their_shape():
+    def f(point):
+        (a, b), M = point
+        return a * b + (M * M).sum() * a
+
+    g = tape.grad(f)(((2.0, 3.0), np.ones((2, 2))))
+    assert isinstance(g, tuple) and isinstance(g[0], tuple) and g[1].shape == (2, 2)
+    assert g[0] == (3.0 + 4.0, 2.0) and np.all(g[1] == 2.0 * 2.0)
+    assert tape.grad(lambda v: v[0] * v[1])([3.0, 4.0]) == [4.0, 3.0]  # a list gives a list
+
+
+def test_argnums_picks_the_arguments_and_has_aux_returns_the_rest():
+    def f(a, b, c):
+        y = a * b * b + c
+        return y, {"y": y, "twice": 2.0 * y}
+
+    (value, aux), (ga, gb) = tape.value_and_grad(f, argnums=(0, 1), has_aux=True)(2.0, 3.0, 1.0)
+    assert value == 19.0 and aux == {"y": 19.0, "twice": 38.0}
+    assert (ga, gb) == (9.0, 12.0)
+    g, aux = tape.grad(f, argnums=2, has_aux=True)(2.0, 3.0, 1.0)
+    assert g == 1.0 and aux["y"] == 19.0
+    with pytest.raises(ValueError, match="argnums"):
+        tape.grad(f, argnums=3)(2.0, 3.0, 1.0)
+    with pytest.raises(TypeError, match="pair"):
+        tape.grad(lambda a: a * 2.0, has_aux=True)(1.0)
+
+
+def test_what_is_not_a_tree_of_real_numbers_is_named():
+    with pytest.raises(TypeError, match=r"argument 0\['k'\] must be real numbers"):
+        tape.grad(lambda p: p["k"])({"k": "1.0"})
+    with pytest.raises(TypeError, match="real numbers"):
+        tape.grad(lambda p: p[0])([None, 1.0])
+
+
+def test_stop_gradient_keeps_the_value_at_every_replay_and_no_derivative(form):
+    def f(v):
+        s = tape.stop_gradient(v[0] * v[1])
+        return s * v[0] + v[1]
+
+    F = tape.trace(f, [2.0, 3.0])
+    for x in ([2.0, 3.0], [1.0, 5.0], [-0.5, 4.0]):
+        assert F(x) == x[0] * x[1] * x[0] + x[1]
+        np.testing.assert_array_equal(F.gradient(x), [x[0] * x[1], 1.0])
+        np.testing.assert_array_equal(F.hessian(x), np.zeros((2, 2)))
+    assert tape.grad(f)([2.0, 3.0]) == [6.0, 1.0] and tape.stop_gradient(2.5) == 2.5
+    X = np.linspace(-1.0, 1.0, 3000)
+    np.testing.assert_array_equal(tape.grad(lambda x: (tape.stop_gradient(x) * x).sum())(X), X)

@@ -232,7 +232,9 @@ def test_u2_every_entry_point_refuses_what_is_not_real_numbers(bad):
     F = tape.trace(lambda v: v[0] * v[1], [1.0, 2.0])
     calls = [lambda: F(bad), lambda: F.value_and_grad(bad), lambda: F.jvp([1.0, 2.0], bad),
              lambda: F.map([bad, bad]), lambda: F.map_value_and_grad([bad]), lambda: tape.trace(lambda v: v[0], bad),
-             lambda: tape.grad(lambda v: v[0])(bad), lambda: tape.Tape().vars(bad)]
+             lambda: tape.Tape().vars(bad)]
+    if bad != [[1.0], [1.0, 2.0]]:  # to tape.grad, nested lists are a tree (f gets lists of Vars)
+        calls.append(lambda: tape.grad(lambda v: v[0])(bad))
     for call in calls:
         with pytest.raises(TypeError, match="real numbers"):
             call()

@@ -1,0 +1,64 @@
+"""Pytrees: what a user passes (numbers, NumPy arrays, and tuples, lists and dicts of them), as leaves.
+
+``tape.grad`` and ``tape.value_and_grad`` give f its arguments in the structure
+they came in, with each number a Var and each array a VarArray of its shape,
+and return gradients in that structure: a float per number, an array per array.
+Dicts keep their keys (flattened in sorted order, as JAX does).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from tape._numbers import real_array
+
+Spec = Any  # the tree with a Leaf in place of each leaf
+
+
+class Leaf:
+    """A leaf's place in a spec: a number or an array."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+
+def flatten(tree: Any, where: str = "the argument") -> tuple[list[Any], Spec]:
+    """(leaves, spec): the leaves are floats and float64 arrays, in order."""
+    leaves: list[Any] = []
+
+    def walk(node: Any, path: str) -> Spec:
+        if isinstance(node, (list, tuple)):
+            return type(node)(walk(v, f"{path}[{k}]") for k, v in enumerate(node))
+        if isinstance(node, dict):
+            return {key: walk(node[key], f"{path}[{key!r}]") for key in sorted(node)}
+        if isinstance(node, np.ndarray):
+            leaves.append(real_array(node, path))
+            return Leaf("array")
+        if isinstance(node, numbers.Real) and not isinstance(node, bool):
+            leaves.append(float(node))
+            return Leaf("number")
+        raise TypeError(f"{path} must be real numbers, NumPy arrays of them, or tuples, lists and dicts of those; "
+                        f"got {type(node).__name__}")
+
+    return leaves, walk(tree, where)
+
+
+def unflatten(spec: Spec, leaves: list[Any]) -> Any:
+    """The tree of spec with its leaves, in order, from leaves."""
+    it = iter(leaves)
+
+    def build(node: Spec) -> Any:
+        if isinstance(node, Leaf):
+            return next(it)
+        if isinstance(node, (list, tuple)):
+            return type(node)(build(v) for v in node)
+        if isinstance(node, dict):
+            return {key: build(v) for key, v in node.items()}
+        raise AssertionError(f"not a spec: {node!r}")
+
+    return build(spec)
