@@ -34,6 +34,7 @@ from tape._api import (
     where,
 )
 from tape._array import VarArray, concatenate, stack
+from tape._composed import clip, log_softmax, softmax, softplus
 from tape._conditions import ArrayCondition
 from tape._debug import NonFiniteError, debug_nans
 from tape._distributed import DistributedError
@@ -68,6 +69,7 @@ from tape._recorders import (
 )
 from tape._storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
 from tape._tape import Tape
+from tape._ufuncs import reciprocal, square
 from tape.errors import (
     BranchChanged,
     ForeignHandleError,
@@ -121,6 +123,12 @@ __all__ = [
     "tan",
     "tanh",
     "value_and_grad",
+    "square",
+    "reciprocal",
+    "softplus",
+    "softmax",
+    "log_softmax",
+    "clip",
     "arccos",
     "arccosh",
     "arcsin",

@@ -44,6 +44,19 @@ SCALAR: dict[np.ufunc, Callable[..., Any]] = {  # ufunc -> what it is on 0-d ope
 COMPARE = {getattr(np, s.ufunc) for s in COMPARISONS}
 
 
+def square(x: Any) -> Any:
+    """x ** 2: one pow_c record, exactly x * x, slope exactly 2x (numpy.square too)."""
+    return x ** 2
+
+
+def reciprocal(x: Any) -> Any:
+    """1 / x (numpy.reciprocal too)."""
+    return 1.0 / x
+
+
+COMPOSED = {np.square: square, np.reciprocal: reciprocal}  # ufuncs that are other ops
+
+
 def _scalar(x: Any) -> Any:
     """A 0-d operand as what Var's operators take (a NumPy scalar or 0-d array as a float), or
     None if x is an array of more dimensions (or a VarArray)."""
@@ -61,6 +74,8 @@ def handle(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     scalars = [_scalar(x) for x in inputs]
     if ufunc in SCALAR and all(x is not None for x in scalars):
         return SCALAR[ufunc](*scalars)
+    if ufunc in COMPOSED:
+        return COMPOSED[ufunc](*inputs)
     if ufunc in UNARY_CODES or ufunc in BINARY:
         return elementwise(ufunc, *inputs)
     if ufunc is np.matmul:

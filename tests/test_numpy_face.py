@@ -213,3 +213,45 @@ def test_stop_gradient_keeps_the_value_at_every_replay_and_no_derivative(form):
     assert tape.grad(f)([2.0, 3.0]) == [6.0, 1.0] and tape.stop_gradient(2.5) == 2.5
     X = np.linspace(-1.0, 1.0, 3000)
     np.testing.assert_array_equal(tape.grad(lambda x: (tape.stop_gradient(x) * x).sum())(X), X)
+
+
+# -- the ML staples, made of recorded ops ------------------------------------------------------------
+
+
+def test_softplus_is_stable_and_its_slope_is_the_sigmoid(form):
+    x = np.array([-800.0, -30.0, -1.0, 0.0, 1e-8, 2.0, 40.0, 800.0] * 200)  # 1600 elements
+    value, g = tape.value_and_grad(lambda v: tape.softplus(v).sum())(x)
+    assert value == pytest.approx(float(np.logaddexp(0.0, x).sum()), rel=1e-14)
+    with np.errstate(over="ignore"):
+        np.testing.assert_allclose(g, 1.0 / (1.0 + np.exp(-x)), rtol=1e-14, atol=1e-300)
+    assert tape.softplus(0.0) == math.log(2.0)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_and_log_softmax_against_differences(form, axis):
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(40, 30)) * 30.0  # large logits: exp would overflow unshifted
+    w = rng.normal(size=x.shape)
+    small, ws = x[:3, :4] / 30.0, w[:3, :4]  # differences: on a small block, where they are accurate
+    for log, fn in ((True, tape.log_softmax), (False, tape.softmax)):
+        value, g = tape.value_and_grad(lambda v, fn=fn: (fn(v, axis=axis) * w).sum())(x)
+        assert value == pytest.approx(_weighted(x, w, log, axis), rel=1e-12, abs=1e-12)
+        g_small = tape.grad(lambda v, fn=fn: (fn(v, axis=axis) * ws).sum())(small)
+        fd = central(lambda z, log=log: _weighted(z, ws, log, axis), small)
+        np.testing.assert_allclose(g_small, fd, rtol=1e-6, atol=1e-8)
+        assert np.all(np.isfinite(g))
+
+
+def _weighted(z, w, log, axis):
+    """sum(w * log_softmax(z)) (or of softmax) by NumPy, shifted by the largest element."""
+    s = z - z.max(axis=axis, keepdims=True)
+    lp = s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+    return float(((lp if log else np.exp(lp)) * w).sum())
+
+
+def test_clip_square_and_reciprocal(form):
+    x = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0] * 200)
+    g = tape.grad(lambda v: (tape.clip(v, -1.0, 1.0) * 3.0).sum())(x)
+    np.testing.assert_array_equal(g, np.where(np.abs(x) < 1.0, 3.0, np.where(np.abs(x) == 1.0, 1.5, 0.0)))
+    g = tape.grad(lambda v: (np.square(v) + tape.square(v) + np.reciprocal(v + 5.0)).sum())(x)
+    np.testing.assert_allclose(g, 4.0 * x - 1.0 / (x + 5.0) ** 2, rtol=1e-14)
