@@ -19,7 +19,7 @@ def warmup() -> None:
     """Call every kernel once on a small tape, so that later first calls load from the cache."""
     t = tape.Tape()
     x, y = t.var(0.5), t.var(-1.5)
-    z = tape.where(x > 0, x * y, 1.0) + tape.sin(x) ** 2
+    z = tape.where(x > 0, x * y, 1.0) + tape.sin(x) ** 2 + tape.log1p(x)  # log1p: a grouped op
     t.gradient(z, [x, y])
     t.forward([x], [0.7])
     F = tape.trace(lambda v: [v[0] * tape.exp(v[1]), v[0] - v[1]], [0.5, 0.25])
@@ -29,7 +29,7 @@ def warmup() -> None:
     F.jacobian(point, mode="forward"), F.jacobian(point, mode="reverse"), G.hessian(point)
     F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
     H = tape.trace(lambda v: (tape.sin(v) * v[0]).sum(), np.linspace(0.0, 1.0, 2000))  # array records
-    H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000))
+    H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))
 
