@@ -9,6 +9,7 @@ Dicts keep their keys (flattened in sorted order, as JAX does).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -30,35 +31,36 @@ class Leaf:
 def flatten(tree: Any, where: str = "the argument") -> tuple[list[Any], Spec]:
     """(leaves, spec): the leaves are floats and float64 arrays, in order."""
     leaves: list[Any] = []
+    return leaves, _walk(tree, where, leaves)
 
-    def walk(node: Any, path: str) -> Spec:
-        if isinstance(node, (list, tuple)):
-            return type(node)(walk(v, f"{path}[{k}]") for k, v in enumerate(node))
-        if isinstance(node, dict):
-            return {key: walk(node[key], f"{path}[{key!r}]") for key in sorted(node)}
-        if isinstance(node, np.ndarray):
-            leaves.append(real_array(node, path))
-            return Leaf("array")
-        if isinstance(node, numbers.Real) and not isinstance(node, bool):
-            leaves.append(float(node))
-            return Leaf("number")
-        raise TypeError(f"{path} must be real numbers, NumPy arrays of them, or tuples, lists and dicts of those; "
-                        f"got {type(node).__name__}")
 
-    return leaves, walk(tree, where)
+def _walk(node: Any, path: str, leaves: list[Any]) -> Spec:
+    # module-level, not a closure: a recursive closure is a reference cycle, and one holding
+    # handles would keep their tape (and its arenas) alive until the garbage collector runs
+    if isinstance(node, (list, tuple)):
+        return type(node)(_walk(v, f"{path}[{k}]", leaves) for k, v in enumerate(node))
+    if isinstance(node, dict):
+        return {key: _walk(node[key], f"{path}[{key!r}]", leaves) for key in sorted(node)}
+    if isinstance(node, np.ndarray):
+        leaves.append(real_array(node, path))
+        return Leaf("array")
+    if isinstance(node, numbers.Real) and not isinstance(node, bool):
+        leaves.append(float(node))
+        return Leaf("number")
+    raise TypeError(f"{path} must be real numbers, NumPy arrays of them, or tuples, lists and dicts of those; "
+                    f"got {type(node).__name__}")
 
 
 def unflatten(spec: Spec, leaves: list[Any]) -> Any:
     """The tree of spec with its leaves, in order, from leaves."""
-    it = iter(leaves)
+    return _build(spec, iter(leaves))
 
-    def build(node: Spec) -> Any:
-        if isinstance(node, Leaf):
-            return next(it)
-        if isinstance(node, (list, tuple)):
-            return type(node)(build(v) for v in node)
-        if isinstance(node, dict):
-            return {key: build(v) for key, v in node.items()}
-        raise AssertionError(f"not a spec: {node!r}")
 
-    return build(spec)
+def _build(node: Spec, leaves: Iterator[Any]) -> Any:
+    if isinstance(node, Leaf):
+        return next(leaves)
+    if isinstance(node, (list, tuple)):
+        return type(node)(_build(v, leaves) for v in node)
+    if isinstance(node, dict):
+        return {key: _build(v, leaves) for key, v in node.items()}
+    raise AssertionError(f"not a spec: {node!r}")

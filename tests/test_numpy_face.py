@@ -255,3 +255,21 @@ def test_clip_square_and_reciprocal(form):
     np.testing.assert_array_equal(g, np.where(np.abs(x) < 1.0, 3.0, np.where(np.abs(x) == 1.0, 1.5, 0.0)))
     g = tape.grad(lambda v: (np.square(v) + tape.square(v) + np.reciprocal(v + 5.0)).sum())(x)
     np.testing.assert_allclose(g, 4.0 * x - 1.0 / (x + 5.0) ** 2, rtol=1e-14)
+
+
+def test_value_and_grad_leaves_no_tape_for_the_garbage_collector():
+    """Its tape dies with the call (by reference counting), so the next call reuses its arenas: a
+    reference cycle holding a handle once made every call map fresh pages (12 -> 190 ms here)."""
+    import gc
+
+    vg = tape.value_and_grad(lambda p: (p["x"] ** 2).sum() * p["k"] + p["k"])
+    point = {"x": np.linspace(0.0, 1.0, 5000), "k": 2.0}
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            vg(point)
+        alive = [o for o in gc.get_objects() if isinstance(o, tape.Tape)]
+    finally:
+        gc.enable()
+    assert not alive
