@@ -251,16 +251,19 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
     def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
-        if not all(isinstance(k, int) and -len(args) <= k < len(args) for k in which) or not which:
-            raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+        for k in which:
+            if not (isinstance(k, int) and -len(args) <= k < len(args)):
+                raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
         trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
-        leaves = [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
-        size = sum(np.size(leaf) for leaf in leaves)
+        leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
+        numbers = all(type(leaf) is float for leaf in leaves)
+        size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
         t = Tape(capacity=max(1024, 4 * size) if size < _blocks.SMALL else 1024)
         if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
             t._reserve(16 * size)
         t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
-        handles = [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves]
+        handles: list[Any] = (t.vars(leaves) if numbers else
+                              [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves])
         given, start = list(args), 0
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
@@ -271,7 +274,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("with has_aux=True, f must return a pair (value, aux)")
             out, aux = out[0], _numbers_of(out[1])
-        grads = _gradients(t, out, handles)
+        grads = _gradients(t, out, handles, numbers)
         value = out.value if type(out) is Var else as_constant(out)
         trees_out, start = [], 0
         for tree_leaves, spec in trees:
@@ -283,7 +286,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
     return evaluate_with_gradient
 
 
-def _gradients(t: Tape, y: Any, handles: list[Any]) -> list[Any]:
+def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool) -> list[Any]:
     """d y / d each handle: a float per Var, an array per VarArray (zeros if y is a number)."""
     if type(y) is not Var:
         if as_constant(y) is None:
@@ -291,6 +294,8 @@ def _gradients(t: Tape, y: Any, handles: list[Any]) -> list[Any]:
         return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
     only = handles[0] if len(handles) == 1 else None  # one array record: its reverse may fuse (a private tape)
     t._reverse(t._resolve(y), accumulate=False, fused=isinstance(only, VarArray) and only._view is not None)
+    if scalars_only:
+        return t._grads(np.array([h._index for h in handles], np.int64)).tolist()
     scalars = [k for k, h in enumerate(handles) if type(h) is Var]
     found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
     grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]
