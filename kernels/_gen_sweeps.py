@@ -44,7 +44,8 @@ def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
 
 
 # ops.GROUPED in a sweep: one branch, whose rules call the grouped kernels with the opcode k
-GROUP = ops.Op("grouped", "unary", "grouped_value(k, a)", "grouped_da(k, a, y)", daa="grouped_daa(k, a, y)")
+GROUP = ops.Op("grouped", "unary", "grouped_value(np.int64(k), a)", "grouped_da(np.int64(k), a, y)",
+               daa="grouped_daa(np.int64(k), a, y)")  # int64, as Python calls them: one signature each
 
 
 def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
