@@ -13,6 +13,7 @@ the user writes the same code either way.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
@@ -22,6 +23,8 @@ from tape._conditions import ArrayCondition
 from tape._handles import UFUNC_HANDLERS, Condition, surviving, warn_value_in_trace
 from tape._operands import as_view, common_tape, operands, shape_of
 from tape._recorders import Var
+from tape._shapes import FUNCTIONS as SHAPE_FUNCTIONS
+from tape._shapes import Shapes
 from tape._storage import Segment, Storage
 from tape._sweep import View
 from tape.errors import StaleHandleError
@@ -90,7 +93,7 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     return wrap(t, rows.reshape(shape))
 
 
-class VarArray:
+class VarArray(Shapes):
     """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
     __slots__ = ("_seg", "_rows", "_view", "_shape")
@@ -375,7 +378,7 @@ def stack(arrays, axis: int = 0) -> VarArray:
     return _join(arrays, axis, np.stack, "stack")
 
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims),
     np.prod: lambda a, axis=None, keepdims=False: a.prod(axis, keepdims),
     np.mean: lambda a, axis=None, keepdims=False: a.mean(axis, keepdims),
@@ -388,4 +391,5 @@ _FUNCTIONS = {
     np.shape: lambda a: a.shape,
     np.ndim: lambda a: a.ndim,
     np.size: lambda a: a.size,
+    **SHAPE_FUNCTIONS,
 }

@@ -273,3 +273,34 @@ def test_value_and_grad_leaves_no_tape_for_the_garbage_collector():
     finally:
         gc.enable()
     assert not alive
+
+
+SHAPE_FUNCTIONS = {  # name: the same call on a VarArray or an ndarray
+    "swapaxes": lambda a: np.swapaxes(a, 0, 2),
+    "method swapaxes": lambda a: a.swapaxes(-1, 1),
+    "expand_dims": lambda a: np.expand_dims(a, (0, -1)),
+    "squeeze": lambda a: np.squeeze(a.reshape(2, 1, 12, 1), axis=(1, 3)),
+    "flip": lambda a: np.flip(a, 1),
+    "flip all": lambda a: np.flip(a),
+    "moveaxis": lambda a: np.moveaxis(a, 0, -1),
+    "ravel": lambda a: np.ravel(a),
+    "flatten": lambda a: a.flatten(),
+    "copy": lambda a: np.copy(a),
+}
+
+
+@pytest.mark.parametrize("name", SHAPE_FUNCTIONS)
+def test_shape_functions_are_numpys_and_send_adjoints_back(form, name):
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(2, 3, 4))
+    fn = SHAPE_FUNCTIONS[name]
+    w = rng.normal(size=fn(x).shape)
+    t = tape.Tape()
+    X = t.array(x)
+    Y = fn(X)
+    assert Y.shape == fn(x).shape
+    np.testing.assert_array_equal(Y.value, fn(x))
+    g = t.gradient((Y * w).sum(), X)
+    np.testing.assert_allclose(g, central(lambda z: float((fn(z) * w).sum()), x), rtol=1e-8, atol=1e-10)
+    with pytest.raises(ValueError, match="size not equal to one"):
+        X.squeeze(0)
