@@ -41,7 +41,7 @@ from .ops import ARRAY_BASE, OPS, UNARY
 @dataclass(frozen=True)
 class ArrayOp:
     name: str
-    kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any
+    kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any extreme
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
 
 
@@ -62,6 +62,8 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("pack", "pack", 0),
     ArrayOp("all", "all"),
     ArrayOp("any", "any"),
+    ArrayOp("max", "extreme"),  # max and min over axes: the adjoint goes to the tied extremes in equal shares
+    ArrayOp("min", "extreme"),
 )
 assert ARRAY_BASE + len(ARRAY_OPS) <= 256, "opcodes are stored as uint8"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
@@ -100,6 +102,22 @@ def logsumexp_vjp(g: np.ndarray, a: np.ndarray, y: np.ndarray, axes: tuple[int, 
                   ) -> np.ndarray:
     kept_shape = kept(a.shape, axes)
     return times(g.reshape(kept_shape), np.exp(a - y.reshape(kept_shape)), check)  # g times the softmax
+
+
+EXTREME = {"max": np.max, "min": np.min}
+
+
+def extreme_forward(name: str, a: np.ndarray, axes: tuple[int, ...], out: np.ndarray) -> None:
+    """max or min over axes; NaN where a NaN is among the elements (as NumPy)."""
+    out[...] = EXTREME[name](a, axis=axes, keepdims=True).reshape(out.shape)
+
+
+def extreme_share(a: np.ndarray, y: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """d y / d a of y = max (or min) over axes: 1/k at each of the k elements equal to the result
+    (a tie shares the slope equally, as JAX's), 0 elsewhere; where y is NaN, the NaNs share it."""
+    result = y.reshape(kept(a.shape, axes))
+    hit = np.where(np.isnan(result), np.isnan(a), a == result)
+    return hit / np.sum(hit, axis=axes, keepdims=True)
 
 
 def matmul_vjp_a(g: np.ndarray, b: np.ndarray, check: bool = True) -> np.ndarray:

@@ -299,6 +299,11 @@ class VarArray(Shapes):
         count = math.prod(self.shape[k] for k in _blocks.axes(self.ndim, axis))
         return reduce(self, axis, "sum", keepdims) * (1.0 / count)
 
+    def _reduce(self, name: str, axis: int | tuple[int, ...] | None, keepdims: bool) -> Any:
+        """One array record reducing over axes (small arrays are packed into one first)."""
+        t = self._live_tape()
+        return wrap_view(t, _blocks.reduce(t, name, as_view(t, True, self._operand()[1]), axis, keepdims))
+
     def dot(self, other: VarArray | np.ndarray) -> Any:
         return matmul(self, other)
 

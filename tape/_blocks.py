@@ -66,10 +66,10 @@ def axes(ndim: int, axis: int | tuple[int, ...] | None) -> tuple[int, ...]:
 
 
 def reduce(t: Storage, name: str, v: View, axis: int | tuple[int, ...] | None, keepdims: bool = False) -> View:
-    """sum, logsumexp, all or any over axes (all of them for None)."""
+    """sum, logsumexp, max, min, all or any over axes (all of them for None)."""
     over = axes(len(v.shape), axis)
-    if name == "logsumexp" and any(v.shape[k] == 0 for k in over):
-        raise ValueError("logsumexp of an empty axis is -inf with no gradient: not recorded")
+    if name in ("logsumexp", "max", "min") and any(v.shape[k] == 0 for k in over):
+        raise ValueError(f"{name} of an empty axis has no value and no gradient: not recorded")
     shape = kept(v.shape, over) if keepdims else tuple(n for k, n in enumerate(v.shape) if k not in over)
     return _record(t, name, shape, (v,), axes=over)
 

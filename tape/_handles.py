@@ -46,12 +46,12 @@ class Handle:
 
     def sum(self: H, axis: None | tuple[()] = None, dtype: None = None, out: None = None,
             keepdims: bool = False) -> H:
-        """A 0-d array's sum (also mean and prod, and np.sum(x), ...): itself, as for a 0-d array."""
+        """A 0-d array's sum (also mean, prod, max and min, and np.sum(x), ...): itself."""
         if axis not in (None, ()) or dtype not in (None, float, np.float64) or out is not None:
             raise ValueError(f"a Var is 0-d: axis={axis!r}, dtype={dtype!r}, out={out!r} do not apply")
         return self
 
-    mean = prod = sum
+    mean = prod = max = min = sum
 
     @classmethod
     def _at(cls: type[H], seg: Segment, index: int) -> H:

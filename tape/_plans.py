@@ -150,7 +150,7 @@ def _check_shape(kind: str, shape: tuple[int, ...], wide: tuple[int, ...], input
     """The output shape the op gives its inputs (np.broadcast_shapes raises ValueError on a mismatch)."""
     if kind in ("unary", "binary", "compare", "select"):
         expected = [tuple(np.broadcast_shapes(*(v.shape for v in inputs)))]
-    elif kind in ("sum", "logsumexp", "all", "any"):
+    elif kind in ("sum", "logsumexp", "all", "any", "extreme"):
         a = inputs[0].shape
         if any(x >= len(a) for x in axes):
             raise ValueError(f"reduces axes {axes} of a {len(a)}-d view")

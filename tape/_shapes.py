@@ -1,5 +1,5 @@
-"""VarArray's shape methods that are other views: written with reshape, transpose and slicing only,
-so they record nothing (a view) or what those record, and need no rule of their own.
+"""VarArray's shape methods that are other views, written with reshape, transpose and slicing only
+(they record nothing, or what those record), and its max and min reductions (one array record).
 
 Records are never changed after they are made, so ``copy()`` and ``flatten()`` may share the
 records of the array they copy; the answer is the same as NumPy's copy.
@@ -36,6 +36,15 @@ class Shapes:
             raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one: {axis}")
         drop = {a for a in picked if self.shape[a] == 1}
         return self.reshape(tuple(n for k, n in enumerate(self.shape) if k not in drop))
+
+    def max(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The largest element over axes (NaN if one is NaN); its adjoint goes to the elements equal to
+        it, in equal shares at a tie."""
+        return self._reduce("max", axis, keepdims)
+
+    def min(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The smallest element over axes, as max."""
+        return self._reduce("min", axis, keepdims)
 
     def flatten(self: Any) -> Any:
         return self.reshape(-1)
@@ -80,5 +89,7 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray 
     np.flip: flip,
     np.ravel: lambda a: a.ravel(),
     np.copy: lambda a: a.copy(),
+    **{fn: (lambda a, axis=None, keepdims=False, name=name: getattr(a, name)(axis, keepdims))
+       for fn, name in ((np.max, "max"), (np.amax, "max"), (np.min, "min"), (np.amin, "min"))},
     np.moveaxis: lambda a, source, destination: moveaxis(a, source, destination),
 }

@@ -39,6 +39,9 @@ from tape.kernels.array_ops import (
     INPUT,
     NAME,
     NO_DERIVATIVE,
+    extreme_forward,
+    extreme_share,
+    kept,
     logsumexp_forward,
     logsumexp_vjp,
     matmul_vjp_a,
@@ -178,6 +181,8 @@ def forward_one(s: State, p: Plan) -> None:
         np.matmul(ins[0], ins[1], out=out.reshape(p.wide))
     elif kind == "logsumexp":
         logsumexp_forward(ins[0], p.axes, out)
+    elif kind == "extreme":
+        extreme_forward(p.name, ins[0], p.axes, out)
     elif kind == "gather":
         out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
     elif kind == "pack":
@@ -299,6 +304,9 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
         sends = [(p.inputs[0], lambda: sum_vjp(g, p.inputs[0].shape, p.axes))]
     elif kind == "logsumexp":
         sends = [(p.inputs[0], lambda: logsumexp_vjp(g, ins[0], y, p.axes, check))]
+    elif kind == "extreme":
+        sends = [(p.inputs[0], lambda: times(g.reshape(kept(ins[0].shape, p.axes)), extreme_share(ins[0], y, p.axes),
+                                             check))]
     elif kind == "matmul":
         G = g.reshape(p.wide)
         sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1], check)),

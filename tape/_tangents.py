@@ -18,7 +18,7 @@ import numpy as np
 from tape._sweep import Plan, View, elements, read, region, schedule, view
 from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
-from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, kept, product, times, unbroadcast
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, extreme_share, kept, product, times, unbroadcast
 from tape.kernels.ops import IS_LEAF
 
 State = Any  # a Function with array records (tape/_array_replay.py)
@@ -57,6 +57,8 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
         out[...] = np.sum(da[0], axis=p.axes).reshape(p.shape)
     elif kind == "logsumexp":
         out[...] = np.sum(times(da[0], _softmax(a[0], y, p.axes)), axis=p.axes).reshape(p.shape)
+    elif kind == "extreme":
+        out[...] = np.sum(times(da[0], extreme_share(a[0], y, p.axes)), axis=p.axes).reshape(p.shape)
     elif kind == "matmul":
         out.reshape(p.wide)[...] = product(da[0], a[1]) + product(a[0], da[1])
     elif kind == "gather":
@@ -134,6 +136,9 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         shape = kept(p.inputs[0].shape, p.axes)
         sends = [(p.inputs[0], np.broadcast_to(g.reshape(shape), p.inputs[0].shape),
                   np.broadcast_to(gd.reshape(shape), p.inputs[0].shape))]
+    elif kind == "extreme":  # piecewise linear: the shares do not move with the input
+        shape, share = kept(p.inputs[0].shape, p.axes), extreme_share(a[0], y, p.axes)
+        sends = [(p.inputs[0], times(g.reshape(shape), share), times(gd.reshape(shape), share))]
     elif kind == "logsumexp":
         shape = kept(p.inputs[0].shape, p.axes)
         soft = _softmax(a[0], y, p.axes)

@@ -304,3 +304,79 @@ def test_shape_functions_are_numpys_and_send_adjoints_back(form, name):
     np.testing.assert_allclose(g, central(lambda z: float((fn(z) * w).sum()), x), rtol=1e-8, atol=1e-10)
     with pytest.raises(ValueError, match="size not equal to one"):
         X.squeeze(0)
+
+
+# -- max and min reductions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (0, True), ((0, 1), True)])
+def test_max_and_min_are_numpys_and_split_ties_equally(form, name, axis, keepdims):
+    x = np.array([[1.0, 3.0, 3.0, -2.0], [2.0, -1.0, 2.0, 2.0], [0.5, 0.5, 0.5, 0.5]])
+    w = np.arange(1.0, 1.0 + np.size(getattr(x, name)(axis=axis, keepdims=keepdims))).reshape(
+        np.shape(getattr(x, name)(axis=axis, keepdims=keepdims)))
+    t = tape.Tape()
+    X = t.array(x)
+    Y = getattr(X, name)(axis=axis, keepdims=keepdims)
+    expected = getattr(x, name)(axis=axis, keepdims=keepdims)
+    np.testing.assert_array_equal(np.asarray(Y.value), expected)
+    g = t.gradient((Y * w).sum() if np.ndim(expected) else Y * w, X)
+    # by hand: each result's weight, shared equally by the elements equal to it
+    axes = tuple(range(x.ndim)) if axis is None else np.atleast_1d(axis).tolist()
+    result = getattr(x, name)(axis=tuple(axes), keepdims=True)
+    hit = x == result
+    by_hand = np.broadcast_to(np.reshape(w, result.shape), x.shape) * hit / hit.sum(axis=tuple(axes), keepdims=True)
+    np.testing.assert_allclose(g, by_hand, rtol=1e-15)
+
+
+def test_max_away_from_ties_against_differences_and_in_every_sweep(form):
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(30, 40))
+    w = rng.normal(size=30)
+
+    def f(X):
+        return (X.max(axis=1) * w).sum() + (np.min(X, axis=0) ** 2).sum()
+
+    F = tape.trace(f, x)
+    value, grad = F.value_and_grad(x)
+    ref = lambda z: float((z.max(axis=1) * w).sum() + (z.min(axis=0) ** 2).sum())  # noqa: E731
+    assert value == pytest.approx(ref(x), rel=1e-14)
+    np.testing.assert_allclose(grad, central(ref, x), rtol=1e-6, atol=1e-8)
+    v = rng.normal(size=x.shape)
+    assert F.jvp(x, v)[0] == pytest.approx(float(np.sum(grad * v)), rel=1e-12)
+    hv = F.hvp(x, v)  # the min's square curves: 2 v at each column's minimum
+    mins = x == x.min(axis=0, keepdims=True)
+    np.testing.assert_allclose(hv, 2.0 * np.where(mins, v, 0.0).sum(axis=0, keepdims=True) * mins, atol=1e-12)
+    y = rng.normal(size=x.shape)
+    np.testing.assert_allclose(F.gradient(y), central(ref, y), rtol=1e-6, atol=1e-8)  # replayed elsewhere
+
+
+def test_max_with_nan_and_empty_axes():
+    t = tape.Tape()
+    X = t.array(np.array([1.0, np.nan, 3.0, np.nan]))
+    m = X.max()
+    assert math.isnan(m.value)
+    np.testing.assert_array_equal(t.gradient(m, X), [0.0, 0.5, 0.0, 0.5])  # the NaNs share the slope
+    with pytest.raises(ValueError, match="empty axis"):
+        t.array(np.zeros((3, 0))).max(axis=1)
+
+
+def test_a_stable_softmax_written_by_hand_differentiates_as_log_softmax(form):
+    z = np.random.default_rng(4).normal(size=(8, 5)) * 50.0
+
+    def by_hand(v):
+        s = v - v.max(axis=1, keepdims=True)
+        return (s - tape.log(tape.exp(s).sum(axis=1, keepdims=True)))[:, 0].sum()
+
+    g1 = tape.grad(by_hand)(z)
+    g2 = tape.grad(lambda v: tape.log_softmax(v, axis=1)[:, 0].sum())(z)
+    np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-14)
+
+
+def test_a_function_with_max_records_saves_and_loads(tmp_path):
+    F = tape.trace(lambda X: X.max(axis=0).sum(), np.arange(4000.0).reshape(40, 100) % 7)
+    F.save(tmp_path / "f.tape")
+    G = tape.load(tmp_path / "f.tape")
+    x = np.random.default_rng(0).normal(size=(40, 100))
+    assert G(x) == F(x)
+    np.testing.assert_array_equal(G.gradient(x), F.gradient(x))
