@@ -21,10 +21,10 @@ import numpy as np
 from tape import _blocks, _small
 from tape._conditions import ArrayCondition
 from tape._handles import UFUNC_HANDLERS, Condition, surviving, warn_value_in_trace
+from tape._methods import FUNCTIONS as COMPOSED_FUNCTIONS
+from tape._methods import Methods
 from tape._operands import as_view, common_tape, operands, shape_of
 from tape._recorders import Var
-from tape._shapes import FUNCTIONS as SHAPE_FUNCTIONS
-from tape._shapes import Shapes
 from tape._storage import Segment, Storage
 from tape._sweep import View
 from tape.errors import StaleHandleError
@@ -93,7 +93,7 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     return wrap(t, rows.reshape(shape))
 
 
-class VarArray(Shapes):
+class VarArray(Methods):
     """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
     __slots__ = ("_seg", "_rows", "_view", "_shape")
@@ -396,5 +396,5 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.shape: lambda a: a.shape,
     np.ndim: lambda a: a.ndim,
     np.size: lambda a: a.size,
-    **SHAPE_FUNCTIONS,
+    **COMPOSED_FUNCTIONS,
 }

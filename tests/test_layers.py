@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import only modules of lower layers.
 LAYERS = [
     ["tape._source", "tape.kernels", "tape.kernels.special", "tape.kernels._numba", "tape._numbers"],
-    ["tape._trees", "tape._shapes"],
+    ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
     ["tape.kernels.array_helpers"],  # the rules over NumPy arrays (lgamma's by the compiled kernel)
