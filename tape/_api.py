@@ -38,6 +38,7 @@ from tape._recorders import (
     tanh,
 )
 from tape._storage import NO_INPUT
+from tape._sweep import View
 from tape._tape import Tape
 from tape.errors import ForeignHandleError
 from tape.kernels._sweeps import eval_op
@@ -99,7 +100,7 @@ def minimum(x, y):
 @overload
 def where(condition: Condition | bool, a: Scalar, b: Scalar) -> Scalar: ...
 @overload
-def where(condition: ArrayCondition, a: VarArray | Scalar | np.ndarray, b: VarArray | Scalar | np.ndarray
+def where(condition: ArrayCondition | np.ndarray, a: VarArray | Scalar | np.ndarray, b: VarArray | Scalar | np.ndarray
           ) -> VarArray: ...
 def where(condition, a, b):
     """``a`` where the condition holds, else ``b``, as one select record: valid at every replay.
@@ -111,6 +112,8 @@ def where(condition, a, b):
     """
     if isinstance(condition, (bool, np.bool_)):
         return a if condition else b
+    if isinstance(condition, np.ndarray) and condition.dtype == np.bool_:
+        return _where_mask(condition, a, b)
     if type(condition) is ArrayCondition:
         return _where_arrays(condition, a, b)
     if type(condition) is Condition and (isinstance(a, VarArray) or isinstance(b, VarArray)):
@@ -136,6 +139,22 @@ def where(condition, a, b):
     vals = t._val_w
     value = vals[x._index] if vals[chosen._index] != 0.0 else vals[y._index]
     return Var._at(t._segment(), t._push(SELECT, x._index, y._index, value))
+
+
+def _where_mask(mask: np.ndarray, a: Any, b: Any) -> Any:
+    """tape.where with a NumPy boolean mask: data, so the choice is made once. Scalar records are
+    picked (nothing recorded; numbers become constants), array records get a select record."""
+    parts = operands(a, b)
+    t = None if parts is None else common_tape(parts)
+    if parts is None or t is None:
+        raise TypeError("tape.where with a NumPy mask needs a Var or VarArray branch (else use numpy.where)")
+    shape = _blocks.broadcast(mask.shape, *(shape_of(p) for _, p in parts))
+    if any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= _blocks.SMALL:
+        views = [as_view(t, rt is not None, p) for rt, p in parts]
+        return wrap_view(t, _blocks.elementwise(t, "select", _blocks.constant(t, mask * 1.0), *views))
+    rows = [np.broadcast_to(p if rt is not None else t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(
+        p.shape), shape) for rt, p in parts]
+    return wrap(t, np.where(np.broadcast_to(mask, shape), rows[0], rows[1]))
 
 
 def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:

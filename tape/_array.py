@@ -291,14 +291,6 @@ class VarArray(Methods):
     def prod(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
         return reduce(self._scalars(), axis, "prod", keepdims)  # records a scalar tree, also for array records
 
-    @overload
-    def mean(self, axis: None = None, keepdims: bool = False) -> Var: ...
-    @overload
-    def mean(self, axis: int | tuple[int, ...], keepdims: bool = False) -> Any: ...
-    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
-        count = math.prod(self.shape[k] for k in _blocks.axes(self.ndim, axis))
-        return reduce(self, axis, "sum", keepdims) * (1.0 / count)
-
     def _reduce(self, name: str, axis: int | tuple[int, ...] | None, keepdims: bool) -> Any:
         """One array record reducing over axes (small arrays are packed into one first)."""
         t = self._live_tape()
@@ -363,23 +355,25 @@ def matmul(a: Any, b: Any) -> Any:
 
 
 def _join(arrays, axis: int, join, name: str) -> VarArray:
+    """Join scalar records (array records as elem records; numbers and arrays as constant records)."""
     parts = operands(*arrays)
-    if parts is None or any(t is None for t, _ in parts):
-        raise TypeError(f"tape.{name} joins VarArrays of one tape (make numbers records with Tape.array)")
-    t = common_tape(parts)
-    assert t is not None
-    pieces = operands(*(a._scalars() if isinstance(a, VarArray) else a for a in arrays))  # array records: elems
-    assert pieces is not None
-    return VarArray(t._segment(), join([rows for _, rows in pieces], axis=axis))
+    t = None if parts is None else common_tape(parts)
+    if parts is None or t is None:
+        raise TypeError(f"tape.{name} joins VarArrays of one tape, and numbers or NumPy arrays")
+    pieces = [VarArray(t._segment(), t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(p.shape))
+              if rt is None else a for (rt, p), a in zip(parts, arrays, strict=True)]
+    rows = operands(*(a._scalars() if isinstance(a, VarArray) else a for a in pieces))  # array records: elems
+    assert rows is not None
+    return VarArray(t._segment(), join([r for _, r in rows], axis=axis))
 
 
 def concatenate(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape along an existing axis (records nothing for scalar records)."""
+    """Join VarArrays of one tape (and numbers) along an existing axis (records nothing for scalar records)."""
     return _join(arrays, axis, np.concatenate, "concatenate")
 
 
 def stack(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape along a new axis (records nothing for scalar records)."""
+    """Join VarArrays of one tape (and numbers) along a new axis (records nothing for scalar records)."""
     return _join(arrays, axis, np.stack, "stack")
 
 

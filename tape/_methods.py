@@ -50,6 +50,10 @@ class Methods:
         """The smallest element over axes, as max."""
         return self._reduce("min", axis, keepdims)
 
+    def mean(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The sum over axes times 1/n."""
+        return self.sum(axis, keepdims) * (1.0 / int(np.prod([self.shape[k] for k in _axes(axis, self.ndim)])))
+
     def var(self: Any, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
         """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
         n = int(np.prod([self.shape[k] for k in _axes(axis, self.ndim)]))

@@ -405,3 +405,44 @@ def test_std_and_norm_at_zero_spread_have_slope_0_not_nan(form):
     for fn in (lambda v: v.std(), lambda v: np.linalg.norm(v - 2.0)):
         g = tape.grad(fn)(np.full(6, 2.0))
         np.testing.assert_array_equal(g, np.zeros(6))
+
+
+def test_where_takes_a_numpy_mask_and_never_sends_to_the_unselected_side(form):
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1.0, 1.0, 2000)
+    mask = x > 0.2  # data: fixed when recorded
+
+    def f(v):
+        return (tape.where(mask, tape.sqrt(v), -1.0) * 3.0).sum()  # sqrt(negative) only where unselected
+
+    value, g = tape.value_and_grad(f)(x)
+    assert value == pytest.approx(float((np.where(mask, np.sqrt(np.abs(x)), -1.0) * 3.0).sum()), rel=1e-13)
+    np.testing.assert_allclose(g, np.where(mask, 1.5 / np.sqrt(np.abs(x)), 0.0), rtol=1e-14)
+    F = tape.trace(f, x)
+    y = np.abs(x) + 0.1  # the mask stays the recorded one, as any data does
+    np.testing.assert_allclose(F.gradient(y), np.where(mask, 1.5 / np.sqrt(y), 0.0), rtol=1e-14)
+    t = tape.Tape()
+    v = t.var(2.0)
+    r = tape.where(np.array([True, False, True]), v, t.array(np.array([5.0, 6.0, 7.0])))
+    assert r.value.tolist() == [2.0, 6.0, 2.0] and t.gradient(r.sum(), v) == 2.0
+    with pytest.raises(TypeError, match="numpy.where"):
+        tape.where(np.array([True]), 1.0, 2.0)
+
+
+def test_concatenate_and_stack_take_numbers_and_arrays_as_constants(form):
+    x = np.linspace(0.0, 1.0, 3000)
+
+    def f(v):
+        joined = np.concatenate([v[:3], [10.0, 20.0], np.ones(2), v[-2:]])
+        return (joined * np.arange(9.0)).sum() + np.stack([v[:2], np.zeros(2)]).sum()
+
+    value, g = tape.value_and_grad(f)(x)
+    assert value == pytest.approx(float(x[:3] @ np.arange(3.0) + 30.0 + 80.0 + 5.0 + 6.0
+                                        + x[-2:] @ np.arange(7.0, 9.0) + x[:2].sum()), rel=1e-14)
+    expected = np.zeros_like(x)
+    expected[:3] += np.arange(3.0)
+    expected[-2:] += np.arange(7.0, 9.0)
+    expected[:2] += 1.0
+    np.testing.assert_array_equal(g, expected)
+    with pytest.raises(TypeError, match="joins VarArrays of one tape, and numbers"):
+        tape.concatenate([np.ones(2), [1.0]])
