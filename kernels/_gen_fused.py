@@ -139,19 +139,16 @@ def kernels() -> list[str]:
         f"{ind}if {' or '.join(f'op == {c}' for c in sorted(two))}:", *_operand("b", ind + "    "),
         *_forward_branches(ind)])
     values_need = "\n".join("    " + line for line in values.split("\n"))
+    setup = "\n".join([  # both kernels: operand scratch rows, and each number as a row (filled once)
+        f"    A0 = np.empty({BLOCK})", f"    B0 = np.zeros({BLOCK})", "    A = A0", "    B = B0",
+        f"    IMM = np.empty((len(imm), {BLOCK}))", "    for j in range(len(imm)):", "        IMM[j, :] = imm[j]"])
     text = f'''@{JIT}
 def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
     """A run of elementwise records over n0 rows of n1 elements, in blocks of {BLOCK}: member k's
     values go to aval[live[k] + ...] where live[k] >= 0; returns the sum of the last member."""
     m = len(code)
     S = np.empty((m, {BLOCK}))
-    A0 = np.empty({BLOCK})
-    B0 = np.zeros({BLOCK})
-    A = A0
-    B = B0
-    IMM = np.empty((len(imm), {BLOCK}))  # each number, as a row
-    for j in range(len(imm)):
-        IMM[j, :] = imm[j]
+{setup}
     tail = np.zeros(8)
     pending = np.zeros(64)  # pending[j]: the sum of 2**j blocks, where bit j of count is set
     count = 0
@@ -206,13 +203,7 @@ def fused_reverse(code, ka, ia, kb, ib, imm, ext, need, adj_in, seed, n0, n1, av
     m = len(code)
     S = np.empty((m, {BLOCK}))
     G = np.empty((m, {BLOCK}))
-    A0 = np.empty({BLOCK})
-    B0 = np.zeros({BLOCK})
-    A = A0
-    B = B0
-    IMM = np.empty((len(imm), {BLOCK}))  # each number, as a row
-    for j in range(len(imm)):
-        IMM[j, :] = imm[j]
+{setup}
     CA0 = np.empty({BLOCK})
     CB0 = np.empty({BLOCK})
     held = np.zeros(m, np.bool_)
