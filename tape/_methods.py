@@ -52,11 +52,11 @@ class Methods:
 
     def mean(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
         """The sum over axes times 1/n."""
-        return self.sum(axis, keepdims) * (1.0 / int(np.prod([self.shape[k] for k in _axes(axis, self.ndim)])))
+        return self.sum(axis, keepdims) * (1.0 / _count(self, axis))
 
     def var(self: Any, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
         """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
-        n = int(np.prod([self.shape[k] for k in _axes(axis, self.ndim)]))
+        n = _count(self, axis)
         d = self - self.mean(axis, keepdims=True)
         return (d * d).sum(axis, keepdims) * (1.0 / (n - ddof))
 
@@ -75,6 +75,17 @@ def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
     return list(range(ndim)) if axis is None else [_axis(k, ndim) for k in np.atleast_1d(axis).tolist()]
 
 
+def _count(a: Any, axis: int | tuple[int, ...] | None) -> int:
+    """How many elements a reduction over axis takes together."""
+    return int(np.prod([a.shape[k] for k in _axes(axis, a.ndim)]))
+
+
+def _places(a: Any) -> np.ndarray:
+    """Each element's flat place in a, in a's shape: NumPy's shape functions applied to it say
+    which elements a gather reads."""
+    return np.arange(int(np.prod(a.shape))).reshape(a.shape)
+
+
 def _gathered(a: Any, places: np.ndarray) -> Any:
     """The elements of a at flat places (an index array of any shape): one gather record."""
     return a.reshape(-1)[places]
@@ -82,30 +93,29 @@ def _gathered(a: Any, places: np.ndarray) -> Any:
 
 def roll(a: Any, shift: int, axis: int | None = None) -> Any:
     """numpy.roll, as a gather: elements shifted along axis (the flattened array for None)."""
-    flat = np.arange(int(np.prod(a.shape))).reshape(a.shape)
-    return _gathered(a, np.roll(flat, shift, axis))
+    return _gathered(a, np.roll(_places(a), shift, axis))
 
 
 def tile(a: Any, reps: int | tuple[int, ...]) -> Any:
     """numpy.tile, as a gather."""
-    return _gathered(a, np.tile(np.arange(int(np.prod(a.shape))).reshape(a.shape), reps))
+    return _gathered(a, np.tile(_places(a), reps))
 
 
 def repeat(a: Any, repeats: int, axis: int | None = None) -> Any:
     """numpy.repeat, as a gather."""
-    return _gathered(a, np.repeat(np.arange(int(np.prod(a.shape))).reshape(a.shape), repeats, axis))
+    return _gathered(a, np.repeat(_places(a), repeats, axis))
 
 
 def broadcast_to(a: Any, shape: tuple[int, ...]) -> Any:
     """numpy.broadcast_to, as a gather (each element read where it is repeated; adjoints summed back)."""
-    return _gathered(a, np.broadcast_to(np.arange(int(np.prod(a.shape))).reshape(a.shape), shape))
+    return _gathered(a, np.broadcast_to(_places(a), shape))
 
 
 def diagonal(a: Any, offset: int = 0) -> Any:
     """numpy.diagonal of a 2-d array, as a gather."""
     if a.ndim != 2:
         raise ValueError("diagonal: tape takes 2-d arrays")
-    return _gathered(a, np.diagonal(np.arange(int(np.prod(a.shape))).reshape(a.shape), offset).copy())
+    return _gathered(a, np.diagonal(_places(a), offset).copy())
 
 
 def trace(a: Any, offset: int = 0) -> Any:
