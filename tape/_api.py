@@ -12,14 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from tape import _blocks, _trees
 from tape._array import VarArray, elementwise, wrap, wrap_view
 from tape._conditions import ArrayCondition
 from tape._function import Function
 from tape._handles import Condition, as_constant
-from tape._numbers import real_array
 from tape._operands import as_view, common_tape, operand, operands, shape_of
 from tape._recorders import (
     Var,
@@ -199,26 +197,30 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
     return wrap_view(t, _blocks.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
 
 
-def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,
-          on_branch_change: str = "raise") -> Function:
+def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise") -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
-    ``f(xs)`` gets a list of Vars (one per element of a 1-D list x0), or a VarArray
-    shaped like x0 when x0 is a NumPy array of any shape (the Function then takes
-    and returns gradients of that shape); f returns a Var, a sequence of Vars
-    (numbers allowed) or a VarArray. With ``params``, ``f(xs, ps)`` also gets
-    handles for values that are not differentiated and can change at replay
-    (``F(x, params=p)``) without retracing.
+    ``f(xs)`` gets x0 in its own structure: a Var per number, a VarArray of its shape per NumPy
+    array, inside any tuples, lists and dicts (a list of numbers gives a list of Vars), at the first
+    trace and at every retrace. f returns a Var, a sequence of Vars (numbers allowed) or a
+    VarArray. The Function takes x in x0's structure (derivatives come back in it) or as one
+    array (x0's shape for an array x0, else the flat vector of every number in order). With
+    ``params`` (the same kinds of structure), ``f(xs, ps)`` also gets handles for values that are
+    not differentiated and can change at replay (``F(x, params=p)``) without retracing.
     """
-    point = real_array(x0, "tape.trace's x0")
-    as_array = isinstance(x0, np.ndarray)
-    if point.ndim != 1 and not as_array:
-        raise ValueError(f"x0 given as a list must be 1-D, got shape {point.shape} (pass a NumPy array)")
-    t = Tape(capacity=max(1024, 4 * point.size))
-    xs = t.array(point) if as_array else t.vars(point)
-    p0 = None if params is None else real_array(params, "tape.trace's params")
-    ps: Any = [] if p0 is None else t.array(p0) if isinstance(params, np.ndarray) else t.vars(p0.reshape(-1))
-    out = _recording(t, f, xs) if params is None else _recording(t, f, xs, ps)
+    leaves, spec = _trees.flatten(x0, "tape.trace's x0")
+    layout = _trees.Layout(spec, leaves)
+    t = Tape(capacity=max(1024, 4 * layout.size))
+    handles = _leaf_handles(t, leaves)
+    args = [_trees.unflatten(spec, handles)]
+    p_layout = None
+    p_handles: list[Any] = []
+    if params is not None:
+        p_leaves, p_spec = _trees.flatten(params, "tape.trace's params")
+        p_layout = _trees.Layout(p_spec, p_leaves)
+        p_handles = _leaf_handles(t, p_leaves)
+        args.append(_trees.unflatten(p_spec, p_handles))
+    out = _recording(t, f, *args)
     if isinstance(out, VarArray):
         outputs: Any = out if out._view is not None else out.ravel()
         scalar = False
@@ -226,11 +228,27 @@ def trace(f: Callable[..., Any], x0: ArrayLike, params: ArrayLike | None = None,
         scalar = not isinstance(out, (list, tuple, np.ndarray))
         outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
 
-    def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets the kind of x0 it got first
-        again = None if p0 is None else ps_now.reshape(p0.shape) if isinstance(params, np.ndarray) else ps_now
-        return trace(f, at.reshape(point.shape) if as_array else at.tolist(), again, "raise")
+    def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
+        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise")
 
-    return t._function(xs, outputs[0] if scalar else outputs, ps, on_branch_change, retrace, point.shape)
+    F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
+                    _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
+                    leaves[0].shape if spec is _trees.ARRAY else None)
+    F._layout, F._param_layout = layout, p_layout
+    F._output_shape = () if scalar else out.shape if isinstance(out, VarArray) else (len(outputs),)
+    return F
+
+
+def _leaf_handles(t: Tape, leaves: list[Any]) -> list[Any]:
+    """A leaf record per number (a Var) and leaves for each array (a VarArray of its shape)."""
+    if all(type(leaf) is float for leaf in leaves):
+        return t.vars(leaves)
+    return [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves]
+
+
+def _rows_of(handles: list[Any], spec: Any) -> Any:
+    """What Tape._function takes as inputs: the VarArray of an array x0, else the handles."""
+    return handles[0] if spec is _trees.ARRAY else handles
 
 
 def _recording(t: Tape, f: Callable[..., Any], *args: Any) -> Any:
@@ -281,8 +299,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
         if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
             t._reserve(16 * size)
         t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
-        handles: list[Any] = (t.vars(leaves) if numbers else
-                              [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves])
+        handles = _leaf_handles(t, leaves)
         given, start = list(args), 0
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])

@@ -8,11 +8,11 @@ the adjoints' tangents.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from numpy.typing import ArrayLike
 
 from tape import _tangents
-from tape._numbers import real_array
 from tape._replay import Replay, one_call_at_a_time
 from tape.kernels._sweeps import (
     forward_partials,
@@ -90,22 +90,27 @@ class Derivatives(Replay):
         return dot
 
     @one_call_at_a_time
-    def jvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
-        """J v at x: one forward tangent sweep -> (n_outputs,)."""
+    def jvp(self, x: Any, v: Any, params: Any = None) -> float | np.ndarray:
+        """J v at x (v shaped as x): one forward tangent sweep; a float, or an array of the outputs' shape."""
+        point = self._prepare(x, params)
         direction = self._direction(v, "tangent entries")
-        self._at(self._prepare(x, params))
-        if self._plans:
-            return self._array_jvp(direction)
-        return self._tangents(direction[:, None])[self._output_rows, 0]
+        self._at(point)
+        return self._output(self._array_jvp(direction) if self._plans
+                            else self._tangents(direction[:, None])[self._output_rows, 0])
 
     @one_call_at_a_time
-    def jacobian(self, x: ArrayLike, params: ArrayLike | None = None, mode: str = "auto",
-                 block: int = 16) -> np.ndarray:
-        """The (n_outputs, n_inputs) Jacobian at x, ``block`` directions per sweep.
+    def jacobian(self, x: Any, params: Any = None, mode: str = "auto", block: int = 16) -> Any:
+        """The Jacobian at x, shaped as JAX's: for an array x, the outputs' shape then x's (``()`` for a
+        scalar output: (m, n) for m outputs of an x of n); for x in x0's structure (a list, a dict),
+        that structure with an array of the outputs' shape + the leaf's shape per leaf.
 
         mode "forward" sweeps the inputs' directions (n / block passes), "reverse"
-        the outputs' (m / block passes); "auto" picks the fewer passes.
+        the outputs' (m / block passes); "auto" picks the fewer passes; ``block`` directions per sweep.
         """
+        return self._jacobian_shaped(self._jacobian(x, params, mode, block))
+
+    def _jacobian(self, x: Any, params: Any, mode: str, block: int) -> np.ndarray:
+        """The (n_outputs, n_inputs) Jacobian."""
         if mode not in ("auto", "forward", "reverse") or block < 1:
             raise ValueError(f"mode must be auto, forward or reverse and block >= 1, got {mode!r}, {block!r}")
         n, m = self.n_inputs, self.n_outputs
@@ -156,19 +161,22 @@ class Derivatives(Replay):
         return out
 
     @one_call_at_a_time
-    def hvp(self, x: ArrayLike, v: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
-        """H v at x for a scalar output, by forward-over-reverse over the same records."""
+    def hvp(self, x: Any, v: Any, params: Any = None) -> Any:
+        """H v at x (v shaped as x, and so is H v) for a scalar output, by forward-over-reverse over the
+        same records."""
         if self.n_outputs != 1:
             raise ValueError(f"hvp needs one output, this Function has {self.n_outputs}")
+        point = self._prepare(x, params)
         direction = self._direction(v, "direction entries")
-        self._at(self._prepare(x, params), second=True)
+        self._at(point, second=True)
         if self._plans:
-            return self._array_hvp(direction).reshape(self._input_shape)
-        return self._hessian_columns(direction[:, None])[:, 0].reshape(self._input_shape)
+            return self._shaped(self._array_hvp(direction))
+        return self._shaped(self._hessian_columns(direction[:, None])[:, 0])
 
     @one_call_at_a_time
-    def hessian(self, x: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
-        """The (n, n) Hessian at x (one Hessian-vector product per input), symmetrized."""
+    def hessian(self, x: Any, params: Any = None) -> Any:
+        """The Hessian at x (one Hessian-vector product per input), symmetrized, shaped as JAX's:
+        x's shape twice; for x in a structure of several leaves, that structure of that structure."""
         if self.n_outputs != 1:
             raise ValueError(f"hessian needs one output, this Function has {self.n_outputs}")
         self._at(self._prepare(x, params), second=True)
@@ -176,11 +184,4 @@ class Derivatives(Replay):
             H = np.stack([self._array_hvp(e) for e in np.eye(self.n_inputs)], axis=1)
         else:
             H = self._hessian_columns(np.eye(self.n_inputs))
-        return 0.5 * (H + H.T)
-
-    def _direction(self, v: ArrayLike, what: str) -> np.ndarray:
-        """A direction in input space, flat; given flat or shaped like the inputs."""
-        direction = real_array(v, what)
-        if direction.shape == self._input_shape:
-            direction = direction.reshape(-1)
-        return self._point(direction, self.n_inputs, what)
+        return self._hessian_shaped(0.5 * (H + H.T))

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from tape._api import trace
 from tape._function import Function
@@ -36,7 +35,7 @@ class GradcheckReport(float):
         return "\n".join(lines)
 
 
-def gradcheck(f: Function | Callable[..., Any], x: ArrayLike, step: float | None = None, floor: float = 1e-8,
+def gradcheck(f: Function | Callable[..., Any], x: Any, step: float | None = None, floor: float = 1e-8,
               directions: int = 3, seed: int = 0) -> GradcheckReport:
     """Check a Function's (or a function of Vars') derivatives against central differences.
 
@@ -45,16 +44,17 @@ def gradcheck(f: Function | Callable[..., Any], x: ArrayLike, step: float | None
     ``directions`` random dot-product tests compare w.J u with a difference quotient along u.
     Returns the worst error, as a float that also carries the whole report (``print`` it).
     """
-    point = real_array(x, "the point").reshape(-1)  # F takes its inputs flat, whatever x0's shape
-    # f gets what the caller passed: a VarArray for an ndarray, else a list of Vars (as trace does)
-    F = f if isinstance(f, Function) else trace(f, x if isinstance(x, np.ndarray) else point.tolist(),
-                                                  on_branch_change="retrace")
+    # f gets what the caller passed, in its structure (as trace gives it); F takes the numbers flat
+    F = f if isinstance(f, Function) else trace(f, x, on_branch_change="retrace")
+    layout = F._layout
+    point = (layout.flat(x, "the point") if layout is not None and layout.structured and not isinstance(x, np.ndarray)
+             else real_array(x, "the point").reshape(-1))
     step = np.finfo(float).eps ** (1 / 3) if step is None else step
 
     def values(p: np.ndarray) -> np.ndarray:
-        return np.atleast_1d(np.asarray(F(p), dtype=np.float64))
+        return np.asarray(F(p), dtype=np.float64).reshape(-1)
 
-    analytic = F.jacobian(point)
+    analytic = np.asarray(F.jacobian(point)).reshape(F.n_outputs, F.n_inputs)
     numeric = np.empty_like(analytic)
     for i in range(len(point)):
         h = step * max(1.0, abs(point[i]))

@@ -216,7 +216,7 @@ class Maps(Derivatives):
 
     @one_call_at_a_time
     def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
-        """J V[p] at every row X[p], in parallel: (N, n_outputs)."""
+        """J V[p] at every row X[p], in parallel: (N,) for a scalar output, else (N, n_outputs)."""
         points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))
         out = np.empty((len(points), self.n_outputs))
         failed = np.full(len(points), -1, np.int64)
@@ -226,10 +226,10 @@ class Maps(Derivatives):
 
         if self._plans:
             self._one_by_one(points, single)
-            return out
+            return out[:, 0] if self._scalar else out
         with _PARALLEL:
             map_tangents(_blocks(len(points)), IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
                          self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
                          self._output_rows, out, failed)
         self._settle(failed, points, single)
-        return out
+        return out[:, 0] if self._scalar else out

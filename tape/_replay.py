@@ -19,10 +19,10 @@ from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _debug, _format, _plans, _show, _sweep
+from tape import _debug, _format, _plans, _show, _sweep, _trees
 from tape._array_replay import ArrayReplay
+from tape._calls import Calls
 from tape._debug import NonFiniteError, branch_changed
-from tape._numbers import real_array
 from tape._storage import Storage
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.array_ops import NAME
@@ -61,7 +61,7 @@ def one_call_at_a_time(method: Callable[Concatenate[R, P], T]) -> Callable[Conca
 Retrace = Callable[[np.ndarray, np.ndarray], "Replay"]
 
 
-class Replay(ArrayReplay):
+class Replay(ArrayReplay, Calls):
     """A Function's records and the one-call replays: value, gradient, vjp; branch policy;
     pictures; files. (``tape.Function`` adds derivatives and maps on top.)"""
 
@@ -76,6 +76,11 @@ class Replay(ArrayReplay):
         self._lock = threading.RLock()
         _LIVE.add(self)
         self._install(arrays)
+        # x0's structure (tape.trace: calls may pass it, and get derivatives back in it) and f's output shape
+        self._layout: _trees.Layout | None = None
+        self._param_layout: _trees.Layout | None = None
+        self._tree_call = False  # whether the call in progress passed x in x0's structure
+        self._output_shape: tuple[int, ...] = () if self._scalar else (self._n_out,)
 
     @property
     def on_branch_change(self) -> str:
@@ -240,26 +245,6 @@ class Replay(ArrayReplay):
         """Whether calls look for the first inf/NaN (check_finite, or inside tape.debug_nans())."""
         return self.check_finite or _debug.active()
 
-    def _point(self, x: ArrayLike, count: int, what: str) -> np.ndarray:
-        point = real_array(x, what)
-        if point.shape != (count,):
-            if point.ndim == 0 and count == 1:
-                return point.reshape(1)
-            raise ValueError(f"expected {count} {what} as a 1-D array of shape ({count},), got shape {point.shape}")
-        return point
-
-    def _prepare(self, x: ArrayLike, params: ArrayLike | None) -> np.ndarray:
-        if self._input_shape != (self.n_inputs,):
-            x = real_array(x, "inputs")
-            if x.shape != self._input_shape and x.shape != (self.n_inputs,):
-                raise ValueError(f"expected inputs of shape {self._input_shape}, got shape {x.shape}")
-            x = x.reshape(-1)
-        point = self._point(x, self.n_inputs, "inputs")
-        if params is not None:
-            self._place(self._param_pieces, self._point(params, self.n_params, "params"))
-        self._at_point = point
-        return point
-
     def _check(self, **found: Any) -> None:
         """_debug.check on the records; where the first inf/NaN has no source line because f was traced
         outside tape.debug_nans(), retrace f once at this point with lines kept and name the line."""
@@ -289,8 +274,7 @@ class Replay(ArrayReplay):
                 return self._again(self.__call__, point.reshape(self._input_shape))
             if self._checking:
                 self._check()
-            out = self._outputs() if self._plans else self._val[self._output_rows]
-            return float(out[0]) if self._scalar else out
+            return self._output(self._outputs() if self._plans else self._val[self._output_rows])
 
     def _reverse(self, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """The gradient (shaped like the inputs) for output weights, at point."""
@@ -307,7 +291,7 @@ class Replay(ArrayReplay):
             grad = self._sweep_reverse(weights)
         if self._checking:
             self._check(adjoints=True)
-        return grad.reshape(self._input_shape)
+        return self._shaped(grad)
 
     def value_and_grad(self, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
         """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
@@ -324,8 +308,8 @@ class Replay(ArrayReplay):
     @one_call_at_a_time
     def vjp(self, x: ArrayLike, w: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
         """w^T J at x: one reverse sweep seeded with w on the outputs."""
-        weights = self._point(w, self.n_outputs, "output weights")
-        return self._reverse(self._prepare(x, params), weights)
+        point = self._prepare(x, params)
+        return self._reverse(point, self._weights(w))
 
     # -- branch safety ----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ to this tape and is not stale) and results back into handles and arrays.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -100,13 +101,18 @@ class Tape(Storage):
             return np.array([h._index for h in handles], np.int64)
         return np.array([self._resolve(h) for h in handles], np.int64)
 
-    def _leaf_rows(self, handles: Sequence[Var] | VarArray, what: str) -> np.ndarray:
+    def _leaf_rows(self, handles: Sequence[Var | VarArray] | VarArray, what: str) -> np.ndarray:
         if type(handles) is Var:
             raise TypeError(f"{what} must be a sequence of Vars")
+        if not isinstance(handles, VarArray) and any(isinstance(h, VarArray) for h in handles):
+            rows = np.concatenate([self._leaf_rows(h if isinstance(h, VarArray) else [h], what) for h in handles])
+            if len(set(rows.tolist())) != len(rows):
+                raise ValueError(f"{what} contain the same record twice")
+            return rows
         if isinstance(handles, VarArray) and handles._view is not None and (
                 handles._view != whole(handles._view.record, self._plan(handles._view.record))):
             raise ValueError(f"{what} must be whole arrays made by Tape.array, not views of them")
-        rows = self._rows(handles)
+        rows = self._rows(cast("Sequence[Var] | VarArray", handles))
         if len(rows) and np.any(~np.isin(self._op[rows], (LEAF, INPUT))):
             raise ValueError(f"{what} must be leaf records made by Tape.var/Tape.vars/Tape.array")
         if len(set(rows.tolist())) != len(rows):
@@ -164,7 +170,8 @@ class Tape(Storage):
         """
         return self._function(inputs, outputs, params, on_branch_change, None)
 
-    def _function(self, inputs: Sequence[Var] | VarArray, outputs: Handles, params: Sequence[Var] | VarArray,
+    def _function(self, inputs: Sequence[Var | VarArray] | VarArray, outputs: Handles,
+                  params: Sequence[Var | VarArray] | VarArray,
                   on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None
                   ) -> Function:
         input_rows = self._leaf_rows(inputs, "inputs")

@@ -8,6 +8,7 @@ Dicts keep their keys (flattened in sorted order, as JAX does).
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterator
 from typing import Any
@@ -90,3 +91,83 @@ def _build(node: Spec, leaves: Iterator[Any]) -> Any:
     if isinstance(node, dict):
         return {key: _build(v, leaves) for key, v in node.items()}
     raise AssertionError(f"not a spec: {node!r}")
+
+
+class Layout:
+    """Where each leaf of a traced x0 sits in a Function's flat vector of numbers, to take calls in
+    x0's structure and give derivatives back in it (``tape.trace``, ``F.gradient``, retrace)."""
+
+    __slots__ = ("spec", "shapes", "size", "structured")
+
+    def __init__(self, spec: Spec, leaves: list[Any]):
+        self.spec = spec
+        # an array or a flat list of numbers is a vector to a Function (array-like, as NumPy reads it)
+        self.structured = not (spec is ARRAY or isinstance(spec, Flat))
+        self.shapes = [() if type(leaf) is float else leaf.shape for leaf in leaves]
+        self.size = sum(math.prod(shape) for shape in self.shapes)
+
+    def flat(self, tree: Any, what: str) -> np.ndarray:
+        """The numbers of a tree in x0's structure, as one flat vector."""
+        leaves, spec = flatten(tree, what)
+        if not _same(self.spec, spec, len(leaves) == len(self.shapes)):
+            raise ValueError(f"{what} must have the structure of the x0 traced ({describe(self.spec)}), "
+                             f"got {describe(spec)}")
+        for k, (leaf, shape) in enumerate(zip(leaves, self.shapes, strict=True)):
+            if np.shape(leaf) != shape:
+                raise ValueError(f"{what}: leaf {k} has shape {np.shape(leaf)}, the x0 traced had {shape}")
+        return np.concatenate([np.ravel(leaf) for leaf in leaves]) if leaves else np.zeros(0)
+
+    def tree(self, vector: np.ndarray, lead: tuple[int, ...] = ()) -> Any:
+        """x0's structure from the last axis of vector: a float (or an array of shape lead) per
+        number, an array of shape lead + its shape per array."""
+        return unflatten(self.spec, [_number(vector[..., start:stop].reshape(lead + shape))
+                                     for start, stop, shape in self._places()])
+
+    def nested(self, matrix: np.ndarray) -> Any:
+        """A (n, n) matrix as x0's structure of x0's structures (a Hessian, as JAX gives one)."""
+        places = self._places()
+        return unflatten(self.spec, [unflatten(self.spec, [_number(matrix[a0:a1, b0:b1].reshape(sa + sb))
+                                                           for b0, b1, sb in places]) for a0, a1, sa in places])
+
+    def _places(self) -> list[tuple[int, int, tuple[int, ...]]]:
+        out, start = [], 0
+        for shape in self.shapes:
+            out.append((start, start + math.prod(shape), shape))
+            start += math.prod(shape)
+        return out
+
+
+def _number(part: np.ndarray) -> Any:
+    return float(part) if part.ndim == 0 else part
+
+
+def _same(a: Spec, b: Spec, counts_match: bool) -> bool:
+    """Whether two specs have one structure (lists and tuples alike)."""
+    if isinstance(a, Flat) or isinstance(b, Flat):
+        flat_a = a if isinstance(a, Flat) else _as_flat(a)
+        flat_b = b if isinstance(b, Flat) else _as_flat(b)
+        return flat_a is not None and flat_b is not None and counts_match
+    if isinstance(a, Leaf) or isinstance(b, Leaf):
+        return a is b
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b)
+                and all(_same(a[key], b[key], True) for key in a))
+    return len(a) == len(b) and all(_same(x, y, True) for x, y in zip(a, b, strict=True))
+
+
+def _as_flat(spec: Spec) -> Flat | None:
+    """A list or tuple of NUMBER leaves as the Flat spec it equals, else None."""
+    if isinstance(spec, (list, tuple)) and all(s is NUMBER for s in spec):
+        return Flat(type(spec))
+    return None
+
+
+def describe(spec: Spec) -> str:
+    """A spec in a few words, for errors: ``list of 3 numbers``, ``dict {'a', 'b'}``, ``array``."""
+    if isinstance(spec, Flat):
+        return f"a {spec.kind.__name__} of numbers"
+    if isinstance(spec, Leaf):
+        return f"a{'n' if spec is ARRAY else ''} {spec.kind}"
+    if isinstance(spec, dict):
+        return "a dict with keys " + ", ".join(repr(k) for k in spec)
+    return f"a {type(spec).__name__} of {len(spec)}"

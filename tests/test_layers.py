@@ -32,7 +32,7 @@ LAYERS = [
     ["tape._conditions"],
     ["tape._array"],
     ["tape._ufuncs"],
-    ["tape._format", "tape._array_replay"],
+    ["tape._format", "tape._array_replay", "tape._calls"],
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
     ["tape._maps"],

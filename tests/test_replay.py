@@ -154,8 +154,10 @@ def test_stats_and_sizes():
 def test_trace_rejects_bad_outputs_and_points():
     with pytest.raises(TypeError, match="Vars or numbers"):
         tape.trace(lambda x: "nope", [1.0])
-    with pytest.raises(ValueError, match="1-D"):
-        tape.trace(lambda x: x[0], [[1.0]])
+    F = tape.trace(lambda x: x[0][0] * x[1][1], [[1.0], [2.0, 3.0]])  # nested lists: a tree, as given
+    assert F([[2.0], [5.0, 7.0]]) == 14.0 and F.gradient([[2.0], [5.0, 7.0]]) == [[7.0], [0.0, 2.0]]
+    with pytest.raises(ValueError, match="structure of the x0 traced"):
+        F([[2.0, 1.0], [5.0]])
     F = tape.trace(lambda x: 5.0, [1.0])  # a constant output is fine
     assert F([3.0]) == 5.0 and F.gradient([3.0])[0] == 0.0
 
