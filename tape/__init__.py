@@ -69,6 +69,7 @@ from tape._recorders import (
 )
 from tape._storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
 from tape._tape import Tape
+from tape._transforms import hessian, jacobian, jvp, vjp
 from tape._ufuncs import reciprocal, square
 from tape.errors import (
     BranchChanged,
@@ -123,6 +124,10 @@ __all__ = [
     "tan",
     "tanh",
     "value_and_grad",
+    "jvp",
+    "vjp",
+    "jacobian",
+    "hessian",
     "square",
     "reciprocal",
     "softplus",

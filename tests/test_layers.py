@@ -39,7 +39,7 @@ LAYERS = [
     ["tape._function"],
     ["tape._tape"],  # tape.Tape: the storage with handles, arrays and Functions
     ["tape._api"],
-    ["tape._composed"],  # functions made of recorded ops
+    ["tape._composed", "tape._transforms"],  # functions made of recorded ops; JAX's transforms
     ["tape._gradcheck"],
     ["tape"],
     ["tape.__main__", "tape._docs", "tape.benchmarks", "tape.benchmarks.programs", "tape.benchmarks.baseline",
