@@ -4,8 +4,8 @@ Shape functions are views (reshape, transpose, slicing: nothing recorded); roll,
 repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer and trace
 are arithmetic and reductions; max and min are one array record each.
 
-Records are never changed after they are made, so ``copy()`` and ``flatten()`` may share the
-records of the array they copy; the answer is the same as NumPy's copy.
+Records are never changed after they are made, so ``flatten()`` may share the records of the
+array it flattens; ``copy()`` (tape/_arrayfns.py) is a new VarArray of the same records.
 """
 
 from __future__ import annotations
@@ -66,9 +66,6 @@ class Methods:
 
     def flatten(self: Any) -> Any:
         return self.reshape(-1)
-
-    def copy(self: Any) -> Any:
-        return self
 
 
 def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
