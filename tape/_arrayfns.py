@@ -138,6 +138,33 @@ class ArrayFunctions:
         self._view, self._seg = new, t._segment()
 
 
+COPYING_MODES = ("edge", "reflect", "symmetric", "wrap")  # pads that repeat elements: one gather
+
+
+def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """numpy.pad: 'constant' (constant_values numbers, constant records) writes a into a
+    constant array by item assignment; 'edge', 'reflect', 'symmetric' and 'wrap' gather a's
+    elements (np.pad of their places says which)."""
+    places = np.arange(a.size).reshape(a.shape)
+    if mode in COPYING_MODES and not kwargs.keys() - {"reflect_type"} and kwargs.get("reflect_type", "even") == "even":
+        return a.reshape(-1)[np.pad(places, pad_width, mode)]
+    if mode != "constant" or kwargs.keys() - {"constant_values"}:
+        raise ValueError(f"np.pad of a VarArray: mode {mode!r} with {sorted(kwargs)} is not supported (tape has "
+                         "'constant' with numbers, 'edge', 'reflect', 'symmetric', 'wrap')")
+    values = kwargs.get("constant_values", 0.0)
+    if any(hasattr(v, "_operand") or type(v) is Var for v in np.ravel(np.asarray(values, object))):
+        raise TypeError("np.pad of a VarArray: constant_values must be numbers")
+    filled = np.pad(np.zeros(a.shape), pad_width, "constant", constant_values=values)
+    inside = np.pad(np.ones(a.shape, bool), pad_width, "constant", constant_values=False)
+    t = a._live_tape()
+    if _array_form(a) or filled.size >= _blocks.SMALL:
+        out = type(a)(t._segment(), None, _blocks.constant(t, filled))
+    else:
+        out = type(a)(t._segment(), t._append_block(CONSTANT, filled.size, values=filled.ravel()).reshape(filled.shape))
+    out[inside] = a.reshape(-1)
+    return out
+
+
 def _numpy_sort(a: Any, axis: int | None = -1, kind: str | None = None, order: None = None, *,
                 stable: bool | None = None) -> Any:
     if order is not None:
@@ -165,4 +192,5 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray
     np.cumprod: _scan("cumprod"),
     np.sort: _numpy_sort,
     np.argsort: _numpy_argsort,
+    np.pad: pad,
 }

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tape._einsum import FUNCTIONS as EINSUM
+
 
 def _axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
@@ -191,4 +193,5 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray 
     **{fn: (lambda a, axis=None, keepdims=False, name=name: getattr(a, name)(axis, keepdims))
        for fn, name in ((np.max, "max"), (np.amax, "max"), (np.min, "min"), (np.amin, "min"))},
     np.moveaxis: lambda a, source, destination: moveaxis(a, source, destination),
+    **EINSUM,
 }

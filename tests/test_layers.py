@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom to top; a module may import only modules of lower layers.
 LAYERS = [
-    ["tape._source", "tape.kernels", "tape.kernels.special", "tape.kernels._numba", "tape._numbers"],
+    ["tape._source", "tape.kernels", "tape.kernels.special", "tape.kernels._numba", "tape._numbers",
+     "tape._einsum"],
     ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
