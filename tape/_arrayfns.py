@@ -147,7 +147,7 @@ def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     elements (np.pad of their places says which)."""
     places = np.arange(a.size).reshape(a.shape)
     if mode in COPYING_MODES and not kwargs.keys() - {"reflect_type"} and kwargs.get("reflect_type", "even") == "even":
-        return a.reshape(-1)[np.pad(places, pad_width, mode)]
+        return a.reshape(-1)[np.pad(places, pad_width, mode)]  # type: ignore[call-overload]  # a str mode
     if mode != "constant" or kwargs.keys() - {"constant_values"}:
         raise ValueError(f"np.pad of a VarArray: mode {mode!r} with {sorted(kwargs)} is not supported (tape has "
                          "'constant' with numbers, 'edge', 'reflect', 'symmetric', 'wrap')")
