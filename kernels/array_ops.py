@@ -21,6 +21,9 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``gather``     y = a.flat[index]            a'.flat[index] += g (repeated places add up)
 ``pack``       y = scalar records' values   each scalar record's adjoint += its element of g
 ``compare``, ``all``, ``any``               1.0 or 0.0 per element; no derivative
+``scan``       y = cumsum or cumprod along  cumsum: a' += reversed cumsum of g; cumprod: a' += P_{j-1} R_j,
+               one axis                     no division, zero-safe (kernels/scans.py)
+``sort``       y = a[perm] along one axis   a'[perm] += g; perm recomputed from a at every pass (stable)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -42,6 +45,7 @@ from .ops import ARRAY_BASE, OPS, UNARY
 class ArrayOp:
     name: str
     kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any extreme
+    # scan sort
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
 
 
@@ -64,6 +68,9 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("any", "any"),
     ArrayOp("max", "extreme"),  # max and min over axes: the adjoint goes to the tied extremes in equal shares
     ArrayOp("min", "extreme"),
+    ArrayOp("cumsum", "scan"),  # along the one axis in ``axes``; cumprod's rules are zero-safe recurrences
+    ArrayOp("cumprod", "scan"),
+    ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
 )
 assert ARRAY_BASE + len(ARRAY_OPS) <= 256, "opcodes are stored as uint8"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))

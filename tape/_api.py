@@ -14,10 +14,10 @@ from typing import Any, overload
 import numpy as np
 
 from tape import _blocks, _trees
-from tape._array import VarArray, elementwise, wrap, wrap_view
+from tape._array import _FUNCTIONS, VarArray, elementwise, wrap, wrap_view
 from tape._conditions import ArrayCondition
 from tape._function import Function
-from tape._handles import Condition, as_constant
+from tape._handles import FUNCTION_HANDLERS, Condition, as_constant
 from tape._operands import as_view, common_tape, operand, operands, shape_of
 from tape._recorders import (
     Var,
@@ -137,6 +137,17 @@ def where(condition, a, b):
     vals = t._val_w
     value = vals[x._index] if vals[chosen._index] != 0.0 else vals[y._index]
     return Var._at(t._segment(), t._push(SELECT, x._index, y._index, value))
+
+
+def _numpy_where(condition: Any, *branches: Any) -> Any:
+    """np.where(condition, a, b) with Vars or VarArrays: tape.where."""
+    if len(branches) != 2:
+        raise TypeError("np.where(condition) of recorded values (the places where it holds) is not recorded: "
+                        "use np.nonzero on values (np.nonzero(x.value > 0)); np.where(condition, a, b) is tape.where")
+    return where(condition, *branches)
+
+
+_FUNCTIONS[np.where] = FUNCTION_HANDLERS[np.where] = _numpy_where
 
 
 def _where_mask(mask: np.ndarray, a: Any, b: Any) -> Any:

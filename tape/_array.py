@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 import numpy as np
 
 from tape import _blocks, _small
+from tape._arrayfns import FUNCTIONS as ORDER_FUNCTIONS
+from tape._arrayfns import ArrayFunctions
 from tape._conditions import ArrayCondition
 from tape._handles import UFUNC_HANDLERS, Condition, surviving, warn_value_in_trace
 from tape._methods import FUNCTIONS as COMPOSED_FUNCTIONS
@@ -93,7 +95,7 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     return wrap(t, rows.reshape(shape))
 
 
-class VarArray(Methods):
+class VarArray(Methods, ArrayFunctions):
     """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
     __slots__ = ("_seg", "_rows", "_view", "_shape")
@@ -391,4 +393,5 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.ndim: lambda a: a.ndim,
     np.size: lambda a: a.size,
     **COMPOSED_FUNCTIONS,
+    **ORDER_FUNCTIONS,
 }

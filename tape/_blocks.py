@@ -74,6 +74,13 @@ def reduce(t: Storage, name: str, v: View, axis: int | tuple[int, ...] | None, k
     return _record(t, name, shape, (v,), axes=over)
 
 
+def along(t: Storage, name: str, v: View, axis: int) -> View:
+    """cumsum, cumprod or sort of v along one axis: a record of v's shape."""
+    if not v.shape:
+        raise ValueError(f"{name} of a 0-d array: use reshape(1) first")
+    return _record(t, name, v.shape, (v,), axes=(normalize_axis_index(int(axis), len(v.shape)),))
+
+
 def _widened(v: View, left: bool) -> View:
     """A 1-d matmul operand as a 2-d view: (1, k) on the left, (k, 1) on the right."""
     if len(v.shape) != 1:

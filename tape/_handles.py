@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 new = object.__new__
 H = TypeVar("H", bound="Handle")
 UFUNC_HANDLERS: list[Callable[[Any, str, tuple, dict], Any]] = []  # tape/_ufuncs.py puts its handler here
+FUNCTION_HANDLERS: dict[Any, Callable[..., Any]] = {}  # NumPy functions taking Vars (tape/_api.py: np.where)
 
 
 class Handle:
@@ -43,6 +44,17 @@ class Handle:
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs with a Var among the operands: the Var as a 0-d array (tape/_ufuncs.py)."""
         return UFUNC_HANDLERS[0](ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """np.where of Vars as tape.where; every other NumPy function as NumPy's own (a VarArray
+        among the operands answers instead)."""
+        handler = FUNCTION_HANDLERS.get(func)
+        if handler is not None:
+            return handler(*args, **kwargs)
+        implementation = getattr(func, "_implementation", None)
+        if implementation is None or any(not issubclass(t, Handle) for t in types):
+            return NotImplemented
+        return implementation(*args, **kwargs)
 
     def sum(self: H, axis: None | tuple[()] = None, dtype: None = None, out: None = None,
             keepdims: bool = False) -> H:

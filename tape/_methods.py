@@ -4,8 +4,8 @@ Shape functions are views (reshape, transpose, slicing: nothing recorded); roll,
 repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer and trace
 are arithmetic and reductions; max and min are one array record each.
 
-Records are never changed after they are made, so ``copy()`` and ``flatten()`` may share the
-records of the array they copy; the answer is the same as NumPy's copy.
+Records are never changed after they are made, so ``flatten()`` may share the records of the
+array it flattens; ``copy()`` (tape/_arrayfns.py) is a new VarArray of the same records.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from tape._einsum import FUNCTIONS as EINSUM
 
 
 def _axis(axis: int, ndim: int) -> int:
@@ -66,9 +68,6 @@ class Methods:
 
     def flatten(self: Any) -> Any:
         return self.reshape(-1)
-
-    def copy(self: Any) -> Any:
-        return self
 
 
 def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
@@ -194,4 +193,5 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray 
     **{fn: (lambda a, axis=None, keepdims=False, name=name: getattr(a, name)(axis, keepdims))
        for fn, name in ((np.max, "max"), (np.amax, "max"), (np.min, "min"), (np.amin, "min"))},
     np.moveaxis: lambda a, source, destination: moveaxis(a, source, destination),
+    **EINSUM,
 }

@@ -155,6 +155,10 @@ def _check_shape(kind: str, shape: tuple[int, ...], wide: tuple[int, ...], input
         if any(x >= len(a) for x in axes):
             raise ValueError(f"reduces axes {axes} of a {len(a)}-d view")
         expected = [kept(a, axes), tuple(n for j, n in enumerate(a) if j not in axes)]
+    elif kind in ("scan", "sort"):
+        if len(axes) != 1 or axes[0] >= len(inputs[0].shape):
+            raise ValueError(f"{kind} along axes {axes} of a {len(inputs[0].shape)}-d view")
+        expected = [inputs[0].shape]
     elif kind == "matmul":
         A, B = (v.shape for v in inputs)
         if len(A) < 2 or len(B) < 2 or A[-1] != B[-2]:

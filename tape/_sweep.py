@@ -52,6 +52,7 @@ from tape.kernels.array_ops import (
     unbroadcast,
 )
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, LEAF
+from tape.kernels.scans import scan_forward, scan_vjp, sort_forward, sort_vjp
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
 
@@ -73,7 +74,7 @@ class Plan(NamedTuple):
     offset: int  # first element of its region in the arenas
     shape: tuple[int, ...]
     inputs: tuple[View, ...] = ()
-    axes: tuple[int, ...] = ()  # sum, logsumexp, all, any: the reduced axes of the input
+    axes: tuple[int, ...] = ()  # the reduced axes of the input; scan, sort: the one axis
     places: np.ndarray = np.zeros(0, np.int64)  # gather: places in the input's region; pack: scalar rows
     wide: tuple[int, ...] = ()  # matmul: the output's shape with 1-d operands widened to 2-d
 
@@ -183,6 +184,10 @@ def forward_one(s: State, p: Plan) -> None:
         logsumexp_forward(ins[0], p.axes, out)
     elif kind == "extreme":
         extreme_forward(p.name, ins[0], p.axes, out)
+    elif kind == "scan":
+        scan_forward(p.name, ins[0], p.axes[0], out)
+    elif kind == "sort":
+        sort_forward(ins[0], p.axes[0], out)
     elif kind == "gather":
         out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
     elif kind == "pack":
@@ -307,6 +312,10 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
     elif kind == "extreme":
         sends = [(p.inputs[0], lambda: times(g.reshape(kept(ins[0].shape, p.axes)), extreme_share(ins[0], y, p.axes),
                                              check))]
+    elif kind == "scan":
+        sends = [(p.inputs[0], lambda: scan_vjp(p.name, ins[0], g, p.axes[0]))]
+    elif kind == "sort":
+        sends = [(p.inputs[0], lambda: sort_vjp(ins[0], g, p.axes[0]))]
     elif kind == "matmul":
         G = g.reshape(p.wide)
         sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1], check)),

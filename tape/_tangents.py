@@ -20,6 +20,7 @@ from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, extreme_share, kept, product, times, unbroadcast
 from tape.kernels.ops import IS_LEAF
+from tape.kernels.scans import permutation, scan_jvp, scan_vjp_second, sort_vjp
 
 State = Any  # a Function with array records (tape/_array_replay.py)
 
@@ -59,6 +60,10 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
         out[...] = np.sum(times(da[0], _softmax(a[0], y, p.axes)), axis=p.axes).reshape(p.shape)
     elif kind == "extreme":
         out[...] = np.sum(times(da[0], extreme_share(a[0], y, p.axes)), axis=p.axes).reshape(p.shape)
+    elif kind == "scan":
+        out[...] = scan_jvp(p.name, a[0], da[0], p.axes[0])
+    elif kind == "sort":
+        out[...] = np.take_along_axis(da[0], permutation(a[0], p.axes[0]), p.axes[0])
     elif kind == "matmul":
         out.reshape(p.wide)[...] = product(da[0], a[1]) + product(a[0], da[1])
     elif kind == "gather":
@@ -139,6 +144,10 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
     elif kind == "extreme":  # piecewise linear: the shares do not move with the input
         shape, share = kept(p.inputs[0].shape, p.axes), extreme_share(a[0], y, p.axes)
         sends = [(p.inputs[0], times(g.reshape(shape), share), times(gd.reshape(shape), share))]
+    elif kind == "scan":  # cumsum is linear; cumprod's adjoint-tangent from the same recurrences
+        sends = [(p.inputs[0], *scan_vjp_second(p.name, a[0], ta[0], g, gd, p.axes[0]))]
+    elif kind == "sort":  # piecewise linear: the permutation does not move with the input
+        sends = [(p.inputs[0], sort_vjp(a[0], g, p.axes[0]), sort_vjp(a[0], gd, p.axes[0]))]
     elif kind == "logsumexp":
         shape = kept(p.inputs[0].shape, p.axes)
         soft = _softmax(a[0], y, p.axes)

@@ -14,11 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom to top; a module may import only modules of lower layers.
 LAYERS = [
-    ["tape._source", "tape.kernels", "tape.kernels.special", "tape.kernels._numba", "tape._numbers"],
+    ["tape._source", "tape.kernels", "tape.kernels.special", "tape.kernels._numba", "tape._numbers",
+     "tape._einsum"],
     ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
-    ["tape.kernels.array_helpers"],  # the rules over NumPy arrays (lgamma's by the compiled kernel)
+    ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
      "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused"],
     ["tape.kernels.array_ops"],  # the array op table
@@ -30,6 +31,7 @@ LAYERS = [
     ["tape._recorders"],  # Var and the recording functions (generated)
     ["tape._operands", "tape._small"],
     ["tape._conditions"],
+    ["tape._arrayfns"],  # scans, sort and item assignment, mixed into VarArray
     ["tape._array"],
     ["tape._ufuncs"],
     ["tape._format", "tape._array_replay", "tape._calls"],
