@@ -78,6 +78,7 @@ from tape.errors import (
     TapeError,
     TapeFormatError,
     TapeFullError,
+    TracingError,
     TracingWarning,
 )
 
@@ -107,6 +108,7 @@ __all__ = [
     "Tape",
     "TapeError",
     "TapeFullError",
+    "TracingError",
     "TracingWarning",
     "Var",
     "cos",

@@ -208,7 +208,8 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
     return wrap_view(t, _blocks.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
 
 
-def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise") -> Function:
+def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise",
+          strict: bool = False) -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
     ``f(xs)`` gets x0 in its own structure: a Var per number, a VarArray of its shape per NumPy
@@ -218,6 +219,9 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
     array (x0's shape for an array x0, else the flat vector of every number in order). With
     ``params`` (the same kinds of structure), ``f(xs, ps)`` also gets handles for values that are
     not differentiated and can change at replay (``F(x, params=p)``) without retracing.
+
+    Reading ``.value`` inside f gives a number that every replay keeps: it warns once per source
+    line (``strict=True``: raises tape.TracingError); ``x.item()`` or ``X.tolist()`` read on purpose.
     """
     leaves, spec = _trees.flatten(x0, "tape.trace's x0")
     layout = _trees.Layout(spec, leaves)
@@ -231,7 +235,7 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         p_layout = _trees.Layout(p_spec, p_leaves)
         p_handles = _leaf_handles(t, p_leaves)
         args.append(_trees.unflatten(p_spec, p_handles))
-    out = _recording(t, f, *args)
+    out = _recording(t, f, *args, strict=strict)
     if isinstance(out, VarArray):
         outputs: Any = out if out._view is not None else out.ravel()
         scalar = False
@@ -240,7 +244,7 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
 
     def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
-        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise")
+        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict)
 
     F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
@@ -262,14 +266,15 @@ def _rows_of(handles: list[Any], spec: Any) -> Any:
     return handles[0] if spec is _trees.ARRAY else handles
 
 
-def _recording(t: Tape, f: Callable[..., Any], *args: Any) -> Any:
+def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False) -> Any:
     """f(*args) with t marked as recording for differentiation: a gradient of t inside f would be a
-    constant in every replay and derivative, so it raises instead (Storage._reverse)."""
-    t._tracing = True
+    constant in every replay and derivative, so it raises instead (Storage._reverse); reading
+    ``.value`` warns (raises TracingError if strict)."""
+    t._tracing, t._strict = True, strict
     try:
         return f(*args)
     finally:
-        t._tracing = False
+        t._tracing = t._strict = False
 
 
 def _as_record(t: Tape, y: object) -> Var:
@@ -284,8 +289,8 @@ def _as_record(t: Tape, y: object) -> Var:
 VarFunction = Callable[..., Any]
 
 
-def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Callable[..., tuple[Any, Any]]:
+def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   strict: bool = False) -> Callable[..., tuple[Any, Any]]:
     """``value_and_grad(f)(*args)``: f's value and its gradient in ``args[argnums]``, recorded afresh.
 
     f gets its arguments in the structure they are passed in: in the differentiated ones, each
@@ -294,7 +299,8 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
     ``has_aux``: a pair (value, aux), aux returned with the numbers its Vars hold). The gradient
     comes back in the structure of ``args[argnums]``: a float per number, an array per array (a
     tuple of those for a tuple of argnums). As jax.value_and_grad; Python ``if`` on Vars is
-    recorded (and checked by trace), where jax.jit refuses it.
+    recorded (and checked by trace), where jax.jit refuses it. ``.value`` read inside f has no
+    derivative: it warns once per source line (``strict=True``: raises tape.TracingError).
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
@@ -315,7 +321,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0,
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
-        out = _recording(t, f, *given)
+        out = _recording(t, f, *given, strict=strict)
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -362,9 +368,10 @@ def _numbers_of(tree: Any) -> Any:
     return tree
 
 
-def grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable[..., Any]:
+def grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         strict: bool = False) -> Callable[..., Any]:
     """``grad(f)(*args)``: the gradient of ``f`` (with has_aux, the pair (gradient, aux)); see value_and_grad."""
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, strict)
 
     def gradient(*args: Any) -> Any:
         (value, grads) = vg(*args)

@@ -193,8 +193,8 @@ class VarArray(Methods, ArrayFunctions):
         """The records' values, shaped like the array (inside tape.trace: kept by every replay, with a warning)."""
         t = self._live_tape()
         if t._tracing:
-            warn_value_in_trace()
-        return t._val[self._idx] if self._view is None else t._array_values(self._view)
+            warn_value_in_trace(t)
+        return self._numbers()
 
     @property
     def grad(self) -> np.ndarray:

@@ -1,9 +1,10 @@
-"""map_value_and_grad on a Dask cluster (the optional extra ``tape[dask]``).
+"""The maps on a Dask cluster (the optional extra ``tape[dask]``): ``client=`` on every F.map*.
 
 The Function travels once, as the bytes of its saved file, to every worker,
 which loads and validates it like any other file; the points go in chunks;
 results come back in the order of the points, or a clear error names the
-chunk that failed. Branch policy is applied by the caller, as for a local map.
+chunk that failed. Workers ignore branch changes and report them; the caller
+applies its policy (raise, or retrace and redo the point here), as for a local map.
 """
 
 from __future__ import annotations
@@ -30,37 +31,45 @@ def pack(F: Replay) -> bytes:
     return buffer.getvalue()
 
 
-def run_chunk(cls: Callable[..., Any], blob: bytes, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """On a worker: values, gradients and failed checks of one chunk of points (cls: the
-    Function class, which the worker imports when it unpickles it)."""
+def run_chunk(cls: Callable[..., Any], blob: bytes, method: str, points: np.ndarray,
+              *rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """On a worker: a map's raw results and failed checks for one chunk of points (cls: the
+    Function class, which the worker imports when it unpickles it; method: see Maps._raw)."""
     F = cls(_format.read(io.BytesIO(blob)), on_branch_change="ignore")
-    return F._map_reverse_raw(points, np.ones((len(points), 1)))
+    return F._raw(method, points, *rows)
 
 
-def map_value_and_grad_on(client, F: Replay, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Split points over the client's workers; (values (N, 1), gradients (N, n), failed (N,)) in order."""
+def check_client(client: Any) -> None:
+    if not all(hasattr(client, name) for name in ("submit", "map", "nthreads")):
+        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
+
+
+def map_on(client: Any, F: Replay, method: str, points: np.ndarray, *rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Split points (and the per-point rows that go with them) over the client's workers; the
+    columns of F._raw(method, ...) for all points, in order (the last: failed checks)."""
+    check_client(client)
     workers = sum(client.nthreads().values())
     if not workers:  # else scatter waits for a worker and times out 30 s later with a bare TimeoutError
         raise DistributedError("the Dask cluster has no workers (client.nthreads() is empty): start some first")
+    if not len(points):  # no chunk to send: the empty columns, as a worker would make them
+        return run_chunk(type(F), pack(F), method, points, *rows)
     bounds = np.linspace(0, len(points), min(len(points), 2 * workers) + 1).astype(int)
-    chunks = [points[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    pieces = list(zip(bounds[:-1], bounds[1:], strict=True))
     # a task, not scattered data: when workers die the scheduler can compute it again, where scattered
     # bytes would be lost with them and every chunk cancelled as "already forgotten"
     blob = client.submit(bytes, pack(F), pure=False)
-    futures = client.map(run_chunk, [type(F)] * len(chunks), [blob] * len(chunks), chunks, pure=False)
+    futures = client.map(run_chunk, [type(F)] * len(pieces), [blob] * len(pieces), [method] * len(pieces),
+                         *([array[a:b] for a, b in pieces] for array in (points, *rows)), pure=False)
     parts = []
-    for k, (future, chunk) in enumerate(zip(futures, chunks, strict=True)):
+    for k, (future, (a, b)) in enumerate(zip(futures, pieces, strict=True)):
         try:
-            values, grads, failed = future.result()
+            columns = future.result()
         except Exception as exc:
             for rest in futures[k:]:
                 rest.cancel()
-            raise DistributedError(f"chunk {k} of {len(chunks)} (points {bounds[k]} to {bounds[k + 1] - 1}) failed "
+            raise DistributedError(f"chunk {k} of {len(pieces)} (points {a} to {b - 1}) failed "
                                    f"on a Dask worker: {type(exc).__name__}: {exc}") from exc
-        if values.shape != (len(chunk), 1) or grads.shape != (len(chunk), F.n_inputs):
-            raise DistributedError(f"chunk {k} came back with {len(values)} rows for {len(chunk)} points")
-        parts.append((values, grads, failed))
-    if not parts:
-        return np.empty((0, 1)), np.empty((0, F.n_inputs)), np.empty(0, np.int64)
-    values, grads, failed = (np.concatenate(column) for column in zip(*parts, strict=True))
-    return values, grads, failed
+        if any(len(column) != b - a for column in columns):
+            raise DistributedError(f"chunk {k} came back with {len(columns[0])} rows for {b - a} points")
+        parts.append(columns)
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from tape._storage import Segment, Storage
-from tape.errors import ForeignHandleError, StaleHandleError, TracingWarning
+from tape.errors import ForeignHandleError, StaleHandleError, TracingError, TracingWarning
 from tape.kernels._sweeps import eval_op
 from tape.kernels.ops import OPS, SYMBOL
 
@@ -95,8 +95,14 @@ class Handle:
         """The record's forward value (inside tape.trace: a number every replay keeps, with a warning)."""
         t = self._live_tape()
         if t._tracing:
-            warn_value_in_trace()
+            warn_value_in_trace(t)
         return t._val_w[self._index]
+
+    def item(self) -> float:
+        """The record's value as a Python float, read on purpose: inside tape.trace, a number every
+        replay keeps (for printing, logging, a deliberate constant), without TracingWarning."""
+        t = self._live_tape()
+        return float(t._val_w[self._index])
 
     @property
     def grad(self) -> float:
@@ -131,12 +137,23 @@ def surviving(seg: Segment, highest: int, what: str) -> Segment:
     raise StaleHandleError(f"{what} discarded by Tape.{how}; this handle is stale")
 
 
-def warn_value_in_trace() -> None:
-    """W6 of the adversarial pass: a number read inside tape.trace is frozen into every replay."""
-    warnings.warn("reading .value inside a traced function gives a number that every replay and derivative keeps "
-                  "as it is now; compare the Var itself (`if x > 0:` records a checked branch), use tape.where, "
-                  "or tape.stop_gradient(x) for a value without a derivative that replays",
-                  TracingWarning, stacklevel=3)
+_WARNED: set[tuple[str, int]] = set()  # the source lines warned about, so each warns once
+
+
+def warn_value_in_trace(t: Storage) -> None:
+    """W6 of the adversarial pass: a number read inside tape.trace is frozen into every replay (and
+    has no derivative): a TracingWarning once per source line, or TracingError under strict=True."""
+    frame = sys._getframe(2)  # the line that read .value (this, then the value property, then it)
+    where = (frame.f_code.co_filename, frame.f_lineno)
+    message = ("reading .value inside a traced function gives a number that every replay and derivative keeps "
+               "as it is now; compare the Var itself (`if x > 0:` records a checked branch), use tape.where, "
+               "or tape.stop_gradient(x) for a value without a derivative that replays; x.item() reads it on "
+               "purpose")
+    if t._strict:
+        raise TracingError(f"{where[0]}:{where[1]}: {message}")
+    if where not in _WARNED:
+        _WARNED.add(where)
+        warnings.warn(message, TracingWarning, stacklevel=3)
 
 
 def revalidate(handle: Handle) -> Segment:

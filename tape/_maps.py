@@ -22,6 +22,7 @@ from tape._debug import NonFiniteError, branch_changed
 from tape._derivatives import Derivatives
 from tape._numbers import real_array
 from tape._replay import one_call_at_a_time
+from tape.errors import BranchChanged
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
 
@@ -130,106 +131,119 @@ class Maps(Derivatives):
         for point in bad.tolist():
             single(point)
 
-    @one_call_at_a_time
-    def map(self, X: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
-        """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m)."""
-        points, _ = self._batch_call(X, params)
-        out = np.empty((len(points), self.n_outputs))
+    # -- one point, many points -------------------------------------------------------------
+
+    def _single(self, method: str, x: np.ndarray, *row: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The one-point call of a map, as flat result rows (see _widths)."""
+        if method == "map":
+            return (np.reshape(self(x), -1),)
+        if method == "value_and_grad":
+            value, grad = self.value_and_grad(x)
+            return np.array([value]), np.reshape(grad, -1)
+        return (np.reshape(getattr(self, method)(x, row[0]), -1),)
+
+    def _widths(self, method: str) -> tuple[int, ...]:
+        n, m = self.n_inputs, self.n_outputs
+        return {"map": (m,), "value_and_grad": (1, n), "vjp": (n,), "jvp": (m,), "hvp": (n,)}[method]
+
+    def _raw(self, method: str, points: np.ndarray, *rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The results of a map at every point, computed under the policy "ignore", and the first
+        failed check of each point (-1: none), last: what a Dask worker sends back."""
+        if not self._plans and method != "hvp":
+            out = np.empty((len(points), self.n_outputs))  # the values, or J v
+            failed = np.full(len(points), -1, np.int64)
+            with _PARALLEL:
+                if method in ("value_and_grad", "vjp"):
+                    W = np.ones((len(points), 1)) if method == "value_and_grad" else rows[0]
+                    grads = np.empty((len(points), self.n_inputs))
+                    map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
+                                  self._targets, self._input_rows, points, self._check_rows, self._check_expected,
+                                  self._output_rows, W, out, grads, failed)
+                    return (out, grads, failed) if method == "value_and_grad" else (grads, failed)
+                if method == "map":
+                    map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
+                               self._input_rows, points, self._check_rows, self._check_expected, self._output_rows,
+                               out, failed)
+                else:
+                    map_tangents(_blocks(len(points)), IS_LEAF, self._op, self._in0, self._in1, self._val,
+                                 self._consts, self._targets, self._input_rows, points, rows[0], self._check_rows,
+                                 self._check_expected, self._output_rows, out, failed)
+            return out, failed
+        columns = [np.empty((len(points), w)) for w in self._widths(method)]
         failed = np.full(len(points), -1, np.int64)
+        for p in range(len(points)):  # on a worker (policy "ignore"): each point notes its first failed check
+            self._noted = -1
+            for column, result in zip(columns, self._single(method, points[p], *(r[p] for r in rows)), strict=True):
+                column[p] = result
+            failed[p] = self._noted
+        return (*columns, failed)
+
+    def _mapped(self, method: str, points: np.ndarray, client, *rows: np.ndarray) -> list[np.ndarray]:
+        """The result columns of a map: on the client's Dask workers, in a parallel kernel, or point by
+        point (array records, hvp), with the branch policy applied to the points that changed branch."""
+        columns = [np.empty((len(points), w)) for w in self._widths(method)]
 
         def single(p, F=self):
-            out[p] = F(points[p])
+            try:
+                results = F._single(method, points[p], *(r[p] for r in rows))
+            except BranchChanged as exc:  # point by point: name the point, as the kernels' maps do
+                raise BranchChanged(f"{exc} (point {p} of the {len(points)} given)", exc.row, exc.where) from None
+            for column, result in zip(columns, results, strict=True):
+                column[p] = result
 
-        if self._plans:
+        if client is None and (self._plans or method == "hvp"):
             self._one_by_one(points, single)
-            return out[:, 0] if self._scalar else out
-        with _PARALLEL:
-            map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
-                       self._input_rows, points, self._check_rows, self._check_expected, self._output_rows, out, failed)
+            return columns
+        if client is not None:
+            *columns, failed = _distributed.map_on(client, self, method, points, *rows)
+        else:
+            *columns, failed = self._raw(method, points, *rows)
         self._settle(failed, points, single)
+        return columns
+
+    @one_call_at_a_time
+    def map(self, X: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
+        """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m).
+
+        With a Dask ``client`` (every map takes one) the points are split into chunks computed on
+        its workers (see tape._distributed); results come back in the order of X.
+        """
+        points, _ = self._batch_call(X, params)
+        (out,) = self._mapped("map", points, client)
         return out[:, 0] if self._scalar else out
-
-    def _map_reverse_raw(self, points: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """values (N, m), W[p]^T J (N, n) and the first failed check of every point (-1: none)."""
-        values = np.empty((len(points), self.n_outputs))
-        grads = np.empty((len(points), self.n_inputs))
-        failed = np.full(len(points), -1, np.int64)
-        with _PARALLEL:
-            map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
-                          self._targets, self._input_rows, points, self._check_rows, self._check_expected,
-                          self._output_rows, W, values, grads, failed)
-        return values, grads, failed
-
-    def _map_reverse(self, points: np.ndarray, W: np.ndarray, method: Callable) -> tuple[np.ndarray, np.ndarray]:
-        if self._plans:
-            values, grads = np.empty((len(points), self.n_outputs)), np.empty((len(points), self.n_inputs))
-        else:
-            values, grads, failed = self._map_reverse_raw(points, W)
-
-        def single(p, F=self):
-            values[p], grads[p] = method(p, F)
-
-        if self._plans:
-            self._one_by_one(points, single)
-        else:
-            self._settle(failed, points, single)
-        return values, grads
 
     @one_call_at_a_time
     def map_value_and_grad(self, X: ArrayLike, params: ArrayLike | None = None,
                            client=None) -> tuple[np.ndarray, np.ndarray]:
-        """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs).
-
-        With a Dask ``client`` the points are split into chunks computed on its
-        workers (see tape._distributed); results come back in the order of X.
-        """
+        """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs)."""
         if self.n_outputs != 1:
             raise ValueError(f"map_value_and_grad needs one output, this Function has {self.n_outputs}: "
                              "use map_vjp")
-        points = self._batch(X, self.n_inputs, "points")
-        if params is not None:
-            self._prepare(points[0] if len(points) else np.zeros(self.n_inputs), params)
-        def one(p, F=self):
-            value, grad = F.value_and_grad(points[p])
-            return [value], grad.reshape(-1)
-
-        if client is not None:
-            if not all(hasattr(client, name) for name in ("scatter", "map", "nthreads")):
-                raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
-            values, grads, failed = _distributed.map_value_and_grad_on(client, self, points)
-
-            def single(p):
-                values[p], grads[p] = one(p)
-
-            self._settle(failed, points, single)
-        else:
-            values, grads = self._map_reverse(points, np.ones((len(points), 1)), one)
+        points, _ = self._batch_call(X, params)
+        values, grads = self._mapped("value_and_grad", points, client)
         return values[:, 0], grads
 
     @one_call_at_a_time
-    def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+    def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
         """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
         points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
         assert weights is not None
-        return self._map_reverse(points, weights,
-                                 lambda p, F=self: (F(points[p]), F.vjp(points[p], weights[p]).reshape(-1)))[1]
+        return self._mapped("vjp", points, client, weights)[0]
 
     @one_call_at_a_time
-    def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
+    def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
         """J V[p] at every row X[p], in parallel: (N,) for a scalar output, else (N, n_outputs)."""
         points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))
-        out = np.empty((len(points), self.n_outputs))
-        failed = np.full(len(points), -1, np.int64)
-
-        def single(p, F=self):
-            out[p] = F.jvp(points[p], tangents[p])
-
-        if self._plans:
-            self._one_by_one(points, single)
-            return out[:, 0] if self._scalar else out
-        with _PARALLEL:
-            map_tangents(_blocks(len(points)), IS_LEAF, self._op, self._in0, self._in1, self._val, self._consts,
-                         self._targets, self._input_rows, points, tangents, self._check_rows, self._check_expected,
-                         self._output_rows, out, failed)
-        self._settle(failed, points, single)
+        assert tangents is not None
+        (out,) = self._mapped("jvp", points, client, tangents)
         return out[:, 0] if self._scalar else out
+
+    @one_call_at_a_time
+    def map_hvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
+        """H(X[p]) V[p] at every row, for a scalar output: (N, n_inputs). Point by point (a thread per
+        block for big array records; no parallel kernel yet), or on Dask workers."""
+        if self.n_outputs != 1:
+            raise ValueError(f"map_hvp needs one output, this Function has {self.n_outputs}")
+        points, directions = self._batch_call(X, params, (V, self.n_inputs, "directions"))
+        assert directions is not None
+        return self._mapped("hvp", points, client, directions)[0]

@@ -69,6 +69,21 @@ class Methods:
     def flatten(self: Any) -> Any:
         return self.reshape(-1)
 
+    def _numbers(self: Any) -> np.ndarray:
+        t = self._live_tape()
+        return t._val[self._idx] if self._view is None else t._array_values(self._view)
+
+    def tolist(self: Any) -> Any:
+        """The values as (nested) Python floats, read on purpose: inside tape.trace, numbers every
+        replay keeps, without TracingWarning (``.value`` warns)."""
+        return self._numbers().tolist()
+
+    def item(self: Any) -> float:
+        """The value of a one-element array as a Python float, read on purpose (see tolist)."""
+        if self.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python float, not of size {self.size}")
+        return float(self._numbers().reshape(-1)[0])
+
 
 def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
     return list(range(ndim)) if axis is None else [_axis(k, ndim) for k in np.atleast_1d(axis).tolist()]

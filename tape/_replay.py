@@ -80,6 +80,7 @@ class Replay(ArrayReplay, Calls):
         self._layout: _trees.Layout | None = None
         self._param_layout: _trees.Layout | None = None
         self._tree_call = False  # whether the call in progress passed x in x0's structure
+        self._noted = -1  # the first check that failed under the policy "ignore" (see Maps._raw)
         self._output_shape: tuple[int, ...] = () if self._scalar else (self._n_out,)
 
     @property
@@ -316,6 +317,7 @@ class Replay(ArrayReplay, Calls):
     def _branch_changed(self, k: int, point: np.ndarray) -> bool:
         """Apply the policy to failed check k; True if the call should be repeated (retraced)."""
         if self.on_branch_change == "ignore":
+            self._noted = k if self._noted < 0 else self._noted  # for a Dask worker's map (tape/_maps.py)
             return False
         extra = ""
         if self.on_branch_change == "retrace":

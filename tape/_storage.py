@@ -120,6 +120,7 @@ class Storage(Arenas):
         self._lines: dict[int, str] | None = {} if _debug.active() else None
         self._segment_ref: Callable[[], Segment | None] = lambda: None
         self._tracing: bool = False  # tape.trace is recording f on this tape: no gradient of it (see _reverse)
+        self._strict: bool = False  # while tracing: reading .value raises TracingError instead of warning
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
         self._init_arenas()

@@ -34,5 +34,9 @@ class TracingWarning(UserWarning):
     """A traced function did something a replay cannot follow (it read ``.value``)."""
 
 
+class TracingError(TapeError):
+    """What TracingWarning warns of, under ``strict=True`` (tape.trace, tape.grad, tape.value_and_grad)."""
+
+
 class TapeFormatError(TapeError, ValueError):
     """A saved tape file is malformed, corrupted or of an unknown format version."""

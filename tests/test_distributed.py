@@ -33,6 +33,26 @@ def test_results_equal_the_local_call_in_order(client):
     assert empty_values.shape == (0,) and empty_grads.shape == (0, 4)
 
 
+def test_every_map_takes_a_client_and_equals_the_local_map(client):
+    rng = np.random.default_rng(1)
+    X, V = rng.uniform(-1, 1, (203, 4)), rng.normal(size=(203, 4))
+    scalar = tape.trace(f, np.zeros(4))
+    vector = tape.trace(lambda x: [x[0] * x[1], tape.exp(x[2]) - x[3]], np.zeros(4))
+    W = rng.normal(size=(203, 2))
+    arrays = tape.trace(lambda x: (np.tanh(x * 0.5) ** 2).sum(), np.zeros(40))  # array records: point by point
+    XA, VA = rng.normal(size=(9, 40)), rng.normal(size=(9, 40))
+    cases = [(scalar.map, (X,)), (vector.map, (X,)), (scalar.map_jvp, (X, V)), (vector.map_jvp, (X, V)),
+             (vector.map_vjp, (X, W)), (scalar.map_hvp, (X, V)), (arrays.map_value_and_grad, (XA,)),
+             (arrays.map_hvp, (XA, VA)), (arrays.map, (XA,))]
+    for method, args in cases:
+        remote, local = method(*args, client=client), method(*args)
+        for r, loc in zip(remote if isinstance(remote, tuple) else [remote],
+                          local if isinstance(local, tuple) else [local], strict=True):
+            np.testing.assert_array_equal(r, loc)
+    with pytest.raises(TypeError, match="dask.distributed.Client"):
+        scalar.map(X, client=object())
+
+
 def piecewise(x):
     if x[0] < 0.0:
         return x[0] * x[0] * x[1]
@@ -46,6 +66,13 @@ def test_branch_policy_applies_to_remote_points(client):
     F = tape.trace(piecewise, [0.5, 2.0], on_branch_change="retrace")
     values, _ = F.map_value_and_grad(X, client=client)
     assert values[2] == pytest.approx(0.09) and F.retraces == 1
+    V = np.ones_like(X)
+    for method in ("map", "map_jvp", "map_hvp"):  # every map applies the policy to what workers report
+        G = tape.trace(piecewise, [0.5, 2.0])
+        with pytest.raises(tape.BranchChanged, match="point 2 of the 4"):
+            getattr(G, method)(*((X,) if method == "map" else (X, V)), client=client)
+    G = tape.trace(piecewise, [0.5, 2.0], on_branch_change="retrace")
+    np.testing.assert_allclose(G.map_hvp(X, V, client=client)[2], [2 * 1.0 + 2 * -0.3, 2 * -0.3])
 
 
 def test_a_failing_worker_is_a_clear_error(client, monkeypatch):

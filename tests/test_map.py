@@ -52,6 +52,20 @@ def test_vector_maps_equal_single_calls(threads):
         np.testing.assert_array_equal(vjps[p], F.vjp(X[p], W[p]))
 
 
+def test_map_hvp_equals_single_calls_and_applies_the_branch_policy(threads):
+    F = tape.trace(scalar, np.full(6, 0.5))
+    X, V = RNG.uniform(-2, 2, (50, 6)), RNG.normal(size=(50, 6))
+    out = F.map_hvp(X, V)
+    assert out.shape == (50, 6)
+    for p in range(len(X)):
+        np.testing.assert_array_equal(out[p], F.hvp(X[p], V[p]))
+    G = tape.trace(lambda x: (x ** 3).sum() * x[0] if x[0] > 0 else -x[1] * x[1], np.ones(2))
+    with pytest.raises(tape.BranchChanged, match="point 1 of the 2"):
+        G.map_hvp(np.array([[1.0, 2.0], [-1.0, 2.0]]), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="one output"):
+        tape.trace(vector, np.ones(3)).map_hvp(X[:, :3], V[:, :3])
+
+
 def test_map_with_params_and_edge_sizes():
     F = tape.trace(lambda w, d: (w[0] * d[0] - d[1]) ** 2, [1.0], params=[2.0, 3.0])
     values, grads = F.map_value_and_grad(np.array([[1.0], [2.0]]), params=[1.0, 1.0])

@@ -484,6 +484,43 @@ def test_w6_reading_value_inside_a_trace_warns():
         tape.trace(lambda v: tape.where(v[0] > 0, v[0], 0.5 * v[0]), [1.0])  # where reads no .value
 
 
+def test_w6_value_warns_once_per_line_raises_under_strict_and_item_reads_on_purpose():
+    def f(v):
+        frozen = v[0].value  # the line named below
+        return v[0] * frozen
+
+    line = f.__code__.co_firstlineno + 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for x in (1.0, 2.0, 3.0):
+            tape.grad(f)([x])  # a derivative without the frozen factor's part: warned, once for this line
+            tape.trace(f, [x])
+    found = [w for w in caught if issubclass(w.category, tape.TracingWarning)]
+    assert len(found) == 1 and found[0].lineno == line and found[0].filename == __file__
+    assert "x.item() reads it on purpose" in str(found[0].message)
+    for strict_call in (lambda: tape.trace(f, [1.0], strict=True), lambda: tape.grad(f, strict=True)([1.0]),
+                        lambda: tape.value_and_grad(f, strict=True)([1.0])):
+        with pytest.raises(tape.TracingError, match=f"{__file__}:{line}: reading .value"):
+            strict_call()
+    F = tape.trace(lambda v: (v ** 2).sum(), np.array([1.0, 2.0]), strict=True)  # no read: fine
+    with pytest.raises(tape.BranchChanged):  # strict retraces are strict too; here a branch, checked
+        tape.trace(lambda v: v[0] if v[0] > 0 else -v[0], [1.0], strict=True)([-1.0])
+    assert F([3.0, 4.0]) == 25.0
+
+    def on_purpose(v):
+        logged.append((v[0].item(), v.tolist(), (v * 2.0).item() if v.size == 1 else None))
+        return (v * v).sum()
+
+    logged = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tape.trace(on_purpose, np.array([1.5]), strict=True)
+        tape.grad(on_purpose, strict=True)(np.array([2.5]))
+    assert logged == [(1.5, [1.5], 3.0), (2.5, [2.5], 5.0)]
+    with pytest.raises(ValueError, match="size 1"):
+        tape.trace(lambda v: v.item() * v.sum(), np.ones(2))
+
+
 def test_u6_a_cluster_without_workers_is_named_at_once():
     class NoWorkers:
         def nthreads(self):
