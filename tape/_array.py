@@ -251,7 +251,7 @@ class VarArray(Methods, ArrayFunctions):
     def __rpow__(self, other: Operand) -> VarArray: return elementwise(np.power, other, self)
     def __neg__(self) -> VarArray: return elementwise(np.negative, self)
     def __abs__(self) -> VarArray: return elementwise(np.absolute, self)
-    def __pos__(self) -> VarArray: return self
+    def __pos__(self) -> VarArray: return self.copy()  # a new array, as NumPy: item assignment cannot reach x
 
     def __lt__(self, other: Operand) -> ArrayCondition:  # type: ignore[misc]  # Var's returns a Condition
         return ArrayCondition.of(np.less, self, other)

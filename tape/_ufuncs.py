@@ -54,7 +54,7 @@ def reciprocal(x: Any) -> Any:
     return 1.0 / x
 
 
-COMPOSED = {np.square: square, np.reciprocal: reciprocal}  # ufuncs that are other ops
+COMPOSED = {np.square: square, np.reciprocal: reciprocal, np.positive: operator.pos}  # ufuncs that are other ops
 
 
 def _scalar(x: Any) -> Any:

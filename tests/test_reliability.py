@@ -526,7 +526,7 @@ def test_u6_a_cluster_without_workers_is_named_at_once():
         def nthreads(self):
             return {}
 
-        scatter = map = None
+        submit = map = None
 
     F = tape.trace(lambda v: v[0] * 2.0, [1.0])
     with pytest.raises(tape.DistributedError, match="no workers"):
