@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tape._api import logsumexp, maximum, minimum
+from tape._array import _FUNCTIONS
 from tape._recorders import exp, log1p
 
 
@@ -32,3 +35,6 @@ def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
 def clip(x: Any, lo: Any, hi: Any) -> Any:
     """minimum(maximum(x, lo), hi), as numpy.clip: slope 1 inside, 0 outside, 1/2 at lo or hi."""
     return minimum(maximum(x, lo), hi)
+
+
+_FUNCTIONS[np.clip] = clip  # numpy.clip(X, lo, hi) on a VarArray

@@ -253,6 +253,7 @@ def test_clip_square_and_reciprocal(form):
     x = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0] * 200)
     g = tape.grad(lambda v: (tape.clip(v, -1.0, 1.0) * 3.0).sum())(x)
     np.testing.assert_array_equal(g, np.where(np.abs(x) < 1.0, 3.0, np.where(np.abs(x) == 1.0, 1.5, 0.0)))
+    np.testing.assert_array_equal(tape.grad(lambda v: (np.clip(v, -1.0, 1.0) * 3.0).sum())(x), g)  # numpy.clip
     g = tape.grad(lambda v: (np.square(v) + tape.square(v) + np.reciprocal(v + 5.0)).sum())(x)
     np.testing.assert_allclose(g, 4.0 * x - 1.0 / (x + 5.0) ** 2, rtol=1e-14)
 
