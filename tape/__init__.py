@@ -9,9 +9,10 @@
 Layers, each importing only those below it (tests/test_layers.py checks it):
 kernels (the op table and the Numba sweeps) <- storage (tape/_storage.py) <-
 handles and recorders (_handles.py, _recorders.py) <- arrays (_array.py) <-
-Function (_replay.py <- _derivatives.py <- _maps.py <- _function.py; _format.py,
-_distributed.py) <- Tape (_tape.py) <- the functions users call (_api.py,
-_gradcheck.py) <- this module, pictures and the CLI (bench.py).
+Function (_calls.py, _replay.py <- _derivatives.py <- _maps.py <- _function.py;
+_format.py, _distributed.py) <- Tape (_tape.py) <- the functions users call
+(_api.py, _composed.py, _transforms.py, _gradcheck.py) <- this module, pictures
+and the CLI (bench.py).
 """
 
 from tape import _source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
