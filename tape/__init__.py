@@ -16,10 +16,15 @@ _gradcheck.py) <- this module, pictures and the CLI (bench.py).
 
 from tape import _source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
 from tape._api import (
+    arctan2,
     cos,
     exp,
+    fmax,
+    fmin,
     grad,
+    hypot,
     log,
+    logaddexp,
     logsumexp,
     maximum,
     minimum,
@@ -152,4 +157,9 @@ __all__ = [
     "sinh",
     "stop_gradient",
     "trunc",
+    "arctan2",
+    "hypot",
+    "logaddexp",
+    "fmax",
+    "fmin",
 ]

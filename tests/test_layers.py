@@ -31,7 +31,7 @@ LAYERS = [
     ["tape._operands", "tape._small"],
     ["tape._conditions"],
     ["tape._array"],
-    ["tape._ufuncs"],
+    ["tape._ufuncs", "tape._binary"],
     ["tape._format", "tape._array_replay"],
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],

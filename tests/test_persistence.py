@@ -10,6 +10,7 @@ import pytest
 
 import tape
 from tape import _function
+from tape._format import FORMAT_VERSION
 from tape.kernels.ops import OPCODE
 
 RNG = np.random.default_rng(11)
@@ -129,7 +130,8 @@ def structural_cases(a):
         ("values as float32", {"val": a["val"].astype(np.float32)}, "'val' must be float64"),
         ("short value array", {"val": a["val"][:-1]}, "disagree in length"),
         ("2-D op array", {"op": op.reshape(1, -1)}, "dimension"),
-        ("future format version", {"format_version": np.array(4, np.int64)}, "version 4"),
+        ("future format version", {"format_version": np.array(FORMAT_VERSION + 1, np.int64)},
+         f"version {FORMAT_VERSION + 1}"),
         ("checks of unequal length", {"check_expected": np.zeros(0, bool)}, "check arrays"),
         ("scalar flag with two outputs", {"output_rows": np.array([n - 1, n - 1], np.int64)}, "scalar-output"),
         ("no outputs", {"output_rows": np.zeros(0, np.int64), "scalar_output": np.array(False)}, "at least one"),
