@@ -117,9 +117,14 @@ BINARY = {  # name: (numpy forward, d/da, d/db)
     "pow": (np.power, lambda a, b: b * a ** (b - 1), lambda a, b: a**b * np.log(a)),
     "maximum": (np.maximum, lambda a, b: (a > b) * 1.0, lambda a, b: (b > a) * 1.0),
     "minimum": (np.minimum, lambda a, b: (a < b) * 1.0, lambda a, b: (b < a) * 1.0),
+    "arctan2": (np.arctan2, lambda a, b: b / (a * a + b * b), lambda a, b: -a / (a * a + b * b)),
+    "hypot": (np.hypot, lambda a, b: a / np.sqrt(a * a + b * b), lambda a, b: b / np.sqrt(a * a + b * b)),
+    "logaddexp": (np.logaddexp, lambda a, b: 1 / (1 + np.exp(b - a)), lambda a, b: 1 / (1 + np.exp(a - b))),
+    "fmax": (np.fmax, lambda a, b: (a > b) * 1.0, lambda a, b: (b > a) * 1.0),
+    "fmin": (np.fmin, lambda a, b: (a < b) * 1.0, lambda a, b: (b < a) * 1.0),
 }
 UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-         "maximum": np.maximum, "minimum": np.minimum}
+         **{name: getattr(np, name) for name in BINARY if hasattr(np, name)}}
 SHAPES = [((4, 3), (3,)), ((3,), (4, 3)), ((4, 1), (1, 3)), ((2, 1, 3), (4, 1)), ((), (5,)), ((5,), ())]
 
 
