@@ -48,8 +48,10 @@ GROUP = ops.Op("grouped", "unary", "grouped_value(np.int64(k), a)", "grouped_da(
                daa="grouped_daa(np.int64(k), a, y)")  # int64, as Python calls them: one signature each
 # ops.GROUPED_PAIRS: one branch too, calling grouped_pair(part, k, a, b, y) (part 0: the value, 1-5: PAIR_PARTS)
 PAIR_PARTS = ("da", "db", "daa", "dab", "dbb")
-GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair(0, np.int64(k), a, b, 0.0)",
-                    **{part: f"grouped_pair({n}, np.int64(k), a, b, y)" for n, part in enumerate(PAIR_PARTS, 1)})
+# (a literal part would compile grouped_pair once per part: Numba specializes on literal ints)
+GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair(np.int64(0), np.int64(k), a, b, 0.0)",
+                    **{part: f"grouped_pair(np.int64({n}), np.int64(k), a, b, y)"
+                       for n, part in enumerate(PAIR_PARTS, 1)})
 GROUPS = ((GROUP, "IS_GROUPED", "GROUPED"), (GROUP_PAIR, "IS_GROUPED_PAIR", "GROUPED_PAIRS"))
 
 
