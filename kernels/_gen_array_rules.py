@@ -13,7 +13,7 @@ import ast
 import numpy as np
 
 from . import ops
-from ._gen_sweeps import natural
+from ._gen_sweeps import names_in, natural
 
 PARTS = ("da", "db", "daa", "dab", "dbb")
 
@@ -47,6 +47,14 @@ def _literal(rule: str) -> float | None:
         return None
 
 
+def _pairs_only() -> set[str]:
+    """The names only the rules of ops.GROUPED_PAIRS read: those run by the scalar kernel (pair_rule)."""
+    def read(pairs: bool) -> set[str]:
+        return names_in(*(getattr(op, part) for op in ops.OPS if (op.name in ops.GROUPED_PAIRS) == pairs
+                          for part in ("forward", *PARTS)))
+    return read(True) - read(False)
+
+
 def generate(header: list[str]) -> str:
     lines = [
         *header,
@@ -60,24 +68,28 @@ def generate(header: list[str]) -> str:
         "import numpy as np",
         "",
         "from .array_helpers import (  # noqa: F401",
-        *[f"    {name}," for name in sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED} | set(ops.MATH_NAMES)
-                                        | {"abs"}, key=natural)],
+        *[f"    {name}," for name in sorted(({fn.__name__ for fn in ops.HELPERS + ops.CALLED} | set(ops.MATH_NAMES)
+                                         | {"abs", "pair_rule"}) - _pairs_only(), key=natural)],
         ")",
     ]
     table = []
     for op in ops.OPS:
         if op.kind not in ("unary", "binary"):
             continue
-        lines += ["", "", f"def {op.name}__y(a, b, out):", *forward_lines(op)]
+        pair = op.name in ops.GROUPED_PAIRS  # by the scalar kernel, element by element (array_helpers.pair_rule)
+        code = ops.OPCODE[op.name]
+        forward = [f"    out[...] = pair_rule(0, {code}, a, b)"] if pair else forward_lines(op)
+        lines += ["", "", f"def {op.name}__y(a, b, out):", *forward]
         entries = [f"{op.name}__y"]
-        for part in PARTS:
+        for n, part in enumerate(PARTS, 1):
             rule = getattr(op, part)
             if not rule:
                 entries.append("None")
             elif _literal(rule) is not None:
                 entries.append(repr(_literal(rule)))
             else:
-                lines += ["", "", f"def {op.name}__{part}(a, b, y):", f"    return {rule}"]
+                body = f"pair_rule({n}, {code}, a, b, y)" if pair else rule
+                lines += ["", "", f"def {op.name}__{part}(a, b, y):", f"    return {body}"]
                 entries.append(f"{op.name}__{part}")
         table.append(f"    {op.name!r}: ({', '.join(entries)}),")
     lines += ["", "", "RULES: dict[str, tuple[Any, ...]] = {", *table, "}", ""]

@@ -83,6 +83,23 @@ b = vals[j]
 code = {code}  # {name}
 """
 
+# x <op> c or c <op> x for an op without const ops (ops.GROUPED_PAIRS): c becomes a constant record first
+CONSTANT_RECORD = """
+c = y if type(y) is float else as_constant(y)
+if c is None:
+    return NotImplemented
+if not seg.live:
+    seg = revalidate(x)
+t = seg.tape
+k = t._push({constant}, {none}, {none}, c)  # the constant record
+vals = t._val_w
+{i} = x._index
+{j} = k
+a = vals[i]
+b = vals[j]
+code = {code}  # {name}
+"""
+
 RENAMED = tuple(fn.__name__ for fn in ops.HELPERS) + ops.MATH_NAMES
 
 
@@ -112,6 +129,8 @@ def python_forward(code: int) -> str:
     math.lgamma, for one, is not the C library's, so math would record other bits than replay)."""
     if ops.OPS[code].name in ops.GROUPED:
         return f"grouped_value({code}, a)"
+    if ops.OPS[code].name in ops.GROUPED_PAIRS:
+        return f"grouped_pair(0, {code}, a, b, 0.0)"
     return private(ops.OPS[code].forward)
 
 
@@ -126,9 +145,19 @@ def const_path(name: str, negate: bool, indent: int) -> list[str]:
     return block(lines, indent) + evaluate(code, "a, c", indent)
 
 
+def constant_path(spelling: ops.Spelling, reflected: bool, indent: int) -> list[str]:
+    """c <op> x (reflected) or x <op> c with c recorded as a constant record (no const op)."""
+    code = ops.OPCODE[spelling.pair]
+    i, j = ("j", "i") if reflected else ("i", "j")
+    lines = CONSTANT_RECORD.format(constant=ops.CONSTANT, none="NO_INPUT", i=i, j=j, code=code, name=spelling.pair)
+    return block(lines, indent) + evaluate(code, "a, b", indent)
+
+
 def binary(header: str, spelling: ops.Spelling, indent: int) -> list[str]:
     """A recorder of x <op> y for a Var x and a Var or number y."""
     code = ops.OPCODE[spelling.pair]
+    number = (const_path(spelling.var_c, spelling.negate, indent + 8) if spelling.var_c else
+              constant_path(spelling, False, indent + 8))
     return [
         " " * indent + header,
         " " * indent + "    seg = x._seg",
@@ -136,7 +165,7 @@ def binary(header: str, spelling: ops.Spelling, indent: int) -> list[str]:
         *block(PAIR.format(code=code, name=spelling.pair), indent + 8),
         *evaluate(code, "a, b", indent + 8),
         " " * indent + "    else:",
-        *const_path(spelling.var_c, spelling.negate, indent + 8),
+        *number,
         *block(APPEND.format(write_in1="t._in1_w[n] = j\n"), indent + 4),
     ]
 
@@ -146,7 +175,8 @@ def reflected(header: str, spelling: ops.Spelling, indent: int) -> list[str]:
     return [
         " " * indent + header,
         " " * indent + "    seg = x._seg",
-        *const_path(spelling.c_var, False, indent + 4),
+        *(const_path(spelling.c_var, False, indent + 4) if spelling.c_var else
+          constant_path(spelling, True, indent + 4)),
         *block(APPEND.format(write_in1="t._in1_w[n] = j\n"), indent + 4),
     ]
 
@@ -165,7 +195,7 @@ def unary(header: str, name: str, indent: int, guard: bool, doc: str = "") -> li
 
 def recorded() -> list[int]:
     """The opcodes that have a recorder: unary ops and every spelling of arithmetic."""
-    names = list(ops.UNARY) + [n for s in ops.ARITHMETIC for n in (s.pair, s.var_c, s.c_var)]
+    names = list(ops.UNARY) + [n for s in ops.ARITHMETIC for n in (s.pair, s.var_c, s.c_var) if n]
     return sorted({ops.OPCODE[name] for name in names})
 
 
@@ -217,7 +247,7 @@ def comparison(spelling: ops.Spelling) -> list[str]:
 def generate(header: list[str]) -> str:
     """The text of tape/_recorders.py."""
     used = _gen_sweeps.names_in(*(ops.OPS[code].forward for code in recorded()
-                                  if ops.OPS[code].name not in ops.GROUPED))
+                                  if ops.OPS[code].name not in ops.GROUPED + ops.GROUPED_PAIRS))
     out = [
         *header,
         '"""Var, the handle that records, and the recording functions, generated from the op table.',
@@ -238,7 +268,8 @@ def generate(header: list[str]) -> str:
         "from tape._debug import caller",
         *imports("tape._handles", ["Condition", "Handle", "as_constant", "compare", "new", "revalidate",
                                    "shared_segment", "unary_other"]),
-        "from tape.kernels._sweeps import eval_op, grouped_value",
+        "from tape._storage import NO_INPUT",
+        "from tape.kernels._sweeps import eval_op, grouped_pair, grouped_value",
         *imports("tape.kernels.ops", sorted(f"{fn.__name__} as _{fn.__name__}" for fn in ops.HELPERS
                                             if fn.__name__ in used)),
         "",

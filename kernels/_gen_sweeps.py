@@ -46,23 +46,33 @@ def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
 # ops.GROUPED in a sweep: one branch, whose rules call the grouped kernels with the opcode k
 GROUP = ops.Op("grouped", "unary", "grouped_value(np.int64(k), a)", "grouped_da(np.int64(k), a, y)",
                daa="grouped_daa(np.int64(k), a, y)")  # int64, as Python calls them: one signature each
+# ops.GROUPED_PAIRS: one branch too, calling grouped_pair(part, k, a, b, y) (part 0: the value, 1-5: PAIR_PARTS)
+PAIR_PARTS = ("da", "db", "daa", "dab", "dbb")
+# (a literal part would compile grouped_pair once per part: Numba specializes on literal ints)
+GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair(np.int64(0), np.int64(k), a, b, 0.0)",
+                    **{part: f"grouped_pair(np.int64({n}), np.int64(k), a, b, y)"
+                       for n, part in enumerate(PAIR_PARTS, 1)})
+GROUPS = ((GROUP, "IS_GROUPED", "GROUPED"), (GROUP_PAIR, "IS_GROUPED_PAIR", "GROUPED_PAIRS"))
 
 
 def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
-    """One ``if``/``elif`` branch per included op (one for all of ops.GROUPED), with body lines
-    from body_for(op)."""
+    """One ``if``/``elif`` branch per included op (one for all of ops.GROUPED, one for all of
+    ops.GROUPED_PAIRS), with body lines from body_for(op)."""
     lines: list[str] = []
     first = True
     for code, op in enumerate(ops.OPS):
-        if not include(op) or op.name in ops.GROUPED:
+        if not include(op) or op.name in ops.GROUPED + ops.GROUPED_PAIRS:
             continue
         lines.append(f"        {'if' if first else 'elif'} k == {code}:  # {op.name}")
         lines.extend(body_for(op))
         first = False
-    if not include(GROUP):
-        return lines
-    lines.append(f"        {'if' if first else 'elif'} IS_GROUPED[k]:  # the {len(ops.GROUPED)} ops of ops.GROUPED")
-    return lines + body_for(GROUP)
+    for group, mask, names in GROUPS:
+        count = len(getattr(ops, names))
+        if include(group) and count:
+            lines.append(f"        {'if' if first else 'elif'} {mask}[k]:  # the {count} ops of ops.{names}")
+            lines.extend(body_for(group))
+            first = False
+    return lines
 
 
 def grouped_kernels() -> list[str]:
@@ -75,6 +85,17 @@ def grouped_kernels() -> list[str]:
             if op.name in ops.GROUPED:
                 out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
         out += ["    return nan", "", ""]
+    out += [f"@{JIT}", "def grouped_pair(part, k, a, b, y):",
+            '    """Rule ``part`` of grouped binary op k (ops.GROUPED_PAIRS): 0 value, 1-5 da, db, daa, dab, dbb."""']
+    for code, op in enumerate(ops.OPS):
+        if op.name in ops.GROUPED_PAIRS:
+            out.append(f"    if k == {code}:  # {op.name}")
+            for n, part in enumerate(("forward", *PAIR_PARTS)):
+                out += [f"        {'if' if n == 0 else 'elif'} part == {n}:",
+                        f"            return {getattr(op, part) or '0.0'}"]
+    out += ["    return nan", "", "", f"@{JIT}", "def grouped_pair_map(part, k, a, b, y, out):",
+            '    """grouped_pair over flat arrays."""', "    for e in range(len(a)):",
+            "        out[e] = grouped_pair(part, k, a[e], b[e], y[e])", "", ""]
     return out + [f"@{JIT}", "def grouped_map(part, k, a, y, out):",
                   '    """grouped_value (part 0), grouped_da (1) or grouped_daa (2) of op k over flat arrays."""',
                   "    for e in range(len(a)):", "        if part == 0:", "            out[e] = grouped_value(k, a[e])",
@@ -211,7 +232,7 @@ def generate(header: list[str], more: list[str]) -> str:
     (kernels/_gen_derivatives.py, kernels/_gen_maps.py)."""
     helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
     helpers += [f"{fn.__name__} = jit(_ops.{fn.__name__})" for fn in ops.CALLED]
-    helpers += ["IS_GROUPED = _ops.IS_GROUPED"]
+    helpers += ["IS_GROUPED = _ops.IS_GROUPED", "IS_GROUPED_PAIR = _ops.IS_GROUPED_PAIR"]
     out = [
         *header,
         '"""Numba sweeps over the tape\'s record arrays, one branch per op."""',

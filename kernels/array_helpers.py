@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from ._sweeps import grouped_map
+from ._sweeps import grouped_map, grouped_pair_map
 
 nan, inf = np.nan, np.inf
 
@@ -95,6 +95,15 @@ def _kernel(part, name):
         return out[()] if out.ndim == 0 else out
     return rule
 
+
+def pair_rule(part, code, a, b, y=None):
+    """Rule ``part`` (0: value, 1-5: da, db, daa, dab, dbb) of grouped binary op ``code``
+    (ops.GROUPED_PAIRS) by the scalar kernel over the broadcast operands: the scalar records' numbers."""
+    args = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, 0.0 if y is None else y)))
+    flat = [np.ascontiguousarray(v).reshape(-1) for v in args]
+    out = np.empty(flat[0].size)
+    grouped_pair_map(part, code, *flat, out)
+    return out.reshape(args[0].shape)
 
 erf, erfc, lgamma = (_kernel(0, name) for name in ("erf", "erfc", "lgamma"))
 digamma, trigamma = _kernel(1, "lgamma"), _kernel(2, "lgamma")  # lgamma's rules read only a

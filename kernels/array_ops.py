@@ -49,7 +49,7 @@ class ArrayOp:
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
 
 
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin")
 COMPARE_UFUNC = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}
 
 ARRAY_OPS: tuple[ArrayOp, ...] = (
@@ -72,7 +72,7 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("cumprod", "scan"),
     ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
 )
-assert ARRAY_BASE + len(ARRAY_OPS) <= 256, "opcodes are stored as uint8"
+assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
 
 ARRAY_OPCODE = {op.name: ARRAY_BASE + k for k, op in enumerate(ARRAY_OPS)}
@@ -83,6 +83,17 @@ NAME = [op.name for op in OPS] + [f"opcode {k}" for k in range(len(OPS), ARRAY_B
 ARRAY_KIND = ["" for _ in range(ARRAY_BASE)] + [op.kind for op in ARRAY_OPS] + \
     ["" for _ in range(ARRAY_BASE + len(ARRAY_OPS), 256)]
 IS_ARRAY_OP = np.array([bool(kind) for kind in ARRAY_KIND])  # a known array opcode
+
+# The array ops of tape format version 3, frozen: opcode 64 + place. tape/_format.py maps such a file's
+# opcodes by name through V3_OPCODES (its scalar opcodes, all below 64, are today's; 255: unknown).
+V3_ARRAY_OPS = (
+    "input", "constant", "neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "log1p",
+    "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
+    "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign", "stop_gradient", "add", "sub", "mul",
+    "div", "pow", "maximum", "minimum", "lt", "le", "eq", "ne", "select", "sum", "matmul", "logsumexp", "gather",
+    "pack", "all", "any", "max", "min")
+V3_OPCODES = np.array(list(range(64)) + [ARRAY_OPCODE[name] for name in V3_ARRAY_OPS]
+                      + [255] * (256 - 64 - len(V3_ARRAY_OPS)), np.uint8)
 IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))  # an array record without inputs
 NO_DERIVATIVE = ("input", "constant", "compare", "all", "any")  # kinds that send no adjoint back
 

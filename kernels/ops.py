@@ -49,7 +49,25 @@ from math import exp, log, nan, pow
 
 import numpy as np
 
-from .special import cbrt, ceil, digamma, floor, rint, trigamma, trunc
+from .special import (
+    atan2_curvature,
+    atan2_da,
+    atan2_mixed,
+    cbrt,
+    ceil,
+    digamma,
+    floor,
+    fmax,
+    fmax_share,
+    fmin,
+    hypot_curvature,
+    hypot_da,
+    logaddexp,
+    logaddexp_share,
+    rint,
+    trigamma,
+    trunc,
+)
 
 
 @dataclass(frozen=True)
@@ -257,10 +275,22 @@ OPS: tuple[Op, ...] = (
     Op("sign", "unary", "sign(a)", "0.0"),
     # the value, with no derivative: recomputed at every replay, unlike a number read with .value
     Op("stop_gradient", "unary", "a", "0.0"),
+    # more binary ops (NumPy's names); a number on one side is recorded as a constant record, not as a
+    # const op. Partials at the edges (origin, infinities, ties, NaN): kernels/special.py and the README
+    Op("arctan2", "binary", "atan2(a, b)", "atan2_da(a, b)", "-atan2_da(b, a)",
+       daa="-atan2_curvature(a, b)", dab="atan2_mixed(a, b)", dbb="atan2_curvature(a, b)"),
+    Op("hypot", "binary", "hypot(a, b)", "hypot_da(a, b, y)", "hypot_da(b, a, y)",
+       daa="hypot_curvature(b, b, y)", dab="-hypot_curvature(a, b, y)", dbb="hypot_curvature(a, a, y)"),
+    Op("logaddexp", "binary", "logaddexp(a, b)", "logaddexp_share(a, b)", "logaddexp_share(b, a)",
+       daa="logaddexp_share(a, b) * logaddexp_share(b, a)", dab="-logaddexp_share(a, b) * logaddexp_share(b, a)",
+       dbb="logaddexp_share(a, b) * logaddexp_share(b, a)"),
+    Op("fmax", "binary", "fmax(a, b)", "fmax_share(a, b)", "fmax_share(b, a)"),
+    Op("fmin", "binary", "fmin(a, b)", "fmax_share(-a, -b)", "fmax_share(-b, -a)"),
 )
 
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb,
-           floor, ceil, trunc, rint, cbrt)
+           floor, ceil, trunc, rint, cbrt, atan2_da, atan2_curvature, atan2_mixed, hypot_da, hypot_curvature,
+           logaddexp, logaddexp_share, fmax, fmin, fmax_share)
 CALLED = (digamma, trigamma)  # helpers with loops: compiled once and called, not inlined into every sweep
 # Ops that share one branch of every sweep: their rules live in three kernels (grouped_value,
 # grouped_da, grouped_daa) that the sweeps call, so the sweeps' compile time does not grow with
@@ -269,9 +299,13 @@ CALLED = (digamma, trigamma)  # helpers with loops: compiled once and called, no
 GROUPED = ("log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh",
            "arcsinh", "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign",
            "stop_gradient")
+# Binary ops that share one branch of every sweep the same way: their rules live in one kernel,
+# grouped_pair(part, k, a, b, y), part 0 the value, 1 to 5 da, db, daa, dab, dbb (kernels/_gen_sweeps.py)
+GROUPED_PAIRS = ("arctan2", "hypot", "logaddexp", "fmax", "fmin")
 # math functions the rules may name (resolved to math.* in Python and Numba)
 MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow", "log1p", "expm1", "exp2", "log2", "log10",
-              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "lgamma")
+              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "lgamma",
+              "atan2")
 # names a rule may read besides helpers and math functions (see the module docstring)
 OPERANDS = ("a", "b", "c", "y", "cond")
 assert len(OPS) < 256, "opcodes are stored as uint8"
@@ -305,6 +339,8 @@ ARITHMETIC: tuple[Spelling, ...] = (
     Spelling("pow", "power", "pow", "pow_c", "rpow_c"),
     Spelling("maximum", "maximum", "maximum", "maximum_c", "maximum_c", operator=False),
     Spelling("minimum", "minimum", "minimum", "minimum_c", "minimum_c", operator=False),
+    # no const ops (var_c, c_var ""): a number on either side is recorded as a constant record
+    *(Spelling(name, name, name, "", "", operator=False) for name in GROUPED_PAIRS),
 )
 COMPARISONS: tuple[Spelling, ...] = (  # c <op> x is x <mirrored op> c
     Spelling("lt", "less", "lt", "lt_c", "gt_c"),
@@ -324,7 +360,7 @@ OPCODE: dict[str, int] = {op.name: code for code, op in enumerate(OPS)}
 LEAF, CONSTANT, SELECT, ELEM = OPCODE["leaf"], OPCODE["constant"], OPCODE["select"], OPCODE["elem"]
 # opcodes ARRAY_BASE and up are array records (kernels/array_ops.py): the scalar sweeps skip them, and
 # every mask below has 256 entries, so a kernel indexing one with any uint8 opcode stays inside it
-ARRAY_BASE = 64
+ARRAY_BASE = 96  # 64 up to tape format 3 (tape/_format.py reads those files)
 assert len(OPS) <= ARRAY_BASE
 KINDS_WITH_CONSTANT = ("const", "compare_c")  # in1 is a slot of the constant pool
 TWO_RECORD_KINDS = ("binary", "compare", "select")  # in1 is a record
@@ -337,6 +373,7 @@ IS_ARRAY = KIND == "array"  # indexed by opcode, like every mask below
 IS_LEAF = KIND == "leaf"
 IS_UNARY = KIND == "unary"
 IS_GROUPED = np.isin(np.arange(256), [OPCODE[name] for name in GROUPED])
+IS_GROUPED_PAIR = np.isin(np.arange(256), [OPCODE[name] for name in GROUPED_PAIRS])
 HAS_INPUT = np.isin(KIND, ("unary", "binary", "const", "compare", "compare_c", "select"))  # in0 is a record
 TWO_RECORDS = np.isin(KIND, TWO_RECORD_KINDS)
 USES_POOL = np.isin(KIND, KINDS_WITH_CONSTANT)

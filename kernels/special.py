@@ -1,4 +1,5 @@
-"""Helpers of the op table (kernels/ops.py) for its rarer ops: rounding, the cube root, digamma.
+"""Helpers of the op table (kernels/ops.py) for its rarer ops: rounding, the cube root, digamma,
+and the rules of arctan2, hypot, logaddexp, fmax and fmin.
 
 Plain Python over floats, as the table's own helpers: the sweeps compile them with Numba, and
 tape/_recorders.py evaluates the grouped ops through the compiled kernel, so both give the
@@ -8,7 +9,7 @@ same bits.
 from __future__ import annotations
 
 from math import ceil as _ceil
-from math import copysign, inf, log, nan, pi, pow, sin, tan
+from math import copysign, exp, hypot, inf, log, log1p, nan, pi, pow, sin, tan
 from math import floor as _floor
 from math import trunc as _trunc
 
@@ -92,3 +93,108 @@ def trigamma(a):
         s = sin(pi * a)
         return pi * pi / (s * s) - acc
     return acc
+
+
+# arctan2, hypot, logaddexp, fmax, fmin (ops.GROUPED_PAIRS). Conventions (README "Conventions at kinks"):
+# atan2's and hypot's partials are 0 at the origin (hypot(a, 0) = |a|, and abs'(0) = 0); a tie of
+# logaddexp or fmax/fmin gives each input 1/2 (infinite ties included); fmax/fmin ignore a NaN.
+
+
+def atan2_da(a, b):
+    """d atan2(a, b) / da = b / (a² + b²), as (b / h) / h with h = hypot(a, b): no overflow. 0 at the
+    origin and where a or b is infinite (the limit, whatever the direction); NaN for NaN."""
+    h = hypot(a, b)
+    if h == 0.0 or h == inf:
+        return 0.0 if a == a and b == b else nan
+    return (b / h) / h
+
+
+def atan2_curvature(a, b):
+    """2ab / (a² + b²)² = d2 atan2(a, b) / db2 = -d2 atan2 / da2, scaled and taken as atan2_da."""
+    h = hypot(a, b)
+    if h == 0.0 or h == inf:
+        return 0.0 if a == a and b == b else nan
+    return 2.0 * (a / h) * (b / h) / h / h
+
+
+def atan2_mixed(a, b):
+    """(a² - b²) / (a² + b²)² = d2 atan2(a, b) / da db, scaled and taken as atan2_da."""
+    h = hypot(a, b)
+    if h == 0.0 or h == inf:
+        return 0.0 if a == a and b == b else nan
+    u, v = a / h, b / h
+    return (u - v) * (u + v) / h / h
+
+
+def hypot_da(a, b, y):
+    """d hypot(a, b) / da = a / y. 0 at the origin; where one input is infinite the limits (±1 for it,
+    0 for the other); NaN where both are infinite (no limit) or one is NaN; a, b scaled where y overflowed."""
+    if 0.0 < y < inf:
+        return a / y
+    if y == 0.0:
+        return 0.0
+    if a != a or b != b or abs(a) == inf and abs(b) == inf:
+        return nan
+    if abs(a) == inf:
+        return copysign(1.0, a)
+    if abs(b) == inf:
+        return 0.0
+    m = abs(a) if abs(a) > abs(b) else abs(b)  # finite a and b: y overflowed
+    return (a / m) / hypot(a / m, b / m)
+
+
+def hypot_curvature(u, v, y):
+    """u v / y³ for u, v among a, b (d2 hypot / da2 = b b / y³, d2 / da db = -a b / y³), as
+    (u / y) (v / y) / y: no overflow; 0 at the origin and where y is infinite, NaN for NaN."""
+    if 0.0 < y < inf:
+        return (u / y) * (v / y) / y
+    return 0.0 if u == u and v == v else nan
+
+
+def logaddexp(a, b):
+    """log(exp(a) + exp(b)) as numpy.logaddexp computes it: the larger plus log1p(exp(-|a - b|)); at a
+    tie (equal infinities too) a + ln 2; NaN for NaN."""
+    if a == b:
+        return a + 0.6931471805599453
+    d = a - b
+    if d > 0.0:
+        return a + log1p(exp(-d))
+    if d <= 0.0:
+        return b + log1p(exp(d))
+    return d
+
+
+def logaddexp_share(a, b):
+    """d logaddexp(a, b) / da = exp(a - y) = 1 / (1 + exp(b - a)), with no exp that overflows: 1/2 at a
+    tie (both -inf or both +inf too), 1 for a = +inf > b, 0 for a = -inf < b; NaN for NaN."""
+    if a == b:
+        return 0.5
+    d = a - b
+    if d >= 0.0:
+        return 1.0 / (1.0 + exp(-d))
+    e = exp(d)
+    return e / (1.0 + e)
+
+
+def fmax(a, b):
+    """The larger of a and b, a NaN ignored (as numpy.fmax, a scalar at a time): a at a tie."""
+    return a if a >= b or b != b else b
+
+
+def fmin(a, b):
+    """The smaller of a and b, a NaN ignored (as numpy.fmin): a at a tie."""
+    return a if a <= b or b != b else b
+
+
+def fmax_share(a, b):
+    """d fmax(a, b) / da: 1 where a wins or b is NaN, 0 where b wins or a is NaN, 1/2 at a tie, NaN when
+    both are NaN. fmin's is fmax_share(-a, -b)."""
+    if a > b:
+        return 1.0
+    if b > a:
+        return 0.0
+    if a == b:
+        return 0.5
+    if a == a:
+        return 1.0
+    return 0.0 if b == b else nan

@@ -17,10 +17,15 @@ and the CLI (bench.py).
 
 from tape import _source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
 from tape._api import (
+    arctan2,
     cos,
     exp,
+    fmax,
+    fmin,
     grad,
+    hypot,
     log,
+    logaddexp,
     logsumexp,
     maximum,
     minimum,
@@ -160,4 +165,9 @@ __all__ = [
     "sinh",
     "stop_gradient",
     "trunc",
+    "arctan2",
+    "hypot",
+    "logaddexp",
+    "fmax",
+    "fmin",
 ]

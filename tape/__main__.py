@@ -28,7 +28,7 @@ def warmup() -> None:
     F(point), F.vjp(point, [1.0, 2.0]), F.jvp(point, [1.0, 0.0])
     F.jacobian(point, mode="forward"), F.jacobian(point, mode="reverse"), G.hessian(point)
     F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
-    H = tape.trace(lambda v: (tape.sin(v) * v[0]).sum(), np.linspace(0.0, 1.0, 2000))  # array records
+    H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum(), np.linspace(0.0, 1.0, 2000))  # arrays
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))

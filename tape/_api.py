@@ -1,8 +1,8 @@
 """The functions users call: elementary functions, where, trace, grad and value_and_grad.
 
 The unary functions (``tape.exp``, ...) are the generated recorders of
-tape/_recorders.py; ``maximum``, ``minimum`` and ``where`` take Vars, VarArrays
-and numbers in any mix; ``trace`` records a Python function once for replay.
+tape/_recorders.py; ``maximum``, ``arctan2``, ... (tape/_binary.py) and ``where`` take
+Vars, VarArrays and numbers in any mix; ``trace`` records a Python function once for replay.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any, overload
 import numpy as np
 
 from tape import _blocks, _trees
-from tape._array import _FUNCTIONS, VarArray, elementwise, wrap, wrap_view
+from tape._array import _FUNCTIONS, VarArray, wrap, wrap_view
+from tape._binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, minimum
 from tape._conditions import ArrayCondition
 from tape._function import Function
 from tape._handles import FUNCTION_HANDLERS, Condition, as_constant
@@ -24,10 +25,6 @@ from tape._recorders import (
     cos,
     exp,
     log,
-    maximum_number,
-    maximum_var,
-    minimum_number,
-    minimum_var,
     relu,
     sigmoid,
     sin,
@@ -39,60 +36,12 @@ from tape._storage import NO_INPUT
 from tape._sweep import View
 from tape._tape import Tape
 from tape.errors import ForeignHandleError
-from tape.kernels._sweeps import eval_op
-from tape.kernels.ops import CONSTANT, OPCODE, SELECT
+from tape.kernels.ops import CONSTANT, SELECT
 
-__all__ = ["cos", "exp", "grad", "log", "logsumexp", "maximum", "minimum", "relu", "sigmoid", "sin", "sqrt", "tan",
-           "tanh", "trace", "value_and_grad", "where"]
+__all__ = ["arctan2", "cos", "exp", "fmax", "fmin", "grad", "hypot", "log", "logaddexp", "logsumexp", "maximum",
+           "minimum", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh", "trace", "value_and_grad", "where"]
 
 Scalar = Var | float
-
-
-def _pairwise(name: str, ufunc: np.ufunc, var: Callable[..., Any], number: Callable[..., Any], x: Any, y: Any) -> Any:
-    """tape.maximum / tape.minimum of Vars, VarArrays and numbers in any mix."""
-    if isinstance(x, VarArray) or isinstance(y, VarArray):
-        result = elementwise(ufunc, x, y)
-    elif type(x) is Var:
-        result = var(x, y)
-    elif type(y) is Var:
-        result = number(y, x)
-    else:
-        cx, cy = as_constant(x), as_constant(y)
-        result = NotImplemented if cx is None or cy is None else eval_op(OPCODE[name], cx, cy)
-    if result is NotImplemented:
-        raise TypeError(f"tape.{name} expects Vars, VarArrays or real numbers, "
-                        f"got {type(x).__name__} and {type(y).__name__}")
-    return result
-
-
-@overload
-def maximum(x: float, y: float) -> float: ...
-@overload
-def maximum(x: Var, y: Scalar) -> Var: ...
-@overload
-def maximum(x: float, y: Var) -> Var: ...
-@overload
-def maximum(x: VarArray, y: VarArray | Scalar | np.ndarray) -> VarArray: ...
-@overload
-def maximum(x: Scalar | np.ndarray, y: VarArray) -> VarArray: ...
-def maximum(x, y):
-    """The larger of x and y (NaN if either is NaN); at a tie each input gets 1/2 of the adjoint."""
-    return _pairwise("maximum", np.maximum, maximum_var, maximum_number, x, y)
-
-
-@overload
-def minimum(x: float, y: float) -> float: ...
-@overload
-def minimum(x: Var, y: Scalar) -> Var: ...
-@overload
-def minimum(x: float, y: Var) -> Var: ...
-@overload
-def minimum(x: VarArray, y: VarArray | Scalar | np.ndarray) -> VarArray: ...
-@overload
-def minimum(x: Scalar | np.ndarray, y: VarArray) -> VarArray: ...
-def minimum(x, y):
-    """The smaller of x and y (NaN if either is NaN); at a tie each input gets 1/2 of the adjoint."""
-    return _pairwise("minimum", np.minimum, minimum_var, minimum_number, x, y)
 
 
 @overload

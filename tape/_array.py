@@ -39,7 +39,9 @@ _NO_ROWS = np.zeros(0, np.int64)
 Operand: TypeAlias = "VarArray | Var | float | np.ndarray"  # what arithmetic with a VarArray takes
 
 BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it is recorded
-_LOOP = {ufunc: (OPCODE[s.pair], OPCODE[s.var_c], OPCODE[s.c_var], s.negate) for ufunc, s in BINARY.items()}
+# the codes of tape/_small.py's loop; -1: no const op, a number becomes a constant record (NumPy path)
+_LOOP = {ufunc: (OPCODE[s.pair], OPCODE.get(s.var_c, -1), OPCODE.get(s.c_var, -1), s.negate)
+         for ufunc, s in BINARY.items()}
 UNARY_CODES = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
 
 
@@ -81,6 +83,9 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
         views = [as_view(t, rt is not None, p) for rt, p in parts]
         name = OPS[UNARY_CODES[ufunc]].name if ufunc in UNARY_CODES else BINARY[ufunc].pair
         return wrap_view(t, _blocks.elementwise(t, name, *views))
+    if ufunc in BINARY and not BINARY[ufunc].var_c:  # no const op: numbers as constant records
+        parts = [(rt, p) if rt is not None else
+                 (t, t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(p.shape)) for rt, p in parts]
     recorded = [rt is not None for rt, _ in parts]
     arrays = [p.ravel() if p.shape == shape else np.broadcast_to(p, shape).ravel() for _, p in parts]
     if ufunc in UNARY_CODES:
@@ -389,9 +394,6 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.stack: stack,
     np.reshape: lambda a, shape: a.reshape(shape),
     np.transpose: lambda a, axes=None: a.transpose() if axes is None else a.transpose(*axes),
-    np.shape: lambda a: a.shape,
-    np.ndim: lambda a: a.ndim,
-    np.size: lambda a: a.size,
     **COMPOSED_FUNCTIONS,
     **ORDER_FUNCTIONS,
 }

@@ -19,7 +19,7 @@ import numpy as np
 from tape import _plans
 from tape._storage import MAX_RECORDS, NO_INPUT
 from tape.errors import TapeFormatError
-from tape.kernels.array_ops import INPUT, IS_ARRAY_OP
+from tape.kernels.array_ops import INPUT, IS_ARRAY_OP, V3_OPCODES
 from tape.kernels.ops import (
     ELEM,
     HAS_INPUT,
@@ -34,7 +34,7 @@ from tape.kernels.ops import (
     USES_POOL,
 )
 
-FORMAT_VERSION = 3  # 2 added the Function's options, 3 array records; version 1 and 2 files still load
+FORMAT_VERSION = 4  # 2 added the Function's options, 3 array records, 4 moved them (ARRAY_BASE 64 -> 96); all load
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
 
 _SPEC = {  # name: (dtype kind check, ndim)
@@ -83,10 +83,25 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict
         raise
     except Exception as exc:  # zip, npy-header and decoding errors of every kind a hostile file can cause
         raise TapeFormatError(f"{path}: unreadable tape file ({type(exc).__name__}: {exc})") from None
+    _upgrade(arrays)
     validate(arrays)
     if int(arrays.pop("format_version")) < 3:
         arrays.update(no_arrays(len(arrays["input_rows"])))
     return arrays
+
+
+def _upgrade(a: dict[str, np.ndarray]) -> None:
+    """A version-3 file's array opcodes (in ``op`` and the plans) as today's, by name; an opcode
+    version 3 did not know becomes 255, which validate rejects. Malformed arrays are left to it."""
+    version, op, plans = a["format_version"], a["op"], a.get("plans")
+    if version.dtype != np.int64 or version.ndim != 0 or int(version) != 3 or op.dtype != np.uint8:
+        return
+    a["op"] = V3_OPCODES[op]
+    if plans is not None and plans.dtype == np.int64 and plans.ndim == 2 and plans.shape[1] > 0:
+        plans = plans.copy()
+        known = (plans[:, 0] >= 0) & (plans[:, 0] < 256)
+        plans[known, 0] = V3_OPCODES[plans[known, 0]]
+        a["plans"] = plans
 
 
 def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:

@@ -189,6 +189,9 @@ def moveaxis(a: Any, source: int | tuple[int, ...], destination: int | tuple[int
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray (its __array_function__)
+    np.shape: lambda a: a.shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a: a.size,
     np.swapaxes: lambda a, axis1, axis2: a.swapaxes(axis1, axis2),
     np.squeeze: lambda a, axis=None: a.squeeze(axis),
     np.expand_dims: expand_dims,

@@ -65,7 +65,7 @@ def record(t: Storage, code: int, ia: Rows, ib: Rows | None = None, c: float | N
 def binary(codes: tuple[int, int, int, bool], x: Any, y: Any, array: type[Any]) -> Any:
     """The VarArray (class ``array``) of x <op> y by the loop, where codes are the op's for
     two records, a record and a number, a number and a record, and whether the number is negated
-    (x - c is x + (-c)); None where the loop does not apply."""
+    (x - c is x + (-c)), -1 for an op without const ops; None where the loop does not apply."""
     seg = x._seg if type(x) is array else y._seg if type(y) is array else None
     if seg is None or not seg.live:
         return None  # no VarArray (a Var with a NumPy array), or stale
@@ -77,6 +77,8 @@ def binary(codes: tuple[int, int, int, bool], x: Any, y: Any, array: type[Any]) 
     if sa and sb and sa != sb or not shape:
         return None  # broadcasting of two arrays, or no array at all
     pair, var_c, c_var, negate = codes
+    if var_c < 0 and (type(ra) is float or type(rb) is float):
+        return None  # no const op: the NumPy path records the number as a constant record
     if type(rb) is float:
         count = len(ra)
         n = record(seg.tape, var_c, ra, c=-rb if negate else rb)

@@ -20,7 +20,7 @@ negative-index wraparound for unsigned indices (bench/bench_kernels.py),
 and 2**32 - 1 records (~125 GB) is past any tape this library targets;
 ``TapeFullError`` is raised before that limit.
 
-Array records (opcodes 64 and up, kernels/array_ops.py) are rows too: their
+Array records (opcodes 96 and up, kernels/array_ops.py) are rows too: their
 ``in0`` is their plan's place in the side table, their elements live in the
 arenas of tape/_arena.py. A segment is the stretch of the tape's life between
 two rewinds; handles (tape/_handles.py) point at one and are revalidated when

@@ -20,19 +20,21 @@ import numpy as np
 from tape import _handles, _recorders
 from tape._array import BINARY, UNARY_CODES, VarArray, elementwise, matmul
 from tape._conditions import ArrayCondition
-from tape._recorders import Var, maximum_var, minimum_var
-from tape.kernels.ops import COMPARISONS, UNARY_OPERATORS, UNARY_UFUNCS
+from tape._recorders import Var
+from tape.kernels.ops import ARITHMETIC, COMPARISONS, UNARY_OPERATORS, UNARY_UFUNCS
 
 
-def _either(record: Callable[[Var, Any], Var]) -> Callable[[Any, Any], Var]:
-    """A commutative recorder of (Var, Var or number) taking its Var on either side."""
-    return lambda x, y: record(x, y) if type(x) is Var else record(y, x)
+def _either(name: str) -> Callable[[Any, Any], Var]:
+    """tape.<name> of a Var and a Var or number in either order: <name>_var(x, y), or
+    <name>_number(y, x), which records x <op> y for a number x."""
+    var, number = getattr(_recorders, f"{name}_var"), getattr(_recorders, f"{name}_number")
+    return lambda x, y: var(x, y) if type(x) is Var else number(y, x)
 
 
 SCALAR: dict[np.ufunc, Callable[..., Any]] = {  # ufunc -> what it is on 0-d operands
     np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
     np.true_divide: operator.truediv, np.power: operator.pow,
-    np.maximum: _either(maximum_var), np.minimum: _either(minimum_var),
+    **{getattr(np, s.ufunc): _either(s.name) for s in ARITHMETIC if not s.operator},  # maximum, arctan2, ...
     np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt,
     np.greater_equal: operator.ge, np.equal: operator.eq, np.not_equal: operator.ne,
     np.negative: operator.neg, np.absolute: operator.abs, np.positive: operator.pos,

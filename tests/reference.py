@@ -27,6 +27,7 @@ OPS_ON_HANDLES = {
     "pow": operator.pow,
     "maximum": tape.maximum,
     "minimum": tape.minimum,
+    **{name: getattr(tape, name) for name in ("arctan2", "hypot", "logaddexp", "fmax", "fmin")},
     # unary
     "neg": operator.neg,
     "abs": abs,
@@ -43,7 +44,7 @@ OPS_ON_HANDLES = {
         "log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
         "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign")},
 }
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin")
 UNARY = tuple(name for name in OPS_ON_HANDLES if name not in BINARY)
 
 
@@ -62,6 +63,7 @@ VALUE = {
     "pow": _np(np.power),
     "maximum": _np(np.maximum),
     "minimum": _np(np.minimum),
+    **{name: _np(getattr(np, name)) for name in ("arctan2", "hypot", "logaddexp", "fmax", "fmin")},
     "neg": _np(np.negative),
     "abs": _np(np.abs),
     "exp": _np(np.exp),
@@ -117,6 +119,17 @@ def _share(a, b):
     return 1.0 if a > b else 0.0 if a < b else 0.5 if a == b else math.nan
 
 
+def _fshare(a, b):
+    """Derivative of fmax(a, b) in a: as _share, and a NaN loses: all to the other side."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan if math.isnan(a) and math.isnan(b) else 0.0 if math.isnan(a) else 1.0
+    return _share(a, b)
+
+
+def _r2(a, b):
+    return a * a + b * b
+
+
 DERIVATIVE = {
     "add": (lambda a, b: 1.0, lambda a, b: 1.0),
     "sub": (lambda a, b: 1.0, lambda a, b: -1.0),
@@ -125,6 +138,13 @@ DERIVATIVE = {
     "pow": (_np(lambda a, b: b * a ** (b - 1)), _np(lambda a, b: np.log(a) * a**b)),
     "maximum": (lambda a, b: _share(a, b), lambda a, b: _share(b, a)),
     "minimum": (lambda a, b: _share(b, a), lambda a, b: _share(a, b)),
+    # textbook forms, with no care for overflow (the tests keep to moderate points there)
+    "arctan2": (_np(lambda a, b: b / _r2(a, b)), _np(lambda a, b: -a / _r2(a, b))),
+    "hypot": (_np(lambda a, b: a / np.sqrt(_r2(a, b))), _np(lambda a, b: b / np.sqrt(_r2(a, b)))),
+    "logaddexp": (_np(lambda a, b: np.exp(a) / (np.exp(a) + np.exp(b))),
+                  _np(lambda a, b: np.exp(b) / (np.exp(a) + np.exp(b)))),
+    "fmax": (lambda a, b: _fshare(a, b), lambda a, b: _fshare(b, a)),
+    "fmin": (lambda a, b: _fshare(-a, -b), lambda a, b: _fshare(-b, -a)),
     "neg": (lambda a: -1.0,),
     "abs": (_sign,),
     "exp": (_np(np.exp),),
@@ -156,6 +176,21 @@ DERIVATIVE = {
     "lgamma": (lambda a: digamma(a),),
     **{name: (lambda a: 0.0,) for name in ("floor", "ceil", "trunc", "rint", "sign")},
 }
+
+
+
+def second_pair(name: str, a: float, b: float) -> list[list[float]]:
+    """The 2x2 Hessian of the binary ops after the first seven, written out (zero for fmax and fmin)."""
+    r2 = a * a + b * b
+    if name == "arctan2":
+        return [[-2 * a * b / r2**2, (a * a - b * b) / r2**2], [(a * a - b * b) / r2**2, 2 * a * b / r2**2]]
+    if name == "hypot":
+        return [[b * b / r2**1.5, -a * b / r2**1.5], [-a * b / r2**1.5, a * a / r2**1.5]]
+    if name == "logaddexp":
+        w = math.exp(a) * math.exp(b) / (math.exp(a) + math.exp(b)) ** 2
+        return [[w, -w], [-w, w]]
+    return [[0.0, 0.0], [0.0, 0.0]]
+
 
 # second derivatives, written out here (tests/test_derivatives.py holds those of the first ops)
 SECOND = {
@@ -193,6 +228,9 @@ COMPLEX = {
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
     "pow": lambda a, b: np.exp(b * np.log(a)),
+    "arctan2": lambda a, b: np.arctan(a / b),  # atan2 less a constant where b != 0
+    "hypot": lambda a, b: np.sqrt(a * a + b * b),
+    "logaddexp": lambda a, b: np.log(np.exp(a) + np.exp(b)),
     "neg": lambda a: -a,
     "exp": np.exp,
     "log": np.log,
@@ -285,6 +323,12 @@ def dual_function(name: str):
         "div": operator.truediv,
         "maximum": lambda x, y: _dual_max(Dual.lift(x), Dual.lift(y)),
         "minimum": lambda x, y: -_dual_max(-Dual.lift(x), -Dual.lift(y)),
+        "fmax": lambda x, y: _dual_max(Dual.lift(x), Dual.lift(y)),  # no NaN in these programs
+        "fmin": lambda x, y: -_dual_max(-Dual.lift(x), -Dual.lift(y)),
+        "arctan2": lambda x, y: _dual_pair(math.atan2, lambda a, b: (b / _r2(a, b), -a / _r2(a, b)), x, y),
+        "hypot": lambda x, y: _dual_pair(math.hypot, lambda a, b: (a / math.hypot(a, b), b / math.hypot(a, b)), x, y),
+        "logaddexp": lambda x, y: _dual_pair(lambda a, b: math.log(math.exp(a) + math.exp(b)),
+                                             lambda a, b: (1 / (1 + math.exp(b - a)), 1 / (1 + math.exp(a - b))), x, y),
     }
     if name in unary:
         return lambda d: unary[name](Dual.lift(d))
@@ -329,3 +373,9 @@ def _dual_max(x: Dual, y: Dual) -> Dual:
     if y.re > x.re:
         return y
     return Dual(x.re, 0.5 * (x.du + y.du))
+
+
+def _dual_pair(value, slopes, x, y) -> Dual:
+    x, y = Dual.lift(x), Dual.lift(y)
+    da, db = slopes(x.re, y.re)
+    return Dual(value(x.re, y.re), da * x.du + db * y.du)

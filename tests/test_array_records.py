@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from reference import digamma
+from reference import digamma, second_pair
 
 import tape
 from tape import _blocks, _small
@@ -117,9 +117,14 @@ BINARY = {  # name: (numpy forward, d/da, d/db)
     "pow": (np.power, lambda a, b: b * a ** (b - 1), lambda a, b: a**b * np.log(a)),
     "maximum": (np.maximum, lambda a, b: (a > b) * 1.0, lambda a, b: (b > a) * 1.0),
     "minimum": (np.minimum, lambda a, b: (a < b) * 1.0, lambda a, b: (b < a) * 1.0),
+    "arctan2": (np.arctan2, lambda a, b: b / (a * a + b * b), lambda a, b: -a / (a * a + b * b)),
+    "hypot": (np.hypot, lambda a, b: a / np.sqrt(a * a + b * b), lambda a, b: b / np.sqrt(a * a + b * b)),
+    "logaddexp": (np.logaddexp, lambda a, b: 1 / (1 + np.exp(b - a)), lambda a, b: 1 / (1 + np.exp(a - b))),
+    "fmax": (np.fmax, lambda a, b: (a > b) * 1.0, lambda a, b: (b > a) * 1.0),
+    "fmin": (np.fmin, lambda a, b: (a < b) * 1.0, lambda a, b: (b < a) * 1.0),
 }
 UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-         "maximum": np.maximum, "minimum": np.minimum}
+         **{name: getattr(np, name) for name in BINARY if hasattr(np, name)}}
 SHAPES = [((4, 3), (3,)), ((3,), (4, 3)), ((4, 1), (1, 3)), ((2, 1, 3), (4, 1)), ((), (5,)), ((5,), ())]
 
 
@@ -139,6 +144,22 @@ def test_binary_ops_broadcast_and_sum_back(name, shapes, form):
     np.testing.assert_allclose(ga, _sum_to(full_a, a.shape), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(gb, _sum_to(full_b, b.shape), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(ga, central(lambda z: np.sum(forward(z, b) * w), a), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["arctan2", "hypot", "logaddexp", "fmax", "fmin"])
+def test_grouped_binary_ops_tangents_and_hessians(name, form):
+    """The ops of ops.GROUPED_PAIRS (array records: by the scalar kernel, pair_rule): gradient, jvp
+    and hvp against the partials and Hessians written out in the tests."""
+    x = np.stack([RNG.uniform(0.3, 2, 6), RNG.uniform(-2, -0.3, 6)])  # no ties
+    w, v = RNG.normal(size=6), RNG.normal(size=x.shape)
+    F = tape.trace(lambda X: (getattr(tape, name)(X[0], X[1]) * w).sum(), x)
+    assert (n_arrays(F) > 0) == (form == "array")
+    _, da, db = BINARY[name]
+    grad = F.gradient(x)
+    np.testing.assert_allclose(grad, [w * da(*x), w * db(*x)], rtol=1e-12, atol=1e-15)
+    assert F.jvp(x, v) == pytest.approx(np.sum(grad * v), rel=1e-12)
+    H = np.array([second_pair(name, a, b) for a, b in x.T]) * w[:, None, None]  # one 2x2 block per element
+    np.testing.assert_allclose(F.hvp(x, v), np.einsum("kij,jk->ik", H, v), rtol=1e-12, atol=1e-15)
 
 
 def _sum_to(c, shape):

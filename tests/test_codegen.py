@@ -27,13 +27,17 @@ def test_every_op_has_a_branch_in_every_sweep():
     with partials; scalar evaluator: all but select."""
     text = codegen.SWEEPS.read_text()
     for code, op in enumerate(OPS):
-        if op.kind != "leaf" and op.name not in ops.GROUPED:
+        if op.kind != "leaf" and op.name not in ops.GROUPED + ops.GROUPED_PAIRS:
             expected = 5 + 2 * bool(op.da) + (op.kind != "select")
             assert text.count(f"if k == {code}:  # {op.name}\n") == expected, op.name
     # the grouped ops: one shared branch in each of those sweeps, and a branch in each grouped kernel
     assert text.count(f"IS_GROUPED[k]:  # the {len(ops.GROUPED)} ops of ops.GROUPED\n") == 5 + 2 + 1
     for name in ops.GROUPED:
         assert text.count(f"    if k == {ops.OPCODE[name]}:  # {name}\n") == 3, name
+    # the grouped binary ops: likewise, in the one kernel grouped_pair
+    assert text.count(f"IS_GROUPED_PAIR[k]:  # the {len(ops.GROUPED_PAIRS)} ops of ops.GROUPED_PAIRS\n") == 5 + 2 + 1
+    for name in ops.GROUPED_PAIRS:
+        assert text.count(f"    if k == {ops.OPCODE[name]}:  # {name}\n") == 1, name
 
 
 def test_every_name_a_rule_uses_resolves():
@@ -64,7 +68,8 @@ def test_every_op_has_a_recorder():
     for s in ops.COMPARISONS:
         assert f"__{s.name}__" in vars(_recorders.Var), s.name
     const_ops = {op.name for op in OPS if op.kind == "const"}
-    assert {s.var_c for s in ops.ARITHMETIC} | {s.c_var for s in ops.ARITHMETIC} == const_ops
+    assert {s.var_c for s in ops.ARITHMETIC} | {s.c_var for s in ops.ARITHMETIC} == const_ops | {""}
+    assert {s.name for s in ops.ARITHMETIC if not s.var_c} == set(ops.GROUPED_PAIRS)  # constant records instead
     compare_c = {op.name for op in OPS if op.kind == "compare_c"}
     assert {s.var_c for s in ops.COMPARISONS} | {s.c_var for s in ops.COMPARISONS} == compare_c
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from reference import BINARY, OPS_ON_HANDLES, SECOND, UNARY, domain_of
+from reference import BINARY, OPS_ON_HANDLES, SECOND, UNARY, domain_of, second_pair
 
 import tape
 
@@ -91,6 +91,8 @@ def second_binary(name, a, b):
     if name == "pow":
         cross = a ** (b - 1) * (1 + b * math.log(a))
         return [[b * (b - 1) * a ** (b - 2), cross], [cross, a**b * math.log(a) ** 2]]
+    if name in ("arctan2", "hypot", "logaddexp", "fmax", "fmin"):
+        return second_pair(name, a, b)
     return [[0, 0], [0, 0]]  # add, sub, maximum, minimum away from ties
 
 
@@ -122,7 +124,7 @@ def test_second_derivatives_of_every_binary_op(name):
     right = tape.trace(lambda v: fn(1.7, v[0]), [0.5])
     for _ in range(20):
         a, b = RNG.uniform(0.2, 2.0, 2)
-        if name in ("maximum", "minimum") and abs(a - b) < 1e-3:
+        if name in ("maximum", "minimum", "fmax", "fmin") and abs(a - b) < 1e-3:
             continue
         expected = np.array(second_binary(name, a, b), float)
         np.testing.assert_allclose(both.hessian([a, b]), expected, rtol=1e-12, atol=1e-13)
@@ -209,3 +211,20 @@ def test_trust_region_newton_with_hessp():
                                    options={"gtol": 1e-8})
         assert result.success, (method, result.message)
         np.testing.assert_allclose(result.x, np.ones(6), atol=1e-7)
+
+
+PAIR_SECOND = [  # Hessians of the binary ops at their edges (README "Conventions at kinks")
+    (tape.hypot, 0.0, 0.0, [[0.0, 0.0], [0.0, 0.0]]),  # as abs'' = 0 at the kink
+    (tape.arctan2, 0.0, 0.0, [[0.0, 0.0], [0.0, 0.0]]),
+    (tape.hypot, 1e300, 0.0, [[0.0, 0.0], [0.0, 1e-300]]),  # b²/y³, a²/y³ scaled: no overflow
+    (tape.arctan2, 3.0, 4.0, [[-24 / 625, -7 / 625], [-7 / 625, 24 / 625]]),
+    (tape.arctan2, 3e150, 4e150, [[-24 / 625 * 1e-300, -7 / 625 * 1e-300], [-7 / 625 * 1e-300, 24 / 625 * 1e-300]]),
+    (tape.logaddexp, -math.inf, -math.inf, [[0.25, -0.25], [-0.25, 0.25]]),  # a tie, as logaddexp(t, t)
+    (tape.fmax, 1.0, 1.0, [[0.0, 0.0], [0.0, 0.0]]),
+]
+
+
+@pytest.mark.parametrize("fn, a, b, expected", PAIR_SECOND, ids=[f"{k[0].__name__}{k[1:3]}" for k in PAIR_SECOND])
+def test_second_order_conventions_of_the_binary_ops(fn, a, b, expected):
+    F = tape.trace(lambda v: fn(v[0], v[1]), [0.5, 0.25])
+    np.testing.assert_allclose(F.hessian([a, b]), expected, rtol=1e-14, atol=0)

@@ -33,7 +33,7 @@ LAYERS = [
     ["tape._conditions"],
     ["tape._arrayfns"],  # scans, sort and item assignment, mixed into VarArray
     ["tape._array"],
-    ["tape._ufuncs"],
+    ["tape._ufuncs", "tape._binary"],
     ["tape._format", "tape._array_replay", "tape._calls"],
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],

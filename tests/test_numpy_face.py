@@ -69,7 +69,8 @@ def test_a_var_is_0_d():
 
 
 ZERO_D = [0.75, 2, np.float64(-1.25), np.array(0.5)]  # what NumPy counts as 0-d, beside a Var
-BINARY = [np.add, np.subtract, np.multiply, np.true_divide, np.power, np.maximum, np.minimum]
+BINARY = [np.add, np.subtract, np.multiply, np.true_divide, np.power, np.maximum, np.minimum, np.arctan2, np.hypot,
+          np.logaddexp, np.fmax, np.fmin]
 
 
 @pytest.mark.parametrize("ufunc", BINARY, ids=lambda u: u.__name__)

@@ -9,7 +9,7 @@ import pytest
 from reference import BINARY, COMPLEX, DERIVATIVE, OPS_ON_HANDLES, UNARY, VALUE, complex_step, domain_of
 
 import tape
-from tape.kernels.ops import OPCODE, OPS
+from tape.kernels.ops import GROUPED_PAIRS, OPCODE, OPS
 
 RNG = np.random.default_rng(20261130)
 EDGE = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-300, -1e-300, 5e-324, 1e300, -1e300,
@@ -38,9 +38,9 @@ def binary_points(name: str, n: int) -> list[tuple[float, float]]:
     return list(zip(a.tolist(), b.tolist(), strict=True))
 
 
-# tanh' = 1 - y^2 and sigmoid' = y(1 - y) (as JAX and PyTorch compute them) are
-# exact to an absolute ~1e-16; relative accuracy fades where y rounds to +-1.
-ABS_TOL = {"tanh": 1e-15, "sigmoid": 1e-15, "lgamma": 1e-13}  # digamma crosses 0 near 1.46
+# tanh' = 1 - y^2, sigmoid' = y(1 - y) (as JAX and PyTorch compute them) and expm1' = y + 1 are
+# exact to an absolute ~1e-16; relative accuracy fades where y rounds to +-1 (expm1: to -1, below -10).
+ABS_TOL = {"tanh": 1e-15, "sigmoid": 1e-15, "expm1": 1e-15, "lgamma": 1e-13}  # digamma crosses 0 near 1.46
 VALUE_ABS = {"lgamma": 1e-14}  # Python's lgamma is its own, not the C library's: a few ulp apart near its zeros
 
 
@@ -100,7 +100,8 @@ def test_constant_operand_on_either_side(name):
             t = tape.Tape()
             x = t.var(a)
             y = fn(x, c) if var_first else fn(c, x)
-            assert len(t) == 2 and t.n_consts == 1
+            # a const op; without one (arctan2, ...), a constant record and the op
+            assert (len(t), t.n_consts) == ((3, 0) if name in GROUPED_PAIRS else (2, 1))
             args = (a, c) if var_first else (c, a)
             which = 0 if var_first else 1
             assert y.value == pytest.approx(VALUE[name](*args), rel=1e-14, abs=0)
@@ -161,8 +162,8 @@ def test_binary_edge_values(name):
             if name == "pow" and a == -math.inf and b == 0.5:
                 ref = math.inf  # C99 pow(-inf, y > 0 not an odd integer) = +inf; NumPy says NaN
             assert (math.isnan(value) and math.isnan(ref)) or value == pytest.approx(ref, rel=1e-14, abs=0)
-            if math.isnan(a) or math.isnan(b):
-                assert math.isnan(value) or name == "pow"  # pow(1, nan) = pow(nan, 0) = 1 in IEEE
+            if math.isnan(a) or math.isnan(b):  # pow(1, nan) = pow(nan, 0) = hypot(inf, nan) = 1 in IEEE
+                assert math.isnan(value) or name in ("pow", "hypot", "fmax", "fmin")
             for which in range(2):
                 formula = DERIVATIVE[name][which](a, b)
                 smooth = all(math.isfinite(v) and v != 0 for v in (a, b, ref, formula))
@@ -303,3 +304,40 @@ def test_kink_conventions_of_the_rarer_ops(fn, x, value, slope):
     assert _same(y.value, value) and _same(g, slope), (y.value, g)
     F = tape.trace(lambda w: fn(w[0]), [x])  # the replayed sweeps: the same numbers
     assert _same(F([x]), value) and _same(F.gradient([x])[0], slope)
+
+
+INF, NAN, PI = math.inf, math.nan, math.pi
+PAIR_KINKS = [  # the README's rows for arctan2, hypot, logaddexp, fmax, fmin: (op, a, b, value, da, db)
+    (tape.arctan2, 0.0, 0.0, 0.0, 0.0, 0.0), (tape.arctan2, 0.0, -1.0, PI, -1.0, 0.0),
+    (tape.arctan2, INF, 1.0, PI / 2, 0.0, 0.0), (tape.arctan2, INF, INF, PI / 4, 0.0, 0.0),
+    (tape.arctan2, 1e300, 1e300, PI / 4, 5e-301, -5e-301), (tape.arctan2, 1e-300, -1e-300, 3 * PI / 4, -5e299, -5e299),
+    (tape.arctan2, NAN, 1.0, NAN, NAN, NAN),
+    (tape.hypot, 0.0, 0.0, 0.0, 0.0, 0.0), (tape.hypot, -0.0, 0.0, 0.0, 0.0, 0.0),
+    (tape.hypot, 3.0, -4.0, 5.0, 0.6, -0.8), (tape.hypot, 1.5e308, 1.5e308, INF, 0.5**0.5, 0.5**0.5),
+    (tape.hypot, 1e300, -1e300, 2**0.5 * 1e300, 0.5**0.5, -(0.5**0.5)), (tape.hypot, 5e-324, 0.0, 5e-324, 1.0, 0.0),
+    (tape.hypot, -INF, 2.0, INF, -1.0, 0.0), (tape.hypot, INF, INF, INF, NAN, NAN),
+    (tape.hypot, INF, NAN, INF, NAN, NAN),
+    (tape.logaddexp, -INF, -INF, -INF, 0.5, 0.5), (tape.logaddexp, INF, INF, INF, 0.5, 0.5),
+    (tape.logaddexp, 2.0, 2.0, 2.0 + math.log(2.0), 0.5, 0.5), (tape.logaddexp, INF, 1.0, INF, 1.0, 0.0),
+    (tape.logaddexp, -INF, 1.0, 1.0, 0.0, 1.0), (tape.logaddexp, 1000.0, 0.0, 1000.0, 1.0, 0.0),
+    (tape.logaddexp, NAN, 1.0, NAN, NAN, NAN),
+    (tape.fmax, 2.0, 2.0, 2.0, 0.5, 0.5), (tape.fmax, NAN, 1.0, 1.0, 0.0, 1.0), (tape.fmax, 1.0, NAN, 1.0, 1.0, 0.0),
+    (tape.fmax, NAN, NAN, NAN, NAN, NAN), (tape.fmin, 2.0, 2.0, 2.0, 0.5, 0.5), (tape.fmin, NAN, 1.0, 1.0, 0.0, 1.0),
+    (tape.fmin, -INF, 1.0, -INF, 1.0, 0.0), (tape.fmin, 1.0, NAN, 1.0, 1.0, 0.0),
+]
+
+
+@pytest.mark.parametrize("fn, a, b, value, da, db", PAIR_KINKS, ids=[f"{k[0].__name__}{k[1:3]}" for k in PAIR_KINKS])
+def test_kink_conventions_of_the_binary_ops(fn, a, b, value, da, db):
+    t = tape.Tape()
+    x, y = t.var(a), t.var(b)
+    z = fn(x, y)
+    grads = t.gradient(z, [x, y])
+    assert _same(z.value, value) and _same(grads[0], da) and _same(grads[1], db), (z.value, grads)
+    assert _same(z.value, VALUE[fn.__name__](a, b))  # NumPy's value
+    F = tape.trace(lambda w: fn(w[0], w[1]), [0.5, 0.25])  # the replayed sweeps and a VarArray: the same numbers
+    assert _same(F([a, b]), value) and all(map(_same, F.gradient([a, b]), (da, db)))
+    X = tape.Tape().array(np.array([a, b]))
+    W = fn(X[0:1], X[1:2]).sum()
+    W.backward()
+    assert all(map(_same, X.grad, (da, db)))

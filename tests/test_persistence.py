@@ -10,7 +10,9 @@ import pytest
 
 import tape
 from tape import _function
-from tape.kernels.ops import OPCODE
+from tape._format import FORMAT_VERSION
+from tape.kernels.array_ops import ARRAY_KIND, IS_ARRAY_OP, NAME, V3_ARRAY_OPS
+from tape.kernels.ops import ARRAY_BASE, OPCODE, OPS
 
 RNG = np.random.default_rng(11)
 
@@ -129,7 +131,8 @@ def structural_cases(a):
         ("values as float32", {"val": a["val"].astype(np.float32)}, "'val' must be float64"),
         ("short value array", {"val": a["val"][:-1]}, "disagree in length"),
         ("2-D op array", {"op": op.reshape(1, -1)}, "dimension"),
-        ("future format version", {"format_version": np.array(4, np.int64)}, "version 4"),
+        ("future format version", {"format_version": np.array(FORMAT_VERSION + 1, np.int64)},
+         f"version {FORMAT_VERSION + 1}"),
         ("checks of unequal length", {"check_expected": np.zeros(0, bool)}, "check arrays"),
         ("scalar flag with two outputs", {"output_rows": np.array([n - 1, n - 1], np.int64)}, "scalar-output"),
         ("no outputs", {"output_rows": np.zeros(0, np.int64), "scalar_output": np.array(False)}, "at least one"),
@@ -174,3 +177,36 @@ def test_save_then_load_preserves_nan_and_inf_constants(tmp_path):
     F.save(tmp_path / "g.npz")
     G = tape.load(tmp_path / "g.npz")
     assert math.isnan(G([2.0])) and math.isnan(F([2.0]))
+
+
+def test_version_3_files_with_array_records_load(tmp_path):
+    """Version 3 put array opcode k at 64 + k (ARRAY_BASE was 64): such a file, written here from a
+    version-4 one, loads by name and gives the same numbers; an opcode version 3 lacked is rejected."""
+    def g(x):
+        y = np.exp(-x) * np.sin(x) + x ** 2 - np.maximum(x, 0.5) / (1.0 + x * x)
+        z = tape.where(x > 0.2, y, np.sqrt(np.abs(x)))
+        return (z @ z) + tape.logsumexp(z) + z.max() + np.tanh(z).sum()
+
+    F = tape.trace(g, np.linspace(-1.0, 2.0, 2000))  # array records: 2000 elements
+    F.save(tmp_path / "v4.npz")
+    arrays = arrays_of(tmp_path / "v4.npz")
+    # version 3's array table: input, constant, its unary ops (all below opcode 64), its 7 binary ops, the rest
+    v3 = ["input", "constant", *(op.name for op in OPS[:64] if op.kind == "unary"), "add", "sub", "mul", "div", "pow",
+          "maximum", "minimum", "lt", "le", "eq", "ne", "select", "sum", "matmul", "logsumexp", "gather", "pack", "all",
+          "any", "max", "min"]
+    assert V3_ARRAY_OPS == tuple(v3)
+    to_v3 = np.arange(256)
+    for code in np.flatnonzero(IS_ARRAY_OP):
+        name = NAME[code].removeprefix("array ")
+        to_v3[code] = 64 + v3.index(name) if name in v3 else 255
+    arrays["op"] = to_v3[arrays["op"]].astype(np.uint8)
+    arrays["plans"][:, 0] = to_v3[arrays["plans"][:, 0]]
+    arrays["format_version"] = np.array(3, np.int64)
+    assert len({ARRAY_KIND[code] for code in F._op if code >= ARRAY_BASE}) >= 8  # many kinds of array record
+    assert not np.isin(arrays["op"], [255]).any()
+    G = tape.load(write(tmp_path / "v3.npz", arrays))
+    x = np.cos(np.arange(2000.0))
+    assert G(x) == F(x)
+    np.testing.assert_array_equal(G.gradient(x), F.gradient(x))
+    arrays["op"][np.flatnonzero(arrays["op"] >= 64)[1]] = 64 + len(v3)
+    assert_rejected(write(tmp_path / "bad.npz", arrays), "unknown opcode")

@@ -15,7 +15,7 @@ print(t.table(), t.record(0).op, len(t), t.nbytes)
 
 v = t.var(3.0)
 y = tape.exp(v) + 2.0
-z = 2.0 * v ** 2 - 1 / v + abs(-v) + tape.maximum(v, 0.0) + tape.minimum(1.0, v)
+z = 2.0 * v ** 2 - 1 / v + abs(-v) + tape.maximum(v, 0.0) + tape.minimum(1.0, v) + tape.arctan2(v, 2.0)
 plain: float = tape.exp(1.0) + tape.sqrt(4.0)
 if v > 0:
     z = z * tape.tanh(v)
