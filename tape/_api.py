@@ -197,9 +197,8 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
 
     F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
-                    leaves[0].shape if spec is _trees.ARRAY else None)
+                    leaves[0].shape if spec is _trees.ARRAY else None, out.shape if isinstance(out, VarArray) else None)
     F._layout, F._param_layout = layout, p_layout
-    F._output_shape = () if scalar else out.shape if isinstance(out, VarArray) else (len(outputs),)
     return F
 
 

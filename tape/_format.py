@@ -46,10 +46,12 @@ _SPEC = {  # name: (dtype kind check, ndim)
 _OPTIONS = {"on_branch_change": (np.str_, 0), "check_finite": (np.bool_, 0)}  # since version 2
 _ARRAYS = {"plans": (np.int64, 2), "plan_places": (np.int64, 1), "arena": (np.float64, 1),
            "input_shape": (np.int64, 1)}  # since version 3: array records (tape/_plans.py)
+_SHAPES = {"output_shape": (np.int64, 1)}  # since version 4: the shape f returned its outputs in
 
 
 def _spec(version: int) -> dict[str, tuple[type, int]]:
-    return {**_SPEC, **(_OPTIONS if version >= 2 else {}), **(_ARRAYS if version >= 3 else {})}
+    return {**_SPEC, **(_OPTIONS if version >= 2 else {}), **(_ARRAYS if version >= 3 else {}),
+            **(_SHAPES if version >= 4 else {})}
 
 
 def no_arrays(n_inputs: int) -> dict[str, np.ndarray]:
@@ -68,7 +70,8 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict
             if len(members) != len(set(members)):
                 raise TapeFormatError(f"{path}: a member appears twice in the file")
             names = set(npz.files)
-            spec = _spec(3 if set(_ARRAYS) <= names else 2 if set(_OPTIONS) <= names else 1)
+            spec = _spec(4 if set(_SHAPES) <= names else 3 if set(_ARRAYS) <= names else 2 if set(_OPTIONS) <= names
+                         else 1)
             if names != set(spec) or len(members) != len(spec):
                 missing, extra = sorted(set(spec) - names), sorted(names - set(spec))
                 raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
@@ -202,6 +205,11 @@ def validate(a: dict[str, np.ndarray]) -> None:
     shape = arrays["input_shape"]
     if np.any(shape < 0) or math.prod(shape.tolist()) != sum(sizes):
         raise TapeFormatError(f"input_shape {shape.tolist()} does not hold the {sum(sizes)} inputs")
+    if "output_shape" in a:
+        shape = a["output_shape"]
+        outputs = sum(plans[int(in0[r])].size if IS_ARRAY[op[r]] else 1 for r in a["output_rows"].tolist())
+        if np.any(shape < 0) or math.prod(shape.tolist()) != outputs or (len(shape) == 0) != bool(a["scalar_output"]):
+            raise TapeFormatError(f"output_shape {shape.tolist()} does not hold the {outputs} outputs")
 
 
 def _first_bad(bad: np.ndarray, what: str, op: np.ndarray) -> None:

@@ -81,7 +81,6 @@ class Replay(ArrayReplay, Calls):
         self._param_layout: _trees.Layout | None = None
         self._tree_call = False  # whether the call in progress passed x in x0's structure
         self._noted = -1  # the first check that failed under the policy "ignore" (see Maps._raw)
-        self._output_shape: tuple[int, ...] = () if self._scalar else (self._n_out,)
 
     @property
     def on_branch_change(self) -> str:
@@ -120,6 +119,8 @@ class Replay(ArrayReplay, Calls):
         self._second: tuple[np.ndarray, np.ndarray] | None = None
         self._input_shape = tuple(a["input_shape"].tolist())
         self._install_arrays(_plans.decode(a["plans"], a["plan_places"], self._op, self._in0, self._in1), a["arena"])
+        shape = a.get("output_shape")  # files before version 4: one flat vector
+        self._output_shape = tuple(shape.tolist()) if shape is not None else () if self._scalar else (self._n_out,)
         self._ones = np.ones(self._n_out)
 
     # -- construction ---------------------------------------------------------------
@@ -127,7 +128,7 @@ class Replay(ArrayReplay, Calls):
     @classmethod
     def _from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
-                      input_shape: tuple[int, ...] | None = None) -> R:
+                      input_shape: tuple[int, ...] | None = None, output_shape: tuple[int, ...] | None = None) -> R:
         """A Function of a copy of t's records (see Tape.function, which checks the rows)."""
         n = len(t)
         checks = t._checks
@@ -145,10 +146,13 @@ class Replay(ArrayReplay, Calls):
             "check_where": np.array([c[2] for c in checks], dtype=np.str_) if checks else np.zeros(0, "<U1"),
             "plans": table, "plan_places": places, "arena": arena,
             "input_shape": np.array(input_shape if input_shape is not None else (-1,), np.int64),
+            "output_shape": np.array(output_shape if output_shape is not None else (-1,), np.int64),
         }
+        count = lambda rows: sum(1 if t._op[r] < ARRAY_BASE else t._plan(r).size for r in rows.tolist())  # noqa: E731
         if input_shape is None:  # one flat vector of every input number
-            arrays["input_shape"] = np.array([sum(1 if t._op[r] < ARRAY_BASE else t._plan(r).size
-                                                  for r in input_rows.tolist())], np.int64)
+            arrays["input_shape"] = np.array([count(input_rows)], np.int64)
+        if output_shape is None:  # a float, or one flat vector of every output number
+            arrays["output_shape"] = np.array([] if scalar else [count(output_rows)], np.int64)
         # the checks of a file: nothing that reached the records (a handle's private index, say) may
         # point a kernel outside them (about 10 ms per 10^6 records)
         _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
@@ -358,6 +362,7 @@ class Replay(ArrayReplay, Calls):
             "check_expected": self._check_expected, "check_where": self._check_where,
             **dict(zip(("plans", "plan_places"), _plans.encode(self._plans), strict=True)),
             "arena": self._aval, "input_shape": np.array(self._input_shape, np.int64),
+            "output_shape": np.array(self._output_shape, np.int64),
         }
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:

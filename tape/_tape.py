@@ -172,8 +172,8 @@ class Tape(Storage):
 
     def _function(self, inputs: Sequence[Var | VarArray] | VarArray, outputs: Handles,
                   params: Sequence[Var | VarArray] | VarArray,
-                  on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None
-                  ) -> Function:
+                  on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None,
+                  output_shape: tuple[int, ...] | None = None) -> Function:
         input_rows = self._leaf_rows(inputs, "inputs")
         param_rows = self._leaf_rows(params, "params")
         if set(input_rows.tolist()) & set(param_rows.tolist()):
@@ -183,7 +183,7 @@ class Tape(Storage):
         if not len(output_rows):
             raise ValueError("a Function needs at least one output")
         return Function._from_storage(self, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
-                                      input_shape)
+                                      input_shape, output_shape)
 
     # -- pictures -----------------------------------------------------------------
 

@@ -202,6 +202,7 @@ def test_version_3_files_with_array_records_load(tmp_path):
     arrays["op"] = to_v3[arrays["op"]].astype(np.uint8)
     arrays["plans"][:, 0] = to_v3[arrays["plans"][:, 0]]
     arrays["format_version"] = np.array(3, np.int64)
+    del arrays["output_shape"]  # new in version 4
     assert len({ARRAY_KIND[code] for code in F._op if code >= ARRAY_BASE}) >= 8  # many kinds of array record
     assert not np.isin(arrays["op"], [255]).any()
     G = tape.load(write(tmp_path / "v3.npz", arrays))

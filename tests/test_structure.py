@@ -255,3 +255,23 @@ def test_jax_style_transforms_against_differences():
     np.testing.assert_allclose(J2, np.diag(1 / np.cosh([0.1, 0.2]) ** 2), rtol=1e-12)
     with pytest.raises(ValueError, match="argnums"):
         tape.jacobian(f, argnums=2)(x, y)
+
+
+def test_output_shapes_survive_files_copies_and_maps(tmp_path):
+    W0 = RNG.normal(size=(2, 3))
+    F = tape.trace(lambda W: np.tanh(W * 2.0), W0)
+    F.save(tmp_path / "f.npz")
+    G = tape.load(tmp_path / "f.npz")
+    assert G(W0).shape == (2, 3) and G.jacobian(W0).shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(G(W0), np.tanh(W0 * 2.0), rtol=1e-15)
+    X = RNG.normal(size=(5, 6))
+    np.testing.assert_allclose(F.map(X), np.tanh(X * 2.0), rtol=1e-15)  # maps keep rows flat: (N, m)
+    with np.load(tmp_path / "f.npz") as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    arrays["output_shape"] = np.array([3, 3], np.int64)
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(tape.TapeFormatError, match=r"output_shape \[3, 3\] does not hold the 6 outputs"):
+        tape.load(tmp_path / "bad.npz")
+    S = tape.trace(lambda v: v.sum(), np.ones(3))
+    S.save(tmp_path / "s.npz")
+    assert isinstance(tape.load(tmp_path / "s.npz")(np.ones(3)), float)
