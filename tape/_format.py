@@ -60,8 +60,8 @@ def no_arrays(n_inputs: int) -> dict[str, np.ndarray]:
             "arena": np.zeros(0), "input_shape": np.array([n_inputs], np.int64)}
 
 
-def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict[str, np.ndarray]:
-    """The arrays of a file written by ``write``, validated; anything malformed raises
+def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> tuple[dict[str, np.ndarray], list]:
+    """The arrays of a file written by ``write``, validated, and its plans; anything malformed raises
     ``TapeFormatError`` (naming the first bad record where there is one). Before any array is
     read, what the file's headers claim is checked against the members' sizes and ``max_bytes``."""
     try:
@@ -87,10 +87,10 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> dict
     except Exception as exc:  # zip, npy-header and decoding errors of every kind a hostile file can cause
         raise TapeFormatError(f"{path}: unreadable tape file ({type(exc).__name__}: {exc})") from None
     _upgrade(arrays)
-    validate(arrays)
+    plans = validate(arrays)
     if int(arrays.pop("format_version")) < 3:
         arrays.update(no_arrays(len(arrays["input_rows"])))
-    return arrays
+    return arrays, plans
 
 
 def _upgrade(a: dict[str, np.ndarray]) -> None:
@@ -140,8 +140,9 @@ def _short(where: str) -> str:
     return f"{os.path.basename(file)}:{line}" if file else where
 
 
-def validate(a: dict[str, np.ndarray]) -> None:
-    """Raise TapeFormatError unless the arrays form a well-formed tape of their format version."""
+def validate(a: dict[str, np.ndarray]) -> list:
+    """Raise TapeFormatError unless the arrays form a well-formed tape of their format version;
+    return its plans (tape/_plans.py), decoded and checked."""
     version = a["format_version"]
     if version.dtype != np.int64 or version.ndim != 0 or not 1 <= int(version) <= FORMAT_VERSION:
         shown = version.item() if version.size == 1 else version.shape
@@ -210,6 +211,7 @@ def validate(a: dict[str, np.ndarray]) -> None:
         outputs = sum(plans[int(in0[r])].size if IS_ARRAY[op[r]] else 1 for r in a["output_rows"].tolist())
         if np.any(shape < 0) or math.prod(shape.tolist()) != outputs or (len(shape) == 0) != bool(a["scalar_output"]):
             raise TapeFormatError(f"output_shape {shape.tolist()} does not hold the {outputs} outputs")
+    return plans
 
 
 def _first_bad(bad: np.ndarray, what: str, op: np.ndarray) -> None:

@@ -33,9 +33,9 @@ def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None
     Function has no Python function to retrace: a saved "retrace" loads as "raise", and
     asking for "retrace" here is a ValueError.
     """
-    arrays = _format.read(path, max_bytes)
+    arrays, plans = _format.read(path, max_bytes)
     saved = str(arrays.pop("on_branch_change", "raise"))
     check_finite = bool(arrays.pop("check_finite", False))
-    F = Function(arrays, on_branch_change or ("raise" if saved == "retrace" else saved))
+    F = Function(arrays, on_branch_change or ("raise" if saved == "retrace" else saved), plans=plans)
     F.check_finite = check_finite
     return F

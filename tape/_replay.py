@@ -66,7 +66,7 @@ class Replay(ArrayReplay, Calls):
     pictures; files. (``tape.Function`` adds derivatives and maps on top.)"""
 
     def __init__(self, arrays: dict[str, np.ndarray], on_branch_change: str = "raise",
-                 source: Retrace | None = None):
+                 source: Retrace | None = None, plans: list[_sweep.Plan] | None = None):
         self._source = source  # records f again at a new point, when made by tape.trace
         self.on_branch_change = on_branch_change
         self.retraces = 0
@@ -75,7 +75,7 @@ class Replay(ArrayReplay, Calls):
         self._at_point = np.zeros(0)  # the inputs of the call in progress (for _check's retrace)
         self._lock = threading.RLock()
         _LIVE.add(self)
-        self._install(arrays)
+        self._install(arrays, plans)
         # x0's structure (tape.trace: calls may pass it, and get derivatives back in it) and f's output shape
         self._layout: _trees.Layout | None = None
         self._param_layout: _trees.Layout | None = None
@@ -97,7 +97,8 @@ class Replay(ArrayReplay, Calls):
                              "this Function was loaded from a file or made by Tape.function; use 'raise' or 'ignore'")
         self._policy = policy
 
-    def _install(self, a: dict[str, np.ndarray]) -> None:
+    def _install(self, a: dict[str, np.ndarray], plans: list[_sweep.Plan] | None = None) -> None:
+        """Take a's records (plans: a's plans, if already decoded and checked by _format.validate)."""
         self.__dict__.pop("_kept_copies", None)  # the maps' copies (tape/_maps.py) of the records it replaces
         self._op, self._in0, self._in1 = a["op"], a["in0"], a["in1"]
         self._val, self._consts = a["val"].copy(), a["consts"]
@@ -118,7 +119,9 @@ class Replay(ArrayReplay, Calls):
         # second partials and adj_dot, allocated by the first hvp
         self._second: tuple[np.ndarray, np.ndarray] | None = None
         self._input_shape = tuple(a["input_shape"].tolist())
-        self._install_arrays(_plans.decode(a["plans"], a["plan_places"], self._op, self._in0, self._in1), a["arena"])
+        if plans is None:
+            plans = _plans.decode(a["plans"], a["plan_places"], self._op, self._in0, self._in1)
+        self._install_arrays(plans, a["arena"])
         shape = a.get("output_shape")  # files before version 4: one flat vector
         self._output_shape = tuple(shape.tolist()) if shape is not None else () if self._scalar else (self._n_out,)
         self._ones = np.ones(self._n_out)
@@ -155,9 +158,9 @@ class Replay(ArrayReplay, Calls):
             arrays["output_shape"] = np.array([] if scalar else [count(output_rows)], np.int64)
         # the checks of a file: nothing that reached the records (a handle's private index, say) may
         # point a kernel outside them (about 10 ms per 10^6 records)
-        _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
-                          "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)})
-        F = cls(arrays, on_branch_change, source)
+        plans = _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
+                                  "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)})
+        F = cls(arrays, on_branch_change, source, plans)
         F._lines = dict(t._lines) if t._lines is not None else None
         return F
 
@@ -348,7 +351,7 @@ class Replay(ArrayReplay, Calls):
         fresh = self._source(point, self._param_values())
         if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
             raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
-        self._install(fresh._arrays())
+        self._install(fresh._arrays(), fresh._plans)
         self._lines = fresh._lines
         self.retraces += 1
 
