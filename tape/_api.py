@@ -158,7 +158,7 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
 
 
 def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise",
-          strict: bool = False) -> Function:
+          strict: bool = False, capacity: int | None = None) -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
     ``f(xs)`` gets x0 in its own structure: a Var per number, a VarArray of its shape per NumPy
@@ -171,10 +171,11 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
 
     Reading ``.value`` inside f gives a number that every replay keeps: it warns once per source
     line (``strict=True``: raises tape.TracingError); ``x.item()`` or ``X.tolist()`` read on purpose.
+    ``capacity``: the records to make room for at once (the tape grows by doubling past it).
     """
     leaves, spec = _trees.flatten(x0, "tape.trace's x0")
     layout = _trees.Layout(spec, leaves)
-    t = Tape(capacity=max(1024, 4 * layout.size))
+    t = Tape(capacity=max(1024, 4 * layout.size) if capacity is None else capacity)
     handles = _leaf_handles(t, leaves)
     args = [_trees.unflatten(spec, handles)]
     p_layout = None
@@ -193,7 +194,8 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
 
     def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
-        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict)
+        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict,
+                     len(t))  # room for what f recorded the first time
 
     F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,

@@ -206,3 +206,17 @@ def test_function_equals_tape_for_every_op_at_edge_values():
                 value, grad = F.value_and_grad([a, b])
                 assert _same(value, y.value), (a, b)
                 assert _same(grad, t.gradient(y, xs)), (a, b, grad, t.gradient(y, xs))
+
+
+def test_trace_takes_a_capacity_hint():
+    def f(x):
+        total = 0.0
+        for k in range(500):
+            total = total + x[0] * k
+        return total
+
+    small, roomy = tape.trace(f, [1.0], capacity=8), tape.trace(f, [1.0], capacity=4096)
+    assert len(small) == len(roomy) and np.array_equal(small._op, roomy._op)
+    assert small.gradient([2.0])[0] == roomy.gradient([2.0])[0] == sum(range(500))
+    with pytest.raises(ValueError, match="capacity"):
+        tape.trace(f, [1.0], capacity=0)
