@@ -80,8 +80,15 @@ class Derivatives(Replay):
         return self._collect(self._in_pieces, adj_dot, self._aadj_dot)
 
     def _tangents(self, seeds: np.ndarray) -> np.ndarray:
-        """Tangents of every record for the input directions seeds (n_inputs, k)."""
-        dot = np.zeros((len(self) + 1, seeds.shape[1]))
+        """Tangents of every record for the input directions seeds (n_inputs, k); for one direction,
+        in a column kept for the next call (valid until then)."""
+        if seeds.shape[1] == 1:
+            dot = self.__dict__.get("_dot")
+            if dot is None or len(dot) != len(self) + 1:
+                dot = self._dot = np.zeros((len(self) + 1, 1))
+            dot.fill(0.0)
+        else:
+            dot = np.zeros((len(self) + 1, seeds.shape[1]))
         dot[self._input_rows] = seeds
         tangent_sweep(IS_LEAF, self._op, self._partials[0], self._partials[1], self._targets[0],
                       self._targets[1], dot, 0, len(self._op))
@@ -172,6 +179,24 @@ class Derivatives(Replay):
         if self._plans:
             return self._shaped(self._array_hvp(direction))
         return self._shaped(self._hessian_columns(direction[:, None])[:, 0])
+
+    @one_call_at_a_time
+    def value_grad_hvp(self, x: Any, v: Any, params: Any = None) -> tuple[float, Any, Any]:
+        """(f(x), gradient, H v) for a scalar output from one pass of values and second partials and
+        one forward-over-reverse sweep (whose adjoints are the gradient): what a Newton or trust-region
+        step needs, for the price of an hvp."""
+        if self.n_outputs != 1:
+            raise ValueError(f"value_grad_hvp needs one output, this Function has {self.n_outputs}")
+        point = self._prepare(x, params)
+        direction = self._direction(v, "direction entries")
+        self._at(point, second=True)
+        if self._plans:
+            hv = self._array_hvp(direction)
+            grad = self._collect(self._in_pieces, self._adj, self._aadj)
+        else:
+            hv = self._hessian_columns(direction[:, None])[:, 0]
+            grad = self._adj[self._input_rows]
+        return float(self._val[self._output_rows[0]]), self._shaped(grad), self._shaped(hv)
 
     @one_call_at_a_time
     def hessian(self, x: Any, params: Any = None) -> Any:

@@ -66,7 +66,7 @@ class Replay(ArrayReplay, Calls):
     pictures; files. (``tape.Function`` adds derivatives and maps on top.)"""
 
     def __init__(self, arrays: dict[str, np.ndarray], on_branch_change: str = "raise",
-                 source: Retrace | None = None, plans: list[_sweep.Plan] | None = None):
+                 source: Retrace | None = None, plans: list[_sweep.Plan] | None = None, share: bool = False):
         self._source = source  # records f again at a new point, when made by tape.trace
         self.on_branch_change = on_branch_change
         self.retraces = 0
@@ -75,7 +75,7 @@ class Replay(ArrayReplay, Calls):
         self._at_point = np.zeros(0)  # the inputs of the call in progress (for _check's retrace)
         self._lock = threading.RLock()
         _LIVE.add(self)
-        self._install(arrays, plans)
+        self._install(arrays, plans, share)
         # x0's structure (tape.trace: calls may pass it, and get derivatives back in it) and f's output shape
         self._layout: _trees.Layout | None = None
         self._param_layout: _trees.Layout | None = None
@@ -97,11 +97,12 @@ class Replay(ArrayReplay, Calls):
                              "this Function was loaded from a file or made by Tape.function; use 'raise' or 'ignore'")
         self._policy = policy
 
-    def _install(self, a: dict[str, np.ndarray], plans: list[_sweep.Plan] | None = None) -> None:
-        """Take a's records (plans: a's plans, if already decoded and checked by _format.validate)."""
+    def _install(self, a: dict[str, np.ndarray], plans: list[_sweep.Plan] | None = None, share: bool = False) -> None:
+        """Take a's records (plans: a's plans, if already decoded and checked by _format.validate;
+        share: replay into a's values, a tape's own, rather than a copy)."""
         self.__dict__.pop("_kept_copies", None)  # the maps' copies (tape/_maps.py) of the records it replaces
         self._op, self._in0, self._in1 = a["op"], a["in0"], a["in1"]
-        self._val, self._consts = a["val"].copy(), a["consts"]
+        self._val, self._consts = a["val"] if share else a["val"].copy(), a["consts"]
         self._input_rows, self._param_rows = a["input_rows"], a["param_rows"]
         self._output_rows, self._scalar = a["output_rows"], bool(a["scalar_output"])
         self._check_rows, self._check_expected = a["check_rows"], a["check_expected"]
@@ -131,8 +132,12 @@ class Replay(ArrayReplay, Calls):
     @classmethod
     def _from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
-                      input_shape: tuple[int, ...] | None = None, output_shape: tuple[int, ...] | None = None) -> R:
-        """A Function of a copy of t's records (see Tape.function, which checks the rows)."""
+                      input_shape: tuple[int, ...] | None = None, output_shape: tuple[int, ...] | None = None,
+                      share: bool = False) -> R:
+        """A Function of a copy of t's records (see Tape.function, which checks the rows); with share
+        (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
+        share = share and not t._plans
+        own = (lambda a: a) if share else np.copy
         n = len(t)
         checks = t._checks
         table, places = _plans.encode(t._plans)
@@ -140,8 +145,8 @@ class Replay(ArrayReplay, Calls):
         for row, values in t._borrowed.items():  # a Function owns every number it replays with
             arena[t._plan(row).offset:][:values.size] = values.reshape(-1)
         arrays = {
-            "op": t._op[:n].copy(), "in0": t._in0[:n].copy(), "in1": t._in1[:n].copy(),
-            "val": t._val[:n].copy(), "consts": t._consts[: t.n_consts].copy(),
+            "op": own(t._op[:n]), "in0": own(t._in0[:n]), "in1": own(t._in1[:n]),
+            "val": own(t._val[:n]), "consts": own(t._consts[: t.n_consts]),
             "input_rows": input_rows, "param_rows": param_rows, "output_rows": output_rows,
             "scalar_output": np.array(scalar),
             "check_rows": np.array([c[0] for c in checks], np.int64),
@@ -160,7 +165,7 @@ class Replay(ArrayReplay, Calls):
         # point a kernel outside them (about 10 ms per 10^6 records)
         plans = _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
                                   "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)})
-        F = cls(arrays, on_branch_change, source, plans)
+        F = cls(arrays, on_branch_change, source, plans, share)
         F._lines = dict(t._lines) if t._lines is not None else None
         return F
 

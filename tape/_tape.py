@@ -33,6 +33,8 @@ Handles = Var | Sequence[Var] | VarArray
 class Tape(Storage):
     """A Wengert list: records appended by operator overloading on ``Var``."""
 
+    _derivatives: tuple[tuple, Function] | None = None  # the Function of _at_once, while the tape stands
+
     # -- handles ------------------------------------------------------------------
 
     def var(self, value: float) -> Var:
@@ -184,6 +186,51 @@ class Tape(Storage):
             raise ValueError("a Function needs at least one output")
         return Function._from_storage(self, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
                                       input_shape, output_shape)
+
+    # -- derivatives beyond the gradient, at the recorded point ----------------------
+
+    def jvp(self, outputs: Handles, inputs: Sequence[Var] | VarArray, v: ArrayLike) -> float | np.ndarray:
+        """J v at the inputs' values (v: one entry per input number): a float for one Var output."""
+        F = self._at_once(inputs, outputs)
+        return F.jvp(F._at_point, v)
+
+    def jacobian(self, outputs: Handles, inputs: Sequence[Var] | VarArray) -> np.ndarray:
+        """d outputs / d inputs at their values: (m, n), or (n,) for one Var output."""
+        F = self._at_once(inputs, outputs)
+        return np.asarray(F.jacobian(F._at_point))
+
+    def hvp(self, output: Var, inputs: Sequence[Var] | VarArray, v: ArrayLike) -> np.ndarray:
+        """H v of a Var output in the inputs, at their values (forward-over-reverse)."""
+        F = self._at_once(inputs, output)
+        return np.asarray(F.hvp(F._at_point, v))
+
+    def hessian(self, output: Var, inputs: Sequence[Var] | VarArray) -> np.ndarray:
+        """The (n, n) Hessian of a Var output in the inputs, at their values."""
+        F = self._at_once(inputs, output)
+        return np.asarray(F.hessian(F._at_point))
+
+    def value_grad_hvp(self, output: Var, inputs: Sequence[Var] | VarArray, v: ArrayLike
+                       ) -> tuple[float, np.ndarray, np.ndarray]:
+        """(value, gradient, H v) of a Var output in the inputs, in one pass (see Function.value_grad_hvp)."""
+        F = self._at_once(inputs, output)
+        value, grad, hv = F.value_grad_hvp(F._at_point, v)
+        return value, np.asarray(grad), np.asarray(hv)
+
+    def _at_once(self, inputs: Sequence[Var] | VarArray, outputs: Handles) -> Function:
+        """A Function over these records for derivatives where the tape stands, its point set to the
+        inputs' values. A tape of scalar records lends it its own arrays (no copy; working memory
+        kept while the tape is unchanged); with array records it is a copy, as Tape.function."""
+        rows = self._leaf_rows(inputs, "inputs")
+        scalar = type(outputs) is Var
+        out_rows = self._rows([outputs] if scalar else outputs)  # type: ignore[list-item, arg-type]
+        key = (self._n, self._n_rewinds, self._n_consts, scalar, rows.tobytes(), out_rows.tobytes())
+        if self._derivatives is not None and self._derivatives[0] == key:
+            F = self._derivatives[1]
+        else:  # (no handles kept: they would hold the tape in a reference cycle)
+            F = Function._from_storage(self, rows, np.zeros(0, np.int64), out_rows, scalar, share=True)
+            self._derivatives = (key, F)
+        F._at_point = F._collect(F._in_pieces, self._val, self._aval) if F._plans else self._val[F._input_rows]
+        return F
 
     # -- pictures -----------------------------------------------------------------
 

@@ -228,3 +228,75 @@ PAIR_SECOND = [  # Hessians of the binary ops at their edges (README "Convention
 def test_second_order_conventions_of_the_binary_ops(fn, a, b, expected):
     F = tape.trace(lambda v: fn(v[0], v[1]), [0.5, 0.25])
     np.testing.assert_allclose(F.hessian([a, b]), expected, rtol=1e-14, atol=0)
+
+
+# -- derivatives beyond the gradient straight from a recorded tape ------------------------------
+
+
+def _programs():
+    def scalar(t):
+        xs = t.vars([0.5, 1.2, -0.3, 2.0])
+        y = tape.sin(xs[0] * xs[1]) + xs[2] ** 3 * xs[0] + tape.where(xs[3] > 1.0, xs[3] * xs[1], xs[0])
+        return xs, y, [y, xs[0] * xs[3], tape.exp(xs[2])]
+
+    def arrays(t):
+        X = t.array(np.linspace(-1.0, 1.0, 40))
+        y = (np.tanh(X * 1.5) ** 2).sum() + (X * X).sum() * X[3]
+        return X, y, np.tanh(X[:5] * X[5:10])
+
+    return {"scalar records": scalar, "array records": arrays}
+
+
+@pytest.mark.parametrize("kind", ["scalar records", "array records"])
+def test_a_tapes_own_derivatives_equal_its_functions_bit_for_bit(kind):
+    t = tape.Tape()
+    xs, y, outs = _programs()[kind](t)
+    n = xs.size if isinstance(xs, tape.VarArray) else len(xs)
+    v = np.random.default_rng(3).normal(size=n)
+    point = (xs.value if isinstance(xs, tape.VarArray) else np.array([x.value for x in xs])).ravel()
+    F, G = t.function(xs, y), t.function(xs, outs)
+    assert np.array_equal(t.hvp(y, xs, v), np.ravel(F.hvp(point, v)))
+    assert np.array_equal(t.hessian(y, xs), np.reshape(F.hessian(point), (n, n)))
+    assert np.array_equal(t.jacobian(outs, xs), np.reshape(G.jacobian(point), (-1, n)))
+    assert np.array_equal(t.jvp(outs, xs, v), np.ravel(G.jvp(point, v)))
+    assert t.jvp(y, xs, v) == F.jvp(point, v)
+    value, grad, hv = t.value_grad_hvp(y, xs, v)
+    F_value, F_grad = F.value_and_grad(point)
+    assert value == F_value and np.array_equal(grad, np.ravel(F_grad)) and np.array_equal(hv, t.hvp(y, xs, v))
+    assert np.array_equal(grad, np.ravel(t.gradient(y, xs)))
+    value2, grad2, hv2 = F.value_grad_hvp(point, v)  # the Function's one-pass form too
+    assert value2 == value and np.array_equal(np.ravel(grad2), grad) and np.array_equal(np.ravel(hv2), hv)
+
+
+def test_a_tape_of_scalar_records_lends_its_records_and_keeps_its_working_memory():
+    import gc
+    import tracemalloc
+    import weakref
+
+    t = tape.Tape()
+    xs = t.vars(np.linspace(0.1, 1.0, 50))
+    y = xs[0] * 0.0
+    for k in range(2000):
+        y = y + tape.sin(xs[k % 50] * xs[(k * 7) % 50])
+    v = np.ones(50)
+    first = t.hvp(y, xs, v)
+    F = t._derivatives[1]
+    assert np.shares_memory(F._op, t._op) and np.shares_memory(F._val, t._val)  # no copy of the records
+    tracemalloc.start()
+    again = t.hvp(y, xs, v)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert np.array_equal(first, again) and t._derivatives[1] is F
+    assert peak < 8 * 1024  # the working memory of the first call, reused (8 KiB: a few small arrays)
+    z = y * 2.0  # the tape changed: a new Function of its records, at the same numbers
+    assert np.array_equal(t.hvp(z, xs, v), 2.0 * first) and t._derivatives[1] is not F
+    t.forward(xs, np.linspace(0.2, 2.0, 50))  # derivatives where the tape stands now
+    G = t.function(xs, y)
+    assert np.array_equal(t.hvp(y, xs, v), G.hvp(np.linspace(0.2, 2.0, 50), v))
+    ref = weakref.ref(t)
+    del t, xs, y, z, F, G
+    gc.disable()
+    try:
+        assert ref() is None  # freed by reference counting: the cache holds no handle
+    finally:
+        gc.enable()
