@@ -97,7 +97,7 @@ class Layout:
     """Where each leaf of a traced x0 sits in a Function's flat vector of numbers, to take calls in
     x0's structure and give derivatives back in it (``tape.trace``, ``F.gradient``, retrace)."""
 
-    __slots__ = ("spec", "shapes", "size", "structured")
+    __slots__ = ("spec", "shapes", "size", "structured", "places", "numbers")
 
     def __init__(self, spec: Spec, leaves: list[Any]):
         self.spec = spec
@@ -105,36 +105,39 @@ class Layout:
         self.structured = not (spec is ARRAY or isinstance(spec, Flat))
         self.shapes = [() if type(leaf) is float else leaf.shape for leaf in leaves]
         self.size = sum(math.prod(shape) for shape in self.shapes)
+        self.numbers = all(shape == () for shape in self.shapes)  # no array among the leaves
+        self.places, start = [], 0  # (start, stop, shape) of each leaf in the flat vector
+        for shape in self.shapes:
+            self.places.append((start, start + math.prod(shape), shape))
+            start += math.prod(shape)
 
     def flat(self, tree: Any, what: str) -> np.ndarray:
         """The numbers of a tree in x0's structure, as one flat vector."""
         leaves, spec = flatten(tree, what)
-        if not _same(self.spec, spec, len(leaves) == len(self.shapes)):
+        # == compares specs in C (leaves are singletons); _same also takes lists for tuples
+        if spec != self.spec and not _same(self.spec, spec, len(leaves) == len(self.shapes)):
             raise ValueError(f"{what} must have the structure of the x0 traced ({describe(self.spec)}), "
                              f"got {describe(spec)}")
+        if self.numbers:
+            return np.array(leaves, np.float64)
         for k, (leaf, shape) in enumerate(zip(leaves, self.shapes, strict=True)):
-            if np.shape(leaf) != shape:
+            if (() if type(leaf) is float else leaf.shape) != shape:
                 raise ValueError(f"{what}: leaf {k} has shape {np.shape(leaf)}, the x0 traced had {shape}")
         return np.concatenate([np.ravel(leaf) for leaf in leaves]) if leaves else np.zeros(0)
 
     def tree(self, vector: np.ndarray, lead: tuple[int, ...] = ()) -> Any:
         """x0's structure from the last axis of vector: a float (or an array of shape lead) per
         number, an array of shape lead + its shape per array."""
+        if self.numbers and not lead and vector.ndim == 1:
+            return unflatten(self.spec, vector.tolist())
         return unflatten(self.spec, [_number(vector[..., start:stop].reshape(lead + shape))
-                                     for start, stop, shape in self._places()])
+                                     for start, stop, shape in self.places])
 
     def nested(self, matrix: np.ndarray) -> Any:
         """A (n, n) matrix as x0's structure of x0's structures (a Hessian, as JAX gives one)."""
-        places = self._places()
+        places = self.places
         return unflatten(self.spec, [unflatten(self.spec, [_number(matrix[a0:a1, b0:b1].reshape(sa + sb))
                                                            for b0, b1, sb in places]) for a0, a1, sa in places])
-
-    def _places(self) -> list[tuple[int, int, tuple[int, ...]]]:
-        out, start = [], 0
-        for shape in self.shapes:
-            out.append((start, start + math.prod(shape), shape))
-            start += math.prod(shape)
-        return out
 
 
 def _number(part: np.ndarray) -> Any:
