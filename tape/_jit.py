@@ -11,8 +11,6 @@ Branches on comparisons are checked branches with their file:line.
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -24,12 +22,11 @@ from numba.extending import overload
 from tape import _jit_overloads  # noqa: F401  # registers the overloads
 from tape._array import VarArray
 from tape._handles import Handle
-from tape._jit_numba import NUMBA_VERSION, Pipeline, TypingError, file_id, types, where_of
-from tape._jit_tape import OPTIONS, inputs, is_number, is_var, new_tape, var_of
+from tape._jit_numba import USER_CACHED, Pipeline, TypingError, file_id, types, where_of
+from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape._recorders import Var
 from tape._tape import Tape
 from tape.errors import TapeError
-from tape.kernels import ops
 
 __all__ = ["jit", "JitFunction", "JitError"]
 
@@ -44,8 +41,10 @@ def _outputs(out):
 
 @overload(_outputs)
 def _outputs_impl(out):
-    if is_var(out) or is_number(out):
-        return lambda out: (np.array([var_of(out).index]), np.array([var_of(out).c]), False)
+    if is_var(out):
+        return lambda out: one_output(out)
+    if is_number(out):
+        return lambda out: one_output(var_of(out))
     if isinstance(out, types.List) and (is_var(out.dtype) or is_number(out.dtype)):
         def listed(out):
             idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
@@ -73,9 +72,7 @@ def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
     @numba.njit(**OPTIONS)
     def drive(op, in0, in1, val, consts, n, nc, rows, data):
         t = new_tape(op, in0, in1, val, consts, n, nc)
-        idx, vals, seq = _outputs(user(inputs(t, rows), *data))
-        k = t.nchk
-        return t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k], idx, vals, seq
+        return finish(t, _outputs(user(inputs(t, rows), *data)))
     return drive
 
 
@@ -86,13 +83,14 @@ class JitFunction:
         functools.update_wrapper(self, fn)
         self.py_func = fn
         code = fn.__code__
+        install()
         file_id(code.co_filename)
         self._where = f"{code.co_filename}:{code.co_firstlineno}"
         if cache and code.co_name in code.co_names:
             raise JitError(f"tape.jit(cache=True) refuses {code.co_name}, which calls itself: Numba's cache of "
                            "recursive functions crashes on load (numba issue 6061); use cache=False")
         if cache:
-            _cache_dir_for_tape()
+            USER_CACHED.add(code)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
         self._drive = _driver(self.dispatcher)
 
@@ -107,7 +105,7 @@ class JitFunction:
             got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data))
         except numba.core.errors.TypingError as e:
             raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
-        op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres, idx, vals, seq = got
+        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
         t._checks.extend((int(r), bool(o), where_of(int(w), self._where))
                          for r, o, w in zip(chk_rows.tolist(), chk_outs.tolist(), chk_wheres.tolist(), strict=True))
@@ -160,23 +158,6 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
     if attribute:
         return f"tape.jit: {attribute.group(2)} has no attribute {attribute.group(1)!r}{where}"
     return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
-
-
-def _cache_dir_for_tape() -> None:
-    """Numba keys its cache on the source file only: point it at a folder per tape version and op table."""
-    from tape.kernels._numba import cache_dir
-
-    key = hashlib.sha256(repr((ops.OPS, NUMBA_VERSION, _version())).encode()).hexdigest()[:16]
-    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(cache_dir(), "jit", key))
-    numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("tape")
-    except Exception:  # noqa: BLE001  # a source checkout without an install
-        return "source"
 
 
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:

@@ -2,6 +2,7 @@
 
 Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
 ``numba.experimental.structref`` (the tape inside jitted code), ``numba.core.cgutils``
+and meminfo pointers (the tape handed to out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``),
 struct proxies (building Var values in intrinsics), ``Type.unify`` plus ``lower_cast``
 (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's interpreter
 inserts before every branch (``$bool<offset>`` globals), and the pass-manager API used to
@@ -10,8 +11,11 @@ add it. A Numba release that changes one of these breaks tape.jit here, and only
 
 from __future__ import annotations
 
+import hashlib
+import os
 import zlib
 
+import llvmlite.binding as llvm
 import numba
 from numba import types
 from numba.core import cgutils, ir
@@ -21,6 +25,8 @@ from numba.core.errors import TypingError
 from numba.core.untyped_passes import TranslateByteCode
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
+
+from tape.kernels._numba import _CacheImpl, _UserWide, cache_dir
 
 TESTED = ("0.68.1",)  # Numba versions the jit tests ran on
 NUMBA_VERSION = numba.__version__
@@ -40,6 +46,40 @@ def where_of(code: int, fallback: str) -> str:
         return fallback
     path, line = FILES.get(code >> 24, "?"), code & 0xFFFFFF
     return f"{path}:{line}"
+
+
+# --- the cache of tape.jit's own functions: keyed on their sources, as Numba keys only on a file's stamp ----
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.startswith("_jit"))
+_DIGEST = hashlib.sha256(numba.__version__.encode())
+for _path in _SOURCES:
+    with open(_path, "rb") as _file:
+        _DIGEST.update(_file.read())
+SOURCE_KEY = _DIGEST.hexdigest()[:16]
+USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
+
+
+class JitCacheLocator(_UserWide):  # type: ignore[misc]
+    """Numba's user-wide locator for tape/_jit*.py and tape.jit(cache=True) functions, in a folder per hash of
+    tape/_jit*.py, the op table they are generated from, and Numba's version: machine code made by other
+    recorders is never loaded."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        user = getattr(py_func, "__code__", None) in USER_CACHED
+        where = self.get_suitable_cache_subpath(py_file) if user else ""
+        self._cache_path = os.path.join(cache_dir(), "jit", SOURCE_KEY, where)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.abspath(py_file) not in _SOURCES and getattr(py_func, "__code__", None) not in USER_CACHED:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+if JitCacheLocator not in _CacheImpl._locator_classes:
+    _CacheImpl._locator_classes.insert(0, JitCacheLocator)
 
 
 # --- the tape inside jitted code -------------------------------------------------------------
@@ -169,6 +209,32 @@ def _number_to_var(context, builder, fromty, toty, val):
                                                 "c": (value, None)})
 
 
+@intrinsic
+def tape_pointer(typingctx, t):
+    """The tape's meminfo pointer, borrowed: for the out-of-line growth functions."""
+    def codegen(context, builder, sig, args):
+        st = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+        return builder.bitcast(st.meminfo, cgutils.voidptr_t)
+    return types.voidptr(t), codegen
+
+
+@intrinsic
+def tape_from_pointer(typingctx, p):
+    """The tape of a meminfo pointer (a new reference)."""
+    def codegen(context, builder, sig, args):
+        st = cgutils.create_struct_proxy(tape_type)(context, builder)
+        st.meminfo = builder.bitcast(args[0], st.meminfo.type)
+        context.nrt.incref(builder, tape_type, st._getvalue())
+        return st._getvalue()
+    return tape_type(types.voidptr), codegen
+
+
+def external(name: str, address: int, signature) -> types.ExternalFunction:
+    """A C function (a cfunc's address) that jitted code calls by symbol, not linked into its module."""
+    llvm.add_symbol(name, address)
+    return types.ExternalFunction(name, signature)
+
+
 # --- the compiler pass: every branch on a Condition records where it is ----------------------
 
 
@@ -220,6 +286,7 @@ class Pipeline(CompilerBase):
         return [pm]
 
 
-__all__ = ["TESTED", "NUMBA_VERSION", "TapeType", "tape_type", "new_struct", "var_type", "condition_type",
+__all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
            "vars_type", "VarType", "ConditionType", "VarsType", "make_var", "unbound", "make_condition",
-           "known_condition", "make_vars", "branch", "Pipeline", "TypingError", "where_of", "file_id", "types"]
+           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "external", "branch", "Pipeline",
+           "where_of", "file_id", "USER_CACHED"]

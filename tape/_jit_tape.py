@@ -12,17 +12,20 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from numba import njit
+from numba import cfunc, njit
 from numba.extending import overload
 
 from tape._jit_numba import (
     TypingError,
     VarsType,
     VarType,
+    external,
     make_condition,
     make_var,
     make_vars,
     new_struct,
+    tape_from_pointer,
+    tape_pointer,
     tape_type,
     types,
     unbound,
@@ -47,11 +50,9 @@ def new_tape(op, in0, in1, val, consts, n, nc):
     return t
 
 
-@jit
+@njit(**OPTIONS)
 def grow(t, need):
     """Reallocate the record arrays for at least ``need`` records (doubling), keeping t.n of them."""
-    if need > MAX_RECORDS:
-        raise TapeFullError("a tape holds at most 4294967295 records (32-bit indices); record in pieces")
     cap = max(need, min(2 * t.op.size, MAX_RECORDS))
     n = t.n
     op, in0, in1, val = np.empty(cap, np.uint8), np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap)
@@ -59,7 +60,7 @@ def grow(t, need):
     t.op, t.in0, t.in1, t.val = op, in0, in1, val
 
 
-@jit
+@njit(**OPTIONS)
 def grow_consts(t):
     """Double the constant pool."""
     consts = np.empty(2 * t.consts.size + 16)
@@ -67,12 +68,65 @@ def grow_consts(t):
     t.consts = consts
 
 
+@njit(**OPTIONS)
+def grow_checks(t):
+    """Double the arrays of checked branches."""
+    k = t.nchk
+    rows, outs, wheres = np.empty(2 * k + 16, np.int64), np.empty(2 * k + 16, np.uint8), np.empty(2 * k + 16, np.int64)
+    rows[:k], outs[:k], wheres[:k] = t.rows[:k], t.outs[:k], t.wheres[:k]
+    t.rows, t.outs, t.wheres = rows, outs, wheres
+
+
+def _grow_c(p, need):
+    try:
+        grow(tape_from_pointer(p), need)
+    except Exception:  # noqa: BLE001  # MemoryError: reported by the caller
+        return 1
+    return 0
+
+
+def _grow_consts_c(p):
+    try:
+        grow_consts(tape_from_pointer(p))
+    except Exception:  # noqa: BLE001
+        return 1
+    return 0
+
+
+def _grow_checks_c(p):
+    try:
+        grow_checks(tape_from_pointer(p))
+    except Exception:  # noqa: BLE001
+        return 1
+    return 0
+
+
+# Growth is out of line: cfuncs called by symbol, so no op links their code (compiles stay small)
+GROWTH = {"tape_jit_grow": (_grow_c, types.int64(types.voidptr, types.int64)),
+          "tape_jit_grow_consts": (_grow_consts_c, types.int64(types.voidptr)),
+          "tape_jit_grow_checks": (_grow_checks_c, types.int64(types.voidptr))}
+GROW, GROW_CONSTS, GROW_CHECKS = (types.ExternalFunction(name, sig) for name, (_, sig) in GROWTH.items())
+_installed: list = []
+
+
+def install() -> None:
+    """Compile (or load) the growth cfuncs and give jitted code their symbols; once per process."""
+    if not _installed:
+        for name, (fn, sig) in GROWTH.items():
+            compiled = cfunc(sig, cache=True, **OPTIONS)(fn)
+            external(name, compiled.address, sig)
+            _installed.append(compiled)
+
+
 @jit
 def push(t, code, i, j, v):
     """Append record (code, i, j, v); return its Var."""
     n = t.n
     if n >= t.op.size:
-        grow(t, n + 1)
+        if n >= MAX_RECORDS:
+            raise TapeFullError("a tape holds at most 4294967295 records (32-bit indices); record in pieces")
+        if GROW(tape_pointer(t), n + 1) != 0:
+            raise MemoryError("tape.jit: out of memory growing the tape")
     t.op[n] = code
     t.in0[n] = i
     t.in1[n] = j
@@ -85,8 +139,8 @@ def push(t, code, i, j, v):
 def push_const(t, c):
     """Append c to the constant pool; return its slot."""
     k = t.nc
-    if k >= t.consts.size:
-        grow_consts(t)
+    if k >= t.consts.size and GROW_CONSTS(tape_pointer(t)) != 0:
+        raise MemoryError("tape.jit: out of memory growing the constant pool")
     t.consts[k] = c
     t.nc = k + 1
     return k
@@ -102,10 +156,8 @@ def constant_record(t, c):
 def push_check(t, row, outcome, where):
     """Remember that comparison record ``row`` came out ``outcome`` at branch ``where``."""
     k = t.nchk
-    if k >= t.rows.size:
-        rows, outs, wheres = np.empty(2 * k, np.int64), np.empty(2 * k, np.uint8), np.empty(2 * k, np.int64)
-        rows[:k], outs[:k], wheres[:k] = t.rows[:k], t.outs[:k], t.wheres[:k]
-        t.rows, t.outs, t.wheres = rows, outs, wheres
+    if k >= t.rows.size and GROW_CHECKS(tape_pointer(t)) != 0:
+        raise MemoryError("tape.jit: out of memory recording a branch")
     t.rows[k] = row
     t.outs[k] = outcome
     t.wheres[k] = where
@@ -195,6 +247,21 @@ def _len(xs):
 
 
 @jit
+def one_output(v):
+    """What f returned, one Var: (indices, values, False) as the driver reports outputs."""
+    idx, vals = np.empty(1, np.int64), np.empty(1)
+    idx[0], vals[0] = v.index, v.c
+    return idx, vals, False
+
+
+@jit
+def finish(t, outputs):
+    """What the driver hands back: the arrays, counts and checks of the tape, and the outputs."""
+    k = t.nchk
+    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k]), outputs
+
+
+@jit
 def inputs(t, rows):
     return make_vars(t, rows)
 
@@ -206,5 +273,6 @@ def _pos(x):
     return None
 
 
-__all__ = ["jit", "push", "push_const", "push_check", "constant_record", "condition", "new_tape",
-           "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "NOT_A_FLOAT"]
+__all__ = ["install", "jit", "push", "push_const", "push_check", "constant_record", "condition", "new_tape",
+           "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "NOT_A_FLOAT",
+           "one_output", "finish"]
