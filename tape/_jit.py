@@ -11,6 +11,7 @@ Branches on comparisons are checked branches with their file:line.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -146,8 +147,9 @@ def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: in
 def _first_line(message: str, fn: Callable[..., Any]) -> str:
     """What went wrong, for the first line of JitError: tape's own refusal, else Numba's, with file:line."""
     file = fn.__code__.co_filename
-    lines = re.findall(rf'File "{re.escape(file)}", line (\d+)', message)
-    where = f" at {file}:{lines[-1]}" if lines else f" in {fn.__name__}"
+    lines = re.findall(rf"at {re.escape(file)} \((\d+)\)", message)
+    lines += re.findall(rf'File "[^"]*{re.escape(os.path.basename(file))}", line (\d+)', message)
+    where = f" at {file}:{lines[0]}" if lines else f" in {fn.__name__} ({file})"
     ours = re.search(r"tape\.jit: ([^\n]*)", message)
     if ours:
         return f"tape.jit: {ours.group(1)}{where}"
