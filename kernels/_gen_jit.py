@@ -115,8 +115,9 @@ def generate(header: list[str]) -> str:
            *_gen_recorders.imports("tape._jit_tape", ["condition", "constant_record", "jit", "push", "push_const",
                                                       "unbound"]),
            "from tape._storage import NO_INPUT",
-           *_gen_recorders.imports("tape.kernels._sweeps", helpers),
-           "", ""]
+           "from tape.kernels import _sweeps", "",
+           "# the sweeps' own helpers, called from jitted code only (so warmup need not compile them)",
+           *(f"{name} = _sweeps.{name}" for name in helpers), "", ""]
     for code in codes:
         out += value(code)
     for code in codes:

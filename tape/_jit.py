@@ -108,8 +108,11 @@ class JitFunction:
             raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
         (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
-        t._checks.extend((int(r), bool(o), where_of(int(w), self._where))
-                         for r, o, w in zip(chk_rows.tolist(), chk_outs.tolist(), chk_wheres.tolist(), strict=True))
+        if len(chk_rows):  # each branch's file:line made once
+            codes, which = np.unique(chk_wheres, return_inverse=True)
+            names = [where_of(int(c), self._where) for c in codes.tolist()]
+            t._checks.extend(zip(chk_rows.tolist(), (chk_outs != 0).tolist(), [names[k] for k in which.tolist()],
+                                 strict=True))
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
         seg = t._segment()

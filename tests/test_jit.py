@@ -51,7 +51,8 @@ def program_of_every_op() -> str:
         lines += [f"    out.append({form})" for form in forms]
     for s in ops.COMPARISONS:
         symbol = ops.SYMBOL[s.name]
-        lines += [f"    out.append(tape.where(x {symbol} y, x, y))", f"    out.append(tape.where(x {symbol} 0.5, z, 1.0))",
+        lines += [f"    out.append(tape.where(x {symbol} y, x, y))",
+                  f"    out.append(tape.where(x {symbol} 0.5, z, 1.0))",
                   f"    out.append(tape.where(0.5 {symbol} x, 2.0, y))",
                   f"    if y {symbol} x:", "        out.append(x * 3.0)", f"    if z {symbol} 1.9:",
                   "        out.append(y * 3.0)"]
