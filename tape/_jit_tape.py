@@ -10,6 +10,7 @@ so nothing is written past an array's end. The op-by-op recorders are generated
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 from numba import cfunc, njit
@@ -35,7 +36,7 @@ from tape._storage import MAX_RECORDS, NO_INPUT
 from tape.errors import TapeFullError
 from tape.kernels.ops import CONSTANT
 
-OPTIONS = {"nogil": True, "error_model": "numpy"}
+OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
 jit = njit(cache=True, **OPTIONS)
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
@@ -113,8 +114,8 @@ def install() -> None:
     """Compile (or load) the growth cfuncs and give jitted code their symbols; once per process."""
     if not _installed:
         for name, (fn, sig) in GROWTH.items():
-            compiled = cfunc(sig, cache=True, **OPTIONS)(fn)
-            external(name, compiled.address, sig)
+            compiled: Any = cfunc(sig, cache=True, **OPTIONS)(fn)  # type: ignore[type-var]
+            external(name, int(compiled.address), sig)
             _installed.append(compiled)
 
 
@@ -190,7 +191,7 @@ def is_number(typ) -> bool:
 
 
 identity = jit(lambda v: v)
-to_var = jit(lambda v: unbound(v))
+to_var = jit(lambda v: unbound(v))  # type: ignore[call-arg]
 
 
 def var_of(v):
