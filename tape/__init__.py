@@ -47,6 +47,7 @@ from tape._distributed import DistributedError
 from tape._function import Function, load
 from tape._gradcheck import gradcheck
 from tape._handles import Condition
+from tape._jit import JitError, JitFunction, jit
 from tape._recorders import (
     Var,
     arccos,
@@ -170,4 +171,7 @@ __all__ = [
     "logaddexp",
     "fmax",
     "fmin",
+    "jit",
+    "JitError",
+    "JitFunction",
 ]

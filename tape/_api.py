@@ -158,7 +158,7 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
 
 
 def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise",
-          strict: bool = False, capacity: int | None = None) -> Function:
+          strict: bool = False, capacity: int | None = None, data: tuple = ()) -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
     ``f(xs)`` gets x0 in its own structure: a Var per number, a VarArray of its shape per NumPy
@@ -172,6 +172,7 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
     Reading ``.value`` inside f gives a number that every replay keeps: it warns once per source
     line (``strict=True``: raises tape.TracingError); ``x.item()`` or ``X.tolist()`` read on purpose.
     ``capacity``: the records to make room for at once (the tape grows by doubling past it).
+    ``data``: more arguments, passed after the Vars as they are (``f(xs, *data)``; constants of the tape).
     """
     leaves, spec = _trees.flatten(x0, "tape.trace's x0")
     layout = _trees.Layout(spec, leaves)
@@ -185,7 +186,7 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         p_layout = _trees.Layout(p_spec, p_leaves)
         p_handles = _leaf_handles(t, p_leaves)
         args.append(_trees.unflatten(p_spec, p_handles))
-    out = _recording(t, f, *args, strict=strict)
+    out = _recording(t, f, *args, *data, strict=strict)
     if isinstance(out, VarArray):
         outputs: Any = out if out._view is not None else out.ravel()
         scalar = False
@@ -195,7 +196,7 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
 
     def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
         return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict,
-                     len(t))  # room for what f recorded the first time
+                     len(t), data)  # room for what f recorded the first time
 
     F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,

@@ -22,7 +22,7 @@ LAYERS = [
     ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
      "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused"],
-    ["tape.kernels.array_ops"],  # the array op table
+    ["tape.kernels.array_ops", "tape.kernels._gen_jit"],  # the array op table; tape.jit's generator
     ["tape.kernels.codegen", "tape.errors"],
     ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
     ["tape._arena", "tape._tangents", "tape._plans", "tape._fusion"],
@@ -41,6 +41,11 @@ LAYERS = [
     ["tape._function"],
     ["tape._tape"],  # tape.Tape: the storage with handles, arrays and Functions
     ["tape._api"],
+    ["tape._jit_numba"],  # tape.jit: the Numba internals it relies on
+    ["tape._jit_tape"],  # appending records inside jitted code
+    ["tape._jit_ops"],  # its recorders (generated)
+    ["tape._jit_overloads"],  # operators and functions of Vars as Numba overloads
+    ["tape._jit"],  # tape.jit
     ["tape._composed", "tape._transforms"],  # functions made of recorded ops; JAX's transforms
     ["tape._gradcheck"],
     ["tape"],

@@ -1,0 +1,173 @@
+"""The operators and functions of Vars inside tape.jit functions, as Numba overloads.
+
+Registered once, from the generated tables of tape/_jit_ops.py: each unary op as
+``-x``/``abs(x)``, ``tape.<name>``, ``math.<name>`` and ``numpy.<ufunc>``; each arithmetic
+spelling as its operator (both sides), ``tape.<name>`` and ``numpy.<ufunc>`` (``math.pow``,
+``math.atan2``, ``math.hypot`` too); comparisons as Conditions, recorded when a branch reads
+them (``if``/``while``: a checked comparison with its file:line) or by ``tape.where`` as data.
+A number meeting a Var is an unrecorded Var (index -1) until it meets a recorded one, so the
+records are the Python recorder's: ``0.0 + x`` is ``add_c(x, 0.0)``, two numbers record nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+from numba.extending import overload
+
+from tape import _api, _binary, _recorders
+from tape._jit_numba import TypingError, branch, condition_type, types
+from tape._jit_ops import ARITHMETIC, COMPARISONS, UNARY, compare_value
+from tape._jit_tape import (
+    as_var,
+    constant_record,
+    is_number,
+    is_var,
+    jit,
+    push,
+    push_check,
+    push_const,
+)
+from tape.kernels.ops import SELECT
+
+TRUTH = "tape.jit: the truth value of a Var is not defined (`if v:`); compare it: `if v > 0:`"
+
+
+@jit
+def record_condition(cond):
+    """Record a Condition's comparison (as Condition._record does); return its Var."""
+    t = cond.tape
+    if cond.mode == 0:
+        a, b, j = t.val[cond.i], t.val[cond.j], cond.j
+    else:
+        a, b = t.val[cond.i], cond.c
+        j = push_const(t, b)
+    return push(t, cond.code, cond.i, j, compare_value(cond.code, a, b))
+
+
+@jit
+def check(cond, where):
+    """A branch on cond: record the comparison as a checked branch; return its outcome."""
+    if cond.mode == 2:
+        return cond.outcome
+    r = record_condition(cond)
+    outcome = r.tape.val[r.index] != 0.0
+    push_check(r.tape, r.index, outcome, where)
+    return outcome
+
+
+@overload(branch)
+def _branch(x, where):
+    if x is condition_type:
+        return lambda x, where: check(x, where)
+    if is_var(x):
+        raise TypingError(TRUTH)
+    return lambda x, where: bool(x)
+
+
+@overload(bool)
+def _bool(x):
+    if x is condition_type:
+        return lambda x: check(x, -1)
+    if is_var(x):
+        raise TypingError(TRUTH)
+    return None
+
+
+@overload(operator.not_)
+def _not(x):
+    if x is condition_type:
+        return lambda x: not check(x, -1)
+    if is_var(x):
+        raise TypingError(TRUTH)
+    return None
+
+
+def unary(of_var, value, numbers: bool):
+    """The overload of one unary op; ``numbers``: also for a plain number (tape.<name> of a float)."""
+    def typer(x):
+        if is_var(x):
+            return lambda x: of_var(x)
+        if numbers and is_number(x):
+            return lambda x: value(float(x))
+        return None
+    return typer
+
+
+def binary(vv, vc, cv, value, numbers: bool):
+    """The overload of one arithmetic spelling: Vars and numbers on either side."""
+    def typer(x, y):
+        if is_var(x) and is_var(y):
+            return lambda x, y: vv(x, y)
+        if is_var(x) and is_number(y):
+            return lambda x, y: vc(x, float(y))
+        if is_number(x) and is_var(y):
+            return lambda x, y: cv(float(x), y)
+        if numbers and is_number(x) and is_number(y):
+            return lambda x, y: value(float(x), float(y))
+        return None
+    return typer
+
+
+def comparison(vv):
+    def typer(x, y):
+        if not (is_var(x) or is_var(y)) or not all(is_var(v) or is_number(v) for v in (x, y)):
+            return None
+        cx, cy = as_var(x), as_var(y)
+        return lambda x, y: vv(cx(x), cy(y))
+    return typer
+
+
+def _register() -> None:
+    for name, (of_var, value, math_name, ufunc) in UNARY.items():
+        if name in ("neg", "abs"):
+            overload(operator.neg if name == "neg" else abs, inline="always")(unary(of_var, value, False))
+        else:
+            overload(getattr(_recorders, name), inline="always")(unary(of_var, value, True))
+        if math_name and hasattr(math, math_name):
+            overload(getattr(math, math_name), inline="always")(unary(of_var, value, False))
+        if ufunc and name not in ("neg", "abs"):
+            overload(getattr(np, ufunc), inline="always")(unary(of_var, value, False))
+    for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
+        if is_operator:
+            overload(getattr(operator, name), inline="always")(binary(vv, vc, cv, value, False))
+            overload(getattr(operator, f"i{name}"), inline="always")(binary(vv, vc, cv, value, False))
+        else:
+            overload(getattr(_binary, name), inline="always")(binary(vv, vc, cv, value, True))
+        overload(getattr(np, ufunc), inline="always")(binary(vv, vc, cv, value, False))
+    for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
+        vv, vc, cv, value, _, _ = ARITHMETIC[name]
+        overload(getattr(math, math_name), inline="always")(binary(vv, vc, cv, value, False))
+    for name, vv in COMPARISONS.items():
+        overload(getattr(operator, name), inline="always")(comparison(vv))
+
+
+@jit
+def select(cond, x, y):
+    """tape.where(cond, x, y) as tape/_api.py records it: constants for number branches, the
+    comparison, the select."""
+    if cond.mode == 2:
+        return x if cond.outcome else y
+    t = cond.tape
+    i = x.index if x.index >= 0 else constant_record(t, x.c)
+    j = y.index if y.index >= 0 else constant_record(t, y.c)
+    chosen = record_condition(cond)
+    return push(t, SELECT, i, j, t.val[i] if t.val[chosen.index] != 0.0 else t.val[j])
+
+
+@overload(_api.where)
+def _where(cond, a, b):
+    if not all(is_var(v) or is_number(v) for v in (a, b)):
+        raise TypingError("tape.jit: tape.where branches must be Vars or numbers")
+    ca, cb = as_var(a), as_var(b)
+    if isinstance(cond, types.Boolean):
+        return lambda cond, a, b: ca(a) if cond else cb(b)
+    if cond is not condition_type:
+        raise TypingError(f"tape.jit: tape.where needs a comparison of Vars (x > 0) or a bool, got {cond}")
+
+    return lambda cond, a, b: select(cond, ca(a), cb(b))
+
+
+_register()

@@ -1,0 +1,221 @@
+"""tape.jit: records from Numba-compiled code are the Python recorder's, bit for bit.
+
+One program per group exercises every op of the table (kernels/ops.py) through the same
+source run by Python and by tape.jit; each op is then checked on its own records. Whole
+programs (RK4, a Monte Carlo pricer with data arrays, a branchy while loop) are compared
+record by record, by gradient and by replay; branches name their line; refusals say what.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import tape
+from tape.kernels import ops
+
+X0 = [0.3, 0.7, 1.9]  # inside every op's domain but arccosh's (a NaN there, compared by bits too)
+
+
+def records(t):
+    """Everything a tape holds, as comparable arrays (values by their bits, so NaN == NaN)."""
+    n = len(t)
+    return (t._op[:n].copy(), t._in0[:n].copy(), t._in1[:n].copy(), t._val[:n].view(np.uint64).copy(),
+            t._consts[: t.n_consts].view(np.uint64).copy(), list(t._checks))
+
+
+def both(source: str, x0=X0, data=()):
+    """Tapes of f = ``source`` recorded by Python and by tape.jit (the same function object's code)."""
+    namespace = {"tape": tape, "math": math, "np": np}
+    exec(compile(source, __file__, "exec"), namespace)
+    f = namespace["f"]
+    tapes = []
+    for g in (f, tape.jit(f)):
+        t = tape.Tape()
+        out = g(t.vars(x0), *data)
+        tapes.append((t, out))
+    return tapes
+
+
+def program_of_every_op() -> str:
+    lines = ["def f(xs):", "    x, y, z = xs[0], xs[1], xs[2]", "    out = [x]"]
+    for name in ops.UNARY:
+        if name in ("neg", "abs"):
+            lines.append(f"    out.append({'-x' if name == 'neg' else 'abs(-x)'})")
+        else:
+            lines.append(f"    out.append(tape.{name}(x))")
+    for s in ops.ARITHMETIC:
+        symbol = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}.get(s.name)
+        forms = ([f"x {symbol} y", f"x {symbol} 2.5", f"2.5 {symbol} x", f"x {symbol} 2"] if symbol else
+                 [f"tape.{s.name}(x, y)", f"tape.{s.name}(x, 2.5)", f"tape.{s.name}(2.5, x)"])
+        lines += [f"    out.append({form})" for form in forms]
+    for s in ops.COMPARISONS:
+        symbol = ops.SYMBOL[s.name]
+        lines += [f"    out.append(tape.where(x {symbol} y, x, y))",
+                  f"    out.append(tape.where(x {symbol} 0.5, z, 1.0))",
+                  f"    out.append(tape.where(0.5 {symbol} x, 2.0, y))",
+                  f"    if y {symbol} x:", "        out.append(x * 3.0)", f"    if z {symbol} 1.9:",
+                  "        out.append(y * 3.0)"]
+    lines.append("    return out")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def every_op():
+    return both(program_of_every_op())
+
+
+def test_every_op_program_is_recorded_identically(every_op):
+    (tp, out_p), (tj, out_j) = every_op
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+    assert [v.index for v in out_p] == [v.index for v in out_j]
+
+
+RECORDED = [op.name for op in ops.OPS if op.kind not in ("leaf",)]
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_each_op_records_as_python(every_op, name):
+    (tp, _), (tj, _) = every_op
+    code = ops.OPCODE[name]
+    rows = np.flatnonzero(tj._op[: len(tj)] == code)
+    assert len(rows), f"the program records no {name}"
+    for a, b in zip(records(tp)[:4], records(tj)[:4], strict=True):
+        assert np.array_equal(a[rows], b[rows])
+
+
+def test_math_and_numpy_names_record_the_ops():
+    source = ("def f(xs):\n    x = xs[0]\n    return [math.exp(x), np.exp(x), math.pow(x, 2.0), np.maximum(x, xs[1]),"
+              " math.atan2(x, 1.5), np.sin(x), math.log1p(x)]\n")
+    namespace = {"tape": tape, "math": math, "np": np}
+    exec(compile(source, __file__, "exec"), namespace)
+    t = tape.Tape()
+    tape.jit(namespace["f"])(t.vars(X0))
+    names = [ops.OPS[k].name for k in t._op[3:len(t)]]
+    assert names == ["exp", "exp", "pow_c", "maximum", "constant", "arctan2", "sin", "log1p"]
+
+
+RK4 = '''
+def f(xs, steps, h):
+    a, b = xs[0], xs[1]
+    u, v = 1.0, 0.5
+    for _ in range(steps):
+        k1u, k1v = a * u - u * v, u * v - b * v
+        u2, v2 = u + 0.5 * h * k1u, v + 0.5 * h * k1v
+        k2u, k2v = a * u2 - u2 * v2, u2 * v2 - b * v2
+        u3, v3 = u + 0.5 * h * k2u, v + 0.5 * h * k2v
+        k3u, k3v = a * u3 - u3 * v3, u3 * v3 - b * v3
+        u4, v4 = u + h * k3u, v + h * k3v
+        k4u, k4v = a * u4 - u4 * v4, u4 * v4 - b * v4
+        u = u + h / 6.0 * (k1u + 2.0 * k2u + 2.0 * k3u + k4u)
+        v = v + h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+    return u + v
+'''
+
+PRICER = '''
+def f(xs, z, strike):
+    s0, sigma, r = xs[0], xs[1], xs[2]
+    total = 0.0
+    for i in range(z.shape[0]):
+        st = s0 * tape.exp((r - 0.5 * sigma * sigma) + sigma * z[i])
+        total = total + tape.maximum(st - strike, 0.0)
+    return tape.exp(-r) * total / z.shape[0]
+'''
+
+WHILE = '''
+def f(xs, limit):
+    x, k = xs[0], xs[1]
+    steps = 0
+    while x < limit and steps < 200:
+        if x * k > 1.0:
+            x = x + tape.sin(x) * 0.1
+        else:
+            x = x * 1.5 + 0.01
+        steps += 1
+    return x
+'''
+
+PROGRAMS = {"rk4": (RK4, [1.1, 0.4], (50, 0.01)),
+            "pricer": (PRICER, [100.0, 0.2, 0.05], (np.random.default_rng(1).standard_normal(200), 100.0)),
+            "while": (WHILE, [0.05, 3.0], (20.0,))}
+
+
+def functions(name):
+    source, x0, data = PROGRAMS[name]
+    namespace = {"tape": tape, "math": math, "np": np}
+    exec(compile(source, __file__, "exec"), namespace)
+    return namespace["f"], tape.jit(namespace["f"]), x0, data
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs_record_identically_and_replay(name):
+    f, jf, x0, data = functions(name)
+    F, J = tape.trace(f, x0, data=data), tape.trace(jf, x0, data=data)
+    tp, tj = tape.Tape(), tape.Tape()
+    yp, yj = f(tp.vars(x0), *data), jf(tj.vars(x0), *data)
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+    assert len(tj) > 100 and yp.index == yj.index
+    gp = tape.grad(f)(x0, *data)
+    assert gp == tape.grad(jf)(x0, *data)
+    vp, vj = tape.value_and_grad(f)(x0, *data), tape.value_and_grad(jf)(x0, *data)
+    assert vp == vj
+    assert np.array_equal(F(np.array(x0)), J(np.array(x0)))
+    assert np.array_equal(F.gradient(np.array(x0)), J.gradient(np.array(x0)))
+
+
+def test_growth_inside_numba_keeps_every_record():
+    f, jf, x0, data = functions("rk4")
+    tp, tj = tape.Tape(capacity=1), tape.Tape(capacity=1)
+    f(tp.vars(x0), *data)
+    jf(tj.vars(x0), *data)
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b)
+    assert tj.capacity >= len(tj) > 1000
+
+
+def test_a_flipped_branch_names_its_line():
+    f, jf, x0, data = functions("while")
+    J = tape.trace(jf, x0, data=data)
+    line = WHILE.splitlines().index("        if x * k > 1.0:") + 1
+    with pytest.raises(tape.BranchChanged, match=rf"{__file__}:{line}\b"):
+        J(np.array([0.05, 0.5]))
+    R = tape.trace(jf, x0, data=data, on_branch_change="retrace")
+    Fp = tape.trace(f, [0.05, 0.5], data=data)
+    assert R(np.array([0.05, 0.5])) == Fp(np.array([0.05, 0.5]))
+
+
+def jitted(body: str):
+    namespace = {"tape": tape, "math": math, "np": np}
+    exec(compile(f"def f(xs, a):\n    x = xs[0]\n{body}\n", __file__, "exec"), namespace)
+    return tape.jit(namespace["f"])
+
+
+@pytest.mark.parametrize("body, first", [
+    ("    return float(x)", "tape.jit: a Var is not a float"),
+    ("    if x:\n        return x\n    return x", "tape.jit: the truth value of a Var is not defined"),
+    ("    a[0] = x\n    return x", "tape.jit: storing a Var into a NumPy array"),
+    ("    return math.gamma(x)", "tape.jit: gamma(tape.Var) is not supported on Vars"),
+    ("    return {1: x}", "tape.jit: "),
+])
+def test_what_cannot_be_recorded_says_so_on_the_first_line(body, first):
+    f = jitted(body)
+    t = tape.Tape()
+    with pytest.raises(tape.JitError) as caught:
+        f(t.vars([0.5]), np.zeros(3))
+    assert str(caught.value).splitlines()[0].startswith(first)
+    assert __file__ in str(caught.value).splitlines()[0]
+
+
+def test_calling_without_vars_is_refused():
+    f = jitted("    return x")
+    with pytest.raises(TypeError, match="tape.jit: a jitted function records"):
+        f([0.5], np.zeros(1))
+
+
+def test_float_accumulation_records_nothing_until_it_meets_a_var():
+    (tp, yp), (tj, yj) = both("def f(xs):\n    s = 0.0\n    s = s * 2.0 + 1.0\n    return s + xs[0]\n")
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+    assert ops.OPS[tj._op[len(tj) - 1]].name == "add_c" and tj._consts[0] == 1.0
