@@ -13,7 +13,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _blocks, _show, _ufuncs  # noqa: F401  # _ufuncs: Vars in NumPy ufuncs
+from tape import _blocks, _gc, _show, _ufuncs  # noqa: F401  # _ufuncs: Vars in NumPy ufuncs
 from tape._array import VarArray
 from tape._blocks import copy
 from tape._function import Function
@@ -174,6 +174,8 @@ class Tape(Storage):
                   params: Sequence[Var | VarArray] | VarArray,
                   on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None,
                   output_shape: tuple[int, ...] | None = None) -> Function:
+        if self._gc_paced:
+            _gc.release(self)
         input_rows = self._leaf_rows(inputs, "inputs")
         param_rows = self._leaf_rows(params, "params")
         if set(input_rows.tolist()) & set(param_rows.tolist()):
