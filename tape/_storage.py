@@ -248,7 +248,7 @@ class Storage(Arenas):
         record, differentiate and rewind to the mark. Leaf gradients of the kept
         records survive (for ``accumulate=True``).
         """
-        if not isinstance(mark, numbers.Integral) or not 0 <= mark <= self._n:
+        if not (type(mark) is int or isinstance(mark, numbers.Integral)) or not 0 <= mark <= self._n:
             raise IndexError(f"rewind mark {mark!r} out of range 0..{self._n}")
         n, mark = self._n, int(mark)
         if self._gc_paced:
@@ -267,8 +267,8 @@ class Storage(Arenas):
         self._in1[mark:n] = NO_INPUT
         self._stamp[mark:n] = 0
         self._n = mark
-        self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]]))
-        self._checks = [check for check in self._checks if check[0] < mark]
+        self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]])) if mark else 0
+        self._checks = [check for check in self._checks if check[0] < mark] if self._checks else self._checks
         self._rewind_arenas(mark)
 
     def _low_mark(self, start: int) -> int:
