@@ -8,12 +8,13 @@ Vars, VarArrays and numbers in any mix; ``trace`` records a Python function once
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import numpy as np
 
-from tape import _blocks, _trees
+from tape import _blocks, _debug, _trees
 from tape._array import _FUNCTIONS, VarArray, wrap, wrap_view
 from tape._binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, minimum
 from tape._conditions import ArrayCondition
@@ -253,6 +254,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     derivative: it warns once per source line (``strict=True``: raises tape.TracingError).
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
 
     def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
         for k in which:
@@ -262,11 +264,16 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = all(type(leaf) is float for leaf in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
-        t = Tape(capacity=max(1024, 4 * size) if size < _blocks.SMALL else 1024)
-        if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
-            t._reserve(16 * size)
-        t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
-        handles = _leaf_handles(t, leaves)
+        t = getattr(idle, "tape", None) if numbers and size <= 64 else None
+        if t is not None and not _debug.active():
+            idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
+            handles = t._leaves(leaves)
+        else:
+            t = Tape(capacity=max(1024, 4 * size) if size < _blocks.SMALL else 1024)
+            if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
+                t._reserve(16 * size)
+            t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
+            handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         given, start = list(args), 0
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
@@ -279,6 +286,9 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             out, aux = out[0], _numbers_of(out[1])
         grads = _gradients(t, out, handles, numbers)
         value = out.value if type(out) is Var else as_constant(out)
+        if numbers and not t._plans and t._lines is None and t.capacity <= 4096:
+            t.clear()  # the next call records here: handles made inside f are stale from now on
+            idle.tape = t
         trees_out, start = [], 0
         for tree_leaves, spec in trees:
             trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
@@ -297,8 +307,9 @@ def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool) -> list[
         return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
     only = handles[0] if len(handles) == 1 else None  # one array record: its reverse may fuse (a private tape)
     t._reverse(t._resolve(y), accumulate=False, fused=isinstance(only, VarArray) and only._view is not None)
-    if scalars_only:
-        return t._grads(np.array([h._index for h in handles], np.int64)).tolist()
+    if scalars_only:  # accumulate=False: a record's adjoint counts where its stamp is this generation
+        adj, stamp, gen = memoryview(t._adj.data), memoryview(t._stamp.data), t._gen
+        return [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]
     scalars = [k for k, h in enumerate(handles) if type(h) is Var]
     found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
     grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from tape import _blocks, _gc, _show, _ufuncs  # noqa: F401  # _ufuncs: Vars in NumPy ufuncs
 from tape._array import VarArray
 from tape._blocks import copy
+from tape._debug import caller
 from tape._function import Function
 from tape._handles import as_constant, new, revalidate
 from tape._numbers import real_array
@@ -49,6 +50,24 @@ class Tape(Storage):
             raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got shape {array.shape}")
         seg, rows = self._segment(), self._append_block(LEAF, len(array), values=array)
         return [Var._at(seg, i) for i in rows.tolist()]
+
+    def _leaves(self, values: list[float]) -> list[Var]:
+        """Leaf records for a few Python floats, written one by one (the records Tape.vars writes)."""
+        n, seg = self._n, self._segment()
+        if n + len(values) > self._capacity:
+            self._grow(n + len(values))
+        op, in0, in1, val = self._op_w, self._in0_w, self._in1_w, self._val_w
+        handles = []
+        for v in values:
+            op[n], in0[n], in1[n], val[n] = LEAF, NO_INPUT, NO_INPUT, v
+            handle = Var()
+            handle._seg, handle._index = seg, n
+            handles.append(handle)
+            n += 1
+        if self._lines is not None:
+            self._lines.update(dict.fromkeys(range(self._n, n), caller()))
+        self._n = n
+        return handles
 
     def array(self, values: ArrayLike) -> VarArray:
         """Leaves for an array of any shape, as a VarArray: one array record (``_blocks.SMALL``
