@@ -262,7 +262,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
                 raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
         trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
-        numbers = all(type(leaf) is float for leaf in leaves)
+        numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
         t = getattr(idle, "tape", None) if numbers and size <= 64 else None
         if t is not None and not _debug.active():

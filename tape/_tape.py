@@ -7,6 +7,7 @@ to this tape and is not stale) and results back into handles and arrays.
 
 from __future__ import annotations
 
+from array import array as doubles
 from collections.abc import Iterable, Sequence
 from typing import cast
 
@@ -29,6 +30,9 @@ from tape.kernels.array_ops import INPUT
 from tape.kernels.ops import CONSTANT, LEAF
 
 Handles = Var | Sequence[Var] | VarArray
+_FEW = 64  # Tape._leaves writes up to this many leaves through memoryviews
+_LEAVES = memoryview(np.full(_FEW, LEAF, np.uint8).data)
+_NO_INPUTS = memoryview(np.full(_FEW, NO_INPUT, np.uint32).data)
 
 
 class Tape(Storage):
@@ -52,21 +56,24 @@ class Tape(Storage):
         return [Var._at(seg, i) for i in rows.tolist()]
 
     def _leaves(self, values: list[float]) -> list[Var]:
-        """Leaf records for a few Python floats, written one by one (the records Tape.vars writes)."""
+        """Leaf records for Python floats, the records Tape.vars writes: up to _FEW by four slice writes."""
+        k = len(values)
+        if k > _FEW:
+            return self.vars(values)
         n, seg = self._n, self._segment()
-        if n + len(values) > self._capacity:
-            self._grow(n + len(values))
-        op, in0, in1, val = self._op_w, self._in0_w, self._in1_w, self._val_w
+        if n + k > self._capacity:
+            self._grow(n + k)
+        stop = n + k
+        self._op_w[n:stop], self._val_w[n:stop] = _LEAVES[:k], memoryview(doubles("d", values))
+        self._in0_w[n:stop] = self._in1_w[n:stop] = _NO_INPUTS[:k]
         handles = []
-        for v in values:
-            op[n], in0[n], in1[n], val[n] = LEAF, NO_INPUT, NO_INPUT, v
+        for i in range(n, stop):
             handle = Var()
-            handle._seg, handle._index = seg, n
+            handle._seg, handle._index = seg, i
             handles.append(handle)
-            n += 1
         if self._lines is not None:
-            self._lines.update(dict.fromkeys(range(self._n, n), caller()))
-        self._n = n
+            self._lines.update(dict.fromkeys(range(n, stop), caller()))
+        self._n = stop
         return handles
 
     def array(self, values: ArrayLike) -> VarArray:
