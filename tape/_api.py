@@ -252,6 +252,9 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     tuple of those for a tuple of argnums). As jax.value_and_grad; Python ``if`` on Vars is
     recorded (and checked by trace), where jax.jit refuses it. ``.value`` read inside f has no
     derivative: it warns once per source line (``strict=True``: raises tape.TracingError).
+    With numbers only (up to 64), a call records on the tape of this function's previous call in
+    the same thread, cleared, so handles made inside f are stale once it returns (a call inside f,
+    or in another thread, records on a tape of its own).
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
