@@ -41,7 +41,7 @@ class Flat:
         self.kind = kind
 
 
-FLAT = {list: Flat(list), tuple: Flat(tuple)}
+FLAT: dict[type, Flat] = {list: Flat(list), tuple: Flat(tuple)}
 _FLOAT, _NUMBER = {float}, {float, int}
 
 

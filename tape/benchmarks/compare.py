@@ -49,6 +49,7 @@ def compare_recorder(name: str, size: int, repeat: int, progress: Callable[[str]
     the same way (the floor) and against itself with tape.pace_gc(False); seed's tape.grad(f)(x) against
     the articles' Node engine (a micrograd-style engine) doing value and gradient."""
     plan = programs.PLANS[name](size)
+    pairs: tuple[tuple[str, str, Callable[[], object]], ...]
     if name == "rdag":
         def kept() -> object:
             return engines.tape_record(name, plan, keep_all=True)
