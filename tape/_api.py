@@ -258,11 +258,14 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
+    ints = all(isinstance(k, int) for k in which)
+    low, high = (min(which), max(which)) if ints and which else (0, -1)
 
     def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
-        for k in which:
-            if not (isinstance(k, int) and -len(args) <= k < len(args)):
-                raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+        if not (ints and -len(args) <= low and high < len(args)):
+            for k in which:
+                if not (isinstance(k, int) and -len(args) <= k < len(args)):
+                    raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
         trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
@@ -281,7 +284,11 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
-        out = _recording(t, f, *given, strict=strict)
+        t._tracing, t._strict = True, strict  # as _recording does
+        try:
+            out = f(*given)
+        finally:
+            t._tracing = t._strict = False
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -292,11 +299,15 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         if numbers and not t._plans and t._lines is None and t.capacity <= 4096:
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
-        trees_out, start = [], 0
-        for tree_leaves, spec in trees:
-            trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
-            start += len(tree_leaves)
-        grad = trees_out[0] if isinstance(argnums, int) else tuple(trees_out)
+        if len(trees) == 1:
+            grad = _trees.unflatten(trees[0][1], grads)
+            grad = grad if isinstance(argnums, int) else (grad,)
+        else:
+            trees_out, start = [], 0
+            for tree_leaves, spec in trees:
+                trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
+                start += len(tree_leaves)
+            grad = tuple(trees_out)
         return ((value, aux), grad) if has_aux else (value, grad)
 
     return evaluate_with_gradient
@@ -308,8 +319,8 @@ def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool) -> list[
         if as_constant(y) is None:
             raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
         return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
-    only = handles[0] if len(handles) == 1 else None  # one array record: its reverse may fuse (a private tape)
-    t._reverse(t._resolve(y), accumulate=False, fused=isinstance(only, VarArray) and only._view is not None)
+    only = handles[0] if len(handles) == 1 and not scalars_only else None  # one array record: may fuse
+    t._reverse(t._resolve(y), False, only is not None and isinstance(only, VarArray) and only._view is not None)
     if scalars_only:  # accumulate=False: a record's adjoint counts where its stamp is this generation
         adj, stamp, gen = memoryview(t._adj.data), memoryview(t._stamp.data), t._gen
         return [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]
