@@ -27,7 +27,7 @@ t._in0_w[n] = i
 t._n = n + 1
 if t._lines is not None:
     t._lines[n] = caller()
-r = new(Var)
+r = Var()  # no __init__: cheaper than object.__new__(Var)
 r._seg = seg
 r._index = n
 return r
@@ -266,7 +266,7 @@ def generate(header: list[str]) -> str:
         "from typing import TYPE_CHECKING, overload",
         "",
         "from tape._debug import caller",
-        *imports("tape._handles", ["Condition", "Handle", "as_constant", "compare", "new", "revalidate",
+        *imports("tape._handles", ["Condition", "Handle", "as_constant", "compare", "revalidate",
                                    "shared_segment", "unary_other"]),
         "from tape._storage import NO_INPUT",
         "from tape.kernels._sweeps import eval_op, grouped_pair, grouped_value",

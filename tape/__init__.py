@@ -45,6 +45,7 @@ from tape._conditions import ArrayCondition
 from tape._debug import NonFiniteError, debug_nans
 from tape._distributed import DistributedError
 from tape._function import Function, load
+from tape._gc import pace_gc
 from tape._gradcheck import gradcheck
 from tape._handles import Condition
 from tape._jit import JitError, JitFunction, jit
@@ -105,6 +106,7 @@ __all__ = [
     "Function",
     "TapeFormatError",
     "load",
+    "pace_gc",
     "trace",
     "where",
     "MAX_RECORDS",

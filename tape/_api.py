@@ -8,12 +8,13 @@ Vars, VarArrays and numbers in any mix; ``trace`` records a Python function once
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import numpy as np
 
-from tape import _blocks, _trees
+from tape import _blocks, _debug, _trees
 from tape._array import _FUNCTIONS, VarArray, wrap, wrap_view
 from tape._binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, minimum
 from tape._conditions import ArrayCondition
@@ -252,27 +253,43 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     tuple of those for a tuple of argnums). As jax.value_and_grad; Python ``if`` on Vars is
     recorded (and checked by trace), where jax.jit refuses it. ``.value`` read inside f has no
     derivative: it warns once per source line (``strict=True``: raises tape.TracingError).
+    With numbers only (up to 64), a call records on the tape of this function's previous call in
+    the same thread, cleared, so handles made inside f are stale once it returns (a call inside f,
+    or in another thread, records on a tape of its own).
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
+    ints = all(isinstance(k, int) for k in which)
+    low, high = (min(which), max(which)) if ints and which else (0, -1)
 
     def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
-        for k in which:
-            if not (isinstance(k, int) and -len(args) <= k < len(args)):
-                raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+        if not (ints and -len(args) <= low and high < len(args)):
+            for k in which:
+                if not (isinstance(k, int) and -len(args) <= k < len(args)):
+                    raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
         trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
-        numbers = all(type(leaf) is float for leaf in leaves)
+        numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
-        t = Tape(capacity=max(1024, 4 * size) if size < _blocks.SMALL else 1024)
-        if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
-            t._reserve(16 * size)
-        t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
-        handles = _leaf_handles(t, leaves)
+        t = getattr(idle, "tape", None) if numbers and size <= 64 else None
+        if t is not None and not _debug.active():
+            idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
+            handles = t._leaves(leaves)
+        else:
+            t = Tape(capacity=max(1024, 4 * size) if size < _blocks.SMALL else 1024)
+            if size >= _blocks.SMALL:  # an array program: room for a dozen arrays like x (reused by the next call)
+                t._reserve(16 * size)
+            t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
+            handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         given, start = list(args), 0
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
-        out = _recording(t, f, *given, strict=strict)
+        t._tracing, t._strict = True, strict  # as _recording does
+        try:
+            out = f(*given)
+        finally:
+            t._tracing = t._strict = False
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -280,11 +297,18 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             out, aux = out[0], _numbers_of(out[1])
         grads = _gradients(t, out, handles, numbers)
         value = out.value if type(out) is Var else as_constant(out)
-        trees_out, start = [], 0
-        for tree_leaves, spec in trees:
-            trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
-            start += len(tree_leaves)
-        grad = trees_out[0] if isinstance(argnums, int) else tuple(trees_out)
+        if numbers and not t._plans and t._lines is None and t.capacity <= 4096:
+            t.clear()  # the next call records here: handles made inside f are stale from now on
+            idle.tape = t
+        if len(trees) == 1:
+            grad = _trees.unflatten(trees[0][1], grads)
+            grad = grad if isinstance(argnums, int) else (grad,)
+        else:
+            trees_out, start = [], 0
+            for tree_leaves, spec in trees:
+                trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
+                start += len(tree_leaves)
+            grad = tuple(trees_out)
         return ((value, aux), grad) if has_aux else (value, grad)
 
     return evaluate_with_gradient
@@ -296,10 +320,11 @@ def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool) -> list[
         if as_constant(y) is None:
             raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
         return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
-    only = handles[0] if len(handles) == 1 else None  # one array record: its reverse may fuse (a private tape)
-    t._reverse(t._resolve(y), accumulate=False, fused=isinstance(only, VarArray) and only._view is not None)
-    if scalars_only:
-        return t._grads(np.array([h._index for h in handles], np.int64)).tolist()
+    only = handles[0] if len(handles) == 1 and not scalars_only else None  # one array record: may fuse
+    t._reverse(t._resolve(y), False, only is not None and isinstance(only, VarArray) and only._view is not None)
+    if scalars_only:  # accumulate=False: a record's adjoint counts where its stamp is this generation
+        adj, stamp, gen = memoryview(t._adj.data), memoryview(t._stamp.data), t._gen
+        return [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]
     scalars = [k for k, h in enumerate(handles) if type(h) is Var]
     found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
     grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _debug, _fusion, _show, _sweep
+from tape import _debug, _fusion, _gc, _show, _sweep
 from tape._arena import Arenas
 from tape._debug import branch_changed, caller
 from tape._numbers import real_array
@@ -121,6 +121,7 @@ class Storage(Arenas):
         self._segment_ref: Callable[[], Segment | None] = lambda: None
         self._tracing: bool = False  # tape.trace is recording f on this tape: no gradient of it (see _reverse)
         self._strict: bool = False  # while tracing: reading .value raises TracingError instead of warning
+        self._gc_paced: bool = False  # holds a raised full-collection threshold while it records (tape/_gc.py)
         self._allocate(int(capacity))
         self._grow_consts(max(16, capacity // 8))
         self._init_arenas()
@@ -143,9 +144,10 @@ class Storage(Arenas):
                 new[:n] = getattr(self, name)[:n]
             setattr(self, name, new)
         self._capacity = capacity
-        # memoryviews: ~2x cheaper than NumPy scalar __setitem__ for one element
         self._op_w, self._in0_w = memoryview(self._op.data), memoryview(self._in0.data)
         self._in1_w, self._val_w = memoryview(self._in1.data), memoryview(self._val.data)
+        if capacity >= _gc.GROWN:  # a big tape: full collections paced while it records
+            _gc.pace(self, capacity)
 
     def _grow(self, need: int) -> None:
         if need > MAX_RECORDS:
@@ -246,9 +248,11 @@ class Storage(Arenas):
         record, differentiate and rewind to the mark. Leaf gradients of the kept
         records survive (for ``accumulate=True``).
         """
-        if not isinstance(mark, numbers.Integral) or not 0 <= mark <= self._n:
+        if not (type(mark) is int or isinstance(mark, numbers.Integral)) or not 0 <= mark <= self._n:
             raise IndexError(f"rewind mark {mark!r} out of range 0..{self._n}")
         n, mark = self._n, int(mark)
+        if self._gc_paced:
+            _gc.release(self)
         seg = self._segment_ref()
         if seg is not None:
             seg.live = False
@@ -263,8 +267,8 @@ class Storage(Arenas):
         self._in1[mark:n] = NO_INPUT
         self._stamp[mark:n] = 0
         self._n = mark
-        self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]]))
-        self._checks = [check for check in self._checks if check[0] < mark]
+        self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]])) if mark else 0
+        self._checks = [check for check in self._checks if check[0] < mark] if self._checks else self._checks
         self._rewind_arenas(mark)
 
     def _low_mark(self, start: int) -> int:
@@ -280,6 +284,8 @@ class Storage(Arenas):
 
     def _forward(self, idx: np.ndarray, values: ArrayLike, start: int | None = None) -> None:
         """Set leaf records idx to values, recompute the records after them (or after ``start``); check branches."""
+        if self._gc_paced:
+            _gc.release(self)
         vals = real_array(values, "Tape.forward").reshape(-1)
         if len(idx) != len(vals):
             raise ValueError(f"{len(idx)} inputs but {len(vals)} values")
@@ -312,6 +318,8 @@ class Storage(Arenas):
         adjoints of their inner records unwritten: for callers that read only the inputs' gradients."""
         if not 0 <= out < self._n:
             raise IndexError(f"record {out} is not on this tape of {self._n} records")
+        if self._gc_paced:
+            _gc.release(self)
         if self._tracing:
             raise TapeError("a gradient of the tape that tape.trace is recording would be replayed as a constant "
                             "(its value at x0, not at the replayed point): differentiating inside a traced function "

@@ -7,15 +7,17 @@ to this tape and is not stale) and results back into handles and arrays.
 
 from __future__ import annotations
 
+from array import array as doubles
 from collections.abc import Iterable, Sequence
 from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _blocks, _show, _ufuncs  # noqa: F401  # _ufuncs: Vars in NumPy ufuncs
+from tape import _blocks, _gc, _show, _ufuncs  # noqa: F401  # _ufuncs: Vars in NumPy ufuncs
 from tape._array import VarArray
 from tape._blocks import copy
+from tape._debug import caller
 from tape._function import Function
 from tape._handles import as_constant, new, revalidate
 from tape._numbers import real_array
@@ -28,6 +30,9 @@ from tape.kernels.array_ops import INPUT
 from tape.kernels.ops import CONSTANT, LEAF
 
 Handles = Var | Sequence[Var] | VarArray
+_FEW = 64  # Tape._leaves writes up to this many leaves through memoryviews
+_LEAVES = memoryview(np.full(_FEW, LEAF, np.uint8).data)
+_NO_INPUTS = memoryview(np.full(_FEW, NO_INPUT, np.uint32).data)
 
 
 class Tape(Storage):
@@ -51,6 +56,27 @@ class Tape(Storage):
             raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got shape {array.shape}")
         seg, rows = self._segment(), self._append_block(LEAF, len(array), values=array)
         return [Var._at(seg, i) for i in rows.tolist()]
+
+    def _leaves(self, values: list[float]) -> list[Var]:
+        """Leaf records for Python floats, the records Tape.vars writes: up to _FEW by four slice writes."""
+        k = len(values)
+        if k > _FEW:
+            return self.vars(values)
+        n, seg = self._n, self._segment()
+        if n + k > self._capacity:
+            self._grow(n + k)
+        stop = n + k
+        self._op_w[n:stop], self._val_w[n:stop] = _LEAVES[:k], memoryview(doubles("d", values))
+        self._in0_w[n:stop] = self._in1_w[n:stop] = _NO_INPUTS[:k]
+        handles = []
+        for i in range(n, stop):
+            handle = Var()
+            handle._seg, handle._index = seg, i
+            handles.append(handle)
+        if self._lines is not None:
+            self._lines.update(dict.fromkeys(range(n, stop), caller()))
+        self._n = stop
+        return handles
 
     def array(self, values: ArrayLike) -> VarArray:
         """Leaves for an array of any shape, as a VarArray: one array record (``_blocks.SMALL``
@@ -176,6 +202,8 @@ class Tape(Storage):
                   params: Sequence[Var | VarArray] | VarArray,
                   on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None,
                   output_shape: tuple[int, ...] | None = None) -> Function:
+        if self._gc_paced:
+            _gc.release(self)
         input_rows = self._leaf_rows(inputs, "inputs")
         param_rows = self._leaf_rows(params, "params")
         if set(input_rows.tolist()) & set(param_rows.tolist()):

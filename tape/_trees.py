@@ -41,13 +41,21 @@ class Flat:
         self.kind = kind
 
 
+FLAT: dict[type, Flat] = {list: Flat(list), tuple: Flat(tuple)}
+_FLOAT, _NUMBER = {float}, {float, int}
+
+
 def flatten(tree: Any, where: str = "the argument") -> tuple[list[Any], Spec]:
     """(leaves, spec): the leaves are floats and float64 arrays, in order."""
     kind = type(tree)
     if kind is np.ndarray:
         return [real_array(tree, where)], ARRAY
-    if (kind is list or kind is tuple) and all(type(v) is float or type(v) is int for v in tree):
-        return [float(v) for v in tree], Flat(kind)
+    if kind is list or kind is tuple:
+        types = set(map(type, tree))
+        if types <= _FLOAT:  # already floats: the copy a list makes, without a conversion per number
+            return list(tree), FLAT[kind]
+        if types <= _NUMBER:
+            return [float(v) for v in tree], FLAT[kind]
     leaves: list[Any] = []
     return leaves, _walk(tree, (where,), leaves)
 

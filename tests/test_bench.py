@@ -25,9 +25,12 @@ def test_small_run_of_every_workload(tmp_path, capsys):
         assert set(w["median_s"]) >= {"hand-written NumPy", "tape: replayed F.value_and_grad"}
     rdag = result["workloads"][0]
     assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
-    assert set(rdag["phases"]) == {"record", "record + gradient", "forward replay", "reverse sweep",
+    assert set(rdag["phases"]) == {"record", "record, every handle kept", "record + gradient", "forward replay",
+                                   "reverse sweep",
                                    "Function: value", "Function: value_and_grad", "Function: jvp", "Function: hvp"}
     assert all(r["points"] >= 4 for r in rdag["map"].values())
+    seed = result["workloads"][programs.DEFAULT_MIX.index("seed")]
+    assert "tape.grad(f)(x)" in seed["phases"] and "tape.grad(f)(x)" in printed
     assert set(result["jacobian"]["seconds"]) >= {"forward, 16 directions per sweep", "reverse, 1 direction per sweep"}
     for r in rdag["phases"].values():
         assert r["min_s"] <= r["median_s"] <= r["max_s"]
@@ -37,7 +40,11 @@ def test_compare_runs_whatever_is_installed(capsys):
     assert bench.main(["rosenbrock", "rdag", "--size", "50", "--repeat", "1", "--no-compile", "--compare"]) == 0
     printed = capsys.readouterr().out
     assert "articles' Node engine — record + gradient" in printed
+    assert "plain floats kept in a list (no gradient) — record, every handle kept" in printed
+    assert "the same with tape.pace_gc(False) — record, every handle kept" in printed
     assert "plain floats" in printed
+    assert bench.main(["seed", "--size", "20", "--repeat", "1", "--no-compile", "--compare"]) == 0
+    assert "articles' Node engine, value and gradient — tape.grad(f)(x)" in capsys.readouterr().out
 
 
 def test_scaling_curve_and_plot(tmp_path, capsys):

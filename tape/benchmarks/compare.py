@@ -38,9 +38,39 @@ def bench_compare(name: str, size: int, repeat: int, progress: Callable[[str], N
                                            f"{name} {esize:,}: {engine.name}")
             rows.append({"engine": engine.name, "mode": mode, "size": esize, "setup_s": setup,
                          "ours_s": ours_s, "theirs_s": theirs_s, "ratio": theirs_s / ours_s, "note": engine.note})
+    rows += compare_recorder(name, size, repeat, progress)
     if name == "rdag":
         rows += compare_c(size, repeat, progress, notes)
     return rows, notes
+
+
+def compare_recorder(name: str, size: int, repeat: int, progress: Callable[[str], None]) -> list:
+    """The Python recorder's own rows: rdag with every handle kept in a list against plain floats kept
+    the same way (the floor) and against itself with tape.pace_gc(False); seed's tape.grad(f)(x) against
+    the articles' Node engine (a micrograd-style engine) doing value and gradient."""
+    plan = programs.PLANS[name](size)
+    pairs: tuple[tuple[str, str, Callable[[], object]], ...]
+    if name == "rdag":
+        def kept() -> object:
+            return engines.tape_record(name, plan, keep_all=True)
+
+        pairs = (("record, every handle kept", "plain floats kept in a list (no gradient)",
+                  engines.plain_floats(name, plan)),
+                 ("record, every handle kept", "the same with tape.pace_gc(False)",
+                  lambda: engines.tape_record_unpaced(name, plan)))
+    elif name == "seed":
+        kept = engines.tape_grad(name, plan)  # type: ignore[assignment]
+        pairs = (("tape.grad(f)(x)", "articles' Node engine, value and gradient",
+                  engines.baseline_dynamic(name, plan)),)
+    else:
+        return []
+    calls = plan["calls"] if name == "seed" else 1
+    rows = []
+    for mode, engine, theirs in pairs:
+        ours_s, theirs_s = interleaved(kept, theirs, repeat, calls, progress, f"{name} {size:,}: {engine}")
+        rows.append({"engine": engine, "mode": mode, "size": size, "setup_s": 0.0, "ours_s": ours_s,
+                     "theirs_s": theirs_s, "ratio": theirs_s / ours_s, "note": "interleaved, medians"})
+    return rows
 
 
 def compare_c(size: int, repeat: int, progress: Callable[[str], None], notes: list) -> list:

@@ -105,6 +105,22 @@ def _compiled(record: Callable):
     return factory
 
 
+def tape_grad(workload: str, plan: dict):
+    """One ``tape.grad(f)(x)`` call of a wrapper made once, as users write it (a flat list of floats)."""
+    g = tape.grad(lambda v: run_program(workload, plan, v, TAPE_FN))
+    x = [float(v) for v in plan["x"]]
+    return lambda: g(x)
+
+
+def tape_record_unpaced(workload: str, plan: dict, keep_all: bool = True):
+    """tape_record with tape.pace_gc(False): the cost of CPython's full collections, for comparison."""
+    previous = tape.pace_gc(False)
+    try:
+        return tape_record(workload, plan, keep_all)
+    finally:
+        tape.pace_gc(previous)
+
+
 tape_dynamic, tape_compiled = _dynamic(tape_record), _compiled(tape_record)
 tape_array_dynamic, tape_array_compiled = _dynamic(tape_array_record), _compiled(tape_array_record)
 

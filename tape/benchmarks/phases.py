@@ -33,7 +33,10 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
     v = np.ones_like(x)
     phases = {
         "record": lambda: engines.tape_record(name, plan),
+        **({"record, every handle kept": lambda: engines.tape_record(name, plan, keep_all=True)}
+           if name == "rdag" else {}),  # a live Python object per record: CPython's GC walks them
         "record + gradient": engines.tape_dynamic(name, plan),
+        **({"tape.grad(f)(x)": engines.tape_grad(name, plan)} if name == "seed" else {}),
         **({"record, array API": lambda: engines.tape_array_record(name, plan)}
            if name in ("rosenbrock", "mlp") else {}),
         "forward replay": lambda: t.forward(xs, x),
