@@ -68,9 +68,15 @@ def _walk(node: Any, path: tuple, leaves: list[Any]) -> Spec:
         leaves.append(float(node))
         return NUMBER
     if isinstance(node, (list, tuple)):
-        return type(node)(_walk(v, (*path, k), leaves) for k, v in enumerate(node))
+        return _same_kind(node, [_walk(v, (*path, k), leaves) for k, v in enumerate(node)])
     if isinstance(node, dict):
-        return {key: _walk(node[key], (*path, key), leaves) for key in sorted(node)}
+        try:
+            keys = sorted(node)
+        except TypeError:
+            where = path[0] + "".join(f"[{k!r}]" for k in path[1:])
+            raise TypeError(f"{where}: a dict's keys must be sortable (tape, as JAX, takes its leaves in sorted "
+                            f"key order), got keys of types {sorted({type(k).__name__ for k in node})}") from None
+        return {key: _walk(node[key], (*path, key), leaves) for key in keys}
     where = path[0] + "".join(f"[{k!r}]" for k in path[1:])
     if isinstance(node, np.ndarray):
         leaves.append(real_array(node, where))
@@ -80,6 +86,11 @@ def _walk(node: Any, path: tuple, leaves: list[Any]) -> Spec:
         return NUMBER
     raise TypeError(f"{where} must be real numbers, NumPy arrays of them, or tuples, lists and dicts of those; "
                     f"got {kind.__name__}")
+
+
+def _same_kind(node: list | tuple, values: list[Any]) -> Any:
+    """values as a container of node's type (a namedtuple takes them as arguments)."""
+    return type(node)(*values) if hasattr(node, "_fields") else type(node)(values)
 
 
 def unflatten(spec: Spec, leaves: list[Any]) -> Any:
@@ -95,7 +106,7 @@ def _build(node: Spec, leaves: Iterator[Any]) -> Any:
     if isinstance(node, Leaf):
         return next(leaves)
     if isinstance(node, (list, tuple)):
-        return type(node)(_build(v, leaves) for v in node)
+        return _same_kind(node, [_build(v, leaves) for v in node])
     if isinstance(node, dict):
         return {key: _build(v, leaves) for key, v in node.items()}
     raise AssertionError(f"not a spec: {node!r}")

@@ -275,3 +275,23 @@ def test_output_shapes_survive_files_copies_and_maps(tmp_path):
     S = tape.trace(lambda v: v.sum(), np.ones(3))
     S.save(tmp_path / "s.npz")
     assert isinstance(tape.load(tmp_path / "s.npz")(np.ones(3)), float)
+
+
+def test_namedtuples_keep_their_type_and_unsortable_dict_keys_are_named():
+    import collections
+
+    Params = collections.namedtuple("Params", "scale offsets")
+    p = Params(2.0, np.array([1.0, -1.0]))
+    seen = []
+
+    def f(q):
+        seen.append(type(q))
+        return q.scale * (q.offsets ** 2).sum()
+
+    g = tape.grad(f)(p)
+    assert type(g) is Params and g.scale == 2.0 and np.array_equal(g.offsets, [4.0, -4.0])
+    G = tape.trace(f, p).gradient(p)
+    assert type(G) is Params and np.array_equal(G.offsets, g.offsets) and G.scale == g.scale
+    assert seen == [Params, Params]
+    with pytest.raises(TypeError, match=r"x0: a dict's keys must be sortable .* \['int', 'str'\]"):
+        tape.trace(lambda d: d["a"] * d[1], {1: 1.0, "a": 2.0})
