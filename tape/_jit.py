@@ -18,7 +18,7 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba.extending import overload
+from numba.extending import overload, typeof_impl
 
 from tape import _jit_overloads  # noqa: F401  # registers the overloads
 from tape._array import VarArray
@@ -27,7 +27,7 @@ from tape._jit_numba import USER_CACHED, Pipeline, TypingError, file_id, types, 
 from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape._recorders import Var
 from tape._tape import Tape
-from tape.errors import TapeError
+from tape.errors import ForeignHandleError, TapeError
 
 __all__ = ["jit", "JitFunction", "JitError"]
 
@@ -120,6 +120,12 @@ class JitFunction:
         return outs if seq else outs[0]
 
 
+@typeof_impl.register(JitFunction)
+def _typeof_jit_function(fn: JitFunction, c: Any) -> Any:
+    """Inside jitted code a JitFunction is its dispatcher: jitted helpers and recursion call it."""
+    return types.Dispatcher(fn.dispatcher)
+
+
 def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
     """The tape of the inputs and their records."""
     if isinstance(xs, VarArray):
@@ -133,7 +139,12 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
                             "tape.value_and_grad, or with a list of Vars of one tape")
         t = xs[0].tape
     assert isinstance(t, Tape)
-    return t, t._rows(xs)
+    try:
+        return t, t._rows(xs)
+    except ForeignHandleError:  # inside, every Var is of this one tape: mixing can only happen here
+        k = next(k for k, v in enumerate(xs) if v._seg.tape is not t)
+        raise ForeignHandleError(f"tape.jit: cannot combine Vars of different tapes: xs[{k}] ({xs[k]!r}) was "
+                                 "recorded on another tape than xs[0]; record them on one tape") from None
 
 
 def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
@@ -168,12 +179,15 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
-    ``xs`` holds Vars (``xs[i]``, ``len(xs)``); ``data`` arrays and numbers. Inside, Vars take
-    + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*`` functions of
-    the op table, ``tape.where``; ``if``/``while`` on comparisons record checked branches with
-    their file:line. Give it to tape.trace, tape.grad or tape.value_and_grad (or call it with a
-    list of Vars of one tape): the records are the Python recorder's for the same source, bit
-    for bit. ``cache=True`` keeps the compiled code across processes (not for recursive f).
+    ``xs`` holds Vars (``xs[i]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and numbers. Inside,
+    Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*``
+    functions of the op table (of plain numbers: floats, nothing recorded), ``tape.where``,
+    ``sum``, builtin ``max``/``min`` (as Python runs them: a checked comparison, one of the
+    arguments returned); ``if``/``while`` on comparisons record checked branches with their
+    file:line. It may call itself and other tape.jit or numba.njit functions of Vars. Give it to
+    tape.trace, tape.grad or tape.value_and_grad (or call it with a list of Vars of one tape): the
+    records are the Python recorder's for the same source, bit for bit. ``cache=True`` keeps the
+    compiled code across processes (refused for a recursive f).
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)
