@@ -108,11 +108,11 @@ class JitFunction:
             raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
         (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
-        if len(chk_rows):  # each branch's file:line made once
-            codes, which = np.unique(chk_wheres, return_inverse=True)
-            names = [where_of(int(c), self._where) for c in codes.tolist()]
-            t._checks.extend(zip(chk_rows.tolist(), (chk_outs != 0).tolist(), [names[k] for k in which.tolist()],
-                                 strict=True))
+        if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
+            pending = t._jit_checks
+            if not isinstance(pending, list):
+                pending = t._jit_checks = []
+            pending.append(_Checks(chk_rows, chk_outs, chk_wheres, self._where))
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
         seg = t._segment()
@@ -124,6 +124,21 @@ class JitFunction:
 def _typeof_jit_function(fn: JitFunction, c: Any) -> Any:
     """Inside jitted code a JitFunction is its dispatcher: jitted helpers and recursion call it."""
     return types.Dispatcher(fn.dispatcher)
+
+
+class _Checks:
+    """The checked branches of one tape.jit call: rows, outcomes, where codes (see where_of)."""
+
+    __slots__ = ("rows", "outs", "wheres", "fallback")
+
+    def __init__(self, rows: np.ndarray, outs: np.ndarray, wheres: np.ndarray, fallback: str):
+        self.rows, self.outs, self.wheres, self.fallback = rows, outs, wheres, fallback
+
+    def tuples(self) -> Any:
+        """(row, outcome, file:line) of each, each branch's file:line made once."""
+        codes, which = np.unique(self.wheres, return_inverse=True)
+        names = [where_of(int(c), self.fallback) for c in codes.tolist()]
+        return zip(self.rows.tolist(), (self.outs != 0).tolist(), [names[k] for k in which.tolist()], strict=True)
 
 
 def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:

@@ -292,3 +292,40 @@ def test_vars_of_two_tapes_are_refused_clearly():
     y = jf([a, t1.vars([3.0])[0]])
     with pytest.raises(tape.ForeignHandleError, match="different tapes"):
         y + b  # a jitted result is a Var of its tape, checked as any
+
+
+# --- checked branches kept as arrays until read ------------------------------------------------
+
+BRANCHY = ("def f(xs):\n    x = xs[0]\n    if x > 0.5:\n        x = x * 2.0\n    if xs[1] < x:\n        x = x - 1.0\n"
+           "    return x\n")
+
+
+def test_jit_checks_are_read_in_order_with_python_ones():
+    py, jn = namespace(BRANCHY)["f"], tape.jit(namespace(BRANCHY)["f"])
+    tapes = []
+    for g in (py, jn):
+        t = tape.Tape()
+        xs = t.vars([0.3, 0.7])
+        if xs[0] > 0.1:  # a Python check before, between and after the jitted ones
+            g(xs)
+        if xs[1] > 0.1:
+            g([xs[1], xs[0]])
+        if xs[0] < xs[1]:
+            tapes.append(t)
+    tp, tj = tapes
+    assert tj._jit_checks == () and len(tj._checks) == 7  # the jitted calls' checks became tuples when read
+    same_records(tp, tj)
+    assert [row for row, _, _ in tj._checks] == sorted(row for row, _, _ in tj._checks)
+
+
+def test_jit_checks_stay_arrays_until_read():
+    jf = tape.jit(namespace(BRANCHY)["f"])
+    t = tape.Tape()
+    xs = t.vars([0.3, 0.7])
+    for _ in range(3):
+        jf(xs)
+    assert len(t._jit_checks) == 3 and "_checks" in t.__dict__ and t.__dict__["_checks"] == []
+    F = t.function(xs, jf(xs))
+    assert len(t._checks) == 8 and F.stats()["comparisons_checked"] == 8
+    with pytest.raises(tape.BranchChanged, match=line_of(BRANCHY, "    if x > 0.5:")):
+        F(np.array([0.9, 0.7]))

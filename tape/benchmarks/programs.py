@@ -10,6 +10,7 @@ the output, so the reverse sweep does work on all of them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numba
 import numpy as np
@@ -283,7 +284,8 @@ def jit_data(name: str, plan: dict) -> tuple:
     return (plan["steps"],) if name == "chain" else ()
 
 
-JITTED = {"rdag": rdag_jitted, "chain": chain_jitted, "rosenbrock": rosenbrock_jitted, "seed": seed_jitted}
+JITTED: dict[str, Callable[..., Any]] = {
+    "rdag": rdag_jitted, "chain": chain_jitted, "rosenbrock": rosenbrock_jitted, "seed": seed_jitted}
 
 
 PLANS = {"rdag": rdag_plan, "chain": chain_plan, "rosenbrock": rosenbrock_plan, "seed": seed_plan, "mlp": mlp_plan}
