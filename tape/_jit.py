@@ -18,7 +18,7 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba.extending import overload
+from numba.extending import overload, typeof_impl
 
 from tape import _jit_overloads  # noqa: F401  # registers the overloads
 from tape._array import VarArray
@@ -27,7 +27,7 @@ from tape._jit_numba import USER_CACHED, Pipeline, TypingError, file_id, types, 
 from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape._recorders import Var
 from tape._tape import Tape
-from tape.errors import TapeError
+from tape.errors import ForeignHandleError, TapeError
 
 __all__ = ["jit", "JitFunction", "JitError"]
 
@@ -108,16 +108,37 @@ class JitFunction:
             raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
         (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
-        if len(chk_rows):  # each branch's file:line made once
-            codes, which = np.unique(chk_wheres, return_inverse=True)
-            names = [where_of(int(c), self._where) for c in codes.tolist()]
-            t._checks.extend(zip(chk_rows.tolist(), (chk_outs != 0).tolist(), [names[k] for k in which.tolist()],
-                                 strict=True))
+        if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
+            pending = t._jit_checks
+            if not isinstance(pending, list):
+                pending = t._jit_checks = []
+            pending.append(_Checks(chk_rows, chk_outs, chk_wheres, self._where))
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
         seg = t._segment()
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
         return outs if seq else outs[0]
+
+
+@typeof_impl.register(JitFunction)
+def _typeof_jit_function(fn: JitFunction, c: Any) -> Any:
+    """Inside jitted code a JitFunction is its dispatcher: jitted helpers and recursion call it."""
+    return types.Dispatcher(fn.dispatcher)
+
+
+class _Checks:
+    """The checked branches of one tape.jit call: rows, outcomes, where codes (see where_of)."""
+
+    __slots__ = ("rows", "outs", "wheres", "fallback")
+
+    def __init__(self, rows: np.ndarray, outs: np.ndarray, wheres: np.ndarray, fallback: str):
+        self.rows, self.outs, self.wheres, self.fallback = rows, outs, wheres, fallback
+
+    def tuples(self) -> Any:
+        """(row, outcome, file:line) of each, each branch's file:line made once."""
+        codes, which = np.unique(self.wheres, return_inverse=True)
+        names = [where_of(int(c), self.fallback) for c in codes.tolist()]
+        return zip(self.rows.tolist(), (self.outs != 0).tolist(), [names[k] for k in which.tolist()], strict=True)
 
 
 def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
@@ -133,7 +154,12 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
                             "tape.value_and_grad, or with a list of Vars of one tape")
         t = xs[0].tape
     assert isinstance(t, Tape)
-    return t, t._rows(xs)
+    try:
+        return t, t._rows(xs)
+    except ForeignHandleError:  # inside, every Var is of this one tape: mixing can only happen here
+        k = next(k for k, v in enumerate(xs) if v._seg.tape is not t)
+        raise ForeignHandleError(f"tape.jit: cannot combine Vars of different tapes: xs[{k}] ({xs[k]!r}) was "
+                                 "recorded on another tape than xs[0]; record them on one tape") from None
 
 
 def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
@@ -168,12 +194,15 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
-    ``xs`` holds Vars (``xs[i]``, ``len(xs)``); ``data`` arrays and numbers. Inside, Vars take
-    + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*`` functions of
-    the op table, ``tape.where``; ``if``/``while`` on comparisons record checked branches with
-    their file:line. Give it to tape.trace, tape.grad or tape.value_and_grad (or call it with a
-    list of Vars of one tape): the records are the Python recorder's for the same source, bit
-    for bit. ``cache=True`` keeps the compiled code across processes (not for recursive f).
+    ``xs`` holds Vars (``xs[i]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and numbers. Inside,
+    Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*``
+    functions of the op table (of plain numbers: floats, nothing recorded), ``tape.where``,
+    ``sum``, builtin ``max``/``min`` (as Python runs them: a checked comparison, one of the
+    arguments returned); ``if``/``while`` on comparisons record checked branches with their
+    file:line. It may call itself and other tape.jit or numba.njit functions of Vars. Give it to
+    tape.trace, tape.grad or tape.value_and_grad (or call it with a list of Vars of one tape): the
+    records are the Python recorder's for the same source, bit for bit. ``cache=True`` keeps the
+    compiled code across processes (refused for a recursive f).
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)

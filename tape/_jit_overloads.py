@@ -18,7 +18,7 @@ import numpy as np
 from numba.extending import overload
 
 from tape import _api, _binary, _recorders
-from tape._jit_numba import TypingError, branch, condition_type, types
+from tape._jit_numba import TypingError, VarsType, branch, condition_type, max_of, min_of, types
 from tape._jit_ops import ARITHMETIC, COMPARISONS, UNARY, compare_value
 from tape._jit_tape import (
     as_var,
@@ -29,6 +29,7 @@ from tape._jit_tape import (
     push,
     push_check,
     push_const,
+    var_of,
 )
 from tape.kernels.ops import SELECT
 
@@ -82,6 +83,32 @@ def _not(x):
         return lambda x: not check(x, -1)
     if is_var(x):
         raise TypingError(TRUTH)
+    return None
+
+
+def minmax(test):
+    """max_of/min_of(a, b, where) as Python's builtin runs max(a, b)/min(a, b) on Vars: the
+    branch ``b > a`` (``b < a``) recorded checked at ``where``, then b if it holds, else a."""
+    def typer(a, b, where):
+        if not (is_var(a) or is_var(b)):
+            return (lambda a, b, where: max(a, b)) if test is COMPARISONS["gt"] else lambda a, b, where: min(a, b)
+        if not all(is_var(v) or is_number(v) for v in (a, b)):
+            return None
+        ca, cb = as_var(a), as_var(b)
+        return lambda a, b, where: cb(b) if check(test(cb(b), ca(a)), where) else ca(a)
+    return typer
+
+
+@overload(sum)
+def _sum(xs, start=0):
+    """sum of Vars as Python adds them: ``start + xs[0] + xs[1] ...``."""
+    if isinstance(xs, VarsType) or (isinstance(xs, (types.List, types.UniTuple)) and is_var(xs.dtype)):
+        def impl(xs, start=0):
+            acc = var_of(start)
+            for v in xs:
+                acc = acc + v
+            return acc
+        return impl
     return None
 
 
@@ -142,6 +169,8 @@ def _register() -> None:
         overload(getattr(math, math_name), inline="always")(binary(vv, vc, cv, value, False))
     for name, vv in COMPARISONS.items():
         overload(getattr(operator, name), inline="always")(comparison(vv))
+    overload(max_of)(minmax(COMPARISONS["gt"]))
+    overload(min_of)(minmax(COMPARISONS["lt"]))
 
 
 @jit

@@ -39,6 +39,22 @@ class Tape(Storage):
     """A Wengert list: records appended by operator overloading on ``Var``."""
 
     _derivatives: tuple[tuple, Function] | None = None  # the Function of _at_once, while the tape stands
+    _jit_checks: list | tuple = ()  # tape.jit's checked branches, as arrays (objects with .tuples()), not yet read
+
+    @property  # type: ignore[override]
+    def _checks(self) -> list[tuple[int, bool, str]]:
+        """(row, outcome, file:line) of the branches taken; tape.jit's arrive as arrays and become
+        tuples here, when first read (rows only grow, so the order is the order they were taken)."""
+        checks = self.__dict__["_checks"]
+        if self._jit_checks:
+            pending, self._jit_checks = self._jit_checks, ()
+            for chunk in pending:
+                checks.extend(chunk.tuples())
+        return checks
+
+    @_checks.setter
+    def _checks(self, value: list[tuple[int, bool, str]]) -> None:
+        self.__dict__["_checks"] = value
 
     # -- handles ------------------------------------------------------------------
 

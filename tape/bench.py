@@ -22,8 +22,10 @@ to a hand-written NumPy value and gradient, interleaved; --compare adds PyTorch 
   stencil           half the squared 5-point Poisson residual on a square grid. SIZE: grid points (10^6)
   logistic          mean logistic loss, 100 features. SIZE: samples (10^5)
 
-Phases: record (the scalar Python API, GC on), forward replay, reverse sweep, and a
-Function's value and value_and_grad; median, min and max over --repeat runs after a
+Phases: record (the scalar Python API, GC on), record, tape.jit (rdag, chain, rosenbrock,
+seed: the same program compiled by tape.jit, the same records; its first call, compile or
+cache load, reported apart), forward replay, reverse sweep, and a Function's value and
+value_and_grad; median, min and max over --repeat runs after a
 warm-up, in ns per record and records per second. Numba compile and cached-load times
 are measured once, in fresh processes, apart from the steady-state figures.
 

@@ -25,15 +25,29 @@ def test_small_run_of_every_workload(tmp_path, capsys):
         assert set(w["median_s"]) >= {"hand-written NumPy", "tape: replayed F.value_and_grad"}
     rdag = result["workloads"][0]
     assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
-    assert set(rdag["phases"]) == {"record", "record, every handle kept", "record + gradient", "forward replay",
-                                   "reverse sweep",
+    assert set(rdag["phases"]) == {"record", "record, every handle kept", "record, tape.jit", "record + gradient",
+                                   "forward replay", "reverse sweep",
                                    "Function: value", "Function: value_and_grad", "Function: jvp", "Function: hvp"}
     assert all(r["points"] >= 4 for r in rdag["map"].values())
+    assert rdag["jit"]["first_call_s"] > 0 and "tape.jit: first call" in printed
+    assert [w["workload"] for w in result["workloads"] if w.get("jit")] == list(programs.JITTED)
     seed = result["workloads"][programs.DEFAULT_MIX.index("seed")]
     assert "tape.grad(f)(x)" in seed["phases"] and "tape.grad(f)(x)" in printed
     assert set(result["jacobian"]["seconds"]) >= {"forward, 16 directions per sweep", "reverse, 1 direction per sweep"}
     for r in rdag["phases"].values():
         assert r["min_s"] <= r["median_s"] <= r["max_s"]
+
+
+@pytest.mark.parametrize("name", sorted(programs.JITTED))
+def test_jitted_workloads_record_as_the_python_ones(name):
+    plan = programs.PLANS[name](400)
+    tj, _, yj = engines.tape_jit_record(name, plan)
+    tp, _, yp = engines.tape_record(name, plan)
+    n = len(tp)
+    assert len(tj) == n > 12 and yj.index == yp.index and tj.n_consts == tp.n_consts
+    for a in ("_op", "_in0", "_in1", "_val"):
+        assert np.array_equal(getattr(tj, a)[:n], getattr(tp, a)[:n]), a
+    assert np.array_equal(tj._consts[:tj.n_consts], tp._consts[:tp.n_consts])
 
 
 def test_compare_runs_whatever_is_installed(capsys):

@@ -70,6 +70,23 @@ def tape_record(workload: str, plan: dict, keep_all: bool = False):
     return t, xs, run_program(workload, plan, xs, TAPE_FN, far, store)
 
 
+_JITTED: dict[str, Any] = {}
+
+
+def tape_jitted(workload: str):
+    """The workload's tape.jit program (programs.JITTED), compiled on its first call (cache=True)."""
+    if workload not in _JITTED:
+        _JITTED[workload] = tape.jit(programs.JITTED[workload], cache=True)
+    return _JITTED[workload]
+
+
+def tape_jit_record(workload: str, plan: dict, data: tuple | None = None):
+    """Record the workload's jitted program on a fresh tape: (tape, leaves, output)."""
+    t = tape.Tape(capacity=4096)
+    xs = t.vars(plan["x"])
+    return t, xs, tape_jitted(workload)(xs, *(programs.jit_data(workload, plan) if data is None else data))
+
+
 def tape_array_record(workload: str, plan: dict):
     """Record the vectorized program through the array API: (tape, leaves, output)."""
     t = tape.Tape(capacity=4096)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import tracemalloc
 from collections.abc import Callable
 
@@ -31,10 +32,13 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
         return fn if calls == 1 else (lambda: [fn() for _ in range(calls)])
 
     v = np.ones_like(x)
+    jit = jit_compile(name, plan)
     phases = {
         "record": lambda: engines.tape_record(name, plan),
         **({"record, every handle kept": lambda: engines.tape_record(name, plan, keep_all=True)}
            if name == "rdag" else {}),  # a live Python object per record: CPython's GC walks them
+        **({"record, tape.jit": lambda data=jit["data"]: engines.tape_jit_record(name, plan, data)}
+           if jit else {}),  # compiled (or loaded) beforehand: jit["first_call_s"]
         "record + gradient": engines.tape_dynamic(name, plan),
         **({"tape.grad(f)(x)": engines.tape_grad(name, plan)} if name == "seed" else {}),
         **({"record, array API": lambda: engines.tape_array_record(name, plan)}
@@ -58,7 +62,27 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
             "comparisons": stats["comparisons_checked"], "phases": results, "map": maps,
             "tape_bytes_per_record": tape.BYTES_PER_RECORD + 8 * t.n_consts / n,
             "function_working_bytes_per_record": stats["working_bytes"] / n,
-            "peak_traced_bytes": peak, "gc_enabled": gc.isenabled()}
+            "peak_traced_bytes": peak, "gc_enabled": gc.isenabled(),
+            "jit": {k: v for k, v in jit.items() if k != "data"} if jit else None}
+
+
+def jit_compile(name: str, plan: dict) -> dict | None:
+    """The first call of the workload's tape.jit program (compile, or load from the cache), timed,
+    its records checked against the Python recorder's; None for a workload without one."""
+    if name not in programs.JITTED:
+        return None
+    data = programs.jit_data(name, plan)
+    cached = sum(engines.tape_jitted(name).dispatcher.stats.cache_hits.values())
+    start = time.perf_counter()
+    t, _, _ = engines.tape_jit_record(name, plan, data)
+    seconds = time.perf_counter() - start
+    loaded = sum(engines.tape_jitted(name).dispatcher.stats.cache_hits.values()) > cached
+    p, _, _ = engines.tape_record(name, plan)
+    n = len(p)
+    fields = ("_op", "_in0", "_in1", "_val")
+    if len(t) != n or not all(np.array_equal(getattr(t, a)[:n], getattr(p, a)[:n]) for a in fields):
+        raise AssertionError(f"tape-bench: {name}'s tape.jit program records differently from the Python one")
+    return {"first_call_s": seconds, "from_cache": loaded, "data": data}
 
 
 def bench_map(F, x: np.ndarray, repeat: int, progress: Callable[[str], None], label: str) -> dict:

@@ -10,8 +10,12 @@ the output, so the reverse sweep does work on all of them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import numba
 import numpy as np
+
+import tape
 
 LEAVES = 16
 RDAG_OPS = ("add", "sub", "mul", "sin", "cos", "tanh")
@@ -195,6 +199,93 @@ def mlp(plan: dict, w: list, fn: dict):
         e = dense(W3, a2, b3) - y
         losses.append(e * e)
     return pairwise_sum(losses) * (1.0 / len(losses))
+
+
+# -- the same programs for tape.jit: the Python recorder's records, bit for bit (tests/test_bench.py) ----
+# Written over Vars only (no ``fn`` dict, no generators): tape-bench's "record, tape.jit" phase.
+
+
+@numba.njit
+def pairwise_list(terms):
+    """pairwise_sum of a list of Vars (records nothing but the sums, in the same order)."""
+    sums, sizes = [terms[0]], [1]
+    for k in range(1, len(terms)):
+        term, size = terms[k], 1
+        while len(sizes) > 0 and sizes[-1] == size:
+            term = sums.pop() + term
+            size += sizes.pop()
+        sums.append(term)
+        sizes.append(size)
+    total = sums.pop()
+    while len(sums) > 0:
+        total = sums.pop() + total
+    return total
+
+
+def rdag_jitted(xs, kind, a, b, sinks):
+    """rdag with RDAG_OPS: every record kept in ``nodes`` (record k at nodes[k]), as ``far`` reads the tape."""
+    nodes = [xs[k] for k in range(len(xs))]
+    ring = [xs[k] for k in range(LEAVES)]
+    for i in range(kind.shape[0]):
+        k, s = kind[i], a[i]
+        x = ring[s] if s < 16 else nodes[s - 16]
+        if k < 3:
+            s = b[i]
+            y = ring[s] if s < 16 else nodes[s - 16]
+            r = x + y if k == 0 else (x - y if k == 1 else x * y)
+        elif k == 3:
+            r = tape.sin(x)
+        elif k == 4:
+            r = tape.cos(x)
+        else:
+            r = tape.tanh(x)
+        ring[(i + LEAVES) & 15] = r
+        nodes.append(r)
+    return pairwise_list([nodes[s] for s in sinks])
+
+
+def chain_jitted(xs, steps):
+    y = xs[0]
+    for _ in range(steps):
+        y = y + tape.sin(y) * 1e-6
+    return y
+
+
+def rosenbrock_jitted(xs):
+    """rosenbrock, its terms summed pairwise as they come (as pairwise_sum streams them)."""
+    sums, sizes = [xs[0]], [0]
+    sums.pop()
+    sizes.pop()
+    for i in range(len(xs) - 1):
+        a = xs[i + 1] - xs[i] * xs[i]
+        b = 1.0 - xs[i]
+        term, size = 100.0 * (a * a) + b * b, 1
+        while len(sizes) > 0 and sizes[-1] == size:
+            term = sums.pop() + term
+            size += sizes.pop()
+        sums.append(term)
+        sizes.append(size)
+    total = sums.pop()
+    while len(sums) > 0:
+        total = sums.pop() + total
+    return total
+
+
+def seed_jitted(v):
+    d = tape.sigmoid(v[0] * v[1] + v[2] * v[3] + v[4]) - v[5]
+    return d * d
+
+
+def jit_data(name: str, plan: dict) -> tuple:
+    """The data arguments of a jitted workload after xs."""
+    if name == "rdag":
+        assert tuple(plan["ops"]) == RDAG_OPS, "rdag_jitted knows RDAG_OPS only"
+        return tuple(np.array(plan[key], np.int64) for key in ("kind", "a", "b", "sinks"))
+    return (plan["steps"],) if name == "chain" else ()
+
+
+JITTED: dict[str, Callable[..., Any]] = {
+    "rdag": rdag_jitted, "chain": chain_jitted, "rosenbrock": rosenbrock_jitted, "seed": seed_jitted}
 
 
 PLANS = {"rdag": rdag_plan, "chain": chain_plan, "rosenbrock": rosenbrock_plan, "seed": seed_plan, "mlp": mlp_plan}

@@ -28,6 +28,9 @@ def report(result: dict) -> str:
                  f"{result['tape_bytes_per_record']:.1f}, Function working memory "
                  f"{result['function_working_bytes_per_record']:.1f};  peak traced memory of record + "
                  f"gradient: {result['peak_traced_bytes'] / 2**20:.1f} MiB")
+    if result.get("jit"):
+        how = "loaded from the cache" if result["jit"]["from_cache"] else "compiled"
+        lines.append(f"  tape.jit: first call {result['jit']['first_call_s']:.2f} s ({how}; not in the timings)")
     if result.get("compare"):
         lines.append("  compared (seconds per evaluation; ratio = theirs / ours, so > 1 means tape is faster):")
         for row in result["compare"]:

@@ -1,0 +1,331 @@
+"""tape.jit beyond single programs: recursion, helpers, max/min, iteration, numbers through tape.*,
+threads, the cache across processes, tapes that must not mix.
+
+Every recording is compared with the Python recorder's on the same source, records and checked
+branches (with their file:line) bit for bit.
+"""
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numba
+import numpy as np
+import pytest
+from test_jit import functions, records
+
+import tape
+from tape.kernels import ops
+
+
+def same_records(tp, tj):
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def namespace(source: str) -> dict:
+    ns = {"tape": tape, "math": math, "np": np, "numba": numba}
+    exec(compile(source, __file__, "exec"), ns)
+    return ns
+
+
+def both(source: str, x0=(0.3, 0.7, 1.9), data=(), wrap=None):
+    """(Python's tape, its output, tape.jit's tape, its output) of f = source; ``wrap``: names
+    rebound in the jit namespace only (helpers as numba.njit or tape.jit, recursion)."""
+    py, jn = namespace(source), namespace(source)
+    for name, how in (wrap or {}).items():
+        jn[name] = how(jn[name])
+    jf = jn["f"] if isinstance(jn["f"], tape.JitFunction) else tape.jit(jn["f"])
+    tp, tj = tape.Tape(), tape.Tape()
+    yp = py["f"](tp.vars(list(x0)), *data)
+    yj = jf(tj.vars(list(x0)), *data)
+    return tp, yp, tj, yj
+
+
+def value(v):
+    return v.value if isinstance(v, tape.Var) else v
+
+
+def line_of(source: str, text: str) -> str:
+    return f"{__file__}:{source.splitlines().index(text) + 1}"
+
+
+# --- recursion -----------------------------------------------------------------------------
+
+DET = '''
+def f(m, n):
+    if n == 1:
+        return m[0]
+    total = 0.0
+    for j in range(n):
+        sub = [m[r * n + c] for r in range(1, n) for c in range(n) if c != j]
+        if m[j] > 0.0:
+            term = m[j] * f(sub, n - 1)
+        else:
+            term = -((-m[j]) * f(sub, n - 1))
+        total = total + term if j % 2 == 0 else total - term
+    return total
+'''
+
+
+def test_a_recursive_determinant_records_as_python():
+    x0 = np.random.default_rng(3).standard_normal(16).tolist()
+    tp, yp, tj, yj = both(DET, x0, (4,), wrap={"f": tape.jit})
+    same_records(tp, tj)
+    assert len(tj._checks) > 10 and yp.index == yj.index
+    assert yj.value == pytest.approx(np.linalg.det(np.array(x0).reshape(4, 4)))
+    assert {where for _, _, where in tj._checks} == {line_of(DET, "        if m[j] > 0.0:")}
+    jf = namespace(DET)
+    jf["f"] = tape.jit(jf["f"])
+    assert tape.grad(jf["f"])(x0, 4) == tape.grad(namespace(DET)["f"])(x0, 4)
+
+
+def test_cache_on_a_recursive_function_is_refused_clearly():
+    f = namespace(DET)["f"]
+    with pytest.raises(tape.JitError, match=r"^tape\.jit\(cache=True\) refuses f, which calls itself"):
+        tape.jit(f, cache=True)
+    tape.jit(f)  # without the cache it compiles (on first call)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+HELPER = '''
+def helper(a, b):
+    if a > b:
+        return [a * b, b]
+    return [a - tape.exp(b), max(a, b)]
+
+def f(xs):
+    p, q = helper(xs[0], xs[1]), helper(xs[2], 1.0)
+    return p[0] + p[1] * q[0] + q[1]
+'''
+
+
+@pytest.mark.parametrize("how", [numba.njit, tape.jit], ids=["numba.njit", "tape.jit"])
+def test_a_helper_taking_and_returning_vars_records_its_own_lines(how):
+    tp, yp, tj, yj = both(HELPER, wrap={"helper": how})
+    same_records(tp, tj)
+    lines = {where for _, _, where in tj._checks}
+    assert lines == {line_of(HELPER, "    if a > b:"), line_of(HELPER, "    return [a - tape.exp(b), max(a, b)]")}
+
+
+# --- max and min -----------------------------------------------------------------------------
+
+MINMAX = [
+    "max(x, y) + min(x, y)",
+    "max(y, x) * min(z, x)",
+    "max(x, 2.0) + min(0.5, y) + max(2, z)",  # a number: both give 4.5, not a Var
+    "max(x, 0.1) + min(0.5, y) * max(2, z)",
+    "max(z, y,\n               x) - min(x, y, z, 0.1)",
+    "max(x, x) + min(1.0, 2.5)",
+]
+
+
+@pytest.mark.parametrize("expr", MINMAX)
+def test_builtin_max_min_record_python_s_checked_comparison(expr):
+    source = f"def f(xs):\n    x, y, z = xs[0], xs[1], xs[2]\n    return {expr}\n"
+    tp, yp, tj, yj = both(source)
+    same_records(tp, tj)
+    assert len(tj._checks) == len(tp._checks) >= 1
+    assert value(yj) == value(yp)
+
+
+def test_max_of_numbers_records_nothing():
+    tp, yp, tj, yj = both("def f(xs):\n    return max(1.0, 2.5) * min(3, 4)\n")
+    assert len(tj) == 3 and not tj._checks and yj == yp == 7.5
+
+
+def test_a_flipped_max_names_its_line():
+    source = "def f(xs):\n    return max(xs[0], xs[1]) * 2.0\n"
+    J = tape.trace(tape.jit(namespace(source)["f"]), [0.3, 0.7])
+    assert J(np.array([0.4, 0.9])) == 1.8
+    with pytest.raises(tape.BranchChanged, match=rf"{line_of(source, '    return max(xs[0], xs[1]) * 2.0')}\b"):
+        J(np.array([0.9, 0.4]))
+
+
+# --- iteration over the inputs, sum ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    "s = 0.0\n    for v in xs:\n        s = s * v + 1.0\n    return s",
+    "s = xs[0]\n    for i, v in enumerate(xs):\n        s = s + v * i\n    return s",
+    "return [v * w for v, w in zip(xs, xs)]",
+    "return sum(xs) + sum([v * v for v in xs], 1.5)",
+    "n = 0\n    for v in xs:\n        if v > 0.5:\n            n += 1\n    return n",
+])
+def test_iterating_over_the_inputs(body):
+    tp, yp, tj, yj = both(f"def f(xs):\n    {body}\n")
+    same_records(tp, tj)
+    if isinstance(yp, list):
+        assert [v.index for v in yp] == [v.index for v in yj]
+    else:
+        assert (yp.index, yp.value) == (yj.index, yj.value) if isinstance(yp, tape.Var) else yp == yj
+        assert isinstance(yj, tape.Var) == isinstance(yp, tape.Var)
+
+
+# --- tape.* of plain numbers ---------------------------------------------------------------------
+
+
+def test_tape_functions_of_numbers_give_floats_and_record_nothing():
+    names = [n for n in ops.UNARY if hasattr(tape, n)]
+    binary = [s.name for s in ops.ARITHMETIC if not s.operator]
+    calls = [f"tape.{n}(0.3)" for n in names] + [f"tape.{n}(2)" for n in names]
+    calls += [f"tape.{n}(0.3, 0.7)" for n in binary] + [f"tape.{n}(2, 0.7)" for n in binary]
+    source = "def f(xs):\n    return [" + ", ".join(calls) + "]\n"
+    tp, yp, tj, yj = both(source)
+    assert len(tp) == len(tj) == 3
+    assert all(type(v) is float for v in yj)
+    assert np.array_equal(np.array(yp, float).view(np.uint64), np.array(yj).view(np.uint64))
+
+
+def test_a_number_from_tape_functions_meets_vars_as_in_python():
+    tp, yp, tj, yj = both("def f(xs):\n    c = tape.exp(0.5) + tape.maximum(1.0, 2.0)\n    return xs[0] * c - c\n")
+    same_records(tp, tj)
+
+
+# --- threads -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["while", "pricer"])
+def test_threads_record_separate_jitted_tapes_at_once(name):
+    f, jf, x0, data = functions(name)
+    points = [[v * (1.0 + 0.05 * k) for v in x0] for k in range(4)]
+    vg = tape.value_and_grad(jf)
+    expected = [vg(p, *data) for p in points]
+    alone = []
+    for p in points:
+        t = tape.Tape(capacity=1)  # grown inside Numba, in every thread
+        jf(t.vars(p), *data)
+        alone.append(records(t))
+    got: dict = {}
+    barrier = threading.Barrier(4)
+
+    def work(k):
+        barrier.wait()
+        mine = tape.value_and_grad(jf)
+        for _ in range(20):
+            got.setdefault(k, []).append(mine(points[k], *data))
+            t = tape.Tape(capacity=1)
+            jf(t.vars(points[k]), *data)
+            got.setdefault(("records", k), []).append(records(t))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        assert got[k] == [expected[k]] * 20
+        for rec in got[("records", k)]:
+            for a, b in zip(rec, alone[k], strict=True):
+                assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+# --- the cache across processes ----------------------------------------------------------------
+
+CACHED = '''
+import sys, time
+import numpy as np
+import tape
+
+def f(xs, steps):
+    x, k = xs[0], xs[1]
+    for i in range(steps):
+        if x * k > 1.0:
+            x = x + tape.sin(x) * 0.1
+        else:
+            x = x * 1.5 + 0.01
+    return x
+
+start = time.perf_counter()
+jf = tape.jit(f, cache=True)
+t = tape.Tape()
+jf(t.vars([0.05, 3.0]), 40)
+took = time.perf_counter() - start
+n = len(t)
+hits, misses = sum(jf.dispatcher.stats.cache_hits.values()), sum(jf.dispatcher.stats.cache_misses.values())
+np.savez(sys.argv[1], op=t._op[:n], in0=t._in0[:n], in1=t._in1[:n], val=t._val[:n], consts=t._consts[:t.n_consts],
+         rows=[r for r, _, _ in t._checks], outs=[o for _, o, _ in t._checks])
+print(hits, misses, repr(took), sorted({w for _, _, w in t._checks}), jf.dispatcher._cache._cache_path)
+'''
+
+
+def test_cache_true_reloads_in_a_fresh_process(tmp_path):
+    script = tmp_path / "cached_program.py"
+    script.write_text(textwrap.dedent(CACHED))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    runs = []
+    try:
+        for k in range(2):
+            out = subprocess.run([sys.executable, str(script), str(tmp_path / f"r{k}.npz")], capture_output=True,
+                                 text=True, env=env, timeout=300)
+            assert out.returncode == 0, out.stderr
+            hits, misses, took, rest = out.stdout.split(maxsplit=3)
+            runs.append((int(hits), int(misses), float(took), rest))
+            print(f"process {k + 1}: {float(took):.2f} s to compile (or load) and record; cache hits {hits}")
+    finally:
+        for line in (r[3] for r in runs):
+            shutil.rmtree(line.rsplit(" ", 1)[-1], ignore_errors=True)  # this test's entry in the cache only
+    (h1, m1, _, rest1), (h2, m2, _, rest2) = runs
+    assert (h1, m1) == (0, 1) and (h2, m2) == (1, 0), "the second process did not load f from the cache"
+    assert rest1 == rest2 and f"{script}:9" in rest2  # the branch's file:line, from the cached code
+    first, second = np.load(tmp_path / "r0.npz"), np.load(tmp_path / "r1.npz")
+    assert len(first["op"]) > 100 and len(first["rows"]) == 40
+    for key in first.files:
+        assert np.array_equal(first[key].view(np.uint8), second[key].view(np.uint8)), key
+
+
+# --- tapes that must not mix ---------------------------------------------------------------------
+
+
+def test_vars_of_two_tapes_are_refused_clearly():
+    jf = tape.jit(namespace("def f(xs):\n    return xs[0] + xs[1]\n")["f"])
+    t1, t2 = tape.Tape(), tape.Tape()
+    a, b = t1.vars([1.0])[0], t2.vars([2.0])[0]
+    with pytest.raises(tape.ForeignHandleError, match=r"^tape\.jit: cannot combine Vars of different tapes: xs\[1\]"):
+        jf([a, b])
+    assert len(t1) == len(t2) == 1
+    y = jf([a, t1.vars([3.0])[0]])
+    with pytest.raises(tape.ForeignHandleError, match="different tapes"):
+        y + b  # a jitted result is a Var of its tape, checked as any
+
+
+# --- checked branches kept as arrays until read ------------------------------------------------
+
+BRANCHY = ("def f(xs):\n    x = xs[0]\n    if x > 0.5:\n        x = x * 2.0\n    if xs[1] < x:\n        x = x - 1.0\n"
+           "    return x\n")
+
+
+def test_jit_checks_are_read_in_order_with_python_ones():
+    py, jn = namespace(BRANCHY)["f"], tape.jit(namespace(BRANCHY)["f"])
+    tapes = []
+    for g in (py, jn):
+        t = tape.Tape()
+        xs = t.vars([0.3, 0.7])
+        if xs[0] > 0.1:  # a Python check before, between and after the jitted ones
+            g(xs)
+        if xs[1] > 0.1:
+            g([xs[1], xs[0]])
+        if xs[0] < xs[1]:
+            tapes.append(t)
+    tp, tj = tapes
+    assert tj._jit_checks == () and len(tj._checks) == 7  # the jitted calls' checks became tuples when read
+    same_records(tp, tj)
+    assert [row for row, _, _ in tj._checks] == sorted(row for row, _, _ in tj._checks)
+
+
+def test_jit_checks_stay_arrays_until_read():
+    jf = tape.jit(namespace(BRANCHY)["f"])
+    t = tape.Tape()
+    xs = t.vars([0.3, 0.7])
+    for _ in range(3):
+        jf(xs)
+    assert len(t._jit_checks) == 3 and "_checks" in t.__dict__ and t.__dict__["_checks"] == []
+    F = t.function(xs, jf(xs))
+    assert len(t._checks) == 8 and F.stats()["comparisons_checked"] == 8
+    with pytest.raises(tape.BranchChanged, match=line_of(BRANCHY, "    if x > 0.5:")):
+        F(np.array([0.9, 0.7]))
