@@ -38,6 +38,7 @@ from tape.kernels.ops import CONSTANT
 
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
 jit = njit(cache=True, **OPTIONS)
+hot = njit(inline="always", **OPTIONS)  # the layers under each op's entry: inlined into it, so one call per op
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
 
@@ -119,7 +120,7 @@ def install() -> None:
             _installed.append(compiled)
 
 
-@jit
+@hot
 def push(t, code, i, j, v):
     """Append record (code, i, j, v); return its Var."""
     n = t.n
@@ -136,7 +137,7 @@ def push(t, code, i, j, v):
     return make_var(t, n)
 
 
-@jit
+@hot
 def push_const(t, c):
     """Append c to the constant pool; return its slot."""
     k = t.nc
@@ -147,7 +148,7 @@ def push_const(t, c):
     return k
 
 
-@jit
+@hot
 def constant_record(t, c):
     """A constant record (a number where a record is needed: tape.where, arctan2, outputs); its index."""
     return push(t, CONSTANT, NO_INPUT, NO_INPUT, c).index
@@ -274,6 +275,6 @@ def _pos(x):
     return None
 
 
-__all__ = ["install", "jit", "push", "push_const", "push_check", "constant_record", "condition", "new_tape",
+__all__ = ["install", "jit", "hot", "push", "push_const", "push_check", "constant_record", "condition", "new_tape",
            "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "NOT_A_FLOAT",
            "one_output", "finish"]
