@@ -13,32 +13,9 @@ import time
 import numpy as np
 
 import tape
+from tape.benchmarks.programs import JIT_PRICER as PRICER
+from tape.benchmarks.programs import JIT_RK4 as RK4
 
-RK4 = '''
-def f(xs, steps, h):
-    a, b = xs[0], xs[1]
-    u, v = 1.0, 0.5
-    for _ in range(steps):
-        k1u, k1v = a * u - u * v, u * v - b * v
-        u2, v2 = u + 0.5 * h * k1u, v + 0.5 * h * k1v
-        k2u, k2v = a * u2 - u2 * v2, u2 * v2 - b * v2
-        u3, v3 = u + 0.5 * h * k2u, v + 0.5 * h * k2v
-        k3u, k3v = a * u3 - u3 * v3, u3 * v3 - b * v3
-        u4, v4 = u + h * k3u, v + h * k3v
-        k4u, k4v = a * u4 - u4 * v4, u4 * v4 - b * v4
-        u = u + h / 6.0 * (k1u + 2.0 * k2u + 2.0 * k3u + k4u)
-        v = v + h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
-    return u + v
-'''
-PRICER = '''
-def f(xs, z, strike):
-    s0, sigma, r = xs[0], xs[1], xs[2]
-    total = 0.0
-    for i in range(z.shape[0]):
-        st = s0 * tape.exp((r - 0.5 * sigma * sigma) + sigma * z[i])
-        total = total + tape.maximum(st - strike, 0.0)
-    return tape.exp(-r) * total / z.shape[0]
-'''
 WHILE = '''
 def f(xs, n):
     x, k = xs[0], xs[1]
