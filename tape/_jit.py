@@ -149,7 +149,10 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
                            "(x0.tolist()) so that each number is a Var")
         t = xs._live_tape()
     else:
-        if type(xs) is Var or not isinstance(xs, (list, tuple)) or not xs or any(type(v) is not Var for v in xs):
+        if isinstance(xs, (list, tuple)) and not xs:
+            raise TypeError("tape.jit: a jitted function needs at least one input Var (x0 is empty): there is "
+                            "no tape to record into and nothing to differentiate")
+        if type(xs) is Var or not isinstance(xs, (list, tuple)) or any(type(v) is not Var for v in xs):
             raise TypeError("tape.jit: a jitted function records: call it through tape.trace, tape.grad or "
                             "tape.value_and_grad, or with a list of Vars of one tape")
         t = xs[0].tape

@@ -187,6 +187,8 @@ def test_calling_without_vars_is_refused():
     f = jitted("    return x")
     with pytest.raises(TypeError, match="tape.jit: a jitted function records"):
         f([0.5], np.zeros(1))
+    with pytest.raises(TypeError, match="needs at least one input Var"):
+        tape.grad(f)([], np.zeros(1))
 
 
 def test_float_accumulation_records_nothing_until_it_meets_a_var():
