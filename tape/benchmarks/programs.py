@@ -206,20 +206,32 @@ def mlp(plan: dict, w: list, fn: dict):
 
 
 @numba.njit
-def pairwise_list(terms):
-    """pairwise_sum of a list of Vars (records nothing but the sums, in the same order)."""
-    sums, sizes = [terms[0]], [1]
-    for k in range(1, len(terms)):
-        term, size = terms[k], 1
-        while len(sizes) > 0 and sizes[-1] == size:
-            term = sums.pop() + term
-            size += sizes.pop()
-        sums.append(term)
-        sizes.append(size)
+def pairwise_push(sums, sizes, term):
+    """One more term of a pairwise sum kept as partial sums and their sizes (as pairwise_sum streams)."""
+    size = 1
+    while len(sizes) > 0 and sizes[-1] == size:
+        term = sums.pop() + term
+        size += sizes.pop()
+    sums.append(term)
+    sizes.append(size)
+
+
+@numba.njit
+def pairwise_fold(sums):
+    """The pairwise sum of pairwise_push's partial sums."""
     total = sums.pop()
     while len(sums) > 0:
         total = sums.pop() + total
     return total
+
+
+@numba.njit
+def pairwise_list(terms):
+    """pairwise_sum of a list of Vars (records nothing but the sums, in the same order)."""
+    sums, sizes = [terms[0]], [1]
+    for k in range(1, len(terms)):
+        pairwise_push(sums, sizes, terms[k])
+    return pairwise_fold(sums)
 
 
 def rdag_jitted(xs, kind, a, b, sinks):
@@ -259,16 +271,8 @@ def rosenbrock_jitted(xs):
     for i in range(len(xs) - 1):
         a = xs[i + 1] - xs[i] * xs[i]
         b = 1.0 - xs[i]
-        term, size = 100.0 * (a * a) + b * b, 1
-        while len(sizes) > 0 and sizes[-1] == size:
-            term = sums.pop() + term
-            size += sizes.pop()
-        sums.append(term)
-        sizes.append(size)
-    total = sums.pop()
-    while len(sums) > 0:
-        total = sums.pop() + total
-    return total
+        pairwise_push(sums, sizes, 100.0 * (a * a) + b * b)
+    return pairwise_fold(sums)
 
 
 def seed_jitted(v):
