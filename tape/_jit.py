@@ -166,10 +166,9 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
 
 
 def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
-    """Make the records written inside Numba the tape's (into new arrays if Numba grew them)."""
+    """Make the records written inside Numba the tape's (the arrays Numba grew, if it did)."""
     if op.ctypes.data != t._op.ctypes.data:
-        t._allocate(len(op))
-        t._op[n0:n], t._in0[n0:n], t._in1[n0:n], t._val[n0:n] = op[n0:n], in0[n0:n], in1[n0:n], val[n0:n]
+        t._allocate(len(op), (op, in0, in1, val))
     if consts.ctypes.data != t._consts.ctypes.data:
         t._grow_consts(len(consts))
         t._consts[nc0:nc] = consts[nc0:nc]

@@ -148,9 +148,11 @@ class VarsIterType(types.SimpleIteratorType):
 
 var_type, condition_type = VarType(), ConditionType()
 vars_iter_type, vars_type = VarsIterType(), VarsType()
-VAR_MEMBERS = [("tape", tape_type), ("index", types.int64), ("c", types.float64)]
+# A Var's tape is its meminfo pointer, borrowed: no reference counts on copies (the driver and the
+# inputs hold the tape; Vars never outlive the call). Records are read and appended through it below.
+VAR_MEMBERS = [("tape", types.voidptr), ("index", types.int64), ("c", types.float64)]  # c: the value
 # mode: 0 two records (code, i, j), 1 a record and a constant (code, i, c), 2 known (outcome)
-CONDITION_MEMBERS = [("tape", tape_type), ("code", types.int64), ("i", types.int64), ("j", types.int64),
+CONDITION_MEMBERS = [("tape", types.voidptr), ("code", types.int64), ("i", types.int64), ("j", types.int64),
                      ("c", types.float64), ("mode", types.int64), ("outcome", types.boolean)]
 VARS_MEMBERS = [("tape", tape_type), ("rows", types.int64[::1])]
 
@@ -198,12 +200,12 @@ def _struct(context, builder, typ, values: dict):
 
 
 @intrinsic
-def make_var(typingctx, t, index):
-    """Var(t, index): record ``index`` of tape t."""
+def make_var(typingctx, p, index, value):
+    """Var(p, index, value): record ``index`` of the tape whose pointer is p, and its value."""
     def codegen(context, builder, sig, args):
-        return _struct(context, builder, var_type, {"tape": (args[0], sig.args[0]), "index": (args[1], None),
-                                                    "c": (context.get_constant(types.float64, 0.0), None)})
-    return var_type(t, types.int64), codegen
+        return _struct(context, builder, var_type, {"tape": (args[0], None), "index": (args[1], None),
+                                                    "c": (args[2], None)})
+    return var_type(types.voidptr, types.int64, types.float64), codegen
 
 
 @intrinsic
@@ -221,9 +223,10 @@ def make_condition(typingctx, t, code, i, j, c, mode, outcome):
     """A Condition (see CONDITION_MEMBERS)."""
     def codegen(context, builder, sig, args):
         names = [name for name, _ in CONDITION_MEMBERS]
-        values = {name: (arg, sig.args[0] if name == "tape" else None) for name, arg in zip(names, args, strict=True)}
+        values = {name: (arg, None) for name, arg in zip(names, args, strict=True)}
         return _struct(context, builder, condition_type, values)
-    return condition_type(t, types.int64, types.int64, types.int64, types.float64, types.int64, types.boolean), codegen
+    i64 = types.int64
+    return condition_type(types.voidptr, i64, i64, i64, types.float64, i64, types.boolean), codegen
 
 
 @intrinsic
@@ -269,6 +272,70 @@ def tape_from_pointer(typingctx, p):
         context.nrt.incref(builder, tape_type, st._getvalue())
         return st._getvalue()
     return tape_type(types.voidptr), codegen
+
+
+def _fields(context, builder, p):
+    """The tape's fields (loads and stores through its payload) from its borrowed pointer."""
+    st = cgutils.create_struct_proxy(tape_type)(context, builder)
+    st.meminfo = builder.bitcast(p, st.meminfo.type)
+    return structref._Utils(context, builder, tape_type).get_data_struct(st._getvalue())
+
+
+def _array(context, builder, fields, name):
+    """(data pointer, length) of the tape's array ``name``, no reference taken."""
+    array = context.make_array(dict(TAPE_FIELDS)[name])(context, builder, value=getattr(fields, name))
+    return array.data, array.nitems
+
+
+def _room(count: str, array: str):
+    """An intrinsic giving (count, capacity) of the tape's records or constants."""
+    @intrinsic
+    def room(typingctx, p):
+        def codegen(context, builder, sig, args):
+            fields = _fields(context, builder, args[0])
+            counts = [getattr(fields, count), _array(context, builder, fields, array)[1]]
+            return context.make_tuple(builder, sig.return_type, counts)
+        return types.UniTuple(types.int64, 2)(types.voidptr), codegen
+    return room
+
+
+records, constants = _room("n", "op"), _room("nc", "consts")
+
+
+@intrinsic
+def value_at(typingctx, p, i):
+    """The value of record i (below the count: the caller's index came from the tape)."""
+    def codegen(context, builder, sig, args):
+        data, _ = _array(context, builder, _fields(context, builder, args[0]), "val")
+        return builder.load(builder.gep(data, [args[1]]))
+    return types.float64(types.voidptr, types.int64), codegen
+
+
+@intrinsic
+def append(typingctx, p, code, i, j, v):
+    """Write record (code, i, j, v) at the count and count it (room checked by the caller)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        n = fields.n
+        for name, value, typ in zip(("op", "in0", "in1", "val"), args[1:], sig.args[1:], strict=True):
+            data, _ = _array(context, builder, fields, name)
+            stored = context.cast(builder, value, typ, dict(TAPE_FIELDS)[name].dtype)
+            builder.store(stored, builder.gep(data, [n]))
+        fields.n = builder.add(n, context.get_constant(types.int64, 1))
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.int64, types.int64, types.int64, types.float64), codegen
+
+
+@intrinsic
+def append_const(typingctx, p, c):
+    """Write c at the constant count and count it (room checked by the caller)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        data, _ = _array(context, builder, fields, "consts")
+        builder.store(args[1], builder.gep(data, [fields.nc]))
+        fields.nc = builder.add(fields.nc, context.get_constant(types.int64, 1))
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.float64), codegen
 
 
 def external(name: str, address: int, signature) -> types.ExternalFunction:
@@ -389,5 +456,6 @@ class Pipeline(CompilerBase):
 
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
            "vars_type", "VarType", "ConditionType", "VarsType", "make_var", "unbound", "make_condition",
-           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "external", "branch", "max_of",
-           "min_of", "Pipeline", "where_of", "file_id", "USER_CACHED"]
+           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "records", "constants", "value_at",
+           "append", "append_const", "external", "branch", "max_of", "min_of", "Pipeline", "where_of", "file_id",
+           "USER_CACHED"]
