@@ -23,7 +23,8 @@ from numba.extending import overload, typeof_impl
 from tape import _jit_overloads  # noqa: F401  # registers the overloads
 from tape._array import VarArray
 from tape._handles import Handle
-from tape._jit_numba import USER_CACHED, Pipeline, TypingError, file_id, types, where_of
+from tape._jit_numba import USER_CACHED, TypingError, file_id, types, where_of
+from tape._jit_pass import Pipeline
 from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape._recorders import Var
 from tape._tape import Tape

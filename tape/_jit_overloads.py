@@ -18,8 +18,9 @@ import numpy as np
 from numba.extending import overload
 
 from tape import _api, _binary, _recorders
-from tape._jit_numba import TypingError, VarsType, branch, condition_type, max_of, min_of, types
+from tape._jit_numba import TypingError, VarsType, condition_type, types
 from tape._jit_ops import ARITHMETIC, COMPARISONS, UNARY, compare_value
+from tape._jit_pass import branch, max_of, min_of
 from tape._jit_tape import (
     as_var,
     constant_record,

@@ -131,22 +131,15 @@ class Storage(Arenas):
     def _allocate(self, capacity: int, records: tuple[np.ndarray, ...] = ()) -> None:
         """(Re)allocate the record arrays, keeping the first len(self) records; or take ``records``,
         (op, in0, in1, val) already holding them (in1 NO_INPUT past them), as tape.jit grows them."""
-        n = self._n
-        arrays: dict[str, np.ndarray] = {  # every record writes op, in0, val; adj is read only where stamp says so
-            "_adj": np.empty(capacity, np.float64),
-            "_stamp": np.zeros(capacity, np.uint32),
-        }
-        if not records:
-            records = (np.empty(capacity, np.uint8), np.empty(capacity, np.uint32),
-                       np.full(capacity, NO_INPUT, np.uint32),  # unary recorders leave it as is
-                       np.empty(capacity, np.float64))
-            arrays.update(zip(("_op", "_in0", "_in1", "_val"), records, strict=True))
-        for name, new in arrays.items():
-            if hasattr(self, name):
+        n, taken = self._n, records
+        # every record writes op, in0, val (in1 NO_INPUT: unary recorders leave it); adj is read where stamp says so
+        records = records or (np.empty(capacity, np.uint8), np.empty(capacity, np.uint32),
+                              np.full(capacity, NO_INPUT, np.uint32), np.empty(capacity, np.float64))
+        for name, new in zip(("_op", "_in0", "_in1", "_val", "_adj", "_stamp"),
+                             (*records, np.empty(capacity, np.float64), np.zeros(capacity, np.uint32)), strict=True):
+            if hasattr(self, name) and not (taken and name in ("_op", "_in0", "_in1", "_val")):
                 new[:n] = getattr(self, name)[:n]
             setattr(self, name, new)
-        if len(arrays) == 2:
-            self._op, self._in0, self._in1, self._val = records
         self._capacity = capacity
         self._op_w, self._in0_w = memoryview(self._op.data), memoryview(self._in0.data)
         self._in1_w, self._val_w = memoryview(self._in1.data), memoryview(self._val.data)
