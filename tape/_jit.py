@@ -135,6 +135,15 @@ class _Checks:
     def __init__(self, rows: np.ndarray, outs: np.ndarray, wheres: np.ndarray, fallback: str):
         self.rows, self.outs, self.wheres, self.fallback = rows, outs, wheres, fallback
 
+    def below(self, mark: int) -> _Checks | None:
+        """Those of rows below mark (None if none), as a rewind to mark keeps them."""
+        keep = self.rows < mark
+        if keep.all():
+            return self
+        if not keep.any():
+            return None
+        return _Checks(self.rows[keep], self.outs[keep], self.wheres[keep], self.fallback)
+
     def tuples(self) -> Any:
         """(row, outcome, file:line) of each, each branch's file:line made once."""
         codes, which = np.unique(self.wheres, return_inverse=True)

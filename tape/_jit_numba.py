@@ -241,7 +241,10 @@ def known_condition(typingctx, outcome):
 
 @intrinsic
 def make_vars(typingctx, t, rows):
-    """The inputs: records ``rows`` of tape t."""
+    """The inputs: records ``rows`` (contiguous int64) of tape t."""
+    if rows != dict(VARS_MEMBERS)["rows"]:
+        return None  # another layout would be read as this one
+
     def codegen(context, builder, sig, args):
         return _struct(context, builder, vars_type, {"tape": (args[0], sig.args[0]), "rows": (args[1], sig.args[1])})
     return vars_type(t, rows), codegen

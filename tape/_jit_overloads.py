@@ -20,7 +20,7 @@ from numba.extending import overload
 from tape import _api, _binary, _recorders
 from tape._jit_numba import TypingError, VarsType, condition_type, types
 from tape._jit_ops import ARITHMETIC, COMPARISONS, UNARY, compare_value
-from tape._jit_pass import branch, max_of, min_of
+from tape._jit_pass import branch, max_of, max_over, min_of, min_over
 from tape._jit_tape import (
     as_var,
     constant_record,
@@ -101,6 +101,26 @@ def minmax(test):
     return typer
 
 
+def over(pick, builtin):
+    """max_over/min_over(xs, where) as Python's builtin runs max(xs)/min(xs) on Vars: the first
+    element, then pick(best, next, where) for each next one (max_of, min_of: checked comparisons)."""
+    def typer(xs, where):
+        if not (isinstance(xs, VarsType) or (isinstance(xs, (types.List, types.UniTuple)) and is_var(xs.dtype))):
+            return lambda xs, where: builtin(xs)
+
+        empty = f"{builtin.__name__}() arg is an empty sequence"
+
+        def impl(xs, where):
+            if len(xs) == 0:
+                raise ValueError(empty)
+            best = xs[0]
+            for k in range(1, len(xs)):
+                best = pick(best, xs[k], where)
+            return best
+        return impl
+    return typer
+
+
 @overload(sum)
 def _sum(xs, start=0):
     """sum of Vars as Python adds them: ``start + xs[0] + xs[1] ...``."""
@@ -173,6 +193,8 @@ def _register() -> None:
         overload(getattr(operator, name))(comparison(vv))
     overload(max_of)(minmax(COMPARISONS["gt"]))
     overload(min_of)(minmax(COMPARISONS["lt"]))
+    overload(max_over)(over(max_of, max))
+    overload(min_over)(over(min_of, min))
 
 
 @jit

@@ -32,7 +32,18 @@ def min_of(a, b, where):
     return min(a, b)
 
 
+def max_over(xs, where):
+    """What ``max(xs)`` of one sequence becomes (overloaded in tape._jit_overloads)."""
+    return max(xs)
+
+
+def min_over(xs, where):
+    """What ``min(xs)`` of one sequence becomes (overloaded in tape._jit_overloads)."""
+    return min(xs)
+
+
 MINMAX = {max: max_of, min: min_of}
+OVER = {max: max_over, min: min_over}
 HELPERS: dict = {}  # a plain numba.njit helper -> its recompile with BranchLines
 
 
@@ -55,7 +66,8 @@ def _is_helper(value) -> bool:
 class BranchLines(FunctionPass):
     """Rewrite the interpreter's ``$bool<offset> = global(bool); $pred = $bool(x)`` before each
     branch into ``branch(x, file_id << 24 | line)``, ``max(a, b, ...)`` into ``max_of(max_of(a, b,
-    where), ..., where)`` (min alike), and a plain numba.njit helper into its recompile by this pipeline."""
+    where), ..., where)``, ``max(xs)`` into ``max_over(xs, where)`` (min alike), and a plain
+    numba.njit helper into its recompile by this pipeline."""
 
     _name = "tape_branch_lines"
 
@@ -82,6 +94,11 @@ class BranchLines(FunctionPass):
                     if fn is bool and len(args) == 1:
                         stmt.value.func = self._global(block, label, body, "branch", branch, stmt.loc)
                         stmt.value.args = [args[0], self._where(block, label, body, stmt.loc)]
+                        changed = True
+                    elif (fn is max or fn is min) and len(args) == 1:
+                        where = self._where(block, label, body, stmt.loc)
+                        fn_var = self._global(block, label, body, OVER[fn].__name__, OVER[fn], stmt.loc)
+                        stmt = ir.Assign(ir.Expr.call(fn_var, [args[0], where], (), stmt.loc), stmt.target, stmt.loc)
                         changed = True
                     elif (fn is max or fn is min) and len(args) >= 2:
                         where = self._where(block, label, body, stmt.loc)
@@ -124,4 +141,4 @@ class Pipeline(CompilerBase):
         return [pm]
 
 
-__all__ = ["branch", "max_of", "min_of", "Pipeline", "BranchLines"]
+__all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "Pipeline", "BranchLines"]

@@ -241,6 +241,8 @@ def _getitem(xs, i):
             p = tape_pointer(xs.tape)
             return make_var(p, xs.rows[k], value_at(p, xs.rows[k]))
         return impl
+    if isinstance(xs, VarsType) and isinstance(i, types.SliceType):
+        return lambda xs, i: make_vars(xs.tape, xs.rows[i].copy())  # xs[1:], xs[::-1]: the inputs too
     return None
 
 

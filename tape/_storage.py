@@ -265,8 +265,13 @@ class Storage(Arenas):
         self._stamp[mark:n] = 0
         self._n = mark
         self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]])) if mark else 0
-        self._checks = [check for check in self._checks if check[0] < mark] if self._checks else self._checks
+        self._drop_checks(mark)
         self._rewind_arenas(mark)
+
+    def _drop_checks(self, mark: int) -> None:
+        """Forget the checked branches of records ``mark`` and later."""
+        if self._checks:
+            self._checks = [check for check in self._checks if check[0] < mark]
 
     def _low_mark(self, start: int) -> int:
         """The lowest mark of the rewinds numbered ``start`` and later: the records below it
