@@ -129,10 +129,9 @@ class Storage(Arenas):
     # -- storage --------------------------------------------------------------
 
     def _allocate(self, capacity: int, records: tuple[np.ndarray, ...] = ()) -> None:
-        """(Re)allocate the record arrays, keeping the first len(self) records; or take ``records``,
-        (op, in0, in1, val) already holding them (in1 NO_INPUT past them), as tape.jit grows them."""
+        """(Re)allocate the record arrays, keeping len(self) records; or take tape.jit's grown ``records``."""
         n, taken = self._n, records
-        # every record writes op, in0, val (in1 NO_INPUT: unary recorders leave it); adj is read where stamp says so
+        # every record writes op, in0, val (in1 NO_INPUT: unary recorders leave it); adj read where stamp says
         records = records or (np.empty(capacity, np.uint8), np.empty(capacity, np.uint32),
                               np.full(capacity, NO_INPUT, np.uint32), np.empty(capacity, np.float64))
         for name, new in zip(("_op", "_in0", "_in1", "_val", "_adj", "_stamp"),
@@ -270,8 +269,7 @@ class Storage(Arenas):
 
     def _drop_checks(self, mark: int) -> None:
         """Forget the checked branches of records ``mark`` and later."""
-        if self._checks:
-            self._checks = [check for check in self._checks if check[0] < mark]
+        self._checks = [check for check in self._checks if check[0] < mark]
 
     def _low_mark(self, start: int) -> int:
         """The lowest mark of the rewinds numbered ``start`` and later: the records below it
