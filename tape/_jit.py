@@ -206,15 +206,16 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
-    ``xs`` holds Vars (``xs[i]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and numbers. Inside,
-    Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*``
-    functions of the op table (of plain numbers: floats, nothing recorded), ``tape.where``,
-    ``sum``, builtin ``max``/``min`` (as Python runs them: a checked comparison, one of the
-    arguments returned); ``if``/``while`` on comparisons record checked branches with their
-    file:line. It may call itself and other tape.jit or numba.njit functions of Vars. Give it to
-    tape.trace, tape.grad or tape.value_and_grad (or call it with a list of Vars of one tape): the
-    records are the Python recorder's for the same source, bit for bit. ``cache=True`` keeps the
-    compiled code across processes (refused for a recursive f).
+    ``xs`` holds Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and
+    numbers. Inside, Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and
+    ``tape.*`` functions of the op table (of plain numbers: floats, nothing recorded),
+    ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
+    Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
+    comparisons record checked branches with their file:line. It may call itself and other tape.jit
+    or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
+    call it with a list of Vars of one tape): the records are the Python recorder's for the same
+    source, bit for bit. ``cache=True`` keeps the compiled code across processes (refused for a
+    recursive f).
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)
