@@ -263,7 +263,13 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     ints = all(isinstance(k, int) for k in which)
     low, high = (min(which), max(which)) if ints and which else (0, -1)
 
+    jitted = getattr(f, "_value_and_grad", None) if which == (0,) and not has_aux else None  # tape.jit's own
+
     def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
+        if jitted is not None:
+            done = jitted(idle, args)
+            if done is not None:
+                return done
         if not (ints and -len(args) <= low and high < len(args)):
             for k in which:
                 if not (isinstance(k, int) and -len(args) <= k < len(args)):

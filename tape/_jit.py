@@ -20,7 +20,7 @@ import numba
 import numpy as np
 from numba.extending import overload, typeof_impl
 
-from tape import _jit_overloads  # noqa: F401  # registers the overloads
+from tape import _debug, _jit_overloads  # noqa: F401  # registers the overloads
 from tape._array import VarArray
 from tape._handles import Handle
 from tape._jit_numba import USER_CACHED, TypingError, file_id, types, where_of
@@ -29,6 +29,7 @@ from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, 
 from tape._recorders import Var
 from tape._tape import Tape
 from tape.errors import ForeignHandleError, TapeError
+from tape.kernels.ops import LEAF
 
 __all__ = ["jit", "JitFunction", "JitError"]
 
@@ -98,6 +99,37 @@ class JitFunction:
 
     def __call__(self, xs: Any, *data: Any) -> Any:
         t, rows = _tape_and_rows(xs)
+        idx, vals, seq = self._record(t, rows, data)
+        seg = t._segment()
+        outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
+        return outs if seq else outs[0]
+
+    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, list[float]] | None:
+        """tape.value_and_grad of f at a flat list of floats with no Python handle per input: the leaves'
+        rows go straight in, on the tape of the last call (``idle``, per thread); None where the general
+        path must run (other structures, Vars, debug_nans)."""
+        x = args[0] if args else None
+        if type(x) is not list or not x or not set(map(type, x)) <= {float, int} or _debug.active():
+            return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
+        values = np.array(x, np.float64)
+        t, idle.jit_tape = getattr(idle, "jit_tape", None) or Tape(capacity=max(1024, 4 * len(x))), None
+        rows = t._append_block(LEAF, len(x), values=values)
+        idx, vals, seq = self._record(t, rows, args[1:])
+        if seq:
+            raise TypeError("f must return a Var or a real number, got a sequence")
+        i, value = int(idx[0]), float(vals[0])
+        grads = [0.0] * len(x)
+        if i >= 0:
+            t._reverse(i, False)
+            grads = np.where(t._stamp[rows] == t._gen, t._adj[rows], 0.0).tolist()
+            value = float(t._val[i])
+        t.clear()
+        idle.jit_tape = t
+        return value, grads
+
+    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and
+        whether f returned a sequence."""
         for d in data:
             if isinstance(d, (Handle, VarArray)) or (isinstance(d, (list, tuple)) and any(
                     isinstance(v, Handle) for v in d)):
@@ -116,9 +148,7 @@ class JitFunction:
             pending.append(_Checks(chk_rows, chk_outs, chk_wheres, self._where))
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
-        seg = t._segment()
-        outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
-        return outs if seq else outs[0]
+        return idx, vals, seq
 
 
 @typeof_impl.register(JitFunction)

@@ -358,3 +358,39 @@ def test_a_rewind_keeps_the_checks_below_it_without_reading_them(cut):
     assert tj.__dict__["_checks"] == []  # still arrays after the rewind
     assert len(tp._checks) == len([row for chunk in tj._jit_checks for row in chunk.rows]) < 7
     same_records(tp, tj)
+
+
+# --- tape.value_and_grad of a jitted f: no Python handle per input --------------------------------
+
+UNUSED = "def f(xs, w):\n    s = xs[0] * w[0]\n    if xs[1] > 0.5:\n        s = s + tape.sin(xs[1])\n    return s\n"
+
+
+@pytest.mark.parametrize("x", [[0.3, 0.7, 1.9], [0.3, 0.2, -0.0], [1e300, 0.7, math.inf], [math.nan, 0.9, 0.0]])
+def test_value_and_grad_of_a_jitted_f_is_the_python_recorder_s(x):
+    py, jn = namespace(UNUSED)["f"], tape.jit(namespace(UNUSED)["f"])
+    w = np.array([2.5])
+    vg = tape.value_and_grad(jn)
+    for _ in range(3):  # the fast path (a list of floats), on the tape of its last call
+        value, grads = vg(list(x), w)
+        general = tape.value_and_grad(jn)(tuple(x), w)  # a tuple: the general path, Python handles
+        python = tape.value_and_grad(py)(list(x), w)
+        for other in (general, python):
+            assert np.array_equal(np.array([value, *grads]), np.array([other[0], *other[1]]), equal_nan=True)
+        assert type(grads) is list and grads[2] == 0.0  # xs[2] unused
+
+
+def test_value_and_grad_of_a_jitted_f_takes_what_the_general_path_takes():
+    vg = tape.value_and_grad(tape.jit(namespace("def f(xs):\n    return xs[0] * xs[1]\n")["f"]))
+    assert vg([3, 2**70]) == (3.0 * 2.0**70, [2.0**70, 3.0])
+    with pytest.raises(TypeError, match="got bool"):
+        vg([1.0, True])
+    with pytest.raises(TypeError, match="argument 0"):
+        vg([1.0, "2"])
+
+
+def test_value_and_grad_of_a_jitted_f_returning_a_number_or_a_sequence():
+    vg = tape.value_and_grad(tape.jit(namespace("def f(xs):\n    return 2.5\n")["f"]))
+    assert vg([1.0, 2.0]) == (2.5, [0.0, 0.0])
+    vg = tape.value_and_grad(tape.jit(namespace("def f(xs):\n    return [xs[0], xs[1]]\n")["f"]))
+    with pytest.raises(TypeError, match="sequence"):
+        vg([1.0, 2.0])
