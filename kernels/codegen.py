@@ -19,8 +19,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import (_gen_array_rules, _gen_derivatives, _gen_fused, _gen_jit, _gen_maps, _gen_partials, _gen_recorders,
-               _gen_sweeps)
+from . import (
+    _gen_array_rules,
+    _gen_derivatives,
+    _gen_fused,
+    _gen_jit,
+    _gen_maps,
+    _gen_partials,
+    _gen_recorders,
+    _gen_sweeps,
+)
 
 HERE = Path(__file__).resolve().parent
 SWEEPS = HERE / "_sweeps.py"
