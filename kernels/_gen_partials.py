@@ -72,8 +72,16 @@ def translate(expression: str) -> str:
 def function(code: int) -> list[str]:
     op = ops.OPS[code]
     da, db = translate(op.da), translate(op.db)
-    return [f"def partials_{code}(a, b, y, c):  # {op.name}: da = {op.da or '0'}, db = {op.db or '0'}",
-            f"    return {da}, {db}", "", ""]
+    pair = f"{da}, {db}"
+    if da != "None" and db != "None" and not (_constant(da) and _constant(db)):
+        pair = f"{da} if want_a else None, {db} if want_b else None"
+    return [f"def partials_{code}(a, b, y, c, want_a=True, want_b=True):",
+            f"    # {op.name}: da = {op.da or '0'}, db = {op.db or '0'}", f"    return {pair}", "", ""]
+
+
+def _constant(expression: str) -> bool:
+    """A rule that reads no record (its partial is a number: nothing recorded, nothing to skip)."""
+    return not _reads_records(ast.parse(expression, mode="eval"))
 
 
 def differentiable(code: int) -> bool:
@@ -87,7 +95,8 @@ def generate(header: list[str]) -> str:
         '"""Each op\'s partials (da, db) as records: kernels/ops.py\'s rules over Vars a, b, y and the float c.',
         "",
         "partials_<code>(a, b, y, c) returns (da, db): a Var, a float where the rule reads no record, None",
-        "where the op has no such partial. PARTIALS maps opcodes to them (tape/_adjoint.py sweeps with them).",
+        "where the op has no such partial (or want_a/want_b is False: records for the partials a sweep uses only).",
+        "PARTIALS maps opcodes to them (tape/_adjoint.py sweeps with them).",
         '"""',
         "",
         "from tape import _partial_helpers as _h",

@@ -37,6 +37,8 @@ LAYERS = [
     ["tape._ufuncs", "tape._binary"],
     ["tape._partial_helpers"],  # the op table's helpers as records
     ["tape._partials"],  # each op's partials as records (generated)
+    ["tape._adjoint"],  # the symbolic sweeps: derivatives emitted as records
+    ["tape._gradient_tapes"],  # Function.grad_function, vjp_function, jvp_function
     ["tape._format", "tape._array_replay", "tape._calls"],
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
