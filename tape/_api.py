@@ -14,7 +14,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from tape import _blocks, _debug, _trees
+from tape import _blocks, _debug, _nest, _trees
 from tape._array import _FUNCTIONS, VarArray, wrap, wrap_view
 from tape._binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, minimum
 from tape._conditions import ArrayCondition
@@ -224,7 +224,8 @@ def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False)
     ``.value`` warns (raises TracingError if strict)."""
     t._tracing, t._strict = True, strict
     try:
-        return f(*args)
+        with _nest.recording(t):
+            return f(*args)
     finally:
         t._tracing = t._strict = False
 
@@ -267,6 +268,9 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             for k in which:
                 if not (isinstance(k, int) and -len(args) <= k < len(args)):
                     raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+        outer = _nest.tape_of(args)
+        if outer is not None:  # called on Vars (inside an outer transform): recorded there (tape/_nest.py)
+            return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
         trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
@@ -287,7 +291,13 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             start += len(tree_leaves)
         t._tracing, t._strict = True, strict  # as _recording does
         try:
-            out = f(*given)
+            with _nest.recording(t):
+                out = f(*given)
+        except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
+            outer = _nest.innermost(t)
+            if outer is None:
+                raise
+            return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
         finally:
             t._tracing = t._strict = False
         aux = None

@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from tape import _nest
 from tape._api import _numbers_of, trace
 from tape._function import Function
+from tape.errors import ForeignHandleError
 
 
 def _traced(f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int], has_aux: bool
@@ -48,7 +50,15 @@ def _traced(f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple:
     """``(f(*primals), J @ tangents)`` by one forward tangent sweep, as ``jax.jvp``: tangents has the
     structure of primals (a tuple with a tangent per argument); with has_aux, ``(out, J t, aux)``."""
-    F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    outer = _nest.tape_of(tuple(primals) + tuple(tangents))
+    if outer is not None:  # called on Vars (inside an outer transform): recorded there (tape/_nest.py)
+        return _nest.jvp(outer, f, primals, tangents, has_aux)
+    try:
+        F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
+        if (outer := _nest.innermost()) is None:
+            raise
+        return _nest.jvp(outer, f, primals, tangents, has_aux)
     assert F._layout is not None
     direction = F._layout.flat(tuple(tangents), "the tangents")
     value, tangent = F(point), F.jvp(point, direction)
@@ -59,7 +69,15 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     """``(f(*primals), vjp_fn)`` as ``jax.vjp``: ``vjp_fn(w)`` gives w^T J as a tuple with a cotangent
     per argument, each in that argument's structure (a reverse sweep per call); with has_aux,
     ``(out, vjp_fn, aux)``."""
-    F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    outer = _nest.tape_of(primals)
+    if outer is not None:  # called on Vars (inside an outer transform): recorded there (tape/_nest.py)
+        return _nest.vjp(outer, f, primals, has_aux)
+    try:
+        F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
+        if (outer := _nest.innermost()) is None:
+            raise
+        return _nest.vjp(outer, f, primals, has_aux)
     layout = F._layout
     assert layout is not None
 

@@ -45,6 +45,7 @@ LAYERS = [
     ["tape._maps"],
     ["tape._function"],
     ["tape._tape"],  # tape.Tape: the storage with handles, arrays and Functions
+    ["tape._nest"],  # derivatives called on Vars: recorded onto their tape
     ["tape._api"],
     ["tape._jit_numba"],  # tape.jit: the Numba internals it relies on
     ["tape._jit_tape"],  # appending records inside jitted code
