@@ -223,10 +223,11 @@ def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False)
     constant in every replay and derivative, so it raises instead (Storage._reverse); reading
     ``.value`` warns (raises TracingError if strict)."""
     t._tracing, t._strict = True, strict
+    _nest.enter(t)
     try:
-        with _nest.recording(t):
-            return f(*args)
+        return f(*args)
     finally:
+        _nest.leave()
         t._tracing = t._strict = False
 
 
@@ -257,6 +258,10 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     With numbers only (up to 64), a call records on the tape of this function's previous call in
     the same thread, cleared, so handles made inside f are stale once it returns (a call inside f,
     or in another thread, records on a tape of its own).
+
+    Nested: called on Vars (inside an outer grad, jvp or trace, or with Vars f closes over), f and
+    its gradient are recorded onto their tape, the gradient as records (tape/_nest.py), and the
+    value, gradient and aux come back as Vars: the outer transform differentiates through them.
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
@@ -290,15 +295,16 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
         t._tracing, t._strict = True, strict  # as _recording does
+        _nest.enter(t)
         try:
-            with _nest.recording(t):
-                out = f(*given)
+            out = f(*given)
         except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
             outer = _nest.innermost(t)
             if outer is None:
                 raise
             return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
         finally:
+            _nest.leave()
             t._tracing = t._strict = False
         aux = None
         if has_aux:

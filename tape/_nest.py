@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from tape._adjoint import Sweep, forward, refuse_arrays, reverse
 from tape._handles import as_constant
 from tape._partial_helpers import constant
@@ -32,15 +34,26 @@ from tape._storage import Storage
 _active = threading.local()  # per thread: the tapes that transforms are recording f on, innermost last
 
 
+def enter(t: Storage) -> None:
+    """Mark t as recording for a transform (what ``innermost`` finds), until the matching leave()."""
+    stack = _active.__dict__.get("stack")
+    if stack is None:
+        stack = _active.stack = []
+    stack.append(t)
+
+
+def leave() -> None:
+    _active.stack.pop()
+
+
 @contextmanager
 def recording(t: Storage) -> Iterator[None]:
-    """Mark t as recording for a transform while the block runs (what ``innermost`` finds)."""
-    stack = _active.__dict__.setdefault("stack", [])
-    stack.append(t)
+    """enter(t) for the block's duration."""
+    enter(t)
     try:
         yield
     finally:
-        stack.pop()
+        leave()
 
 
 def innermost(other_than: Storage | None = None) -> Storage | None:
@@ -72,11 +85,21 @@ def _rebuild(tree: Any, leaves: Iterator[Any]) -> Any:
     return next(leaves)
 
 
+_PLAIN = {float, int}
+
+
 def tape_of(args: Sequence[Any]) -> Storage | None:
-    """The tape of the first Var among the arguments (None: numbers only)."""
-    for leaf in _leaves(list(args)):
-        if type(leaf) is Var:
-            return leaf._live_tape()
+    """The tape of the first Var among the arguments (None: numbers only). On every call of
+    tape.grad, so lists of numbers and arrays are passed over at a glance."""
+    for arg in args:
+        kind = type(arg)
+        if kind is Var:
+            return arg._live_tape()
+        if kind in _PLAIN or kind is np.ndarray or (kind is list or kind is tuple) and set(map(type, arg)) <= _PLAIN:
+            continue
+        for leaf in _leaves(arg):
+            if type(leaf) is Var:
+                return leaf._live_tape()
     return None
 
 

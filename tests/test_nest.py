@@ -128,3 +128,16 @@ def test_has_aux_inside():
 
     # grad = 2 x^2 (y = x), aux = x + 1: d/dx 2 x^2 (x + 1) = 6 x^2 + 4 x
     assert math.isclose(tape.grad(g)(1.5), 6 * 2.25 + 6.0, rel_tol=1e-15)
+
+
+def test_a_traced_inner_gradient_is_a_function_like_any_other():
+    # the Hessian's first row by a gradient tape of a traced inner gradient (symbolic over symbolic)
+    G = tape.trace(lambda x: tape.grad(f)(x)[0], X)
+    row = G.grad_function()
+    np.testing.assert_allclose(row(X), H[0], rtol=1e-13)
+    np.testing.assert_allclose(G.hessian(X), row.jacobian(X), rtol=1e-12, atol=1e-12)  # two routes to d3 f
+
+
+def test_jacobian_and_hessian_on_vars_say_what_to_use():
+    with pytest.raises(TypeError, match="tape.jacobian of Vars"):
+        tape.grad(lambda x: tape.jacobian(f)(x)[0][0])(X)
