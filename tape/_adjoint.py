@@ -12,8 +12,10 @@ comparison, for a partial that is the number 0, and a select sends its adjoint t
 through a select of its own (``where(cond, g, 0)``), so at replay the unchosen side gets a zero.
 Where a value may be zero at replay (what a select or sign gave, and products of those), a
 product with it is guarded, ``where(g != 0, g * p, 0)``: an inf/NaN partial of the unchosen
-branch meets a zero adjoint and gives 0, as in the numeric sweeps. (Seeds, w and v, are not
-guarded: a zero seed times an infinite partial is NaN here, 0 in the numeric sweeps.)
+branch meets a zero adjoint and gives 0, as in the numeric sweeps. A zero that arithmetic
+makes (x * sqrt(y) at x = 0: adjoint 0 times sqrt's inf at y = 0) and a zero seed (w, v) are not
+guarded: NaN here, 0 in the numeric sweeps, which skip every zero factor. Guarding every
+product would take three records per product; a zero-skipping product op would take none.
 
 Function.grad_function, vjp_function and jvp_function (tape/_function.py) copy a Function's
 records first and append these sweeps; tape/_nest.py runs them over the records of an inner

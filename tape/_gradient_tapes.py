@@ -65,11 +65,38 @@ def _x0(F: Any) -> Any:
     return F._layout.tree(np.zeros(F.n_inputs)) if structured else np.zeros(F.input_shape)
 
 
+class _Pair(_trees.Layout):
+    """Calls as a pair (x, second): x as F takes it (an array, a list of numbers, or F's traced
+    structure), second as an array or list of its numbers; or one flat sequence of all numbers."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, F: Any, second: Any):
+        leaves, spec = _trees.flatten((_x0(F), second), "the point")
+        super().__init__(spec, leaves)
+        structured = F._layout is not None and F._layout.structured
+        self.parts = ((F._layout if structured else None, F.n_inputs), (None, int(np.size(second))))
+
+    def flat(self, tree: Any, what: str) -> np.ndarray:
+        if not (isinstance(tree, (tuple, list)) and len(tree) == 2 and self.size != 2):
+            numbers = np.asarray(tree, np.float64).reshape(-1)
+            if numbers.size != self.size:
+                raise ValueError(f"{what}: expected the pair (x, {'w' if self.parts[1][1] else 'v'}) or "
+                                 f"{self.size} numbers, got {numbers.size}")
+            return numbers
+        pieces = []
+        for (layout, size), part in zip(self.parts, tree, strict=True):
+            piece = layout.flat(part, what) if layout is not None and not isinstance(part, np.ndarray) else (
+                np.asarray(part, np.float64).reshape(-1))
+            if piece.size != size:
+                raise ValueError(f"{what}: a part of the pair has {piece.size} numbers, expected {size}")
+            pieces.append(piece)
+        return np.concatenate(pieces)
+
+
 def _layout(F: Any, second: Any) -> _trees.Layout:
     """Calls as (x, second), x in F's input shape (F's structure if traced with one)."""
-    x0 = _x0(F)
-    leaves, spec = _trees.flatten((x0, second), "the point")
-    return _trees.Layout(spec, leaves)
+    return _Pair(F, second)
 
 
 def grad_function(F: Any, value: bool = False) -> Any:

@@ -64,9 +64,20 @@ def test_vjp_and_jvp_functions():
         w, v = rng.normal(size=3), rng.normal(size=3)
         np.testing.assert_array_equal(V((x, w)), F.vjp(x, w))
         np.testing.assert_array_equal(V(np.concatenate([x, w])), F.vjp(x, w))
+        np.testing.assert_array_equal(V((x.tolist(), w.tolist())), F.vjp(x, w))
+        np.testing.assert_array_equal(V([*x.tolist(), *w.tolist()]), F.vjp(x, w))
         np.testing.assert_allclose(J((x, v)), F.jvp(x, v), rtol=1e-15, atol=1e-15)
     both = F.jvp_function(value=True)(np.concatenate([x, v]))
     np.testing.assert_allclose(both, np.concatenate([F(x), F.jvp(x, v)]), rtol=1e-15)
+
+
+def test_a_zero_adjoint_times_an_infinite_partial():
+    # documented difference: the numeric sweeps skip a zero adjoint; the gradient tape guards only
+    # values that may be zero structurally (selects, sign), so d/dy [x sqrt(y)] at (0, 0) is NaN there
+    F = tape.trace(lambda x: x[0] * tape.sqrt(x[1]), [1.0, 1.0])
+    assert F.gradient([0.0, 0.0])[1] == 0.0 and math.isnan(F.grad_function()([0.0, 0.0])[1])
+    W = tape.trace(lambda x: tape.where(x[0] > 0.0, x[0] * tape.sqrt(x[1]), 0.0), [1.0, 1.0])
+    np.testing.assert_array_equal(W.grad_function()([0.0, 0.0]), [0.0, 0.0])  # a select's zero is guarded
 
 
 def test_derivative_functions_replay_save_load_and_map():
