@@ -204,3 +204,23 @@ def test_repeated_grad_functions_of_one_variable(seed):
         D = D.grad_function()
         expected = float(sympy.diff(expression, x0, order).evalf(subs={x0: at}))
         assert math.isclose(float(D([at])[0]), expected, rel_tol=1e-7, abs_tol=1e-9), order
+
+
+def test_tangents_through_selects_and_retraced_pairs():
+    def f(x):
+        return tape.where(x[1] > 1.0, x[0] / x[1], 0.0) + tape.where(x[0] > 0.0, tape.sqrt(x[0]), x[0])
+
+    F = tape.trace(f, [1.0, 2.0])
+    J = F.jvp_function()
+    for x in ([1.0, 0.0], [0.0, 3.0], [-1.0, 0.0], [2.0, 2.0]):
+        assert J((x, [0.0, 1.0])) == F.jvp(x, [0.0, 1.0])
+        assert J((x, [1.0, 0.5])) == F.jvp(x, [1.0, 0.5]) or not np.isfinite(F.jvp(x, [1.0, 0.5]))
+
+    def g(x):
+        return x[0] ** 3 * x[1] if x[0] > 0 else x[0] * x[1] ** 2
+
+    R = tape.trace(g, [1.0, 2.0], on_branch_change="retrace")
+    J, V = R.jvp_function(), R.vjp_function()
+    assert J(([-1.0, 3.0], [1.0, 0.0])) == 9.0  # g = x0 x1^2 there: d/dx0 = x1^2
+    np.testing.assert_array_equal(V(([-1.0, 3.0], 1.0)), [9.0, -6.0])
+    assert J.retraces == V.retraces == 1
