@@ -223,11 +223,12 @@ def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False)
     constant in every replay and derivative, so it raises instead (Storage._reverse); reading
     ``.value`` warns (raises TracingError if strict)."""
     t._tracing, t._strict = True, strict
-    _nest.enter(t)
+    active = _nest.active()
+    active.append(t)
     try:
         return f(*args)
     finally:
-        _nest.leave()
+        active.pop()
         t._tracing = t._strict = False
 
 
@@ -273,10 +274,13 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             for k in which:
                 if not (isinstance(k, int) and -len(args) <= k < len(args)):
                     raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
-        outer = _nest.tape_of(args)
-        if outer is not None:  # called on Vars (inside an outer transform): recorded there (tape/_nest.py)
+        try:
+            trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
+        except TypeError:  # Vars among them, maybe (inside an outer transform): recorded there (tape/_nest.py)
+            outer = _nest.tape_of(args)
+            if outer is None:
+                raise
             return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
-        trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
@@ -295,16 +299,17 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
         t._tracing, t._strict = True, strict  # as _recording does
-        _nest.enter(t)
+        active = _nest.active()
+        active.append(t)
         try:
             out = f(*given)
-        except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
-            outer = _nest.innermost(t)
+        except ForeignHandleError:  # f reaches a Var of an outer transform's tape (a closure): record there
+            outer = _nest.tape_of(args) or _nest.innermost(t)
             if outer is None:
                 raise
             return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
         finally:
-            _nest.leave()
+            active.pop()
             t._tracing = t._strict = False
         aux = None
         if has_aux:

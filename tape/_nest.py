@@ -34,31 +34,30 @@ from tape._storage import Storage
 _active = threading.local()  # per thread: the tapes that transforms are recording f on, innermost last
 
 
-def enter(t: Storage) -> None:
-    """Mark t as recording for a transform (what ``innermost`` finds), until the matching leave()."""
-    stack = _active.__dict__.get("stack")
-    if stack is None:
-        stack = _active.stack = []
-    stack.append(t)
-
-
-def leave() -> None:
-    _active.stack.pop()
+def active() -> list[Storage]:
+    """This thread's tapes that transforms are recording f on, innermost last: a transform appends
+    its tape while f runs and pops it after (what ``innermost`` reads)."""
+    try:
+        return _active.stack
+    except AttributeError:
+        _active.stack = []
+        return _active.stack
 
 
 @contextmanager
 def recording(t: Storage) -> Iterator[None]:
-    """enter(t) for the block's duration."""
-    enter(t)
+    """t on the active list for the block's duration."""
+    stack = active()
+    stack.append(t)
     try:
         yield
     finally:
-        leave()
+        stack.pop()
 
 
 def innermost(other_than: Storage | None = None) -> Storage | None:
     """The innermost tape a transform is recording on in this thread, other than other_than."""
-    for t in reversed(_active.__dict__.get("stack", [])):
+    for t in reversed(active()):
         if t is not other_than:
             return t
     return None
