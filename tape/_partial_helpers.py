@@ -33,8 +33,15 @@ def _no_record(*args: Any) -> bool:
 
 
 def constant(t: Any, value: float) -> Var:
-    """A constant record (a leaf that is not an input) holding value."""
-    return Var._at(t._segment(), t._push(CONSTANT, NO_INPUT, NO_INPUT, value))
+    """A constant record (a leaf that is not an input) holding value: one per value and tape, reused
+    (a where's 0, 1, 1/2 and NaN were a quarter of a gradient tape's records). A cached row is
+    checked before reuse: after a rewind it may hold another record."""
+    cache = t.__dict__.setdefault("_constant_rows", {})
+    key = value.hex()
+    row = cache.get(key)
+    if row is None or row >= t._n or t._op[row] != CONSTANT or float(t._val[row]).hex() != key:
+        row = cache[key] = t._push(CONSTANT, NO_INPUT, NO_INPUT, value)
+    return Var._at(t._segment(), row)
 
 
 def where(condition: Condition | bool, x: Value, y: Value) -> Value:
