@@ -4,6 +4,7 @@
    inner solver on numbers (each inner tape.grad numeric), the outer value and gradient with the
    inner gradients recorded as records (record + one reverse sweep), and the same outer gradient
    by replaying the traced nested program (tape.trace of the loss: F.value_and_grad).
+   The saddle point's outer step likewise (40 inner gradient-ascent steps).
 2. H v of one program: F.hvp (the dedicated forward-over-reverse sweep over stored partials) vs
    the gradient-tape route, F.grad_function().jvp_function() replayed (an ordinary replay of a
    tape holding the forward, the reverse sweep and its tangents as records); ns per record of F.
@@ -55,6 +56,21 @@ def steering(rounds):
     print(f"  replay: {medians['traced nested program, F.value_and_grad (replay)'] / len(F) * 1e9:.1f} ns/record")
 
 
+def saddle(rounds):
+    example = runpy.run_path(str(ROOT / "examples" / "nested_steering.py"))
+    f, best_response = example["saddle_f"], example["best_response"]
+    outer = tape.grad(lambda x: f(x, best_response(x)))
+    F = tape.trace(lambda x: f(x[0], best_response(x[0])), [3.0])
+    medians = interleaved({
+        "best response on numbers (40 numeric inner gradients)": lambda: best_response(3.0),
+        "outer gradient through the 40 inner gradients": lambda: outer(3.0),
+        "traced, F.value_and_grad (replay)": lambda: F.value_and_grad([3.0]),
+    }, rounds, 3)
+    print(f"saddle, one outer step; traced tape: {len(F)} records")
+    for name, seconds in medians.items():
+        print(f"  {name:55s} {seconds * 1e3:9.3f} ms")
+
+
 def rosenbrock(x):
     return sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2 for i in range(len(x) - 1))
 
@@ -79,6 +95,7 @@ def hvp(rounds, n=2000):
 def main(rounds=7):
     tape.Tape().var(1.0)  # kernels loaded before timing
     steering(rounds)
+    saddle(rounds)
     hvp(rounds)
 
 
