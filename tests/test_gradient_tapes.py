@@ -180,6 +180,8 @@ def test_derivatives_of_any_order_against_sympy(seed):
     H = G.jvp_function()  # (x, v) -> H v
     for x in rng.normal(0, 0.8, (2, 2)):
         at = dict(zip(symbols, x.tolist(), strict=True))
+        assert np.array_equal(G(x), F.gradient(x), equal_nan=True)  # the numeric sweep's bits
+        assert np.array_equal(F.jvp_function()((x, [0.7, -1.3])), F.jvp(x, [0.7, -1.3]), equal_nan=True)
         grad = [float(sympy.diff(expression, s).evalf(subs=at)) for s in symbols]
         np.testing.assert_allclose(G(x), grad, rtol=1e-9, atol=1e-12)
         hessian = [[float(sympy.diff(expression, s, r).evalf(subs=at)) for r in symbols] for s in symbols]
