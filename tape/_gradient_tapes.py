@@ -20,7 +20,7 @@ import numpy as np
 from tape import _trees
 from tape._adjoint import Sweep, forward, refuse_arrays, reverse
 from tape._partial_helpers import Value, constant
-from tape._storage import Storage
+from tape._storage import MAX_RECORDS, Storage
 from tape.kernels.ops import LEAF
 
 
@@ -28,7 +28,7 @@ def copy_records(F: Any, what: str) -> Storage:
     """A storage holding F's records, constants and checked branches, row for row."""
     refuse_arrays(F._op, what)
     n = len(F._op)
-    t = Storage(capacity=max(1024, 8 * n))
+    t = Storage(capacity=min(MAX_RECORDS, 3 * n + 1024))  # a gradient tape is about 2 to 3 times F (grows past it)
     if len(F._consts):
         t._append_consts(F._consts)
     t._append_block(F._op, n, in0=F._in0, in1=F._in1, values=F._val)
