@@ -1,9 +1,12 @@
 """tape.jit recording vs the Python recorder: ns per record on RK4, a Monte Carlo pricer and a branchy
-while loop (interleaved medians), first-call compile time, and a cached load in a fresh process.
+while loop (interleaved medians); record + one reverse sweep (tape.value_and_grad of the jitted f)
+against a replayed F.value_and_grad of the same tape, interleaved; first-call compile time, its
+growth with the size of a straight-line function, and a cached load in a fresh process.
 
     python bench/bench_jit.py
 """
 
+import functools
 import math
 import statistics
 import subprocess
@@ -43,6 +46,19 @@ def load(source):
     return namespace["f"]
 
 
+def straight_line(statements: int) -> str:
+    """f(xs) of that many assignments (one to three ops each), no loop."""
+    kinds = ["a = a * b + 0.5", "b = tape.sin(a) - b", "a = a / (b * b + 1.0)", "b = math.exp(-a) + b"]
+    body = "".join(f"    {kinds[k % 4]}\n" for k in range(statements))
+    return f"def f(xs):\n    a, b = xs[0], xs[1]\n{body}    return a + b\n"
+
+
+def seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def record(g, x0, data):
     t = tape.Tape(capacity=1 << 21)
     start = time.perf_counter()
@@ -66,6 +82,21 @@ def main() -> None:
         p, j = statistics.median(py) / n * 1e9, statistics.median(jt) / n * 1e9
         print(f"{name:7s} {n:8d} records  Python {p:7.1f} ns/rec  tape.jit {j:6.1f} ns/rec  "
               f"({p / j:5.1f}x)  first call {compile_s:5.2f} s")
+        vg, F = tape.value_and_grad(jf), tape.trace(jf, x0, data=data)
+        vg(x0, *data)
+        recorded, replayed = [], []
+        for _ in range(7):
+            recorded.append(seconds(functools.partial(vg, x0, *data)))
+            replayed.append(seconds(functools.partial(F.value_and_grad, x0)))
+        r, f = statistics.median(recorded), statistics.median(replayed)
+        print(f"{'':7s} record + gradient {r / n * 1e9:5.1f} ns/rec, replayed F.value_and_grad "
+              f"{f / n * 1e9:5.1f} ns/rec: {r / f:4.2f}x")
+    print("first-call compile of a straight-line f (fresh functions, one process):")
+    for statements in (10, 100, 300, 1000):
+        jf = tape.jit(load(straight_line(statements)))
+        t = tape.Tape()
+        s = seconds(lambda jf=jf, t=t: jf(t.vars([0.3, 0.7])))
+        print(f"  {statements:5d} statements {len(t):6d} records  {s:6.2f} s  ({s / len(t) * 1e3:5.1f} ms/record)")
     code = ("import time, tape; t0 = time.perf_counter()\n"
             "@tape.jit(cache=True)\ndef f(xs, n):\n    s = 0.0\n    for i in range(n):\n"
             "        s = s + tape.exp(xs[0] * i) * xs[1]\n    return s\n"

@@ -8,8 +8,9 @@ spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) gets the recorders of ``x <op
 constant record for ops without a const op). Those layers, and push/push_const, are ``@hot``
 (inlined by Numba into what calls them): each entry (``unary_<code>``, ``<name>_vv/_vc/_cv``,
 ``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
-the user's code one call, and Numba prunes the tape's reference counts within it (RK4: 34.6 -> 15.2
-ns/record; inlining the entries too gave 4.6 but a 64 s compile). Tables at the end map names to them; tape/_jit.py
+the user's code one call (inlining the entries too gave RK4 4.6 ns/record but a 64 s compile). A Var
+holds its tape as a borrowed pointer (no op touches a reference count) and its value (no op reads
+the tape's values: a random DAG would miss the cache there). Tables at the end map names to them; tape/_jit.py
 registers them as Numba overloads of the operators, ``math.*``, NumPy ufuncs and ``tape.*``.
 Run by ``python -m kernels.codegen``.
 """
@@ -39,15 +40,17 @@ def forward(code: int) -> str:
 
 
 def record(code: int) -> list[str]:
+    """record_<code> of recorded Vars (and the constant of a const op): values from the Vars themselves."""
     op = ops.OPS[code]
     head = f"def record_{code}"
     if op.kind == "unary":
-        body = [f"{head}(t, i):  # {op.name}", f"    return push(t, {code}, i, NO_INPUT, value_{code}(t.val[i]))"]
+        body = [f"{head}(x):  # {op.name}", f"    return push(x.tape, {code}, x.index, NO_INPUT, value_{code}(x.c))"]
     elif op.kind in ("binary", "compare"):
-        body = [f"{head}(t, i, j):  # {op.name}", f"    return push(t, {code}, i, j, value_{code}(t.val[i], t.val[j]))"]
+        body = [f"{head}(x, y):  # {op.name}",
+                f"    return push(x.tape, {code}, x.index, y.index, value_{code}(x.c, y.c))"]
     else:
-        body = [f"{head}(t, i, c):  # {op.name}", "    k = push_const(t, c)",
-                f"    return push(t, {code}, i, k, value_{code}(t.val[i], c))"]
+        body = [f"{head}(x, c):  # {op.name}", "    k = push_const(x.tape, c)",
+                f"    return push(x.tape, {code}, x.index, k, value_{code}(x.c, c))"]
     return ["@hot", *body, "", ""]
 
 
@@ -59,10 +62,10 @@ def spelling(s: ops.Spelling) -> list[str]:
         out += ["@hot", f"def {side}_{s.name}(x, c):"]
         if const_op:
             c = "-c" if (side == "var_c" and s.negate) else "c"
-            out += [f"    return record_{ops.OPCODE[const_op]}(x.tape, x.index, {c})  # {const_op}"]
+            out += [f"    return record_{ops.OPCODE[const_op]}(x, {c})  # {const_op}"]
         else:  # a constant record, then the pair op (tape/_recorders.py's CONSTANT_RECORD)
-            args = "x.index, k" if side == "var_c" else "k, x.index"
-            out += ["    k = constant_record(x.tape, c)", f"    return record_{pair}(x.tape, {args})  # {s.pair}"]
+            args = "x, k" if side == "var_c" else "k, x"
+            out += ["    k = constant_record(x.tape, c)", f"    return record_{pair}({args})  # {s.pair}"]
         out += ["", ""]
     return out
 
@@ -70,7 +73,7 @@ def spelling(s: ops.Spelling) -> list[str]:
 def unary_entry(name: str) -> list[str]:
     code = ops.OPCODE[name]
     return ["@jit", f"def unary_{code}(x):  # {name} of a Var", "    if x.index < 0:",
-            f"        return unbound(value_{code}(x.c))", f"    return record_{code}(x.tape, x.index)", "", ""]
+            f"        return unbound(value_{code}(x.c))", f"    return record_{code}(x)", "", ""]
 
 
 def entries(s: ops.Spelling) -> list[str]:
@@ -79,7 +82,7 @@ def entries(s: ops.Spelling) -> list[str]:
     return ["@jit", f"def {s.name}_vv(x, y):", "    if x.index < 0:",
             f"        return unbound(value_{pair}(x.c, y.c)) if y.index < 0 else c_var_{s.name}(y, x.c)",
             "    if y.index < 0:", f"        return var_c_{s.name}(x, y.c)",
-            f"    return record_{pair}(x.tape, x.index, y.index)", "", "",
+            f"    return record_{pair}(x, y)", "", "",
             "@jit", f"def {s.name}_vc(x, c):",
             f"    return unbound(value_{pair}(x.c, c)) if x.index < 0 else var_c_{s.name}(x, c)", "", "",
             "@jit", f"def {s.name}_cv(c, y):",

@@ -15,6 +15,8 @@ _format.py, _distributed.py) <- Tape (_tape.py) <- the functions users call
 and the CLI (bench.py).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from tape import _source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
 from tape._api import (
     arctan2,
@@ -48,7 +50,6 @@ from tape._function import Function, load
 from tape._gc import pace_gc
 from tape._gradcheck import gradcheck
 from tape._handles import Condition
-from tape._jit import JitError, JitFunction, jit
 from tape._recorders import (
     Var,
     arccos,
@@ -91,6 +92,22 @@ from tape.errors import (
 )
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from tape._jit import JitError, JitFunction, jit
+
+_LAZY = {"jit", "JitError", "JitFunction"}  # tape.jit and its Numba overloads load on first use (~40 ms)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from tape import _jit
+
+        value = getattr(_jit, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tape' has no attribute {name!r}")
+
 
 __all__ = [
     "ArrayCondition",

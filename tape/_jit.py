@@ -23,7 +23,8 @@ from numba.extending import overload, typeof_impl
 from tape import _jit_overloads  # noqa: F401  # registers the overloads
 from tape._array import VarArray
 from tape._handles import Handle
-from tape._jit_numba import USER_CACHED, Pipeline, TypingError, file_id, types, where_of
+from tape._jit_numba import USER_CACHED, TypingError, file_id, types, where_of
+from tape._jit_pass import Pipeline
 from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape._recorders import Var
 from tape._tape import Tape
@@ -134,6 +135,15 @@ class _Checks:
     def __init__(self, rows: np.ndarray, outs: np.ndarray, wheres: np.ndarray, fallback: str):
         self.rows, self.outs, self.wheres, self.fallback = rows, outs, wheres, fallback
 
+    def below(self, mark: int) -> _Checks | None:
+        """Those of rows below mark (None if none), as a rewind to mark keeps them."""
+        keep = self.rows < mark
+        if keep.all():
+            return self
+        if not keep.any():
+            return None
+        return _Checks(self.rows[keep], self.outs[keep], self.wheres[keep], self.fallback)
+
     def tuples(self) -> Any:
         """(row, outcome, file:line) of each, each branch's file:line made once."""
         codes, which = np.unique(self.wheres, return_inverse=True)
@@ -166,10 +176,9 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
 
 
 def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
-    """Make the records written inside Numba the tape's (into new arrays if Numba grew them)."""
+    """Make the records written inside Numba the tape's (the arrays Numba grew, if it did)."""
     if op.ctypes.data != t._op.ctypes.data:
-        t._allocate(len(op))
-        t._op[n0:n], t._in0[n0:n], t._in1[n0:n], t._val[n0:n] = op[n0:n], in0[n0:n], in1[n0:n], val[n0:n]
+        t._allocate(len(op), (op, in0, in1, val))
     if consts.ctypes.data != t._consts.ctypes.data:
         t._grow_consts(len(consts))
         t._consts[nc0:nc] = consts[nc0:nc]
@@ -197,15 +206,16 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
-    ``xs`` holds Vars (``xs[i]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and numbers. Inside,
-    Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*``
-    functions of the op table (of plain numbers: floats, nothing recorded), ``tape.where``,
-    ``sum``, builtin ``max``/``min`` (as Python runs them: a checked comparison, one of the
-    arguments returned); ``if``/``while`` on comparisons record checked branches with their
-    file:line. It may call itself and other tape.jit or numba.njit functions of Vars. Give it to
-    tape.trace, tape.grad or tape.value_and_grad (or call it with a list of Vars of one tape): the
-    records are the Python recorder's for the same source, bit for bit. ``cache=True`` keeps the
-    compiled code across processes (refused for a recursive f).
+    ``xs`` holds Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and
+    numbers. Inside, Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and
+    ``tape.*`` functions of the op table (of plain numbers: floats, nothing recorded),
+    ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
+    Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
+    comparisons record checked branches with their file:line. It may call itself and other tape.jit
+    or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
+    call it with a list of Vars of one tape): the records are the Python recorder's for the same
+    source, bit for bit. ``cache=True`` keeps the compiled code across processes (refused for a
+    recursive f).
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)

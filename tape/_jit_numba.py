@@ -1,16 +1,20 @@
-"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload``, in one place.
+"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload``, listed here (the compiler
+pass that uses some of them lives in tape/_jit_pass.py).
 
 Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
-``numba.experimental.structref`` (the tape inside jitted code), ``numba.core.cgutils``
-and meminfo pointers (the tape handed to out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``),
+``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
+``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it),
+``numba.core.cgutils`` and meminfo pointers (the tape handed to out-of-line growth cfuncs by
+``llvmlite.binding.add_symbol``),
 struct proxies (building Var values in intrinsics), ``Type.unify`` plus ``lower_cast``
 (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's interpreter
 inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin max/min
 calls and swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class``
 and ``targetoptions``, for recompiles by this pipeline), the pass-manager API used to add it, and
 ``lower_builtin("getiter"/"iternext")`` with ``iternext_impl`` (``for v in xs``). A Numba release
-that changes one of these breaks tape.jit here, and only here (``typeof_impl`` in tape/_jit.py, the
-public extension API, makes a JitFunction its dispatcher inside jitted code).
+that changes one of these breaks tape.jit here and in tape/_jit_pass.py, and only there
+(``typeof_impl`` in tape/_jit.py, the public extension API, makes a JitFunction its dispatcher
+inside jitted code).
 """
 
 from __future__ import annotations
@@ -22,12 +26,9 @@ import zlib
 import llvmlite.binding as llvm
 import numba
 from numba import types
-from numba.core import cgutils, ir
-from numba.core.compiler import CompilerBase, DefaultPassBuilder
-from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin
-from numba.core.untyped_passes import TranslateByteCode
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
 
@@ -148,9 +149,11 @@ class VarsIterType(types.SimpleIteratorType):
 
 var_type, condition_type = VarType(), ConditionType()
 vars_iter_type, vars_type = VarsIterType(), VarsType()
-VAR_MEMBERS = [("tape", tape_type), ("index", types.int64), ("c", types.float64)]
+# A Var's tape is its meminfo pointer, borrowed: no reference counts on copies (the driver and the
+# inputs hold the tape; Vars never outlive the call). Records are read and appended through it below.
+VAR_MEMBERS = [("tape", types.voidptr), ("index", types.int64), ("c", types.float64)]  # c: the value
 # mode: 0 two records (code, i, j), 1 a record and a constant (code, i, c), 2 known (outcome)
-CONDITION_MEMBERS = [("tape", tape_type), ("code", types.int64), ("i", types.int64), ("j", types.int64),
+CONDITION_MEMBERS = [("tape", types.voidptr), ("code", types.int64), ("i", types.int64), ("j", types.int64),
                      ("c", types.float64), ("mode", types.int64), ("outcome", types.boolean)]
 VARS_MEMBERS = [("tape", tape_type), ("rows", types.int64[::1])]
 
@@ -198,12 +201,12 @@ def _struct(context, builder, typ, values: dict):
 
 
 @intrinsic
-def make_var(typingctx, t, index):
-    """Var(t, index): record ``index`` of tape t."""
+def make_var(typingctx, p, index, value):
+    """Var(p, index, value): record ``index`` of the tape whose pointer is p, and its value."""
     def codegen(context, builder, sig, args):
-        return _struct(context, builder, var_type, {"tape": (args[0], sig.args[0]), "index": (args[1], None),
-                                                    "c": (context.get_constant(types.float64, 0.0), None)})
-    return var_type(t, types.int64), codegen
+        return _struct(context, builder, var_type, {"tape": (args[0], None), "index": (args[1], None),
+                                                    "c": (args[2], None)})
+    return var_type(types.voidptr, types.int64, types.float64), codegen
 
 
 @intrinsic
@@ -221,9 +224,10 @@ def make_condition(typingctx, t, code, i, j, c, mode, outcome):
     """A Condition (see CONDITION_MEMBERS)."""
     def codegen(context, builder, sig, args):
         names = [name for name, _ in CONDITION_MEMBERS]
-        values = {name: (arg, sig.args[0] if name == "tape" else None) for name, arg in zip(names, args, strict=True)}
+        values = {name: (arg, None) for name, arg in zip(names, args, strict=True)}
         return _struct(context, builder, condition_type, values)
-    return condition_type(t, types.int64, types.int64, types.int64, types.float64, types.int64, types.boolean), codegen
+    i64 = types.int64
+    return condition_type(types.voidptr, i64, i64, i64, types.float64, i64, types.boolean), codegen
 
 
 @intrinsic
@@ -237,7 +241,10 @@ def known_condition(typingctx, outcome):
 
 @intrinsic
 def make_vars(typingctx, t, rows):
-    """The inputs: records ``rows`` of tape t."""
+    """The inputs: records ``rows`` (contiguous int64) of tape t."""
+    if rows != dict(VARS_MEMBERS)["rows"]:
+        return None  # another layout would be read as this one
+
     def codegen(context, builder, sig, args):
         return _struct(context, builder, vars_type, {"tape": (args[0], sig.args[0]), "rows": (args[1], sig.args[1])})
     return vars_type(t, rows), codegen
@@ -271,123 +278,78 @@ def tape_from_pointer(typingctx, p):
     return tape_type(types.voidptr), codegen
 
 
+def _fields(context, builder, p):
+    """The tape's fields (loads and stores through its payload) from its borrowed pointer."""
+    st = cgutils.create_struct_proxy(tape_type)(context, builder)
+    st.meminfo = builder.bitcast(p, st.meminfo.type)
+    return structref._Utils(context, builder, tape_type).get_data_struct(st._getvalue())
+
+
+def _array(context, builder, fields, name):
+    """(data pointer, length) of the tape's array ``name``, no reference taken."""
+    array = context.make_array(dict(TAPE_FIELDS)[name])(context, builder, value=getattr(fields, name))
+    return array.data, array.nitems
+
+
+def _room(count: str, array: str):
+    """An intrinsic giving (count, capacity) of the tape's records or constants."""
+    @intrinsic
+    def room(typingctx, p):
+        def codegen(context, builder, sig, args):
+            fields = _fields(context, builder, args[0])
+            counts = [getattr(fields, count), _array(context, builder, fields, array)[1]]
+            return context.make_tuple(builder, sig.return_type, counts)
+        return types.UniTuple(types.int64, 2)(types.voidptr), codegen
+    return room
+
+
+records, constants = _room("n", "op"), _room("nc", "consts")
+
+
+@intrinsic
+def value_at(typingctx, p, i):
+    """The value of record i (below the count: the caller's index came from the tape)."""
+    def codegen(context, builder, sig, args):
+        data, _ = _array(context, builder, _fields(context, builder, args[0]), "val")
+        return builder.load(builder.gep(data, [args[1]]))
+    return types.float64(types.voidptr, types.int64), codegen
+
+
+@intrinsic
+def append(typingctx, p, code, i, j, v):
+    """Write record (code, i, j, v) at the count and count it (room checked by the caller)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        n = fields.n
+        for name, value, typ in zip(("op", "in0", "in1", "val"), args[1:], sig.args[1:], strict=True):
+            data, _ = _array(context, builder, fields, name)
+            stored = context.cast(builder, value, typ, dict(TAPE_FIELDS)[name].dtype)
+            builder.store(stored, builder.gep(data, [n]))
+        fields.n = builder.add(n, context.get_constant(types.int64, 1))
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.int64, types.int64, types.int64, types.float64), codegen
+
+
+@intrinsic
+def append_const(typingctx, p, c):
+    """Write c at the constant count and count it (room checked by the caller)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        data, _ = _array(context, builder, fields, "consts")
+        builder.store(args[1], builder.gep(data, [fields.nc]))
+        fields.nc = builder.add(fields.nc, context.get_constant(types.int64, 1))
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.float64), codegen
+
+
 def external(name: str, address: int, signature) -> types.ExternalFunction:
     """A C function (a cfunc's address) that jitted code calls by symbol, not linked into its module."""
     llvm.add_symbol(name, address)
     return types.ExternalFunction(name, signature)
 
 
-# --- the compiler pass: branches, max/min and helpers record where they are ----------------
-
-
-def branch(condition, where):
-    """What ``if c:`` becomes in a tape.jit function: bool(c), told file:line (overloaded in tape._jit)."""
-    return bool(condition)
-
-
-def max_of(a, b, where):
-    """What ``max(a, b)`` becomes in a tape.jit function (overloaded in tape._jit_overloads)."""
-    return max(a, b)
-
-
-def min_of(a, b, where):
-    """What ``min(a, b)`` becomes in a tape.jit function (overloaded in tape._jit_overloads)."""
-    return min(a, b)
-
-
-MINMAX = {max: max_of, min: min_of}
-HELPERS: dict = {}  # a plain numba.njit helper -> its recompile with BranchLines
-
-
-def _helper(dispatcher):
-    """A numba.njit helper called from a tape.jit function, compiled by this pipeline too (so its
-    branches and max/min name their own lines, as in Python)."""
-    if dispatcher not in HELPERS:
-        options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("nopython", "cache")}
-        HELPERS[dispatcher] = numba.njit(pipeline_class=Pipeline, **options)(dispatcher.py_func)
-    return HELPERS[dispatcher]
-
-
-def _is_helper(value) -> bool:
-    return (isinstance(value, numba.core.registry.CPUDispatcher)
-            and getattr(value, "_compiler").pipeline_class is not Pipeline  # noqa: B009  # internal, untyped
-            and not (getattr(value.py_func, "__module__", None) or "").startswith("tape."))
-
-
-@register_pass(mutates_CFG=False, analysis_only=False)
-class BranchLines(FunctionPass):
-    """Rewrite the interpreter's ``$bool<offset> = global(bool); $pred = $bool(x)`` before each
-    branch into ``branch(x, file_id << 24 | line)``, ``max(a, b, ...)`` into ``max_of(max_of(a, b,
-    where), ..., where)`` (min alike), and a plain numba.njit helper into its recompile by this pipeline."""
-
-    _name = "tape_branch_lines"
-
-    def __init__(self):
-        FunctionPass.__init__(self)
-
-    def run_pass(self, state):
-        changed = False
-        blocks = state.func_ir.blocks.values()
-        globals_ = {stmt.target.name: stmt.value.value for block in blocks for stmt in block.body
-                    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)
-                    and stmt.target.name.startswith("$")}
-        for label, block in state.func_ir.blocks.items():
-            body: list = []
-            for stmt in block.body:
-                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global) and _is_helper(stmt.value.value):
-                    stmt = ir.Assign(ir.Global(stmt.value.name, _helper(stmt.value.value), stmt.loc), stmt.target,
-                                     stmt.loc)
-                    changed = True
-                elif (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"
-                      and not stmt.value.kws and stmt.value.vararg is None):
-                    fn = globals_.get(stmt.value.func.name)
-                    args = stmt.value.args
-                    if fn is bool and len(args) == 1:
-                        stmt.value.func = self._global(block, label, body, "branch", branch, stmt.loc)
-                        stmt.value.args = [args[0], self._where(block, label, body, stmt.loc)]
-                        changed = True
-                    elif (fn is max or fn is min) and len(args) >= 2:
-                        where = self._where(block, label, body, stmt.loc)
-                        acc = args[0]
-                        for k, arg in enumerate(args[1:], 2):
-                            fn_var = self._global(block, label, body, MINMAX[fn].__name__, MINMAX[fn], stmt.loc)
-                            call = ir.Expr.call(fn_var, [acc, arg, where], (), stmt.loc)
-                            if k == len(args):
-                                stmt = ir.Assign(call, stmt.target, stmt.loc)
-                            else:
-                                acc = ir.Var(block.scope, f"$minmax{len(body)}_{stmt.target.name}", stmt.loc)
-                                body.append(ir.Assign(call, acc, stmt.loc))
-                        changed = True
-                body.append(stmt)
-            block.body = body
-        return changed
-
-    @staticmethod
-    def _where(block, label, body, loc):
-        """A new variable holding file_id << 24 | line of loc."""
-        code = file_id(loc.filename) << 24 | min(loc.line or 0, 0xFFFFFF)
-        where = ir.Var(block.scope, f"$where{len(body)}_{label}", loc)
-        body.append(ir.Assign(ir.Const(code, loc), where, loc))
-        return where
-
-    @staticmethod
-    def _global(block, label, body, name, value, loc):
-        var = ir.Var(block.scope, f"${name}{len(body)}_{label}", loc)
-        body.append(ir.Assign(ir.Global(name, value, loc), var, loc))
-        return var
-
-
-class Pipeline(CompilerBase):
-    """Numba's nopython pipeline with BranchLines after the bytecode is translated."""
-
-    def define_pipelines(self):
-        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.add_pass_after(BranchLines, TranslateByteCode)
-        pm.finalize()
-        return [pm]
-
-
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
            "vars_type", "VarType", "ConditionType", "VarsType", "make_var", "unbound", "make_condition",
-           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "external", "branch", "max_of",
-           "min_of", "Pipeline", "where_of", "file_id", "USER_CACHED"]
+           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "records", "constants", "value_at",
+           "append", "append_const", "external", "where_of", "file_id",
+           "USER_CACHED"]

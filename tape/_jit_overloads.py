@@ -18,8 +18,9 @@ import numpy as np
 from numba.extending import overload
 
 from tape import _api, _binary, _recorders
-from tape._jit_numba import TypingError, VarsType, branch, condition_type, max_of, min_of, types
+from tape._jit_numba import TypingError, VarsType, condition_type, types
 from tape._jit_ops import ARITHMETIC, COMPARISONS, UNARY, compare_value
+from tape._jit_pass import branch, max_of, max_over, min_of, min_over
 from tape._jit_tape import (
     as_var,
     constant_record,
@@ -29,6 +30,7 @@ from tape._jit_tape import (
     push,
     push_check,
     push_const,
+    value_at,
     var_of,
 )
 from tape.kernels.ops import SELECT
@@ -39,13 +41,13 @@ TRUTH = "tape.jit: the truth value of a Var is not defined (`if v:`); compare it
 @jit
 def record_condition(cond):
     """Record a Condition's comparison (as Condition._record does); return its Var."""
-    t = cond.tape
+    p = cond.tape
     if cond.mode == 0:
-        a, b, j = t.val[cond.i], t.val[cond.j], cond.j
+        a, b, j = value_at(p, cond.i), value_at(p, cond.j), cond.j
     else:
-        a, b = t.val[cond.i], cond.c
-        j = push_const(t, b)
-    return push(t, cond.code, cond.i, j, compare_value(cond.code, a, b))
+        a, b = value_at(p, cond.i), cond.c
+        j = push_const(p, b)
+    return push(p, cond.code, cond.i, j, compare_value(cond.code, a, b))
 
 
 @jit
@@ -54,7 +56,7 @@ def check(cond, where):
     if cond.mode == 2:
         return cond.outcome
     r = record_condition(cond)
-    outcome = r.tape.val[r.index] != 0.0
+    outcome = r.c != 0.0
     push_check(r.tape, r.index, outcome, where)
     return outcome
 
@@ -96,6 +98,26 @@ def minmax(test):
             return None
         ca, cb = as_var(a), as_var(b)
         return lambda a, b, where: cb(b) if check(test(cb(b), ca(a)), where) else ca(a)
+    return typer
+
+
+def over(pick, builtin):
+    """max_over/min_over(xs, where) as Python's builtin runs max(xs)/min(xs) on Vars: the first
+    element, then pick(best, next, where) for each next one (max_of, min_of: checked comparisons)."""
+    def typer(xs, where):
+        if not (isinstance(xs, VarsType) or (isinstance(xs, (types.List, types.UniTuple)) and is_var(xs.dtype))):
+            return lambda xs, where: builtin(xs)
+
+        empty = f"{builtin.__name__}() arg is an empty sequence"
+
+        def impl(xs, where):
+            if len(xs) == 0:
+                raise ValueError(empty)
+            best = xs[0]
+            for k in range(1, len(xs)):
+                best = pick(best, xs[k], where)
+            return best
+        return impl
     return typer
 
 
@@ -150,27 +172,29 @@ def comparison(vv):
 def _register() -> None:
     for name, (of_var, value, math_name, ufunc) in UNARY.items():
         if name in ("neg", "abs"):
-            overload(operator.neg if name == "neg" else abs, inline="always")(unary(of_var, value, False))
+            overload(operator.neg if name == "neg" else abs)(unary(of_var, value, False))
         else:
-            overload(getattr(_recorders, name), inline="always")(unary(of_var, value, True))
+            overload(getattr(_recorders, name))(unary(of_var, value, True))
         if math_name and hasattr(math, math_name):
-            overload(getattr(math, math_name), inline="always")(unary(of_var, value, False))
+            overload(getattr(math, math_name))(unary(of_var, value, False))
         if ufunc and name not in ("neg", "abs"):
-            overload(getattr(np, ufunc), inline="always")(unary(of_var, value, False))
+            overload(getattr(np, ufunc))(unary(of_var, value, False))
     for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
         if is_operator:
-            overload(getattr(operator, name), inline="always")(binary(vv, vc, cv, value, False))
-            overload(getattr(operator, f"i{name}"), inline="always")(binary(vv, vc, cv, value, False))
+            overload(getattr(operator, name))(binary(vv, vc, cv, value, False))
+            overload(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
         else:
-            overload(getattr(_binary, name), inline="always")(binary(vv, vc, cv, value, True))
-        overload(getattr(np, ufunc), inline="always")(binary(vv, vc, cv, value, False))
+            overload(getattr(_binary, name))(binary(vv, vc, cv, value, True))
+        overload(getattr(np, ufunc))(binary(vv, vc, cv, value, False))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
         vv, vc, cv, value, _, _ = ARITHMETIC[name]
-        overload(getattr(math, math_name), inline="always")(binary(vv, vc, cv, value, False))
+        overload(getattr(math, math_name))(binary(vv, vc, cv, value, False))
     for name, vv in COMPARISONS.items():
-        overload(getattr(operator, name), inline="always")(comparison(vv))
+        overload(getattr(operator, name))(comparison(vv))
     overload(max_of)(minmax(COMPARISONS["gt"]))
     overload(min_of)(minmax(COMPARISONS["lt"]))
+    overload(max_over)(over(max_of, max))
+    overload(min_over)(over(min_of, min))
 
 
 @jit
@@ -179,11 +203,11 @@ def select(cond, x, y):
     comparison, the select."""
     if cond.mode == 2:
         return x if cond.outcome else y
-    t = cond.tape
-    i = x.index if x.index >= 0 else constant_record(t, x.c)
-    j = y.index if y.index >= 0 else constant_record(t, y.c)
+    p = cond.tape
+    a = x if x.index >= 0 else constant_record(p, x.c)
+    b = y if y.index >= 0 else constant_record(p, y.c)
     chosen = record_condition(cond)
-    return push(t, SELECT, i, j, t.val[i] if t.val[chosen.index] != 0.0 else t.val[j])
+    return push(p, SELECT, a.index, b.index, a.c if chosen.c != 0.0 else b.c)
 
 
 @overload(_api.where)

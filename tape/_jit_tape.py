@@ -20,16 +20,21 @@ from tape._jit_numba import (
     TypingError,
     VarsType,
     VarType,
+    append,
+    append_const,
+    constants,
     external,
     make_condition,
     make_var,
     make_vars,
     new_struct,
+    records,
     tape_from_pointer,
     tape_pointer,
     tape_type,
     types,
     unbound,
+    value_at,
     var_type,
 )
 from tape._storage import MAX_RECORDS, NO_INPUT
@@ -59,6 +64,7 @@ def grow(t, need):
     n = t.n
     op, in0, in1, val = np.empty(cap, np.uint8), np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap)
     op[:n], in0[:n], in1[:n], val[:n] = t.op[:n], t.in0[:n], t.in1[:n], t.val[:n]
+    in1[n:] = NO_INPUT  # as Storage allocates it: the tape takes these arrays as they are
     t.op, t.in0, t.in1, t.val = op, in0, in1, val
 
 
@@ -121,44 +127,40 @@ def install() -> None:
 
 
 @hot
-def push(t, code, i, j, v):
-    """Append record (code, i, j, v); return its Var."""
-    n = t.n
-    if n >= t.op.size:
+def push(p, code, i, j, v):
+    """Append record (code, i, j, v) to the tape p points to; return its Var."""
+    n, capacity = records(p)
+    if n >= capacity:
         if n >= MAX_RECORDS:
             raise TapeFullError("a tape holds at most 4294967295 records (32-bit indices); record in pieces")
-        if GROW(tape_pointer(t), n + 1) != 0:
+        if GROW(p, n + 1) != 0:
             raise MemoryError("tape.jit: out of memory growing the tape")
-    t.op[n] = code
-    t.in0[n] = i
-    t.in1[n] = j
-    t.val[n] = v
-    t.n = n + 1
-    return make_var(t, n)
+    append(p, code, i, j, v)
+    return make_var(p, n, v)
 
 
 @hot
-def push_const(t, c):
+def push_const(p, c):
     """Append c to the constant pool; return its slot."""
-    k = t.nc
-    if k >= t.consts.size and GROW_CONSTS(tape_pointer(t)) != 0:
+    k, capacity = constants(p)
+    if k >= capacity and GROW_CONSTS(p) != 0:
         raise MemoryError("tape.jit: out of memory growing the constant pool")
-    t.consts[k] = c
-    t.nc = k + 1
+    append_const(p, c)
     return k
 
 
 @hot
-def constant_record(t, c):
-    """A constant record (a number where a record is needed: tape.where, arctan2, outputs); its index."""
-    return push(t, CONSTANT, NO_INPUT, NO_INPUT, c).index
+def constant_record(p, c):
+    """A constant record (a number where a record is needed: tape.where, arctan2, outputs); its Var."""
+    return push(p, CONSTANT, NO_INPUT, NO_INPUT, c)
 
 
 @jit
-def push_check(t, row, outcome, where):
+def push_check(p, row, outcome, where):
     """Remember that comparison record ``row`` came out ``outcome`` at branch ``where``."""
+    t = tape_from_pointer(p)
     k = t.nchk
-    if k >= t.rows.size and GROW_CHECKS(tape_pointer(t)) != 0:
+    if k >= t.rows.size and GROW_CHECKS(p) != 0:
         raise MemoryError("tape.jit: out of memory recording a branch")
     t.rows[k] = row
     t.outs[k] = outcome
@@ -236,8 +238,11 @@ def _getitem(xs, i):
             k = i + n if i < 0 else i
             if k < 0 or k >= n:
                 raise IndexError("tape.jit: index out of range for the inputs")
-            return make_var(xs.tape, xs.rows[k])
+            p = tape_pointer(xs.tape)
+            return make_var(p, xs.rows[k], value_at(p, xs.rows[k]))
         return impl
+    if isinstance(xs, VarsType) and isinstance(i, types.SliceType):
+        return lambda xs, i: make_vars(xs.tape, xs.rows[i].copy())  # xs[1:], xs[::-1]: the inputs too
     return None
 
 
@@ -275,6 +280,7 @@ def _pos(x):
     return None
 
 
-__all__ = ["install", "jit", "hot", "push", "push_const", "push_check", "constant_record", "condition", "new_tape",
-           "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "NOT_A_FLOAT",
+__all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
+           "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs",
+           "NOT_A_FLOAT",
            "one_output", "finish"]

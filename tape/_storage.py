@@ -128,19 +128,15 @@ class Storage(Arenas):
 
     # -- storage --------------------------------------------------------------
 
-    def _allocate(self, capacity: int) -> None:
-        """(Re)allocate the record arrays, keeping the first len(self) records."""
-        n = self._n
-        arrays: dict[str, np.ndarray] = {  # every record writes op, in0, val; adj is read only where stamp says so
-            "_op": np.empty(capacity, np.uint8),
-            "_in0": np.empty(capacity, np.uint32),
-            "_in1": np.full(capacity, NO_INPUT, np.uint32),  # unary recorders leave it as is
-            "_val": np.empty(capacity, np.float64),
-            "_adj": np.empty(capacity, np.float64),
-            "_stamp": np.zeros(capacity, np.uint32),
-        }
-        for name, new in arrays.items():
-            if hasattr(self, name):
+    def _allocate(self, capacity: int, records: tuple[np.ndarray, ...] = ()) -> None:
+        """(Re)allocate the record arrays, keeping len(self) records; or take tape.jit's grown ``records``."""
+        n, taken = self._n, records
+        # every record writes op, in0, val (in1 NO_INPUT: unary recorders leave it); adj read where stamp says
+        records = records or (np.empty(capacity, np.uint8), np.empty(capacity, np.uint32),
+                              np.full(capacity, NO_INPUT, np.uint32), np.empty(capacity, np.float64))
+        for name, new in zip(("_op", "_in0", "_in1", "_val", "_adj", "_stamp"),
+                             (*records, np.empty(capacity, np.float64), np.zeros(capacity, np.uint32)), strict=True):
+            if hasattr(self, name) and not (taken and name in ("_op", "_in0", "_in1", "_val")):
                 new[:n] = getattr(self, name)[:n]
             setattr(self, name, new)
         self._capacity = capacity
@@ -268,8 +264,12 @@ class Storage(Arenas):
         self._stamp[mark:n] = 0
         self._n = mark
         self._n_consts = int(np.count_nonzero(USES_POOL[self._op[:mark]])) if mark else 0
-        self._checks = [check for check in self._checks if check[0] < mark] if self._checks else self._checks
+        self._drop_checks(mark)
         self._rewind_arenas(mark)
+
+    def _drop_checks(self, mark: int) -> None:
+        """Forget the checked branches of records ``mark`` and later."""
+        self._checks = [check for check in self._checks if check[0] < mark]
 
     def _low_mark(self, start: int) -> int:
         """The lowest mark of the rewinds numbered ``start`` and later: the records below it

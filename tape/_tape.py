@@ -39,7 +39,8 @@ class Tape(Storage):
     """A Wengert list: records appended by operator overloading on ``Var``."""
 
     _derivatives: tuple[tuple, Function] | None = None  # the Function of _at_once, while the tape stands
-    _jit_checks: list | tuple = ()  # tape.jit's checked branches, as arrays (objects with .tuples()), not yet read
+    # tape.jit's checked branches, as arrays (objects with .tuples() and .below(mark)), not yet read
+    _jit_checks: list | tuple = ()
 
     @property  # type: ignore[override]
     def _checks(self) -> list[tuple[int, bool, str]]:
@@ -55,6 +56,15 @@ class Tape(Storage):
     @_checks.setter
     def _checks(self, value: list[tuple[int, bool, str]]) -> None:
         self.__dict__["_checks"] = value
+
+    def _drop_checks(self, mark: int) -> None:
+        """Forget the checked branches of records ``mark`` and later; tape.jit's stay arrays (unread)."""
+        if self._jit_checks:
+            kept = (chunk.below(mark) for chunk in self._jit_checks)
+            self._jit_checks = [chunk for chunk in kept if chunk is not None]
+        listed = self.__dict__["_checks"]
+        if listed:
+            self.__dict__["_checks"] = [check for check in listed if check[0] < mark]
 
     # -- handles ------------------------------------------------------------------
 

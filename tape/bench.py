@@ -24,7 +24,8 @@ to a hand-written NumPy value and gradient, interleaved; --compare adds PyTorch 
 
 Phases: record (the scalar Python API, GC on), record, tape.jit (rdag, chain, rosenbrock,
 seed: the same program compiled by tape.jit, the same records; its first call, compile or
-cache load, reported apart), forward replay, reverse sweep, and a Function's value and
+cache load, reported apart), record + gradient (a fresh tape and one reverse sweep; for
+tape.jit through tape.value_and_grad), forward replay, reverse sweep, and a Function's value and
 value_and_grad; median, min and max over --repeat runs after a
 warm-up, in ns per record and records per second. Numba compile and cached-load times
 are measured once, in fresh processes, apart from the steady-state figures.

@@ -26,6 +26,7 @@ def test_small_run_of_every_workload(tmp_path, capsys):
     rdag = result["workloads"][0]
     assert rdag["tape_bytes_per_record"] == 29.0 and rdag["records"] > 300
     assert set(rdag["phases"]) == {"record", "record, every handle kept", "record, tape.jit", "record + gradient",
+                                   "record + gradient, tape.jit",
                                    "forward replay", "reverse sweep",
                                    "Function: value", "Function: value_and_grad", "Function: jvp", "Function: hvp"}
     assert all(r["points"] >= 4 for r in rdag["map"].values())

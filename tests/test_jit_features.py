@@ -122,6 +122,10 @@ MINMAX = [
     "max(x, 0.1) + min(0.5, y) * max(2, z)",
     "max(z, y,\n               x) - min(x, y, z, 0.1)",
     "max(x, x) + min(1.0, 2.5)",
+    "max(xs) - min([z, y, x])",  # one sequence: the inputs, a list
+    "max([x * x, y, z]) + min(xs)",
+    "max((x, y)) + min((y, y))",  # a tuple; a tie keeps the first, as Python does
+    "max(xs[1:]) * min(xs[::-2])",  # slices of the inputs
 ]
 
 
@@ -134,16 +138,24 @@ def test_builtin_max_min_record_python_s_checked_comparison(expr):
     assert value(yj) == value(yp)
 
 
+def test_max_of_a_sequence_of_numbers_and_of_nothing():
+    tp, yp, tj, yj = both("def f(xs):\n    return max([1.0, 2.5]) + xs[0]\n")
+    same_records(tp, tj)
+    with pytest.raises(ValueError, match="max"):
+        tape.jit(namespace("def f(xs):\n    return max(xs[1:1])\n")["f"])(tape.Tape().vars([1.0, 2.0]))
+
+
 def test_max_of_numbers_records_nothing():
     tp, yp, tj, yj = both("def f(xs):\n    return max(1.0, 2.5) * min(3, 4)\n")
     assert len(tj) == 3 and not tj._checks and yj == yp == 7.5
 
 
-def test_a_flipped_max_names_its_line():
-    source = "def f(xs):\n    return max(xs[0], xs[1]) * 2.0\n"
+@pytest.mark.parametrize("expr", ["max(xs[0], xs[1])", "max(xs)"])
+def test_a_flipped_max_names_its_line(expr):
+    source = f"def f(xs):\n    return {expr} * 2.0\n"
     J = tape.trace(tape.jit(namespace(source)["f"]), [0.3, 0.7])
     assert J(np.array([0.4, 0.9])) == 1.8
-    with pytest.raises(tape.BranchChanged, match=rf"{line_of(source, '    return max(xs[0], xs[1]) * 2.0')}\b"):
+    with pytest.raises(tape.BranchChanged, match=rf"{line_of(source, f'    return {expr} * 2.0')}\b"):
         J(np.array([0.9, 0.4]))
 
 
@@ -329,3 +341,20 @@ def test_jit_checks_stay_arrays_until_read():
     assert len(t._checks) == 8 and F.stats()["comparisons_checked"] == 8
     with pytest.raises(tape.BranchChanged, match=line_of(BRANCHY, "    if x > 0.5:")):
         F(np.array([0.9, 0.7]))
+
+
+@pytest.mark.parametrize("cut", [0, 2, 3, 6, 9, 12, 20])
+def test_a_rewind_keeps_the_checks_below_it_without_reading_them(cut):
+    py, jn = namespace(BRANCHY)["f"], tape.jit(namespace(BRANCHY)["f"])
+    tapes = []
+    for g in (py, jn):
+        t = tape.Tape()
+        xs = t.vars([0.9, 0.7])
+        for _ in range(3):
+            g(xs)
+        t.rewind(min(cut, len(t)))
+        tapes.append(t)
+    tp, tj = tapes
+    assert tj.__dict__["_checks"] == []  # still arrays after the rewind
+    assert len(tp._checks) == len([row for chunk in tj._jit_checks for row in chunk.rows]) < 7
+    same_records(tp, tj)

@@ -48,6 +48,7 @@ LAYERS = [
     ["tape._nest"],  # derivatives called on Vars: recorded onto their tape
     ["tape._api"],
     ["tape._jit_numba"],  # tape.jit: the Numba internals it relies on
+    ["tape._jit_pass"],  # its compiler pass: branches and max/min carry their file:line
     ["tape._jit_tape"],  # appending records inside jitted code
     ["tape._jit_ops"],  # its recorders (generated)
     ["tape._jit_overloads"],  # operators and functions of Vars as Numba overloads

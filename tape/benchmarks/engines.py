@@ -87,6 +87,12 @@ def tape_jit_record(workload: str, plan: dict, data: tuple | None = None):
     return t, xs, tape_jitted(workload)(xs, *(programs.jit_data(workload, plan) if data is None else data))
 
 
+def tape_jit_gradient(workload: str, plan: dict, data: tuple):
+    """tape.value_and_grad of the workload's jitted program: record and one reverse sweep per call."""
+    vg, x = tape.value_and_grad(tape_jitted(workload)), [float(v) for v in plan["x"]]
+    return lambda: vg(x, *data)
+
+
 def tape_array_record(workload: str, plan: dict):
     """Record the vectorized program through the array API: (tape, leaves, output)."""
     t = tape.Tape(capacity=4096)

@@ -40,6 +40,8 @@ def bench_ours(name: str, size: int, repeat: int, progress: Callable[[str], None
         **({"record, tape.jit": lambda data=jit["data"]: engines.tape_jit_record(name, plan, data)}
            if jit else {}),  # compiled (or loaded) beforehand: jit["first_call_s"]
         "record + gradient": engines.tape_dynamic(name, plan),
+        **({"record + gradient, tape.jit": engines.tape_jit_gradient(name, plan, jit["data"])}
+           if jit else {}),  # tape.value_and_grad of it: the tape of its last call reused
         **({"tape.grad(f)(x)": engines.tape_grad(name, plan)} if name == "seed" else {}),
         **({"record, array API": lambda: engines.tape_array_record(name, plan)}
            if name in ("rosenbrock", "mlp") else {}),
