@@ -141,3 +141,25 @@ def test_a_traced_inner_gradient_is_a_function_like_any_other():
 def test_jacobian_and_hessian_on_vars_say_what_to_use():
     with pytest.raises(TypeError, match="tape.jacobian of Vars"):
         tape.grad(lambda x: tape.jacobian(f)(x)[0][0])(X)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_four_pairings_on_random_programs(seed):
+    rng = np.random.default_rng(seed)
+    ops = [tape.sin, tape.tanh, lambda u: u * u, lambda u: tape.exp(0.3 * u), lambda u: tape.sqrt(u * u + 1.0),
+           lambda u: tape.maximum(u, 0.2), abs]
+    steps = [(ops[int(rng.integers(len(ops)))], int(rng.integers(2)), float(rng.normal())) for _ in range(8)]
+
+    def g(x):
+        y = x[0] * x[1]
+        for op, k, c in steps:
+            y = op(y + c * x[k]) + x[1 - k] * y
+        return y
+
+    x, v, u = rng.normal(0, 0.5, (3, 2)).tolist()
+    Hg = np.array(tape.hessian(g)(x))
+    np.testing.assert_allclose(np.array(tape.jacobian(tape.grad(g))(x)), Hg, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(tape.jvp(tape.grad(g), (x,), (v,))[1], Hg @ v, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(tape.grad(lambda x: tape.jvp(g, (x,), (v,))[1])(x), Hg @ v, rtol=1e-10, atol=1e-10)
+    both = tape.jvp(lambda x: tape.jvp(g, (x,), (v,))[1], (x,), (u,))[1]
+    assert math.isclose(both, np.array(u) @ Hg @ np.array(v), rel_tol=1e-10, abs_tol=1e-10)
