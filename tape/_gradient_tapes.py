@@ -42,7 +42,7 @@ def _leaves(t: Storage, count: int) -> list[int]:
 
 
 def _rows(sweep: Sweep, values: list[Value]) -> np.ndarray:
-    """A record per value: a Var's own, a new constant record for a number."""
+    """A record per value: a Var's own, a constant record for a number."""
     return np.array([v._index if type(v) is not float else constant(sweep.t, v)._index for v in values], np.int64)
 
 
