@@ -7,7 +7,8 @@
 _gen_fused.py) and
 ``tape/_recorders.py`` (the Python recorders: kernels/_gen_recorders.py) and
 ``kernels/_array_rules.py`` (the elementwise rules over NumPy arrays: kernels/_gen_array_rules.py) and
-``tape/_jit_ops.py`` (tape.jit's recorders: kernels/_gen_jit.py). Each generated
+``tape/_jit_ops.py`` (tape.jit's recorders: kernels/_gen_jit.py) and
+``tape/_partials.py`` (each op's partials as records, for gradient tapes: kernels/_gen_partials.py). Each generated
 file names its source hash and says not to edit it in its first lines.
 """
 
@@ -18,13 +19,23 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _gen_array_rules, _gen_derivatives, _gen_fused, _gen_jit, _gen_maps, _gen_recorders, _gen_sweeps
+from . import (
+    _gen_array_rules,
+    _gen_derivatives,
+    _gen_fused,
+    _gen_jit,
+    _gen_maps,
+    _gen_partials,
+    _gen_recorders,
+    _gen_sweeps,
+)
 
 HERE = Path(__file__).resolve().parent
 SWEEPS = HERE / "_sweeps.py"
 ARRAY_RULES = HERE / "_array_rules.py"
 RECORDERS = HERE.parent / "tape" / "_recorders.py"
 JIT_OPS = HERE.parent / "tape" / "_jit_ops.py"
+PARTIALS = HERE.parent / "tape" / "_partials.py"
 GENERATORS = ("ops.py", "special.py", "codegen.py", "_gen_sweeps.py", "_gen_derivatives.py", "_gen_maps.py",
               "_gen_recorders.py", "_gen_array_rules.py", "_gen_fused.py")
 
@@ -47,6 +58,7 @@ def targets() -> dict[Path, Callable[[], str]]:
         RECORDERS: lambda: _gen_recorders.generate(header("_gen_recorders.py")),
         ARRAY_RULES: lambda: _gen_array_rules.generate(header("_gen_array_rules.py")),
         JIT_OPS: lambda: _gen_jit.generate(header("_gen_jit.py", ("_gen_jit.py",))),
+        PARTIALS: lambda: _gen_partials.generate(header("_gen_partials.py", ("_gen_partials.py",))),
     }
 
 

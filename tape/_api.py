@@ -14,7 +14,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from tape import _blocks, _debug, _trees
+from tape import _blocks, _debug, _nest, _trees
 from tape._array import _FUNCTIONS, VarArray, wrap, wrap_view
 from tape._binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, minimum
 from tape._conditions import ArrayCondition
@@ -223,9 +223,12 @@ def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False)
     constant in every replay and derivative, so it raises instead (Storage._reverse); reading
     ``.value`` warns (raises TracingError if strict)."""
     t._tracing, t._strict = True, strict
+    active = _nest.active()
+    active.append(t)
     try:
         return f(*args)
     finally:
+        active.pop()
         t._tracing = t._strict = False
 
 
@@ -257,6 +260,10 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     the same thread, cleared, so handles made inside f are stale once it returns (a call inside f,
     or in another thread, records on a tape of its own); the wrapper keeps that tape's memory
     (29 bytes a record) for its next call, so a big program (tape.jit) records without growing.
+
+    Nested: called on Vars (inside an outer grad, jvp or trace, or with Vars f closes over), f and
+    its gradient are recorded onto their tape, the gradient as records (tape/_nest.py), and the
+    value, gradient and aux come back as Vars: the outer transform differentiates through them.
     """
     which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
@@ -274,7 +281,13 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             for k in which:
                 if not (isinstance(k, int) and -len(args) <= k < len(args)):
                     raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
-        trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
+        try:
+            trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
+        except TypeError:  # Vars among them, maybe (inside an outer transform): recorded there (tape/_nest.py)
+            outer = _nest.tape_of(args)
+            if outer is None:
+                raise
+            return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
@@ -293,9 +306,17 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
         t._tracing, t._strict = True, strict  # as _recording does
+        active = _nest.active()
+        active.append(t)
         try:
             out = f(*given)
+        except ForeignHandleError:  # f reaches a Var of an outer transform's tape (a closure): record there
+            outer = _nest.tape_of(args) or _nest.innermost(t)
+            if outer is None:
+                raise
+            return _nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
         finally:
+            active.pop()
             t._tracing = t._strict = False
         aux = None
         if has_aux:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import BinaryIO
 
-from tape import _format
+from tape import _format, _gradient_tapes
 from tape._maps import Maps
 
 
@@ -20,6 +20,25 @@ class Function(Maps):
     Make one with ``tape.trace(f, x0)`` or ``Tape.function(inputs, outputs)``.
     Safe to share between threads: calls on one Function take turns (F.map runs points in parallel).
     """
+
+    # -- derivatives as Functions (tape/_gradient_tapes.py): the gradient of a tape is a tape ----------
+
+    def grad_function(self, value: bool = False) -> Function:
+        """The gradient as a Function of x (x's shape), its records this Function's followed by the
+        reverse sweep as records: replay it, save it, map it, differentiate it again
+        (``F.grad_function().jacobian(x)`` is the Hessian). ``value=True``: x -> [f(x), gradient...].
+        Checked branches stay checked (BranchChanged, or a retrace, at the same points)."""
+        return _gradient_tapes.grad_function(self, value)
+
+    def vjp_function(self) -> Function:
+        """(x, w) -> w^T J as a Function (x's shape; w in the outputs' shape; call it with the pair
+        ``(x, w)`` or one flat vector of both)."""
+        return _gradient_tapes.vjp_function(self)
+
+    def jvp_function(self, value: bool = False) -> Function:
+        """(x, v) -> J v as a Function (the outputs' shape; v in x's shape), the tangents as records
+        (forward mode); ``value=True``: [outputs..., J v...]."""
+        return _gradient_tapes.jvp_function(self, value)
 
 
 def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None,

@@ -322,8 +322,8 @@ class Storage(Arenas):
             _gc.release(self)
         if self._tracing:
             raise TapeError("a gradient of the tape that tape.trace is recording would be replayed as a constant "
-                            "(its value at x0, not at the replayed point): differentiating inside a traced function "
-                            "is not supported yet. Take the gradient outside f, or on a tape of its own.")
+                            "(its value at x0, not at the replayed point): inside a traced function, call "
+                            "tape.grad (or jvp, vjp) on the Vars instead, which records the derivative as records.")
         if self._gen + 1 >= _GEN_LIMIT:
             self._restart_generations()
         gen = self._gen + 1

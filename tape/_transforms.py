@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from tape import _nest
 from tape._api import _numbers_of, trace
 from tape._function import Function
+from tape.errors import ForeignHandleError
 
 
 def _traced(f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int], has_aux: bool
@@ -45,10 +47,25 @@ def _traced(f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[
     return F, F._layout.flat(chosen, "the point"), _numbers_of(aux[0]) if aux else None
 
 
+def _not_nested(args: Sequence[Any], name: str) -> None:
+    if _nest.tape_of(args) is not None:
+        raise TypeError(f"{name} of Vars (inside another transform) is not recorded as records: use tape.grad, "
+                        "tape.jvp or tape.vjp there (per direction), or tape.jacobian of the traced Function outside")
+
+
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple:
     """``(f(*primals), J @ tangents)`` by one forward tangent sweep, as ``jax.jvp``: tangents has the
-    structure of primals (a tuple with a tangent per argument); with has_aux, ``(out, J t, aux)``."""
-    F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    structure of primals (a tuple with a tangent per argument); with has_aux, ``(out, J t, aux)``.
+    Called on Vars (inside an outer transform), recorded onto their tape as records (tape/_nest.py)."""
+    outer = _nest.tape_of(tuple(primals) + tuple(tangents))
+    if outer is not None:  # called on Vars (inside an outer transform): recorded there (tape/_nest.py)
+        return _nest.jvp(outer, f, primals, tangents, has_aux)
+    try:
+        F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
+        if (outer := _nest.innermost()) is None:
+            raise
+        return _nest.jvp(outer, f, primals, tangents, has_aux)
     assert F._layout is not None
     direction = F._layout.flat(tuple(tangents), "the tangents")
     value, tangent = F(point), F.jvp(point, direction)
@@ -58,8 +75,17 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
 def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     """``(f(*primals), vjp_fn)`` as ``jax.vjp``: ``vjp_fn(w)`` gives w^T J as a tuple with a cotangent
     per argument, each in that argument's structure (a reverse sweep per call); with has_aux,
-    ``(out, vjp_fn, aux)``."""
-    F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    ``(out, vjp_fn, aux)``. Called on Vars (inside an outer transform), recorded onto their tape:
+    out is Vars, and each vjp_fn(w) records a reverse sweep over f's records (tape/_nest.py)."""
+    outer = _nest.tape_of(primals)
+    if outer is not None:  # called on Vars (inside an outer transform): recorded there (tape/_nest.py)
+        return _nest.vjp(outer, f, primals, has_aux)
+    try:
+        F, point, aux = _traced(f, primals, tuple(range(len(primals))), has_aux)
+    except ForeignHandleError:  # f closes over a Var of an outer transform's tape: record there
+        if (outer := _nest.innermost()) is None:
+            raise
+        return _nest.vjp(outer, f, primals, has_aux)
     layout = F._layout
     assert layout is not None
 
@@ -76,6 +102,7 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
     with has_aux). The fewer of forward and reverse sweeps."""
 
     def jac(*args: Any) -> Any:
+        _not_nested(args, "tape.jacobian")
         F, point, aux = _traced(f, args, argnums, has_aux)
         assert F._layout is not None
         lead = F._output_shape
@@ -90,6 +117,7 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bo
     structure (an array of shape leaf_i + leaf_j per pair of leaves); forward-over-reverse."""
 
     def hess(*args: Any) -> Any:
+        _not_nested(args, "tape.hessian")
         F, point, aux = _traced(f, args, argnums, has_aux)
         assert F._layout is not None
         H = F._layout.nested(np.reshape(F.hessian(point), (F.n_inputs, F.n_inputs)))

@@ -44,3 +44,11 @@ def test_two_ways(capsys, tmp_path):
     sizes = run("two_ways.py")(str(tmp_path) if shutil.which("dot") else None)
     assert sizes == {"(a + b) * (a + b)": 5, "s = a + b; s * s": 4}
     assert capsys.readouterr().out.count("gradient [2.0, 2.0]") == 2
+
+
+def test_nested_steering(capsys):
+    losses, error, (x, y) = run("nested_steering.py")()
+    assert error < 1e-7  # the outer gradient through 30 inner gradients, against central differences
+    assert losses[-1] < 1e-3 * losses[0] and all(b <= a for a, b in zip(losses, losses[1:], strict=False))
+    assert abs(x - 8 / 17) < 1e-9 and abs(y - (2 + 2 / 17)) < 1e-9
+    assert "saddle" in capsys.readouterr().out

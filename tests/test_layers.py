@@ -21,7 +21,8 @@ LAYERS = [
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
     ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
-     "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused"],
+     "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused",
+     "tape.kernels._gen_partials"],
     ["tape.kernels.array_ops", "tape.kernels._gen_jit"],  # the array op table; tape.jit's generator
     ["tape.kernels.codegen", "tape.errors"],
     ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
@@ -34,12 +35,17 @@ LAYERS = [
     ["tape._arrayfns"],  # scans, sort and item assignment, mixed into VarArray
     ["tape._array"],
     ["tape._ufuncs", "tape._binary"],
+    ["tape._partial_helpers"],  # the op table's helpers as records
+    ["tape._partials"],  # each op's partials as records (generated)
+    ["tape._adjoint"],  # the symbolic sweeps: derivatives emitted as records
+    ["tape._gradient_tapes"],  # Function.grad_function, vjp_function, jvp_function
     ["tape._format", "tape._array_replay", "tape._calls"],
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
     ["tape._maps"],
     ["tape._function"],
     ["tape._tape"],  # tape.Tape: the storage with handles, arrays and Functions
+    ["tape._nest"],  # derivatives called on Vars: recorded onto their tape
     ["tape._api"],
     ["tape._jit_numba"],  # tape.jit: the Numba internals it relies on
     ["tape._jit_pass"],  # its compiler pass: branches and max/min carry their file:line

@@ -1,0 +1,205 @@
+"""The symbolic sweeps: a derivative emitted as records, so that the gradient of a tape is a tape.
+
+The numeric sweeps (kernels/_sweeps.py) turn records into numbers. ``reverse`` and ``forward``
+here run the same passes over records [start, stop) of a storage but append records instead:
+each contribution ``adj[in] += g * da`` (reverse) or ``dot[i] += da * dot[in]`` (forward) is
+recorded with the op's partials as records (tape/_partials.py, generated from the op table), so
+the result can be replayed, saved, mapped and differentiated again like any recorded program.
+
+The structural-zero rule of every sweep holds as structure: nothing is recorded for a record
+no adjoint (tangent) reaches, for a record that reaches no wanted input (``needed``), for a
+comparison, for a partial that is the number 0, and a select sends its adjoint to each input
+through a select of its own (``where(cond, g, 0)``), so at replay the unchosen side gets a zero.
+Where a value may be zero at replay (what a select or sign gave, and products of those), a
+product with it is guarded, ``where(g != 0, g * p, 0)``: an inf/NaN partial of the unchosen
+branch meets a zero adjoint and gives 0, as in the numeric sweeps. A zero that arithmetic
+makes (x * sqrt(y) at x = 0: adjoint 0 times sqrt's inf at y = 0) and a zero seed (w, v) are not
+guarded: NaN here, 0 in the numeric sweeps, which skip every zero factor. Guarding every
+product would take three records per product; a zero-skipping product op would take none.
+
+Function.grad_function, vjp_function and jvp_function (tape/_function.py) copy a Function's
+records first and append these sweeps; tape/_nest.py runs them over the records of an inner
+function recorded on the outer tape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tape._blocks import SMALL
+from tape._partial_helpers import Value, constant, where
+from tape._partials import PARTIALS
+from tape._recorders import Var
+from tape._storage import Storage
+from tape.kernels.array_ops import NAME
+from tape.kernels.ops import ARRAY_BASE, HAS_INPUT, IS_COMPARISON, IS_LEAF, OPCODE, SELECT, TWO_RECORDS, USES_POOL
+
+_MAYBE_ZERO_OPS = (SELECT, OPCODE["sign"])  # records whose value may be exactly zero at some replay
+
+
+class Sweep:
+    """Appends a symbolic sweep's records to storage t; knows which values may be zero at replay."""
+
+    def __init__(self, t: Storage):
+        self.t = t
+        self.maybe: set[int] = set()  # rows of products and sums of maybe-zero values
+        self._zero: Var | None = None
+        self.start = len(t)
+
+    def var(self, row: int) -> Var:
+        return Var._at(self.t._segment(), row)
+
+    @property
+    def zero(self) -> Var:
+        """One constant record 0.0 for every guard and select of this sweep."""
+        if self._zero is None or self._zero._index >= len(self.t):
+            self._zero = constant(self.t, 0.0)
+        return self._zero
+
+    def maybe_zero(self, v: Value) -> bool:
+        return type(v) is Var and (v._index in self.maybe or self.t._op[v._index] in _MAYBE_ZERO_OPS)
+
+    def times(self, g: Value, p: Value | None) -> Value | None:
+        """g * p as records (None: structurally zero); guarded where a factor may be zero at replay."""
+        if p is None or g is None:
+            return None
+        if type(p) is not Var:
+            if p == 0.0:
+                return None
+            if type(g) is not Var:
+                return g * p or None
+            product: Value = g if p == 1.0 else -g if p == -1.0 else g * p
+        elif type(g) is not Var:
+            if g == 0.0:
+                return None
+            product = p if g == 1.0 else -p if g == -1.0 else g * p
+        else:
+            product = g * p
+        guards = [v for v in (g, p) if self.maybe_zero(v) and v is not product]
+        for v in guards:
+            product = where(v != 0.0, product, self.zero)
+        if guards or self.maybe_zero(product):
+            self.maybe.add(product._index)  # type: ignore[union-attr]
+        return product
+
+    def plus(self, x: Value | None, y: Value | None) -> Value | None:
+        if x is None or y is None:
+            return y if x is None else x
+        total = x + y
+        if type(total) is Var and self.maybe_zero(x) and self.maybe_zero(y):
+            self.maybe.add(total._index)
+        return total
+
+    def chosen(self, select: int, g: Value, side: int) -> Value:
+        """g where select's condition (the record just before it) chose this side, else 0."""
+        cond = self.var(select - 1)
+        picked = where(cond != 0.0, g, self.zero) if side == 0 else where(cond == 0.0, g, self.zero)
+        self.maybe.add(picked._index)  # type: ignore[union-attr]
+        return picked
+
+    def partials(self, i: int, want_a: bool, want_b: bool) -> tuple[Value | None, Value | None]:
+        t = self.t
+        code = int(t._op[i])
+        a = self.var(int(t._in0[i]))
+        b = self.var(int(t._in1[i])) if TWO_RECORDS[code] else None
+        c = float(t._consts[t._in1[i]]) if USES_POOL[code] else None
+        return PARTIALS[code](a, b, self.var(i), c, want_a, want_b)
+
+
+def refuse_arrays(op: np.ndarray, what: str) -> None:
+    """A TypeError naming the first array record: the symbolic sweeps take scalar records only."""
+    arrays = np.flatnonzero(op >= ARRAY_BASE)
+    if len(arrays):
+        i = int(arrays[0])
+        raise TypeError(f"{what} takes scalar records only: record {i} is an array record ({NAME[op[i]]}); "
+                        f"trace the program with scalar Vars (arrays under {SMALL} elements record per element)")
+
+
+def needed(t: Storage, start: int, stop: int, wanted: Any) -> np.ndarray:
+    """needed[i]: record i depends on a wanted row (through records [start, stop)); comparisons
+    carry no derivative."""
+    need = np.zeros(max(len(t), stop), np.bool_)
+    need[np.asarray(list(wanted), np.int64)] = True
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(start, stop):
+        code = op[i]
+        if HAS_INPUT[code] and not IS_COMPARISON[code] and not need[i]:
+            need[i] = need[in0[i]] or (TWO_RECORDS[code] and need[in1[i]])
+    return need
+
+
+def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]], wanted: Any) -> dict[int, Value]:
+    """Adjoints of the wanted rows: a reverse sweep over records [start, stop), seeded with (row,
+    adjoint) pairs, recorded; rows not reached are absent. In the numeric sweep's order (records
+    last to first, in0 then in1), so the gradient is its sums in its order."""
+    t = sweep.t
+    wanted = set(wanted)
+    need = needed(t, start, stop, wanted)
+    adj: dict[int, Value] = {}
+    for row, g in seeds:
+        if need[row]:
+            adj[row] = sweep.plus(adj.get(row), g)  # type: ignore[assignment]
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(stop - 1, start - 1, -1):
+        code = op[i]
+        if IS_LEAF[code] or i not in adj or not HAS_INPUT[code] or IS_COMPARISON[code]:
+            continue
+        g = adj[i] if i in wanted else adj.pop(i)
+        j, k = int(in0[i]), int(in1[i])
+        two = bool(TWO_RECORDS[code])
+        if code == SELECT:
+            contributions = [(j, sweep.chosen(i, g, 0) if need[j] else None),
+                             (k, sweep.chosen(i, g, 1) if need[k] else None)]
+        else:
+            da, db = sweep.partials(i, bool(need[j]), two and bool(need[k]))
+            contributions = [(j, sweep.times(g, da) if need[j] else None),
+                             (k, sweep.times(g, db) if two and need[k] else None)]
+        for row, c in contributions:
+            if c is not None:
+                adj[row] = sweep.plus(adj.get(row), c)  # type: ignore[assignment]
+    return {row: adj[row] for row in wanted if row in adj}
+
+
+def used(t: Storage, start: int, stop: int, outputs: Any) -> np.ndarray:
+    """used[i]: an output depends on record i through records [start, stop)."""
+    use = np.zeros(max(len(t), stop), np.bool_)
+    use[np.asarray(list(outputs), np.int64)] = True
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(stop - 1, start - 1, -1):
+        code = op[i]
+        if use[i] and HAS_INPUT[code] and not IS_COMPARISON[code]:
+            use[in0[i]] = True
+            if TWO_RECORDS[code]:
+                use[in1[i]] = True
+    return use
+
+
+def forward(sweep: Sweep, start: int, stop: int, tangents: dict[int, Value], outputs: Any) -> dict[int, Value]:
+    """Tangents of the records [start, stop) that outputs depend on, given those of some rows
+    (absent: zero), recorded; in the numeric tangent sweep's order (in0's term, then in1's)."""
+    t = sweep.t
+    dot = dict(tangents)
+    use = used(t, start, stop, outputs)
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(start, stop):
+        code = op[i]
+        if IS_LEAF[code] or not HAS_INPUT[code] or IS_COMPARISON[code] or not use[i]:
+            continue
+        two = bool(TWO_RECORDS[code])
+        ta, tb = dot.get(int(in0[i])), dot.get(int(in1[i])) if two else None
+        if ta is None and tb is None:
+            continue
+        if code == SELECT:
+            cond = sweep.var(i - 1)
+            zero = sweep.zero
+            picked = where(cond != 0.0, zero if ta is None else ta, zero if tb is None else tb)
+            sweep.maybe.add(picked._index)  # type: ignore[union-attr]
+            dot[i] = picked
+            continue
+        da, db = sweep.partials(i, ta is not None, tb is not None)
+        total = sweep.plus(sweep.times(ta, da), sweep.times(tb, db))
+        if total is not None:
+            dot[i] = total
+    return dot
