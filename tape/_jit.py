@@ -27,7 +27,7 @@ from tape._jit_numba import USER_CACHED, TypingError, file_id, types, where_of
 from tape._jit_pass import Pipeline
 from tape._jit_tape import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape._recorders import Var
-from tape._tape import Tape
+from tape._tape import _FEW, Tape
 from tape.errors import ForeignHandleError, TapeError
 from tape.kernels.ops import LEAF
 
@@ -111,18 +111,25 @@ class JitFunction:
         x = args[0] if args else None
         if type(x) is not list or not x or not set(map(type, x)) <= {float, int} or _debug.active():
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
-        values = np.array(x, np.float64)
-        t, idle.jit_tape = getattr(idle, "jit_tape", None) or Tape(capacity=max(1024, 4 * len(x))), None
-        rows = t._append_block(LEAF, len(x), values=values)
+        k = len(x)
+        t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
+        if t is None:
+            t = Tape(capacity=max(1024, 4 * k))
+        few = k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
+        rows = np.arange(t._leaf_records(x), t._n) if few else t._append_block(LEAF, k, values=np.array(x, float))
         idx, vals, seq = self._record(t, rows, args[1:])
         if seq:
             raise TypeError("f must return a Var or a real number, got a sequence")
         i, value = int(idx[0]), float(vals[0])
-        grads = [0.0] * len(x)
+        grads = [0.0] * k
         if i >= 0:
             t._reverse(i, False)
-            grads = np.where(t._stamp[rows] == t._gen, t._adj[rows], 0.0).tolist()
-            value = float(t._val[i])
+            gen, value = t._gen, t._val_w[i]
+            if few:
+                adj, stamp = memoryview(t._adj.data), memoryview(t._stamp.data)
+                grads = [adj[r] if stamp[r] == gen else 0.0 for r in rows.tolist()]
+            else:
+                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0).tolist()
         t.clear()
         idle.jit_tape = t
         return value, grads
@@ -207,9 +214,9 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
 
 def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
     """Make the records written inside Numba the tape's (the arrays Numba grew, if it did)."""
-    if op.ctypes.data != t._op.ctypes.data:
+    if len(op) != t._capacity:  # grown (growth always adds room): Numba's arrays are new
         t._allocate(len(op), (op, in0, in1, val))
-    if consts.ctypes.data != t._consts.ctypes.data:
+    if len(consts) != t._consts_capacity:
         t._grow_consts(len(consts))
         t._consts[nc0:nc] = consts[nc0:nc]
     t._n, t._n_consts = n, nc

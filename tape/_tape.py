@@ -85,24 +85,28 @@ class Tape(Storage):
 
     def _leaves(self, values: list[float]) -> list[Var]:
         """Leaf records for Python floats, the records Tape.vars writes: up to _FEW by four slice writes."""
-        k = len(values)
-        if k > _FEW:
+        if len(values) > _FEW:
             return self.vars(values)
-        n, seg = self._n, self._segment()
+        n, seg = self._leaf_records(values), self._segment()
+        handles = []
+        for i in range(n, self._n):
+            handle = Var()
+            handle._seg, handle._index = seg, i
+            handles.append(handle)
+        return handles
+
+    def _leaf_records(self, values: list[float]) -> int:
+        """Append leaf records for up to _FEW Python numbers (no handles); the first one's index."""
+        n, k = self._n, len(values)
         if n + k > self._capacity:
             self._grow(n + k)
         stop = n + k
         self._op_w[n:stop], self._val_w[n:stop] = _LEAVES[:k], memoryview(doubles("d", values))
         self._in0_w[n:stop] = self._in1_w[n:stop] = _NO_INPUTS[:k]
-        handles = []
-        for i in range(n, stop):
-            handle = Var()
-            handle._seg, handle._index = seg, i
-            handles.append(handle)
         if self._lines is not None:
             self._lines.update(dict.fromkeys(range(n, stop), caller()))
         self._n = stop
-        return handles
+        return n
 
     def array(self, values: ArrayLike) -> VarArray:
         """Leaves for an array of any shape, as a VarArray: one array record (``_blocks.SMALL``
