@@ -85,6 +85,8 @@ class Arenas:
         # which nothing can change between recording and the one reverse sweep): row -> array
         self._borrowed: dict[int, np.ndarray] = {}
         self._borrowing = False
+        self._callees: list = []  # the Functions its call records call (tape/_call.py), each once
+        self._callee_places: list[np.ndarray] = []  # a call record's places: its Function's slot
 
     def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
                     places: np.ndarray | None = None, wide: tuple[int, ...] = (),

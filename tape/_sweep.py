@@ -196,6 +196,8 @@ def forward_one(s: State, p: Plan) -> None:
         out[...] = np.all(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
     elif kind == "any":
         out[...] = np.any(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
+    elif kind == "call":  # a Function (tape/_call.py), as are its reverse and derivatives
+        s._callees[p.places[0]]._call_forward(s, p)
 
 
 def _offsets(s: State) -> np.ndarray:
@@ -280,6 +282,9 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
     """Send array record p's adjoint to its inputs (check: see kernels.array_ops.times)."""
     kind = ARRAY_KIND[p.code]
     if kind in NO_DERIVATIVE:
+        return
+    if kind == "call":
+        s._callees[p.places[0]]._call_reverse(s, p, gen, keep)
         return
     g = own(s, s._aadj, p)
     if kind == "pack":

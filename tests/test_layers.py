@@ -34,7 +34,7 @@ LAYERS = [
     ["tape._arrayfns"],  # scans, sort and item assignment, mixed into VarArray
     ["tape._array"],
     ["tape._ufuncs", "tape._binary"],
-    ["tape._format", "tape._array_replay", "tape._calls"],
+    ["tape._format", "tape._array_replay", "tape._calls", "tape._call"],  # _call: a Function as a call record
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
     ["tape._maps"],

@@ -1,0 +1,291 @@
+"""A Function called on Vars: one call record, and every sweep through it against the program inlined.
+
+Bit for bit where the arithmetic is the same: values always (the call replays the
+same records in the same order), and gradients, tangents and second order of a
+chain x_{k+1} = F(x_k) whose states are used only by the next call (then F's
+sweeps sum each adjoint in the inlined program's order). Where an input of F is
+also used outside it, the inlined reverse sweep sums all its contributions in
+one order while the call sums F's part first: equal to a few ulp (rtol 1e-12).
+Independent reference: central differences of the inlined program's values.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tape
+
+RNG = np.random.default_rng(15)
+
+
+def step(x):
+    """A leapfrog step of a pendulum with a nonlinear twist (3 states: q, p, and a parameter-like s)."""
+    q, p, s = x[0], x[1], x[2]
+    p = p - 0.05 * tape.sin(q) * s
+    q = q + 0.1 * p
+    p = p - 0.05 * tape.sin(q) * s
+    return [q, p, s * tape.exp(-0.01 * q * q)]
+
+
+def chain(F, x, n):
+    for _ in range(n):
+        x = F(x)
+    return x
+
+
+def loss_of(x):
+    return x[0] * x[1] + tape.tanh(x[2]) * x[0]
+
+
+def central(f, x, h=1e-6):
+    x = np.asarray(x, float)
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+
+
+@pytest.fixture(scope="module")
+def F():
+    return tape.trace(step, np.array([0.3, -0.2, 1.1]))
+
+
+@pytest.fixture(scope="module")
+def pair(F):
+    """(with calls, inlined) Functions of one chain of 5 steps."""
+    called = tape.trace(lambda x: loss_of(chain(F, x, 5)), np.array([0.3, -0.2, 1.1]))
+    inlined = tape.trace(lambda x: loss_of(chain(step, x, 5)), np.array([0.3, -0.2, 1.1]))
+    return called, inlined
+
+
+def points(n=6):
+    edge = [np.array([0.0, -0.0, 1.0]), np.array([1e-300, 1e10, -1e-8]), np.array([np.pi, 0.0, 0.0])]
+    return edge + [RNG.uniform(-2, 2, 3) for _ in range(n)]
+
+
+def test_the_call_is_one_record_and_the_outputs_are_elem_records(F):
+    t = tape.Tape()
+    x = t.vars([0.3, -0.2, 1.1])
+    before = len(t)
+    y = F(x)
+    stats = [t.record(i).op for i in range(before, len(t))]
+    assert stats == ["array pack", "array call", "elem", "elem", "elem"]
+    z = F(y)  # the outputs of a call go straight into the next: no pack
+    assert [t.record(i).op for i in range(before + 5, len(t))] == ["array call", "elem", "elem", "elem"]
+    assert isinstance(z, tape.VarArray) and z.shape == (3,)
+    np.testing.assert_array_equal(z.value, chain(F, np.array([0.3, -0.2, 1.1]), 2))
+
+
+def test_every_sweep_equals_the_inlined_program_bit_for_bit(pair):
+    called, inlined = pair
+    assert len(called) < len(inlined) / 2
+    for x in points():
+        v = RNG.normal(size=3)
+        assert called(x) == inlined(x)
+        for method, args in (("value_and_grad", ()), ("gradient", ()), ("vjp", (1.7,)), ("jvp", (v,)),
+                             ("hvp", (v,)), ("hessian", ()), ("jacobian", ()), ("value_grad_hvp", (v,))):
+            got, want = getattr(called, method)(x, *args), getattr(inlined, method)(x, *args)
+            for a, b in zip(np.atleast_1d(np.asarray(got, dtype=object)), np.atleast_1d(np.asarray(want, dtype=object)),
+                            strict=True):
+                np.testing.assert_array_equal(np.asarray(a, float), np.asarray(b, float), err_msg=f"{method} at {x}")
+
+
+def test_the_maps_equal_the_inlined_program(pair):
+    called, inlined = pair
+    X, V, W = RNG.uniform(-2, 2, (9, 3)), RNG.normal(size=(9, 3)), RNG.normal(size=(9, 1))
+    np.testing.assert_array_equal(called.map(X), inlined.map(X))
+    for a, b in zip(called.map_value_and_grad(X), inlined.map_value_and_grad(X), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(called.map_jvp(X, V), inlined.map_jvp(X, V))
+    np.testing.assert_array_equal(called.map_vjp(X, W), inlined.map_vjp(X, W))
+    np.testing.assert_array_equal(called.map_hvp(X, V), inlined.map_hvp(X, V))
+
+
+def test_derivatives_agree_with_central_differences(pair):
+    called, inlined = pair
+    for x in [RNG.uniform(-1.5, 1.5, 3) for _ in range(5)]:
+        np.testing.assert_allclose(called.gradient(x), central(inlined, x), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(called.hessian(x), central(lambda z: inlined.gradient(z), x).T,
+                                   rtol=1e-5, atol=1e-7)
+
+
+def twice_used(F):
+    """F's inputs also used outside it, a call's outputs mixed with other records, and a vector output."""
+    def f(x):
+        y = F([x[0] * x[1], x[1], tape.sin(x[2])])
+        z = F([y[0] + x[0], y[1] * y[2], x[2]])
+        return [z[0] * x[0] + y[1], tape.exp(z[2]) - x[1] * z[1]]
+    return f
+
+
+def test_mixed_uses_agree_to_a_few_ulp(F):
+    called = tape.trace(twice_used(F), np.array([0.3, -0.2, 1.1]))
+    inlined = tape.trace(twice_used(step), np.array([0.3, -0.2, 1.1]))
+    for x in points():
+        v, w = RNG.normal(size=3), RNG.normal(size=2)
+        np.testing.assert_array_equal(called(x), inlined(x))
+        np.testing.assert_allclose(called.vjp(x, w), inlined.vjp(x, w), rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(called.jvp(x, v), inlined.jvp(x, v), rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(called.jacobian(x), inlined.jacobian(x), rtol=1e-12, atol=1e-300)
+    sc, si = (tape.trace(lambda x, f=f: f(x)[0] * f(x)[1], np.array([0.3, -0.2, 1.1]))
+              for f in (twice_used(F), twice_used(step)))
+    for x in [RNG.uniform(-1, 1, 3) for _ in range(5)]:
+        v = RNG.normal(size=3)
+        np.testing.assert_allclose(sc.hvp(x, v), si.hvp(x, v), rtol=1e-11, atol=1e-14)
+        np.testing.assert_allclose(sc.hessian(x), central(lambda z: si.gradient(z), x).T, rtol=1e-5, atol=1e-7)
+
+
+def test_live_tape_sweeps_through_a_call(F):
+    t = tape.Tape()
+    x = t.vars([0.4, 0.1, -0.7])
+    L = loss_of(chain(F, x, 4))
+    t2 = tape.Tape()
+    x2 = t2.vars([0.4, 0.1, -0.7])
+    L2 = loss_of(chain(step, x2, 4))
+    assert L.value == L2.value
+    np.testing.assert_array_equal(t.gradient(L, x), t2.gradient(L2, x2))
+    L.backward()
+    L2.backward()
+    assert [v.grad for v in x] == [v.grad for v in x2]
+    v = np.array([0.3, -1.0, 2.0])
+    np.testing.assert_array_equal(t.hvp(L, x, v), t2.hvp(L2, x2, v))
+    np.testing.assert_array_equal(t.jvp(L, x, v), t2.jvp(L2, x2, v))
+    np.testing.assert_array_equal(t.hessian(L, x), t2.hessian(L2, x2))
+    t.forward(x, [1.0, 2.0, 3.0])  # a replay of the live tape at new leaf values
+    t2.forward(x2, [1.0, 2.0, 3.0])
+    assert L.value == L2.value
+    G = t.function(x, L)
+    np.testing.assert_array_equal(G.gradient([0.1, 0.2, 0.3]), t2.function(x2, L2).gradient([0.1, 0.2, 0.3]))
+
+
+def test_grad_and_transforms_of_code_calling_F(F):
+    f = lambda x: loss_of(chain(F, x, 3))  # noqa: E731
+    g = lambda x: loss_of(chain(step, x, 3))  # noqa: E731
+    x = [0.2, 0.5, -0.3]
+    assert tape.grad(f)(x) == tape.grad(g)(x)
+    assert tape.value_and_grad(f)(x) == tape.value_and_grad(g)(x)
+    np.testing.assert_array_equal(tape.hessian(f)(np.array(x)), tape.hessian(g)(np.array(x)))
+    np.testing.assert_array_equal(tape.jacobian(lambda z: chain(F, z, 2))(np.array(x)),
+                                  tape.jacobian(lambda z: chain(step, z, 2))(np.array(x)))
+
+
+def test_nested_calls(F):
+    G = tape.trace(lambda x: chain(F, x, 3), np.array([0.3, -0.2, 1.1]))  # call records inside G
+    H = tape.trace(lambda x: loss_of(chain(G, x, 2)), np.array([0.3, -0.2, 1.1]))
+    inlined = tape.trace(lambda x: loss_of(chain(step, x, 6)), np.array([0.3, -0.2, 1.1]))
+    for x in points(3):
+        v = RNG.normal(size=3)
+        assert H(x) == inlined(x)
+        np.testing.assert_array_equal(H.gradient(x), inlined.gradient(x))
+        np.testing.assert_array_equal(H.jvp(x, v), inlined.jvp(x, v))
+        np.testing.assert_array_equal(H.hvp(x, v), inlined.hvp(x, v))
+    X = RNG.uniform(-1, 1, (4, 3))
+    np.testing.assert_array_equal(H.map_value_and_grad(X)[1], inlined.map_value_and_grad(X)[1])
+
+
+def test_params_big_arrays_and_array_outputs():
+    w0 = np.linspace(-1, 1, 1500)
+    P = tape.trace(lambda w, c: [tape.sin(w * c[0]).sum(), (w * w).sum() * c[1]], w0, params=np.array([2.0, 0.5]))
+    Q = tape.trace(lambda w: tape.tanh(w) * 1.5, w0)  # 1500 outputs: a view of the call record
+    def called(w):
+        o = P(Q(w), np.array([2.0, 0.5]))
+        return o[0] * o[1]
+    def inlined(w):
+        u = tape.tanh(w) * 1.5
+        return tape.sin(u * 2.0).sum() * ((u * u).sum() * 0.5)
+    A, B = tape.trace(called, w0), tape.trace(inlined, w0)
+    w = RNG.normal(size=1500)
+    assert A(w) == B(w)
+    np.testing.assert_array_equal(A.gradient(w), B.gradient(w))
+    v = RNG.normal(size=1500)
+    np.testing.assert_array_equal(A.jvp(w, v), B.jvp(w, v))
+    np.testing.assert_allclose(A.hvp(w, v), B.hvp(w, v), rtol=1e-10, atol=1e-12)
+    t = tape.Tape()
+    out = P(t.array(w0), [3.0, -1.0])  # params given as numbers: a constant array record beside the call
+    np.testing.assert_array_equal(out.value, P(w0, [3.0, -1.0]))
+
+
+def test_a_shared_Function_in_threads(F):
+    Gs = [tape.trace(lambda x, k=k: loss_of(chain(F, x, k)), np.array([0.3, -0.2, 1.1])) for k in (2, 3, 4, 5)]
+    X = RNG.uniform(-1, 1, (40, 3))
+    want = [[G.value_and_grad(x)[1] for x in X] for G in Gs]
+    got: dict[int, list] = {}
+
+    def work(k):
+        got[k] = [Gs[k].value_and_grad(x)[1] for x in X]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        np.testing.assert_array_equal(np.array(got[k]), np.array(want[k]))
+
+
+def branchy(x):
+    if x[0] > 0:
+        return [x[0] * x[1], x[1] + 1.0]
+    return [x[0] - x[1], x[1] * 2.0]
+
+
+def test_a_branch_inside_F_is_checked_by_F():
+    F = tape.trace(branchy, [0.5, 0.7])
+    G = tape.trace(lambda x: F(x)[0] * 2.0, [0.5, 0.7])
+    assert G([0.1, 3.0]) == 2 * (0.1 * 3.0)
+    for method, args in (("__call__", ()), ("gradient", ()), ("jvp", ([1.0, 0.0],)), ("hvp", ([1.0, 0.0],))):
+        with pytest.raises(tape.BranchChanged, match="inside the call of") as info:
+            getattr(G, method)([-0.5, 0.7], *args)
+        assert info.value.where.endswith(f"test_call.py:{branchy.__code__.co_firstlineno + 1}")
+    F.on_branch_change = "retrace"  # F's policy decides: it records the other branch
+    assert G([-0.5, 0.7]) == 2 * (-0.5 - 0.7)
+    assert G.gradient([-0.5, 0.7]).tolist() == [2.0, -2.0]
+
+
+def test_refusals():
+    t = tape.Tape()
+    a, b = t.vars([1.0, 2.0])
+    H = t.function([a, b], [a * b, a + b])
+    with pytest.raises(tape.TapeError, match="made from this tape"):
+        H([a, b])
+    s = tape.Tape()
+    c = s.var(1.0)
+    with pytest.raises(tape.ForeignHandleError, match="different tapes"):
+        H([a, c])
+    with pytest.raises(ValueError, match="takes 2 inputs"):
+        H([c, c, c])
+    with pytest.raises(TypeError, match="params are numbers"):
+        tape.trace(lambda x, p: x[0] * p[0], [1.0], params=[2.0])([c], [c])
+    G = tape.trace(lambda x: H(x)[0], [1.0, 2.0])
+    with pytest.raises(tape.TapeError, match="cannot be saved"):
+        G.save("unused.npz")
+
+    def rec(x):
+        return [x[0] * 2.0, x[1]] if x[0] > 0 else K(x)
+
+    K = tape.trace(rec, [1.0, 1.0], on_branch_change="retrace")
+    with pytest.raises(tape.TapeError, match="recursion"):
+        K([-1.0, 1.0])
+
+
+def test_a_crafted_file_with_a_call_record_is_refused(tmp_path):
+    code = f"""
+import numpy as np, tape
+from tape.kernels.array_ops import ARRAY_OPCODE
+F = tape.trace(lambda w: tape.sin(w).sum(), np.zeros(2000))
+F.save({str(tmp_path / 'f.npz')!r})
+a = dict(np.load({str(tmp_path / 'f.npz')!r}))
+row = int(a["plans"][1, 1])
+a["op"][row] = ARRAY_OPCODE["call"]
+a["plans"][1, 0] = ARRAY_OPCODE["call"]
+np.savez({str(tmp_path / 'g.npz')!r}, **a)
+try:
+    tape.load({str(tmp_path / 'g.npz')!r})
+except tape.TapeFormatError as exc:
+    print("refused:", exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "refused:" in out.stdout and "holds none" in out.stdout
