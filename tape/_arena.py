@@ -143,6 +143,8 @@ class Arenas:
             self._n_arena = self._plans[k].offset
             del self._plans[k:], self._plan_rows[k:]
             self._borrowed = {row: a for row, a in self._borrowed.items() if row < mark}
+        if not self._plans:  # no call record left: let go of the Functions they called
+            self._callees, self._callee_places = [], []
 
     def _plan(self, row: int) -> Plan:
         return self._plans[int(self._in0[row])]

@@ -26,12 +26,13 @@ import contextlib
 import numbers
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tape import _blocks, _sweep, _tangents
 from tape._array import VarArray, wrap, wrap_view
+from tape._debug import NonFiniteError
 from tape._recorders import Var
 from tape._storage import Storage
 from tape._sweep import Plan, View
@@ -115,6 +116,10 @@ def record(F: Any, x: Any, params: Any) -> Any:
     leaves: list[Any] = []
     _leaves(x, leaves)
     t = _tape_of(leaves)
+    layout = F._layout
+    if layout is not None and layout.structured and [np.shape(leaf) for leaf in leaves] != layout.shapes:
+        raise ValueError(f"a call of this Function takes x in the structure of the x0 traced: leaves of shapes "
+                         f"{layout.shapes}, got {[np.shape(leaf) for leaf in leaves]}")
     if F._home is not None and F._home() is t:
         raise TapeError(f"{F!r} was made from this tape: a Function called on Vars of its own tape would read its "
                         "own records (record the call on another tape)")
@@ -128,7 +133,8 @@ def record(F: Any, x: Any, params: Any) -> Any:
         values = F._param_values() if params is None else F._flat_params(params)
         x_view = _input_view(t, leaves, F.n_inputs)
         inputs = (x_view,) + ((_blocks.constant(t, values),) if F.n_params else ())
-        y = F._flat_call(_sweep.view(t, t._aval, x_view), values if F.n_params else None)
+        with _inside(F, None):
+            y = F._flat_call(_sweep.view(t, t._aval, x_view), values if F.n_params else None)
         slot = next((k for k, G in enumerate(t._callees) if G is F), None)
         if slot is None:
             slot = len(t._callees)
@@ -147,8 +153,16 @@ def sizes(callees: list[Any]) -> tuple[tuple[int, int, int], ...]:
     return tuple((G.n_inputs, G.n_params, G.n_outputs) for G in callees)
 
 
-def _named(F: Any, p: Plan, exc: BranchChanged) -> BranchChanged:
-    return BranchChanged(f"{exc} (inside the call of {F!r} at record #{p.row})", exc.row, exc.where)
+@contextlib.contextmanager
+def _inside(F: Any, p: Plan | None) -> Iterator[None]:
+    """F's BranchChanged and NonFiniteError, naming the call record they happened in (F's row and line kept)."""
+    where = f"inside the call of {F!r}" + (f" at record #{p.row}" if p is not None else " being recorded")
+    try:
+        yield
+    except BranchChanged as exc:
+        raise BranchChanged(f"{exc} ({where})", exc.row, exc.where) from None
+    except NonFiniteError as exc:
+        raise NonFiniteError(f"{exc} ({where})", exc.row) from None
 
 
 class Callee:
@@ -159,9 +173,12 @@ class Callee:
     _home: weakref.ReferenceType | None = None  # the tape it was made from: calls on its Vars are refused
     _recording_now = False  # while its Python function records it again (retrace): calls of it are refused
 
-    def __call__(self, x: Any, params: Any = None) -> Any: ...
-    def vjp(self, x: Any, w: Any, params: Any = None) -> Any: ...
-    def jvp(self, x: Any, v: Any, params: Any = None) -> Any: ...
+    if TYPE_CHECKING:  # Replay's and Derivatives'
+        def __call__(self, x: Any, params: Any = None) -> Any: ...
+        def _reverse(self, point: np.ndarray, weights: np.ndarray) -> Any: ...
+        def _prepare(self, x: Any, params: Any) -> np.ndarray: ...
+        def jvp(self, x: Any, v: Any, params: Any = None) -> Any: ...
+        _lock: Any
 
     @contextlib.contextmanager
     def _recording(self) -> Iterator[None]:
@@ -181,16 +198,14 @@ class Callee:
         return np.reshape(self(x, params), -1)
 
     @staticmethod
-    def _reads(s: Any, p: Plan, arena: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """(x, params) of call record p, from the value arena (x from ``arena`` when given)."""
-        x = _sweep.view(s, s._aval if arena is None else arena, p.inputs[0])
-        return x, (_sweep.view(s, s._aval, p.inputs[1]) if len(p.inputs) > 1 else None)
+    def _reads(s: Any, p: Plan) -> tuple[np.ndarray, np.ndarray | None]:
+        """(x, params) of call record p, from the value arena."""
+        return _sweep.view(s, s._aval, p.inputs[0]), (_sweep.view(s, s._aval, p.inputs[1]) if len(p.inputs) > 1
+                                                       else None)
 
     def _call_forward(self, s: Any, p: Plan) -> None:
-        try:
+        with _inside(self, p):
             _sweep.own(s, s._aval, p).reshape(-1)[...] = self._flat_call(*self._reads(s, p))
-        except BranchChanged as exc:
-            raise _named(self, p, exc) from None
 
     def _call_reverse(self, s: Any, p: Plan, gen: int, keep: int) -> None:
         g = _sweep.own(s, s._aadj, p).reshape(-1)
@@ -198,10 +213,9 @@ class Callee:
         if not g.any() or s._op[v.record] == ACONSTANT:
             return  # a zero adjoint sends nothing (the structural-zero rule)
         x, params = self._reads(s, p)
-        try:
-            grad = np.reshape(self.vjp(x, g, params), -1)
-        except BranchChanged as exc:
-            raise _named(self, p, exc) from None
+        with _inside(self, p):
+            with self._lock:  # F.vjp without its checks of w (a region of the right size)
+                grad = np.reshape(self._reverse(self._prepare(x, params), g), -1)
         _sweep.accumulate(s, v, grad.reshape(v.shape), gen, keep)
 
     def _call_tangent(self, s: Any, p: Plan, adot: np.ndarray) -> None:
@@ -211,10 +225,8 @@ class Callee:
         if not x_dot.any():
             out[...] = 0.0
             return
-        try:
+        with _inside(self, p):
             out[...] = np.reshape(self.jvp(x, x_dot, params), -1)
-        except BranchChanged as exc:
-            raise _named(self, p, exc) from None
 
     def _call_second(self, s: Any, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         adot, aadj, aadj_dot = arenas
@@ -223,10 +235,8 @@ class Callee:
         if (not g.any() and not gd.any()) or s._op[v.record] == ACONSTANT:
             return
         x, params = self._reads(s, p)
-        try:
+        with _inside(self, p):
             c, cd = self._weighted_second(x, params, g, _sweep.view(s, adot, v), gd)
-        except BranchChanged as exc:
-            raise _named(self, p, exc) from None
         for arena, numbers_ in ((aadj, c), (aadj_dot, cd)):
             target = _sweep.view(s, arena, v)
             target += numbers_.reshape(v.shape)

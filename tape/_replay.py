@@ -281,7 +281,8 @@ class Replay(ArrayReplay, Calls, Callee):
             raise
 
     def __call__(self, x: ArrayLike, params: ArrayLike | None = None) -> float | np.ndarray:
-        """Forward replay at x: a float for a scalar output, else an array of the outputs."""
+        """Forward replay at x: a float for a scalar output, else an array of the outputs. On Vars or
+        VarArrays, one call record on their tape, whose every sweep runs this Function's (Vars back)."""
         with self._lock:  # one_call_at_a_time, inline
             try:
                 point = self._prepare(x, params)

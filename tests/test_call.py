@@ -289,3 +289,78 @@ except tape.TapeFormatError as exc:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "refused:" in out.stdout and "holds none" in out.stdout
+
+
+def vdp_rk4(y, h=0.01):
+    f = lambda y: [y[1], (1.0 - y[0] * y[0]) * y[1] - y[0]]  # noqa: E731
+    k1 = f(y)
+    k2 = f([y[i] + 0.5 * h * k1[i] for i in range(2)])
+    k3 = f([y[i] + 0.5 * h * k2[i] for i in range(2)])
+    k4 = f([y[i] + h * k3[i] for i in range(2)])
+    return [y[i] + h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]) for i in range(2)]
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_checkpointed_loop_equals_the_plain_one_bit_for_bit(every):
+    """300 RK4 steps: a step (or 10) recorded once and called on Vars, against the loop inline."""
+    F = tape.trace(lambda y: chain(vdp_rk4, y, every), np.array([2.0, 0.0]))
+    tapes = []
+    for step, n in ((F, 300 // every), (vdp_rk4, 300)):
+        t = tape.Tape()
+        x = t.vars([2.0, 0.5])
+        y = chain(step, x, n)
+        L = y[0] * y[1]
+        tapes.append((t, x, L, t.gradient(L, x)))
+    (tc, xc, Lc, gc), (ti, xi, Li, gi) = tapes
+    assert Lc.value == Li.value
+    np.testing.assert_array_equal(gc, gi)
+    assert len(tc) < len(ti) / 10 and tc.nbytes < ti.nbytes
+    v = np.array([0.7, -1.3])
+    np.testing.assert_array_equal(tc.hvp(Lc, xc, v), ti.hvp(Li, xi, v))
+    Gc, Gi = tc.function(xc, Lc), ti.function(xi, Li)
+    for x in ([2.0, 0.5], [-1.0, 3.0], [0.0, -0.0]):
+        assert Gc.value_and_grad(x)[0] == Gi.value_and_grad(x)[0]
+        np.testing.assert_array_equal(Gc.value_and_grad(x)[1], Gi.value_and_grad(x)[1])
+    np.testing.assert_allclose(gc, central(lambda z: Gi(z), [2.0, 0.5]), rtol=1e-6)
+
+
+def test_inf_nan_and_structural_zeros_pass_through_a_call():
+    inner = lambda x: [tape.sqrt(tape.relu(x[0])), x[1] * x[0]]  # noqa: E731
+    S = tape.trace(inner, [1.0, 1.0])
+    outer = (lambda g: lambda x: g(x)[0] * 0.0 + g(x)[1],  # a zero adjoint: sqrt'(0) = inf must not turn it NaN
+             lambda g: lambda x: tape.where(x[0] > 0, g(x)[0], x[1]),  # the unselected side is never visited
+             lambda g: lambda x: g(x)[0] + g(x)[1])
+    for make in outer:
+        A, B = tape.trace(make(S), [1.0, 1.0]), tape.trace(make(inner), [1.0, 1.0])
+        for x in ([-1.0, 2.0], [0.0, 2.0], [-0.0, 1.0], [np.inf, 1.0], [np.nan, 1.0], [1e308, 1e308],
+                  [5e-324, -5e-324], [0.0, np.inf]):
+            with np.errstate(all="ignore"):
+                np.testing.assert_array_equal(A(x), B(x))
+                np.testing.assert_array_equal(A.gradient(x), B.gradient(x))
+                np.testing.assert_array_equal(A.hvp(x, [1.0, 1.0]), B.hvp(x, [1.0, 1.0]))
+                np.testing.assert_array_equal(A.jvp(x, [1.0, -1.0]), B.jvp(x, [1.0, -1.0]))
+        assert not np.any(np.isnan(A.gradient([-1.0, 2.0])))
+
+
+def test_structured_and_scalar_calls_pictures_and_checks():
+    D = tape.trace(lambda d: d["a"] * tape.sin(d["b"]).sum(), {"a": 1.0, "b": np.zeros(3)})
+    t = tape.Tape()
+    a, b = t.var(2.0), t.array([0.1, 0.2, 0.3])
+    y = D({"b": b, "a": a})  # x0's structure, dict keys in sorted order
+    assert type(y) is tape.Var and y.value == 2.0 * tape.sin(t.array([0.1, 0.2, 0.3])).sum().value
+    y.backward()
+    np.testing.assert_array_equal(b.grad, 2.0 * np.cos([0.1, 0.2, 0.3]))
+    with pytest.raises(ValueError, match="structure of the x0 traced"):
+        D({"a": b, "b": a})
+    S = tape.trace(lambda x: x * x + 1.0, 0.5)
+    G = tape.trace(lambda x: S(x) * S(x * 2.0), 0.5)
+    assert "array call" in G.table() and G.stats()["by_op"]["array call"] == 2 and "array call" in G.to_dot()
+    with tape.debug_nans():
+        assert G.gradient(0.3) == tape.grad(lambda x: (x * x + 1.0) * ((x * 2.0) * (x * 2.0) + 1.0))(0.3)
+    Lg = tape.trace(lambda x: tape.log(x), 1.0)
+    H = tape.trace(lambda x: Lg(x) * 2.0, 1.0)
+    H.check_finite = True
+    with pytest.raises(tape.NonFiniteError, match="inside the call of"):
+        H(-1.0)
+    t.clear()
+    assert t._callees == []  # a cleared tape lets go of the Functions it called
