@@ -188,12 +188,6 @@ class Callee:
         finally:
             self._recording_now = False
 
-    def _refuse_calls(self, what: str) -> None:
-        if self._callees:
-            raise TapeError(f"{self!r} holds call records of {len(self._callees)} other Function(s), which a tape "
-                            f"file cannot hold (plain arrays only): it cannot be {what}. Save each called Function "
-                            "apart, or trace the program with the calls inlined.")
-
     def _flat_call(self, x: np.ndarray, params: np.ndarray | None) -> np.ndarray:
         return np.reshape(self(x, params), -1)
 

@@ -154,7 +154,7 @@ def _callee(places: np.ndarray, start: int, count: int, shape: tuple[int, ...], 
             callees: tuple[tuple[int, int, int], ...]) -> np.ndarray:
     """A call record's one place: its Function's slot, whose sizes its views and shape must have."""
     if not callees:
-        raise ValueError("a call record names a Function, and a file holds none (Function.save refuses them)")
+        raise ValueError("a call record names a Function, and this tape holds none")
     if not (count == 1 and 0 <= start < len(places) and 0 <= places[start] < len(callees)):
         raise ValueError(f"names no Function of the {len(callees)} this tape calls")
     n_in, n_par, n_out = callees[int(places[start])]

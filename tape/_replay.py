@@ -390,10 +390,9 @@ class Replay(ArrayReplay, Calls, Callee):
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
         """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back, with
         ``on_branch_change`` and ``check_finite``. Checked branches keep file name and line only.
-        Refused (TapeError) for a Function with call records: a file holds no Functions."""
-        self._refuse_calls("saved")
+        The Functions its call records call are saved inside it (each as often as it is called from)."""
         if not isinstance(path, (str, os.PathLike)):
-            _format.write(path, self._arrays(), self.on_branch_change, self.check_finite)
+            _format.write(path, self)
             return
         with open(path, "wb") as fh:
             self.save(fh)

@@ -258,9 +258,6 @@ def test_refusals():
         H([c, c, c])
     with pytest.raises(TypeError, match="params are numbers"):
         tape.trace(lambda x, p: x[0] * p[0], [1.0], params=[2.0])([c], [c])
-    G = tape.trace(lambda x: H(x)[0], [1.0, 2.0])
-    with pytest.raises(tape.TapeError, match="cannot be saved"):
-        G.save("unused.npz")
 
     def rec(x):
         return [x[0] * 2.0, x[1]] if x[0] > 0 else K(x)
@@ -268,6 +265,66 @@ def test_refusals():
     K = tape.trace(rec, [1.0, 1.0], on_branch_change="retrace")
     with pytest.raises(tape.TapeError, match="recursion"):
         K([-1.0, 1.0])
+
+
+def test_save_and_load_keep_the_called_Functions_inside_the_file(F, tmp_path):
+    G = tape.trace(lambda x: chain(F, x, 3), np.array([0.3, -0.2, 1.1]))
+    F.on_branch_change = "ignore"  # each called Function keeps its own options in the file
+    try:
+        H = tape.trace(lambda x: loss_of(chain(G, x, 2)) + F(x)[0], np.array([0.3, -0.2, 1.1]))
+        H.save(tmp_path / "h.npz")
+        K = tape.load(tmp_path / "h.npz")
+    finally:
+        F.on_branch_change = "raise"
+    assert len(K._callees) == 2 and K._callees[1].on_branch_change == "ignore"
+    assert K._callees[0]._callees[0].on_branch_change == "ignore"  # F inside G, saved again there
+    for x in points(3):
+        v = RNG.normal(size=3)
+        assert K(x) == H(x)
+        np.testing.assert_array_equal(K.gradient(x), H.gradient(x))
+        np.testing.assert_array_equal(K.hvp(x, v), H.hvp(x, v))
+    names = set(np.load(tmp_path / "h.npz").files)
+    assert {"callee0.op", "callee0.callee0.op", "callee1.op"} <= names and int(np.load(tmp_path / "h.npz")[
+        "format_version"]) == 5
+
+
+def _resaved(src, dst, edit):
+    a = dict(np.load(src))
+    edit(a)
+    np.savez(dst, **a)
+    return dst
+
+
+def test_broken_callees_in_a_file_are_refused(F, tmp_path):
+    H = tape.trace(lambda x: loss_of(chain(F, x, 2)), np.array([0.3, -0.2, 1.1]))
+    H.save(tmp_path / "h.npz")
+    P = tape.trace(lambda x: x[0] * x[1], np.array([1.0, 2.0]))
+    other = {f"callee0.{k}": v for k, v in np.load(_save(P, tmp_path / "p.npz")).items()}
+
+    def drop(a):
+        for k in [k for k in a if k.startswith("callee0.")]:
+            del a[k]
+
+    cases = [
+        ("a callee's bad record", lambda a: a.__setitem__("callee0.in0", np.full_like(a["callee0.in0"], 10**6)),
+         "callee 0: record"),
+        ("no callee for the call record", drop, "names a Function, and this tape holds none"),
+        ("a callee of other sizes", lambda a: (drop(a), a.update(other)), "cannot read"),
+        ("a gap in the numbering", lambda a: a.update({"callee2." + k[8:]: a[k] for k in list(a) if
+                                                       k.startswith("callee0.")}), "numbered"),
+        ("callees in a version-4 file", lambda a: a.__setitem__("format_version", np.array(4, np.int64)),
+         "format version"),
+        ("a callee missing an array", lambda a: a.pop("callee0.consts"), "callee 0: not a tape file"),
+    ]
+    for k, (what, edit, match) in enumerate(cases):
+        with pytest.raises(tape.TapeFormatError, match=match):
+            tape.load(_resaved(tmp_path / "h.npz", tmp_path / f"case{k}.npz", edit))
+        assert what
+
+
+def _save(F, path):
+    F.save(path)
+    return path
 
 
 def test_a_crafted_file_with_a_call_record_is_refused(tmp_path):
