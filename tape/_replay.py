@@ -272,7 +272,7 @@ class Replay(ArrayReplay, Calls, Callee):
         except NonFiniteError:
             if self._lines is not None or self._source is None:
                 raise
-            with _debug.debug_nans():
+            with _debug.debug_nans(), self._recording():
                 fresh = self._source(self._at_point, self._param_values())
             if len(fresh) != len(self) or not np.array_equal(fresh._op, self._op):
                 raise  # f does not record the same program twice: no line to borrow
