@@ -120,6 +120,9 @@ def record(F: Any, x: Any, params: Any) -> Any:
     if layout is not None and layout.structured and [np.shape(leaf) for leaf in leaves] != layout.shapes:
         raise ValueError(f"a call of this Function takes x in the structure of the x0 traced: leaves of shapes "
                          f"{layout.shapes}, got {[np.shape(leaf) for leaf in leaves]}")
+    if (layout is None or not layout.structured) and len(leaves) == 1 and isinstance(leaves[0], VarArray) and \
+            leaves[0].shape not in (F._input_shape, (F.n_inputs,)):
+        raise ValueError(f"expected inputs of shape {F._input_shape}, got a VarArray of shape {leaves[0].shape}")
     if F._home is not None and F._home() is t:
         raise TapeError(f"{F!r} was made from this tape: a Function called on Vars of its own tape would read its "
                         "own records (record the call on another tape)")
@@ -169,6 +172,7 @@ class Callee:
     """What a Function does as a call record of another tape (mixed into tape._replay.Replay)."""
 
     _callees: list[Any]
+    _input_shape: tuple[int, ...]
     _output_shape: tuple[int, ...]
     _home: weakref.ReferenceType | None = None  # the tape it was made from: calls on its Vars are refused
     _recording_now = False  # while its Python function records it again (retrace): calls of it are refused

@@ -166,6 +166,9 @@ def forward_one(s: State, p: Plan) -> None:
     kind = ARRAY_KIND[p.code]
     if kind in ("input", "constant"):
         return
+    if kind == "call":  # a Function (tape/_call.py), as are its reverse and derivatives
+        s._callees[p.places[0]]._call_forward(s, p)
+        return
     out = own(s, s._aval, p)
     ins = read(s, s._aval, p)
     if kind == "unary":
@@ -196,8 +199,6 @@ def forward_one(s: State, p: Plan) -> None:
         out[...] = np.all(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
     elif kind == "any":
         out[...] = np.any(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
-    elif kind == "call":  # a Function (tape/_call.py), as are its reverse and derivatives
-        s._callees[p.places[0]]._call_forward(s, p)
 
 
 def _offsets(s: State) -> np.ndarray:

@@ -38,6 +38,9 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     kind = ARRAY_KIND[p.code]
     if kind == "input":
         return
+    if kind == "call":  # a Function (tape/_call.py)
+        s._callees[p.places[0]]._call_tangent(s, p, adot)
+        return
     out = region(adot, p)
     if kind in ("constant", "compare", "all", "any"):
         out[...] = 0.0
@@ -70,8 +73,6 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
         out.reshape(-1)[...] = region(adot, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
     elif kind == "pack":
         out.reshape(-1)[...] = dot[p.places, 0]
-    elif kind == "call":
-        s._callees[p.places[0]]._call_tangent(s, p, adot)
 
 
 def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:

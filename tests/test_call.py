@@ -256,6 +256,10 @@ def test_refusals():
         H([a, c])
     with pytest.raises(ValueError, match="takes 2 inputs"):
         H([c, c, c])
+    M = tape.trace(lambda m: (m * m).sum(), np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"shape \(2, 3\), got a VarArray of shape \(3, 2\)"):
+        M(s.array(np.ones((3, 2))))
+    assert M(s.array(np.ones(6))).value == 6.0  # flat, as F(np.ones(6)) takes
     with pytest.raises(TypeError, match="params are numbers"):
         tape.trace(lambda x, p: x[0] * p[0], [1.0], params=[2.0])([c], [c])
 
@@ -421,3 +425,20 @@ def test_structured_and_scalar_calls_pictures_and_checks():
         H(-1.0)
     t.clear()
     assert t._callees == []  # a cleared tape lets go of the Functions it called
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["scalar records", "array records"])
+def test_the_weighted_second_order_of_a_vector_Function(big):
+    """What a call record asks of F in second order: (Jᵀ w, H(w·F) v + Jᵀ ẇ), against central
+    differences of F.vjp along v plus F.vjp of ẇ."""
+    n = 1100 if big else 3
+    x0 = np.linspace(-0.5, 0.7, n)
+    F = tape.trace(lambda x: [tape.sin(x * x[::-1]).sum() * x[0], (tape.exp(0.3 * x) * x).sum(), x[1] * x[2]], x0)
+    assert bool(F._plans) == big
+    for _ in range(3):
+        x, v, w, wd = RNG.uniform(-1, 1, n), RNG.normal(size=n), RNG.normal(size=3), RNG.normal(size=3)
+        c, cd = F._weighted_second(x, None, w, v, wd)
+        np.testing.assert_array_equal(c, F.vjp(x, w))
+        h = 1e-6
+        want = (F.vjp(x + h * v, w) - F.vjp(x - h * v, w)) / (2 * h) + F.vjp(x, wd)
+        np.testing.assert_allclose(cd, want, rtol=1e-6, atol=1e-6)
