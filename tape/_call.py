@@ -156,15 +156,24 @@ def sizes(callees: list[Any]) -> tuple[tuple[int, int, int], ...]:
     return tuple((G.n_inputs, G.n_params, G.n_outputs) for G in callees)
 
 
-@contextlib.contextmanager
-def _inside(F: Any, p: Plan | None) -> Iterator[None]:
+class _inside:  # noqa: N801  a context manager, named as one is used
     """F's BranchChanged and NonFiniteError, naming the call record they happened in (F's row and line kept)."""
-    where = f"inside the call of {F!r}" + (f" at record #{p.row}" if p is not None else " being recorded")
-    try:
-        yield
-    except BranchChanged as exc:
-        raise BranchChanged(f"{exc} ({where})", exc.row, exc.where) from None
-    except NonFiniteError as exc:
+
+    __slots__ = ("F", "p")
+
+    def __init__(self, F: Any, p: Plan | None):
+        self.F, self.p = F, p
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        if not isinstance(exc, (BranchChanged, NonFiniteError)):
+            return
+        where = f"inside the call of {self.F!r}" + (f" at record #{self.p.row}" if self.p is not None
+                                                     else " being recorded")
+        if isinstance(exc, BranchChanged):
+            raise BranchChanged(f"{exc} ({where})", exc.row, exc.where) from None
         raise NonFiniteError(f"{exc} ({where})", exc.row) from None
 
 

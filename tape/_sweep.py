@@ -336,6 +336,8 @@ def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep:
     if not len(rows):
         return
     rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
+    if not len(rows):  # none reached (the outputs of a call that only the next call reads, say)
+        return
     for j in set(s._in0[rows].tolist()):
         _prepared(s, j, gen, keep)
     np.add.at(s._aadj, elements(s, rows, offsets), s._adj[rows])
