@@ -132,8 +132,9 @@ def _parse(flat: dict[str, np.ndarray], path: object, where: str) -> Saved:
     own, groups = _split(set(flat))
     arrays = {name: flat[name] for name in own}
     version = arrays["format_version"]
-    if groups and (version.dtype != np.int64 or version.ndim != 0 or int(version) < 5):
-        raise TapeFormatError(f"{path}{where}: callees in a file of format version {version!r} (5 has them)")
+    if (groups or where) and (version.dtype != np.int64 or version.ndim != 0 or int(version) < 5):
+        raise TapeFormatError(f"{path}{where}: callees in a file of format version {version!r}, or a callee of it "
+                              "(version 5 has them)")
     callees = [_parse({rest: flat[f"callee{k}.{rest}"] for rest in groups[k]}, path, f"{where} callee {k}")
                for k in sorted(groups)]
     _upgrade(arrays)

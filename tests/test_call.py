@@ -319,6 +319,8 @@ def test_broken_callees_in_a_file_are_refused(F, tmp_path):
         ("callees in a version-4 file", lambda a: a.__setitem__("format_version", np.array(4, np.int64)),
          "format version"),
         ("a callee missing an array", lambda a: a.pop("callee0.consts"), "callee 0: not a tape file"),
+        ("a callee of version 3", lambda a: (a.__setitem__("callee0.format_version", np.array(3, np.int64)),
+                                              a.pop("callee0.output_shape")), "callee 0: callees in a file"),
     ]
     for k, (what, edit, match) in enumerate(cases):
         with pytest.raises(tape.TapeFormatError, match=match):
