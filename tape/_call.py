@@ -42,6 +42,7 @@ from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, ELEM
 
 CALL = ARRAY_OPCODE["call"]
+HANDLES = (Var, VarArray)  # what F(x) takes as a call on Vars without trying x as numbers first
 
 
 def _leaves(node: Any, found: list[Any]) -> None:
@@ -91,12 +92,20 @@ def _input_view(t: Storage, leaves: list[Any], n: int) -> View:
     rows = np.concatenate([_rows(t, leaf) for leaf in leaves]) if leaves else np.zeros(0, np.int64)
     if len(rows) != n:
         raise ValueError(f"this Function takes {n} inputs, the call passes {len(rows)} numbers")
-    if n and np.all(t._op[rows] == ELEM):  # the outputs of one earlier call record, in order: read it
-        source = int(t._in0[rows[0]])
-        if t._op[source] == CALL and t._plan(source).size == n and np.all(t._in0[rows] == source) and \
-                np.array_equal(t._in1[rows], np.arange(n)):
-            return _sweep.whole(source, t._plan(source))
+    if n and t._op_w[int(rows[0])] == ELEM and _outputs_of(t, rows, int(t._in0_w[int(rows[0])])):
+        return _sweep.whole(int(t._in0_w[int(rows[0])]), t._plan(int(t._in0_w[int(rows[0])])))
     return _blocks.pack(t, rows)
+
+
+def _outputs_of(t: Storage, rows: np.ndarray, source: int) -> bool:
+    """Whether rows are elem records reading every element of call record source, in order."""
+    if t._op_w[source] != CALL or t._plan(source).size != len(rows):
+        return False
+    if len(rows) <= 16:  # a few numbers: Python's loop is cheaper than NumPy's calls
+        return all(t._op_w[r] == ELEM and t._in0_w[r] == source and t._in1_w[r] == k
+                   for k, r in enumerate(rows.tolist()))
+    return bool(np.all(t._op[rows] == ELEM) and np.all(t._in0[rows] == source) and
+                np.array_equal(t._in1[rows], np.arange(len(rows))))
 
 
 def _reaches(F: Any) -> list[Any]:

@@ -284,10 +284,12 @@ class Replay(ArrayReplay, Calls, Callee):
         """Forward replay at x: a float for a scalar output, else an array of the outputs. On Vars or
         VarArrays, one call record on their tape, whose every sweep runs this Function's (Vars back)."""
         with self._lock:  # one_call_at_a_time, inline
+            if type(x) in _call.HANDLES:  # F on Vars: a call record on their tape (also in a list, below)
+                return _call.record(self, x, params)
             try:
                 point = self._prepare(x, params)
             except TypeError:
-                if _call.holds_handles(x):  # F on Vars: a call record on their tape
+                if _call.holds_handles(x):
                     return _call.record(self, x, params)
                 raise
             if self._plans:

@@ -444,3 +444,17 @@ def test_the_weighted_second_order_of_a_vector_Function(big):
         h = 1e-6
         want = (F.vjp(x + h * v, w) - F.vjp(x - h * v, w)) / (2 * h) + F.vjp(x, wd)
         np.testing.assert_allclose(cd, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_call_reads_the_previous_call_only_when_given_its_outputs_in_order(F):
+    for arrange in (lambda y: y, lambda y: [y[0], y[1], y[2]], lambda y: y[::-1], lambda y: [y[1], y[0], y[2]],
+                    lambda y: [y[0], y[0], y[2]]):
+        t = tape.Tape()
+        x = t.vars([0.3, -0.2, 1.1])
+        z = F(arrange(F(x)))
+        t2 = tape.Tape()
+        x2 = t2.vars([0.3, -0.2, 1.1])
+        z2 = step(arrange(step(x2)))
+        np.testing.assert_array_equal(z.value, [v.value for v in z2])
+        L, L2 = loss_of(z), loss_of(z2)
+        np.testing.assert_array_equal(t.gradient(L, x), t2.gradient(L2, x2))
