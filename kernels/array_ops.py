@@ -24,6 +24,8 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``scan``       y = cumsum or cumprod along  cumsum: a' += reversed cumsum of g; cumprod: a' += P_{j-1} R_j,
                one axis                     no division, zero-safe (kernels/scans.py)
 ``sort``       y = a[perm] along one axis   a'[perm] += g; perm recomputed from a at every pass (stable)
+``call``       y = F(a), F a Function       a' += F.vjp(a, g); its tangent F.jvp, its second order F's own
+               (places: F's slot)           sweeps (tape/_call.py: CppAD's checkpoint functions)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -45,7 +47,7 @@ from .ops import ARRAY_BASE, OPS, UNARY
 class ArrayOp:
     name: str
     kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any extreme
-    # scan sort
+    # scan sort call
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
 
 
@@ -71,6 +73,7 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("cumsum", "scan"),  # along the one axis in ``axes``; cumprod's rules are zero-safe recurrences
     ArrayOp("cumprod", "scan"),
     ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
+    ArrayOp("call", "call", 2),  # a Function of a flat view (and a view of its params): tape/_call.py
 )
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))

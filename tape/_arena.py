@@ -85,6 +85,8 @@ class Arenas:
         # which nothing can change between recording and the one reverse sweep): row -> array
         self._borrowed: dict[int, np.ndarray] = {}
         self._borrowing = False
+        self._callees: list = []  # the Functions its call records call (tape/_call.py), each once
+        self._callee_places: list[np.ndarray] = []  # a call record's places: its Function's slot
 
     def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
                     places: np.ndarray | None = None, wide: tuple[int, ...] = (),
@@ -141,6 +143,8 @@ class Arenas:
             self._n_arena = self._plans[k].offset
             del self._plans[k:], self._plan_rows[k:]
             self._borrowed = {row: a for row, a in self._borrowed.items() if row < mark}
+        if not self._plans:  # no call record left: let go of the Functions they called
+            self._callees, self._callee_places = [], []
 
     def _plan(self, row: int) -> Plan:
         return self._plans[int(self._in0[row])]

@@ -55,14 +55,18 @@ class Calls:
             x = x.reshape(-1)
         point = self._point(x, self._n_in, "inputs")
         if params is not None:
-            layout = self._param_layout
-            if layout is not None and layout.structured and not isinstance(params, np.ndarray):
-                params = layout.flat(params, "params")  # in the structure of the params traced
-            elif layout is not None and layout.spec is _trees.ARRAY and np.shape(params) == layout.shapes[0]:
-                params = np.ravel(params)  # an array of the shape traced
-            self._place(self._param_pieces, self._point(params, self._n_par, "params"))
+            self._place(self._param_pieces, self._flat_params(params))
         self._at_point = point
         return point
+
+    def _flat_params(self, params: Any) -> np.ndarray:
+        """params as one flat vector: given flat, as an array of the shape traced, or in its structure."""
+        layout = self._param_layout
+        if layout is not None and layout.structured and not isinstance(params, np.ndarray):
+            params = layout.flat(params, "params")  # in the structure of the params traced
+        elif layout is not None and layout.spec is _trees.ARRAY and np.shape(params) == layout.shapes[0]:
+            params = np.ravel(params)  # an array of the shape traced
+        return self._point(params, self._n_par, "params")
 
     def _direction(self, v: Any, what: str) -> np.ndarray:
         """A direction in input space, flat; given flat, shaped like the inputs, or (after a call

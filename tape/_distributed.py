@@ -35,8 +35,7 @@ def run_chunk(cls: Callable[..., Any], blob: bytes, method: str, points: np.ndar
               *rows: np.ndarray) -> tuple[np.ndarray, ...]:
     """On a worker: a map's raw results and failed checks for one chunk of points (cls: the
     Function class, which the worker imports when it unpickles it; method: see Maps._raw)."""
-    arrays, plans = _format.read(io.BytesIO(blob))
-    F = cls(arrays, on_branch_change="ignore", plans=plans)
+    F = _format.build(cls, _format.read(io.BytesIO(blob)), "ignore")
     return F._raw(method, points, *rows)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import os
 import zipfile
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -34,7 +35,10 @@ from tape.kernels.ops import (
     USES_POOL,
 )
 
-FORMAT_VERSION = 4  # 2 added the Function's options, 3 array records, 4 moved them (ARRAY_BASE 64 -> 96); all load
+# 2 added the Function's options, 3 array records, 4 moved them (ARRAY_BASE 64 -> 96), 5 the Functions that call
+# records call (each a version-5 file of its own, its members named "callee{k}.<name>"); all load
+FORMAT_VERSION = 5
+MAX_DEPTH = 16  # levels of callees a file may nest
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
 
 _SPEC = {  # name: (dtype kind check, ndim)
@@ -60,37 +64,108 @@ def no_arrays(n_inputs: int) -> dict[str, np.ndarray]:
             "arena": np.zeros(0), "input_shape": np.array([n_inputs], np.int64)}
 
 
-def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> tuple[dict[str, np.ndarray], list]:
-    """The arrays of a file written by ``write``, validated, and its plans; anything malformed raises
-    ``TapeFormatError`` (naming the first bad record where there is one). Before any array is
-    read, what the file's headers claim is checked against the members' sizes and ``max_bytes``."""
+class Saved(NamedTuple):
+    """A validated file's arrays and plans, and those of the Functions its call records call."""
+
+    arrays: dict[str, np.ndarray]
+    plans: list
+    callees: list[Saved]
+
+
+def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> Saved:
+    """The arrays of a file written by ``write``, validated, its plans and its callees; anything
+    malformed raises ``TapeFormatError`` (naming the first bad record where there is one). Before
+    any array is read, what the file's headers claim is checked against the members' sizes and
+    ``max_bytes``."""
     try:
         with np.load(path, allow_pickle=False) as npz:
             members = npz.zip.namelist()
             if len(members) != len(set(members)):
                 raise TapeFormatError(f"{path}: a member appears twice in the file")
             names = set(npz.files)
-            spec = _spec(4 if set(_SHAPES) <= names else 3 if set(_ARRAYS) <= names else 2 if set(_OPTIONS) <= names
-                         else 1)
-            if names != set(spec) or len(members) != len(spec):
-                missing, extra = sorted(set(spec) - names), sorted(names - set(spec))
-                raise TapeFormatError(f"{path}: not a tape file (missing {missing}, unexpected {extra})")
-            claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in spec)
+            if len(members) != len(names):
+                raise TapeFormatError(f"{path}: a member is not a .npy array")
+            _check_names(names, path, "", 0)
+            claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in names)
             if claimed > max_bytes:
                 raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={max_bytes}; "
                                       f"pass a larger max_bytes to tape.load for a tape that big")
-            arrays = {name: npz[name] for name in spec}
+            arrays = {name: npz[name] for name in names}
             if not all(isinstance(array, np.ndarray) for array in arrays.values()):
                 raise TapeFormatError(f"{path}: a member is not a NumPy array")
     except (TapeFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except Exception as exc:  # zip, npy-header and decoding errors of every kind a hostile file can cause
         raise TapeFormatError(f"{path}: unreadable tape file ({type(exc).__name__}: {exc})") from None
+    return _parse(arrays, path, "")
+
+
+def _split(names: set[str]) -> tuple[set[str], dict[int, set[str]]]:
+    """A file's own member names, and by k the names under "callee{k}." (version 5's callees)."""
+    own: set[str] = set()
+    groups: dict[int, set[str]] = {}
+    for name in names:
+        head, dot, rest = name.partition(".")
+        k = head.removeprefix("callee")
+        if dot and k.isdigit() and head == f"callee{int(k)}":
+            groups.setdefault(int(k), set()).add(rest)
+        else:
+            own.add(name)
+    return own, groups
+
+
+def _check_names(names: set[str], path: object, where: str, depth: int) -> None:
+    own, groups = _split(names)
+    spec = _spec(4 if set(_SHAPES) <= own else 3 if set(_ARRAYS) <= own else 2 if set(_OPTIONS) <= own else 1)
+    if own != set(spec):
+        missing, extra = sorted(set(spec) - own), sorted(own - set(spec))
+        raise TapeFormatError(f"{path}{where}: not a tape file (missing {missing}, unexpected {extra})")
+    if sorted(groups) != list(range(len(groups))) or depth + bool(groups) > MAX_DEPTH:
+        raise TapeFormatError(f"{path}{where}: callees {sorted(groups)[:10]} are not numbered 0, 1, ... (or nest past "
+                              f"{MAX_DEPTH} levels)")
+    for k in sorted(groups):
+        _check_names(groups[k], path, f"{where} callee {k}", depth + 1)
+
+
+def _parse(flat: dict[str, np.ndarray], path: object, where: str) -> Saved:
+    """Validate the arrays of one Function (its callees first) named as in a file; see read."""
+    own, groups = _split(set(flat))
+    arrays = {name: flat[name] for name in own}
+    version = arrays["format_version"]
+    if (groups or where) and (version.dtype != np.int64 or version.ndim != 0 or int(version) < 5):
+        raise TapeFormatError(f"{path}{where}: callees in a file of format version {version!r}, or a callee of it "
+                              "(version 5 has them)")
+    callees = [_parse({rest: flat[f"callee{k}.{rest}"] for rest in groups[k]}, path, f"{where} callee {k}")
+               for k in sorted(groups)]
     _upgrade(arrays)
-    plans = validate(arrays)
+    try:
+        plans = validate(arrays, tuple(_sizes(c) for c in callees))
+    except TapeFormatError as exc:
+        if not where:
+            raise
+        raise TapeFormatError(f"{path}{where}: {exc}") from None
     if int(arrays.pop("format_version")) < 3:
         arrays.update(no_arrays(len(arrays["input_rows"])))
-    return arrays, plans
+    return Saved(arrays, plans, callees)
+
+
+def _sizes(c: Saved) -> tuple[int, int, int]:
+    """(inputs, params, outputs) of a validated Function's arrays."""
+    a, plans = c.arrays, c.plans
+    params = sum(plans[int(a["in0"][r])].size if IS_ARRAY[a["op"][r]] else 1 for r in a["param_rows"].tolist())
+    return math.prod(a["input_shape"].tolist()), params, math.prod(a["output_shape"].tolist())
+
+
+def build(cls: Callable[..., Any], saved: Saved, on_branch_change: str | None = None) -> Any:
+    """A Function (of class cls) from a file's arrays, its callees first; a saved "retrace" is "raise"
+    (a loaded Function has no Python function), on_branch_change overrides the saved policy."""
+    arrays = dict(saved.arrays)
+    policy = str(arrays.pop("on_branch_change", "raise"))
+    check_finite = bool(arrays.pop("check_finite", False))
+    F = cls(arrays, on_branch_change or ("raise" if policy == "retrace" else policy), plans=saved.plans,
+            callees=[build(cls, c) for c in saved.callees])
+    F.check_finite = check_finite
+    return F
 
 
 def _upgrade(a: dict[str, np.ndarray]) -> None:
@@ -125,13 +200,24 @@ def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
     return claimed
 
 
-def write(file: BinaryIO, arrays: dict[str, np.ndarray], on_branch_change: str, check_finite: bool) -> None:
-    """Write a Function's arrays and options as an .npz (no pickle), with the format version. The
-    source lines of checked branches keep their file's name and the line, not the machine's folders."""
+def members(F: Any, prefix: str = "") -> dict[str, np.ndarray]:
+    """The named arrays of F's file (a Function, duck-typed): its arrays with the format version and its
+    options, and those of each Function its call records call under "callee{k}.". The source lines
+    of checked branches keep their file's name and the line, not the machine's folders."""
+    arrays = F._arrays()
     where = np.array([_short(w) for w in arrays["check_where"].tolist()], dtype=np.str_)
-    np.savez(file, allow_pickle=False, format_version=np.array(FORMAT_VERSION, np.int64),
-             **{**arrays, "check_where": where if len(where) else np.zeros(0, "<U1")},
-             on_branch_change=np.array(on_branch_change), check_finite=np.array(check_finite))
+    found = {**arrays, "check_where": where if len(where) else np.zeros(0, "<U1"),
+             "format_version": np.array(FORMAT_VERSION, np.int64), "on_branch_change": np.array(F.on_branch_change),
+             "check_finite": np.array(F.check_finite)}
+    found = {prefix + name: array for name, array in found.items()}
+    for k, G in enumerate(F._callees):
+        found.update(members(G, f"{prefix}callee{k}."))
+    return found
+
+
+def write(file: BinaryIO, F: Any) -> None:
+    """Write a Function's file (see members) as an .npz, no pickle."""
+    np.savez(file, allow_pickle=False, **members(F))
 
 
 def _short(where: str) -> str:
@@ -140,9 +226,9 @@ def _short(where: str) -> str:
     return f"{os.path.basename(file)}:{line}" if file else where
 
 
-def validate(a: dict[str, np.ndarray]) -> list:
+def validate(a: dict[str, np.ndarray], callees: tuple[tuple[int, int, int], ...] = ()) -> list:
     """Raise TapeFormatError unless the arrays form a well-formed tape of their format version;
-    return its plans (tape/_plans.py), decoded and checked."""
+    return its plans (tape/_plans.py), decoded and checked (callees: see _plans.decode; a file has none)."""
     version = a["format_version"]
     if version.dtype != np.int64 or version.ndim != 0 or not 1 <= int(version) <= FORMAT_VERSION:
         shown = version.item() if version.size == 1 else version.shape
@@ -195,7 +281,7 @@ def validate(a: dict[str, np.ndarray]) -> list:
     if bool(a["scalar_output"]) and len(a["output_rows"]) != 1:
         raise TapeFormatError("a scalar-output tape has exactly one output")
     arrays = a if int(version) >= 3 else no_arrays(len(a["input_rows"]))
-    plans = _plans.decode(arrays["plans"], arrays["plan_places"], op, in0, in1)  # checks every plan
+    plans = _plans.decode(arrays["plans"], arrays["plan_places"], op, in0, in1, callees)  # checks every plan
     if len(arrays["arena"]) != (plans[-1].offset + plans[-1].size if plans else 0):
         raise TapeFormatError(f"the arena holds {len(arrays['arena'])} numbers, not what the plans need")
     if bool(a["scalar_output"]) and IS_ARRAY[op[a["output_rows"][0]]]:

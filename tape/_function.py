@@ -50,11 +50,7 @@ def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None
     more than ``max_bytes`` (2 GiB, about 10^8 records) is refused before it is read.
     The saved ``on_branch_change`` and ``check_finite`` come back, except that a loaded
     Function has no Python function to retrace: a saved "retrace" loads as "raise", and
-    asking for "retrace" here is a ValueError.
+    asking for "retrace" here is a ValueError. The Functions its call records call come back inside
+    it, with their own saved options.
     """
-    arrays, plans = _format.read(path, max_bytes)
-    saved = str(arrays.pop("on_branch_change", "raise"))
-    check_finite = bool(arrays.pop("check_finite", False))
-    F = Function(arrays, on_branch_change or ("raise" if saved == "retrace" else saved), plans=plans)
-    F.check_finite = check_finite
-    return F
+    return _format.build(Function, _format.read(path, max_bytes), on_branch_change)

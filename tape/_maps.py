@@ -99,7 +99,7 @@ class Maps(Derivatives):
         """count copies of this Function for the threads of a map, with its params as they are now."""
         kept = self.__dict__.setdefault("_kept_copies", [])
         while len(kept) < count:
-            copy = type(self)(self._arrays(), self.on_branch_change, self._source, self._plans)
+            copy = type(self)(self._arrays(), self.on_branch_change, self._source, self._plans, callees=self._callees)
             copy.check_finite, copy._lines = self.check_finite, self._lines
             kept.append(copy)
         for copy in kept[:count]:

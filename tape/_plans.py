@@ -67,8 +67,11 @@ def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> list[Plan]:
-    """The plans of a table, each row checked against the records (TapeFormatError otherwise)."""
+def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray,
+           callees: tuple[tuple[int, int, int], ...] = ()) -> list[Plan]:
+    """The plans of a table, each row checked against the records (TapeFormatError otherwise).
+
+    callees: (inputs, params, outputs) of each Function the call records may name (none in a file)."""
     rows = np.flatnonzero(IS_ARRAY[op])
     if table.ndim != 2 or table.shape[1] != WIDTH or len(table) != len(rows):
         raise TapeFormatError(f"plan table of shape {table.shape} for {len(rows)} array records ({WIDTH} columns)")
@@ -76,7 +79,7 @@ def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarra
     end = 0
     for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
         try:
-            plans.append(_plan(row, k, plans, places, op, in0, in1, end))
+            plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees))
         except (ValueError, IndexError) as exc:
             raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
         end = plans[-1].offset + plans[-1].size
@@ -88,7 +91,7 @@ def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarra
 
 
 def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.ndarray, in0: np.ndarray,
-          in1: np.ndarray, end: int) -> Plan:
+          in1: np.ndarray, end: int, callees: tuple[tuple[int, int, int], ...]) -> Plan:
     code, r, offset, axes_mask, start, count = row[:_HEAD]
     if not (0 <= r < len(op) and op[r] == code and IS_ARRAY_OP[code] and int(in0[r]) == k
             and int(in1[r]) == 0xFFFFFFFF):
@@ -103,7 +106,7 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
     for j in range(3):
         at = _HEAD + 2 * _SHAPE + j * _VIEW
         record = row[at]
-        if j >= op_.inputs:
+        if j >= op_.inputs or (op_.kind == "call" and j == 1 and record == -1):  # a call's params are optional
             if record != -1 or any(row[at + 1:at + _VIEW]):
                 raise ValueError(f"{op_.name} reads {op_.inputs} views, this row more")
             continue
@@ -139,10 +142,30 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         if kind == "gather" and inputs[0] != View(inputs[0].record, 0, plans[int(in0[inputs[0].record])].shape,
                                                   contiguous(plans[int(in0[inputs[0].record])].shape)):
             raise ValueError("gather reads a whole region")
+    elif kind == "call":
+        index = _callee(places, start, count, shape, inputs, op, callees)
     elif count:
         raise ValueError(f"{kind} has no places")
     _check_shape(kind, shape, wide, inputs, axes)
     return Plan(code, r, offset, shape, tuple(inputs), axes, index, wide)
+
+
+def _callee(places: np.ndarray, start: int, count: int, shape: tuple[int, ...], inputs: list[View], op: np.ndarray,
+            callees: tuple[tuple[int, int, int], ...]) -> np.ndarray:
+    """A call record's one place: its Function's slot, whose sizes its views and shape must have."""
+    if not callees:
+        raise ValueError("a call record names a Function, and this tape holds none")
+    if not (count == 1 and 0 <= start < len(places) and 0 <= places[start] < len(callees)):
+        raise ValueError(f"names no Function of the {len(callees)} this tape calls")
+    n_in, n_par, n_out = callees[int(places[start])]
+    if [v.shape for v in inputs] != [(n_in,)] + ([(n_par,)] if n_par else []) or shape != (n_out,):
+        raise ValueError(f"a call of a Function of {n_in} inputs, {n_par} params and {n_out} outputs cannot read "
+                         f"{[v.shape for v in inputs]} and have shape {shape}")
+    if n_par and ARRAY_KIND[op[inputs[1].record]] != "constant":
+        raise ValueError("a call's params are a constant array record")
+    index = places[start:start + 1].copy()
+    index.flags.writeable = False
+    return index
 
 
 def _check_shape(kind: str, shape: tuple[int, ...], wide: tuple[int, ...], inputs: list[View],

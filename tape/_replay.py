@@ -19,8 +19,9 @@ from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _debug, _format, _plans, _show, _sweep, _trees
+from tape import _call, _debug, _format, _plans, _show, _sweep, _trees
 from tape._array_replay import ArrayReplay
+from tape._call import Callee
 from tape._calls import Calls
 from tape._debug import NonFiniteError, branch_changed
 from tape._storage import Storage
@@ -61,13 +62,15 @@ def one_call_at_a_time(method: Callable[Concatenate[R, P], T]) -> Callable[Conca
 Retrace = Callable[[np.ndarray, np.ndarray], "Replay"]
 
 
-class Replay(ArrayReplay, Calls):
+class Replay(ArrayReplay, Calls, Callee):
     """A Function's records and the one-call replays: value, gradient, vjp; branch policy;
     pictures; files. (``tape.Function`` adds derivatives and maps on top.)"""
 
     def __init__(self, arrays: dict[str, np.ndarray], on_branch_change: str = "raise",
-                 source: Retrace | None = None, plans: list[_sweep.Plan] | None = None, share: bool = False):
+                 source: Retrace | None = None, plans: list[_sweep.Plan] | None = None, share: bool = False,
+                 callees: list | None = None):
         self._source = source  # records f again at a new point, when made by tape.trace
+        self._callees = list(callees or ())  # the Functions its call records call (tape/_call.py)
         self.on_branch_change = on_branch_change
         self.retraces = 0
         self.check_finite = False  # True: raise tape.NonFiniteError at the first inf/NaN of a call
@@ -121,7 +124,8 @@ class Replay(ArrayReplay, Calls):
         self._second: tuple[np.ndarray, np.ndarray] | None = None
         self._input_shape = tuple(a["input_shape"].tolist())
         if plans is None:
-            plans = _plans.decode(a["plans"], a["plan_places"], self._op, self._in0, self._in1)
+            plans = _plans.decode(a["plans"], a["plan_places"], self._op, self._in0, self._in1,
+                                  _call.sizes(self._callees))
         self._install_arrays(plans, a["arena"])
         shape = a.get("output_shape")  # files before version 4: one flat vector
         self._output_shape = tuple(shape.tolist()) if shape is not None else () if self._scalar else (self._n_out,)
@@ -164,9 +168,11 @@ class Replay(ArrayReplay, Calls):
         # the checks of a file: nothing that reached the records (a handle's private index, say) may
         # point a kernel outside them (about 10 ms per 10^6 records)
         plans = _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
-                                  "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)})
-        F = cls(arrays, on_branch_change, source, plans, share)
+                                  "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
+                                 _call.sizes(t._callees))
+        F = cls(arrays, on_branch_change, source, plans, share, t._callees)
         F._lines = dict(t._lines) if t._lines is not None else None
+        F._home = weakref.ref(t)
         return F
 
     # -- shape --------------------------------------------------------------------------
@@ -266,7 +272,7 @@ class Replay(ArrayReplay, Calls):
         except NonFiniteError:
             if self._lines is not None or self._source is None:
                 raise
-            with _debug.debug_nans():
+            with _debug.debug_nans(), self._recording():
                 fresh = self._source(self._at_point, self._param_values())
             if len(fresh) != len(self) or not np.array_equal(fresh._op, self._op):
                 raise  # f does not record the same program twice: no line to borrow
@@ -275,9 +281,17 @@ class Replay(ArrayReplay, Calls):
             raise
 
     def __call__(self, x: ArrayLike, params: ArrayLike | None = None) -> float | np.ndarray:
-        """Forward replay at x: a float for a scalar output, else an array of the outputs."""
+        """Forward replay at x: a float for a scalar output, else an array of the outputs. On Vars or
+        VarArrays, one call record on their tape, whose every sweep runs this Function's (Vars back)."""
         with self._lock:  # one_call_at_a_time, inline
-            point = self._prepare(x, params)
+            if type(x) in _call.HANDLES:  # F on Vars: a call record on their tape (also in a list, below)
+                return _call.record(self, x, params)
+            try:
+                point = self._prepare(x, params)
+            except TypeError:
+                if _call.holds_handles(x):
+                    return _call.record(self, x, params)
+                raise
             if self._plans:
                 failed = self._sweep_forward(point)
             else:
@@ -353,9 +367,11 @@ class Replay(ArrayReplay, Calls):
 
     def _retrace(self, point: np.ndarray) -> None:
         assert self._source is not None
-        fresh = self._source(point, self._param_values())
+        with self._recording():  # a call of this Function inside f is a recursion: refused
+            fresh = self._source(point, self._param_values())
         if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
             raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
+        self._callees = fresh._callees
         self._install(fresh._arrays(), fresh._plans)
         self._lines = fresh._lines
         self.retraces += 1
@@ -375,9 +391,10 @@ class Replay(ArrayReplay, Calls):
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
         """Write a versioned .npz of plain arrays (no pickle); ``tape.load`` reads it back, with
-        ``on_branch_change`` and ``check_finite``. Checked branches keep file name and line only."""
+        ``on_branch_change`` and ``check_finite``. Checked branches keep file name and line only.
+        The Functions its call records call are saved inside it (each as often as it is called from)."""
         if not isinstance(path, (str, os.PathLike)):
-            _format.write(path, self._arrays(), self.on_branch_change, self.check_finite)
+            _format.write(path, self)
             return
         with open(path, "wb") as fh:
             self.save(fh)

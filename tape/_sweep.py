@@ -166,6 +166,9 @@ def forward_one(s: State, p: Plan) -> None:
     kind = ARRAY_KIND[p.code]
     if kind in ("input", "constant"):
         return
+    if kind == "call":  # a Function (tape/_call.py), as are its reverse and derivatives
+        s._callees[p.places[0]]._call_forward(s, p)
+        return
     out = own(s, s._aval, p)
     ins = read(s, s._aval, p)
     if kind == "unary":
@@ -281,6 +284,9 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
     kind = ARRAY_KIND[p.code]
     if kind in NO_DERIVATIVE:
         return
+    if kind == "call":
+        s._callees[p.places[0]]._call_reverse(s, p, gen, keep)
+        return
     g = own(s, s._aadj, p)
     if kind == "pack":
         scalar_accumulate(s, p.places, g.reshape(-1), gen, keep)
@@ -330,6 +336,8 @@ def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep:
     if not len(rows):
         return
     rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
+    if not len(rows):  # none reached (the outputs of a call that only the next call reads, say)
+        return
     for j in set(s._in0[rows].tolist()):
         _prepared(s, j, gen, keep)
     np.add.at(s._aadj, elements(s, rows, offsets), s._adj[rows])

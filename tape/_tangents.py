@@ -19,7 +19,7 @@ from tape._sweep import Plan, View, elements, read, region, schedule, view
 from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, extreme_share, kept, product, times, unbroadcast
-from tape.kernels.ops import IS_LEAF
+from tape.kernels.ops import ARRAY_BASE, IS_LEAF
 from tape.kernels.scans import permutation, scan_jvp, scan_vjp_second, sort_vjp
 
 State = Any  # a Function with array records (tape/_array_replay.py)
@@ -37,6 +37,9 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     """Array record p's tangent from its inputs' tangents."""
     kind = ARRAY_KIND[p.code]
     if kind == "input":
+        return
+    if kind == "call":  # a Function (tape/_call.py)
+        s._callees[p.places[0]]._call_tangent(s, p, adot)
         return
     out = region(adot, p)
     if kind in ("constant", "compare", "all", "any"):
@@ -102,6 +105,9 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
     kind = ARRAY_KIND[p.code]
     if kind in ("input", "constant", "compare", "all", "any"):
         return
+    if kind == "call":
+        s._callees[p.places[0]]._call_second(s, p, arenas)
+        return
     g, gd = region(aadj, p), region(aadj_dot, p)
     if kind == "pack":
         np.add.at(s._adj, p.places, g.reshape(-1))
@@ -165,16 +171,26 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         _add(s, aadj_dot, v, cd)
 
 
-def reverse_second(s: State, seed: int, dot: np.ndarray, adot: np.ndarray, adj_dot: np.ndarray) -> None:
+def reverse_second(s: State, seed: int, dot: np.ndarray, adot: np.ndarray, adj_dot: np.ndarray,
+                   weights: list[tuple[int, Any, Any]] | None = None) -> None:
     """Forward-over-reverse from scalar record seed: s._adj and adj_dot (scalar records), s._aadj
-    and the adjoint-tangent arena (array records) hold (adjoint, its tangent) afterwards."""
+    and the adjoint-tangent arena (array records) hold (adjoint, its tangent) afterwards.
+
+    weights: (row, w, ẇ) seeds of the outputs instead of 1 at seed, the last of them (a call
+    record's Function: H(w·F) v + Jᵀ ẇ, tape/_call.py)."""
     h = s._second[0]
     aadj_dot = s._aadj_dot
     s._adj[:] = 0.0
     adj_dot[:] = 0.0
     s._aadj[:] = 0.0
     aadj_dot[:] = 0.0
-    s._adj[seed] = 1.0
+    for row, w, wd in weights if weights is not None else [(seed, 1.0, 0.0)]:
+        if s._op[row] >= ARRAY_BASE:
+            region(s._aadj, s._plans[s._in0[row]]).reshape(-1)[...] += w
+            region(aadj_dot, s._plans[s._in0[row]]).reshape(-1)[...] += wd
+        else:
+            s._adj[row] += w
+            adj_dot[row] += wd
     arrays, elems, offsets = schedule(s, seed + 1)
     hi = seed + 1
     p, r = s._partials, s._targets

@@ -115,3 +115,13 @@ def test_workers_killed_during_a_map_are_survived_or_named():
             assert "KilledWorker" in str(exc) and "forgotten" not in str(exc)
         finally:
             killer.join()
+
+
+def test_a_Function_with_call_records_travels_with_its_callees(client):
+    inner = tape.trace(lambda x: [x[0] * tape.sin(x[1]), x[1] + x[2] * x[3], x[2], x[3]], np.zeros(4))
+    F = tape.trace(lambda x: f(inner(inner(x))), np.zeros(4))
+    X = np.random.default_rng(2).uniform(-1, 1, (101, 4))
+    values, grads = F.map_value_and_grad(X, client=client)
+    local_values, local_grads = F.map_value_and_grad(X)
+    np.testing.assert_array_equal(values, local_values)
+    np.testing.assert_array_equal(grads, local_grads)

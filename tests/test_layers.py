@@ -39,7 +39,7 @@ LAYERS = [
     ["tape._partials"],  # each op's partials as records (generated)
     ["tape._adjoint"],  # the symbolic sweeps: derivatives emitted as records
     ["tape._gradient_tapes"],  # Function.grad_function, vjp_function, jvp_function
-    ["tape._format", "tape._array_replay", "tape._calls"],
+    ["tape._format", "tape._array_replay", "tape._calls", "tape._call"],  # _call: a Function as a call record
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
     ["tape._maps"],
