@@ -33,7 +33,7 @@ from tape._partial_helpers import Value, constant, where
 from tape._partials import PARTIALS
 from tape._recorders import Var
 from tape._storage import Storage
-from tape.kernels.array_ops import NAME
+from tape.kernels.array_ops import ARRAY_OPCODE, NAME
 from tape.kernels.ops import ARRAY_BASE, HAS_INPUT, IS_COMPARISON, IS_LEAF, OPCODE, SELECT, TWO_RECORDS, USES_POOL
 
 _MAYBE_ZERO_OPS = (SELECT, OPCODE["sign"])  # records whose value may be exactly zero at some replay
@@ -111,6 +111,11 @@ class Sweep:
 def refuse_arrays(op: np.ndarray, what: str) -> None:
     """A TypeError naming the first array record: the symbolic sweeps take scalar records only."""
     arrays = np.flatnonzero(op >= ARRAY_BASE)
+    calls = np.flatnonzero(op == ARRAY_OPCODE["call"])
+    if len(calls):  # its inputs' pack comes first, but the call is what the user wrote
+        raise TypeError(f"{what} takes scalar records only: record {int(calls[0])} is a call of a Function "
+                        "(F(xs) on Vars); differentiating through a call as records is not supported yet: "
+                        "trace the program without calling F on Vars (inline F's code)")
     if len(arrays):
         i = int(arrays[0])
         raise TypeError(f"{what} takes scalar records only: record {i} is an array record ({NAME[op[i]]}); "

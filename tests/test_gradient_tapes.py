@@ -226,3 +226,12 @@ def test_tangents_through_selects_and_retraced_pairs():
     assert J(([-1.0, 3.0], [1.0, 0.0])) == 9.0  # g = x0 x1^2 there: d/dx0 = x1^2
     np.testing.assert_array_equal(V(([-1.0, 3.0], 1.0)), [9.0, -6.0])
     assert J.retraces == V.retraces == 1
+
+
+def test_a_call_record_is_named_when_refused():
+    F = tape.trace(lambda x: x[0] * tape.sin(x[1]), [0.3, 0.7])
+    G = tape.trace(lambda x: F([x[0], x[1] * 2.0]) + x[0], [0.3, 0.7])
+    with pytest.raises(TypeError, match=r"record \d+ is a call of a Function"):
+        G.grad_function()
+    with pytest.raises(TypeError, match="a call of a Function"):
+        tape.grad(lambda x: tape.grad(lambda y: F([y[0], y[1]]))(x)[0])([0.3, 0.7])
