@@ -131,3 +131,16 @@ def color_columns(n, indptr, indices, colptr, rowidx, order):
             c += 1
         color[j] = c
     return color
+
+
+@jit
+def decompress(indptr, indices, colors, first, dot, output_rows, data):
+    """data[p] = the compressed entry of nonzero p (row r, column j): dot[output_rows[r], colors[j] - first]
+    for the colors first .. first + dot's columns - 1 (one block of sweeps); other entries stay."""
+    k = dot.shape[1]
+    for r in range(len(indptr) - 1):
+        row = output_rows[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            c = colors[indices[p]] - first
+            if 0 <= c < k:
+                data[p] = dot[row, c]

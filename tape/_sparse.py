@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from tape._adjoint import refuse_arrays
+from tape._blocks import SMALL
 from tape._derivatives import Derivatives
 from tape._replay import one_call_at_a_time
-from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, color_columns, gather_rows, index_sets
+from tape.kernels.array_ops import NAME
+from tape.kernels.ops import ARRAY_BASE, ELEM
+from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, color_columns, decompress, gather_rows, index_sets
 
 ORDERS = ("natural", "largest_first")
 
@@ -31,20 +33,30 @@ def _scipy_sparse() -> Any:
     return scipy.sparse
 
 
-def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray,
+def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, pieces: list[tuple[int, int, int]],
                    output_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat
-    numbering, sorted) it depends on through the records."""
-    refuse_arrays(op, "jacobian_sparsity")
-    if len(output_rows) == 0:
+    """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat numbering,
+    sorted) it depends on through the records. pieces: (row, start, stop) of each input record.
+    Scalar records, and elements of array inputs (``elem`` records read from them); any other
+    array record is refused (TypeError naming the first)."""
+    starts = np.full(len(op), -1, np.int64)
+    for row, start, _ in pieces:
+        starts[row] = start
+    arrays = np.flatnonzero((op >= ARRAY_BASE) & (starts < 0))
+    outputs = output_rows.astype(np.int64)
+    if len(arrays) or np.any(op[outputs] >= ARRAY_BASE):
+        i = int(arrays[0]) if len(arrays) else int(outputs[op[outputs] >= ARRAY_BASE][0])
+        raise TypeError(f"jacobian_sparsity takes scalar records and elements of array inputs only: record {i} "
+                        f"is an array record ({NAME[op[i]]}){'' if len(arrays) else ' given as an output'}; trace "
+                        f"the program with scalar Vars (x0 a list, or arrays under {SMALL} elements)")
+    if len(outputs) == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int32)
-    top = int(output_rows.max())
-    column = np.full(top + 1, -1, np.int64)
-    rows = input_rows.astype(np.int64)
-    inside = rows <= top
-    column[rows[inside]] = np.flatnonzero(inside)
+    top = int(outputs.max())
+    column = np.where(op[:top + 1] < ARRAY_BASE, starts[:top + 1], -1)
+    elems = np.flatnonzero(op[:top + 1] == ELEM)  # in1: the element's place in its (input) array
+    column[elems] = starts[in0[elems]] + in1[elems]
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top)
-    return gather_rows(output_rows.astype(np.int64), start, size, pool)
+    return gather_rows(outputs, start, size, pool)
 
 
 def coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natural") -> np.ndarray:
@@ -70,7 +82,7 @@ class Sparse(Derivatives):
         them (a retrace installs new records, and the next call makes them again)."""
         kept = self.__dict__.get("_sparsity")
         if kept is None or kept[0] is not self._op:
-            indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._input_rows, self._output_rows)
+            indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._in_pieces, self._output_rows)
             colors = coloring(self.n_inputs, indptr, indices)
             kept = self._sparsity = (self._op, indptr, indices, colors)
         return kept[1], kept[2], kept[3]
@@ -106,7 +118,12 @@ class Sparse(Derivatives):
         k = int(colors.max()) + 1 if len(colors) else 0
         seeds = np.zeros((self.n_inputs, k))
         seeds[np.arange(self.n_inputs), colors] = 1.0
-        compressed = self._seeded(seeds, block)
-        rows = np.repeat(np.arange(self.n_outputs), np.diff(indptr))
-        data = compressed[rows, colors[indices]]
+        data = np.empty(len(indices))
+        if self._plans:
+            compressed = self._seeded(seeds, block)
+            data[:] = compressed[np.repeat(np.arange(self.n_outputs), np.diff(indptr)), colors[indices]]
+        else:
+            for first in range(0, k, block):  # straight from the records' tangents
+                dot = self._tangents(seeds[:, first:first + block])
+                decompress(indptr, indices, colors, first, dot, self._output_rows, data)
         return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(self.n_outputs, self.n_inputs))

@@ -211,6 +211,7 @@ def test_five_point_stencil():
             assert set(np.flatnonzero(P[grid[i, j]])) == near
     assert 5 <= F.jacobian_colors().max() + 1 <= 8  # 5 is optimal ((i + 2j) mod 5); greedy gets 7 here
     assert same_bits(F.sparse_jacobian(x).toarray(), F.jacobian(x, mode="forward"))
+    assert same_bits(F.sparse_jacobian(x, block=2).toarray(), F.jacobian(x, mode="forward"))  # 4 blocks of sweeps
 
 
 def bundle_adjustment(cameras: int, points: int, observations: list[tuple[int, int]]):
@@ -273,10 +274,26 @@ def test_seeds_with_array_records_and_sparsity_refused_there():
     F = tape.trace(lambda X: tape.sin(X) * X, x)
     S = np.random.default_rng(6).normal(size=(2000, 2))
     np.testing.assert_allclose(F.jacobian(x, seeds=S), (np.cos(x) * x + np.sin(x))[:, None] * S, rtol=1e-12)
-    with pytest.raises(TypeError, match="jacobian_sparsity takes scalar records only: record 0 is an array record"):
+    refused = r"jacobian_sparsity takes scalar records and elements of array inputs only: record 1 is an array record"
+    with pytest.raises(TypeError, match=refused + r" \(array sin\);"):
         F.jacobian_sparsity()
     with pytest.raises(TypeError, match="array record"):
         F.sparse_jacobian(x)
+    with pytest.raises(TypeError, match=r"record 0 is an array record \(array input\) given as an output"):
+        tape.trace(lambda X: X, x).jacobian_sparsity()
+
+
+def test_elements_of_an_array_input():
+    n = 1500  # over tape's per-element limit: x is one array input record, x[i] its elements
+    x = np.random.default_rng(7).uniform(-1, 1, n)
+    F = tape.trace(tridiagonal, x)
+    assert F._plans
+    hand = np.diag(-2.0 + 0.1 * np.exp(x)) + np.eye(n, k=1) + np.eye(n, k=-1)
+    P = F.jacobian_sparsity()
+    assert np.array_equal(P.toarray(), hand != 0) and F.jacobian_colors().max() + 1 == 3
+    S = F.sparse_jacobian(x)
+    np.testing.assert_allclose(S.toarray(), hand, rtol=1e-15, atol=0)
+    assert same_bits(S[:, :40].toarray(), F.jacobian(x, seeds=np.eye(n)[:, :40]))
 
 
 def test_pattern_and_coloring_are_kept_and_remade_after_a_retrace():
