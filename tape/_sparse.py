@@ -33,15 +33,14 @@ def _scipy_sparse() -> Any:
     return scipy.sparse
 
 
-def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, pieces: list[tuple[int, int, int]],
+def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
                    output_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat numbering,
-    sorted) it depends on through the records. pieces: (row, start, stop) of each input record.
+    sorted) it depends on through the records; sizes: how many numbers each input record holds.
     Scalar records, and elements of array inputs (``elem`` records read from them); any other
     array record is refused (TypeError naming the first)."""
     starts = np.full(len(op), -1, np.int64)
-    for row, start, _ in pieces:
-        starts[row] = start
+    starts[input_rows] = np.cumsum(sizes) - sizes
     arrays = np.flatnonzero((op >= ARRAY_BASE) & (starts < 0))
     outputs = output_rows.astype(np.int64)
     if len(arrays) or np.any(op[outputs] >= ARRAY_BASE):
@@ -82,10 +81,19 @@ class Sparse(Derivatives):
         them (a retrace installs new records, and the next call makes them again)."""
         kept = self.__dict__.get("_sparsity")
         if kept is None or kept[0] is not self._op:
-            indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._in_pieces, self._output_rows)
+            indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._input_rows, self._input_sizes(),
+                                             self._output_rows)
             colors = coloring(self.n_inputs, indptr, indices)
             kept = self._sparsity = (self._op, indptr, indices, colors)
         return kept[1], kept[2], kept[3]
+
+    def _input_sizes(self) -> np.ndarray:
+        """How many numbers each input record holds (1, or an array input's size)."""
+        sizes = np.ones(len(self._input_rows), np.int64)
+        for k in np.flatnonzero(self._op[self._input_rows] >= ARRAY_BASE).tolist():
+            _, start, stop = self._in_pieces[k]
+            sizes[k] = stop - start
+        return sizes
 
     @one_call_at_a_time
     def jacobian_sparsity(self) -> Any:

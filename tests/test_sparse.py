@@ -324,3 +324,16 @@ def test_least_squares_with_the_sparse_jacobian():
     fd = scipy.optimize.least_squares(fun, x0, jac_sparsity=F.jacobian_sparsity(), xtol=1e-14)
     np.testing.assert_allclose(fd.x, np.ones(n), atol=1e-6)
     assert sparse.njev <= fd.njev + 5
+
+
+def test_params_constants_repeated_and_input_outputs():
+    def f(x, p):
+        y = x[0] * p[0] + tape.sin(x[2])
+        return [y, x[1], y, x[0] * 0.0, tape.stop_gradient(x[1]) + p[1], tape.where(x[2] > x[0], 1.0, 2.0)]
+    x0, p0 = np.array([0.5, -1.0, 2.0]), np.array([3.0, 4.0])
+    F = tape.trace(f, x0, params=p0)
+    expected = [[1, 0, 1], [0, 1, 0], [1, 0, 1], [1, 0, 0], [0, 0, 0], [0, 0, 0]]  # x * 0.0: structural
+    assert np.array_equal(F.jacobian_sparsity().toarray(), expected)
+    S = F.sparse_jacobian(x0, params=np.array([-2.0, 1.0]))
+    assert S.nnz == 6 and same_bits(S.toarray(), F.jacobian(x0, params=np.array([-2.0, 1.0]), mode="forward"))
+    assert S[0, 0] == -2.0 and S[3, 0] == 0.0  # stored: the pattern's entries, zero or not
