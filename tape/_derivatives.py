@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tape import _tangents
+from tape._numbers import real_array
 from tape._replay import Replay, one_call_at_a_time
 from tape.kernels._sweeps import (
     forward_partials,
@@ -106,15 +107,39 @@ class Derivatives(Replay):
                             else self._tangents(direction[:, None])[self._output_rows, 0])
 
     @one_call_at_a_time
-    def jacobian(self, x: Any, params: Any = None, mode: str = "auto", block: int = 16) -> Any:
+    def jacobian(self, x: Any, params: Any = None, mode: str = "auto", block: int = 16,
+                 seeds: Any = None) -> Any:
         """The Jacobian at x, shaped as JAX's: for an array x, the outputs' shape then x's (``()`` for a
         scalar output: (m, n) for m outputs of an x of n); for x in x0's structure (a list, a dict),
         that structure with an array of the outputs' shape + the leaf's shape per leaf.
 
         mode "forward" sweeps the inputs' directions (n / block passes), "reverse"
         the outputs' (m / block passes); "auto" picks the fewer passes; ``block`` directions per sweep.
+
+        seeds: an (n_inputs, k) matrix S (flat numbering): J S instead, shaped as the outputs then (k,),
+        from one pass of partials and k / block forward sweeps (compressed Jacobians: see sparse_jacobian).
         """
+        if seeds is not None:
+            if mode == "reverse" or block < 1:
+                raise ValueError(f"seeds take mode auto or forward and block >= 1, got {mode!r}, {block!r}")
+            S = real_array(seeds, "seeds")
+            if S.ndim != 2 or S.shape[0] != self.n_inputs:
+                raise ValueError(f"seeds must be an (n_inputs, k) = ({self.n_inputs}, k) matrix, got shape {S.shape}")
+            self._at(self._prepare(x, params))
+            return self._seeded(S, block).reshape(self._output_shape + (S.shape[1],))
         return self._jacobian_shaped(self._jacobian(x, params, mode, block))
+
+    def _seeded(self, seeds: np.ndarray, block: int) -> np.ndarray:
+        """J seeds, (n_outputs, k), at the point of the last _at: forward sweeps of block columns each."""
+        k = seeds.shape[1]
+        out = np.empty((self.n_outputs, k))
+        if self._plans:  # one direction per sweep
+            for q in range(k):
+                out[:, q] = self._array_jvp(np.ascontiguousarray(seeds[:, q]))
+            return out
+        for start in range(0, k, block):
+            out[:, start:start + block] = self._tangents(seeds[:, start:start + block])[self._output_rows]
+        return out
 
     def _jacobian(self, x: Any, params: Any, mode: str, block: int) -> np.ndarray:
         """The (n_outputs, n_inputs) Jacobian."""

@@ -18,7 +18,8 @@ LAYERS = [
      "tape._einsum"],
     ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
-    ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph"],
+    ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph",
+     "tape.kernels.sparsity"],
     ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
      "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused",
@@ -42,6 +43,7 @@ LAYERS = [
     ["tape._format", "tape._array_replay", "tape._calls", "tape._call"],  # _call: a Function as a call record
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
+    ["tape._sparse"],  # sparse Jacobians: pattern, coloring, compressed sweeps
     ["tape._maps"],
     ["tape._function"],
     ["tape._tape"],  # tape.Tape: the storage with handles, arrays and Functions

@@ -1,0 +1,124 @@
+"""Sparse Jacobians: colors, time against one gradient and the dense Jacobian, pattern cost per record.
+
+1. Tridiagonal residual r_i = x_{i-1} - 2 x_i + x_{i+1} + 0.1 exp(x_i), n = 10^5 (7 records per
+   row): colors used; F.sparse_jacobian(x) (pattern and coloring kept from the first call) against
+   one gradient: F.vjp(x, w) of the same Function (values, partials, one reverse sweep) and
+   G.value_and_grad(x) of 0.5 |r|^2 traced as one scalar.
+2. The same at n = 2,000: F.sparse_jacobian against the dense F.jacobian (forward, 16 directions per sweep).
+3. Bundle-adjustment shape (each 2-row block reads 15 inputs): colors, sparse vs dense Jacobian.
+4. Pattern (index sets) and coloring of the tridiagonal residual at n = 10^4, 10^5, 10^6: ns per record.
+
+Interleaved medians: each round times every variant once, in turn, so drift hits all alike.
+
+    python bench/bench_sparse.py [rounds]
+"""
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import tape
+from tape._sparse import coloring, pattern_arrays
+
+
+def interleaved(variants, rounds, calls=1):
+    """{name: median seconds per call} over rounds, every variant timed once per round, in turn."""
+    times = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                run()
+            times[name].append((time.perf_counter() - start) / calls)
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+def tridiagonal(x):
+    n = len(x)
+    return [(x[i - 1] if i else 0.0) - 2.0 * x[i] + (x[i + 1] if i < n - 1 else 0.0) + 0.1 * tape.exp(x[i])
+            for i in range(n)]
+
+
+def half_square(x):
+    r = tridiagonal(x)
+    return 0.5 * sum(v * v for v in r)
+
+
+def show(medians):
+    for name, seconds in medians.items():
+        print(f"  {name:58s} {seconds * 1e3:10.3f} ms")
+
+
+def against_gradient(rounds):
+    n = 10**5
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    F, G = tape.trace(tridiagonal, [0.0] * n), tape.trace(half_square, [0.0] * n)
+    w = np.ones(n)
+    F.sparse_jacobian(x), F.vjp(x, w), G.value_and_grad(x)
+    medians = interleaved({"F.sparse_jacobian(x)": lambda: F.sparse_jacobian(x),
+                           "F.vjp(x, w), one reverse sweep of the same Function": lambda: F.vjp(x, w),
+                           "G.value_and_grad(x), G = 0.5 |r|^2": lambda: G.value_and_grad(x)}, rounds)
+    print(f"tridiagonal, n = {n}: {len(F)} records, {F.jacobian_colors().max() + 1} colors, "
+          f"{F.jacobian_sparsity().nnz} nonzeros")
+    show(medians)
+    sparse, vjp, vg = medians.values()
+    print(f"  sparse Jacobian / vjp: {sparse / vjp:.2f}x; / value_and_grad of 0.5 |r|^2 ({len(G)} records): "
+          f"{sparse / vg:.2f}x")
+
+
+def against_dense(name, F, x, rounds):
+    J = F.jacobian(x, mode="forward")
+    assert np.array_equal(F.sparse_jacobian(x).toarray(), J)
+    medians = interleaved({"F.sparse_jacobian(x)": lambda: F.sparse_jacobian(x),
+                           "F.jacobian(x), dense, forward": lambda: F.jacobian(x, mode="forward")}, rounds)
+    print(f"{name}: {F.n_outputs} x {F.n_inputs}, {len(F)} records, {F.jacobian_colors().max() + 1} colors")
+    show(medians)
+    print(f"  dense / sparse: {medians['F.jacobian(x), dense, forward'] / medians['F.sparse_jacobian(x)']:.0f}x")
+
+
+def bundle(cameras, points, per_point):
+    rng = np.random.default_rng(1)
+    obs = [(int(c), p) for p in range(points) for c in rng.choice(cameras, per_point, replace=False)]
+
+    def f(x):
+        out = []
+        for c, p in obs:
+            cam = [x[12 * c + q] for q in range(12)]
+            X = [x[12 * cameras + 3 * p + q] for q in range(3)]
+            Y = [cam[3 * r] * X[0] + cam[3 * r + 1] * X[1] + cam[3 * r + 2] * X[2] for r in range(3)]
+            depth = Y[2] + cam[11] * cam[11] + 5.0
+            u, v = Y[0] / depth, Y[1] / depth
+            radial = cam[9] * (1.0 + cam[10] * (u * u + v * v))
+            out += [radial * u, radial * v]
+        return out
+    n = 12 * cameras + 3 * points
+    return tape.trace(f, [0.5] * n), rng.uniform(0.2, 1.0, n)
+
+
+def per_record(rounds):
+    print("pattern and coloring of the tridiagonal residual (medians; ns per record)")
+    for n in (10**4, 10**5, 10**6):
+        F = tape.trace(tridiagonal, [0.0] * n)
+        args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), F._output_rows)
+        indptr, indices = pattern_arrays(*args)
+        medians = interleaved({"pattern": lambda: pattern_arrays(*args),  # noqa: B023
+                               "coloring": lambda: coloring(n, indptr, indices)}, rounds)  # noqa: B023
+        print(f"  n = {n:8d}, {len(F):8d} records: pattern {medians['pattern'] * 1e3:8.2f} ms "
+              f"({medians['pattern'] / len(F) * 1e9:5.1f} ns/record), coloring {medians['coloring'] * 1e3:8.2f} ms "
+              f"({medians['coloring'] / len(F) * 1e9:5.1f} ns/record)")
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+    against_gradient(rounds)
+    n = 2000
+    against_dense(f"tridiagonal, n = {n}", tape.trace(tridiagonal, [0.0] * n),
+                  np.random.default_rng(2).uniform(-1, 1, n), max(3, rounds // 3))
+    against_dense("bundle adjustment, 20 cameras, 500 points, 4 views each", *bundle(20, 500, 4), max(3, rounds // 3))
+    per_record(max(3, rounds // 3))
+
+
+if __name__ == "__main__":
+    main()

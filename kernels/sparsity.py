@@ -1,0 +1,146 @@
+"""Numba passes for sparse Jacobians: the pattern (forward propagation of index sets over the
+records) and a greedy distance-2 coloring of its columns. No recursion; see tape/_sparse.py.
+
+Dependence is structural, by the op table: a record depends on its first input when the op has a
+partial ``da`` that is not the constant ``0.0``, and on its second input likewise with ``db``.
+So comparisons (no partials), floor/ceil/trunc/rint/sign/stop_gradient (``da = 0.0``) and leaves
+carry no dependence; select depends on both sides (its condition is a separate record, not an
+input); mul by a constant 0 still depends on its input (the constant is not looked at).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._numba import jit
+from .ops import HAS_INPUT, OPS, TWO_RECORDS
+
+_ZERO_A = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da == "0.0"])
+_ZERO_B = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db == "0.0"])
+_HAS_DA = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da])
+_HAS_DB = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db])
+DEPENDS_A = HAS_INPUT & _HAS_DA & ~_ZERO_A  # indexed by opcode: the record depends on in0
+DEPENDS_B = TWO_RECORDS & _HAS_DB & ~_ZERO_B  # ... on in1
+
+
+@jit
+def index_sets(op, in0, in1, depends_a, depends_b, column, top):
+    """Forward propagation over records [0, top]: record i's set of input columns is
+    pool[start[i]:start[i] + size[i]], sorted. A record whose set equals an input's set shares it
+    (no copy), so the cost is the total size of the distinct sets made: linear in the records when
+    every set is bounded (stencils, blocks), quadratic for a long chain of sums over all inputs.
+    column[i]: the input column of record i, or -1. Returns (start, size, pool)."""
+    n = top + 1
+    start = np.zeros(n, np.int64)
+    size = np.zeros(n, np.int64)
+    pool = np.empty(max(16, 2 * n), np.int64)
+    used = 0
+    for i in range(n):
+        if column[i] >= 0:
+            if used == len(pool):
+                grown = np.empty(2 * len(pool), np.int64)
+                grown[:used] = pool[:used]
+                pool = grown
+            pool[used] = column[i]
+            start[i] = used
+            size[i] = 1
+            used += 1
+            continue
+        k = op[i]
+        a = np.int64(in0[i]) if depends_a[k] else -1
+        b = np.int64(in1[i]) if depends_b[k] else -1
+        if a >= 0 and size[a] == 0:
+            a = -1
+        if b >= 0 and size[b] == 0:
+            b = -1
+        if a >= 0 and b >= 0 and start[a] == start[b] and size[a] == size[b]:
+            b = -1
+        if a < 0 and b < 0:
+            continue
+        if b < 0 or a < 0:
+            s = a if b < 0 else b
+            start[i] = start[s]
+            size[i] = size[s]
+            continue
+        if used + size[a] + size[b] > len(pool):
+            grown = np.empty(2 * (used + size[a] + size[b]), np.int64)
+            grown[:used] = pool[:used]
+            pool = grown
+        p, q, pe, qe, out = start[a], start[b], start[a] + size[a], start[b] + size[b], used
+        while p < pe and q < qe:
+            u, v = pool[p], pool[q]
+            if u <= v:
+                pool[out] = u
+                p += 1
+                if u == v:
+                    q += 1
+            else:
+                pool[out] = v
+                q += 1
+            out += 1
+        while p < pe:
+            pool[out] = pool[p]
+            p += 1
+            out += 1
+        while q < qe:
+            pool[out] = pool[q]
+            q += 1
+            out += 1
+        m = out - used
+        if m == size[a]:
+            start[i], size[i] = start[a], m
+        elif m == size[b]:
+            start[i], size[i] = start[b], m
+        else:
+            start[i], size[i] = used, m
+            used = out
+    return start, size, pool
+
+
+@jit
+def gather_rows(rows, start, size, pool):
+    """The CSR arrays (indptr, indices) of the sets of the given records, one row each."""
+    indptr = np.zeros(len(rows) + 1, np.int64)
+    for r in range(len(rows)):
+        indptr[r + 1] = indptr[r] + size[rows[r]]
+    indices = np.empty(indptr[-1], np.int32)
+    for r in range(len(rows)):
+        s = start[rows[r]]
+        for t in range(size[rows[r]]):
+            indices[indptr[r] + t] = pool[s + t]
+    return indptr, indices
+
+
+@jit
+def color_columns(n, indptr, indices, colptr, rowidx, order):
+    """Greedy distance-2 coloring of the n columns, in the given order: each column takes the
+    smallest color that no column sharing a row with it has. Cost: the sum over rows of the row's
+    length squared (linear for bounded rows). Columns with no entries get color 0."""
+    color = np.full(n, -1, np.int64)
+    forbidden = np.full(n + 1, -1, np.int64)  # forbidden[c] == j: color c is taken near column j
+    for t in range(n):
+        j = order[t]
+        for p in range(colptr[j], colptr[j + 1]):
+            i = rowidx[p]
+            for q in range(indptr[i], indptr[i + 1]):
+                c = color[indices[q]]
+                if c >= 0:
+                    forbidden[c] = j
+        c = 0
+        while forbidden[c] == j:
+            c += 1
+        color[j] = c
+    return color
+
+
+@jit
+def decompress(indptr, indices, colors, first, dot, output_rows, data):
+    """data[p] = the compressed entry of nonzero p (row r, column j): dot[output_rows[r], colors[j] - first]
+    for the colors first .. first + dot's columns - 1 (one block of sweeps); other entries stay."""
+    k = dot.shape[1]
+    for r in range(len(indptr) - 1):
+        row = output_rows[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            c = colors[indices[p]] - first
+            if 0 <= c < k:
+                data[p] = dot[row, c]
