@@ -21,7 +21,7 @@ from tape import _distributed
 from tape._debug import NonFiniteError, branch_changed
 from tape._numbers import real_array
 from tape._replay import one_call_at_a_time
-from tape._sparse import Sparse
+from tape._sparse_hessian import SparseHessian
 from tape.errors import BranchChanged
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
@@ -49,7 +49,7 @@ def _blocks(points: int) -> int:
     return max(1, min(points, numba.get_num_threads()))
 
 
-class Maps(Sparse):
+class Maps(SparseHessian):
     """The parallel maps of a Function (see tape.Function)."""
 
     def _batch(self, X: ArrayLike, count: int, what: str) -> np.ndarray:

@@ -33,29 +33,37 @@ def _scipy_sparse() -> Any:
     return scipy.sparse
 
 
-def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
-                   output_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat numbering,
-    sorted) it depends on through the records; sizes: how many numbers each input record holds.
-    Scalar records, and elements of array inputs (``elem`` records read from them); any other
-    array record is refused (TypeError naming the first)."""
+def input_columns(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
+                  output_rows: np.ndarray, what: str = "jacobian_sparsity") -> tuple[np.ndarray, int]:
+    """(column, top): each record's input column (flat numbering) or -1, over records [0, top] (top: the
+    last output). sizes: how many numbers each input record holds. Scalar records, and elements of array
+    inputs (``elem`` records read from them); any other array record is refused (TypeError naming the
+    first, from ``what``)."""
     starts = np.full(len(op), -1, np.int64)
     starts[input_rows] = np.cumsum(sizes) - sizes
     arrays = np.flatnonzero((op >= ARRAY_BASE) & (starts < 0))
     outputs = output_rows.astype(np.int64)
     if len(arrays) or np.any(op[outputs] >= ARRAY_BASE):
         i = int(arrays[0]) if len(arrays) else int(outputs[op[outputs] >= ARRAY_BASE][0])
-        raise TypeError(f"jacobian_sparsity takes scalar records and elements of array inputs only: record {i} "
+        raise TypeError(f"{what} takes scalar records and elements of array inputs only: record {i} "
                         f"is an array record ({NAME[op[i]]}){'' if len(arrays) else ' given as an output'}; trace "
                         f"the program with scalar Vars (x0 a list, or arrays under {SMALL} elements)")
-    if len(outputs) == 0:
-        return np.zeros(1, np.int64), np.zeros(0, np.int32)
-    top = int(outputs.max())
+    top = int(outputs.max()) if len(outputs) else -1
     column = np.where(op[:top + 1] < ARRAY_BASE, starts[:top + 1], -1)
     elems = np.flatnonzero(op[:top + 1] == ELEM)  # in1: the element's place in its (input) array
     column[elems] = starts[in0[elems]] + in1[elems]
+    return column, top
+
+
+def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
+                   output_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat numbering,
+    sorted) it depends on through the records (see input_columns for what is taken)."""
+    column, top = input_columns(op, in0, in1, input_rows, sizes, output_rows)
+    if top < 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int32)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top)
-    return gather_rows(outputs, start, size, pool)
+    return gather_rows(output_rows.astype(np.int64), start, size, pool)
 
 
 def coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natural") -> np.ndarray:

@@ -19,7 +19,7 @@ LAYERS = [
     ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph",
-     "tape.kernels.sparsity"],
+     "tape.kernels.sparsity", "tape.kernels.hessian_sparsity"],
     ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
      "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused",
@@ -44,6 +44,7 @@ LAYERS = [
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
     ["tape._sparse"],  # sparse Jacobians: pattern, coloring, compressed sweeps
+    ["tape._sparse_hessian"],  # sparse Hessians: pattern, star coloring, compressed Hessian-vector products
     ["tape._maps"],
     ["tape._function"],
     ["tape._tape"],  # tape.Tape: the storage with handles, arrays and Functions

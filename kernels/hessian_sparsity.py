@@ -1,0 +1,188 @@
+"""Numba passes for sparse Hessians: the pattern, a star coloring of its graph, and direct
+recovery of the entries from one Hessian-vector product per color. See tape/_sparse_hessian.py.
+
+The Hessian of a scalar output y is the sum over the records r that y depends on of
+``adj_r * sum_{u, w in r's inputs} d2r/du dw * grad(u) grad(w)^T``, so its pattern is the union,
+over the records the output reaches (a reverse pass along the dependent partials), of
+set(u) x set(w) for every second partial of the op that is not zero by the op table (set: the
+record's Jacobian index set, kernels/sparsity.py). A unary op with ``daa`` joins its input's set
+with itself; ``mul`` (``dab`` only) makes the cross pairs; add, sub, mul_c, neg ... (no second
+partials) make none. This is the index-set scheme of Walther (2008) with the nonlinear
+interactions gathered per record instead of per input; its cost is the number of pairs made.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._numba import jit
+from .ops import HAS_INPUT, OPS, TWO_RECORDS
+
+
+def _nonzero(part: str) -> np.ndarray:
+    """Indexed by opcode: the op has the second partial ``part`` and it is not the constant 0.0."""
+    return np.isin(np.arange(256), [code for code, op in enumerate(OPS) if getattr(op, part) not in ("", "0.0")])
+
+
+SECOND_AA = HAS_INPUT & _nonzero("daa")  # indexed by opcode: d2/da2 is not zero by the table
+SECOND_AB = TWO_RECORDS & _nonzero("dab")
+SECOND_BB = TWO_RECORDS & _nonzero("dbb")
+
+
+@jit
+def reached(op, in0, in1, depends_a, depends_b, output):
+    """live[r]: the output depends on record r through dependent partials (a reverse pass)."""
+    live = np.zeros(output + 1, np.bool_)
+    live[output] = True
+    for t in range(output + 1):
+        r = output - t
+        if live[r]:
+            k = op[r]
+            if depends_a[k]:
+                live[in0[r]] = True
+            if depends_b[k]:
+                live[in1[r]] = True
+    return live
+
+
+@jit
+def _cross(pool, s, m, t, q, rows, cols, used):
+    """Append every pair (pool[s + i], pool[t + j]), i < m, j < q, growing the arrays as needed."""
+    if used + m * q > len(rows):
+        grown = max(2 * len(rows), used + m * q)
+        new_rows, new_cols = np.empty(grown, np.int64), np.empty(grown, np.int64)
+        new_rows[:used], new_cols[:used] = rows[:used], cols[:used]
+        rows, cols = new_rows, new_cols
+    for i in range(m):
+        for j in range(q):
+            rows[used] = pool[s + i]
+            cols[used] = pool[t + j]
+            used += 1
+    return rows, cols, used
+
+
+@jit
+def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool):
+    """(rows, cols): the pairs of input columns that the reached records' second partials make,
+    both orders, duplicates kept (input columns themselves make none)."""
+    rows = np.empty(64, np.int64)
+    cols = np.empty(64, np.int64)
+    used = 0
+    for r in range(len(live)):
+        if not live[r] or column[r] >= 0:
+            continue
+        k = op[r]
+        a, b = in0[r], in1[r]
+        if second_aa[k]:
+            rows, cols, used = _cross(pool, start[a], size[a], start[a], size[a], rows, cols, used)
+        if second_ab[k]:
+            rows, cols, used = _cross(pool, start[a], size[a], start[b], size[b], rows, cols, used)
+            rows, cols, used = _cross(pool, start[b], size[b], start[a], size[a], rows, cols, used)
+        if second_bb[k]:
+            rows, cols, used = _cross(pool, start[b], size[b], start[b], size[b], rows, cols, used)
+    return rows[:used], cols[:used]
+
+
+@jit
+def pairs_to_csr(n, rows, cols):
+    """CSR (indptr, indices) of the n x n pattern holding the pairs: each row's columns sorted,
+    once each (a counting sort by row, then a mark per column)."""
+    count = np.zeros(n + 1, np.int64)
+    for p in range(len(rows)):
+        count[rows[p] + 1] += 1
+    for i in range(n):
+        count[i + 1] += count[i]
+    place = count[:-1].copy()
+    grouped = np.empty(len(rows), np.int64)
+    for p in range(len(rows)):
+        grouped[place[rows[p]]] = cols[p]
+        place[rows[p]] += 1
+    mark = np.full(n, -1, np.int64)
+    indptr = np.zeros(n + 1, np.int64)
+    kept = 0
+    for i in range(n):
+        first = kept
+        for p in range(count[i], count[i + 1]):
+            j = grouped[p]
+            if mark[j] != i:
+                mark[j] = i
+                grouped[kept] = j
+                kept += 1
+        grouped[first:kept] = np.sort(grouped[first:kept])
+        indptr[i + 1] = kept
+    return indptr, grouped[:kept].astype(np.int32)
+
+
+@jit
+def star_coloring(n, indptr, indices, order):
+    """Greedy star coloring of the pattern's graph (vertices: the inputs; edges: the off-diagonal
+    entries), in the given order, as Gebremedhin, Manne and Pothen's (SIAM Review 2005) first star
+    coloring algorithm: vertex v takes the smallest color not forbidden, where a color is forbidden
+    when a neighbor w has it, when a vertex x two steps away has it through an uncolored w, or
+    when x has it through a colored w and x has a neighbor y (not w) of w's color (v, w, x, y
+    would be a two-colored path). So adjacent vertices differ and every path on four vertices
+    has three colors. Cost: the sum over v of the paths of length 3 from v."""
+    color = np.full(n, -1, np.int64)
+    forbidden = np.full(n + 1, -1, np.int64)  # forbidden[c] == v: color c is taken for v
+    for t in range(n):
+        v = order[t]
+        for p in range(indptr[v], indptr[v + 1]):
+            w = indices[p]
+            if w == v:
+                continue
+            cw = color[w]
+            if cw >= 0:
+                forbidden[cw] = v
+            for q in range(indptr[w], indptr[w + 1]):
+                x = indices[q]
+                cx = color[x]
+                if x == w or x == v or cx < 0:
+                    continue
+                if cw < 0:
+                    forbidden[cx] = v
+                    continue
+                for s in range(indptr[x], indptr[x + 1]):
+                    y = indices[s]
+                    if y != x and y != w and color[y] == cw:
+                        forbidden[cx] = v
+                        break
+        c = 0
+        while forbidden[c] == v:
+            c += 1
+        color[v] = c
+    return color
+
+
+@jit
+def recover(indptr, indices, colors, compressed, data):
+    """data[p] for entry p = (i, j) of the pattern, from compressed[:, c] = H times the sum of the
+    unit vectors of color c: H[i, j] is compressed[i, c(j)] when j is the only neighbor of i of its
+    color ("direct from row i"). Where both (i, j) and (j, i) are direct (the diagonal always), the
+    entry is 0.5 * (compressed[i, c(j)] + compressed[j, c(i)]), as the dense Hessian symmetrizes;
+    else the one that is. Returns -1, or the first entry direct from neither side (not a star coloring)."""
+    n = len(indptr) - 1
+    count = np.zeros(compressed.shape[1] + 1, np.int64)
+    direct = np.zeros(len(indices), np.bool_)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] != i:
+                count[colors[indices[p]]] += 1
+        for p in range(indptr[i], indptr[i + 1]):
+            direct[p] = indices[p] == i or count[colors[indices[p]]] == 1
+        for p in range(indptr[i], indptr[i + 1]):
+            count[colors[indices[p]]] = 0
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            t = indptr[j] + np.searchsorted(indices[indptr[j]:indptr[j + 1]], i)  # the entry (j, i)
+            a = compressed[i, colors[j]]
+            b = compressed[j, colors[i]]
+            if direct[p] and direct[t]:
+                data[p] = 0.5 * (a + b)
+            elif direct[p]:
+                data[p] = a
+            elif direct[t]:
+                data[p] = b
+            else:
+                return p
+    return -1

@@ -1,0 +1,320 @@
+"""Sparse Hessians: F.hessian_sparsity, F.hessian_colors, F.sparse_hessian.
+
+References: each random program tracks, in plain Python next to its recording, every value's
+dependency set and Hessian pattern, propagated forward by the rules of calculus (a sum unites
+the patterns, a product adds the cross pairs, a nonlinear unary function its input's set with
+itself): a different scheme from the records' reverse pass. Also the dense Hessian's nonzeros at
+random points, a brute-force check of the star property, a recovery written here in Python from
+F.hvp's products, central differences of the gradient, and hand-derived banded and arrow Hessians.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import tape
+from tape._sparse_hessian import symmetric_coloring
+from tape.kernels.hessian_sparsity import recover
+
+LINEAR = [("neg", lambda a: -a), ("scale", lambda a: a * 1.7 + 0.3)]
+CURVED = [("sin", tape.sin), ("exp", lambda a: tape.exp(a * 0.1)), ("tanh", tape.tanh), ("square", lambda a: a * a)]
+BINARY = [("add", lambda a, b: a + b, False), ("sub", lambda a, b: a - b, False), ("mul", lambda a, b: a * b, True),
+          ("div", lambda a, b: a / (b * b + 1.0), True), ("hypot", tape.hypot, True)]
+
+
+def random_program(seed: int, n: int, generic: bool):
+    """f(x) -> one output, and run(values, sets, pairs) -> (output, its dependency set, its pattern)."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    count = n
+    for _ in range(int(rng.integers(n, 3 * n))):
+        a = int(count - 1 - rng.integers(max(1, min(count, 5))))
+        b = int(rng.integers(count))
+        if generic and b == a:  # x - x is zero, and so is its whole column of the Hessian
+            b = (a + 1) % count
+        steps.append((int(rng.integers(11 if generic else 14)), a, b, int(rng.integers(12))))
+        count += 1
+    summed = sorted(set(rng.integers(n, count, size=max(1, n // 3)).tolist()) | {count - 1})
+
+    def run(values, sets, pairs):
+        values, sets, pairs = list(values), list(sets), list(pairs)
+        for kind, a, b, u in steps:
+            sa, sb, pa, pb = sets[a], sets[b], pairs[a], pairs[b]
+            if kind < 2:
+                values.append(LINEAR[u % 2][1](values[a]))
+                sets.append(sa)
+                pairs.append(pa)
+            elif kind < 5:
+                values.append(CURVED[u % 4][1](values[a]))
+                sets.append(sa)
+                pairs.append(pa | {(i, j) for i in sa for j in sa})
+            elif kind < 11:
+                _, op, cross = BINARY[u % 5]
+                values.append(op(values[a], values[b]))
+                sets.append(sa | sb)
+                made = {(i, j) for i in sa for j in sb} if cross else set()
+                if u % 5 >= 3:  # div (by b * b + 1), hypot: b with itself too
+                    made |= {(i, j) for i in sb for j in sb}
+                if u % 5 == 4:  # hypot: a with itself
+                    made |= {(i, j) for i in sa for j in sa}
+                pairs.append(pa | pb | made | {(j, i) for i, j in made})
+            elif kind == 11:  # floor: no dependence, whatever it feeds
+                values.append(tape.floor(values[a]) * values[b])
+                sets.append(sb)
+                pairs.append(pb)
+            elif kind == 12:
+                values.append(tape.stop_gradient(values[a]) * 2.0)
+                sets.append(frozenset())
+                pairs.append(frozenset())
+            else:  # where: both sides, not the condition
+                values.append(tape.where(values[b] > 0.2, values[a] * 3.0, tape.sin(values[b])))
+                sets.append(sa | sb)
+                pairs.append(pa | pb | {(i, j) for i in sb for j in sb})
+        out = values[summed[0]]
+        for s in summed[1:]:
+            out = out + values[s]
+        return out, frozenset().union(*(pairs[s] for s in summed))
+
+    def f(x):
+        return run([x[i] for i in range(n)], [frozenset()] * n, [frozenset()] * n)[0]
+
+    return f, run
+
+
+def expected_pattern(run, n: int) -> np.ndarray:
+    t = tape.Tape()  # a throwaway tape: only the pattern is wanted
+    _, pairs = run([t.var(0.5) for _ in range(n)], [frozenset([i]) for i in range(n)], [frozenset()] * n)
+    P = np.zeros((n, n), np.int8)
+    for i, j in pairs:
+        P[i, j] = 1
+    return P
+
+
+def same_bits(a, b) -> bool:
+    """The same numbers bit for bit (-0.0 is not 0.0), NaN matching any NaN (its sign and payload
+    follow the operands' order, which the compiler may swap in a + b)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a.shape == b.shape and bool(np.all((a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))))
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("generic", [True, False])
+def test_pattern_matches_the_programs_pairs_and_holds_every_nonzero(seed, generic):
+    n = 4 + seed % 6 * 3
+    f, run = random_program(seed, n, generic)
+    rng = np.random.default_rng(100 + seed)
+    F = tape.trace(f, rng.uniform(0.3, 1.2, n), on_branch_change="ignore")
+    P = F.hessian_sparsity()
+    assert isinstance(P, scipy.sparse.csr_matrix) and P.shape == (n, n) and P.has_sorted_indices
+    assert np.array_equal(P.toarray(), expected_pattern(run, n))
+    assert (P != P.T).nnz == 0
+    seen = np.zeros(P.shape, bool)
+    for _ in range(5):
+        H = F.hessian(rng.uniform(0.3, 1.2, n))
+        seen |= H != 0
+        assert not np.any((H != 0) & (P.toarray() == 0))  # every nonzero inside the pattern
+    if generic:
+        assert np.array_equal(seen, P.toarray() != 0)
+
+
+def star_violation(P: scipy.sparse.csr_matrix, colors: np.ndarray):
+    """The first edge with equal colors, or path on four vertices with two colors; None if a star coloring."""
+    near = [set(P.indices[P.indptr[i]:P.indptr[i + 1]].tolist()) - {i} for i in range(P.shape[0])]
+    for b in range(P.shape[0]):
+        for c in near[b]:
+            if colors[b] == colors[c]:
+                return (b, c)
+            for a, d in itertools.product(near[b] - {c}, near[c] - {b}):
+                if a != d and len({colors[a], colors[b], colors[c], colors[d]}) < 3:
+                    return (a, b, c, d)
+    return None
+
+
+def random_symmetric(seed: int) -> scipy.sparse.csr_matrix:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    A = scipy.sparse.random(n, n, density=float(rng.uniform(0.02, 0.3)), format="csr", random_state=seed)
+    A = (A + A.T + scipy.sparse.eye(n) * (seed % 2)).tocsr()
+    A.data[:] = 1.0
+    A.sort_indices()
+    return A
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("order", ["natural", "largest_first"])
+def test_star_colorings_are_star_colorings(seed, order):
+    P = random_symmetric(seed)
+    n = P.shape[0]
+    colors = symmetric_coloring(n, P.indptr.astype(np.int64), P.indices.astype(np.int32), order)
+    assert colors.shape == (n,) and colors.min() >= 0
+    assert star_violation(P, colors) is None
+    data = np.empty(P.nnz)
+    compressed = np.zeros((n, colors.max() + 1))
+    assert recover(P.indptr.astype(np.int64), P.indices.astype(np.int32), colors, compressed, data) == -1
+    with pytest.raises(ValueError, match="order must be"):
+        symmetric_coloring(n, P.indptr.astype(np.int64), P.indices.astype(np.int32), "random")
+
+
+def test_a_distance_1_coloring_is_caught():
+    P = scipy.sparse.diags([1.0, 1.0, 1.0], [-1, 0, 1], shape=(6, 6), format="csr")  # a path
+    two = np.array([0, 1, 0, 1, 0, 1])  # proper, but 0-1-2-3 has two colors
+    assert star_violation(P, two) is not None and star_violation(P, np.array([0, 1, 0, 2, 0, 1])) is None
+    data = np.empty(P.nnz)
+    assert recover(P.indptr.astype(np.int64), P.indices.astype(np.int32), two, np.zeros((6, 2)), data) >= 0
+
+
+def python_recovery(P: scipy.sparse.csr_matrix, colors: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The entries, read directly from B[:, c] = H (sum of the unit vectors of color c), written out here."""
+    n = P.shape[0]
+    near = [P.indices[P.indptr[i]:P.indptr[i + 1]].tolist() for i in range(n)]
+
+    def direct(i, j):  # j is i's only neighbor (not i) of its color
+        return i == j or sum(1 for q in near[i] if q != i and colors[q] == colors[j]) == 1
+
+    H = np.zeros((n, n))
+    for i in range(n):
+        for j in near[i]:
+            a, b = B[i, colors[j]], B[j, colors[i]]
+            H[i, j] = 0.5 * (a + b) if direct(i, j) and direct(j, i) else a if direct(i, j) else b
+    return H
+
+
+def check_against_dense(F, x, generic=True):
+    """sparse_hessian at x: the recovery of F.hvp's products bit for bit; F.hessian's entries bit for bit
+    where both sides are direct, else one side's hvp entry bit for bit; central differences of the gradient."""
+    n = F.n_inputs
+    P, colors = F.hessian_sparsity(), F.hessian_colors()
+    S = F.sparse_hessian(x)
+    assert isinstance(S, scipy.sparse.csr_matrix)
+    assert np.array_equal(S.indptr, P.indptr) and np.array_equal(S.indices, P.indices)
+    seeds = np.eye(colors.max() + 1)[colors] if n else np.zeros((0, 0))
+    B = np.stack([np.asarray(F.hvp(x, seeds[:, q]), float) for q in range(seeds.shape[1])], axis=1)
+    mask = P.toarray() != 0
+    assert same_bits(S.toarray()[mask], python_recovery(P, colors, B)[mask])
+    D = F.hessian(x)
+    raw = np.stack([np.asarray(F.hvp(x, e), float) for e in np.eye(n)], axis=1)  # column j: H e_j
+    got = S.toarray()
+    for i, j in np.argwhere(mask):
+        assert same_bits(got[i, j], D[i, j]) or same_bits(got[i, j], raw[i, j]) or same_bits(got[i, j], raw[j, i])
+    assert np.all(D[~mask] == 0)
+    if generic:
+        np.testing.assert_allclose(got, D, rtol=1e-13, atol=1e-13)
+        h = 1e-6
+        for j in range(n):
+            e = np.zeros(n)
+            e[j] = h
+            fd = (np.asarray(F.value_and_grad(x + e)[1]) - np.asarray(F.value_and_grad(x - e)[1])) / (2 * h)
+            np.testing.assert_allclose(got[:, j], fd, rtol=1e-5, atol=1e-6)
+    return S
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("generic", [True, False])
+def test_sparse_hessian_equals_the_dense_one(seed, generic):
+    n = 4 + seed % 5 * 4
+    f, _ = random_program(1000 + seed, n, generic)
+    rng = np.random.default_rng(seed)
+    F = tape.trace(f, rng.uniform(0.3, 1.2, n), on_branch_change="ignore")
+    assert star_violation(F.hessian_sparsity(), F.hessian_colors()) is None
+    for _ in range(3):
+        check_against_dense(F, rng.uniform(0.3, 1.2, n), generic)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_edge_values(seed):
+    n = 10
+    f, _ = random_program(2000 + seed, n, generic=True)
+    F = tape.trace(f, np.full(n, 0.5), on_branch_change="ignore")
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1.0]
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        with np.errstate(all="ignore"):
+            check_against_dense(F, rng.choice(edges, n), generic=False)
+
+
+def banded(x):
+    return sum((x[i + 1] - x[i] * x[i]) ** 2 for i in range(len(x) - 1))
+
+
+def banded_hessian(x: np.ndarray) -> np.ndarray:
+    """By hand: f = sum t_i^2, t_i = x_{i+1} - x_i^2."""
+    n = len(x)
+    t = x[1:] - x[:-1] ** 2
+    diag = np.zeros(n)
+    diag[1:] += 2.0
+    diag[:-1] += -4.0 * t + 8.0 * x[:-1] ** 2
+    off = -4.0 * x[:-1]
+    return np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
+
+
+def test_banded_problem_takes_three_colors_and_the_hand_derived_hessian():
+    n = 60
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    F = tape.trace(banded, x)
+    P = F.hessian_sparsity()
+    assert np.array_equal(P.toarray(), np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1)
+    assert F.hessian_colors().max() + 1 == 3  # a path needs 3 colors for a star coloring
+    S = check_against_dense(F, x)
+    np.testing.assert_allclose(S.toarray(), banded_hessian(x), rtol=1e-14, atol=1e-14)
+
+
+def arrow(x):
+    return sum(tape.sin(x[0] + x[i]) + x[i] * x[i] for i in range(1, len(x)))
+
+
+def test_arrow_takes_two_colors_in_natural_order():
+    n = 25
+    x = np.random.default_rng(1).uniform(-1, 1, n)
+    F = tape.trace(arrow, x)
+    hand = np.zeros((n, n))
+    s = np.sin(x[0] + x[1:])
+    hand[0, 0] = -s.sum()
+    hand[0, 1:] = hand[1:, 0] = -s
+    hand[np.arange(1, n), np.arange(1, n)] = 2.0 - s
+    assert np.array_equal(F.hessian_sparsity().toarray(), hand != 0)
+    assert F.hessian_colors().max() + 1 == 2  # the hub first, then every leaf shares one color
+    S = check_against_dense(F, x)
+    np.testing.assert_allclose(S.toarray(), hand, rtol=1e-13, atol=1e-15)
+    P = F.hessian_sparsity()
+    last = symmetric_coloring(n, P.indptr, P.indices.astype(np.int32), "largest_first")
+    assert last.max() + 1 == 2 and star_violation(P, last) is None
+
+
+def test_elements_of_an_array_input():
+    n = 1500  # over tape's per-element limit: x is one array input record, x[i] its elements
+    x = np.random.default_rng(2).uniform(-1, 1, n)
+    F = tape.trace(banded, x)
+    assert F._plans and F.hessian_colors().max() + 1 == 3
+    S = F.sparse_hessian(x)
+    np.testing.assert_allclose(S.toarray(), banded_hessian(x), rtol=1e-14, atol=1e-14)
+    assert np.array_equal(F.hessian_sparsity().toarray(), banded_hessian(x) != 0)
+
+
+def test_refusals():
+    F = tape.trace(lambda v: [v[0] * v[1], v[1]], [1.0, 2.0])
+    with pytest.raises(ValueError, match="a Hessian needs one output, this Function has 2"):
+        F.hessian_sparsity()
+    with pytest.raises(ValueError, match="a Hessian needs one output"):
+        F.sparse_hessian([1.0, 2.0])
+    G = tape.trace(lambda X: (tape.sin(X) * X).sum(), np.linspace(0.1, 1.0, 2000))
+    with pytest.raises(TypeError, match=r"hessian_sparsity takes scalar records .*: record 1 is an array record"):
+        G.hessian_sparsity()
+
+
+def test_kept_and_remade_after_a_retrace_with_params_and_constants():
+    def f(x, p):
+        if x[0] > 0:
+            return x[0] * x[1] * p[0] + tape.stop_gradient(x[2] * x[2]) + x[2] * 0.0
+        return tape.exp(x[2]) + x[1] + p[1] * x[0]
+    F = tape.trace(f, np.array([1.0, 2.0, 3.0]), params=np.array([2.0, 5.0]), on_branch_change="retrace")
+    first = F._hessian_structure()
+    assert F._hessian_structure()[0] is first[0]  # kept
+    assert np.array_equal(F.hessian_sparsity().toarray(), [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    S = F.sparse_hessian(np.array([1.0, 2.0, 3.0]), params=np.array([3.0, 5.0]))
+    assert S.nnz == 2 and S[0, 1] == 3.0 and S[1, 0] == 3.0
+    S = F.sparse_hessian(np.array([-1.0, 2.0, 3.0]), params=np.array([3.0, 5.0]))  # retraces: exp(x2)
+    assert np.array_equal(F.hessian_sparsity().toarray(), [[0, 0, 0], [0, 0, 0], [0, 0, 1]])
+    assert S.nnz == 1 and S[2, 2] == math.exp(3.0)
