@@ -30,57 +30,64 @@ SECOND_BB = TWO_RECORDS & _nonzero("dbb")
 
 
 @jit
-def reached(op, in0, in1, depends_a, depends_b, output):
-    """live[r]: the output depends on record r through dependent partials (a reverse pass)."""
+def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, output):
+    """(live, wanted), one reverse pass: live[r] when the output depends on record r through dependent
+    partials; wanted[r] when a live record's nonzero second partial reads r, or a wanted record depends
+    on r (the records whose index sets the pairs need: not the linear chain of a long sum)."""
     live = np.zeros(output + 1, np.bool_)
+    wanted = np.zeros(output + 1, np.bool_)
     live[output] = True
     for t in range(output + 1):
         r = output - t
+        k = op[r]
         if live[r]:
-            k = op[r]
-            if depends_a[k]:
-                live[in0[r]] = True
-            if depends_b[k]:
-                live[in1[r]] = True
-    return live
+            if second_aa[k] or second_ab[k]:
+                wanted[in0[r]] = True
+            if second_bb[k] or second_ab[k]:
+                wanted[in1[r]] = True
+        if depends_a[k]:
+            live[in0[r]] |= live[r]
+            wanted[in0[r]] |= wanted[r]
+        if depends_b[k]:
+            live[in1[r]] |= live[r]
+            wanted[in1[r]] |= wanted[r]
+    return live, wanted
 
 
 @jit
-def _cross(pool, s, m, t, q, rows, cols, used):
-    """Append every pair (pool[s + i], pool[t + j]), i < m, j < q, growing the arrays as needed."""
-    if used + m * q > len(rows):
-        grown = max(2 * len(rows), used + m * q)
-        new_rows, new_cols = np.empty(grown, np.int64), np.empty(grown, np.int64)
-        new_rows[:used], new_cols[:used] = rows[:used], cols[:used]
-        rows, cols = new_rows, new_cols
-    for i in range(m):
-        for j in range(q):
-            rows[used] = pool[s + i]
-            cols[used] = pool[t + j]
-            used += 1
-    return rows, cols, used
-
-
-@jit
-def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool):
-    """(rows, cols): the pairs of input columns that the reached records' second partials make,
-    both orders, duplicates kept (input columns themselves make none)."""
-    rows = np.empty(64, np.int64)
-    cols = np.empty(64, np.int64)
+def _each_pair(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool, rows, cols):
+    """The pairs' count; with rows and cols long enough (not empty), the pairs written there too."""
     used = 0
     for r in range(len(live)):
         if not live[r] or column[r] >= 0:
             continue
         k = op[r]
-        a, b = in0[r], in1[r]
-        if second_aa[k]:
-            rows, cols, used = _cross(pool, start[a], size[a], start[a], size[a], rows, cols, used)
-        if second_ab[k]:
-            rows, cols, used = _cross(pool, start[a], size[a], start[b], size[b], rows, cols, used)
-            rows, cols, used = _cross(pool, start[b], size[b], start[a], size[a], rows, cols, used)
-        if second_bb[k]:
-            rows, cols, used = _cross(pool, start[b], size[b], start[b], size[b], rows, cols, used)
-    return rows[:used], cols[:used]
+        for part in range(4):  # daa: (a, a); dab: (a, b) and (b, a); dbb: (b, b)
+            if not (second_aa[k] if part == 0 else second_ab[k] if part < 3 else second_bb[k]):
+                continue
+            u = in0[r] if part < 2 else in1[r]
+            w = in0[r] if part == 0 or part == 2 else in1[r]
+            if len(rows):
+                for i in range(start[u], start[u] + size[u]):
+                    for j in range(start[w], start[w] + size[w]):
+                        rows[used] = pool[i]
+                        cols[used] = pool[j]
+                        used += 1
+            else:
+                used += size[u] * size[w]
+    return used
+
+
+@jit
+def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool):
+    """(rows, cols): the pairs of input columns that the live records' second partials make,
+    both orders, duplicates kept (input columns themselves make none). Two passes: count, write."""
+    args = (op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool)
+    count = _each_pair(*args, np.empty(0, np.int64), np.empty(0, np.int64))
+    rows, cols = np.empty(count, np.int64), np.empty(count, np.int64)
+    if count:
+        _each_pair(*args, rows, cols)
+    return rows, cols
 
 
 @jit
@@ -108,7 +115,15 @@ def pairs_to_csr(n, rows, cols):
                 mark[j] = i
                 grouped[kept] = j
                 kept += 1
-        grouped[first:kept] = np.sort(grouped[first:kept])
+        if kept - first > 32:
+            grouped[first:kept] = np.sort(grouped[first:kept])
+        else:  # short rows (bands, blocks): an insertion sort in place
+            for p in range(first + 1, kept):
+                j, q = grouped[p], p
+                while q > first and grouped[q - 1] > j:
+                    grouped[q] = grouped[q - 1]
+                    q -= 1
+                grouped[q] = j
         indptr[i + 1] = kept
     return indptr, grouped[:kept].astype(np.int32)
 

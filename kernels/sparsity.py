@@ -24,8 +24,9 @@ DEPENDS_B = TWO_RECORDS & _HAS_DB & ~_ZERO_B  # ... on in1
 
 
 @jit
-def index_sets(op, in0, in1, depends_a, depends_b, column, top):
-    """Forward propagation over records [0, top]: record i's set of input columns is
+def index_sets(op, in0, in1, depends_a, depends_b, column, top, wanted):
+    """Forward propagation over records [0, top] (those with wanted[i]; the others get the empty
+    set, as do records their sets would come from): record i's set of input columns is
     pool[start[i]:start[i] + size[i]], sorted. A record whose set equals an input's set shares it
     (no copy), so the cost is the total size of the distinct sets made: linear in the records when
     every set is bounded (stencils, blocks), quadratic for a long chain of sums over all inputs.
@@ -45,6 +46,8 @@ def index_sets(op, in0, in1, depends_a, depends_b, column, top):
             start[i] = used
             size[i] = 1
             used += 1
+            continue
+        if not wanted[i]:
             continue
         k = op[i]
         a = np.int64(in0[i]) if depends_a[k] else -1

@@ -62,7 +62,7 @@ def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows:
     column, top = input_columns(op, in0, in1, input_rows, sizes, output_rows)
     if top < 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int32)
-    start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top)
+    start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, np.ones(top + 1, np.bool_))
     return gather_rows(output_rows.astype(np.int64), start, size, pool)
 
 

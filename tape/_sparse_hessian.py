@@ -38,8 +38,8 @@ def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, inp
     """CSR (indptr, indices) of the symmetric n x n pattern of the Hessian of record ``output``
     (n: the inputs' numbers, flat), each row's columns sorted."""
     column, top = input_columns(op, in0, in1, input_rows, sizes, np.array([output], np.int64), "hessian_sparsity")
-    start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top)
-    live = reached(op, in0, in1, DEPENDS_A, DEPENDS_B, top)
+    live, wanted = reached(op, in0, in1, DEPENDS_A, DEPENDS_B, SECOND_AA, SECOND_AB, SECOND_BB, top)
+    start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, wanted)
     rows, cols = hessian_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, column, start, size, pool)
     return pairs_to_csr(int(sizes.sum()), rows, cols)
 
