@@ -22,6 +22,10 @@ to a hand-written NumPy value and gradient, interleaved; --compare adds PyTorch 
   stencil           half the squared 5-point Poisson residual on a square grid. SIZE: grid points (10^6)
   logistic          mean logistic loss, 100 features. SIZE: samples (10^5)
 
+Sparse rows (after the Jacobian's): colors, pattern-and-coloring time, and sparse vs dense time of
+the Jacobian of a banded residual (n = 10^4) and of a bundle-adjustment shape (4000 x 1740), and of
+the Hessian of a banded sum of squares (n = 10^4); tape/benchmarks/sparse.py says how.
+
 Phases: record (the scalar Python API, GC on), record, tape.jit (rdag, chain, rosenbrock,
 seed: the same program compiled by tape.jit, the same records; its first call, compile or
 cache load, reported apart), record + gradient (a fresh tape and one reverse sweep; for
@@ -54,6 +58,7 @@ from tape.benchmarks.compare import bench_compare
 from tape.benchmarks.phases import bench_jacobian, bench_ours, compile_times, warm_up
 from tape.benchmarks.programs import DEFAULT_MIX, WORKLOADS
 from tape.benchmarks.report import plot, report
+from tape.benchmarks.sparse import bench_sparse, report_sparse
 from tape.benchmarks.timing import Progress
 
 
@@ -159,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nJacobian of a 100-input, 100-output tape ({jac['records']:,} records), median ms:")
         for label, sec in jac["seconds"].items():
             print(f"  {label:<42}{1e3 * sec:>9.3f}")
+        results["sparse"] = rows = bench_sparse(args.repeat, progress)
+        progress.done()
+        print(report_sparse(rows))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -8,7 +8,7 @@ import pytest
 
 import tape
 from tape import bench
-from tape.benchmarks import arrays, baseline, c_reference, engines, programs
+from tape.benchmarks import arrays, baseline, c_reference, engines, programs, sparse
 
 
 def test_small_run_of_every_workload(tmp_path, capsys):
@@ -35,6 +35,10 @@ def test_small_run_of_every_workload(tmp_path, capsys):
     seed = result["workloads"][programs.DEFAULT_MIX.index("seed")]
     assert "tape.grad(f)(x)" in seed["phases"] and "tape.grad(f)(x)" in printed
     assert set(result["jacobian"]["seconds"]) >= {"forward, 16 directions per sweep", "reverse, 1 direction per sweep"}
+    banded, ba, hessian = result["sparse"].values()
+    assert (banded["colors"], hessian["colors"]) == (3, 3) and ba["colors"] >= 15  # 15 inputs per row
+    assert banded["dense_estimated"] and hessian["dense_estimated"] and not ba["dense_estimated"]
+    assert ba["shape"] == [4000, 1740] and "Sparse vs dense derivatives" in printed
     for r in rdag["phases"].values():
         assert r["min_s"] <= r["median_s"] <= r["max_s"]
 
@@ -158,3 +162,16 @@ def test_c_reference_gives_identical_adjoints(tmp_path):
     np.testing.assert_array_equal(t._stamp[:n] == t._gen, numba_reached)
     np.testing.assert_array_equal(t._adj[:n][numba_reached], numba_adj)
     assert isinstance(out, tape.Var)
+
+
+def test_sparse_rows_compute_the_dense_derivatives():
+    n = 300
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    F = tape.trace(sparse.tridiagonal, [0.0] * n)
+    eye = np.eye(n)[:, :sparse.COLUMNS]
+    assert np.array_equal(F.sparse_jacobian(x).toarray()[:, :sparse.COLUMNS], F.jacobian(x, seeds=eye))
+    B, y = sparse.bundle_adjustment(3, 10, 2)
+    assert np.array_equal(B.sparse_jacobian(y).toarray(), B.jacobian(y, mode="forward"))
+    H = tape.trace(sparse.banded, [0.0] * n)
+    np.testing.assert_allclose(H.sparse_hessian(x).toarray()[:, :sparse.COLUMNS], H._hessian_columns(eye),
+                               rtol=1e-14, atol=1e-14)

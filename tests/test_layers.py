@@ -61,7 +61,8 @@ LAYERS = [
     ["tape"],
     ["tape.__main__", "tape._docs", "tape.benchmarks", "tape.benchmarks.programs", "tape.benchmarks.baseline",
      "tape.benchmarks.timing"],
-    ["tape.benchmarks.engines", "tape.benchmarks.c_reference", "tape.benchmarks.report", "tape.benchmarks.arrays"],
+    ["tape.benchmarks.engines", "tape.benchmarks.c_reference", "tape.benchmarks.report", "tape.benchmarks.arrays",
+     "tape.benchmarks.sparse"],
     ["tape.benchmarks.phases", "tape.benchmarks.compare"],
     ["tape.bench"],
 ]

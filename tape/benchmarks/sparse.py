@@ -1,0 +1,100 @@
+"""tape-bench's sparse rows: dense vs sparse Jacobian (and Hessian) time and the colors used.
+
+- banded: the tridiagonal residual r_i = x_{i-1} - 2 x_i + x_{i+1} + 0.1 exp(x_i), n = 10^4. Its dense
+  Jacobian (800 MB) is not made: its time is that of 128 of its columns (F.jacobian(x, seeds=...),
+  the same forward sweeps, 16 directions each) times n / 128, marked estimated.
+- bundle adjustment: residuals of 20 cameras (12 numbers) and 500 points (3), 4 views per point,
+  each 2-row block reading 15 inputs (4000 x 1740); the dense forward Jacobian is run.
+- banded Hessian: f = sum (x_{i+1} - x_i^2)^2, n = 10^4; the dense Hessian is 128 of its
+  Hessian-vector products times n / 128, estimated likewise.
+Pattern and coloring are made before the timings (they are kept by the Function); their time is
+reported apart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import tape
+from tape.benchmarks.timing import timings
+
+COLUMNS = 128  # the dense derivative's columns timed, where the whole would not fit
+
+
+def tridiagonal(x):
+    n = len(x)
+    return [(x[i - 1] if i else 0.0) - 2.0 * x[i] + (x[i + 1] if i < n - 1 else 0.0) + 0.1 * tape.exp(x[i])
+            for i in range(n)]
+
+
+def banded(x):
+    return sum((x[i + 1] - x[i] * x[i]) ** 2 for i in range(len(x) - 1))
+
+
+def bundle_adjustment(cameras: int, points: int, views: int) -> tuple[tape.Function, np.ndarray]:
+    rng = np.random.default_rng(1)
+    obs = [(int(c), p) for p in range(points) for c in rng.choice(cameras, views, replace=False)]
+
+    def f(x):
+        out = []
+        for c, p in obs:
+            cam = [x[12 * c + q] for q in range(12)]
+            X = [x[12 * cameras + 3 * p + q] for q in range(3)]
+            Y = [cam[3 * r] * X[0] + cam[3 * r + 1] * X[1] + cam[3 * r + 2] * X[2] for r in range(3)]
+            depth = Y[2] + cam[11] * cam[11] + 5.0
+            u, v = Y[0] / depth, Y[1] / depth
+            radial = cam[9] * (1.0 + cam[10] * (u * u + v * v))
+            out += [radial * u, radial * v]
+        return out
+    n = 12 * cameras + 3 * points
+    return tape.trace(f, [0.5] * n), rng.uniform(0.2, 1.0, n)
+
+
+def _row(F: tape.Function, structure: Callable[[], np.ndarray], sparse: Callable[[], object],
+         dense: Callable[[], object], scale: float, repeat: int, progress: Callable[[str], None], label: str) -> dict:
+    """structure: the Function's colors (pattern and coloring made at its first call, timed here)."""
+    start = time.perf_counter()
+    colors = int(structure().max()) + 1
+    made = time.perf_counter() - start
+    sparse_s = float(np.median(timings(sparse, repeat, progress, f"sparse: {label}, sparse")))
+    dense_s = float(np.median(timings(dense, repeat, progress, f"sparse: {label}, dense"))) * scale
+    return {"records": len(F), "shape": [F.n_outputs, F.n_inputs], "colors": colors, "pattern_and_coloring_s": made,
+            "sparse_s": sparse_s, "dense_s": dense_s, "dense_estimated": scale != 1.0}
+
+
+def bench_sparse(repeat: int, progress: Callable[[str], None]) -> dict:
+    """{row label: figures} for the three workloads above."""
+    small, h = tape.trace(tridiagonal, [0.0] * 4), tape.trace(banded, [0.0] * 4)  # load the kernels first
+    small.sparse_jacobian(np.ones(4)), h.sparse_hessian(np.ones(4))
+    rows = {}
+    n = 10**4
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    F = tape.trace(tridiagonal, [0.0] * n)
+    eye = np.eye(n)[:, :COLUMNS]
+    rows[f"banded residual, n = {n:,}, Jacobian"] = _row(
+        F, F.jacobian_colors, lambda: F.sparse_jacobian(x), lambda: F.jacobian(x, seeds=eye), n / COLUMNS,
+        repeat, progress, "banded")
+    B, y = bundle_adjustment(20, 500, 4)
+    rows[f"bundle adjustment, {B.n_outputs:,} x {B.n_inputs:,}, Jacobian"] = _row(
+        B, B.jacobian_colors, lambda: B.sparse_jacobian(y), lambda: B.jacobian(y, mode="forward"), 1.0,
+        repeat, progress, "bundle adjustment")
+    H = tape.trace(banded, [0.0] * n)
+    H._at(H._prepare(x, None), second=True)  # the dense columns' second partials (sparse_hessian keeps x's)
+    rows[f"banded sum of squares, n = {n:,}, Hessian"] = _row(
+        H, H.hessian_colors, lambda: H.sparse_hessian(x), lambda: H._hessian_columns(eye), n / COLUMNS,
+        repeat, progress, "banded Hessian")
+    return rows
+
+
+def report_sparse(rows: dict) -> str:
+    lines = ["\nSparse vs dense derivatives (pattern and coloring made once, kept; median ms):",
+             f"  {'':<44}{'colors':>7}{'structure':>11}{'sparse':>10}{'dense':>12}{'dense/sparse':>14}"]
+    for label, r in rows.items():
+        dense = f"{1e3 * r['dense_s']:.1f}{'*' if r['dense_estimated'] else ''}"
+        lines.append(f"  {label:<44}{r['colors']:>7}{1e3 * r['pattern_and_coloring_s']:>11.2f}"
+                     f"{1e3 * r['sparse_s']:>10.2f}{dense:>12}{r['dense_s'] / r['sparse_s']:>13.0f}x")
+    lines.append(f"  * estimated: {COLUMNS} of the dense derivative's columns, times n / {COLUMNS}")
+    return "\n".join(lines)
