@@ -8,7 +8,9 @@ set(u) x set(w) for every second partial of the op that is not zero by the op ta
 record's Jacobian index set, kernels/sparsity.py). A unary op with ``daa`` joins its input's set
 with itself; ``mul`` (``dab`` only) makes the cross pairs; add, sub, mul_c, neg ... (no second
 partials) make none. This is the index-set scheme of Walther (2008) with the nonlinear
-interactions gathered per record instead of per input; its cost is the number of pairs made.
+interactions gathered per record instead of per input. Index sets are made only for the records
+the pairs read (and those they depend on), so the linear chain of a long sum makes none; the
+cost is linear in the records plus the number of pairs made.
 """
 
 from __future__ import annotations

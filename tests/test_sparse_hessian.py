@@ -259,6 +259,7 @@ def test_banded_problem_takes_three_colors_and_the_hand_derived_hessian():
     assert F.hessian_colors().max() + 1 == 3  # a path needs 3 colors for a star coloring
     S = check_against_dense(F, x)
     np.testing.assert_allclose(S.toarray(), banded_hessian(x), rtol=1e-14, atol=1e-14)
+    assert same_bits(S.toarray(), F.hessian(x))  # colors 0 1 2 0 1 2 ...: every entry direct from both sides
 
 
 def arrow(x):
@@ -318,3 +319,19 @@ def test_kept_and_remade_after_a_retrace_with_params_and_constants():
     S = F.sparse_hessian(np.array([-1.0, 2.0, 3.0]), params=np.array([3.0, 5.0]))  # retraces: exp(x2)
     assert np.array_equal(F.hessian_sparsity().toarray(), [[0, 0, 0], [0, 0, 0], [0, 0, 1]])
     assert S.nnz == 1 and S[2, 2] == math.exp(3.0)
+
+
+def test_linear_ops_make_no_pairs_and_products_do():
+    def f(x):
+        linear = x[0] * 2.0 - x[1] / 4.0 + (-x[2]) + (x[3] + 1.0) - 3.0 * x[4]
+        return linear + (x[0] * x[1]) * 0.0 + tape.floor(x[2] * x[3]) + tape.sin(x[4])
+    F = tape.trace(f, np.full(5, 0.5))
+    expected = np.zeros((5, 5), np.int8)
+    expected[0, 1] = expected[1, 0] = expected[4, 4] = 1  # x0 x1 * 0.0: structural; floor cuts x2 x3
+    assert np.array_equal(F.hessian_sparsity().toarray(), expected)
+    x = np.array([0.3, -0.2, 0.7, 1.1, 0.4])
+    S = F.sparse_hessian(x)
+    assert S[0, 1] == 0.0 and S[4, 4] == -math.sin(0.4) and S.nnz == 3
+    G = tape.trace(lambda v: v[0] * 3.0 + v[1] - 1.0, [1.0, 2.0])  # no second derivative at all
+    assert G.hessian_sparsity().nnz == 0 and G.sparse_hessian([0.5, 0.5]).nnz == 0
+    assert G.hessian_colors().tolist() == [0, 0]
