@@ -19,14 +19,14 @@ LAYERS = [
     ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph",
-     "tape.kernels.sparsity"],
+     "tape.kernels.sparsity", "tape.kernels.prune"],
     ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
      "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused",
      "tape.kernels._gen_partials"],
     ["tape.kernels.array_ops", "tape.kernels._gen_jit"],  # the array op table; tape.jit's generator
     ["tape.kernels.codegen", "tape.errors"],
-    ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
+    ["tape._debug", "tape._show", "tape._sweep", "tape._prune"],  # _sweep: tapes with array records; _prune: dead ones
     ["tape._arena", "tape._tangents", "tape._plans", "tape._fusion"],
     ["tape._storage"],  # the records, by index: knows nothing of what records into it
     ["tape._handles", "tape._blocks"],  # _blocks: recording array records
