@@ -8,7 +8,8 @@ work, and the pass's own time per record.
 2. The pass alone (tape._prune.prune on a Function's arrays) at 10^4, 10^5, 10^6 records of the same
    program: ns per record.
 
-Interleaved medians: each round times every variant once, in turn, so drift hits all alike.
+Interleaved medians: each round times every variant once (20 calls in a row for replays, so the one
+before does not leave the caches cold), in turn, so drift hits all alike.
 
     python bench/bench_prune.py [rounds]
 """
@@ -25,14 +26,15 @@ from tape import _prune
 INPUTS, DEAD = 50, 38
 
 
-def interleaved(variants, rounds):
-    """{name: median seconds per call} over rounds, every variant timed once per round, in turn."""
+def interleaved(variants, rounds, calls=1):
+    """{name: median seconds per call} over rounds, every variant timed once per round (calls calls), in turn."""
     times = {name: [] for name in variants}
     for _ in range(rounds):
         for name, run in variants.items():
             start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
+            for _ in range(calls):
+                run()
+            times[name].append((time.perf_counter() - start) / calls)
     return {name: statistics.median(found) for name, found in times.items()}
 
 
@@ -70,7 +72,7 @@ def replay(rounds):
     assert pruned(x) == clean(x) == whole(x)
     for what, call in (("F(x)", lambda F: F(x)), ("F.value_and_grad(x)", lambda F: F.value_and_grad(x))):
         medians = interleaved({f"{what} {name}": (lambda F=F, call=call: call(F))
-                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds)
+                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds, 20)
         show(medians)
         pruned_s, clean_s = medians[f"{what} pruned"], medians[f"{what} clean"]
         print(f"  pruned / clean: {pruned_s / clean_s:.2f}x (target <= 1.3x); "
