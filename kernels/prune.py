@@ -60,3 +60,20 @@ def compact(op, in0, in1, val, has_input, two_records, uses_pool, live, new_row,
         out_in1[j] = b
         j += 1
     return n_slots
+
+
+@jit
+def mark_varying(op, in0, in1, has_input, two_records, is_select, rows, varying):
+    """varying[i] = True for the rows (inputs and params) and every record depending on one (a select
+    also on the comparison just before it)."""
+    for k in range(len(rows)):
+        varying[rows[k]] = True
+    for i in range(len(op)):
+        k = op[i]
+        if has_input[k]:
+            v = varying[in0[i]]
+            if two_records[k]:
+                v = v or varying[in1[i]]
+            if is_select[k]:
+                v = v or varying[i - 1]
+            varying[i] = v or varying[i]

@@ -1,9 +1,11 @@
-"""Dead-record elimination: a Function keeps only the records its outputs and its checked
-comparisons depend on, with its inputs and params (in order, even where unused).
+"""Constant folding and dead-record elimination: a Function keeps only the records its outputs and
+its checked comparisons depend on, with its inputs and params (in order, even where unused), and a
+record that depends on no input or param (nor is a comparison) becomes a constant record.
 
 It runs where a Function is made from a tape (Tape.function, tape.trace and its retraces; on by
-default). The kept records are the same records in the same order, so every value, derivative
-and branch check comes out bit for bit as before; only records whose values nothing reads go.
+default). The kept records are the same records in the same order, a folded one holding the value
+its replay computes (the Numba forward sweep's), so every value, derivative and branch check comes
+out bit for bit as before: no adjoint or tangent reaches an input through a record that depends on none.
 Functions with array records or call records (whose plans name records and arena places) are
 left as recorded for now: ``stats()["pruning"]`` says so.
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tape.kernels.ops import HAS_INPUT, OPCODE, TWO_RECORDS, USES_POOL
-from tape.kernels.prune import compact, mark_live
+from tape._storage import NO_INPUT
+from tape.kernels._sweeps import forward_sweep
+from tape.kernels.ops import CONSTANT, HAS_INPUT, IS_COMPARISON, OPCODE, TWO_RECORDS, USES_POOL
+from tape.kernels.prune import compact, mark_live, mark_varying
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
@@ -43,18 +47,38 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None) -> tuple[dict[
     return pruned, lines
 
 
+def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+    """The arrays with every record that depends on no input or param, other than comparisons (checks
+    name them) and leaves, made a constant record of its replayed value; and how many there were."""
+    op = a["op"]
+    varying = np.zeros(len(op), np.bool_)
+    rows = np.concatenate([a["input_rows"], a["param_rows"]]).astype(np.int64)
+    mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, IS_SELECT, rows, varying)
+    folded = np.flatnonzero(~varying & HAS_INPUT[op] & ~IS_COMPARISON[op])
+    if not len(folded):
+        return a, 0
+    swept = a["val"].copy()  # the values a replay gives them (recording may differ in the last bit)
+    forward_sweep(op, a["in0"], a["in1"], swept, a["consts"], int(folded[0]), int(folded[-1]) + 1)
+    a = dict(a, op=op.copy(), in0=a["in0"].copy(), in1=a["in1"].copy(), val=a["val"].copy())
+    a["op"][folded], a["in0"][folded], a["in1"][folded] = CONSTANT, NO_INPUT, NO_INPUT
+    a["val"][folded] = swept[folded]
+    return a, len(folded)
+
+
 def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list
-        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, str]:
-    """prune where wanted and possible, with what stats() reports of it: "done", "off" (not wanted,
-    or a tape's own records lent for derivatives at once) or why it was skipped."""
+        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, tuple[int, str]]:
+    """fold and prune where wanted and possible, with what stats() reports of it: the records folded,
+    and "done", "off" (not wanted, or a tape's own records lent for derivatives at once) or why skipped."""
     if not wanted:
-        return a, lines, "off"
+        return a, lines, (0, "off")
     if plans:
-        return a, lines, "skipped: array or call records"
-    return (*prune(a, lines), "done")
+        return a, lines, (0, "skipped: array or call records")
+    a, folded = fold(a)
+    return (*prune(a, lines), (folded, "done"))
 
 
-def counts(pruning: tuple[int, str] | None, records: int) -> dict:
-    """stats()'s entries of pruning: records as recorded, records dropped, and what the pass did."""
-    recorded, note = pruning or (records, "not run (loaded from a file)")
-    return {"records_recorded": recorded, "records_dropped": recorded - records, "pruning": note}
+def counts(pruning: tuple[int, int, str] | None, records: int) -> dict:
+    """stats()'s entries of pruning: records as recorded, dropped, folded, and what the passes did."""
+    recorded, folded, note = pruning or (records, 0, "not run (loaded from a file)")
+    return {"records_recorded": recorded, "records_dropped": recorded - records, "records_folded": folded,
+            "pruning": note}

@@ -171,7 +171,7 @@ class Replay(ArrayReplay, Calls, Callee):
                                  _call.sizes(t._callees))
         arrays, lines, pruning = _prune.run(arrays, t._lines, prune and not share, plans)
         F = cls(arrays, on_branch_change, source, plans, share, t._callees)
-        F._lines, F._pruning = dict(lines) if lines is not None else None, (n, pruning)
+        F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *pruning)
         F._home = weakref.ref(t)
         return F
 
@@ -356,7 +356,7 @@ class Replay(ArrayReplay, Calls, Callee):
                              bool(self._check_expected[k]), str(self._check_where[k]), extra)
 
     _retracing = False
-    _pruning: tuple[int, str] | None = None  # (records recorded, what tape/_prune.py did): see stats()
+    _pruning: tuple[int, int, str] | None = None  # (records recorded, folded, what tape/_prune.py did): stats()
 
     def _again(self, method, *args):
         """Repeat a call once after a retrace."""

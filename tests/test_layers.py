@@ -26,7 +26,7 @@ LAYERS = [
      "tape.kernels._gen_partials"],
     ["tape.kernels.array_ops", "tape.kernels._gen_jit"],  # the array op table; tape.jit's generator
     ["tape.kernels.codegen", "tape.errors"],
-    ["tape._debug", "tape._show", "tape._sweep", "tape._prune"],  # _sweep: tapes with array records; _prune: dead ones
+    ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
     ["tape._arena", "tape._tangents", "tape._plans", "tape._fusion"],
     ["tape._storage"],  # the records, by index: knows nothing of what records into it
     ["tape._handles", "tape._blocks"],  # _blocks: recording array records
@@ -40,7 +40,7 @@ LAYERS = [
     ["tape._partials"],  # each op's partials as records (generated)
     ["tape._adjoint"],  # the symbolic sweeps: derivatives emitted as records
     ["tape._gradient_tapes"],  # Function.grad_function, vjp_function, jvp_function
-    ["tape._format", "tape._array_replay", "tape._calls", "tape._call"],  # _call: a Function as a call record
+    ["tape._format", "tape._array_replay", "tape._calls", "tape._call", "tape._prune"],  # _call: a Function called
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],
     ["tape._sparse"],  # sparse Jacobians: pattern, coloring, compressed sweeps

@@ -13,6 +13,7 @@ import tape
 from tape import _format
 
 N_IN, N_PAR = 5, 2
+SEEDS = range(12)
 UNARY = (tape.sin, tape.tanh, tape.exp, lambda a: a * 1.5, lambda a: a + 0.25, lambda a: 2.0 - a, abs)
 BINARY = (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b, lambda a, b: a / (1.0 + b * b),
           lambda a, b: tape.where(a < b, a, b * 0.5))
@@ -22,9 +23,9 @@ def program(seed: int, steps: int = 30) -> list[tuple]:
     """Steps (kind, operands...): "live" and "dead" ops (dead ones read anything, live ones only live
     values); "guard": a checked branch on a record that feeds nothing else, whose arms are live ops;
     "unchecked": a comparison never turned into a bool; "dead_branch": a checked branch on live
-    values whose arms compute only dead values. Inputs 3 and 4 and param 1 are read by dead ops only."""
+    values whose arms compute only dead values. Inputs 3 and 4 are read by dead ops only (p1: see folded)."""
     rng = np.random.default_rng(seed)
-    live = [0, 1, 2, N_IN]  # value numbers: 0..N_IN-1 inputs, N_IN.. params, then one per step
+    live = [0, 1, 2, N_IN, N_IN + 1]  # value numbers: 0..N_IN-1 inputs, N_IN.. params, then one per step
     every = list(range(N_IN + N_PAR))
     steps_out: list[tuple] = []
     for step in range(steps):
@@ -81,6 +82,36 @@ def functions(seed: int, vector: bool, policy: str = "raise") -> tuple[tape.Func
     return made[0], made[1], made[2]
 
 
+def folded(seed: int) -> tuple[tape.Function, tape.Function, tape.Function, tape.Function]:
+    """(folded and pruned, as recorded) Functions of one tape of the program, scalar and vector, where
+    p1 is a leaf that is neither input nor param (it keeps its recorded value: what reads only it folds)."""
+    rng = np.random.default_rng(seed + 1000)
+    t = tape.Tape()
+    x, p = t.vars(rng.uniform(-1, 1, N_IN)), t.vars(rng.uniform(-1, 1, N_PAR))
+    steps = program(seed)
+    vector, scalar = run(steps, x, p, False, True), run(steps, x, p, False, False)
+    return (t.function(x, scalar, params=p[:1]), t.function(x, scalar, params=p[:1], prune=False),
+            t.function(x, vector, params=p[:1]), t.function(x, vector, params=p[:1], prune=False))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_records_of_no_input_fold_to_the_same_bits(seed):
+    Fs, Gs, Fv, Gv = folded(seed)
+    assert Fs.stats()["records_folded"] > 0 and Gv.stats()["records_folded"] == 0
+    assert Fs.stats()["records_dropped"] == len(Gs) - len(Fs) > 0
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(-1, 1, 1)
+    for x in [rng.uniform(-1, 1, N_IN) for _ in range(8)] + [np.zeros(N_IN), np.full(N_IN, np.inf)]:
+        v = rng.normal(size=N_IN)
+        for method, args in (("__call__", (x, p)), ("jvp", (x, v, p)), ("jacobian", (x, p)),
+                             ("vjp", (x, np.ones(Fv.n_outputs), p))):
+            same(Fv, Gv, method, *args)
+        for method, args in (("__call__", (x, p)), ("value_and_grad", (x, p)), ("hvp", (x, v, p)),
+                             ("hessian", (x, p)), ("value_grad_hvp", (x, v, p))):
+            same(Fs, Gs, method, *args)
+    same(Fs.grad_function(), Gs.grad_function(), "__call__", x, p)
+
+
 def bits(result) -> bytes:
     if isinstance(result, tuple):
         return b"|".join(bits(r) for r in result)
@@ -97,8 +128,6 @@ def same(F, G, method: str, *args) -> None:
             got.append(("BranchChanged", os.path.basename(exc.where)))  # a file keeps the name only
     assert got[0] == got[1], method
 
-
-SEEDS = range(12)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -176,8 +205,10 @@ def test_branch_changes_where_it_did_and_retraces_the_same(seed):
         same(Fr, Gr, "value_and_grad", x, p)
         assert Fr.retraces == Gr.retraces
         assert Fr.stats()["records_dropped"] == len(Gr) - len(Fr)
-    if any(step[0] == "guard" for step in program(seed)):
-        assert raised
+    assert raised or seed not in FLIPPING
+
+
+FLIPPING = (0, 1, 2, 3)  # programs where some of the 40 points flip a checked branch (so the test can fail)
 
 
 def test_a_checked_comparison_keeps_the_records_it_reads():
@@ -237,3 +268,14 @@ def test_a_loaded_function_says_it_was_not_pruned_again():
     L = tape.load(buffer)
     assert L.stats()["records_dropped"] == 0 and "loaded" in L.stats()["pruning"]
     assert bits(L([3.0, 4.0])) == bits(F([3.0, 4.0]))
+
+
+def test_a_select_on_an_input_of_constant_arms_is_not_folded():
+    t = tape.Tape()
+    x, k = t.var(1.0), t.var(0.5)  # k: a leaf neither input nor param
+    y = tape.where(x < 0.0, tape.sin(k), tape.cos(k)) * 2.0 + x
+    F, G = t.function([x], y), t.function([x], y, prune=False)
+    assert F.stats()["records_folded"] == 2  # sin(k), cos(k); the select reads x's comparison
+    for point in ([-1.0], [1.0], [0.0], [-0.0]):
+        same(F, G, "value_and_grad", point)
+    assert F([-1.0]) == 2.0 * np.sin(0.5) - 1.0 and F([1.0]) == 2.0 * np.cos(0.5) + 1.0
