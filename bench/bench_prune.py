@@ -5,8 +5,9 @@ work, and the pass's own time per record.
    and 38 dead ones (a tanh chain from acc that nothing reads); 5,000 steps (200,000 records).
    F(x) and F.value_and_grad(x) of: the pruned Function (the default), the same program traced
    without the dead work ("clean"), and the unpruned one (prune=False).
-2. The pass alone (tape._prune.prune on a Function's arrays) at 10^4, 10^5, 10^6 records of the same
-   program: ns per record.
+2. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
+   elimination (tape._prune.prune) and both passes as a Function is made (tape._prune.run: constant
+   folding's marking pass, nothing to fold here, then prune): ns per record.
 
 Interleaved medians: each round times every variant once (20 calls in a row for replays, so the one
 before does not leave the caches cold), in turn, so drift hits all alike.
@@ -80,15 +81,17 @@ def replay(rounds):
 
 
 def pass_time(rounds):
-    print("2. the pass alone (tape._prune.prune):")
+    print("2. the passes alone: prune (dead records), run (fold + prune)")
     arrays = {}
     for records in (10**4, 10**5, 10**6):
         F = tape.trace(chain(records // (DEAD + 2), True), [0.1] * INPUTS, prune=False)
         arrays[len(F)] = F._arrays()
     _prune.prune(arrays[min(arrays)], None)
-    medians = interleaved({n: (lambda a=a: _prune.prune(a, None)) for n, a in arrays.items()}, rounds)
-    for n, seconds in medians.items():
-        print(f"  {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
+    medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
+                           for what, do in (("prune", lambda a: _prune.prune(a, None)),
+                                            ("run", lambda a: _prune.run(a, None, True, [])))}, rounds)
+    for (what, n), seconds in medians.items():
+        print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
 
 
 if __name__ == "__main__":

@@ -63,11 +63,13 @@ def compact(op, in0, in1, val, has_input, two_records, uses_pool, live, new_row,
 
 
 @jit
-def mark_varying(op, in0, in1, has_input, two_records, is_select, rows, varying):
+def mark_varying(op, in0, in1, has_input, two_records, is_select, is_comparison, rows, varying, foldable):
     """varying[i] = True for the rows (inputs and params) and every record depending on one (a select
-    also on the comparison just before it)."""
+    also on the comparison just before it); foldable[i] = True for the other records with inputs,
+    comparisons aside. Returns how many are foldable."""
     for k in range(len(rows)):
         varying[rows[k]] = True
+    count = 0
     for i in range(len(op)):
         k = op[i]
         if has_input[k]:
@@ -76,4 +78,8 @@ def mark_varying(op, in0, in1, has_input, two_records, is_select, rows, varying)
                 v = v or varying[in1[i]]
             if is_select[k]:
                 v = v or varying[i - 1]
-            varying[i] = v or varying[i]
+            varying[i] = v
+            if not v and not is_comparison[k]:
+                foldable[i] = True
+                count += 1
+    return count

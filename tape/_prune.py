@@ -51,12 +51,12 @@ def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
     """The arrays with every record that depends on no input or param, other than comparisons (checks
     name them) and leaves, made a constant record of its replayed value; and how many there were."""
     op = a["op"]
-    varying = np.zeros(len(op), np.bool_)
+    varying, foldable = np.zeros(len(op), np.bool_), np.zeros(len(op), np.bool_)
     rows = np.concatenate([a["input_rows"], a["param_rows"]]).astype(np.int64)
-    mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, IS_SELECT, rows, varying)
-    folded = np.flatnonzero(~varying & HAS_INPUT[op] & ~IS_COMPARISON[op])
-    if not len(folded):
+    if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, IS_SELECT, IS_COMPARISON, rows, varying,
+                        foldable):
         return a, 0
+    folded = np.flatnonzero(foldable)
     swept = a["val"].copy()  # the values a replay gives them (recording may differ in the last bit)
     forward_sweep(op, a["in0"], a["in1"], swept, a["consts"], int(folded[0]), int(folded[-1]) + 1)
     a = dict(a, op=op.copy(), in0=a["in0"].copy(), in1=a["in1"].copy(), val=a["val"].copy())
