@@ -101,7 +101,7 @@ def per_record(rounds):
     print("pattern and coloring of the tridiagonal residual (medians; ns per record)")
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(tridiagonal, [0.0] * n)
-        args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), F._output_rows)
+        args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), F._output_rows, F._param_rows)
         indptr, indices = pattern_arrays(*args)
         medians = interleaved({"pattern": lambda: pattern_arrays(*args),  # noqa: B023
                                "coloring": lambda: coloring(n, indptr, indices)}, rounds)  # noqa: B023

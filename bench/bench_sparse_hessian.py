@@ -77,7 +77,7 @@ def per_record(rounds):
     print("pattern and star coloring of the banded problem (medians; ns per record)")
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(banded, [0.0] * n)
-        args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), int(F._output_rows[0]))
+        args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), int(F._output_rows[0]), F._param_rows)
         indptr, indices = hessian_pattern_arrays(*args)
         medians = interleaved({"pattern": lambda: hessian_pattern_arrays(*args),  # noqa: B023
                                "coloring": lambda: symmetric_coloring(n, indptr, indices)}, rounds)  # noqa: B023

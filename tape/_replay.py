@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape import _call, _debug, _format, _plans, _show, _sweep, _trees
+from tape import _call, _debug, _format, _plans, _prune, _show, _sweep, _trees
 from tape._array_replay import ArrayReplay
 from tape._call import Callee
 from tape._calls import Calls
@@ -137,13 +137,12 @@ class Replay(ArrayReplay, Calls, Callee):
     def _from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
                       input_shape: tuple[int, ...] | None = None, output_shape: tuple[int, ...] | None = None,
-                      share: bool = False) -> R:
-        """A Function of a copy of t's records (see Tape.function, which checks the rows); with share
-        (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
+                      share: bool = False, prune: bool = True) -> R:
+        """A Function of a copy of t's records (see Tape.function, which checks the rows), pruned (tape/_prune.py);
+        with share (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
         share = share and not t._plans
         own = (lambda a: a) if share else np.copy
-        n = len(t)
-        checks = t._checks
+        n, checks = len(t), t._checks
         table, places = _plans.encode(t._plans)
         arena = t._aval[:t._n_arena].copy()
         for row, values in t._borrowed.items():  # a Function owns every number it replays with
@@ -170,8 +169,9 @@ class Replay(ArrayReplay, Calls, Callee):
         plans = _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
                                   "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
                                  _call.sizes(t._callees))
+        arrays, lines, pruning = _prune.run(arrays, t._lines, prune and not share, plans)
         F = cls(arrays, on_branch_change, source, plans, share, t._callees)
-        F._lines = dict(t._lines) if t._lines is not None else None
+        F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *pruning)
         F._home = weakref.ref(t)
         return F
 
@@ -250,7 +250,7 @@ class Replay(ArrayReplay, Calls, Callee):
             "selects": by_op.get("select", 0), "by_op": dict(by_op.most_common()),
             "record_bytes": self._record_bytes(), "working_bytes": self._working_bytes(),
             "bytes_per_record": self.nbytes / len(self), "retraces": self.retraces,
-            "longest_chain": depth, "fan_out": fan_out,
+            "longest_chain": depth, "fan_out": fan_out, **_prune.counts(self._pruning, len(self)),
         }
 
     def __repr__(self) -> str:
@@ -356,6 +356,7 @@ class Replay(ArrayReplay, Calls, Callee):
                              bool(self._check_expected[k]), str(self._check_where[k]), extra)
 
     _retracing = False
+    _pruning: tuple[int, int, str] | None = None  # (records recorded, folded, what tape/_prune.py did): stats()
 
     def _again(self, method, *args):
         """Repeat a call once after a retrace."""
@@ -371,9 +372,8 @@ class Replay(ArrayReplay, Calls, Callee):
             fresh = self._source(point, self._param_values())
         if (fresh.n_outputs, fresh._scalar) != (self.n_outputs, self._scalar):
             raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {self.n_outputs}")
-        self._callees = fresh._callees
+        self._callees, self._lines, self._pruning = fresh._callees, fresh._lines, fresh._pruning
         self._install(fresh._arrays(), fresh._plans)
-        self._lines = fresh._lines
         self.retraces += 1
 
     # -- persistence ------------------------------------------------------------------------

@@ -34,14 +34,17 @@ def _scipy_sparse() -> Any:
 
 
 def input_columns(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
-                  output_rows: np.ndarray, what: str = "jacobian_sparsity") -> tuple[np.ndarray, int]:
+                  output_rows: np.ndarray, param_rows: np.ndarray,
+                  what: str = "jacobian_sparsity") -> tuple[np.ndarray, int]:
     """(column, top): each record's input column (flat numbering) or -1, over records [0, top] (top: the
     last output). sizes: how many numbers each input record holds. Scalar records, and elements of array
-    inputs (``elem`` records read from them); any other array record is refused (TypeError naming the
-    first, from ``what``)."""
+    inputs and params (``elem`` records read from them; a param's carry no dependence); any other array
+    record is refused (TypeError naming the first, from ``what``)."""
     starts = np.full(len(op), -1, np.int64)
     starts[input_rows] = np.cumsum(sizes) - sizes
-    arrays = np.flatnonzero((op >= ARRAY_BASE) & (starts < 0))
+    param = np.zeros(len(op), np.bool_)
+    param[param_rows] = True
+    arrays = np.flatnonzero((op >= ARRAY_BASE) & (starts < 0) & ~param)
     outputs = output_rows.astype(np.int64)
     if len(arrays) or np.any(op[outputs] >= ARRAY_BASE):
         i = int(arrays[0]) if len(arrays) else int(outputs[op[outputs] >= ARRAY_BASE][0])
@@ -51,15 +54,15 @@ def input_columns(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: 
     top = int(outputs.max()) if len(outputs) else -1
     column = np.where(op[:top + 1] < ARRAY_BASE, starts[:top + 1], -1)
     elems = np.flatnonzero(op[:top + 1] == ELEM)  # in1: the element's place in its (input) array
-    column[elems] = starts[in0[elems]] + in1[elems]
+    column[elems] = np.where(starts[in0[elems]] >= 0, starts[in0[elems]] + in1[elems], -1)  # params: none
     return column, top
 
 
 def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
-                   output_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                   output_rows: np.ndarray, param_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat numbering,
     sorted) it depends on through the records (see input_columns for what is taken)."""
-    column, top = input_columns(op, in0, in1, input_rows, sizes, output_rows)
+    column, top = input_columns(op, in0, in1, input_rows, sizes, output_rows, param_rows)
     if top < 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int32)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, np.ones(top + 1, np.bool_))
@@ -90,7 +93,7 @@ class Sparse(Derivatives):
         kept = self.__dict__.get("_sparsity")
         if kept is None or kept[0] is not self._op:
             indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._input_rows, self._input_sizes(),
-                                             self._output_rows)
+                                             self._output_rows, self._param_rows)
             colors = coloring(self.n_inputs, indptr, indices)
             kept = self._sparsity = (self._op, indptr, indices, colors)
         return kept[1], kept[2], kept[3]

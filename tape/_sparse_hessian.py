@@ -34,10 +34,11 @@ from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
 
 
 def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray,
-                           sizes: np.ndarray, output: int) -> tuple[np.ndarray, np.ndarray]:
+                           sizes: np.ndarray, output: int, param_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr, indices) of the symmetric n x n pattern of the Hessian of record ``output``
     (n: the inputs' numbers, flat), each row's columns sorted."""
-    column, top = input_columns(op, in0, in1, input_rows, sizes, np.array([output], np.int64), "hessian_sparsity")
+    column, top = input_columns(op, in0, in1, input_rows, sizes, np.array([output], np.int64), param_rows,
+                                "hessian_sparsity")
     live, wanted = reached(op, in0, in1, DEPENDS_A, DEPENDS_B, SECOND_AA, SECOND_AB, SECOND_BB, top)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, wanted)
     rows, cols = hessian_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, column, start, size, pool)
@@ -67,7 +68,8 @@ class SparseHessian(Sparse):
         kept = self.__dict__.get("_hessian_sparsity")
         if kept is None or kept[0] is not self._op:
             indptr, indices = hessian_pattern_arrays(self._op, self._in0, self._in1, self._input_rows,
-                                                     self._input_sizes(), int(self._output_rows[0]))
+                                                     self._input_sizes(), int(self._output_rows[0]),
+                                                     self._param_rows)
             colors = symmetric_coloring(self.n_inputs, indptr, indices)
             kept = self._hessian_sparsity = (self._op, indptr, indices, colors)
         return kept[1], kept[2], kept[3]

@@ -219,19 +219,20 @@ class Tape(Storage):
         return float(grads[0]) if single else grads
 
     def function(self, inputs: Sequence[Var] | VarArray, outputs: Handles, params: Sequence[Var] | VarArray = (),
-                 on_branch_change: str = "raise") -> Function:
+                 on_branch_change: str = "raise", prune: bool = True) -> Function:
         """A Function replaying this tape: ``inputs`` (leaves) -> ``outputs``.
 
         ``params`` are leaves that change at replay but are not differentiated;
         any other leaf keeps its recorded value. The Function copies the records,
-        so this tape can go on recording.
+        so this tape can go on recording. ``prune``: keep only the records the
+        outputs and the checked comparisons depend on (values bit for bit the same).
         """
-        return self._function(inputs, outputs, params, on_branch_change, None)
+        return self._function(inputs, outputs, params, on_branch_change, None, prune=prune)
 
     def _function(self, inputs: Sequence[Var | VarArray] | VarArray, outputs: Handles,
                   params: Sequence[Var | VarArray] | VarArray,
                   on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None,
-                  output_shape: tuple[int, ...] | None = None) -> Function:
+                  output_shape: tuple[int, ...] | None = None, prune: bool = True) -> Function:
         if self._gc_paced:
             _gc.release(self)
         input_rows = self._leaf_rows(inputs, "inputs")
@@ -243,7 +244,7 @@ class Tape(Storage):
         if not len(output_rows):
             raise ValueError("a Function needs at least one output")
         return Function._from_storage(self, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
-                                      input_shape, output_shape)
+                                      input_shape, output_shape, prune=prune)
 
     # -- derivatives beyond the gradient, at the recorded point ----------------------
 

@@ -34,13 +34,16 @@ def test_the_gradient_function_gives_the_gradient_bit_for_bit():
     assert np.array_equal(V(POINTS[0]), np.concatenate([[value], grad]))
 
 
-def test_the_new_tape_begins_with_the_original_records():
+def test_the_new_tape_begins_with_the_original_records(monkeypatch):
     F = tape.trace(f_mixed, [0.3, 1.2, -0.4])
+    pruned = F.grad_function()
+    monkeypatch.setattr(tape._prune, "run", lambda a, lines, wanted, plans: (a, lines, "off"))  # as recorded
     G = F.grad_function()
     n = len(F)
     for name in ("_op", "_in0", "_in1"):
         assert np.array_equal(getattr(G, name)[:n], getattr(F, name))
     assert len(G) > n and np.array_equal(G._input_rows, F._input_rows)
+    assert len(pruned) < len(G) and np.array_equal(pruned._input_rows, F._input_rows)  # F's output value: dead
 
 
 def test_hessian_is_the_jacobian_of_the_gradient_function():

@@ -337,3 +337,14 @@ def test_params_constants_repeated_and_input_outputs():
     S = F.sparse_jacobian(x0, params=np.array([-2.0, 1.0]))
     assert S.nnz == 6 and same_bits(S.toarray(), F.jacobian(x0, params=np.array([-2.0, 1.0]), mode="forward"))
     assert S[0, 0] == -2.0 and S[3, 0] == 0.0  # stored: the pattern's entries, zero or not
+
+
+def test_an_array_param_carries_no_dependence():
+    n = 1500  # over tape's per-element limit: p is one array param record, p[i] its elements
+    def f(x, p):
+        return [x[0] * p[0] + x[1], p[n - 1] * x[1], p[2] + 1.0]
+    p0 = np.linspace(1.0, 2.0, n)
+    F = tape.trace(f, [0.3, 0.7], params=p0)
+    assert np.array_equal(F.jacobian_sparsity().toarray(), [[1, 1], [0, 1], [0, 0]])
+    x, p = np.array([0.4, -0.2]), p0[::-1].copy()
+    assert same_bits(F.sparse_jacobian(x, params=p).toarray(), F.jacobian(x, params=p, mode="forward"))

@@ -335,3 +335,16 @@ def test_linear_ops_make_no_pairs_and_products_do():
     G = tape.trace(lambda v: v[0] * 3.0 + v[1] - 1.0, [1.0, 2.0])  # no second derivative at all
     assert G.hessian_sparsity().nnz == 0 and G.sparse_hessian([0.5, 0.5]).nnz == 0
     assert G.hessian_colors().tolist() == [0, 0]
+
+
+def test_an_array_param_carries_no_dependence():
+    n = 1500  # over tape's per-element limit: p is one array param record, p[i] its elements
+    def f(x, p):
+        return x[0] * x[1] * p[0] + tape.sin(x[1]) * p[n - 1] + p[2] * p[3]
+    p0 = np.linspace(1.0, 2.0, n)
+    F = tape.trace(f, [0.3, 0.7], params=p0)
+    assert np.array_equal(F.hessian_sparsity().toarray(), [[0, 1], [1, 1]])
+    x, p = np.array([0.4, -0.2]), p0[::-1].copy()
+    S = F.sparse_hessian(x, params=p)
+    assert same_bits(S.toarray(), F.hessian(x, params=p))
+    np.testing.assert_allclose(S.toarray(), [[0.0, p[0]], [p[0], -math.sin(-0.2) * p[n - 1]]], rtol=1e-15)

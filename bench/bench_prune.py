@@ -1,0 +1,100 @@
+"""Dead-record elimination: replay of a pruned Function against the program written without its dead
+work, and the pass's own time per record.
+
+1. A chain whose outputs need 5% of its records: per step, 2 live records (acc = sin(acc) + x_k)
+   and 38 dead ones (a tanh chain from acc that nothing reads); 5,000 steps (200,000 records).
+   F(x) and F.value_and_grad(x) of: the pruned Function (the default), the same program traced
+   without the dead work ("clean"), and the unpruned one (prune=False).
+2. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
+   elimination (tape._prune.prune) and both passes as a Function is made (tape._prune.run: constant
+   folding's marking pass, nothing to fold here, then prune): ns per record.
+
+Interleaved medians: each round times every variant once (20 calls in a row for replays, so the one
+before does not leave the caches cold), in turn, so drift hits all alike.
+
+    python bench/bench_prune.py [rounds]
+"""
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import tape
+from tape import _prune
+
+INPUTS, DEAD = 50, 38
+
+
+def interleaved(variants, rounds, calls=1):
+    """{name: median seconds per call} over rounds, every variant timed once per round (calls calls), in turn."""
+    times = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                run()
+            times[name].append((time.perf_counter() - start) / calls)
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+def chain(steps, dead):
+    def f(x):
+        acc = x[0]
+        for i in range(steps):
+            acc = tape.sin(acc) + x[i % INPUTS]
+            if dead:
+                d = acc
+                for _ in range(DEAD):
+                    d = tape.tanh(d)
+        return acc
+
+    return f
+
+
+def show(medians):
+    for name, seconds in medians.items():
+        print(f"  {name:40s} {seconds * 1e3:10.3f} ms")
+
+
+def replay(rounds):
+    steps = 5000
+    x0 = [0.1] * INPUTS
+    pruned = tape.trace(chain(steps, True), x0)
+    clean = tape.trace(chain(steps, False), x0)
+    whole = tape.trace(chain(steps, True), x0, prune=False)
+    stats = pruned.stats()
+    print(f"1. records: recorded {stats['records_recorded']}, kept {stats['records']} "
+          f"({stats['records'] / stats['records_recorded']:.1%}); clean program {len(clean)}")
+    x = np.random.default_rng(0).uniform(-1, 1, INPUTS)
+    for F in (pruned, clean, whole):
+        F.value_and_grad(x)
+    assert pruned(x) == clean(x) == whole(x)
+    for what, call in (("F(x)", lambda F: F(x)), ("F.value_and_grad(x)", lambda F: F.value_and_grad(x))):
+        medians = interleaved({f"{what} {name}": (lambda F=F, call=call: call(F))
+                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds, 20)
+        show(medians)
+        pruned_s, clean_s = medians[f"{what} pruned"], medians[f"{what} clean"]
+        print(f"  pruned / clean: {pruned_s / clean_s:.2f}x (target <= 1.3x); "
+              f"unpruned / pruned: {medians[f'{what} unpruned'] / pruned_s:.1f}x")
+
+
+def pass_time(rounds):
+    print("2. the passes alone: prune (dead records), run (fold + prune)")
+    arrays = {}
+    for records in (10**4, 10**5, 10**6):
+        F = tape.trace(chain(records // (DEAD + 2), True), [0.1] * INPUTS, prune=False)
+        arrays[len(F)] = F._arrays()
+    _prune.prune(arrays[min(arrays)], None)
+    medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
+                           for what, do in (("prune", lambda a: _prune.prune(a, None)),
+                                            ("run", lambda a: _prune.run(a, None, True, [])))}, rounds)
+    for (what, n), seconds in medians.items():
+        print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
+
+
+if __name__ == "__main__":
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    replay(rounds)
+    pass_time(rounds)
