@@ -15,7 +15,6 @@ Interleaved medians: each round times every variant once, in turn, so drift hits
 """
 
 import runpy
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,20 +22,10 @@ from pathlib import Path
 import numpy as np
 
 import tape
+from tape.benchmarks.timing import medians as interleaved
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def interleaved(variants, rounds, calls):
-    """{name: median seconds per call} over rounds, every variant timed once per round, in turn."""
-    times = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, run in variants.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                run()
-            times[name].append((time.perf_counter() - start) / calls)
-    return {name: statistics.median(found) for name, found in times.items()}
 
 
 def steering(rounds):

@@ -15,28 +15,16 @@ before does not leave the caches cold), in turn, so drift hits all alike.
     python bench/bench_prune.py [rounds]
 """
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import tape
 from tape import _prune
+from tape.benchmarks.timing import medians as interleaved
 
 INPUTS, DEAD = 50, 38
 
-
-def interleaved(variants, rounds, calls=1):
-    """{name: median seconds per call} over rounds, every variant timed once per round (calls calls), in turn."""
-    times = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, run in variants.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                run()
-            times[name].append((time.perf_counter() - start) / calls)
-    return {name: statistics.median(found) for name, found in times.items()}
 
 
 def chain(steps, dead):

@@ -13,32 +13,14 @@ Interleaved medians: each round times every variant once, in turn, so drift hits
     python bench/bench_sparse.py [rounds]
 """
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import tape
 from tape._sparse import coloring, pattern_arrays
-
-
-def interleaved(variants, rounds, calls=1):
-    """{name: median seconds per call} over rounds, every variant timed once per round, in turn."""
-    times = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, run in variants.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                run()
-            times[name].append((time.perf_counter() - start) / calls)
-    return {name: statistics.median(found) for name, found in times.items()}
-
-
-def tridiagonal(x):
-    n = len(x)
-    return [(x[i - 1] if i else 0.0) - 2.0 * x[i] + (x[i + 1] if i < n - 1 else 0.0) + 0.1 * tape.exp(x[i])
-            for i in range(n)]
+from tape.benchmarks.sparse import bundle_adjustment, tridiagonal
+from tape.benchmarks.timing import medians as interleaved
 
 
 def half_square(x):
@@ -78,23 +60,6 @@ def against_dense(name, F, x, rounds):
     print(f"  dense / sparse: {medians['F.jacobian(x), dense, forward'] / medians['F.sparse_jacobian(x)']:.0f}x")
 
 
-def bundle(cameras, points, per_point):
-    rng = np.random.default_rng(1)
-    obs = [(int(c), p) for p in range(points) for c in rng.choice(cameras, per_point, replace=False)]
-
-    def f(x):
-        out = []
-        for c, p in obs:
-            cam = [x[12 * c + q] for q in range(12)]
-            X = [x[12 * cameras + 3 * p + q] for q in range(3)]
-            Y = [cam[3 * r] * X[0] + cam[3 * r + 1] * X[1] + cam[3 * r + 2] * X[2] for r in range(3)]
-            depth = Y[2] + cam[11] * cam[11] + 5.0
-            u, v = Y[0] / depth, Y[1] / depth
-            radial = cam[9] * (1.0 + cam[10] * (u * u + v * v))
-            out += [radial * u, radial * v]
-        return out
-    n = 12 * cameras + 3 * points
-    return tape.trace(f, [0.5] * n), rng.uniform(0.2, 1.0, n)
 
 
 def per_record(rounds):
@@ -116,7 +81,8 @@ def main():
     n = 2000
     against_dense(f"tridiagonal, n = {n}", tape.trace(tridiagonal, [0.0] * n),
                   np.random.default_rng(2).uniform(-1, 1, n), max(3, rounds // 3))
-    against_dense("bundle adjustment, 20 cameras, 500 points, 4 views each", *bundle(20, 500, 4), max(3, rounds // 3))
+    against_dense("bundle adjustment, 20 cameras, 500 points, 4 views each", *bundle_adjustment(20, 500, 4),
+                  max(3, rounds // 3))
     per_record(max(3, rounds // 3))
 
 

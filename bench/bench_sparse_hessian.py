@@ -16,29 +16,14 @@ Interleaved medians: each round times every variant once, in turn, so drift hits
     python bench/bench_sparse_hessian.py [rounds]
 """
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import tape
 from tape._sparse_hessian import hessian_pattern_arrays, symmetric_coloring
-
-
-def interleaved(variants, rounds):
-    """{name: median seconds per call} over rounds, every variant timed once per round, in turn."""
-    times = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, run in variants.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(found) for name, found in times.items()}
-
-
-def banded(x):
-    return sum((x[i + 1] - x[i] * x[i]) ** 2 for i in range(len(x) - 1))
+from tape.benchmarks.sparse import banded
+from tape.benchmarks.timing import medians as interleaved
 
 
 def arrow(x):

@@ -59,3 +59,16 @@ def interleaved(ours: Callable, theirs: Callable, repeat: int, calls: int, progr
                 fn()
             times[who].append((time.perf_counter() - start) / calls)
     return float(np.median(times["ours"])), float(np.median(times["theirs"]))
+
+
+def medians(variants: dict, rounds: int, calls: int = 1) -> dict:
+    """{name: median seconds per call} over rounds, every variant timed once per round (``calls``
+    calls each), in turn: the bench/ scripts' interleaved comparisons."""
+    times: dict = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                run()
+            times[name].append((time.perf_counter() - start) / calls)
+    return {name: float(np.median(found)) for name, found in times.items()}
