@@ -19,7 +19,7 @@ def warmup() -> None:
     """Call every kernel once on a small tape, so that later first calls load from the cache."""
     t = tape.Tape()
     x, y = t.var(0.5), t.var(-1.5)
-    z = tape.where(x > 0, x * y, 1.0) + tape.sin(x) ** 2 + tape.log1p(x)  # log1p: a grouped op
+    z = tape.where(x > 0, x * y, 1.0) + tape.sin(x) ** 2 + tape.log1p(x) + tape.arctan2(x, y)  # grouped ops
     t.gradient(z, [x, y])
     t.forward([x], [0.7])
     F = tape.trace(lambda v: [v[0] * tape.exp(v[1]), v[0] - v[1]], [0.5, 0.25])

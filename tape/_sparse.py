@@ -26,10 +26,9 @@ ORDERS = ("natural", "largest_first")
 
 
 def _scipy_sparse() -> Any:
-    try:
-        import scipy.sparse
-    except ImportError:  # pragma: no cover - scipy is in the test extras
-        raise ImportError("sparse Jacobians are scipy.sparse matrices: pip install scipy") from None
+    """scipy.sparse, imported at the first sparse derivative (a dependency; it costs import time)."""
+    import scipy.sparse
+
     return scipy.sparse
 
 
