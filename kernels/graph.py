@@ -9,8 +9,9 @@ from ._numba import jit
 
 
 @jit
-def mark_reaching(op, in0, in1, has_input, two_records, outputs, marked):
-    """marked[i] = True for every record the outputs depend on (outputs included); returns how many."""
+def mark_reaching(op, in0, in1, has_input, two_records, reads_previous, outputs, marked):
+    """marked[i] = True for every record the outputs depend on (outputs included; a record of an op
+    with reads_previous also reads the record just before it: a select its comparison); returns how many."""
     top = 0
     for k in range(len(outputs)):
         marked[outputs[k]] = True
@@ -26,6 +27,8 @@ def mark_reaching(op, in0, in1, has_input, two_records, outputs, marked):
             marked[in0[i]] = True
             if two_records[k]:
                 marked[in1[i]] = True
+        if reads_previous[k]:
+            marked[i - 1] = True
     return count
 
 
@@ -46,7 +49,7 @@ def depth_and_uses(op, in0, in1, has_input, two_records, depth, uses):
 
 def reaching(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, has_input: np.ndarray, two_records: np.ndarray,
              outputs: np.ndarray) -> np.ndarray:
-    """Sorted records that the outputs depend on."""
+    """Sorted records that the outputs depend on through their inputs (in0, in1)."""
     marked = np.zeros(len(op), np.bool_)
-    mark_reaching(op, in0, in1, has_input, two_records, np.asarray(outputs, np.int64), marked)
+    mark_reaching(op, in0, in1, has_input, two_records, np.zeros(256, np.bool_), np.asarray(outputs, np.int64), marked)
     return np.flatnonzero(marked)

@@ -1,32 +1,11 @@
-"""Numba passes of dead-record elimination (tape/_prune.py): mark what the roots depend on in one
-reverse pass by index, then copy the marked records with their inputs and constant slots renumbered.
+"""Numba passes of dead-record elimination (tape/_prune.py): what the roots depend on is marked by
+graph.mark_reaching (one reverse pass by index); then the marked records are copied with their inputs
+and constant slots renumbered.
 Linear in the records, no recursion."""
 
 from __future__ import annotations
 
 from ._numba import jit
-
-
-@jit
-def mark_live(op, in0, in1, has_input, two_records, is_select, roots, live):
-    """live[i] = True for the roots and every record they depend on (a select also reads the
-    comparison just before it); returns how many records are live."""
-    for k in range(len(roots)):
-        live[roots[k]] = True
-    count = 0
-    for r in range(len(op)):
-        i = len(op) - 1 - r
-        if not live[i]:
-            continue
-        count += 1
-        k = op[i]
-        if has_input[k]:
-            live[in0[i]] = True
-            if two_records[k]:
-                live[in1[i]] = True
-        if is_select[k]:
-            live[i - 1] = True
-    return count
 
 
 @jit

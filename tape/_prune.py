@@ -16,8 +16,9 @@ import numpy as np
 
 from tape._storage import NO_INPUT
 from tape.kernels._sweeps import forward_sweep
+from tape.kernels.graph import mark_reaching
 from tape.kernels.ops import CONSTANT, HAS_INPUT, IS_COMPARISON, OPCODE, TWO_RECORDS, USES_POOL
-from tape.kernels.prune import compact, mark_live, mark_varying
+from tape.kernels.prune import compact, mark_varying
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
@@ -31,7 +32,7 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None) -> tuple[dict[
     n = len(op)
     live = np.zeros(n, np.bool_)
     roots = np.concatenate([a[name] for name in ROWS]).astype(np.int64)
-    kept = mark_live(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, roots, live)
+    kept = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, roots, live)
     if kept == n:
         return a, lines
     new_row = np.full(n, -1, np.int64)
