@@ -15,6 +15,7 @@ import scipy.sparse
 
 import tape
 from tape._sparse import coloring
+from tape.benchmarks.sparse import bundle_residuals
 
 UNARY = [("sin", tape.sin), ("exp", lambda a: tape.exp(a * 0.1)), ("tanh", tape.tanh), ("neg", lambda a: -a),
          ("square", lambda a: a * a), ("scale", lambda a: a * 1.7 + 0.3)]
@@ -214,30 +215,13 @@ def test_five_point_stencil():
     assert same_bits(F.sparse_jacobian(x, block=2).toarray(), F.jacobian(x, mode="forward"))  # 4 blocks of sweeps
 
 
-def bundle_adjustment(cameras: int, points: int, observations: list[tuple[int, int]]):
-    """Residuals of a bundle-adjustment shape: each 2-row block reads a camera's 12 numbers and a
-    point's 3 (15 inputs); inputs are the cameras' numbers, then the points'."""
-    def f(x):
-        out = []
-        for c, p in observations:
-            cam = [x[12 * c + q] for q in range(12)]
-            X = [x[12 * cameras + 3 * p + q] for q in range(3)]
-            Y = [cam[3 * r] * X[0] + cam[3 * r + 1] * X[1] + cam[3 * r + 2] * X[2] for r in range(3)]
-            depth = Y[2] + cam[11] * cam[11] + 5.0
-            u, v = Y[0] / depth, Y[1] / depth
-            radial = cam[9] * (1.0 + cam[10] * (u * u + v * v))  # focal length and distortion
-            out += [radial * u + 0.1, radial * v - 0.2]
-        return out
-    return f
-
-
 def test_block_sparse_bundle_adjustment_shape():
     rng = np.random.default_rng(3)
     cameras, points = 4, 9
     obs = sorted({(int(rng.integers(cameras)), int(rng.integers(points))) for _ in range(25)})
     n = 12 * cameras + 3 * points
     x = rng.uniform(0.2, 1.0, n)
-    F = tape.trace(bundle_adjustment(cameras, points, obs), x)
+    F = tape.trace(bundle_residuals(cameras, obs), x)
     P = F.jacobian_sparsity()
     expected = np.zeros((2 * len(obs), n), np.int8)
     for b, (c, p) in enumerate(obs):

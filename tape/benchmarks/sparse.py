@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,23 +35,29 @@ def banded(x):
     return sum((x[i + 1] - x[i] * x[i]) ** 2 for i in range(len(x) - 1))
 
 
-def bundle_adjustment(cameras: int, points: int, views: int) -> tuple[tape.Function, np.ndarray]:
-    rng = np.random.default_rng(1)
-    obs = [(int(c), p) for p in range(points) for c in rng.choice(cameras, views, replace=False)]
-
+def bundle_residuals(cameras: int, observations: list[tuple[int, int]]) -> Callable[[Any], list]:
+    """Residuals of a bundle-adjustment shape: each (camera, point) observation gives a 2-row block
+    reading the camera's 12 numbers and the point's 3 (inputs: the cameras' numbers, then the points')."""
     def f(x):
         out = []
-        for c, p in obs:
+        for c, p in observations:
             cam = [x[12 * c + q] for q in range(12)]
             X = [x[12 * cameras + 3 * p + q] for q in range(3)]
             Y = [cam[3 * r] * X[0] + cam[3 * r + 1] * X[1] + cam[3 * r + 2] * X[2] for r in range(3)]
             depth = Y[2] + cam[11] * cam[11] + 5.0
             u, v = Y[0] / depth, Y[1] / depth
-            radial = cam[9] * (1.0 + cam[10] * (u * u + v * v))
+            radial = cam[9] * (1.0 + cam[10] * (u * u + v * v))  # focal length and distortion
             out += [radial * u, radial * v]
         return out
+    return f
+
+
+def bundle_adjustment(cameras: int, points: int, views: int) -> tuple[tape.Function, np.ndarray]:
+    """bundle_residuals traced, each point seen by ``views`` random cameras; and a point to run it at."""
+    rng = np.random.default_rng(1)
+    obs = [(int(c), p) for p in range(points) for c in rng.choice(cameras, views, replace=False)]
     n = 12 * cameras + 3 * points
-    return tape.trace(f, [0.5] * n), rng.uniform(0.2, 1.0, n)
+    return tape.trace(bundle_residuals(cameras, obs), [0.5] * n), rng.uniform(0.2, 1.0, n)
 
 
 def _row(F: tape.Function, structure: Callable[[], np.ndarray], sparse: Callable[[], object],
