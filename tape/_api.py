@@ -159,7 +159,8 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
 
 
 def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise",
-          strict: bool = False, capacity: int | None = None, data: tuple = (), prune: bool = True) -> Function:
+          strict: bool = False, capacity: int | None = None, data: tuple = (), prune: bool = True,
+          cse: bool = True) -> Function:
     """Record ``f`` once at x0 and return a Function that replays it at any x.
 
     ``f(xs)`` gets x0 in its own structure: a Var per number, a VarArray of its shape per NumPy
@@ -174,7 +175,8 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
     line (``strict=True``: raises tape.TracingError); ``x.item()`` or ``X.tolist()`` read on purpose.
     ``capacity``: the records to make room for at once (the tape grows by doubling past it).
     ``data``: more arguments, passed after the Vars as they are (``f(xs, *data)``; constants of the tape).
-    ``prune``: drop the records that neither the outputs nor a checked comparison depend on (see Tape.function).
+    ``prune``, ``cse``: fold constants and drop the records that neither the outputs nor a checked comparison
+    depend on; merge repeated subexpressions (see Tape.function).
     """
     leaves, spec = _trees.flatten(x0, "tape.trace's x0")
     layout = _trees.Layout(spec, leaves)
@@ -198,12 +200,12 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
 
     def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
         return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict,
-                     len(t), data, prune)  # room for what f recorded the first time
+                     len(t), data, prune, cse)  # room for what f recorded the first time
 
     F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
                     leaves[0].shape if spec is _trees.ARRAY else None, out.shape if isinstance(out, VarArray) else None,
-                    prune)
+                    prune, cse)
     F._layout, F._param_layout = layout, p_layout
     return F
 

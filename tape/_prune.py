@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tape._cse import cse
 from tape._storage import NO_INPUT
 from tape.kernels._sweeps import forward_sweep
 from tape.kernels.graph import mark_reaching
@@ -66,20 +67,22 @@ def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
     return a, len(folded)
 
 
-def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list
-        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, tuple[int, str]]:
-    """fold and prune where wanted and possible, with what stats() reports of it: the records folded,
-    and "done", "off" (not wanted, or a tape's own records lent for derivatives at once) or why skipped."""
+def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list, merge: bool = True
+        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, tuple[int, int, str]]:
+    """fold, merge common subexpressions (tape/_cse.py; if merge) and prune where wanted and possible, with what
+    stats() reports of it: the records folded, the records merged, and "done", "off" (not wanted, or a
+    tape's own records lent for derivatives at once) or why skipped."""
     if not wanted:
-        return a, lines, (0, "off")
+        return a, lines, (0, 0, "off")
     if plans:
-        return a, lines, (0, "skipped: array or call records")
+        return a, lines, (0, 0, "skipped: array or call records")
     a, folded = fold(a)
-    return (*prune(a, lines), (folded, "done"))
+    a, merged = cse(a) if merge else (a, 0)
+    return (*prune(a, lines), (folded, merged, "done"))
 
 
-def counts(pruning: tuple[int, int, str] | None, records: int) -> dict:
-    """stats()'s entries of pruning: records as recorded, dropped, folded, and what the passes did."""
-    recorded, folded, note = pruning or (records, 0, "not run (loaded from a file)")
+def counts(pruning: tuple[int, int, int, str] | None, records: int) -> dict:
+    """stats()'s entries of pruning: records as recorded, dropped, folded, merged, and what the passes did."""
+    recorded, folded, merged, note = pruning or (records, 0, 0, "not run (loaded from a file)")
     return {"records_recorded": recorded, "records_dropped": recorded - records, "records_folded": folded,
-            "pruning": note}
+            "records_merged": merged, "pruning": note}

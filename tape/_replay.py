@@ -137,7 +137,7 @@ class Replay(ArrayReplay, Calls, Callee):
     def _from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
                       input_shape: tuple[int, ...] | None = None, output_shape: tuple[int, ...] | None = None,
-                      share: bool = False, prune: bool = True) -> R:
+                      share: bool = False, prune: bool = True, cse: bool = True) -> R:
         """A Function of a copy of t's records (see Tape.function, which checks the rows), pruned (tape/_prune.py);
         with share (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
         share = share and not t._plans
@@ -169,7 +169,7 @@ class Replay(ArrayReplay, Calls, Callee):
         plans = _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
                                   "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
                                  _call.sizes(t._callees))
-        arrays, lines, pruning = _prune.run(arrays, t._lines, prune and not share, plans)
+        arrays, lines, pruning = _prune.run(arrays, t._lines, prune and not share, plans, cse)
         F = cls(arrays, on_branch_change, source, plans, share, t._callees)
         F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *pruning)
         F._home = weakref.ref(t)
@@ -356,7 +356,7 @@ class Replay(ArrayReplay, Calls, Callee):
                              bool(self._check_expected[k]), str(self._check_where[k]), extra)
 
     _retracing = False
-    _pruning: tuple[int, int, str] | None = None  # (records recorded, folded, what tape/_prune.py did): stats()
+    _pruning: tuple[int, int, int, str] | None = None  # (records recorded, folded, merged, what tape/_prune.py did)
 
     def _again(self, method, *args):
         """Repeat a call once after a retrace."""

@@ -219,20 +219,23 @@ class Tape(Storage):
         return float(grads[0]) if single else grads
 
     def function(self, inputs: Sequence[Var] | VarArray, outputs: Handles, params: Sequence[Var] | VarArray = (),
-                 on_branch_change: str = "raise", prune: bool = True) -> Function:
+                 on_branch_change: str = "raise", prune: bool = True, cse: bool = True) -> Function:
         """A Function replaying this tape: ``inputs`` (leaves) -> ``outputs``.
 
         ``params`` are leaves that change at replay but are not differentiated;
         any other leaf keeps its recorded value. The Function copies the records,
         so this tape can go on recording. ``prune``: keep only the records the
-        outputs and the checked comparisons depend on (values bit for bit the same).
+        outputs and the checked comparisons depend on, records of no input folded
+        to constants; ``cse`` (with prune): a repeated subexpression computed once.
+        Values and tangents keep their bits; merged records add their adjoints
+        before multiplying, so gradients may differ in the last bits (``cse=False``).
         """
-        return self._function(inputs, outputs, params, on_branch_change, None, prune=prune)
+        return self._function(inputs, outputs, params, on_branch_change, None, prune=prune, cse=cse)
 
     def _function(self, inputs: Sequence[Var | VarArray] | VarArray, outputs: Handles,
                   params: Sequence[Var | VarArray] | VarArray,
                   on_branch_change: str, source: Retrace | None, input_shape: tuple[int, ...] | None = None,
-                  output_shape: tuple[int, ...] | None = None, prune: bool = True) -> Function:
+                  output_shape: tuple[int, ...] | None = None, prune: bool = True, cse: bool = True) -> Function:
         if self._gc_paced:
             _gc.release(self)
         input_rows = self._leaf_rows(inputs, "inputs")
@@ -244,7 +247,7 @@ class Tape(Storage):
         if not len(output_rows):
             raise ValueError("a Function needs at least one output")
         return Function._from_storage(self, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
-                                      input_shape, output_shape, prune=prune)
+                                      input_shape, output_shape, prune=prune, cse=cse)
 
     # -- derivatives beyond the gradient, at the recorded point ----------------------
 

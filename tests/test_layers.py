@@ -19,7 +19,8 @@ LAYERS = [
     ["tape._trees", "tape._methods"],
     ["tape.kernels.ops"],  # the op table
     ["tape.kernels._sweeps", "tape.kernels._gen_sweeps", "tape.kernels.graph",
-     "tape.kernels.sparsity", "tape.kernels.hessian_sparsity", "tape.kernels.prune"],
+     "tape.kernels.sparsity", "tape.kernels.hessian_sparsity", "tape.kernels.prune",
+     "tape.kernels.cse"],
     ["tape.kernels.array_helpers", "tape.kernels.scans"],  # the rules over NumPy arrays (compiled where needed)
     ["tape.kernels._array_rules", "tape.kernels._gen_maps", "tape.kernels._gen_recorders",
      "tape.kernels._gen_derivatives", "tape.kernels._gen_array_rules", "tape.kernels._gen_fused",
@@ -40,6 +41,7 @@ LAYERS = [
     ["tape._partials"],  # each op's partials as records (generated)
     ["tape._adjoint"],  # the symbolic sweeps: derivatives emitted as records
     ["tape._gradient_tapes"],  # Function.grad_function, vjp_function, jvp_function
+    ["tape._cse"],  # common-subexpression elimination, run before the pruning
     ["tape._format", "tape._array_replay", "tape._calls", "tape._call", "tape._prune"],  # _call: a Function called
     ["tape._replay"],
     ["tape._distributed", "tape._derivatives"],

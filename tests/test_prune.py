@@ -72,13 +72,15 @@ def run(steps: list[tuple], x, p, clean: bool, vector: bool):
     return sum(o * (k + 1.0) for k, o in enumerate(outputs))
 
 
-def functions(seed: int, vector: bool, policy: str = "raise") -> tuple[tape.Function, tape.Function, tape.Function]:
-    """(pruned, unpruned, clean) Functions of one random program, traced at one point."""
+def functions(seed: int, vector: bool, policy: str = "raise", cse: bool = False
+              ) -> tuple[tape.Function, tape.Function, tape.Function]:
+    """(pruned, unpruned, clean) Functions of one random program, traced at one point; repeated
+    subexpressions merged only with cse (tests/test_cse.py: merged adjoints add in another order)."""
     steps = program(seed)
     rng = np.random.default_rng(seed + 1000)
     x0, p0 = rng.uniform(-1, 1, N_IN), rng.uniform(-1, 1, N_PAR)
     made = [tape.trace(lambda x, p, clean=clean: run(steps, x, p, clean, vector), x0, p0, on_branch_change=policy,
-                       prune=prune) for clean, prune in ((False, True), (False, False), (True, False))]
+                       prune=prune, cse=cse) for clean, prune in ((False, True), (False, False), (True, False))]
     return made[0], made[1], made[2]
 
 
@@ -90,8 +92,8 @@ def folded(seed: int) -> tuple[tape.Function, tape.Function, tape.Function, tape
     x, p = t.vars(rng.uniform(-1, 1, N_IN)), t.vars(rng.uniform(-1, 1, N_PAR))
     steps = program(seed)
     vector, scalar = run(steps, x, p, False, True), run(steps, x, p, False, False)
-    return (t.function(x, scalar, params=p[:1]), t.function(x, scalar, params=p[:1], prune=False),
-            t.function(x, vector, params=p[:1]), t.function(x, vector, params=p[:1], prune=False))
+    return (t.function(x, scalar, params=p[:1], cse=False), t.function(x, scalar, params=p[:1], prune=False),
+            t.function(x, vector, params=p[:1], cse=False), t.function(x, vector, params=p[:1], prune=False))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -155,12 +157,16 @@ def test_every_method_gives_the_same_bits(seed, tmp_path):
     p = rng.uniform(-1, 1, N_PAR)
     Fs, Gs, _ = functions(seed, vector=False)
     Fv, Gv, _ = functions(seed, vector=True)
+    Mv = functions(seed, vector=True, cse=True)[0]  # also merged: values and tangents keep their bits
     path = os.path.join(tmp_path, "f.npz")
     Fv.save(path)
     Lv = tape.load(path)
     assert Lv.stats()["records"] == len(Fv)
     for x in points:
         v, w = rng.normal(size=N_IN), rng.normal(size=Fv.n_outputs)
+        same(Mv, Gv, "__call__", x, p)
+        same(Mv, Gv, "jvp", x, v, p)
+        same(Mv, Gv, "jacobian", x, p, "forward")
         for F, G in ((Fs, Gs), (Fv, Gv), (Lv, Gv)):
             same(F, G, "__call__", x, p)
             same(F, G, "jvp", x, v, p)

@@ -1,0 +1,225 @@
+"""Common-subexpression elimination (tape/_cse.py): random programs with repeated subexpressions give,
+merged, the records of the same program written with each subexpression once; values and tangents keep
+the bits of the unmerged Function, reverse derivatives agree with it to rounding."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import tape
+
+N_IN, N_PAR = 4, 2
+SEEDS = range(12)
+# one record each; constants whose bits differ (0.0, -0.0) must not merge
+OPS = (
+    ("sin", 1, tape.sin), ("exp", 1, lambda a: tape.exp(a * 0.5)), ("neg", 1, lambda a: -a), ("abs", 1, abs),
+    ("tanh", 1, tape.tanh), ("mul_c", 1, lambda a: a * 1.5), ("mul_0", 1, lambda a: a * 0.0),
+    ("mul_-0", 1, lambda a: a * -0.0), ("add_0", 1, lambda a: a + 0.0), ("add_-0", 1, lambda a: a - 0.0),
+    ("rsub_c", 1, lambda a: 2.0 - a), ("add", 2, lambda a, b: a + b), ("mul", 2, lambda a, b: a * b),
+    ("sub", 2, lambda a, b: a - b), ("div", 2, lambda a, b: a / b), ("pow_c", 1, lambda a: a ** 2.0),
+)
+COMMUTATIVE = ("add", "mul")
+
+
+def program(seed: int, steps: int = 40) -> list[tuple]:
+    """Steps (op number, operand value numbers): new ops on random values, exact repeats of an earlier
+    step, and repeats with a commutative op's operands swapped, which are not merged (value numbers:
+    inputs, params, steps)."""
+    rng = np.random.default_rng(seed)
+    out: list[tuple] = []
+    for step in range(steps):
+        kind = rng.choice(["new", "new", "repeat", "swap"]) if out else "new"
+        if kind == "new":
+            k = int(rng.integers(len(OPS)))
+            operands = tuple(int(rng.integers(N_IN + N_PAR + step)) for _ in range(OPS[k][1]))
+            out.append((k, *operands))
+        else:
+            k, *operands = out[int(rng.integers(len(out)))]
+            if kind == "swap" and OPS[k][0] in COMMUTATIVE:
+                operands = operands[::-1]
+            out.append((k, *operands))
+    return out
+
+
+def run(steps: list[tuple], x, p, once: bool, vector: bool):
+    """The program on Vars; once: each subexpression computed once (a Python dict of what was computed)."""
+    values, same, seen = [*x, *p], list(range(N_IN + N_PAR)), {}
+    for k, *operands in steps:
+        fn = OPS[k][2]
+        key = tuple(same[v] for v in operands)
+        key = (k, *key)
+        if once and key in seen:
+            same.append(seen[key])
+            values.append(values[seen[key]])
+            continue
+        seen.setdefault(key, len(values))
+        same.append(len(values))
+        values.append(fn(*(values[v] for v in operands)))
+    outputs = values[N_IN + N_PAR:]
+    if vector:
+        return outputs
+    return sum(o * (k + 1.0) for k, o in enumerate(outputs))
+
+
+def functions(seed: int, vector: bool) -> tuple[tape.Function, tape.Function, tape.Function]:
+    """(merged, unmerged, written once) Functions of one random program, traced at one point."""
+    steps = program(seed)
+    rng = np.random.default_rng(seed + 1000)
+    x0, p0 = rng.uniform(0.5, 1.5, N_IN), rng.uniform(0.5, 1.5, N_PAR)
+    return tuple(tape.trace(lambda x, p, once=once: run(steps, x, p, once, vector), x0, p0, prune=prune)
+                 for once, prune in ((False, True), (False, False), (True, False)))  # type: ignore[return-value]
+
+
+def bits(result) -> bytes:
+    if isinstance(result, tuple):
+        return b"|".join(bits(r) for r in result)
+    return np.asarray(result, np.float64).tobytes()
+
+
+def points(seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    edges = [np.zeros(N_IN), np.full(N_IN, -0.0), np.array([np.inf, -np.inf, np.nan, 1.0]),
+             np.array([1e300, -1e-300, 5e-324, -0.0]), np.array([2.0, 2.0, -2.0, 2.0])]
+    return [rng.uniform(-2, 2, N_IN) for _ in range(8)] + edges
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_merged_is_the_program_written_once(seed):
+    F, G, C = functions(seed, vector=True)
+    assert C.stats()["records_merged"] == 0  # the reference really has no repeat left
+    assert F.stats()["records_merged"] > 0 and F.stats()["records_merged"] == len(G) - len(F)
+    for name in ("op", "in0", "in1", "val", "consts", "input_rows", "param_rows", "output_rows"):
+        assert np.array_equal(F._arrays()[name], C._arrays()[name]), name
+    Fs, _, Cs = functions(seed, vector=False)
+    for name in ("op", "in0", "in1", "consts", "output_rows"):
+        assert np.array_equal(Fs._arrays()[name], Cs._arrays()[name]), name
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_values_and_tangents_keep_their_bits(seed):
+    Fv, Gv, _ = functions(seed, vector=True)
+    Fs, Gs, _ = functions(seed, vector=False)
+    rng = np.random.default_rng(seed + 5)
+    p = rng.uniform(-2, 2, N_PAR)
+    for x in points(seed):
+        v = rng.normal(size=N_IN)
+        for F, G in ((Fv, Gv), (Fs, Gs)):
+            assert bits(F(x, p)) == bits(G(x, p))
+            assert bits(F.jvp(x, v, p)) == bits(G.jvp(x, v, p))
+            assert bits(F.jacobian(x, p, "forward")) == bits(G.jacobian(x, p, "forward"))
+    X = np.array(points(seed)[:8])
+    assert bits(Fv.map(X, p)) == bits(Gv.map(X, p))
+    assert bits(Fv.map_jvp(X, X[::-1], p)) == bits(Gv.map_jvp(X, X[::-1], p))
+    assert bits(Fs.grad_function()(X[0], p)) == bits(Fs.value_and_grad(X[0], p)[1])
+
+
+def close(a, b) -> None:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    scale = max(1.0, float(np.max(np.abs(b))))
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reverse_derivatives_agree_to_rounding(seed):
+    Fv, Gv, _ = functions(seed, vector=True)
+    Fs, Gs, _ = functions(seed, vector=False)
+    rng = np.random.default_rng(seed + 9)
+    p = rng.uniform(0.5, 1.5, N_PAR)
+    for _ in range(8):
+        x, v = rng.uniform(0.5, 1.5, N_IN), rng.normal(size=N_IN)
+        w = rng.normal(size=Fv.n_outputs)
+        close(Fs.value_and_grad(x, p)[1], Gs.value_and_grad(x, p)[1])
+        close(Fs.hvp(x, v, p), Gs.hvp(x, v, p))
+        close(Fs.hessian(x, p), Gs.hessian(x, p))
+        close(Fv.vjp(x, w, p), Gv.vjp(x, w, p))
+        close(Fv.jacobian(x, p, "reverse"), Gv.jacobian(x, p, "forward"))
+        h = 1e-6  # and against central differences of the merged Function's own values
+        grad = Fs.value_and_grad(x, p)[1]
+        for i in range(N_IN):
+            e = np.zeros(N_IN)
+            e[i] = h
+            fd = (Fs(x + e, p) - Fs(x - e, p)) / (2 * h)
+            assert abs(grad[i] - fd) <= 1e-5 * max(1.0, abs(fd))
+
+
+def test_stats_count_what_was_merged():
+    def f(x):
+        a = tape.sin(x[0]) * x[1]
+        b = x[1] * tape.sin(x[0])  # sin again; the product in the other order is a record of its own
+        return a + b + tape.sin(x[0])
+
+    F, G = tape.trace(f, [0.3, 0.7]), tape.trace(f, [0.3, 0.7], prune=False)
+    s = F.stats()
+    assert (s["records_merged"], s["records_dropped"], len(G), len(F)) == (2, 2, 9, 7)
+    assert G.stats()["records_merged"] == 0 and G.stats()["pruning"] == "off"
+    assert F([0.3, 0.7]) == G([0.3, 0.7]) == 2 * np.sin(0.3) * 0.7 + np.sin(0.3)
+
+
+def test_inputs_params_and_leaves_of_equal_value_stay_apart():
+    F = tape.trace(lambda x, p: x[0] * p[0] + x[1] * p[1], [2.0, 2.0], [3.0, 3.0])
+    assert F.stats()["records_merged"] == 0
+    value, grad = F.value_and_grad([2.0, 5.0], [3.0, 7.0])
+    assert value == 41.0 and grad.tolist() == [3.0, 7.0]
+
+
+def test_comparisons_and_selects_are_not_merged():
+    def f(x):
+        a = tape.where(x[0] < x[1], x[0], x[1])
+        b = tape.where(x[0] < x[1], x[0], x[1])
+        if x[0] > 0.0:
+            a = a * 2.0
+        if x[0] > 0.0:  # the same comparison, checked twice: both stay, each with its line
+            b = b * 3.0
+        return a + b
+
+    F, G = tape.trace(f, [1.0, 2.0]), tape.trace(f, [1.0, 2.0], prune=False)
+    assert F.stats()["comparisons_checked"] == G.stats()["comparisons_checked"] == 2
+    assert F.stats()["by_op"]["select"] == 2 and F.stats()["records_merged"] == 0
+    for x in ([1.0, 2.0], [3.0, 2.0], [0.5, 0.5]):
+        assert bits(F.value_and_grad(x)) == bits(G.value_and_grad(x))
+    with pytest.raises(tape.BranchChanged) as info:
+        F([-1.0, 2.0])
+    assert f"{os.path.basename(__file__)}:" in info.value.where
+
+
+def test_constants_merge_by_their_bits():
+    t = tape.Tape()
+    x, k = t.var(1.0), t.vars([0.0, -0.0, 0.0, np.nan])  # leaves neither input nor param: folded to constants
+    y = (x + tape.sin(k[0])) * (x + tape.sin(k[2])) + (x + tape.sin(k[1])) * (x + tape.sin(k[3]))
+    F, G = t.function([x], y), t.function([x], y, prune=False)
+    assert F.stats()["records_folded"] == 4 and F.stats()["records_merged"] == 2  # sin(0.0) twice, its x + once
+    for point in ([1.0], [-0.0], [0.0]):
+        assert bits(F(point)) == bits(G(point))
+    assert np.isnan(F([1.0]))
+
+
+def test_the_users_exponential_decay_is_recorded_once_per_loop():
+    t0, k0 = np.linspace(0.0, 1.0, 50), 0.7
+
+    def f(x):  # a * exp(-k * t), written as a loop: -k is recomputed at every t
+        a, k = x[0], x[1]
+        return sum(a * tape.exp(-k * float(ti)) for ti in t0)
+
+    F, G = tape.trace(f, [2.0, k0]), tape.trace(f, [2.0, k0], prune=False)
+    assert len(G) - len(F) == F.stats()["records_merged"] == 49  # one -k, not 50
+    value, grad = F.value_and_grad([2.0, k0])
+    expected = 2.0 * np.exp(-k0 * t0)
+    assert abs(value - expected.sum()) <= 1e-12 * expected.sum()
+    assert np.allclose(grad, [np.exp(-k0 * t0).sum(), -(t0 * expected).sum()], rtol=1e-13)
+
+
+def test_the_pass_is_linear_and_terminates_on_a_long_chain_of_repeats():
+    n = 20000
+
+    def f(x):
+        y = x[0]
+        for _ in range(n):
+            y = tape.sin(x[0]) + y  # sin(x0) every time: one record, and n additions
+        return y
+
+    F = tape.trace(f, [0.5])
+    assert len(F) == n + 2 and F.stats()["records_merged"] == n - 1
+    assert abs(F([0.5]) - (0.5 + n * np.sin(0.5))) < 1e-6
