@@ -22,9 +22,11 @@ to a hand-written NumPy value and gradient, interleaved; --compare adds PyTorch 
   stencil           half the squared 5-point Poisson residual on a square grid. SIZE: grid points (10^6)
   logistic          mean logistic loss, 100 features. SIZE: samples (10^5)
 
-Sparse rows (after the Jacobian's): colors, pattern-and-coloring time, and sparse vs dense time of
-the Jacobian of a banded residual (n = 10^4) and of a bundle-adjustment shape (4000 x 1740), and of
-the Hessian of a banded sum of squares (n = 10^4); tape/benchmarks/sparse.py says how.
+Sparse rows (after the Jacobian's): colors, pattern-and-coloring time, and sparse vs dense time
+(and against one gradient's) of the Jacobian of a banded residual and of a bundle-adjustment shape,
+and of the Hessian of a banded sum of squares; tape/benchmarks/sparse.py says how.
+  sparse      those rows alone. SIZE: n (10^4; the bundle: n/20 points, 4000 x 1740 at 10^4);
+              `tape-bench sparse --sizes 1e4,1e5,1e6` gives one table of every size
 
 Phases: record (the scalar Python API, GC on), record, tape.jit (rdag, chain, rosenbrock,
 seed: the same program compiled by tape.jit, the same records; its first call, compile or
@@ -58,7 +60,7 @@ from tape.benchmarks.compare import bench_compare
 from tape.benchmarks.phases import bench_jacobian, bench_ours, compile_times, warm_up
 from tape.benchmarks.programs import DEFAULT_MIX, WORKLOADS
 from tape.benchmarks.report import plot, report
-from tape.benchmarks.sparse import bench_sparse, report_sparse
+from tape.benchmarks.sparse import SPARSE_WORKLOADS, bench_sparse, report_sparse
 from tape.benchmarks.timing import Progress
 
 
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the compile-time measurement")
     args = parser.parse_args(argv)
 
-    known: dict[str, tuple[Any, ...]] = {**WORKLOADS, **ARRAY_WORKLOADS}
+    known: dict[str, tuple[Any, ...]] = {**WORKLOADS, **ARRAY_WORKLOADS, **SPARSE_WORKLOADS}
     unknown = [w for w in args.workloads if w not in known]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(known)}")
@@ -107,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sizes: {exc}")
     names = args.workloads or [*DEFAULT_MIX, *([] if sizes else DEFAULT_ARRAYS)]
     if sizes and any(name in ARRAY_WORKLOADS for name in names):
-        parser.error("--sizes draws scaling curves of the scalar workloads only")
-    if args.plot and not sizes:
-        parser.error("--plot draws the scaling curve of --sizes")
+        parser.error("--sizes draws scaling curves of the scalar workloads (and the sparse table) only")
+    if args.plot and not (sizes and set(names) - {"sparse"}):
+        parser.error("--plot draws the scaling curve of --sizes of a scalar workload")
     memory = available_memory()
     for name in names:
         for size in sizes or [args.size or known[name][0]]:
@@ -131,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{times['cached_load_s']:.2f} s (after importing numpy and numba: "
               f"{times['numpy_numba_import_s']:.2f} s)")
     warm_up()
+    sparse_at = [] if sizes else [SPARSE_WORKLOADS["sparse"][0]]  # the sparse table follows the other figures
+    if "sparse" in names:
+        names = [name for name in names if name != "sparse"]
+        sparse_at = sizes or [args.size or sparse_at[0]]
     if sizes:
         results["scaling"] = scaling = {}
         for name in names:
@@ -144,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.plot:
             plot(scaling, args.plot)
             print(f"\nplot written to {args.plot}")
-    else:
+    elif names:
         for name in names:
             size = args.size or known[name][0]
             if name in ARRAY_WORKLOADS:
@@ -164,8 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nJacobian of a 100-input, 100-output tape ({jac['records']:,} records), median ms:")
         for label, sec in jac["seconds"].items():
             print(f"  {label:<42}{1e3 * sec:>9.3f}")
-        results["sparse"] = rows = bench_sparse(args.repeat, progress)
-        progress.done()
+    if sparse_at:
+        results["sparse"] = rows = {}
+        for n in sparse_at:
+            rows.update(bench_sparse(args.repeat, progress, n))
+            progress.done()
         print(report_sparse(rows))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

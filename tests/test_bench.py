@@ -175,3 +175,18 @@ def test_sparse_rows_compute_the_dense_derivatives():
     H = tape.trace(sparse.banded, [0.0] * n)
     np.testing.assert_allclose(H.sparse_hessian(x).toarray()[:, :sparse.COLUMNS], H._hessian_columns(eye),
                                rtol=1e-14, atol=1e-14)
+
+
+def test_the_sparse_table_alone_at_the_sizes_asked_for(tmp_path, capsys):
+    out = tmp_path / "sparse.json"
+    assert bench.main(["sparse", "--sizes", "200,400", "--repeat", "1", "--no-compile", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert result["workloads"] == [] and "jacobian" not in result and "Sparse vs dense derivatives" in printed
+    rows = result["sparse"]
+    assert len(rows) == 6 and all(f"n = {n}," in printed for n in (200, 400))
+    banded = [r for label, r in rows.items() if label.startswith("banded residual")]
+    assert [r["shape"] for r in banded] == [[200, 200], [400, 400]] and {r["colors"] for r in banded} == {3}
+    assert all(r["sparse_s"] > 0 and r["gradient_s"] > 0 and r["dense_estimated"] for r in banded)
+    with pytest.raises(SystemExit):
+        bench.main(["sparse", "--sizes", "200,400", "--plot", str(tmp_path / "p.png")])

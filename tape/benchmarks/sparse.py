@@ -1,12 +1,14 @@
-"""tape-bench's sparse rows: dense vs sparse Jacobian (and Hessian) time and the colors used.
+"""tape-bench's sparse rows: dense vs sparse Jacobian (and Hessian) time, against one gradient's,
+and the colors used; n = 10^4 in the default run, any n with `tape-bench sparse --size N` (--sizes).
 
-- banded: the tridiagonal residual r_i = x_{i-1} - 2 x_i + x_{i+1} + 0.1 exp(x_i), n = 10^4. Its dense
-  Jacobian (800 MB) is not made: its time is that of 128 of its columns (F.jacobian(x, seeds=...),
-  the same forward sweeps, 16 directions each) times n / 128, marked estimated.
-- bundle adjustment: residuals of 20 cameras (12 numbers) and 500 points (3), 4 views per point,
-  each 2-row block reading 15 inputs (4000 x 1740); the dense forward Jacobian is run.
-- banded Hessian: f = sum (x_{i+1} - x_i^2)^2, n = 10^4; the dense Hessian is 128 of its
-  Hessian-vector products times n / 128, estimated likewise.
+- banded: the tridiagonal residual r_i = x_{i-1} - 2 x_i + x_{i+1} + 0.1 exp(x_i). Its dense
+  Jacobian (800 MB at n = 10^4) is not made: its time is that of 128 of its columns (F.jacobian(x,
+  seeds=...), the same forward sweeps, 16 directions each) times n / 128, marked estimated.
+- bundle adjustment: residuals of max(20, n / 500) cameras (12 numbers) and n / 20 points (3), 4
+  views per point, each 2-row block reading 15 inputs (4000 x 1740 at n = 10^4); the dense Jacobian
+  is run up to 2048 inputs, past that 128 of its columns times inputs / 128 likewise.
+- banded Hessian: f = sum (x_{i+1} - x_i^2)^2; the dense Hessian is 128 of its Hessian-vector
+  products times n / 128, estimated likewise.
 Pattern and coloring are made before the timings (they are kept by the Function); their time is
 reported apart.
 """
@@ -23,6 +25,8 @@ import tape
 from tape.benchmarks.timing import timings
 
 COLUMNS = 128  # the dense derivative's columns timed, where the whole would not fit
+SIZE = 10**4  # n of the default rows; `tape-bench sparse --size N` (or --sizes) sets it
+SPARSE_WORKLOADS = {"sparse": (SIZE, "n", 4000)}  # as tape-bench's other tables: default size, unit, bytes per unit
 
 
 def tridiagonal(x):
@@ -61,47 +65,60 @@ def bundle_adjustment(cameras: int, points: int, views: int) -> tuple[tape.Funct
 
 
 def _row(F: tape.Function, structure: Callable[[], np.ndarray], sparse: Callable[[], object],
-         dense: Callable[[], object], scale: float, repeat: int, progress: Callable[[str], None], label: str) -> dict:
-    """structure: the Function's colors (pattern and coloring made at its first call, timed here)."""
+         gradient: Callable[[], object], dense: Callable[[], object], scale: float, repeat: int,
+         progress: Callable[[str], None], label: str) -> dict:
+    """structure: the Function's colors (pattern and coloring made at its first call, timed here);
+    gradient: one reverse sweep (vjp) or value and gradient, the yardstick of the sparse derivative."""
     start = time.perf_counter()
     colors = int(structure().max()) + 1
     made = time.perf_counter() - start
-    sparse_s = float(np.median(timings(sparse, repeat, progress, f"sparse: {label}, sparse")))
-    dense_s = float(np.median(timings(dense, repeat, progress, f"sparse: {label}, dense"))) * scale
+    seconds = {what: float(np.median(timings(fn, repeat, progress, f"sparse: {label}, {what}")))
+               for what, fn in (("sparse", sparse), ("gradient", gradient), ("dense", dense))}
     return {"records": len(F), "shape": [F.n_outputs, F.n_inputs], "colors": colors, "pattern_and_coloring_s": made,
-            "sparse_s": sparse_s, "dense_s": dense_s, "dense_estimated": scale != 1.0}
+            "sparse_s": seconds["sparse"], "gradient_s": seconds["gradient"], "dense_s": seconds["dense"] * scale,
+            "dense_estimated": scale != 1.0}
 
 
-def bench_sparse(repeat: int, progress: Callable[[str], None]) -> dict:
-    """{row label: figures} for the three workloads above."""
+def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) -> dict:
+    """{row label: figures} for the three workloads above at n (the bundle's points and cameras grow with it)."""
     small, h = tape.trace(tridiagonal, [0.0] * 4), tape.trace(banded, [0.0] * 4)  # load the kernels first
     small.sparse_jacobian(np.ones(4)), h.sparse_hessian(np.ones(4))
     rows = {}
-    n = 10**4
     x = np.random.default_rng(0).uniform(-1, 1, n)
+    columns = min(n, COLUMNS)
+    eye = np.zeros((n, columns))
+    eye[np.arange(columns), np.arange(columns)] = 1.0
     F = tape.trace(tridiagonal, [0.0] * n)
-    eye = np.eye(n)[:, :COLUMNS]
+    w = np.ones(n)
     rows[f"banded residual, n = {n:,}, Jacobian"] = _row(
-        F, F.jacobian_colors, lambda: F.sparse_jacobian(x), lambda: F.jacobian(x, seeds=eye), n / COLUMNS,
-        repeat, progress, "banded")
-    B, y = bundle_adjustment(20, 500, 4)
+        F, F.jacobian_colors, lambda: F.sparse_jacobian(x), lambda: F.vjp(x, w), lambda: F.jacobian(x, seeds=eye),
+        n / columns, repeat, progress, "banded")
+    B, y = bundle_adjustment(max(20, n // 500), n // 20, 4)
+    wide = B.n_inputs if B.n_inputs <= 16 * COLUMNS else COLUMNS  # the whole dense Jacobian where it is small
+    seeds = np.zeros((B.n_inputs, wide))
+    seeds[np.arange(wide), np.arange(wide)] = 1.0
+    u = np.ones(B.n_outputs)
     rows[f"bundle adjustment, {B.n_outputs:,} x {B.n_inputs:,}, Jacobian"] = _row(
-        B, B.jacobian_colors, lambda: B.sparse_jacobian(y), lambda: B.jacobian(y, mode="forward"), 1.0,
-        repeat, progress, "bundle adjustment")
+        B, B.jacobian_colors, lambda: B.sparse_jacobian(y), lambda: B.vjp(y, u), lambda: B.jacobian(y, seeds=seeds),
+        B.n_inputs / wide, repeat, progress, "bundle adjustment")
     H = tape.trace(banded, [0.0] * n)
     H._at(H._prepare(x, None), second=True)  # the dense columns' second partials (sparse_hessian keeps x's)
     rows[f"banded sum of squares, n = {n:,}, Hessian"] = _row(
-        H, H.hessian_colors, lambda: H.sparse_hessian(x), lambda: H._hessian_columns(eye), n / COLUMNS,
-        repeat, progress, "banded Hessian")
+        H, H.hessian_colors, lambda: H.sparse_hessian(x), lambda: H.value_and_grad(x), lambda: H._hessian_columns(eye),
+        n / columns, repeat, progress, "banded Hessian")
     return rows
 
 
 def report_sparse(rows: dict) -> str:
-    lines = ["\nSparse vs dense derivatives (pattern and coloring made once, kept; median ms):",
-             f"  {'':<44}{'colors':>7}{'structure':>11}{'sparse':>10}{'dense':>12}{'dense/sparse':>14}"]
+    lines = ["\nSparse vs dense derivatives (pattern and coloring made once, kept; median ms; gradient: one vjp,"
+             " or value_and_grad for the Hessian):",
+             f"  {'':<48}{'records':>10}{'colors':>7}{'structure':>10}{'ns/rec':>7}{'sparse':>9}{'gradient':>9}"
+             f"{'/grad':>6}{'dense':>13}{'/sparse':>9}"]
     for label, r in rows.items():
         dense = f"{1e3 * r['dense_s']:.1f}{'*' if r['dense_estimated'] else ''}"
-        lines.append(f"  {label:<44}{r['colors']:>7}{1e3 * r['pattern_and_coloring_s']:>11.2f}"
-                     f"{1e3 * r['sparse_s']:>10.2f}{dense:>12}{r['dense_s'] / r['sparse_s']:>13.0f}x")
+        lines.append(f"  {label:<48}{r['records']:>10,}{r['colors']:>7}{1e3 * r['pattern_and_coloring_s']:>10.1f}"
+                     f"{1e9 * r['pattern_and_coloring_s'] / r['records']:>7.1f}{1e3 * r['sparse_s']:>9.2f}"
+                     f"{1e3 * r['gradient_s']:>9.2f}{r['sparse_s'] / r['gradient_s']:>5.1f}x{dense:>13}"
+                     f"{r['dense_s'] / r['sparse_s']:>8.0f}x")
     lines.append(f"  * estimated: {COLUMNS} of the dense derivative's columns, times n / {COLUMNS}")
     return "\n".join(lines)
