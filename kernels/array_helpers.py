@@ -114,3 +114,9 @@ log1p, expm1, exp2, log2, log10, hypot = np.log1p, np.expm1, np.exp2, np.log2, n
 asin, acos, atan, sinh, cosh, asinh, acosh, atanh = (np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.arcsinh,
                                                      np.arccosh, np.arctanh)
 abs = np.abs  # noqa: A001  (rules write abs(a))
+
+
+def mul_nz(a, b):
+    """a * b where both are nonzero, else 0 (0 * inf is 0), as kernels/ops.py's mul_nz."""
+    with np.errstate(invalid="ignore"):
+        return np.where((a == 0.0) | (b == 0.0), 0.0, a * b)

@@ -149,6 +149,14 @@ def max_share(a, b):
     return nan
 
 
+def mul_nz(a, b):
+    """a * b where both are nonzero, else 0.0 (so 0 * inf and 0 * NaN are 0): the product that every
+    sweep adds, as a record. Gradient tapes (tape/_adjoint.py) record their products with it."""
+    if a == 0.0 or b == 0.0:
+        return 0.0
+    return a * b
+
+
 def pow_daa(a, c):
     """d2 a**c / da2 = c (c-1) a**(c-2), exactly 0 for c = 0 or 1 (no 0 * inf at a = 0)."""
     if c == 0.0 or c == 1.0:
@@ -286,11 +294,13 @@ OPS: tuple[Op, ...] = (
        dbb="logaddexp_share(a, b) * logaddexp_share(b, a)"),
     Op("fmax", "binary", "fmax(a, b)", "fmax_share(a, b)", "fmax_share(b, a)"),
     Op("fmin", "binary", "fmin(a, b)", "fmax_share(-a, -b)", "fmax_share(-b, -a)"),
+    # a product with a zero factor is 0, as a sweep's: what gradient tapes record for g * partial
+    Op("mul_nz", "binary", "mul_nz(a, b)", "b", "a", dab="1.0"),
 )
 
 HELPERS = (sign, relu, step, maximum, minimum, max_share, sigmoid, pow_da, pow_dc, pow_daa, pow_dab, pow_dbb,
            floor, ceil, trunc, rint, cbrt, atan2_da, atan2_curvature, atan2_mixed, hypot_da, hypot_curvature,
-           logaddexp, logaddexp_share, fmax, fmin, fmax_share)
+           logaddexp, logaddexp_share, fmax, fmin, fmax_share, mul_nz)
 CALLED = (digamma, trigamma)  # helpers with loops: compiled once and called, not inlined into every sweep
 # Ops that share one branch of every sweep: their rules live in three kernels (grouped_value,
 # grouped_da, grouped_daa) that the sweeps call, so the sweeps' compile time does not grow with

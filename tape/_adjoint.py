@@ -10,12 +10,10 @@ The structural-zero rule of every sweep holds as structure: nothing is recorded 
 no adjoint (tangent) reaches, for a record that reaches no wanted input (``needed``), for a
 comparison, for a partial that is the number 0, and a select sends its adjoint to each input
 through a select of its own (``where(cond, g, 0)``), so at replay the unchosen side gets a zero.
-Where a value may be zero at replay (what a select or sign gave, and products of those), a
-product with it is guarded, ``where(g != 0, g * p, 0)``: an inf/NaN partial of the unchosen
-branch meets a zero adjoint and gives 0, as in the numeric sweeps. A zero that arithmetic
-makes (x * sqrt(y) at x = 0: adjoint 0 times sqrt's inf at y = 0) and a zero seed (w, v) are not
-guarded: NaN here, 0 in the numeric sweeps, which skip every zero factor. Guarding every
-product would take three records per product; a zero-skipping product op would take none.
+The rule at replay is the op mul_nz: every product ``g * p`` is one record that gives 0 where a
+factor is 0, as the numeric sweeps skip every product with a zero factor. So an inf/NaN partial
+meets a zero adjoint or tangent and gives 0, whatever made the zero: a select's unchosen side, a
+zero seed (w, v), or arithmetic (x * sqrt(y) at x = 0: adjoint 0 times sqrt's inf at y = 0).
 
 Function.grad_function, vjp_function and jvp_function (tape/_function.py) copy a Function's
 records first and append these sweeps; tape/_nest.py runs them over the records of an inner
@@ -29,22 +27,19 @@ from typing import Any
 import numpy as np
 
 from tape._blocks import SMALL
-from tape._partial_helpers import Value, constant, where
+from tape._partial_helpers import Value, constant, mul_nz, where
 from tape._partials import PARTIALS
 from tape._recorders import Var
 from tape._storage import Storage
 from tape.kernels.array_ops import ARRAY_OPCODE, NAME
-from tape.kernels.ops import ARRAY_BASE, HAS_INPUT, IS_COMPARISON, IS_LEAF, OPCODE, SELECT, TWO_RECORDS, USES_POOL
-
-_MAYBE_ZERO_OPS = (SELECT, OPCODE["sign"])  # records whose value may be exactly zero at some replay
+from tape.kernels.ops import ARRAY_BASE, HAS_INPUT, IS_COMPARISON, IS_LEAF, SELECT, TWO_RECORDS, USES_POOL
 
 
 class Sweep:
-    """Appends a symbolic sweep's records to storage t; knows which values may be zero at replay."""
+    """Appends a symbolic sweep's records to storage t."""
 
     def __init__(self, t: Storage):
         self.t = t
-        self.maybe: set[int] = set()  # rows of products and sums of maybe-zero values
         self._zero: Var | None = None
         self.start = len(t)
 
@@ -53,16 +48,14 @@ class Sweep:
 
     @property
     def zero(self) -> Var:
-        """One constant record 0.0 for every guard and select of this sweep."""
+        """One constant record 0.0 for every select of this sweep."""
         if self._zero is None or self._zero._index >= len(self.t):
             self._zero = constant(self.t, 0.0)
         return self._zero
 
-    def maybe_zero(self, v: Value) -> bool:
-        return type(v) is Var and (v._index in self.maybe or self.t._op[v._index] in _MAYBE_ZERO_OPS)
-
     def times(self, g: Value, p: Value | None) -> Value | None:
-        """g * p as records (None: structurally zero); guarded where a factor may be zero at replay."""
+        """g * p as one mul_nz record, 0 at replay where a factor is 0 (None: structurally zero; a
+        factor that is the number 1 passes the other through)."""
         if p is None or g is None:
             return None
         if type(p) is not Var:
@@ -70,34 +63,24 @@ class Sweep:
                 return None
             if type(g) is not Var:
                 return g * p or None
-            product: Value = g if p == 1.0 else -g if p == -1.0 else g * p
+            if p == 1.0:
+                return g
         elif type(g) is not Var:
             if g == 0.0:
                 return None
-            product = p if g == 1.0 else -p if g == -1.0 else g * p
-        else:
-            product = g * p
-        guards = [v for v in (g, p) if self.maybe_zero(v) and v is not product]
-        for v in guards:
-            product = where(v != 0.0, product, self.zero)
-        if guards or self.maybe_zero(product):
-            self.maybe.add(product._index)  # type: ignore[union-attr]
-        return product
+            if g == 1.0:
+                return p
+        return mul_nz(g, p)
 
     def plus(self, x: Value | None, y: Value | None) -> Value | None:
         if x is None or y is None:
             return y if x is None else x
-        total = x + y
-        if type(total) is Var and self.maybe_zero(x) and self.maybe_zero(y):
-            self.maybe.add(total._index)
-        return total
+        return x + y
 
     def chosen(self, select: int, g: Value, side: int) -> Value:
         """g where select's condition (the record just before it) chose this side, else 0."""
         cond = self.var(select - 1)
-        picked = where(cond != 0.0, g, self.zero) if side == 0 else where(cond == 0.0, g, self.zero)
-        self.maybe.add(picked._index)  # type: ignore[union-attr]
-        return picked
+        return where(cond != 0.0, g, self.zero) if side == 0 else where(cond == 0.0, g, self.zero)
 
     def partials(self, i: int, want_a: bool, want_b: bool) -> tuple[Value | None, Value | None]:
         t = self.t
@@ -199,9 +182,7 @@ def forward(sweep: Sweep, start: int, stop: int, tangents: dict[int, Value], out
         if code == SELECT:
             cond = sweep.var(i - 1)
             zero = sweep.zero
-            picked = where(cond != 0.0, zero if ta is None else ta, zero if tb is None else tb)
-            sweep.maybe.add(picked._index)  # type: ignore[union-attr]
-            dot[i] = picked
+            dot[i] = where(cond != 0.0, zero if ta is None else ta, zero if tb is None else tb)
             continue
         da, db = sweep.partials(i, ta is not None, tb is not None)
         total = sweep.plus(sweep.times(ta, da), sweep.times(tb, db))

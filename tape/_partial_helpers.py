@@ -18,12 +18,14 @@ from typing import Any
 import numpy as np
 
 from tape._binary import hypot as _hypot
-from tape._handles import Condition
+from tape._handles import Condition, shared_segment
 from tape._recorders import Var, exp, floor, log, tan
 from tape._recorders import sign as _sign
 from tape._storage import NO_INPUT
 from tape.kernels import ops, special
-from tape.kernels.ops import CONSTANT, SELECT
+from tape.kernels.ops import CONSTANT, OPCODE, SELECT
+
+MUL_NZ = OPCODE["mul_nz"]
 
 Value = Any  # a Var or a float (mypy cannot follow Var | float through the operators of both)
 
@@ -42,6 +44,19 @@ def constant(t: Any, value: float) -> Var:
     if row is None or row >= t._n or t._op[row] != CONSTANT or float(t._val[row]).hex() != key:
         row = cache[key] = t._push(CONSTANT, NO_INPUT, NO_INPUT, value)
     return Var._at(t._segment(), row)
+
+
+def mul_nz(x: Value, y: Value) -> Value:
+    """x * y where both are nonzero, else 0.0, as one mul_nz record (a number becomes a constant
+    record): the product a numeric sweep adds, so 0 * inf is 0 at every replay. With numbers only,
+    the kernel's own."""
+    if _no_record(x, y):
+        return ops.mul_nz(float(x), float(y))
+    t = shared_segment(x, y).tape if type(x) is Var and type(y) is Var else (x if type(x) is Var else y)._live_tape()
+    x = x if type(x) is Var else constant(t, float(x))
+    y = y if type(y) is Var else constant(t, float(y))
+    vals = t._val_w
+    return Var._at(t._segment(), t._push(MUL_NZ, x._index, y._index, ops.mul_nz(vals[x._index], vals[y._index])))
 
 
 def where(condition: Condition | bool, x: Value, y: Value) -> Value:

@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 import tape
+from tape import _partial_helpers
 
 OPS_ON_HANDLES = {
     # binary: callables on (x, y) where either may be a Var or a number
@@ -28,6 +29,7 @@ OPS_ON_HANDLES = {
     "maximum": tape.maximum,
     "minimum": tape.minimum,
     **{name: getattr(tape, name) for name in ("arctan2", "hypot", "logaddexp", "fmax", "fmin")},
+    "mul_nz": _partial_helpers.mul_nz,  # what gradient tapes record for products (not public)
     # unary
     "neg": operator.neg,
     "abs": abs,
@@ -44,7 +46,8 @@ OPS_ON_HANDLES = {
         "log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
         "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign")},
 }
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin",
+          "mul_nz")
 UNARY = tuple(name for name in OPS_ON_HANDLES if name not in BINARY)
 
 
@@ -64,6 +67,7 @@ VALUE = {
     "maximum": _np(np.maximum),
     "minimum": _np(np.minimum),
     **{name: _np(getattr(np, name)) for name in ("arctan2", "hypot", "logaddexp", "fmax", "fmin")},
+    "mul_nz": _np(lambda a, b: np.where(np.logical_or(a == 0, b == 0), 0.0, a * b)),  # a zero factor wins
     "neg": _np(np.negative),
     "abs": _np(np.abs),
     "exp": _np(np.exp),
@@ -145,6 +149,7 @@ DERIVATIVE = {
                   _np(lambda a, b: np.exp(b) / (np.exp(a) + np.exp(b)))),
     "fmax": (lambda a, b: _fshare(a, b), lambda a, b: _fshare(b, a)),
     "fmin": (lambda a, b: _fshare(-a, -b), lambda a, b: _fshare(-b, -a)),
+    "mul_nz": (lambda a, b: b, lambda a, b: a),  # a * b's: it differs from a * b only where a factor is 0
     "neg": (lambda a: -1.0,),
     "abs": (_sign,),
     "exp": (_np(np.exp),),
@@ -189,6 +194,8 @@ def second_pair(name: str, a: float, b: float) -> list[list[float]]:
     if name == "logaddexp":
         w = math.exp(a) * math.exp(b) / (math.exp(a) + math.exp(b)) ** 2
         return [[w, -w], [-w, w]]
+    if name == "mul_nz":
+        return [[0.0, 1.0], [1.0, 0.0]]
     return [[0.0, 0.0], [0.0, 0.0]]
 
 
@@ -231,6 +238,7 @@ COMPLEX = {
     "arctan2": lambda a, b: np.arctan(a / b),  # atan2 less a constant where b != 0
     "hypot": lambda a, b: np.sqrt(a * a + b * b),
     "logaddexp": lambda a, b: np.log(np.exp(a) + np.exp(b)),
+    "mul_nz": lambda a, b: a * b,  # where neither is 0
     "neg": lambda a: -a,
     "exp": np.exp,
     "log": np.log,
@@ -329,6 +337,7 @@ def dual_function(name: str):
         "hypot": lambda x, y: _dual_pair(math.hypot, lambda a, b: (a / math.hypot(a, b), b / math.hypot(a, b)), x, y),
         "logaddexp": lambda x, y: _dual_pair(lambda a, b: math.log(math.exp(a) + math.exp(b)),
                                              lambda a, b: (1 / (1 + math.exp(b - a)), 1 / (1 + math.exp(a - b))), x, y),
+        "mul_nz": lambda x, y: _dual_pair(lambda a, b: 0.0 if a == 0 or b == 0 else a * b, lambda a, b: (b, a), x, y),
     }
     if name in unary:
         return lambda d: unary[name](Dual.lift(d))

@@ -84,7 +84,7 @@ SECOND_UNARY = {
 
 def second_binary(name, a, b):
     """The 2x2 Hessian of op(a, b)."""
-    if name == "mul":
+    if name in ("mul", "mul_nz"):
         return [[0, 1], [1, 0]]
     if name == "div":
         return [[0, -1 / b**2], [-1 / b**2, 2 * a / b**3]]

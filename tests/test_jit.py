@@ -74,7 +74,7 @@ def test_every_op_program_is_recorded_identically(every_op):
     assert [v.index for v in out_p] == [v.index for v in out_j]
 
 
-RECORDED = [op.name for op in ops.OPS if op.kind not in ("leaf",)]
+RECORDED = [op.name for op in ops.OPS if op.kind not in ("leaf",) and op.name != "mul_nz"]  # mul_nz: gradient tapes
 
 
 @pytest.mark.parametrize("name", RECORDED)

@@ -100,8 +100,8 @@ def test_constant_operand_on_either_side(name):
             t = tape.Tape()
             x = t.var(a)
             y = fn(x, c) if var_first else fn(c, x)
-            # a const op; without one (arctan2, ...), a constant record and the op
-            assert (len(t), t.n_consts) == ((3, 0) if name in GROUPED_PAIRS else (2, 1))
+            # a const op; without one (arctan2, ..., mul_nz), a constant record and the op
+            assert (len(t), t.n_consts) == ((3, 0) if name in (*GROUPED_PAIRS, "mul_nz") else (2, 1))
             args = (a, c) if var_first else (c, a)
             which = 0 if var_first else 1
             assert y.value == pytest.approx(VALUE[name](*args), rel=1e-14, abs=0)
@@ -162,8 +162,8 @@ def test_binary_edge_values(name):
             if name == "pow" and a == -math.inf and b == 0.5:
                 ref = math.inf  # C99 pow(-inf, y > 0 not an odd integer) = +inf; NumPy says NaN
             assert (math.isnan(value) and math.isnan(ref)) or value == pytest.approx(ref, rel=1e-14, abs=0)
-            if math.isnan(a) or math.isnan(b):  # pow(1, nan) = pow(nan, 0) = hypot(inf, nan) = 1 in IEEE
-                assert math.isnan(value) or name in ("pow", "hypot", "fmax", "fmin")
+            if math.isnan(a) or math.isnan(b):  # pow(1, nan) = pow(nan, 0) = hypot(inf, nan) = 1 in IEEE;
+                assert math.isnan(value) or name in ("pow", "hypot", "fmax", "fmin", "mul_nz")  # mul_nz(0, nan) = 0
             for which in range(2):
                 formula = DERIVATIVE[name][which](a, b)
                 smooth = all(math.isfinite(v) and v != 0 for v in (a, b, ref, formula))
