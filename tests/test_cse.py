@@ -211,6 +211,21 @@ def test_the_users_exponential_decay_is_recorded_once_per_loop():
     assert np.allclose(grad, [np.exp(-k0 * t0).sum(), -(t0 * expected).sum()], rtol=1e-13)
 
 
+def test_repeats_of_an_input_read_by_many_records_are_found():
+    # x[0] * c for 40 constants fills the window of x[0] (kernels/cse.py): the rest go to the second table
+    cs = np.linspace(0.5, 2.0, 40).tolist()
+
+    def f(x):
+        first = [x[0] * c for c in cs]
+        again = [x[0] * c for c in cs[::-1]]
+        return sum(first) + sum(again) * x[1]
+
+    F, G = tape.trace(f, [0.3, 0.7]), tape.trace(f, [0.3, 0.7], cse=False)
+    assert F.stats()["records_merged"] == 40 and len(G) - len(F) == 40
+    for x in ([0.3, 0.7], [-0.0, 2.0], [np.inf, 1.0]):
+        assert bits(F(x)) == bits(G(x))
+
+
 def test_the_pass_is_linear_and_terminates_on_a_long_chain_of_repeats():
     n = 20000
 
