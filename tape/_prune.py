@@ -6,35 +6,59 @@ It runs where a Function is made from a tape (Tape.function, tape.trace and its 
 default). The kept records are the same records in the same order, a folded one holding the value
 its replay computes (the Numba forward sweep's), so every value, derivative and branch check comes
 out bit for bit as before: no adjoint or tangent reaches an input through a record that depends on none.
-Functions with array records or call records (whose plans name records and arena places) are
-left as recorded for now: ``stats()["pruning"]`` says so.
+With array records (tape/_sweep.py's plans; call records are array records too) an array record reads
+the records of its views (a pack its scalar rows) and an elem record its array record: an array record
+is kept or dropped whole, the kept plans are renumbered (rows, views' records, pack places) and the
+arena is compacted (the format wants the regions one after another; copying the kept ones costs one
+pass). Only scalar records fold: array and elem records count as varying, so nothing reading them folds.
 """
 
 from __future__ import annotations
 
+
 import numpy as np
 
+from tape import _plans
 from tape._storage import NO_INPUT
+from tape._sweep import Plan
+from tape.kernels.array_ops import ARRAY_KIND
 from tape.kernels._sweeps import forward_sweep
 from tape.kernels.graph import mark_reaching
-from tape.kernels.ops import CONSTANT, HAS_INPUT, IS_COMPARISON, OPCODE, TWO_RECORDS, USES_POOL
+from tape.kernels.ops import CONSTANT, ELEM, HAS_INPUT, IS_ARRAY, IS_COMPARISON, OPCODE, TWO_RECORDS, USES_POOL
 from tape.kernels.prune import compact, mark_varying
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
 
-def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None) -> tuple[dict[str, np.ndarray],
-                                                                           dict[int, str] | None]:
-    """The arrays (as _format.validate checks them; scalar records only) without the dead records,
-    and the source lines of the kept ones; a itself where nothing is dead."""
+def reads(op: np.ndarray, in0: np.ndarray, plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, reads) for mark_reaching: the records each array record reads (its views' records, a
+    pack's scalar rows) and each elem record's array record, by reader (empty without array records)."""
+    if not plans:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    elems = np.flatnonzero(op == ELEM)
+    readers, read = [elems], [in0[elems].astype(np.int64)]
+    for p in plans:
+        records = [v.record for v in p.inputs] + (p.places.tolist() if ARRAY_KIND[p.code] == "pack" else [])
+        readers.append(np.full(len(records), p.row, np.int64))
+        read.append(np.array(records, np.int64))
+    reader = np.concatenate(readers)
+    starts = np.zeros(len(op) + 1, np.int64)
+    np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
+    return starts, np.concatenate(read)[np.argsort(reader, kind="stable")]
+
+
+def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan]
+          ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan]]:
+    """The arrays (as _format.validate checks them) without the dead records, the source lines of the
+    kept ones and the kept plans; a, lines and plans themselves where nothing is dead."""
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     n = len(op)
     live = np.zeros(n, np.bool_)
     roots = np.concatenate([a[name] for name in ROWS]).astype(np.int64)
-    kept = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, roots, live)
+    kept = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, *reads(op, in0, plans), roots, live)
     if kept == n:
-        return a, lines
+        return a, lines, plans
     new_row = np.full(n, -1, np.int64)
     slot_map = np.full(len(a["consts"]), -1, np.int64)
     slots = np.empty(len(a["consts"]), np.int64)
@@ -43,17 +67,46 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None) -> tuple[dict[
                       slots)
     pruned = dict(a, op=out[0], in0=out[1], in1=out[2], val=out[3], consts=a["consts"][slots[:n_slots]])
     pruned.update({name: new_row[a[name]] for name in ROWS})
+    if plans:
+        plans = _kept_plans(pruned, a["arena"], plans, live, new_row)
     if lines is not None:
         lines = {int(new_row[r]): where for r, where in lines.items() if 0 <= r < n and live[r]}
-    return pruned, lines
+    return pruned, lines, plans
+
+
+def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Plan], live: np.ndarray,
+                new_row: np.ndarray) -> list[Plan]:
+    """The live plans renumbered (into pruned's in0 too: an array record's plan, an elem's record) and
+    their regions packed one after another (pruned's plan table and arena)."""
+    op, in0 = pruned["op"], pruned["in0"]
+    in0[IS_ARRAY[op]] = np.arange(np.count_nonzero(IS_ARRAY[op]))
+    elems = op == ELEM
+    in0[elems] = new_row[in0[elems]]
+    kept, regions, offset = [], [], 0
+    for p in plans:
+        if not live[p.row]:
+            continue
+        places = p.places
+        if ARRAY_KIND[p.code] == "pack":
+            places = new_row[places]
+            places.flags.writeable = False
+        kept.append(p._replace(row=int(new_row[p.row]), offset=offset, places=places, inputs=tuple(
+            v._replace(record=int(new_row[v.record])) for v in p.inputs)))
+        regions.append(arena[p.offset:p.offset + p.size])
+        offset += p.size
+    pruned["plans"], pruned["plan_places"] = _plans.encode(kept)
+    pruned["arena"] = np.concatenate(regions) if regions else np.zeros(0)
+    return kept
 
 
 def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
-    """The arrays with every record that depends on no input or param, other than comparisons (checks
-    name them) and leaves, made a constant record of its replayed value; and how many there were."""
+    """The arrays with every scalar record that depends on no input or param, other than comparisons
+    (checks name them) and leaves, made a constant record of its replayed value; and how many there
+    were. Array and elem records count as varying: nothing that reads them folds."""
     op = a["op"]
     varying, foldable = np.zeros(len(op), np.bool_), np.zeros(len(op), np.bool_)
-    rows = np.concatenate([a["input_rows"], a["param_rows"]]).astype(np.int64)
+    rows = np.concatenate([a["input_rows"], a["param_rows"], np.flatnonzero(IS_ARRAY[op] | (op == ELEM))])
+    rows = rows.astype(np.int64)
     if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, IS_SELECT, IS_COMPARISON, rows, varying,
                         foldable):
         return a, 0
@@ -66,16 +119,14 @@ def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
     return a, len(folded)
 
 
-def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list
-        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, tuple[int, str]]:
-    """fold and prune where wanted and possible, with what stats() reports of it: the records folded,
-    and "done", "off" (not wanted, or a tape's own records lent for derivatives at once) or why skipped."""
+def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list[Plan]
+        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], tuple[int, str]]:
+    """fold and prune where wanted, with the kept plans and what stats() reports of it: the records
+    folded, and "done" or "off" (not wanted, or a tape's own records lent for derivatives at once)."""
     if not wanted:
-        return a, lines, (0, "off")
-    if plans:
-        return a, lines, (0, "skipped: array or call records")
+        return a, lines, plans, (0, "off")
     a, folded = fold(a)
-    return (*prune(a, lines), (folded, "done"))
+    return (*prune(a, lines, plans), (folded, "done"))
 
 
 def counts(pruning: tuple[int, int, str] | None, records: int) -> dict:
