@@ -15,37 +15,17 @@ pass). Only scalar records fold: array and elem records count as varying, so not
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from tape import _plans
+from tape import _live, _plans
 from tape._storage import NO_INPUT
 from tape._sweep import Plan
-from tape.kernels.array_ops import ARRAY_KIND
 from tape.kernels._sweeps import forward_sweep
-from tape.kernels.graph import mark_reaching
-from tape.kernels.ops import CONSTANT, ELEM, HAS_INPUT, IS_ARRAY, IS_COMPARISON, OPCODE, TWO_RECORDS, USES_POOL
+from tape.kernels.array_ops import ARRAY_KIND
+from tape.kernels.ops import CONSTANT, ELEM, HAS_INPUT, IS_ARRAY, IS_COMPARISON, TWO_RECORDS, USES_POOL
 from tape.kernels.prune import compact, mark_varying
 
-IS_SELECT = np.arange(256) == OPCODE["select"]
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
-
-
-def reads(op: np.ndarray, in0: np.ndarray, plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, reads) for mark_reaching: the records each array record reads (its views' records, a
-    pack's scalar rows) and each elem record's array record, by reader (empty without array records)."""
-    if not plans:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    elems = np.flatnonzero(op == ELEM)
-    readers, read = [elems], [in0[elems].astype(np.int64)]
-    for p in plans:
-        records = [v.record for v in p.inputs] + (p.places.tolist() if ARRAY_KIND[p.code] == "pack" else [])
-        readers.append(np.full(len(records), p.row, np.int64))
-        read.append(np.array(records, np.int64))
-    reader = np.concatenate(readers)
-    starts = np.zeros(len(op) + 1, np.int64)
-    np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
-    return starts, np.concatenate(read)[np.argsort(reader, kind="stable")]
 
 
 def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan]
@@ -54,9 +34,7 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Pl
     kept ones and the kept plans; a, lines and plans themselves where nothing is dead."""
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     n = len(op)
-    live = np.zeros(n, np.bool_)
-    roots = np.concatenate([a[name] for name in ROWS]).astype(np.int64)
-    kept = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, *reads(op, in0, plans), roots, live)
+    live, kept = _live.reaching(op, in0, in1, plans, [a[name] for name in ROWS])
     if kept == n:
         return a, lines, plans
     new_row = np.full(n, -1, np.int64)
@@ -107,7 +85,7 @@ def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
     varying, foldable = np.zeros(len(op), np.bool_), np.zeros(len(op), np.bool_)
     rows = np.concatenate([a["input_rows"], a["param_rows"], np.flatnonzero(IS_ARRAY[op] | (op == ELEM))])
     rows = rows.astype(np.int64)
-    if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, IS_SELECT, IS_COMPARISON, rows, varying,
+    if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, _live.IS_SELECT, IS_COMPARISON, rows, varying,
                         foldable):
         return a, 0
     folded = np.flatnonzero(foldable)
