@@ -77,14 +77,14 @@ def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Pl
     return kept
 
 
-def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+def fold(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarray], int]:
     """The arrays with every scalar record that depends on no input or param, other than comparisons
     (checks name them) and leaves, made a constant record of its replayed value; and how many there
     were. Array and elem records count as varying: nothing that reads them folds."""
     op = a["op"]
     varying, foldable = np.zeros(len(op), np.bool_), np.zeros(len(op), np.bool_)
-    rows = np.concatenate([a["input_rows"], a["param_rows"], np.flatnonzero(IS_ARRAY[op] | (op == ELEM))])
-    rows = rows.astype(np.int64)
+    arrays = [p.row for p in plans] + (np.flatnonzero(op == ELEM).tolist() if plans else [])
+    rows = np.concatenate([a["input_rows"], a["param_rows"], np.array(arrays, np.int64)]).astype(np.int64)
     if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, _live.IS_SELECT, IS_COMPARISON, rows, varying,
                         foldable):
         return a, 0
@@ -103,7 +103,7 @@ def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, pl
     folded, and "done" or "off" (not wanted, or a tape's own records lent for derivatives at once)."""
     if not wanted:
         return a, lines, plans, (0, "off")
-    a, folded = fold(a)
+    a, folded = fold(a, plans)
     return (*prune(a, lines, plans), (folded, "done"))
 
 
