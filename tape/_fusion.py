@@ -85,17 +85,15 @@ def _as_rows(v: View, shape: tuple[int, ...]) -> tuple[int, int] | None:
     return (v.strides[0], v.strides[1])
 
 
-ROOTS = ("_input_rows", "_param_rows", "_check_rows")  # a Function's, with its outputs (a Tape's reverse: out only)
-
-
-def find(s: Any, outputs: set[int]) -> list[Run]:
-    """The runs of a Function's (or a Tape's, for one reverse sweep) array records worth fusing."""
+def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] = ()) -> list[Run]:
+    """The runs of a Function's (or a Tape's, for one reverse sweep) array records worth fusing, among
+    the records that the outputs and the other roots (a Function's inputs, params, checks) depend on."""
     readers = _readers(s)
     runs: list[Run] = []
     members: list[Plan] = []
     n = getattr(s, "_n", len(s._op))  # a Tape's record arrays run past its records
-    roots = [np.array(sorted(outputs), np.int64)] + [getattr(s, name) for name in ROOTS if hasattr(s, name)]
-    live = _live.reaching(s._op[:n], s._in0[:n], s._in1[:n], [p for p in s._plans if p.row < n], roots)[0]
+    live = _live.reaching(s._op[:n], s._in0[:n], s._in1[:n], [p for p in s._plans if p.row < n],
+                          [np.array(sorted(outputs), np.int64), *roots])[0]
     arrays = [p for p in s._plans if p.row < n and live[p.row]]  # in record order
     k = 0
     while k < len(arrays):
