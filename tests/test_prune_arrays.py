@@ -27,7 +27,12 @@ def _step(x):
     return tape.sin(x) * 0.5 + x[::-1] * 0.25
 
 
-CALLEE = tape.trace(_step, np.linspace(-1.0, 1.0, SHAPE[1]))
+def callee() -> tape.Function:
+    """A Function made where a test needs it (one made at import would keep its tape alive for all the
+    tests: see test_numpy_face's garbage-collector test)."""
+    return tape.trace(_step, np.linspace(-1.0, 1.0, SHAPE[1]))
+
+
 KINDS = ("live", "live", "dead", "dead", "elem", "dead_elem", "call", "dead_call", "guard", "unchecked",
          "dead_branch")
 
@@ -55,8 +60,9 @@ def program(seed: int, steps: int = 14) -> list[tuple]:
     return out
 
 
-def run(steps: list[tuple], x, p, clean: bool, vector: bool):
-    """The program on VarArray x, params p; clean: without the dead work (a checked branch's comparison kept)."""
+def run(steps: list[tuple], x, p, clean: bool, vector: bool, call: tape.Function):
+    """The program on VarArray x, params p; clean: without the dead work (a checked branch's comparison
+    kept); call: the Function the call steps call."""
     values = [x * p[0] + p[1]]
     for kind, a, b, u, w, c, i, j in steps:
         va, vb = values[a], values[b]
@@ -69,8 +75,8 @@ def run(steps: list[tuple], x, p, clean: bool, vector: bool):
             s = va[i, j]  # an elem record, then scalar records
             y = vb * (tape.cos(s * s) if kind == "elem" else tape.sin(s) + s * p[0])
         elif kind in ("call", "dead_call"):
-            once = CALLEE(vb[i])
-            y = va + (CALLEE(once) + once) * 2.0  # the second call reads the first's record
+            once = call(vb[i])
+            y = va + (call(once) + once) * 2.0  # the second call reads the first's record
         elif kind == "guard":
             g = np.tanh(va)  # read by the checked comparison only (one element of it)
             y = va * vb if g[i, j] > c else va - vb
@@ -94,7 +100,8 @@ def functions(seed: int, vector: bool, policy: str = "raise") -> tuple[tape.Func
     steps = program(seed)
     rng = np.random.default_rng(seed + 1000)
     x0, p0 = rng.uniform(-1, 1, SHAPE), rng.uniform(0.5, 1, N_PAR)
-    made = [tape.trace(lambda x, p, clean=clean: run(steps, x, p, clean, vector), x0, p0, on_branch_change=policy,
+    call = callee()
+    made = [tape.trace(lambda x, p, clean=clean: run(steps, x, p, clean, vector, call), x0, p0, on_branch_change=policy,
                        prune=prune) for clean, prune in ((False, True), (False, False), (True, False))]
     return made[0], made[1], made[2]
 
@@ -230,9 +237,11 @@ def test_a_hand_written_array_program_keeps_what_its_output_reads():
 
 
 def test_a_call_record_nothing_reads_is_dropped(tmp_path):
+    call = callee()
+
     def f(X):
-        CALLEE(X[0])  # its elem records are read by nothing
-        return (X * X).sum() + CALLEE(X[1])[3]
+        call(X[0])  # its elem records are read by nothing
+        return (X * X).sum() + call(X[1])[3]
 
     x0 = np.linspace(-1, 1, 2048).reshape(64, 32)
     F, G = tape.trace(f, x0), tape.trace(f, x0, prune=False)
