@@ -216,7 +216,7 @@ def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None)
     rows, elems, offsets = schedule(s, stop)
     arrays = [i for i in rows if i >= start] if start else rows
     lo = start
-    done, dead = -1, frozenset()  # the last row of the fused run in progress, the dead records inside it
+    done, dead = -1, frozenset[int]()  # the last row of the fused run in progress, the dead records inside it
     with np.errstate(all="ignore"):
         for i in [*arrays, stop]:
             if lo < i:
