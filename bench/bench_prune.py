@@ -8,7 +8,8 @@ work, and the pass's own time per record.
 2. Array records: 20 blocks of array work (a 64 x 64 matmul, tanh, a row sum broadcast back: 6 array
    records each), of which the output reads one (5%, the other 19 are dead, as the vertices of a
    skinned mesh that no output reads); the pruned Function against the program written with that
-   block only, and the unpruned one. F(x) and F.value_and_grad(x).
+   block only, and the unpruned one. F(x) and F.value_and_grad(x); the arena before and after its
+   compaction, and the passes' time as the Function is made.
 3. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
    elimination (tape._prune.prune) and both passes as a Function is made (tape._prune.run: constant
    folding's marking pass, nothing to fold here, then prune): ns per record.
@@ -95,6 +96,13 @@ def arrays(rounds):
     stats = pruned.stats()
     print(f"2. array records: recorded {stats['records_recorded']} records ({len(whole._plans)} array records), kept "
           f"{stats['records']} ({len(pruned._plans)} array records); clean program {len(clean)}")
+    a, plans = whole._arrays(), whole._plans
+    made = interleaved({"run": lambda: _prune.run(a, None, True, plans),
+                        "trace": lambda: tape.trace(blocks(BLOCKS), x0),
+                        "trace, prune=False": lambda: tape.trace(blocks(BLOCKS), x0, prune=False)}, rounds)
+    print(f"  arena {len(whole._aval)} numbers, compacted to {len(pruned._aval)}; nbytes {whole.nbytes} -> "
+          f"{pruned.nbytes}; the passes (tape._prune.run) {made['run'] * 1e3:.3f} ms; tape.trace "
+          f"{made['trace'] * 1e3:.1f} ms ({made['trace, prune=False'] * 1e3:.1f} ms with prune=False)")
     x = np.random.default_rng(3).uniform(-1, 1, x0.shape)
     for F in (pruned, clean, whole):
         F.value_and_grad(x)
