@@ -85,16 +85,18 @@ def _as_rows(v: View, shape: tuple[int, ...]) -> tuple[int, int] | None:
     return (v.strides[0], v.strides[1])
 
 
-def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] = ()) -> list[Run]:
-    """The runs of a Function's (or a Tape's, for one reverse sweep) array records worth fusing, among
-    the records that the outputs and the other roots (a Function's inputs, params, checks) depend on."""
+def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None) -> list[Run]:
+    """The runs of a Function's (or, without roots, a Tape's for one reverse sweep) array records worth
+    fusing; with roots (a Function's inputs, params, checks), among the records that they and the
+    outputs depend on."""
     readers = _readers(s)
     runs: list[Run] = []
     members: list[Plan] = []
-    n = getattr(s, "_n", len(s._op))  # a Tape's record arrays run past its records
-    live = _live.reaching(s._op[:n], s._in0[:n], s._in1[:n], [p for p in s._plans if p.row < n],
-                          [np.array(sorted(outputs), np.int64), *roots])[0]
-    arrays = [p for p in s._plans if p.row < n and live[p.row]]  # in record order
+    if roots is None:  # a Tape's one reverse sweep: among all its records
+        live = np.ones(len(s._op), np.bool_)
+    else:
+        live = _live.reaching(s._op, s._in0, s._in1, s._plans, [np.array(sorted(outputs), np.int64), *roots])[0]
+    arrays = [p for p in s._plans if live[p.row]]  # in record order
     k = 0
     while k < len(arrays):
         p = arrays[k]

@@ -22,11 +22,17 @@ def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray
     if not plans:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     elems = np.flatnonzero(op == ELEM)
+    rows: list[int] = []
+    records: list[int] = []
     readers, read = [elems], [in0[elems].astype(np.int64)]
     for p in plans:
-        records = [v.record for v in p.inputs] + (p.places.tolist() if ARRAY_KIND[p.code] == "pack" else [])
-        readers.append(np.full(len(records), p.row, np.int64))
-        read.append(np.array(records, np.int64))
+        rows += [p.row] * len(p.inputs)
+        records += [v.record for v in p.inputs]
+        if ARRAY_KIND[p.code] == "pack":
+            readers.append(np.full(len(p.places), p.row, np.int64))
+            read.append(p.places)
+    readers.append(np.array(rows, np.int64))
+    read.append(np.array(records, np.int64))
     reader = np.concatenate(readers)
     starts = np.zeros(len(op) + 1, np.int64)
     np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
