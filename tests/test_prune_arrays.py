@@ -292,3 +292,19 @@ def test_dead_records_neither_join_nor_break_a_fused_run():
     G(x)
     exp = next(p for p in G._plans if p.name == "exp")  # computed where it is, though inside the run
     assert np.array_equal(G._aval[exp.offset:exp.offset + exp.size], np.exp(x * 2.0 - 1.0))
+
+
+def test_debug_lines_follow_the_kept_array_records():
+    def f(X):
+        dead = np.log(X) * 2.0  # noqa: F841
+        return np.sqrt(X).sum() + X[3] * 2.0
+
+    with tape.debug_nans():
+        F = tape.trace(f, np.ones(2048))
+    assert "array log" not in F.stats()["by_op"] and F.stats()["records_dropped"] == 3
+    x = np.ones(2048)
+    x[5] = -1.0
+    with pytest.raises(tape.NonFiniteError) as info, tape.debug_nans():
+        F(x)
+    line = f"{os.path.basename(__file__)}:{f.__code__.co_firstlineno + 2}"  # the line of the sqrt
+    assert "record #1 (array sqrt" in str(info.value) and str(info.value).endswith(line)
