@@ -15,7 +15,9 @@ from tape import _format
 SHAPE = (32, 32)  # 1024 elements: array records
 N_PAR = 2
 SEEDS = range(6)
-UNARY = (np.sin, np.tanh, tape.sigmoid, lambda a: a * 1.5, lambda a: a + 0.25, abs, lambda a: tape.maximum(a, 0.1))
+UNARY = (np.sin, np.tanh, tape.sigmoid, lambda a: a * 1.5, lambda a: a + 0.25, abs, lambda a: tape.maximum(a, 0.1),
+         lambda a: np.cumsum(a, 1) * 0.1, lambda a: np.sort(a, axis=0), lambda a: a[ROWS])  # a scan, a sort, a gather
+ROWS = np.arange(SHAPE[0])[::-1] // 2
 BINARY = (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b, lambda a, b: a / (1.0 + b * b),
           lambda a, b: tape.where(a < b, a, b * 0.5), lambda a, b: (a @ b) * 0.05,
           lambda a, b: a + b.sum(axis=0, keepdims=True) * 0.1, lambda a, b: a * b.mean(1)[:, None])
