@@ -97,7 +97,7 @@ def arrays(rounds):
     print(f"2. array records: recorded {stats['records_recorded']} records ({len(whole._plans)} array records), kept "
           f"{stats['records']} ({len(pruned._plans)} array records); clean program {len(clean)}")
     a, plans = whole._arrays(), whole._plans
-    made = interleaved({"run": lambda: _prune.run(a, None, True, plans),
+    made = interleaved({"run": lambda: _prune.run(a, None, True, plans, whole._callees),
                         "trace": lambda: tape.trace(blocks(BLOCKS), x0),
                         "trace, prune=False": lambda: tape.trace(blocks(BLOCKS), x0, prune=False)}, rounds)
     print(f"  arena {len(whole._aval)} numbers, compacted to {len(pruned._aval)}; nbytes {whole.nbytes} -> "
@@ -122,10 +122,10 @@ def pass_time(rounds):
     for records in (10**4, 10**5, 10**6):
         F = tape.trace(chain(records // (DEAD + 2), True), [0.1] * INPUTS, prune=False)
         arrays[len(F)] = F._arrays()
-    _prune.prune(arrays[min(arrays)], None, [])
+    _prune.prune(arrays[min(arrays)], None, [], [])
     medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
-                           for what, do in (("prune", lambda a: _prune.prune(a, None, [])),
-                                            ("run", lambda a: _prune.run(a, None, True, [])))}, rounds)
+                           for what, do in (("prune", lambda a: _prune.prune(a, None, [], [])),
+                                            ("run", lambda a: _prune.run(a, None, True, [], [])))}, rounds)
     for (what, n), seconds in medians.items():
         print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
 

@@ -8,12 +8,14 @@ its replay computes (the Numba forward sweep's), so every value, derivative and 
 out bit for bit as before: no adjoint or tangent reaches an input through a record that depends on none.
 With array records (tape/_sweep.py's plans; call records are array records too) an array record reads
 the records of its views (a pack its scalar rows) and an elem record its array record: an array record
-is kept or dropped whole, the kept plans are renumbered (rows, views' records, pack places) and the
-arena is compacted (the format wants the regions one after another; copying the kept ones costs one
-pass). Only scalar records fold: array and elem records count as varying, so nothing reading them folds.
+is kept or dropped whole, the kept plans are renumbered (rows, views' records, pack places, callee
+slots: a Function no kept call record calls is dropped) and the arena is compacted (the format wants
+the regions one after another; copying the kept ones costs one pass). Only scalar records fold: array and elem records count as varying, so nothing reading them folds.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -28,15 +30,16 @@ from tape.kernels.prune import compact, mark_varying
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
 
-def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan]
-          ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan]]:
+def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan], callees: list[Any]
+          ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any]]:
     """The arrays (as _format.validate checks them) without the dead records, the source lines of the
-    kept ones and the kept plans; a, lines and plans themselves where nothing is dead."""
+    kept ones, the kept plans and the Functions their call records call; a, lines, plans and callees
+    themselves where nothing is dead."""
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     n = len(op)
     live, kept = _live.reaching(op, in0, in1, plans, [a[name] for name in ROWS])
     if kept == n:
-        return a, lines, plans
+        return a, lines, plans, callees
     new_row = np.full(n, -1, np.int64)
     slot_map = np.full(len(a["consts"]), -1, np.int64)
     slots = np.empty(len(a["consts"]), np.int64)
@@ -46,27 +49,30 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Pl
     pruned = dict(a, op=out[0], in0=out[1], in1=out[2], val=out[3], consts=a["consts"][slots[:n_slots]])
     pruned.update({name: new_row[a[name]] for name in ROWS})
     if plans:
-        plans = _kept_plans(pruned, a["arena"], plans, live, new_row)
+        plans, callees = _kept_plans(pruned, a["arena"], plans, callees, live, new_row)
     if lines is not None:
         lines = {int(new_row[r]): where for r, where in lines.items() if 0 <= r < n and live[r]}
-    return pruned, lines, plans
+    return pruned, lines, plans, callees
 
 
-def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Plan], live: np.ndarray,
-                new_row: np.ndarray) -> list[Plan]:
-    """The live plans renumbered (into pruned's in0 too: an array record's plan, an elem's record) and
-    their regions packed one after another (pruned's plan table and arena)."""
+def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Plan], callees: list[Any],
+                live: np.ndarray, new_row: np.ndarray) -> tuple[list[Plan], list[Any]]:
+    """The live plans renumbered (into pruned's in0 too: an array record's plan, an elem's record),
+    their regions packed one after another (pruned's plan table and arena), and the callees that the
+    kept call records call (their slots renumbered in order)."""
     op, in0 = pruned["op"], pruned["in0"]
     in0[IS_ARRAY[op]] = np.arange(np.count_nonzero(IS_ARRAY[op]))
     elems = op == ELEM
     in0[elems] = new_row[in0[elems]]
     kept, regions, offset = [], [], 0
+    slots: dict[int, int] = {}  # a kept callee's slot: its new one
     for p in plans:
         if not live[p.row]:
             continue
         places = p.places
-        if ARRAY_KIND[p.code] == "pack":
-            places = new_row[places]
+        if ARRAY_KIND[p.code] in ("pack", "call"):
+            places = new_row[places] if ARRAY_KIND[p.code] == "pack" else np.array(
+                [slots.setdefault(int(places[0]), len(slots))], np.int64)
             places.flags.writeable = False
         kept.append(p._replace(row=int(new_row[p.row]), offset=offset, places=places, inputs=tuple(
             v._replace(record=int(new_row[v.record])) for v in p.inputs)))
@@ -74,7 +80,7 @@ def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Pl
         offset += p.size
     pruned["plans"], pruned["plan_places"] = _plans.encode(kept)
     pruned["arena"] = np.concatenate(regions) if regions else np.zeros(0)
-    return kept
+    return kept, [callees[old] for old in slots]
 
 
 def fold(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarray], int]:
@@ -97,14 +103,14 @@ def fold(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndar
     return a, len(folded)
 
 
-def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list[Plan]
-        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], tuple[int, str]]:
-    """fold and prune where wanted, with the kept plans and what stats() reports of it: the records
-    folded, and "done" or "off" (not wanted, or a tape's own records lent for derivatives at once)."""
+def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list[Plan], callees: list[Any]
+        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any], tuple[int, str]]:
+    """fold and prune where wanted, with the kept plans and callees and what stats() reports of it: the
+    records folded, and "done" or "off" (not wanted, or a tape's own records lent for derivatives at once)."""
     if not wanted:
-        return a, lines, plans, (0, "off")
+        return a, lines, plans, callees, (0, "off")
     a, folded = fold(a, plans)
-    return (*prune(a, lines, plans), (folded, "done"))
+    return (*prune(a, lines, plans, callees), (folded, "done"))
 
 
 def counts(pruning: tuple[int, int, str] | None, records: int) -> dict:

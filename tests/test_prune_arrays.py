@@ -238,19 +238,22 @@ def test_a_hand_written_array_program_keeps_what_its_output_reads():
     assert np.isclose((F(x + e) - F(x - e)) / (2 * h), grad[2, 3], rtol=1e-7)
 
 
-def test_a_call_record_nothing_reads_is_dropped(tmp_path):
-    call = callee()
+def test_a_call_record_nothing_reads_is_dropped_with_its_callee(tmp_path):
+    dead, call, twice = callee(), callee(), callee()
 
     def f(X):
-        call(X[0])  # its elem records are read by nothing
-        return (X * X).sum() + call(X[1])[3]
+        dead(X[0])  # its elem records are read by nothing
+        twice(X[2])
+        return (X * X).sum() + call(X[1])[3] + twice(X[3])[5]
 
     x0 = np.linspace(-1, 1, 2048).reshape(64, 32)
     F, G = tape.trace(f, x0), tape.trace(f, x0, prune=False)
-    assert F.stats()["by_op"]["array call"] == 1 and G.stats()["by_op"]["array call"] == 2
+    assert F.stats()["by_op"]["array call"] == 2 and G.stats()["by_op"]["array call"] == 4
+    assert F._callees == [call, twice] and G._callees == [dead, twice, call]  # slots renumbered in order
     path = os.path.join(tmp_path, "f.npz")
     F.save(path)
     L = tape.load(path)
+    assert len(L._callees) == 2 and [len(H) for H in L._callees] == [len(call), len(twice)]
     for x in (x0[::-1].copy(), np.zeros(x0.shape), np.full(x0.shape, np.nan)):
         for H in (F, L):
             same(H, G, "value_and_grad", x)
