@@ -74,8 +74,8 @@ def pass_time(rounds):
         F = tape.trace(f, x0, prune=False)
         arrays[len(F)] = F._arrays()
     medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
-                           for what, do in (("cse", _cse.cse), ("run", lambda a: _prune.run(a, None, True, [])))},
-                          rounds)
+                           for what, do in (("cse", lambda a: _cse.cse(a, [])),
+                                            ("run", lambda a: _prune.run(a, None, True, [], [])))}, rounds)
     for (what, n), seconds in medians.items():
         print(f"  {what:4s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
 

@@ -5,7 +5,12 @@ work, and the pass's own time per record.
    and 38 dead ones (a tanh chain from acc that nothing reads); 5,000 steps (200,000 records).
    F(x) and F.value_and_grad(x) of: the pruned Function (the default), the same program traced
    without the dead work ("clean"), and the unpruned one (prune=False).
-2. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
+2. Array records: 20 blocks of array work (a 64 x 64 matmul, tanh, a row sum broadcast back: 6 array
+   records each), of which the output reads one (5%, the other 19 are dead, as the vertices of a
+   skinned mesh that no output reads); the pruned Function against the program written with that
+   block only, and the unpruned one. F(x) and F.value_and_grad(x); the arena before and after its
+   compaction, and the passes' time as the Function is made.
+3. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
    elimination (tape._prune.prune) and both passes as a Function is made (tape._prune.run: constant
    folding's marking pass, nothing to fold here, then prune): ns per record.
 
@@ -24,6 +29,7 @@ from tape import _prune
 from tape.benchmarks.timing import medians as interleaved
 
 INPUTS, DEAD = 50, 38
+BLOCKS = 20
 
 
 
@@ -68,16 +74,58 @@ def replay(rounds):
               f"unpruned / pruned: {medians[f'{what} unpruned'] / pruned_s:.1f}x")
 
 
+def blocks(count):
+    rng = np.random.default_rng(1)
+    weights = [rng.normal(size=(64, 64)) / 8.0 for _ in range(BLOCKS)]
+
+    def f(X):
+        outputs = []
+        for k in range(count):
+            Y = np.tanh(X @ weights[k]) * 0.5 + X
+            outputs.append((Y * Y.sum(axis=1, keepdims=True)).sum())
+        return outputs[0]
+
+    return f
+
+
+def arrays(rounds):
+    x0 = np.random.default_rng(2).uniform(-1, 1, (64, 64))
+    pruned = tape.trace(blocks(BLOCKS), x0)
+    clean = tape.trace(blocks(1), x0)
+    whole = tape.trace(blocks(BLOCKS), x0, prune=False)
+    stats = pruned.stats()
+    print(f"2. array records: recorded {stats['records_recorded']} records ({len(whole._plans)} array records), kept "
+          f"{stats['records']} ({len(pruned._plans)} array records); clean program {len(clean)}")
+    a, plans = whole._arrays(), whole._plans
+    made = interleaved({"run": lambda: _prune.run(a, None, True, plans, whole._callees),
+                        "trace": lambda: tape.trace(blocks(BLOCKS), x0),
+                        "trace, prune=False": lambda: tape.trace(blocks(BLOCKS), x0, prune=False)}, rounds)
+    print(f"  arena {len(whole._aval)} numbers, compacted to {len(pruned._aval)}; nbytes {whole.nbytes} -> "
+          f"{pruned.nbytes}; the passes (tape._prune.run) {made['run'] * 1e3:.3f} ms; tape.trace "
+          f"{made['trace'] * 1e3:.1f} ms ({made['trace, prune=False'] * 1e3:.1f} ms with prune=False)")
+    x = np.random.default_rng(3).uniform(-1, 1, x0.shape)
+    for F in (pruned, clean, whole):
+        F.value_and_grad(x)
+    assert pruned(x) == clean(x) == whole(x)
+    for what, call in (("F(x)", lambda F: F(x)), ("F.value_and_grad(x)", lambda F: F.value_and_grad(x))):
+        medians = interleaved({f"{what} {name}": (lambda F=F, call=call: call(F))
+                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds, 20)
+        show(medians)
+        pruned_s, clean_s = medians[f"{what} pruned"], medians[f"{what} clean"]
+        print(f"  pruned / clean: {pruned_s / clean_s:.2f}x (target <= 1.3x); "
+              f"unpruned / pruned: {medians[f'{what} unpruned'] / pruned_s:.1f}x")
+
+
 def pass_time(rounds):
-    print("2. the passes alone: prune (dead records), run (fold + prune)")
+    print("3. the passes alone: prune (dead records), run (fold + prune)")
     arrays = {}
     for records in (10**4, 10**5, 10**6):
         F = tape.trace(chain(records // (DEAD + 2), True), [0.1] * INPUTS, prune=False)
         arrays[len(F)] = F._arrays()
-    _prune.prune(arrays[min(arrays)], None)
+    _prune.prune(arrays[min(arrays)], None, [], [])
     medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
-                           for what, do in (("prune", lambda a: _prune.prune(a, None)),
-                                            ("run", lambda a: _prune.run(a, None, True, [])))}, rounds)
+                           for what, do in (("prune", lambda a: _prune.prune(a, None, [], [])),
+                                            ("run", lambda a: _prune.run(a, None, True, [], [])))}, rounds)
     for (what, n), seconds in medians.items():
         print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
 
@@ -85,4 +133,5 @@ def pass_time(rounds):
 if __name__ == "__main__":
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
     replay(rounds)
+    arrays(rounds)
     pass_time(rounds)

@@ -9,9 +9,11 @@ from ._numba import jit
 
 
 @jit
-def mark_reaching(op, in0, in1, has_input, two_records, reads_previous, outputs, marked):
+def mark_reaching(op, in0, in1, has_input, two_records, reads_previous, starts, reads, outputs, marked):
     """marked[i] = True for every record the outputs depend on (outputs included; a record of an op
-    with reads_previous also reads the record just before it: a select its comparison); returns how many."""
+    with reads_previous also reads the record just before it: a select its comparison; record i also
+    reads reads[starts[i]:starts[i + 1]] where starts has n + 1 entries: an array record its operands,
+    an elem record its array record; starts may be empty); returns how many."""
     top = 0
     for k in range(len(outputs)):
         marked[outputs[k]] = True
@@ -29,6 +31,9 @@ def mark_reaching(op, in0, in1, has_input, two_records, reads_previous, outputs,
                 marked[in1[i]] = True
         if reads_previous[k]:
             marked[i - 1] = True
+        if i + 1 < len(starts):
+            for j in range(starts[i], starts[i + 1]):
+                marked[reads[j]] = True
     return count
 
 
@@ -51,5 +56,7 @@ def reaching(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, has_input: np.nda
              outputs: np.ndarray) -> np.ndarray:
     """Sorted records that the outputs depend on through their inputs (in0, in1)."""
     marked = np.zeros(len(op), np.bool_)
-    mark_reaching(op, in0, in1, has_input, two_records, np.zeros(256, np.bool_), np.asarray(outputs, np.int64), marked)
+    none = np.zeros(0, np.int64)
+    mark_reaching(op, in0, in1, has_input, two_records, np.zeros(256, np.bool_), none, none,
+                  np.asarray(outputs, np.int64), marked)
     return np.flatnonzero(marked)

@@ -123,6 +123,7 @@ class ArrayReplay:
         self._n_in = self._in_pieces[-1][2] if self._in_pieces else 0
         self._n_par = self._param_pieces[-1][2] if self._param_pieces else 0
         self._n_out = self._out_pieces[-1][2] if self._out_pieces else 0
-        runs = _fusion.find(self, set(self._output_rows.tolist())) if plans else []
+        roots = (self._input_rows, self._param_rows, self._check_rows)
+        runs = _fusion.find(self, set(self._output_rows.tolist()), roots) if plans else []
         self._runs_first = {run.rows[0]: run for run in runs}
         self._runs_last = {run.rows[-1]: run for run in runs}

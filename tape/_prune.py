@@ -6,36 +6,43 @@ It runs where a Function is made from a tape (Tape.function, tape.trace and its 
 default). The kept records are the same records in the same order, a folded one holding the value
 its replay computes (the Numba forward sweep's), so every value, derivative and branch check comes
 out bit for bit as before: no adjoint or tangent reaches an input through a record that depends on none.
-Functions with array records or call records (whose plans name records and arena places) are
-left as recorded for now: ``stats()["pruning"]`` says so.
+With array records (tape/_sweep.py's plans; call records are array records too) an array record reads
+the records of its views (a pack its scalar rows) and an elem record its array record: an array record
+is kept or dropped whole, the kept plans are renumbered (rows, views' records, pack places, callee
+slots: a Function no kept call record calls is dropped) and the arena is compacted (the format wants
+the regions one after another; copying the kept ones costs one pass). Only scalar records fold:
+array and elem records count as varying, so nothing reading them folds. Between folding and pruning,
+repeated scalar subexpressions are merged (tape/_cse.py): the pruning then drops the copies.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from tape import _live, _plans
 from tape._cse import cse
 from tape._storage import NO_INPUT
+from tape._sweep import Plan
 from tape.kernels._sweeps import forward_sweep
-from tape.kernels.graph import mark_reaching
-from tape.kernels.ops import CONSTANT, HAS_INPUT, IS_COMPARISON, OPCODE, TWO_RECORDS, USES_POOL
+from tape.kernels.array_ops import ARRAY_KIND
+from tape.kernels.ops import CONSTANT, ELEM, HAS_INPUT, IS_ARRAY, IS_COMPARISON, TWO_RECORDS, USES_POOL
 from tape.kernels.prune import compact, mark_varying
 
-IS_SELECT = np.arange(256) == OPCODE["select"]
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
 
-def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None) -> tuple[dict[str, np.ndarray],
-                                                                           dict[int, str] | None]:
-    """The arrays (as _format.validate checks them; scalar records only) without the dead records,
-    and the source lines of the kept ones; a itself where nothing is dead."""
+def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan], callees: list[Any]
+          ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any]]:
+    """The arrays (as _format.validate checks them) without the dead records, the source lines of the
+    kept ones, the kept plans and the Functions their call records call; a, lines, plans and callees
+    themselves where nothing is dead."""
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     n = len(op)
-    live = np.zeros(n, np.bool_)
-    roots = np.concatenate([a[name] for name in ROWS]).astype(np.int64)
-    kept = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, roots, live)
+    live, kept = _live.reaching(op, in0, in1, plans, [a[name] for name in ROWS])
     if kept == n:
-        return a, lines
+        return a, lines, plans, callees
     new_row = np.full(n, -1, np.int64)
     slot_map = np.full(len(a["consts"]), -1, np.int64)
     slots = np.empty(len(a["consts"]), np.int64)
@@ -44,18 +51,50 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None) -> tuple[dict[
                       slots)
     pruned = dict(a, op=out[0], in0=out[1], in1=out[2], val=out[3], consts=a["consts"][slots[:n_slots]])
     pruned.update({name: new_row[a[name]] for name in ROWS})
+    if plans:
+        plans, callees = _kept_plans(pruned, a["arena"], plans, callees, live, new_row)
     if lines is not None:
         lines = {int(new_row[r]): where for r, where in lines.items() if 0 <= r < n and live[r]}
-    return pruned, lines
+    return pruned, lines, plans, callees
 
 
-def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
-    """The arrays with every record that depends on no input or param, other than comparisons (checks
-    name them) and leaves, made a constant record of its replayed value; and how many there were."""
+def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Plan], callees: list[Any],
+                live: np.ndarray, new_row: np.ndarray) -> tuple[list[Plan], list[Any]]:
+    """The live plans renumbered (into pruned's in0 too: an array record's plan, an elem's record),
+    their regions packed one after another (pruned's plan table and arena), and the callees that the
+    kept call records call (their slots renumbered in order)."""
+    op, in0 = pruned["op"], pruned["in0"]
+    in0[IS_ARRAY[op]] = np.arange(np.count_nonzero(IS_ARRAY[op]))
+    elems = op == ELEM
+    in0[elems] = new_row[in0[elems]]
+    kept, regions, offset = [], [], 0
+    slots: dict[int, int] = {}  # a kept callee's slot: its new one
+    for p in plans:
+        if not live[p.row]:
+            continue
+        places = p.places
+        if ARRAY_KIND[p.code] in ("pack", "call"):
+            places = new_row[places] if ARRAY_KIND[p.code] == "pack" else np.array(
+                [slots.setdefault(int(places[0]), len(slots))], np.int64)
+            places.flags.writeable = False
+        kept.append(p._replace(row=int(new_row[p.row]), offset=offset, places=places, inputs=tuple(
+            v._replace(record=int(new_row[v.record])) for v in p.inputs)))
+        regions.append(arena[p.offset:p.offset + p.size])
+        offset += p.size
+    pruned["plans"], pruned["plan_places"] = _plans.encode(kept)
+    pruned["arena"] = np.concatenate(regions) if regions else np.zeros(0)
+    return kept, [callees[old] for old in slots]
+
+
+def fold(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarray], int]:
+    """The arrays with every scalar record that depends on no input or param, other than comparisons
+    (checks name them) and leaves, made a constant record of its replayed value; and how many there
+    were. Array and elem records count as varying: nothing that reads them folds."""
     op = a["op"]
     varying, foldable = np.zeros(len(op), np.bool_), np.zeros(len(op), np.bool_)
-    rows = np.concatenate([a["input_rows"], a["param_rows"]]).astype(np.int64)
-    if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, IS_SELECT, IS_COMPARISON, rows, varying,
+    arrays = [p.row for p in plans] + (np.flatnonzero(op == ELEM).tolist() if plans else [])
+    rows = np.concatenate([a["input_rows"], a["param_rows"], np.array(arrays, np.int64)]).astype(np.int64)
+    if not mark_varying(op, a["in0"], a["in1"], HAS_INPUT, TWO_RECORDS, _live.IS_SELECT, IS_COMPARISON, rows, varying,
                         foldable):
         return a, 0
     folded = np.flatnonzero(foldable)
@@ -67,18 +106,17 @@ def fold(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
     return a, len(folded)
 
 
-def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list, merge: bool = True
-        ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, tuple[int, int, str]]:
-    """fold, merge common subexpressions (tape/_cse.py; if merge) and prune where wanted and possible, with what
-    stats() reports of it: the records folded, the records merged, and "done", "off" (not wanted, or a
-    tape's own records lent for derivatives at once) or why skipped."""
+def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list[Plan], callees: list[Any],
+        merge: bool = True) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any],
+                                     tuple[int, int, str]]:
+    """fold, merge common subexpressions (tape/_cse.py; if merge) and prune where wanted, with the kept
+    plans and callees and what stats() reports of it: the records folded, the records merged, and "done"
+    or "off" (not wanted, or a tape's own records lent for derivatives at once)."""
     if not wanted:
-        return a, lines, (0, 0, "off")
-    if plans:
-        return a, lines, (0, 0, "skipped: array or call records")
-    a, folded = fold(a)
-    a, merged = cse(a) if merge else (a, 0)
-    return (*prune(a, lines), (folded, merged, "done"))
+        return a, lines, plans, callees, (0, 0, "off")
+    a, folded = fold(a, plans)
+    a, plans, merged = cse(a, plans) if merge else (a, plans, 0)
+    return (*prune(a, lines, plans, callees), (folded, merged, "done"))
 
 
 def counts(pruning: tuple[int, int, int, str] | None, records: int) -> dict:

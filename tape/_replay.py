@@ -169,9 +169,9 @@ class Replay(ArrayReplay, Calls, Callee):
         plans = _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
                                   "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
                                  _call.sizes(t._callees))
-        arrays, lines, pruning = _prune.run(arrays, t._lines, prune and not share, plans, cse)
-        F = cls(arrays, on_branch_change, source, plans, share, t._callees)
-        F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *pruning)
+        arrays, lines, plans, callees, did = _prune.run(arrays, t._lines, prune and not share, plans, t._callees, cse)
+        F = cls(arrays, on_branch_change, source, plans, share, callees)
+        F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *did)
         F._home = weakref.ref(t)
         return F
 

@@ -216,7 +216,7 @@ def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None)
     rows, elems, offsets = schedule(s, stop)
     arrays = [i for i in rows if i >= start] if start else rows
     lo = start
-    done = -1  # the last row of the fused run in progress
+    done, dead = -1, frozenset[int]()  # the last row of the fused run in progress, the dead records inside it
     with np.errstate(all="ignore"):
         for i in [*arrays, stop]:
             if lo < i:
@@ -225,8 +225,8 @@ def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None)
                 forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, i)
             if runs and i in runs:
                 runs[i].forward(s)
-                done = runs[i].rows[-1]
-            elif i < stop and i > done:
+                done, dead = runs[i].rows[-1], runs[i].dead
+            elif i < stop and (i > done or i in dead):
                 forward_one(s, s._plans[s._in0[i]])
             lo = i + 1
 

@@ -238,3 +238,33 @@ def test_the_pass_is_linear_and_terminates_on_a_long_chain_of_repeats():
     F = tape.trace(f, [0.5])
     assert len(F) == n + 2 and F.stats()["records_merged"] == n - 1
     assert abs(F([0.5]) - (0.5 + n * np.sin(0.5))) < 1e-6
+
+
+def array_program(x, once: bool):
+    """Array records (32 x 32) with scalar work on their elements repeated between them (once: not)."""
+    y = np.tanh(x) * 1.5
+    s = y[3, 4]
+    ss = s * s
+    u = tape.cos(ss)
+    z = np.sin(y) + y * 0.5  # elementwise records: a fused run
+    v = u if once else tape.cos(s * s)  # the same scalar work again, between array records
+    w = np.exp(z * 0.1) * v + z * u
+    return (w * w).sum() + tape.sin(ss if once else s * s) * z[1, 2]
+
+
+def test_scalar_repeats_beside_array_records_keep_the_values_bits():
+    x0 = np.linspace(-1.0, 1.0, 1024).reshape(32, 32)
+    F = tape.trace(lambda x: array_program(x, False), x0)
+    G = tape.trace(lambda x: array_program(x, False), x0, cse=False)
+    C = tape.trace(lambda x: array_program(x, True), x0, cse=False)
+    assert F.stats()["records_merged"] >= 3 and F.stats()["pruning"] == "done"
+    for k in ("op", "in0", "in1", "plans", "plan_places", "arena"):  # the pack reads the first cos too
+        assert np.array_equal(F._arrays()[k], C._arrays()[k]), k
+    rng = np.random.default_rng(4)
+    for x in [rng.uniform(-2, 2, (32, 32)) for _ in range(3)] + [np.zeros((32, 32)), np.full((32, 32), np.inf)]:
+        v = rng.normal(size=(32, 32))
+        with np.errstate(all="ignore"):
+            assert bits(F(x)) == bits(G(x)) == bits(C(x))
+            assert bits(F.jvp(x, v)) == bits(G.jvp(x, v))
+            assert bits(F.value_and_grad(x)) == bits(C.value_and_grad(x))
+            close(F.value_and_grad(x)[1], G.value_and_grad(x)[1])

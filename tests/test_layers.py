@@ -27,7 +27,7 @@ LAYERS = [
      "tape.kernels._gen_partials"],
     ["tape.kernels.array_ops", "tape.kernels._gen_jit"],  # the array op table; tape.jit's generator
     ["tape.kernels.codegen", "tape.errors"],
-    ["tape._debug", "tape._show", "tape._sweep"],  # _sweep: the sweeps of tapes with array records
+    ["tape._debug", "tape._show", "tape._sweep", "tape._live"],  # _sweep: the sweeps of tapes with array records
     ["tape._arena", "tape._tangents", "tape._plans", "tape._fusion"],
     ["tape._storage"],  # the records, by index: knows nothing of what records into it
     ["tape._handles", "tape._blocks"],  # _blocks: recording array records

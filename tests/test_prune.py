@@ -257,13 +257,13 @@ def test_debug_lines_follow_the_kept_records():
     assert "return tape.log(x[0])" in str(info.value) or f"{os.path.basename(__file__)}:" in str(info.value)
 
 
-def test_array_records_are_left_as_recorded():
+def test_array_records_are_pruned_too():
     def f(x):
         dead = tape.exp(x) * 2.0  # noqa: F841
         return (x * x).sum()
 
-    F = tape.trace(f, np.ones(5000))  # (small arrays are recorded as scalar records)
-    assert F.stats()["pruning"].startswith("skipped") and F.stats()["records_dropped"] == 0
+    F = tape.trace(f, np.ones(5000))  # (small arrays are recorded as scalar records; tests/test_prune_arrays.py)
+    assert F.stats()["pruning"] == "done" and F.stats()["records_dropped"] == 3  # exp, its 2.0, the product
 
 
 def test_a_loaded_function_says_it_was_not_pruned_again():
