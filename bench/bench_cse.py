@@ -22,6 +22,7 @@ import numpy as np
 import tape
 from tape import _cse, _prune
 from tape.benchmarks.timing import medians as interleaved
+from tape.benchmarks.timing import per_record
 
 
 def decay(points):
@@ -73,11 +74,7 @@ def pass_time(rounds):
         f, x0 = leapfrog(records // 10)
         F = tape.trace(f, x0, prune=False)
         arrays[len(F)] = F._arrays()
-    medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
-                           for what, do in (("cse", lambda a: _cse.cse(a, [])),
-                                            ("run", lambda a: _prune.run(a, None, True, [], [])))}, rounds)
-    for (what, n), seconds in medians.items():
-        print(f"  {what:4s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
+    per_record(arrays, {"cse": lambda a: _cse.cse(a, []), "run": lambda a: _prune.run(a, None, True, [], [])}, rounds)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ work, and the pass's own time per record.
    block only, and the unpruned one. F(x) and F.value_and_grad(x); the arena before and after its
    compaction, and the passes' time as the Function is made.
 3. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
-   elimination (tape._prune.prune) and both passes as a Function is made (tape._prune.run: constant
-   folding's marking pass, nothing to fold here, then prune): ns per record.
+   elimination (tape._prune.prune) and the passes as a Function is made (tape._prune.run: constant
+   folding's marking pass, nothing to fold here, common subexpressions (bench_cse.py), then prune):
+   ns per record.
 
 Interleaved medians: each round times every variant once (20 calls in a row for replays, so the one
 before does not leave the caches cold), in turn, so drift hits all alike.
@@ -27,6 +28,7 @@ import numpy as np
 import tape
 from tape import _prune
 from tape.benchmarks.timing import medians as interleaved
+from tape.benchmarks.timing import per_record
 
 INPUTS, DEAD = 50, 38
 BLOCKS = 20
@@ -52,6 +54,17 @@ def show(medians):
         print(f"  {name:40s} {seconds * 1e3:10.3f} ms")
 
 
+def against(pruned, clean, whole, x, rounds):
+    """F(x) and F.value_and_grad(x) of the pruned Function, interleaved with the clean and unpruned ones."""
+    for what, call in (("F(x)", lambda F: F(x)), ("F.value_and_grad(x)", lambda F: F.value_and_grad(x))):
+        medians = interleaved({f"{what} {name}": (lambda F=F, call=call: call(F))
+                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds, 20)
+        show(medians)
+        pruned_s, clean_s = medians[f"{what} pruned"], medians[f"{what} clean"]
+        print(f"  pruned / clean: {pruned_s / clean_s:.2f}x (target <= 1.3x); "
+              f"unpruned / pruned: {medians[f'{what} unpruned'] / pruned_s:.1f}x")
+
+
 def replay(rounds):
     steps = 5000
     x0 = [0.1] * INPUTS
@@ -65,13 +78,7 @@ def replay(rounds):
     for F in (pruned, clean, whole):
         F.value_and_grad(x)
     assert pruned(x) == clean(x) == whole(x)
-    for what, call in (("F(x)", lambda F: F(x)), ("F.value_and_grad(x)", lambda F: F.value_and_grad(x))):
-        medians = interleaved({f"{what} {name}": (lambda F=F, call=call: call(F))
-                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds, 20)
-        show(medians)
-        pruned_s, clean_s = medians[f"{what} pruned"], medians[f"{what} clean"]
-        print(f"  pruned / clean: {pruned_s / clean_s:.2f}x (target <= 1.3x); "
-              f"unpruned / pruned: {medians[f'{what} unpruned'] / pruned_s:.1f}x")
+    against(pruned, clean, whole, x, rounds)
 
 
 def blocks(count):
@@ -107,27 +114,18 @@ def arrays(rounds):
     for F in (pruned, clean, whole):
         F.value_and_grad(x)
     assert pruned(x) == clean(x) == whole(x)
-    for what, call in (("F(x)", lambda F: F(x)), ("F.value_and_grad(x)", lambda F: F.value_and_grad(x))):
-        medians = interleaved({f"{what} {name}": (lambda F=F, call=call: call(F))
-                               for name, F in (("pruned", pruned), ("clean", clean), ("unpruned", whole))}, rounds, 20)
-        show(medians)
-        pruned_s, clean_s = medians[f"{what} pruned"], medians[f"{what} clean"]
-        print(f"  pruned / clean: {pruned_s / clean_s:.2f}x (target <= 1.3x); "
-              f"unpruned / pruned: {medians[f'{what} unpruned'] / pruned_s:.1f}x")
+    against(pruned, clean, whole, x, rounds)
 
 
 def pass_time(rounds):
-    print("3. the passes alone: prune (dead records), run (fold + prune)")
+    print("3. the passes alone: prune (dead records), run (fold + cse + prune)")
     arrays = {}
     for records in (10**4, 10**5, 10**6):
         F = tape.trace(chain(records // (DEAD + 2), True), [0.1] * INPUTS, prune=False)
         arrays[len(F)] = F._arrays()
     _prune.prune(arrays[min(arrays)], None, [], [])
-    medians = interleaved({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
-                           for what, do in (("prune", lambda a: _prune.prune(a, None, [], [])),
-                                            ("run", lambda a: _prune.run(a, None, True, [], [])))}, rounds)
-    for (what, n), seconds in medians.items():
-        print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
+    per_record(arrays, {"prune": lambda a: _prune.prune(a, None, [], []),
+                        "run": lambda a: _prune.run(a, None, True, [], [])}, rounds)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from sameness import bits
 
 import tape
 
@@ -71,12 +72,6 @@ def functions(seed: int, vector: bool) -> tuple[tape.Function, tape.Function, ta
     x0, p0 = rng.uniform(0.5, 1.5, N_IN), rng.uniform(0.5, 1.5, N_PAR)
     return tuple(tape.trace(lambda x, p, once=once: run(steps, x, p, once, vector), x0, p0, prune=prune)
                  for once, prune in ((False, True), (False, False), (True, False)))  # type: ignore[return-value]
-
-
-def bits(result) -> bytes:
-    if isinstance(result, tuple):
-        return b"|".join(bits(r) for r in result)
-    return np.asarray(result, np.float64).tobytes()
 
 
 def points(seed: int) -> list[np.ndarray]:

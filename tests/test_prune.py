@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from sameness import bits, same, same_maps
 
 import tape
 from tape import _format
@@ -114,24 +115,6 @@ def test_records_of_no_input_fold_to_the_same_bits(seed):
     same(Fs.grad_function(), Gs.grad_function(), "__call__", x, p)
 
 
-def bits(result) -> bytes:
-    if isinstance(result, tuple):
-        return b"|".join(bits(r) for r in result)
-    return np.asarray(result, np.float64).tobytes()
-
-
-def same(F, G, method: str, *args) -> None:
-    """F.method(*args) and G.method(*args) give the same bits, or the same BranchChanged (file:line)."""
-    got = []
-    for H in (F, G):
-        try:
-            got.append(bits(getattr(H, method)(*args)))
-        except tape.BranchChanged as exc:
-            got.append(("BranchChanged", os.path.basename(exc.where)))  # a file keeps the name only
-    assert got[0] == got[1], method
-
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pruned_is_the_program_without_its_dead_work(seed):
     F, G, C = functions(seed, vector=True)
@@ -178,12 +161,7 @@ def test_every_method_gives_the_same_bits(seed, tmp_path):
                              ("value_grad_hvp", (x, v, p))):
             same(Fs, Gs, method, *args)
     X = np.array(points[:6])
-    for F, G in ((Fs, Gs), (Fv, Gv)):
-        same(F, G, "map", X, p)
-        same(F, G, "map_jvp", X, X[::-1], p)
-    same(Fs, Gs, "map_value_and_grad", X, p)
-    same(Fs, Gs, "map_hvp", X, X[::-1], p)
-    same(Fv, Gv, "map_vjp", X, np.ones((len(X), Fv.n_outputs)), p)
+    same_maps(Fs, Gs, Fv, Gv, X, p)
     dF, dG = Fs.grad_function(), Gs.grad_function()
     assert len(dF) <= len(dG)
     for x in points:

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from sameness import same, same_maps
 
 import tape
 from tape import _format
@@ -118,23 +119,6 @@ def points(rng: np.random.Generator) -> list[np.ndarray]:
     return found
 
 
-def bits(result) -> bytes:
-    if isinstance(result, tuple):
-        return b"|".join(bits(r) for r in result)
-    return np.asarray(result, np.float64).tobytes()
-
-
-def same(F, G, method: str, *args) -> None:
-    """F.method(*args) and G.method(*args) give the same bits, or the same BranchChanged (file:line)."""
-    got = []
-    for H in (F, G):
-        try:
-            got.append(bits(getattr(H, method)(*args)))
-        except tape.BranchChanged as exc:
-            got.append(("BranchChanged", os.path.basename(exc.where)))  # a file keeps the name only
-    assert got[0] == got[1], method
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pruned_is_the_array_program_without_its_dead_work(seed):
     for vector in (False, True):
@@ -178,12 +162,7 @@ def test_every_method_gives_the_same_bits_with_array_records(seed, tmp_path):
             same(Fv, Gv, "jacobian", x, p, "forward")
             same(Fs, Gs, "hessian", x, p)
     X = np.array(xs[3:7]).reshape(4, -1)
-    for F, G in ((Fs, Gs), (Fv, Gv)):
-        same(F, G, "map", X, p)
-        same(F, G, "map_jvp", X, X[::-1], p)
-    same(Fs, Gs, "map_value_and_grad", X, p)
-    same(Fs, Gs, "map_hvp", X, X[::-1], p)
-    same(Fv, Gv, "map_vjp", X, np.ones((len(X), Fv.n_outputs)), p)
+    same_maps(Fs, Gs, Fv, Gv, X, p)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -72,3 +72,12 @@ def medians(variants: dict, rounds: int, calls: int = 1) -> dict:
                 run()
             times[name].append((time.perf_counter() - start) / calls)
     return {name: float(np.median(found)) for name, found in times.items()}
+
+
+def per_record(arrays: dict[int, dict], passes: dict[str, Callable[[dict], object]], rounds: int) -> None:
+    """Print each pass's interleaved median time on each of a Function's arrays (by record count): ms
+    and ns per record (bench/bench_prune.py, bench/bench_cse.py)."""
+    found = medians({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
+                     for what, do in passes.items()}, rounds)
+    for (what, n), seconds in found.items():
+        print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
