@@ -17,27 +17,30 @@ from ._numba import jit
 WINDOW = 16  # slots: two cache lines of 8-byte entries
 
 
-@jit
-def merge(op, in0, in1, val_bits, const_bits, has_input, two_records, uses_pool, mergeable, same, out_in0, out_in1):
-    """same[i] = the first record computing what record i computes (i itself if none): a record of a
-    mergeable op with the same inputs in the same order (after merging) and the same constant bits, or
-    a constant record of the same value bits. out_in0/out_in1: the inputs renamed to those first
-    records. Returns how many were merged."""
-    n = len(op)
+def tables(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """merge's state for n records: the windows, the second table (its pages untouched until used),
+    and each record's key."""
     size = WINDOW
     while size < 2 * n:
         size *= 2
-    mask = size - 1
-    near = np.zeros(size, np.int64)  # the windows
-    far = np.zeros(0, np.int64)  # keys whose window was full (made when a window first fills)
-    key_a = np.empty(n, np.int64)
-    key_b = np.empty(n, np.int64)
+    return np.zeros(size, np.int64), np.zeros(size, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+
+
+@jit
+def merge(op, in0, in1, val_bits, const_bits, renames, two_records, uses_pool, uses_in1, mergeable, start, stop,
+          near, far, key_a, key_b, same, out_in0, out_in1):
+    """For records [start, stop): same[i] = the first record computing what record i computes (i
+    itself if none): a record of a mergeable op with the same inputs in the same order (after merging)
+    and the same constant bits or place, or a constant record of the same value bits. out_in0/out_in1:
+    the inputs renamed to those first records (renames: in0 names a record; uses_in1: in1 is part of
+    the key). Returns how many merged."""
+    mask = len(near) - 1
     merged = 0
-    for i in range(n):
+    for i in range(start, stop):
         k = op[i]
         a = np.int64(in0[i])
         b = np.int64(in1[i])
-        if has_input[k]:
+        if renames[k]:
             a = same[a]
             if two_records[k]:
                 b = same[b]
@@ -47,22 +50,21 @@ def merge(op, in0, in1, val_bits, const_bits, has_input, two_records, uses_pool,
         if not mergeable[k]:
             continue
         newest = a
-        if not has_input[k]:  # a constant record: its value is the key
+        if not renames[k]:  # a constant record: its value is the key
             a = val_bits[i]
-            b = 0
         elif uses_pool[k]:
             b = const_bits[b]
-        elif not two_records[k]:
-            b = 0
-        else:
+        elif two_records[k]:
             newest = max(a, b)
+        if not uses_in1[k]:
+            b = 0
         key_a[i] = a
         key_b[i] = b
         h = (np.int64(k) * -7046029254386353131 + a * -4658895280553007687) ^ (b * 7509641914480166341)
         h = (h ^ (h >> 29)) * -4417276706812531889
         h ^= h >> 32
         fingerprint = (h >> 32) & 0x7FFFFFFF
-        slot = (2 * newest) & mask if has_input[k] else h & mask
+        slot = (2 * newest) & mask if renames[k] else h & mask
         table, room = near, WINDOW
         while True:
             entry = table[slot]
@@ -78,7 +80,5 @@ def merge(op, in0, in1, val_bits, const_bits, has_input, two_records, uses_pool,
             slot = (slot + 1) & mask
             room -= 1
             if room == 0:  # a full window: the key is in the second table, or goes there
-                if len(far) == 0:
-                    far = np.zeros(size, np.int64)
-                table, slot, room = far, h & mask, size
+                table, slot, room = far, h & mask, len(far)
     return merged
