@@ -5,6 +5,8 @@ against the same Functions made with cse=False, and the pass's own time per reco
    - decay: a model a * exp(-k * t) summed over 10^4 points, written as a loop (-k at every point);
    - leapfrog: 10^4 steps of a pendulum, each step's first half-kick recomputing the sin(q) of the
      step before (the loop body written once, as one writes it);
+   - decay fit: the least-squares loss of a * exp(-k * t) on 10^6-point arrays, the model written
+     again in a penalty (array records: the exp and products merge);
    - gradient tape: F.grad_function() of Rosenbrock's function, n = 2,000 (records of the partials).
    F.value_and_grad(x) (the gradient tape: its call) of merged and unmerged, interleaved.
 2. The pass alone (tape._cse.cse) and the three passes as a Function is made (tape._prune.run: fold,
@@ -35,6 +37,18 @@ def decay(points):
     return f, [2.0, 0.7]
 
 
+def decay_fit(points):
+    t = np.linspace(0.0, 3.0, points)
+    y = 2.0 * np.exp(-0.7 * t) + 0.01 * np.sin(40.0 * t)
+
+    def f(x):  # the model written again in a penalty, as users do: array records
+        a, k = x[0], x[1]
+        loss = ((a * np.exp(-k * t) - y) ** 2).sum()
+        return loss + 0.1 * (a * np.exp(-k * t)).mean()
+
+    return f, [1.5, 0.5]
+
+
 def leapfrog(steps):
     def f(x):
         q, p, s = x[0], x[1], x[2]
@@ -53,12 +67,13 @@ def rosenbrock(x):
 
 def programs(rounds):
     print("1. records kept and F.value_and_grad(x), merged (default) against cse=False")
-    for name, (f, x0) in (("decay, 10^4 points", decay(10**4)), ("leapfrog, 10^4 steps", leapfrog(10**4))):
+    for name, (f, x0) in (("decay, 10^4 points", decay(10**4)), ("leapfrog, 10^4 steps", leapfrog(10**4)),
+                          ("decay fit, 10^6-point arrays", decay_fit(10**6))):
         merged, unmerged, x = tape.trace(f, x0), tape.trace(f, x0, cse=False), np.array(x0) * 1.01
         assert merged(x) == unmerged(x)
         times = interleaved({"merged": lambda F=merged, x=x: F.value_and_grad(x),
                              "unmerged": lambda F=unmerged, x=x: F.value_and_grad(x)}, rounds, 20)
-        print(f"  {name:22s} records {len(unmerged):>7d} -> {len(merged):>7d} "
+        print(f"  {name:28s} records {len(unmerged):>7d} -> {len(merged):>7d} "
               f"({merged.stats()['records_merged']} merged); value_and_grad {times['unmerged'] * 1e3:7.3f} -> "
               f"{times['merged'] * 1e3:7.3f} ms ({times['unmerged'] / times['merged']:.2f}x)")
     F = tape.trace(rosenbrock, np.linspace(-1.0, 1.0, 2000).tolist())  # a list: a scalar record per number

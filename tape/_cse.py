@@ -57,7 +57,8 @@ def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarr
     out0, out1 = np.empty_like(in0), np.empty_like(in1)
     args = (op, in0, in1, a["val"].view(np.int64), a["consts"].view(np.int64), RENAMES, TWO_RECORDS, USES_POOL,
             USES_IN1, MERGEABLE)
-    merged, start, first, kept = 0, 0, {}, []
+    merged, start, kept = 0, 0, []
+    first: dict[tuple, int] = {}
     for p in plans:  # in the order of their records
         merged += merge(*args, start, p.row, *state, same, out0, out1)
         q = _renamed(p, same)

@@ -99,13 +99,14 @@ def run(steps: list[tuple], x, p, clean: bool, vector: bool, call: tape.Function
 
 
 def functions(seed: int, vector: bool, policy: str = "raise") -> tuple[tape.Function, tape.Function, tape.Function]:
-    """(pruned, unpruned, clean) Functions of one random program, traced at one point."""
+    """(pruned, unpruned, clean) Functions of one random program, traced at one point; repeats not merged
+    (cse=False: merging is tests/test_cse.py's)."""
     steps = program(seed)
     rng = np.random.default_rng(seed + 1000)
     x0, p0 = rng.uniform(-1, 1, SHAPE), rng.uniform(0.5, 1, N_PAR)
     call = callee()
     made = [tape.trace(lambda x, p, clean=clean: run(steps, x, p, clean, vector, call), x0, p0, on_branch_change=policy,
-                       prune=prune) for clean, prune in ((False, True), (False, False), (True, False))]
+                       prune=prune, cse=False) for clean, prune in ((False, True), (False, False), (True, False))]
     return made[0], made[1], made[2]
 
 
