@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tape import _plans
 from tape._sweep import Plan
 from tape.kernels.array_ops import ARRAY_KIND
 from tape.kernels.cse import merge, tables
@@ -29,7 +28,8 @@ CODES = np.arange(256)
 MERGEABLE = np.isin(KIND, ("unary", "binary", "const")) | (CODES == OPCODE["constant"]) | (CODES == ELEM)
 RENAMES = HAS_INPUT | (CODES == ELEM)  # in0 names a record (an elem's: its array record)
 USES_IN1 = TWO_RECORDS | USES_POOL | (CODES == ELEM)  # in1 is a record, a constant slot or an elem's place
-KEPT_KINDS = ("input", "compare", "all", "any")  # array records never merged (compare, all, any: checks)
+KEPT_KINDS = ("input", "compare", "all", "any")  # array records never merged (compare, all, any: checks;
+# nor 0-d constants: immediates of the ops that read them, nothing to save, and a copy of the plans to make)
 
 
 def _key(p: Plan, arena: np.ndarray) -> tuple:
@@ -48,8 +48,9 @@ def _renamed(p: Plan, same: np.ndarray) -> Plan:
 
 
 def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarray], list[Plan], int]:
-    """The arrays and plans with every repeated subexpression read from its first record (the copies
-    left for the pruning to drop), and how many records merged. Scalar records merge in Numba, the array
+    """The arrays (without the plan table, which the pruning makes) and plans with every repeated
+    subexpression read from its first record (the copies left for the pruning to drop), and how many
+    records merged. Scalar records merge in Numba, the array
     records between them here, in order, so an array record's key names its inputs' first copies."""
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     state = tables(len(op))
@@ -60,10 +61,11 @@ def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarr
     merged, start, kept = 0, 0, []
     first: dict[tuple, int] = {}
     for p in plans:  # in the order of their records
-        merged += merge(*args, start, p.row, *state, same, out0, out1)
+        if p.row > start:  # (one Numba call per stretch of scalar records)
+            merged += merge(*args, start, p.row, *state, same, out0, out1)
         q = _renamed(p, same)
         same[p.row], out0[p.row], out1[p.row] = p.row, in0[p.row], in1[p.row]
-        if ARRAY_KIND[p.code] not in KEPT_KINDS:
+        if ARRAY_KIND[p.code] not in KEPT_KINDS and (p.shape or ARRAY_KIND[p.code] != "constant"):
             same[p.row] = first.setdefault(_key(q, a["arena"]), p.row)
             merged += same[p.row] != p.row
         kept.append(q)
@@ -72,6 +74,6 @@ def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarr
     if not merged:
         return a, plans, 0
     a = dict(a, in0=out0, in1=out1, output_rows=same[a["output_rows"]])
-    if plans:
-        a["plans"], a["plan_places"] = _plans.encode(kept)
+    if plans:  # every copy is dead now, so the pruning encodes the kept plans: no stale table is left
+        del a["plans"], a["plan_places"]
     return a, kept, int(merged)
