@@ -28,14 +28,21 @@ CODES = np.arange(256)
 MERGEABLE = np.isin(KIND, ("unary", "binary", "const")) | (CODES == OPCODE["constant"]) | (CODES == ELEM)
 RENAMES = HAS_INPUT | (CODES == ELEM)  # in0 names a record (an elem's: its array record)
 USES_IN1 = TWO_RECORDS | USES_POOL | (CODES == ELEM)  # in1 is a record, a constant slot or an elem's place
-KEPT_KINDS = ("input", "compare", "all", "any")  # array records never merged (compare, all, any: checks;
-# nor 0-d constants: immediates of the ops that read them, nothing to save, and a copy of the plans to make)
+# array records never merged (compare, all, any: checks); nor 0-d constants, the immediates of the ops
+# that read them (merged, the copies would cost a compaction and save nothing): keys hold their number
+KEPT_KINDS = ("input", "compare", "all", "any")
 
 
-def _key(p: Plan, arena: np.ndarray) -> tuple:
-    """What an array record computes, its views and places already renamed (a constant: its numbers)."""
-    numbers = arena[p.offset:p.offset + p.size].tobytes() if ARRAY_KIND[p.code] == "constant" else b""
-    return p.code, p.shape, p.axes, p.wide, p.inputs, p.places.tobytes(), numbers
+def _numbers(p: Plan, arena: np.ndarray) -> bytes:
+    return arena[p.offset:p.offset + p.size].tobytes()
+
+
+def _key(p: Plan, arena: np.ndarray, immediates: dict[int, bytes]) -> tuple:
+    """What an array record computes, its views and places already renamed (a constant: its numbers;
+    a 0-d constant it reads: its number, so x * 0.5 twice is alike, each with a 0.5 record of its own)."""
+    numbers = _numbers(p, arena) if ARRAY_KIND[p.code] == "constant" else b""
+    views = tuple(immediates.get(v.record, v) for v in p.inputs)
+    return p.code, p.shape, p.axes, p.wide, views, p.places.tobytes(), numbers
 
 
 def _renamed(p: Plan, same: np.ndarray) -> Plan:
@@ -60,13 +67,14 @@ def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarr
             USES_IN1, MERGEABLE)
     merged, start, kept = 0, 0, []
     first: dict[tuple, int] = {}
+    immediates = {p.row: _numbers(p, a["arena"]) for p in plans if ARRAY_KIND[p.code] == "constant" and not p.shape}
     for p in plans:  # in the order of their records
         if p.row > start:  # (one Numba call per stretch of scalar records)
             merged += merge(*args, start, p.row, *state, same, out0, out1)
         q = _renamed(p, same)
         same[p.row], out0[p.row], out1[p.row] = p.row, in0[p.row], in1[p.row]
-        if ARRAY_KIND[p.code] not in KEPT_KINDS and (p.shape or ARRAY_KIND[p.code] != "constant"):
-            same[p.row] = first.setdefault(_key(q, a["arena"]), p.row)
+        if ARRAY_KIND[p.code] not in KEPT_KINDS and p.row not in immediates:
+            same[p.row] = first.setdefault(_key(q, a["arena"], immediates), p.row)
             merged += same[p.row] != p.row
         kept.append(q)
         start = p.row + 1
