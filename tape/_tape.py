@@ -227,8 +227,10 @@ class Tape(Storage):
         so this tape can go on recording. ``prune``: keep only the records the
         outputs and the checked comparisons depend on, records of no input folded
         to constants; ``cse`` (with prune): a repeated subexpression computed once.
-        Values and tangents keep their bits; merged records add their adjoints
-        before multiplying, so gradients may differ in the last bits (``cse=False``).
+        The merged Function is the program written with each subexpression once:
+        values and tangents keep their bits (to rounding where a merge changes
+        the fused array runs), and merged records add their adjoints before
+        multiplying, so gradients may differ in the last bits (``cse=False``).
         """
         return self._function(inputs, outputs, params, on_branch_change, None, prune=prune, cse=cse)
 
