@@ -21,6 +21,7 @@ import tape
 from tape._sparse import coloring, pattern_arrays
 from tape.benchmarks.sparse import bundle_adjustment, tridiagonal
 from tape.benchmarks.timing import medians as interleaved
+from tape.benchmarks.timing import per_record
 
 
 def half_square(x):
@@ -62,17 +63,14 @@ def against_dense(name, F, x, rounds):
 
 
 
-def per_record(rounds):
+def structure(rounds):
     print("pattern and coloring of the tridiagonal residual (medians; ns per record)")
+    cases = {}
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(tridiagonal, [0.0] * n)
         args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), F._output_rows, F._param_rows)
-        indptr, indices = pattern_arrays(*args)
-        medians = interleaved({"pattern": lambda: pattern_arrays(*args),  # noqa: B023
-                               "coloring": lambda: coloring(n, indptr, indices)}, rounds)  # noqa: B023
-        print(f"  n = {n:8d}, {len(F):8d} records: pattern {medians['pattern'] * 1e3:8.2f} ms "
-              f"({medians['pattern'] / len(F) * 1e9:5.1f} ns/record), coloring {medians['coloring'] * 1e3:8.2f} ms "
-              f"({medians['coloring'] / len(F) * 1e9:5.1f} ns/record)")
+        cases[len(F)] = (args, n, *pattern_arrays(*args))
+    per_record(cases, {"pattern": lambda c: pattern_arrays(*c[0]), "color": lambda c: coloring(*c[1:])}, rounds)
 
 
 def main():
@@ -83,7 +81,7 @@ def main():
                   np.random.default_rng(2).uniform(-1, 1, n), max(3, rounds // 3))
     against_dense("bundle adjustment, 20 cameras, 500 points, 4 views each", *bundle_adjustment(20, 500, 4),
                   max(3, rounds // 3))
-    per_record(max(3, rounds // 3))
+    structure(max(3, rounds // 3))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import tape
 from tape._sparse_hessian import hessian_pattern_arrays, symmetric_coloring
 from tape.benchmarks.sparse import banded
 from tape.benchmarks.timing import medians as interleaved
+from tape.benchmarks.timing import per_record
 
 
 def arrow(x):
@@ -58,17 +59,15 @@ def against_dense(name, f, n, rounds):
     print(f"  dense / sparse: {full / sparse:.0f}x; sparse / one hvp: {sparse / hvp:.1f}x")
 
 
-def per_record(rounds):
+def structure(rounds):
     print("pattern and star coloring of the banded problem (medians; ns per record)")
+    cases = {}
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(banded, [0.0] * n)
         args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), int(F._output_rows[0]), F._param_rows)
-        indptr, indices = hessian_pattern_arrays(*args)
-        medians = interleaved({"pattern": lambda: hessian_pattern_arrays(*args),  # noqa: B023
-                               "coloring": lambda: symmetric_coloring(n, indptr, indices)}, rounds)  # noqa: B023
-        print(f"  n = {n:8d}, {len(F):8d} records: pattern {medians['pattern'] * 1e3:8.2f} ms "
-              f"({medians['pattern'] / len(F) * 1e9:5.1f} ns/record), coloring {medians['coloring'] * 1e3:8.2f} ms "
-              f"({medians['coloring'] / len(F) * 1e9:5.1f} ns/record)")
+        cases[len(F)] = (args, n, *hessian_pattern_arrays(*args))
+    per_record(cases, {"pattern": lambda c: hessian_pattern_arrays(*c[0]),
+                       "color": lambda c: symmetric_coloring(*c[1:])}, rounds)
 
 
 def main():
@@ -76,7 +75,7 @@ def main():
     against_dense("banded", banded, 10**3, rounds)
     against_dense("banded", banded, 10**4, max(3, rounds // 3))
     against_dense("arrow", arrow, 10**4, max(3, rounds // 3))
-    per_record(max(3, rounds // 3))
+    structure(max(3, rounds // 3))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ is kept or dropped whole, the kept plans are renumbered (rows, views' records, p
 slots: a Function no kept call record calls is dropped) and the arena is compacted (the format wants
 the regions one after another; copying the kept ones costs one pass). Only scalar records fold:
 array and elem records count as varying, so nothing reading them folds. Between folding and pruning,
-repeated scalar subexpressions are merged (tape/_cse.py): the pruning then drops the copies.
+repeated subexpressions are merged (tape/_cse.py): the pruning then drops the copies.
 """
 
 from __future__ import annotations

@@ -86,8 +86,7 @@ def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) ->
     rows = {}
     x = np.random.default_rng(0).uniform(-1, 1, n)
     columns = min(n, COLUMNS)
-    eye = np.zeros((n, columns))
-    eye[np.arange(columns), np.arange(columns)] = 1.0
+    eye = np.eye(n, columns)
     F = tape.trace(tridiagonal, [0.0] * n)
     w = np.ones(n)
     rows[f"banded residual, n = {n:,}, Jacobian"] = _row(
@@ -95,8 +94,7 @@ def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) ->
         n / columns, repeat, progress, "banded")
     B, y = bundle_adjustment(max(20, n // 500), n // 20, 4)
     wide = B.n_inputs if B.n_inputs <= 16 * COLUMNS else COLUMNS  # the whole dense Jacobian where it is small
-    seeds = np.zeros((B.n_inputs, wide))
-    seeds[np.arange(wide), np.arange(wide)] = 1.0
+    seeds = np.eye(B.n_inputs, wide)
     u = np.ones(B.n_outputs)
     rows[f"bundle adjustment, {B.n_outputs:,} x {B.n_inputs:,}, Jacobian"] = _row(
         B, B.jacobian_colors, lambda: B.sparse_jacobian(y), lambda: B.vjp(y, u), lambda: B.jacobian(y, seeds=seeds),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,10 +75,10 @@ def medians(variants: dict, rounds: int, calls: int = 1) -> dict:
     return {name: float(np.median(found)) for name, found in times.items()}
 
 
-def per_record(arrays: dict[int, dict], passes: dict[str, Callable[[dict], object]], rounds: int) -> None:
-    """Print each pass's interleaved median time on each of a Function's arrays (by record count): ms
-    and ns per record (bench/bench_prune.py, bench/bench_cse.py)."""
-    found = medians({(what, n): (lambda a=a, do=do: do(a)) for n, a in arrays.items()
+def per_record(cases: dict[int, Any], passes: dict[str, Callable[[Any], object]], rounds: int) -> None:
+    """Print each pass's interleaved median time on each case (keyed by its record count: a Function's
+    arrays, say): ms and ns per record (the passes and structures of bench/)."""
+    found = medians({(what, n): (lambda a=a, do=do: do(a)) for n, a in cases.items()
                      for what, do in passes.items()}, rounds)
     for (what, n), seconds in found.items():
         print(f"  {what:5s} {n:>8d} records: {seconds * 1e3:8.3f} ms, {seconds / n * 1e9:6.2f} ns per record")
