@@ -9,7 +9,7 @@ against the same Functions made with cse=False, and the pass's own time per reco
      again in a penalty (array records: the exp and products merge);
    - gradient tape: F.grad_function() of Rosenbrock's function, n = 2,000 (records of the partials).
    F.value_and_grad(x) (the gradient tape: its call) of merged and unmerged, interleaved.
-2. The pass alone (tape._cse.cse) and the three passes as a Function is made (tape._prune.run: fold,
+2. The pass alone (tape.analyses.cse.cse) and the three passes as a Function is made (tape.analyses.prune.run: fold,
    merge, prune) on the leapfrog chain's arrays at 10^4 ... 10^6 records: ns per record.
 
 Interleaved medians: each round times every variant once (20 calls in a row for replays), in turn.
@@ -22,9 +22,10 @@ import sys
 import numpy as np
 
 import tape
-from tape import _cse, _prune
-from tape.benchmarks.timing import medians as interleaved
-from tape.benchmarks.timing import per_record
+from tape.analyses import cse as _cse
+from tape.analyses import prune as _prune
+from tape.bench.timing import medians as interleaved
+from tape.bench.timing import per_record
 
 
 def decay(points):

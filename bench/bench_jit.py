@@ -16,8 +16,8 @@ import time
 import numpy as np
 
 import tape
-from tape.benchmarks.programs import JIT_PRICER as PRICER
-from tape.benchmarks.programs import JIT_RK4 as RK4
+from tape.bench.programs import JIT_PRICER as PRICER
+from tape.bench.programs import JIT_RK4 as RK4
 
 WHILE = '''
 def f(xs, n):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape.benchmarks import programs
+from tape.bench import programs
 from tape.kernels import _sweeps
 
 

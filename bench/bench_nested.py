@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import tape
-from tape.benchmarks.timing import medians as interleaved
+from tape.bench.timing import medians as interleaved
 
 ROOT = Path(__file__).resolve().parent.parent
 

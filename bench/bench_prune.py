@@ -11,7 +11,7 @@ work, and the pass's own time per record.
    block only, and the unpruned one. F(x) and F.value_and_grad(x); the arena before and after its
    compaction, and the passes' time as the Function is made.
 3. The passes alone on a Function's arrays at 10^4, 10^5, 10^6 records of the same program: dead-record
-   elimination (tape._prune.prune) and the passes as a Function is made (tape._prune.run: constant
+   elimination (tape.analyses.prune.prune) and the passes as a Function is made (tape.analyses.prune.run: constant
    folding's marking pass, nothing to fold here, common subexpressions (bench_cse.py), then prune):
    ns per record.
 
@@ -26,9 +26,9 @@ import sys
 import numpy as np
 
 import tape
-from tape import _prune
-from tape.benchmarks.timing import medians as interleaved
-from tape.benchmarks.timing import per_record
+from tape.analyses import prune as _prune
+from tape.bench.timing import medians as interleaved
+from tape.bench.timing import per_record
 
 INPUTS, DEAD = 50, 38
 BLOCKS = 20
@@ -108,7 +108,7 @@ def arrays(rounds):
                         "trace": lambda: tape.trace(blocks(BLOCKS), x0),
                         "trace, prune=False": lambda: tape.trace(blocks(BLOCKS), x0, prune=False)}, rounds)
     print(f"  arena {len(whole._aval)} numbers, compacted to {len(pruned._aval)}; nbytes {whole.nbytes} -> "
-          f"{pruned.nbytes}; the passes (tape._prune.run) {made['run'] * 1e3:.3f} ms; tape.trace "
+          f"{pruned.nbytes}; the passes (tape.analyses.prune.run) {made['run'] * 1e3:.3f} ms; tape.trace "
           f"{made['trace'] * 1e3:.1f} ms ({made['trace, prune=False'] * 1e3:.1f} ms with prune=False)")
     x = np.random.default_rng(3).uniform(-1, 1, x0.shape)
     for F in (pruned, clean, whole):

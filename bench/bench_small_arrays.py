@@ -1,6 +1,6 @@
 """Small arrays against the same program on Vars: an RK4 integrator of three bodies (length-3 vectors).
 
-The array form records one scalar record per element through tape/_small.py's loop, so both
+The array form records one scalar record per element through tape/arrays/small.py's loop, so both
 forms write the same 140,455 records (checked), and their replays are the same sweep. The
 question is the recording's cost per array operation against three Var operations.
 """

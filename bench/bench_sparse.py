@@ -18,10 +18,10 @@ import sys
 import numpy as np
 
 import tape
-from tape._sparse import coloring, pattern_arrays
-from tape.benchmarks.sparse import bundle_adjustment, tridiagonal
-from tape.benchmarks.timing import medians as interleaved
-from tape.benchmarks.timing import per_record
+from tape.bench.sparse import bundle_adjustment, tridiagonal
+from tape.bench.timing import medians as interleaved
+from tape.bench.timing import per_record
+from tape.function.sparse_jacobian import coloring, pattern_arrays
 
 
 def half_square(x):

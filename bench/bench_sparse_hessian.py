@@ -21,10 +21,10 @@ import sys
 import numpy as np
 
 import tape
-from tape._sparse_hessian import hessian_pattern_arrays, symmetric_coloring
-from tape.benchmarks.sparse import banded
-from tape.benchmarks.timing import medians as interleaved
-from tape.benchmarks.timing import per_record
+from tape.bench.sparse import banded
+from tape.bench.timing import medians as interleaved
+from tape.bench.timing import per_record
+from tape.function.sparse_hessian import hessian_pattern_arrays, symmetric_coloring
 
 
 def arrow(x):

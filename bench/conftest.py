@@ -8,7 +8,7 @@ Timings are reported, never asserted.
 
 import pytest
 
-from tape.benchmarks import engines, programs
+from tape.bench import engines, programs
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import numpy as np
 # the op that made it, the rows it read (in0, in1), its value, its adjoint dL/d(value)
 # and a stamp (step 5). A record can only read rows that already exist, so every input
 # row is smaller than its record's row: row numbers are a topological order, for free.
-# Real: tape/_storage.py, the storage class. Its row is 29 bytes: op uint8,
+# Real: tape/records/storage.py, the storage class. Its row is 29 bytes: op uint8,
 # in0/in1 uint32, val/adj float64, stamp uint32; the arrays grow when full.
 class Tape:
     def __init__(self, capacity=64):
@@ -68,8 +68,8 @@ FORWARD, DA, DB = ([compile_rule(row[k]) for row in OPS] for k in (1, 2, 3))
 # A handle is a row number, nothing else: no value, no parent pointers, no backward
 # closure. `w1 * x1` calls __mul__, which evaluates the forward rule and appends one
 # record. The expression itself stays plain Python.
-# Real: tape/_recorders.py, generated from the op table by
-# `python -m kernels.codegen`; the handle base class is in tape/_handles.py.
+# Real: tape/records/_recorders.py, generated from the op table by
+# `python -m kernels.codegen`; the handle base class is in tape/records/handles.py.
 class Var:
     __slots__ = ("tape", "index")
 

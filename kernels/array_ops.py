@@ -3,7 +3,7 @@
 An array record is one row of the same record table as the scalar records
 (opcode ``ARRAY_BASE`` + its place here), so creation order is still a
 topological order and the reverse sweep still goes by index. Its elements
-live in a value arena and an adjoint arena (tape/_sweep.py); what it reads is
+live in a value arena and an adjoint arena (tape/sweeps/driver.py); what it reads is
 described by views (record, offset, shape, strides), so slices, transposes
 and reshapes record nothing.
 
@@ -25,7 +25,7 @@ below handles shapes. The rules of the other ops, as the articles derive them:
                one axis                     no division, zero-safe (kernels/scans.py)
 ``sort``       y = a[perm] along one axis   a'[perm] += g; perm recomputed from a at every pass (stable)
 ``call``       y = F(a), F a Function       a' += F.vjp(a, g); its tangent F.jvp, its second order F's own
-               (places: F's slot)           sweeps (tape/_call.py: CppAD's checkpoint functions)
+               (places: F's slot)           sweeps (tape/function/call_records.py: CppAD's checkpoint functions)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -73,7 +73,7 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("cumsum", "scan"),  # along the one axis in ``axes``; cumprod's rules are zero-safe recurrences
     ArrayOp("cumprod", "scan"),
     ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
-    ArrayOp("call", "call", 2),  # a Function of a flat view (and a view of its params): tape/_call.py
+    ArrayOp("call", "call", 2),  # a Function of a flat view (and a view of its params): tape/function/call_records.py
 )
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
@@ -87,7 +87,7 @@ ARRAY_KIND = ["" for _ in range(ARRAY_BASE)] + [op.kind for op in ARRAY_OPS] + \
     ["" for _ in range(ARRAY_BASE + len(ARRAY_OPS), 256)]
 IS_ARRAY_OP = np.array([bool(kind) for kind in ARRAY_KIND])  # a known array opcode
 
-# The array ops of tape format version 3, frozen: opcode 64 + place. tape/_format.py maps such a file's
+# The array ops of tape format version 3, frozen: opcode 64 + place. tape/function/format.py maps such a file's
 # opcodes by name through V3_OPCODES (its scalar opcodes, all below 64, are today's; 255: unknown).
 V3_ARRAY_OPS = (
     "input", "constant", "neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "log1p",

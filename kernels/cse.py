@@ -1,4 +1,4 @@
-"""Numba pass of common-subexpression elimination (tape/_cse.py): one forward pass by index with an
+"""Numba pass of common-subexpression elimination (tape/analyses/cse.py): one forward pass by index with an
 open-addressing hash table, so linear in the records (expected), no recursion.
 
 Where a record's key goes: to a window of WINDOW slots at twice its newest input (a record is

@@ -1,5 +1,5 @@
 """Numba passes for sparse Hessians: the pattern, a star coloring of its graph, and direct
-recovery of the entries from one Hessian-vector product per color. See tape/_sparse_hessian.py.
+recovery of the entries from one Hessian-vector product per color. See tape/function/sparse_hessian.py.
 
 The Hessian of a scalar output y is the sum over the records r that y depends on of
 ``adj_r * sum_{u, w in r's inputs} d2r/du dw * grad(u) grad(w)^T``, so its pattern is the union,

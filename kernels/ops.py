@@ -2,7 +2,7 @@
 
 This is the one place to edit when adding an op. ``python -m kernels.codegen``
 turns the table into the Numba sweeps in ``kernels/_sweeps.py`` and the Python
-recorders in ``tape/_recorders.py`` (a test fails when either is stale), so
+recorders in ``tape/records/_recorders.py`` (a test fails when either is stale), so
 recording and replay evaluate the same expression. Below the table: how Python
 operators and NumPy ufuncs are spelled in ops (``x - c`` is ``add_c`` with -c,
 ``x > y`` is ``lt(y, x)``), and masks over opcodes, computed once.
@@ -44,6 +44,7 @@ Conventions at kinks are documented in README.md and pinned by tests.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import exp, log, nan, pow
 
@@ -151,7 +152,7 @@ def max_share(a, b):
 
 def mul_nz(a, b):
     """a * b where both are nonzero, else 0.0 (so 0 * inf and 0 * NaN are 0): the product that every
-    sweep adds, as a record. Gradient tapes (tape/_adjoint.py) record their products with it."""
+    sweep adds, as a record. Gradient tapes (tape/symbolic/adjoint.py) record their products with it."""
     if a == 0.0 or b == 0.0:
         return 0.0
     return a * b
@@ -254,7 +255,7 @@ OPS: tuple[Op, ...] = (
     # tape.where(condition, a, b): the condition is the record just before
     Op("select", "select", "a if cond != 0.0 else b", "1.0", "1.0", "cond != 0.0", "cond == 0.0"),
     # one element of an array record (in0: the array record, in1: the element's place in it): a leaf
-    # to every scalar sweep; the array sweep (tape/_sweep.py) sets its value and takes its adjoint
+    # to every scalar sweep; the array sweep (tape/sweeps/driver.py) sets its value and takes its adjoint
     Op("elem", "leaf"),
     # more unary ops (NumPy's names; rules in math's); constants: ln 2, 1/ln 2, 1/ln 10, 2/sqrt(pi)
     Op("log1p", "unary", "log1p(a)", "1.0 / (1.0 + a)", daa="-1.0 / ((1.0 + a) * (1.0 + a))"),
@@ -310,7 +311,7 @@ GROUPED = ("log1p", "expm1", "exp2", "log2", "log10", "cbrt", "arcsin", "arccos"
            "arcsinh", "arccosh", "arctanh", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "sign",
            "stop_gradient")
 # Binary ops that share one branch of every sweep the same way: their rules live in one kernel,
-# grouped_pair(part, k, a, b, y), part 0 the value, 1 to 5 da, db, daa, dab, dbb (kernels/_gen_sweeps.py)
+# grouped_pair(part, k, a, b, y), part 0 the value, 1 to 5 da, db, daa, dab, dbb (kernels/codegen/sweeps.py)
 GROUPED_PAIRS = ("arctan2", "hypot", "logaddexp", "fmax", "fmin")
 # math functions the rules may name (resolved to math.* in Python and Numba)
 MATH_NAMES = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "pow", "log1p", "expm1", "exp2", "log2", "log10",
@@ -370,7 +371,7 @@ OPCODE: dict[str, int] = {op.name: code for code, op in enumerate(OPS)}
 LEAF, CONSTANT, SELECT, ELEM = OPCODE["leaf"], OPCODE["constant"], OPCODE["select"], OPCODE["elem"]
 # opcodes ARRAY_BASE and up are array records (kernels/array_ops.py): the scalar sweeps skip them, and
 # every mask below has 256 entries, so a kernel indexing one with any uint8 opcode stays inside it
-ARRAY_BASE = 96  # 64 up to tape format 3 (tape/_format.py reads those files)
+ARRAY_BASE = 96  # 64 up to tape format 3 (tape/function/format.py reads those files)
 assert len(OPS) <= ARRAY_BASE
 KINDS_WITH_CONSTANT = ("const", "compare_c")  # in1 is a slot of the constant pool
 TWO_RECORD_KINDS = ("binary", "compare", "select")  # in1 is a record
@@ -390,3 +391,21 @@ USES_POOL = np.isin(KIND, KINDS_WITH_CONSTANT)
 IS_COMPARISON = np.isin(KIND, ("compare", "compare_c"))
 HAS_DA = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da])
 HAS_DB = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db])
+
+
+# --- fusion: runs of these elementwise array ops become one pass (kernels/codegen/fused.py writes it) ---
+
+FUSIBLE = ("add", "sub", "mul", "div", "pow", "neg", "sqrt")
+# x ** 2 with the 2 a number: the same values as pow(a, 2.0) (an exact square, correctly rounded) and
+# pow_da(a, 2.0) = 2 pow(a, 1.0) = 2a, without a call per element (which keeps the loop from vectorizing)
+SQUARE = {"forward": "a * a", "da": "2.0 * a"}
+
+
+def reads(rule: str) -> frozenset[str]:
+    """The operands (a, b) and the result (y) a rule's expression reads."""
+    return frozenset(re.findall(r"\b[aby]\b", rule))
+
+
+# opcode -> what its partials read, (da's, db's): the values fused_reverse must recompute
+READS = {code: (reads(op.da), reads(op.db)) for code, op in enumerate(OPS) if op.name in FUSIBLE}
+SQUARE_READS: tuple[frozenset[str], frozenset[str]] = (reads(SQUARE["da"]), frozenset())

@@ -1,4 +1,4 @@
-"""Numba passes of dead-record elimination (tape/_prune.py): what the roots depend on is marked by
+"""Numba passes of dead-record elimination (tape/analyses/prune.py): what the roots depend on is marked by
 graph.mark_reaching (one reverse pass by index); then the marked records are copied with their inputs
 and constant slots renumbered.
 Linear in the records, no recursion."""

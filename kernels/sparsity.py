@@ -1,5 +1,5 @@
 """Numba passes for sparse Jacobians: the pattern (forward propagation of index sets over the
-records) and a greedy distance-2 coloring of its columns. No recursion; see tape/_sparse.py.
+records) and a greedy distance-2 coloring of its columns. No recursion; see tape/function/sparse_jacobian.py.
 
 Dependence is structural, by the op table: a record depends on its first input when the op has a
 partial ``da`` that is not the constant ``0.0``, and on its second input likewise with ``db``.

@@ -2,7 +2,7 @@
 and the rules of arctan2, hypot, logaddexp, fmax and fmin.
 
 Plain Python over floats, as the table's own helpers: the sweeps compile them with Numba, and
-tape/_recorders.py evaluates the grouped ops through the compiled kernel, so both give the
+tape/records/_recorders.py evaluates the grouped ops through the compiled kernel, so both give the
 same bits.
 """
 

@@ -6,19 +6,20 @@
     L = (tape.sigmoid(w * x + 0.1) - 1.0) ** 2
     t.gradient(L, [w, x])     # array([dL/dw, dL/dx])
 
-Layers, each importing only those below it (tests/test_layers.py checks it):
-kernels (the op table and the Numba sweeps) <- storage (tape/_storage.py) <-
-handles and recorders (_handles.py, _recorders.py) <- arrays (_array.py) <-
-Function (_calls.py, _replay.py <- _derivatives.py <- _maps.py <- _function.py;
-_format.py, _distributed.py) <- Tape (_tape.py) <- the functions users call
-(_api.py, _composed.py, _transforms.py, _gradcheck.py) <- this module, pictures
-and the CLI (bench.py).
+Packages, each importing only those below it (tests/test_layers.py checks it; docs/design.md draws it):
+kernels (tape.kernels: the op tables, Numba kernels, codegen/) <- errors, base <- debug <- sweeps <-
+records <- arrays, analyses <- symbolic <- function <- tape.py (Tape) <- api <- compiled (tape.jit) <-
+this module <- bench (tape-bench), docgen.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from tape import _source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
-from tape._api import (
+from tape.base import source  # noqa: F401  # first: makes kernels/ tape.kernels in a source checkout
+
+# isort: split
+from tape.api.composed import clip, log_softmax, softmax, softplus
+from tape.api.gradcheck import gradcheck
+from tape.api.trace import (
     arctan2,
     cos,
     exp,
@@ -41,16 +42,25 @@ from tape._api import (
     value_and_grad,
     where,
 )
-from tape._array import VarArray, concatenate, stack
-from tape._composed import clip, log_softmax, softmax, softplus
-from tape._conditions import ArrayCondition
-from tape._debug import NonFiniteError, debug_nans
-from tape._distributed import DistributedError
-from tape._function import Function, load
-from tape._gc import pace_gc
-from tape._gradcheck import gradcheck
-from tape._handles import Condition
-from tape._recorders import (
+from tape.api.transforms import hessian, jacobian, jvp, vjp
+from tape.arrays.conditions import ArrayCondition
+from tape.arrays.ufuncs import reciprocal, square
+from tape.arrays.varray import VarArray, concatenate, stack
+from tape.base.gc_pacing import pace_gc
+from tape.debug.nans import NonFiniteError, debug_nans
+from tape.errors import (
+    BranchChanged,
+    ForeignHandleError,
+    StaleHandleError,
+    TapeError,
+    TapeFormatError,
+    TapeFullError,
+    TracingError,
+    TracingWarning,
+)
+from tape.function.distributed import DistributedError
+from tape.function.function import Function, load
+from tape.records._recorders import (
     Var,
     arccos,
     arccosh,
@@ -76,32 +86,21 @@ from tape._recorders import (
     stop_gradient,
     trunc,
 )
-from tape._storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
-from tape._tape import Tape
-from tape._transforms import hessian, jacobian, jvp, vjp
-from tape._ufuncs import reciprocal, square
-from tape.errors import (
-    BranchChanged,
-    ForeignHandleError,
-    StaleHandleError,
-    TapeError,
-    TapeFormatError,
-    TapeFullError,
-    TracingError,
-    TracingWarning,
-)
+from tape.records.handles import Condition
+from tape.records.storage import BYTES_PER_RECORD, MAX_RECORDS, NO_INPUT, Record
+from tape.tape import Tape
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from tape._jit import JitError, JitFunction, jit
+    from tape.compiled.jit import JitError, JitFunction, jit
 
 _LAZY = {"jit", "JitError", "JitFunction"}  # tape.jit and its Numba overloads load on first use (~40 ms)
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from tape import _jit
+        from tape.compiled import jit as _jit
 
         value = getattr(_jit, name)
         globals()[name] = value

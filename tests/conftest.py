@@ -2,11 +2,11 @@
 
 import pytest
 
-from tape import _blocks
+from tape.records import array_records
 
 
 @pytest.fixture(params=["array", "scalar"])
 def form(request, monkeypatch):
     """Array records for every size, then scalar records for every size."""
-    monkeypatch.setattr(_blocks, "SMALL", 1 if request.param == "array" else 10**12)
+    monkeypatch.setattr(array_records, "SMALL", 1 if request.param == "array" else 10**12)
     return request.param

@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 import tape
-from tape import _partial_helpers
+from tape.symbolic import partial_helpers
 
 OPS_ON_HANDLES = {
     # binary: callables on (x, y) where either may be a Var or a number
@@ -29,7 +29,7 @@ OPS_ON_HANDLES = {
     "maximum": tape.maximum,
     "minimum": tape.minimum,
     **{name: getattr(tape, name) for name in ("arctan2", "hypot", "logaddexp", "fmax", "fmin")},
-    "mul_nz": _partial_helpers.mul_nz,  # what gradient tapes record for products (not public)
+    "mul_nz": partial_helpers.mul_nz,  # what gradient tapes record for products (not public)
     # unary
     "neg": operator.neg,
     "abs": abs,

@@ -13,7 +13,7 @@ import pytest
 from reference import central
 
 import tape
-from tape import _plans
+from tape.sweeps import plans
 
 
 def _assigned(a):
@@ -326,10 +326,10 @@ def test_scan_and_sort_records_save_load_and_are_checked(tmp_path):
     y = np.random.default_rng(9).normal(size=x.shape)
     assert G(y) == F(y)
     np.testing.assert_array_equal(G.gradient(y), F.gradient(y))
-    table, places = _plans.encode(F._plans)
+    table, places = plans.encode(F._plans)
     row = next(k for k, p in enumerate(F._plans) if p.name == "sort")
     for mask in (0, 0b11, 1 << 5):  # no axis, two axes, an axis past the dimensions
         broken = table.copy()
         broken[row, 3] = mask
         with pytest.raises(tape.TapeFormatError, match="sort along axes"):
-            _plans.decode(broken, places, F._op, F._in0, F._in1)
+            plans.decode(broken, places, F._op, F._in0, F._in1)

@@ -12,7 +12,8 @@ import pytest
 from reference import central, digamma, second_pair
 
 import tape
-from tape import _blocks, _small
+from tape.arrays import small as _small
+from tape.records import array_records
 
 RNG = np.random.default_rng(11)
 
@@ -20,13 +21,13 @@ RNG = np.random.default_rng(11)
 @pytest.fixture(params=["array", "scalar"])
 def form(request, monkeypatch):
     """Every test runs with array records for every size, then with scalar records for every size."""
-    monkeypatch.setattr(_blocks, "SMALL", 1 if request.param == "array" else 10**12)
+    monkeypatch.setattr(array_records, "SMALL", 1 if request.param == "array" else 10**12)
     return request.param
 
 
 @pytest.fixture
 def arrays(monkeypatch):
-    monkeypatch.setattr(_blocks, "SMALL", 1)
+    monkeypatch.setattr(array_records, "SMALL", 1)
 
 
 def n_arrays(F):
@@ -244,7 +245,7 @@ def test_array_records_and_scalar_records_give_the_same_numbers(monkeypatch):
 
     results = []
     for small in (1, 10**12):
-        monkeypatch.setattr(_blocks, "SMALL", small)
+        monkeypatch.setattr(array_records, "SMALL", small)
         F = tape.trace(f, x)
         v = RNG.normal(size=x.shape)
         results.append((F(x), F.gradient(x), F.hvp(x, x * 0 + 1.0), F.jvp(x, v), v))
@@ -275,7 +276,7 @@ def test_edge_values_agree_with_scalar_records(name, monkeypatch):
 
     out = []
     for small in (1, 10**12):
-        monkeypatch.setattr(_blocks, "SMALL", small)
+        monkeypatch.setattr(array_records, "SMALL", small)
         t = tape.Tape()
         X = t.array(np.stack([a, b]))
         Y = f(X)
@@ -300,7 +301,7 @@ def test_mixing_scalar_and_array_records_in_one_gradient(arrays, monkeypatch):
     expected = np.full(100, 1.5 ** 2)
     expected[3] += np.cos(xs[3]) * 1.5
     np.testing.assert_allclose(t.gradient(y, X), expected)
-    monkeypatch.setattr(_blocks, "SMALL", 64)
+    monkeypatch.setattr(array_records, "SMALL", 64)
     small = t.array([1.0, 2.0, 3.0])  # scalar records, packed into an array record when mixed
     z = (small * X[:3]).sum()
     np.testing.assert_allclose(t.gradient(z, small), xs[:3])
@@ -526,9 +527,9 @@ def test_tape_forward_sets_an_array_input(arrays):
 
 
 def test_maps_of_array_records_in_threads_equal_single_calls(monkeypatch):
-    from tape import _maps
+    from tape.function import maps
 
-    monkeypatch.setattr(_maps, "THREADED_ELEMENTS", 0)  # threads whatever the size
+    monkeypatch.setattr(maps, "THREADED_ELEMENTS", 0)  # threads whatever the size
     X = RNG.uniform(0.5, 1.5, (7, 2000))
     F = tape.trace(lambda x, p: (tape.tanh(x[1:] * x[:-1]) * p).sum(), X[0], params=np.full(1999, 2.0))
     values, grads = F.map_value_and_grad(X, params=np.full(1999, 3.0))
@@ -554,9 +555,9 @@ def test_empty_arrays_and_odd_keys_as_numpy_has_them(form):
 
 
 def test_value_and_grad_borrows_big_constants_and_a_function_owns_them(monkeypatch):
-    from tape import _arena
+    from tape.sweeps import arenas
 
-    monkeypatch.setattr(_arena, "BORROWED", 10)
+    monkeypatch.setattr(arenas, "BORROWED", 10)
     data = RNG.normal(size=(500, 3))
     w0 = RNG.normal(size=(3, 400))
 
@@ -616,7 +617,7 @@ def _record_every_small_op():
 
 
 def test_small_arrays_record_the_same_in_the_loop_as_through_numpy(monkeypatch):
-    """tape/_small.py's loop writes the records, values and constants NumPy's path writes."""
+    """tape/arrays/small.py's loop writes the records, values and constants NumPy's path writes."""
     loop = _record_every_small_op()
     monkeypatch.setattr(_small, "LOOP", 0)
     numpy = _record_every_small_op()

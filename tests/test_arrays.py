@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _blocks
+from tape.records import array_records
 
 RNG = np.random.default_rng(9)
 
@@ -107,7 +107,7 @@ def test_matmul_gradients_are_the_articles_rules():
 
 
 def test_reductions_are_pairwise_trees(monkeypatch):
-    monkeypatch.setattr(_blocks, "SMALL", 10**6)  # scalar records, whatever the size
+    monkeypatch.setattr(array_records, "SMALL", 10**6)  # scalar records, whatever the size
     t = tape.Tape()
     X = t.array(np.ones(1000))
     start = len(t)
@@ -122,10 +122,10 @@ def test_reductions_are_pairwise_trees(monkeypatch):
 
 def test_large_arrays_are_array_records():
     t = tape.Tape()
-    X = t.array(np.ones(_blocks.SMALL))
+    X = t.array(np.ones(array_records.SMALL))
     start = len(t)
     total = X.sum()
-    assert len(t) - start == 2 and total.value == _blocks.SMALL  # one sum record, one elem record reading it
+    assert len(t) - start == 2 and total.value == array_records.SMALL  # one sum record, one elem record reading it
     assert t.record(start).op == "array sum"
 
 

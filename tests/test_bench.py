@@ -1,4 +1,4 @@
-"""tape-bench: the CLI contract, and that every comparison computes the same thing."""
+"""tape-cli: the CLI contract, and that every comparison computes the same thing."""
 
 import json
 import math
@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 import tape
-from tape import bench
-from tape.benchmarks import arrays, baseline, c_reference, engines, programs, sparse
+from tape.bench import arrays, baseline, c_reference, engines, programs, sparse
+from tape.bench.cli import cli
 
 
 def test_small_run_of_every_workload(tmp_path, capsys):
     out = tmp_path / "result.json"
-    assert bench.main(["--size", "300", "--repeat", "2", "--no-compile", "--json", str(out)]) == 0
+    assert cli.main(["--size", "300", "--repeat", "2", "--no-compile", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     mix = [*programs.DEFAULT_MIX, *arrays.DEFAULT_ARRAYS]
     for name in mix:
@@ -56,20 +56,20 @@ def test_jitted_workloads_record_as_the_python_ones(name):
 
 
 def test_compare_runs_whatever_is_installed(capsys):
-    assert bench.main(["rosenbrock", "rdag", "--size", "50", "--repeat", "1", "--no-compile", "--compare"]) == 0
+    assert cli.main(["rosenbrock", "rdag", "--size", "50", "--repeat", "1", "--no-compile", "--compare"]) == 0
     printed = capsys.readouterr().out
     assert "articles' Node engine — record + gradient" in printed
     assert "plain floats kept in a list (no gradient) — record, every handle kept" in printed
     assert "the same with tape.pace_gc(False) — record, every handle kept" in printed
     assert "plain floats" in printed
-    assert bench.main(["seed", "--size", "20", "--repeat", "1", "--no-compile", "--compare"]) == 0
+    assert cli.main(["seed", "--size", "20", "--repeat", "1", "--no-compile", "--compare"]) == 0
     assert "articles' Node engine, value and gradient — tape.grad(f)(x)" in capsys.readouterr().out
 
 
 def test_scaling_curve_and_plot(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     png = tmp_path / "scaling.png"
-    assert bench.main(["chain", "--sizes", "1e2,1e3", "--repeat", "1", "--no-compile", "--plot", str(png)]) == 0
+    assert cli.main(["chain", "--sizes", "1e2,1e3", "--repeat", "1", "--no-compile", "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "ns per record as the tape grows" in capsys.readouterr().out
 
@@ -87,7 +87,7 @@ def test_scaling_curve_and_plot(tmp_path, capsys):
 ])
 def test_bad_arguments_give_one_line_errors(args, message, capsys):
     with pytest.raises(SystemExit) as info:
-        bench.main(args)
+        cli.main(args)
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
@@ -179,7 +179,7 @@ def test_sparse_rows_compute_the_dense_derivatives():
 
 def test_the_sparse_table_alone_at_the_sizes_asked_for(tmp_path, capsys):
     out = tmp_path / "sparse.json"
-    assert bench.main(["sparse", "--sizes", "200,400", "--repeat", "1", "--no-compile", "--json", str(out)]) == 0
+    assert cli.main(["sparse", "--sizes", "200,400", "--repeat", "1", "--no-compile", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     result = json.loads(out.read_text())
     assert result["workloads"] == [] and "jacobian" not in result and "Sparse vs dense derivatives" in printed
@@ -189,4 +189,4 @@ def test_the_sparse_table_alone_at_the_sizes_asked_for(tmp_path, capsys):
     assert [r["shape"] for r in banded] == [[200, 200], [400, 400]] and {r["colors"] for r in banded} == {3}
     assert all(r["sparse_s"] > 0 and r["gradient_s"] > 0 and r["dense_estimated"] for r in banded)
     with pytest.raises(SystemExit):
-        bench.main(["sparse", "--sizes", "200,400", "--plot", str(tmp_path / "p.png")])
+        cli.main(["sparse", "--sizes", "200,400", "--plot", str(tmp_path / "p.png")])

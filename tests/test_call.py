@@ -167,7 +167,7 @@ def test_grad_and_transforms_of_code_calling_F(F):
     x = [0.2, 0.5, -0.3]
     assert tape.grad(f)(x) == tape.grad(g)(x)
     assert tape.value_and_grad(f)(x) == tape.value_and_grad(g)(x)
-    # the transforms' traces merge the inlined steps' repeated sin(q) (tape/_cse.py), which a call cannot:
+    # the transforms' traces merge the inlined steps' repeated sin(q) (tape/analyses/cse.py), which a call cannot:
     # the adjoints add in another order
     np.testing.assert_allclose(tape.hessian(f)(np.array(x)), tape.hessian(g)(np.array(x)), rtol=1e-14)
     np.testing.assert_allclose(tape.jacobian(lambda z: chain(F, z, 2))(np.array(x)),

@@ -6,9 +6,10 @@ import math
 import numpy as np
 
 import tape
-from tape import _recorders
-from tape.kernels import _gen_sweeps, codegen, ops
+from tape.kernels import codegen, ops
+from tape.kernels.codegen import sweeps
 from tape.kernels.ops import OPS
+from tape.records import _recorders as _recorders
 
 
 def test_generated_files_are_up_to_date():
@@ -46,7 +47,7 @@ def test_every_name_a_rule_uses_resolves():
     known = set(ops.OPERANDS) | {fn.__name__ for fn in ops.HELPERS + ops.CALLED} | set(ops.MATH_NAMES)
     for op in OPS:
         rules = (op.forward, op.da, op.db, op.when_a, op.when_b, op.daa, op.dab, op.dbb)
-        for name in _gen_sweeps.names_in(*rules):
+        for name in sweeps.names_in(*rules):
             assert name in known or hasattr(builtins, name), (op.name, name)
     for name in ops.MATH_NAMES:
         assert callable(getattr(math, name)), name

@@ -1,4 +1,4 @@
-"""Common-subexpression elimination (tape/_cse.py): random programs with repeated subexpressions give,
+"""Common-subexpression elimination (tape/analyses/cse.py): random programs with repeated subexpressions give,
 merged, the records of the same program written with each subexpression once; values and tangents keep
 the bits of the unmerged Function, reverse derivatives agree with it to rounding."""
 
@@ -322,7 +322,7 @@ def test_repeated_array_records_merge_to_the_program_written_once(seed):
         with np.errstate(all="ignore"):
             for M, N, W in (made[False], made[True]):
                 assert bits(M(x)) == bits(W(x)) and bits(M.jvp(x, v)) == bits(W.jvp(x, v))  # written once
-                # against cse=False to rounding: a merge can change the fused runs (tape/_fusion.py: a run's
+                # against cse=False to rounding: a merge can change the fused runs (tape/sweeps/fusion.py: a run's
                 # ops in Numba, a record alone in NumPy, whose exp, sin, ... differ in the last bits)
                 np.testing.assert_allclose(M(x), N(x), rtol=1e-13, atol=1e-300)
                 np.testing.assert_allclose(M.jvp(x, v), N.jvp(x, v), rtol=1e-12, atol=1e-12)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _distributed
+from tape.function import distributed as _distributed
 
 distributed = pytest.importorskip("distributed")
 
@@ -90,7 +90,7 @@ def test_workers_killed_during_a_map_are_survived_or_named():
     import threading
     import time
 
-    from tape.benchmarks import engines, programs
+    from tape.bench import engines, programs
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1") as cluster, distributed.Client(cluster) as c:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _storage as tape_module
 from tape.kernels.ops import OPS
+from tape.records import storage as tape_module
 
 # -- storage ----------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""tape/_gc.py: a big tape raises the full-collection threshold while it records, and every way
+"""tape/base/gc_pacing.py: a big tape raises the full-collection threshold while it records, and every way
 it stops recording puts the process's thresholds back."""
 
 import gc
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _gc
+from tape.base import gc_pacing
 
 USER = (100, 2, 2)  # small enough that a few thousand records raise the third
 
@@ -15,13 +15,13 @@ USER = (100, 2, 2)  # small enough that a few thousand records raise the third
 @pytest.fixture(autouse=True)
 def thresholds(monkeypatch):
     """Small tapes count as big; the process's thresholds are the defaults before and after."""
-    monkeypatch.setattr(_gc, "GROWN", 64)
+    monkeypatch.setattr(gc_pacing, "GROWN", 64)
     before = gc.get_threshold()
     gc.set_threshold(*USER)
     tape.pace_gc(True)
     yield
     tape.pace_gc(True)
-    assert _gc.state() == (0, None)
+    assert gc_pacing.state() == (0, None)
     gc.set_threshold(*before)
 
 
@@ -40,7 +40,7 @@ def test_growth_raises_only_the_full_collection_threshold():
     t, xs, y, _ = grown()
     t0, t1, t2 = gc.get_threshold()
     assert (t0, t1) == USER[:2] and t2 == max(USER[2], -(-2 * t.capacity // (t0 * t1)))
-    assert _gc.state() == (1, USER)
+    assert gc_pacing.state() == (1, USER)
 
 
 @pytest.mark.parametrize("stop", ["gradient", "backward", "forward", "function", "clear", "rewind", "free"])
@@ -63,7 +63,7 @@ def test_every_way_of_stopping_restores(stop):
         del t, xs, y, nodes
         gc.collect()
     assert gc.get_threshold() == USER
-    assert _gc.state() == (0, None)
+    assert gc_pacing.state() == (0, None)
 
 
 def test_two_tapes_restore_when_both_stopped():
@@ -107,7 +107,7 @@ def test_off_and_with_gc_disabled_nothing_changes():
 def test_turning_off_while_raised_restores():
     t, xs, y, _ = grown()
     assert tape.pace_gc(False) is True
-    assert gc.get_threshold() == USER and _gc.state() == (0, None)
+    assert gc.get_threshold() == USER and gc_pacing.state() == (0, None)
 
 
 def test_a_presized_big_tape_paces_from_the_start():

@@ -37,8 +37,8 @@ def test_the_gradient_function_gives_the_gradient_bit_for_bit():
 def test_the_new_tape_begins_with_the_original_records(monkeypatch):
     F = tape.trace(f_mixed, [0.3, 1.2, -0.4])
     pruned = F.grad_function()
-    monkeypatch.setattr(tape._prune, "run", lambda a, lines, wanted, plans, callees, *_: (a, lines, plans, callees,
-                                                                                          (0, 0, "off")))
+    monkeypatch.setattr(tape.analyses.prune, "run",
+                        lambda a, lines, wanted, plans, callees, *_: (a, lines, plans, callees, (0, 0, "off")))
     G = F.grad_function()
     n = len(F)
     for name in ("_op", "_in0", "_in1"):

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tape
-from tape.benchmarks.programs import JIT_PRICER as PRICER
-from tape.benchmarks.programs import JIT_RK4 as RK4
+from tape.bench.programs import JIT_PRICER as PRICER
+from tape.bench.programs import JIT_RK4 as RK4
 from tape.kernels import ops
 
 X0 = [0.3, 0.7, 1.9]  # inside every op's domain but arccosh's (a NaN there, compared by bits too)

@@ -1,4 +1,4 @@
-"""Nested derivatives inside Python code (tape/_nest.py): tape.grad, value_and_grad, jvp and vjp
+"""Nested derivatives inside Python code (tape/symbolic/nest.py): tape.grad, value_and_grad, jvp and vjp
 called on Vars of an outer transform's tape record the inner derivative onto it, as records.
 
 References: tape.hessian's dedicated sweep (forward-over-reverse), closed forms, and the classic

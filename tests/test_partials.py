@@ -1,9 +1,9 @@
-"""Each op's partials as records (tape/_partials.py, generated) against the kernels' partials.
+"""Each op's partials as records (tape/symbolic/_partials.py, generated) against the kernels' partials.
 
 For every differentiable op of kernels/ops.py, at edge values (signed zeros, ±1, infinities,
 NaN, tiny and huge numbers, poles) and random points, the recorded partial's value is the
 kernel's partial bit for bit (NaN matching NaN): the kernel's partials are those a Function's
-replay stores (Function.vjp), the recorded ones are tape/_partials.py's records on a tape.
+replay stores (Function.vjp), the recorded ones are tape/symbolic/_partials.py's records on a tape.
 """
 
 import math
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _partials
 from tape.kernels import ops
 from tape.kernels.ops import KIND, OPCODE, OPS
+from tape.symbolic import _partials as _partials
 
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.7, -3.7, 10.0, -10.0, 0.999, 1.0000001, 1e-5, 1e-300,
          5e-324, 1e300, -1e300, 1e200, math.inf, -math.inf, math.nan, math.pi, -2.5, -3.0, 20.0, 700.0, -745.0]
@@ -72,7 +72,7 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("code", CODES, ids=[OPS[c].name for c in CODES])
 def test_recorded_partials_are_the_kernels_bits(code):
     kind = OPS[code].kind
-    if kind == "select":  # partials 1 and 1, sent to the chosen input only (tape/_adjoint.py)
+    if kind == "select":  # partials 1 and 1, sent to the chosen input only (tape/symbolic/adjoint.py)
         assert _partials.PARTIALS[code](None, None, None, None) == (1.0, 1.0)
         return
     a, b = points(kind)

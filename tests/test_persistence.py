@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _function
-from tape._format import FORMAT_VERSION
+from tape.function import function
+from tape.function.format import FORMAT_VERSION
 from tape.kernels.array_ops import ARRAY_KIND, IS_ARRAY_OP, NAME, V3_ARRAY_OPS
 from tape.kernels.ops import ARRAY_BASE, OPCODE, OPS
 
@@ -167,7 +167,7 @@ def test_validation_runs_before_any_kernel(saved, tmp_path, monkeypatch):
     good = arrays_of(path)
     broken = write(tmp_path / "b.npz", good, in0=np.full_like(good["in0"], 10**9))
     called = []
-    monkeypatch.setattr(_function, "Function", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(function, "Function", lambda *a, **k: called.append(1))
     assert_rejected(broken)
     assert not called
 

@@ -1,4 +1,4 @@
-"""Dead-record elimination (tape/_prune.py): random programs with dead work give, pruned, the records of
+"""Dead-record elimination (tape/analyses/prune.py): random programs with dead work give, pruned, the records of
 the same program written without it, and every method's bits of the unpruned Function."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from sameness import bits, same, same_maps
 
 import tape
-from tape import _format
+from tape.function import format
 
 N_IN, N_PAR = 5, 2
 SEEDS = range(12)
@@ -127,7 +127,7 @@ def test_pruned_is_the_program_without_its_dead_work(seed):
         assert np.array_equal(F._arrays()[name], C._arrays()[name]), name
     assert F.stats()["comparisons_checked"] == G.stats()["comparisons_checked"]
     arrays = F._arrays()
-    _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **arrays,
+    format.validate({"format_version": np.array(format.FORMAT_VERSION, np.int64), **arrays,
                       "on_branch_change": np.array("raise"), "check_finite": np.array(False)})
     assert C.stats()["records_dropped"] == 0
 

@@ -1,4 +1,4 @@
-"""Dead-record elimination with array and call records (tape/_prune.py): random array programs with
+"""Dead-record elimination with array and call records (tape/analyses/prune.py): random array programs with
 dead array and scalar work give, pruned, the records, plans and arena of the same program written
 without it, and every method's bits of the unpruned Function."""
 
@@ -11,7 +11,7 @@ import pytest
 from sameness import same, same_maps
 
 import tape
-from tape import _format
+from tape.function import format
 
 SHAPE = (32, 32)  # 1024 elements: array records
 N_PAR = 2
@@ -133,7 +133,7 @@ def test_pruned_is_the_array_program_without_its_dead_work(seed):
                      "check_expected", "plans", "plan_places", "arena"):
             assert np.array_equal(mine[name], clean[name]), name
         assert C.stats()["records_dropped"] == 0
-        _format.validate({"format_version": np.array(_format.FORMAT_VERSION, np.int64), **mine,
+        format.validate({"format_version": np.array(format.FORMAT_VERSION, np.int64), **mine,
                           "on_branch_change": np.array("raise"), "check_finite": np.array(False)},
                          tuple((G.n_inputs, G.n_params, G.n_outputs) for G in F._callees))
 

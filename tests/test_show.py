@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _show
+from tape.debug import show
 
 
 def articles_tape():
@@ -53,7 +53,7 @@ def test_render_svg_and_png(tmp_path, suffix, magic):
 
 def test_render_without_graphviz_says_how_to_install(tmp_path, monkeypatch):
     t, _, L = articles_tape()
-    monkeypatch.setattr(_show.shutil, "which", lambda name: None)
+    monkeypatch.setattr(show.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install graphviz"):
         t.render(L, tmp_path / "x.svg")
     with pytest.raises(ValueError, match=".svg or .png"):

@@ -14,8 +14,8 @@ import scipy.optimize
 import scipy.sparse
 
 import tape
-from tape._sparse import coloring
-from tape.benchmarks.sparse import bundle_residuals
+from tape.bench.sparse import bundle_residuals
+from tape.function.sparse_jacobian import coloring
 
 UNARY = [("sin", tape.sin), ("exp", lambda a: tape.exp(a * 0.1)), ("tanh", tape.tanh), ("neg", lambda a: -a),
          ("square", lambda a: a * a), ("scale", lambda a: a * 1.7 + 0.3)]

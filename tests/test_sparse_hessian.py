@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse
 
 import tape
-from tape._sparse_hessian import symmetric_coloring
+from tape.function.sparse_hessian import symmetric_coloring
 from tape.kernels.hessian_sparsity import recover
 
 LINEAR = [("neg", lambda a: -a), ("scale", lambda a: a * 1.7 + 0.3)]

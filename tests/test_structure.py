@@ -64,7 +64,7 @@ CASES = {
 
 
 def _flat(x):
-    leaves, _ = tape._trees.flatten(x)
+    leaves, _ = tape.base.trees.flatten(x)
     return np.concatenate([np.ravel(leaf) for leaf in leaves])
 
 
@@ -125,7 +125,7 @@ def test_derivatives_of_a_tree_call_have_jaxs_structure(case):
     np.testing.assert_allclose(H_flat, H_ref, rtol=1e-4, atol=1e-5)
     structured = not (isinstance(x0, np.ndarray) or case in ("list", "tuple"))
     if structured:  # a structure of structures, leaf_i.shape + leaf_j.shape
-        leaves, _ = tape._trees.flatten(x0)
+        leaves, _ = tape.base.trees.flatten(x0)
         blocks = _blocks(H, x0)
         assert len(blocks) == len(leaves) ** 2
         for (i, j), block in blocks.items():

@@ -1,0 +1,5 @@
+"""python -m kernels.codegen [--check]"""
+
+from . import main
+
+raise SystemExit(main())

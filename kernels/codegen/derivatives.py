@@ -1,0 +1,179 @@
+"""The generator's fixed kernels of ``kernels/_sweeps.py``: sweeps over stored partials, and replays.
+
+These need no op dispatch: the tangent sweep, vector reverse and second-order sweeps run
+over the partials a value pass stored (forward_partials, forward_second), and the replay
+entry points are one Numba call per Function call (low per-call overhead).
+"""
+
+from __future__ import annotations
+
+from .sweeps import JIT
+
+DERIVATIVE_KERNELS = f'''@{JIT}
+def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot, start, stop):
+    """Forward mode over records [start, stop), k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
+
+    dot has a row per record plus the zero dummy row; leaves keep their seeded
+    tangents. A product with a zero factor, tangent or partial, contributes nothing
+    (the structural-zero rule of every sweep: 0 * inf stays out).
+    """
+    k = dot.shape[1]
+    for r in range(start, stop):
+        i = np.uint64(r)
+        if is_leaf[op[i]]:
+            continue
+        a = r0[i]
+        b = r1[i]
+        pa = p0[i]
+        pb = p1[i]
+        for q in range(k):
+            t = 0.0
+            if pa != 0.0 and dot[a, q] != 0.0:
+                t += pa * dot[a, q]
+            if pb != 0.0 and dot[b, q] != 0.0:
+                t += pb * dot[b, q]
+            dot[i, q] = t
+
+
+@{JIT}
+def reverse_vector(adj, p0, p1, r0, r1, seeds, weights):
+    """k reverse sweeps in one pass: column q is reverse_partials seeded with weights[:, q]."""
+    adj[:] = 0.0
+    k = adj.shape[1]
+    top = 0
+    for s in range(len(seeds)):
+        for q in range(k):
+            adj[seeds[s], q] += weights[s, q]
+        top = max(top, seeds[s])
+    for r in range(top + 1):
+        i = np.uint64(top - r)
+        a = r0[i]
+        b = r1[i]
+        pa = p0[i]
+        pb = p1[i]
+        for q in range(k):
+            g = adj[i, q]
+            if g != 0.0:
+                if pa != 0.0:
+                    adj[a, q] += g * pa
+                if pb != 0.0:
+                    adj[b, q] += g * pb
+
+
+@{JIT}
+def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
+    """Forward-over-reverse from one scalar output: adj as reverse_partials and adj_dot, its
+    derivative along the tangents dot (one direction), so adj_dot at the inputs is H v."""
+    adj[:] = 0.0
+    adj_dot[:] = 0.0
+    adj[seed] = 1.0
+    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, 0, seed + 1)
+
+
+@{JIT}
+def reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, low, high):
+    """reverse_second's sweep over records [low, high), high first, adjoints as they stand
+    (tape/sweeps/driver.py runs it between array records)."""
+    for r in range(high - low):
+        i = np.uint64(high - 1 - r)
+        g = adj[i]
+        gd = adj_dot[i]
+        if g == 0.0 and gd == 0.0:
+            continue
+        a = r0[i]
+        b = r1[i]
+        pa = p0[i]
+        pb = p1[i]
+        # tangents of the partials: d p0 = h0 ta + h1 tb, d p1 = h1 ta + h2 tb; as everywhere, a
+        # product with a zero factor adds nothing
+        ta = dot[a, 0]
+        tb = dot[b, 0]
+        dp0 = 0.0
+        dp1 = 0.0
+        if ta != 0.0:
+            if h0[i] != 0.0:
+                dp0 += h0[i] * ta
+            if h1[i] != 0.0:
+                dp1 += h1[i] * ta
+        if tb != 0.0:
+            if h1[i] != 0.0:
+                dp0 += h1[i] * tb
+            if h2[i] != 0.0:
+                dp1 += h2[i] * tb
+        if g != 0.0:
+            if pa != 0.0:
+                adj[a] += g * pa
+            if pb != 0.0:
+                adj[b] += g * pb
+            if dp0 != 0.0:
+                adj_dot[a] += g * dp0
+            if dp1 != 0.0:
+                adj_dot[b] += g * dp1
+        if gd != 0.0:
+            if pa != 0.0:
+                adj_dot[a] += gd * pa
+            if pb != 0.0:
+                adj_dot[b] += gd * pb
+
+'''
+
+
+REPLAY_KERNELS = f'''@{JIT}
+def set_inputs_and_check(rows, x, val, checks, expected, after):
+    """Before: val[rows] = x. After the sweep: the first failed check, or -1."""
+    if not after:
+        for k in range(len(rows)):
+            val[rows[k]] = x[k]
+        return -1
+    for k in range(len(checks)):
+        if (val[checks[k]] != 0.0) != expected[k]:
+            return k
+    return -1
+
+
+@{JIT}
+def replay(op, in0, in1, val, consts, rows, x, checks, expected):
+    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_sweep(op, in0, in1, val, consts, 0, len(op))
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
+    """Values and first partials at x; returns the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
+    """Values, first and second partials at x; returns the first failed check, or -1."""
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
+                   targets[0], targets[1])
+    return set_inputs_and_check(rows, x, val, checks, expected, True)
+
+
+@{JIT}
+def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
+                    seeds, weights, grad):
+    """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
+
+    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
+    """
+    set_inputs_and_check(rows, x, val, checks, expected, False)
+    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    failed = set_inputs_and_check(rows, x, val, checks, expected, True)
+    reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
+    for k in range(len(rows)):
+        grad[k] = adj[rows[k]]
+    return failed
+
+'''
+
+
+def kernels() -> list[str]:
+    """The lines of the fixed kernels."""
+    return [DERIVATIVE_KERNELS, "", REPLAY_KERNELS, ""]

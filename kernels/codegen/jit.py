@@ -1,0 +1,158 @@
+"""The generator of ``tape/compiled/_recorders.py``: tape.jit's recorders, one jitted function per op.
+
+Each op gets ``value_<code>`` (its forward expression from kernels/ops.py, over the same
+helpers and math functions the Numba sweeps use, so a record's value is the replay's bits)
+and ``record_<code>`` (append the record: inputs, a constant-pool slot for const ops). Each
+spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) gets the recorders of ``x <op> c`` and
+``c <op> x`` exactly as tape/records/_recorders.py writes them (``x - c`` as ``add_c`` with ``-c``, a
+constant record for ops without a const op). Those layers, and push/push_const, are ``@hot``
+(inlined by Numba into what calls them): each entry (``unary_<code>``, ``<name>_vv/_vc/_cv``,
+``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
+the user's code one call (inlining the entries too gave RK4 4.6 ns/record but a 64 s compile). A Var
+holds its tape as a borrowed pointer (no op touches a reference count) and its value (no op reads
+the tape's values: a random DAG would miss the cache there). Tables at the end map names to them; tape/compiled/jit.py
+registers them as Numba overloads of the operators, ``math.*``, NumPy ufuncs and ``tape.*``.
+Run by ``python -m kernels.codegen``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import ops
+from . import recorders, sweeps
+
+
+def value(code: int) -> list[str]:
+    op = ops.OPS[code]
+    args = {"unary": "a", "binary": "a, b", "const": "a, c", "compare": "a, b", "compare_c": "a, c"}[op.kind]
+    return ["@hot", f"def value_{code}({args}):  # {op.name}",
+            f"    return {forward(code)}", "", ""]
+
+
+def forward(code: int) -> str:
+    """The forward expression as the sweeps compile it (helpers by their kernel names)."""
+    name = ops.OPS[code].name
+    if name in ops.GROUPED:
+        return f"grouped_value({code}, a)"
+    if name in ops.GROUPED_PAIRS:
+        return f"grouped_pair(0, {code}, a, b, 0.0)"
+    return ops.OPS[code].forward
+
+
+def record(code: int) -> list[str]:
+    """record_<code> of recorded Vars (and the constant of a const op): values from the Vars themselves."""
+    op = ops.OPS[code]
+    head = f"def record_{code}"
+    if op.kind == "unary":
+        body = [f"{head}(x):  # {op.name}", f"    return push(x.tape, {code}, x.index, NO_INPUT, value_{code}(x.c))"]
+    elif op.kind in ("binary", "compare"):
+        body = [f"{head}(x, y):  # {op.name}",
+                f"    return push(x.tape, {code}, x.index, y.index, value_{code}(x.c, y.c))"]
+    else:
+        body = [f"{head}(x, c):  # {op.name}", "    k = push_const(x.tape, c)",
+                f"    return push(x.tape, {code}, x.index, k, value_{code}(x.c, c))"]
+    return ["@hot", *body, "", ""]
+
+
+def spelling(s: ops.Spelling) -> list[str]:
+    """var_c_<name>(x, c) records x <op> c; c_var_<name>(x, c) records c <op> x (x a recorded Var)."""
+    pair = ops.OPCODE[s.pair]
+    out = []
+    for side, const_op in (("var_c", s.var_c), ("c_var", s.c_var)):
+        out += ["@hot", f"def {side}_{s.name}(x, c):"]
+        if const_op:
+            c = "-c" if (side == "var_c" and s.negate) else "c"
+            out += [f"    return record_{ops.OPCODE[const_op]}(x, {c})  # {const_op}"]
+        else:  # a constant record, then the pair op (tape/records/_recorders.py's CONSTANT_RECORD)
+            args = "x, k" if side == "var_c" else "k, x"
+            out += ["    k = constant_record(x.tape, c)", f"    return record_{pair}({args})  # {s.pair}"]
+        out += ["", ""]
+    return out
+
+
+def unary_entry(name: str) -> list[str]:
+    code = ops.OPCODE[name]
+    return ["@jit", f"def unary_{code}(x):  # {name} of a Var", "    if x.index < 0:",
+            f"        return unbound(value_{code}(x.c))", f"    return record_{code}(x)", "", ""]
+
+
+def entries(s: ops.Spelling) -> list[str]:
+    """<name>_vv(x, y), <name>_vc(x, c), <name>_cv(c, y): x <op> y of Vars (maybe unrecorded) and numbers."""
+    pair = ops.OPCODE[s.pair]
+    return ["@jit", f"def {s.name}_vv(x, y):", "    if x.index < 0:",
+            f"        return unbound(value_{pair}(x.c, y.c)) if y.index < 0 else c_var_{s.name}(y, x.c)",
+            "    if y.index < 0:", f"        return var_c_{s.name}(x, y.c)",
+            f"    return record_{pair}(x, y)", "", "",
+            "@jit", f"def {s.name}_vc(x, c):",
+            f"    return unbound(value_{pair}(x.c, c)) if x.index < 0 else var_c_{s.name}(x, c)", "", "",
+            "@jit", f"def {s.name}_cv(c, y):",
+            f"    return unbound(value_{pair}(c, y.c)) if y.index < 0 else c_var_{s.name}(y, c)", "", ""]
+
+
+def compare_entry(s: ops.Spelling) -> list[str]:
+    args = f"{ops.OPCODE[s.pair]}, {ops.OPCODE[s.var_c]}, {ops.OPCODE[s.c_var]}, {s.swap}"
+    return ["@jit", f"def {s.name}_vv(x, y):  # a Condition",
+            f"    return condition(x, y, {args}, x.c {ops.SYMBOL[s.name]} y.c)", "", ""]
+
+
+def compare_value() -> list[str]:
+    """The value of every comparison op, by opcode (for Conditions, recorded when a branch reads them)."""
+    out = ["@jit", "def compare_value(code, a, b):", '    """The value of comparison op ``code``."""']
+    for code, op in enumerate(ops.OPS):
+        if op.kind in ("compare", "compare_c"):
+            expr = op.forward.replace(" c ", " b ")
+            out += [f"    if code == {code}:  # {op.name}", f"        return {expr}"]
+    return out + ["    return 0.0", "", ""]
+
+
+def math_name(name: str) -> str:
+    """The math module's name of a unary op, if it has one (``arcsin``: asin)."""
+    m = re.fullmatch(r"(\w+)\(a\)", ops.OPS[ops.OPCODE[name]].forward)
+    return m.group(1) if m and m.group(1) in ops.MATH_NAMES else ""
+
+
+def generate(header: list[str]) -> str:
+    codes = [code for code, op in enumerate(ops.OPS) if op.kind in ("unary", "binary", "const", "compare", "compare_c")]
+    exprs = [forward(c) for c in codes]
+    used = sorted(sweeps.names_in(*exprs) - set(ops.OPERANDS))
+    helpers = sorted({n for n in used if n in {fn.__name__ for fn in ops.HELPERS}} | {"grouped_pair", "grouped_value"})
+    maths = [n for n in used if n in ops.MATH_NAMES]
+    out = [*header, '"""tape.jit\'s recorders, generated from the op table (kernels/codegen/jit.py says how)."""', "",
+           *recorders.imports("math", maths), "",
+           *recorders.imports("tape.compiled.recording", ["condition", "constant_record", "hot", "jit", "push",
+                                                        "push_const", "unbound"]),
+           "from tape.kernels import _sweeps",
+           "from tape.records.storage import NO_INPUT", "",
+           "# the sweeps' own helpers, called from jitted code only (so warmup need not compile them)",
+           *(f"{name} = _sweeps.{name}" for name in helpers), "", ""]
+    for code in codes:
+        out += value(code)
+    for code in codes:
+        if ops.OPS[code].kind not in ("compare", "compare_c"):
+            out += record(code)
+    for s in ops.ARITHMETIC:
+        out += spelling(s)
+    out += compare_value()
+    for name in ops.UNARY:
+        out += unary_entry(name)
+    for s in ops.ARITHMETIC:
+        out += entries(s)
+    for s in ops.COMPARISONS:
+        out += compare_entry(s)
+    out += ["# unary op -> (of a Var, of a number, math's name or '', NumPy's name or '')", "UNARY = {"]
+    for name in ops.UNARY:
+        code = ops.OPCODE[name]
+        ufunc = ops.UNARY_UFUNCS.get(name, "")
+        out.append(f"    {name!r}: (unary_{code}, value_{code}, {math_name(name)!r}, {ufunc!r}),")
+    out += ["}", "# spelling -> (Var <op> Var, Var <op> number, number <op> Var, numbers, operator, ufunc)",
+            "ARITHMETIC = {"]
+    for s in ops.ARITHMETIC:
+        out.append(f"    {s.name!r}: ({s.name}_vv, {s.name}_vc, {s.name}_cv, value_{ops.OPCODE[s.pair]}, {s.operator}, "
+                   f"{s.ufunc!r}),")
+    out += ["}", "# comparison -> Var <op> Var as a Condition (numbers are unrecorded Vars)",
+            "COMPARISONS = {"]
+    for s in ops.COMPARISONS:
+        out.append(f"    {s.name!r}: {s.name}_vv,")
+    out += ["}"]
+    return "\n".join(out).rstrip() + "\n"

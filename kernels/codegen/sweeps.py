@@ -1,0 +1,317 @@
+"""The generator of ``kernels/_sweeps.py``: the Numba sweeps, one ``if``/``elif`` branch per op.
+
+Each sweep is one loop over the records with an ``if``/``elif`` chain on the
+opcode (LLVM turns it into a jump table); the body of each branch is the op's
+rule from ``kernels/ops.py``, so adding an op never touches this file.
+Run by ``python -m kernels.codegen``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .. import ops
+
+JIT = "jit"  # the decorators of kernels/_numba.py: cache=True, nogil=True, error_model="numpy"
+PARJIT = "parallel_jit"  # the same with parallel=True
+
+
+def natural(name: str) -> list:
+    """The sort key of isort (and ruff): numbers by value, so log2 comes before log10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def names_in(*exprs: str) -> set[str]:
+    """The variable names an op's rule expressions read."""
+    found: set[str] = set()
+    for expr in exprs:
+        if expr:
+            found |= {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+    return found
+
+
+def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
+    """Lines loading the values a rule reads (a, b, c, y) for record i."""
+    loads = {
+        "a": "a = val[in0[i]]",
+        "b": "b = val[in1[i]]",
+        "c": "c = consts[in1[i]]",
+        "y": "y = val[i]",
+        "cond": "cond = val[i - 1]",
+    }
+    return [indent + line for name, line in loads.items() if name in used]
+
+
+# ops.GROUPED in a sweep: one branch, whose rules call the grouped kernels with the opcode k
+GROUP = ops.Op("grouped", "unary", "grouped_value(np.int64(k), a)", "grouped_da(np.int64(k), a, y)",
+               daa="grouped_daa(np.int64(k), a, y)")  # int64, as Python calls them: one signature each
+# ops.GROUPED_PAIRS: one branch too, calling grouped_pair(part, k, a, b, y) (part 0: the value, 1-5: PAIR_PARTS)
+PAIR_PARTS = ("da", "db", "daa", "dab", "dbb")
+# (a literal part would compile grouped_pair once per part: Numba specializes on literal ints)
+GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair(np.int64(0), np.int64(k), a, b, 0.0)",
+                    **{part: f"grouped_pair(np.int64({n}), np.int64(k), a, b, y)"
+                       for n, part in enumerate(PAIR_PARTS, 1)})
+GROUPS = ((GROUP, "IS_GROUPED", "GROUPED"), (GROUP_PAIR, "IS_GROUPED_PAIR", "GROUPED_PAIRS"))
+
+
+def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
+    """One ``if``/``elif`` branch per included op (one for all of ops.GROUPED, one for all of
+    ops.GROUPED_PAIRS), with body lines from body_for(op)."""
+    lines: list[str] = []
+    first = True
+    for code, op in enumerate(ops.OPS):
+        if not include(op) or op.name in ops.GROUPED + ops.GROUPED_PAIRS:
+            continue
+        lines.append(f"        {'if' if first else 'elif'} k == {code}:  # {op.name}")
+        lines.extend(body_for(op))
+        first = False
+    for group, mask, names in GROUPS:
+        count = len(getattr(ops, names))
+        if include(group) and count:
+            lines.append(f"        {'if' if first else 'elif'} {mask}[k]:  # the {count} ops of ops.{names}")
+            lines.extend(body_for(group))
+            first = False
+    return lines
+
+
+def grouped_kernels() -> list[str]:
+    """grouped_value, grouped_da, grouped_daa: each rule of ops.GROUPED by opcode k."""
+    out = []
+    for name, part, args in (("value", "forward", "a"), ("da", "da", "a, y"), ("daa", "daa", "a, y")):
+        out += [f"@{JIT}", f"def grouped_{name}(k, {args}):",
+                f'    """The {part} rule of grouped op k (kernels/ops.py: GROUPED)."""']
+        for code, op in enumerate(ops.OPS):
+            if op.name in ops.GROUPED:
+                out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
+        out += ["    return nan", "", ""]
+    out += [f"@{JIT}", "def grouped_pair(part, k, a, b, y):",
+            '    """Rule ``part`` of grouped binary op k (ops.GROUPED_PAIRS): 0 value, 1-5 da, db, daa, dab, dbb."""']
+    for code, op in enumerate(ops.OPS):
+        if op.name in ops.GROUPED_PAIRS:
+            out.append(f"    if k == {code}:  # {op.name}")
+            for n, part in enumerate(("forward", *PAIR_PARTS)):
+                out += [f"        {'if' if n == 0 else 'elif'} part == {n}:",
+                        f"            return {getattr(op, part) or '0.0'}"]
+    out += ["    return nan", "", "", f"@{JIT}", "def grouped_pair_map(part, k, a, b, y, out):",
+            '    """grouped_pair over flat arrays."""', "    for e in range(len(a)):",
+            "        out[e] = grouped_pair(part, k, a[e], b[e], y[e])", "", ""]
+    return out + [f"@{JIT}", "def grouped_map(part, k, a, y, out):",
+                  '    """grouped_value (part 0), grouped_da (1) or grouped_daa (2) of op k over flat arrays."""',
+                  "    for e in range(len(a)):", "        if part == 0:", "            out[e] = grouped_value(k, a[e])",
+                  "        elif part == 1:", "            out[e] = grouped_da(k, a[e], y[e])", "        else:",
+                  "            out[e] = grouped_daa(k, a[e], y[e])", "", ""]
+
+
+def forward_body(op: ops.Op) -> list[str]:
+    ind = " " * 12
+    return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
+
+
+def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list[str]:
+    """adj[index] += contribution, where adjoints stamped before this pass count as zero.
+
+    Written out inline: a helper taking the arrays would make Numba emit
+    reference-count calls on every record (measured 1.8x slower).
+    With keep < gen (accumulate=True), leaf adjoints stamped at or after keep
+    are carried over instead of being reset.
+    """
+    body = ["{j} = {index}", "d = {contribution}", "if stamp[{j}] == gen:", "    adj[{j}] += d", "else:",
+            "    if stamp[{j}] >= keep and op[{j}] == LEAF:", "        adj[{j}] += d", "    else:",
+            "        adj[{j}] = d + 0.0  # as a zeroed adjoint plus d: -0.0 becomes +0.0", "    stamp[{j}] = gen"]
+    return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
+
+
+def reverse_body(op: ops.Op) -> list[str]:
+    """Tape reverse sweep: partials computed here, from the stored values."""
+    ind = " " * 12
+    lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
+    lines.append(f"{ind}pa = {op.da}")
+    terms = [("in0[i]", "pa", op.da, op.when_a)]
+    if op.db:  # both partials first: in0 and in1 may be the same record
+        lines.append(f"{ind}pb = {op.db}")
+        terms.append(("in1[i]", "pb", op.db, op.when_b))
+    for index, partial, rule, when in terms:
+        # a zero partial sends nothing, as in every sweep (0 * inf stays out); literals need no test
+        conditions = [when] if when else []
+        if not nonzero_literal(rule):
+            conditions.append(f"{partial} != 0.0")
+        if conditions:
+            lines += [f"{ind}if {' and '.join(conditions)}:", *accumulate(index, f"g * {partial}", ind + "    ")]
+        else:
+            lines += accumulate(index, f"g * {partial}", ind)
+    return lines
+
+
+def nonzero_literal(rule: str) -> bool:
+    """Whether a partial is a number other than zero ("1.0", "-1.0")."""
+    try:
+        return float(rule) != 0.0
+    except ValueError:
+        return False
+
+
+def has_partials(op: ops.Op) -> bool:
+    return bool(op.da)
+
+
+def partials_body(op: ops.Op, second: bool = False) -> list[str]:
+    """Function forward sweep: value, partials p0/p1 (with second: h0/h1/h2 too), and where
+    the select sends its adjoint."""
+    ind = " " * 12
+    used = names_in(op.forward, op.da, op.db, op.daa, op.dab, op.dbb, op.when_a, op.when_b) - {"y"}
+    lines = operand_loads(op, used, ind)
+    lines += [f"{ind}y = {op.forward}", f"{ind}val[i] = y"]
+    if op.da:
+        lines.append(f"{ind}p0[i] = {op.da}")
+    if op.db:
+        lines.append(f"{ind}p1[i] = {op.db}")
+    if second:
+        lines += [f"{ind}h{k}[i] = {expr}" for k, expr in enumerate((op.daa, op.dab, op.dbb)) if expr]
+    if op.when_a:
+        lines.append(f"{ind}r0[i] = in0[i] if {op.when_a} else dummy")
+    if op.when_b:
+        lines.append(f"{ind}r1[i] = in1[i] if {op.when_b} else dummy")
+    return lines
+
+
+def partials_kernel(name: str, outputs: str, second: bool, doc: str) -> list[str]:
+    """A forward sweep storing partials (and with second, second partials) per record."""
+    return [
+        f"@{JIT}",
+        f"def {name}(op, in0, in1, val, consts, {outputs}):",
+        f'    """{doc}"""',
+        "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
+        "    for r in range(len(op)):",
+        "        i = np.uint64(r)",
+        "        k = op[i]",
+        *branches(lambda op: partials_body(op, second)),
+        "",
+        "",
+    ]
+
+
+def scalar_body(op: ops.Op) -> list[str]:
+    ind = " " * 12
+    lines = [f"{ind}c = b"] if op.kind in ops.KINDS_WITH_CONSTANT else []
+    return lines + [f"{ind}return {op.forward}"]
+
+
+def multiply_add_reverse(indent: str, weight: str) -> list[str]:
+    """The Function reverse pass: zero adj, seed the outputs with ``weight``, multiply-add down to 0."""
+    body = ["adj[:] = 0.0", "top = 0", "for s in range(len(seeds)):", f"    adj[seeds[s]] += {weight}",
+            "    top = max(top, seeds[s])", "for r in range(top + 1):", "    i = np.uint64(top - r)",
+            "    g = adj[i]", "    if g == 0.0:", "        continue",
+            "    # a zero partial sends nothing, even from an infinite adjoint; adding +0.0 instead of",
+            "    # skipping is the same bits (these adjoints are never -0.0) and needs no branch",
+            "    adj[r0[i]] += g * p0[i] if p0[i] != 0.0 else 0.0",
+            "    adj[r1[i]] += g * p1[i] if p1[i] != 0.0 else 0.0"]
+    return [indent + line for line in body]
+
+
+def reverse_loop(body: list[str]) -> list[str]:
+    """Seed the outputs, then sweep from the highest seed down to record 0."""
+    return [
+        "    top = 0",
+        "    for s in range(len(seeds)):",
+        *accumulate("seeds[s]", "weights[s]", "        ", j="seed"),
+        "        top = max(top, seed)",
+        "    for r in range(top + 1):",
+        "        i = np.uint64(top - r)  # unsigned: Numba then skips negative-index wraparound",
+        "        if stamp[i] != gen:",
+        "            continue",
+        "        g = adj[i]",
+        "        if g == 0.0:  # an exactly-zero adjoint propagates nothing: 0 * inf partials stay out",
+        "            continue",
+        *body,
+    ]
+
+
+def generate(header: list[str], more: list[str]) -> str:
+    """The text of kernels/_sweeps.py; ``more``: the kernels over stored partials and the parallel maps
+    (kernels/codegen/derivatives.py, kernels/codegen/maps.py)."""
+    helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
+    helpers += [f"{fn.__name__} = jit(_ops.{fn.__name__})" for fn in ops.CALLED]
+    helpers += ["IS_GROUPED = _ops.IS_GROUPED", "IS_GROUPED_PAIR = _ops.IS_GROUPED_PAIR"]
+    out = [
+        *header,
+        '"""Numba sweeps over the tape\'s record arrays, one branch per op."""',
+        "",
+        "from math import (  # noqa: F401",
+        *[f"    {name}," for name in sorted(ops.MATH_NAMES + ("nan",), key=natural)],
+        ")",
+        "",
+        "import numba",
+        "import numpy as np",
+        "",
+        "from . import ops as _ops",
+        "from ._numba import inline as _inline",
+        "from ._numba import jit, parallel_jit",
+        "",
+        *helpers,
+        "",
+        f"LEAF = {ops.LEAF}",
+        "",
+        "",
+        *grouped_kernels(),
+        "",
+        "",
+        f"@{JIT}",
+        "def forward_sweep(op, in0, in1, val, consts, start, stop):",
+        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs."""',
+        "    for r in range(start, stop):",
+        "        i = np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
+        "        k = op[i]",
+        *branches(forward_body),
+        "",
+        "",
+        f"@{JIT}",
+        "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
+        '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
+        "",
+        "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
+        '    """',
+        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
+        "",
+        "",
+        f"@{JIT}",
+        "def reverse_range(op, in0, in1, val, adj, stamp, consts, low, high, gen, keep):",
+        '    """reverse_sweep over the records in [low, high), high first, with no seeding: the adjoints',
+        '    there were seeded or sent by later records (tape/sweeps/driver.py runs it between array records)."""',
+        "    for r in range(high - low):",
+        "        i = np.uint64(high - 1 - r)",
+        "        if stamp[i] != gen:",
+        "            continue",
+        "        g = adj[i]",
+        "        if g == 0.0:",
+        "            continue",
+        "        k = op[i]",
+        *branches(reverse_body, has_partials),
+        "",
+        "",
+        *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
+                         "Values and local partials of every record; a select points r0/r1 at its chosen input."),
+        *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
+                         "forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."),
+        f"@{JIT}",
+        "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
+        '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',
+        "",
+        "    The same products, added in the same order and skipped where reverse_sweep skips",
+        "    them (zero adjoints), so the same bits; adj is zeroed here instead of stamped.",
+        '    """',
+        *multiply_add_reverse("    ", "weights[s]"),
+        "",
+        "",
+        *more,
+        f"@{JIT}",
+        "def eval_op(k, a, b):",
+        '    """One op\'s forward value (b is the constant for const ops)."""',
+        *[line[4:] for line in branches(scalar_body, lambda op: op.kind not in ("leaf", "select"))],
+        "    return nan",
+        "",
+    ]
+    text = "\n".join(out)
+    kernels = sorted(re.findall(r"^def (\w+)\(", text, flags=re.MULTILINE))
+    listed = "".join(f"    {name!r},\n" for name in kernels)
+    return text + f"\n\n__all__ = [\n{listed}]\n"

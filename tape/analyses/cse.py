@@ -1,0 +1,87 @@
+"""Common-subexpression elimination: a record that computes what an earlier one computes is replaced
+by that earlier record in every input, view, pack and output that names it, and the pruning that
+follows (tape/analyses/prune.py) drops it. Alike: a scalar record of the same op on the same inputs in the same
+order with the same constant bits; a constant of the same bits; an elem of the same array and place;
+an array record of the same op, shape, axes and places on the same views (a constant: the same numbers).
+
+The merged Function is the program written with each subexpression once, record for record (tests
+compare the arrays). Its values and tangents are those of the unmerged one bit for bit where no array
+record is fused differently: a merge can join or split the fused runs (tape/sweeps/fusion.py computes a run
+in Numba, a record alone in NumPy, whose exp, sin, ... differ in the last bits). Reverse derivatives
+add the copies' adjoints before their partials multiply them, which can change the last bits (as in
+any AD system that merges). Not merged: comparisons and selects (a select reads the comparison just
+before it; a comparison carries its own branch check and source line), leaves (inputs, params), array
+inputs, array comparisons, all and any (checks), and ``y * x`` with ``x * y`` (where both are NaN the
+two orders give NaNs of different signs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tape.kernels.array_ops import ARRAY_KIND
+from tape.kernels.cse import merge, tables
+from tape.kernels.ops import ELEM, HAS_INPUT, KIND, OPCODE, TWO_RECORDS, USES_POOL
+from tape.sweeps.driver import Plan
+
+CODES = np.arange(256)
+MERGEABLE = np.isin(KIND, ("unary", "binary", "const")) | (CODES == OPCODE["constant"]) | (CODES == ELEM)
+RENAMES = HAS_INPUT | (CODES == ELEM)  # in0 names a record (an elem's: its array record)
+USES_IN1 = TWO_RECORDS | USES_POOL | (CODES == ELEM)  # in1 is a record, a constant slot or an elem's place
+# array records never merged (compare, all, any: checks); nor 0-d constants, the immediates of the ops
+# that read them (merged, the copies would cost a compaction and save nothing): keys hold their number
+KEPT_KINDS = ("input", "compare", "all", "any")
+
+
+def _numbers(p: Plan, arena: np.ndarray) -> bytes:
+    return arena[p.offset:p.offset + p.size].tobytes()
+
+
+def _key(p: Plan, arena: np.ndarray, immediates: dict[int, bytes]) -> tuple:
+    """What an array record computes, its views and places already renamed (a constant: its numbers;
+    a 0-d constant it reads: its number, so x * 0.5 twice is alike, each with a 0.5 record of its own)."""
+    numbers = _numbers(p, arena) if ARRAY_KIND[p.code] == "constant" else b""
+    views = tuple(immediates.get(v.record, v) for v in p.inputs)
+    return p.code, p.shape, p.axes, p.wide, views, p.places.tobytes(), numbers
+
+
+def _renamed(p: Plan, same: np.ndarray) -> Plan:
+    """p reading the first copies: its views' records, a pack's scalar records."""
+    places = p.places
+    if ARRAY_KIND[p.code] == "pack":
+        places = same[places]
+        places.flags.writeable = False  # as every plan's
+    return p._replace(inputs=tuple(v._replace(record=int(same[v.record])) for v in p.inputs), places=places)
+
+
+def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarray], list[Plan], int]:
+    """The arrays (without the plan table, which the pruning makes) and plans with every repeated
+    subexpression read from its first record (the copies left for the pruning to drop), and how many
+    records merged. Scalar records merge in Numba, the array
+    records between them here, in order, so an array record's key names its inputs' first copies."""
+    op, in0, in1 = a["op"], a["in0"], a["in1"]
+    state = tables(len(op))
+    same = np.empty(len(op), np.int64)
+    out0, out1 = np.empty_like(in0), np.empty_like(in1)
+    args = (op, in0, in1, a["val"].view(np.int64), a["consts"].view(np.int64), RENAMES, TWO_RECORDS, USES_POOL,
+            USES_IN1, MERGEABLE)
+    merged, start, kept = 0, 0, []
+    first: dict[tuple, int] = {}
+    immediates = {p.row: _numbers(p, a["arena"]) for p in plans if ARRAY_KIND[p.code] == "constant" and not p.shape}
+    for p in plans:  # in the order of their records
+        if p.row > start:  # (one Numba call per stretch of scalar records)
+            merged += merge(*args, start, p.row, *state, same, out0, out1)
+        q = _renamed(p, same)
+        same[p.row], out0[p.row], out1[p.row] = p.row, in0[p.row], in1[p.row]
+        if ARRAY_KIND[p.code] not in KEPT_KINDS and p.row not in immediates:
+            same[p.row] = first.setdefault(_key(q, a["arena"], immediates), p.row)
+            merged += same[p.row] != p.row
+        kept.append(q)
+        start = p.row + 1
+    merged += merge(*args, start, len(op), *state, same, out0, out1)
+    if not merged:
+        return a, plans, 0
+    a = dict(a, in0=out0, in1=out1, output_rows=same[a["output_rows"]])
+    if plans:  # every copy is dead now, so the pruning encodes the kept plans: no stale table is left
+        del a["plans"], a["plan_places"]
+    return a, kept, int(merged)

@@ -1,0 +1,40 @@
+"""Functions made of recorded ops: their derivatives are the ops' own, so they need no rules.
+
+Each takes Vars, VarArrays and plain numbers (numbers give numbers), and is written
+in the numerically careful form: softplus never overflows, softmax and log_softmax
+go through the fused logsumexp (shifted by the largest element).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tape.api.trace import logsumexp, maximum, minimum
+from tape.arrays.varray import _FUNCTIONS
+from tape.records._recorders import exp, log1p
+
+
+def softplus(x: Any) -> Any:
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): no overflow, and softplus'(x) is
+    sigmoid(x), 1/2 at 0 (the maximum's tie rule gives 1/2, |x|' is 0 there)."""
+    return maximum(x, 0.0) + log1p(exp(-abs(x)))
+
+
+def log_softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
+    """x - logsumexp(x, axis): log-probabilities along axis."""
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
+    """exp(log_softmax(x, axis)): probabilities along axis, never exp of a large number."""
+    return exp(log_softmax(x, axis))
+
+
+def clip(x: Any, lo: Any, hi: Any) -> Any:
+    """minimum(maximum(x, lo), hi), as numpy.clip: slope 1 inside, 0 outside, 1/2 at lo or hi."""
+    return minimum(maximum(x, lo), hi)
+
+
+_FUNCTIONS[np.clip] = clip  # numpy.clip(X, lo, hi) on a VarArray

@@ -1,0 +1,391 @@
+"""The functions users call: elementary functions, where, trace, grad and value_and_grad.
+
+The unary functions (``tape.exp``, ...) are the generated recorders of
+tape/records/_recorders.py; ``maximum``, ``arctan2``, ... (tape/arrays/binary.py) and ``where`` take
+Vars, VarArrays and numbers in any mix; ``trace`` records a Python function once for replay.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from tape.arrays.binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, minimum
+from tape.arrays.conditions import ArrayCondition
+from tape.arrays.operands import as_view, common_tape, operand, operands, shape_of
+from tape.arrays.varray import _FUNCTIONS, VarArray, wrap, wrap_view
+from tape.base import trees as _trees
+from tape.debug import nans
+from tape.errors import ForeignHandleError
+from tape.function.function import Function
+from tape.kernels.ops import CONSTANT, SELECT
+from tape.records import array_records
+from tape.records._recorders import (
+    Var,
+    cos,
+    exp,
+    log,
+    relu,
+    sigmoid,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+)
+from tape.records.handles import FUNCTION_HANDLERS, Condition, as_constant
+from tape.records.storage import NO_INPUT
+from tape.sweeps.driver import View
+from tape.symbolic import nest
+from tape.tape import Tape
+
+__all__ = ["arctan2", "cos", "exp", "fmax", "fmin", "grad", "hypot", "log", "logaddexp", "logsumexp", "maximum",
+           "minimum", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh", "trace", "value_and_grad", "where"]
+
+Scalar = Var | float
+
+
+@overload
+def where(condition: Condition | bool, a: Scalar, b: Scalar) -> Scalar: ...
+@overload
+def where(condition: ArrayCondition | np.ndarray, a: VarArray | Scalar | np.ndarray, b: VarArray | Scalar | np.ndarray
+          ) -> VarArray: ...
+def where(condition, a, b):
+    """``a`` where the condition holds, else ``b``, as one select record: valid at every replay.
+
+    The condition (``x > 0``, ...) is recorded as data, not as a branch, so
+    nothing needs re-checking. Only the chosen input receives the adjoint: the
+    other branch is never visited, and its inf/NaN partials cannot leak into
+    the gradient (``where(y > 1, x / y, 0.0)`` at y = 0 has finite gradients).
+    """
+    if isinstance(condition, (bool, np.bool_)):
+        return a if condition else b
+    if isinstance(condition, np.ndarray) and condition.dtype == np.bool_:
+        return _where_mask(condition, a, b)
+    if type(condition) is ArrayCondition:
+        return _where_arrays(condition, a, b)
+    if type(condition) is Condition and (isinstance(a, VarArray) or isinstance(b, VarArray)):
+        raise TypeError("tape.where with a scalar condition takes scalar branches")
+    if type(condition) is not Condition:
+        raise TypeError(f"tape.where needs a comparison of Vars (x > 0) or a bool, got {type(condition).__name__}")
+    t = condition._tape()
+    assert isinstance(t, Tape)
+    branches = []
+    for branch in (a, b):
+        if type(branch) is Var:
+            if branch._seg.tape is not t:
+                raise ForeignHandleError(f"{branch!r} was recorded on another tape than the condition")
+            t._resolve(branch)
+            branches.append(branch)
+        else:
+            c = as_constant(branch)
+            if c is None:
+                raise TypeError(f"tape.where branches must be Vars or real numbers, got {type(branch).__name__}")
+            branches.append(t._constant(c))
+    chosen = condition._record()  # the select reads the record just before it
+    x, y = branches
+    vals = t._val_w
+    value = vals[x._index] if vals[chosen._index] != 0.0 else vals[y._index]
+    return Var._at(t._segment(), t._push(SELECT, x._index, y._index, value))
+
+
+def _numpy_where(condition: Any, *branches: Any) -> Any:
+    """np.where(condition, a, b) with Vars or VarArrays: tape.where."""
+    if len(branches) != 2:
+        raise TypeError("np.where(condition) of recorded values (the places where it holds) is not recorded: "
+                        "use np.nonzero on values (np.nonzero(x.value > 0)); np.where(condition, a, b) is tape.where")
+    return where(condition, *branches)
+
+
+_FUNCTIONS[np.where] = FUNCTION_HANDLERS[np.where] = _numpy_where
+
+
+def _where_mask(mask: np.ndarray, a: Any, b: Any) -> Any:
+    """tape.where with a NumPy boolean mask: data, so the choice is made once. Scalar records are
+    picked (nothing recorded; numbers become constants), array records get a select record."""
+    parts = operands(a, b)
+    t = None if parts is None else common_tape(parts)
+    if parts is None or t is None:
+        raise TypeError("tape.where with a NumPy mask needs a Var or VarArray branch (else use numpy.where)")
+    shape = array_records.broadcast(mask.shape, *(shape_of(p) for _, p in parts))
+    if any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= array_records.SMALL:
+        views = [as_view(t, rt is not None, p) for rt, p in parts]
+        return wrap_view(t, array_records.elementwise(t, "select", array_records.constant(t, mask * 1.0), *views))
+    rows = [np.broadcast_to(p if rt is not None else t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(
+        p.shape), shape) for rt, p in parts]
+    return wrap(t, np.where(np.broadcast_to(mask, shape), rows[0], rows[1]))
+
+
+def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
+    """tape.where for arrays: comparison and select records interleaved, element by element."""
+    t = condition._live_tape()
+    parts = operands(a, b)
+    if parts is None:
+        raise TypeError("tape.where branches must be Vars, VarArrays, NumPy arrays or numbers")
+    other = common_tape(parts)
+    if other is not None and other is not t:
+        raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
+    shape = array_records.broadcast(condition.shape, *(shape_of(p) for _, p in parts))  # condition, then branches
+    if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= array_records.SMALL:
+        views = [as_view(t, rt is not None, p) for rt, p in parts]
+        return wrap_view(t, array_records.elementwise(t, "select", condition._view(), *views))
+    code, in0, in1, consts = condition._rows()
+    branches = []
+    for is_record, values in ((rt is not None, p) for rt, p in parts):
+        values = np.broadcast_to(values, shape).ravel()
+        branches.append(values if is_record else t._append_block(CONSTANT, values.size, values=values))
+    pick = np.broadcast_to(np.arange(in0.size).reshape(condition.shape), shape).ravel()
+    n = len(pick)
+    ops = np.empty(2 * n, np.uint8)
+    ops[0::2], ops[1::2] = code, SELECT
+    first, second = np.empty(2 * n, np.int64), np.full(2 * n, NO_INPUT, np.int64)
+    first[0::2], first[1::2] = in0[pick], branches[0]
+    if in1 is not None:
+        second[0::2] = in1[pick]
+    second[1::2] = branches[1]
+    if consts is not None:  # constants for the comparison records only
+        second[0::2] = t._append_consts(consts[pick])
+    rows = t._append_block(ops, 2 * n, in0=first, in1=second)
+    return wrap(t, rows[1::2].reshape(shape))
+
+
+def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+    """log Σ exp(x) over axes (all for None), as one fused record: shifted by the largest element, so
+    it never overflows, and its adjoint is g times the softmax (no exp of a large number anywhere)."""
+    t, part = operand(x) or (None, None)
+    if t is None:
+        raise TypeError(f"tape.logsumexp expects a VarArray, got {type(x).__name__}")
+    return wrap_view(t, array_records.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
+
+
+def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise",
+          strict: bool = False, capacity: int | None = None, data: tuple = (), prune: bool = True,
+          cse: bool = True) -> Function:
+    """Record ``f`` once at x0 and return a Function that replays it at any x.
+
+    ``f(xs)`` gets x0 in its own structure: a Var per number, a VarArray of its shape per NumPy
+    array, inside any tuples, lists and dicts (a list of numbers gives a list of Vars), at the first
+    trace and at every retrace. f returns a Var, a sequence of Vars (numbers allowed) or a
+    VarArray. The Function takes x in x0's structure (derivatives come back in it) or as one
+    array (x0's shape for an array x0, else the flat vector of every number in order). With
+    ``params`` (the same kinds of structure), ``f(xs, ps)`` also gets handles for values that are
+    not differentiated and can change at replay (``F(x, params=p)``) without retracing.
+
+    Reading ``.value`` inside f gives a number that every replay keeps: it warns once per source
+    line (``strict=True``: raises tape.TracingError); ``x.item()`` or ``X.tolist()`` read on purpose.
+    ``capacity``: the records to make room for at once (the tape grows by doubling past it).
+    ``data``: more arguments, passed after the Vars as they are (``f(xs, *data)``; constants of the tape).
+    ``prune``, ``cse``: fold constants and drop the records that neither the outputs nor a checked comparison
+    depend on; merge repeated subexpressions (see Tape.function).
+    """
+    leaves, spec = _trees.flatten(x0, "tape.trace's x0")
+    layout = _trees.Layout(spec, leaves)
+    t = Tape(capacity=max(1024, 4 * layout.size) if capacity is None else capacity)
+    handles = _leaf_handles(t, leaves)
+    args = [_trees.unflatten(spec, handles)]
+    p_layout = None
+    p_handles: list[Any] = []
+    if params is not None:
+        p_leaves, p_spec = _trees.flatten(params, "tape.trace's params")
+        p_layout = _trees.Layout(p_spec, p_leaves)
+        p_handles = _leaf_handles(t, p_leaves)
+        args.append(_trees.unflatten(p_spec, p_handles))
+    out = _recording(t, f, *args, *data, strict=strict)
+    if isinstance(out, VarArray):
+        outputs: Any = out if out._view is not None else out.ravel()
+        scalar = False
+    else:
+        scalar = not isinstance(out, (list, tuple, np.ndarray))
+        outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
+
+    def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
+        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict,
+                     len(t), data, prune, cse)  # room for what f recorded the first time
+
+    F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
+                    _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
+                    leaves[0].shape if spec is _trees.ARRAY else None, out.shape if isinstance(out, VarArray) else None,
+                    prune, cse)
+    F._layout, F._param_layout = layout, p_layout
+    return F
+
+
+def _leaf_handles(t: Tape, leaves: list[Any]) -> list[Any]:
+    """A leaf record per number (a Var) and leaves for each array (a VarArray of its shape)."""
+    if all(type(leaf) is float for leaf in leaves):
+        return t.vars(leaves)
+    return [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves]
+
+
+def _rows_of(handles: list[Any], spec: Any) -> Any:
+    """What Tape._function takes as inputs: the VarArray of an array x0, else the handles."""
+    return handles[0] if spec is _trees.ARRAY else handles
+
+
+def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False) -> Any:
+    """f(*args) with t marked as recording for differentiation: a gradient of t inside f would be a
+    constant in every replay and derivative, so it raises instead (Storage._reverse); reading
+    ``.value`` warns (raises TracingError if strict)."""
+    t._tracing, t._strict = True, strict
+    active = nest.active()
+    active.append(t)
+    try:
+        return f(*args)
+    finally:
+        active.pop()
+        t._tracing = t._strict = False
+
+
+def _as_record(t: Tape, y: object) -> Var:
+    if type(y) is Var:
+        return y
+    c = as_constant(y)
+    if c is None:
+        raise TypeError(f"f must return Vars or numbers, got {type(y).__name__}")
+    return t._constant(c)
+
+
+VarFunction = Callable[..., Any]
+
+
+def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   strict: bool = False) -> Callable[..., tuple[Any, Any]]:
+    """``value_and_grad(f)(*args)``: f's value and its gradient in ``args[argnums]``, recorded afresh.
+
+    f gets its arguments in the structure they are passed in: in the differentiated ones, each
+    number becomes a Var and each NumPy array a VarArray of its shape, inside any tuples, lists
+    and dicts (the others are passed as they are). f returns a Var or a number (with
+    ``has_aux``: a pair (value, aux), aux returned with the numbers its Vars hold). The gradient
+    comes back in the structure of ``args[argnums]``: a float per number, an array per array (a
+    tuple of those for a tuple of argnums). As jax.value_and_grad; Python ``if`` on Vars is
+    recorded (and checked by trace), where jax.jit refuses it. ``.value`` read inside f has no
+    derivative: it warns once per source line (``strict=True``: raises tape.TracingError).
+    With numbers only (up to 64), a call records on the tape of this function's previous call in
+    the same thread, cleared, so handles made inside f are stale once it returns (a call inside f,
+    or in another thread, records on a tape of its own); the wrapper keeps that tape's memory
+    (29 bytes a record) for its next call, so a big program (tape.jit) records without growing.
+
+    Nested: called on Vars (inside an outer grad, jvp or trace, or with Vars f closes over), f and
+    its gradient are recorded onto their tape, the gradient as records (tape/symbolic/nest.py), and the
+    value, gradient and aux come back as Vars: the outer transform differentiates through them.
+    """
+    which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
+    ints = all(isinstance(k, int) for k in which)
+    low, high = (min(which), max(which)) if ints and which else (0, -1)
+
+    jitted = getattr(f, "_value_and_grad", None) if which == (0,) and not has_aux else None  # tape.jit's own
+
+    def evaluate_with_gradient(*args: Any) -> tuple[Any, Any]:
+        if jitted is not None:
+            done = jitted(idle, args)
+            if done is not None:
+                return done
+        if not (ints and -len(args) <= low and high < len(args)):
+            for k in which:
+                if not (isinstance(k, int) and -len(args) <= k < len(args)):
+                    raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+        try:
+            trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
+        except TypeError:  # Vars among them, maybe (inside an outer transform): recorded there (tape/symbolic/nest.py)
+            outer = nest.tape_of(args)
+            if outer is None:
+                raise
+            return nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
+        leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
+        numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
+        size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
+        t = getattr(idle, "tape", None) if numbers and size <= 64 else None
+        if t is not None and not nans.active():
+            idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
+            handles = t._leaves(leaves)
+        else:
+            t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
+            if size >= array_records.SMALL:  # an array program: room for a dozen arrays like x (kept for the next call)
+                t._reserve(16 * size)
+            t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
+            handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
+        given, start = list(args), 0
+        for k, (tree_leaves, spec) in zip(which, trees, strict=True):
+            given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
+            start += len(tree_leaves)
+        t._tracing, t._strict = True, strict  # as _recording does
+        active = nest.active()
+        active.append(t)
+        try:
+            out = f(*given)
+        except ForeignHandleError:  # f reaches a Var of an outer transform's tape (a closure): record there
+            outer = nest.tape_of(args) or nest.innermost(t)
+            if outer is None:
+                raise
+            return nest.value_and_grad(outer, f, args, which, isinstance(argnums, int), has_aux)
+        finally:
+            active.pop()
+            t._tracing = t._strict = False
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("with has_aux=True, f must return a pair (value, aux)")
+            out, aux = out[0], _numbers_of(out[1])
+        grads = _gradients(t, out, handles, numbers)
+        value = out.value if type(out) is Var else as_constant(out)
+        if numbers and not t._plans and t._lines is None:
+            t.clear()  # the next call records here: handles made inside f are stale from now on
+            idle.tape = t
+        if len(trees) == 1:
+            grad = _trees.unflatten(trees[0][1], grads)
+            grad = grad if isinstance(argnums, int) else (grad,)
+        else:
+            trees_out, start = [], 0
+            for tree_leaves, spec in trees:
+                trees_out.append(_trees.unflatten(spec, grads[start:start + len(tree_leaves)]))
+                start += len(tree_leaves)
+            grad = tuple(trees_out)
+        return ((value, aux), grad) if has_aux else (value, grad)
+
+    return evaluate_with_gradient
+
+
+def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool) -> list[Any]:
+    """d y / d each handle: a float per Var, an array per VarArray (zeros if y is a number)."""
+    if type(y) is not Var:
+        if as_constant(y) is None:
+            raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
+        return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
+    only = handles[0] if len(handles) == 1 and not scalars_only else None  # one array record: may fuse
+    t._reverse(t._resolve(y), False, only is not None and isinstance(only, VarArray) and only._view is not None)
+    if scalars_only:  # accumulate=False: a record's adjoint counts where its stamp is this generation
+        adj, stamp, gen = memoryview(t._adj.data), memoryview(t._stamp.data), t._gen
+        return [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]
+    scalars = [k for k, h in enumerate(handles) if type(h) is Var]
+    found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
+    grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]
+    for k, g in zip(scalars, found, strict=True):
+        grads[k] = float(g)
+    return grads
+
+
+def _numbers_of(tree: Any) -> Any:
+    """aux with each Var a float and each VarArray an array of its values."""
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_numbers_of(v) for v in tree)
+    if isinstance(tree, dict):
+        return {k: _numbers_of(v) for k, v in tree.items()}
+    if type(tree) is Var or isinstance(tree, VarArray):
+        return tree.value
+    return tree
+
+
+def grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         strict: bool = False) -> Callable[..., Any]:
+    """``grad(f)(*args)``: the gradient of ``f`` (with has_aux, the pair (gradient, aux)); see value_and_grad."""
+    vg = value_and_grad(f, argnums, has_aux, strict)
+
+    def gradient(*args: Any) -> Any:
+        (value, grads) = vg(*args)
+        return (grads, value[1]) if has_aux else grads
+
+    return gradient

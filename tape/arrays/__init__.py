@@ -1,0 +1,1 @@
+"""VarArray: NumPy-style arrays of records, their operands, conditions, scans, methods and ufuncs."""

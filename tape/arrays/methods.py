@@ -1,0 +1,215 @@
+"""VarArray's methods and NumPy functions made of its other operations, so they need no rule of their own.
+
+Shape functions are views (reshape, transpose, slicing: nothing recorded); roll, tile,
+repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer and trace
+are arithmetic and reductions; max and min are one array record each.
+
+Records are never changed after they are made, so ``flatten()`` may share the records of the
+array it flattens; ``copy()`` (tape/arrays/scans.py) is a new VarArray of the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tape.arrays.einsum import FUNCTIONS as EINSUM
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim
+
+
+class Methods:
+    """Mixed into VarArray, which provides shape, ndim, reshape, transpose, __getitem__, the
+    reductions and arithmetic."""
+
+    __slots__ = ()
+
+    def swapaxes(self: Any, a: int, b: int) -> Any:
+        axes = list(range(self.ndim))
+        a, b = _axis(a, self.ndim), _axis(b, self.ndim)
+        axes[a], axes[b] = axes[b], axes[a]
+        return self.transpose(*axes)
+
+    def squeeze(self: Any, axis: int | tuple[int, ...] | None = None) -> Any:
+        picked = range(self.ndim) if axis is None else [_axis(a, self.ndim) for a in np.atleast_1d(axis).tolist()]
+        if axis is not None and any(self.shape[a] != 1 for a in picked):
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one: {axis}")
+        drop = {a for a in picked if self.shape[a] == 1}
+        return self.reshape(tuple(n for k, n in enumerate(self.shape) if k not in drop))
+
+    def max(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The largest element over axes (NaN if one is NaN); its adjoint goes to the elements equal to
+        it, in equal shares at a tie."""
+        return self._reduce("max", axis, keepdims)
+
+    def min(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The smallest element over axes, as max."""
+        return self._reduce("min", axis, keepdims)
+
+    def mean(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The sum over axes times 1/n."""
+        return self.sum(axis, keepdims) * (1.0 / _count(self, axis))
+
+    def var(self: Any, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
+        n = _count(self, axis)
+        d = self - self.mean(axis, keepdims=True)
+        return (d * d).sum(axis, keepdims) * (1.0 / (n - ddof))
+
+    def std(self: Any, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """sqrt(var): at a spread of 0 its slope is 0 (0 times sqrt'(0) adds nothing; JAX gives NaN)."""
+        return self.var(axis, ddof, keepdims) ** 0.5
+
+    def flatten(self: Any) -> Any:
+        return self.reshape(-1)
+
+    def _numbers(self: Any) -> np.ndarray:
+        t = self._live_tape()
+        return t._val[self._idx] if self._view is None else t._array_values(self._view)
+
+    def tolist(self: Any) -> Any:
+        """The values as (nested) Python floats, read on purpose: inside tape.trace, numbers every
+        replay keeps, without TracingWarning (``.value`` warns)."""
+        return self._numbers().tolist()
+
+    def item(self: Any) -> float:
+        """The value of a one-element array as a Python float, read on purpose (see tolist)."""
+        if self.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python float, not of size {self.size}")
+        return float(self._numbers().reshape(-1)[0])
+
+
+def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
+    return list(range(ndim)) if axis is None else [_axis(k, ndim) for k in np.atleast_1d(axis).tolist()]
+
+
+def _count(a: Any, axis: int | tuple[int, ...] | None) -> int:
+    """How many elements a reduction over axis takes together."""
+    return int(np.prod([a.shape[k] for k in _axes(axis, a.ndim)]))
+
+
+def _places(a: Any) -> np.ndarray:
+    """Each element's flat place in a, in a's shape: NumPy's shape functions applied to it say
+    which elements a gather reads."""
+    return np.arange(int(np.prod(a.shape))).reshape(a.shape)
+
+
+def _gathered(a: Any, places: np.ndarray) -> Any:
+    """The elements of a at flat places (an index array of any shape): one gather record."""
+    return a.reshape(-1)[places]
+
+
+def roll(a: Any, shift: int, axis: int | None = None) -> Any:
+    """numpy.roll, as a gather: elements shifted along axis (the flattened array for None)."""
+    return _gathered(a, np.roll(_places(a), shift, axis))
+
+
+def tile(a: Any, reps: int | tuple[int, ...]) -> Any:
+    """numpy.tile, as a gather."""
+    return _gathered(a, np.tile(_places(a), reps))
+
+
+def repeat(a: Any, repeats: int, axis: int | None = None) -> Any:
+    """numpy.repeat, as a gather."""
+    return _gathered(a, np.repeat(_places(a), repeats, axis))
+
+
+def broadcast_to(a: Any, shape: tuple[int, ...]) -> Any:
+    """numpy.broadcast_to, as a gather (each element read where it is repeated; adjoints summed back)."""
+    return _gathered(a, np.broadcast_to(_places(a), shape))
+
+
+def diagonal(a: Any, offset: int = 0) -> Any:
+    """numpy.diagonal of a 2-d array, as a gather."""
+    if a.ndim != 2:
+        raise ValueError("diagonal: tape takes 2-d arrays")
+    return _gathered(a, np.diagonal(_places(a), offset).copy())
+
+
+def trace(a: Any, offset: int = 0) -> Any:
+    """numpy.trace of a 2-d array: the sum of its diagonal."""
+    return diagonal(a, offset).sum()
+
+
+def outer(a: Any, b: Any) -> Any:
+    """numpy.outer: a (flattened) as a column times b (flattened) as a row."""
+    return a.reshape(-1, 1) * (b.reshape(1, -1) if hasattr(b, "reshape") else np.reshape(b, (1, -1)))
+
+
+def norm(x: Any, ord: int | float | str | None = None, axis: int | tuple[int, ...] | None = None,  # noqa: A002
+         keepdims: bool = False) -> Any:
+    """numpy.linalg.norm: of vectors 2 (default), 1 or inf over axis (all elements for None), of
+    matrices (two axes) the Frobenius norm. At 0 the 2-norm's slope is 0 (0 times sqrt'(0) adds
+    nothing; JAX gives NaN)."""
+    matrix = isinstance(axis, tuple) and len(axis) == 2 or axis is None and ord is not None and x.ndim == 2
+    if matrix and ord not in (None, "fro"):
+        raise ValueError(f"norm: tape takes vector norms and the Frobenius norm of matrices, not ord={ord!r}")
+    if ord in (None, 2, "fro"):
+        return ((x * x).sum(axis, keepdims)) ** 0.5
+    if ord == 1:
+        return abs(x).sum(axis, keepdims)
+    if ord == np.inf:
+        return abs(x).max(axis, keepdims)
+    raise ValueError(f"norm: tape takes ord None, 1, 2 or inf (vector norms), got {ord!r}")
+
+
+def expand_dims(a: Any, axis: int | tuple[int, ...]) -> Any:
+    """numpy.expand_dims: a size-1 axis at each of ``axis`` (of the result)."""
+    axes = np.atleast_1d(axis).tolist()
+    ndim = a.ndim + len(axes)
+    where = {_axis(k, ndim) for k in axes}
+    if len(where) != len(axes):
+        raise ValueError("repeated axis")
+    dims = iter(a.shape)
+    return a.reshape(tuple(1 if k in where else next(dims) for k in range(ndim)))
+
+
+def flip(a: Any, axis: int | tuple[int, ...] | None = None) -> Any:
+    """numpy.flip: a view with the order of elements along ``axis`` (all, for None) reversed."""
+    axes = range(a.ndim) if axis is None else {_axis(k, a.ndim) for k in np.atleast_1d(axis).tolist()}
+    return a[tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(a.ndim))]
+
+
+def moveaxis(a: Any, source: int | tuple[int, ...], destination: int | tuple[int, ...]) -> Any:
+    """numpy.moveaxis: the axes ``source`` at the places ``destination``, the others in order."""
+    src = [_axis(k, a.ndim) for k in np.atleast_1d(source).tolist()]
+    dst = [_axis(k, a.ndim) for k in np.atleast_1d(destination).tolist()]
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [k for k in range(a.ndim) if k not in src]
+    for place, axis in sorted(zip(dst, src, strict=True)):
+        order.insert(place, axis)
+    return a.transpose(*order)
+
+
+FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray (its __array_function__)
+    np.shape: lambda a: a.shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a: a.size,
+    np.swapaxes: lambda a, axis1, axis2: a.swapaxes(axis1, axis2),
+    np.squeeze: lambda a, axis=None: a.squeeze(axis),
+    np.expand_dims: expand_dims,
+    np.flip: flip,
+    np.ravel: lambda a: a.ravel(),
+    np.copy: lambda a: a.copy(),
+    np.roll: roll,
+    np.tile: tile,
+    np.repeat: repeat,
+    np.broadcast_to: broadcast_to,
+    np.diagonal: diagonal,
+    np.trace: trace,
+    np.outer: outer,
+    np.linalg.norm: norm,
+    np.var: lambda a, axis=None, ddof=0, keepdims=False: a.var(axis, ddof=ddof, keepdims=keepdims),
+    np.std: lambda a, axis=None, ddof=0, keepdims=False: a.std(axis, ddof=ddof, keepdims=keepdims),
+    **{fn: (lambda a, axis=None, keepdims=False, name=name: getattr(a, name)(axis, keepdims))
+       for fn, name in ((np.max, "max"), (np.amax, "max"), (np.min, "min"), (np.amin, "min"))},
+    np.moveaxis: lambda a, source, destination: moveaxis(a, source, destination),
+    **EINSUM,
+}

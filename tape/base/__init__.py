@@ -1,0 +1,1 @@
+"""The ground floor: numbers from outside checked once, pytrees, gc pacing, where kernels/ comes from."""

@@ -1,1 +1,0 @@
-"""Workloads, engines and references behind tape-bench."""

@@ -1,0 +1,144 @@
+"""tape.jit's compiler pass: branches, builtin max/min and plain numba.njit helpers say where they are.
+
+Numba's interpreter inserts ``bool()`` before every branch; BranchLines rewrites it into
+``branch(x, file_id << 24 | line)`` so that a checked branch carries its file:line, and
+rewrites ``max``/``min`` calls and plain numba.njit helpers likewise. The Numba internals it
+uses (the IR, ``register_pass``, the pass-manager API) are listed in tape/compiled/numba_internals.py.
+"""
+
+from __future__ import annotations
+
+import numba
+from numba.core import ir
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.untyped_passes import TranslateByteCode
+
+from tape.compiled.numba_internals import file_id
+
+
+def branch(condition, where):
+    """What ``if c:`` becomes in a tape.jit function: bool(c), told file:line (overloaded in tape.compiled.jit)."""
+    return bool(condition)
+
+
+def max_of(a, b, where):
+    """What ``max(a, b)`` becomes in a tape.jit function (overloaded in tape.compiled.overloads)."""
+    return max(a, b)
+
+
+def min_of(a, b, where):
+    """What ``min(a, b)`` becomes in a tape.jit function (overloaded in tape.compiled.overloads)."""
+    return min(a, b)
+
+
+def max_over(xs, where):
+    """What ``max(xs)`` of one sequence becomes (overloaded in tape.compiled.overloads)."""
+    return max(xs)
+
+
+def min_over(xs, where):
+    """What ``min(xs)`` of one sequence becomes (overloaded in tape.compiled.overloads)."""
+    return min(xs)
+
+
+MINMAX = {max: max_of, min: min_of}
+OVER = {max: max_over, min: min_over}
+HELPERS: dict = {}  # a plain numba.njit helper -> its recompile with BranchLines
+
+
+def _helper(dispatcher):
+    """A numba.njit helper called from a tape.jit function, compiled by this pipeline too (so its
+    branches and max/min name their own lines, as in Python)."""
+    if dispatcher not in HELPERS:
+        options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("nopython", "cache")}
+        HELPERS[dispatcher] = numba.njit(pipeline_class=Pipeline, **options)(dispatcher.py_func)
+    return HELPERS[dispatcher]
+
+
+def _is_helper(value) -> bool:
+    return (isinstance(value, numba.core.registry.CPUDispatcher)
+            and getattr(value, "_compiler").pipeline_class is not Pipeline  # noqa: B009  # internal, untyped
+            and not (getattr(value.py_func, "__module__", None) or "").startswith("tape."))
+
+
+@register_pass(mutates_CFG=False, analysis_only=False)
+class BranchLines(FunctionPass):
+    """Rewrite the interpreter's ``$bool<offset> = global(bool); $pred = $bool(x)`` before each
+    branch into ``branch(x, file_id << 24 | line)``, ``max(a, b, ...)`` into ``max_of(max_of(a, b,
+    where), ..., where)``, ``max(xs)`` into ``max_over(xs, where)`` (min alike), and a plain
+    numba.njit helper into its recompile by this pipeline."""
+
+    _name = "tape_branch_lines"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        changed = False
+        blocks = state.func_ir.blocks.values()
+        globals_ = {stmt.target.name: stmt.value.value for block in blocks for stmt in block.body
+                    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)
+                    and stmt.target.name.startswith("$")}
+        for label, block in state.func_ir.blocks.items():
+            body: list = []
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global) and _is_helper(stmt.value.value):
+                    stmt = ir.Assign(ir.Global(stmt.value.name, _helper(stmt.value.value), stmt.loc), stmt.target,
+                                     stmt.loc)
+                    changed = True
+                elif (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"
+                      and not stmt.value.kws and stmt.value.vararg is None):
+                    fn = globals_.get(stmt.value.func.name)
+                    args = stmt.value.args
+                    if fn is bool and len(args) == 1:
+                        stmt.value.func = self._global(block, label, body, "branch", branch, stmt.loc)
+                        stmt.value.args = [args[0], self._where(block, label, body, stmt.loc)]
+                        changed = True
+                    elif (fn is max or fn is min) and len(args) == 1:
+                        where = self._where(block, label, body, stmt.loc)
+                        fn_var = self._global(block, label, body, OVER[fn].__name__, OVER[fn], stmt.loc)
+                        stmt = ir.Assign(ir.Expr.call(fn_var, [args[0], where], (), stmt.loc), stmt.target, stmt.loc)
+                        changed = True
+                    elif (fn is max or fn is min) and len(args) >= 2:
+                        where = self._where(block, label, body, stmt.loc)
+                        acc = args[0]
+                        for k, arg in enumerate(args[1:], 2):
+                            fn_var = self._global(block, label, body, MINMAX[fn].__name__, MINMAX[fn], stmt.loc)
+                            call = ir.Expr.call(fn_var, [acc, arg, where], (), stmt.loc)
+                            if k == len(args):
+                                stmt = ir.Assign(call, stmt.target, stmt.loc)
+                            else:
+                                acc = ir.Var(block.scope, f"$minmax{len(body)}_{stmt.target.name}", stmt.loc)
+                                body.append(ir.Assign(call, acc, stmt.loc))
+                        changed = True
+                body.append(stmt)
+            block.body = body
+        return changed
+
+    @staticmethod
+    def _where(block, label, body, loc):
+        """A new variable holding file_id << 24 | line of loc."""
+        code = file_id(loc.filename) << 24 | min(loc.line or 0, 0xFFFFFF)
+        where = ir.Var(block.scope, f"$where{len(body)}_{label}", loc)
+        body.append(ir.Assign(ir.Const(code, loc), where, loc))
+        return where
+
+    @staticmethod
+    def _global(block, label, body, name, value, loc):
+        var = ir.Var(block.scope, f"${name}{len(body)}_{label}", loc)
+        body.append(ir.Assign(ir.Global(name, value, loc), var, loc))
+        return var
+
+
+class Pipeline(CompilerBase):
+    """Numba's nopython pipeline with BranchLines after the bytecode is translated."""
+
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.add_pass_after(BranchLines, TranslateByteCode)
+        pm.finalize()
+        return [pm]
+
+
+__all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "Pipeline", "BranchLines"]

@@ -1,0 +1,260 @@
+"""tape.jit: record tapes from Numba-compiled user code.
+
+``@tape.jit`` compiles ``f(xs, *data)`` with Numba, ``xs`` a sequence of Vars (indexable by
+int), ``data`` arrays and numbers. Called with Vars of a tape (as tape.trace, tape.grad and
+tape.value_and_grad call it), it appends to that tape exactly the records the Python
+recorder writes for the same source, and returns Vars (a number where f returned one). The
+records go straight into the tape's arrays (grown inside Numba when full, then adopted).
+Branches on comparisons are checked branches with their file:line.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+from numba.extending import overload, typeof_impl
+
+from tape.arrays.varray import VarArray
+from tape.compiled.compiler_pass import Pipeline
+from tape.compiled.numba_internals import USER_CACHED, TypingError, file_id, types, where_of
+from tape.compiled.recording import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
+from tape.debug import nans  # noqa: F401  # registers the overloads
+from tape.errors import ForeignHandleError, TapeError
+from tape.kernels.ops import LEAF
+from tape.records._recorders import Var
+from tape.records.handles import Handle
+from tape.tape import _FEW, Tape
+
+__all__ = ["jit", "JitFunction", "JitError"]
+
+
+class JitError(TapeError, TypeError):
+    """A tape.jit function uses what cannot be recorded; the first line says what and where."""
+
+
+def _outputs(out):
+    """(indices, values, is_sequence) of what f returned (index -1: a number, not recorded)."""
+
+
+@overload(_outputs)
+def _outputs_impl(out):
+    if is_var(out):
+        return lambda out: one_output(out)
+    if is_number(out):
+        return lambda out: one_output(var_of(out))
+    if isinstance(out, types.List) and (is_var(out.dtype) or is_number(out.dtype)):
+        def listed(out):
+            idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
+            for k in range(len(out)):
+                w = var_of(out[k])
+                idx[k], vals[k] = w.index, w.c
+            return idx, vals, True
+        return listed
+    if isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types):
+        def tupled(out):
+            idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
+            k = 0
+            for v in numba.literal_unroll(out):
+                w = var_of(v)
+                idx[k], vals[k] = w.index, w.c
+                k += 1
+            return idx, vals, True
+        return tupled
+    raise TypingError(f"tape.jit: f returns {out}; return a Var, a number, or a tuple or list of them (Vars inside "
+                      "other containers would outlive the tape they point into)")
+
+
+def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
+    """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs."""
+    @numba.njit(**OPTIONS)
+    def drive(op, in0, in1, val, consts, n, nc, rows, data):
+        t = new_tape(op, in0, in1, val, consts, n, nc)
+        return finish(t, _outputs(user(inputs(t, rows), *data)))
+    return drive
+
+
+class JitFunction:
+    """A function compiled by tape.jit (see ``jit``)."""
+
+    def __init__(self, fn: Callable[..., Any], cache: bool = False):
+        functools.update_wrapper(self, fn)
+        self.py_func = fn
+        code = fn.__code__
+        install()
+        file_id(code.co_filename)
+        self._where = f"{code.co_filename}:{code.co_firstlineno}"
+        if cache and code.co_name in code.co_names:
+            raise JitError(f"tape.jit(cache=True) refuses {code.co_name}, which calls itself: Numba's cache of "
+                           "recursive functions crashes on load (numba issue 6061); use cache=False")
+        if cache:
+            USER_CACHED.add(code)
+        self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
+        self._drive = _driver(self.dispatcher)
+
+    def __call__(self, xs: Any, *data: Any) -> Any:
+        t, rows = _tape_and_rows(xs)
+        idx, vals, seq = self._record(t, rows, data)
+        seg = t._segment()
+        outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
+        return outs if seq else outs[0]
+
+    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, list[float]] | None:
+        """tape.value_and_grad of f at a flat list of floats with no Python handle per input: the leaves'
+        rows go straight in, on the tape of the last call (``idle``, per thread); None where the general
+        path must run (other structures, Vars, debug_nans)."""
+        x = args[0] if args else None
+        if type(x) is not list or not x or not set(map(type, x)) <= {float, int} or nans.active():
+            return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
+        k = len(x)
+        t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
+        if t is None:
+            t = Tape(capacity=max(1024, 4 * k))
+        few = k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
+        rows = np.arange(t._leaf_records(x), t._n) if few else t._append_block(LEAF, k, values=np.array(x, float))
+        idx, vals, seq = self._record(t, rows, args[1:])
+        if seq:
+            raise TypeError("f must return a Var or a real number, got a sequence")
+        i, value = int(idx[0]), float(vals[0])
+        grads = [0.0] * k
+        if i >= 0:
+            t._reverse(i, False)
+            gen, value = t._gen, t._val_w[i]
+            if few:
+                adj, stamp = memoryview(t._adj.data), memoryview(t._stamp.data)
+                grads = [adj[r] if stamp[r] == gen else 0.0 for r in rows.tolist()]
+            else:
+                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0).tolist()
+        t.clear()
+        idle.jit_tape = t
+        return value, grads
+
+    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and
+        whether f returned a sequence."""
+        for d in data:
+            if isinstance(d, (Handle, VarArray)) or (isinstance(d, (list, tuple)) and any(
+                    isinstance(v, Handle) for v in d)):
+                raise TypeError("tape.jit: only the first argument holds Vars; data must be arrays and numbers")
+        n0, nc0 = t._n, t._n_consts
+        try:
+            got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data))
+        except numba.core.errors.TypingError as e:
+            raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
+        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
+        _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
+        if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
+            pending = t._jit_checks
+            if not isinstance(pending, list):
+                pending = t._jit_checks = []
+            pending.append(_Checks(chk_rows, chk_outs, chk_wheres, self._where))
+        if t._lines is not None:
+            t._lines.update(dict.fromkeys(range(n0, n), self._where))
+        return idx, vals, seq
+
+
+@typeof_impl.register(JitFunction)
+def _typeof_jit_function(fn: JitFunction, c: Any) -> Any:
+    """Inside jitted code a JitFunction is its dispatcher: jitted helpers and recursion call it."""
+    return types.Dispatcher(fn.dispatcher)
+
+
+class _Checks:
+    """The checked branches of one tape.jit call: rows, outcomes, where codes (see where_of)."""
+
+    __slots__ = ("rows", "outs", "wheres", "fallback")
+
+    def __init__(self, rows: np.ndarray, outs: np.ndarray, wheres: np.ndarray, fallback: str):
+        self.rows, self.outs, self.wheres, self.fallback = rows, outs, wheres, fallback
+
+    def below(self, mark: int) -> _Checks | None:
+        """Those of rows below mark (None if none), as a rewind to mark keeps them."""
+        keep = self.rows < mark
+        if keep.all():
+            return self
+        if not keep.any():
+            return None
+        return _Checks(self.rows[keep], self.outs[keep], self.wheres[keep], self.fallback)
+
+    def tuples(self) -> Any:
+        """(row, outcome, file:line) of each, each branch's file:line made once."""
+        codes, which = np.unique(self.wheres, return_inverse=True)
+        names = [where_of(int(c), self.fallback) for c in codes.tolist()]
+        return zip(self.rows.tolist(), (self.outs != 0).tolist(), [names[k] for k in which.tolist()], strict=True)
+
+
+def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
+    """The tape of the inputs and their records."""
+    if isinstance(xs, VarArray):
+        if xs._view is not None:
+            raise JitError("tape.jit: the inputs are one array record (1024 numbers or more); pass x0 as a list "
+                           "(x0.tolist()) so that each number is a Var")
+        t = xs._live_tape()
+    else:
+        if isinstance(xs, (list, tuple)) and not xs:
+            raise TypeError("tape.jit: a jitted function needs at least one input Var (x0 is empty): there is "
+                            "no tape to record into and nothing to differentiate")
+        if type(xs) is Var or not isinstance(xs, (list, tuple)) or any(type(v) is not Var for v in xs):
+            raise TypeError("tape.jit: a jitted function records: call it through tape.trace, tape.grad or "
+                            "tape.value_and_grad, or with a list of Vars of one tape")
+        t = xs[0].tape
+    assert isinstance(t, Tape)
+    try:
+        return t, t._rows(xs)
+    except ForeignHandleError:  # inside, every Var is of this one tape: mixing can only happen here
+        k = next(k for k, v in enumerate(xs) if v._seg.tape is not t)
+        raise ForeignHandleError(f"tape.jit: cannot combine Vars of different tapes: xs[{k}] ({xs[k]!r}) was "
+                                 "recorded on another tape than xs[0]; record them on one tape") from None
+
+
+def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
+    """Make the records written inside Numba the tape's (the arrays Numba grew, if it did)."""
+    if len(op) != t._capacity:  # grown (growth always adds room): Numba's arrays are new
+        t._allocate(len(op), (op, in0, in1, val))
+    if len(consts) != t._consts_capacity:
+        t._grow_consts(len(consts))
+        t._consts[nc0:nc] = consts[nc0:nc]
+    t._n, t._n_consts = n, nc
+
+
+def _first_line(message: str, fn: Callable[..., Any]) -> str:
+    """What went wrong, for the first line of JitError: tape's own refusal, else Numba's, with file:line."""
+    file = fn.__code__.co_filename
+    lines = re.findall(rf"at {re.escape(file)} \((\d+)\)", message)
+    lines += re.findall(rf'File "[^"]*{re.escape(os.path.basename(file))}", line (\d+)', message)
+    where = f" at {file}:{lines[0]}" if lines else f" in {fn.__name__} ({file})"
+    ours = re.search(r"tape\.jit: ([^\n]*)", message)
+    if ours:
+        return f"tape.jit: {ours.group(1)}{where}"
+    missing = re.search(r">>> (\w+\([^\n]*tape\.\w+[^\n]*\))", message)
+    if missing:
+        return f"tape.jit: {missing.group(1)} is not supported on Vars{where} (tape.jit records the op table's ops)"
+    attribute = re.search(r"Unknown attribute '(\w+)' of type (tape\.\w+)", message)
+    if attribute:
+        return f"tape.jit: {attribute.group(2)} has no attribute {attribute.group(1)!r}{where}"
+    return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
+
+
+def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
+    """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
+
+    ``xs`` holds Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and
+    numbers. Inside, Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and
+    ``tape.*`` functions of the op table (of plain numbers: floats, nothing recorded),
+    ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
+    Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
+    comparisons record checked branches with their file:line. It may call itself and other tape.jit
+    or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
+    call it with a list of Vars of one tape): the records are the Python recorder's for the same
+    source, bit for bit. ``cache=True`` keeps the compiled code across processes (refused for a
+    recursive f).
+    """
+    if fn is None:
+        return lambda f: JitFunction(f, cache)
+    return JitFunction(fn, cache)
+

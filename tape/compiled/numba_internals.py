@@ -1,0 +1,355 @@
+"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload``, listed here (the compiler
+pass that uses some of them lives in tape/compiled/compiler_pass.py).
+
+Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
+``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
+``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it),
+``numba.core.cgutils`` and meminfo pointers (the tape handed to out-of-line growth cfuncs by
+``llvmlite.binding.add_symbol``),
+struct proxies (building Var values in intrinsics), ``Type.unify`` plus ``lower_cast``
+(a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's interpreter
+inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin max/min
+calls and swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class``
+and ``targetoptions``, for recompiles by this pipeline), the pass-manager API used to add it, and
+``lower_builtin("getiter"/"iternext")`` with ``iternext_impl`` (``for v in xs``). A Numba release
+that changes one of these breaks tape.jit here and in tape/compiled/compiler_pass.py, and only there
+(``typeof_impl`` in tape/compiled/jit.py, the public extension API, makes a JitFunction its dispatcher
+inside jitted code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+
+import llvmlite.binding as llvm
+import numba
+from numba import types
+from numba.core import cgutils
+from numba.core.errors import TypingError
+from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin
+from numba.experimental import structref
+from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
+
+from tape.kernels._numba import _CacheImpl, _UserWide, cache_dir
+
+TESTED = ("0.68.1",)  # Numba versions the jit tests ran on
+NUMBA_VERSION = numba.__version__
+FILES: dict[int, str] = {}  # file id (a crc32 of the path, as branches carry it) -> path
+
+
+def file_id(path: str) -> int:
+    """The number a branch carries for its file (stable across processes, so cached code agrees)."""
+    key = zlib.crc32(path.encode()) & 0x7FFFFFFF
+    FILES[key] = path
+    return key
+
+
+def where_of(code: int, fallback: str) -> str:
+    """file:line of a branch code (file id << 24 | line); ``fallback`` for a branch without one."""
+    if code < 0:
+        return fallback
+    path, line = FILES.get(code >> 24, "?"), code & 0xFFFFFF
+    return f"{path}:{line}"
+
+
+# --- the cache of tape.jit's own functions: keyed on their sources, as Numba keys only on a file's stamp ----
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
+_DIGEST = hashlib.sha256(numba.__version__.encode())
+for _path in _SOURCES:
+    with open(_path, "rb") as _file:
+        _DIGEST.update(_file.read())
+SOURCE_KEY = _DIGEST.hexdigest()[:16]
+USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
+
+
+class JitCacheLocator(_UserWide):  # type: ignore[misc]
+    """Numba's user-wide locator for tape/compiled/*.py and tape.jit(cache=True) functions, in a folder per hash of
+    tape/compiled/*.py, the op table they are generated from, and Numba's version: machine code made by other
+    recorders is never loaded."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        user = getattr(py_func, "__code__", None) in USER_CACHED
+        where = self.get_suitable_cache_subpath(py_file) if user else ""
+        self._cache_path = os.path.join(cache_dir(), "jit", SOURCE_KEY, where)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.abspath(py_file) not in _SOURCES and getattr(py_func, "__code__", None) not in USER_CACHED:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+if JitCacheLocator not in _CacheImpl._locator_classes:
+    _CacheImpl._locator_classes.insert(0, JitCacheLocator)
+
+
+# --- the tape inside jitted code -------------------------------------------------------------
+
+
+@structref.register
+class TapeType(types.StructRef):
+    """The record arrays, counts and checked branches, in jitted code."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+TAPE_FIELDS = [("op", types.uint8[::1]), ("in0", types.uint32[::1]), ("in1", types.uint32[::1]),
+               ("val", types.float64[::1]), ("consts", types.float64[::1]), ("n", types.int64), ("nc", types.int64),
+               ("rows", types.int64[::1]), ("outs", types.uint8[::1]), ("wheres", types.int64[::1]),
+               ("nchk", types.int64)]
+tape_type = TapeType(TAPE_FIELDS)
+new_struct = structref.new
+
+
+# --- value types: Var, Condition, the inputs' sequence -----------------------------------------
+
+
+class VarType(types.Type):
+    """A record of the tape being recorded (index >= 0), or a number not yet recorded (index -1)."""
+
+    def __init__(self):
+        super().__init__(name="tape.Var")
+
+    def unify(self, typingctx, other):
+        if isinstance(other, (types.Float, types.Integer)):
+            return self  # total = 0.0; total = total + x: the float becomes an unrecorded Var
+        return None
+
+
+class ConditionType(types.Type):
+    """A comparison not yet recorded: a branch records it checked, tape.where as data."""
+
+    def __init__(self):
+        super().__init__(name="tape.Condition")
+
+
+class VarsType(types.IterableType):
+    """The inputs handed to f: a sequence of Vars indexable by int (``for v in xs`` too)."""
+
+    def __init__(self):
+        super().__init__(name="tape.Vars")
+
+    @property
+    def iterator_type(self):
+        return vars_iter_type
+
+
+class VarsIterType(types.SimpleIteratorType):
+    """``iter(xs)`` of the inputs: the next one's position."""
+
+    def __init__(self):
+        super().__init__("tape.VarsIter", var_type)
+
+
+var_type, condition_type = VarType(), ConditionType()
+vars_iter_type, vars_type = VarsIterType(), VarsType()
+# A Var's tape is its meminfo pointer, borrowed: no reference counts on copies (the driver and the
+# inputs hold the tape; Vars never outlive the call). Records are read and appended through it below.
+VAR_MEMBERS = [("tape", types.voidptr), ("index", types.int64), ("c", types.float64)]  # c: the value
+# mode: 0 two records (code, i, j), 1 a record and a constant (code, i, c), 2 known (outcome)
+CONDITION_MEMBERS = [("tape", types.voidptr), ("code", types.int64), ("i", types.int64), ("j", types.int64),
+                     ("c", types.float64), ("mode", types.int64), ("outcome", types.boolean)]
+VARS_MEMBERS = [("tape", tape_type), ("rows", types.int64[::1])]
+
+
+for _typ, _members in ((VarType, VAR_MEMBERS), (ConditionType, CONDITION_MEMBERS), (VarsType, VARS_MEMBERS)):
+    register_model(_typ)(lambda dmm, fe_type, m=_members: models.StructModel(dmm, fe_type, m))
+    for _name, _ in _members:
+        make_attribute_wrapper(_typ, _name, _name)
+VARS_ITER_MEMBERS = [("xs", vars_type), ("k", types.EphemeralPointer(types.int64))]
+register_model(VarsIterType)(lambda dmm, fe_type: models.StructModel(dmm, fe_type, VARS_ITER_MEMBERS))
+
+
+@lower_builtin("getiter", VarsType)
+def _vars_iter(context, builder, sig, args):
+    it = context.make_helper(builder, vars_iter_type)
+    it.xs = args[0]
+    it.k = cgutils.alloca_once_value(builder, context.get_constant(types.int64, 0))
+    context.nrt.incref(builder, vars_type, args[0])
+    return impl_ret_new_ref(context, builder, vars_iter_type, it._getvalue())
+
+
+@lower_builtin("iternext", VarsIterType)
+@iternext_impl(RefType.NEW)
+def _vars_next(context, builder, sig, args, result):
+    it = context.make_helper(builder, vars_iter_type, value=args[0])
+    k = builder.load(it.k)
+    n = context.compile_internal(builder, lambda xs: len(xs), types.int64(vars_type), [it.xs])
+    valid = builder.icmp_signed("<", k, n)
+    result.set_valid(valid)
+    with builder.if_then(valid):
+        result.yield_(context.compile_internal(builder, lambda xs, k: xs[k], var_type(vars_type, types.int64),
+                                               [it.xs, k]))
+        builder.store(builder.add(k, context.get_constant(types.int64, 1)), it.k)
+
+
+def _struct(context, builder, typ, values: dict):
+    """A struct value of typ with the given members (the rest zero), holding new references."""
+    proxy = cgutils.create_struct_proxy(typ)(context, builder)
+    members = dict(VAR_MEMBERS + CONDITION_MEMBERS + VARS_MEMBERS)
+    for name, (value, vtype) in values.items():
+        setattr(proxy, name, value)
+        if vtype is not None and context.enable_nrt:
+            context.nrt.incref(builder, members[name] if vtype == "member" else vtype, value)
+    return proxy._getvalue()
+
+
+@intrinsic
+def make_var(typingctx, p, index, value):
+    """Var(p, index, value): record ``index`` of the tape whose pointer is p, and its value."""
+    def codegen(context, builder, sig, args):
+        return _struct(context, builder, var_type, {"tape": (args[0], None), "index": (args[1], None),
+                                                    "c": (args[2], None)})
+    return var_type(types.voidptr, types.int64, types.float64), codegen
+
+
+@intrinsic
+def unbound(typingctx, c):
+    """A number as a Var that is not recorded (yet): index -1, no tape."""
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[0], sig.args[0], types.float64)
+        return _struct(context, builder, var_type, {"index": (context.get_constant(types.int64, -1), None),
+                                                    "c": (value, None)})
+    return var_type(c), codegen
+
+
+@intrinsic
+def make_condition(typingctx, t, code, i, j, c, mode, outcome):
+    """A Condition (see CONDITION_MEMBERS)."""
+    def codegen(context, builder, sig, args):
+        names = [name for name, _ in CONDITION_MEMBERS]
+        values = {name: (arg, None) for name, arg in zip(names, args, strict=True)}
+        return _struct(context, builder, condition_type, values)
+    i64 = types.int64
+    return condition_type(types.voidptr, i64, i64, i64, types.float64, i64, types.boolean), codegen
+
+
+@intrinsic
+def known_condition(typingctx, outcome):
+    """A comparison of two numbers: no tape, just the outcome."""
+    def codegen(context, builder, sig, args):
+        return _struct(context, builder, condition_type, {"mode": (context.get_constant(types.int64, 2), None),
+                                                          "outcome": (args[0], None)})
+    return condition_type(types.boolean), codegen
+
+
+@intrinsic
+def make_vars(typingctx, t, rows):
+    """The inputs: records ``rows`` (contiguous int64) of tape t."""
+    if rows != dict(VARS_MEMBERS)["rows"]:
+        return None  # another layout would be read as this one
+
+    def codegen(context, builder, sig, args):
+        return _struct(context, builder, vars_type, {"tape": (args[0], sig.args[0]), "rows": (args[1], sig.args[1])})
+    return vars_type(t, rows), codegen
+
+
+@lower_cast(types.Float, var_type)
+@lower_cast(types.Integer, var_type)
+def _number_to_var(context, builder, fromty, toty, val):
+    value = context.cast(builder, val, fromty, types.float64)
+    return _struct(context, builder, var_type, {"index": (context.get_constant(types.int64, -1), None),
+                                                "c": (value, None)})
+
+
+@intrinsic
+def tape_pointer(typingctx, t):
+    """The tape's meminfo pointer, borrowed: for the out-of-line growth functions."""
+    def codegen(context, builder, sig, args):
+        st = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+        return builder.bitcast(st.meminfo, cgutils.voidptr_t)
+    return types.voidptr(t), codegen
+
+
+@intrinsic
+def tape_from_pointer(typingctx, p):
+    """The tape of a meminfo pointer (a new reference)."""
+    def codegen(context, builder, sig, args):
+        st = cgutils.create_struct_proxy(tape_type)(context, builder)
+        st.meminfo = builder.bitcast(args[0], st.meminfo.type)
+        context.nrt.incref(builder, tape_type, st._getvalue())
+        return st._getvalue()
+    return tape_type(types.voidptr), codegen
+
+
+def _fields(context, builder, p):
+    """The tape's fields (loads and stores through its payload) from its borrowed pointer."""
+    st = cgutils.create_struct_proxy(tape_type)(context, builder)
+    st.meminfo = builder.bitcast(p, st.meminfo.type)
+    return structref._Utils(context, builder, tape_type).get_data_struct(st._getvalue())
+
+
+def _array(context, builder, fields, name):
+    """(data pointer, length) of the tape's array ``name``, no reference taken."""
+    array = context.make_array(dict(TAPE_FIELDS)[name])(context, builder, value=getattr(fields, name))
+    return array.data, array.nitems
+
+
+def _room(count: str, array: str):
+    """An intrinsic giving (count, capacity) of the tape's records or constants."""
+    @intrinsic
+    def room(typingctx, p):
+        def codegen(context, builder, sig, args):
+            fields = _fields(context, builder, args[0])
+            counts = [getattr(fields, count), _array(context, builder, fields, array)[1]]
+            return context.make_tuple(builder, sig.return_type, counts)
+        return types.UniTuple(types.int64, 2)(types.voidptr), codegen
+    return room
+
+
+records, constants = _room("n", "op"), _room("nc", "consts")
+
+
+@intrinsic
+def value_at(typingctx, p, i):
+    """The value of record i (below the count: the caller's index came from the tape)."""
+    def codegen(context, builder, sig, args):
+        data, _ = _array(context, builder, _fields(context, builder, args[0]), "val")
+        return builder.load(builder.gep(data, [args[1]]))
+    return types.float64(types.voidptr, types.int64), codegen
+
+
+@intrinsic
+def append(typingctx, p, code, i, j, v):
+    """Write record (code, i, j, v) at the count and count it (room checked by the caller)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        n = fields.n
+        for name, value, typ in zip(("op", "in0", "in1", "val"), args[1:], sig.args[1:], strict=True):
+            data, _ = _array(context, builder, fields, name)
+            stored = context.cast(builder, value, typ, dict(TAPE_FIELDS)[name].dtype)
+            builder.store(stored, builder.gep(data, [n]))
+        fields.n = builder.add(n, context.get_constant(types.int64, 1))
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.int64, types.int64, types.int64, types.float64), codegen
+
+
+@intrinsic
+def append_const(typingctx, p, c):
+    """Write c at the constant count and count it (room checked by the caller)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        data, _ = _array(context, builder, fields, "consts")
+        builder.store(args[1], builder.gep(data, [fields.nc]))
+        fields.nc = builder.add(fields.nc, context.get_constant(types.int64, 1))
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.float64), codegen
+
+
+def external(name: str, address: int, signature) -> types.ExternalFunction:
+    """A C function (a cfunc's address) that jitted code calls by symbol, not linked into its module."""
+    llvm.add_symbol(name, address)
+    return types.ExternalFunction(name, signature)
+
+
+__all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
+           "vars_type", "VarType", "ConditionType", "VarsType", "make_var", "unbound", "make_condition",
+           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "records", "constants", "value_at",
+           "append", "append_const", "external", "where_of", "file_id",
+           "USER_CACHED"]

@@ -1,0 +1,286 @@
+"""Recording inside jitted code: appending records, constants and checked branches to the tape.
+
+The tape is a structref over the record arrays of tape/records/storage.py (op uint8, in0/in1 uint32,
+val float64, the constant pool) plus the checked branches. Every append checks the
+capacity first and grows out of line (``grow``, ``grow_consts``: doubling, as Storage does),
+so nothing is written past an array's end. The op-by-op recorders are generated
+(tape/compiled/_recorders.py); the overloads that are not per op live here.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+from numba import cfunc, njit
+from numba.extending import overload
+
+from tape.compiled.numba_internals import (
+    TypingError,
+    VarsType,
+    VarType,
+    append,
+    append_const,
+    constants,
+    external,
+    make_condition,
+    make_var,
+    make_vars,
+    new_struct,
+    records,
+    tape_from_pointer,
+    tape_pointer,
+    tape_type,
+    types,
+    unbound,
+    value_at,
+    var_type,
+)
+from tape.errors import TapeFullError
+from tape.kernels.ops import CONSTANT
+from tape.records.storage import MAX_RECORDS, NO_INPUT
+
+OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
+jit = njit(cache=True, **OPTIONS)
+hot = njit(inline="always", **OPTIONS)  # the layers under each op's entry: inlined into it, so one call per op
+NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
+               "or a function that takes floats only); keep it a Var, or read values after the call")
+
+
+@jit
+def new_tape(op, in0, in1, val, consts, n, nc):
+    """The tape over a Storage's arrays, with ``n`` records and ``nc`` constants already there."""
+    t = new_struct(tape_type)
+    t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc = op, in0, in1, val, consts, n, nc
+    t.rows, t.outs, t.wheres, t.nchk = np.empty(16, np.int64), np.empty(16, np.uint8), np.empty(16, np.int64), 0
+    return t
+
+
+@njit(**OPTIONS)
+def grow(t, need):
+    """Reallocate the record arrays for at least ``need`` records (doubling), keeping t.n of them."""
+    cap = max(need, min(2 * t.op.size, MAX_RECORDS))
+    n = t.n
+    op, in0, in1, val = np.empty(cap, np.uint8), np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap)
+    op[:n], in0[:n], in1[:n], val[:n] = t.op[:n], t.in0[:n], t.in1[:n], t.val[:n]
+    in1[n:] = NO_INPUT  # as Storage allocates it: the tape takes these arrays as they are
+    t.op, t.in0, t.in1, t.val = op, in0, in1, val
+
+
+@njit(**OPTIONS)
+def grow_consts(t):
+    """Double the constant pool."""
+    consts = np.empty(2 * t.consts.size + 16)
+    consts[:t.nc] = t.consts[:t.nc]
+    t.consts = consts
+
+
+@njit(**OPTIONS)
+def grow_checks(t):
+    """Double the arrays of checked branches."""
+    k = t.nchk
+    rows, outs, wheres = np.empty(2 * k + 16, np.int64), np.empty(2 * k + 16, np.uint8), np.empty(2 * k + 16, np.int64)
+    rows[:k], outs[:k], wheres[:k] = t.rows[:k], t.outs[:k], t.wheres[:k]
+    t.rows, t.outs, t.wheres = rows, outs, wheres
+
+
+def _grow_c(p, need):
+    try:
+        grow(tape_from_pointer(p), need)
+    except Exception:  # noqa: BLE001  # MemoryError: reported by the caller
+        return 1
+    return 0
+
+
+def _grow_consts_c(p):
+    try:
+        grow_consts(tape_from_pointer(p))
+    except Exception:  # noqa: BLE001
+        return 1
+    return 0
+
+
+def _grow_checks_c(p):
+    try:
+        grow_checks(tape_from_pointer(p))
+    except Exception:  # noqa: BLE001
+        return 1
+    return 0
+
+
+# Growth is out of line: cfuncs called by symbol, so no op links their code (compiles stay small)
+GROWTH = {"tape_jit_grow": (_grow_c, types.int64(types.voidptr, types.int64)),
+          "tape_jit_grow_consts": (_grow_consts_c, types.int64(types.voidptr)),
+          "tape_jit_grow_checks": (_grow_checks_c, types.int64(types.voidptr))}
+GROW, GROW_CONSTS, GROW_CHECKS = (types.ExternalFunction(name, sig) for name, (_, sig) in GROWTH.items())
+_installed: list = []
+
+
+def install() -> None:
+    """Compile (or load) the growth cfuncs and give jitted code their symbols; once per process."""
+    if not _installed:
+        for name, (fn, sig) in GROWTH.items():
+            compiled: Any = cfunc(sig, cache=True, **OPTIONS)(fn)  # type: ignore[type-var]
+            external(name, int(compiled.address), sig)
+            _installed.append(compiled)
+
+
+@hot
+def push(p, code, i, j, v):
+    """Append record (code, i, j, v) to the tape p points to; return its Var."""
+    n, capacity = records(p)
+    if n >= capacity:
+        if n >= MAX_RECORDS:
+            raise TapeFullError("a tape holds at most 4294967295 records (32-bit indices); record in pieces")
+        if GROW(p, n + 1) != 0:
+            raise MemoryError("tape.jit: out of memory growing the tape")
+    append(p, code, i, j, v)
+    return make_var(p, n, v)
+
+
+@hot
+def push_const(p, c):
+    """Append c to the constant pool; return its slot."""
+    k, capacity = constants(p)
+    if k >= capacity and GROW_CONSTS(p) != 0:
+        raise MemoryError("tape.jit: out of memory growing the constant pool")
+    append_const(p, c)
+    return k
+
+
+@hot
+def constant_record(p, c):
+    """A constant record (a number where a record is needed: tape.where, arctan2, outputs); its Var."""
+    return push(p, CONSTANT, NO_INPUT, NO_INPUT, c)
+
+
+@jit
+def push_check(p, row, outcome, where):
+    """Remember that comparison record ``row`` came out ``outcome`` at branch ``where``."""
+    t = tape_from_pointer(p)
+    k = t.nchk
+    if k >= t.rows.size and GROW_CHECKS(p) != 0:
+        raise MemoryError("tape.jit: out of memory recording a branch")
+    t.rows[k] = row
+    t.outs[k] = outcome
+    t.wheres[k] = where
+    t.nchk = k + 1
+
+
+@jit
+def condition(x, y, pair, var_c, c_var, swap, known):
+    """x <op> y for Vars (either may be a number not yet recorded) as a Condition."""
+    if x.index < 0 and y.index < 0:
+        return make_condition(x.tape, 0, 0, 0, 0.0, 2, known)
+    if x.index < 0:
+        return make_condition(y.tape, c_var, y.index, 0, x.c, 1, False)
+    if y.index < 0:
+        return make_condition(x.tape, var_c, x.index, 0, y.c, 1, False)
+    if swap:
+        return make_condition(x.tape, pair, y.index, x.index, 0.0, 0, False)
+    return make_condition(x.tape, pair, x.index, y.index, 0.0, 0, False)
+
+
+# --- overloads that are not per op ---------------------------------------------------------
+
+
+def is_var(typ) -> bool:
+    return isinstance(typ, VarType)
+
+
+def is_number(typ) -> bool:
+    return isinstance(typ, (types.Float, types.Integer)) and not isinstance(typ, types.Boolean)
+
+
+identity = jit(lambda v: v)
+to_var = jit(lambda v: unbound(v))  # type: ignore[call-arg]
+
+
+def var_of(v):
+    """v as a Var: itself, or a number not yet recorded."""
+
+
+@overload(var_of)
+def _var_of(v):
+    if is_var(v):
+        return lambda v: v
+    if is_number(v):
+        return lambda v: unbound(v)
+    return None
+
+
+def as_var(typ):
+    """A jitted function turning a value of typ (Var or number) into a Var."""
+    return identity if is_var(typ) else to_var
+
+
+@overload(float)
+def _float(x):
+    if is_var(x):
+        raise TypingError(NOT_A_FLOAT)
+    return None
+
+
+@overload(operator.setitem)
+def _setitem(a, i, v):
+    if isinstance(a, types.Array) and is_var(v):
+        raise TypingError(f"tape.jit: storing a Var into a NumPy array of {a.dtype} is not supported: its "
+                          "value would lose its record; collect Vars in a list")
+    return None
+
+
+@overload(operator.getitem)
+def _getitem(xs, i):
+    if isinstance(xs, VarsType) and isinstance(i, types.Integer):
+        def impl(xs, i):
+            n = xs.rows.size
+            k = i + n if i < 0 else i
+            if k < 0 or k >= n:
+                raise IndexError("tape.jit: index out of range for the inputs")
+            p = tape_pointer(xs.tape)
+            return make_var(p, xs.rows[k], value_at(p, xs.rows[k]))
+        return impl
+    if isinstance(xs, VarsType) and isinstance(i, types.SliceType):
+        return lambda xs, i: make_vars(xs.tape, xs.rows[i].copy())  # xs[1:], xs[::-1]: the inputs too
+    return None
+
+
+@overload(len)
+def _len(xs):
+    if isinstance(xs, VarsType):
+        return lambda xs: xs.rows.size
+    return None
+
+
+@jit
+def one_output(v):
+    """What f returned, one Var: (indices, values, False) as the driver reports outputs."""
+    idx, vals = np.empty(1, np.int64), np.empty(1)
+    idx[0], vals[0] = v.index, v.c
+    return idx, vals, False
+
+
+@jit
+def finish(t, outputs):
+    """What the driver hands back: the arrays, counts and checks of the tape, and the outputs."""
+    k = t.nchk
+    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k]), outputs
+
+
+@jit
+def inputs(t, rows):
+    return make_vars(t, rows)
+
+
+@overload(operator.pos)
+def _pos(x):
+    if is_var(x):
+        return lambda x: x
+    return None
+
+
+__all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
+           "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs",
+           "NOT_A_FLOAT",
+           "one_output", "finish"]

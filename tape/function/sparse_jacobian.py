@@ -1,0 +1,147 @@
+"""Sparse Jacobians: the pattern of a Function's Jacobian, a coloring of its columns, and the
+Jacobian from as many forward sweeps as colors, as a ``scipy.sparse`` CSR matrix.
+
+The pattern is structural (kernels/sparsity.py says which ops carry dependence): it holds every
+entry that can be nonzero at some point of the recorded branches, and only those that the
+records connect. Columns of one color share no row, so one tangent sweep seeded with the sum of
+their unit vectors gives each of their entries alone; the sweeps' structural-zero rule (a
+product with a zero factor adds nothing) makes every entry the same number as F.jacobian's
+forward mode, bit for bit. Pattern and coloring are made once per recorded program and kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tape.function.derivatives import Derivatives
+from tape.function.replay import one_call_at_a_time
+from tape.kernels.array_ops import NAME
+from tape.kernels.ops import ARRAY_BASE, ELEM
+from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, color_columns, decompress, gather_rows, index_sets
+from tape.records.array_records import SMALL
+
+ORDERS = ("natural", "largest_first")
+
+
+def _scipy_sparse() -> Any:
+    """scipy.sparse, imported at the first sparse derivative (a dependency; it costs import time)."""
+    import scipy.sparse
+
+    return scipy.sparse
+
+
+def input_columns(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
+                  output_rows: np.ndarray, param_rows: np.ndarray,
+                  what: str = "jacobian_sparsity") -> tuple[np.ndarray, int]:
+    """(column, top): each record's input column (flat numbering) or -1, over records [0, top] (top: the
+    last output). sizes: how many numbers each input record holds. Scalar records, and elements of array
+    inputs and params (``elem`` records read from them; a param's carry no dependence); any other array
+    record is refused (TypeError naming the first, from ``what``)."""
+    starts = np.full(len(op), -1, np.int64)
+    starts[input_rows] = np.cumsum(sizes) - sizes
+    param = np.zeros(len(op), np.bool_)
+    param[param_rows] = True
+    arrays = np.flatnonzero((op >= ARRAY_BASE) & (starts < 0) & ~param)
+    outputs = output_rows.astype(np.int64)
+    if len(arrays) or np.any(op[outputs] >= ARRAY_BASE):
+        i = int(arrays[0]) if len(arrays) else int(outputs[op[outputs] >= ARRAY_BASE][0])
+        raise TypeError(f"{what} takes scalar records and elements of array inputs only: record {i} "
+                        f"is an array record ({NAME[op[i]]}){'' if len(arrays) else ' given as an output'}; trace "
+                        f"the program with scalar Vars (x0 a list, or arrays under {SMALL} elements)")
+    top = int(outputs.max()) if len(outputs) else -1
+    column = np.where(op[:top + 1] < ARRAY_BASE, starts[:top + 1], -1)
+    elems = np.flatnonzero(op[:top + 1] == ELEM)  # in1: the element's place in its (input) array
+    column[elems] = np.where(starts[in0[elems]] >= 0, starts[in0[elems]] + in1[elems], -1)  # params: none
+    return column, top
+
+
+def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray, sizes: np.ndarray,
+                   output_rows: np.ndarray, param_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (indptr, indices) of the Jacobian's pattern: for each output, the inputs (flat numbering,
+    sorted) it depends on through the records (see input_columns for what is taken)."""
+    column, top = input_columns(op, in0, in1, input_rows, sizes, output_rows, param_rows)
+    if top < 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int32)
+    start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, np.ones(top + 1, np.bool_))
+    return gather_rows(output_rows.astype(np.int64), start, size, pool)
+
+
+def coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natural") -> np.ndarray:
+    """A color per column such that no two columns of one color have an entry in the same row
+    (greedy distance-2 coloring, as ColPack's; "largest_first": columns with the most entries first)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    sparse = _scipy_sparse()
+    m = len(indptr) - 1
+    csc = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(m, n)).tocsc()
+    if order == "natural":
+        sequence = np.arange(n, dtype=np.int64)
+    else:
+        sequence = np.argsort(-np.diff(csc.indptr), kind="stable").astype(np.int64)
+    return color_columns(n, indptr, indices, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), sequence)
+
+
+class Sparse(Derivatives):
+    """jacobian_sparsity, jacobian_colors and sparse_jacobian of a Function (see tape.Function)."""
+
+    def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, indices, colors) of the current records, made at the first call and kept with
+        them (a retrace installs new records, and the next call makes them again)."""
+        kept = self.__dict__.get("_sparsity")
+        if kept is None or kept[0] is not self._op:
+            indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._input_rows, self._input_sizes(),
+                                             self._output_rows, self._param_rows)
+            colors = coloring(self.n_inputs, indptr, indices)
+            kept = self._sparsity = (self._op, indptr, indices, colors)
+        return kept[1], kept[2], kept[3]
+
+    def _input_sizes(self) -> np.ndarray:
+        """How many numbers each input record holds (1, or an array input's size)."""
+        sizes = np.ones(len(self._input_rows), np.int64)
+        for k in np.flatnonzero(self._op[self._input_rows] >= ARRAY_BASE).tolist():
+            _, start, stop = self._in_pieces[k]
+            sizes[k] = stop - start
+        return sizes
+
+    @one_call_at_a_time
+    def jacobian_sparsity(self) -> Any:
+        """The Jacobian's structural pattern as a scipy.sparse CSR matrix of ones, (n_outputs, n_inputs)
+        in flat numbering: entry (i, j) when output i depends on input j through the records (comparisons,
+        floor-like ops and stop_gradient carry no dependence; select depends on both sides). It holds every
+        nonzero of F.jacobian at any point that takes the recorded branches. Scalar records only
+        (TypeError naming the first array record)."""
+        indptr, indices, _ = self._structure()
+        return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
+                                          shape=(self.n_outputs, self.n_inputs))
+
+    @one_call_at_a_time
+    def jacobian_colors(self) -> np.ndarray:
+        """A color per input (int64, from 0) such that no two inputs of one color reach a common output:
+        the seeds of sparse_jacobian (column q of the seed matrix: the inputs of color q)."""
+        return self._structure()[2].copy()
+
+    @one_call_at_a_time
+    def sparse_jacobian(self, x: Any, params: Any = None, block: int = 16) -> Any:
+        """The Jacobian at x as a scipy.sparse CSR matrix (n_outputs, n_inputs), flat numbering, with
+        exactly jacobian_sparsity()'s entries: one forward sweep per color (``block`` colors per sweep),
+        every entry the same number as ``F.jacobian(x, mode="forward")``'s. Fits
+        ``scipy.optimize.least_squares(F, x0, jac=F.sparse_jacobian)``."""
+        if block < 1:
+            raise ValueError(f"block must be >= 1, got {block!r}")
+        point = self._prepare(x, params)
+        self._at(point)  # first: a retrace here changes the records, and so the pattern
+        indptr, indices, colors = self._structure()
+        k = int(colors.max()) + 1 if len(colors) else 0
+        seeds = np.zeros((self.n_inputs, k))
+        seeds[np.arange(self.n_inputs), colors] = 1.0
+        data = np.empty(len(indices))
+        if self._plans:
+            compressed = self._seeded(seeds, block)
+            data[:] = compressed[np.repeat(np.arange(self.n_outputs), np.diff(indptr)), colors[indices]]
+        else:
+            for first in range(0, k, block):  # straight from the records' tangents
+                dot = self._tangents(seeds[:, first:first + block])
+                decompress(indptr, indices, colors, first, dot, self._output_rows, data)
+        return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(self.n_outputs, self.n_inputs))

@@ -1,0 +1,177 @@
+"""Recording array records: one record per array operation, its elements computed at once.
+
+These functions take a storage and views (tape/sweeps/driver.py) and return views;
+tape/arrays/varray.py wraps them in VarArrays. Indexing asks NumPy itself: the key
+is applied to the real elements in the arena, and a result that shares their
+memory is a view (recorded as nothing), anything else is a gather record.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, kept
+from tape.kernels.ops import ELEM
+from tape.records.storage import Storage
+from tape.sweeps.driver import View, whole
+
+# arrays with fewer elements are recorded a scalar record per element: an array record costs about
+# 10 µs of Python per call in the sweeps, a scalar record 5-10 ns per element; measured (replayed
+# value_and_grad) array records win from about 600 elements with fused runs, 2,000 without
+SMALL = 1024
+
+
+def leaf(t: Storage, values: np.ndarray, constant: bool = False) -> View:
+    """An array record holding values: inputs, or numbers an op reads."""
+    row = t._push_array(ACONSTANT if constant else INPUT, values.shape, values=values)
+    return whole(row, t._plan(row))
+
+
+def constant(t: Storage, values: object) -> View:
+    return leaf(t, np.asarray(values, np.float64), constant=True)
+
+
+def _record(t: Storage, name: str, shape: tuple[int, ...], inputs: tuple[View, ...], **extra) -> View:
+    row = t._push_array(ARRAY_OPCODE[name], shape, inputs, **extra)
+    return whole(row, t._plan(row))
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcast shape, or its error naming the shapes; equal shapes skip NumPy (a few µs)."""
+    if len(set(shapes)) == 1:
+        return shapes[0]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError as exc:
+        raise ValueError(f"{exc} (shapes {' and '.join(map(str, shapes))})") from None
+
+
+def elementwise(t: Storage, name: str, *views: View) -> View:
+    """A unary, binary, compare or select record over broadcast operands."""
+    return _record(t, name, broadcast(*(v.shape for v in views)), views)
+
+
+def axes(ndim: int, axis: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """The axes NumPy's ``axis=`` names, as sorted non-negative ints."""
+    if axis is None:
+        return tuple(range(ndim))
+    picked = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    normal = tuple(sorted(normalize_axis_index(int(a), ndim) for a in picked))
+    if len(set(normal)) != len(normal):
+        raise ValueError(f"repeated axis in {axis!r}")
+    return normal
+
+
+def reduce(t: Storage, name: str, v: View, axis: int | tuple[int, ...] | None, keepdims: bool = False) -> View:
+    """sum, logsumexp, max, min, all or any over axes (all of them for None)."""
+    over = axes(len(v.shape), axis)
+    if name in ("logsumexp", "max", "min") and any(v.shape[k] == 0 for k in over):
+        raise ValueError(f"{name} of an empty axis has no value and no gradient: not recorded")
+    shape = kept(v.shape, over) if keepdims else tuple(n for k, n in enumerate(v.shape) if k not in over)
+    return _record(t, name, shape, (v,), axes=over)
+
+
+def along(t: Storage, name: str, v: View, axis: int) -> View:
+    """cumsum, cumprod or sort of v along one axis: a record of v's shape."""
+    if not v.shape:
+        raise ValueError(f"{name} of a 0-d array: use reshape(1) first")
+    return _record(t, name, v.shape, (v,), axes=(normalize_axis_index(int(axis), len(v.shape)),))
+
+
+def _widened(v: View, left: bool) -> View:
+    """A 1-d matmul operand as a 2-d view: (1, k) on the left, (k, 1) on the right."""
+    if len(v.shape) != 1:
+        return v
+    if left:
+        return View(v.record, v.offset, (1, v.shape[0]), (0, v.strides[0]))
+    return View(v.record, v.offset, (v.shape[0], 1), (v.strides[0], 0))
+
+
+def matmul(t: Storage, a: View, b: View) -> View:
+    """a @ b with NumPy's rules: 1-d operands widened and dropped again, batch axes broadcast."""
+    if not a.shape or not b.shape:
+        raise ValueError("matmul: an operand is 0-d (use *)")
+    A, B = _widened(a, True), _widened(b, False)
+    if A.shape[-1] != B.shape[-2]:
+        raise ValueError(f"matmul: inner dimensions differ (shapes {a.shape} and {b.shape})")
+    batch = broadcast(A.shape[:-2], B.shape[:-2])
+    wide = (*batch, A.shape[-2], B.shape[-1])
+    shape = batch + ((A.shape[-2],) if len(a.shape) > 1 else ()) + ((B.shape[-1],) if len(b.shape) > 1 else ())
+    return _record(t, "matmul", shape, (A, B), wide=wide)
+
+
+def pack(t: Storage, rows: np.ndarray) -> View:
+    """An array record of scalar records' values, shaped like rows."""
+    return _record(t, "pack", rows.shape, (), places=np.ascontiguousarray(rows.reshape(-1), np.int64))
+
+
+def elem(t: Storage, v: View) -> int:
+    """A scalar record reading the one element of 0-d view v."""
+    return t._push(ELEM, v.record, v.offset, float(t._aval[t._plan(v.record).offset + v.offset]))
+
+
+def places(v: View) -> np.ndarray:
+    """The place of each element of v in its record's region."""
+    places = np.full(v.shape, v.offset, np.int64)
+    for k, (n, stride) in enumerate(zip(v.shape, v.strides, strict=True)):
+        places += (np.arange(n, dtype=np.int64) * stride).reshape((n,) + (1,) * (len(v.shape) - k - 1))
+    return places
+
+
+def index(t: Storage, v: View, key: object) -> View:
+    """v[key]: a view where NumPy gives one, else a gather record."""
+    key = key if isinstance(key, tuple) else (key,)
+    if not any(k is Ellipsis for k in key):
+        key = (*key, Ellipsis)  # an all-integer key then gives a 0-d view, not a copied number
+    arena = t._aval
+    elements = np.ndarray(v.shape, np.float64, arena, 8 * (t._plan(v.record).offset + v.offset),
+                          tuple(8 * s for s in v.strides))
+    picked = elements[key]
+    if all(k is None or k is Ellipsis or type(k) is slice or isinstance(k, (int, np.integer)) and
+           not isinstance(k, (bool, np.bool_)) for k in key):  # basic indexing: NumPy gives a view
+        start = (picked.__array_interface__["data"][0] - arena.__array_interface__["data"][0]) // 8
+        return View(v.record, start - t._plan(v.record).offset, picked.shape,
+                    tuple(s // 8 for s in picked.strides))
+    return gather(t, v.record, places(v)[key])
+
+
+def reshape(t: Storage, v: View, shape: tuple[int, ...]) -> View:
+    """A view when the elements allow one (as NumPy decides), else a copy by gather."""
+    elements = np.ndarray(v.shape, np.float64, t._aval, 8 * (t._plan(v.record).offset + v.offset),
+                          tuple(8 * s for s in v.strides))
+    new_shape = np.empty(v.shape, np.bool_).reshape(shape).shape  # NumPy's checks and -1
+    try:
+        reshaped = elements.view()
+        reshaped.shape = new_shape  # raises where a copy would be needed
+    except AttributeError:
+        return gather(t, v.record, places(v).reshape(new_shape))
+    return View(v.record, v.offset, tuple(new_shape), tuple(s // 8 for s in reshaped.strides))
+
+
+def transpose(v: View, axes: tuple[int, ...] | None) -> View:
+    ndim = len(v.shape)
+    order = tuple(reversed(range(ndim))) if axes is None else tuple(int(a) % max(ndim, 1) for a in axes)
+    if sorted(order) != list(range(ndim)):
+        raise ValueError(f"axes {axes!r} do not match an array of {len(v.shape)} dimensions")
+    return View(v.record, v.offset, tuple(v.shape[k] for k in order), tuple(v.strides[k] for k in order))
+
+
+def copy(t: Storage, v: View) -> View:
+    """v as a record of its own (contiguous region): for outputs that are views of other records."""
+    if v == whole(v.record, t._plan(v.record)):
+        return v
+    return gather(t, v.record, places(v))
+
+
+def gather(t: Storage, record: int, chosen: np.ndarray) -> View:
+    """A record of the elements at places ``chosen`` (any shape) of a record's region."""
+    return _record(t, "gather", chosen.shape, (whole(record, t._plan(record)),),
+                   places=np.ascontiguousarray(chosen.reshape(-1)))
+
+
+def size(v: View) -> int:
+    return math.prod(v.shape)
+

@@ -1,0 +1,178 @@
+"""The array side of a tape's storage: the plans of its array records and their value and adjoint arenas.
+
+Each array record owns a region of both arenas (float64, 16 bytes per
+element), handed out in record order, so a rewind gives back the regions of
+the discarded records by moving one mark. The arenas double when full;
+handles keep offsets, never pointers, so growth invalidates nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from tape.debug.nans import caller
+from tape.kernels.array_ops import ACONSTANT, INPUT
+from tape.sweeps import driver
+from tape.sweeps.driver import Plan, View
+
+_SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
+BORROWED = 2**16  # elements from which a borrowing tape reads a constant in place instead of copying it
+SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
+
+
+_POOL = threading.RLock()  # tapes of several threads share the spares; reentrant: a tape's __del__ may run
+# inside _take (a garbage collection), and only appends, so the place _take picked stays valid
+
+
+def _renew_pool_lock() -> None:
+    global _POOL
+    _POOL = threading.RLock()  # a fork copies a lock as it was: held, maybe, by a thread the child lacks
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_pool_lock)
+
+
+def _take(size: int) -> np.ndarray:
+    """An uninitialized float64 buffer of at least ``size`` elements: a spare one if one fits."""
+    with _POOL:
+        fits = [k for k, a in enumerate(_SPARE) if size <= len(a) <= 4 * size]
+        if fits:
+            return _SPARE.pop(fits[0])
+    return np.empty(size)
+
+
+def recycle(*arrays: np.ndarray) -> None:
+    """Keep arenas no tape uses any more for _take, within SPARE_BYTES; never one that something
+    else still holds (a view of it): its references are then the owner's attribute and this call's."""
+    for a in arrays:
+        if a.nbytes >= 2**20 and a.base is None and sys.getrefcount(a) <= _OWNED:
+            with _POOL:
+                if a.nbytes + sum(b.nbytes for b in _SPARE) <= SPARE_BYTES:
+                    _SPARE.append(a)
+
+
+_OWNED = 4  # references to an arena passed here: the owner's attribute, the argument tuple, ``a``, getrefcount's
+
+
+class Arenas:
+    """Plans and arenas; mixed into tape.records.storage.Storage, which owns the record table."""
+
+    _n: int
+    _lines: dict[int, str] | None
+    _op: np.ndarray
+    _in0: np.ndarray
+    _stamp: np.ndarray
+    _gen: int
+    _epoch: int
+
+    _push: Callable[[int, int, int, float], int]  # Storage's: append one record
+
+    def _init_arenas(self) -> None:
+        self._plans: list[Plan] = []
+        self._plan_rows: list[int] = []  # the row of each plan, increasing (for rewinds)
+        self._aval = np.empty(0)
+        self._aadj = np.empty(0)
+        self._n_arena = 0
+        # big NumPy constants read in place, their regions left empty (tape.value_and_grad's own tapes,
+        # which nothing can change between recording and the one reverse sweep): row -> array
+        self._borrowed: dict[int, np.ndarray] = {}
+        self._borrowing = False
+        self._callees: list = []  # the Functions its call records call (tape/function/call_records.py), each once
+        self._callee_places: list[np.ndarray] = []  # a call record's places: its Function's slot
+
+    def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
+                    places: np.ndarray | None = None, wide: tuple[int, ...] = (),
+                    values: np.ndarray | None = None) -> int:
+        """Append one array record and compute its elements (or store ``values``; a big constant's
+        are borrowed where the tape is borrowing); return its row."""
+        size = math.prod(shape)
+        start = self._n_arena
+        if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
+            grown = _take(max(2 * len(self._aval), start + size, 1024))
+            grown[:start] = self._aval[:start]
+            recycle(self._aval)
+            self._aval = grown
+        self._n_arena = start + size
+        if places is None:
+            places = np.zeros(0, np.int64)
+        places.flags.writeable = False
+        row = self._push(code, len(self._plans), 0xFFFFFFFF, 0.0)
+        plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
+        self._plans.append(plan)
+        self._plan_rows.append(row)
+        if values is not None and self._borrowing and code == ACONSTANT and size >= BORROWED:
+            self._borrowed[row] = np.ascontiguousarray(values).reshape(-1)
+        elif values is not None:
+            self._aval[start:start + size] = values.reshape(-1)
+        else:
+            with np.errstate(all="ignore"):
+                driver.forward_one(self, plan)
+        if self._lines is not None:
+            self._lines[row] = caller()
+        return row
+
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` elements before the value arena has to grow (a hint: growing copies)."""
+        if size > len(self._aval):
+            grown = _take(size)
+            grown[:self._n_arena] = self._aval[:self._n_arena]
+            recycle(self._aval)
+            self._aval = grown
+
+    def _adjoint_arena(self) -> None:
+        """Give the adjoint arena the value arena's length (before a reverse sweep), keeping what
+        it holds: accumulated gradients of array inputs survive."""
+        if len(self._aadj) < len(self._aval):
+            grown = _take(len(self._aval))
+            grown[:len(self._aadj)] = self._aadj
+            recycle(self._aadj)
+            self._aadj = grown
+
+    def _rewind_arenas(self, mark: int) -> None:
+        """Drop the plans of records mark and later, and give back their regions."""
+        k = bisect.bisect_left(self._plan_rows, mark)
+        if k < len(self._plans):
+            self._n_arena = self._plans[k].offset
+            del self._plans[k:], self._plan_rows[k:]
+            self._borrowed = {row: a for row, a in self._borrowed.items() if row < mark}
+        if not self._plans:  # no call record left: let go of the Functions they called
+            self._callees, self._callee_places = [], []
+
+    def _plan(self, row: int) -> Plan:
+        return self._plans[int(self._in0[row])]
+
+    def _array_values(self, v: View) -> np.ndarray:
+        """A copy of the elements of view v."""
+        return driver.view(self, self._aval, v).copy()
+
+    def _array_grads(self, v: View) -> np.ndarray:
+        """The adjoints of view v as of the last backward pass; zero where it did not reach."""
+        stamp = int(self._stamp[v.record])
+        live = self._gen > 0 and (stamp == self._gen or (self._epoch < self._gen and stamp >= self._epoch
+                                                         and self._op[v.record] == INPUT))
+        if not live:
+            return np.zeros(v.shape)
+        return driver.view(self, self._aadj, v).copy()
+
+    def __del__(self) -> None:
+        try:
+            recycle(self._aval, self._aadj)
+        except Exception:  # noqa: BLE001  a tape that never got its arenas, or interpreter shutdown
+            pass
+
+    @property
+    def n_arrays(self) -> int:
+        """Array records on the tape."""
+        return len(self._plans)
+
+    def _arena_bytes(self) -> int:
+        return self._aval.nbytes + self._aadj.nbytes
+

@@ -1,0 +1,393 @@
+"""The sweeps of a tape that holds array records: scalar runs in Numba, array records in NumPy.
+
+An array record (kernels/array_ops.py) is a row of the record table whose
+``in0`` is its place in the side table of plans. A plan says where its
+elements live in the value and adjoint arenas (one float64 array each, the
+records' regions one after another) and which views of earlier records it
+reads. The forward sweep walks the records in order: each stretch of scalar
+records between two array records is one call of the Numba forward kernel,
+each array record one NumPy call over views of the arena (BLAS for matmul,
+NumPy's SIMD loops for exp and tanh). The reverse sweep walks back the same way.
+
+Adjoints follow the scalar rules at array granularity: a record's stamp (the
+scalar ``stamp`` column) says whether its region holds this pass's adjoint.
+The first contribution to a stale region assigns when it covers the region
+whole, and otherwise zeroes the region once: never a memset per pass. The
+structural-zero rule holds per element: a product g * d with g == 0 or
+d == 0 adds nothing, so the unselected side of ``where`` never leaks NaN
+(products are checked for NaN and redone with that mask where one appears).
+
+The sweeps read a state duck-typed by tape/records/storage.py (a Tape) and
+tape/function/replay.py (a Function): _op, _in0, _in1, _val, _adj, _stamp, _consts,
+_plans, _aval, _aadj.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tape.kernels._array_rules import RULES
+from tape.kernels._sweeps import forward_sweep, reverse_range
+from tape.kernels.array_ops import (
+    ACONSTANT,
+    ARRAY_KIND,
+    COMPARE_UFUNC,
+    INPUT,
+    NAME,
+    NO_DERIVATIVE,
+    extreme_forward,
+    extreme_share,
+    kept,
+    logsumexp_forward,
+    logsumexp_vjp,
+    matmul_vjp_a,
+    matmul_vjp_b,
+    sum_forward,
+    sum_vjp,
+    times,
+    unbroadcast,
+)
+from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, LEAF
+from tape.kernels.scans import scan_forward, scan_vjp, sort_forward, sort_vjp
+
+State = Any  # a Storage or a Replay: the attributes named in the module docstring
+
+
+class View(NamedTuple):
+    """Elements of an array record's region: offset and strides count elements from its start."""
+
+    record: int
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+class Plan(NamedTuple):
+    """One array record: its opcode and row, its region, and what it reads."""
+
+    code: int
+    row: int
+    offset: int  # first element of its region in the arenas
+    shape: tuple[int, ...]
+    inputs: tuple[View, ...] = ()
+    axes: tuple[int, ...] = ()  # the reduced axes of the input; scan, sort: the one axis
+    places: np.ndarray = np.zeros(0, np.int64)  # gather: places in the input's region; pack: scalar rows
+    wide: tuple[int, ...] = ()  # matmul: the output's shape with 1-d operands widened to 2-d
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def name(self) -> str:
+        return NAME[self.code].removeprefix("array ")
+
+
+@functools.lru_cache(maxsize=4096)
+def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of this shape."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def whole(record: int, plan: Plan) -> View:
+    """The view of a record's entire region, in its own shape."""
+    return View(record, 0, plan.shape, contiguous(plan.shape))
+
+
+def region(arena: np.ndarray, plan: Plan) -> np.ndarray:
+    """A record's elements in an arena, in its shape."""
+    return arena[plan.offset:plan.offset + math.prod(plan.shape)].reshape(plan.shape)
+
+
+def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
+    """region(arena, p) for record p of s: kept, as views are, by a Function."""
+    cache = getattr(s, "_views", None)
+    if cache is not None and (arena is s._aval or arena is s._aadj):
+        key = (p.row, arena is s._aval)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = region(arena, p)
+        return found
+    return region(arena, p)
+
+
+def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
+    """The elements of v in an arena (no copy). A Function, whose arenas never move, keeps the
+    views of its two arenas (``_views``): building one costs about 1.5 µs, a lookup 0.1."""
+    cache = getattr(s, "_views", None)
+    if cache is not None and (arena is s._aval or arena is s._aadj):
+        key = (v, arena is s._aval)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = _view(s, arena, v)
+        return found
+    return _view(s, arena, v)
+
+
+def _view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
+    borrowed = getattr(s, "_borrowed", None)
+    if borrowed and arena is s._aval and v.record in borrowed:  # a constant read in place (tape/sweeps/arenas.py)
+        return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, tuple(8 * k for k in v.strides))
+    start = s._plans[s._in0[v.record]].offset + v.offset
+    return np.ndarray(v.shape, np.float64, arena, 8 * start, tuple(8 * k for k in v.strides))
+
+
+def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(array record rows, elem rows, region offsets by plan) of records [0, stop); kept by a Function."""
+    cache = getattr(s, "_schedules", None)
+    if cache is not None and stop in cache:
+        return cache[stop]
+    op = s._op[:stop]
+    found = (np.flatnonzero(IS_ARRAY[op]).tolist(), np.flatnonzero(op == ELEM), _offsets(s))
+    if cache is not None:
+        cache[stop] = found
+    return found
+
+
+def read(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
+    """The views p reads; a 0-d constant as a float (NumPy's fast paths: x ** 2.0 squares)."""
+    return [float(arena[s._plans[s._in0[v.record]].offset + v.offset]) if not v.shape and
+            s._op[v.record] == ACONSTANT else view(s, arena, v) for v in p.inputs]
+
+
+# -- forward ----------------------------------------------------------------------------
+
+
+def forward_one(s: State, p: Plan) -> None:
+    """Compute array record p's elements from its inputs."""
+    kind = ARRAY_KIND[p.code]
+    if kind in ("input", "constant"):
+        return
+    if kind == "call":  # a Function (tape/function/call_records.py), as are its reverse and derivatives
+        s._callees[p.places[0]]._call_forward(s, p)
+        return
+    out = own(s, s._aval, p)
+    ins = read(s, s._aval, p)
+    if kind == "unary":
+        RULES[p.name][0](ins[0], None, out)
+    elif kind == "binary":
+        RULES[p.name][0](ins[0], ins[1], out)
+    elif kind == "compare":
+        out[...] = COMPARE_UFUNC[p.name](ins[0], ins[1])
+    elif kind == "select":
+        out[...] = np.where(ins[0] != 0.0, ins[1], ins[2])
+    elif kind == "sum":
+        sum_forward(ins[0], p.axes, out)
+    elif kind == "matmul":
+        np.matmul(ins[0], ins[1], out=out.reshape(p.wide))
+    elif kind == "logsumexp":
+        logsumexp_forward(ins[0], p.axes, out)
+    elif kind == "extreme":
+        extreme_forward(p.name, ins[0], p.axes, out)
+    elif kind == "scan":
+        scan_forward(p.name, ins[0], p.axes[0], out)
+    elif kind == "sort":
+        sort_forward(ins[0], p.axes[0], out)
+    elif kind == "gather":
+        out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
+    elif kind == "pack":
+        out.reshape(-1)[...] = s._val[p.places]
+    elif kind == "all":
+        out[...] = np.all(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
+    elif kind == "any":
+        out[...] = np.any(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
+
+
+def _offsets(s: State) -> np.ndarray:
+    return np.array([p.offset for p in s._plans], np.int64)
+
+
+def elements(s: State, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Where in the arenas the elements that elem records ``rows`` read are (offsets: schedule's)."""
+    return offsets[s._in0[s._in0[rows]]] + s._in1[rows]
+
+
+def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None) -> None:
+    """Recompute records [start, stop): Numba over each scalar stretch, NumPy per array record,
+    and fused runs (tape/sweeps/fusion.py; ``runs`` by first row) in one Numba pass each."""
+    rows, elems, offsets = schedule(s, stop)
+    arrays = [i for i in rows if i >= start] if start else rows
+    lo = start
+    done, dead = -1, frozenset[int]()  # the last row of the fused run in progress, the dead records inside it
+    with np.errstate(all="ignore"):
+        for i in [*arrays, stop]:
+            if lo < i:
+                reading = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
+                s._val[reading] = s._aval[elements(s, reading, offsets)]  # elem records take their values
+                forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, i)
+            if runs and i in runs:
+                runs[i].forward(s)
+                done, dead = runs[i].rows[-1], runs[i].dead
+            elif i < stop and (i > done or i in dead):
+                forward_one(s, s._plans[s._in0[i]])
+            lo = i + 1
+
+
+# -- reverse ----------------------------------------------------------------------------
+
+
+def _fresh(s: State, j: int, gen: int, keep: int) -> bool:
+    """Whether record j's adjoint is stale in generation gen (accumulated inputs are not)."""
+    stamp = s._stamp[j]
+    return not (stamp == gen or (stamp >= keep and s._op[j] in (LEAF, INPUT)))
+
+
+def _prepared(s: State, j: int, gen: int, keep: int) -> np.ndarray:
+    """Record j's adjoint region, zeroed first if it was stale; stamped gen."""
+    target = own(s, s._aadj, s._plans[s._in0[j]])
+    if _fresh(s, j, gen, keep):
+        target[...] = 0.0
+        s._stamp[j] = gen
+    return target
+
+
+def accumulate(s: State, v: View, c: np.ndarray, gen: int, keep: int) -> None:
+    """adjoint[v] += c (c summed back over broadcast axes first), by the stamp rule."""
+    c = unbroadcast(c, v.shape)
+    j = v.record
+    if _fresh(s, j, gen, keep):
+        p = s._plans[s._in0[j]]
+        if v == whole(j, p):  # covers the region: assign (+ 0.0 turns -0.0 into +0.0, as a zeroed adjoint would)
+            np.add(c, 0.0, out=own(s, s._aadj, p))
+            s._stamp[j] = gen
+            return
+        _prepared(s, j, gen, keep)
+    target = view(s, s._aadj, v)
+    target += c
+
+
+def scalar_accumulate(s: State, rows: np.ndarray, values: np.ndarray, gen: int, keep: int) -> None:
+    """adj[rows] += values for scalar records by their stamps (zero values send nothing)."""
+    sent = values != 0.0
+    rows, values = rows[sent], values[sent]
+    stamp = s._stamp[rows]
+    stale = (stamp != gen) & ~((stamp >= keep) & (s._op[rows] == LEAF))
+    s._adj[rows[stale]] = 0.0
+    s._stamp[rows] = gen
+    np.add.at(s._adj, rows, values)
+
+
+def _wants(s: State, v: View) -> bool:
+    return s._op[v.record] != ACONSTANT
+
+
+def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> None:
+    """Send array record p's adjoint to its inputs (check: see kernels.array_ops.times)."""
+    kind = ARRAY_KIND[p.code]
+    if kind in NO_DERIVATIVE:
+        return
+    if kind == "call":
+        s._callees[p.places[0]]._call_reverse(s, p, gen, keep)
+        return
+    g = own(s, s._aadj, p)
+    if kind == "pack":
+        scalar_accumulate(s, p.places, g.reshape(-1), gen, keep)
+        return
+    if kind == "gather":
+        if _wants(s, p.inputs[0]):
+            sent = g.reshape(-1) != 0.0
+            np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.places[sent],
+                      g.reshape(-1)[sent])
+        return
+    ins = read(s, s._aval, p)
+    y = own(s, s._aval, p)
+    sends: list[tuple[View, Any]] = []  # (input, its contribution when computed)
+    if kind in ("unary", "binary"):
+        rule = RULES[p.name]
+        b = ins[1] if kind == "binary" else None
+        for k, v in enumerate(p.inputs):
+            d = rule[1 + k]
+            if d is not None:
+                sends.append((v, lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y), check)))
+    elif kind == "select":
+        cond = ins[0]
+        sends = [(p.inputs[1], lambda: np.where(cond != 0.0, g, 0.0)),
+                 (p.inputs[2], lambda: np.where(cond == 0.0, g, 0.0))]
+    elif kind == "sum":
+        sends = [(p.inputs[0], lambda: sum_vjp(g, p.inputs[0].shape, p.axes))]
+    elif kind == "logsumexp":
+        sends = [(p.inputs[0], lambda: logsumexp_vjp(g, ins[0], y, p.axes, check))]
+    elif kind == "extreme":
+        sends = [(p.inputs[0], lambda: times(g.reshape(kept(ins[0].shape, p.axes)), extreme_share(ins[0], y, p.axes),
+                                             check))]
+    elif kind == "scan":
+        sends = [(p.inputs[0], lambda: scan_vjp(p.name, ins[0], g, p.axes[0]))]
+    elif kind == "sort":
+        sends = [(p.inputs[0], lambda: sort_vjp(ins[0], g, p.axes[0]))]
+    elif kind == "matmul":
+        G = g.reshape(p.wide)
+        sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1], check)),
+                 (p.inputs[1], lambda: matmul_vjp_b(G, ins[0], check))]
+    for v, contribution in sends:
+        if _wants(s, v):  # constants get no adjoint: their contribution is never computed
+            accumulate(s, v, contribution(), gen, keep)
+
+
+def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep: int) -> None:
+    """Elem records in rows send their adjoints (where this pass reached them) to their elements."""
+    if not len(rows):
+        return
+    rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
+    if not len(rows):  # none reached (the outputs of a call that only the next call reads, say)
+        return
+    for j in set(s._in0[rows].tolist()):
+        _prepared(s, j, gen, keep)
+    np.add.at(s._aadj, elements(s, rows, offsets), s._adj[rows])
+
+
+def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> int:
+    """The reverse sweep in generation gen from record top down (seeds already in place).
+
+    check=False leaves out the NaN test of each product (kernels.array_ops.times): a caller that
+    finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
+    ``runs``: fused runs by last row (tape/sweeps/fusion.py; their kernels hold the rule themselves).
+    Returns how many array records went through NumPy (0: nothing was left unchecked)."""
+    arrays, elems, offsets = schedule(s, top + 1)
+    hi = top + 1
+    done = top + 1  # the first row of the fused run in progress
+    numpy_records = 0
+    with np.errstate(all="ignore"):
+        for i in [*arrays[::-1], -1]:
+            if i + 1 < hi:
+                reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, i + 1, hi, gen, keep)
+                _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], offsets, gen, keep)
+            if runs and i in runs:
+                runs[i].reverse(s, gen, keep)
+                done = runs[i].rows[0]
+            elif 0 <= i < done and s._stamp[i] == gen:
+                reverse_one(s, s._plans[s._in0[i]], gen, keep, check)
+                numpy_records += 1
+            hi = i
+    return numpy_records
+
+
+def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
+    """Add weights to record row's adjoint (an array record's region, or a scalar record)."""
+    if s._op[row] >= ARRAY_BASE:
+        p = s._plans[s._in0[row]]
+        accumulate(s, whole(row, p), np.broadcast_to(np.asarray(weights, np.float64), p.shape), gen, keep)
+    elif weights != 0.0:  # one scalar record: the stamp rule of scalar_accumulate, written out
+        fresh = s._stamp[row] != gen and not (s._stamp[row] >= keep and s._op[row] == LEAF)
+        s._adj[row] = float(weights) + (0.0 if fresh else s._adj[row])
+        s._stamp[row] = gen
+
+
+def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]], dict, dict]:
+    """For pictures and checks: the records each array or elem record reads, each array record's
+    shape, its values and its adjoints (as of the last pass; views of the arenas)."""
+    reads = {p.row: list(dict.fromkeys([v.record for v in p.inputs] + (
+        p.places.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}
+    for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
+        reads[e] = [int(s._in0[e])]
+    plans = [p for p in s._plans if p.row < n]
+    reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0) and len(s._aadj) >= p.offset + p.size]
+    return (reads, {p.row: p.shape for p in plans}, {p.row: view(s, s._aval, whole(p.row, p)) for p in plans},
+            {p.row: region(s._aadj, p) for p in reached})

@@ -1,0 +1,48 @@
+"""The records a Function's roots (inputs, params, outputs, checked comparisons) depend on, array
+records included: dead-record elimination (tape/analyses/prune.py) keeps them, and fusion (tape/sweeps/fusion.py)
+finds its runs among them only, so a Function fuses the same runs with or without its dead records
+(a run's numbers differ from NumPy's record by record in the last bits)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tape.kernels.array_ops import ARRAY_KIND
+from tape.kernels.graph import mark_reaching
+from tape.kernels.ops import ELEM, HAS_INPUT, OPCODE, TWO_RECORDS
+
+IS_SELECT = np.arange(256) == OPCODE["select"]
+
+
+def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, reads) for mark_reaching: the records each array record reads (its views' records, a
+    pack's scalar rows) and each elem record's array record, by reader (empty without array records)."""
+    if not plans:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    elems = np.flatnonzero(op == ELEM)
+    rows: list[int] = []
+    records: list[int] = []
+    readers, read = [elems], [in0[elems].astype(np.int64)]
+    for p in plans:
+        rows += [p.row] * len(p.inputs)
+        records += [v.record for v in p.inputs]
+        if ARRAY_KIND[p.code] == "pack":
+            readers.append(np.full(len(p.places), p.row, np.int64))
+            read.append(p.places)
+    readers.append(np.array(rows, np.int64))
+    read.append(np.array(records, np.int64))
+    reader = np.concatenate(readers)
+    starts = np.zeros(len(op) + 1, np.int64)
+    np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
+    return starts, np.concatenate(read)[np.argsort(reader, kind="stable")]
+
+
+def reaching(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, plans: list[Any], roots: list[np.ndarray]
+             ) -> tuple[np.ndarray, int]:
+    """(mask of the records the roots depend on, how many), by one reverse pass by index."""
+    live = np.zeros(len(op), np.bool_)
+    count = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, *reads(op, in0, plans),
+                          np.concatenate(roots).astype(np.int64), live)
+    return live, count

@@ -1,0 +1,195 @@
+"""Plans as plain arrays (for Functions and files), and their validation.
+
+A Function keeps its array records' plans as one int64 table, one row per
+plan, plus the gather/pack places and the value arena, so ``save`` writes
+plain arrays and ``load`` reads them back without pickle. ``decode`` checks
+every row before a plan is built from it: a hostile file gets a
+TapeFormatError naming the record, never a read outside an arena.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tape.errors import TapeFormatError
+from tape.kernels.array_ops import ARRAY_KIND, ARRAY_OPS, IS_ARRAY_OP, NAME, kept
+from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY
+from tape.sweeps.driver import Plan, View, contiguous
+
+MAX_DIMS = 8  # dimensions an array record may have (NumPy allows 64; the table has room for 8)
+_SHAPE = 1 + MAX_DIMS  # ndim, then the sizes
+_VIEW = 2 + _SHAPE + MAX_DIMS  # record, offset, ndim and sizes, strides
+# columns: code, row, offset, axes (a bit per axis), index start, index length | shape | wide | 3 views
+_HEAD = 6
+WIDTH = _HEAD + 2 * _SHAPE + 3 * _VIEW
+
+
+def _put_shape(row: np.ndarray, at: int, shape: tuple[int, ...]) -> None:
+    row[at] = len(shape)
+    row[at + 1:at + 1 + len(shape)] = shape
+
+
+def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
+    """(table, places) for a list of plans."""
+    table = np.zeros((len(plans), WIDTH), np.int64)
+    places, start = [], 0
+    for k, p in enumerate(plans):
+        if len(p.shape) > MAX_DIMS or len(p.wide) > MAX_DIMS:
+            raise ValueError(f"array record #{p.row} has {len(p.shape)} dimensions; a Function holds at most "
+                             f"{MAX_DIMS}")
+        count = len(p.places)
+        table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), start, count)
+        _put_shape(table[k], _HEAD, p.shape)
+        _put_shape(table[k], _HEAD + _SHAPE, p.wide)
+        for j in range(3):
+            at = _HEAD + 2 * _SHAPE + j * _VIEW
+            if j < len(p.inputs):
+                v = p.inputs[j]
+                table[k, at:at + 2] = v.record, v.offset
+                _put_shape(table[k], at + 2, v.shape)
+                table[k, at + 2 + _SHAPE:at + 2 + _SHAPE + len(v.strides)] = v.strides
+            else:
+                table[k, at] = -1
+        places.append(p.places)
+        start += count
+    return table, np.concatenate(places) if places else np.zeros(0, np.int64)
+
+
+def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
+    ndim = row[at]
+    if not 0 <= ndim <= MAX_DIMS:
+        raise ValueError(f"{what} has {ndim} dimensions")
+    dims = row[at + 1:at + 1 + ndim]
+    if any(d < 0 for d in dims) or any(row[at + 1 + ndim:at + _SHAPE]) or math.prod(dims) >= 2**40:
+        raise ValueError(f"{what} has a bad shape {row[at + 1:at + _SHAPE]}")
+    return tuple(dims)
+
+
+def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray,
+           callees: tuple[tuple[int, int, int], ...] = ()) -> list[Plan]:
+    """The plans of a table, each row checked against the records (TapeFormatError otherwise).
+
+    callees: (inputs, params, outputs) of each Function the call records may name (none in a file)."""
+    rows = np.flatnonzero(IS_ARRAY[op])
+    if table.ndim != 2 or table.shape[1] != WIDTH or len(table) != len(rows):
+        raise TapeFormatError(f"plan table of shape {table.shape} for {len(rows)} array records ({WIDTH} columns)")
+    plans: list[Plan] = []
+    end = 0
+    for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
+        try:
+            plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees))
+        except (ValueError, IndexError) as exc:
+            raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
+        end = plans[-1].offset + plans[-1].size
+    for e in np.flatnonzero(op == ELEM).tolist():
+        source = int(in0[e])
+        if not (source < e and IS_ARRAY[op[source]] and int(in1[e]) < plans[int(in0[source])].size):
+            raise TapeFormatError(f"record {e} (elem): reads no element of an earlier array record")
+    return plans
+
+
+def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.ndarray, in0: np.ndarray,
+          in1: np.ndarray, end: int, callees: tuple[tuple[int, int, int], ...]) -> Plan:
+    code, r, offset, axes_mask, start, count = row[:_HEAD]
+    if not (0 <= r < len(op) and op[r] == code and IS_ARRAY_OP[code] and int(in0[r]) == k
+            and int(in1[r]) == 0xFFFFFFFF):
+        raise ValueError(f"row does not match the record table ({NAME[code & 255]})")
+    if k and r <= plans[-1].row:
+        raise ValueError("plans out of record order")
+    if offset != end:
+        raise ValueError(f"region starts at {offset}, not right after the previous one ({end})")
+    shape, wide = _get_shape(row, _HEAD, "shape"), _get_shape(row, _HEAD + _SHAPE, "wide shape")
+    op_ = ARRAY_OPS[code - ARRAY_BASE]
+    inputs = []
+    for j in range(3):
+        at = _HEAD + 2 * _SHAPE + j * _VIEW
+        record = row[at]
+        if j >= op_.inputs or (op_.kind == "call" and j == 1 and record == -1):  # a call's params are optional
+            if record != -1 or any(row[at + 1:at + _VIEW]):
+                raise ValueError(f"{op_.name} reads {op_.inputs} views, this row more")
+            continue
+        if not 0 <= record < r or not IS_ARRAY[op[record]]:
+            raise ValueError(f"view {j} reads record {record}, not an earlier array record")
+        vshape = _get_shape(row, at + 2, f"view {j}")
+        strides = tuple(row[at + 2 + _SHAPE:at + 2 + _SHAPE + len(vshape)])
+        if any(row[at + 2 + _SHAPE + len(vshape):at + _VIEW]):
+            raise ValueError(f"view {j} has strides past its dimensions")
+        v = View(record, row[at + 1], vshape, strides)
+        size = plans[int(in0[record])].size
+        if math.prod(vshape):
+            low = v.offset + sum(min(0, (n - 1) * s) for n, s in zip(vshape, strides, strict=True))
+            high = v.offset + sum(max(0, (n - 1) * s) for n, s in zip(vshape, strides, strict=True))
+            if low < 0 or high >= size:
+                raise ValueError(f"view {j} reaches elements {low}..{high} of a record of {size}")
+        inputs.append(v)
+    axes = tuple(a for a in range(MAX_DIMS) if axes_mask >> a & 1)
+    if axes_mask >> MAX_DIMS:
+        raise ValueError("axes past the dimensions")
+    index = np.zeros(0, np.int64)
+    kind = ARRAY_KIND[code]
+    if kind in ("gather", "pack"):
+        if not (0 <= start and start + count <= len(places) and count == math.prod(shape)):
+            raise ValueError(f"places {start}..{start + count} do not fit its {math.prod(shape)} elements")
+        index = places[start:start + count].copy()
+        index.flags.writeable = False
+        limit = plans[int(in0[inputs[0].record])].size if kind == "gather" else r
+        if len(index) and (index.min() < 0 or index.max() >= limit):
+            raise ValueError("a place outside what it reads")
+        if kind == "pack" and np.any(IS_ARRAY[op[index]]):
+            raise ValueError("pack reads scalar records only")
+        if kind == "gather" and inputs[0] != View(inputs[0].record, 0, plans[int(in0[inputs[0].record])].shape,
+                                                  contiguous(plans[int(in0[inputs[0].record])].shape)):
+            raise ValueError("gather reads a whole region")
+    elif kind == "call":
+        index = _callee(places, start, count, shape, inputs, op, callees)
+    elif count:
+        raise ValueError(f"{kind} has no places")
+    _check_shape(kind, shape, wide, inputs, axes)
+    return Plan(code, r, offset, shape, tuple(inputs), axes, index, wide)
+
+
+def _callee(places: np.ndarray, start: int, count: int, shape: tuple[int, ...], inputs: list[View], op: np.ndarray,
+            callees: tuple[tuple[int, int, int], ...]) -> np.ndarray:
+    """A call record's one place: its Function's slot, whose sizes its views and shape must have."""
+    if not callees:
+        raise ValueError("a call record names a Function, and this tape holds none")
+    if not (count == 1 and 0 <= start < len(places) and 0 <= places[start] < len(callees)):
+        raise ValueError(f"names no Function of the {len(callees)} this tape calls")
+    n_in, n_par, n_out = callees[int(places[start])]
+    if [v.shape for v in inputs] != [(n_in,)] + ([(n_par,)] if n_par else []) or shape != (n_out,):
+        raise ValueError(f"a call of a Function of {n_in} inputs, {n_par} params and {n_out} outputs cannot read "
+                         f"{[v.shape for v in inputs]} and have shape {shape}")
+    if n_par and ARRAY_KIND[op[inputs[1].record]] != "constant":
+        raise ValueError("a call's params are a constant array record")
+    index = places[start:start + 1].copy()
+    index.flags.writeable = False
+    return index
+
+
+def _check_shape(kind: str, shape: tuple[int, ...], wide: tuple[int, ...], inputs: list[View],
+                 axes: tuple[int, ...]) -> None:
+    """The output shape the op gives its inputs (np.broadcast_shapes raises ValueError on a mismatch)."""
+    if kind in ("unary", "binary", "compare", "select"):
+        expected = [tuple(np.broadcast_shapes(*(v.shape for v in inputs)))]
+    elif kind in ("sum", "logsumexp", "all", "any", "extreme"):
+        a = inputs[0].shape
+        if any(x >= len(a) for x in axes):
+            raise ValueError(f"reduces axes {axes} of a {len(a)}-d view")
+        expected = [kept(a, axes), tuple(n for j, n in enumerate(a) if j not in axes)]
+    elif kind in ("scan", "sort"):
+        if len(axes) != 1 or axes[0] >= len(inputs[0].shape):
+            raise ValueError(f"{kind} along axes {axes} of a {len(inputs[0].shape)}-d view")
+        expected = [inputs[0].shape]
+    elif kind == "matmul":
+        A, B = (v.shape for v in inputs)
+        if len(A) < 2 or len(B) < 2 or A[-1] != B[-2]:
+            raise ValueError(f"matmul of {A} and {B}")
+        if wide != (*np.broadcast_shapes(A[:-2], B[:-2]), A[-2], B[-1]):
+            raise ValueError(f"matmul of {A} and {B} is not {wide}")
+        expected = [shape] if math.prod(shape) == math.prod(wide) else []
+    else:
+        expected = [shape]
+    if shape not in expected or (kind != "matmul" and wide != shape):
+        raise ValueError(f"{kind} of {[v.shape for v in inputs]} cannot have shape {shape}")

@@ -1,0 +1,191 @@
+"""The symbolic sweeps: a derivative emitted as records, so that the gradient of a tape is a tape.
+
+The numeric sweeps (kernels/_sweeps.py) turn records into numbers. ``reverse`` and ``forward``
+here run the same passes over records [start, stop) of a storage but append records instead:
+each contribution ``adj[in] += g * da`` (reverse) or ``dot[i] += da * dot[in]`` (forward) is
+recorded with the op's partials as records (tape/symbolic/_partials.py, generated from the op table), so
+the result can be replayed, saved, mapped and differentiated again like any recorded program.
+
+The structural-zero rule of every sweep holds as structure: nothing is recorded for a record
+no adjoint (tangent) reaches, for a record that reaches no wanted input (``needed``), for a
+comparison, for a partial that is the number 0, and a select sends its adjoint to each input
+through a select of its own (``where(cond, g, 0)``), so at replay the unchosen side gets a zero.
+The rule at replay is the op mul_nz: every product ``g * p`` is one record that gives 0 where a
+factor is 0, as the numeric sweeps skip every product with a zero factor. So an inf/NaN partial
+meets a zero adjoint or tangent and gives 0, whatever made the zero: a select's unchosen side, a
+zero seed (w, v), or arithmetic (x * sqrt(y) at x = 0: adjoint 0 times sqrt's inf at y = 0).
+
+Function.grad_function, vjp_function and jvp_function (tape/function/function.py) copy a Function's
+records first and append these sweeps; tape/symbolic/nest.py runs them over the records of an inner
+function recorded on the outer tape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tape.kernels.array_ops import ARRAY_OPCODE, NAME
+from tape.kernels.ops import ARRAY_BASE, HAS_INPUT, IS_COMPARISON, IS_LEAF, SELECT, TWO_RECORDS, USES_POOL
+from tape.records._recorders import Var
+from tape.records.array_records import SMALL
+from tape.records.storage import Storage
+from tape.symbolic._partials import PARTIALS
+from tape.symbolic.partial_helpers import Value, constant, mul_nz, where
+
+
+class Sweep:
+    """Appends a symbolic sweep's records to storage t."""
+
+    def __init__(self, t: Storage):
+        self.t = t
+        self._zero: Var | None = None
+        self.start = len(t)
+
+    def var(self, row: int) -> Var:
+        return Var._at(self.t._segment(), row)
+
+    @property
+    def zero(self) -> Var:
+        """One constant record 0.0 for every select of this sweep."""
+        if self._zero is None or self._zero._index >= len(self.t):
+            self._zero = constant(self.t, 0.0)
+        return self._zero
+
+    def times(self, g: Value, p: Value | None) -> Value | None:
+        """g * p as one mul_nz record, 0 at replay where a factor is 0 (None: structurally zero; a
+        factor that is the number 1 passes the other through)."""
+        if p is None or g is None:
+            return None
+        if type(p) is not Var:
+            if p == 0.0:
+                return None
+            if type(g) is not Var:
+                return g * p or None
+            if p == 1.0:
+                return g
+        elif type(g) is not Var:
+            if g == 0.0:
+                return None
+            if g == 1.0:
+                return p
+        return mul_nz(g, p)
+
+    def plus(self, x: Value | None, y: Value | None) -> Value | None:
+        if x is None or y is None:
+            return y if x is None else x
+        return x + y
+
+    def chosen(self, select: int, g: Value, side: int) -> Value:
+        """g where select's condition (the record just before it) chose this side, else 0."""
+        cond = self.var(select - 1)
+        return where(cond != 0.0, g, self.zero) if side == 0 else where(cond == 0.0, g, self.zero)
+
+    def partials(self, i: int, want_a: bool, want_b: bool) -> tuple[Value | None, Value | None]:
+        t = self.t
+        code = int(t._op[i])
+        a = self.var(int(t._in0[i]))
+        b = self.var(int(t._in1[i])) if TWO_RECORDS[code] else None
+        c = float(t._consts[t._in1[i]]) if USES_POOL[code] else None
+        return PARTIALS[code](a, b, self.var(i), c, want_a, want_b)
+
+
+def refuse_arrays(op: np.ndarray, what: str) -> None:
+    """A TypeError naming the first array record: the symbolic sweeps take scalar records only."""
+    arrays = np.flatnonzero(op >= ARRAY_BASE)
+    calls = np.flatnonzero(op == ARRAY_OPCODE["call"])
+    if len(calls):  # its inputs' pack comes first, but the call is what the user wrote
+        raise TypeError(f"{what} takes scalar records only: record {int(calls[0])} is a call of a Function "
+                        "(F(xs) on Vars); differentiating through a call as records is not supported yet: "
+                        "trace the program without calling F on Vars (inline F's code)")
+    if len(arrays):
+        i = int(arrays[0])
+        raise TypeError(f"{what} takes scalar records only: record {i} is an array record ({NAME[op[i]]}); "
+                        f"trace the program with scalar Vars (arrays under {SMALL} elements record per element)")
+
+
+def needed(t: Storage, start: int, stop: int, wanted: Any) -> np.ndarray:
+    """needed[i]: record i depends on a wanted row (through records [start, stop)); comparisons
+    carry no derivative."""
+    need = np.zeros(max(len(t), stop), np.bool_)
+    need[np.asarray(list(wanted), np.int64)] = True
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(start, stop):
+        code = op[i]
+        if HAS_INPUT[code] and not IS_COMPARISON[code] and not need[i]:
+            need[i] = need[in0[i]] or (TWO_RECORDS[code] and need[in1[i]])
+    return need
+
+
+def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]], wanted: Any) -> dict[int, Value]:
+    """Adjoints of the wanted rows: a reverse sweep over records [start, stop), seeded with (row,
+    adjoint) pairs, recorded; rows not reached are absent. In the numeric sweep's order (records
+    last to first, in0 then in1), so the gradient is its sums in its order."""
+    t = sweep.t
+    wanted = set(wanted)
+    need = needed(t, start, stop, wanted)
+    adj: dict[int, Value] = {}
+    for row, g in seeds:
+        if need[row]:
+            adj[row] = sweep.plus(adj.get(row), g)  # type: ignore[assignment]
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(stop - 1, start - 1, -1):
+        code = op[i]
+        if IS_LEAF[code] or i not in adj or not HAS_INPUT[code] or IS_COMPARISON[code]:
+            continue
+        g = adj[i] if i in wanted else adj.pop(i)
+        j, k = int(in0[i]), int(in1[i])
+        two = bool(TWO_RECORDS[code])
+        if code == SELECT:
+            contributions = [(j, sweep.chosen(i, g, 0) if need[j] else None),
+                             (k, sweep.chosen(i, g, 1) if need[k] else None)]
+        else:
+            da, db = sweep.partials(i, bool(need[j]), two and bool(need[k]))
+            contributions = [(j, sweep.times(g, da) if need[j] else None),
+                             (k, sweep.times(g, db) if two and need[k] else None)]
+        for row, c in contributions:
+            if c is not None:
+                adj[row] = sweep.plus(adj.get(row), c)  # type: ignore[assignment]
+    return {row: adj[row] for row in wanted if row in adj}
+
+
+def used(t: Storage, start: int, stop: int, outputs: Any) -> np.ndarray:
+    """used[i]: an output depends on record i through records [start, stop)."""
+    use = np.zeros(max(len(t), stop), np.bool_)
+    use[np.asarray(list(outputs), np.int64)] = True
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(stop - 1, start - 1, -1):
+        code = op[i]
+        if use[i] and HAS_INPUT[code] and not IS_COMPARISON[code]:
+            use[in0[i]] = True
+            if TWO_RECORDS[code]:
+                use[in1[i]] = True
+    return use
+
+
+def forward(sweep: Sweep, start: int, stop: int, tangents: dict[int, Value], outputs: Any) -> dict[int, Value]:
+    """Tangents of the records [start, stop) that outputs depend on, given those of some rows
+    (absent: zero), recorded; in the numeric tangent sweep's order (in0's term, then in1's)."""
+    t = sweep.t
+    dot = dict(tangents)
+    use = used(t, start, stop, outputs)
+    op, in0, in1 = t._op, t._in0, t._in1
+    for i in range(start, stop):
+        code = op[i]
+        if IS_LEAF[code] or not HAS_INPUT[code] or IS_COMPARISON[code] or not use[i]:
+            continue
+        two = bool(TWO_RECORDS[code])
+        ta, tb = dot.get(int(in0[i])), dot.get(int(in1[i])) if two else None
+        if ta is None and tb is None:
+            continue
+        if code == SELECT:
+            cond = sweep.var(i - 1)
+            zero = sweep.zero
+            dot[i] = where(cond != 0.0, zero if ta is None else ta, zero if tb is None else tb)
+            continue
+        da, db = sweep.partials(i, ta is not None, tb is not None)
+        total = sweep.plus(sweep.times(ta, da), sweep.times(tb, db))
+        if total is not None:
+            dot[i] = total
+    return dot

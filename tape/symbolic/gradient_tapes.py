@@ -1,0 +1,146 @@
+"""Function.grad_function, vjp_function and jvp_function: derivatives of a Function as Functions.
+
+Each copies the Function's records into a new storage first (the same rows, constants and
+checked branches: the new Function raises BranchChanged, or retraces, where the original
+would), appends a symbolic sweep (tape/symbolic/adjoint.py) over them, and makes a Function of the
+result. That Function is an ordinary one: it replays, saves and loads, maps, and can be
+differentiated again, by its own sweeps (F.grad_function().jacobian(x) is the Hessian) or by
+building a derivative tape of it (third and higher derivatives). A Function made by tape.trace
+with on_branch_change="retrace" gives derivative Functions that retrace too: f is traced again
+at the new point and the derivative tape rebuilt from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tape.base import trees
+from tape.kernels.ops import LEAF
+from tape.records.storage import MAX_RECORDS, Storage
+from tape.symbolic.adjoint import Sweep, forward, refuse_arrays, reverse
+from tape.symbolic.partial_helpers import Value, constant
+
+
+def copy_records(F: Any, what: str) -> Storage:
+    """A storage holding F's records, constants and checked branches, row for row."""
+    refuse_arrays(F._op, what)
+    n = len(F._op)
+    t = Storage(capacity=min(MAX_RECORDS, 3 * n + 1024))  # a gradient tape is about 2 to 3 times F (grows past it)
+    if len(F._consts):
+        t._append_consts(F._consts)
+    t._append_block(F._op, n, in0=F._in0, in1=F._in1, values=F._val)
+    t._checks = [(int(r), bool(e), str(w)) for r, e, w in zip(F._check_rows, F._check_expected, F._check_where,
+                                                               strict=True)]
+    return t
+
+
+def _leaves(t: Storage, count: int) -> list[int]:
+    return t._append_block(LEAF, count, values=np.ones(count)).tolist()
+
+
+def _rows(sweep: Sweep, values: list[Value]) -> np.ndarray:
+    """A record per value: a Var's own, a constant record for a number."""
+    return np.array([v._index if type(v) is not float else constant(sweep.t, v)._index for v in values], np.int64)
+
+
+def _make(F: Any, t: Storage, inputs: list[int], outputs: np.ndarray, scalar: bool, output_shape: tuple[int, ...],
+          rebuild: Callable[[Any], Any], input_shape: tuple[int, ...] | None = None) -> Any:
+    source = None
+    if F._source is not None:
+        n = F.n_inputs
+        source = lambda point, ps: rebuild(F._source(point[:n], ps))  # noqa: E731
+    G = type(F)._from_storage(t, np.array(inputs, np.int64), F._param_rows.copy(), outputs, scalar,
+                              F.on_branch_change, source, input_shape or (len(inputs),), output_shape)
+    G._param_layout = F._param_layout
+    G.check_finite = F.check_finite
+    return G
+
+
+def _x0(F: Any) -> Any:
+    """A point in the structure F's calls take: x0's (tape.trace of a tree), else an array."""
+    structured = F._layout is not None and F._layout.structured
+    return F._layout.tree(np.zeros(F.n_inputs)) if structured else np.zeros(F.input_shape)
+
+
+class _Pair(trees.Layout):
+    """Calls as a pair (x, second): x as F takes it (an array, a list of numbers, or F's traced
+    structure), second as an array or list of its numbers; or one flat sequence of all numbers."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, F: Any, second: Any):
+        leaves, spec = trees.flatten((_x0(F), second), "the point")
+        super().__init__(spec, leaves)
+        structured = F._layout is not None and F._layout.structured
+        self.parts = ((F._layout if structured else None, F.n_inputs), (None, int(np.size(second))))
+
+    def flat(self, tree: Any, what: str) -> np.ndarray:
+        if not (isinstance(tree, (tuple, list)) and len(tree) == 2 and self.size != 2):
+            numbers = np.asarray(tree, np.float64).reshape(-1)
+            if numbers.size != self.size:
+                raise ValueError(f"{what}: expected the pair (x, {'w' if self.parts[1][1] else 'v'}) or "
+                                 f"{self.size} numbers, got {numbers.size}")
+            return numbers
+        pieces = []
+        for (layout, size), part in zip(self.parts, tree, strict=True):
+            piece = layout.flat(part, what) if layout is not None and not isinstance(part, np.ndarray) else (
+                np.asarray(part, np.float64).reshape(-1))
+            if piece.size != size:
+                raise ValueError(f"{what}: a part of the pair has {piece.size} numbers, expected {size}")
+            pieces.append(piece)
+        return np.concatenate(pieces)
+
+
+def _layout(F: Any, second: Any) -> trees.Layout:
+    """Calls as (x, second), x in F's input shape (F's structure if traced with one)."""
+    return _Pair(F, second)
+
+
+def grad_function(F: Any, value: bool = False) -> Any:
+    """x -> the gradient of a scalar-output Function (value=True: x -> [f(x), gradient...], flat)."""
+    if F.n_outputs != 1:
+        raise ValueError(f"grad_function needs one output, this Function has {F.n_outputs}: use vjp_function")
+    t = copy_records(F, "grad_function")
+    sweep = Sweep(t)
+    out, inputs = int(F._output_rows[0]), [int(r) for r in F._input_rows]
+    adj = reverse(sweep, 0, len(F._op), [(out, 1.0)], inputs)
+    grads = [adj.get(r, 0.0) for r in inputs]
+    rows = _rows(sweep, [sweep.var(out)] + grads if value else grads)
+    G = _make(F, t, inputs, rows, False, (len(rows),) if value else F.input_shape,
+              lambda fresh: grad_function(fresh, value), F.input_shape)
+    G._layout = None if value else F._layout
+    return G
+
+
+def vjp_function(F: Any) -> Any:
+    """(x, w) -> w^T J, shaped like x: w has F's output shape (a number for a scalar output)."""
+    t = copy_records(F, "vjp_function")
+    sweep = Sweep(t)
+    n, m = len(F._op), F.n_outputs
+    w = _leaves(t, m)
+    inputs = [int(r) for r in F._input_rows]
+    adj = reverse(sweep, 0, n, [(int(r), sweep.var(k)) for r, k in zip(F._output_rows, w, strict=True)], inputs)
+    rows = _rows(sweep, [adj.get(r, 0.0) for r in inputs])
+    G = _make(F, t, inputs + w, rows, False, F.input_shape, vjp_function)
+    G._layout = _layout(F, 0.0 if F._scalar else np.zeros(F._output_shape))
+    return G
+
+
+def jvp_function(F: Any, value: bool = False) -> Any:
+    """(x, v) -> J v, shaped like F's outputs (value=True: [outputs..., J v...], flat); v like x."""
+    t = copy_records(F, "jvp_function")
+    sweep = Sweep(t)
+    n, inputs = len(F._op), [int(r) for r in F._input_rows]
+    v = _leaves(t, len(inputs))
+    outputs = [int(r) for r in F._output_rows]
+    dot = forward(sweep, 0, n, {r: sweep.var(k) for r, k in zip(inputs, v, strict=True)}, outputs)
+    tangents = [dot.get(r, 0.0) for r in outputs]
+    rows = _rows(sweep, [sweep.var(r) for r in outputs] + tangents if value else tangents)
+    scalar = F._scalar and not value
+    G = _make(F, t, inputs + v, rows, scalar, (len(rows),) if value else F._output_shape,
+              lambda fresh: jvp_function(fresh, value))
+    G._layout = _layout(F, _x0(F))
+    return G

@@ -1,0 +1,213 @@
+"""Nested derivatives inside Python code: tape.grad(f) (value_and_grad, jvp, vjp) called on Vars.
+
+Called on Vars of a tape (an outer tape.grad, tape.jvp or tape.trace recording g, which calls
+tape.grad(f) inside), the transform records f onto that same tape and then its derivative, as
+records: the symbolic sweep of tape/symbolic/adjoint.py over f's records only. It returns Vars, so the
+outer transform differentiates through the inner derivative (reverse or forward, in any of the
+four pairings), and a traced g replays the inner derivative at every point (records, not
+constants).
+
+No perturbation confusion: each differentiated argument enters f as a record of its own, the
+argument times 1.0 (the same bits; its derivative is 1), and the inner sweep runs over f's
+records only, collecting adjoints at those records. A Var of the outer tape that f closes over
+(``x`` in d/dx [x * d/dy (x + y)]) is a constant to the inner derivative and a variable to the
+outer one. Called on numbers while an outer transform records, f runs on a tape of its own, as
+always; if it combines a Var of the outer tape (a closure) with its own, it runs again on the outer
+tape, its numbers as constant records (``ForeignHandleError`` is how the first run finds out).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from tape.records._recorders import Var
+from tape.records.handles import as_constant
+from tape.records.storage import Storage
+from tape.symbolic.adjoint import Sweep, forward, refuse_arrays, reverse
+from tape.symbolic.partial_helpers import constant
+
+_active = threading.local()  # per thread: the tapes that transforms are recording f on, innermost last
+
+
+def active() -> list[Storage]:
+    """This thread's tapes that transforms are recording f on, innermost last: a transform appends
+    its tape while f runs and pops it after (what ``innermost`` reads)."""
+    try:
+        return _active.stack
+    except AttributeError:
+        _active.stack = []
+        return _active.stack
+
+
+@contextmanager
+def recording(t: Storage) -> Iterator[None]:
+    """t on the active list for the block's duration."""
+    stack = active()
+    stack.append(t)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def innermost(other_than: Storage | None = None) -> Storage | None:
+    """The innermost tape a transform is recording on in this thread, other than other_than."""
+    for t in reversed(active()):
+        if t is not other_than:
+            return t
+    return None
+
+
+def _leaves(tree: Any) -> Iterator[Any]:
+    if isinstance(tree, (list, tuple)):
+        for item in tree:
+            yield from _leaves(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from _leaves(item)
+    else:
+        yield tree
+
+
+def _rebuild(tree: Any, leaves: Iterator[Any]) -> Any:
+    """tree's structure with its leaves taken from leaves, in order."""
+    if isinstance(tree, (list, tuple)):
+        items = [_rebuild(item, leaves) for item in tree]
+        return items if isinstance(tree, list) else tuple(items)
+    if isinstance(tree, dict):
+        return {key: _rebuild(item, leaves) for key, item in tree.items()}
+    return next(leaves)
+
+
+_PLAIN = {float, int}
+
+
+def tape_of(args: Sequence[Any]) -> Storage | None:
+    """The tape of the first Var among the arguments (None: numbers only). On every call of
+    tape.grad, so lists of numbers and arrays are passed over at a glance."""
+    for arg in args:
+        kind = type(arg)
+        if kind is Var:
+            return arg._live_tape()
+        if kind in _PLAIN or kind is np.ndarray or (kind is list or kind is tuple) and set(map(type, arg)) <= _PLAIN:
+            continue
+        for leaf in _leaves(arg):
+            if type(leaf) is Var:
+                return leaf._live_tape()
+    return None
+
+
+def _fresh(t: Storage, tree: Any, what: str) -> tuple[Any, list[int]]:
+    """Each number of tree as a record of its own on t: a Var times 1.0, a number a constant record."""
+    rows: list[int] = []
+
+    def enter(leaf: Any) -> Var:
+        if type(leaf) is not Var:
+            c = as_constant(leaf)
+            if c is None:
+                raise TypeError(f"a derivative inside a recorded function takes Vars and numbers in {what}, got "
+                                f"{type(leaf).__name__} (array records are not differentiated symbolically)")
+            leaf = constant(t, c)
+        elif leaf._live_tape() is not t:
+            raise TypeError(f"{what}: Vars of two tapes in one nested derivative")
+        fresh = leaf * 1.0
+        rows.append(fresh._index)
+        return fresh
+
+    return _rebuild(tree, iter([enter(leaf) for leaf in _leaves(tree)])), rows
+
+
+def _as_var(t: Storage, v: Any) -> Var:
+    return v if type(v) is Var else constant(t, float(v))
+
+
+def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError("with has_aux=True, f must return a pair (value, aux)")
+    return out
+
+
+def _run(t: Storage, f: Callable[..., Any], given: list[Any]) -> tuple[Any, int]:
+    with recording(t):
+        out = f(*given)
+    return out, len(t)
+
+
+def value_and_grad(t: Storage, f: Callable[..., Any], args: Sequence[Any], which: tuple[int, ...], single: bool,
+                   has_aux: bool) -> tuple[Any, Any]:
+    """((value, aux) or value, gradient) of f at args, recorded on t (see tape.value_and_grad)."""
+    given, rows = list(args), []
+    start = len(t)
+    for k in which:
+        given[k], fresh = _fresh(t, args[k], f"argument {k}")
+        rows.append(fresh)
+    out, stop = _run(t, f, given)
+    out, aux = _split_aux(out, has_aux)
+    adj: dict[int, Any] = {}
+    if type(out) is Var:
+        if out._live_tape() is not t:
+            raise TypeError("f returned a Var of another tape than its arguments'")
+        refuse_arrays(t._op[start:stop], "a derivative inside a recorded function")
+        adj = reverse(Sweep(t), start, stop, [(out._index, 1.0)], [r for fresh in rows for r in fresh])
+    elif as_constant(out) is None:
+        raise TypeError(f"f must return a Var or a real number, got {type(out).__name__}")
+    grads = tuple(_rebuild(args[k], iter([_as_var(t, adj.get(r, 0.0)) for r in fresh]))
+                  for k, fresh in zip(which, rows, strict=True))
+    return ((out, aux) if has_aux else out), (grads[0] if single else grads)
+
+
+def jvp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool) -> tuple:
+    """(f(*primals), J tangents[, aux]) recorded on t (see tape.jvp): the tangents as records."""
+    if len(tangents) != len(primals):
+        raise ValueError(f"{len(primals)} primals but {len(tangents)} tangents")
+    given, seeds = [], {}
+    start = len(t)
+    for k, (x, v) in enumerate(zip(primals, tangents, strict=True)):
+        fresh, rows = _fresh(t, x, f"primal {k}")
+        directions = list(_leaves(v))
+        if len(directions) != len(rows):
+            raise ValueError(f"tangent {k} has {len(directions)} numbers, primal {k} has {len(rows)}")
+        given.append(fresh)
+        seeds.update({r: d for r, d in zip(rows, directions, strict=True) if type(d) is Var or d != 0.0})
+    out, stop = _run(t, f, given)
+    out, aux = _split_aux(out, has_aux)
+    refuse_arrays(t._op[start:stop], "a derivative inside a recorded function")
+    outputs = [leaf for leaf in _leaves(out) if type(leaf) is Var]
+    dot = forward(Sweep(t), start, stop, seeds, [v._index for v in outputs])
+    tangent = _rebuild(out, iter([_as_var(t, dot.get(leaf._index, 0.0)) if type(leaf) is Var else 0.0
+                                  for leaf in _leaves(out)]))
+    return (out, tangent, aux) if has_aux else (out, tangent)
+
+
+def vjp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], has_aux: bool) -> tuple:
+    """(f(*primals), vjp_fn[, aux]) recorded on t (see tape.vjp): each vjp_fn(w) records a reverse
+    sweep over f's records, seeded with w (Vars or numbers in the structure of f's output)."""
+    given, rows = [], []
+    start = len(t)
+    for k, x in enumerate(primals):
+        fresh, r = _fresh(t, x, f"primal {k}")
+        given.append(fresh)
+        rows.append(r)
+    out, stop = _run(t, f, given)
+    out, aux = _split_aux(out, has_aux)
+    refuse_arrays(t._op[start:stop], "a derivative inside a recorded function")
+    wanted = [r for fresh in rows for r in fresh]
+
+    def vjp_fn(w: Any) -> tuple:
+        outputs, weights = list(_leaves(out)), list(_leaves(w))
+        if len(outputs) != len(weights):
+            raise ValueError(f"w has {len(weights)} numbers, f's output {len(outputs)}")
+        seeds = [(y._index, g) for y, g in zip(outputs, weights, strict=True)
+                 if type(y) is Var and (type(g) is Var or g != 0.0)]
+        adj = reverse(Sweep(t), start, stop, seeds, wanted)
+        return tuple(_rebuild(x, iter([_as_var(t, adj.get(r, 0.0)) for r in fresh]))
+                     for x, fresh in zip(primals, rows, strict=True))
+
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
