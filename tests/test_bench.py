@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape.bench import arrays, baseline, c_reference, engines, programs, sparse
-from tape.bench.cli import cli
+from tape.bench import arrays, baseline, c_reference, cli, engines, programs, sparse
 
 
 def test_small_run_of_every_workload(tmp_path, capsys):
