@@ -1,7 +1,7 @@
 """Micro-benchmarks (pytest-benchmark), one group per question, run on demand:
 
     pip install -e '.[bench]'
-    python -m pytest bench -o python_files='bench_*.py' --benchmark-columns=min,median,iqr,rounds
+    python -m pytest bench        # bench/pytest.ini: its own configuration, apart from tests/
 
 Timings are reported, never asserted.
 """

@@ -14,6 +14,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from tape.arrays import ufuncs  # noqa: F401  # Vars in NumPy ufuncs
 from tape.arrays.varray import VarArray
 from tape.base import gc_pacing
 from tape.base.numbers import real_array
@@ -24,7 +25,7 @@ from tape.function.function import Function
 from tape.function.replay import Retrace
 from tape.kernels.array_ops import INPUT
 from tape.kernels.ops import CONSTANT, LEAF
-from tape.records import array_records  # noqa: F401  # ufuncs: Vars in NumPy ufuncs
+from tape.records import array_records
 from tape.records._recorders import Var
 from tape.records.array_records import copy
 from tape.records.handles import as_constant, new, revalidate

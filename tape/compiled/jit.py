@@ -21,10 +21,11 @@ import numpy as np
 from numba.extending import overload, typeof_impl
 
 from tape.arrays.varray import VarArray
+from tape.compiled import overloads  # noqa: F401  # registers the overloads
 from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, file_id, types, where_of
 from tape.compiled.recording import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
-from tape.debug import nans  # noqa: F401  # registers the overloads
+from tape.debug import nans
 from tape.errors import ForeignHandleError, TapeError
 from tape.kernels.ops import LEAF
 from tape.records._recorders import Var
