@@ -64,7 +64,7 @@ def central(name: str, args: tuple[float, ...], which: int) -> float:
 def test_every_table_op_is_tested():
     covered = set(OPS_ON_HANDLES) | {f"{n}_c" for n in BINARY} | {"leaf"}
     # comparisons, select and constant rows: tests/test_branches.py; elem: tests/test_array_records.py;
-    # stop_gradient (its slope is 0 where differences see 1): tests/test_numpy_face.py
+    # stop_gradient (its slope is 0 where differences see 1): tests/test_var_in_numpy.py
     tabled = {op.name for op in OPS if op.kind not in ("compare", "compare_c", "select")
               and op.name not in ("constant", "elem", "stop_gradient")}
     extra_const = {"rsub_c", "rdiv_c", "rpow_c", "sub_c"}

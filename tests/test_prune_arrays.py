@@ -32,7 +32,7 @@ def _step(x):
 
 def callee() -> tape.Function:
     """A Function made where a test needs it (one made at import would keep its tape alive for all the
-    tests: see test_numpy_face's garbage-collector test)."""
+    tests: see test_var_in_numpy's garbage-collector test)."""
     return tape.trace(_step, np.linspace(-1.0, 1.0, SHAPE[1]))
 
 

@@ -201,7 +201,7 @@ def mlp(plan: dict, w: list, fn: dict):
     return pairwise_sum(losses) * (1.0 / len(losses))
 
 
-# -- the same programs for tape.jit: the Python recorder's records, bit for bit (tests/test_bench.py) ----
+# -- the same programs for tape.jit: the Python recorder's records, bit for bit (tests/test_bench_cli.py) ----
 # Written over Vars only (no ``fn`` dict, no generators): tape-bench's "record, tape.jit" phase.
 
 

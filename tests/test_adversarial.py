@@ -443,7 +443,7 @@ def test_save_keeps_options_and_stores_no_folders(tmp_path):
     assert tape.load(tmp_path / "f.npz", on_branch_change="raise").on_branch_change == "raise"
     with np.load(tmp_path / "f.npz") as npz:
         where = str(npz["check_where"][0])
-    assert where.startswith("test_reliability.py:") and "/" not in where
+    assert where.startswith("test_adversarial.py:") and "/" not in where
 
 
 def test_version_1_and_2_files_still_load(tmp_path):
@@ -539,7 +539,7 @@ def test_a_nan_in_a_function_traced_outside_debug_nans_still_names_its_line():
         return tape.log(a) + v[0]  # the line the error must name
 
     F = tape.trace(f, [1.0])
-    with tape.debug_nans(), pytest.raises(tape.NonFiniteError, match=r"test_reliability.py:\d+") as info:
+    with tape.debug_nans(), pytest.raises(tape.NonFiniteError, match=r"test_adversarial.py:\d+") as info:
         F([-1.0])
     assert "unknown" not in str(info.value)
 

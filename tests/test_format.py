@@ -43,7 +43,7 @@ def test_round_trip(saved):
         np.testing.assert_array_equal(G.gradient(x, params=p), F.gradient(x, params=p))
     with pytest.raises(tape.BranchChanged) as info:
         G([-1.0, 1.0, 0.0])
-    assert info.value.where.endswith(f"test_persistence.py:{f.__code__.co_firstlineno + 2}")
+    assert info.value.where.endswith(f"test_format.py:{f.__code__.co_firstlineno + 2}")
 
 
 def arrays_of(path):

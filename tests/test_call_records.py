@@ -241,7 +241,7 @@ def test_a_branch_inside_F_is_checked_by_F():
     for method, args in (("__call__", ()), ("gradient", ()), ("jvp", ([1.0, 0.0],)), ("hvp", ([1.0, 0.0],))):
         with pytest.raises(tape.BranchChanged, match="inside the call of") as info:
             getattr(G, method)([-0.5, 0.7], *args)
-        assert info.value.where.endswith(f"test_call.py:{branchy.__code__.co_firstlineno + 1}")
+        assert info.value.where.endswith(f"test_call_records.py:{branchy.__code__.co_firstlineno + 1}")
     F.on_branch_change = "retrace"  # F's policy decides: it records the other branch
     assert G([-0.5, 0.7]) == 2 * (-0.5 - 0.7)
     assert G.gradient([-0.5, 0.7]).tolist() == [2.0, -2.0]
