@@ -66,7 +66,7 @@ def test_warmup_compiles_every_kernel():
 
     warmup()
     called = set()  # the kernels tape calls from Python (the rest run inside them)
-    for path in (ROOT / "tape").glob("*.py"):
+    for path in (ROOT / "tape").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module == "tape.kernels._sweeps":
                 called |= {alias.name for alias in node.names}

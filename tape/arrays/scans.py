@@ -134,8 +134,8 @@ class ArrayFunctions:
         chosen[slot.ravel()], mask[slot.ravel()] = source.ravel(), 1.0
         new = array_records.gather(t, v.record, chosen.reshape(self.shape))
         if not mask.all():
-            chosen = array_records.constant(t, mask.reshape(self.shape))
-            new = array_records.elementwise(t, "select", chosen, new, self._view)
+            written = array_records.constant(t, mask.reshape(self.shape))
+            new = array_records.elementwise(t, "select", written, new, self._view)
         self._view, self._seg = new, t._segment()
 
 
