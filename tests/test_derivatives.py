@@ -213,7 +213,7 @@ def test_trust_region_newton_with_hessp():
         np.testing.assert_allclose(result.x, np.ones(6), atol=1e-7)
 
 
-PAIR_SECOND = [  # Hessians of the binary ops at their edges (README "Conventions at kinks")
+PAIR_SECOND = [  # Hessians of the binary ops at their edges (docs/design.md "Conventions at kinks")
     (tape.hypot, 0.0, 0.0, [[0.0, 0.0], [0.0, 0.0]]),  # as abs'' = 0 at the kink
     (tape.arctan2, 0.0, 0.0, [[0.0, 0.0], [0.0, 0.0]]),
     (tape.hypot, 1e300, 0.0, [[0.0, 0.0], [0.0, 1e-300]]),  # b²/y³, a²/y³ scaled: no overflow

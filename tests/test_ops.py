@@ -171,7 +171,7 @@ def test_binary_edge_values(name):
                     assert grads[which] == pytest.approx(formula, rel=1e-12), (a, b, which)
 
 
-# The documented kink conventions (README "Conventions at kinks"), one row each.
+# The documented kink conventions (docs/design.md "Conventions at kinks"), one row each.
 KINKS = [
     ("abs'(0) = 0", lambda x: abs(x), 0.0, 0.0),
     ("abs'(-0.0) = 0", lambda x: abs(x), -0.0, 0.0),
@@ -274,7 +274,7 @@ def test_opcodes_fit_uint8_and_names_are_unique():
 
 
 EULER = 0.5772156649015329
-RARE_KINKS = [  # the README's rows for the rarer ops: (op, x, value, slope)
+RARE_KINKS = [  # the kink table's rows for the rarer ops (docs/design.md): (op, x, value, slope)
     (tape.floor, -0.0, -0.0, 0.0), (tape.ceil, -0.5, -0.0, 0.0), (tape.rint, 2.5, 2.0, 0.0),
     (tape.rint, -0.5, -0.0, 0.0), (tape.trunc, -1.7, -1.0, 0.0), (tape.sign, 0.0, 0.0, 0.0),
     (tape.floor, math.nan, math.nan, 0.0), (tape.floor, 1e300, 1e300, 0.0), (tape.cbrt, 0.0, 0.0, math.inf),
@@ -307,7 +307,7 @@ def test_kink_conventions_of_the_rarer_ops(fn, x, value, slope):
 
 
 INF, NAN, PI = math.inf, math.nan, math.pi
-PAIR_KINKS = [  # the README's rows for arctan2, hypot, logaddexp, fmax, fmin: (op, a, b, value, da, db)
+PAIR_KINKS = [  # docs/design.md's kink rows of arctan2, hypot, logaddexp, fmax, fmin: (op, a, b, value, da, db)
     (tape.arctan2, 0.0, 0.0, 0.0, 0.0, 0.0), (tape.arctan2, 0.0, -1.0, PI, -1.0, 0.0),
     (tape.arctan2, INF, 1.0, PI / 2, 0.0, 0.0), (tape.arctan2, INF, INF, PI / 4, 0.0, 0.0),
     (tape.arctan2, 1e300, 1e300, PI / 4, 5e-301, -5e-301), (tape.arctan2, 1e-300, -1e-300, 3 * PI / 4, -5e299, -5e299),

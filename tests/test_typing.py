@@ -1,5 +1,5 @@
-"""A type checker sees the public API: mypy on ordinary user code (the README's examples), and
-on the package itself."""
+"""A type checker sees the public API: mypy on ordinary user code (the examples of README.md and
+docs/guide.md), and on the package itself."""
 
 import shutil
 import subprocess

@@ -1,4 +1,4 @@
-"""Ordinary user code, from the README's examples: tests/test_typing.py runs mypy on it."""
+"""Ordinary user code, from the examples of README.md and docs/guide.md: tests/test_typing.py runs mypy on it."""
 
 import numpy as np
 from scipy.optimize import minimize
