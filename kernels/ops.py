@@ -39,7 +39,7 @@ holds, else 0.0; no derivative), ``select`` (a if cond else b).
 
 The helpers below are plain Python over floats; the generated kernels compile
 them with Numba, and recording calls them directly, so both sides agree.
-Conventions at kinks are documented in README.md and pinned by tests.
+Conventions at kinks are documented in docs/design.md and pinned by tests.
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ OPS: tuple[Op, ...] = (
     # the value, with no derivative: recomputed at every replay, unlike a number read with .value
     Op("stop_gradient", "unary", "a", "0.0"),
     # more binary ops (NumPy's names); a number on one side is recorded as a constant record, not as a
-    # const op. Partials at the edges (origin, infinities, ties, NaN): kernels/special.py and the README
+    # const op. Partials at the edges (origin, infinities, ties, NaN): kernels/special.py and docs/design.md
     Op("arctan2", "binary", "atan2(a, b)", "atan2_da(a, b)", "-atan2_da(b, a)",
        daa="-atan2_curvature(a, b)", dab="atan2_mixed(a, b)", dbb="atan2_curvature(a, b)"),
     Op("hypot", "binary", "hypot(a, b)", "hypot_da(a, b, y)", "hypot_da(b, a, y)",

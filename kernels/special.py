@@ -95,7 +95,7 @@ def trigamma(a):
     return acc
 
 
-# arctan2, hypot, logaddexp, fmax, fmin (ops.GROUPED_PAIRS). Conventions (README "Conventions at kinks"):
+# arctan2, hypot, logaddexp, fmax, fmin (ops.GROUPED_PAIRS). Conventions (docs/design.md, "Conventions at kinks"):
 # atan2's and hypot's partials are 0 at the origin (hypot(a, 0) = |a|, and abs'(0) = 0); a tie of
 # logaddexp or fmax/fmin gives each input 1/2 (infinite ties included); fmax/fmin ignore a NaN.
 

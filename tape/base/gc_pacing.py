@@ -36,7 +36,7 @@ _enabled = True
 
 def pace_gc(enabled: bool = True) -> bool:
     """Whether tapes of more than 2^15 records raise the process's full-collection threshold while
-    they record (on by default; see the README's Benchmarks): ``False`` turns it off (and restores
+    they record (on by default; see docs/benchmarks.md): ``False`` turns it off (and restores
     the thresholds now). Returns the previous setting."""
     global _enabled
     previous, _enabled = _enabled, bool(enabled)
