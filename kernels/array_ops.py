@@ -158,7 +158,7 @@ def times(g: np.ndarray, d: Any, check: bool = True) -> np.ndarray:
     """g * d, where g == 0 or d == 0 gives 0 even against inf or NaN: the plain product, redone
     with the mask only when it holds a NaN (its sum is NaN then: one pass, no temporary).
     ``check=False`` skips that pass: for a sweep that checks its result and redoes itself."""
-    if isinstance(d, float):  # a number: 0 sends nothing, 1 and -1 need no product
+    if type(d) is float:  # a rule's number: 0 sends nothing, 1 and -1 need no product (not a NumPy scalar: masked)
         return g if d == 1.0 else -g if d == -1.0 else np.zeros_like(g) if d == 0.0 else g * d
     c = g * d
     if check and math.isnan(np.sum(c)):

@@ -126,19 +126,15 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         d = [r if r is None or isinstance(r, float) else r(a[0], b, y) for r in rule[1:3]]
         h = [r if r is None or isinstance(r, float) else r(a[0], b, y) for r in rule[3:]]  # daa, dab, dbb
 
-        def dd(k: int) -> Any:  # the tangent of partial k: Σ_j d2y/dk dj ẋ_j
+        def dd(k: int) -> Any:  # the tangent of partial k: Σ_j d2y/dk dj ẋ_j, None where no second partial
             pairs = [(h[0], 0), (h[1], 1)] if k == 0 else [(h[1], 0), (h[2], 1)]
-            total: Any = 0.0
-            for second, j in pairs:
-                if second is not None and j < len(p.inputs):
-                    total = total + times(ta[j], second)
-            return total
+            terms = [times(ta[j], second) for second, j in pairs if second is not None and j < len(p.inputs)]
+            return sum(terms[1:], terms[0]) if terms else None  # a 0-d operand's term is a NumPy scalar
 
         for k, v in enumerate(p.inputs):
             if d[k] is not None:
                 tangent = dd(k)
-                sends.append((v, times(g, d[k]), times(gd, d[k]) + (0.0 if isinstance(tangent, float)
-                                                                    else times(g, tangent))))
+                sends.append((v, times(g, d[k]), times(gd, d[k]) + (0.0 if tangent is None else times(g, tangent))))
     elif kind == "select":
         cond = a[0]
         sends = [(p.inputs[1], np.where(cond != 0.0, g, 0.0), np.where(cond != 0.0, gd, 0.0)),
