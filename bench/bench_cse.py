@@ -26,6 +26,7 @@ from tape.analyses import cse as _cse
 from tape.analyses import prune as _prune
 from tape.bench.timing import medians as interleaved
 from tape.bench.timing import per_record
+from tape.function import format as file_format
 
 
 def decay(points):
@@ -89,7 +90,7 @@ def pass_time(rounds):
     for records in (10**4, 10**5, 10**6):
         f, x0 = leapfrog(records // 10)
         F = tape.trace(f, x0, prune=False)
-        arrays[len(F)] = F._arrays()
+        arrays[len(F)] = file_format.arrays(F)
     per_record(arrays, {"cse": lambda a: _cse.cse(a, []), "run": lambda a: _prune.run(a, None, True, [], [])}, rounds)
 
 

@@ -29,6 +29,7 @@ import tape
 from tape.analyses import prune as _prune
 from tape.bench.timing import medians as interleaved
 from tape.bench.timing import per_record
+from tape.function import format as file_format
 
 INPUTS, DEAD = 50, 38
 BLOCKS = 20
@@ -103,7 +104,7 @@ def arrays(rounds):
     stats = pruned.stats()
     print(f"2. array records: recorded {stats['records_recorded']} records ({len(whole._plans)} array records), kept "
           f"{stats['records']} ({len(pruned._plans)} array records); clean program {len(clean)}")
-    a, plans = whole._arrays(), whole._plans
+    a, plans = file_format.arrays(whole), whole._plans
     made = interleaved({"run": lambda: _prune.run(a, None, True, plans, whole._callees),
                         "trace": lambda: tape.trace(blocks(BLOCKS), x0),
                         "trace, prune=False": lambda: tape.trace(blocks(BLOCKS), x0, prune=False)}, rounds)
@@ -122,7 +123,7 @@ def pass_time(rounds):
     arrays = {}
     for records in (10**4, 10**5, 10**6):
         F = tape.trace(chain(records // (DEAD + 2), True), [0.1] * INPUTS, prune=False)
-        arrays[len(F)] = F._arrays()
+        arrays[len(F)] = file_format.arrays(F)
     _prune.prune(arrays[min(arrays)], None, [], [])
     per_record(arrays, {"prune": lambda a: _prune.prune(a, None, [], []),
                         "run": lambda a: _prune.run(a, None, True, [], [])}, rounds)

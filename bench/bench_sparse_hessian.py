@@ -5,7 +5,7 @@ and coloring cost per record.
    F.sparse_hessian(x) (pattern and coloring kept from the first call) against the dense
    F.hessian(x) (one hvp per input) and against one F.hvp(x, v). At n = 10^4 the dense Hessian
    (800 MB, 10^4 sweeps) is not run: its time is the median time of 256 of its columns
-   (F._hessian_columns, the sweeps F.hessian runs, at the point the other variants leave the
+   (derivatives.hessian_columns, the sweeps F.hessian runs, at the point the other variants leave the
    Function at) times n / 256, marked "est." (without its one pass of values and second partials).
 2. Arrow problem f = sum_i sin(x_0 + x_i) + x_i^2, n = 10^4 (2 colors: the hub, then the leaves).
 3. Pattern (index sets, reverse reach, pairs) and star coloring of the banded problem at
@@ -24,6 +24,7 @@ import tape
 from tape.bench.sparse import banded
 from tape.bench.timing import medians as interleaved
 from tape.bench.timing import per_record
+from tape.function import derivatives, sparse_jacobian
 from tape.function.sparse_hessian import hessian_pattern_arrays, symmetric_coloring
 
 
@@ -48,7 +49,8 @@ def against_dense(name, f, n, rounds):
         variants["F.hessian(x), dense"] = lambda: F.hessian(x)
     else:
         eye = np.eye(n)[:, :columns]
-        variants[f"F.hessian(x), dense: {columns} columns x n / {columns}"] = lambda: F._hessian_columns(eye)
+        variants[f"F.hessian(x), dense: {columns} columns x n / {columns}"] = (
+            lambda: derivatives.hessian_columns(F, eye))
     medians = interleaved(variants, rounds)
     dense = list(medians)[-1]
     if n > 1000:
@@ -64,7 +66,8 @@ def structure(rounds):
     cases = {}
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(banded, [0.0] * n)
-        args = (F._op, F._in0, F._in1, F._input_rows, F._input_sizes(), int(F._output_rows[0]), F._param_rows)
+        args = (F._op, F._in0, F._in1, F._input_rows, sparse_jacobian.input_sizes(F), int(F._output_rows[0]),
+                F._param_rows)
         cases[len(F)] = (args, n, *hessian_pattern_arrays(*args))
     per_record(cases, {"pattern": lambda c: hessian_pattern_arrays(*c[0]),
                        "color": lambda c: symmetric_coloring(*c[1:])}, rounds)

@@ -21,6 +21,7 @@ from tape.base.numbers import real_array
 from tape.debug import show
 from tape.debug.nans import caller
 from tape.errors import ForeignHandleError
+from tape.function import array_replay
 from tape.function.function import Function
 from tape.function.replay import Retrace
 from tape.kernels.array_ops import INPUT
@@ -296,7 +297,8 @@ class Tape(Storage):
         else:  # (no handles kept: they would hold the tape in a reference cycle)
             F = Function._from_storage(self, rows, np.zeros(0, np.int64), out_rows, scalar, share=True)
             self._derivatives = (key, F)
-        F._at_point = F._collect(F._in_pieces, self._val, self._aval) if F._plans else self._val[F._input_rows]
+        F._at_point = (array_replay.collect(F, F._in_pieces, self._val, self._aval) if F._plans
+                       else self._val[F._input_rows])
         return F
 
     # -- pictures -----------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from sameness import bits
 
 import tape
+from tape.function import format as file_format
 
 N_IN, N_PAR = 4, 2
 SEEDS = range(12)
@@ -87,10 +88,10 @@ def test_merged_is_the_program_written_once(seed):
     assert C.stats()["records_merged"] == 0  # the reference really has no repeat left
     assert F.stats()["records_merged"] > 0 and F.stats()["records_merged"] == len(G) - len(F)
     for name in ("op", "in0", "in1", "val", "consts", "input_rows", "param_rows", "output_rows"):
-        assert np.array_equal(F._arrays()[name], C._arrays()[name]), name
+        assert np.array_equal(file_format.arrays(F)[name], file_format.arrays(C)[name]), name
     Fs, _, Cs = functions(seed, vector=False)
     for name in ("op", "in0", "in1", "consts", "output_rows"):
-        assert np.array_equal(Fs._arrays()[name], Cs._arrays()[name]), name
+        assert np.array_equal(file_format.arrays(Fs)[name], file_format.arrays(Cs)[name]), name
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -254,7 +255,7 @@ def test_scalar_repeats_beside_array_records_merge_to_the_program_written_once()
     C = tape.trace(lambda x: array_program(x, True), x0)  # (its two packs of u merge too)
     assert F.stats()["records_merged"] == C.stats()["records_merged"] + 3 and F.stats()["pruning"] == "done"
     for k in ("op", "in0", "in1", "plans", "plan_places", "arena"):
-        assert np.array_equal(F._arrays()[k], C._arrays()[k]), k
+        assert np.array_equal(file_format.arrays(F)[k], file_format.arrays(C)[k]), k
     rng = np.random.default_rng(4)
     for x in [rng.uniform(-2, 2, (32, 32)) for _ in range(3)] + [np.zeros((32, 32)), np.full((32, 32), np.inf)]:
         v = rng.normal(size=(32, 32))
@@ -311,7 +312,7 @@ def test_repeated_array_records_merge_to_the_program_written_once(seed):
     repeats = len(steps) - len(set(steps))
     assert repeats == 0 or F.stats()["records_merged"] > C.stats()["records_merged"]
     for k in ("op", "in0", "in1", "plans", "plan_places", "arena"):  # the program written once, merged alike
-        assert np.array_equal(F._arrays()[k], C._arrays()[k]), k
+        assert np.array_equal(file_format.arrays(F)[k], file_format.arrays(C)[k]), k
     rng = np.random.default_rng(seed + 50)
     edges = np.resize([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, 1e-300, 5e-324], 40)
     for k in range(4):

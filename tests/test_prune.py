@@ -124,9 +124,9 @@ def test_pruned_is_the_program_without_its_dead_work(seed):
     assert len(F) < len(G)
     for name in ("op", "in0", "in1", "consts", "input_rows", "param_rows", "output_rows", "check_rows",
                  "check_expected"):
-        assert np.array_equal(F._arrays()[name], C._arrays()[name]), name
+        assert np.array_equal(format.arrays(F)[name], format.arrays(C)[name]), name
     assert F.stats()["comparisons_checked"] == G.stats()["comparisons_checked"]
-    arrays = F._arrays()
+    arrays = format.arrays(F)
     format.validate({"format_version": np.array(format.FORMAT_VERSION, np.int64), **arrays,
                       "on_branch_change": np.array("raise"), "check_finite": np.array(False)})
     assert C.stats()["records_dropped"] == 0

@@ -128,7 +128,7 @@ def test_pruned_is_the_array_program_without_its_dead_work(seed):
         assert stats["pruning"] == "done" and G.stats()["pruning"] == "off"
         assert stats["records_recorded"] == len(G) and stats["records_dropped"] == len(G) - len(F) > 0
         assert len(F._plans) < len(G._plans)
-        mine, clean = F._arrays(), C._arrays()
+        mine, clean = format.arrays(F), format.arrays(C)
         for name in ("op", "in0", "in1", "consts", "input_rows", "param_rows", "output_rows", "check_rows",
                      "check_expected", "plans", "plan_places", "arena"):
             assert np.array_equal(mine[name], clean[name]), name
@@ -148,7 +148,7 @@ def test_every_method_gives_the_same_bits_with_array_records(seed, tmp_path):
     path = os.path.join(tmp_path, "f.npz")
     Fv.save(path)
     Lv = tape.load(path)
-    assert len(Lv) == len(Fv) and np.array_equal(Lv._arrays()["arena"], Fv._arrays()["arena"])
+    assert len(Lv) == len(Fv) and np.array_equal(format.arrays(Lv)["arena"], format.arrays(Fv)["arena"])
     for k, x in enumerate(xs):
         v, w = rng.normal(size=SHAPE), rng.normal(size=Fv.n_outputs)
         for F, G in ((Fs, Gs), (Fv, Gv), (Lv, Gv)):

@@ -15,6 +15,7 @@ import scipy.sparse
 
 import tape
 from tape.bench.sparse import bundle_residuals
+from tape.function import sparse_jacobian
 from tape.function.sparse_jacobian import coloring
 
 UNARY = [("sin", tape.sin), ("exp", lambda a: tape.exp(a * 0.1)), ("tanh", tape.tanh), ("neg", lambda a: -a),
@@ -286,8 +287,8 @@ def test_pattern_and_coloring_are_kept_and_remade_after_a_retrace():
             return [x[0] * x[1], x[2]]
         return [x[0], x[1] * x[2]]
     F = tape.trace(f, np.array([1.0, 2.0, 3.0]), on_branch_change="retrace")
-    first = F._structure()
-    assert F._structure()[0] is first[0]  # kept
+    first = sparse_jacobian.structure(F)
+    assert sparse_jacobian.structure(F)[0] is first[0]  # kept
     assert np.array_equal(F.jacobian_sparsity().toarray(), [[1, 1, 0], [0, 0, 1]])
     S = F.sparse_jacobian(np.array([-1.0, 2.0, 3.0]))  # retraces: the other branch's pattern
     assert np.array_equal(S.toarray(), [[1, 0, 0], [0, 3, 2]])

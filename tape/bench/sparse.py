@@ -23,6 +23,7 @@ import numpy as np
 
 import tape
 from tape.bench.timing import timings
+from tape.function import arguments, derivatives
 
 COLUMNS = 128  # the dense derivative's columns timed, where the whole would not fit
 SIZE = 10**4  # n of the default rows; `tape-bench sparse --size N` (or --sizes) sets it
@@ -100,9 +101,11 @@ def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) ->
         B, B.jacobian_colors, lambda: B.sparse_jacobian(y), lambda: B.vjp(y, u), lambda: B.jacobian(y, seeds=seeds),
         B.n_inputs / wide, repeat, progress, "bundle adjustment")
     H = tape.trace(banded, [0.0] * n)
-    H._at(H._prepare(x, None), second=True)  # the dense columns' second partials (sparse_hessian keeps x's)
+    # the dense columns' second partials (sparse_hessian keeps x's)
+    derivatives.at(H, arguments.prepare(H, x, None), second=True)
     rows[f"banded sum of squares, n = {n:,}, Hessian"] = _row(
-        H, H.hessian_colors, lambda: H.sparse_hessian(x), lambda: H.value_and_grad(x), lambda: H._hessian_columns(eye),
+        H, H.hessian_colors, lambda: H.sparse_hessian(x), lambda: H.value_and_grad(x),
+        lambda: derivatives.hessian_columns(H, eye),
         n / columns, repeat, progress, "banded Hessian")
     return rows
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +32,17 @@ import numpy as np
 from tape.arrays.varray import VarArray, wrap, wrap_view
 from tape.debug.nans import NonFiniteError
 from tape.errors import BranchChanged, ForeignHandleError, TapeError
-from tape.kernels._sweeps import reverse_second_range
-from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
-from tape.kernels.ops import ARRAY_BASE, CONSTANT, ELEM
+from tape.function import arguments, array_replay
+from tape.kernels.array_ops import ARRAY_OPCODE
+from tape.kernels.ops import CONSTANT, ELEM
 from tape.records import array_records
 from tape.records._recorders import Var
 from tape.records.storage import Storage
-from tape.sweeps import driver, tangents
+from tape.sweeps import driver
 from tape.sweeps.driver import Plan, View
+
+if TYPE_CHECKING:
+    from tape.function.function import Function
 
 CALL = ARRAY_OPCODE["call"]
 HANDLES = (Var, VarArray)  # what F(x) takes as a call on Vars without trying x as numbers first
@@ -143,11 +145,11 @@ def record(F: Any, x: Any, params: Any) -> Any:
     if params is not None and holds_handles(params):
         raise TypeError("a call's params are numbers (a Function does not differentiate its params); pass Vars as x")
     with F._lock:
-        values = F._param_values() if params is None else F._flat_params(params)
+        values = array_replay.param_values(F) if params is None else arguments.flat_params(F, params)
         x_view = _input_view(t, leaves, F.n_inputs)
         inputs = (x_view,) + ((array_records.constant(t, values),) if F.n_params else ())
-        with _inside(F, None):
-            y = F._flat_call(driver.view(t, t._aval, x_view), values if F.n_params else None)
+        with inside(F, None):
+            y = flat_call(F, driver.view(t, t._aval, x_view), values if F.n_params else None)
         slot = next((k for k, G in enumerate(t._callees) if G is F), None)
         if slot is None:
             slot = len(t._callees)
@@ -166,7 +168,7 @@ def sizes(callees: list[Any]) -> tuple[tuple[int, int, int], ...]:
     return tuple((G.n_inputs, G.n_params, G.n_outputs) for G in callees)
 
 
-class _inside:  # noqa: N801  a context manager, named as one is used
+class inside:  # noqa: N801  a context manager, named as one is used
     """F's BranchChanged and NonFiniteError, naming the call record they happened in (F's row and line kept)."""
 
     __slots__ = ("F", "p")
@@ -187,99 +189,38 @@ class _inside:  # noqa: N801  a context manager, named as one is used
         raise NonFiniteError(f"{exc} ({where})", exc.row) from None
 
 
-class Callee:
-    """What a Function does as a call record of another tape (mixed into tape.function.replay.Replay)."""
 
-    _callees: list[Any]
-    _input_shape: tuple[int, ...]
-    _output_shape: tuple[int, ...]
-    _home: weakref.ReferenceType | None = None  # the tape it was made from: calls on its Vars are refused
-    _recording_now = False  # while its Python function records it again (retrace): calls of it are refused
+@contextlib.contextmanager
+def recording(F: Function) -> Iterator[None]:
+    """While F's Python function records it again (a retrace): calls of F on Vars are refused."""
+    F._recording_now = True
+    try:
+        yield
+    finally:
+        F._recording_now = False
 
-    if TYPE_CHECKING:  # Replay's and Derivatives'
-        def __call__(self, x: Any, params: Any = None) -> Any: ...
-        def _reverse(self, point: np.ndarray, weights: np.ndarray) -> Any: ...
-        def _prepare(self, x: Any, params: Any) -> np.ndarray: ...
-        def jvp(self, x: Any, v: Any, params: Any = None) -> Any: ...
-        _lock: Any
 
-    @contextlib.contextmanager
-    def _recording(self) -> Iterator[None]:
-        self._recording_now = True
-        try:
-            yield
-        finally:
-            self._recording_now = False
+def flat_call(F: Function, x: np.ndarray, params: np.ndarray | None) -> np.ndarray:
+    return np.reshape(F(x, params), -1)
 
-    def _flat_call(self, x: np.ndarray, params: np.ndarray | None) -> np.ndarray:
-        return np.reshape(self(x, params), -1)
 
-    @staticmethod
-    def _reads(s: Any, p: Plan) -> tuple[np.ndarray, np.ndarray | None]:
-        """(x, params) of call record p, from the value arena."""
-        return driver.view(s, s._aval, p.inputs[0]), (driver.view(s, s._aval, p.inputs[1]) if len(p.inputs) > 1
-                                                       else None)
+def reads(s: Any, p: Plan) -> tuple[np.ndarray, np.ndarray | None]:
+    """(x, params) of call record p, from the value arena."""
+    return driver.view(s, s._aval, p.inputs[0]), (driver.view(s, s._aval, p.inputs[1]) if len(p.inputs) > 1
+                                                   else None)
 
-    def _call_forward(self, s: Any, p: Plan) -> None:
-        with _inside(self, p):
-            driver.own(s, s._aval, p).reshape(-1)[...] = self._flat_call(*self._reads(s, p))
 
-    def _call_reverse(self, s: Any, p: Plan, gen: int, keep: int) -> None:
-        g = driver.own(s, s._aadj, p).reshape(-1)
-        v = p.inputs[0]
-        if not g.any() or s._op[v.record] == ACONSTANT:
-            return  # a zero adjoint sends nothing (the structural-zero rule)
-        x, params = self._reads(s, p)
-        with _inside(self, p):
-            with self._lock:  # F.vjp without its checks of w (a region of the right size)
-                grad = np.reshape(self._reverse(self._prepare(x, params), g), -1)
-        driver.accumulate(s, v, grad.reshape(v.shape), gen, keep)
+def call_forward(F: Function, s: Any, p: Plan) -> None:
+    with inside(F, p):
+        driver.own(s, s._aval, p).reshape(-1)[...] = flat_call(F, *reads(s, p))
 
-    def _call_tangent(self, s: Any, p: Plan, adot: np.ndarray) -> None:
-        out = driver.region(adot, p).reshape(-1)
-        x, params = self._reads(s, p)
-        x_dot = driver.view(s, adot, p.inputs[0])
-        if not x_dot.any():
-            out[...] = 0.0
-            return
-        with _inside(self, p):
-            out[...] = np.reshape(self.jvp(x, x_dot, params), -1)
 
-    def _call_second(self, s: Any, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-        adot, aadj, aadj_dot = arenas
-        g, gd = driver.region(aadj, p).reshape(-1), driver.region(aadj_dot, p).reshape(-1)
-        v = p.inputs[0]
-        if (not g.any() and not gd.any()) or s._op[v.record] == ACONSTANT:
-            return
-        x, params = self._reads(s, p)
-        with _inside(self, p):
-            c, cd = self._weighted_second(x, params, g, driver.view(s, adot, v), gd)
-        for arena, numbers_ in ((aadj, c), (aadj_dot, cd)):
-            target = driver.view(s, arena, v)
-            target += numbers_.reshape(v.shape)
-
-    def _weighted_second(self, x: np.ndarray, params: np.ndarray | None, w: np.ndarray, v: np.ndarray,
-                         w_dot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(Jᵀ w, H(w·F) v + Jᵀ ẇ) at x: d/dt of Jᵀ w along (v, ẇ), by one forward-over-reverse sweep."""
-        F: Any = self
-        with F._lock:
-            point = F._prepare(np.ascontiguousarray(x), params)
-            direction = F._direction(np.ascontiguousarray(v), "tangent entries")
-            F._at(point, second=True)
-            if F._plans:
-                dot, adot = F._array_tangents(direction)
-                adj_dot = F._second[1]
-                weights = [(row, w[a:b] if F._op[row] >= ARRAY_BASE else w[a], w_dot[a:b] if F._op[row] >= ARRAY_BASE
-                            else w_dot[a]) for row, a, b in F._out_pieces]
-                tangents.reverse_second(F, max(row for row, _, _ in weights), dot, adot, adj_dot, weights)
-                return (F._collect(F._in_pieces, F._adj, F._aadj), F._collect(F._in_pieces, adj_dot, F._aadj_dot))
-            dot = F._tangents(direction[:, None])
-            adj, adj_dot = F._adj, F._second[1]
-            adj[:] = 0.0
-            adj_dot[:] = 0.0
-            np.add.at(adj, F._output_rows, w)
-            np.add.at(adj_dot, F._output_rows, w_dot)
-            (h, _), p, r = F._second, F._partials, F._targets
-            reverse_second_range(adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1], 0,
-                                 int(F._output_rows.max()) + 1)
-            return adj[F._input_rows].copy(), adj_dot[F._input_rows].copy()
+def call_tangent(F: Function, s: Any, p: Plan, adot: np.ndarray) -> None:
+    out = driver.region(adot, p).reshape(-1)
+    x, params = reads(s, p)
+    x_dot = driver.view(s, adot, p.inputs[0])
+    if not x_dot.any():
+        out[...] = 0.0
+        return
+    with inside(F, p):
+        out[...] = np.reshape(F.jvp(x, x_dot, params), -1)

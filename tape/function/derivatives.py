@@ -8,230 +8,285 @@ the adjoints' tangents.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tape.base.numbers import real_array
-from tape.function.replay import Replay, one_call_at_a_time
+from tape.function import arguments, array_replay, call_records, replay
 from tape.kernels._sweeps import (
     forward_partials,
     forward_second,
     replay_partials,
     replay_second,
     reverse_second,
+    reverse_second_range,
     reverse_vector,
     tangent_sweep,
 )
-from tape.kernels.ops import IS_LEAF
+from tape.kernels.array_ops import ACONSTANT
+from tape.kernels.ops import ARRAY_BASE, IS_LEAF
+from tape.sweeps import driver
 from tape.sweeps import tangents as _tangents
 
+if TYPE_CHECKING:
+    from tape.function.function import Function
 
-class Derivatives(Replay):
-    """jvp, jacobian, hvp and hessian of a Function (see tape.Function)."""
 
-    def _at(self, point: np.ndarray, second: bool = False) -> None:
-        """Values and partials at point (second partials too), with the branch policy applied."""
-        if second and self._second is None:
-            n = len(self)
-            self._second = (np.zeros((3, n)), np.zeros(n + 1))
-            self._aadj_dot = np.zeros(len(self._aval))
-        if self._plans:
-            self._at_arrays(point, second)
-            return
-        args = (self._op, self._in0, self._in1, self._val, self._consts, self._partials)
-        checks = (self._input_rows, point, self._check_rows, self._check_expected)
-        if second:
-            assert self._second is not None
-            failed = replay_second(*args, self._second[0], self._targets, *checks)
-        else:
-            failed = replay_partials(*args, self._targets, *checks)
-        if failed >= 0 and self._branch_changed(failed, point):
-            self._again(self._at, point, second)
-        elif self._checking:
-            self._check()
+def at(F: Function, point: np.ndarray, second: bool = False) -> None:
+    """Values and partials at point (second partials too), with the branch policy applied."""
+    if second and F._second is None:
+        n = len(F)
+        F._second = (np.zeros((3, n)), np.zeros(n + 1))
+        F._aadj_dot = np.zeros(len(F._aval))
+    if F._plans:
+        at_arrays(F, point, second)
+        return
+    args = (F._op, F._in0, F._in1, F._val, F._consts, F._partials)
+    checks = (F._input_rows, point, F._check_rows, F._check_expected)
+    if second:
+        assert F._second is not None
+        failed = replay_second(*args, F._second[0], F._targets, *checks)
+    else:
+        failed = replay_partials(*args, F._targets, *checks)
+    if failed >= 0 and replay.branch_changed(F, failed, point):
+        replay.again(F, at, F, point, second)
+    elif array_replay.checking(F):
+        replay.check(F)
 
-    def _at_arrays(self, point: np.ndarray, second: bool) -> None:
-        """_at for a Function with array records: the array sweep for values, then the scalar
-        records' partials (a scalar kernel recomputes their values, the same numbers)."""
-        failed = self._sweep_forward(point, fused=False)
-        if failed >= 0 and self._branch_changed(failed, point):
-            self._again(self._at, point, second)
-            return
-        p, r = self._partials, self._targets
-        if second:
-            assert self._second is not None
-            h = self._second[0]
-            forward_second(self._op, self._in0, self._in1, self._val, self._consts, p[0], p[1], h[0], h[1], h[2],
-                           r[0], r[1])
-        else:
-            forward_partials(self._op, self._in0, self._in1, self._val, self._consts, p[0], p[1], r[0], r[1])
-        if self._checking:
-            self._check()
 
-    def _array_jvp(self, direction: np.ndarray) -> np.ndarray:
-        dot, adot = self._array_tangents(direction)
-        return self._collect(self._out_pieces, dot[:, 0], adot)
+def at_arrays(F: Function, point: np.ndarray, second: bool) -> None:
+    """_at for a Function with array records: the array sweep for values, then the scalar
+    records' partials (a scalar kernel recomputes their values, the same numbers)."""
+    failed = array_replay.sweep_forward(F, point, fused=False)
+    if failed >= 0 and replay.branch_changed(F, failed, point):
+        replay.again(F, at, F, point, second)
+        return
+    p, r = F._partials, F._targets
+    if second:
+        assert F._second is not None
+        h = F._second[0]
+        forward_second(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], h[0], h[1], h[2],
+                       r[0], r[1])
+    else:
+        forward_partials(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], r[0], r[1])
+    if array_replay.checking(F):
+        replay.check(F)
 
-    def _array_hvp(self, direction: np.ndarray) -> np.ndarray:
-        assert self._second is not None
-        dot, adot = self._array_tangents(direction)
-        adj_dot = self._second[1]
-        _tangents.reverse_second(self, int(self._output_rows[0]), dot, adot, adj_dot)
-        return self._collect(self._in_pieces, adj_dot, self._aadj_dot)
 
-    def _tangents(self, seeds: np.ndarray) -> np.ndarray:
-        """Tangents of every record for the input directions seeds (n_inputs, k); for one direction,
-        in a column kept for the next call (valid until then)."""
-        if seeds.shape[1] == 1:
-            dot = self.__dict__.get("_dot")
-            if dot is None or len(dot) != len(self) + 1:
-                dot = self._dot = np.zeros((len(self) + 1, 1))
-            dot.fill(0.0)
-        else:
-            dot = np.zeros((len(self) + 1, seeds.shape[1]))
-        dot[self._input_rows] = seeds
-        tangent_sweep(IS_LEAF, self._op, self._partials[0], self._partials[1], self._targets[0],
-                      self._targets[1], dot, 0, len(self._op))
-        if self._checking:
-            self._check(tangents=dot)
-        return dot
+def array_jvp(F: Function, direction: np.ndarray) -> np.ndarray:
+    dot, adot = array_replay.array_tangents(F, direction)
+    return array_replay.collect(F, F._out_pieces, dot[:, 0], adot)
 
-    @one_call_at_a_time
-    def jvp(self, x: Any, v: Any, params: Any = None) -> float | np.ndarray:
-        """J v at x (v shaped as x): one forward tangent sweep; a float, or an array of the outputs' shape."""
-        point = self._prepare(x, params)
-        direction = self._direction(v, "tangent entries")
-        self._at(point)
-        return self._output(self._array_jvp(direction) if self._plans
-                            else self._tangents(direction[:, None])[self._output_rows, 0])
 
-    @one_call_at_a_time
-    def jacobian(self, x: Any, params: Any = None, mode: str = "auto", block: int = 16,
-                 seeds: Any = None) -> Any:
-        """The Jacobian at x, shaped as JAX's: for an array x, the outputs' shape then x's (``()`` for a
-        scalar output: (m, n) for m outputs of an x of n); for x in x0's structure (a list, a dict),
-        that structure with an array of the outputs' shape + the leaf's shape per leaf.
+def array_hvp(F: Function, direction: np.ndarray) -> np.ndarray:
+    assert F._second is not None
+    dot, adot = array_replay.array_tangents(F, direction)
+    adj_dot = F._second[1]
+    _tangents.reverse_second(F, int(F._output_rows[0]), dot, adot, adj_dot)
+    return array_replay.collect(F, F._in_pieces, adj_dot, F._aadj_dot)
 
-        mode "forward" sweeps the inputs' directions (n / block passes), "reverse"
-        the outputs' (m / block passes); "auto" picks the fewer passes; ``block`` directions per sweep.
 
-        seeds: an (n_inputs, k) matrix S (flat numbering): J S instead, shaped as the outputs then (k,),
-        from one pass of partials and k / block forward sweeps (compressed Jacobians: see sparse_jacobian).
-        """
-        if seeds is not None:
-            if mode == "reverse" or block < 1:
-                raise ValueError(f"seeds take mode auto or forward and block >= 1, got {mode!r}, {block!r}")
-            S = real_array(seeds, "seeds")
-            if S.ndim != 2 or S.shape[0] != self.n_inputs:
-                raise ValueError(f"seeds must be an (n_inputs, k) = ({self.n_inputs}, k) matrix, got shape {S.shape}")
-            self._at(self._prepare(x, params))
-            return self._seeded(S, block).reshape(self._output_shape + (S.shape[1],))
-        return self._jacobian_shaped(self._jacobian(x, params, mode, block))
+def tangents(F: Function, seeds: np.ndarray) -> np.ndarray:
+    """Tangents of every record for the input directions seeds (n_inputs, k); for one direction,
+    in a column kept for the next call (valid until then)."""
+    if seeds.shape[1] == 1:
+        dot = F.__dict__.get("_dot")
+        if dot is None or len(dot) != len(F) + 1:
+            dot = F._dot = np.zeros((len(F) + 1, 1))
+        dot.fill(0.0)
+    else:
+        dot = np.zeros((len(F) + 1, seeds.shape[1]))
+    dot[F._input_rows] = seeds
+    tangent_sweep(IS_LEAF, F._op, F._partials[0], F._partials[1], F._targets[0],
+                  F._targets[1], dot, 0, len(F._op))
+    if array_replay.checking(F):
+        replay.check(F, tangents=dot)
+    return dot
 
-    def _seeded(self, seeds: np.ndarray, block: int) -> np.ndarray:
-        """J seeds, (n_outputs, k), at the point of the last _at: forward sweeps of block columns each."""
-        k = seeds.shape[1]
-        out = np.empty((self.n_outputs, k))
-        if self._plans:  # one direction per sweep
-            for q in range(k):
-                out[:, q] = self._array_jvp(np.ascontiguousarray(seeds[:, q]))
-            return out
-        for start in range(0, k, block):
-            out[:, start:start + block] = self._tangents(seeds[:, start:start + block])[self._output_rows]
+
+def jvp(F: Function, x: Any, v: Any, params: Any = None) -> float | np.ndarray:
+    """J v at x (v shaped as x): one forward tangent sweep; a float, or an array of the outputs' shape."""
+    point = arguments.prepare(F, x, params)
+    direction = arguments.direction(F, v, "tangent entries")
+    at(F, point)
+    return arguments.output(F, array_jvp(F, direction) if F._plans
+                        else tangents(F, direction[:, None])[F._output_rows, 0])
+
+
+def jacobian(F: Function, x: Any, params: Any = None, mode: str = "auto", block: int = 16,
+             seeds: Any = None) -> Any:
+    """The Jacobian at x, shaped as JAX's: for an array x, the outputs' shape then x's (``()`` for a
+    scalar output: (m, n) for m outputs of an x of n); for x in x0's structure (a list, a dict),
+    that structure with an array of the outputs' shape + the leaf's shape per leaf.
+
+    mode "forward" sweeps the inputs' directions (n / block passes), "reverse"
+    the outputs' (m / block passes); "auto" picks the fewer passes; ``block`` directions per sweep.
+
+    seeds: an (n_inputs, k) matrix S (flat numbering): J S instead, shaped as the outputs then (k,),
+    from one pass of partials and k / block forward sweeps (compressed Jacobians: see sparse_jacobian).
+    """
+    if seeds is not None:
+        if mode == "reverse" or block < 1:
+            raise ValueError(f"seeds take mode auto or forward and block >= 1, got {mode!r}, {block!r}")
+        S = real_array(seeds, "seeds")
+        if S.ndim != 2 or S.shape[0] != F.n_inputs:
+            raise ValueError(f"seeds must be an (n_inputs, k) = ({F.n_inputs}, k) matrix, got shape {S.shape}")
+        at(F, arguments.prepare(F, x, params))
+        return seeded(F, S, block).reshape(F._output_shape + (S.shape[1],))
+    return arguments.jacobian_shaped(F, dense_jacobian(F, x, params, mode, block))
+
+
+def seeded(F: Function, seeds: np.ndarray, block: int) -> np.ndarray:
+    """J seeds, (n_outputs, k), at the point of the last _at: forward sweeps of block columns each."""
+    k = seeds.shape[1]
+    out = np.empty((F.n_outputs, k))
+    if F._plans:  # one direction per sweep
+        for q in range(k):
+            out[:, q] = array_jvp(F, np.ascontiguousarray(seeds[:, q]))
         return out
+    for start in range(0, k, block):
+        out[:, start:start + block] = tangents(F, seeds[:, start:start + block])[F._output_rows]
+    return out
 
-    def _jacobian(self, x: Any, params: Any, mode: str, block: int) -> np.ndarray:
-        """The (n_outputs, n_inputs) Jacobian."""
-        if mode not in ("auto", "forward", "reverse") or block < 1:
-            raise ValueError(f"mode must be auto, forward or reverse and block >= 1, got {mode!r}, {block!r}")
-        n, m = self.n_inputs, self.n_outputs
-        self._at(self._prepare(x, params))
-        J = np.empty((m, n))
-        if self._plans:  # one direction per sweep
-            eye = np.eye(max(n, m))
-            if mode == "forward" or (mode == "auto" and n <= m):
-                for j in range(n):
-                    J[:, j] = self._array_jvp(eye[j, :n])
-            else:
-                for i in range(m):
-                    J[i] = self._sweep_reverse(eye[i, :m])
-            return J
+
+def dense_jacobian(F: Function, x: Any, params: Any, mode: str, block: int) -> np.ndarray:
+    """The (n_outputs, n_inputs) Jacobian."""
+    if mode not in ("auto", "forward", "reverse") or block < 1:
+        raise ValueError(f"mode must be auto, forward or reverse and block >= 1, got {mode!r}, {block!r}")
+    n, m = F.n_inputs, F.n_outputs
+    at(F, arguments.prepare(F, x, params))
+    J = np.empty((m, n))
+    if F._plans:  # one direction per sweep
+        eye = np.eye(max(n, m))
         if mode == "forward" or (mode == "auto" and n <= m):
-            for start in range(0, n, block):
-                k = min(block, n - start)
-                seeds = np.zeros((n, k))
-                seeds[start + np.arange(k), np.arange(k)] = 1.0
-                J[:, start:start + k] = self._tangents(seeds)[self._output_rows]
-            return J
-        for start in range(0, m, block):
-            k = min(block, m - start)
-            weights = np.zeros((m, k))
-            weights[start + np.arange(k), np.arange(k)] = 1.0
-            adj = np.empty((len(self) + 1, k))
-            reverse_vector(adj, self._partials[0], self._partials[1], self._targets[0], self._targets[1],
-                           self._output_rows, weights)
-            if self._checking:
-                self._check(adjoints=adj)
-            J[start:start + k] = adj[self._input_rows].T
+            for j in range(n):
+                J[:, j] = array_jvp(F, eye[j, :n])
+        else:
+            for i in range(m):
+                J[i] = array_replay.sweep_reverse(F, eye[i, :m])
         return J
+    if mode == "forward" or (mode == "auto" and n <= m):
+        for start in range(0, n, block):
+            k = min(block, n - start)
+            seeds = np.zeros((n, k))
+            seeds[start + np.arange(k), np.arange(k)] = 1.0
+            J[:, start:start + k] = tangents(F, seeds)[F._output_rows]
+        return J
+    for start in range(0, m, block):
+        k = min(block, m - start)
+        weights = np.zeros((m, k))
+        weights[start + np.arange(k), np.arange(k)] = 1.0
+        adj = np.empty((len(F) + 1, k))
+        reverse_vector(adj, F._partials[0], F._partials[1], F._targets[0], F._targets[1],
+                       F._output_rows, weights)
+        if array_replay.checking(F):
+            replay.check(F, adjoints=adj)
+        J[start:start + k] = adj[F._input_rows].T
+    return J
 
-    def _hessian_columns(self, directions: np.ndarray) -> np.ndarray:
-        """H v for each column v of directions, from the second partials stored by _at(second=True)."""
-        assert self._second is not None, "_at(second=True) first"
-        h, adj_dot = self._second
-        out = np.empty_like(directions)
-        p, r = self._partials, self._targets
-        for q in range(directions.shape[1]):
-            dot = self._tangents(directions[:, q:q + 1])
-            reverse_second(self._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1],
-                           self._output_rows[0])
-            if self._checking:
-                self._check(adjoints=self._adj)
-                self._check(adjoints=adj_dot, what="adjoint's tangent")
-            out[:, q] = adj_dot[self._input_rows]
-        return out
 
-    @one_call_at_a_time
-    def hvp(self, x: Any, v: Any, params: Any = None) -> Any:
-        """H v at x (v shaped as x, and so is H v) for a scalar output, by forward-over-reverse over the
-        same records."""
-        if self.n_outputs != 1:
-            raise ValueError(f"hvp needs one output, this Function has {self.n_outputs}")
-        point = self._prepare(x, params)
-        direction = self._direction(v, "direction entries")
-        self._at(point, second=True)
-        if self._plans:
-            return self._shaped(self._array_hvp(direction))
-        return self._shaped(self._hessian_columns(direction[:, None])[:, 0])
+def hessian_columns(F: Function, directions: np.ndarray) -> np.ndarray:
+    """H v for each column v of directions, from the second partials stored by _at(second=True)."""
+    assert F._second is not None, "_at(second=True) first"
+    h, adj_dot = F._second
+    out = np.empty_like(directions)
+    p, r = F._partials, F._targets
+    for q in range(directions.shape[1]):
+        dot = tangents(F, directions[:, q:q + 1])
+        reverse_second(F._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1],
+                       F._output_rows[0])
+        if array_replay.checking(F):
+            replay.check(F, adjoints=F._adj)
+            replay.check(F, adjoints=adj_dot, what="adjoint's tangent")
+        out[:, q] = adj_dot[F._input_rows]
+    return out
 
-    @one_call_at_a_time
-    def value_grad_hvp(self, x: Any, v: Any, params: Any = None) -> tuple[float, Any, Any]:
-        """(f(x), gradient, H v) for a scalar output from one pass of values and second partials and
-        one forward-over-reverse sweep (whose adjoints are the gradient): what a Newton or trust-region
-        step needs, for the price of an hvp."""
-        if self.n_outputs != 1:
-            raise ValueError(f"value_grad_hvp needs one output, this Function has {self.n_outputs}")
-        point = self._prepare(x, params)
-        direction = self._direction(v, "direction entries")
-        self._at(point, second=True)
-        if self._plans:
-            hv = self._array_hvp(direction)
-            grad = self._collect(self._in_pieces, self._adj, self._aadj)
-        else:
-            hv = self._hessian_columns(direction[:, None])[:, 0]
-            grad = self._adj[self._input_rows]
-        return float(self._val[self._output_rows[0]]), self._shaped(grad), self._shaped(hv)
 
-    @one_call_at_a_time
-    def hessian(self, x: Any, params: Any = None) -> Any:
-        """The Hessian at x (one Hessian-vector product per input), symmetrized, shaped as JAX's:
-        x's shape twice; for x in a structure of several leaves, that structure of that structure."""
-        if self.n_outputs != 1:
-            raise ValueError(f"hessian needs one output, this Function has {self.n_outputs}")
-        self._at(self._prepare(x, params), second=True)
-        if self._plans:
-            H = np.stack([self._array_hvp(e) for e in np.eye(self.n_inputs)], axis=1)
-        else:
-            H = self._hessian_columns(np.eye(self.n_inputs))
-        return self._hessian_shaped(0.5 * (H + H.T))
+def hvp(F: Function, x: Any, v: Any, params: Any = None) -> Any:
+    """H v at x (v shaped as x, and so is H v) for a scalar output, by forward-over-reverse over the
+    same records."""
+    if F.n_outputs != 1:
+        raise ValueError(f"hvp needs one output, this Function has {F.n_outputs}")
+    point = arguments.prepare(F, x, params)
+    direction = arguments.direction(F, v, "direction entries")
+    at(F, point, second=True)
+    if F._plans:
+        return arguments.shaped(F, array_hvp(F, direction))
+    return arguments.shaped(F, hessian_columns(F, direction[:, None])[:, 0])
+
+
+def value_grad_hvp(F: Function, x: Any, v: Any, params: Any = None) -> tuple[float, Any, Any]:
+    """(f(x), gradient, H v) for a scalar output from one pass of values and second partials and
+    one forward-over-reverse sweep (whose adjoints are the gradient): what a Newton or trust-region
+    step needs, for the price of an hvp."""
+    if F.n_outputs != 1:
+        raise ValueError(f"value_grad_hvp needs one output, this Function has {F.n_outputs}")
+    point = arguments.prepare(F, x, params)
+    direction = arguments.direction(F, v, "direction entries")
+    at(F, point, second=True)
+    if F._plans:
+        hv = array_hvp(F, direction)
+        grad = array_replay.collect(F, F._in_pieces, F._adj, F._aadj)
+    else:
+        hv = hessian_columns(F, direction[:, None])[:, 0]
+        grad = F._adj[F._input_rows]
+    return float(F._val[F._output_rows[0]]), arguments.shaped(F, grad), arguments.shaped(F, hv)
+
+
+def hessian(F: Function, x: Any, params: Any = None) -> Any:
+    """The Hessian at x (one Hessian-vector product per input), symmetrized, shaped as JAX's:
+    x's shape twice; for x in a structure of several leaves, that structure of that structure."""
+    if F.n_outputs != 1:
+        raise ValueError(f"hessian needs one output, this Function has {F.n_outputs}")
+    at(F, arguments.prepare(F, x, params), second=True)
+    if F._plans:
+        H = np.stack([array_hvp(F, e) for e in np.eye(F.n_inputs)], axis=1)
+    else:
+        H = hessian_columns(F, np.eye(F.n_inputs))
+    return arguments.hessian_shaped(F, 0.5 * (H + H.T))
+
+
+# -- as a call record of another tape (tape/function/call_records.py) ------------------------
+
+
+def call_second(F: Function, s: Any, p: driver.Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    adot, aadj, aadj_dot = arenas
+    g, gd = driver.region(aadj, p).reshape(-1), driver.region(aadj_dot, p).reshape(-1)
+    v = p.inputs[0]
+    if (not g.any() and not gd.any()) or s._op[v.record] == ACONSTANT:
+        return
+    x, params = call_records.reads(s, p)
+    with call_records.inside(F, p):
+        c, cd = weighted_second(F, x, params, g, driver.view(s, adot, v), gd)
+    for arena, numbers_ in ((aadj, c), (aadj_dot, cd)):
+        target = driver.view(s, arena, v)
+        target += numbers_.reshape(v.shape)
+
+
+def weighted_second(F: Function, x: np.ndarray, params: np.ndarray | None, w: np.ndarray, v: np.ndarray,
+                    w_dot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Jᵀ w, H(w·F) v + Jᵀ ẇ) at x: d/dt of Jᵀ w along (v, ẇ), by one forward-over-reverse sweep."""
+    with F._lock:
+        point = arguments.prepare(F, np.ascontiguousarray(x), params)
+        direction = arguments.direction(F, np.ascontiguousarray(v), "tangent entries")
+        at(F, point, second=True)
+        assert F._second is not None
+        if F._plans:
+            dot, adot = array_replay.array_tangents(F, direction)
+            adj_dot = F._second[1]
+            weights = [(row, w[a:b] if F._op[row] >= ARRAY_BASE else w[a], w_dot[a:b] if F._op[row] >= ARRAY_BASE
+                        else w_dot[a]) for row, a, b in F._out_pieces]
+            _tangents.reverse_second(F, max(row for row, _, _ in weights), dot, adot, adj_dot, weights)
+            return (array_replay.collect(F, F._in_pieces, F._adj, F._aadj),
+                    array_replay.collect(F, F._in_pieces, adj_dot, F._aadj_dot))
+        dot = tangents(F, direction[:, None])
+        adj, adj_dot = F._adj, F._second[1]
+        adj[:] = 0.0
+        adj_dot[:] = 0.0
+        np.add.at(adj, F._output_rows, w)
+        np.add.at(adj_dot, F._output_rows, w_dot)
+        (h, _), p, r = F._second, F._partials, F._targets
+        reverse_second_range(adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1], 0,
+                             int(F._output_rows.max()) + 1)
+        return adj[F._input_rows].copy(), adj_dot[F._input_rows].copy()

@@ -11,32 +11,34 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tape.errors import TapeError
 from tape.function import format
-from tape.function.replay import Replay
+
+if TYPE_CHECKING:
+    from tape.function.function import Function
 
 
 class DistributedError(TapeError, RuntimeError):
     """A chunk of points failed on a Dask worker."""
 
 
-def pack(F: Replay) -> bytes:
+def pack(F: Function) -> bytes:
     """The Function as the bytes of its saved .npz file."""
     buffer = io.BytesIO()
     F.save(buffer)
     return buffer.getvalue()
 
 
-def run_chunk(cls: Callable[..., Any], blob: bytes, method: str, points: np.ndarray,
-              *rows: np.ndarray) -> tuple[np.ndarray, ...]:
+def run_chunk(cls: Callable[..., Any], raw: Callable[..., tuple[np.ndarray, ...]], blob: bytes, method: str,
+              points: np.ndarray, *rows: np.ndarray) -> tuple[np.ndarray, ...]:
     """On a worker: a map's raw results and failed checks for one chunk of points (cls: the
-    Function class, which the worker imports when it unpickles it; method: see Maps._raw)."""
+    Function class, and raw: tape.function.maps.raw, which the worker imports when it unpickles them)."""
     F = format.build(cls, format.read(io.BytesIO(blob)), "ignore")
-    return F._raw(method, points, *rows)
+    return raw(F, method, points, *rows)
 
 
 def check_client(client: Any) -> None:
@@ -44,21 +46,23 @@ def check_client(client: Any) -> None:
         raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
 
 
-def map_on(client: Any, F: Replay, method: str, points: np.ndarray, *rows: np.ndarray) -> tuple[np.ndarray, ...]:
+def map_on(client: Any, F: Function, raw: Callable[..., tuple[np.ndarray, ...]], method: str, points: np.ndarray,
+           *rows: np.ndarray) -> tuple[np.ndarray, ...]:
     """Split points (and the per-point rows that go with them) over the client's workers; the
-    columns of F._raw(method, ...) for all points, in order (the last: failed checks)."""
+    columns of raw(F, method, ...) (tape.function.maps.raw) for all points, in order (the last: failed checks)."""
     check_client(client)
     workers = sum(client.nthreads().values())
     if not workers:  # else scatter waits for a worker and times out 30 s later with a bare TimeoutError
         raise DistributedError("the Dask cluster has no workers (client.nthreads() is empty): start some first")
     if not len(points):  # no chunk to send: the empty columns, as a worker would make them
-        return run_chunk(type(F), pack(F), method, points, *rows)
+        return run_chunk(type(F), raw, pack(F), method, points, *rows)
     bounds = np.linspace(0, len(points), min(len(points), 2 * workers) + 1).astype(int)
     pieces = list(zip(bounds[:-1], bounds[1:], strict=True))
     # a task, not scattered data: when workers die the scheduler can compute it again, where scattered
     # bytes would be lost with them and every chunk cancelled as "already forgotten"
     blob = client.submit(bytes, pack(F), pure=False)
-    futures = client.map(run_chunk, [type(F)] * len(pieces), [blob] * len(pieces), [method] * len(pieces),
+    futures = client.map(run_chunk, [type(F)] * len(pieces), [raw] * len(pieces), [blob] * len(pieces),
+                         [method] * len(pieces),
                          *([array[a:b] for a, b in pieces] for array in (points, *rows)), pure=False)
     parts = []
     for k, (future, (a, b)) in enumerate(zip(futures, pieces, strict=True)):

@@ -200,13 +200,35 @@ def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
     return claimed
 
 
+def arrays(F: Any) -> dict[str, np.ndarray]:
+    """The named arrays of F's records (a Function, duck-typed), as its file holds them."""
+    return {
+        "op": F._op, "in0": F._in0, "in1": F._in1, "val": F._val, "consts": F._consts,
+        "input_rows": F._input_rows, "param_rows": F._param_rows, "output_rows": F._output_rows,
+        "scalar_output": np.array(F._scalar), "check_rows": F._check_rows,
+        "check_expected": F._check_expected, "check_where": F._check_where,
+        **dict(zip(("plans", "plan_places"), _plans.encode(F._plans), strict=True)),
+        "arena": F._aval, "input_shape": np.array(F._input_shape, np.int64),
+        "output_shape": np.array(F._output_shape, np.int64),
+    }
+
+
+def save(F: Any, path: str | os.PathLike | BinaryIO) -> None:
+    """F's file (see members) at path, or into an open binary file."""
+    if not isinstance(path, (str, os.PathLike)):
+        write(path, F)
+        return
+    with open(path, "wb") as fh:
+        write(fh, F)
+
+
 def members(F: Any, prefix: str = "") -> dict[str, np.ndarray]:
     """The named arrays of F's file (a Function, duck-typed): its arrays with the format version and its
     options, and those of each Function its call records call under "callee{k}.". The source lines
     of checked branches keep their file's name and the line, not the machine's folders."""
-    arrays = F._arrays()
-    where = np.array([_short(w) for w in arrays["check_where"].tolist()], dtype=np.str_)
-    found = {**arrays, "check_where": where if len(where) else np.zeros(0, "<U1"),
+    own = arrays(F)
+    where = np.array([_short(w) for w in own["check_where"].tolist()], dtype=np.str_)
+    found = {**own, "check_where": where if len(where) else np.zeros(0, "<U1"),
              "format_version": np.array(FORMAT_VERSION, np.int64), "on_branch_change": np.array(F.on_branch_change),
              "check_finite": np.array(F.check_finite)}
     found = {prefix + name: array for name, array in found.items()}

@@ -12,6 +12,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -20,11 +21,12 @@ from numpy.typing import ArrayLike
 from tape.base.numbers import real_array
 from tape.debug.nans import NonFiniteError, branch_changed
 from tape.errors import BranchChanged
-from tape.function import distributed
-from tape.function.replay import one_call_at_a_time
-from tape.function.sparse_hessian import SparseHessian
+from tape.function import arguments, array_replay, distributed, format
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF
+
+if TYPE_CHECKING:
+    from tape.function.function import Function
 
 # Numba's default threading layer (workqueue) aborts the process if two threads launch
 # parallel kernels at once, so the maps take turns.
@@ -49,201 +51,208 @@ def _blocks(points: int) -> int:
     return max(1, min(points, numba.get_num_threads()))
 
 
-class Maps(SparseHessian):
-    """The parallel maps of a Function (see tape.Function)."""
+def batch(F: Function, X: ArrayLike, count: int, what: str) -> np.ndarray:
+    """X as a C-contiguous (N, count) float64 array (N points of count entries)."""
+    points = real_array(X, what)
+    if points.ndim == 1 and count == 1:
+        points = points.reshape(-1, 1)
+    if points.ndim != 2 or points.shape[1] != count:
+        raise ValueError(f"expected {what} of shape (N, {count}), got shape {points.shape}")
+    return points
 
-    def _batch(self, X: ArrayLike, count: int, what: str) -> np.ndarray:
-        """X as a C-contiguous (N, count) float64 array (N points of count entries)."""
-        points = real_array(X, what)
-        if points.ndim == 1 and count == 1:
-            points = points.reshape(-1, 1)
-        if points.ndim != 2 or points.shape[1] != count:
-            raise ValueError(f"expected {what} of shape (N, {count}), got shape {points.shape}")
-        return points
 
-    def _batch_call(self, X: ArrayLike, params: ArrayLike | None,
-                    paired: tuple[ArrayLike, int, str] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """Points (N, n_inputs) and, if given, a per-point array (values, width, name) of N rows;
-        sets the params for every point."""
-        points = self._batch(X, self.n_inputs, "points")
-        extra = None
-        if paired is not None:
-            extra = self._batch(paired[0], paired[1], paired[2])
-            if len(extra) != len(points):
-                raise ValueError(f"{len(points)} points but {len(extra)} rows of {paired[2]}")
-        if params is not None:
-            self._place(self._param_pieces, self._point(params, self.n_params, "params"))
-        return points, extra
+def batch_call(F: Function, X: ArrayLike, params: ArrayLike | None,
+                paired: tuple[ArrayLike, int, str] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Points (N, n_inputs) and, if given, a per-point array (values, width, name) of N rows;
+    sets the params for every point."""
+    points = batch(F, X, F.n_inputs, "points")
+    extra = None
+    if paired is not None:
+        extra = batch(F, paired[0], paired[1], paired[2])
+        if len(extra) != len(points):
+            raise ValueError(f"{len(points)} points but {len(extra)} rows of {paired[2]}")
+    if params is not None:
+        array_replay.place(F, F._param_pieces, arguments.vector(params, F.n_params, "params"))
+    return points, extra
 
-    def _one_by_one(self, points: np.ndarray, single: Callable[..., None]) -> None:
-        """A Function with array records maps point by point, a block of points per thread, each
-        thread on a copy of the Function (its own arenas; made once, kept until a retrace). NumPy's
-        loops and the fused kernels run without the GIL; the Python between them takes turns, so
-        threads pay only for big arrays (measured, 40 points on 2 threads: 1.5x faster with 10^5
-        elements per array, 2.6x slower with 2,000)."""
-        blocks = _blocks(len(points)) if len(self._aval) >= THREADED_ELEMENTS else 1
-        if blocks == 1 or self._checking:
-            for p in range(len(points)):
-                single(p, self)
-            return
-        copies = self._copies(blocks)
 
-        def block(b: int) -> None:
-            for p in range(b * len(points) // blocks, (b + 1) * len(points) // blocks):
-                single(p, copies[b])
+def one_by_one(F: Function, points: np.ndarray, single: Callable[..., None]) -> None:
+    """A Function with array records maps point by point, a block of points per thread, each
+    thread on a copy of the Function (its own arenas; made once, kept until a retrace). NumPy's
+    loops and the fused kernels run without the GIL; the Python between them takes turns, so
+    threads pay only for big arrays (measured, 40 points on 2 threads: 1.5x faster with 10^5
+    elements per array, 2.6x slower with 2,000)."""
+    blocks = _blocks(len(points)) if len(F._aval) >= THREADED_ELEMENTS else 1
+    if blocks == 1 or array_replay.checking(F):
+        for p in range(len(points)):
+            single(p, F)
+        return
+    clones = copies(F, blocks)
 
-        with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
-            list(pool.map(block, range(blocks)))
+    def block(b: int) -> None:
+        for p in range(b * len(points) // blocks, (b + 1) * len(points) // blocks):
+            single(p, clones[b])
 
-    def _copies(self, count: int) -> list:
-        """count copies of this Function for the threads of a map, with its params as they are now."""
-        kept = self.__dict__.setdefault("_kept_copies", [])
-        while len(kept) < count:
-            copy = type(self)(self._arrays(), self.on_branch_change, self._source, self._plans, callees=self._callees)
-            copy.check_finite, copy._lines = self.check_finite, self._lines
-            kept.append(copy)
-        for copy in kept[:count]:
-            copy._place(copy._param_pieces, self._param_values())
-        return kept[:count]
+    with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
+        list(pool.map(block, range(blocks)))
 
-    def _settle(self, failed: np.ndarray, X: np.ndarray, single: Callable[[int], None]) -> None:
-        """Apply the branch policy to the points whose recorded comparisons flipped.
 
-        "raise" names the first such point; "retrace" redoes each with ``single(p)``
-        (the one-point call, which retraces as needed); "ignore" keeps the results.
-        """
-        if self._checking:  # every point alone, through the checks of a single call
-            for p in range(len(X)):
-                try:
-                    single(p)
-                except NonFiniteError as exc:
-                    raise NonFiniteError(f"point {p} of the {len(X)} given: {exc}", exc.row) from None
-            return
-        bad = np.flatnonzero(failed >= 0)
-        if not len(bad) or self.on_branch_change == "ignore":
-            return
-        if self.on_branch_change == "raise":  # "retrace" implies a Python function (see on_branch_change)
-            p = int(bad[0])
-            k = int(failed[p])
-            extra = f" (point {p} of the {len(X)} given; {len(bad)} points changed branch)"
-            raise branch_changed(self._op, self._in0, self._in1, self._consts, int(self._check_rows[k]),
-                                 bool(self._check_expected[k]), str(self._check_where[k]), extra)
-        for point in bad.tolist():
-            single(point)
+def copies(F: Function, count: int) -> list:
+    """count copies of this Function for the threads of a map, with its params as they are now."""
+    kept = F.__dict__.setdefault("_kept_copies", [])
+    while len(kept) < count:
+        copy = type(F)(format.arrays(F), F.on_branch_change, F._source, F._plans, callees=F._callees)
+        copy.check_finite, copy._lines = F.check_finite, F._lines
+        kept.append(copy)
+    for copy in kept[:count]:
+        array_replay.place(copy, copy._param_pieces, array_replay.param_values(F))
+    return kept[:count]
 
-    # -- one point, many points -------------------------------------------------------------
 
-    def _single(self, method: str, x: np.ndarray, *row: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The one-point call of a map, as flat result rows (see _widths)."""
-        if method == "map":
-            return (np.reshape(self(x), -1),)
-        if method == "value_and_grad":
-            value, grad = self.value_and_grad(x)
-            return np.array([value]), np.reshape(grad, -1)
-        return (np.reshape(getattr(self, method)(x, row[0]), -1),)
+def settle(F: Function, failed: np.ndarray, X: np.ndarray, single: Callable[[int], None]) -> None:
+    """Apply the branch policy to the points whose recorded comparisons flipped.
 
-    def _widths(self, method: str) -> tuple[int, ...]:
-        n, m = self.n_inputs, self.n_outputs
-        return {"map": (m,), "value_and_grad": (1, n), "vjp": (n,), "jvp": (m,), "hvp": (n,)}[method]
-
-    def _raw(self, method: str, points: np.ndarray, *rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The results of a map at every point, computed under the policy "ignore", and the first
-        failed check of each point (-1: none), last: what a Dask worker sends back."""
-        if not self._plans and method != "hvp":
-            out = np.empty((len(points), self.n_outputs))  # the values, or J v
-            failed = np.full(len(points), -1, np.int64)
-            with _PARALLEL:
-                if method in ("value_and_grad", "vjp"):
-                    W = np.ones((len(points), 1)) if method == "value_and_grad" else rows[0]
-                    grads = np.empty((len(points), self.n_inputs))
-                    map_gradients(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
-                                  self._targets, self._input_rows, points, self._check_rows, self._check_expected,
-                                  self._output_rows, W, out, grads, failed)
-                    return (out, grads, failed) if method == "value_and_grad" else (grads, failed)
-                if method == "map":
-                    map_values(_blocks(len(points)), self._op, self._in0, self._in1, self._val, self._consts,
-                               self._input_rows, points, self._check_rows, self._check_expected, self._output_rows,
-                               out, failed)
-                else:
-                    map_tangents(_blocks(len(points)), IS_LEAF, self._op, self._in0, self._in1, self._val,
-                                 self._consts, self._targets, self._input_rows, points, rows[0], self._check_rows,
-                                 self._check_expected, self._output_rows, out, failed)
-            return out, failed
-        columns = [np.empty((len(points), w)) for w in self._widths(method)]
-        failed = np.full(len(points), -1, np.int64)
-        for p in range(len(points)):  # on a worker (policy "ignore"): each point notes its first failed check
-            self._noted = -1
-            for column, result in zip(columns, self._single(method, points[p], *(r[p] for r in rows)), strict=True):
-                column[p] = result
-            failed[p] = self._noted
-        return (*columns, failed)
-
-    def _mapped(self, method: str, points: np.ndarray, client, *rows: np.ndarray) -> list[np.ndarray]:
-        """The result columns of a map: on the client's Dask workers, in a parallel kernel, or point by
-        point (array records, hvp), with the branch policy applied to the points that changed branch."""
-        columns = [np.empty((len(points), w)) for w in self._widths(method)]
-
-        def single(p, F=self):
+    "raise" names the first such point; "retrace" redoes each with ``single(p)``
+    (the one-point call, which retraces as needed); "ignore" keeps the results.
+    """
+    if array_replay.checking(F):  # every point alone, through the checks of a single call
+        for p in range(len(X)):
             try:
-                results = F._single(method, points[p], *(r[p] for r in rows))
-            except BranchChanged as exc:  # point by point: name the point, as the kernels' maps do
-                raise BranchChanged(f"{exc} (point {p} of the {len(points)} given)", exc.row, exc.where) from None
-            for column, result in zip(columns, results, strict=True):
-                column[p] = result
+                single(p)
+            except NonFiniteError as exc:
+                raise NonFiniteError(f"point {p} of the {len(X)} given: {exc}", exc.row) from None
+        return
+    bad = np.flatnonzero(failed >= 0)
+    if not len(bad) or F.on_branch_change == "ignore":
+        return
+    if F.on_branch_change == "raise":  # "retrace" implies a Python function (see on_branch_change)
+        p = int(bad[0])
+        k = int(failed[p])
+        extra = f" (point {p} of the {len(X)} given; {len(bad)} points changed branch)"
+        raise branch_changed(F._op, F._in0, F._in1, F._consts, int(F._check_rows[k]),
+                             bool(F._check_expected[k]), str(F._check_where[k]), extra)
+    for point in bad.tolist():
+        single(point)
 
-        if client is None and (self._plans or method == "hvp"):
-            self._one_by_one(points, single)
-            return columns
-        if client is not None:
-            *columns, failed = distributed.map_on(client, self, method, points, *rows)
-        else:
-            *columns, failed = self._raw(method, points, *rows)
-        self._settle(failed, points, single)
+
+# -- one point, many points -------------------------------------------------------------
+
+
+def single(F: Function, method: str, x: np.ndarray, *row: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The one-point call of a map, as flat result rows (see _widths)."""
+    if method == "map":
+        return (np.reshape(F(x), -1),)
+    if method == "value_and_grad":
+        value, grad = F.value_and_grad(x)
+        return np.array([value]), np.reshape(grad, -1)
+    return (np.reshape(getattr(F, method)(x, row[0]), -1),)
+
+
+def widths(F: Function, method: str) -> tuple[int, ...]:
+    n, m = F.n_inputs, F.n_outputs
+    return {"map": (m,), "value_and_grad": (1, n), "vjp": (n,), "jvp": (m,), "hvp": (n,)}[method]
+
+
+def raw(F: Function, method: str, points: np.ndarray, *rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The results of a map at every point, computed under the policy "ignore", and the first
+    failed check of each point (-1: none), last: what a Dask worker sends back."""
+    if not F._plans and method != "hvp":
+        out = np.empty((len(points), F.n_outputs))  # the values, or J v
+        failed = np.full(len(points), -1, np.int64)
+        with _PARALLEL:
+            if method in ("value_and_grad", "vjp"):
+                W = np.ones((len(points), 1)) if method == "value_and_grad" else rows[0]
+                grads = np.empty((len(points), F.n_inputs))
+                map_gradients(_blocks(len(points)), F._op, F._in0, F._in1, F._val, F._consts,
+                              F._targets, F._input_rows, points, F._check_rows, F._check_expected,
+                              F._output_rows, W, out, grads, failed)
+                return (out, grads, failed) if method == "value_and_grad" else (grads, failed)
+            if method == "map":
+                map_values(_blocks(len(points)), F._op, F._in0, F._in1, F._val, F._consts,
+                           F._input_rows, points, F._check_rows, F._check_expected, F._output_rows,
+                           out, failed)
+            else:
+                map_tangents(_blocks(len(points)), IS_LEAF, F._op, F._in0, F._in1, F._val,
+                             F._consts, F._targets, F._input_rows, points, rows[0], F._check_rows,
+                             F._check_expected, F._output_rows, out, failed)
+        return out, failed
+    columns = [np.empty((len(points), w)) for w in widths(F, method)]
+    failed = np.full(len(points), -1, np.int64)
+    for p in range(len(points)):  # on a worker (policy "ignore"): each point notes its first failed check
+        F._noted = -1
+        for column, result in zip(columns, single(F, method, points[p], *(r[p] for r in rows)), strict=True):
+            column[p] = result
+        failed[p] = F._noted
+    return (*columns, failed)
+
+
+def mapped(F: Function, method: str, points: np.ndarray, client, *rows: np.ndarray) -> list[np.ndarray]:
+    """The result columns of a map: on the client's Dask workers, in a parallel kernel, or point by
+    point (array records, hvp), with the branch policy applied to the points that changed branch."""
+    columns = [np.empty((len(points), w)) for w in widths(F, method)]
+
+    def single_point(p: int, G: Any = F) -> None:
+        try:
+            results = single(G, method, points[p], *(r[p] for r in rows))
+        except BranchChanged as exc:  # point by point: name the point, as the kernels' maps do
+            raise BranchChanged(f"{exc} (point {p} of the {len(points)} given)", exc.row, exc.where) from None
+        for column, result in zip(columns, results, strict=True):
+            column[p] = result
+
+    if client is None and (F._plans or method == "hvp"):
+        one_by_one(F, points, single_point)
         return columns
+    if client is not None:
+        *columns, failed = distributed.map_on(client, F, raw, method, points, *rows)
+    else:
+        *columns, failed = raw(F, method, points, *rows)
+    settle(F, failed, points, single_point)
+    return columns
 
-    @one_call_at_a_time
-    def map(self, X: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-        """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m).
 
-        With a Dask ``client`` (every map takes one) the points are split into chunks computed on
-        its workers (see tape.function.distributed); results come back in the order of X.
-        """
-        points, _ = self._batch_call(X, params)
-        (out,) = self._mapped("map", points, client)
-        return out[:, 0] if self._scalar else out
+def map(F: Function, X: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
+    """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m).
 
-    @one_call_at_a_time
-    def map_value_and_grad(self, X: ArrayLike, params: ArrayLike | None = None,
-                           client=None) -> tuple[np.ndarray, np.ndarray]:
-        """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs)."""
-        if self.n_outputs != 1:
-            raise ValueError(f"map_value_and_grad needs one output, this Function has {self.n_outputs}: "
-                             "use map_vjp")
-        points, _ = self._batch_call(X, params)
-        values, grads = self._mapped("value_and_grad", points, client)
-        return values[:, 0], grads
+    With a Dask ``client`` (every map takes one) the points are split into chunks computed on
+    its workers (see tape.function.distributed); results come back in the order of X.
+    """
+    points, _ = batch_call(F, X, params)
+    (out,) = mapped(F, "map", points, client)
+    return out[:, 0] if F._scalar else out
 
-    @one_call_at_a_time
-    def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-        """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
-        points, weights = self._batch_call(X, params, (W, self.n_outputs, "weights"))
-        assert weights is not None
-        return self._mapped("vjp", points, client, weights)[0]
 
-    @one_call_at_a_time
-    def map_jvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-        """J V[p] at every row X[p], in parallel: (N,) for a scalar output, else (N, n_outputs)."""
-        points, tangents = self._batch_call(X, params, (V, self.n_inputs, "tangents"))
-        assert tangents is not None
-        (out,) = self._mapped("jvp", points, client, tangents)
-        return out[:, 0] if self._scalar else out
+def map_value_and_grad(F: Function, X: ArrayLike, params: ArrayLike | None = None,
+                       client=None) -> tuple[np.ndarray, np.ndarray]:
+    """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs)."""
+    if F.n_outputs != 1:
+        raise ValueError(f"map_value_and_grad needs one output, this Function has {F.n_outputs}: "
+                         "use map_vjp")
+    points, _ = batch_call(F, X, params)
+    values, grads = mapped(F, "value_and_grad", points, client)
+    return values[:, 0], grads
 
-    @one_call_at_a_time
-    def map_hvp(self, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-        """H(X[p]) V[p] at every row, for a scalar output: (N, n_inputs). Point by point (a thread per
-        block for big array records; no parallel kernel yet), or on Dask workers."""
-        if self.n_outputs != 1:
-            raise ValueError(f"map_hvp needs one output, this Function has {self.n_outputs}")
-        points, directions = self._batch_call(X, params, (V, self.n_inputs, "directions"))
-        assert directions is not None
-        return self._mapped("hvp", points, client, directions)[0]
+
+def map_vjp(F: Function, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
+    """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
+    points, weights = batch_call(F, X, params, (W, F.n_outputs, "weights"))
+    assert weights is not None
+    return mapped(F, "vjp", points, client, weights)[0]
+
+
+def map_jvp(F: Function, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
+    """J V[p] at every row X[p], in parallel: (N,) for a scalar output, else (N, n_outputs)."""
+    points, tangents = batch_call(F, X, params, (V, F.n_inputs, "tangents"))
+    assert tangents is not None
+    (out,) = mapped(F, "jvp", points, client, tangents)
+    return out[:, 0] if F._scalar else out
+
+
+def map_hvp(F: Function, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
+    """H(X[p]) V[p] at every row, for a scalar output: (N, n_inputs). Point by point (a thread per
+    block for big array records; no parallel kernel yet), or on Dask workers."""
+    if F.n_outputs != 1:
+        raise ValueError(f"map_hvp needs one output, this Function has {F.n_outputs}")
+    points, directions = batch_call(F, X, params, (V, F.n_inputs, "directions"))
+    assert directions is not None
+    return mapped(F, "hvp", points, client, directions)[0]
+

@@ -14,12 +14,12 @@ are made once per recorded program and kept.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tape.function.replay import one_call_at_a_time
-from tape.function.sparse_jacobian import ORDERS, Sparse, _scipy_sparse, input_columns
+from tape.function import arguments, derivatives
+from tape.function.sparse_jacobian import ORDERS, _scipy_sparse, input_columns, input_sizes
 from tape.kernels.hessian_sparsity import (
     SECOND_AA,
     SECOND_AB,
@@ -31,6 +31,9 @@ from tape.kernels.hessian_sparsity import (
     star_coloring,
 )
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
+
+if TYPE_CHECKING:
+    from tape.function.function import Function
 
 
 def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray,
@@ -57,60 +60,58 @@ def symmetric_coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: s
     return star_coloring(n, indptr, indices, sequence)
 
 
-class SparseHessian(Sparse):
-    """hessian_sparsity, hessian_colors and sparse_hessian of a Function (see tape.Function)."""
+def hessian_structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, colors) of the current records' Hessian, made at the first call and kept
+    with them (a retrace installs new records, and the next call makes them again)."""
+    if F.n_outputs != 1:
+        raise ValueError(f"a Hessian needs one output, this Function has {F.n_outputs}")
+    kept = F.__dict__.get("_hessian_sparsity")
+    if kept is None or kept[0] is not F._op:
+        indptr, indices = hessian_pattern_arrays(F._op, F._in0, F._in1, F._input_rows,
+                                                 input_sizes(F), int(F._output_rows[0]),
+                                                 F._param_rows)
+        colors = symmetric_coloring(F.n_inputs, indptr, indices)
+        kept = F._hessian_sparsity = (F._op, indptr, indices, colors)
+    return kept[1], kept[2], kept[3]
 
-    def _hessian_structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(indptr, indices, colors) of the current records' Hessian, made at the first call and kept
-        with them (a retrace installs new records, and the next call makes them again)."""
-        if self.n_outputs != 1:
-            raise ValueError(f"a Hessian needs one output, this Function has {self.n_outputs}")
-        kept = self.__dict__.get("_hessian_sparsity")
-        if kept is None or kept[0] is not self._op:
-            indptr, indices = hessian_pattern_arrays(self._op, self._in0, self._in1, self._input_rows,
-                                                     self._input_sizes(), int(self._output_rows[0]),
-                                                     self._param_rows)
-            colors = symmetric_coloring(self.n_inputs, indptr, indices)
-            kept = self._hessian_sparsity = (self._op, indptr, indices, colors)
-        return kept[1], kept[2], kept[3]
 
-    @one_call_at_a_time
-    def hessian_sparsity(self) -> Any:
-        """The Hessian's structural pattern as a symmetric scipy.sparse CSR matrix of ones,
-        (n_inputs, n_inputs) in flat numbering, for a scalar output: entry (i, j) when some record the
-        output depends on has a second partial (not zero by the op table) in inputs that depend on i
-        and on j. It holds every nonzero of F.hessian at any point that takes the recorded branches.
-        Scalar records only (TypeError naming the first array record)."""
-        indptr, indices, _ = self._hessian_structure()
-        return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
-                                          shape=(self.n_inputs, self.n_inputs))
+def hessian_sparsity(F: Function) -> Any:
+    """The Hessian's structural pattern as a symmetric scipy.sparse CSR matrix of ones,
+    (n_inputs, n_inputs) in flat numbering, for a scalar output: entry (i, j) when some record the
+    output depends on has a second partial (not zero by the op table) in inputs that depend on i
+    and on j. It holds every nonzero of F.hessian at any point that takes the recorded branches.
+    Scalar records only (TypeError naming the first array record)."""
+    indptr, indices, _ = hessian_structure(F)
+    return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
+                                      shape=(F.n_inputs, F.n_inputs))
 
-    @one_call_at_a_time
-    def hessian_colors(self) -> np.ndarray:
-        """A star coloring of the inputs (int64, from 0): inputs of one color share no Hessian entry,
-        and every path of four inputs through the pattern has three colors; sparse_hessian takes one
-        Hessian-vector product per color."""
-        return self._hessian_structure()[2].copy()
 
-    @one_call_at_a_time
-    def sparse_hessian(self, x: Any, params: Any = None) -> Any:
-        """The Hessian at x as a symmetric scipy.sparse CSR matrix (n_inputs, n_inputs), flat numbering,
-        with exactly hessian_sparsity()'s entries, from one Hessian-vector product per color (star
-        coloring, direct recovery). Entries read from both sides are F.hessian's bit for bit, the
-        others equal to rounding (see tape/function/sparse_hessian.py)."""
-        point = self._prepare(x, params)
-        if self.n_outputs != 1:
-            raise ValueError(f"a Hessian needs one output, this Function has {self.n_outputs}")
-        self._at(point, second=True)  # first: a retrace here changes the records, and so the pattern
-        indptr, indices, colors = self._hessian_structure()
-        n, k = self.n_inputs, int(colors.max()) + 1 if len(colors) else 0
-        seeds = np.zeros((n, k))
-        seeds[np.arange(n), colors] = 1.0
-        if self._plans:
-            compressed = np.stack([self._array_hvp(np.ascontiguousarray(seeds[:, q])) for q in range(k)], axis=1)
-        else:
-            compressed = self._hessian_columns(seeds)
-        data = np.empty(len(indices))
-        failed = recover(indptr, indices, colors, compressed.reshape(n, k), data)
-        assert failed < 0, f"entry {failed} of the Hessian's pattern is not direct: not a star coloring"
-        return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(n, n))
+def hessian_colors(F: Function) -> np.ndarray:
+    """A star coloring of the inputs (int64, from 0): inputs of one color share no Hessian entry,
+    and every path of four inputs through the pattern has three colors; sparse_hessian takes one
+    Hessian-vector product per color."""
+    return hessian_structure(F)[2].copy()
+
+
+def sparse_hessian(F: Function, x: Any, params: Any = None) -> Any:
+    """The Hessian at x as a symmetric scipy.sparse CSR matrix (n_inputs, n_inputs), flat numbering,
+    with exactly hessian_sparsity()'s entries, from one Hessian-vector product per color (star
+    coloring, direct recovery). Entries read from both sides are F.hessian's bit for bit, the
+    others equal to rounding (see tape/function/sparse_hessian.py)."""
+    point = arguments.prepare(F, x, params)
+    if F.n_outputs != 1:
+        raise ValueError(f"a Hessian needs one output, this Function has {F.n_outputs}")
+    derivatives.at(F, point, second=True)  # first: a retrace here changes the records, and so the pattern
+    indptr, indices, colors = hessian_structure(F)
+    n, k = F.n_inputs, int(colors.max()) + 1 if len(colors) else 0
+    seeds = np.zeros((n, k))
+    seeds[np.arange(n), colors] = 1.0
+    if F._plans:
+        compressed = np.stack([derivatives.array_hvp(F, np.ascontiguousarray(seeds[:, q])) for q in range(k)], axis=1)
+    else:
+        compressed = derivatives.hessian_columns(F, seeds)
+    data = np.empty(len(indices))
+    failed = recover(indptr, indices, colors, compressed.reshape(n, k), data)
+    assert failed < 0, f"entry {failed} of the Hessian's pattern is not direct: not a star coloring"
+    return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(n, n))
+

@@ -11,16 +11,18 @@ forward mode, bit for bit. Pattern and coloring are made once per recorded progr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tape.function.derivatives import Derivatives
-from tape.function.replay import one_call_at_a_time
+from tape.function import arguments, derivatives
 from tape.kernels.array_ops import NAME
 from tape.kernels.ops import ARRAY_BASE, ELEM
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, color_columns, decompress, gather_rows, index_sets
 from tape.records.array_records import SMALL
+
+if TYPE_CHECKING:
+    from tape.function.function import Function
 
 ORDERS = ("natural", "largest_first")
 
@@ -83,65 +85,64 @@ def coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natu
     return color_columns(n, indptr, indices, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), sequence)
 
 
-class Sparse(Derivatives):
-    """jacobian_sparsity, jacobian_colors and sparse_jacobian of a Function (see tape.Function)."""
+def structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, colors) of the current records, made at the first call and kept with
+    them (a retrace installs new records, and the next call makes them again)."""
+    kept = F.__dict__.get("_sparsity")
+    if kept is None or kept[0] is not F._op:
+        indptr, indices = pattern_arrays(F._op, F._in0, F._in1, F._input_rows, input_sizes(F),
+                                         F._output_rows, F._param_rows)
+        colors = coloring(F.n_inputs, indptr, indices)
+        kept = F._sparsity = (F._op, indptr, indices, colors)
+    return kept[1], kept[2], kept[3]
 
-    def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(indptr, indices, colors) of the current records, made at the first call and kept with
-        them (a retrace installs new records, and the next call makes them again)."""
-        kept = self.__dict__.get("_sparsity")
-        if kept is None or kept[0] is not self._op:
-            indptr, indices = pattern_arrays(self._op, self._in0, self._in1, self._input_rows, self._input_sizes(),
-                                             self._output_rows, self._param_rows)
-            colors = coloring(self.n_inputs, indptr, indices)
-            kept = self._sparsity = (self._op, indptr, indices, colors)
-        return kept[1], kept[2], kept[3]
 
-    def _input_sizes(self) -> np.ndarray:
-        """How many numbers each input record holds (1, or an array input's size)."""
-        sizes = np.ones(len(self._input_rows), np.int64)
-        for k in np.flatnonzero(self._op[self._input_rows] >= ARRAY_BASE).tolist():
-            _, start, stop = self._in_pieces[k]
-            sizes[k] = stop - start
-        return sizes
+def input_sizes(F: Function) -> np.ndarray:
+    """How many numbers each input record holds (1, or an array input's size)."""
+    sizes = np.ones(len(F._input_rows), np.int64)
+    for k in np.flatnonzero(F._op[F._input_rows] >= ARRAY_BASE).tolist():
+        _, start, stop = F._in_pieces[k]
+        sizes[k] = stop - start
+    return sizes
 
-    @one_call_at_a_time
-    def jacobian_sparsity(self) -> Any:
-        """The Jacobian's structural pattern as a scipy.sparse CSR matrix of ones, (n_outputs, n_inputs)
-        in flat numbering: entry (i, j) when output i depends on input j through the records (comparisons,
-        floor-like ops and stop_gradient carry no dependence; select depends on both sides). It holds every
-        nonzero of F.jacobian at any point that takes the recorded branches. Scalar records only
-        (TypeError naming the first array record)."""
-        indptr, indices, _ = self._structure()
-        return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
-                                          shape=(self.n_outputs, self.n_inputs))
 
-    @one_call_at_a_time
-    def jacobian_colors(self) -> np.ndarray:
-        """A color per input (int64, from 0) such that no two inputs of one color reach a common output:
-        the seeds of sparse_jacobian (column q of the seed matrix: the inputs of color q)."""
-        return self._structure()[2].copy()
+def jacobian_sparsity(F: Function) -> Any:
+    """The Jacobian's structural pattern as a scipy.sparse CSR matrix of ones, (n_outputs, n_inputs)
+    in flat numbering: entry (i, j) when output i depends on input j through the records (comparisons,
+    floor-like ops and stop_gradient carry no dependence; select depends on both sides). It holds every
+    nonzero of F.jacobian at any point that takes the recorded branches. Scalar records only
+    (TypeError naming the first array record)."""
+    indptr, indices, _ = structure(F)
+    return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
+                                      shape=(F.n_outputs, F.n_inputs))
 
-    @one_call_at_a_time
-    def sparse_jacobian(self, x: Any, params: Any = None, block: int = 16) -> Any:
-        """The Jacobian at x as a scipy.sparse CSR matrix (n_outputs, n_inputs), flat numbering, with
-        exactly jacobian_sparsity()'s entries: one forward sweep per color (``block`` colors per sweep),
-        every entry the same number as ``F.jacobian(x, mode="forward")``'s. Fits
-        ``scipy.optimize.least_squares(F, x0, jac=F.sparse_jacobian)``."""
-        if block < 1:
-            raise ValueError(f"block must be >= 1, got {block!r}")
-        point = self._prepare(x, params)
-        self._at(point)  # first: a retrace here changes the records, and so the pattern
-        indptr, indices, colors = self._structure()
-        k = int(colors.max()) + 1 if len(colors) else 0
-        seeds = np.zeros((self.n_inputs, k))
-        seeds[np.arange(self.n_inputs), colors] = 1.0
-        data = np.empty(len(indices))
-        if self._plans:
-            compressed = self._seeded(seeds, block)
-            data[:] = compressed[np.repeat(np.arange(self.n_outputs), np.diff(indptr)), colors[indices]]
-        else:
-            for first in range(0, k, block):  # straight from the records' tangents
-                dot = self._tangents(seeds[:, first:first + block])
-                decompress(indptr, indices, colors, first, dot, self._output_rows, data)
-        return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(self.n_outputs, self.n_inputs))
+
+def jacobian_colors(F: Function) -> np.ndarray:
+    """A color per input (int64, from 0) such that no two inputs of one color reach a common output:
+    the seeds of sparse_jacobian (column q of the seed matrix: the inputs of color q)."""
+    return structure(F)[2].copy()
+
+
+def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) -> Any:
+    """The Jacobian at x as a scipy.sparse CSR matrix (n_outputs, n_inputs), flat numbering, with
+    exactly jacobian_sparsity()'s entries: one forward sweep per color (``block`` colors per sweep),
+    every entry the same number as ``F.jacobian(x, mode="forward")``'s. Fits
+    ``scipy.optimize.least_squares(F, x0, jac=F.sparse_jacobian)``."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block!r}")
+    point = arguments.prepare(F, x, params)
+    derivatives.at(F, point)  # first: a retrace here changes the records, and so the pattern
+    indptr, indices, colors = structure(F)
+    k = int(colors.max()) + 1 if len(colors) else 0
+    seeds = np.zeros((F.n_inputs, k))
+    seeds[np.arange(F.n_inputs), colors] = 1.0
+    data = np.empty(len(indices))
+    if F._plans:
+        compressed = derivatives.seeded(F, seeds, block)
+        data[:] = compressed[np.repeat(np.arange(F.n_outputs), np.diff(indptr)), colors[indices]]
+    else:
+        for first in range(0, k, block):  # straight from the records' tangents
+            dot = derivatives.tangents(F, seeds[:, first:first + block])
+            decompress(indptr, indices, colors, first, dot, F._output_rows, data)
+    return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(F.n_outputs, F.n_inputs))
+
