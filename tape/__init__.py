@@ -47,10 +47,13 @@ from tape.arrays.conditions import ArrayCondition
 from tape.arrays.ufuncs import reciprocal, square
 from tape.arrays.varray import VarArray, concatenate, stack
 from tape.base.gc_pacing import pace_gc
-from tape.debug.nans import NonFiniteError, debug_nans
+from tape.debug.nans import debug_nans
 from tape.errors import (
     BranchChanged,
+    DistributedError,
     ForeignHandleError,
+    JitError,
+    NonFiniteError,
     StaleHandleError,
     TapeError,
     TapeFormatError,
@@ -58,7 +61,6 @@ from tape.errors import (
     TracingError,
     TracingWarning,
 )
-from tape.function.distributed import DistributedError
 from tape.function.function import Function, load
 from tape.records._recorders import (
     Var,
@@ -93,9 +95,9 @@ from tape.tape import Tape
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from tape.compiled.jit import JitError, JitFunction, jit
+    from tape.compiled.jit import JitFunction, jit
 
-_LAZY = {"jit", "JitError", "JitFunction"}  # tape.jit and its Numba overloads load on first use (~40 ms)
+_LAZY = {"jit", "JitFunction"}  # tape.jit and its Numba overloads load on first use (~40 ms)
 
 
 def __getattr__(name: str) -> Any:

@@ -40,3 +40,19 @@ class TracingError(TapeError):
 
 class TapeFormatError(TapeError, ValueError):
     """A saved tape file is malformed, corrupted or of an unknown format version."""
+
+
+class NonFiniteError(TapeError, FloatingPointError):
+    """A value or adjoint became inf or NaN; the message names the record where it started."""
+
+    def __init__(self, message: str, row: int):
+        super().__init__(message)
+        self.row = row
+
+
+class DistributedError(TapeError, RuntimeError):
+    """A chunk of points failed on a Dask worker."""
+
+
+class JitError(TapeError, TypeError):
+    """A tape.jit function uses what cannot be recorded; the first line says what and where."""

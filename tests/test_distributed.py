@@ -79,7 +79,7 @@ def test_a_failing_worker_is_a_clear_error(client, monkeypatch):
     F = tape.trace(f, np.zeros(4))
     monkeypatch.setattr(_distributed, "pack", lambda F: b"not a tape file")
     expected = r"chunk 0 of \d+ \(points 0 to \d+\) failed .*TapeFormatError"
-    with pytest.raises(_distributed.DistributedError, match=expected):
+    with pytest.raises(tape.DistributedError, match=expected):
         F.map_value_and_grad(np.zeros((10, 4)), client=client)
 
 

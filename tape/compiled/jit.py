@@ -26,17 +26,13 @@ from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, file_id, types, where_of
 from tape.compiled.recording import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
 from tape.debug import nans
-from tape.errors import ForeignHandleError, TapeError
+from tape.errors import ForeignHandleError, JitError
 from tape.kernels.ops import LEAF
 from tape.records._recorders import Var
 from tape.records.handles import Handle
 from tape.tape import _FEW, Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
-
-
-class JitError(TapeError, TypeError):
-    """A tape.jit function uses what cannot be recorded; the first line says what and where."""
 
 
 def _outputs(out):

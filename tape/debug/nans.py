@@ -18,7 +18,7 @@ from types import FrameType
 
 import numpy as np
 
-from tape.errors import BranchChanged, TapeError
+from tape.errors import BranchChanged, NonFiniteError
 from tape.kernels.array_ops import IS_ARRAY_LEAF, NAME
 from tape.kernels.ops import IS_LEAF, OPS, SYMBOL, USES_POOL
 
@@ -29,14 +29,6 @@ class _State(threading.local):
 
 
 _state = _State()
-
-
-class NonFiniteError(TapeError, FloatingPointError):
-    """A value or adjoint became inf or NaN; the message names the record where it started."""
-
-    def __init__(self, message: str, row: int):
-        super().__init__(message)
-        self.row = row
 
 
 def active() -> bool:

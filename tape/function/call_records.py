@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tape.arrays.varray import VarArray, wrap, wrap_view
-from tape.debug.nans import NonFiniteError
-from tape.errors import BranchChanged, ForeignHandleError, TapeError
+from tape.errors import BranchChanged, ForeignHandleError, NonFiniteError, TapeError
 from tape.function import arguments, array_replay
 from tape.kernels.array_ops import ARRAY_OPCODE
 from tape.kernels.ops import CONSTANT, ELEM

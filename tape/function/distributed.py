@@ -15,15 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tape.errors import TapeError
+from tape.errors import DistributedError
 from tape.function import format
 
 if TYPE_CHECKING:
     from tape.function.function import Function
-
-
-class DistributedError(TapeError, RuntimeError):
-    """A chunk of points failed on a Dask worker."""
 
 
 def pack(F: Function) -> bytes:

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape.base.numbers import real_array
-from tape.debug.nans import NonFiniteError, branch_changed
-from tape.errors import BranchChanged
+from tape.debug.nans import branch_changed
+from tape.errors import BranchChanged, NonFiniteError
 from tape.function import arguments, array_replay, distributed, format
 from tape.kernels._sweeps import map_gradients, map_tangents, map_values
 from tape.kernels.ops import IS_LEAF

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from tape.analyses import prune as _prune
 from tape.debug import nans, show
-from tape.debug.nans import NonFiniteError
+from tape.errors import NonFiniteError
 from tape.function import arguments, array_replay, call_records, format
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.array_ops import ACONSTANT, NAME
