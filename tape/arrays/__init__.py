@@ -1,1 +1,1 @@
-"""VarArray: NumPy-style arrays of records, their operands, conditions, scans, methods and ufuncs."""
+"""VarArray: NumPy-style arrays of records, their operands, conditions, methods, scans, item assignment and ufuncs."""

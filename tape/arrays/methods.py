@@ -4,18 +4,23 @@ Shape functions are views (reshape, transpose, slicing: nothing recorded); roll,
 repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer and trace
 are arithmetic and reductions; max and min are one array record each.
 
-Records are never changed after they are made, so ``flatten()`` may share the records of the
-array it flattens; ``copy()`` (tape/arrays/scans.py) is a new VarArray of the same records.
+The methods are declared on VarArray (tape/arrays/varray.py), each calling the function here
+of the same name with the array first. Records are never changed after they are made, so
+``flatten()`` may share the records of the array it flattens; ``copy()`` is a new VarArray
+of the same records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tape.arrays.einsum import FUNCTIONS as EINSUM
+
+if TYPE_CHECKING:
+    from tape.arrays.varray import VarArray
 
 
 def _axis(axis: int, ndim: int) -> int:
@@ -24,72 +29,52 @@ def _axis(axis: int, ndim: int) -> int:
     return axis % ndim
 
 
-class Methods:
-    """Mixed into VarArray, which provides shape, ndim, reshape, transpose, __getitem__, the
-    reductions and arithmetic."""
+def swapaxes(x: VarArray, a: int, b: int) -> VarArray:
+    """The view with axes a and b exchanged."""
+    axes = list(range(x.ndim))
+    a, b = _axis(a, x.ndim), _axis(b, x.ndim)
+    axes[a], axes[b] = axes[b], axes[a]
+    return x.transpose(*axes)
 
-    __slots__ = ()
 
-    def swapaxes(self: Any, a: int, b: int) -> Any:
-        axes = list(range(self.ndim))
-        a, b = _axis(a, self.ndim), _axis(b, self.ndim)
-        axes[a], axes[b] = axes[b], axes[a]
-        return self.transpose(*axes)
+def squeeze(x: VarArray, axis: int | tuple[int, ...] | None = None) -> VarArray:
+    """The view without the size-1 axes (those of ``axis``, which must have size 1)."""
+    picked = range(x.ndim) if axis is None else [_axis(a, x.ndim) for a in np.atleast_1d(axis).tolist()]
+    if axis is not None and any(x.shape[a] != 1 for a in picked):
+        raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one: {axis}")
+    drop = {a for a in picked if x.shape[a] == 1}
+    return x.reshape(tuple(n for k, n in enumerate(x.shape) if k not in drop))
 
-    def squeeze(self: Any, axis: int | tuple[int, ...] | None = None) -> Any:
-        picked = range(self.ndim) if axis is None else [_axis(a, self.ndim) for a in np.atleast_1d(axis).tolist()]
-        if axis is not None and any(self.shape[a] != 1 for a in picked):
-            raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one: {axis}")
-        drop = {a for a in picked if self.shape[a] == 1}
-        return self.reshape(tuple(n for k, n in enumerate(self.shape) if k not in drop))
 
-    def max(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
-        """The largest element over axes (NaN if one is NaN); its adjoint goes to the elements equal to
-        it, in equal shares at a tie."""
-        return self._reduce("max", axis, keepdims)
+def mean(x: VarArray, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+    """The sum over axes times 1/n."""
+    return x.sum(axis, keepdims) * (1.0 / _count(x, axis))
 
-    def min(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
-        """The smallest element over axes, as max."""
-        return self._reduce("min", axis, keepdims)
 
-    def mean(self: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
-        """The sum over axes times 1/n."""
-        return self.sum(axis, keepdims) * (1.0 / _count(self, axis))
+def var(x: VarArray, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
+    n = _count(x, axis)
+    d = x - x.mean(axis, keepdims=True)
+    return (d * d).sum(axis, keepdims) * (1.0 / (n - ddof))
 
-    def var(self: Any, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
-        """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
-        n = _count(self, axis)
-        d = self - self.mean(axis, keepdims=True)
-        return (d * d).sum(axis, keepdims) * (1.0 / (n - ddof))
 
-    def std(self: Any, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
-        """sqrt(var): at a spread of 0 its slope is 0 (0 times sqrt'(0) adds nothing; JAX gives NaN)."""
-        return self.var(axis, ddof, keepdims) ** 0.5
+def std(x: VarArray, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """sqrt(var): at a spread of 0 its slope is 0 (0 times sqrt'(0) adds nothing; JAX gives NaN)."""
+    return var(x, axis, ddof, keepdims) ** 0.5
 
-    def flatten(self: Any) -> Any:
-        return self.reshape(-1)
 
-    def _numbers(self: Any) -> np.ndarray:
-        t = self._live_tape()
-        return t._val[self._idx] if self._view is None else t._array_values(self._view)
-
-    def tolist(self: Any) -> Any:
-        """The values as (nested) Python floats, read on purpose: inside tape.trace, numbers every
-        replay keeps, without TracingWarning (``.value`` warns)."""
-        return self._numbers().tolist()
-
-    def item(self: Any) -> float:
-        """The value of a one-element array as a Python float, read on purpose (see tolist)."""
-        if self.size != 1:
-            raise ValueError(f"can only convert an array of size 1 to a Python float, not of size {self.size}")
-        return float(self._numbers().reshape(-1)[0])
+def item(x: VarArray) -> float:
+    """The value of a one-element array as a Python float, read on purpose (see VarArray.tolist)."""
+    if x.size != 1:
+        raise ValueError(f"can only convert an array of size 1 to a Python float, not of size {x.size}")
+    return float(x._numbers().reshape(-1)[0])
 
 
 def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
     return list(range(ndim)) if axis is None else [_axis(k, ndim) for k in np.atleast_1d(axis).tolist()]
 
 
-def _count(a: Any, axis: int | tuple[int, ...] | None) -> int:
+def _count(a: VarArray, axis: int | tuple[int, ...] | None) -> int:
     """How many elements a reduction over axis takes together."""
     return int(np.prod([a.shape[k] for k in _axes(axis, a.ndim)]))
 

@@ -18,13 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
+from tape.arrays import assign, methods, scans
 from tape.arrays import small as _small
 from tape.arrays.conditions import ArrayCondition
-from tape.arrays.methods import FUNCTIONS as COMPOSED_FUNCTIONS
-from tape.arrays.methods import Methods
 from tape.arrays.operands import as_view, common_tape, operands, shape_of
-from tape.arrays.scans import FUNCTIONS as ORDER_FUNCTIONS
-from tape.arrays.scans import ArrayFunctions
 from tape.errors import StaleHandleError
 from tape.kernels.ops import ARITHMETIC, CONSTANT, ELEM, OPCODE, OPS, UNARY_UFUNCS
 from tape.records import array_records
@@ -101,7 +98,7 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     return wrap(t, rows.reshape(shape))
 
 
-class VarArray(Methods, ArrayFunctions):
+class VarArray:
     """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
     __slots__ = ("_seg", "_rows", "_view", "_shape")
@@ -181,6 +178,24 @@ class VarArray(Methods, ArrayFunctions):
     def ravel(self) -> VarArray:
         return self.reshape(-1)
 
+    def flatten(self) -> VarArray:
+        return self.reshape(-1)
+
+    def swapaxes(self, a: int, b: int) -> VarArray:
+        return methods.swapaxes(self, a, b)
+
+    def squeeze(self, axis: int | tuple[int, ...] | None = None) -> VarArray:
+        return methods.squeeze(self, axis)
+
+    def copy(self) -> VarArray:
+        """An independent VarArray of the same records (assigning into it leaves self as it is)."""
+        return VarArray(self._seg, self._idx.copy()) if self._view is None else VarArray(self._seg, None, self._view)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """self[key] = value, recorded (tape/arrays/assign.py): value a Var, VarArray, number or
+        NumPy array broadcast to the slot as NumPy does."""
+        assign.setitem(self, key, value)
+
     def _scalars(self) -> VarArray:
         """The same elements as scalar records (elem records reading an array record): for the ops
         that array records do not have."""
@@ -224,6 +239,19 @@ class VarArray(Methods, ArrayFunctions):
         except StaleHandleError:
             values = "stale"
         return f"VarArray(shape={self.shape}, value={values})"
+
+    def _numbers(self) -> np.ndarray:
+        t = self._live_tape()
+        return t._val[self._idx] if self._view is None else t._array_values(self._view)
+
+    def tolist(self) -> Any:
+        """The values as (nested) Python floats, read on purpose: inside tape.trace, numbers every
+        replay keeps, without TracingWarning (``.value`` warns)."""
+        return self._numbers().tolist()
+
+    def item(self) -> float:
+        """The value of a one-element array as a Python float, read on purpose (see tolist)."""
+        return methods.item(self)
 
     # -- arithmetic -------------------------------------------------------------------------
 
@@ -304,8 +332,48 @@ class VarArray(Methods, ArrayFunctions):
         t = self._live_tape()
         return wrap_view(t, array_records.reduce(t, name, as_view(t, True, self._operand()[1]), axis, keepdims))
 
+    def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The largest element over axes (NaN if one is NaN); its adjoint goes to the elements equal to
+        it, in equal shares at a tie."""
+        return self._reduce("max", axis, keepdims)
+
+    def min(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The smallest element over axes, as max."""
+        return self._reduce("min", axis, keepdims)
+
+    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+        """The sum over axes times 1/n."""
+        return methods.mean(self, axis, keepdims)
+
+    def var(self, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
+        return methods.var(self, axis, ddof, keepdims)
+
+    def std(self, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """sqrt(var): at a spread of 0 its slope is 0 (0 times sqrt'(0) adds nothing; JAX gives NaN)."""
+        return methods.std(self, axis, ddof, keepdims)
+
     def dot(self, other: VarArray | np.ndarray) -> Any:
         return matmul(self, other)
+
+    # -- scans and sort (tape/arrays/scans.py) -----------------------------------------------------
+
+    def cumsum(self, axis: int | None = None) -> VarArray:
+        """Cumulative sums along axis (of the flattened array for None)."""
+        return scans.cumulative(self, "cumsum", axis)
+
+    def cumprod(self, axis: int | None = None) -> VarArray:
+        """Cumulative products along axis; the derivatives are exact with zeros in the input."""
+        return scans.cumulative(self, "cumprod", axis)
+
+    def sort(self, axis: int = -1) -> None:
+        """Sort in place along axis, as ndarray.sort (np.sort gives a sorted copy)."""
+        y = scans.sort(self, axis)
+        self._rows, self._view, self._seg = y._rows, y._view, y._seg
+
+    def argsort(self, axis: int | None = -1) -> np.ndarray:
+        """The stable sorting permutation of the values: an array of ints (data, not recorded)."""
+        return scans.argsort(self, axis)
 
 
 def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: bool = False) -> Any:
@@ -395,6 +463,7 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.stack: stack,
     np.reshape: lambda a, shape: a.reshape(shape),
     np.transpose: lambda a, axes=None: a.transpose() if axes is None else a.transpose(*axes),
-    **COMPOSED_FUNCTIONS,
-    **ORDER_FUNCTIONS,
+    **methods.FUNCTIONS,
+    **scans.FUNCTIONS,
+    **assign.FUNCTIONS,
 }
