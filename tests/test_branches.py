@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import operator
 import os
@@ -237,3 +238,20 @@ def test_tape_forward_replay_checks_branches_too():
         t.forward([x], [-1.0])
     t.rewind(1)  # dropping the comparison's record drops its check
     t.forward([x], [-1.0])
+
+
+def test_an_unknown_policy_is_a_value_error_at_every_entry_point():
+    """A bad argument is a ValueError (a file's bad policy alone is a TapeFormatError)."""
+    F = tape.trace(lambda x: x[0] * x[1], [1.0, 2.0])
+    t = tape.Tape()
+    x = t.var(1.0)
+    buffer = io.BytesIO()
+    F.save(buffer)
+    calls = [lambda: tape.trace(lambda x: x[0] * x[1], [1.0, 2.0], on_branch_change="bogus"),
+             lambda: t.function([x], x * x, on_branch_change="bogus"),
+             lambda: setattr(F, "on_branch_change", "bogus"),
+             lambda: tape.load(io.BytesIO(buffer.getvalue()), on_branch_change="bogus")]
+    for call in calls:
+        with pytest.raises(ValueError, match="on_branch_change must be one of") as info:
+            call()
+        assert not isinstance(info.value, tape.TapeFormatError)

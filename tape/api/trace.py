@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
@@ -201,16 +202,33 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         scalar = not isinstance(out, (list, tuple, np.ndarray))
         outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
 
-    def retrace(at: np.ndarray, ps_now: np.ndarray) -> Function:  # f gets x0's structure again
-        return trace(f, layout.tree(at), None if p_layout is None else p_layout.tree(ps_now), "raise", strict,
-                     len(t), data, prune, cse)  # room for what f recorded the first time
-
+    retrace = _Retrace(f, layout, p_layout, strict, len(t), data, prune, cse)  # room for what f recorded
     F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
                     leaves[0].shape if spec is _trees.ARRAY else None, out.shape if isinstance(out, VarArray) else None,
                     prune, cse)
     F._layout, F._param_layout = layout, p_layout
     return F
+
+
+@dataclass(frozen=True)
+class _Retrace:
+    """f recorded again at a point, which f gets in x0's structure: a traced Function's retrace (an object,
+    not a closure, so that the Function pickles wherever f does)."""
+
+    f: Callable[..., Any]
+    layout: _trees.Layout
+    p_layout: _trees.Layout | None
+    strict: bool
+    capacity: int
+    data: tuple
+    prune: bool
+    cse: bool
+
+    def __call__(self, at: np.ndarray, ps_now: np.ndarray) -> Function:
+        ps = None if self.p_layout is None else self.p_layout.tree(ps_now)
+        return trace(self.f, self.layout.tree(at), ps, "raise", self.strict, self.capacity, self.data, self.prune,
+                     self.cse)
 
 
 def _leaf_handles(t: Tape, leaves: list[Any]) -> list[Any]:

@@ -21,12 +21,15 @@ Spec = Any  # the tree with a Leaf in place of each leaf
 
 
 class Leaf:
-    """A leaf's place in a spec: a number or an array."""
+    """A leaf's place in a spec: a number or an array (two objects, compared by identity)."""
 
     __slots__ = ("kind",)
 
     def __init__(self, kind: str):
         self.kind = kind
+
+    def __reduce__(self) -> str:
+        return self.kind.upper()  # pickled as the name of the one object: NUMBER or ARRAY
 
 
 NUMBER, ARRAY = Leaf("number"), Leaf("array")
@@ -40,8 +43,17 @@ class Flat:
     def __init__(self, kind: type):
         self.kind = kind
 
+    def __reduce__(self) -> tuple[Any, tuple[type]]:
+        return flat_spec, (self.kind,)  # unpickled as the one object of its kind, compared by identity
+
 
 FLAT: dict[type, Flat] = {list: Flat(list), tuple: Flat(tuple)}
+
+
+def flat_spec(kind: type) -> Flat:
+    return FLAT[kind]
+
+
 _FLOAT, _NUMBER = {float}, {float, int}
 
 

@@ -101,6 +101,23 @@ class Function:
         self._tree_call = False  # whether the call in progress passed x in x0's structure
         self._noted = -1  # the first check that failed under the policy "ignore" (see maps.raw)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickle and copy.deepcopy keep: records, arenas and settings; not the lock (a new one comes
+        back), the views cached into the arenas (made again) or the tape it came from; f's retrace only
+        under on_branch_change="retrace" (then it pickles f, which must be importable: not a lambda)."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state.pop("_home", None)
+        state.update({name: {} for name in ("_views", "_schedules") if name in state})
+        if self._policy != "retrace":
+            state["_source"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        replay.LIVE.add(self)
+
     @classmethod
     def _from_storage(cls, t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,

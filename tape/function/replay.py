@@ -68,12 +68,18 @@ Retrace = Callable[[np.ndarray, np.ndarray], "Function"]
 
 def checked_policy(F: Function, policy: str) -> str:
     """policy, if F can take it as its on_branch_change."""
-    if policy not in POLICIES:
-        raise ValueError(f"on_branch_change must be one of {POLICIES}, got {policy!r}")
+    known_policy(policy)
     if policy == "retrace" and F._source is None:
         raise ValueError("on_branch_change='retrace' needs the Python function, which only tape.trace keeps: "
-                         "this Function was loaded from a file or made by Tape.function; use 'raise' or 'ignore'")
+                         "this Function was loaded from a file, made by Tape.function or pickled under another policy; "
+                         "use 'raise' or 'ignore'")
     return policy
+
+
+def known_policy(policy: str) -> None:
+    """A ValueError for an on_branch_change that is none of POLICIES (a file's is a TapeFormatError)."""
+    if policy not in POLICIES:
+        raise ValueError(f"on_branch_change must be one of {POLICIES}, got {policy!r}")
 
 
 def install(F: Function, a: dict[str, np.ndarray], plans: list[driver.Plan] | None = None, share: bool = False) -> None:
@@ -117,6 +123,7 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
                   share: bool = False, prune: bool = True, cse: bool = True) -> R:
     """A Function of a copy of t's records (see Tape.function, which checks the rows), pruned (analyses/prune.py);
     with share (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
+    known_policy(on_branch_change)  # before the file's checks, which call it a format error
     share = share and not t._plans
     own = (lambda a: a) if share else np.copy
     n, checks = len(t), t._checks

@@ -12,7 +12,9 @@ at the new point and the derivative tape rebuilt from it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,15 +50,25 @@ def _rows(sweep: Sweep, values: list[Value]) -> np.ndarray:
 
 def _make(F: Any, t: Storage, inputs: list[int], outputs: np.ndarray, scalar: bool, output_shape: tuple[int, ...],
           rebuild: Callable[[Any], Any], input_shape: tuple[int, ...] | None = None) -> Any:
-    source = None
-    if F._source is not None:
-        n = F.n_inputs
-        source = lambda point, ps: rebuild(F._source(point[:n], ps))  # noqa: E731
+    source = None if F._source is None else _Rebuild(F._source, F.n_inputs, rebuild)
     G = type(F)._from_storage(t, np.array(inputs, np.int64), F._param_rows.copy(), outputs, scalar,
                               F.on_branch_change, source, input_shape or (len(inputs),), output_shape)
     G._param_layout = F._param_layout
     G.check_finite = F.check_finite
     return G
+
+
+@dataclass(frozen=True)
+class _Rebuild:
+    """A derived Function's retrace: F's f recorded again at the first n numbers of the point, then the
+    derivative taken again (an object, not a closure, so that it pickles wherever f does)."""
+
+    source: Callable[[np.ndarray, np.ndarray], Any]
+    n: int
+    rebuild: Callable[[Any], Any]
+
+    def __call__(self, point: np.ndarray, ps: np.ndarray) -> Any:
+        return self.rebuild(self.source(point[:self.n], ps))
 
 
 def _x0(F: Any) -> Any:
@@ -110,7 +122,7 @@ def grad_function(F: Any, value: bool = False) -> Any:
     grads = [adj.get(r, 0.0) for r in inputs]
     rows = _rows(sweep, [sweep.var(out)] + grads if value else grads)
     G = _make(F, t, inputs, rows, False, (len(rows),) if value else F.input_shape,
-              lambda fresh: grad_function(fresh, value), F.input_shape)
+              functools.partial(grad_function, value=value), F.input_shape)
     G._layout = None if value else F._layout
     return G
 
@@ -141,6 +153,6 @@ def jvp_function(F: Any, value: bool = False) -> Any:
     rows = _rows(sweep, [sweep.var(r) for r in outputs] + tangents if value else tangents)
     scalar = F._scalar and not value
     G = _make(F, t, inputs + v, rows, scalar, (len(rows),) if value else F._output_shape,
-              lambda fresh: jvp_function(fresh, value))
+              functools.partial(jvp_function, value=value))
     G._layout = _layout(F, _x0(F))
     return G
