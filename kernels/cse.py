@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numba import jit
+from .compiling import jit
 
 WINDOW = 16  # slots: two cache lines of 8-byte entries
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numba import jit
+from .compiling import jit
 
 
 @jit

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numba import jit
+from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
 
 

@@ -5,7 +5,7 @@ Linear in the records, no recursion."""
 
 from __future__ import annotations
 
-from ._numba import jit
+from .compiling import jit
 
 
 @jit

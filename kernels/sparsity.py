@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numba import jit
+from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
 
 _ZERO_A = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da == "0.0"])

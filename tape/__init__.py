@@ -6,10 +6,8 @@
     L = (tape.sigmoid(w * x + 0.1) - 1.0) ** 2
     t.gradient(L, [w, x])     # array([dL/dw, dL/dx])
 
-Packages, each importing only those below it (tests/test_layers.py checks it; docs/design.md draws it):
-kernels (tape.kernels: the op tables, Numba kernels, codegen/) <- errors, base <- debug <- sweeps <-
-records <- arrays, analyses <- symbolic <- function <- tape.py (Tape) <- api <- compiled (tape.jit) <-
-this module <- bench (tape-bench), docgen.
+The packages, each importing only those below it, are drawn once in docs/design.md (the layers)
+and checked by tests/test_layers.py.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 import tape
-from tape.kernels._numba import cache_dir
+from tape.kernels.compiling import cache_dir
 
 USAGE = """usage: python -m tape warmup          compile every Numba kernel now (once per environment)
        python -m tape cache [--clear]  where the compiled kernels are cached (and remove them)"""

@@ -13,7 +13,7 @@ import re
 
 from .. import ops
 
-JIT = "jit"  # the decorators of kernels/_numba.py: cache=True, nogil=True, error_model="numpy"
+JIT = "jit"  # the decorators of kernels/compiling.py: cache=True, nogil=True, error_model="numpy"
 PARJIT = "parallel_jit"  # the same with parallel=True
 
 
@@ -245,8 +245,8 @@ def generate(header: list[str], more: list[str]) -> str:
         "import numpy as np",
         "",
         "from . import ops as _ops",
-        "from ._numba import inline as _inline",
-        "from ._numba import jit, parallel_jit",
+        "from .compiling import inline as _inline",
+        "from .compiling import jit, parallel_jit",
         "",
         *helpers,
         "",

@@ -32,7 +32,7 @@ from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
 
-from tape.kernels._numba import _CacheImpl, _UserWide, cache_dir
+from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
 
 TESTED = ("0.68.1",)  # Numba versions the jit tests ran on
 NUMBA_VERSION = numba.__version__
