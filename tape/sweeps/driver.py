@@ -30,29 +30,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import forward_sweep, reverse_range
-from tape.kernels.array_ops import (
-    ACONSTANT,
-    ARRAY_KIND,
-    COMPARE_UFUNC,
-    INPUT,
-    NAME,
-    NO_DERIVATIVE,
-    extreme_forward,
-    extreme_share,
-    kept,
-    logsumexp_forward,
-    logsumexp_vjp,
-    matmul_vjp_a,
-    matmul_vjp_b,
-    sum_forward,
-    sum_vjp,
-    times,
-    unbroadcast,
-)
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, NAME, RULE, unbroadcast
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, LEAF
-from tape.kernels.scans import scan_forward, scan_vjp, sort_forward, sort_vjp
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
 
@@ -162,43 +142,18 @@ def read(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
 
 
 def forward_one(s: State, p: Plan) -> None:
-    """Compute array record p's elements from its inputs."""
-    kind = ARRAY_KIND[p.code]
-    if kind in ("input", "constant"):
-        return
-    if kind == "call":  # a Function (tape/function/call_records.py), as are its reverse and derivatives
+    """Compute array record p's elements from its inputs (its rule's forward; the plumbing kinds here)."""
+    rule = RULE[p.code]
+    if rule.reads == "views":
+        if p.inputs:  # a constant's values are set when it is recorded
+            rule.forward(p, read(s, s._aval, p), own(s, s._aval, p))
+    elif rule.reads == "callee":  # a Function (tape/function/call_records.py), as are its reverse and derivatives
         s._callees[p.places[0]]._call_forward(s, p)
-        return
-    out = own(s, s._aval, p)
-    ins = read(s, s._aval, p)
-    if kind == "unary":
-        RULES[p.name][0](ins[0], None, out)
-    elif kind == "binary":
-        RULES[p.name][0](ins[0], ins[1], out)
-    elif kind == "compare":
-        out[...] = COMPARE_UFUNC[p.name](ins[0], ins[1])
-    elif kind == "select":
-        out[...] = np.where(ins[0] != 0.0, ins[1], ins[2])
-    elif kind == "sum":
-        sum_forward(ins[0], p.axes, out)
-    elif kind == "matmul":
-        np.matmul(ins[0], ins[1], out=out.reshape(p.wide))
-    elif kind == "logsumexp":
-        logsumexp_forward(ins[0], p.axes, out)
-    elif kind == "extreme":
-        extreme_forward(p.name, ins[0], p.axes, out)
-    elif kind == "scan":
-        scan_forward(p.name, ins[0], p.axes[0], out)
-    elif kind == "sort":
-        sort_forward(ins[0], p.axes[0], out)
-    elif kind == "gather":
-        out.reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
-    elif kind == "pack":
-        out.reshape(-1)[...] = s._val[p.places]
-    elif kind == "all":
-        out[...] = np.all(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
-    elif kind == "any":
-        out[...] = np.any(ins[0] != 0.0, axis=p.axes).reshape(p.shape)
+    elif rule.reads == "elements":
+        own(s, s._aval, p).reshape(-1)[...] = region(s._aval, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[
+            p.places]
+    elif rule.reads == "scalars":
+        own(s, s._aval, p).reshape(-1)[...] = s._val[p.places]
 
 
 def _offsets(s: State) -> np.ndarray:
@@ -281,54 +236,25 @@ def _wants(s: State, v: View) -> bool:
 
 def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> None:
     """Send array record p's adjoint to its inputs (check: see kernels.array_ops.times)."""
-    kind = ARRAY_KIND[p.code]
-    if kind in NO_DERIVATIVE:
+    rule = RULE[p.code]
+    if not rule.derivative:
         return
-    if kind == "call":
+    if rule.reads == "callee":
         s._callees[p.places[0]]._call_reverse(s, p, gen, keep)
         return
     g = own(s, s._aadj, p)
-    if kind == "pack":
+    if rule.reads == "scalars":
         scalar_accumulate(s, p.places, g.reshape(-1), gen, keep)
-        return
-    if kind == "gather":
+    elif rule.reads == "elements":
         if _wants(s, p.inputs[0]):
             sent = g.reshape(-1) != 0.0
             np.add.at(_prepared(s, p.inputs[0].record, gen, keep).reshape(-1), p.places[sent],
                       g.reshape(-1)[sent])
-        return
-    ins = read(s, s._aval, p)
-    y = own(s, s._aval, p)
-    sends: list[tuple[View, Any]] = []  # (input, its contribution when computed)
-    if kind in ("unary", "binary"):
-        rule = RULES[p.name]
-        b = ins[1] if kind == "binary" else None
-        for k, v in enumerate(p.inputs):
-            d = rule[1 + k]
-            if d is not None:
-                sends.append((v, lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y), check)))
-    elif kind == "select":
-        cond = ins[0]
-        sends = [(p.inputs[1], lambda: np.where(cond != 0.0, g, 0.0)),
-                 (p.inputs[2], lambda: np.where(cond == 0.0, g, 0.0))]
-    elif kind == "sum":
-        sends = [(p.inputs[0], lambda: sum_vjp(g, p.inputs[0].shape, p.axes))]
-    elif kind == "logsumexp":
-        sends = [(p.inputs[0], lambda: logsumexp_vjp(g, ins[0], y, p.axes, check))]
-    elif kind == "extreme":
-        sends = [(p.inputs[0], lambda: times(g.reshape(kept(ins[0].shape, p.axes)), extreme_share(ins[0], y, p.axes),
-                                             check))]
-    elif kind == "scan":
-        sends = [(p.inputs[0], lambda: scan_vjp(p.name, ins[0], g, p.axes[0]))]
-    elif kind == "sort":
-        sends = [(p.inputs[0], lambda: sort_vjp(ins[0], g, p.axes[0]))]
-    elif kind == "matmul":
-        G = g.reshape(p.wide)
-        sends = [(p.inputs[0], lambda: matmul_vjp_a(G, ins[1], check)),
-                 (p.inputs[1], lambda: matmul_vjp_b(G, ins[0], check))]
-    for v, contribution in sends:
-        if _wants(s, v):  # constants get no adjoint: their contribution is never computed
-            accumulate(s, v, contribution(), gen, keep)
+    else:
+        sends = rule.vjp(p, g, read(s, s._aval, p), own(s, s._aval, p), check)
+        for v, contribution in zip(p.inputs, sends, strict=True):
+            if contribution is not None and _wants(s, v):  # a constant's contribution is never computed
+                accumulate(s, v, contribution(), gen, keep)
 
 
 def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep: int) -> None:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from tape.errors import TapeFormatError
-from tape.kernels.array_ops import ARRAY_KIND, ARRAY_OPS, IS_ARRAY_OP, NAME, kept
+from tape.kernels.array_ops import ARRAY_KIND, ARRAY_OPS, IS_ARRAY_OP, NAME, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY
 from tape.sweeps.driver import Plan, View, contiguous
 
@@ -146,7 +146,7 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         index = _callee(places, start, count, shape, inputs, op, callees)
     elif count:
         raise ValueError(f"{kind} has no places")
-    _check_shape(kind, shape, wide, inputs, axes)
+    RULE[code].check(shape, wide, [v.shape for v in inputs], axes)  # the output shape its rule gives
     return Plan(code, r, offset, shape, tuple(inputs), axes, index, wide)
 
 
@@ -166,30 +166,3 @@ def _callee(places: np.ndarray, start: int, count: int, shape: tuple[int, ...], 
     index = places[start:start + 1].copy()
     index.flags.writeable = False
     return index
-
-
-def _check_shape(kind: str, shape: tuple[int, ...], wide: tuple[int, ...], inputs: list[View],
-                 axes: tuple[int, ...]) -> None:
-    """The output shape the op gives its inputs (np.broadcast_shapes raises ValueError on a mismatch)."""
-    if kind in ("unary", "binary", "compare", "select"):
-        expected = [tuple(np.broadcast_shapes(*(v.shape for v in inputs)))]
-    elif kind in ("sum", "logsumexp", "all", "any", "extreme"):
-        a = inputs[0].shape
-        if any(x >= len(a) for x in axes):
-            raise ValueError(f"reduces axes {axes} of a {len(a)}-d view")
-        expected = [kept(a, axes), tuple(n for j, n in enumerate(a) if j not in axes)]
-    elif kind in ("scan", "sort"):
-        if len(axes) != 1 or axes[0] >= len(inputs[0].shape):
-            raise ValueError(f"{kind} along axes {axes} of a {len(inputs[0].shape)}-d view")
-        expected = [inputs[0].shape]
-    elif kind == "matmul":
-        A, B = (v.shape for v in inputs)
-        if len(A) < 2 or len(B) < 2 or A[-1] != B[-2]:
-            raise ValueError(f"matmul of {A} and {B}")
-        if wide != (*np.broadcast_shapes(A[:-2], B[:-2]), A[-2], B[-1]):
-            raise ValueError(f"matmul of {A} and {B} is not {wide}")
-        expected = [shape] if math.prod(shape) == math.prod(wide) else []
-    else:
-        expected = [shape]
-    if shape not in expected or (kind != "matmul" and wide != shape):
-        raise ValueError(f"{kind} of {[v.shape for v in inputs]} cannot have shape {shape}")
