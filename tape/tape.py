@@ -116,7 +116,7 @@ class Tape(Storage):
         """Leaves for an array of any shape, as a VarArray: one array record (``array_records.SMALL``
         elements or more), else one leaf record per element."""
         array = real_array(values, "Tape.array")
-        if array.size >= array_records.SMALL:
+        if array.size >= array_records.small():
             return VarArray(self._segment(), None, array_records.leaf(self, array))
         rows = self._append_block(LEAF, array.size, values=array.ravel())
         return VarArray(self._segment(), rows.reshape(array.shape))

@@ -112,7 +112,7 @@ def _where_mask(mask: np.ndarray, a: Any, b: Any) -> Any:
     if parts is None or t is None:
         raise TypeError("tape.where with a NumPy mask needs a Var or VarArray branch (else use numpy.where)")
     shape = array_records.broadcast(mask.shape, *(shape_of(p) for _, p in parts))
-    if any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= array_records.SMALL:
+    if any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= array_records.small():
         views = [as_view(t, rt is not None, p) for rt, p in parts]
         return wrap_view(t, array_records.elementwise(t, "select", array_records.constant(t, mask * 1.0), *views))
     rows = [np.broadcast_to(p if rt is not None else t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(
@@ -130,7 +130,7 @@ def _where_arrays(condition: ArrayCondition, a: Any, b: Any) -> Any:
     if other is not None and other is not t:
         raise ForeignHandleError("the branches of tape.where were recorded on another tape than the condition")
     shape = array_records.broadcast(condition.shape, *(shape_of(p) for _, p in parts))  # condition, then branches
-    if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= array_records.SMALL:
+    if condition._blocked(*(p for _, p in parts)) or math.prod(shape) >= array_records.small():
         views = [as_view(t, rt is not None, p) for rt, p in parts]
         return wrap_view(t, array_records.elementwise(t, "select", condition._view(), *views))
     code, in0, in1, consts = condition._rows()

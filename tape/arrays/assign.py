@@ -89,7 +89,7 @@ def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     filled = np.pad(np.zeros(a.shape), pad_width, "constant", constant_values=values)
     inside = np.pad(np.ones(a.shape, bool), pad_width, "constant", constant_values=False)
     t = a._live_tape()
-    if array_form(a) or filled.size >= array_records.SMALL:
+    if array_form(a) or filled.size >= array_records.small():
         out = type(a)(t._segment(), None, array_records.constant(t, filled))
     else:
         out = type(a)(t._segment(), t._append_block(CONSTANT, filled.size, values=filled.ravel()).reshape(filled.shape))

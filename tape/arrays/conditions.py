@@ -55,7 +55,7 @@ class ArrayCondition:
     def _blocked(self, *others: Any) -> bool:
         """Whether it records as an array record: an operand (or a branch of where) is one, or it is big."""
         parts = [p for _, p in self._parts] + [p for p in others]
-        return any(isinstance(p, View) for p in parts) or math.prod(self.shape) >= array_records.SMALL
+        return any(isinstance(p, View) for p in parts) or math.prod(self.shape) >= array_records.small()
 
     def _view(self) -> View:
         """The comparison as an array record of 1.0 and 0.0."""

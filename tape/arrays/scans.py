@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def array_form(x: VarArray) -> bool:
     """Whether x is (or is large enough to become) an array record."""
-    return x._view is not None or x.size >= array_records.SMALL
+    return x._view is not None or x.size >= array_records.small()
 
 
 def _as_view(x: VarArray) -> tuple[Storage, View]:

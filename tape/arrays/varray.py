@@ -58,7 +58,7 @@ def wrap_view(t: Storage, v: View) -> Any:
 
 
 def _blocked(parts: list[tuple[Storage | None, Any]], shape: tuple[int, ...]) -> bool:
-    return any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= array_records.SMALL
+    return any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= array_records.small()
 
 
 def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
@@ -258,7 +258,7 @@ class VarArray:
     def _unary(self, code: int) -> Any:
         """Record unary op ``code`` on every element (tape.sigmoid(X), tape.relu(X), ...)."""
         t = self._live_tape()
-        if self._view is not None or self.size >= array_records.SMALL:
+        if self._view is not None or self.size >= array_records.small():
             return wrap_view(t, array_records.elementwise(t, OPS[code].name, as_view(t, True, self._operand()[1])))
         small = _small.unary(code, self, VarArray)
         rows = None if small is not None else t._append_block(code, self.size, in0=self._idx.ravel())
@@ -415,7 +415,7 @@ def matmul(a: Any, b: Any) -> Any:
     if not sa or not sb:
         raise ValueError("matmul: an operand is 0-d (use *)")
     work = math.prod(sa) * (sb[-1] if len(sb) > 1 else 1)
-    if isinstance(pa, View) or isinstance(pb, View) or work >= array_records.SMALL or len(sa) > 2 or len(sb) > 2:
+    if isinstance(pa, View) or isinstance(pb, View) or work >= array_records.small() or len(sa) > 2 or len(sb) > 2:
         return wrap_view(t, array_records.matmul(t, as_view(t, ta is not None, pa), as_view(t, tb is not None, pb)))
     A2 = np.reshape(a if ta is not None else pa, (1, -1)) if len(sa) == 1 else (a if ta is not None else pa)
     B2 = np.reshape(b if tb is not None else pb, (-1, 1)) if len(sb) == 1 else (b if tb is not None else pb)

@@ -156,7 +156,7 @@ def record(F: Any, x: Any, params: Any) -> Any:
             t._callee_places.append(np.array([slot], np.int64))
         row = t._push_array(CALL, (F.n_outputs,), inputs, places=t._callee_places[slot], values=y)
     m, shape = F.n_outputs, F._output_shape
-    if m >= array_records.SMALL:
+    if m >= array_records.small():
         return wrap_view(t, View(row, 0, shape, driver.contiguous(shape)))
     rows = t._append_block(ELEM, m, in0=row, in1=np.arange(m), values=y)
     return wrap(t, rows.reshape(shape))

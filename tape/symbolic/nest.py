@@ -7,6 +7,10 @@ outer transform differentiates through the inner derivative (reverse or forward,
 four pairings), and a traced g replays the inner derivative at every point (records, not
 constants).
 
+Arguments may be Vars, VarArrays of either form, NumPy arrays and pytrees of them; f records its
+arrays as scalar records here (array_records.scalar_records), whose symbolic sweep exists, and the
+derivatives come back in the arguments' structure (a VarArray of Vars for an array).
+
 No perturbation confusion: each differentiated argument enters f as a record of its own, the
 argument times 1.0 (the same bits; its derivative is 1), and the inner sweep runs over f's
 records only, collecting adjoints at those records. A Var of the outer tape that f closes over
@@ -25,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from tape.arrays.varray import VarArray, wrap
+from tape.records import array_records
 from tape.records._recorders import Var
 from tape.records.handles import as_constant
 from tape.records.storage import Storage
@@ -64,23 +70,38 @@ def innermost(other_than: Storage | None = None) -> Storage | None:
 
 
 def _leaves(tree: Any) -> Iterator[Any]:
+    """The numbers and Vars of a tree in order; a VarArray's elements as Vars, an array's as numbers."""
     if isinstance(tree, (list, tuple)):
         for item in tree:
             yield from _leaves(item)
     elif isinstance(tree, dict):
         for item in tree.values():
             yield from _leaves(item)
+    elif isinstance(tree, VarArray):
+        scalars = tree._scalars()  # elem records where it is an array record
+        yield from (Var._at(scalars._seg, int(row)) for row in scalars._idx.reshape(-1))
+    elif isinstance(tree, np.ndarray):
+        yield from tree.reshape(-1).tolist()
     else:
         yield tree
 
 
 def _rebuild(tree: Any, leaves: Iterator[Any]) -> Any:
-    """tree's structure with its leaves taken from leaves, in order."""
+    """tree's structure with its leaves taken from leaves, in order (an array's as a VarArray of them)."""
     if isinstance(tree, (list, tuple)):
         items = [_rebuild(item, leaves) for item in tree]
         return items if isinstance(tree, list) else tuple(items)
     if isinstance(tree, dict):
         return {key: _rebuild(item, leaves) for key, item in tree.items()}
+    if isinstance(tree, (VarArray, np.ndarray)):
+        items = [next(leaves) for _ in range(tree.size)]
+        if not items:
+            return np.zeros(tree.shape)
+        t = next((v._live_tape() for v in items if type(v) is Var), None)
+        if t is None:
+            return np.array(items, float).reshape(tree.shape)
+        rows = [v._index if type(v) is Var else constant(t, float(v))._index for v in items]
+        return wrap(t, np.array(rows, np.int64).reshape(tree.shape))
     return next(leaves)
 
 
@@ -92,13 +113,14 @@ def tape_of(args: Sequence[Any]) -> Storage | None:
     tape.grad, so lists of numbers and arrays are passed over at a glance."""
     for arg in args:
         kind = type(arg)
-        if kind is Var:
+        if kind is Var or kind is VarArray:
             return arg._live_tape()
         if kind in _PLAIN or kind is np.ndarray or (kind is list or kind is tuple) and set(map(type, arg)) <= _PLAIN:
             continue
-        for leaf in _leaves(arg):
-            if type(leaf) is Var:
-                return leaf._live_tape()
+        found = tape_of(list(arg.values()) if isinstance(arg, dict) else arg) if isinstance(arg, (list, tuple, dict)) \
+            else None
+        if found is not None:
+            return found
     return None
 
 
@@ -110,8 +132,8 @@ def _fresh(t: Storage, tree: Any, what: str) -> tuple[Any, list[int]]:
         if type(leaf) is not Var:
             c = as_constant(leaf)
             if c is None:
-                raise TypeError(f"a derivative inside a recorded function takes Vars and numbers in {what}, got "
-                                f"{type(leaf).__name__} (array records are not differentiated symbolically)")
+                raise TypeError(f"a derivative inside a recorded function takes Vars, VarArrays, numbers and "
+                                f"arrays of numbers in {what}, got {type(leaf).__name__}")
             leaf = constant(t, c)
         elif leaf._live_tape() is not t:
             raise TypeError(f"{what}: Vars of two tapes in one nested derivative")
@@ -135,7 +157,8 @@ def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
 
 
 def _run(t: Storage, f: Callable[..., Any], given: list[Any]) -> tuple[Any, int]:
-    with recording(t):
+    """f on the fresh arguments, its arrays as scalar records (array records have no symbolic adjoint yet)."""
+    with recording(t), array_records.scalar_records():
         out = f(*given)
     return out, len(t)
 
