@@ -195,8 +195,13 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         p_handles = _leaf_handles(t, p_leaves)
         args.append(_trees.unflatten(p_spec, p_handles))
     out = _recording(t, f, *args, *data, strict=strict)
+    out_layout = None
     if isinstance(out, VarArray):
         outputs: Any = out if out._view is not None else out.ravel()
+        scalar = False
+    elif isinstance(out, dict) or isinstance(out, (list, tuple)) and any(isinstance(y, (VarArray, list, tuple, dict))
+                                                                        for y in out):
+        outputs, out_layout = _output_leaves(t, out)  # a pytree: its numbers in order, one flat output
         scalar = False
     else:
         scalar = not isinstance(out, (list, tuple, np.ndarray))
@@ -207,8 +212,29 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
                     _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
                     leaves[0].shape if spec is _trees.ARRAY else None, out.shape if isinstance(out, VarArray) else None,
                     prune, cse)
-    F._layout, F._param_layout = layout, p_layout
+    F._layout, F._param_layout, F._out_layout = layout, p_layout, out_layout
     return F
+
+
+def _output_leaves(t: Tape, out: Any) -> tuple[list[Var], _trees.Layout]:
+    """A pytree output's numbers as records, in the order tape's pytrees flatten (dicts by sorted key),
+    and the layout that gives the flat outputs back in its structure."""
+    records: list[Var] = []
+
+    def skeleton(y: Any) -> Any:  # y's structure, each Var a float, each VarArray an array of its shape
+        if isinstance(y, dict):
+            return {key: skeleton(y[key]) for key in sorted(y)}
+        if isinstance(y, (list, tuple)):
+            return type(y)(skeleton(item) for item in y)
+        if isinstance(y, VarArray):
+            scalars = y._scalars()
+            records.extend(Var._at(scalars._seg, int(row)) for row in scalars._idx.reshape(-1))
+            return np.zeros(y.shape)
+        records.append(_as_record(t, y))
+        return 0.0
+
+    leaves, spec = _trees.flatten(skeleton(out), "f's output")
+    return records, _trees.Layout(spec, leaves)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
     assert F._layout is not None
     direction = F._layout.flat(tuple(tangents), "the tangents")
     value, tangent = F(point), F.jvp(point, direction)
+    if F._out_layout is not None:  # f returned a pytree: both in its structure
+        value, tangent = F._out_layout.tree(np.asarray(value)), F._out_layout.tree(np.asarray(tangent))
     return (value, tangent, aux) if has_aux else (value, tangent)
 
 
@@ -90,9 +92,11 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     assert layout is not None
 
     def vjp_fn(w: Any) -> tuple:
+        if F._out_layout is not None:  # f returned a pytree: w in its structure
+            w = F._out_layout.flat(w, "the cotangent")
         return layout.tree(np.reshape(F.vjp(point, w), -1))
 
-    value = F(point)
+    value = F(point) if F._out_layout is None else F._out_layout.tree(np.asarray(F(point)))
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 

@@ -98,6 +98,7 @@ class Function:
         # x0's structure (tape.trace: calls may pass it, and get derivatives back in it) and f's output shape
         self._layout: trees.Layout | None = None
         self._param_layout: trees.Layout | None = None
+        self._out_layout: trees.Layout | None = None  # a pytree output's structure (tape.trace: jvp and vjp give it)
         self._tree_call = False  # whether the call in progress passed x in x0's structure
         self._noted = -1  # the first check that failed under the policy "ignore" (see maps.raw)
 
