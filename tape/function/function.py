@@ -328,7 +328,7 @@ class Function:
 
     @one_call_at_a_time
     def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-        """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
+        """W[p]^T J at every row X[p], in parallel: (N, n_inputs). Each row of W flat or in the outputs' shape."""
         return maps.map_vjp(self, X, W, params, client)
 
     @one_call_at_a_time
