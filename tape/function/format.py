@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 import numpy as np
 
 from tape.errors import TapeFormatError
+from tape.function import structure
 from tape.kernels.array_ops import INPUT, IS_ARRAY_OP, V3_OPCODES
 from tape.kernels.ops import (
     ELEM,
@@ -51,6 +52,8 @@ _OPTIONS = {"on_branch_change": (np.str_, 0), "check_finite": (np.bool_, 0)}  # 
 _ARRAYS = {"plans": (np.int64, 2), "plan_places": (np.int64, 1), "arena": (np.float64, 1),
            "input_shape": (np.int64, 1)}  # since version 3: array records (tape/sweeps/plans.py)
 _SHAPES = {"output_shape": (np.int64, 1)}  # since version 4: the shape f returned its outputs in
+# optional (version 5): the pytree structures of the inputs and params traced (tape/function/structure.py)
+_STRUCTURE = {name for pair in structure.MEMBERS.values() for name in pair}
 
 
 def _spec(version: int) -> dict[str, tuple[type, int]]:
@@ -70,6 +73,7 @@ class Saved(NamedTuple):
     arrays: dict[str, np.ndarray]
     plans: list
     callees: list[Saved]
+    layouts: tuple = (None, None)  # the structures of the inputs and params, where the file has them
 
 
 def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> Saved:
@@ -116,6 +120,7 @@ def _split(names: set[str]) -> tuple[set[str], dict[int, set[str]]]:
 
 def _check_names(names: set[str], path: object, where: str, depth: int) -> None:
     own, groups = _split(names)
+    own -= _STRUCTURE  # optional; decoded and checked with the rest (_parse)
     spec = _spec(4 if set(_SHAPES) <= own else 3 if set(_ARRAYS) <= own else 2 if set(_OPTIONS) <= own else 1)
     if own != set(spec):
         missing, extra = sorted(set(spec) - own), sorted(own - set(spec))
@@ -138,15 +143,24 @@ def _parse(flat: dict[str, np.ndarray], path: object, where: str) -> Saved:
     callees = [_parse({rest: flat[f"callee{k}.{rest}"] for rest in groups[k]}, path, f"{where} callee {k}")
                for k in sorted(groups)]
     _upgrade(arrays)
+    trees = {name: arrays.pop(name) for name in _STRUCTURE & set(arrays)}
     try:
         plans = validate(arrays, tuple(_sizes(c) for c in callees))
+        layouts = (None, None)
+        if trees:
+            if int(arrays["format_version"]) < 5:
+                raise TapeFormatError(f"the members {sorted(trees)} in a file of format version "
+                                      f"{int(arrays['format_version'])} (version 5 has them)")
+            n_in, n_par, _ = _sizes(Saved(arrays, plans, []))
+            layouts = (structure.decode(trees, "input", n_in, tuple(arrays["input_shape"].tolist())),
+                       structure.decode(trees, "param", n_par, None))
     except TapeFormatError as exc:
         if not where:
             raise
         raise TapeFormatError(f"{path}{where}: {exc}") from None
     if int(arrays.pop("format_version")) < 3:
         arrays.update(no_arrays(len(arrays["input_rows"])))
-    return Saved(arrays, plans, callees)
+    return Saved(arrays, plans, callees, layouts)
 
 
 def _sizes(c: Saved) -> tuple[int, int, int]:
@@ -165,6 +179,7 @@ def build(cls: Callable[..., Any], saved: Saved, on_branch_change: str | None = 
     F = cls(arrays, on_branch_change or ("raise" if policy == "retrace" else policy), plans=saved.plans,
             callees=[build(cls, c) for c in saved.callees])
     F.check_finite = check_finite
+    F._layout, F._param_layout = saved.layouts
     return F
 
 
@@ -231,6 +246,8 @@ def members(F: Any, prefix: str = "") -> dict[str, np.ndarray]:
     found = {**own, "check_where": where if len(where) else np.zeros(0, "<U1"),
              "format_version": np.array(FORMAT_VERSION, np.int64), "on_branch_change": np.array(F.on_branch_change),
              "check_finite": np.array(F.check_finite)}
+    found.update(structure.encode(F._layout, "input"))
+    found.update(structure.encode(F._param_layout, "param"))
     found = {prefix + name: array for name, array in found.items()}
     for k, G in enumerate(F._callees):
         found.update(members(G, f"{prefix}callee{k}."))
