@@ -359,3 +359,117 @@ def test_crafted_structures_are_refused_before_anything_runs(tmp_path, monkeypat
     assert_rejected(write(tmp_path / "callee.npz", outer, **{"callee0.input_keys": np.array(["v", "u"])}),
                     "callee 0: inputs' structure")
     assert not called
+
+
+# -- bounded loading: zip bombs are refused before anything is decompressed (issue 29) -----------------
+
+def _deflated_zip(members):
+    """A zip of (name, raw deflate data, declared size), written by hand: zipfile cannot write a
+    member whose declared size is not what it compressed (CRCs 0: nothing is decompressed)."""
+    import struct
+
+    body, directory = io.BytesIO(), io.BytesIO()
+    for name, data, size in members:
+        offset, raw = body.tell(), name.encode()
+        body.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 33, 0, len(data), size, len(raw), 0))
+        body.write(raw + data)
+        directory.write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 33, 0, len(data), size,
+                                    len(raw), 0, 0, 0, 0, 0, offset) + raw)
+    start, table = body.tell(), directory.getvalue()
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(table), start, 0)
+    return body.getvalue() + table + end
+
+
+def _npy(array):
+    out = io.BytesIO()
+    np.lib.format.write_array(out, array, allow_pickle=False)
+    return out.getvalue()
+
+
+def _deflate(data):
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+def zip_bomb(path, good, claimed_values):
+    """good's members, honestly deflated, but 'val' declares claimed_values float64 zeros (about
+    1000 to 1 in deflate, from one compressed MiB of zeros repeated: a full flush makes the blocks
+    independent)."""
+    import zlib
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (claimed_values,)})
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    start = c.compress(header.getvalue()) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(bytes(2**20)) + c.flush(zlib.Z_FULL_FLUSH)
+    size = len(header.getvalue()) + claimed_values * 8
+    data = start + block * (size // 2**20) + c.compress(bytes(size % 2**20)) + c.flush()
+    members = [(f"{name}.npy", _deflate(_npy(a)), len(_npy(a))) for name, a in good.items() if name != "val"]
+    path.write_bytes(_deflated_zip(members + [("val.npy", data, size)]))
+    return path
+
+
+LIMITED_LOAD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2**30 + 2**29, 2**30 + 2**29))  # 1.5 GiB: the bomb claims more
+resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+import tape
+try:
+    tape.load(sys.argv[1])
+except tape.TapeFormatError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_zip_bomb_is_refused_before_it_is_decompressed(saved, tmp_path):
+    """A 1.9 MB file whose 'val' member declares 1.9 GB of zeros (under the 2 GiB budget): refused
+    by its ratio, in a process that could not hold what it claims and may run a minute at most."""
+    import subprocess
+    import sys
+
+    _, path = saved
+    bomb = zip_bomb(tmp_path / "bomb.npz", arrays_of(path), 237_000_000)
+    assert bomb.stat().st_size < 2_500_000
+    done = subprocess.run([sys.executable, "-c", LIMITED_LOAD, str(bomb)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused:" in done.stdout and "member val.npy declares" in done.stdout
+    assert "more than 100 to 1" in done.stdout, done.stdout
+
+
+def test_a_highly_compressible_honest_file_needs_max_bytes(tmp_path):
+    """A real tape saved compressed (np.savez_compressed: tape's own files are not), whose arena of
+    zeros deflates about 1000 to 1: refused by default, read with an explicit max_bytes."""
+    F = tape.trace(lambda X: (X * X).sum(), np.zeros(300_000))
+    from tape.function import format as file_format
+
+    with open(tmp_path / "z.npz", "wb") as fh:
+        np.savez_compressed(fh, **file_format.members(F))
+    assert_rejected(tmp_path / "z.npz", r"member arena.npy declares \d+ bytes compressed into \d+")
+    G = tape.load(tmp_path / "z.npz", max_bytes=2**31)
+    x = np.linspace(-1.0, 1.0, 300_000)
+    np.testing.assert_array_equal(G.gradient(x), 2.0 * x)
+    F.save(tmp_path / "plain.npz")  # F.save: uncompressed, loads by default
+    assert tape.load(tmp_path / "plain.npz")(x) == F(x)
+
+
+def test_members_sharing_their_compressed_data_are_refused(saved, tmp_path):
+    """Two directory entries pointing at one member's data (the overlapping zip bomb)."""
+    import zipfile
+
+    _, path = saved
+    blob = path.read_bytes()
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+        start = z.start_dir
+    assert sum(info.compress_size for info in infos) <= start
+    # double the count of entries in the end record and repeat the directory: every member twice
+    table = blob[start:blob.rindex(b"PK\x05\x06")]
+    end = bytearray(blob[blob.rindex(b"PK\x05\x06"):])
+    end[8:10] = end[10:12] = (2 * len(infos)).to_bytes(2, "little")
+    end[12:16] = (2 * len(table)).to_bytes(4, "little")
+    (tmp_path / "twice.npz").write_bytes(blob[:start] + table + table + bytes(end))
+    assert_rejected(tmp_path / "twice.npz", r"compressed data \(\d+ bytes\) overlap")

@@ -41,6 +41,10 @@ from tape.sweeps import plans as _plans
 FORMAT_VERSION = 5
 MAX_DEPTH = 16  # levels of callees a file may nest
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
+# By default a member may also declare at most MAX_RATIO bytes per byte it takes in the file (and 4 KiB more),
+# as zip-bomb defences bound it: F.save stores its members uncompressed (ratio 1), while deflate reaches
+# about 1000 (a 325 KiB crafted file took a minute and 2.6 GB to read). An explicit max_bytes lifts it.
+MAX_RATIO = 100
 
 _SPEC = {  # name: (dtype kind check, ndim)
     "format_version": (np.int64, 0), "op": (np.uint8, 1), "in0": (np.uint32, 1), "in1": (np.uint32, 1),
@@ -76,13 +80,14 @@ class Saved(NamedTuple):
     layouts: tuple = (None, None)  # the structures of the inputs and params, where the file has them
 
 
-def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> Saved:
+def read(path: str | os.PathLike | BinaryIO, max_bytes: int | None = None) -> Saved:
     """The arrays of a file written by ``write``, validated, its plans and its callees; anything
     malformed raises ``TapeFormatError`` (naming the first bad record where there is one). Before
     any array is read, what the file's headers claim is checked against the members' sizes and
-    ``max_bytes``."""
+    ``max_bytes`` (None: MAX_BYTES, and at most MAX_RATIO times each member's compressed size)."""
     try:
         with np.load(path, allow_pickle=False) as npz:
+            _check_compression(npz.zip, path, max_bytes is None)
             members = npz.zip.namelist()
             if len(members) != len(set(members)):
                 raise TapeFormatError(f"{path}: a member appears twice in the file")
@@ -90,9 +95,10 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> Save
             if len(members) != len(names):
                 raise TapeFormatError(f"{path}: a member is not a .npy array")
             _check_names(names, path, "", 0)
+            budget = MAX_BYTES if max_bytes is None else max_bytes
             claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in names)
-            if claimed > max_bytes:
-                raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={max_bytes}; "
+            if claimed > budget:
+                raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={budget}; "
                                       f"pass a larger max_bytes to tape.load for a tape that big")
             arrays = {name: npz[name] for name in names}
             if not all(isinstance(array, np.ndarray) for array in arrays.values()):
@@ -195,6 +201,22 @@ def _upgrade(a: dict[str, np.ndarray]) -> None:
         known = (plans[:, 0] >= 0) & (plans[:, 0] < 256)
         plans[known, 0] = V3_OPCODES[plans[known, 0]]
         a["plans"] = plans
+
+
+def _check_compression(archive: zipfile.ZipFile, path: object, default: bool) -> None:
+    """Members whose compressed data overlap (one stretch of the file read as many members) are
+    refused; under the default budget, so is a member declaring more than MAX_RATIO times its
+    compressed size, before anything is decompressed."""
+    infos = archive.infolist()
+    packed, end = sum(info.compress_size for info in infos), getattr(archive, "start_dir", None)
+    if end is not None and packed > end:
+        raise TapeFormatError(f"{path}: its members' compressed data ({packed} bytes) overlap: the file's data "
+                              f"ends at byte {end}")
+    for info in infos:
+        if default and info.file_size > MAX_RATIO * info.compress_size + 4096:
+            raise TapeFormatError(f"{path}: member {info.filename} declares {info.file_size} bytes compressed into "
+                                  f"{info.compress_size} (more than {MAX_RATIO} to 1, as a zip bomb does; tape "
+                                  "saves uncompressed); pass max_bytes to tape.load to read it anyway")
 
 
 def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
