@@ -152,7 +152,7 @@ def _parse(flat: dict[str, np.ndarray], path: object, where: str) -> Saved:
     trees = {name: arrays.pop(name) for name in _STRUCTURE & set(arrays)}
     try:
         plans = validate(arrays, tuple(_sizes(c) for c in callees))
-        layouts = (None, None)
+        layouts: tuple = (None, None)
         if trees:
             if int(arrays["format_version"]) < 5:
                 raise TapeFormatError(f"the members {sorted(trees)} in a file of format version "

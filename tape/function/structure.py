@@ -165,7 +165,7 @@ class _Reader:
             self.key += 1
             if kind == 1 and not re.fullmatch(r"-?[0-9]{1,19}", text):
                 raise TapeFormatError(f"{self.where}: int key {text[:40]!r} is not an integer")
-            key = int(text) if kind == 1 else text
+            key: Any = int(text) if kind == 1 else text
             if spec and (type(key) is not type(last) or not last < key):
                 raise TapeFormatError(f"{self.where}: dict keys {last!r}, {key!r} are not distinct keys of one "
                                       "kind in sorted order")
