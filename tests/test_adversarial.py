@@ -449,7 +449,8 @@ def test_save_keeps_options_and_stores_no_folders(tmp_path):
 def test_version_1_and_2_files_still_load(tmp_path):
     F = tape.trace(lambda v: tape.sin(v[0]) * v[1], [0.5, 2.0])
     F.save(tmp_path / "f.npz")
-    version_3 = ("plans", "plan_places", "arena", "input_shape", "output_shape")  # and version 4
+    version_3 = ("plans", "plan_places", "arena", "input_shape", "output_shape",  # and versions 4, 5
+                 "input_tree", "input_keys")
     with np.load(tmp_path / "f.npz") as npz:
         v2 = {name: npz[name] for name in npz.files if name not in version_3}
         arrays = {name: npz[name] for name in npz.files if name not in ("on_branch_change", "check_finite",

@@ -265,3 +265,44 @@ def test_a_call_record_is_named_when_refused():
         G.grad_function()
     with pytest.raises(TypeError, match="a call of a Function"):
         tape.grad(lambda x: tape.grad(lambda y: F([y[0], y[1]]))(x)[0])([0.3, 0.7])
+
+
+# -- the same bits as the numeric sweeps at edge points, signed zeros included (issue 29) ------------
+
+EDGE_NUMBERS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300, -5e-324, 1.0, -2.0]
+
+
+def bits(a):
+    """The bits of float64 numbers, every NaN one NaN (a NaN's sign and payload are not promised)."""
+    a = np.array(a, np.float64, ndmin=1)
+    a[np.isnan(a)] = np.nan
+    return a.view(np.uint64).tolist()
+
+
+def test_a_zero_partial_passed_through_keeps_the_numeric_sign():
+    """d/dy [x + y * -x] at (0, 1) is -x = -0.0 as a partial, a product the numeric sweep skips
+    (its adjoint stays +0.0); the gradient tape passed the -0.0 through: [0., -0.] against [0., 0.]."""
+    for f, x in [(lambda v: v[0] + v[1] * -v[0], [0.0, 1.0]), (lambda v: v[1] * tape.sin(-v[0]), [0.0, 1.0])]:
+        F = tape.trace(f, [1.0, 1.0])
+        assert bits(F.grad_function()(x)) == bits(F.gradient(x)) == bits([F.gradient(x)[0], 0.0])
+        assert bits(F.vjp_function()((x, 1.0))) == bits(F.vjp(x, 1.0))
+    J = tape.trace(lambda v: [v[0] * 1.0, v[0] * -v[1]], [1.0, 1.0]).jvp_function()  # tangents too
+    assert bits(J(([1.0, 0.0], [0.0, 1.0]))) == bits([0.0, -1.0])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gradient_tapes_give_the_numeric_bits_at_edge_points(seed):
+    """grad_function, vjp_function and jvp_function against F.gradient, F.vjp and F.jvp on random
+    programs at every pair of edge numbers (0, -0.0, ±inf, NaN, huge, tiny): the same bits."""
+    rng = np.random.default_rng(500 + seed)
+    f, _ = random_expression(rng, 3)
+    F = tape.trace(lambda x: [f(x) * 1.0, f([x[1], x[0]]) - x[0]], [0.4, -0.3])
+    S = tape.trace(lambda x: f(x) * 1.0, [0.4, -0.3])
+    G, V, J = S.grad_function(), F.vjp_function(), F.jvp_function()
+    points = rng.choice(EDGE_NUMBERS, (40, 2)).tolist() + [[0.0, 1.0], [-0.0, 1.0], [1.0, -0.0]]
+    with np.errstate(all="ignore"):
+        for x in points:
+            assert bits(G(x)) == bits(S.gradient(x)), x
+            for w in ([1.0, -1.5], [-0.0, 1.0], [1e-300, 1e-300]):
+                assert bits(V((x, w))) == bits(F.vjp(x, w)), (x, w)
+                assert bits(J((x, w))) == bits(F.jvp(x, w)), (x, w)

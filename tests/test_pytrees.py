@@ -7,6 +7,7 @@ input shape; hessian: input shape twice; a structure of structures for trees).
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -255,6 +256,27 @@ def test_jax_style_transforms_against_differences():
     np.testing.assert_allclose(J2, np.diag(1 / np.cosh([0.1, 0.2]) ** 2), rtol=1e-12)
     with pytest.raises(ValueError, match="argnums"):
         tape.jacobian(f, argnums=2)(x, y)
+
+
+@pytest.mark.parametrize("argnums", [(0, 0), (1, 1, 0), (0, -2), (-1, 1)])
+def test_repeated_argnums_are_refused_at_every_entry_point(argnums):
+    """As JAX: an argument named twice would get a share of its derivative per copy (issue 29:
+    grad gave (0.0, 2.0) for (0, 0)); a ValueError names the argnums and the argument."""
+    def f(a, b):
+        return a * b
+
+    calls = {
+        "grad": lambda: tape.grad(f, argnums=argnums)(1.0, 2.0),
+        "value_and_grad": lambda: tape.value_and_grad(f, argnums=argnums)(1.0, 2.0),
+        "jacobian": lambda: tape.jacobian(f, argnums=argnums)(1.0, 2.0),
+        "hessian": lambda: tape.hessian(f, argnums=argnums)(1.0, 2.0),
+        "nested grad": lambda: tape.grad(lambda a, b: tape.grad(f, argnums=argnums)(a, b)[0])(1.0, 2.0),
+    }
+    twice = sorted({k % 2 for k in argnums if [j % 2 for j in argnums].count(k % 2) > 1})[0]
+    for call in calls.values():
+        with pytest.raises(ValueError, match=rf"argnums {re.escape(repr(argnums))} name argument {twice} more"):
+            call()
+    assert tape.grad(f, argnums=(-1, 0))(1.0, 2.0) == (1.0, 2.0)  # distinct, one of them negative
 
 
 def test_output_shapes_survive_files_copies_and_maps(tmp_path):

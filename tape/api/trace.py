@@ -283,6 +283,16 @@ def _recording(t: Tape, f: Callable[..., Any], *args: Any, strict: bool = False)
         t._tracing = t._strict = False
 
 
+def _distinct(argnums: Any, which: tuple[int, ...], n: int | None = None) -> None:
+    """Refuse argnums that name an argument twice (as JAX does: a copy's derivative would be a
+    share of the whole); with n, -1 and n - 1 are the same argument."""
+    named = [k % n for k in which] if n else list(which)
+    if len(set(named)) != len(named):
+        twice = sorted({k for k in named if named.count(k) > 1})
+        raise ValueError(f"argnums {argnums!r} name argument {twice[0]} more than once: "
+                         "expected distinct argument numbers")
+
+
 def _as_record(t: Tape, y: object) -> Var:
     if type(y) is Var:
         return y
@@ -320,6 +330,8 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
     ints = all(isinstance(k, int) for k in which)
     low, high = (min(which), max(which)) if ints and which else (0, -1)
+    if ints:
+        _distinct(argnums, which)
 
     jitted = getattr(f, "_value_and_grad", None) if which == (0,) and not has_aux else None  # tape.jit's own
 
@@ -328,10 +340,11 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             done = jitted(idle, args)
             if done is not None:
                 return done
-        if not (ints and -len(args) <= low and high < len(args)):
+        if not (ints and 0 <= low and high < len(args)):  # (distinct at wrapping, so nothing repeats)
             for k in which:
                 if not (isinstance(k, int) and -len(args) <= k < len(args)):
                     raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+            _distinct(argnums, which, len(args))
         try:
             trees = [_trees.flatten(args[k], f"argument {k}") for k in which]
         except TypeError:  # Vars among them, maybe (inside an outer transform): recorded there (tape/symbolic/nest.py)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tape.api.trace import _numbers_of, trace
+from tape.api.trace import _distinct, _numbers_of, trace
 from tape.errors import ForeignHandleError
 from tape.function.function import Function
 from tape.symbolic import nest
@@ -27,6 +27,7 @@ def _traced(f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[
     for k in which:
         if not (isinstance(k, int) and -len(args) <= k < len(args)):
             raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
+    _distinct(argnums, which, len(args))
     chosen = args[which[0]] if isinstance(argnums, int) else tuple(args[k] for k in which)
     aux: list[Any] = []
 

@@ -131,10 +131,20 @@ class Layout:
     __slots__ = ("spec", "shapes", "size", "structured", "places", "numbers")
 
     def __init__(self, spec: Spec, leaves: list[Any]):
+        self._place(spec, [() if type(leaf) is float else leaf.shape for leaf in leaves])
+
+    @classmethod
+    def of_shapes(cls, spec: Spec, shapes: list[tuple[int, ...]]) -> Layout:
+        """The layout of a spec whose leaves have these shapes (() for a number): a loaded file's."""
+        layout = cls.__new__(cls)
+        layout._place(spec, shapes)
+        return layout
+
+    def _place(self, spec: Spec, shapes: list[tuple[int, ...]]) -> None:
         self.spec = spec
         # an array or a flat list of numbers is a vector to a Function (array-like, as NumPy reads it)
         self.structured = not (spec is ARRAY or isinstance(spec, Flat))
-        self.shapes = [() if type(leaf) is float else leaf.shape for leaf in leaves]
+        self.shapes = shapes
         self.size = sum(math.prod(shape) for shape in self.shapes)
         self.numbers = all(shape == () for shape in self.shapes)  # no array among the leaves
         self.places, start = [], 0  # (start, stop, shape) of each leaf in the flat vector

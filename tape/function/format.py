@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 import numpy as np
 
 from tape.errors import TapeFormatError
+from tape.function import structure
 from tape.kernels.array_ops import INPUT, IS_ARRAY_OP, V3_OPCODES
 from tape.kernels.ops import (
     ELEM,
@@ -40,6 +41,10 @@ from tape.sweeps import plans as _plans
 FORMAT_VERSION = 5
 MAX_DEPTH = 16  # levels of callees a file may nest
 MAX_BYTES = 2**31  # what tape.load reads by default: ~10^8 records; raise it with load(..., max_bytes=)
+# By default a member may also declare at most MAX_RATIO bytes per byte it takes in the file (and 4 KiB more),
+# as zip-bomb defences bound it: F.save stores its members uncompressed (ratio 1), while deflate reaches
+# about 1000 (a 325 KiB crafted file took a minute and 2.6 GB to read). An explicit max_bytes lifts it.
+MAX_RATIO = 100
 
 _SPEC = {  # name: (dtype kind check, ndim)
     "format_version": (np.int64, 0), "op": (np.uint8, 1), "in0": (np.uint32, 1), "in1": (np.uint32, 1),
@@ -51,6 +56,8 @@ _OPTIONS = {"on_branch_change": (np.str_, 0), "check_finite": (np.bool_, 0)}  # 
 _ARRAYS = {"plans": (np.int64, 2), "plan_places": (np.int64, 1), "arena": (np.float64, 1),
            "input_shape": (np.int64, 1)}  # since version 3: array records (tape/sweeps/plans.py)
 _SHAPES = {"output_shape": (np.int64, 1)}  # since version 4: the shape f returned its outputs in
+# optional (version 5): the pytree structures of the inputs and params traced (tape/function/structure.py)
+_STRUCTURE = {name for pair in structure.MEMBERS.values() for name in pair}
 
 
 def _spec(version: int) -> dict[str, tuple[type, int]]:
@@ -70,15 +77,17 @@ class Saved(NamedTuple):
     arrays: dict[str, np.ndarray]
     plans: list
     callees: list[Saved]
+    layouts: tuple = (None, None)  # the structures of the inputs and params, where the file has them
 
 
-def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> Saved:
+def read(path: str | os.PathLike | BinaryIO, max_bytes: int | None = None) -> Saved:
     """The arrays of a file written by ``write``, validated, its plans and its callees; anything
     malformed raises ``TapeFormatError`` (naming the first bad record where there is one). Before
     any array is read, what the file's headers claim is checked against the members' sizes and
-    ``max_bytes``."""
+    ``max_bytes`` (None: MAX_BYTES, and at most MAX_RATIO times each member's compressed size)."""
     try:
         with np.load(path, allow_pickle=False) as npz:
+            _check_compression(npz.zip, path, max_bytes is None)
             members = npz.zip.namelist()
             if len(members) != len(set(members)):
                 raise TapeFormatError(f"{path}: a member appears twice in the file")
@@ -86,9 +95,10 @@ def read(path: str | os.PathLike | BinaryIO, max_bytes: int = MAX_BYTES) -> Save
             if len(members) != len(names):
                 raise TapeFormatError(f"{path}: a member is not a .npy array")
             _check_names(names, path, "", 0)
+            budget = MAX_BYTES if max_bytes is None else max_bytes
             claimed = sum(_claimed_bytes(npz.zip, f"{name}.npy", path) for name in names)
-            if claimed > max_bytes:
-                raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={max_bytes}; "
+            if claimed > budget:
+                raise TapeFormatError(f"{path}: its arrays claim {claimed} bytes, more than max_bytes={budget}; "
                                       f"pass a larger max_bytes to tape.load for a tape that big")
             arrays = {name: npz[name] for name in names}
             if not all(isinstance(array, np.ndarray) for array in arrays.values()):
@@ -116,6 +126,7 @@ def _split(names: set[str]) -> tuple[set[str], dict[int, set[str]]]:
 
 def _check_names(names: set[str], path: object, where: str, depth: int) -> None:
     own, groups = _split(names)
+    own -= _STRUCTURE  # optional; decoded and checked with the rest (_parse)
     spec = _spec(4 if set(_SHAPES) <= own else 3 if set(_ARRAYS) <= own else 2 if set(_OPTIONS) <= own else 1)
     if own != set(spec):
         missing, extra = sorted(set(spec) - own), sorted(own - set(spec))
@@ -138,15 +149,24 @@ def _parse(flat: dict[str, np.ndarray], path: object, where: str) -> Saved:
     callees = [_parse({rest: flat[f"callee{k}.{rest}"] for rest in groups[k]}, path, f"{where} callee {k}")
                for k in sorted(groups)]
     _upgrade(arrays)
+    trees = {name: arrays.pop(name) for name in _STRUCTURE & set(arrays)}
     try:
         plans = validate(arrays, tuple(_sizes(c) for c in callees))
+        layouts: tuple = (None, None)
+        if trees:
+            if int(arrays["format_version"]) < 5:
+                raise TapeFormatError(f"the members {sorted(trees)} in a file of format version "
+                                      f"{int(arrays['format_version'])} (version 5 has them)")
+            n_in, n_par, _ = _sizes(Saved(arrays, plans, []))
+            layouts = (structure.decode(trees, "input", n_in, tuple(arrays["input_shape"].tolist())),
+                       structure.decode(trees, "param", n_par, None))
     except TapeFormatError as exc:
         if not where:
             raise
         raise TapeFormatError(f"{path}{where}: {exc}") from None
     if int(arrays.pop("format_version")) < 3:
         arrays.update(no_arrays(len(arrays["input_rows"])))
-    return Saved(arrays, plans, callees)
+    return Saved(arrays, plans, callees, layouts)
 
 
 def _sizes(c: Saved) -> tuple[int, int, int]:
@@ -165,6 +185,7 @@ def build(cls: Callable[..., Any], saved: Saved, on_branch_change: str | None = 
     F = cls(arrays, on_branch_change or ("raise" if policy == "retrace" else policy), plans=saved.plans,
             callees=[build(cls, c) for c in saved.callees])
     F.check_finite = check_finite
+    F._layout, F._param_layout = saved.layouts
     return F
 
 
@@ -180,6 +201,22 @@ def _upgrade(a: dict[str, np.ndarray]) -> None:
         known = (plans[:, 0] >= 0) & (plans[:, 0] < 256)
         plans[known, 0] = V3_OPCODES[plans[known, 0]]
         a["plans"] = plans
+
+
+def _check_compression(archive: zipfile.ZipFile, path: object, default: bool) -> None:
+    """Members whose compressed data overlap (one stretch of the file read as many members) are
+    refused; under the default budget, so is a member declaring more than MAX_RATIO times its
+    compressed size, before anything is decompressed."""
+    infos = archive.infolist()
+    packed, end = sum(info.compress_size for info in infos), getattr(archive, "start_dir", None)
+    if end is not None and packed > end:
+        raise TapeFormatError(f"{path}: its members' compressed data ({packed} bytes) overlap: the file's data "
+                              f"ends at byte {end}")
+    for info in infos:
+        if default and info.file_size > MAX_RATIO * info.compress_size + 4096:
+            raise TapeFormatError(f"{path}: member {info.filename} declares {info.file_size} bytes compressed into "
+                                  f"{info.compress_size} (more than {MAX_RATIO} to 1, as a zip bomb does; tape "
+                                  "saves uncompressed); pass max_bytes to tape.load to read it anyway")
 
 
 def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
@@ -231,6 +268,8 @@ def members(F: Any, prefix: str = "") -> dict[str, np.ndarray]:
     found = {**own, "check_where": where if len(where) else np.zeros(0, "<U1"),
              "format_version": np.array(FORMAT_VERSION, np.int64), "on_branch_change": np.array(F.on_branch_change),
              "check_finite": np.array(F.check_finite)}
+    found.update(structure.encode(F._layout, "input"))
+    found.update(structure.encode(F._param_layout, "param"))
     found = {prefix + name: array for name, array in found.items()}
     for k, G in enumerate(F._callees):
         found.update(members(G, f"{prefix}callee{k}."))

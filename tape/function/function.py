@@ -329,7 +329,7 @@ class Function:
 
     @one_call_at_a_time
     def map_vjp(self, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-        """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
+        """W[p]^T J at every row X[p], in parallel: (N, n_inputs). Each row of W flat or in the outputs' shape."""
         return maps.map_vjp(self, X, W, params, client)
 
     @one_call_at_a_time
@@ -378,12 +378,15 @@ class Function:
 
 
 def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None,
-         max_bytes: int = format.MAX_BYTES) -> Function:
+         max_bytes: int | None = None) -> Function:
     """Read a Function saved by ``Function.save``, validating every array first.
 
     Anything malformed raises ``TapeFormatError`` (naming the first bad record
     where there is one) before any kernel touches the data. A file whose arrays claim
-    more than ``max_bytes`` (2 GiB, about 10^8 records) is refused before it is read.
+    more than ``max_bytes`` is refused before it is read. By default (None) that is
+    2 GiB (about 10^8 records), and a compressed member may declare at most 100 times
+    its compressed size (zip bombs; ``save`` writes uncompressed): pass ``max_bytes``
+    to read a bigger or highly compressed file.
     The saved ``on_branch_change`` and ``check_finite`` come back, except that a loaded
     Function has no Python function to retrace: a saved "retrace" loads as "raise", and
     asking for "retrace" here is a ValueError. The Functions its call records call come back inside

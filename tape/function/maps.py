@@ -233,7 +233,10 @@ def map_value_and_grad(F: Function, X: ArrayLike, params: ArrayLike | None = Non
 
 
 def map_vjp(F: Function, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-    """W[p]^T J at every row X[p], in parallel: (N, n_inputs)."""
+    """W[p]^T J at every row X[p], in parallel: (N, n_inputs). Each row of W flat or in the outputs' shape."""
+    W = real_array(W, "weights")
+    if W.ndim >= 1 and W.shape[1:] == F._output_shape:
+        W = W.reshape(len(W), -1)
     points, weights = batch_call(F, X, params, (W, F.n_outputs, "weights"))
     assert weights is not None
     return mapped(F, "vjp", points, client, weights)[0]

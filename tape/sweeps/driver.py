@@ -299,7 +299,8 @@ def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
     """Add weights to record row's adjoint (an array record's region, or a scalar record)."""
     if s._op[row] >= ARRAY_BASE:
         p = s._plans[s._in0[row]]
-        accumulate(s, whole(row, p), np.broadcast_to(np.asarray(weights, np.float64), p.shape), gen, keep)
+        w = np.asarray(weights, np.float64)  # a scalar, or the record's elements in C order (flat or shaped)
+        accumulate(s, whole(row, p), np.broadcast_to(w, p.shape) if w.ndim == 0 else w.reshape(p.shape), gen, keep)
     elif weights != 0.0:  # one scalar record: the stamp rule of scalar_accumulate, written out
         fresh = s._stamp[row] != gen and not (s._stamp[row] >= keep and s._op[row] == LEAF)
         s._adj[row] = float(weights) + (0.0 if fresh else s._adj[row])

@@ -53,9 +53,10 @@ class Sweep:
             self._zero = constant(self.t, 0.0)
         return self._zero
 
-    def times(self, g: Value, p: Value | None) -> Value | None:
+    def times(self, g: Value, p: Value | None, partial_first: bool = False) -> Value | None:
         """g * p as one mul_nz record, 0 at replay where a factor is 0 (None: structurally zero; a
-        factor that is the number 1 passes the other through)."""
+        factor that is the number 1 passes the other through). ``partial_first``: recorded as p * g,
+        the tangent sweep's order (of two NaNs, a product keeps the first one's sign)."""
         if p is None or g is None:
             return None
         if type(p) is not Var:
@@ -70,7 +71,19 @@ class Sweep:
                 return None
             if g == 1.0:
                 return p
-        return mul_nz(g, p)
+        return mul_nz(p, g) if partial_first else mul_nz(g, p)
+
+    @staticmethod
+    def settled(x: Value) -> Value:
+        """x + 0.0 (one add_c record): -0.0 becomes +0.0, anything else keeps its bits. The numeric
+        sweeps start every sum at +0.0 (a first write is ``d + 0.0``, a tangent ``t = 0.0; t +=``) and
+        skip each product with a zero factor; a recorded sum starts at its first term and adds the 0
+        of every such product. The two agree as numbers at every record (NaNs included, the same
+        products in the same order), so only an exact zero's sign can differ, and only where the
+        recorded sum's terms are all zeros with a -0.0 among them (a partial that is -0.0 at
+        replay, passed through where the factor is the number 1, or an underflow). Adding +0.0 once
+        to each result gives the numeric sweep's bits: one record per result, not one per sum."""
+        return x + 0.0
 
     def plus(self, x: Value | None, y: Value | None) -> Value | None:
         if x is None or y is None:
@@ -147,7 +160,7 @@ def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]],
         for row, c in contributions:
             if c is not None:
                 adj[row] = sweep.plus(adj.get(row), c)  # type: ignore[assignment]
-    return {row: adj[row] for row in wanted if row in adj}
+    return {row: sweep.settled(adj[row]) for row in wanted if row in adj}  # never -0.0, as the numeric sweep
 
 
 def used(t: Storage, start: int, stop: int, outputs: Any) -> np.ndarray:
@@ -185,7 +198,9 @@ def forward(sweep: Sweep, start: int, stop: int, tangents: dict[int, Value], out
             dot[i] = where(cond != 0.0, zero if ta is None else ta, zero if tb is None else tb)
             continue
         da, db = sweep.partials(i, ta is not None, tb is not None)
-        total = sweep.plus(sweep.times(ta, da), sweep.times(tb, db))
+        total = sweep.plus(sweep.times(ta, da, True), sweep.times(tb, db, True))
         if total is not None:
             dot[i] = total
-    return dot
+    # an output's tangent as the numeric sweep's (a sum from +0.0, never -0.0), a leaf's its seed
+    wanted = set(outputs)
+    return {row: sweep.settled(d) if row in wanted and row not in tangents else d for row, d in dot.items()}
