@@ -173,10 +173,10 @@ def shared_segment(x: Handle, y: Handle) -> Segment:
 
 
 def as_constant(value: object) -> float | None:
-    """``value`` as a float if it is a real number (Python or NumPy), else None."""
+    """``value`` as a float if it is a real number (Python or NumPy: np.bool_ counts, as bool does), else None."""
     if type(value) is float:
         return value
-    if isinstance(value, numbers.Real) and not isinstance(value, np.ndarray):
+    if isinstance(value, (numbers.Real, np.bool_)) and not isinstance(value, np.ndarray):
         return float(value)
     return None
 
