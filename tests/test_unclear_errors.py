@@ -58,3 +58,82 @@ def test_numpy_scalars_in_functions_comparisons_and_where(c):
     assert tape.exp(c) == pytest.approx(np.exp(float(c)))
     F = tape.trace(lambda v: v * c + c ** 2, 1.0)
     assert F.gradient(1.0) == pytest.approx(float(c))
+
+
+# -- empty arrays: NumPy's result, NumPy's warning or NumPy's error, never a ZeroDivisionError ---------
+
+EMPTY_CASES = {
+    "sum": lambda A: A.sum(), "sum0": lambda A: A.sum(axis=0), "sum1": lambda A: A.sum(axis=1),
+    "sum_keepdims": lambda A: A.sum(axis=1, keepdims=True), "prod": lambda A: A.prod(),
+    "prod0": lambda A: A.prod(axis=0), "mean": lambda A: A.mean(), "mean0": lambda A: A.mean(axis=0),
+    "mean1": lambda A: np.mean(A, axis=-1), "mean_keepdims": lambda A: A.mean(axis=0, keepdims=True),
+    "var": lambda A: A.var(), "var0": lambda A: A.var(axis=0), "std": lambda A: A.std(),
+    "std1": lambda A: np.std(A, axis=1), "max": lambda A: A.max(), "max1": lambda A: A.max(axis=-1),
+    "min0": lambda A: np.min(A, axis=0), "matmul": lambda A: A @ np.ones((A.shape[-1], 2)),
+    "rmatmul": lambda A: np.ones((2, A.shape[-2])) @ A, "matvec": lambda A: A @ np.ones(A.shape[-1]),
+    "gram": lambda A: A @ A.T, "gram_t": lambda A: A.T @ A, "dot": lambda A: np.dot(A, np.ones((A.shape[1], 3))),
+    "einsum_all": lambda A: np.einsum("ij->", A), "einsum_rows": lambda A: np.einsum("ij,ij->i", A, A),
+    "einsum_outer": lambda A: np.einsum("ij,kj->ik", A, A), "cumsum": lambda A: np.cumsum(A, axis=-1),
+    "sort": lambda A: np.sort(A, axis=0), "norm": lambda A: np.linalg.norm(A), "trace": lambda A: np.trace(A),
+    "concatenate": lambda A: np.concatenate([A, A]).sum(axis=0), "pad": lambda A: np.pad(A, 1),
+    "tile": lambda A: np.tile(A, 2), "roll": lambda A: np.roll(A, 1),
+    "where": lambda A: np.where(A > 0, A, 1.0), "logsumexp": lambda A: (
+        np.logaddexp.reduce(A, axis=-1) if isinstance(A, np.ndarray) else tape.logsumexp(A, axis=-1)),
+}
+
+
+def _outcome(f, A):
+    """(value, error, warning messages) of f(A)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out, error = f(A), None
+        except Exception as exc:  # noqa: BLE001  # compared with NumPy's
+            out, error = None, exc
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    return getattr(out, "value", out), error, messages
+
+
+@pytest.mark.parametrize("n", [3, 400], ids=["small", "large"])
+@pytest.mark.parametrize("shape", [(0, 1), (1, 0), (0, 0)], ids=str)
+@pytest.mark.parametrize("name", sorted(EMPTY_CASES))
+def test_empty_arrays_give_numpys_result(name, shape, n):
+    shape = tuple(n if s else 0 for s in shape)
+    values = np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape)
+    expected, numpy_error, numpy_warnings = _outcome(EMPTY_CASES[name], values)
+    got, error, messages = _outcome(EMPTY_CASES[name], tape.Tape().array(values))
+    if numpy_error is not None:
+        assert type(error) is type(numpy_error), (error, numpy_error)
+        return
+    assert error is None, error
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+    assert messages == numpy_warnings[:1]  # NumPy's first warning says why ("Mean of empty slice")
+
+
+@pytest.mark.parametrize("n", [3, 400], ids=["small", "large"])
+def test_the_issues_empty_programs(n):
+    values = np.linspace(1.0, 2.0, 3 * n).reshape(n, 3)
+    X = tape.Tape().array(values)
+    for method in ("mean", "std"):
+        with pytest.warns(RuntimeWarning):
+            assert np.isnan(getattr(X[:0], method)().value)
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        assert np.isnan(X[:0].var(axis=0).value).all() and X[:0].var(axis=0).shape == (3,)
+    M = np.ones((3, 2))
+    assert (X[:0] @ M).shape == (0, 2) and (M.T @ X[:0].T).shape == (2, 0)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation max"):
+        X[:0].max()
+
+    def f(A):  # empty pieces on the way do not change a gradient
+        return (A * A).sum() + (A[:0] @ M).sum() + A[:0].mean(axis=1).sum() + A[:0].sum(axis=0).sum()
+
+    F = tape.trace(f, values)
+    assert F(values) == pytest.approx(f(values))
+    np.testing.assert_allclose(F.gradient(values), 2 * values, rtol=1e-14)
+    # a variance over fewer elements than ddof: as NumPy (inf or NaN), never a negative variance
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        got = tape.Tape().array(values[:2]).var(axis=0, ddof=3).value
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(got, values[:2].var(axis=0, ddof=3))

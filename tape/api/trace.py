@@ -159,6 +159,9 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
     t, part = operand(x) or (None, None)
     if t is None:
         raise TypeError(f"tape.logsumexp expects a VarArray, got {type(x).__name__}")
+    shape = shape_of(part)
+    if any(shape[k] == 0 for k in array_records.axes(len(shape), axis)):
+        return x.sum(axis, keepdims) - math.inf  # log of an empty sum: -inf, as scipy.special.logsumexp
     return wrap_view(t, array_records.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
 
 

@@ -387,7 +387,8 @@ def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: b
     if x._view is not None:
         return wrap_view(t, array_records.reduce(t, op, x._view, axes, keepdims))
     kept = tuple(n for k, n in enumerate(x.shape) if k not in axes)
-    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(*kept, -1)
+    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(
+        *kept, math.prod(x.shape[k] for k in axes))  # not -1: kept may hold a 0
     if idx.shape[-1] == 0:  # as NumPy: the empty sum is 0, the empty product 1 (constants, no inputs)
         kept_shape = idx.shape[:-1]
         rows = t._append_block(CONSTANT, math.prod(kept_shape), values=np.full(math.prod(kept_shape),
