@@ -34,8 +34,8 @@ def test_numpy_scalars_are_numbers_in_both_orders(name, c):
                 expected = order(in_numbers)
                 np.testing.assert_allclose(out.value, expected, rtol=1e-15, equal_nan=True)
                 if np.ndim(value) == 0 and np.isfinite(expected):
-                    assert t.gradient(out, v) == pytest.approx(_central(lambda s: float(order(np.float64(s))), x0), rel=1e-6,
-                                                               abs=1e-8)
+                    slope = _central(lambda s, order=order: float(order(np.float64(s))), x0)
+                    assert t.gradient(out, v) == pytest.approx(slope, rel=1e-6, abs=1e-8)
 
 
 def test_numpy_bool_does_not_recurse():
@@ -137,3 +137,69 @@ def test_the_issues_empty_programs(n):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(got, values[:2].var(axis=0, ddof=3))
+
+
+# -- a Var is NumPy's 0-d result: it answers a 0-d array's methods ---------------------------------
+
+ZERO_D = {
+    "reshape(-1)": lambda v: v.reshape(-1), "reshape(1, 1)": lambda v: v.reshape(1, 1),
+    "reshape(())": lambda v: v.reshape(()), "[None]": lambda v: v[None], "[None, None]": lambda v: v[None, None],
+    "[()]": lambda v: v[()], "[...]": lambda v: v[...], "ravel": lambda v: v.ravel(),
+    "flatten": lambda v: v.flatten(), "squeeze": lambda v: v.squeeze(), "T": lambda v: v.T,
+    "transpose": lambda v: v.transpose(), "copy": lambda v: v.copy(), "astype(float)": lambda v: v.astype(float),
+    "sum": lambda v: v.sum(), "mean": lambda v: v.mean(), "max": lambda v: v.max(), "min": lambda v: v.min(),
+    "prod": lambda v: v.prod(), "var": lambda v: v.var(), "std": lambda v: v.std(),
+    "np.reshape": lambda v: np.reshape(v, (1,)), "np.ravel": lambda v: np.ravel(v),
+    "np.expand_dims": lambda v: np.expand_dims(v, 0), "np.broadcast_to": lambda v: np.broadcast_to(v, (2, 3)),
+    "np.repeat": lambda v: np.repeat(v, 3), "np.tile": lambda v: np.tile(v, (2, 2)),
+    "np.squeeze": lambda v: np.squeeze(v), "np.sum": lambda v: np.sum(v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D))
+def test_a_var_answers_the_methods_of_a_0d_array(name):
+    f = ZERO_D[name]
+    x0 = 1.75
+    expected = np.asarray(f(np.array(x0)))
+    t = tape.Tape()
+    x = t.var(x0)
+    got = f(x)
+    assert type(got) is (tape.Var if expected.ndim == 0 else tape.VarArray)
+    assert got.shape == expected.shape and got.ndim == expected.ndim and got.size == expected.size
+    np.testing.assert_array_equal(got.value, expected)
+    # derivatives through it: d/dx of sum(f(x) * x), against central differences
+    F = tape.trace(lambda v: (f(v) * v).sum(), x0)
+    slope = _central(lambda s: float((f(np.array(s)) * s).sum()), x0)
+    assert F.gradient(x0) == pytest.approx(slope, rel=1e-7)
+
+
+def test_the_issues_0d_programs():
+    a0 = np.array([0.5, -1.0, 2.0])
+    for form in (a0, np.linspace(0.5, 2.0, 400)):
+        X = tape.Tape().array(form)
+        np.testing.assert_array_equal(X.sum().reshape(-1).value, form.sum().reshape(-1))
+        np.testing.assert_allclose(np.einsum("i,i->", X, X)[None].value, np.einsum("i,i->", form, form)[None],
+                                   rtol=1e-14)
+    F = tape.trace(lambda a: (np.einsum("i,i->", a, a)[None] * a).sum() + a.sum().reshape(-1)[0] ** 2, a0)
+    h = 1e-6
+    numeric = [(F(a0 + h * e) - F(a0 - h * e)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(F.gradient(a0), numeric, rtol=1e-7)
+
+
+def test_a_var_refuses_what_a_0d_array_refuses():
+    t = tape.Tape()
+    x = t.var(2.0)
+    assert x.item() == 2.0 and x.tolist() == 2.0 and type(x.tolist()) is float
+    assert (x.shape, x.ndim, x.size) == ((), 0, 1)
+    with pytest.raises(IndexError, match="0-dimensional"):
+        x[0]
+    with pytest.raises(TypeError, match="not iterable"):
+        list(x)
+    with pytest.raises(TypeError, match=r"astype\(<class 'int'>\) would lose its derivative"):
+        x.astype(int)
+    with pytest.raises(np.exceptions.AxisError, match="squeeze"):
+        x.squeeze(0)
+    with pytest.raises(ValueError, match="axes don't match"):
+        x.transpose(1, 0)
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        assert np.isnan(x.var(ddof=1).value)
