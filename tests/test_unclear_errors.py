@@ -203,3 +203,75 @@ def test_a_var_refuses_what_a_0d_array_refuses():
         x.transpose(1, 0)
     with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
         assert np.isnan(x.var(ddof=1).value)
+
+
+# -- tape.jit: mixed tuples, data and returns Numba cannot take, recursion in an unregistered module --
+
+
+@tape.jit
+def _mixed(xs):
+    return (xs[0] * 2.0, 3.0, xs[1])
+
+
+def _mixed_py(xs):
+    return (xs[0] * 2.0, 3.0, xs[1])
+
+
+def test_jit_returns_a_tuple_of_vars_and_numbers():
+    F, G = tape.trace(_mixed, [1.5, -2.0]), tape.trace(_mixed_py, [1.5, -2.0])
+    for x in ([1.5, -2.0], [0.25, 4.0]):
+        np.testing.assert_array_equal(F(x), [2 * x[0], 3.0, x[1]])
+        np.testing.assert_array_equal(F.jacobian(x), G.jacobian(x))
+    t = tape.Tape()
+    out = _mixed(t.vars([1.0, 2.0]))
+    assert type(out[0]) is tape.Var and out[1] == 3.0 and type(out[1]) is float and out[2].value == 2.0
+
+
+@tape.jit
+def _scaled(xs, scale):
+    return xs[0] * 2.0
+
+
+def test_jit_names_data_numba_cannot_take():
+    with pytest.raises(tape.JitError, match=r"argument 'scale' of _scaled .*is a dict.*data must be NumPy "
+                                            r"arrays, numbers or tuples"):
+        tape.grad(_scaled)([1.0, 2.0], {"a": 1.0})
+    assert tape.grad(_scaled)([1.0, 2.0], 4.0) == [2.0, 0.0]
+
+
+@tape.jit
+def _returns_dict(xs):
+    y = xs[0] * 2.0
+    return {"y": y}  # the line named
+
+
+@tape.jit
+def _returns_none(xs):
+    y = xs[0] * 2.0  # noqa: F841
+    return None  # the line named
+
+
+@pytest.mark.parametrize(("f", "kind"), [(_returns_dict, "DictType"), (_returns_none, "none")])
+def test_jit_names_the_line_of_a_return_it_refuses(f, kind):
+    import inspect
+    lines, first = inspect.getsourcelines(f.py_func)
+    line = first + next(k for k, text in enumerate(lines) if text.strip().startswith("return"))
+    with pytest.raises(tape.JitError, match=rf"f returns {kind}.*at {__file__}:{line} \(its return\)"):
+        tape.grad(f)([1.0])
+
+
+def test_recursive_jit_in_a_module_not_in_sys_modules(tmp_path):
+    """Numba named the recursive call by inspect.getmodule (none: "<dynamic>") and the function by
+    f.__module__: an unresolved symbol killed the call. In a subprocess: it aborted in Numba."""
+    (tmp_path / "recursive_power.py").write_text(
+        "import tape\n\n@tape.jit\ndef power(xs, n):\n    if n == 0:\n        return xs[0] * 0.0 + 1.0\n"
+        "    return xs[0] * power(xs, n - 1)\n")
+    code = ("import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('not_registered', {str(tmp_path / 'recursive_power.py')!r})\n"
+            "m = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n"
+            "assert 'not_registered' not in sys.modules\nimport tape\n"
+            "print(tape.value_and_grad(m.power)([1.5], 3))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    value, grad = eval(run.stdout.strip())  # noqa: S307  # our own subprocess's print
+    assert value == pytest.approx(1.5 ** 3) and grad == pytest.approx([3 * 1.5 ** 2])
