@@ -266,8 +266,9 @@ def test_recursive_jit_in_a_module_not_in_sys_modules(tmp_path):
     (tmp_path / "recursive_power.py").write_text(
         "import tape\n\n@tape.jit\ndef power(xs, n):\n    if n == 0:\n        return xs[0] * 0.0 + 1.0\n"
         "    return xs[0] * power(xs, n - 1)\n")
+    path = str(tmp_path / "recursive_power.py")
     code = ("import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('not_registered', {str(tmp_path / 'recursive_power.py')!r})\n"
+            f"spec = importlib.util.spec_from_file_location('not_registered', {path!r})\n"
             "m = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n"
             "assert 'not_registered' not in sys.modules\nimport tape\n"
             "print(tape.value_and_grad(m.power)([1.5], 3))\n")
