@@ -276,3 +276,79 @@ def test_recursive_jit_in_a_module_not_in_sys_modules(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     value, grad = eval(run.stdout.strip())  # noqa: S307  # our own subprocess's print
     assert value == pytest.approx(1.5 ** 3) and grad == pytest.approx([3 * 1.5 ** 2])
+
+
+# -- pytree messages name the first place that differs; argnums, block and step are checked ---------
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"w": 1.0, "b": 1.0}, r"at x\['w'\] the x0 traced had an array of shape \(3,\), got a number"),
+    ({"w": np.ones(3), "b": np.ones(2)}, r"at x\['b'\] the x0 traced had a number, got an array of shape \(2,\)"),
+    ({"w": np.ones(4), "b": 1.0}, r"at x\['w'\] the x0 traced had an array of shape \(3,\), got an array of shape "
+                                  r"\(4,\)"),
+    ({"w": np.ones(3)}, r"at x the x0 traced had a dict with keys 'b', 'w', got a dict with keys 'w' \(missing 'b'\)"),
+    ({"w": [1.0, 2.0, 3.0], "b": 1.0}, r"at x\['w'\] the x0 traced had an array of shape \(3,\), got a list of 3"),
+    ({"w": np.ones(3), "b": 1.0, "c": 2.0}, r"at x the x0 traced .* \(not in x0: 'c'\)"),
+])
+def test_a_structure_message_names_the_first_place_that_differs(bad, message):
+    F = tape.trace(lambda p: (p["w"] * 2.0).sum() + p["b"], {"w": np.ones(3), "b": 1.0})
+    with pytest.raises(ValueError, match="inputs must have the structure of the x0 traced: " + message):
+        F(bad)
+
+
+@pytest.mark.parametrize(("tangent", "message"), [
+    ((1.0, (np.ones(2),)), r"at x\[1\]\[0\] the x0 traced had a number, got an array of shape \(2,\)"),
+    ((1.0, 2.0), r"at x\[1\] the x0 traced had a tuple of 1 element, got a number"),
+    ((1.0, (2.0, 3.0)), r"at x\[1\] the x0 traced had a tuple of 1 element, got a tuple of 2 elements"),
+    ([[1.0], {"a": 1.0}], r"at x\[0\] the x0 traced had a number, got a list of 1 element"),
+])
+def test_a_tangent_message_names_the_first_place_that_differs(tangent, message):
+    G = tape.trace(lambda x: x[0] * x[1][0], (1.0, (2.0,)))
+    with pytest.raises(ValueError, match=message):
+        G.jvp((1.0, (2.0,)), tangent)
+    assert G.jvp((1.0, (2.0,)), (1.0, (0.0,))) == 2.0
+
+
+@pytest.mark.parametrize("argnums", [0.5, "0", None, (0, 1.0), (True,)])
+def test_argnums_of_the_wrong_kind_is_a_clear_type_error(argnums):
+    for transform in (tape.grad, tape.value_and_grad):
+        with pytest.raises(TypeError, match=r"argnums must be an int or a tuple of ints .*got " + repr(
+                argnums).replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+            transform(lambda a, b: a * b, argnums=argnums)(1.0, 2.0)
+    with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints"):
+        tape.jacobian(lambda a, b: a * b, argnums=argnums)(1.0, 2.0)
+
+
+@pytest.mark.parametrize(("block", "error"), [(2.5, TypeError), (True, TypeError), ("2", TypeError),
+                                              (0, ValueError), (-1, ValueError)])
+def test_jacobian_block_must_be_a_positive_int(block, error):
+    F = tape.trace(lambda x: x * 2.0, np.ones(3))
+    for call in (lambda: F.jacobian(np.ones(3), block=block), lambda: F.sparse_jacobian(np.ones(3), block=block)):
+        with pytest.raises(error, match=f"block must be a positive int, got {block!r}"):
+            call()
+    np.testing.assert_array_equal(F.jacobian(np.ones(3), block=np.int64(2)), 2.0 * np.eye(3))
+
+
+@pytest.mark.parametrize(("step", "error"), [(0, ValueError), (0.0, ValueError), (-1e-3, ValueError),
+                                             (float("nan"), ValueError), (float("inf"), ValueError),
+                                             ("1e-6", TypeError), (None, None)])
+def test_gradcheck_step_must_be_positive_and_finite(step, error):
+    if error is None:
+        assert tape.gradcheck(lambda x: x * x, 1.0, step=step) < 1e-8
+        return
+    with pytest.raises(error, match=f"gradcheck: step must be a positive finite number, got {step!r}"):
+        tape.gradcheck(lambda x: x * x, 1.0, step=step)
+
+
+# -- tape.where of plain arrays: NumPy's np.where, nothing recorded --------------------------------
+
+
+@pytest.mark.parametrize(("a", "b"), [(np.arange(3.0), -np.arange(3.0)), (1.0, -np.arange(3.0)), (1, 2),
+                                      (np.arange(3), 0.5), (np.True_, np.float32(2.5))])
+def test_where_of_plain_numbers_is_numpys(a, b):
+    mask = np.array([True, False, True])
+    got, expected = tape.where(mask, a, b), np.where(mask, a, b)
+    assert type(got) is np.ndarray and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(TypeError, match="branches must be .* got str and ndarray"):
+        tape.where(mask, "a", np.ones(3))

@@ -69,7 +69,7 @@ def _tupled(size: int) -> Callable[..., Any]:
     lines = [f"    w = var_of(out[{k}])\n    idx[{k}], vals[{k}] = w.index, w.c\n" for k in range(size)]
     source = (f"def tupled(out):\n    idx, vals = np.empty({size}, np.int64), np.empty({size})\n"
               + "".join(lines) + "    return idx, vals, True\n")
-    namespace = {"np": np, "var_of": var_of}
+    namespace: dict[str, Any] = {"np": np, "var_of": var_of}
     exec(compile(source, f"<tape.jit outputs of a {size}-tuple>", "exec"), namespace)  # noqa: S102  # our source
     return namespace["tupled"]
 
@@ -226,7 +226,8 @@ def _without_module(fn: Callable[..., Any]) -> Callable[..., Any]:
     the symbol a recursive call looks for; the two differ and the call dies of an unresolved symbol.
     Without a module both are "<dynamic>" (and the globals are fn's own)."""
     copy = types_.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    copy.__kwdefaults__, copy.__qualname__, copy.__module__ = fn.__kwdefaults__, fn.__qualname__, None
+    copy.__kwdefaults__, copy.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    copy.__module__ = None  # type: ignore[assignment]  # None is what Numba reads as no module
     return copy
 
 
