@@ -352,3 +352,20 @@ def test_where_of_plain_numbers_is_numpys(a, b):
     np.testing.assert_array_equal(got, expected)
     with pytest.raises(TypeError, match="branches must be .* got str and ndarray"):
         tape.where(mask, "a", np.ones(3))
+
+
+def test_a_refused_jit_call_keeps_no_tape_alive():
+    """Numba keeps a TypingError it raised; its traceback once held the frame with the call's tape."""
+    import gc
+
+    def tapes():
+        gc.collect()
+        return sum(type(o) is tape.Tape for o in gc.get_objects())
+
+    before = tapes()
+    for _ in range(3):
+        with pytest.raises(tape.JitError):
+            tape.grad(_scaled)([1.0, 2.0], {"a": 1.0})
+        with pytest.raises(tape.JitError):
+            tape.grad(_returns_none)([1.0])
+    assert tapes() == before

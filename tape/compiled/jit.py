@@ -148,11 +148,15 @@ class JitFunction:
                     isinstance(v, Handle) for v in d)):
                 raise TypeError("tape.jit: only the first argument holds Vars; data must be arrays and numbers")
         n0, nc0 = t._n, t._n_consts
+        message: str | None = None
         try:
             got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data))
         except numba.core.errors.TypingError as e:
+            message = str(e)
+            e.with_traceback(None)  # Numba keeps the error: its traceback would keep this frame's tape alive
+        if message is not None:
             _check_data(self.py_func, data)
-            raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
+            raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
         (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
         if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
