@@ -209,7 +209,8 @@ def test_params_and_retrace_keep_their_structures():
     assert all(s == (dict, dict, tape.Var) for s in seen)
     with pytest.raises(ValueError, match="structure of the x0 traced"):
         F({"u": 1.0}, params=p1)
-    with pytest.raises(ValueError, match=r"leaf 1 has shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"at x\['w'\] the x0 traced had an array of shape \(2,\), got an array of "
+                                         r"shape \(3,\)"):
         F({"u": 1.0, "w": np.ones(3)})
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tape.api.trace import trace
-from tape.base.numbers import real_array
+from tape.base.numbers import positive_step, real_array
 from tape.function.function import Function
 
 
@@ -49,7 +49,7 @@ def gradcheck(f: Function | Callable[..., Any], x: Any, step: float | None = Non
     layout = F._layout
     point = (layout.flat(x, "the point") if layout is not None and layout.structured and not isinstance(x, np.ndarray)
              else real_array(x, "the point").reshape(-1))
-    step = np.finfo(float).eps ** (1 / 3) if step is None else step
+    step = np.finfo(float).eps ** (1 / 3) if step is None else positive_step(step, "gradcheck: step")
 
     def values(p: np.ndarray) -> np.ndarray:
         return np.asarray(F(p), dtype=np.float64).reshape(-1)

@@ -108,9 +108,12 @@ def _where_mask(mask: np.ndarray, a: Any, b: Any) -> Any:
     """tape.where with a NumPy boolean mask: data, so the choice is made once. Scalar records are
     picked (nothing recorded; numbers become constants), array records get a select record."""
     parts = operands(a, b)
-    t = None if parts is None else common_tape(parts)
-    if parts is None or t is None:
-        raise TypeError("tape.where with a NumPy mask needs a Var or VarArray branch (else use numpy.where)")
+    if parts is None:
+        raise TypeError(f"tape.where branches must be Vars, VarArrays, NumPy arrays or real numbers, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    t = common_tape(parts)
+    if t is None:  # plain numbers: computed as NumPy does, nothing recorded (as every tape function of numbers)
+        return np.where(mask, a, b)
     shape = array_records.broadcast(mask.shape, *(shape_of(p) for _, p in parts))
     if any(isinstance(p, View) for _, p in parts) or math.prod(shape) >= array_records.small():
         views = [as_view(t, rt is not None, p) for rt, p in parts]
@@ -159,7 +162,20 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
     t, part = operand(x) or (None, None)
     if t is None:
         raise TypeError(f"tape.logsumexp expects a VarArray, got {type(x).__name__}")
+    shape = shape_of(part)
+    if any(shape[k] == 0 for k in array_records.axes(len(shape), axis)):
+        return x.sum(axis, keepdims) - math.inf  # log of an empty sum: -inf, as scipy.special.logsumexp
     return wrap_view(t, array_records.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
+
+
+def argnums_of(argnums: object) -> tuple[int, ...]:
+    """argnums (an int or a tuple or list of ints) as a tuple of ints, else a TypeError saying so."""
+    if isinstance(argnums, int) and not isinstance(argnums, bool):
+        return (argnums,)
+    if isinstance(argnums, (tuple, list)) and all(isinstance(k, int) and not isinstance(k, bool) for k in argnums):
+        return tuple(argnums)
+    raise TypeError(f"argnums must be an int or a tuple of ints (the positions of the arguments to "
+                    f"differentiate), got {argnums!r}")
 
 
 def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: str = "raise",
@@ -326,12 +342,10 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     its gradient are recorded onto their tape, the gradient as records (tape/symbolic/nest.py), and the
     value, gradient and aux come back as Vars: the outer transform differentiates through them.
     """
-    which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    which = argnums_of(argnums)
     idle = threading.local()  # per thread: this wrapper's tape from its last call, cleared for the next
-    ints = all(isinstance(k, int) for k in which)
-    low, high = (min(which), max(which)) if ints and which else (0, -1)
-    if ints:
-        _distinct(argnums, which)
+    low, high = (min(which), max(which)) if which else (0, -1)  # argnums_of: ints
+    _distinct(argnums, which)
 
     jitted = getattr(f, "_value_and_grad", None) if which == (0,) and not has_aux else None  # tape.jit's own
 
@@ -340,9 +354,9 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             done = jitted(idle, args)
             if done is not None:
                 return done
-        if not (ints and 0 <= low and high < len(args)):  # (distinct at wrapping, so nothing repeats)
+        if not (0 <= low and high < len(args)):  # (distinct at wrapping, so nothing repeats)
             for k in which:
-                if not (isinstance(k, int) and -len(args) <= k < len(args)):
+                if not -len(args) <= k < len(args):
                     raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")
             _distinct(argnums, which, len(args))
         try:

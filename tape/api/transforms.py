@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tape.api.trace import _distinct, _numbers_of, trace
+from tape.api.trace import _distinct, _numbers_of, argnums_of, trace
 from tape.errors import ForeignHandleError
 from tape.function.function import Function
 from tape.symbolic import nest
@@ -23,7 +23,7 @@ def _traced(f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[
             ) -> tuple[Function, np.ndarray, Any]:
     """(F of the arguments argnums, the flat point, aux): f traced with the other arguments fixed."""
     args = tuple(args)
-    which = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    which = argnums_of(argnums)
     for k in which:
         if not (isinstance(k, int) and -len(args) <= k < len(args)):
             raise ValueError(f"argnums {argnums!r} do not name arguments of the {len(args)} given")

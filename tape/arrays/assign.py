@@ -61,6 +61,8 @@ def setitem(x: VarArray, key: Any, value: Any) -> None:
         source = np.broadcast_to(array_records.places(v), slot.shape)
     except ValueError:
         raise ValueError(f"could not broadcast input array from shape {v.shape} into shape {slot.shape}") from None
+    if slot.size == 0:
+        return  # nothing assigned (a gather from an empty source would read element 0)
     chosen, mask = np.zeros(x.size, np.int64), np.zeros(x.size)
     chosen[slot.ravel()], mask[slot.ravel()] = source.ravel(), 1.0
     new = array_records.gather(t, v.record, chosen.reshape(x.shape))

@@ -12,6 +12,8 @@ of the same records.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,14 +50,24 @@ def squeeze(x: VarArray, axis: int | tuple[int, ...] | None = None) -> VarArray:
 
 def mean(x: VarArray, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """The sum over axes times 1/n."""
-    return x.sum(axis, keepdims) * (1.0 / _count(x, axis))
+    return x.sum(axis, keepdims) * _inverse(_count(x, axis), "Mean of empty slice")
 
 
 def var(x: VarArray, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """mean((x - mean(x))**2) over axes, divided by n - ddof instead of n, as numpy.var."""
     n = _count(x, axis)
-    d = x - x.mean(axis, keepdims=True)
-    return (d * d).sum(axis, keepdims) * (1.0 / (n - ddof))
+    d = x - x.sum(axis, keepdims=True) * _inverse(n, None)
+    return (d * d).sum(axis, keepdims) * _inverse(max(n - ddof, 0), "Degrees of freedom <= 0 for slice")
+
+
+def _inverse(n: int, warning: str | None) -> float:
+    """1/n, and for n = 0 NumPy's answer: its RuntimeWarning and a division by zero (inf, so the
+    empty sum gives NaN and a positive sum of squares inf, as in NumPy), never a ZeroDivisionError."""
+    if n > 0:
+        return 1.0 / n
+    if warning is not None:
+        warnings.warn(warning, RuntimeWarning, stacklevel=4)
+    return math.inf
 
 
 def std(x: VarArray, axis: int | tuple[int, ...] | None = None, ddof: int = 0, keepdims: bool = False) -> Any:

@@ -27,7 +27,7 @@ def operand(x: Any) -> tuple[Storage | None, Any] | None:
         return x._live_tape(), np.array(x._index)
     if hasattr(x, "_operand"):
         return x._operand()
-    if isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool | np.bool_):
+    if isinstance(x, (numbers.Real, np.bool_, np.ndarray, list, tuple)):  # bools count as 0 and 1, as in NumPy
         array = np.asarray(x)
         if array.dtype.kind in "fiub":
             return None, array.astype(np.float64, copy=False)  # copied where it is stored

@@ -67,7 +67,7 @@ def _scalar(x: Any) -> Any:
         return x
     if isinstance(x, VarArray) or np.ndim(x) > 0:
         return None
-    return float(x) if isinstance(x, (int, float, np.number, np.ndarray)) and not isinstance(x, bool) else x
+    return float(x) if isinstance(x, (int, float, np.number, np.bool_, np.ndarray)) else x
 
 
 def handle(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:

@@ -26,7 +26,7 @@ from tape.errors import StaleHandleError
 from tape.kernels.ops import ARITHMETIC, CONSTANT, ELEM, OPCODE, OPS, UNARY_UFUNCS
 from tape.records import array_records
 from tape.records._recorders import Var
-from tape.records.handles import UFUNC_HANDLERS, Condition, surviving, warn_value_in_trace
+from tape.records.handles import ARRAY_OF, FUNCTION_HANDLERS, UFUNC_HANDLERS, Condition, surviving, warn_value_in_trace
 from tape.records.storage import Segment, Storage
 from tape.sweeps.driver import View
 
@@ -162,7 +162,7 @@ class VarArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if self._view is None:
-            return VarArray(self._seg, self._idx.reshape(*shape))
+            return VarArray(self._seg, self._idx.reshape(shape))
         t = self._live_tape()
         return VarArray(t._segment(), None, array_records.reshape(t, self._view, tuple(shape)))
 
@@ -387,7 +387,8 @@ def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: b
     if x._view is not None:
         return wrap_view(t, array_records.reduce(t, op, x._view, axes, keepdims))
     kept = tuple(n for k, n in enumerate(x.shape) if k not in axes)
-    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(*kept, -1)
+    idx = np.moveaxis(x._idx, axes, range(x.ndim - len(axes), x.ndim)).reshape(
+        *kept, math.prod(x.shape[k] for k in axes))  # not -1: kept may hold a 0
     if idx.shape[-1] == 0:  # as NumPy: the empty sum is 0, the empty product 1 (constants, no inputs)
         kept_shape = idx.shape[:-1]
         rows = t._append_block(CONSTANT, math.prod(kept_shape), values=np.full(math.prod(kept_shape),
@@ -467,3 +468,15 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     **scans.FUNCTIONS,
     **assign.FUNCTIONS,
 }
+
+# a Var answers a 0-d array's reshape and indexing (tape/records/handles.py) through a 0-d VarArray of its record
+ARRAY_OF.append(lambda x: VarArray(x._seg if x._seg.live else x._live_tape()._segment(), np.array(x._index)))
+
+def _on_zero_d(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A NumPy shape function on a Var as on the 0-d VarArray of its record."""
+    return lambda a, *args, **kwargs: fn(ARRAY_OF[0](a), *args, **kwargs) if type(a) is Var else NotImplemented
+
+
+FUNCTION_HANDLERS.update({fn: _on_zero_d(_FUNCTIONS[fn])
+                          for fn in (np.expand_dims, np.broadcast_to, np.repeat, np.tile)})
+FUNCTION_HANDLERS[np.ravel] = lambda a, order="C": a.ravel()

@@ -157,14 +157,22 @@ class Layout:
         leaves, spec = flatten(tree, what)
         # == compares specs in C (leaves are singletons); _same also takes lists for tuples
         if spec != self.spec and not _same(self.spec, spec, len(leaves) == len(self.shapes)):
-            raise ValueError(f"{what} must have the structure of the x0 traced ({describe(self.spec)}), "
-                             f"got {describe(spec)}")
+            raise ValueError(f"{what} must have the structure of the x0 traced: {self.difference(spec, leaves, what)}")
         if self.numbers:
             return np.array(leaves, np.float64)
-        for k, (leaf, shape) in enumerate(zip(leaves, self.shapes, strict=True)):
+        for leaf, shape in zip(leaves, self.shapes, strict=True):
             if (() if type(leaf) is float else leaf.shape) != shape:
-                raise ValueError(f"{what}: leaf {k} has shape {np.shape(leaf)}, the x0 traced had {shape}")
+                raise ValueError(f"{what} must have the structure of the x0 traced: "
+                                 f"{self.difference(spec, leaves, what)}")
         return np.concatenate([np.ravel(leaf) for leaf in leaves]) if leaves else np.zeros(0)
+
+    def difference(self, spec: Spec, leaves: list[Any], what: str = "x") -> str:
+        """The first place where a tree (its spec and leaves) differs from x0's, in words: the path
+        (x['w'][1], params[0]), what the x0 traced had there and what came (kind, keys, length, shape)."""
+        root = "params" if "param" in what else "x"
+        found = _difference(_expanded(self.spec, len(self.shapes)), _expanded(spec, len(leaves)), root,
+                            iter(self.shapes), iter(leaves))
+        return found or f"x0 was {describe(self.spec)}, got {describe(spec)}"
 
     def tree(self, vector: np.ndarray, lead: tuple[int, ...] = ()) -> Any:
         """x0's structure from the last axis of vector: a float (or an array of shape lead) per
@@ -179,6 +187,50 @@ class Layout:
         places = self.places
         return unflatten(self.spec, [unflatten(self.spec, [_number(matrix[a0:a1, b0:b1].reshape(sa + sb))
                                                            for b0, b1, sb in places]) for a0, a1, sa in places])
+
+
+def _expanded(spec: Spec, count: int) -> Spec:
+    return spec.kind([NUMBER] * count) if isinstance(spec, Flat) else spec  # a flat spec's length is its leaves'
+
+
+def _difference(a: Spec, b: Spec, path: str, shapes: Iterator[Any], leaves: Iterator[Any]) -> str | None:
+    """Where spec b (with its leaves) first differs from spec a (with its leaves' shapes), or None."""
+    if isinstance(a, Leaf) and isinstance(b, Leaf):
+        shape, leaf = next(shapes), next(leaves)
+        got = () if type(leaf) is float else leaf.shape
+        if a is b and shape == got:
+            return None
+        return f"at {path} the x0 traced had {_leaf(a, shape)}, got {_leaf(b, got)}"
+    if isinstance(a, Leaf) or isinstance(b, Leaf) or isinstance(a, dict) != isinstance(b, dict):
+        return f"at {path} the x0 traced had {_said(a, shapes)}, got {_said(b, leaves)}"
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            missing, extra = [k for k in a if k not in b], [k for k in b if k not in a]
+            return (f"at {path} the x0 traced had {describe(a)}, got {describe(b)}"
+                    + (f" (missing {', '.join(map(repr, missing))})" if missing else "")
+                    + (f" (not in x0: {', '.join(map(repr, extra))})" if extra else ""))
+        pairs = [(f"{path}[{key!r}]", a[key], b[key]) for key in a]
+    elif len(a) != len(b):
+        return f"at {path} the x0 traced had {describe(a)}, got {describe(b)}"
+    else:
+        pairs = [(f"{path}[{k}]", x, y) for k, (x, y) in enumerate(zip(a, b, strict=True))]
+    for where, x, y in pairs:
+        found = _difference(x, y, where, shapes, leaves)
+        if found:
+            return found
+    return None
+
+
+def _leaf(kind: Leaf, shape: tuple[int, ...]) -> str:
+    return "a number" if kind is NUMBER else f"an array of shape {shape}"
+
+
+def _said(spec: Spec, leaves: Iterator[Any]) -> str:
+    """A leaf (with its shape, read from leaves) or a container, in words."""
+    if not isinstance(spec, Leaf):
+        return describe(spec)
+    leaf = next(leaves, None)
+    return _leaf(spec, leaf if isinstance(leaf, tuple) else () if leaf is None or type(leaf) is float else leaf.shape)
 
 
 def _number(part: np.ndarray) -> Any:
@@ -214,4 +266,4 @@ def describe(spec: Spec) -> str:
         return f"a{'n' if spec is ARRAY else ''} {spec.kind}"
     if isinstance(spec, dict):
         return "a dict with keys " + ", ".join(repr(k) for k in spec)
-    return f"a {type(spec).__name__} of {len(spec)}"
+    return f"a {type(spec).__name__} of {len(spec)} element{'s' if len(spec) != 1 else ''}"

@@ -10,9 +10,12 @@ Branches on comparisons are checked branches with their file:line.
 
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
 import os
 import re
+import types as types_
 from collections.abc import Callable
 from typing import Any
 
@@ -54,17 +57,21 @@ def _outputs_impl(out):
             return idx, vals, True
         return listed
     if isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types):
-        def tupled(out):
-            idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
-            k = 0
-            for v in numba.literal_unroll(out):
-                w = var_of(v)
-                idx[k], vals[k] = w.index, w.c
-                k += 1
-            return idx, vals, True
-        return tupled
+        return _tupled(len(out.types))
     raise TypingError(f"tape.jit: f returns {out}; return a Var, a number, or a tuple or list of them (Vars inside "
                       "other containers would outlive the tape they point into)")
+
+
+@functools.cache
+def _tupled(size: int) -> Callable[..., Any]:
+    """_outputs of a tuple of ``size`` Vars and numbers in any mix: one line per element, as
+    literal_unroll does not take a tuple of mixed types here."""
+    lines = [f"    w = var_of(out[{k}])\n    idx[{k}], vals[{k}] = w.index, w.c\n" for k in range(size)]
+    source = (f"def tupled(out):\n    idx, vals = np.empty({size}, np.int64), np.empty({size})\n"
+              + "".join(lines) + "    return idx, vals, True\n")
+    namespace: dict[str, Any] = {"np": np, "var_of": var_of}
+    exec(compile(source, f"<tape.jit outputs of a {size}-tuple>", "exec"), namespace)  # noqa: S102  # our source
+    return namespace["tupled"]
 
 
 def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
@@ -91,6 +98,8 @@ class JitFunction:
                            "recursive functions crashes on load (numba issue 6061); use cache=False")
         if cache:
             USER_CACHED.add(code)
+        elif inspect.getmodule(fn) is None and fn.__module__ is not None:
+            fn = _without_module(fn)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
         self._drive = _driver(self.dispatcher)
 
@@ -139,10 +148,15 @@ class JitFunction:
                     isinstance(v, Handle) for v in d)):
                 raise TypeError("tape.jit: only the first argument holds Vars; data must be arrays and numbers")
         n0, nc0 = t._n, t._n_consts
+        message: str | None = None
         try:
             got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data))
         except numba.core.errors.TypingError as e:
-            raise JitError(_first_line(str(e), self.py_func) + "\n\n" + str(e)) from None
+            message = str(e)
+            e.with_traceback(None)  # Numba keeps the error: its traceback would keep this frame's tape alive
+        if message is not None:
+            _check_data(self.py_func, data)
+            raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
         (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
         if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
@@ -209,6 +223,18 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
                                  "recorded on another tape than xs[0]; record them on one tape") from None
 
 
+def _without_module(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, for a module that is not in sys.modules (importlib.util.spec_from_file_location without
+    registering it), as a function of no module. Numba names a function by its module twice: by
+    fn.__module__ for the compiled symbol, and by inspect.getmodule(fn) (None here: "<dynamic>") for
+    the symbol a recursive call looks for; the two differ and the call dies of an unresolved symbol.
+    Without a module both are "<dynamic>" (and the globals are fn's own)."""
+    copy = types_.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    copy.__module__ = None  # type: ignore[assignment]  # None is what Numba reads as no module
+    return copy
+
+
 def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: int) -> None:
     """Make the records written inside Numba the tape's (the arrays Numba grew, if it did)."""
     if len(op) != t._capacity:  # grown (growth always adds room): Numba's arrays are new
@@ -219,6 +245,28 @@ def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: in
     t._n, t._n_consts = n, nc
 
 
+def _check_data(fn: Callable[..., Any], data: tuple) -> None:
+    """A JitError naming the data argument Numba cannot take (a dict, a set, an object), if one is."""
+    code = fn.__code__
+    for k, d in enumerate(data):
+        try:
+            numba.typeof(d)
+            continue
+        except (ValueError, TypeError):
+            pass
+        name = code.co_varnames[k + 1] if k + 1 < code.co_argcount else f"data[{k}]"
+        raise JitError(f"tape.jit: argument {name!r} of {fn.__name__} ({code.co_filename}:{code.co_firstlineno}) "
+                       f"is a {type(d).__name__}, which Numba cannot take: data must be NumPy arrays, numbers "
+                       "or tuples of them (pass a dict's values, e.g. d['w'], as separate arguments)")
+
+
+def _return_lines(fn: Callable[..., Any]) -> str:
+    """The lines of fn's return statements, for a refusal of what it returns."""
+    lines = sorted({i.positions.lineno for i in dis.get_instructions(fn)
+                    if i.opname in ("RETURN_VALUE", "RETURN_CONST") and i.positions and i.positions.lineno})
+    return ", ".join(map(str, lines))
+
+
 def _first_line(message: str, fn: Callable[..., Any]) -> str:
     """What went wrong, for the first line of JitError: tape's own refusal, else Numba's, with file:line."""
     file = fn.__code__.co_filename
@@ -226,6 +274,8 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
     lines += re.findall(rf'File "[^"]*{re.escape(os.path.basename(file))}", line (\d+)', message)
     where = f" at {file}:{lines[0]}" if lines else f" in {fn.__name__} ({file})"
     ours = re.search(r"tape\.jit: ([^\n]*)", message)
+    if ours and ours.group(1).startswith("f returns") and _return_lines(fn):
+        where = f" at {file}:{_return_lines(fn)} (its return)"
     if ours:
         return f"tape.jit: {ours.group(1)}{where}"
     missing = re.search(r">>> (\w+\([^\n]*tape\.\w+[^\n]*\))", message)

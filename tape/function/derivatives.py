@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tape.base.numbers import real_array
+from tape.base.numbers import positive_int, real_array
 from tape.function import arguments, array_replay, call_records, replay
 from tape.kernels._sweeps import (
     forward_partials,
@@ -126,6 +126,7 @@ def jacobian(F: Function, x: Any, params: Any = None, mode: str = "auto", block:
     seeds: an (n_inputs, k) matrix S (flat numbering): J S instead, shaped as the outputs then (k,),
     from one pass of partials and k / block forward sweeps (compressed Jacobians: see sparse_jacobian).
     """
+    block = positive_int(block, "block")
     if seeds is not None:
         if mode == "reverse" or block < 1:
             raise ValueError(f"seeds take mode auto or forward and block >= 1, got {mode!r}, {block!r}")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tape.base.numbers import positive_int
 from tape.function import arguments, derivatives
 from tape.kernels.array_ops import NAME
 from tape.kernels.ops import ARRAY_BASE, ELEM
@@ -128,8 +129,7 @@ def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) ->
     exactly jacobian_sparsity()'s entries: one forward sweep per color (``block`` colors per sweep),
     every entry the same number as ``F.jacobian(x, mode="forward")``'s. Fits
     ``scipy.optimize.least_squares(F, x0, jac=F.sparse_jacobian)``."""
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block!r}")
+    block = positive_int(block, "block")
     point = arguments.prepare(F, x, params)
     derivatives.at(F, point)  # first: a retrace here changes the records, and so the pattern
     indptr, indices, colors = structure(F)

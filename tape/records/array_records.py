@@ -89,7 +89,8 @@ def reduce(t: Storage, name: str, v: View, axis: int | tuple[int, ...] | None, k
     """sum, logsumexp, max, min, all or any over axes (all of them for None)."""
     over = axes(len(v.shape), axis)
     if name in ("logsumexp", "max", "min") and any(v.shape[k] == 0 for k in over):
-        raise ValueError(f"{name} of an empty axis has no value and no gradient: not recorded")
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {v.shape}, "
+                         f"axis {axis}): an empty axis has no {name}, as in NumPy; nothing recorded")
     shape = kept(v.shape, over) if keepdims else tuple(n for k, n in enumerate(v.shape) if k not in over)
     return _record(t, name, shape, (v,), axes=over)
 

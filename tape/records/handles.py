@@ -9,6 +9,7 @@ if its record survived, else it raises ``StaleHandleError``.
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 import warnings
@@ -29,6 +30,7 @@ new = object.__new__
 H = TypeVar("H", bound="Handle")
 UFUNC_HANDLERS: list[Callable[[Any, str, tuple, dict], Any]] = []  # tape/arrays/ufuncs.py puts its handler here
 FUNCTION_HANDLERS: dict[Any, Callable[..., Any]] = {}  # NumPy functions taking Vars (tape/api/trace.py: np.where)
+ARRAY_OF: list[Callable[[Any], Any]] = []  # tape/arrays/varray.py: a Var as a 0-d VarArray of its record
 
 
 class Handle:
@@ -64,6 +66,68 @@ class Handle:
         return self
 
     mean = prod = max = min = sum
+
+    # -- the other methods of a 0-d array: a Var is NumPy's 0-d result, and answers them as one would --
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        """As a 0-d array's: reshape(-1), reshape(1, 1) give VarArrays of this record; reshape(()) the Var."""
+        return self._zero_d(ARRAY_OF[0](self).reshape(*shape))
+
+    def __getitem__(self, key: Any) -> Any:
+        """As a 0-d array's: x[None], x[None, None] give VarArrays of this record; x[()], x[...] the Var."""
+        return self._zero_d(ARRAY_OF[0](self)[key])
+
+    def _zero_d(self, out: Any) -> Any:
+        return self if out.shape == () else out  # a 0-d VarArray of this record is this Var
+
+    __iter__ = None  # not iterable, as a 0-d array (x[k] would otherwise make iter() stop at once)
+
+    def ravel(self) -> Any:
+        """A VarArray of shape (1,) holding this record (also flatten)."""
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def squeeze(self: H, axis: None | tuple[()] = None) -> H:
+        """Itself (also transpose() and .T, copy(), astype(float)): a 0-d array has no axes."""
+        if axis not in (None, ()):
+            raise np.exceptions.AxisError(f"a Var is 0-d: squeeze(axis={axis!r}) has no axis to squeeze")
+        return self
+
+    def transpose(self: H, *axes: Any) -> H:
+        if axes not in ((), (None,), ((),)):
+            raise ValueError(f"axes don't match array: a Var is 0-d, got transpose{axes!r}")
+        return self
+
+    T = property(transpose)
+
+    def copy(self: H) -> H:
+        return self  # records never change, so a copy is the same record
+
+    def astype(self: H, dtype: Any, copy: bool = True) -> H:
+        """Itself for float64 (float, np.float64, 'f8'); other dtypes would drop the derivative."""
+        if np.dtype(dtype) != np.float64:
+            raise TypeError(f"a Var is a float64 record: astype({dtype!r}) would lose its derivative; "
+                            "x.item() reads the number, astype(float) keeps the Var")
+        return self
+
+    def tolist(self) -> float:
+        """The value as a Python float, as a 0-d array's tolist() (read on purpose, as item())."""
+        return self.item()
+
+    def var(self, axis: None | tuple[()] = None, dtype: None = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False) -> Any:
+        """A 0-d array's variance: (x - x)**2 over 1 - ddof (0; NaN for inf and NaN, as NumPy), NumPy's
+        warning and NaN where 1 - ddof <= 0. std is its square root."""
+        d = self.sum(axis, dtype, out) - self  # type: ignore[operator]  # Var's operators are generated
+        if ddof < 1:
+            return d * d * (1.0 / (1 - ddof))
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        return d * d * math.inf
+
+    def std(self, axis: None | tuple[()] = None, dtype: None = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False) -> Any:
+        return self.var(axis, dtype, out, ddof) ** 0.5
 
     @classmethod
     def _at(cls: type[H], seg: Segment, index: int) -> H:
@@ -173,10 +237,10 @@ def shared_segment(x: Handle, y: Handle) -> Segment:
 
 
 def as_constant(value: object) -> float | None:
-    """``value`` as a float if it is a real number (Python or NumPy), else None."""
+    """``value`` as a float if it is a real number (Python or NumPy: np.bool_ counts, as bool does), else None."""
     if type(value) is float:
         return value
-    if isinstance(value, numbers.Real) and not isinstance(value, np.ndarray):
+    if isinstance(value, (numbers.Real, np.bool_)) and not isinstance(value, np.ndarray):
         return float(value)
     return None
 
