@@ -106,7 +106,7 @@ def tangents(F: Function, seeds: np.ndarray) -> np.ndarray:
 
 
 def jvp(F: Function, x: Any, v: Any, params: Any = None) -> float | np.ndarray:
-    """J v at x (v shaped as x): one forward tangent sweep; a float, or an array of the outputs' shape."""
+    """F.jvp: what Function.jvp says (tape/function/function.py)."""
     point = arguments.prepare(F, x, params)
     direction = arguments.direction(F, v, "tangent entries")
     at(F, point)
@@ -116,16 +116,7 @@ def jvp(F: Function, x: Any, v: Any, params: Any = None) -> float | np.ndarray:
 
 def jacobian(F: Function, x: Any, params: Any = None, mode: str = "auto", block: int = 16,
              seeds: Any = None) -> Any:
-    """The Jacobian at x, shaped as JAX's: for an array x, the outputs' shape then x's (``()`` for a
-    scalar output: (m, n) for m outputs of an x of n); for x in x0's structure (a list, a dict),
-    that structure with an array of the outputs' shape + the leaf's shape per leaf.
-
-    mode "forward" sweeps the inputs' directions (n / block passes), "reverse"
-    the outputs' (m / block passes); "auto" picks the fewer passes; ``block`` directions per sweep.
-
-    seeds: an (n_inputs, k) matrix S (flat numbering): J S instead, shaped as the outputs then (k,),
-    from one pass of partials and k / block forward sweeps (compressed Jacobians: see sparse_jacobian).
-    """
+    """F.jacobian: what Function.jacobian says (tape/function/function.py)."""
     block = positive_int(block, "block")
     if seeds is not None:
         if mode == "reverse" or block < 1:
@@ -205,8 +196,7 @@ def hessian_columns(F: Function, directions: np.ndarray) -> np.ndarray:
 
 
 def hvp(F: Function, x: Any, v: Any, params: Any = None) -> Any:
-    """H v at x (v shaped as x, and so is H v) for a scalar output, by forward-over-reverse over the
-    same records."""
+    """F.hvp: what Function.hvp says (tape/function/function.py)."""
     if F.n_outputs != 1:
         raise ValueError(f"hvp needs one output, this Function has {F.n_outputs}")
     point = arguments.prepare(F, x, params)
@@ -218,9 +208,7 @@ def hvp(F: Function, x: Any, v: Any, params: Any = None) -> Any:
 
 
 def value_grad_hvp(F: Function, x: Any, v: Any, params: Any = None) -> tuple[float, Any, Any]:
-    """(f(x), gradient, H v) for a scalar output from one pass of values and second partials and
-    one forward-over-reverse sweep (whose adjoints are the gradient): what a Newton or trust-region
-    step needs, for the price of an hvp."""
+    """F.value_grad_hvp: what Function.value_grad_hvp says (tape/function/function.py)."""
     if F.n_outputs != 1:
         raise ValueError(f"value_grad_hvp needs one output, this Function has {F.n_outputs}")
     point = arguments.prepare(F, x, params)
@@ -236,8 +224,7 @@ def value_grad_hvp(F: Function, x: Any, v: Any, params: Any = None) -> tuple[flo
 
 
 def hessian(F: Function, x: Any, params: Any = None) -> Any:
-    """The Hessian at x (one Hessian-vector product per input), symmetrized, shaped as JAX's:
-    x's shape twice; for x in a structure of several leaves, that structure of that structure."""
+    """F.hessian: what Function.hessian says (tape/function/function.py)."""
     if F.n_outputs != 1:
         raise ValueError(f"hessian needs one output, this Function has {F.n_outputs}")
     at(F, arguments.prepare(F, x, params), second=True)

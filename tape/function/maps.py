@@ -211,11 +211,7 @@ def mapped(F: Function, method: str, points: np.ndarray, client, *rows: np.ndarr
 
 
 def map(F: Function, X: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-    """F at every row of X (N, n_inputs), in parallel: (N,) for a scalar output, else (N, m).
-
-    With a Dask ``client`` (every map takes one) the points are split into chunks computed on
-    its workers (see tape.function.distributed); results come back in the order of X.
-    """
+    """F.map: what Function.map says (tape/function/function.py)."""
     points, _ = batch_call(F, X, params)
     (out,) = mapped(F, "map", points, client)
     return out[:, 0] if F._scalar else out
@@ -223,7 +219,7 @@ def map(F: Function, X: ArrayLike, params: ArrayLike | None = None, client=None)
 
 def map_value_and_grad(F: Function, X: ArrayLike, params: ArrayLike | None = None,
                        client=None) -> tuple[np.ndarray, np.ndarray]:
-    """value_and_grad at every row of X, in parallel: values (N,), gradients (N, n_inputs)."""
+    """F.map_value_and_grad: what Function.map_value_and_grad says (tape/function/function.py)."""
     if F.n_outputs != 1:
         raise ValueError(f"map_value_and_grad needs one output, this Function has {F.n_outputs}: "
                          "use map_vjp")
@@ -233,7 +229,7 @@ def map_value_and_grad(F: Function, X: ArrayLike, params: ArrayLike | None = Non
 
 
 def map_vjp(F: Function, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-    """W[p]^T J at every row X[p], in parallel: (N, n_inputs). Each row of W flat or in the outputs' shape."""
+    """F.map_vjp: what Function.map_vjp says (tape/function/function.py)."""
     W = real_array(W, "weights")
     if W.ndim >= 1 and W.shape[1:] == F._output_shape:
         W = W.reshape(len(W), -1)
@@ -243,7 +239,7 @@ def map_vjp(F: Function, X: ArrayLike, W: ArrayLike, params: ArrayLike | None = 
 
 
 def map_jvp(F: Function, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-    """J V[p] at every row X[p], in parallel: (N,) for a scalar output, else (N, n_outputs)."""
+    """F.map_jvp: what Function.map_jvp says (tape/function/function.py)."""
     points, tangents = batch_call(F, X, params, (V, F.n_inputs, "tangents"))
     assert tangents is not None
     (out,) = mapped(F, "jvp", points, client, tangents)
@@ -251,8 +247,7 @@ def map_jvp(F: Function, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = 
 
 
 def map_hvp(F: Function, X: ArrayLike, V: ArrayLike, params: ArrayLike | None = None, client=None) -> np.ndarray:
-    """H(X[p]) V[p] at every row, for a scalar output: (N, n_inputs). Point by point (a thread per
-    block for big array records; no parallel kernel yet), or on Dask workers."""
+    """F.map_hvp: what Function.map_hvp says (tape/function/function.py)."""
     if F.n_outputs != 1:
         raise ValueError(f"map_hvp needs one output, this Function has {F.n_outputs}")
     points, directions = batch_call(F, X, params, (V, F.n_inputs, "directions"))

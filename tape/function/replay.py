@@ -184,24 +184,22 @@ def records(F: Function) -> show.Records:
 
 
 def table(F: Function, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
-    """The node table at the last replayed point: adjoints are those of the last
-    value_and_grad/vjp call; see Tape.table."""
+    """F.table: what Function.table says (tape/function/function.py)."""
     return show.table(records(F), rows, head, tail)
 
 
 def to_dot(F: Function, limit: int = 300) -> str:
-    """Graphviz DOT of the records the outputs depend on (values of the last replay)."""
+    """F.to_dot: what Function.to_dot says (tape/function/function.py)."""
     return show.to_dot(records(F), [int(r) for r in F._output_rows], limit)
 
 
 def render(F: Function, path: str, limit: int = 300) -> None:
-    """Draw ``to_dot()`` to an .svg or .png file (needs Graphviz's ``dot``)."""
+    """F.render: what Function.render says (tape/function/function.py)."""
     show.render(F.to_dot(limit), path)
 
 
 def stats(F: Function) -> dict:
-    """Records by op, inputs, parameters, outputs, constants, comparisons, bytes, longest
-    dependency chain and fan-out histogram ({uses: records used that often})."""
+    """F.stats: what Function.stats says (tape/function/function.py)."""
     by_op = Counter({NAME[k]: int(c) for k, c in enumerate(np.bincount(F._op, minlength=256)) if c})
     depth, fan_out = show.depth_and_fan_out(records(F))
     return {
@@ -281,7 +279,7 @@ def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def value_and_grad(F: Function, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
-    """(f(x), gradient) for a scalar output; fits scipy.optimize.minimize(..., jac=True)."""
+    """F.value_and_grad: what Function.value_and_grad says (tape/function/function.py)."""
     if F.n_outputs != 1:
         raise ValueError(f"value_and_grad needs one output, this Function has {F.n_outputs}: use vjp")
     grad = reverse(F, arguments.prepare(F, x, params), F._ones)
@@ -289,7 +287,7 @@ def value_and_grad(F: Function, x: ArrayLike, params: ArrayLike | None = None) -
 
 
 def vjp(F: Function, x: ArrayLike, w: ArrayLike, params: ArrayLike | None = None) -> np.ndarray:
-    """w^T J at x: one reverse sweep seeded with w on the outputs."""
+    """F.vjp: what Function.vjp says (tape/function/function.py)."""
     point = arguments.prepare(F, x, params)
     return reverse(F, point, arguments.weights(F, w))
 

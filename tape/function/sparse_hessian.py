@@ -76,28 +76,19 @@ def hessian_structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def hessian_sparsity(F: Function) -> Any:
-    """The Hessian's structural pattern as a symmetric scipy.sparse CSR matrix of ones,
-    (n_inputs, n_inputs) in flat numbering, for a scalar output: entry (i, j) when some record the
-    output depends on has a second partial (not zero by the op table) in inputs that depend on i
-    and on j. It holds every nonzero of F.hessian at any point that takes the recorded branches.
-    Scalar records only (TypeError naming the first array record)."""
+    """F.hessian_sparsity: what Function.hessian_sparsity says (tape/function/function.py)."""
     indptr, indices, _ = hessian_structure(F)
     return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
                                       shape=(F.n_inputs, F.n_inputs))
 
 
 def hessian_colors(F: Function) -> np.ndarray:
-    """A star coloring of the inputs (int64, from 0): inputs of one color share no Hessian entry,
-    and every path of four inputs through the pattern has three colors; sparse_hessian takes one
-    Hessian-vector product per color."""
+    """F.hessian_colors: what Function.hessian_colors says (tape/function/function.py)."""
     return hessian_structure(F)[2].copy()
 
 
 def sparse_hessian(F: Function, x: Any, params: Any = None) -> Any:
-    """The Hessian at x as a symmetric scipy.sparse CSR matrix (n_inputs, n_inputs), flat numbering,
-    with exactly hessian_sparsity()'s entries, from one Hessian-vector product per color (star
-    coloring, direct recovery). Entries read from both sides are F.hessian's bit for bit, the
-    others equal to rounding (see tape/function/sparse_hessian.py)."""
+    """F.sparse_hessian: what Function.sparse_hessian says (tape/function/function.py)."""
     point = arguments.prepare(F, x, params)
     if F.n_outputs != 1:
         raise ValueError(f"a Hessian needs one output, this Function has {F.n_outputs}")

@@ -108,27 +108,19 @@ def input_sizes(F: Function) -> np.ndarray:
 
 
 def jacobian_sparsity(F: Function) -> Any:
-    """The Jacobian's structural pattern as a scipy.sparse CSR matrix of ones, (n_outputs, n_inputs)
-    in flat numbering: entry (i, j) when output i depends on input j through the records (comparisons,
-    floor-like ops and stop_gradient carry no dependence; select depends on both sides). It holds every
-    nonzero of F.jacobian at any point that takes the recorded branches. Scalar records only
-    (TypeError naming the first array record)."""
+    """F.jacobian_sparsity: what Function.jacobian_sparsity says (tape/function/function.py)."""
     indptr, indices, _ = structure(F)
     return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
                                       shape=(F.n_outputs, F.n_inputs))
 
 
 def jacobian_colors(F: Function) -> np.ndarray:
-    """A color per input (int64, from 0) such that no two inputs of one color reach a common output:
-    the seeds of sparse_jacobian (column q of the seed matrix: the inputs of color q)."""
+    """F.jacobian_colors: what Function.jacobian_colors says (tape/function/function.py)."""
     return structure(F)[2].copy()
 
 
 def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) -> Any:
-    """The Jacobian at x as a scipy.sparse CSR matrix (n_outputs, n_inputs), flat numbering, with
-    exactly jacobian_sparsity()'s entries: one forward sweep per color (``block`` colors per sweep),
-    every entry the same number as ``F.jacobian(x, mode="forward")``'s. Fits
-    ``scipy.optimize.least_squares(F, x0, jac=F.sparse_jacobian)``."""
+    """F.sparse_jacobian: what Function.sparse_jacobian says (tape/function/function.py)."""
     block = positive_int(block, "block")
     point = arguments.prepare(F, x, params)
     derivatives.at(F, point)  # first: a retrace here changes the records, and so the pattern
