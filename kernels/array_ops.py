@@ -26,6 +26,7 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``sort``       y = a[perm] along one axis   a'[perm] += g; perm recomputed from a at every pass (stable)
 ``call``       y = F(a), F a Function       a' += F.vjp(a, g); its tangent F.jvp, its second order F's own
                (places: F's slot)           sweeps (tape/function/call_records.py: CppAD's checkpoint functions)
+``join``       y = [a, b, c] along one axis a' += g's slice of a's place (and b', c' of theirs)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -58,6 +59,7 @@ class ArrayOp:
     kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any extreme
     # scan sort call
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
+    least: int | None = None  # the views it must read, where fewer than ``inputs`` will do (the rest absent)
 
 
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin")
@@ -82,7 +84,8 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("cumsum", "scan"),  # along the one axis in ``axes``; cumprod's rules are zero-safe recurrences
     ArrayOp("cumprod", "scan"),
     ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
-    ArrayOp("call", "call", 2),  # a Function of a flat view (and a view of its params): tape/function/call_records.py
+    ArrayOp("call", "call", 2, least=1),  # a Function of a flat view (and its params view): function/call_records.py
+    ArrayOp("join", "join", 3, least=2),  # np.concatenate of two or three views along the one axis in ``axes``
 )
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
@@ -428,6 +431,37 @@ class Sort(_AlongOneAxis):
         return [(sort_vjp(ins[0], g, p.axes[0]), sort_vjp(ins[0], gd, p.axes[0]))]
 
 
+class Join(Rule):
+    """np.concatenate of two or three views along one axis: each input's adjoint is its slice of g."""
+
+    def shapes(self, shape, wide, views, axes):
+        if len(axes) != 1 or any(len(v) != len(views[0]) or axes[0] >= len(v) for v in views):
+            raise ValueError(f"join of {views} along axes {axes}")
+        k = axes[0]
+        if any(v[:k] + v[k + 1:] != views[0][:k] + views[0][k + 1:] for v in views):
+            raise ValueError(f"join of {views} along axis {k}: the other axes differ")
+        return [(*views[0][:k], sum(v[k] for v in views), *views[0][k + 1:])]
+
+    @staticmethod
+    def _parts(p: Any, x: np.ndarray) -> list[np.ndarray]:
+        """x (in the join's shape) cut into its inputs' places."""
+        k = p.axes[0]
+        ends = np.cumsum([v.shape[k] for v in p.inputs])[:-1]
+        return np.split(x, ends, axis=k)
+
+    def forward(self, p, ins, out):
+        np.concatenate(ins, axis=p.axes[0], out=out)
+
+    def vjp(self, p, g, ins, y, check):
+        return [lambda part=part: part for part in self._parts(p, g)]
+
+    def jvp(self, p, ins, tins, y):
+        return np.concatenate(tins, axis=p.axes[0])
+
+    def vjp_jvp(self, p, g, gd, ins, tins, y):
+        return list(zip(self._parts(p, g), self._parts(p, gd), strict=True))
+
+
 class Matmul(Rule):
     """Y = A B over the last two axes (operands widened to 2-d: p.wide): A' += G Bᵀ, B' += Aᵀ G."""
 
@@ -463,6 +497,7 @@ KIND_RULES: dict[str, Rule] = {
     "binary": Elementwise(), "compare": Compare(), "select": Select(), "sum": Sum(), "matmul": Matmul(),
     "logsumexp": LogSumExp(), "gather": Plumbing("elements"), "pack": Plumbing("scalars"), "all": Truth(),
     "any": Truth(), "extreme": Extreme(), "scan": Scan(), "sort": Sort(), "call": Plumbing("callee"),
+    "join": Join(),
 }
 NOT_ARRAY = Plumbing("none", derivative=False)  # the rule of a scalar opcode: plans never hold one
 RULE: list[Rule] = [KIND_RULES[kind] if kind else NOT_ARRAY for kind in ARRAY_KIND]  # by opcode

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from tape.arrays import assign, methods, scans
 from tape.arrays import small as _small
@@ -432,11 +433,23 @@ def matmul(a: Any, b: Any) -> Any:
 
 
 def _join(arrays, axis: int, join, name: str) -> VarArray:
-    """Join scalar records (array records as elem records; numbers and arrays as constant records)."""
+    """Join records along an axis: one join record where a piece is an array record or the result is
+    large, else the scalar records themselves (numbers and arrays as constant records)."""
     parts = operands(*arrays)
     t = None if parts is None else common_tape(parts)
     if parts is None or t is None:
         raise TypeError(f"tape.{name} joins VarArrays of one tape, and numbers or NumPy arrays")
+    if any(isinstance(p, View) for _, p in parts) or sum(np.size(p) for _, p in parts) >= array_records.small():
+        if name == "stack":  # a new axis of length 1 on each piece, then joined along it
+            shapes = {shape_of(p) for _, p in parts}
+            if len(shapes) != 1:
+                raise ValueError(f"all input arrays must have the same shape to stack, got {sorted(shapes)}")
+            where = normalize_axis_index(axis, len(next(iter(shapes))) + 1)
+            return _join([np.expand_dims(a, where) if not isinstance(a, VarArray)
+                          else a.reshape(a.shape[:where] + (1,) + a.shape[where:]) for a in arrays], where,
+                         np.concatenate, "concatenate")
+        views = [as_view(t, rt is not None, p) for rt, p in parts]
+        return wrap_view(t, array_records.join(t, views, axis))
     pieces = [VarArray(t._segment(), t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(p.shape))
               if rt is None else a for (rt, p), a in zip(parts, arrays, strict=True)]
     rows = operands(*(a._scalars() if isinstance(a, VarArray) else a for a in pieces))  # array records: elems

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, kept
+from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, RULE, kept
 from tape.kernels.ops import ELEM
 from tape.records.storage import MAX_RECORDS, Storage
 from tape.sweeps.driver import View, whole
@@ -191,6 +191,18 @@ def gather(t: Storage, record: int, chosen: np.ndarray) -> View:
     """A record of the elements at places ``chosen`` (any shape) of a record's region."""
     return _record(t, "gather", chosen.shape, (whole(record, t._plan(record)),),
                    places=np.ascontiguousarray(chosen.reshape(-1)))
+
+
+def join(t: Storage, views: list[View], axis: int) -> View:
+    """np.concatenate of views along axis: a join record of two or three views (chained past three)."""
+    if not views or not views[0].shape:
+        raise ValueError("zero-dimensional arrays cannot be concatenated, as in NumPy")
+    k = normalize_axis_index(axis, len(views[0].shape))
+    while len(views) > 1:
+        group, views = views[:3], views[3:]
+        shape = RULE[ARRAY_OPCODE["join"]].shapes((), (), [v.shape for v in group], (k,))[0]
+        views = [_record(t, "join", shape, tuple(group), axes=(k,)), *views]
+    return views[0]
 
 
 def size(v: View) -> int:

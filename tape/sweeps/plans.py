@@ -102,11 +102,12 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         raise ValueError(f"region starts at {offset}, not right after the previous one ({end})")
     shape, wide = _get_shape(row, _HEAD, "shape"), _get_shape(row, _HEAD + _SHAPE, "wide shape")
     op_ = ARRAY_OPS[code - ARRAY_BASE]
-    inputs = []
+    inputs: list[View] = []
+    least = op_.inputs if op_.least is None else op_.least
     for j in range(3):
         at = _HEAD + 2 * _SHAPE + j * _VIEW
         record = row[at]
-        if j >= op_.inputs or (op_.kind == "call" and j == 1 and record == -1):  # a call's params are optional
+        if j >= op_.inputs or (j >= least and (record == -1 or len(inputs) < j)):  # the optional views: absent
             if record != -1 or any(row[at + 1:at + _VIEW]):
                 raise ValueError(f"{op_.name} reads {op_.inputs} views, this row more")
             continue
