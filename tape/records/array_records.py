@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, RULE, kept
+from tape.kernels.array_kinds import kept
+from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, RULE
 from tape.kernels.ops import ELEM
 from tape.records.storage import MAX_RECORDS, Storage
 from tape.sweeps.driver import View, whole

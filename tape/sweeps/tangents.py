@@ -2,7 +2,7 @@
 
 The scalar stretches run the Numba kernels over the partials a value pass
 stored (``tangent_sweep``, ``reverse_second_range``); each array record applies
-its rule from kernels/array_ops.py read forward. A tangent arena ``adot`` has
+its rule (kernels/array_kinds.py) read forward. A tangent arena ``adot`` has
 the value arena's layout; the second-order reverse carries two arenas, the
 adjoints and their tangents, zeroed once per call. Every product goes through
 ``times``/``product``, so the structural-zero rule holds here as in the
@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
-from tape.kernels.array_ops import ACONSTANT, RULE, unbroadcast
+from tape.kernels.array_kinds import unbroadcast
+from tape.kernels.array_ops import ACONSTANT, RULE
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
 from tape.sweeps.driver import Plan, View, elements, read, region, schedule, view
 
