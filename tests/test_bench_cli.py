@@ -190,3 +190,17 @@ def test_the_sparse_table_alone_at_the_sizes_asked_for(tmp_path, capsys):
     assert all(r["sparse_s"] > 0 and r["gradient_s"] > 0 and r["dense_estimated"] for r in banded)
     with pytest.raises(SystemExit):
         cli.main(["sparse", "--sizes", "200,400", "--plot", str(tmp_path / "p.png")])
+
+
+def test_progress_talks_in_a_log(capsys, monkeypatch):
+    """Not on a terminal (CI, a log file), tape-bench says each phase once as it starts: a first compile
+    never looks like a hang."""
+    from tape.bench.timing import Progress
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+    progress = Progress()
+    for text in ["measuring Numba compile", "rdag record 1/3", "rdag record 2/3", "rdag replay 1/3"]:
+        progress(text)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split("] ", 1)[1] for line in lines] == ["measuring Numba compile", "rdag record 1/3",
+                                                          "rdag replay 1/3"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -11,16 +12,24 @@ import numpy as np
 
 
 class Progress:
-    """One status line on stderr, rewritten in place on a terminal."""
+    """One status line on stderr, rewritten in place on a terminal; elsewhere (a log, CI) a line per
+    phase, so that a long first compile never looks like a hang."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.start = time.perf_counter()
+        self.phase = ""
 
     def __call__(self, text: str) -> None:
         elapsed = time.perf_counter() - self.start
         if self.tty:
             sys.stderr.write(f"\r\033[K[{elapsed:5.1f} s] {text}")
+            sys.stderr.flush()
+            return
+        phase = re.split(r"[0-9]", text, maxsplit=1)[0]  # the text before its counters
+        if phase != self.phase:
+            self.phase = phase
+            sys.stderr.write(f"[{elapsed:5.1f} s] {text}\n")
             sys.stderr.flush()
 
     def done(self) -> None:
