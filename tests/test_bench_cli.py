@@ -2,6 +2,8 @@
 
 import json
 import math
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -204,3 +206,29 @@ def test_progress_talks_in_a_log(capsys, monkeypatch):
     lines = capsys.readouterr().err.splitlines()
     assert [line.split("] ", 1)[1] for line in lines] == ["measuring Numba compile", "rdag record 1/3",
                                                           "rdag replay 1/3"]
+
+
+def test_the_compile_probe_leaves_its_kernels_for_this_process(tmp_path, monkeypatch):
+    """compile_times compiles in a fresh cache; what it compiled is copied into tape's cache (never over
+    a file already there), so the benchmark that follows loads it rather than compiling it again."""
+    from tape.bench import phases
+
+    ours = tmp_path / "tape-cache"
+    (ours / "kernels").mkdir(parents=True)
+    (ours / "kernels" / "kept.nbi").write_text("ours")
+    monkeypatch.setenv("TAPE_CACHE_DIR", str(ours))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+
+    def probe(args, env, **kwargs):  # what a compiling run leaves: index and data files in its cache
+        folder = os.path.join(env["NUMBA_CACHE_DIR"], "kernels")
+        os.makedirs(folder, exist_ok=True)
+        for name in ("_sweeps.reverse_sweep-1.py311.nbi", "_sweeps.reverse_sweep-1.py311.1.nbc", "kept.nbi"):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write("probe")
+        return subprocess.CompletedProcess(args, 0, stdout="0.25 1.5\n")
+
+    monkeypatch.setattr(phases.subprocess, "run", probe)
+    assert phases.compile_times() == {"numpy_numba_import_s": 0.25, "first_call_s": 1.5, "cached_load_s": 1.5}
+    assert sorted(p.name for p in (ours / "kernels").iterdir()) == [
+        "_sweeps.reverse_sweep-1.py311.1.nbc", "_sweeps.reverse_sweep-1.py311.nbi", "kept.nbi"]
+    assert (ours / "kernels" / "kept.nbi").read_text() == "ours"
