@@ -243,8 +243,7 @@ def _output_leaves(t: Tape, out: Any) -> tuple[list[Var], _trees.Layout]:
         if isinstance(y, (list, tuple)):
             return type(y)(skeleton(item) for item in y)
         if isinstance(y, VarArray):
-            scalars = y._scalars()
-            records.extend(Var._at(scalars._seg, int(row)) for row in scalars._idx.reshape(-1))
+            records.extend(y._vars())
             return np.zeros(y.shape)
         records.append(_as_record(t, y))
         return 0.0

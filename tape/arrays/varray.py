@@ -208,6 +208,11 @@ class VarArray:
         rows = t._append_block(ELEM, values.size, in0=self._view.record, in1=places.reshape(-1), values=values)
         return VarArray(t._segment(), rows.reshape(self.shape))
 
+    def _vars(self) -> list[Var]:
+        """Its elements as Vars, in C order (elem records where it is an array record)."""
+        scalars = self._scalars()
+        return [Var._at(scalars._seg, int(row)) for row in scalars._idx.reshape(-1)]
+
     # -- values ---------------------------------------------------------------------------
 
     @property

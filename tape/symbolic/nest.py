@@ -78,8 +78,7 @@ def _leaves(tree: Any) -> Iterator[Any]:
         for item in tree.values():
             yield from _leaves(item)
     elif isinstance(tree, VarArray):
-        scalars = tree._scalars()  # elem records where it is an array record
-        yield from (Var._at(scalars._seg, int(row)) for row in scalars._idx.reshape(-1))
+        yield from tree._vars()
     elif isinstance(tree, np.ndarray):
         yield from tree.reshape(-1).tolist()
     else:
@@ -117,10 +116,10 @@ def tape_of(args: Sequence[Any]) -> Storage | None:
             return arg._live_tape()
         if kind in _PLAIN or kind is np.ndarray or (kind is list or kind is tuple) and set(map(type, arg)) <= _PLAIN:
             continue
-        found = tape_of(list(arg.values()) if isinstance(arg, dict) else arg) if isinstance(arg, (list, tuple, dict)) \
-            else None
-        if found is not None:
-            return found
+        if isinstance(arg, (list, tuple, dict)):
+            found = tape_of(list(arg.values()) if isinstance(arg, dict) else arg)
+            if found is not None:
+                return found
     return None
 
 
