@@ -194,6 +194,11 @@ def gather(t: Storage, record: int, chosen: np.ndarray) -> View:
                    places=np.ascontiguousarray(chosen.reshape(-1)))
 
 
+def scatter(t: Storage, v: View, chosen: np.ndarray, shape: tuple[int, ...]) -> View:
+    """A record of ``shape``, zero but for v's elements (C order) added at places ``chosen`` of its region."""
+    return _record(t, "scatter", shape, (v,), places=np.ascontiguousarray(np.reshape(chosen, -1), np.int64))
+
+
 def join(t: Storage, views: list[View], axis: int) -> View:
     """np.concatenate of views along axis: a join record of two or three views (chained past three)."""
     if not views or not views[0].shape:

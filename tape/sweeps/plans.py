@@ -130,12 +130,14 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         raise ValueError("axes past the dimensions")
     index = np.zeros(0, np.int64)
     kind = ARRAY_KIND[code]
-    if kind in ("gather", "pack"):
-        if not (0 <= start and start + count <= len(places) and count == math.prod(shape)):
-            raise ValueError(f"places {start}..{start + count} do not fit its {math.prod(shape)} elements")
+    if kind in ("gather", "pack", "scatter"):
+        elements = math.prod(inputs[0].shape) if kind == "scatter" else math.prod(shape)  # one place each
+        if not (0 <= start and start + count <= len(places) and count == elements):
+            raise ValueError(f"places {start}..{start + count} do not fit its {elements} elements")
         index = places[start:start + count].copy()
         index.flags.writeable = False
-        limit = plans[int(in0[inputs[0].record])].size if kind == "gather" else r
+        limit = r if kind == "pack" else math.prod(shape) if kind == "scatter" else plans[
+            int(in0[inputs[0].record])].size
         if len(index) and (index.min() < 0 or index.max() >= limit):
             raise ValueError("a place outside what it reads")
         if kind == "pack" and np.any(IS_ARRAY[op[index]]):
