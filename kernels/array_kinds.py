@@ -75,6 +75,8 @@ class Rule:
 
     reads = "views"  # views of earlier records; "none" (an input), "scalars", "elements", "callee": the sweeps'
     derivative = True  # whether it sends adjoints to its inputs
+    places = ""  # what its plan's places index: "rows" (scalar records), "input" (its input's region), "output"
+    # (its own region), "callee" (the Function's slot); "": it has none (tape/sweeps/plans.py checks them)
 
     def shapes(self, shape: Shape, wide: Shape, views: list[Shape], axes: tuple[int, ...]) -> list[Shape]:
         """The output shapes it can have for views of these shapes (ValueError where none)."""
@@ -113,8 +115,8 @@ class Rule:
 class Plumbing(Rule):
     """A kind whose reads are not views: the sweeps move its numbers (tape/sweeps/driver.py, tangents.py)."""
 
-    def __init__(self, reads: str, derivative: bool = True):
-        self.reads, self.derivative = reads, derivative
+    def __init__(self, reads: str, derivative: bool = True, places: str = ""):
+        self.reads, self.derivative, self.places = reads, derivative, places
 
 
 class Constant(Rule):
@@ -404,13 +406,45 @@ class Sort(_AlongOneAxis):
         return np.take_along_axis(tins[0], permutation(ins[0], p.axes[0]), p.axes[0])
 
     def adjoint(self, p, g, ins, y, h):
-        h.refuse("sort")
+        return [h.permute("unsort_as", ins[0], g, p.axes[0])]
 
     def tangent(self, p, ins, tins, y, h):
-        h.refuse("sort")
+        return None if tins[0] is None else h.permute("sort_as", ins[0], tins[0], p.axes[0])
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):  # piecewise linear: the permutation does not move
         return [(sort_vjp(ins[0], g, p.axes[0]), sort_vjp(ins[0], gd, p.axes[0]))]
+
+
+class Permute(_AlongOneAxis):
+    """x moved along one axis as sorting a moves a's elements (sort_as), or back (unsort_as): a sort's
+    derivatives as records; linear in x, piecewise constant in a (its permutation recomputed at every pass)."""
+
+    MOVE = {"sort_as": lambda a, x, axis: np.take_along_axis(x, permutation(a, axis), axis), "unsort_as": sort_vjp}
+    OTHER = {"sort_as": "unsort_as", "unsort_as": "sort_as"}
+
+    def shapes(self, shape, wide, views, axes):
+        if len(views) != 2 or views[0] != views[1]:
+            raise ValueError(f"a permutation of {views[1:]} as {views[:1]} sorts")
+        return super().shapes(shape, wide, views, axes)
+
+    def forward(self, p, ins, out):
+        out[...] = self.MOVE[p.name](ins[0], ins[1], p.axes[0])
+
+    def vjp(self, p, g, ins, y, check):
+        return [None, lambda: self.MOVE[self.OTHER[p.name]](ins[0], g, p.axes[0])]
+
+    def jvp(self, p, ins, tins, y):
+        return self.MOVE[p.name](ins[0], tins[1], p.axes[0])
+
+    def adjoint(self, p, g, ins, y, h):
+        return [None, h.permute(self.OTHER[p.name], ins[0], g, p.axes[0])]
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[1] is None else h.permute(p.name, ins[0], tins[1], p.axes[0])
+
+    def vjp_jvp(self, p, g, gd, ins, tins, y):
+        back = self.MOVE[self.OTHER[p.name]]
+        return [None, (back(ins[0], g, p.axes[0]), back(ins[0], gd, p.axes[0]))]
 
 
 class Join(Rule):
@@ -498,6 +532,8 @@ class Scatter(Rule):
     """y = 0, a's elements added at places of y (repeated places add up): a gather's transpose, what a derivative
     recorded as records sends to part of a record (a view, a gather's input)."""
 
+    places = "output"
+
     def shapes(self, shape, wide, views, axes):
         return [shape]
 
@@ -527,7 +563,8 @@ class Scatter(Rule):
 KIND_RULES: dict[str, Rule] = {
     "input": Plumbing("none", derivative=False), "constant": Constant(), "unary": Elementwise(),
     "binary": Elementwise(), "compare": Compare(), "select": Select(), "sum": Sum(), "matmul": Matmul(),
-    "logsumexp": LogSumExp(), "gather": Plumbing("elements"), "pack": Plumbing("scalars"), "all": Truth(),
-    "any": Truth(), "extreme": Extreme(), "scan": Scan(), "sort": Sort(), "call": Plumbing("callee"),
-    "join": Join(), "scatter": Scatter(),
+    "logsumexp": LogSumExp(), "gather": Plumbing("elements", places="input"),
+    "pack": Plumbing("scalars", places="rows"), "all": Truth(), "any": Truth(), "extreme": Extreme(), "scan": Scan(),
+    "sort": Sort(), "call": Plumbing("callee", places="callee"), "join": Join(), "scatter": Scatter(),
+    "permute": Permute(),
 }
