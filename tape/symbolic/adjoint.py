@@ -145,8 +145,8 @@ def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]],
     for i in range(stop - 1, start - 1, -1):
         code = op[i]
         if code >= ARRAY_BASE:
-            if need[i] and (i in adj or i in elements):
-                g = arrays.total(sweep.arrays, i, adj, elements)
+            g = arrays.total(sweep.arrays, i, adj, elements) if need[i] else None
+            if g is not None:
                 if i in wanted:
                     adj[i] = g
                 arrays.back(sweep.arrays, i, g, need, adj)

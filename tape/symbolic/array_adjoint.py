@@ -116,7 +116,7 @@ class Emit:
 
     def broadcast(self, x: Handle, shape: tuple[int, ...]) -> VarArray:
         """x broadcast to shape: x + 0.0 read in that shape, one record (its reverse sums back)."""
-        return self.handle(array_records.elementwise(self.t, "add", self.view(x), self.zeros(shape)._view))
+        return self.handle(array_records.elementwise(self.t, "add", self.view(x), self.view(self.zeros(shape))))
 
     @staticmethod
     def refuse(name: str) -> None:

@@ -147,7 +147,7 @@ def _fresh(t: Storage, tree: Any, what: str) -> tuple[Any, list[int]]:
             if isinstance(leaf, VarArray) and leaf._live_tape() is not t:
                 raise TypeError(f"{what}: Vars of two tapes in one nested derivative")
             fresh = (leaf if isinstance(leaf, VarArray) else Emit(t).handle(array_records.constant(t, leaf))) * 1.0
-            rows.append(fresh._view.record)
+            rows.append(_row(fresh))
             return fresh
         if type(leaf) is not Var:
             c = as_constant(leaf)
@@ -193,7 +193,8 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 
 def _row(y: Any) -> int:
-    return y._view.record if isinstance(y, VarArray) else y._index
+    """The record of a part: a Var's own, or the one array record an array part views whole."""
+    return y._operand()[1].record if isinstance(y, VarArray) else y._index
 
 
 def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
