@@ -123,24 +123,32 @@ def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list
 
 
 def reverse_body(op: ops.Op) -> list[str]:
-    """Tape reverse sweep: partials computed here, from the stored values."""
+    """Tape reverse sweep: partials computed here, from the stored values, and whether each is sent
+    (``sa``, ``sb``); the sends are one tail after the branches (``reverse_tail``)."""
     ind = " " * 12
     lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
     lines.append(f"{ind}pa = {op.da}")
-    terms = [("in0[i]", "pa", op.da, op.when_a)]
     if op.db:  # both partials first: in0 and in1 may be the same record
         lines.append(f"{ind}pb = {op.db}")
-        terms.append(("in1[i]", "pb", op.db, op.when_b))
-    for index, partial, rule, when in terms:
+    for sent, partial, rule, when in (("sa", "pa", op.da, op.when_a), ("sb", "pb", op.db, op.when_b)):
+        if not rule:
+            continue
         # a zero partial sends nothing, as in every sweep (0 * inf stays out); literals need no test
-        conditions = [when] if when else []
-        if not nonzero_literal(rule):
-            conditions.append(f"{partial} != 0.0")
-        if conditions:
-            lines += [f"{ind}if {' and '.join(conditions)}:", *accumulate(index, f"g * {partial}", ind + "    ")]
-        else:
-            lines += accumulate(index, f"g * {partial}", ind)
+        conditions = ([when] if when else []) + ([] if nonzero_literal(rule) else [f"{partial} != 0.0"])
+        lines.append(f"{ind}{sent} = {' and '.join(conditions) or 'True'}")
     return lines
+
+
+def reverse_tail() -> list[str]:
+    """After the branches: each partial sent is accumulated, in0's first. Written once instead of in every
+    branch: the kernel is a third of the size and compiles in about half the time (measured)."""
+    ind = " " * 8
+    return [f"{ind}if sa:", *accumulate("in0[i]", "g * pa", ind + "    "),
+            f"{ind}if sb:", *accumulate("in1[i]", "g * pb", ind + "    ")]
+
+
+# an op without partials (a comparison, a leaf) sends none
+REVERSE_START = ["        k = op[i]", "        pa = pb = 0.0", "        sa = sb = False"]
 
 
 def nonzero_literal(rule: str) -> bool:
@@ -271,7 +279,7 @@ def generate(header: list[str], more: list[str]) -> str:
         "",
         "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
         '    """',
-        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
+        *reverse_loop([*REVERSE_START, *branches(reverse_body, has_partials), *reverse_tail()]),
         "",
         "",
         f"@{JIT}",
@@ -285,8 +293,9 @@ def generate(header: list[str], more: list[str]) -> str:
         "        g = adj[i]",
         "        if g == 0.0:",
         "            continue",
-        "        k = op[i]",
+        *REVERSE_START,
         *branches(reverse_body, has_partials),
+        *reverse_tail(),
         "",
         "",
         *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
