@@ -46,12 +46,12 @@ def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
 # ops.GROUPED in a sweep: one branch, whose rules call the grouped kernels with the opcode k
 GROUP = ops.Op("grouped", "unary", "grouped_value(np.int64(k), a)", "grouped_da(np.int64(k), a, y)",
                daa="grouped_daa(np.int64(k), a, y)")  # int64, as Python calls them: one signature each
-# ops.GROUPED_PAIRS: one branch too, calling grouped_pair(part, k, a, b, y) (part 0: the value, 1-5: PAIR_PARTS)
+# ops.GROUPED_PAIRS: one branch too, calling grouped_pair_<part>(k, a, b, y), a kernel per rule: a first
+# gradient compiles the value, da and db kernels, not the second partials (grouped_pair(part, ...) picks one)
 PAIR_PARTS = ("da", "db", "daa", "dab", "dbb")
-# (a literal part would compile grouped_pair once per part: Numba specializes on literal ints)
-GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair(np.int64(0), np.int64(k), a, b, 0.0)",
-                    **{part: f"grouped_pair(np.int64({n}), np.int64(k), a, b, y)"
-                       for n, part in enumerate(PAIR_PARTS, 1)})
+PAIR_NAMES = ("value", *PAIR_PARTS)
+GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair_value(np.int64(k), a, b, 0.0)",
+                    **{part: f"grouped_pair_{part}(np.int64(k), a, b, y)" for part in PAIR_PARTS})
 GROUPS = ((GROUP, "IS_GROUPED", "GROUPED"), (GROUP_PAIR, "IS_GROUPED_PAIR", "GROUPED_PAIRS"))
 
 
@@ -85,14 +85,17 @@ def grouped_kernels() -> list[str]:
             if op.name in ops.GROUPED:
                 out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
         out += ["    return nan", "", ""]
+    for n, part in enumerate(("forward", *PAIR_PARTS)):  # a kernel per part: a sweep compiles only the parts it reads
+        out += [f"@{JIT}", f"def grouped_pair_{PAIR_NAMES[n]}(k, a, b, y):",
+                f'    """The {part} rule of grouped binary op k (kernels/ops.py: GROUPED_PAIRS)."""']
+        for code, op in enumerate(ops.OPS):
+            if op.name in ops.GROUPED_PAIRS:
+                out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
+        out += ["    return nan", "", ""]
     out += [f"@{JIT}", "def grouped_pair(part, k, a, b, y):",
             '    """Rule ``part`` of grouped binary op k (ops.GROUPED_PAIRS): 0 value, 1-5 da, db, daa, dab, dbb."""']
-    for code, op in enumerate(ops.OPS):
-        if op.name in ops.GROUPED_PAIRS:
-            out.append(f"    if k == {code}:  # {op.name}")
-            for n, part in enumerate(("forward", *PAIR_PARTS)):
-                out += [f"        {'if' if n == 0 else 'elif'} part == {n}:",
-                        f"            return {getattr(op, part) or '0.0'}"]
+    for n, name in enumerate(PAIR_NAMES):
+        out += [f"    {'if' if n == 0 else 'elif'} part == {n}:", f"        return grouped_pair_{name}(k, a, b, y)"]
     out += ["    return nan", "", "", f"@{JIT}", "def grouped_pair_map(part, k, a, b, y, out):",
             '    """grouped_pair over flat arrays."""', "    for e in range(len(a)):",
             "        out[e] = grouped_pair(part, k, a[e], b[e], y[e])", "", ""]
