@@ -75,23 +75,23 @@ def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
     return lines
 
 
+def _rule_kernel(name: str, args: str, group: tuple[str, ...], part: str, what: str) -> list[str]:
+    """A kernel returning rule ``part`` of the op of the group with opcode k."""
+    out = [f"@{JIT}", f"def {name}(k, {args}):", f'    """The {part} rule of {what} k (kernels/ops.py)."""']
+    for code, op in enumerate(ops.OPS):
+        if op.name in group:
+            out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
+    return out + ["    return nan", "", ""]
+
+
 def grouped_kernels() -> list[str]:
-    """grouped_value, grouped_da, grouped_daa: each rule of ops.GROUPED by opcode k."""
+    """grouped_value, grouped_da, grouped_daa: each rule of ops.GROUPED by opcode k; grouped_pair_value to
+    grouped_pair_dbb: of ops.GROUPED_PAIRS (a kernel per rule: a sweep compiles only the rules it reads)."""
     out = []
     for name, part, args in (("value", "forward", "a"), ("da", "da", "a, y"), ("daa", "daa", "a, y")):
-        out += [f"@{JIT}", f"def grouped_{name}(k, {args}):",
-                f'    """The {part} rule of grouped op k (kernels/ops.py: GROUPED)."""']
-        for code, op in enumerate(ops.OPS):
-            if op.name in ops.GROUPED:
-                out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
-        out += ["    return nan", "", ""]
-    for n, part in enumerate(("forward", *PAIR_PARTS)):  # a kernel per part: a sweep compiles only the parts it reads
-        out += [f"@{JIT}", f"def grouped_pair_{PAIR_NAMES[n]}(k, a, b, y):",
-                f'    """The {part} rule of grouped binary op k (kernels/ops.py: GROUPED_PAIRS)."""']
-        for code, op in enumerate(ops.OPS):
-            if op.name in ops.GROUPED_PAIRS:
-                out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
-        out += ["    return nan", "", ""]
+        out += _rule_kernel(f"grouped_{name}", args, ops.GROUPED, part, "grouped op")
+    for name, part in zip(PAIR_NAMES, ("forward", *PAIR_PARTS), strict=True):
+        out += _rule_kernel(f"grouped_pair_{name}", "a, b, y", ops.GROUPED_PAIRS, part, "grouped binary op")
     out += [f"@{JIT}", "def grouped_pair(part, k, a, b, y):",
             '    """Rule ``part`` of grouped binary op k (ops.GROUPED_PAIRS): 0 value, 1-5 da, db, daa, dab, dbb."""']
     for n, name in enumerate(PAIR_NAMES):
