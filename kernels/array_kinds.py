@@ -104,12 +104,13 @@ class Rule:
     # products, selects, scatters): the adjoint of an array program is an array program.
 
     def adjoint(self, p: Any, g: Any, ins: list[Any], y: Any, h: Any) -> list[Any]:
-        """Each input's contribution as records (None: none), in the output's shape or the input's."""
-        return [None] * len(ins)
+        """Each input's contribution as records (None: none), in the output's shape or the input's; a kind
+        without this rule refuses (never a silent zero)."""
+        return h.refuse(p.name)
 
     def tangent(self, p: Any, ins: list[Any], tins: list[Any], y: Any, h: Any) -> Any:
-        """The record's tangent as records (None: zero)."""
-        return None
+        """The record's tangent as records (None: zero); a kind without this rule refuses."""
+        return h.refuse(p.name)
 
 
 class Plumbing(Rule):

@@ -17,7 +17,7 @@ program has, each a NumPy call at replay, not a record per element.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -119,7 +119,7 @@ class Emit:
         return self.handle(array_records.elementwise(self.t, "add", self.view(x), self.view(self.zeros(shape))))
 
     @staticmethod
-    def refuse(name: str) -> None:
+    def refuse(name: str) -> NoReturn:
         raise NotImplementedError(
             f"a derivative recorded as records (grad_function, vjp_function, jvp_function, a transform inside a "
             f"recorded function) through an array {name} record is not supported yet: use the numeric derivatives "
