@@ -190,3 +190,14 @@ def test_a_scatter_place_outside_its_region_is_refused(tmp_path):
         with pytest.raises(tape.TapeFormatError, match="place outside"):
             tape.load(_hostile(G, tmp_path, "plan_places", lambda a, bad=bad: a.__setitem__(at, bad)))
     tape.load(_hostile(G, tmp_path, "plan_places", lambda a: a.__setitem__(at, size - 1)))  # inside: loads
+
+
+def test_every_differentiable_kind_has_its_rules_as_records():
+    """Each array kind that sends adjoints has an adjoint and a tangent as records beside its numeric rules, or is
+    listed here as refused (a kind that forgets them refuses by name at run time; this says so at once)."""
+    from tape.kernels.array_kinds import KIND_RULES, Rule
+
+    refused: set[str] = set()  # none today (cumprod is refused inside scan's rules)
+    for kind, rule in KIND_RULES.items():
+        if rule.derivative and rule.reads == "views" and kind not in refused:
+            assert type(rule).adjoint is not Rule.adjoint and type(rule).tangent is not Rule.tangent, kind
