@@ -27,6 +27,8 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``call``       y = F(a), F a Function       a' += F.vjp(a, g); its tangent F.jvp, its second order F's own
                (places: F's slot)           sweeps (tape/function/call_records.py: CppAD's checkpoint functions)
 ``join``       y = [a, b, c] along one axis a' += g's slice of a's place (and b', c' of theirs)
+``solve`` ...  np.linalg and scipy.linalg   kernels/linalg.py: solve, solve_lower/upper, inv, det, slogdet,
+                                            cholesky, eigh (Giles' and Murray's rules)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -47,6 +49,7 @@ import numpy as np
 
 from ._array_rules import RULES
 from .array_kinds import COMPARE_UFUNC, KIND_RULES, Plumbing, Rule
+from .linalg import LINALG_RULES
 from .ops import ARRAY_BASE, OPS, UNARY
 
 
@@ -54,7 +57,7 @@ from .ops import ARRAY_BASE, OPS, UNARY
 class ArrayOp:
     name: str
     kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any extreme
-    # scan sort call
+    # scan sort call join, and each linear algebra op its own (kernels/linalg.py)
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
     least: int | None = None  # the views it must read, where fewer than ``inputs`` will do (the rest absent)
 
@@ -82,6 +85,9 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
     ArrayOp("call", "call", 2, least=1),  # a Function of a flat view (and its params view): function/call_records.py
     ArrayOp("join", "join", 3, least=2),  # np.concatenate of two or three views along the one axis in ``axes``
+    # linear algebra (kernels/linalg.py): each its own kind, A first
+    *(ArrayOp(name, name, 2) for name in ("solve", "solve_lower", "solve_upper")),
+    *(ArrayOp(name, name) for name in ("inv", "det", "slogdet", "cholesky", "eigh")),
 )
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
@@ -109,4 +115,4 @@ IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))  # an array record wi
 
 
 NOT_ARRAY = Plumbing("none", derivative=False)  # the rule of a scalar opcode: plans never hold one
-RULE: list[Rule] = [KIND_RULES[kind] if kind else NOT_ARRAY for kind in ARRAY_KIND]  # by opcode
+RULE: list[Rule] = [{**KIND_RULES, **LINALG_RULES}[kind] if kind else NOT_ARRAY for kind in ARRAY_KIND]  # by opcode

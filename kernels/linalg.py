@@ -1,0 +1,300 @@
+"""The rules of linear algebra as array records: each vjp written once, its second order from the same formula.
+
+    solve        X = A⁻¹ B                B' = A⁻ᵀ G,  A' = -B' Xᵀ                 (Giles 2008, 2.2.3)
+    solve_lower  X = tril(A)⁻¹ B          the same, A' masked to the triangle read   (SciPy's solve_triangular)
+    solve_upper  X = triu(A)⁻¹ B
+    inv          Y = A⁻¹                  A' = -Yᵀ G Yᵀ
+    det          y = det A                A' = g cof(A): the cofactors by SVD, exact at a singular A
+    slogdet      y = (sign, log|det A|)   A' = g₁ A⁻ᵀ (the sign is piecewise constant)
+    cholesky     L Lᵀ = A                 A' = low(L⁻ᵀ Φ(Lᵀ G) L⁻¹), Φ: the lower triangle, half the diagonal
+                                          (Murray 2016, "Differentiation of the Cholesky decomposition")
+    eigh         A = V diag(w) Vᵀ         A' = low(V (diag(w') + F∘(Vᵀ V')) Vᵀ), F_ij = 1/(w_j - w_i)
+
+cholesky and eigh read A's lower triangle only, as NumPy does: the upper triangle gets no adjoint and the
+strict lower triangle stands for both of its places, low(P) = tril(P + Pᵀ) - diag(P) (for a symmetric
+perturbation, as a symmetric K(θ) gives, this is the symmetric gradient of JAX). eigh at exactly equal
+eigenvalues takes F_ij = 0: the derivative of anything that does not depend on the basis chosen inside
+the degenerate eigenspace (the eigenvalues, a projector); an eigenvector itself has none there.
+
+Second order (``vjp_jvp``) evaluates the vjp formula on ``Dual`` numbers (value, tangent): the product rule
+through matmul, solves and inverses, so the formula is written once. NaN in an input propagates (no
+structural-zero mask: a factorization mixes every element).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .array_kinds import Rule
+
+
+class Dual:
+    """A value and its tangent; +, -, *, @, .mT and indexing follow the product rule."""
+
+    __slots__ = ("v", "d")
+    __array_ufunc__ = None  # ndarray @ Dual: NumPy defers to Dual's reflected methods
+
+    def __init__(self, v: Any, d: Any):
+        self.v, self.d = v, d
+
+    def __add__(self, o: Any) -> Dual:
+        return Dual(self.v + o.v, self.d + o.d) if isinstance(o, Dual) else Dual(self.v + o, self.d)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Dual:
+        return Dual(-self.v, -self.d)
+
+    def __sub__(self, o: Any) -> Dual:
+        return self + -o
+
+    def __rsub__(self, o: Any) -> Dual:
+        return -self + o
+
+    def __mul__(self, o: Any) -> Dual:
+        return Dual(self.v * o.v, self.d * o.v + self.v * o.d) if isinstance(o, Dual) else Dual(self.v * o, self.d * o)
+
+    __rmul__ = __mul__
+
+    def __matmul__(self, o: Any) -> Dual:
+        return Dual(self.v @ o.v, self.d @ o.v + self.v @ o.d) if isinstance(o, Dual) else Dual(self.v @ o, self.d @ o)
+
+    def __rmatmul__(self, o: Any) -> Dual:
+        return Dual(o @ self.v, o @ self.d)
+
+    def __getitem__(self, key: Any) -> Dual:
+        return Dual(self.v[key], self.d[key])
+
+    @property
+    def mT(self) -> Dual:  # noqa: N802  NumPy's name
+        return Dual(self.v.mT, self.d.mT)
+
+
+def linear(f: Callable[[Any], Any], x: Any) -> Any:
+    """f(x) for a linear f: applied to a Dual's value and tangent alike."""
+    return Dual(f(x.v), f(x.d)) if isinstance(x, Dual) else f(x)
+
+
+def diag(x: np.ndarray) -> np.ndarray:
+    return np.diagonal(x, axis1=-2, axis2=-1)
+
+
+def diagonal_matrix(d: np.ndarray) -> np.ndarray:
+    return d[..., :, None] * np.eye(d.shape[-1])
+
+
+def low(p: np.ndarray) -> np.ndarray:
+    """The adjoint of a lower-triangle read from the adjoint p of the symmetric matrix it stands for."""
+    return np.tril(p + p.mT) - diagonal_matrix(diag(p))
+
+
+def symmetric(a: np.ndarray) -> np.ndarray:
+    """The symmetric matrix a lower-triangle read sees (NumPy's cholesky and eigh)."""
+    return np.tril(a) + np.tril(a, -1).mT
+
+
+def phi(x: np.ndarray) -> np.ndarray:
+    """Murray's Φ: the lower triangle with half the diagonal."""
+    return np.tril(x) - 0.5 * diagonal_matrix(diag(x))
+
+
+def triangular(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """tril(a)⁻¹ b (triu for not lower) over leading axes: SciPy's solve_triangular per matrix."""
+    from scipy.linalg import solve_triangular  # not at import: scipy.linalg costs tape's import ~0.1 s
+
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a, b = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + b.shape[-2:])
+    for k in np.ndindex(batch):
+        out[k] = solve_triangular(a[k], b[k], lower=lower)
+    return out
+
+
+PART: dict[bool | None, Callable[[np.ndarray], np.ndarray]] = {None: lambda a: a, True: np.tril, False: np.triu}
+
+
+def solve(a: Any, b: Any, lower: bool | None = None) -> Any:
+    """a⁻¹ b (a's triangle for lower True or False), on arrays or Duals."""
+    if not isinstance(a, Dual):
+        if isinstance(b, Dual):
+            return Dual(solve(a, b.v, lower), solve(a, b.d, lower))
+        return np.linalg.solve(a, b) if lower is None else triangular(a, b, lower)
+    x = solve(a.v, b.v if isinstance(b, Dual) else b, lower)
+    rhs = (b.d if isinstance(b, Dual) else 0.0) - PART[lower](a.d) @ x
+    return Dual(x, solve(a.v, rhs, lower))
+
+
+def inv(a: Any) -> Any:
+    if not isinstance(a, Dual):
+        return np.linalg.inv(a)
+    y = np.linalg.inv(a.v)
+    return Dual(y, -(y @ a.d @ y))
+
+
+def cofactors(a: Any) -> Any:
+    """cof(A) = det(A) A⁻ᵀ, the gradient of det: by SVD, exact at a singular A; its tangent through A⁻¹
+    (second order at an exactly singular A raises LinAlgError)."""
+    if isinstance(a, Dual):
+        y = np.linalg.det(a.v)
+        det = Dual(y, y * np.trace(np.linalg.solve(a.v, a.d), axis1=-2, axis2=-1))
+        return det[..., None, None] * inv(a).mT
+    u, s, vh = np.linalg.svd(a)
+    before = np.cumprod(np.concatenate([np.ones_like(s[..., :1]), s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([np.ones_like(s[..., :1]), s[..., :0:-1]], -1), -1)[..., ::-1]
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return sign[..., None, None] * (u * (before * after)[..., None, :]) @ vh
+
+
+def nonzero_reciprocal(x: Any) -> Any:
+    """1 / x, 0 where x == 0 (eigh's F at equal eigenvalues and on the diagonal)."""
+    if isinstance(x, Dual):
+        r = nonzero_reciprocal(x.v)
+        return Dual(r, -x.d * r * r)
+    return np.divide(1.0, x, out=np.zeros_like(x), where=x != 0.0)
+
+
+def _square(a: tuple[int, ...]) -> None:
+    if len(a) < 2 or a[-1] != a[-2]:
+        raise ValueError(f"a linear algebra record reads square matrices, not {a}")
+
+
+class Linalg(Rule):
+    """A rule whose adjoints come from one formula ``back`` over arrays or Duals: vjp evaluates it on
+    arrays, vjp_jvp on Duals (each input with its tangent, y with jvp's, g with ġ)."""
+
+    def shapes(self, shape, wide, views, axes):
+        _square(views[0])
+        return [self.shape(views)]
+
+    def shape(self, views: list[tuple[int, ...]]) -> tuple[int, ...]:
+        return views[0]
+
+    def back(self, p: Any, ins: list[Any], y: Any, g: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def vjp(self, p, g, ins, y, check):
+        sends = functools.cache(lambda: self.back(p, ins, y, g))
+        return [lambda k=k: sends()[k] for k in range(len(ins))]
+
+    def vjp_jvp(self, p, g, gd, ins, tins, y):
+        duals = [Dual(a, np.broadcast_to(t, np.shape(a))) for a, t in zip(ins, tins, strict=True)]
+        sends = self.back(p, duals, Dual(y, self.jvp(p, ins, tins, y)), Dual(g, gd))
+        return [(s.v, s.d) for s in sends]
+
+
+class Solve(Linalg):
+    """X = A⁻¹ B, of A's triangle for ``lower`` True (solve_lower) or False (solve_upper)."""
+
+    def __init__(self, lower: bool | None):
+        self.lower = lower
+
+    def shape(self, views):
+        a, b = views
+        if len(b) < 2 or b[-2] != a[-1]:
+            raise ValueError(f"solve of {a} and {b}")
+        return (*np.broadcast_shapes(a[:-2], b[:-2]), a[-1], b[-1])
+
+    def forward(self, p, ins, out):
+        out[...] = solve(ins[0], ins[1], self.lower)
+
+    def back(self, p, ins, y, g):
+        b = solve(ins[0].mT, g, None if self.lower is None else not self.lower)
+        return [linear(PART[self.lower], -(b @ y.mT)), b]
+
+    def jvp(self, p, ins, tins, y):
+        return solve(ins[0], tins[1] - PART[self.lower](tins[0]) @ y, self.lower)
+
+
+class Inv(Linalg):
+    """Y = A⁻¹."""
+
+    def forward(self, p, ins, out):
+        out[...] = np.linalg.inv(ins[0])
+
+    def back(self, p, ins, y, g):
+        return [-(y.mT @ g @ y.mT)]
+
+    def jvp(self, p, ins, tins, y):
+        return -(y @ tins[0] @ y)
+
+
+class Det(Linalg):
+    """y = det A."""
+
+    def shape(self, views):
+        return views[0][:-2]
+
+    def forward(self, p, ins, out):
+        out[...] = np.linalg.det(ins[0])
+
+    def back(self, p, ins, y, g):
+        return [g[..., None, None] * cofactors(ins[0])]
+
+    def jvp(self, p, ins, tins, y):
+        return np.sum(cofactors(ins[0]) * tins[0], axis=(-2, -1))
+
+
+class Slogdet(Linalg):
+    """y[..., 0] = sign det A (no derivative), y[..., 1] = log |det A|."""
+
+    def shape(self, views):
+        return (*views[0][:-2], 2)
+
+    def forward(self, p, ins, out):
+        out[..., 0], out[..., 1] = np.linalg.slogdet(ins[0])
+
+    def back(self, p, ins, y, g):
+        return [g[..., 1, None, None] * inv(ins[0]).mT]
+
+    def jvp(self, p, ins, tins, y):
+        d = np.trace(np.linalg.solve(ins[0], tins[0]), axis1=-2, axis2=-1)
+        return np.stack([np.zeros_like(d), d], -1)
+
+
+class Cholesky(Linalg):
+    """L Lᵀ = A (A's lower triangle read), L lower triangular."""
+
+    def forward(self, p, ins, out):
+        out[...] = np.linalg.cholesky(ins[0])
+
+    def back(self, p, ins, y, g):
+        z = solve(y.mT, linear(phi, y.mT @ g), False)  # L⁻ᵀ Φ(Lᵀ G)
+        return [linear(low, solve(y.mT, z.mT, False).mT)]  # ... L⁻¹
+
+    def jvp(self, p, ins, tins, y):
+        z = solve(y, symmetric(tins[0]), True)
+        return y @ phi(solve(y, z.mT, True))  # L Φ(L⁻¹ Ȧ L⁻ᵀ)
+
+
+class Eigh(Linalg):
+    """y[..., 0, :] = w ascending, y[..., 1:, :] = V (columns), A's lower triangle read."""
+
+    def shape(self, views):
+        return (*views[0][:-2], views[0][-1] + 1, views[0][-1])
+
+    def forward(self, p, ins, out):
+        out[..., 0, :], out[..., 1:, :] = np.linalg.eigh(ins[0])
+
+    @staticmethod
+    def gaps(w: Any) -> Any:
+        """F_ij = 1 / (w_j - w_i), 0 where they are equal."""
+        return nonzero_reciprocal(w[..., None, :] - w[..., :, None])
+
+    def back(self, p, ins, y, g):
+        w, v = y[..., 0, :], y[..., 1:, :]
+        inner = linear(diagonal_matrix, g[..., 0, :]) + self.gaps(w) * (v.mT @ g[..., 1:, :])
+        return [linear(low, v @ inner @ v.mT)]
+
+    def jvp(self, p, ins, tins, y):
+        w, v = y[..., 0, :], y[..., 1:, :]
+        m = v.mT @ symmetric(tins[0]) @ v
+        return np.concatenate([diag(m)[..., None, :], v @ (self.gaps(w) * m)], -2)
+
+
+LINALG_RULES: dict[str, Rule] = {"solve": Solve(None), "solve_lower": Solve(True), "solve_upper": Solve(False),
+                                 "inv": Inv(), "det": Det(), "slogdet": Slogdet(), "cholesky": Cholesky(),
+                                 "eigh": Eigh()}
