@@ -41,10 +41,10 @@ from tape.api.trace import (
     where,
 )
 from tape.api.transforms import hessian, jacobian, jvp, vjp
+from tape.arrays import linalg
 from tape.arrays.conditions import ArrayCondition
 from tape.arrays.ufuncs import reciprocal, square
 from tape.arrays.varray import VarArray, concatenate, stack
-from tape.arrays import linalg
 from tape.base.gc_pacing import pace_gc
 from tape.debug.nans import debug_nans
 from tape.errors import (
@@ -111,6 +111,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ArrayCondition",
+    "linalg",
     "VarArray",
     "concatenate",
     "stack",

@@ -90,9 +90,10 @@ def slogdet(a: Any) -> tuple[Any, Any]:
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
-    """L with L Lᵀ = a (Lᵀ for upper), a's lower triangle read as NumPy does."""
-    t, low = _record("cholesky", a)
-    return _out(t, array_records.transpose(low, (*range(len(low.shape) - 2), -1, -2)) if upper else low)
+    """L with L Lᵀ = a, a's lower triangle read as NumPy does (for upper, U = Lᵀ from the upper triangle)."""
+    t, (v,) = _views("numpy.linalg.cholesky", a)
+    y = array_records.computed(t, "cholesky", _mT(v) if upper else v)
+    return _out(t, _mT(y) if upper else y)
 
 
 def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803  NumPy's name
