@@ -60,6 +60,7 @@ from tape.errors import (
     TracingError,
     TracingWarning,
 )
+from tape.function.custom import custom_jvp, custom_vjp
 from tape.function.function import Function, load
 from tape.records._recorders import (
     Var,
@@ -111,6 +112,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ArrayCondition",
+    "custom_jvp",
+    "custom_vjp",
     "linalg",
     "VarArray",
     "concatenate",

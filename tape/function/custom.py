@@ -1,0 +1,174 @@
+"""Derivative rules a user gives: tape.custom_vjp and tape.custom_jvp, as JAX's (same shapes).
+
+    f = tape.custom_vjp(f); f.defvjp(fwd, bwd)      fwd(*args) -> (y, res); bwd(res, g) -> a cotangent per arg
+    f = tape.custom_jvp(f); f.defjvp(jvp)           jvp(primals, tangents) -> (y, ẏ)
+
+Called on numbers, f is the plain function. Called with a Var or VarArray among its arguments (each
+argument one array: a Var, VarArray, number or NumPy array; f's result an array or a number) it is one
+call record (kernels/array_ops.py's ``call``, as a Function called on Vars, tape/function/call_records.py):
+the record reads a flat view of all the arguments and holds the rules below as its callee, so replay,
+maps, reverse and tangent sweeps run the user's functions.
+
+    forward      y = f(*args)
+    reverse      custom_vjp: bwd(fwd(*args)[1], g)      custom_jvp: Jᵀ g, J built by one jvp per input
+    tangent      custom_jvp: jvp(args, tangents)[1]     custom_vjp: refused, as JAX (define a custom_jvp)
+    second order refused: a user's rule has no derivative of its own here
+    save         refused: Python functions are not in a .npz (keep the Function, or pickle it)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tape.errors import TapeError
+from tape.function import call_records
+from tape.kernels.array_ops import ACONSTANT
+from tape.sweeps import driver
+from tape.sweeps.driver import Plan
+
+
+def split(flat: np.ndarray, shapes: tuple[tuple[int, ...], ...]) -> list[np.ndarray]:
+    """A flat vector cut into arrays of these shapes."""
+    ends = np.cumsum([math.prod(s) for s in shapes])[:-1]
+    return [piece.reshape(s) for piece, s in zip(np.split(np.asarray(flat), ends), shapes, strict=True)]
+
+
+class _Rules:
+    """The callee of a custom function's call records for one list of argument shapes (call_records.push)."""
+
+    _callees: tuple = ()  # what call_records._reaches walks
+    _recording_now = False
+    n_params = 0
+    refuses_save = ("a Function holding a call of tape.custom_vjp or tape.custom_jvp cannot be saved: "
+                    "its rules are Python functions (keep the Function, or pickle it with importable functions)")
+
+    def __init__(self, owner: _Custom, shapes: tuple[tuple[int, ...], ...], out_shape: tuple[int, ...]):
+        self.owner, self.shapes, self.out_shape = owner, shapes, out_shape
+        self.n_inputs, self.n_outputs = sum(math.prod(s) for s in shapes), math.prod(out_shape)
+
+    def args(self, flat: np.ndarray) -> list[np.ndarray]:
+        return split(flat, self.shapes)
+
+    def flat(self, values: Any, shapes: tuple[tuple[int, ...], ...], what: str) -> np.ndarray:
+        """Values (one per shape) as one flat float64 vector, their shapes checked."""
+        if len(values) != len(shapes) or any(np.shape(v) != s for v, s in zip(values, shapes, strict=True)):
+            raise ValueError(f"{self.owner!r}: {what} gives shapes {[np.shape(v) for v in values]}, expected "
+                             f"{list(shapes)}")
+        return np.concatenate([np.ravel(np.asarray(v, np.float64)) for v in values]) if values else np.zeros(0)
+
+    def _call_forward(self, s: Any, p: Plan) -> None:
+        y = self.owner.fun(*self.args(driver.view(s, s._aval, p.inputs[0])))
+        driver.own(s, s._aval, p).reshape(-1)[...] = self.flat([y], (self.out_shape,), "the function")
+
+    def _call_reverse(self, s: Any, p: Plan, gen: int, keep: int) -> None:
+        g = driver.own(s, s._aadj, p)
+        v = p.inputs[0]
+        if g.any() and s._op[v.record] != ACONSTANT:  # a zero adjoint sends nothing (the structural-zero rule)
+            x = self.args(driver.view(s, s._aval, v))
+            driver.accumulate(s, v, self.owner.transpose(self, x, g.reshape(self.out_shape)).reshape(v.shape),
+                              gen, keep)
+
+    def _call_tangent(self, s: Any, p: Plan, adot: np.ndarray) -> None:
+        x, tangents = (self.args(driver.view(s, arena, p.inputs[0])) for arena in (s._aval, adot))
+        driver.region(adot, p).reshape(-1)[...] = self.owner.tangent(self, x, tangents)
+
+    def _call_second(self, s: Any, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        raise TapeError(f"second order (hvp, hessian) through {self.owner!r}: a user's derivative rule has no "
+                        "derivative of its own here")
+
+
+class _Custom:
+    """A function with a user's derivative rule (see the module docstring)."""
+
+    kind = ""
+
+    def __init__(self, fun: Callable[..., Any]):
+        self.fun = fun
+        self._rules: dict[tuple[tuple[int, ...], ...], _Rules] = {}
+        functools.update_wrapper(self, fun)
+
+    def __repr__(self) -> str:
+        return f"tape.{self.kind}({getattr(self.fun, '__name__', 'f')})"
+
+    def __call__(self, *args: Any) -> Any:
+        if not any(call_records.holds_handles(a) for a in args):
+            return self.fun(*args)
+        self.check()
+        t = call_records._tape_of(list(args))
+        shapes = tuple(np.shape(a) for a in args)
+        x_view = call_records._input_view(t, list(args), sum(math.prod(s) for s in shapes))
+        y = self.fun(*split(driver.view(t, t._aval, x_view), shapes))
+        rules = self._rules.get(shapes)
+        if rules is None or rules.out_shape != np.shape(y):
+            rules = self._rules[shapes] = _Rules(self, shapes, np.shape(y))
+        return call_records.push(t, rules, (x_view,), rules.flat([y], (rules.out_shape,), "the function"),
+                                 rules.out_shape)
+
+    def check(self) -> None:
+        raise NotImplementedError
+
+    def transpose(self, rules: _Rules, x: list[np.ndarray], g: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def tangent(self, rules: _Rules, x: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class custom_vjp(_Custom):  # noqa: N801  JAX's name
+    """f with a reverse-mode rule: ``f.defvjp(fwd, bwd)``, fwd(*args) -> (y, residuals), bwd(residuals, g)
+    -> a tuple of one cotangent per argument. Forward mode through it is refused, as in JAX."""
+
+    kind = "custom_vjp"
+    fwd: Callable[..., Any] | None = None
+    bwd: Callable[..., Any] | None = None
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        self.fwd, self.bwd = fwd, bwd
+
+    def check(self) -> None:
+        if self.fwd is None or self.bwd is None:
+            raise TapeError(f"{self!r} called on Vars before its rule was given: call f.defvjp(fwd, bwd)")
+
+    def transpose(self, rules, x, g):
+        assert self.fwd is not None and self.bwd is not None
+        _, residuals = self.fwd(*x)
+        cotangents = self.bwd(residuals, g)
+        if not isinstance(cotangents, (tuple, list)):
+            raise TypeError(f"{self!r}: bwd gives a tuple of one cotangent per argument (as JAX), got "
+                            f"{type(cotangents).__name__}")
+        return rules.flat(tuple(cotangents), rules.shapes, "bwd")
+
+    def tangent(self, rules, x, tangents):
+        raise TapeError(f"forward mode (jvp, hvp, hessian) through {self!r}: it has a reverse rule only, as in "
+                        "JAX; give a tangent rule with tape.custom_jvp")
+
+
+class custom_jvp(_Custom):  # noqa: N801  JAX's name
+    """f with a forward-mode rule: ``f.defjvp(jvp)`` (usable as a decorator), jvp(primals, tangents) ->
+    (y, ẏ). The reverse sweep builds the Jacobian by one jvp per input number (for many inputs, give a
+    custom_vjp)."""
+
+    kind = "custom_jvp"
+    jvp: Callable[..., Any] | None = None
+
+    def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
+        self.jvp = jvp
+        return jvp
+
+    def check(self) -> None:
+        if self.jvp is None:
+            raise TapeError(f"{self!r} called on Vars before its rule was given: call f.defjvp(jvp)")
+
+    def tangent(self, rules, x, tangents):
+        assert self.jvp is not None
+        return rules.flat([self.jvp(tuple(x), tuple(tangents))[1]], (rules.out_shape,), "jvp")
+
+    def transpose(self, rules, x, g):
+        columns = np.eye(rules.n_inputs)
+        jacobian = np.stack([self.tangent(rules, x, rules.args(e)) for e in columns], axis=1)
+        return g.reshape(-1) @ jacobian
