@@ -17,6 +17,7 @@ from tape.base import source  # noqa: F401  # first: makes kernels/ tape.kernels
 # isort: split
 from tape.api.composed import clip, log_softmax, softmax, softplus
 from tape.api.gradcheck import gradcheck
+from tape.api.root import custom_root
 from tape.api.trace import (
     arctan2,
     cos,
@@ -113,6 +114,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ArrayCondition",
     "custom_jvp",
+    "custom_root",
     "custom_vjp",
     "linalg",
     "VarArray",

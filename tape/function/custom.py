@@ -65,21 +65,32 @@ class _Rules:
         y = self.owner.fun(*self.args(driver.view(s, s._aval, p.inputs[0])))
         driver.own(s, s._aval, p).reshape(-1)[...] = self.flat([y], (self.out_shape,), "the function")
 
+    def _point(self, s: Any, p: Plan) -> tuple[list[np.ndarray], np.ndarray]:
+        """(the arguments, the result) of call record p."""
+        return self.args(driver.view(s, s._aval, p.inputs[0])), driver.own(s, s._aval, p).reshape(self.out_shape)
+
     def _call_reverse(self, s: Any, p: Plan, gen: int, keep: int) -> None:
         g = driver.own(s, s._aadj, p)
         v = p.inputs[0]
         if g.any() and s._op[v.record] != ACONSTANT:  # a zero adjoint sends nothing (the structural-zero rule)
-            x = self.args(driver.view(s, s._aval, v))
-            driver.accumulate(s, v, self.owner.transpose(self, x, g.reshape(self.out_shape)).reshape(v.shape),
-                              gen, keep)
+            contribution = self.owner.transpose(self, *self._point(s, p), g.reshape(self.out_shape))
+            driver.accumulate(s, v, contribution.reshape(v.shape), gen, keep)
 
     def _call_tangent(self, s: Any, p: Plan, adot: np.ndarray) -> None:
-        x, tangents = (self.args(driver.view(s, arena, p.inputs[0])) for arena in (s._aval, adot))
-        driver.region(adot, p).reshape(-1)[...] = self.owner.tangent(self, x, tangents)
+        tangents = self.args(driver.view(s, adot, p.inputs[0]))
+        driver.region(adot, p).reshape(-1)[...] = self.owner.tangent(self, *self._point(s, p), tangents)
 
     def _call_second(self, s: Any, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-        raise TapeError(f"second order (hvp, hessian) through {self.owner!r}: a user's derivative rule has no "
-                        "derivative of its own here")
+        """x' += Jᵀ g, ẋ' += H(g·f) ẋ + Jᵀ ġ (a Function's call record does the same, tape/function/derivatives.py)."""
+        adot, aadj, aadj_dot = arenas
+        v = p.inputs[0]
+        g, gd = (driver.region(arena, p).reshape(self.out_shape) for arena in (aadj, aadj_dot))
+        if s._op[v.record] == ACONSTANT or not (g.any() or gd.any()):
+            return
+        sends = self.owner.second(self, *self._point(s, p), g, gd, self.args(driver.view(s, adot, v)))
+        for arena, numbers in zip((aadj, aadj_dot), sends, strict=True):
+            target = driver.view(s, arena, v)
+            target += numbers.reshape(v.shape)
 
 
 class _Custom:
@@ -110,13 +121,21 @@ class _Custom:
                                  rules.out_shape)
 
     def check(self) -> None:
+        """Raise where the rule is missing."""
+
+    def transpose(self, rules: _Rules, x: list[np.ndarray], y: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Jᵀ g at args x (result y), flat."""
         raise NotImplementedError
 
-    def transpose(self, rules: _Rules, x: list[np.ndarray], g: np.ndarray) -> np.ndarray:
+    def tangent(self, rules: _Rules, x: list[np.ndarray], y: np.ndarray, tangents: list[np.ndarray]) -> np.ndarray:
+        """J ẋ, flat."""
         raise NotImplementedError
 
-    def tangent(self, rules: _Rules, x: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:
-        raise NotImplementedError
+    def second(self, rules: _Rules, x: list[np.ndarray], y: np.ndarray, g: np.ndarray, gd: np.ndarray,
+               tangents: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(Jᵀ g, H(g·f) ẋ + Jᵀ ġ), flat."""
+        raise TapeError(f"second order (hvp, hessian) through {self!r}: a user's derivative rule has no "
+                        "derivative of its own here")
 
 
 class custom_vjp(_Custom):  # noqa: N801  JAX's name
@@ -134,7 +153,7 @@ class custom_vjp(_Custom):  # noqa: N801  JAX's name
         if self.fwd is None or self.bwd is None:
             raise TapeError(f"{self!r} called on Vars before its rule was given: call f.defvjp(fwd, bwd)")
 
-    def transpose(self, rules, x, g):
+    def transpose(self, rules, x, y, g):
         assert self.fwd is not None and self.bwd is not None
         _, residuals = self.fwd(*x)
         cotangents = self.bwd(residuals, g)
@@ -143,7 +162,7 @@ class custom_vjp(_Custom):  # noqa: N801  JAX's name
                             f"{type(cotangents).__name__}")
         return rules.flat(tuple(cotangents), rules.shapes, "bwd")
 
-    def tangent(self, rules, x, tangents):
+    def tangent(self, rules, x, y, tangents):
         raise TapeError(f"forward mode (jvp, hvp, hessian) through {self!r}: it has a reverse rule only, as in "
                         "JAX; give a tangent rule with tape.custom_jvp")
 
@@ -164,11 +183,11 @@ class custom_jvp(_Custom):  # noqa: N801  JAX's name
         if self.jvp is None:
             raise TapeError(f"{self!r} called on Vars before its rule was given: call f.defjvp(jvp)")
 
-    def tangent(self, rules, x, tangents):
+    def tangent(self, rules, x, y, tangents):
         assert self.jvp is not None
         return rules.flat([self.jvp(tuple(x), tuple(tangents))[1]], (rules.out_shape,), "jvp")
 
-    def transpose(self, rules, x, g):
+    def transpose(self, rules, x, y, g):
         columns = np.eye(rules.n_inputs)
-        jacobian = np.stack([self.tangent(rules, x, rules.args(e)) for e in columns], axis=1)
+        jacobian = np.stack([self.tangent(rules, x, y, rules.args(e)) for e in columns], axis=1)
         return g.reshape(-1) @ jacobian
