@@ -38,6 +38,9 @@ class _RootCall(_Custom):
         self.traced: tuple[Function, Function] | None = None  # f of z = (x, θ) flat; u·f with params u
         super().__init__(self.solve)
 
+    def __reduce__(self) -> tuple:
+        return type(self), (self.owner, self.x0)
+
     def solve(self, theta: np.ndarray) -> np.ndarray:
         x = np.asarray(self.owner.solve(lambda x: self.owner.f(x, theta), self.x0), np.float64)
         if x.shape != self.x0.shape:

@@ -106,6 +106,9 @@ class _Custom:
     def __repr__(self) -> str:
         return f"tape.{self.kind}({getattr(self.fun, '__name__', 'f')})"
 
+    def __reduce__(self) -> str | tuple:
+        return self.__qualname__  # pickled by name, as the module-level function it decorates
+
     def __call__(self, *args: Any) -> Any:
         if not any(call_records.holds_handles(a) for a in args):
             return self.fun(*args)
