@@ -28,7 +28,7 @@ below handles shapes. The rules of the other ops, as the articles derive them:
                (places: F's slot)           sweeps (tape/function/call_records.py: CppAD's checkpoint functions)
 ``join``       y = [a, b, c] along one axis a' += g's slice of a's place (and b', c' of theirs)
 ``solve`` ...  np.linalg and scipy.linalg   kernels/linalg.py: solve, solve_lower/upper, inv, det, slogdet,
-                                            cholesky, eigh (Giles' and Murray's rules)
+                                            cholesky, eigh, qr, svd (Giles', Murray's, Townsend's rules)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -87,7 +87,7 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("join", "join", 3, least=2),  # np.concatenate of two or three views along the one axis in ``axes``
     # linear algebra (kernels/linalg.py): each its own kind, A first
     *(ArrayOp(name, name, 2) for name in ("solve", "solve_lower", "solve_upper")),
-    *(ArrayOp(name, name) for name in ("inv", "det", "slogdet", "cholesky", "eigh")),
+    *(ArrayOp(name, name) for name in ("inv", "det", "slogdet", "cholesky", "eigh", "qr", "svd")),
 )
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))

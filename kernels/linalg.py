@@ -9,6 +9,8 @@
     cholesky     L Lᵀ = A                 A' = low(L⁻ᵀ Φ(Lᵀ G) L⁻¹), Φ: the lower triangle, half the diagonal
                                           (Murray 2016, "Differentiation of the Cholesky decomposition")
     eigh         A = V diag(w) Vᵀ         A' = low(V (diag(w') + F∘(Vᵀ V')) Vᵀ), F_ij = 1/(w_j - w_i)
+    qr           A = Q R (m >= n)         A' = (Q' + Q N) R⁻ᵀ (see QR.back)
+    svd          A = U diag(s) Vᵀ         A' = U Z Vᵀ + ... (Townsend 2016; see SVD.back)
 
 cholesky and eigh read A's lower triangle only, as NumPy does: the upper triangle gets no adjoint and the
 strict lower triangle stands for both of its places, low(P) = tril(P + Pᵀ) - diag(P) (for a symmetric
@@ -72,6 +74,10 @@ class Dual:
     @property
     def mT(self) -> Dual:  # noqa: N802  NumPy's name
         return Dual(self.v.mT, self.d.mT)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.v.shape
 
 
 def linear(f: Callable[[Any], Any], x: Any) -> Any:
@@ -295,6 +301,84 @@ class Eigh(Linalg):
         return np.concatenate([diag(m)[..., None, :], v @ (self.gaps(w) * m)], -2)
 
 
+class QR(Linalg):
+    """y[..., :m, :] = Q (m x n), y[..., m:, :] = R (n x n): NumPy's reduced QR of a tall A (m >= n)."""
+
+    def shapes(self, shape, wide, views, axes):
+        a = views[0]
+        if len(a) < 2 or a[-2] < a[-1]:
+            raise ValueError(f"qr records a tall matrix (m >= n), not {a}")
+        return [(*a[:-2], a[-2] + a[-1], a[-1])]
+
+    def forward(self, p, ins, out):
+        m = ins[0].shape[-2]
+        out[..., :m, :], out[..., m:, :] = np.linalg.qr(ins[0])
+
+    def back(self, p, ins, y, g):
+        """A' = (Q' + Q N) R⁻ᵀ, N = tril(C - Cᵀ, -1) - C, C = Qᵀ Q' - R' Rᵀ (the transpose of jvp's map)."""
+        m = ins[0].shape[-2]
+        q, r, gq, gr = y[..., :m, :], y[..., m:, :], g[..., :m, :], g[..., m:, :]
+        c = q.mT @ gq - gr @ r.mT
+        n = linear(lambda x: np.tril(x, -1), c - c.mT) - c
+        return [solve(r, (gq + q @ n).mT, False).mT]
+
+    def jvp(self, p, ins, tins, y):
+        """X = Ȧ R⁻¹, M = Qᵀ X, Ω = tril(M, -1) - tril(M, -1)ᵀ: Q̇ = Q (Ω - M) + X, Ṙ = (M - Ω) R (as JAX)."""
+        m = ins[0].shape[-2]
+        q, r = y[..., :m, :], y[..., m:, :]
+        x = solve(r.mT, tins[0].mT, True).mT
+        k = q.mT @ x
+        omega = np.tril(k, -1) - np.tril(k, -1).mT
+        return np.concatenate([q @ (omega - k) + x, (k - omega) @ r], -2)
+
+
+class SVD(Linalg):
+    """y[..., :m, :] = U (m x k), y[..., m, :] = s (descending), y[..., m+1:, :] = V (n x k, Vh = Vᵀ):
+    NumPy's reduced SVD, k = min(m, n). F_ij = 1/(s_j² - s_i²), 0 at equal singular values (as eigh);
+    1/s is taken 0 at s = 0."""
+
+    def shapes(self, shape, wide, views, axes):
+        a = views[0]
+        if len(a) < 2:
+            raise ValueError(f"svd of a {len(a)}-d view")
+        return [(*a[:-2], a[-2] + 1 + a[-1], min(a[-2:]))]
+
+    def forward(self, p, ins, out):
+        m = ins[0].shape[-2]
+        u, s, vh = np.linalg.svd(ins[0], full_matrices=False)
+        out[..., :m, :], out[..., m, :], out[..., m + 1:, :] = u, s, vh.mT
+
+    @staticmethod
+    def parts(y: Any, m: int) -> tuple[Any, Any, Any, Any, Any]:
+        """(U, s, V, F, 1/s) of a packed y (arrays or Duals)."""
+        u, s, v = y[..., :m, :], y[..., m, :], y[..., m + 1:, :]
+        square = s * s
+        return u, s, v, nonzero_reciprocal(square[..., None, :] - square[..., :, None]), nonzero_reciprocal(s)
+
+    def back(self, p, ins, y, g):
+        """A' = U Z Vᵀ + (I - U Uᵀ) U' S⁻¹ Vᵀ + U S⁻¹ V'ᵀ (I - V Vᵀ), Z = diag(s') + (J + Jᵀ) S + S (K + Kᵀ),
+        J = F∘(Uᵀ U'), K = F∘(Vᵀ V') (Townsend 2016)."""
+        m = ins[0].shape[-2]
+        u, s, v, f, inverse = self.parts(y, m)
+        gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1:, :]
+        j, k = f * (u.mT @ gu), f * (v.mT @ gv)
+        z = linear(diagonal_matrix, gs) + (j + j.mT) * s[..., None, :] + s[..., :, None] * (k + k.mT)
+        left = (gu - u @ (u.mT @ gu)) * inverse[..., None, :]
+        right = (gv - v @ (v.mT @ gv)) * inverse[..., None, :]
+        return [u @ z @ v.mT + left @ v.mT + u @ right.mT]
+
+    def jvp(self, p, ins, tins, y):
+        m = ins[0].shape[-2]
+        u, s, v, f, inverse = self.parts(y, m)
+        da = tins[0]
+        pm = u.mT @ da @ v
+        ps = pm * s[..., None, :]  # P S
+        sp = s[..., :, None] * pm  # S P
+        du = u @ (f * (ps + ps.mT)) + (da @ v - u @ (u.mT @ da @ v)) * inverse[..., None, :]
+        dv = v @ (f * (sp + sp.mT)) + (da.mT @ u - v @ (v.mT @ da.mT @ u)) * inverse[..., None, :]
+        return np.concatenate([du, diag(pm)[..., None, :], dv], -2)
+
+
 LINALG_RULES: dict[str, Rule] = {"solve": Solve(None), "solve_lower": Solve(True), "solve_upper": Solve(False),
                                  "inv": Inv(), "det": Det(), "slogdet": Slogdet(), "cholesky": Cholesky(),
-                                 "eigh": Eigh()}
+                                 "eigh": Eigh(), "qr": QR(), "svd": SVD()}

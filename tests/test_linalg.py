@@ -38,6 +38,24 @@ def spd(rng, shape, cond=None):
     return (u * np.logspace(0, -np.log10(cond), shape[-1])) @ u.mT
 
 
+def tall(rng, shape, cond=None):
+    """(..., n + 2, n) matrices: singular values 1 down to 1/cond, or well spread."""
+    *batch, n, _ = shape
+    u, _ = np.linalg.qr(rng.normal(size=(*batch, n + 2, n)))
+    v, _ = np.linalg.qr(rng.normal(size=(*batch, n, n)))
+    return (u * (np.logspace(0, -np.log10(cond), n) if cond else np.linspace(2.0, 1.0, n) * n ** 0.5)) @ v.mT
+
+
+def wide(rng, shape, cond=None):
+    return tall(rng, shape, cond).mT
+
+
+def svd_terms(a):
+    """Sign-free functions of the SVD (a column of U and its row of Vh may both flip sign)."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return u ** 2, s, vh ** 2
+
+
 # op: (matrix kind, right-hand side columns or None, the function of (A, B) or (A,))
 OPS = {
     "solve": (general, 2, lambda a, b: np.linalg.solve(a, b)),
@@ -54,8 +72,19 @@ OPS = {
     "cho_solve_lower": (spd, 0, lambda a, b: tape.linalg.cho_solve(tape.linalg.cho_factor(a, lower=True), b)),
     "matrix_power": (general, None, lambda a: np.linalg.matrix_power(a / a.shape[-1], 3)),
     "matrix_power_inv": (general, None, lambda a: np.linalg.matrix_power(a, -2)),
+    "qr": (tall, None, lambda a: np.linalg.qr(a)[0] ** 2),  # squared: a column of Q and its row of R may flip
+    "qr_r": (tall, None, lambda a: np.linalg.qr(a, mode="r") ** 2),
+    "svd_u": (tall, None, lambda a: svd_terms(a)[0]),
+    "svd_s": (wide, None, lambda a: svd_terms(a)[1]),
+    "svd_vh": (wide, None, lambda a: svd_terms(a)[2]),
+    "norm_2": (tall, None, lambda a: np.linalg.norm(a, 2, axis=(-2, -1))),
+    "norm_nuc": (wide, None, lambda a: np.linalg.norm(a, "nuc", axis=(-2, -1))),
+    "lstsq": (tall, 0, lambda a, b: np.linalg.lstsq(a, b)[0]),
+    "lstsq_residuals": (tall, 2, lambda a, b: np.linalg.lstsq(a, b)[1]),
+    "lstsq_least_norm": (wide, 0, lambda a, b: np.linalg.lstsq(a, b)[0]),
 }
-SCIPY = {"solve_lower", "solve_upper_t", "cho_solve", "cho_solve_lower"}
+SCIPY = {"solve_lower", "solve_upper_t", "cho_solve", "cho_solve_lower", "lstsq", "lstsq_residuals",
+         "lstsq_least_norm"}  # one matrix at a time
 
 
 def case(op, n, batch=(), cond=None, seed=0):
@@ -69,7 +98,8 @@ def case(op, n, batch=(), cond=None, seed=0):
         a0 = a0 + 3 * n ** 0.5 * np.eye(n)
     if op == "det":  # |det| = 1: a 40x40's is 1e40 otherwise, past what central differences resolve
         a0 = a0 / np.abs(np.linalg.det(a0))[..., None, None] ** (1 / n)
-    shapes = [a0.shape] + ([] if columns is None else [(*batch, n, columns) if columns else (n,)])
+    rows = a0.shape[-2]
+    shapes = [a0.shape] + ([] if columns is None else [(*batch, rows, columns) if columns else (rows,)])
     x0 = np.concatenate([a0.ravel()] + [rng.normal(size=s).ravel() for s in shapes[1:]])
     w = rng.normal(size=np.shape(fn(*split(x0, shapes))))
 
@@ -151,6 +181,10 @@ def mp_op(op, a, b):
         return mpmath.cholesky(mp_lower(a))
     if op == "eigh_values":
         return mpmath.matrix(sorted(mpmath.eigsy(mp_lower(a))[0]))
+    if op == "qr":
+        return mpmath.qr(a)[0][:, :a.cols].apply(lambda c: c * c)
+    if op == "svd_s":
+        return mpmath.matrix(sorted(mpmath.svd_r(a, compute_uv=False), reverse=True))
     if op == "solve_lower":
         lower = mpmath.matrix([[a[i, j] if i >= j else 0 for j in range(a.cols)] for i in range(a.rows)])
         return mpmath.lu_solve(lower, b)
@@ -158,21 +192,22 @@ def mp_op(op, a, b):
 
 
 def mp_value(op, x, shapes, w):
-    n = shapes[0][-1]
-    a = mpmath.matrix([[x[i * n + j] for j in range(n)] for i in range(n)])
+    m, n = shapes[0][-2:]
+    a = mpmath.matrix([[x[i * n + j] for j in range(n)] for i in range(m)])
     if len(shapes) == 1:
         y = mp_op(op, a, None)
         values = [y] if not isinstance(y, mpmath.matrix) else [y[k] for k in range(len(y))] if y.cols == 1 else \
             [y[i, j] for i in range(y.rows) for j in range(y.cols)]
     else:
         k = shapes[1][-1]
-        b = [x[n * n + i * k + j] for i in range(n) for j in range(k)]
-        columns = [mp_op(op, a, mpmath.matrix([b[i * k + j] for i in range(n)])) for j in range(k)]
+        b = [x[m * n + i * k + j] for i in range(m) for j in range(k)]
+        columns = [mp_op(op, a, mpmath.matrix([b[i * k + j] for i in range(m)])) for j in range(k)]
         values = [columns[j][i] for i in range(n) for j in range(k)]
     return mpmath.fsum(mpmath.mpf(float(c)) * v for c, v in zip(np.ravel(w), values, strict=True))
 
 
-@pytest.mark.parametrize("op", ["solve", "inv", "det", "slogdet", "cholesky", "eigh_values", "solve_lower"])
+@pytest.mark.parametrize("op", ["solve", "inv", "det", "slogdet", "cholesky", "eigh_values", "solve_lower", "qr",
+                                "svd_s"])
 @pytest.mark.parametrize("cond", [None, 1e6], ids=["well", "ill"])
 def test_gradient_against_mpmath_at_30_digits(op, cond):
     f, x0, shapes, w = case(op, 3, cond=cond, seed=4)
@@ -338,3 +373,20 @@ def test_save_load_and_map(n):
     np.testing.assert_allclose(G.hvp(x1, x1), F.hvp(x1, x1), rtol=1e-12)
     X = np.stack([a0.ravel() + 0.01 * k * np.eye(n).ravel() for k in range(3)])
     np.testing.assert_allclose(F.map(X), [f(x) for x in X], rtol=1e-12)
+
+
+def test_factorizations_without_a_derivative_are_refused_by_name():
+    t = tape.Tape()
+    wide_matrix, tall_matrix = t.array(np.arange(6.0).reshape(2, 3)), t.array(np.arange(6.0).reshape(3, 2) ** 2)
+    with pytest.raises(NotImplementedError, match="tall matrix"):
+        np.linalg.qr(wide_matrix)
+    with pytest.raises(NotImplementedError, match="not unique"):
+        np.linalg.qr(tall_matrix, mode="complete")
+    with pytest.raises(NotImplementedError, match="full_matrices=False"):
+        np.linalg.svd(tall_matrix)
+    with pytest.raises(NotImplementedError, match="rank-deficient"):
+        np.linalg.lstsq(t.array(np.ones((3, 2))), np.ones(3))
+    with pytest.raises(ValueError, match="Frobenius, 2, -2 and nuclear"):
+        np.linalg.norm(tall_matrix, 1)
+    u, s, vh = np.linalg.svd(t.array(np.diag([3.0, 2.0])))  # square: full_matrices is the reduced SVD
+    assert np.allclose(s.value, [3.0, 2.0]) and u.shape == vh.shape == (2, 2)

@@ -20,14 +20,14 @@ from tape.arrays.operands import as_view, common_tape, operands
 from tape.records import array_records
 from tape.records._recorders import Var
 from tape.records.storage import MAX_RECORDS, Storage
-from tape.sweeps.driver import View
+from tape.sweeps.driver import View, view
 
 
 def _shape(x: Any) -> tuple[int, ...]:
     return x.shape if hasattr(x, "shape") else np.shape(x)
 
 
-def _views(name: str, *arrays: Any) -> tuple[Storage, list[View]]:
+def _views(name: str, *arrays: Any, square: bool = True) -> tuple[Storage, list[View]]:
     parts = operands(*arrays)
     t = None if parts is None else common_tape(parts)
     if parts is None or t is None:
@@ -39,7 +39,7 @@ def _views(name: str, *arrays: Any) -> tuple[Storage, list[View]]:
     a = views[0].shape
     if len(a) < 2:
         raise np.linalg.LinAlgError(f"{len(a)}-dimensional array given. Array must be at least two-dimensional")
-    if a[-1] != a[-2]:
+    if square and a[-1] != a[-2]:
         raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
     return t, views
 
@@ -131,6 +131,66 @@ def matrix_power(a: Any, n: int) -> Any:
     return result if result is not None else np.broadcast_to(np.eye(shape[-1]), shape).copy()
 
 
+def _rows(t: Storage, y: View, start: int, stop: int | None) -> Any:
+    """Rows start:stop of a packed record's last two axes (qr's Q and R, svd's U, s and V): a view."""
+    return _out(t, array_records.index(t, y, (..., slice(start, stop), slice(None))))
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """numpy.linalg.qr of tall matrices (m >= n): (Q, R) for "reduced", R for "r"."""
+    t, (v,) = _views("numpy.linalg.qr", a, square=False)
+    m, n = v.shape[-2:]
+    if m < n or mode not in ("reduced", "r") and not (mode == "complete" and m == n):
+        raise NotImplementedError(f"numpy.linalg.qr on VarArrays: mode 'reduced' or 'r' of a tall matrix (m >= n), "
+                                  f"not mode {mode!r} of {m} x {n} (a wide or complete Q is not unique)")
+    y = array_records.computed(t, "qr", v)
+    return _rows(t, y, m, None) if mode == "r" else (_rows(t, y, 0, m), _rows(t, y, m, None))
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """numpy.linalg.svd: (U, s, Vh), or s; a full U or Vh of a non-square matrix is refused (not unique)."""
+    t, (v,) = _views("numpy.linalg.svd", a, square=False)
+    m, n = v.shape[-2:]
+    if full_matrices and compute_uv and m != n:
+        raise NotImplementedError("numpy.linalg.svd on VarArrays of a non-square matrix: pass full_matrices=False "
+                                  "(the extra columns of a full U or Vh are not unique, so have no derivative)")
+    y = array_records.computed(t, "svd", v)
+    s = _out(t, array_records.index(t, y, (..., m, slice(None))))
+    return (_rows(t, y, 0, m), s, _out(t, _mT(array_records.index(t, y, (..., slice(m + 1, None), slice(None))))))\
+        if compute_uv else s
+
+
+def svdvals(x: Any, /) -> Any:
+    return svd(x, compute_uv=False)
+
+
+def matrix_norm(x: Any, ord: Any) -> Any:  # noqa: A002  NumPy's name
+    """The 2-norm (largest singular value), -2 (smallest) or nuclear norm (their sum) of matrices."""
+    s = svdvals(x)
+    return s.sum(-1) if ord == "nuc" else s[..., 0 if ord == 2 else -1]
+
+
+def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple[Any, Any, int, Any]:
+    """numpy.linalg.lstsq of a full-rank a by QR: R⁻¹ Qᵀ b (m >= n), or the least-norm Q R⁻ᵀ b of aᵀ's QR
+    (m < n); rank-deficient a is refused (its pseudo-inverse jumps with the rank)."""
+    t, (va, _) = _views("numpy.linalg.lstsq", a, b, square=False)
+    m, n = va.shape[-2:]
+    rank = int(np.linalg.lstsq(view(t, t._aval, va), np.zeros(m), rcond)[2])
+    if rank < min(m, n):
+        raise NotImplementedError(f"numpy.linalg.lstsq on VarArrays of a rank-deficient matrix (rank {rank} of {m} "
+                                  f"x {n}): its least-squares solution has no derivative there")
+    a = _out(t, va)
+    if m >= n:
+        q, r = qr(a)
+        x = solve_triangular(r, q.T @ b)
+        residuals = ((b - a @ x) ** 2).sum(0, keepdims=len(_shape(b)) == 1) if m > n else np.empty(0)
+    else:
+        q, r = qr(a.T)
+        x = q @ solve_triangular(r, b, trans="T")
+        residuals = np.empty(0)
+    return x, residuals, rank, svdvals(a)
+
+
 def _recorded(*arrays: Any) -> bool:
     return any(type(x) is Var or hasattr(x, "_operand") for x in arrays)
 
@@ -175,5 +235,6 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, **scipy: Any) -> Any:
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
     np.linalg.cholesky: cholesky, np.linalg.eigh: eigh, np.linalg.eigvalsh: eigvalsh,
-    np.linalg.matrix_power: matrix_power,
+    np.linalg.matrix_power: matrix_power, np.linalg.qr: qr, np.linalg.svd: svd, np.linalg.svdvals: svdvals,
+    np.linalg.lstsq: lstsq,
 }
