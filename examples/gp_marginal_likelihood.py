@@ -74,7 +74,7 @@ def main(n: int = 100, bench: bool = False) -> tuple[float, np.ndarray]:
                        lambda: tape.value_and_grad(lambda th: nll(th, d2, y, linalg=tape.linalg))(THETA),
                    "NumPy + SciPy by hand": lambda: by_hand(THETA, d2, y)}
         times: dict[str, list[float]] = {name: [] for name in engines}
-        for name, fn in engines.items():
+        for fn in engines.values():
             fn()  # warm
         for _ in range(15):  # interleaved: each round runs every engine once
             for name, fn in engines.items():

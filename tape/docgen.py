@@ -58,10 +58,10 @@ def api_page() -> str:
     for name in sorted(functions):
         lines += _entry(f"tape.{name}", getattr(tape, name))
     lines += ["## Derivative rules a user gives", ""]
-    for cls in (tape.custom_vjp, tape.custom_jvp, tape.custom_root):
-        lines += _entry(f"tape.{cls.__name__}", cls)
-        lines += [_entry(f"{cls.__name__}.{name}", getattr(cls, name))[0] + "\n" for name in ("defvjp", "defjvp")
-                  if name in vars(cls)]
+    for rule in (tape.custom_vjp, tape.custom_jvp, tape.custom_root):
+        lines += _entry(f"tape.{rule.__name__}", rule)
+        lines += [_entry(f"{rule.__name__}.{name}", getattr(rule, name))[0] + "\n" for name in ("defvjp", "defjvp")
+                  if name in vars(rule)]
     lines += ["## `tape.linalg`: SciPy's linear algebra on VarArrays (numpy.linalg's are in docs/numpy.md)", ""]
     for name in ("solve_triangular", "cho_factor", "cho_solve"):
         lines += _entry(f"tape.linalg.{name}", getattr(tape.linalg, name))

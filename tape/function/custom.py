@@ -107,7 +107,7 @@ class _Custom:
         return f"tape.{self.kind}({getattr(self.fun, '__name__', 'f')})"
 
     def __reduce__(self) -> str | tuple:
-        return self.__qualname__  # pickled by name, as the module-level function it decorates
+        return getattr(self, "__qualname__")  # noqa: B009  pickled by name, as the module-level function it decorates
 
     def __call__(self, *args: Any) -> Any:
         if not any(call_records.holds_handles(a) for a in args):
