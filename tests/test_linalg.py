@@ -390,3 +390,24 @@ def test_factorizations_without_a_derivative_are_refused_by_name():
         np.linalg.norm(tall_matrix, 1)
     u, s, vh = np.linalg.svd(t.array(np.diag([3.0, 2.0])))  # square: full_matrices is the reduced SVD
     assert np.allclose(s.value, [3.0, 2.0]) and u.shape == vh.shape == (2, 2)
+
+
+def test_load_checks_a_linalg_record_against_its_rule(tmp_path):
+    """A file whose cholesky reads a non-square view, or claims another shape, is refused before anything runs."""
+    from tape.kernels.array_ops import ARRAY_OPCODE
+    from tape.sweeps import plans
+
+    F = tape.trace(lambda x: np.sum(np.linalg.cholesky(x.reshape(3, 3))), np.eye(3).ravel())
+    path = tmp_path / "f.npz"
+    F.save(path)
+    with np.load(path, allow_pickle=False) as npz:
+        good = {k: npz[k].copy() for k in npz.files}
+    row = int(np.flatnonzero(good["plans"][:, 0] == ARRAY_OPCODE["cholesky"])[0])
+    view = plans._HEAD + 2 * plans._SHAPE  # the first view: record, offset, ndim, sizes, strides
+    shape_at = plans._HEAD
+    for column, value, match in ((view + 4, 2, "square"), (shape_at + 2, 2, "cannot have shape")):
+        bad = {k: v.copy() for k, v in good.items()}
+        bad["plans"][row, column] = value
+        np.savez(tmp_path / "bad.npz", **bad)
+        with pytest.raises(tape.TapeFormatError, match=match):
+            tape.load(tmp_path / "bad.npz")
