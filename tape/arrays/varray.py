@@ -476,16 +476,14 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims),
     np.prod: lambda a, axis=None, keepdims=False: a.prod(axis, keepdims),
     np.mean: lambda a, axis=None, keepdims=False: a.mean(axis, keepdims),
-    np.dot: matmul,
-    np.matmul: matmul,
+    np.dot: matmul, np.matmul: matmul,
     np.concatenate: concatenate,
     np.stack: stack,
     np.reshape: lambda a, shape: a.reshape(shape),
     np.transpose: lambda a, axes=None: a.transpose() if axes is None else a.transpose(*axes),
     **methods.FUNCTIONS,
     **scans.FUNCTIONS,
-    **assign.FUNCTIONS,
-    **linalg.FUNCTIONS,
+    **assign.FUNCTIONS, **linalg.FUNCTIONS,
 }
 linalg.ARRAY.append(VarArray)
 
