@@ -24,6 +24,7 @@ import numpy as np
 
 from tape.api.trace import trace
 from tape.errors import TapeError
+from tape.function import custom
 from tape.function.custom import _Custom, _Rules
 from tape.function.function import Function
 
@@ -91,6 +92,9 @@ class _RootCall(_Custom):
         h = weighted.hvp(z, np.concatenate([-self._solve(a, b @ theta_dot), theta_dot]), params=u)
         n = y.size
         return -b.T @ u, -h[n:] + b.T @ self._solve(a.T, h[:n] - gd.reshape(-1))
+
+
+custom.TRACE.append(trace)  # custom_jvp linearizes its rule by tracing it
 
 
 class custom_root:  # noqa: N801  a function maker, named as jax.lax.custom_root

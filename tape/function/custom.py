@@ -10,9 +10,9 @@ the record reads a flat view of all the arguments and holds the rules below as i
 maps, reverse and tangent sweeps run the user's functions.
 
     forward      y = f(*args)
-    reverse      custom_vjp: bwd(fwd(*args)[1], g)      custom_jvp: Jᵀ g, J built by one jvp per input
+    reverse      custom_vjp: bwd(fwd(*args)[1], g)      custom_jvp: Jᵀ g, the jvp rule linearized (below)
     tangent      custom_jvp: jvp(args, tangents)[1]     custom_vjp: refused, as JAX (define a custom_jvp)
-    second order refused: a user's rule has no derivative of its own here
+    second order custom_jvp: the linearized rule's Hessian  custom_vjp: refused (bwd has no derivative here)
     save         refused: Python functions are not in a .npz (keep the Function, or pickle it)
 """
 
@@ -31,11 +31,13 @@ from tape.kernels.array_ops import ACONSTANT
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan
 
+TRACE: list[Callable[..., Any]] = []  # tape.trace, set by tape/api/root.py (a layer above): linearizes jvp rules
 
-def split(flat: np.ndarray, shapes: tuple[tuple[int, ...], ...]) -> list[np.ndarray]:
-    """A flat vector cut into arrays of these shapes."""
-    ends = np.cumsum([math.prod(s) for s in shapes])[:-1]
-    return [piece.reshape(s) for piece, s in zip(np.split(np.asarray(flat), ends), shapes, strict=True)]
+
+def split(flat: Any, shapes: tuple[tuple[int, ...], ...]) -> list[Any]:
+    """A flat vector (numbers or a VarArray) cut into arrays of these shapes."""
+    ends = np.cumsum([0, *(math.prod(s) for s in shapes)]).tolist()
+    return [flat[a:b].reshape(s) for a, b, s in zip(ends[:-1], ends[1:], shapes, strict=True)]
 
 
 class _Rules:
@@ -172,11 +174,35 @@ class custom_vjp(_Custom):  # noqa: N801  JAX's name
 
 class custom_jvp(_Custom):  # noqa: N801  JAX's name
     """f with a forward-mode rule: ``f.defjvp(jvp)`` (usable as a decorator), jvp(primals, tangents) ->
-    (y, ẏ). The reverse sweep builds the Jacobian by one jvp per input number (for many inputs, give a
-    custom_vjp)."""
+    (y, ẏ). Reverse and second order linearize the rule, as JAX: ẏ traced by tape as a Function of
+    (x, ẋ), one reverse sweep of it gives Jᵀ g, its Hessian the second order. A rule tape cannot trace
+    (a TypeError: SciPy, a NumPy function tape lacks) falls back to one jvp per input number for the
+    reverse and has no second order."""
 
     kind = "custom_jvp"
     jvp: Callable[..., Any] | None = None
+
+    def __init__(self, fun: Callable[..., Any]):
+        super().__init__(fun)
+        self._linearized: dict[_Rules, tuple[Any, Any] | TypeError] = {}
+
+    def _linear(self, rules: _Rules, x: list[np.ndarray]) -> tuple[np.ndarray, tuple[Any, Any] | TypeError]:
+        """(z = (x, 0), Functions of z = (x, ẋ): ẏ, and g·ẏ with params g; or the TypeError tracing met)."""
+        n = rules.n_inputs
+        z = np.concatenate([np.ravel(a) for a in x] + [np.zeros(n)])
+        found = self._linearized.get(rules)
+        if found is None:
+            def dot(z: Any) -> Any:
+                assert self.jvp is not None
+                return np.ravel(self.jvp(tuple(rules.args(z[:n])), tuple(rules.args(z[n:])))[1])
+            try:
+                found = (TRACE[0](dot, z, on_branch_change="retrace"),
+                         TRACE[0](lambda z, g: np.sum(dot(z) * g), z, params=np.zeros(rules.n_outputs),
+                                  on_branch_change="retrace"))
+            except TypeError as exc:
+                found = exc
+            self._linearized[rules] = found
+        return z, found
 
     def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
         self.jvp = jvp
@@ -191,6 +217,19 @@ class custom_jvp(_Custom):  # noqa: N801  JAX's name
         return rules.flat([self.jvp(tuple(x), tuple(tangents))[1]], (rules.out_shape,), "jvp")
 
     def transpose(self, rules, x, y, g):
+        z, linear = self._linear(rules, x)
+        if not isinstance(linear, TypeError):
+            return linear[0].vjp(z, g.reshape(-1))[rules.n_inputs:]
         columns = np.eye(rules.n_inputs)
         jacobian = np.stack([self.tangent(rules, x, y, rules.args(e)) for e in columns], axis=1)
         return g.reshape(-1) @ jacobian
+
+    def second(self, rules, x, y, g, gd, tangents):
+        """Jᵀ g, and H(g·f) ẋ + Jᵀ ġ: the ẋ-block of (g·ẏ)'s Hessian along (ẋ, 0)."""
+        z, linear = self._linear(rules, x)
+        if isinstance(linear, TypeError):
+            raise TapeError(f"second order through {self!r}: tape could not trace its jvp rule ({linear})")
+        n = rules.n_inputs
+        along = np.concatenate([np.ravel(t) for t in tangents] + [np.zeros(n)])
+        hessian = linear[1].hvp(z, along, params=g.reshape(-1))[n:]
+        return linear[0].vjp(z, g.reshape(-1))[n:], hessian + linear[0].vjp(z, gd.reshape(-1))[n:]
