@@ -418,3 +418,13 @@ def test_load_checks_a_linalg_record_against_its_rule(tmp_path):
         np.savez(tmp_path / "bad.npz", **bad)
         with pytest.raises(tape.TapeFormatError, match=match):
             tape.load(tmp_path / "bad.npz")
+
+
+def test_results_are_numpys_named_tuples():
+    t = tape.Tape()
+    a = t.array(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    result = np.linalg.eigh(a)
+    assert type(result) is type(np.linalg.eigh(np.eye(1)))
+    np.testing.assert_allclose(result.eigenvalues.value, np.linalg.eigvalsh(a.value))
+    assert np.linalg.slogdet(a).logabsdet.value == pytest.approx(np.log(5.0))
+    assert np.linalg.qr(a).R.shape == (2, 2) and np.linalg.svd(a).Vh.shape == (2, 2)

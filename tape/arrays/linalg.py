@@ -44,6 +44,8 @@ def _views(name: str, *arrays: Any, square: bool = True) -> tuple[Storage, list[
     return t, views
 
 
+# NumPy's named results ((w, V) with .eigenvalues and .eigenvectors, ...), taken from NumPy itself
+EIGH, SLOGDET, QR, SVD = (type(f(np.eye(1))) for f in (np.linalg.eigh, np.linalg.slogdet, np.linalg.qr, np.linalg.svd))
 ARRAY: list[type] = []  # VarArray, set by tape/arrays/varray.py (which imports this module for its table)
 
 
@@ -83,10 +85,10 @@ def det(a: Any) -> Any:
     return _out(*_record("det", a))
 
 
-def slogdet(a: Any) -> tuple[Any, Any]:
+def slogdet(a: Any) -> Any:
     """(sign, log |det a|); the sign has no derivative."""
     t, y = _record("slogdet", a)
-    return _out(t, array_records.index(t, y, (..., 0))), _out(t, array_records.index(t, y, (..., 1)))
+    return SLOGDET(_out(t, array_records.index(t, y, (..., 0))), _out(t, array_records.index(t, y, (..., 1))))
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
@@ -96,14 +98,13 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     return _out(t, _mT(y) if upper else y)
 
 
-def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803  NumPy's name
+def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  NumPy's name
     """(w, V), eigenvalues ascending; at equal eigenvalues see kernels/linalg.py."""
     t, (v,) = _views("numpy.linalg.eigh", a)
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
     y = array_records.computed(t, "eigh", v if UPLO == "L" else _mT(v))
-    return _out(t, array_records.index(t, y, (..., 0, slice(None)))), _out(t, array_records.index(
-        t, y, (..., slice(1, None), slice(None))))
+    return EIGH(_rows(t, y, 0, None)[..., 0, :], _rows(t, y, 1, None))
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  NumPy's name
@@ -144,7 +145,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         raise NotImplementedError(f"numpy.linalg.qr on VarArrays: mode 'reduced' or 'r' of a tall matrix (m >= n), "
                                   f"not mode {mode!r} of {m} x {n} (a wide or complete Q is not unique)")
     y = array_records.computed(t, "qr", v)
-    return _rows(t, y, m, None) if mode == "r" else (_rows(t, y, 0, m), _rows(t, y, m, None))
+    return _rows(t, y, m, None) if mode == "r" else QR(_rows(t, y, 0, m), _rows(t, y, m, None))
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
@@ -156,8 +157,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
                                   "(the extra columns of a full U or Vh are not unique, so have no derivative)")
     y = array_records.computed(t, "svd", v)
     s = _out(t, array_records.index(t, y, (..., m, slice(None))))
-    return (_rows(t, y, 0, m), s, _out(t, _mT(array_records.index(t, y, (..., slice(m + 1, None), slice(None))))))\
-        if compute_uv else s
+    vh = _mT(array_records.index(t, y, (..., slice(m + 1, None), slice(None))))
+    return SVD(_rows(t, y, 0, m), s, _out(t, vh)) if compute_uv else s
 
 
 def svdvals(x: Any, /) -> Any:
