@@ -45,7 +45,8 @@ def _views(name: str, *arrays: Any, square: bool = True) -> tuple[Storage, list[
 
 
 # NumPy's named results ((w, V) with .eigenvalues and .eigenvectors, ...), taken from NumPy itself
-EIGH, SLOGDET, QR, SVD = (type(f(np.eye(1))) for f in (np.linalg.eigh, np.linalg.slogdet, np.linalg.qr, np.linalg.svd))
+_NAMED: list[Any] = [type(f(np.eye(1))) for f in (np.linalg.eigh, np.linalg.slogdet, np.linalg.qr, np.linalg.svd)]
+EIGH, SLOGDET, QR, SVD = _NAMED
 ARRAY: list[type] = []  # VarArray, set by tape/arrays/varray.py (which imports this module for its table)
 
 
