@@ -30,6 +30,8 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``scatter``    y = 0; y.flat[index] += a    a' += g.flat[index] (a gather's transpose: derivatives as records)
 ``sort_as``    y = x[perm(a)] along an axis x' += g[perm(a)⁻¹] (unsort_as), none to a (perm is piecewise constant);
 ``unsort_as``  y = x[perm(a)⁻¹]             what sort's derivatives are as records
+``solve`` ...  np.linalg and scipy.linalg   kernels/linalg.py: solve, solve_lower/upper, inv, det, slogdet,
+                                            cholesky, eigh, qr, svd (Giles', Murray's, Townsend's rules)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -50,6 +52,7 @@ import numpy as np
 
 from ._array_rules import RULES
 from .array_kinds import COMPARE_UFUNC, KIND_RULES, Plumbing, Rule
+from .linalg import LINALG_RULES
 from .ops import ARRAY_BASE, OPS, UNARY
 
 
@@ -57,7 +60,7 @@ from .ops import ARRAY_BASE, OPS, UNARY
 class ArrayOp:
     name: str
     kind: str  # input constant unary binary compare select sum matmul logsumexp gather pack all any extreme
-    # scan sort call
+    # scan sort call join, and each linear algebra op its own (kernels/linalg.py)
     inputs: int = 1  # views it reads (pack and gather read scalar rows or places instead)
     least: int | None = None  # the views it must read, where fewer than ``inputs`` will do (the rest absent)
 
@@ -89,6 +92,9 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("mul_nz", "binary", 2),  # 0 where a factor is 0: the product of derivatives recorded as records
     ArrayOp("sort_as", "permute", 2),  # x (view 1) moved along the axis as sorting a (view 0) moves a: sort's tangent
     ArrayOp("unsort_as", "permute", 2),  # and back: sort's adjoint
+    # linear algebra (kernels/linalg.py): each its own kind, A first
+    *(ArrayOp(name, name, 2) for name in ("solve", "solve_lower", "solve_upper")),
+    *(ArrayOp(name, name) for name in ("inv", "det", "slogdet", "cholesky", "eigh", "qr", "svd")),
 )  # new ops go last: a saved file's opcodes are places in this table
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
@@ -116,4 +122,4 @@ IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))  # an array record wi
 
 
 NOT_ARRAY = Plumbing("none", derivative=False)  # the rule of a scalar opcode: plans never hold one
-RULE: list[Rule] = [KIND_RULES[kind] if kind else NOT_ARRAY for kind in ARRAY_KIND]  # by opcode
+RULE: list[Rule] = [{**KIND_RULES, **LINALG_RULES}[kind] if kind else NOT_ARRAY for kind in ARRAY_KIND]  # by opcode

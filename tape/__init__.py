@@ -17,6 +17,7 @@ from tape.base import source  # noqa: F401  # first: makes kernels/ tape.kernels
 # isort: split
 from tape.api.composed import clip, log_softmax, softmax, softplus
 from tape.api.gradcheck import gradcheck
+from tape.api.root import custom_root
 from tape.api.trace import (
     arctan2,
     cos,
@@ -41,6 +42,7 @@ from tape.api.trace import (
     where,
 )
 from tape.api.transforms import hessian, jacobian, jvp, vjp
+from tape.arrays import linalg
 from tape.arrays.conditions import ArrayCondition
 from tape.arrays.ufuncs import reciprocal, square
 from tape.arrays.varray import VarArray, concatenate, stack
@@ -59,6 +61,7 @@ from tape.errors import (
     TracingError,
     TracingWarning,
 )
+from tape.function.custom import custom_jvp, custom_vjp
 from tape.function.function import Function, load
 from tape.records._recorders import (
     Var,
@@ -110,6 +113,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ArrayCondition",
+    "custom_jvp",
+    "custom_root",
+    "custom_vjp",
+    "linalg",
     "VarArray",
     "concatenate",
     "stack",

@@ -57,6 +57,14 @@ def api_page() -> str:
     lines += ["## Functions", ""]
     for name in sorted(functions):
         lines += _entry(f"tape.{name}", getattr(tape, name))
+    lines += ["## Derivative rules a user gives", ""]
+    for rule in (tape.custom_vjp, tape.custom_jvp, tape.custom_root):
+        lines += _entry(f"tape.{rule.__name__}", rule)
+        lines += [_entry(f"{rule.__name__}.{name}", getattr(rule, name))[0] + "\n" for name in ("defvjp", "defjvp")
+                  if name in vars(rule)]
+    lines += ["## `tape.linalg`: SciPy's linear algebra on VarArrays (numpy.linalg's are in docs/numpy.md)", ""]
+    for name in ("solve_triangular", "cho_factor", "cho_solve"):
+        lines += _entry(f"tape.linalg.{name}", getattr(tape.linalg, name))
     for cls in (tape.Tape, tape.Var, tape.VarArray, tape.Function, tape.Condition, tape.ArrayCondition):
         lines += [f"## `tape.{cls.__name__}`", "", inspect.getdoc(cls) or "", ""]
         members: dict[str, object] = {}  # a class's own members and those it inherits from tape's layers below

@@ -52,3 +52,9 @@ def test_nested_steering(capsys):
     assert losses[-1] < 1e-3 * losses[0] and all(b <= a for a, b in zip(losses, losses[1:], strict=False))
     assert abs(x - 8 / 17) < 1e-9 and abs(y - (2 + 2 / 17)) < 1e-9
     assert "saddle" in capsys.readouterr().out
+
+
+def test_gp_marginal_likelihood(capsys):
+    value, grad = run("gp_marginal_likelihood.py")()  # checks itself against the closed form
+    assert np.isfinite(value) and grad.shape == (3,)
+    assert "relative difference to the closed form" in capsys.readouterr().out

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tape.arrays import linalg
 from tape.arrays.einsum import FUNCTIONS as EINSUM
 
 if TYPE_CHECKING:
@@ -145,8 +146,11 @@ def norm(x: Any, ord: int | float | str | None = None, axis: int | tuple[int, ..
     matrices (two axes) the Frobenius norm. At 0 the 2-norm's slope is 0 (0 times sqrt'(0) adds
     nothing; JAX gives NaN)."""
     matrix = isinstance(axis, tuple) and len(axis) == 2 or axis is None and ord is not None and x.ndim == 2
+    if matrix and ord in (2, -2, "nuc") and axis in (None, (-2, -1), (x.ndim - 2, x.ndim - 1)) and not keepdims:
+        return linalg.matrix_norm(x, ord)  # by the singular values (one svd record)
     if matrix and ord not in (None, "fro"):
-        raise ValueError(f"norm: tape takes vector norms and the Frobenius norm of matrices, not ord={ord!r}")
+        raise ValueError(f"norm: tape takes vector norms and the Frobenius, 2, -2 and nuclear norms of matrices "
+                         f"(over the last two axes), not ord={ord!r}")
     if ord in (None, 2, "fro"):
         return ((x * x).sum(axis, keepdims)) ** 0.5
     if ord == 1:

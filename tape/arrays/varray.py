@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from tape.arrays import assign, methods, scans
+from tape.arrays import assign, linalg, methods, scans
 from tape.arrays import small as _small
 from tape.arrays.conditions import ArrayCondition
 from tape.arrays.operands import as_view, common_tape, operands, shape_of
@@ -476,16 +476,16 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims),
     np.prod: lambda a, axis=None, keepdims=False: a.prod(axis, keepdims),
     np.mean: lambda a, axis=None, keepdims=False: a.mean(axis, keepdims),
-    np.dot: matmul,
-    np.matmul: matmul,
+    np.dot: matmul, np.matmul: matmul,
     np.concatenate: concatenate,
     np.stack: stack,
     np.reshape: lambda a, shape: a.reshape(shape),
     np.transpose: lambda a, axes=None: a.transpose() if axes is None else a.transpose(*axes),
     **methods.FUNCTIONS,
     **scans.FUNCTIONS,
-    **assign.FUNCTIONS,
+    **assign.FUNCTIONS, **linalg.FUNCTIONS,
 }
+linalg.ARRAY.append(VarArray)
 
 # a Var answers a 0-d array's reshape and indexing (tape/records/handles.py) through a 0-d VarArray of its record
 ARRAY_OF.append(lambda x: VarArray(x._seg if x._seg.live else x._live_tape()._segment(), np.array(x._index)))

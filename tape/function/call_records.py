@@ -150,11 +150,16 @@ def record(F: Any, x: Any, params: Any) -> Any:
         inputs = (x_view,) + ((array_records.constant(t, values),) if F.n_params else ())
         with inside(F, None):
             y = flat_call(F, driver.view(t, t._aval, x_view), values if F.n_params else None)
-        row = _push(F, t, inputs, y)
-    m, shape = F.n_outputs, F._output_shape
-    if m >= array_records.small():
+        return push(t, F, inputs, y, F._output_shape)
+
+
+def push(t: Storage, F: Any, inputs: tuple[View, ...], y: np.ndarray, shape: tuple[int, ...]) -> Any:
+    """One call record of callee F (a Function, or tape/function/custom.py's rules) reading inputs, its
+    values y; its outputs as elem records (a view for 1024 or more) in shape."""
+    row = _push(F, t, inputs, y)
+    if len(y) >= array_records.small():
         return wrap_view(t, View(row, 0, shape, driver.contiguous(shape)))
-    rows = t._append_block(ELEM, m, in0=row, in1=np.arange(m), values=y)
+    rows = t._append_block(ELEM, len(y), in0=row, in1=np.arange(len(y)), values=y)
     return wrap(t, rows.reshape(shape))
 
 
@@ -165,7 +170,7 @@ def _push(F: Any, t: Storage, inputs: tuple[View, ...], y: np.ndarray) -> int:
         slot = len(t._callees)
         t._callees.append(F)
         t._callee_places.append(np.array([slot], np.int64))
-    return t._push_array(CALL, (F.n_outputs,), inputs, places=t._callee_places[slot], values=y)
+    return t._push_array(CALL, (len(y),), inputs, places=t._callee_places[slot], values=y)
 
 
 _DERIVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # F -> {"vjp": F.vjp_function(), "jvp": ...}

@@ -272,6 +272,8 @@ def members(F: Any, prefix: str = "") -> dict[str, np.ndarray]:
     found.update(structure.encode(F._param_layout, "param"))
     found = {prefix + name: array for name, array in found.items()}
     for k, G in enumerate(F._callees):
+        if getattr(G, "refuses_save", None):
+            raise TypeError(G.refuses_save)
         found.update(members(G, f"{prefix}callee{k}."))
     return found
 

@@ -17,7 +17,7 @@ from tape.kernels.array_kinds import kept
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, RULE
 from tape.kernels.ops import ELEM
 from tape.records.storage import Storage
-from tape.sweeps.driver import View, whole
+from tape.sweeps.driver import View, view, whole
 
 # arrays with fewer elements are recorded a scalar record per element: an array record costs about
 # 10 µs of Python per call in the sweeps, a scalar record 5-10 ns per element; measured (replayed
@@ -108,6 +108,16 @@ def matmul(t: Storage, a: View, b: View) -> View:
     wide = (*batch, A.shape[-2], B.shape[-1])
     shape = batch + ((A.shape[-2],) if len(a.shape) > 1 else ()) + ((B.shape[-1],) if len(b.shape) > 1 else ())
     return _record(t, "matmul", shape, (A, B), wide=wide)
+
+
+def computed(t: Storage, name: str, *views: View) -> View:
+    """A record whose rule computes its values before anything is recorded (np.linalg's: a LinAlgError, a
+    singular or not positive definite matrix, leaves the tape as it was)."""
+    rule = RULE[ARRAY_OPCODE[name]]
+    shape = rule.shapes((), (), [v.shape for v in views], ())[0]
+    out = np.empty(shape)
+    rule.forward(None, [view(t, t._aval, v) for v in views], out)
+    return _record(t, name, shape, views, values=out)
 
 
 def pack(t: Storage, rows: np.ndarray) -> View:

@@ -101,6 +101,10 @@ class Emit:
         """A record of the given shape, 0 but for x's elements (flat, C order) added at places."""
         return self.handle(array_records.scatter(self.t, self.view(x), places, shape))
 
+    def linalg(self, name: str, *xs: Handle) -> VarArray:
+        """A linear algebra record (kernels/linalg.py) of the handles."""
+        return self.handle(array_records.computed(self.t, name, *(self.view(x) for x in xs)))
+
     def permute(self, name: str, a: Handle, x: Handle, axis: int) -> VarArray:
         """x moved along axis as sorting a moves a (sort_as), or back (unsort_as)."""
         return self.handle(array_records.permute(self.t, name, self.view(a), self.view(x), axis))
