@@ -229,3 +229,11 @@ def test_custom_root_refuses_a_solve_off_the_root_and_a_singular_jacobian():
     F = tape.trace(lambda th: double(th[0], 0.0) * 1.0, np.array([1.0]))
     with pytest.raises(np.linalg.LinAlgError, match="singular at the root"):
         F.gradient(np.array([1.0]))
+
+
+def test_derivatives_as_records_through_a_custom_rule_say_so():
+    F = tape.trace(lambda v: scaled_sin(v[0], v[1]) * v[0], [0.3, 0.7])
+    with pytest.raises(NotImplementedError, match="through .* is not supported yet"):
+        F.grad_function()
+    with pytest.raises(NotImplementedError, match="through .* is not supported yet"):
+        tape.grad(lambda v: tape.grad(lambda w: scaled_sin(w[0], w[1]))(v)[0])([0.3, 0.7])

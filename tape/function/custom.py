@@ -82,6 +82,11 @@ class _Rules:
         tangents = self.args(driver.view(s, adot, p.inputs[0]))
         driver.region(adot, p).reshape(-1)[...] = self.owner.tangent(self, *self._point(s, p), tangents)
 
+    def _call_derivative(self, h: Any, p: Plan, second: Any, kind: str) -> Any:
+        raise NotImplementedError(f"a derivative recorded as records (grad_function, vjp_function, jvp_function, a "
+                                  f"transform inside a recorded function) through {self.owner!r} is not supported "
+                                  "yet: use the numeric derivatives (F.gradient, F.hessian, F.hvp)")
+
     def _call_second(self, s: Any, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         """x' += Jᵀ g, ẋ' += H(g·f) ẋ + Jᵀ ġ (a Function's call record does the same, tape/function/derivatives.py)."""
         adot, aadj, aadj_dot = arenas
