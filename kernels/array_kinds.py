@@ -60,6 +60,47 @@ def unbroadcast(c: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.sum(c, axis=axes).reshape(shape) if axes else c.reshape(shape)
 
 
+# --- sparsity: which elements each element reads (tape/function/array_sparsity.py propagates it) ----
+# A Local says which elements of one view each output element depends on: (None, None) element e reads
+# element e (same shape); (None, cols) e reads cols[e]; (rows, cols) output rows[t] reads cols[t]. Element
+# numbers are C order within the view's and the output's shapes. Pairs (rows, cols) number the elements
+# of a record's views one view after another.
+
+Local = tuple[np.ndarray | None, np.ndarray | None]
+Pairs = tuple[np.ndarray, np.ndarray]
+
+
+def spread(view: Shape, shape: Shape) -> np.ndarray:
+    """The element of a view that each element of the broadcast shape reads."""
+    return np.broadcast_to(np.arange(math.prod(view), dtype=np.int64).reshape(view), shape).reshape(-1)
+
+
+def _reads(view: Shape, shape: Shape) -> Local:
+    return (None, None) if view == shape else (None, spread(view, shape))
+
+
+def lines(shape: Shape, axes: tuple[int, ...]) -> np.ndarray:
+    """(outputs, elements per output): the elements of ``shape`` along ``axes`` for each place of the
+    other axes, in C order of those places (a reduction's groups; a scan's or a sort's lines)."""
+    rest = [k for k in range(len(shape)) if k not in axes]
+    index = np.arange(math.prod(shape), dtype=np.int64).reshape(shape).transpose(rest + list(axes))
+    return index.reshape(math.prod([shape[k] for k in rest]), math.prod([shape[k] for k in axes]))
+
+
+def _reduction_sparsity(p: Any) -> list[Local | None]:
+    group = lines(p.inputs[0].shape, p.axes)
+    return [(np.repeat(np.arange(len(group), dtype=np.int64), group.shape[1]), group.reshape(-1))]
+
+
+def _both(rows: np.ndarray, cols: np.ndarray) -> Pairs:
+    return np.concatenate([rows, cols]), np.concatenate([cols, rows])
+
+
+def _depends(d: Any) -> bool:
+    """Whether a rule's partial is not zero by the table (None or the number 0.0 are)."""
+    return d is not None and not (isinstance(d, float) and d == 0.0)
+
+
 # --- the rules of each kind, side by side: what the sweeps call -----------------------------------
 # ins: the views a record reads (a 0-d constant as a float); y, out: its values (its own shape, p.shape);
 # g, gd: its adjoint and that adjoint's tangent; tins: its inputs' tangents. vjp gives each input's
@@ -96,6 +137,15 @@ class Rule:
     def vjp_jvp(self, p: Any, g: np.ndarray, gd: np.ndarray, ins: list[Any], tins: list[Any], y: np.ndarray
                 ) -> list[tuple[Any, Any] | None]:
         return [None] * len(ins)
+
+    def sparsity(self, p: Any) -> list[Local | None]:
+        """Per view, which of its elements each output element depends on (Local); None: none."""
+        return [None] * len(p.inputs)
+
+    def second_pairs(self, p: Any, live: np.ndarray) -> Pairs | None:
+        """Pairs of the views' elements where Σ over the live output elements e of ∇²y_e is not zero by
+        the rules (both orders); None where the op is linear in its views."""
+        return None
 
 
 class Plumbing(Rule):
@@ -165,6 +215,16 @@ class Elementwise(Rule):
                          (times(g, d[k]), times(gd, d[k]) + (0.0 if tangent is None else times(g, tangent))))
         return sends
 
+    def sparsity(self, p):
+        partials = RULES[p.name][1:1 + len(p.inputs)]
+        return [_reads(v.shape, p.shape) if _depends(d) else None for d, v in zip(partials, p.inputs, strict=True)]
+
+    def second_pairs(self, p, live):
+        daa, dab, dbb = (_depends(d) for d in RULES[p.name][3:])  # a unary op has no dab, dbb
+        a = spread(p.inputs[0].shape, p.shape)[live]
+        b = spread(p.inputs[-1].shape, p.shape)[live] + math.prod(p.inputs[0].shape)
+        parts = [(a, a)] * daa + [_both(a, b)] * dab + [(b, b)] * dbb
+        return (np.concatenate([r for r, _ in parts]), np.concatenate([c for _, c in parts])) if parts else None
 
 class Compare(Rule):
     """1.0 or 0.0 per element: no derivative."""
@@ -212,6 +272,9 @@ class Select(Rule):
         return [None, (np.where(taken, g, 0.0), np.where(taken, gd, 0.0)),
                 (np.where(taken, 0.0, g), np.where(taken, 0.0, gd))]
 
+    def sparsity(self, p):
+        return [None, _reads(p.inputs[1].shape, p.shape), _reads(p.inputs[2].shape, p.shape)]
+
 
 class Sum(Rule):
     """y = Σ_axes a: a' += g broadcast back over the axes."""
@@ -233,6 +296,9 @@ class Sum(Rule):
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return [(self._back(p, g), self._back(p, gd))]
+
+    def sparsity(self, p):
+        return _reduction_sparsity(p)
 
 
 class LogSumExp(Rule):
@@ -267,6 +333,14 @@ class LogSumExp(Rule):
         soft_dot = times(soft, ta - y_dot)
         return [(times(g.reshape(shape), soft), times(gd.reshape(shape), soft) + times(g.reshape(shape), soft_dot))]
 
+    def sparsity(self, p):
+        return _reduction_sparsity(p)
+
+    def second_pairs(self, p, live):
+        group = lines(p.inputs[0].shape, p.axes)[live]
+        g = group.shape[1]
+        return np.repeat(group, g, axis=1).reshape(-1), np.tile(group, (1, g)).reshape(-1)
+
 
 class Extreme(Rule):
     """max and min over axes: the adjoint goes to the tied extremes in equal shares (piecewise linear)."""
@@ -299,6 +373,9 @@ class Extreme(Rule):
         shape, share = kept(ins[0].shape, p.axes), self.share(ins[0], y, p.axes)
         return [(times(g.reshape(shape), share), times(gd.reshape(shape), share))]
 
+    def sparsity(self, p):
+        return _reduction_sparsity(p)
+
 
 class _AlongOneAxis(Rule):
     def shapes(self, shape, wide, views, axes):
@@ -322,6 +399,23 @@ class Scan(_AlongOneAxis):
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return [scan_vjp_second(p.name, ins[0], tins[0], g, gd, p.axes[0])]
 
+    def sparsity(self, p):  # element t of a line reads elements 0..t
+        line = lines(p.shape, p.axes)
+        below = np.tril_indices(line.shape[1])
+        return [(line[:, below[0]].reshape(-1), line[:, below[1]].reshape(-1))]
+
+    def second_pairs(self, p, live):  # cumprod: any two elements up to the last live one of their line
+        if p.name == "cumsum":
+            return None
+        line = lines(p.shape, p.axes)
+        n = line.shape[1]
+        last = n - 1 - np.argmax(live[line][:, ::-1], axis=1)
+        last[~live[line].any(axis=1)] = -1
+        s, t = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        held = (s != t)[None] & (np.maximum(s, t)[None] <= last[:, None, None])
+        which, first, second = np.nonzero(held)
+        return line[which, first], line[which, second]
+
 
 class Sort(_AlongOneAxis):
     """A stable sort along one axis; its permutation recomputed from the values at every pass."""
@@ -337,6 +431,11 @@ class Sort(_AlongOneAxis):
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):  # piecewise linear: the permutation does not move
         return [(sort_vjp(ins[0], g, p.axes[0]), sort_vjp(ins[0], gd, p.axes[0]))]
+
+    def sparsity(self, p):  # the permutation depends on the values: each element may read its whole line
+        line = lines(p.shape, p.axes)
+        n = line.shape[1]
+        return [(np.repeat(line, n, axis=1).reshape(-1), np.tile(line, (1, n)).reshape(-1))]
 
 
 class Join(Rule):
@@ -369,6 +468,10 @@ class Join(Rule):
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return list(zip(self._parts(p, g), self._parts(p, gd), strict=True))
 
+    def sparsity(self, p):
+        places = self._parts(p, np.arange(math.prod(p.shape), dtype=np.int64).reshape(p.shape))
+        return [(part.reshape(-1), np.arange(part.size, dtype=np.int64)) for part in places]
+
 
 class Matmul(Rule):
     """Y = A B over the last two axes (operands widened to 2-d: p.wide): A' += G Bᵀ, B' += Aᵀ G."""
@@ -398,6 +501,26 @@ class Matmul(Rule):
         At, Bt = np.swapaxes(ins[0], -1, -2), np.swapaxes(ins[1], -1, -2)
         return [(product(G, Bt), product(Gd, Bt) + product(G, np.swapaxes(tins[1], -1, -2))),
                 (product(At, G), product(np.swapaxes(tins[0], -1, -2), G) + product(At, Gd))]
+
+    @staticmethod
+    def _terms(p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(output, A's element, B's element) of every product term A[.., i, k] B[.., k, j], shape (.., i, j, k)."""
+        A, B = (v.shape for v in p.inputs)
+        out = np.arange(math.prod(p.wide), dtype=np.int64).reshape(p.wide)[..., None]
+        a, b = (np.broadcast_to(np.arange(math.prod(v), dtype=np.int64).reshape(v), (*p.wide[:-2], *v[-2:]))
+                for v in (A, B))
+        full = (*p.wide, A[-1])
+        return (np.broadcast_to(out, full), np.broadcast_to(a[..., :, None, :], full),
+                np.broadcast_to(np.swapaxes(b, -1, -2)[..., None, :, :], full))
+
+    def sparsity(self, p):
+        out, a, b = (t.reshape(-1) for t in self._terms(p))
+        return [(out, a), (out, b)]
+
+    def second_pairs(self, p, live):
+        out, a, b = self._terms(p)
+        held = live[out]
+        return _both(a[held], b[held] + math.prod(p.inputs[0].shape))
 
 
 KIND_RULES: dict[str, Rule] = {
