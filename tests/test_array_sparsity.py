@@ -224,3 +224,29 @@ def test_least_squares_on_a_bvp_takes_the_hand_jacobians_iterations():
     assert fits[0].success and fits[0].cost < 1e-15
     assert (fits[0].nfev, fits[0].njev) == (fits[1].nfev, fits[1].njev)
     np.testing.assert_allclose(fits[0].x, fits[1].x, rtol=1e-10, atol=1e-12)
+
+
+def test_transforms_trace_once_and_keep_pattern_and_coloring():
+    calls = []
+
+    def f(u):
+        calls.append(1)
+        return _residual(u) if u[0] > 0 else np.exp(u) * u[::-1]
+
+    jac = tape.sparse_jacobian(f)
+    u = RNG.uniform(0.1, 1.0, 50)
+    first = jac(u)
+    assert (first != _hand_jacobian(u)).nnz == 0 and len(calls) == 1
+    second = jac(u * 0.5)
+    assert (second != _hand_jacobian(u * 0.5)).nnz == 0 and len(calls) == 1  # replayed, pattern kept
+    other = jac(-u)  # the other branch: f recorded again, its pattern made again
+    x = -u
+    assert len(calls) == 2 and other.nnz == 100
+    np.testing.assert_allclose(other.toarray(), np.diag(np.exp(x) * x[::-1]) + np.diag(np.exp(x)) @ np.eye(50)[::-1],
+                               rtol=1e-14)
+    assert jac(RNG.uniform(0.1, 1.0, 60)).shape == (60, 60)  # another shape: traced for it
+    rosenbrock = HESSIAN_PROGRAMS["rosenbrock"][0]
+    x = RNG.uniform(-1.0, 1.0, 30)
+    H = tape.sparse_hessian(rosenbrock)(x).toarray()
+    assert np.array_equal(H != 0, np.abs(np.subtract.outer(np.arange(30), np.arange(30))) <= 1)
+    np.testing.assert_allclose(H, tape.hessian(rosenbrock)(x), rtol=1e-13)
