@@ -209,3 +209,21 @@ def recover(indptr, indices, colors, compressed, data):
             else:
                 return p
     return -1
+
+
+@jit
+def set_pairs(indptr, indices, u, w):
+    """(rows, cols): set(u[t]) x set(w[t]) for every t, the sets the rows of a CSR pattern (an array record's
+    views' rows); duplicates kept. Two passes: count, write."""
+    count = 0
+    for t in range(len(u)):
+        count += (indptr[u[t] + 1] - indptr[u[t]]) * (indptr[w[t] + 1] - indptr[w[t]])
+    rows, cols = np.empty(count, np.int64), np.empty(count, np.int64)
+    used = 0
+    for t in range(len(u)):
+        for i in range(indptr[u[t]], indptr[u[t] + 1]):
+            for j in range(indptr[w[t]], indptr[w[t] + 1]):
+                rows[used] = indices[i]
+                cols[used] = indices[j]
+                used += 1
+    return rows, cols

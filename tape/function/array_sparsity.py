@@ -11,9 +11,9 @@ times its view's rows; and every other record's rows come from its rule's ``spar
 
 The Hessian's pattern is the scalar path's (kernels/hessian_sparsity.py) per element: a reverse
 pass marks the live elements of array records (through the same local patterns, transposed) and
-the live scalar records; then Pᵀ S P for each array record with live elements, S its rule's
-``second_pairs`` over its views' elements and P their rows (a call: its callee's Hessian pattern
-for its live outputs), joined with the scalar records' pairs.
+the live scalar records; then, for each array record with live elements, set(u) x set(w) for each
+pair (u, w) of its views' elements that its rule's ``second_pairs`` names (a call: its callee's
+Hessian pattern for its live outputs), joined with the scalar records' pairs.
 
 Structural, as the scalar path: a gather by data (fancy indexing) is fixed at recording, a sort may
 send any element of its line anywhere (each element's row is the union over its line), and a
@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tape.kernels.array_ops import RULE
-from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, hessian_pairs, pairs_to_csr, reach
+from tape.kernels.hessian_sparsity import (
+    SECOND_AA,
+    SECOND_AB,
+    SECOND_BB,
+    hessian_pairs,
+    pairs_to_csr,
+    reach,
+    set_pairs,
+)
 from tape.kernels.ops import ELEM, IS_ARRAY
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, extend_sets, gather_rows
 from tape.records.array_records import places
@@ -190,10 +198,7 @@ def hessian_pattern(F: Function, seeds: list[tuple[int, np.ndarray]]) -> tuple[n
                            sets.size, sets.pool)]
     for row, marked in masks.items():
         if marked.any():
-            part = _second(sets, F._plans[int(in0[row])], marked)
-            if part is not None:
-                coo = part.tocoo()
-                pairs.append((coo.row.astype(np.int64), coo.col.astype(np.int64)))
+            pairs.append(_second(sets, F._plans[int(in0[row])], marked))
     return pairs_to_csr(F.n_inputs, np.concatenate([r for r, _ in pairs]), np.concatenate([c for _, c in pairs]))
 
 
@@ -223,21 +228,21 @@ def _mark(F: Function, v: View, elements: np.ndarray, mask: Any) -> None:
         mask(v.record)[places(v).reshape(-1)[elements]] = True
 
 
-def _second(sets: Sets, p: Plan, marked: np.ndarray) -> Any:
-    """Pᵀ S P: the input pairs array record p's live elements make (None where it is linear)."""
-    rule, sparse = RULE[p.code], scipy_sparse()
+def _second(sets: Sets, p: Plan, marked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The input pairs array record p's live elements make: set(u) x set(w) for each pair (u, w) of its
+    views' elements that its rule (or its callee's Hessian pattern) names."""
+    rule, none = RULE[p.code], (np.zeros(0, np.int64), np.zeros(0, np.int64))
     if rule.reads == "callee":
         callee = sets.F._callees[p.places[0]]
-        seeds = [(row, marked[start:stop]) for row, start, stop in callee._out_pieces]
-        indptr, indices = hessian_pattern(callee, seeds)
-        S = ones(indptr, indices, (callee.n_inputs, callee.n_inputs))
+        indptr, indices = hessian_pattern(callee, [(row, marked[start:stop]) for row, start, stop in
+                                                   callee._out_pieces])
+        found = np.repeat(np.arange(callee.n_inputs), np.diff(indptr)), indices.astype(np.int64)
         P = sets.view(p.inputs[0])
     elif rule.reads == "views":
         found = rule.second_pairs(p, marked)
         if found is None:
-            return None
-        P = sparse.vstack([sets.view(v) for v in p.inputs], format="csr")
-        S = sparse.csr_matrix((np.ones(len(found[0]), np.bool_), found), shape=(P.shape[0], P.shape[0]))
+            return none
+        P = scipy_sparse().vstack([sets.view(v) for v in p.inputs], format="csr")
     else:
-        return None
-    return P.T.tocsr() @ (S @ P)
+        return none
+    return set_pairs(P.indptr.astype(np.int64), P.indices.astype(np.int64), *found)

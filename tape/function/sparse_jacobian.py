@@ -92,13 +92,13 @@ def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) ->
     derivatives.at(F, point)  # first: a retrace here changes the records, and so the pattern
     indptr, indices, colors = structure(F)
     k = int(colors.max()) + 1 if len(colors) else 0
-    seeds = np.zeros((F.n_inputs, k))
-    seeds[np.arange(F.n_inputs), colors] = 1.0
     data = np.empty(len(indices))
-    if F._plans:
-        compressed = derivatives.seeded(F, seeds, block)
-        data[:] = compressed[np.repeat(np.arange(F.n_outputs), np.diff(indptr)), colors[indices]]
+    if F._plans and k:  # an array tangent sweep per color: (k, outputs)
+        compressed = np.stack([derivatives.array_jvp(F, (colors == q).astype(np.float64)) for q in range(k)])
+        data[:] = compressed[colors[indices], np.repeat(np.arange(F.n_outputs), np.diff(indptr))]
     else:
+        seeds = np.zeros((F.n_inputs, k))
+        seeds[np.arange(F.n_inputs), colors] = 1.0
         for first in range(0, k, block):  # straight from the records' tangents
             dot = derivatives.tangents(F, seeds[:, first:first + block])
             decompress(indptr, indices, colors, first, dot, F._output_rows, data)
