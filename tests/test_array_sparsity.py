@@ -250,3 +250,18 @@ def test_transforms_trace_once_and_keep_pattern_and_coloring():
     H = tape.sparse_hessian(rosenbrock)(x).toarray()
     assert np.array_equal(H != 0, np.abs(np.subtract.outer(np.arange(30), np.arange(30))) <= 1)
     np.testing.assert_allclose(H, tape.hessian(rosenbrock)(x), rtol=1e-13)
+
+
+def test_jacobian_of_a_gradient_tape_is_the_hessian():
+    """A gradient tape of an array program holds its adjoints as records (scatter, sort_as, mul_nz...)."""
+    def f(x):
+        y = np.sort(x.reshape(3, 4) ** 2, axis=1)
+        return np.sum(np.cumsum(y, axis=1) * x.reshape(3, 4)[::-1]) + np.sum(x[[0, 5, 5]] ** 3)
+
+    x = RNG.uniform(0.5, 1.5, 12)
+    F = tape.trace(f, x)
+    G = F.grad_function()
+    H = F.hessian(x)
+    P = G.jacobian_sparsity().toarray() != 0
+    assert not ((H != 0) & ~P).any()
+    np.testing.assert_allclose(G.sparse_jacobian(x).toarray(), H, rtol=1e-12, atol=1e-12)
