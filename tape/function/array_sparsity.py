@@ -84,7 +84,7 @@ class Sets:
             lo = i + 1
 
     def csr(self, indptr: np.ndarray, indices: np.ndarray, rows: int) -> Any:
-        return ones(indptr, indices, (rows, self.n))
+        return scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=(rows, self.n))
 
     def scalars(self, rows: np.ndarray) -> Any:
         """The sets of scalar records as CSR rows."""
@@ -144,11 +144,6 @@ class Sets:
                  for row, _, _ in self.F._out_pieces]
         return scipy_sparse().vstack(parts, format="csr") if parts else self.csr(np.zeros(1, np.int64),
                                                                                   np.zeros(0, np.int64), 0)
-
-
-def ones(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> Any:
-    """A boolean CSR matrix holding the pattern (indptr, indices)."""
-    return scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=shape)
 
 
 def sorted_rows(P: Any) -> Any:
