@@ -88,7 +88,8 @@ class Sets:
 
     def scalars(self, rows: np.ndarray) -> Any:
         """The sets of scalar records as CSR rows."""
-        return self.csr(*gather_rows(rows.astype(np.int64), self.start, self.size, self.pool), len(rows))
+        indptr, indices = gather_rows(rows.astype(np.int64), self.start, self.size, self.pool)
+        return self.csr(indptr, indices, len(rows))
 
     def _elems(self, rows: np.ndarray) -> None:
         """Elem records take their element's row into the pool."""
@@ -227,6 +228,7 @@ def _second(sets: Sets, p: Plan, marked: np.ndarray) -> tuple[np.ndarray, np.nda
     """The input pairs array record p's live elements make: set(u) x set(w) for each pair (u, w) of its
     views' elements that its rule (or its callee's Hessian pattern) names."""
     rule, none = RULE[p.code], (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    found: tuple[np.ndarray, np.ndarray] | None
     if rule.reads == "callee":
         callee = sets.F._callees[p.places[0]]
         indptr, indices = hessian_pattern(callee, [(row, marked[start:stop]) for row, start, stop in
