@@ -21,7 +21,6 @@ import tape
 from tape.bench.sparse import bundle_adjustment, tridiagonal
 from tape.bench.timing import medians as interleaved
 from tape.bench.timing import per_record
-from tape.function import sparse_jacobian
 from tape.function.sparse_jacobian import coloring, pattern_arrays
 
 
@@ -69,7 +68,7 @@ def structure(rounds):
     cases = {}
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(tridiagonal, [0.0] * n)
-        args = (F._op, F._in0, F._in1, F._input_rows, sparse_jacobian.input_sizes(F), F._output_rows, F._param_rows)
+        args = (F._op, F._in0, F._in1, F._input_rows, F._output_rows)
         cases[len(F)] = (args, n, *pattern_arrays(*args))
     per_record(cases, {"pattern": lambda c: pattern_arrays(*c[0]), "color": lambda c: coloring(*c[1:])}, rounds)
 

@@ -24,7 +24,7 @@ import tape
 from tape.bench.sparse import banded
 from tape.bench.timing import medians as interleaved
 from tape.bench.timing import per_record
-from tape.function import derivatives, sparse_jacobian
+from tape.function import derivatives
 from tape.function.sparse_hessian import hessian_pattern_arrays, symmetric_coloring
 
 
@@ -66,8 +66,7 @@ def structure(rounds):
     cases = {}
     for n in (10**4, 10**5, 10**6):
         F = tape.trace(banded, [0.0] * n)
-        args = (F._op, F._in0, F._in1, F._input_rows, sparse_jacobian.input_sizes(F), int(F._output_rows[0]),
-                F._param_rows)
+        args = (F._op, F._in0, F._in1, F._input_rows, int(F._output_rows[0]))
         cases[len(F)] = (args, n, *hessian_pattern_arrays(*args))
     per_record(cases, {"pattern": lambda c: hessian_pattern_arrays(*c[0]),
                        "color": lambda c: symmetric_coloring(*c[1:])}, rounds)

@@ -1,147 +1,37 @@
-"""The rules of each kind of array op, side by side (the rows of kernels/array_ops.py name their kind).
-
-Each kind's ``Rule`` holds the output shape it can have (what ``tape.load`` checks), forward, vjp,
-jvp and the adjoint's tangent (second order), over NumPy arrays; the products below keep the
-structural-zero rule of every sweep. The sweeps (tape/sweeps/driver.py, tangents.py) call a row's
-rule and know no op by name; they only know how a rule reads (``Rule.reads``).
-"""
+"""The arithmetic kinds of array op: elementwise ops, comparisons, selects, reductions and matmul
+(kernels/array_rule.py says what a kind's ``Rule`` holds)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._array_rules import RULES
-from .scans import permutation, scan_forward, scan_jvp, scan_vjp, scan_vjp_second, sort_forward, sort_vjp
+from .array_rule import (
+    Rule,
+    both_orders,
+    broadcast_of,
+    depends,
+    kept,
+    lines,
+    product,
+    read_map,
+    reduced_shapes,
+    reduction_sparsity,
+    spread,
+    times,
+)
 
 COMPARE_UFUNC = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}
-
-
-# --- products where a zero factor adds nothing (the structural-zero rule of every sweep) -------
-
-
-def times(g: np.ndarray, d: Any, check: bool = True) -> np.ndarray:
-    """g * d, where g == 0 or d == 0 gives 0 even against inf or NaN: the plain product, redone
-    with the mask only when it holds a NaN (its sum is NaN then: one pass, no temporary).
-    ``check=False`` skips that pass: for a sweep that checks its result and redoes itself."""
-    if type(d) is float:  # a rule's number: 0 sends nothing, 1 and -1 need no product (not a NumPy scalar: masked)
-        return g if d == 1.0 else -g if d == -1.0 else np.zeros_like(g) if d == 0.0 else g * d
-    c = g * d
-    if check and math.isnan(np.sum(c)):
-        c = np.where((g == 0.0) | (d == 0.0), 0.0, c)
-    return c
-
-
-def product(x: np.ndarray, y: np.ndarray, check: bool = True) -> np.ndarray:
-    """x @ y by BLAS, redone term by term with times' mask only if it holds a NaN."""
-    c = x @ y
-    if check and math.isnan(np.sum(c)):
-        c = np.zeros_like(c)
-        for j in range(x.shape[-1]):
-            left, right = x[..., :, j:j + 1], y[..., j:j + 1, :]
-            c += np.where((left == 0.0) | (right == 0.0), 0.0, left * right)
-    return c
-
-
-def kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
-    """shape with the reduced axes kept as 1."""
-    return tuple(1 if k in axes else n for k, n in enumerate(shape))
-
-
-def unbroadcast(c: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum c over the axes NumPy broadcast to reach c's shape from ``shape``: the one sum-back."""
-    if c.shape == shape:
-        return c
-    lead = c.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape) if n == 1 and c.shape[lead + k] != 1)
-    return np.sum(c, axis=axes).reshape(shape) if axes else c.reshape(shape)
-
-
-# --- the rules of each kind, side by side: what the sweeps call -----------------------------------
-# ins: the views a record reads (a 0-d constant as a float); y, out: its values (its own shape, p.shape);
-# g, gd: its adjoint and that adjoint's tangent; tins: its inputs' tangents. vjp gives each input's
-# contribution as a thunk (a constant input never computes its own); the sweep sums each back over the
-# axes it was broadcast along (unbroadcast). None: no contribution to that input.
-
-Send = Callable[[], np.ndarray]
-Shape = tuple[int, ...]
-
-
-class Rule:
-    """A kind of array op: how a sweep hands it its inputs, its output shape and its derivatives."""
-
-    reads = "views"  # views of earlier records; "none" (an input), "scalars", "elements", "callee": the sweeps'
-    derivative = True  # whether it sends adjoints to its inputs
-    places = ""  # what its plan's places index: "rows" (scalar records), "input" (its input's region), "output"
-    # (its own region), "callee" (the Function's slot); "": it has none (tape/sweeps/plans.py checks them)
-
-    def shapes(self, shape: Shape, wide: Shape, views: list[Shape], axes: tuple[int, ...]) -> list[Shape]:
-        """The output shapes it can have for views of these shapes (ValueError where none)."""
-        return [shape]
-
-    def check(self, shape: Shape, wide: Shape, views: list[Shape], axes: tuple[int, ...]) -> None:
-        if shape not in self.shapes(shape, wide, views, axes) or wide != shape:
-            raise ValueError(f"an array record of views {views} cannot have shape {shape}")
-
-    def forward(self, p: Any, ins: list[Any], out: np.ndarray) -> None:
-        """Values (a leaf's are set when it is recorded)."""
-
-    def vjp(self, p: Any, g: np.ndarray, ins: list[Any], y: np.ndarray, check: bool) -> list[Send | None]:
-        return [None] * len(ins)
-
-    def jvp(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray) -> Any:
-        return 0.0
-
-    def vjp_jvp(self, p: Any, g: np.ndarray, gd: np.ndarray, ins: list[Any], tins: list[Any], y: np.ndarray
-                ) -> list[tuple[Any, Any] | None]:
-        return [None] * len(ins)
-
-    # The same rules as records (tape/symbolic/array_adjoint.py): g, ins, y and tins are handles of
-    # records there (tins[k] None: no tangent), and ``h`` records what NumPy cannot spell (mul_nz
-    # products, selects, scatters): the adjoint of an array program is an array program.
-
-    def adjoint(self, p: Any, g: Any, ins: list[Any], y: Any, h: Any) -> list[Any]:
-        """Each input's contribution as records (None: none), in the output's shape or the input's; a kind
-        without this rule refuses (never a silent zero)."""
-        return h.refuse(p.name)
-
-    def tangent(self, p: Any, ins: list[Any], tins: list[Any], y: Any, h: Any) -> Any:
-        """The record's tangent as records (None: zero); a kind without this rule refuses."""
-        return h.refuse(p.name)
-
-
-class Plumbing(Rule):
-    """A kind whose reads are not views: the sweeps move its numbers (tape/sweeps/driver.py, tangents.py)."""
-
-    def __init__(self, reads: str, derivative: bool = True, places: str = ""):
-        self.reads, self.derivative, self.places = reads, derivative, places
-
-
-class Constant(Rule):
-    """Numbers an op reads (x * c for an array c): no inputs, no derivative, a zero tangent."""
-
-    derivative = False
-
-
-def _broadcast(views: list[Shape]) -> list[Shape]:
-    return [tuple(np.broadcast_shapes(*views))]
-
-
-def _reduced(views: list[Shape], axes: tuple[int, ...]) -> list[Shape]:
-    a = views[0]
-    if any(x >= len(a) for x in axes):
-        raise ValueError(f"reduces axes {axes} of a {len(a)}-d view")
-    return [kept(a, axes), tuple(n for j, n in enumerate(a) if j not in axes)]
 
 
 class Elementwise(Rule):
     """Unary and binary ops: kernels/ops.py's rules on every element (kernels/_array_rules.py)."""
 
     def shapes(self, shape, wide, views, axes):
-        return _broadcast(views)
+        return broadcast_of(views)
 
     def forward(self, p, ins, out):
         RULES[p.name][0](ins[0], ins[1] if len(ins) > 1 else None, out)
@@ -187,6 +77,17 @@ class Elementwise(Rule):
                          (times(g, d[k]), times(gd, d[k]) + (0.0 if tangent is None else times(g, tangent))))
         return sends
 
+    def sparsity(self, p):
+        partials = RULES[p.name][1:1 + len(p.inputs)]
+        return [read_map(v.shape, p.shape) if depends(d) else None for d, v in zip(partials, p.inputs, strict=True)]
+
+    def second_pairs(self, p, live):
+        daa, dab, dbb = (depends(d) for d in RULES[p.name][3:])  # a unary op has no dab, dbb
+        a = spread(p.inputs[0].shape, p.shape)[live]
+        b = spread(p.inputs[-1].shape, p.shape)[live] + math.prod(p.inputs[0].shape)
+        parts = [(a, a)] * daa + [both_orders(a, b)] * dab + [(b, b)] * dbb
+        return (np.concatenate([r for r, _ in parts]), np.concatenate([c for _, c in parts])) if parts else None
+
 
 class Compare(Rule):
     """1.0 or 0.0 per element: no derivative."""
@@ -194,7 +95,7 @@ class Compare(Rule):
     derivative = False
 
     def shapes(self, shape, wide, views, axes):
-        return _broadcast(views)
+        return broadcast_of(views)
 
     def forward(self, p, ins, out):
         out[...] = COMPARE_UFUNC[p.name](ins[0], ins[1])
@@ -207,7 +108,7 @@ class Truth(Rule):
     REDUCE = {"all": np.all, "any": np.any}
 
     def shapes(self, shape, wide, views, axes):
-        return _reduced(views, axes)
+        return reduced_shapes(views, axes)
 
     def forward(self, p, ins, out):
         out[...] = self.REDUCE[p.name](ins[0] != 0.0, axis=p.axes).reshape(p.shape)
@@ -217,7 +118,7 @@ class Select(Rule):
     """y = a where c != 0 else b: the adjoint and tangents go to the branch taken."""
 
     def shapes(self, shape, wide, views, axes):
-        return _broadcast(views)
+        return broadcast_of(views)
 
     def forward(self, p, ins, out):
         out[...] = np.where(ins[0] != 0.0, ins[1], ins[2])
@@ -242,12 +143,15 @@ class Select(Rule):
         return [None, (np.where(taken, g, 0.0), np.where(taken, gd, 0.0)),
                 (np.where(taken, 0.0, g), np.where(taken, 0.0, gd))]
 
+    def sparsity(self, p):
+        return [None, read_map(p.inputs[1].shape, p.shape), read_map(p.inputs[2].shape, p.shape)]
+
 
 class Sum(Rule):
     """y = Σ_axes a: a' += g broadcast back over the axes."""
 
     def shapes(self, shape, wide, views, axes):
-        return _reduced(views, axes)
+        return reduced_shapes(views, axes)
 
     def forward(self, p, ins, out):
         out[...] = np.sum(ins[0], axis=p.axes).reshape(out.shape)  # NumPy's pairwise sum
@@ -270,12 +174,15 @@ class Sum(Rule):
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return [(self._back(p, g), self._back(p, gd))]
 
+    def sparsity(self, p):
+        return reduction_sparsity(p)
+
 
 class LogSumExp(Rule):
     """y = log Σ_axes exp(a): a' += g exp(a - y), the softmax times g."""
 
     def shapes(self, shape, wide, views, axes):
-        return _reduced(views, axes)
+        return reduced_shapes(views, axes)
 
     def forward(self, p, ins, out):
         """Shifted by the largest element (no overflow); -inf for all -inf."""
@@ -313,6 +220,14 @@ class LogSumExp(Rule):
         soft_dot = times(soft, ta - y_dot)
         return [(times(g.reshape(shape), soft), times(gd.reshape(shape), soft) + times(g.reshape(shape), soft_dot))]
 
+    def sparsity(self, p):
+        return reduction_sparsity(p)
+
+    def second_pairs(self, p, live):
+        group = lines(p.inputs[0].shape, p.axes)[live]
+        g = group.shape[1]
+        return np.repeat(group, g, axis=1).reshape(-1), np.tile(group, (1, g)).reshape(-1)
+
 
 class Extreme(Rule):
     """max and min over axes: the adjoint goes to the tied extremes in equal shares (piecewise linear)."""
@@ -320,7 +235,7 @@ class Extreme(Rule):
     REDUCE = {"max": np.max, "min": np.min}
 
     def shapes(self, shape, wide, views, axes):
-        return _reduced(views, axes)
+        return reduced_shapes(views, axes)
 
     def forward(self, p, ins, out):
         """NaN where a NaN is among the elements (as NumPy)."""
@@ -359,134 +274,8 @@ class Extreme(Rule):
         shape, share = kept(ins[0].shape, p.axes), self.share(ins[0], y, p.axes)
         return [(times(g.reshape(shape), share), times(gd.reshape(shape), share))]
 
-
-class _AlongOneAxis(Rule):
-    def shapes(self, shape, wide, views, axes):
-        if len(axes) != 1 or axes[0] >= len(views[0]):
-            raise ValueError(f"{type(self).__name__.lower()} along axes {axes} of a {len(views[0])}-d view")
-        return [views[0]]
-
-
-class Scan(_AlongOneAxis):
-    """cumsum and cumprod along one axis (kernels/scans.py: cumprod's rules are zero-safe recurrences)."""
-
-    def forward(self, p, ins, out):
-        scan_forward(p.name, ins[0], p.axes[0], out)
-
-    def vjp(self, p, g, ins, y, check):
-        return [lambda: scan_vjp(p.name, ins[0], g, p.axes[0])]
-
-    def jvp(self, p, ins, tins, y):
-        return scan_jvp(p.name, ins[0], tins[0], p.axes[0])
-
-    def adjoint(self, p, g, ins, y, h):
-        if p.name != "cumsum":
-            h.refuse(p.name)
-        back = (slice(None),) * p.axes[0] + (slice(None, None, -1),)  # a view: reversed along the axis
-        return [np.cumsum(g[back], axis=p.axes[0])[back]]
-
-    def tangent(self, p, ins, tins, y, h):
-        if p.name != "cumsum":
-            h.refuse(p.name)
-        return None if tins[0] is None else np.cumsum(tins[0], axis=p.axes[0])
-
-    def vjp_jvp(self, p, g, gd, ins, tins, y):
-        return [scan_vjp_second(p.name, ins[0], tins[0], g, gd, p.axes[0])]
-
-
-class Sort(_AlongOneAxis):
-    """A stable sort along one axis; its permutation recomputed from the values at every pass."""
-
-    def forward(self, p, ins, out):
-        sort_forward(ins[0], p.axes[0], out)
-
-    def vjp(self, p, g, ins, y, check):
-        return [lambda: sort_vjp(ins[0], g, p.axes[0])]
-
-    def jvp(self, p, ins, tins, y):
-        return np.take_along_axis(tins[0], permutation(ins[0], p.axes[0]), p.axes[0])
-
-    def adjoint(self, p, g, ins, y, h):
-        return [h.permute("unsort_as", ins[0], g, p.axes[0])]
-
-    def tangent(self, p, ins, tins, y, h):
-        return None if tins[0] is None else h.permute("sort_as", ins[0], tins[0], p.axes[0])
-
-    def vjp_jvp(self, p, g, gd, ins, tins, y):  # piecewise linear: the permutation does not move
-        return [(sort_vjp(ins[0], g, p.axes[0]), sort_vjp(ins[0], gd, p.axes[0]))]
-
-
-class Permute(_AlongOneAxis):
-    """x moved along one axis as sorting a moves a's elements (sort_as), or back (unsort_as): a sort's
-    derivatives as records; linear in x, piecewise constant in a (its permutation recomputed at every pass)."""
-
-    MOVE = {"sort_as": lambda a, x, axis: np.take_along_axis(x, permutation(a, axis), axis), "unsort_as": sort_vjp}
-    OTHER = {"sort_as": "unsort_as", "unsort_as": "sort_as"}
-
-    def shapes(self, shape, wide, views, axes):
-        if len(views) != 2 or views[0] != views[1]:
-            raise ValueError(f"a permutation of {views[1:]} as {views[:1]} sorts")
-        return super().shapes(shape, wide, views, axes)
-
-    def forward(self, p, ins, out):
-        out[...] = self.MOVE[p.name](ins[0], ins[1], p.axes[0])
-
-    def vjp(self, p, g, ins, y, check):
-        return [None, lambda: self.MOVE[self.OTHER[p.name]](ins[0], g, p.axes[0])]
-
-    def jvp(self, p, ins, tins, y):
-        return self.MOVE[p.name](ins[0], tins[1], p.axes[0])
-
-    def adjoint(self, p, g, ins, y, h):
-        return [None, h.permute(self.OTHER[p.name], ins[0], g, p.axes[0])]
-
-    def tangent(self, p, ins, tins, y, h):
-        return None if tins[1] is None else h.permute(p.name, ins[0], tins[1], p.axes[0])
-
-    def vjp_jvp(self, p, g, gd, ins, tins, y):
-        back = self.MOVE[self.OTHER[p.name]]
-        return [None, (back(ins[0], g, p.axes[0]), back(ins[0], gd, p.axes[0]))]
-
-
-class Join(Rule):
-    """np.concatenate of two or three views along one axis: each input's adjoint is its slice of g."""
-
-    def shapes(self, shape, wide, views, axes):
-        if len(axes) != 1 or any(len(v) != len(views[0]) or axes[0] >= len(v) for v in views):
-            raise ValueError(f"join of {views} along axes {axes}")
-        k = axes[0]
-        if any(v[:k] + v[k + 1:] != views[0][:k] + views[0][k + 1:] for v in views):
-            raise ValueError(f"join of {views} along axis {k}: the other axes differ")
-        return [(*views[0][:k], sum(v[k] for v in views), *views[0][k + 1:])]
-
-    @staticmethod
-    def _parts(p: Any, x: np.ndarray) -> list[np.ndarray]:
-        """x (in the join's shape) cut into its inputs' places."""
-        k = p.axes[0]
-        ends = np.cumsum([v.shape[k] for v in p.inputs])[:-1]
-        return np.split(x, ends, axis=k)
-
-    def forward(self, p, ins, out):
-        np.concatenate(ins, axis=p.axes[0], out=out)
-
-    def vjp(self, p, g, ins, y, check):
-        return [lambda part=part: part for part in self._parts(p, g)]
-
-    def jvp(self, p, ins, tins, y):
-        return np.concatenate(tins, axis=p.axes[0])
-
-    def adjoint(self, p, g, ins, y, h):
-        k, ends = p.axes[0], np.cumsum([0] + [v.shape[p.axes[0]] for v in p.inputs]).tolist()
-        return [g[(slice(None),) * k + (slice(a, b),)] for a, b in zip(ends, ends[1:], strict=False)]
-
-    def tangent(self, p, ins, tins, y, h):
-        if all(t is None for t in tins):
-            return None
-        return np.concatenate([h.zeros(v.shape) if t is None else t for v, t in zip(p.inputs, tins, strict=True)],
-                              axis=p.axes[0])
-
-    def vjp_jvp(self, p, g, gd, ins, tins, y):
-        return list(zip(self._parts(p, g), self._parts(p, gd), strict=True))
+    def sparsity(self, p):
+        return reduction_sparsity(p)
 
 
 class Matmul(Rule):
@@ -528,44 +317,22 @@ class Matmul(Rule):
         return [(product(G, Bt), product(Gd, Bt) + product(G, np.swapaxes(tins[1], -1, -2))),
                 (product(At, G), product(np.swapaxes(tins[0], -1, -2), G) + product(At, Gd))]
 
-
-class Scatter(Rule):
-    """y = 0, a's elements added at places of y (repeated places add up): a gather's transpose, what a derivative
-    recorded as records sends to part of a record (a view, a gather's input)."""
-
-    places = "output"
-
-    def shapes(self, shape, wide, views, axes):
-        return [shape]
-
-    def forward(self, p, ins, out):
-        out.reshape(-1)[...] = np.bincount(p.places, np.reshape(ins[0], -1), out.size)
-
     @staticmethod
-    def _gathered(p: Any, g: np.ndarray) -> np.ndarray:
-        return g.reshape(-1)[p.places].reshape(p.inputs[0].shape)
+    def _terms(p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(output, A's element, B's element) of every product term A[.., i, k] B[.., k, j], shape (.., i, j, k)."""
+        A, B = (v.shape for v in p.inputs)
+        out = np.arange(math.prod(p.wide), dtype=np.int64).reshape(p.wide)[..., None]
+        a, b = (np.broadcast_to(np.arange(math.prod(v), dtype=np.int64).reshape(v), (*p.wide[:-2], *v[-2:]))
+                for v in (A, B))
+        full = (*p.wide, A[-1])
+        return (np.broadcast_to(out, full), np.broadcast_to(a[..., :, None, :], full),
+                np.broadcast_to(np.swapaxes(b, -1, -2)[..., None, :, :], full))
 
-    def vjp(self, p, g, ins, y, check):
-        return [lambda: self._gathered(p, g)]
+    def sparsity(self, p):
+        out, a, b = (t.reshape(-1) for t in self._terms(p))
+        return [(out, a), (out, b)]
 
-    def jvp(self, p, ins, tins, y):
-        return np.bincount(p.places, np.reshape(tins[0], -1), math.prod(p.shape)).reshape(p.shape)
-
-    def adjoint(self, p, g, ins, y, h):
-        return [h.gather(g, p.places, p.inputs[0].shape)]
-
-    def tangent(self, p, ins, tins, y, h):
-        return None if tins[0] is None else h.scatter(tins[0], p.places, p.shape)
-
-    def vjp_jvp(self, p, g, gd, ins, tins, y):
-        return [(self._gathered(p, g), self._gathered(p, gd))]
-
-
-KIND_RULES: dict[str, Rule] = {
-    "input": Plumbing("none", derivative=False), "constant": Constant(), "unary": Elementwise(),
-    "binary": Elementwise(), "compare": Compare(), "select": Select(), "sum": Sum(), "matmul": Matmul(),
-    "logsumexp": LogSumExp(), "gather": Plumbing("elements", places="input"),
-    "pack": Plumbing("scalars", places="rows"), "all": Truth(), "any": Truth(), "extreme": Extreme(), "scan": Scan(),
-    "sort": Sort(), "call": Plumbing("callee", places="callee"), "join": Join(), "scatter": Scatter(),
-    "permute": Permute(),
-}
+    def second_pairs(self, p, live):
+        out, a, b = self._terms(p)
+        held = live[out]
+        return both_orders(a[held], b[held] + math.prod(p.inputs[0].shape))

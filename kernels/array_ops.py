@@ -36,8 +36,9 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
 
-Each row's kind names its ``Rule`` (kernels/array_kinds.py): shape, forward, vjp, jvp and
-the adjoint's tangent (second order), over NumPy arrays. The sweeps (tape/sweeps/driver.py,
+Each row's kind names its ``Rule`` (kernels/array_rule.py; the kinds are in array_kinds.py,
+array_moves.py and linalg.py): shape, forward, vjp, jvp and the adjoint's tangent (second order)
+over NumPy arrays, sparsity, and the adjoint and tangent as records. The sweeps (tape/sweeps/driver.py,
 tangents.py) call a row's rule and know no op by name; they only know how a rule reads
 (``Rule.reads``): views of earlier records, or, for four plumbing kinds, nothing (an
 input), scalar records (pack), a record's elements by index (gather) or a Function (call).
@@ -51,7 +52,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._array_rules import RULES
-from .array_kinds import COMPARE_UFUNC, KIND_RULES, Plumbing, Rule
+from .array_kinds import COMPARE_UFUNC, Compare, Elementwise, Extreme, LogSumExp, Matmul, Select, Sum, Truth
+from .array_moves import Join, Permute, Scan, Scatter, Sort
+from .array_rule import Constant, Plumbing, Rule
 from .linalg import LINALG_RULES
 from .ops import ARRAY_BASE, OPS, UNARY
 
@@ -121,5 +124,13 @@ V3_OPCODES = np.array(list(range(64)) + [ARRAY_OPCODE[name] for name in V3_ARRAY
 IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))  # an array record without inputs
 
 
+KIND_RULES: dict[str, Rule] = {  # each kind's Rule: kernels/array_kinds.py, array_moves.py, linalg.py
+    "input": Plumbing("none", derivative=False), "constant": Constant(), "unary": Elementwise(),
+    "binary": Elementwise(), "compare": Compare(), "select": Select(), "sum": Sum(), "matmul": Matmul(),
+    "logsumexp": LogSumExp(), "gather": Plumbing("elements", places="input"),
+    "pack": Plumbing("scalars", places="rows"), "all": Truth(), "any": Truth(), "extreme": Extreme(), "scan": Scan(),
+    "sort": Sort(), "call": Plumbing("callee", places="callee"), "join": Join(), "scatter": Scatter(),
+    "permute": Permute(),
+}
 NOT_ARRAY = Plumbing("none", derivative=False)  # the rule of a scalar opcode: plans never hold one
 RULE: list[Rule] = [{**KIND_RULES, **LINALG_RULES}[kind] if kind else NOT_ARRAY for kind in ARRAY_KIND]  # by opcode

@@ -31,7 +31,6 @@ SECOND_AB = TWO_RECORDS & _nonzero("dab")
 SECOND_BB = TWO_RECORDS & _nonzero("dbb")
 
 
-@jit
 def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, output):
     """(live, wanted), one reverse pass: live[r] when the output depends on record r through dependent
     partials; wanted[r] when a live record's nonzero second partial reads r, or a wanted record depends
@@ -39,8 +38,15 @@ def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb,
     live = np.zeros(output + 1, np.bool_)
     wanted = np.zeros(output + 1, np.bool_)
     live[output] = True
-    for t in range(output + 1):
-        r = output - t
+    reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, live, wanted, 0, output + 1)
+    return live, wanted
+
+
+@jit
+def reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, live, wanted, lo, hi):
+    """reached's pass over records [lo, hi) only, from hi - 1 down, on the caller's live and wanted."""
+    for t in range(hi - lo):
+        r = hi - 1 - t
         k = op[r]
         if live[r]:
             if second_aa[k] or second_ab[k]:
@@ -53,7 +59,6 @@ def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb,
         if depends_b[k]:
             live[in1[r]] |= live[r]
             wanted[in1[r]] |= wanted[r]
-    return live, wanted
 
 
 @jit
@@ -143,17 +148,18 @@ def star_coloring(n, indptr, indices, order):
     forbidden = np.full(n + 1, -1, np.int64)  # forbidden[c] == v: color c is taken for v
     for t in range(n):
         v = order[t]
+        for p in range(indptr[v], indptr[v + 1]):  # the neighbors' colors first: a color forbidden already
+            if indices[p] != v and color[indices[p]] >= 0:  # is not looked at again below (dense: n^3, not n^4)
+                forbidden[color[indices[p]]] = v
         for p in range(indptr[v], indptr[v + 1]):
             w = indices[p]
             if w == v:
                 continue
             cw = color[w]
-            if cw >= 0:
-                forbidden[cw] = v
             for q in range(indptr[w], indptr[w + 1]):
                 x = indices[q]
                 cx = color[x]
-                if x == w or x == v or cx < 0:
+                if x == w or x == v or cx < 0 or forbidden[cx] == v:
                     continue
                 if cw < 0:
                     forbidden[cx] = v
@@ -203,3 +209,21 @@ def recover(indptr, indices, colors, compressed, data):
             else:
                 return p
     return -1
+
+
+@jit
+def set_pairs(indptr, indices, u, w):
+    """(rows, cols): set(u[t]) x set(w[t]) for every t, the sets the rows of a CSR pattern (an array record's
+    views' rows); duplicates kept. Two passes: count, write."""
+    count = 0
+    for t in range(len(u)):
+        count += (indptr[u[t] + 1] - indptr[u[t]]) * (indptr[w[t] + 1] - indptr[w[t]])
+    rows, cols = np.empty(count, np.int64), np.empty(count, np.int64)
+    used = 0
+    for t in range(len(u)):
+        for i in range(indptr[u[t]], indptr[u[t] + 1]):
+            for j in range(indptr[w[t]], indptr[w[t] + 1]):
+                rows[used] = indices[i]
+                cols[used] = indices[j]
+                used += 1
+    return rows, cols

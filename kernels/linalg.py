@@ -26,12 +26,13 @@ structural-zero mask: a factorization mixes every element).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .array_kinds import Rule
+from .array_rule import Rule
 
 
 class Dual:
@@ -186,6 +187,33 @@ class Linalg(Rule):
 
     def back(self, p: Any, ins: list[Any], y: Any, g: Any) -> list[Any]:
         raise NotImplementedError
+
+    @staticmethod
+    def _elements(p: Any) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(output elements, each view's elements) per place of the batch, rows in the batch's C order: a
+        factorization's every output element reads every element of its batch place's matrices."""
+        batch = np.broadcast_shapes(*(v.shape[:-2] for v in p.inputs))
+        outs = np.arange(math.prod(p.shape), dtype=np.int64).reshape(math.prod(batch), -1)
+        views = [np.broadcast_to(np.arange(math.prod(v.shape), dtype=np.int64).reshape(*v.shape[:-2], -1),
+                                 (*batch, v.shape[-2] * v.shape[-1])).reshape(len(outs), -1) for v in p.inputs]
+        return outs, views
+
+    def sparsity(self, p):
+        """Dense blocks: each output matrix on each input matrix of its batch place."""
+        outs, views = self._elements(p)
+        return [(np.repeat(outs, v.shape[1], axis=1).reshape(-1), np.tile(v, (1, outs.shape[1])).reshape(-1))
+                for v in views]
+
+    def second_pairs(self, p, live):
+        """Every pair of the input matrices' elements at a batch place some live output element reads."""
+        outs, views = self._elements(p)
+        wanted = np.zeros(outs.size, np.bool_)
+        wanted[live] = True
+        offsets = np.cumsum([0] + [math.prod(v.shape) for v in p.inputs])[:-1]
+        both = np.concatenate([v + k for v, k in zip(views, offsets, strict=True)], axis=1)
+        both = both[wanted.reshape(outs.shape).any(axis=1)]
+        n = both.shape[1]
+        return np.repeat(both, n, axis=1).reshape(-1), np.tile(both, (1, n)).reshape(-1)
 
     def vjp(self, p, g, ins, y, check):
         sends = functools.cache(lambda: self.back(p, ins, y, g))

@@ -23,7 +23,6 @@ DEPENDS_A = HAS_INPUT & _HAS_DA & ~_ZERO_A  # indexed by opcode: the record depe
 DEPENDS_B = TWO_RECORDS & _HAS_DB & ~_ZERO_B  # ... on in1
 
 
-@jit
 def index_sets(op, in0, in1, depends_a, depends_b, column, top, wanted):
     """Forward propagation over records [0, top] (those with wanted[i]; the others get the empty
     set, as do records their sets would come from): record i's set of input columns is
@@ -32,11 +31,18 @@ def index_sets(op, in0, in1, depends_a, depends_b, column, top, wanted):
     every set is bounded (stencils, blocks), quadratic for a long chain of sums over all inputs.
     column[i]: the input column of record i, or -1. Returns (start, size, pool)."""
     n = top + 1
-    start = np.zeros(n, np.int64)
-    size = np.zeros(n, np.int64)
-    pool = np.empty(max(16, 2 * n), np.int64)
-    used = 0
-    for i in range(n):
+    start, size = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    pool, _ = extend_sets(op, in0, in1, depends_a, depends_b, column, wanted, start, size,
+                          np.empty(max(16, 2 * n), np.int64), 0, 0, n)
+    return start, size, pool
+
+
+@jit
+def extend_sets(op, in0, in1, depends_a, depends_b, column, wanted, start, size, pool, used, lo, hi):
+    """index_sets' pass over records [lo, hi) only, continuing (start, size, pool[:used]); a record
+    whose set the caller put there (an elem record's, from its array's pattern) keeps it. Returns
+    (pool, used): the pool grown where it had to be."""
+    for i in range(lo, hi):
         if column[i] >= 0:
             if used == len(pool):
                 grown = np.empty(2 * len(pool), np.int64)
@@ -97,7 +103,7 @@ def index_sets(op, in0, in1, depends_a, depends_b, column, top, wanted):
         else:
             start[i], size[i] = used, m
             used = out
-    return start, size, pool
+    return pool, used
 
 
 @jit

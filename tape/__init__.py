@@ -41,7 +41,7 @@ from tape.api.trace import (
     value_and_grad,
     where,
 )
-from tape.api.transforms import hessian, jacobian, jvp, vjp
+from tape.api.transforms import hessian, jacobian, jvp, sparse_hessian, sparse_jacobian, vjp
 from tape.arrays import linalg
 from tape.arrays.conditions import ArrayCondition
 from tape.arrays.ufuncs import reciprocal, square
@@ -162,6 +162,8 @@ __all__ = [
     "vjp",
     "jacobian",
     "hessian",
+    "sparse_jacobian",
+    "sparse_hessian",
     "square",
     "reciprocal",
     "softplus",

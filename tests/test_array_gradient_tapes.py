@@ -198,14 +198,16 @@ def test_a_scatter_place_outside_its_region_is_refused(tmp_path):
 def test_every_differentiable_kind_has_its_rules_as_records():
     """Each array op that sends adjoints has an adjoint and a tangent as records beside its numeric rules, or is
     listed here as refused (a kind that forgets them refuses by name at run time; this says so at once)."""
-    from tape.kernels.array_kinds import Rule
     from tape.kernels.array_ops import ARRAY_OPCODE, RULE
+    from tape.kernels.array_rule import Rule
 
     refused = {"det", "eigh", "qr", "svd"}  # rules as records not yet written: they refuse by name
     for name, code in ARRAY_OPCODE.items():
         rule = RULE[code]
-        if rule.derivative and rule.reads == "views" and name not in refused:
-            assert type(rule).adjoint is not Rule.adjoint and type(rule).tangent is not Rule.tangent, name
+        if rule.derivative and rule.reads == "views":
+            assert type(rule).sparsity is not Rule.sparsity, name  # the default is "reads nothing": never right
+            if name not in refused:
+                assert type(rule).adjoint is not Rule.adjoint and type(rule).tangent is not Rule.tangent, name
 
 
 LINALG = {  # A -> a number, A square (symmetric positive definite where the op needs it)

@@ -237,3 +237,15 @@ def test_derivatives_as_records_through_a_custom_rule_say_so():
         F.grad_function()
     with pytest.raises(NotImplementedError, match="through .* is not supported yet"):
         tape.grad(lambda v: tape.grad(lambda w: scaled_sin(w[0], w[1]))(v)[0])([0.3, 0.7])
+
+
+def test_sparsity_through_a_custom_rule_is_dense_and_right():
+    """A user's rule says nothing of which outputs read which inputs: its call is a dense block in the sparse
+    Jacobian and Hessian patterns (never a missing entry), and the values are the dense ones."""
+    x = np.linspace(0.2, 1.1, 5)
+    F = tape.trace(lambda v: softplus(v) * v[0], x)
+    J = F.sparse_jacobian(x)
+    np.testing.assert_allclose(J.toarray(), F.jacobian(x), rtol=1e-14, atol=1e-15)
+    G = tape.trace(lambda v: np.sum(softplus(v) * v), x)
+    H = G.sparse_hessian(x)
+    np.testing.assert_allclose(H.toarray(), G.hessian(x), rtol=1e-12, atol=1e-14)

@@ -428,3 +428,23 @@ def test_results_are_numpys_named_tuples():
     np.testing.assert_allclose(result.eigenvalues.value, np.linalg.eigvalsh(a.value))
     assert np.linalg.slogdet(a).logabsdet.value == pytest.approx(np.log(5.0))
     assert np.linalg.qr(a).R.shape == (2, 2) and np.linalg.svd(a).Vh.shape == (2, 2)
+
+
+def test_sparse_jacobians_and_hessians_through_linear_algebra():
+    """A factorization's pattern is a dense block per batch place (issue 27's sparsity, issue 30's records):
+    the sparse Jacobian and Hessian equal the dense ones, and a batch of two stays two blocks."""
+    rng = np.random.default_rng(27)
+    n = 6
+    M = rng.normal(size=(n, n))
+    A = M @ M.T + n * np.eye(n)
+    b = rng.normal(size=(2, n, 3))
+    X = np.stack([A, A + np.eye(n)])
+    F = tape.trace(lambda X: np.linalg.solve(X, b).reshape(-1), X)
+    J = F.sparse_jacobian(X)
+    np.testing.assert_allclose(J.toarray(), np.reshape(F.jacobian(X), J.shape), rtol=1e-12, atol=1e-15)
+    assert J.nnz <= 2 * (n * 3) * (n * n)  # the batch's two places do not mix
+    for f in (lambda A: np.sum(np.linalg.cholesky(A) ** 3) + np.linalg.slogdet(A)[1],
+              lambda A: np.sum(np.linalg.inv(A) * A)):
+        G = tape.trace(f, A)
+        H = G.sparse_hessian(A)
+        np.testing.assert_allclose(H.toarray(), np.reshape(G.hessian(A), H.shape), rtol=1e-12, atol=1e-12)

@@ -264,9 +264,6 @@ TRANSFORMS = {name[2:]: fn for name, fn in dict(globals()).items() if name.start
 
 # The open cells: (kind, transform) -> what the refusal must say. Empty it as they are built.
 REFUSED = {
-    **{(kind, transform): "is an array record" for kind in ("large arrays", "scalar times a large array",
-                                                           "a call of a traced Function")
-       for transform in ("sparse_jacobian", "sparse_hessian")},  # issue 27
 }
 
 

@@ -254,18 +254,14 @@ def test_seeds_give_J_times_S():
         F.jacobian(x, seeds=S, mode="reverse")
 
 
-def test_seeds_with_array_records_and_sparsity_refused_there():
+def test_seeds_and_sparsity_with_array_records():
     x = np.linspace(0.1, 1.0, 2000)
     F = tape.trace(lambda X: tape.sin(X) * X, x)
     S = np.random.default_rng(6).normal(size=(2000, 2))
     np.testing.assert_allclose(F.jacobian(x, seeds=S), (np.cos(x) * x + np.sin(x))[:, None] * S, rtol=1e-12)
-    refused = r"jacobian_sparsity takes scalar records and elements of array inputs only: record 1 is an array record"
-    with pytest.raises(TypeError, match=refused + r" \(array sin\);"):
-        F.jacobian_sparsity()
-    with pytest.raises(TypeError, match="array record"):
-        F.sparse_jacobian(x)
-    with pytest.raises(TypeError, match=r"record 0 is an array record \(array input\) given as an output"):
-        tape.trace(lambda X: X, x).jacobian_sparsity()
+    assert np.array_equal(F.jacobian_sparsity().toarray(), np.eye(2000)) and F.jacobian_colors().max() == 0
+    np.testing.assert_allclose(F.sparse_jacobian(x).diagonal(), np.cos(x) * x + np.sin(x), rtol=1e-15)
+    assert np.array_equal(tape.trace(lambda X: X, x).jacobian_sparsity().toarray(), np.eye(2000))
 
 
 def test_elements_of_an_array_input():

@@ -1,4 +1,5 @@
-"""JAX's function transforms: ``tape.jvp``, ``tape.vjp``, ``tape.jacobian`` and ``tape.hessian``.
+"""JAX's function transforms: ``tape.jvp``, ``tape.vjp``, ``tape.jacobian`` and ``tape.hessian``; and
+``tape.sparse_jacobian`` and ``tape.sparse_hessian``, which keep their trace (and its sparsity) between calls.
 
 Each records f afresh at the point it is given (``tape.trace``) and sweeps that
 tape once per derivative. Arguments keep their structure (tape/base/trees.py): f
@@ -127,5 +128,54 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bo
         assert F._layout is not None
         H = F._layout.nested(np.reshape(F.hessian(point), (F.n_inputs, F.n_inputs)))
         return (H, aux) if has_aux else H
+
+    return hess
+
+
+def _kept(f: Callable[[Any], Any], name: str) -> Callable[[Any], tuple[Function, np.ndarray]]:
+    """(F, the flat point) for x: f traced at the first x (on_branch_change="retrace"), then kept for every
+    x of that structure, so F keeps its sparsity pattern and coloring while its recorded branches hold."""
+    kept: list[Function] = []
+
+    def at(x: Any) -> tuple[Function, np.ndarray]:
+        _not_nested((x,), name)
+        if kept:
+            assert kept[0]._layout is not None
+            try:
+                point = kept[0]._layout.flat(x, "the point")
+                if len(point) == kept[0].n_inputs:
+                    return kept[0], point
+            except ValueError:  # another structure or shape: f traced again
+                pass
+        kept[:] = [trace(f, x, on_branch_change="retrace")]
+        assert kept[0]._layout is not None
+        return kept[0], kept[0]._layout.flat(x, "the point")
+
+    return at
+
+
+def sparse_jacobian(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``sparse_jacobian(f)(x)``: f's Jacobian at x as a scipy.sparse CSR matrix (rows: f's output numbers
+    in C order; columns: x's numbers, flat), from one forward sweep per color (Function.sparse_jacobian).
+    f is traced once and kept: its pattern and coloring serve every later x while its branches hold
+    (a branch change records f again, and they are made again)."""
+    at = _kept(f, "tape.sparse_jacobian")
+
+    def jac(x: Any) -> Any:
+        F, point = at(x)
+        return F.sparse_jacobian(point)
+
+    return jac
+
+
+def sparse_hessian(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``sparse_hessian(f)(x)`` of a scalar f: its Hessian at x as a symmetric scipy.sparse CSR matrix (x's
+    numbers, flat), one Hessian-vector product per color (Function.sparse_hessian); traced once and kept,
+    as sparse_jacobian."""
+    at = _kept(f, "tape.sparse_hessian")
+
+    def hess(x: Any) -> Any:
+        F, point = at(x)
+        return F.sparse_hessian(point)
 
     return hess

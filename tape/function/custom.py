@@ -82,6 +82,17 @@ class _Rules:
         tangents = self.args(driver.view(s, adot, p.inputs[0]))
         driver.region(adot, p).reshape(-1)[...] = self.owner.tangent(self, *self._point(s, p), tangents)
 
+    def _call_pattern(self) -> Any:
+        """Dense: a user's rule says nothing about which outputs read which inputs."""
+        from scipy import sparse  # noqa: PLC0415  scipy.sparse costs tape's import time
+
+        return sparse.csr_matrix(np.ones((self.n_outputs, self.n_inputs)))
+
+    def _call_pairs(self, marked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of inputs where an output is marked (dense, as the pattern)."""
+        n = self.n_inputs if np.any(marked) else 0
+        return np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+
     def _call_derivative(self, h: Any, p: Plan, second: Any, kind: str) -> Any:
         raise NotImplementedError(f"a derivative recorded as records (grad_function, vjp_function, jvp_function, a "
                                   f"transform inside a recorded function) through {self.owner!r} is not supported "

@@ -20,7 +20,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tape.base import trees
-from tape.function import call_records, derivatives, format, maps, replay, sparse_hessian, sparse_jacobian
+from tape.function import (
+    array_sparsity,
+    call_records,
+    derivatives,
+    format,
+    maps,
+    replay,
+    sparse_hessian,
+    sparse_jacobian,
+)
 from tape.function.replay import Retrace, one_call_at_a_time
 from tape.records.storage import Storage
 from tape.sweeps import driver
@@ -378,6 +387,12 @@ class Function:
 
     def _call_derivative(self, h: Any, p: Plan, second: Any, kind: str) -> Any:
         return call_records.call_of_derivative(self, h, p, second, kind)
+
+    def _call_pattern(self) -> Any:
+        return self.jacobian_sparsity()
+
+    def _call_pairs(self, marked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return array_sparsity.call_pairs(self, marked)
 
 
 def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None,

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tape.function import arguments, derivatives
-from tape.function.sparse_jacobian import ORDERS, _scipy_sparse, input_columns, input_sizes
+from tape.function import arguments, array_sparsity, derivatives
+from tape.function.array_sparsity import scipy_sparse
+from tape.function.sparse_jacobian import ORDERS, input_columns
 from tape.kernels.hessian_sparsity import (
     SECOND_AA,
     SECOND_AB,
@@ -37,15 +38,14 @@ if TYPE_CHECKING:
 
 
 def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray,
-                           sizes: np.ndarray, output: int, param_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CSR (indptr, indices) of the symmetric n x n pattern of the Hessian of record ``output``
-    (n: the inputs' numbers, flat), each row's columns sorted."""
-    column, top = input_columns(op, in0, in1, input_rows, sizes, np.array([output], np.int64), param_rows,
-                                "hessian_sparsity")
+                           output: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (indptr, indices) of the symmetric n x n pattern of the Hessian of record ``output`` of a
+    tape of scalar records (n: its inputs), each row's columns sorted."""
+    column, top = input_columns(op, input_rows, np.array([output], np.int64))
     live, wanted = reached(op, in0, in1, DEPENDS_A, DEPENDS_B, SECOND_AA, SECOND_AB, SECOND_BB, top)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, wanted)
     rows, cols = hessian_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, column, start, size, pool)
-    return pairs_to_csr(int(sizes.sum()), rows, cols)
+    return pairs_to_csr(len(input_rows), rows, cols)
 
 
 def symmetric_coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natural") -> np.ndarray:
@@ -67,9 +67,9 @@ def hessian_structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise ValueError(f"a Hessian needs one output, this Function has {F.n_outputs}")
     kept = F.__dict__.get("_hessian_sparsity")
     if kept is None or kept[0] is not F._op:
-        indptr, indices = hessian_pattern_arrays(F._op, F._in0, F._in1, F._input_rows,
-                                                 input_sizes(F), int(F._output_rows[0]),
-                                                 F._param_rows)
+        output = int(F._output_rows[0])
+        indptr, indices = (array_sparsity.hessian_pattern(F, [(output, np.ones(1, np.bool_))]) if F._plans else
+                           hessian_pattern_arrays(F._op, F._in0, F._in1, F._input_rows, output))
         colors = symmetric_coloring(F.n_inputs, indptr, indices)
         kept = F._hessian_sparsity = (F._op, indptr, indices, colors)
     return kept[1], kept[2], kept[3]
@@ -78,7 +78,7 @@ def hessian_structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def hessian_sparsity(F: Function) -> Any:
     """F.hessian_sparsity: what Function.hessian_sparsity says (tape/function/function.py)."""
     indptr, indices, _ = hessian_structure(F)
-    return _scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
+    return scipy_sparse().csr_matrix((np.ones(len(indices)), indices.copy(), indptr.copy()),
                                       shape=(F.n_inputs, F.n_inputs))
 
 
@@ -104,5 +104,5 @@ def sparse_hessian(F: Function, x: Any, params: Any = None) -> Any:
     data = np.empty(len(indices))
     failed = recover(indptr, indices, colors, compressed.reshape(n, k), data)
     assert failed < 0, f"entry {failed} of the Hessian's pattern is not direct: not a star coloring"
-    return _scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(n, n))
+    return scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(n, n))
 

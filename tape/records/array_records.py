@@ -13,8 +13,8 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from tape.kernels.array_kinds import kept
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, RULE
+from tape.kernels.array_rule import kept
 from tape.kernels.ops import ELEM
 from tape.records.storage import Storage
 from tape.sweeps.driver import View, view, whole

@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tape.kernels._sweeps import forward_sweep, reverse_range
-from tape.kernels.array_kinds import unbroadcast
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, NAME, RULE
+from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, LEAF
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
@@ -236,7 +236,7 @@ def _wants(s: State, v: View) -> bool:
 
 
 def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> None:
-    """Send array record p's adjoint to its inputs (check: see kernels.array_kinds.times)."""
+    """Send array record p's adjoint to its inputs (check: see kernels.array_rule.times)."""
     rule = RULE[p.code]
     if not rule.derivative:
         return
@@ -273,7 +273,7 @@ def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep:
 def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> int:
     """The reverse sweep in generation gen from record top down (seeds already in place).
 
-    check=False leaves out the NaN test of each product (kernels.array_kinds.times): a caller that
+    check=False leaves out the NaN test of each product (kernels.array_rule.times): a caller that
     finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
     ``runs``: fused runs by last row (tape/sweeps/fusion.py; their kernels hold the rule themselves).
     Returns how many array records went through NumPy (0: nothing was left unchecked)."""

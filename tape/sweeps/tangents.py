@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from tape.kernels._sweeps import reverse_second_range, tangent_sweep
-from tape.kernels.array_kinds import unbroadcast
 from tape.kernels.array_ops import ACONSTANT, RULE
+from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
 from tape.sweeps.driver import Plan, View, elements, read, region, schedule, view
 
