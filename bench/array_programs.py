@@ -5,7 +5,7 @@ on VarArrays) and a hand-derived NumPy value and gradient, checked against each 
 Run: ``python bench/array_programs.py [--repeat N] [--only NAME ...] [--memory]``; it prints
 medians (ms) of tape.value_and_grad(f) (recorded afresh), F.value_and_grad (a Function from
 tape.trace, replayed) and the hand NumPy, with the ratio afresh / replayed. ``--memory`` runs
-each program's recording and its replay in fresh processes and reports peak tracemalloc bytes
+each program's recording, tracing and replay in fresh processes and reports peak tracemalloc bytes
 per element of the program's state (a heat step's u, a GRU's hidden state).
 """
 
@@ -226,16 +226,20 @@ def timings(name: str, repeat: int) -> dict[str, float]:
 
 
 def peak(name: str, phase: str) -> float:
-    """Peak tracemalloc bytes per element of state of recording (trace) or replaying a program."""
+    """Peak tracemalloc bytes per element of state: recording afresh (value_and_grad(f)), tracing
+    (tape.trace), or replaying (what the Function holds plus the peak of one more call)."""
     x, f, _, state = PROGRAMS[name]()
-    F = tape.trace(f, x) if phase == "replay" else None
-    F and F.value_and_grad(x)  # the first call allocates what every call reuses
+    if phase == "replay":
+        F = tape.trace(f, x)
+        F.value_and_grad(x)
     tracemalloc.start()
-    if F is None:
+    if phase == "record":
         tape.value_and_grad(f)(x)
+    elif phase == "trace":
+        tape.trace(f, x)
     else:
         F.value_and_grad(x)
-    return tracemalloc.get_traced_memory()[1] / state
+    return (tracemalloc.get_traced_memory()[1] + (F.nbytes if phase == "replay" else 0)) / state
 
 
 def main() -> None:
@@ -251,8 +255,9 @@ def main() -> None:
     for name in args.only:
         if args.memory:
             got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase], capture_output=True,
-                                        text=True, check=True).stdout) for phase in ("record", "replay")]
-            print(f"{name:18s} peak bytes per state element: recording {got[0]:,.0f}, replaying {got[1]:,.0f}")
+                                        text=True, check=True).stdout) for phase in ("record", "trace", "replay")]
+            print(f"{name:18s} peak bytes per state element: recording {got[0]:,.0f}, tracing {got[1]:,.0f}, "
+                  f"replaying {got[2]:,.0f}")
             continue
         ms = timings(name, args.repeat)
         print(f"{name:18s} afresh {ms['afresh']:8.2f}  replayed {ms['replayed']:8.2f}  numpy {ms['numpy']:7.2f} ms"

@@ -47,6 +47,9 @@ class View(NamedTuple):
     strides: tuple[int, ...]
 
 
+SHORT_NAME = [name.removeprefix("array ") for name in NAME]  # by opcode: read at every record of a sweep
+
+
 class Plan(NamedTuple):
     """One array record: its opcode and row, its region, and what it reads."""
 
@@ -65,7 +68,7 @@ class Plan(NamedTuple):
 
     @property
     def name(self) -> str:
-        return NAME[self.code].removeprefix("array ")
+        return SHORT_NAME[self.code]
 
 
 @functools.lru_cache(maxsize=4096)

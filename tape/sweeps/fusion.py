@@ -192,6 +192,8 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     written = np.array([p.offset if readers.outside(p.row, rows) or p.row in outputs else -1
                         for p in members], np.int64)
     n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
+    if all(row == n1 * step for _, row, step in ext):  # rows one after another: one row, in blocks of 512 (a
+        n0, n1 = 1, n0 * n1  # kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
     program = (code, ka, ia, kb, ib, np.array(imm + [0.0]), np.array(ext or [(0, 0, 0)], np.int64))
     order = tuple(p.row for p in members) + ((total.row,) if total else ())
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
