@@ -410,6 +410,8 @@ def _put(index, value):
     ("gather place outside", {"plan_places": _put(0, 10**9)}, "place outside"),
     ("unknown array opcode", {"op": _put(3, 250)}, "unknown opcode|does not match"),
     ("elem past its array", {"in1": _put(5, 10**6)}, "elem"),
+    ("elem of itself", {"in0": _put(5, 5)}, r"record 5 \(elem\)"),
+    ("elem of a scalar record", {"in0": _put(5, 4)}, r"record 5 \(elem\)"),
     ("too many dimensions", {"plans": _put((3, 6), 30)}, "dimensions"),
     ("input shape not the inputs", {"input_shape": lambda a: a * 2}, "input_shape"),
 ])
@@ -684,3 +686,21 @@ def test_steps_give_the_driver_sweeps_bit_for_bit(program, arrays, monkeypatch):
         results.append(got)
     for a, b in zip(*results, strict=True):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_integer_keys_read_numpys_element(arrays):
+    """v[i, j] of an array record's view (its place found without NumPy) is NumPy's element, IndexError alike."""
+    x = RNG.normal(size=(5, 7))
+    t = tape.Tape()
+    X = t.array(x)
+    for view, plain in ((X, x), (X.T[::-1, 1:], x.T[::-1, 1:]), (X[::2, -3:], x[::2, -3:])):
+        for key in ((0, 0), (1, -1), (-1, 2), (view.shape[0] - 1, 0)):
+            assert view[key].value == plain[key]
+        for key in ((view.shape[0], 0), (0, -view.shape[1] - 1)):
+            with pytest.raises(IndexError) as got:
+                view[key]
+            with pytest.raises(IndexError, match=str(got.value)):
+                plain[key]
+    want = np.zeros_like(x)
+    want[1, 6], want[3, 2] = x[3, 2], x[1, 6]
+    assert np.array_equal(t.gradient(X[1, -1] * X.T[2, 3], X), want)
