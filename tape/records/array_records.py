@@ -222,14 +222,10 @@ def pad(t: Storage, v: View, widths: list[list[int]], values: list[list[float]])
     """np.pad's 'constant' mode: axis by axis, a join of v between constant slabs (a later axis's
     slabs span the earlier ones' pads, so its numbers fill the corners, as NumPy's)."""
     for axis, ((before, after), (low, high)) in enumerate(zip(widths, values, strict=True)):
-        parts = [_slab(t, v.shape, axis, before, low), v, _slab(t, v.shape, axis, after, high)]
-        v = join(t, [part for part in parts if part is not None], axis)
+        slabs = [constant(t, np.full(v.shape[:axis] + (n,) + v.shape[axis + 1:], c)) if n else None
+                 for n, c in ((before, low), (after, high))]
+        v = join(t, [part for part in (slabs[0], v, slabs[1]) if part is not None], axis)
     return v
-
-
-def _slab(t: Storage, shape: tuple[int, ...], axis: int, width: int, number: float) -> View | None:
-    """A constant of shape with ``width`` along axis, all ``number`` (None for width 0)."""
-    return constant(t, np.full(shape[:axis] + (width,) + shape[axis + 1:], number)) if width else None
 
 
 def size(v: View) -> int:
