@@ -3,9 +3,10 @@
 A Function's arenas, plans and records never change (tape/function/array_replay.py), so what
 driver.forward and driver.reverse look up at every record of every call (the views an array record
 reads, its region, its inputs' adjoint regions, the elements its elem records read, which records a
-fused run covers) is decided at the first call and kept: each sweep is a list of steps (a stretch of
-scalar records, a fused run, an array record), and a call runs the list. The steps do what the
-driver does, in its order, with the same NumPy calls, so the numbers are the driver's bit for bit
+fused run covers) is decided at the first call and kept: each sweep is the driver's list of calls
+(driver.forward_calls, reverse_calls: a stretch of scalar records, a fused run, an array record),
+each array record's call prepared here (Step), and a call of the Function runs the lists. The steps
+do what the driver does, in its order, with the same NumPy calls, so the numbers are the driver's bit for bit
 (tests/test_array_records.py compares them). Measured (a chain of 1,000 3-d elementwise records of
 2,000 elements, which no run fuses; replayed value_and_grad, interleaved medians on a loaded 2-core
 machine): Python per record per sweep 5.6 -> 3.4 µs and 7.7 -> 4.8 µs in two runs (value_and_grad
@@ -20,7 +21,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tape.kernels._sweeps import forward_sweep, reverse_range
 from tape.kernels.array_kinds import unbroadcast
 from tape.kernels.array_ops import INPUT, RULE
 from tape.kernels.ops import LEAF
@@ -82,93 +82,57 @@ def _step(s: State, p: Plan) -> Step:
     return Step(forward, reverse)
 
 
-def _forward_steps(s: State, runs: dict[int, Any] | None) -> list[Callable[[], None]]:
-    """driver.forward's walk over all records, as steps."""
-    stop = len(s._op)
-    rows, elems, offsets = driver.schedule(s, stop)
-    steps: list[Callable[[], None]] = []
-    lo, done, dead = 0, -1, frozenset[int]()
-    for i in [*rows, stop]:
-        if lo < i:
-            reading = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
-            steps.append(functools.partial(_scalars_forward, s, reading, driver.elements(s, reading, offsets), lo, i))
-        if runs and i in runs:
-            steps.append(functools.partial(runs[i].forward, s))
-            done, dead = runs[i].rows[-1], runs[i].dead
-        elif i < stop and (i > done or i in dead) and step(s, i).forward is not _nothing:
-            steps.append(step(s, i).forward)
-        lo = i + 1
-    return steps
-
-
-def _scalars_forward(s: State, reading: np.ndarray, elements: np.ndarray, lo: int, hi: int) -> None:
-    if len(reading):
-        s._val[reading] = s._aval[elements]  # elem records take their values
-    forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, hi)
-
-
 def forward(s: State, runs: dict[int, Any] | None) -> None:
     """driver.forward(s, 0, all records, runs) for a Function s, by its steps."""
     key = ("forward", runs is not None)
-    steps = s._steps.get(key)
-    if steps is None:
-        steps = s._steps[key] = _forward_steps(s, runs)
+    calls = s._steps.get(key)
+    if calls is None:
+        calls = s._steps[key] = [call for call in (_forward_call(s, kind, what) for kind, what in
+                                                   driver.forward_walk(s, 0, len(s._op), runs)) if call is not _nothing]
     with np.errstate(all="ignore"):
-        for run in steps:
-            run()
+        for call in calls:
+            call()
 
 
-Back = Callable[[int, int, bool], bool]  # a reverse step: whether it ran an array record through NumPy
+def _forward_call(s: State, kind: int, what: Any) -> Callable[[], None]:
+    if kind == driver.RECORD:
+        return step(s, what).forward
+    if kind == driver.RUN:
+        return functools.partial(what.forward, s)
+    return functools.partial(driver.scalars_forward, s, *what)
 
 
-def _reverse_steps(s: State, top: int, runs: dict[int, Any] | None) -> list[Back]:
-    """driver.reverse's walk from record top down, as steps."""
-    arrays, elems, offsets = driver.schedule(s, top + 1)
-    steps: list[Back] = []
-    hi, done = top + 1, top + 1
-    for i in [*arrays[::-1], -1]:
-        if i + 1 < hi:
-            reading = elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)]
-            steps.append(functools.partial(_scalars_reverse, s, reading, offsets, i + 1, hi))
-        if runs and i in runs:
-            steps.append(functools.partial(_run_reverse, s, runs[i]))
-            done = runs[i].rows[0]
-        elif 0 <= i < done and RULE[s._op[i]].derivative:
-            steps.append(functools.partial(_record_reverse, s._stamp, i, step(s, i).reverse))
-        hi = i
-    return steps
+def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
+    """driver.reverse for a Function s, by its steps (the same count of array records through NumPy)."""
+    key = ("reverse", top, runs is not None)
+    calls = s._steps.get(key)
+    if calls is None:
+        calls = s._steps[key] = [
+            functools.partial(_record, s._stamp, what, step(s, what).reverse) if kind == driver.RECORD else
+            functools.partial(_run, s, what) if kind == driver.RUN else functools.partial(_scalars, s, *what)
+            for kind, what in driver.reverse_walk(s, top, runs)]
+    numpy_records = 0
+    with np.errstate(all="ignore"):
+        for call in calls:
+            numpy_records += call(gen, keep, check)
+    return numpy_records
 
 
-def _scalars_reverse(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int, hi: int, gen: int, keep: int,
-                     check: bool) -> bool:
-    reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, lo, hi, gen, keep)
-    driver._elems_back(s, reading, offsets, gen, keep)
-    return False
-
-
-def _run_reverse(s: State, run: Any, gen: int, keep: int, check: bool) -> bool:
-    run.reverse(s, gen, keep)
-    return False
-
-
-def _record_reverse(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None], gen: int, keep: int,
-                    check: bool) -> bool:
+def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None], gen: int, keep: int,
+            check: bool) -> bool:
+    """Array record row's reverse step, if this pass reached it."""
     if stamps[row] != gen:
         return False
     back(gen, keep, check)
     return True
 
 
-def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
-    """driver.reverse for a Function s, by its steps; how many array records with a derivative went
-    through NumPy (driver.reverse also counts those without one, which make no product: 0 either way
-    where nothing was left unchecked)."""
-    key = ("reverse", top, runs is not None)
-    steps = s._steps.get(key)
-    if steps is None:
-        steps = s._steps[key] = _reverse_steps(s, top, runs)
-    numpy_records = 0
-    with np.errstate(all="ignore"):
-        for back in steps:
-            numpy_records += back(gen, keep, check)
-    return numpy_records
+def _run(s: State, run: Any, gen: int, keep: int, check: bool) -> bool:
+    run.reverse(s, gen, keep)
+    return False
+
+
+def _scalars(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int, hi: int, gen: int, keep: int,
+             check: bool) -> bool:
+    driver.scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
+    return False
