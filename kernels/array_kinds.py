@@ -75,6 +75,8 @@ class Rule:
 
     reads = "views"  # views of earlier records; "none" (an input), "scalars", "elements", "callee": the sweeps'
     derivative = True  # whether it sends adjoints to its inputs
+    places = ""  # what its plan's places index: "rows" (scalar records), "input" (its input's region), "output"
+    # (its own region), "callee" (the Function's slot); "": it has none (tape/sweeps/plans.py checks them)
 
     def shapes(self, shape: Shape, wide: Shape, views: list[Shape], axes: tuple[int, ...]) -> list[Shape]:
         """The output shapes it can have for views of these shapes (ValueError where none)."""
@@ -97,12 +99,25 @@ class Rule:
                 ) -> list[tuple[Any, Any] | None]:
         return [None] * len(ins)
 
+    # The same rules as records (tape/symbolic/array_adjoint.py): g, ins, y and tins are handles of
+    # records there (tins[k] None: no tangent), and ``h`` records what NumPy cannot spell (mul_nz
+    # products, selects, scatters): the adjoint of an array program is an array program.
+
+    def adjoint(self, p: Any, g: Any, ins: list[Any], y: Any, h: Any) -> list[Any]:
+        """Each input's contribution as records (None: none), in the output's shape or the input's; a kind
+        without this rule refuses (never a silent zero)."""
+        return h.refuse(p.name)
+
+    def tangent(self, p: Any, ins: list[Any], tins: list[Any], y: Any, h: Any) -> Any:
+        """The record's tangent as records (None: zero); a kind without this rule refuses."""
+        return h.refuse(p.name)
+
 
 class Plumbing(Rule):
     """A kind whose reads are not views: the sweeps move its numbers (tape/sweeps/driver.py, tangents.py)."""
 
-    def __init__(self, reads: str, derivative: bool = True):
-        self.reads, self.derivative = reads, derivative
+    def __init__(self, reads: str, derivative: bool = True, places: str = ""):
+        self.reads, self.derivative, self.places = reads, derivative, places
 
 
 class Constant(Rule):
@@ -148,6 +163,13 @@ class Elementwise(Rule):
             if d is not None:
                 total = total + times(tins[k], d)
         return total
+
+    def adjoint(self, p, g, ins, y, h):
+        return [h.times(g, d) for d in h.partials(p.name, ins, y, h.want)]
+
+    def tangent(self, p, ins, tins, y, h):
+        partials = h.partials(p.name, ins, y, [t is not None for t in tins])
+        return h.plus(*(h.times(t, d) for t, d in zip(tins, partials, strict=False)))
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         rule = RULES[p.name]
@@ -207,6 +229,14 @@ class Select(Rule):
     def jvp(self, p, ins, tins, y):
         return np.where(ins[0] != 0.0, tins[1], tins[2])
 
+    def adjoint(self, p, g, ins, y, h):
+        return [None, h.select(ins[0], g, 0.0), h.select(ins[0], 0.0, g)]
+
+    def tangent(self, p, ins, tins, y, h):
+        if tins[1] is None and tins[2] is None:
+            return None
+        return h.select(ins[0], 0.0 if tins[1] is None else tins[1], 0.0 if tins[2] is None else tins[2])
+
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         taken = ins[0] != 0.0
         return [None, (np.where(taken, g, 0.0), np.where(taken, gd, 0.0)),
@@ -230,6 +260,12 @@ class Sum(Rule):
 
     def jvp(self, p, ins, tins, y):
         return np.sum(tins[0], axis=p.axes).reshape(p.shape)
+
+    def adjoint(self, p, g, ins, y, h):
+        return [g.reshape(kept(p.inputs[0].shape, p.axes))]  # the sweep broadcasts it back
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[0] is None else h.reduce("sum", tins[0], p.axes, p.shape)
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return [(self._back(p, g), self._back(p, gd))]
@@ -258,6 +294,16 @@ class LogSumExp(Rule):
 
     def jvp(self, p, ins, tins, y):
         return np.sum(times(tins[0], self._softmax(ins[0], y, p.axes)), axis=p.axes).reshape(p.shape)
+
+    def adjoint(self, p, g, ins, y, h):
+        shape = kept(p.inputs[0].shape, p.axes)
+        return [h.times(g.reshape(shape), np.exp(ins[0] - y.reshape(shape)))]
+
+    def tangent(self, p, ins, tins, y, h):
+        if tins[0] is None:
+            return None
+        soft = np.exp(ins[0] - y.reshape(kept(p.inputs[0].shape, p.axes)))
+        return h.reduce("sum", h.times(tins[0], soft), p.axes, p.shape)
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         a, ta = ins[0], tins[0]
@@ -295,6 +341,20 @@ class Extreme(Rule):
     def jvp(self, p, ins, tins, y):
         return np.sum(times(tins[0], self.share(ins[0], y, p.axes)), axis=p.axes).reshape(p.shape)
 
+    @staticmethod
+    def _share(p: Any, a: Any, y: Any, h: Any) -> Any:
+        """share() as records: data (comparisons) over their count, never differentiated."""
+        result = y.reshape(kept(p.inputs[0].shape, p.axes))
+        hit = h.select(h.compare("ne", result, result), h.compare("ne", a, a), h.compare("eq", a, result))
+        return hit / h.reduce("sum", hit, p.axes, kept(p.inputs[0].shape, p.axes))
+
+    def adjoint(self, p, g, ins, y, h):
+        return [h.times(g.reshape(kept(p.inputs[0].shape, p.axes)), self._share(p, ins[0], y, h))]
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[0] is None else h.reduce("sum", h.times(tins[0], self._share(p, ins[0], y, h)),
+                                                     p.axes, p.shape)
+
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         shape, share = kept(ins[0].shape, p.axes), self.share(ins[0], y, p.axes)
         return [(times(g.reshape(shape), share), times(gd.reshape(shape), share))]
@@ -319,6 +379,17 @@ class Scan(_AlongOneAxis):
     def jvp(self, p, ins, tins, y):
         return scan_jvp(p.name, ins[0], tins[0], p.axes[0])
 
+    def adjoint(self, p, g, ins, y, h):
+        if p.name != "cumsum":
+            h.refuse(p.name)
+        back = (slice(None),) * p.axes[0] + (slice(None, None, -1),)  # a view: reversed along the axis
+        return [np.cumsum(g[back], axis=p.axes[0])[back]]
+
+    def tangent(self, p, ins, tins, y, h):
+        if p.name != "cumsum":
+            h.refuse(p.name)
+        return None if tins[0] is None else np.cumsum(tins[0], axis=p.axes[0])
+
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return [scan_vjp_second(p.name, ins[0], tins[0], g, gd, p.axes[0])]
 
@@ -335,8 +406,46 @@ class Sort(_AlongOneAxis):
     def jvp(self, p, ins, tins, y):
         return np.take_along_axis(tins[0], permutation(ins[0], p.axes[0]), p.axes[0])
 
+    def adjoint(self, p, g, ins, y, h):
+        return [h.permute("unsort_as", ins[0], g, p.axes[0])]
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[0] is None else h.permute("sort_as", ins[0], tins[0], p.axes[0])
+
     def vjp_jvp(self, p, g, gd, ins, tins, y):  # piecewise linear: the permutation does not move
         return [(sort_vjp(ins[0], g, p.axes[0]), sort_vjp(ins[0], gd, p.axes[0]))]
+
+
+class Permute(_AlongOneAxis):
+    """x moved along one axis as sorting a moves a's elements (sort_as), or back (unsort_as): a sort's
+    derivatives as records; linear in x, piecewise constant in a (its permutation recomputed at every pass)."""
+
+    MOVE = {"sort_as": lambda a, x, axis: np.take_along_axis(x, permutation(a, axis), axis), "unsort_as": sort_vjp}
+    OTHER = {"sort_as": "unsort_as", "unsort_as": "sort_as"}
+
+    def shapes(self, shape, wide, views, axes):
+        if len(views) != 2 or views[0] != views[1]:
+            raise ValueError(f"a permutation of {views[1:]} as {views[:1]} sorts")
+        return super().shapes(shape, wide, views, axes)
+
+    def forward(self, p, ins, out):
+        out[...] = self.MOVE[p.name](ins[0], ins[1], p.axes[0])
+
+    def vjp(self, p, g, ins, y, check):
+        return [None, lambda: self.MOVE[self.OTHER[p.name]](ins[0], g, p.axes[0])]
+
+    def jvp(self, p, ins, tins, y):
+        return self.MOVE[p.name](ins[0], tins[1], p.axes[0])
+
+    def adjoint(self, p, g, ins, y, h):
+        return [None, h.permute(self.OTHER[p.name], ins[0], g, p.axes[0])]
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[1] is None else h.permute(p.name, ins[0], tins[1], p.axes[0])
+
+    def vjp_jvp(self, p, g, gd, ins, tins, y):
+        back = self.MOVE[self.OTHER[p.name]]
+        return [None, (back(ins[0], g, p.axes[0]), back(ins[0], gd, p.axes[0]))]
 
 
 class Join(Rule):
@@ -369,6 +478,16 @@ class Join(Rule):
     def jvp(self, p, ins, tins, y):
         return np.concatenate(tins, axis=p.axes[0])
 
+    def adjoint(self, p, g, ins, y, h):
+        k, ends = p.axes[0], np.cumsum([0] + [v.shape[p.axes[0]] for v in p.inputs]).tolist()
+        return [g[(slice(None),) * k + (slice(a, b),)] for a, b in zip(ends, ends[1:], strict=False)]
+
+    def tangent(self, p, ins, tins, y, h):
+        if all(t is None for t in tins):
+            return None
+        return np.concatenate([h.zeros(v.shape) if t is None else t for v, t in zip(p.inputs, tins, strict=True)],
+                              axis=p.axes[0])
+
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         return list(zip(self._parts(p, g), self._parts(p, gd), strict=True))
 
@@ -396,6 +515,16 @@ class Matmul(Rule):
     def jvp(self, p, ins, tins, y):
         return (product(tins[0], ins[1]) + product(ins[0], tins[1])).reshape(p.shape)
 
+    def adjoint(self, p, g, ins, y, h):
+        G = g.reshape(p.wide)
+        return [G @ np.swapaxes(ins[1], -1, -2) if h.want[0] else None,
+                np.swapaxes(ins[0], -1, -2) @ G if h.want[1] else None]
+
+    def tangent(self, p, ins, tins, y, h):
+        terms = [tins[0] @ ins[1] if tins[0] is not None else None, ins[0] @ tins[1] if tins[1] is not None else None]
+        total = h.plus(*terms)
+        return None if total is None else total.reshape(p.shape)
+
     def vjp_jvp(self, p, g, gd, ins, tins, y):
         G, Gd = g.reshape(p.wide), gd.reshape(p.wide)
         At, Bt = np.swapaxes(ins[0], -1, -2), np.swapaxes(ins[1], -1, -2)
@@ -403,10 +532,43 @@ class Matmul(Rule):
                 (product(At, G), product(np.swapaxes(tins[0], -1, -2), G) + product(At, Gd))]
 
 
+class Scatter(Rule):
+    """y = 0, a's elements added at places of y (repeated places add up): a gather's transpose, what a derivative
+    recorded as records sends to part of a record (a view, a gather's input)."""
+
+    places = "output"
+
+    def shapes(self, shape, wide, views, axes):
+        return [shape]
+
+    def forward(self, p, ins, out):
+        out.reshape(-1)[...] = np.bincount(p.places, np.reshape(ins[0], -1), out.size)
+
+    @staticmethod
+    def _gathered(p: Any, g: np.ndarray) -> np.ndarray:
+        return g.reshape(-1)[p.places].reshape(p.inputs[0].shape)
+
+    def vjp(self, p, g, ins, y, check):
+        return [lambda: self._gathered(p, g)]
+
+    def jvp(self, p, ins, tins, y):
+        return np.bincount(p.places, np.reshape(tins[0], -1), math.prod(p.shape)).reshape(p.shape)
+
+    def adjoint(self, p, g, ins, y, h):
+        return [h.gather(g, p.places, p.inputs[0].shape)]
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[0] is None else h.scatter(tins[0], p.places, p.shape)
+
+    def vjp_jvp(self, p, g, gd, ins, tins, y):
+        return [(self._gathered(p, g), self._gathered(p, gd))]
+
+
 KIND_RULES: dict[str, Rule] = {
     "input": Plumbing("none", derivative=False), "constant": Constant(), "unary": Elementwise(),
     "binary": Elementwise(), "compare": Compare(), "select": Select(), "sum": Sum(), "matmul": Matmul(),
-    "logsumexp": LogSumExp(), "gather": Plumbing("elements"), "pack": Plumbing("scalars"), "all": Truth(),
-    "any": Truth(), "extreme": Extreme(), "scan": Scan(), "sort": Sort(), "call": Plumbing("callee"),
-    "join": Join(),
+    "logsumexp": LogSumExp(), "gather": Plumbing("elements", places="input"),
+    "pack": Plumbing("scalars", places="rows"), "all": Truth(), "any": Truth(), "extreme": Extreme(), "scan": Scan(),
+    "sort": Sort(), "call": Plumbing("callee", places="callee"), "join": Join(), "scatter": Scatter(),
+    "permute": Permute(),
 }

@@ -27,6 +27,9 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``call``       y = F(a), F a Function       a' += F.vjp(a, g); its tangent F.jvp, its second order F's own
                (places: F's slot)           sweeps (tape/function/call_records.py: CppAD's checkpoint functions)
 ``join``       y = [a, b, c] along one axis a' += g's slice of a's place (and b', c' of theirs)
+``scatter``    y = 0; y.flat[index] += a    a' += g.flat[index] (a gather's transpose: derivatives as records)
+``sort_as``    y = x[perm(a)] along an axis x' += g[perm(a)⁻¹] (unsort_as), none to a (perm is piecewise constant);
+``unsort_as``  y = x[perm(a)⁻¹]             what sort's derivatives are as records
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -82,7 +85,11 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     ArrayOp("sort", "sort"),  # along the one axis in ``axes``: a stable sort, its permutation recomputed
     ArrayOp("call", "call", 2, least=1),  # a Function of a flat view (and its params view): function/call_records.py
     ArrayOp("join", "join", 3, least=2),  # np.concatenate of two or three views along the one axis in ``axes``
-)
+    ArrayOp("scatter", "scatter"),  # a view's elements added at ``places`` of a zero region: a gather's transpose
+    ArrayOp("mul_nz", "binary", 2),  # 0 where a factor is 0: the product of derivatives recorded as records
+    ArrayOp("sort_as", "permute", 2),  # x (view 1) moved along the axis as sorting a (view 0) moves a: sort's tangent
+    ArrayOp("unsort_as", "permute", 2),  # and back: sort's adjoint
+)  # new ops go last: a saved file's opcodes are places in this table
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))
 

@@ -1,8 +1,26 @@
-"""Fixtures shared by the tests of arrays."""
+"""Fixtures shared by the tests of arrays; the kernels compiled (or loaded) ahead, saying so."""
+
+import time
 
 import pytest
 
 from tape.records import array_records
+
+
+def pytest_sessionstart(session):
+    """Every kernel compiled or loaded before the first test, with a line saying so: on a fresh environment
+    this is the one long wait of the run (the tests would otherwise stall silently in whichever test
+    first needs each kernel)."""
+    from tape.__main__ import warmup
+    from tape.kernels.compiling import cache_dir
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
+    say(f"tape: compiling the Numba kernels ahead, or loading them from {cache_dir()} (python -m tape warmup; "
+        "a fresh environment compiles once, about a minute on 2 cores)")
+    start = time.perf_counter()
+    warmup()
+    say(f"tape: kernels ready in {time.perf_counter() - start:.1f} s")
 
 
 @pytest.fixture(params=["array", "scalar"])

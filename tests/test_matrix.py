@@ -264,12 +264,9 @@ TRANSFORMS = {name[2:]: fn for name, fn in dict(globals()).items() if name.start
 
 # The open cells: (kind, transform) -> what the refusal must say. Empty it as they are built.
 REFUSED = {
-    **{(kind, "grad_function"): "is an array record" for kind in ("large arrays", "scalar times a large array")},
     **{(kind, transform): "is an array record" for kind in ("large arrays", "scalar times a large array",
                                                            "a call of a traced Function")
        for transform in ("sparse_jacobian", "sparse_hessian")},  # issue 27
-    **{("a call of a traced Function", transform): "call of a Function"
-       for transform in ("grad_function", "grad_of_grad", "jvp_of_grad")},
 }
 
 

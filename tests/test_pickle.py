@@ -110,3 +110,20 @@ def test_a_process_pool_maps_a_function():
                     math.sin(a) - math.exp(0.1 * a) * 2 * b / (1 + b * b) ** 2]
         np.testing.assert_allclose(g, expected, rtol=1e-14)
         np.testing.assert_array_equal(g, F.gradient(x))
+
+
+def test_spawned_processes_and_joblib_map_a_function():
+    """A Function crosses a spawn boundary (a fresh interpreter that imports tape, as on macOS and Windows)
+    and joblib's loky workers, giving the same bits as at home."""
+    import multiprocessing
+
+    import joblib
+
+    F = tape.trace(scalar_program, [0.3, -1.2])
+    points = [[0.1 * k, 1.0 - 0.2 * k] for k in range(4)]
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        spawned = pool.map(F.gradient, points)
+    loky = joblib.Parallel(n_jobs=2)(joblib.delayed(F.gradient)(x) for x in points)
+    for x, a, b in zip(points, spawned, loky, strict=True):
+        np.testing.assert_array_equal(a, F.gradient(x))
+        np.testing.assert_array_equal(b, F.gradient(x))

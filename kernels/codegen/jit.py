@@ -36,7 +36,7 @@ def forward(code: int) -> str:
     if name in ops.GROUPED:
         return f"grouped_value({code}, a)"
     if name in ops.GROUPED_PAIRS:
-        return f"grouped_pair(0, {code}, a, b, 0.0)"
+        return f"grouped_pair_value({code}, a, b, 0.0)"
     return ops.OPS[code].forward
 
 
@@ -116,7 +116,8 @@ def generate(header: list[str]) -> str:
     codes = [code for code, op in enumerate(ops.OPS) if op.kind in ("unary", "binary", "const", "compare", "compare_c")]
     exprs = [forward(c) for c in codes]
     used = sorted(sweeps.names_in(*exprs) - set(ops.OPERANDS))
-    helpers = sorted({n for n in used if n in {fn.__name__ for fn in ops.HELPERS}} | {"grouped_pair", "grouped_value"})
+    kernels = {"grouped_pair_value", "grouped_value"}
+    helpers = sorted({n for n in used if n in {fn.__name__ for fn in ops.HELPERS}} | kernels)
     maths = [n for n in used if n in ops.MATH_NAMES]
     out = [*header, '"""tape.jit\'s recorders, generated from the op table (kernels/codegen/jit.py says how)."""', "",
            *recorders.imports("math", maths), "",

@@ -131,7 +131,7 @@ def python_forward(code: int) -> str:
     if ops.OPS[code].name in ops.GROUPED:
         return f"grouped_value({code}, a)"
     if ops.OPS[code].name in ops.GROUPED_PAIRS:
-        return f"grouped_pair(0, {code}, a, b, 0.0)"
+        return f"grouped_pair_value({code}, a, b, 0.0)"
     return private(ops.OPS[code].forward)
 
 
@@ -267,7 +267,7 @@ def generate(header: list[str]) -> str:
         "from typing import TYPE_CHECKING, overload",
         "",
         "from tape.debug.nans import caller",
-        "from tape.kernels._sweeps import eval_op, grouped_pair, grouped_value",
+        "from tape.kernels._sweeps import eval_op, grouped_pair_value, grouped_value",
         *imports("tape.kernels.ops", sorted(f"{fn.__name__} as _{fn.__name__}" for fn in ops.HELPERS
                                             if fn.__name__ in used)),
         *imports("tape.records.handles", ["Condition", "Handle", "as_constant", "compare", "revalidate",

@@ -46,12 +46,12 @@ def operand_loads(op: ops.Op, used: set[str], indent: str) -> list[str]:
 # ops.GROUPED in a sweep: one branch, whose rules call the grouped kernels with the opcode k
 GROUP = ops.Op("grouped", "unary", "grouped_value(np.int64(k), a)", "grouped_da(np.int64(k), a, y)",
                daa="grouped_daa(np.int64(k), a, y)")  # int64, as Python calls them: one signature each
-# ops.GROUPED_PAIRS: one branch too, calling grouped_pair(part, k, a, b, y) (part 0: the value, 1-5: PAIR_PARTS)
+# ops.GROUPED_PAIRS: one branch too, calling grouped_pair_<part>(k, a, b, y), a kernel per rule: a first
+# gradient compiles the value, da and db kernels, not the second partials (grouped_pair(part, ...) picks one)
 PAIR_PARTS = ("da", "db", "daa", "dab", "dbb")
-# (a literal part would compile grouped_pair once per part: Numba specializes on literal ints)
-GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair(np.int64(0), np.int64(k), a, b, 0.0)",
-                    **{part: f"grouped_pair(np.int64({n}), np.int64(k), a, b, y)"
-                       for n, part in enumerate(PAIR_PARTS, 1)})
+PAIR_NAMES = ("value", *PAIR_PARTS)
+GROUP_PAIR = ops.Op("grouped_pair", "binary", "grouped_pair_value(np.int64(k), a, b, 0.0)",
+                    **{part: f"grouped_pair_{part}(np.int64(k), a, b, y)" for part in PAIR_PARTS})
 GROUPS = ((GROUP, "IS_GROUPED", "GROUPED"), (GROUP_PAIR, "IS_GROUPED_PAIR", "GROUPED_PAIRS"))
 
 
@@ -75,24 +75,27 @@ def branches(body_for, include=lambda op: op.kind != "leaf") -> list[str]:
     return lines
 
 
+def _rule_kernel(name: str, args: str, group: tuple[str, ...], part: str, what: str) -> list[str]:
+    """A kernel returning rule ``part`` of the op of the group with opcode k."""
+    out = [f"@{JIT}", f"def {name}(k, {args}):", f'    """The {part} rule of {what} k (kernels/ops.py)."""']
+    for code, op in enumerate(ops.OPS):
+        if op.name in group:
+            out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
+    return out + ["    return nan", "", ""]
+
+
 def grouped_kernels() -> list[str]:
-    """grouped_value, grouped_da, grouped_daa: each rule of ops.GROUPED by opcode k."""
+    """grouped_value, grouped_da, grouped_daa: each rule of ops.GROUPED by opcode k; grouped_pair_value to
+    grouped_pair_dbb: of ops.GROUPED_PAIRS (a kernel per rule: a sweep compiles only the rules it reads)."""
     out = []
     for name, part, args in (("value", "forward", "a"), ("da", "da", "a, y"), ("daa", "daa", "a, y")):
-        out += [f"@{JIT}", f"def grouped_{name}(k, {args}):",
-                f'    """The {part} rule of grouped op k (kernels/ops.py: GROUPED)."""']
-        for code, op in enumerate(ops.OPS):
-            if op.name in ops.GROUPED:
-                out += [f"    if k == {code}:  # {op.name}", f"        return {getattr(op, part) or '0.0'}"]
-        out += ["    return nan", "", ""]
+        out += _rule_kernel(f"grouped_{name}", args, ops.GROUPED, part, "grouped op")
+    for name, part in zip(PAIR_NAMES, ("forward", *PAIR_PARTS), strict=True):
+        out += _rule_kernel(f"grouped_pair_{name}", "a, b, y", ops.GROUPED_PAIRS, part, "grouped binary op")
     out += [f"@{JIT}", "def grouped_pair(part, k, a, b, y):",
             '    """Rule ``part`` of grouped binary op k (ops.GROUPED_PAIRS): 0 value, 1-5 da, db, daa, dab, dbb."""']
-    for code, op in enumerate(ops.OPS):
-        if op.name in ops.GROUPED_PAIRS:
-            out.append(f"    if k == {code}:  # {op.name}")
-            for n, part in enumerate(("forward", *PAIR_PARTS)):
-                out += [f"        {'if' if n == 0 else 'elif'} part == {n}:",
-                        f"            return {getattr(op, part) or '0.0'}"]
+    for n, name in enumerate(PAIR_NAMES):
+        out += [f"    {'if' if n == 0 else 'elif'} part == {n}:", f"        return grouped_pair_{name}(k, a, b, y)"]
     out += ["    return nan", "", "", f"@{JIT}", "def grouped_pair_map(part, k, a, b, y, out):",
             '    """grouped_pair over flat arrays."""', "    for e in range(len(a)):",
             "        out[e] = grouped_pair(part, k, a[e], b[e], y[e])", "", ""]
@@ -123,24 +126,32 @@ def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list
 
 
 def reverse_body(op: ops.Op) -> list[str]:
-    """Tape reverse sweep: partials computed here, from the stored values."""
+    """Tape reverse sweep: partials computed here, from the stored values, and whether each is sent
+    (``sa``, ``sb``); the sends are one tail after the branches (``reverse_tail``)."""
     ind = " " * 12
     lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
     lines.append(f"{ind}pa = {op.da}")
-    terms = [("in0[i]", "pa", op.da, op.when_a)]
     if op.db:  # both partials first: in0 and in1 may be the same record
         lines.append(f"{ind}pb = {op.db}")
-        terms.append(("in1[i]", "pb", op.db, op.when_b))
-    for index, partial, rule, when in terms:
+    for sent, partial, rule, when in (("sa", "pa", op.da, op.when_a), ("sb", "pb", op.db, op.when_b)):
+        if not rule:
+            continue
         # a zero partial sends nothing, as in every sweep (0 * inf stays out); literals need no test
-        conditions = [when] if when else []
-        if not nonzero_literal(rule):
-            conditions.append(f"{partial} != 0.0")
-        if conditions:
-            lines += [f"{ind}if {' and '.join(conditions)}:", *accumulate(index, f"g * {partial}", ind + "    ")]
-        else:
-            lines += accumulate(index, f"g * {partial}", ind)
+        conditions = ([when] if when else []) + ([] if nonzero_literal(rule) else [f"{partial} != 0.0"])
+        lines.append(f"{ind}{sent} = {' and '.join(conditions) or 'True'}")
     return lines
+
+
+def reverse_tail() -> list[str]:
+    """After the branches: each partial sent is accumulated, in0's first. Written once instead of in every
+    branch: the kernel is a third of the size and compiles in about half the time (measured)."""
+    ind = " " * 8
+    return [f"{ind}if sa:", *accumulate("in0[i]", "g * pa", ind + "    "),
+            f"{ind}if sb:", *accumulate("in1[i]", "g * pb", ind + "    ")]
+
+
+# an op without partials (a comparison, a leaf) sends none
+REVERSE_START = ["        k = op[i]", "        pa = pb = 0.0", "        sa = sb = False"]
 
 
 def nonzero_literal(rule: str) -> bool:
@@ -271,7 +282,7 @@ def generate(header: list[str], more: list[str]) -> str:
         "",
         "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
         '    """',
-        *reverse_loop(["        k = op[i]", *branches(reverse_body, has_partials)]),
+        *reverse_loop([*REVERSE_START, *branches(reverse_body, has_partials), *reverse_tail()]),
         "",
         "",
         f"@{JIT}",
@@ -285,8 +296,9 @@ def generate(header: list[str], more: list[str]) -> str:
         "        g = adj[i]",
         "        if g == 0.0:",
         "            continue",
-        "        k = op[i]",
+        *REVERSE_START,
         *branches(reverse_body, has_partials),
+        *reverse_tail(),
         "",
         "",
         *partials_kernel("forward_partials", "p0, p1, r0, r1", False,

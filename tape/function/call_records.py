@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -149,17 +150,41 @@ def record(F: Any, x: Any, params: Any) -> Any:
         inputs = (x_view,) + ((array_records.constant(t, values),) if F.n_params else ())
         with inside(F, None):
             y = flat_call(F, driver.view(t, t._aval, x_view), values if F.n_params else None)
-        slot = next((k for k, G in enumerate(t._callees) if G is F), None)
-        if slot is None:
-            slot = len(t._callees)
-            t._callees.append(F)
-            t._callee_places.append(np.array([slot], np.int64))
-        row = t._push_array(CALL, (F.n_outputs,), inputs, places=t._callee_places[slot], values=y)
+        row = _push(F, t, inputs, y)
     m, shape = F.n_outputs, F._output_shape
     if m >= array_records.small():
         return wrap_view(t, View(row, 0, shape, driver.contiguous(shape)))
     rows = t._append_block(ELEM, m, in0=row, in1=np.arange(m), values=y)
     return wrap(t, rows.reshape(shape))
+
+
+def _push(F: Any, t: Storage, inputs: tuple[View, ...], y: np.ndarray) -> int:
+    """A call record of F reading inputs, holding y; F gets a slot in t's callees (once)."""
+    slot = next((k for k, G in enumerate(t._callees) if G is F), None)
+    if slot is None:
+        slot = len(t._callees)
+        t._callees.append(F)
+        t._callee_places.append(np.array([slot], np.int64))
+    return t._push_array(CALL, (F.n_outputs,), inputs, places=t._callee_places[slot], values=y)
+
+
+_DERIVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # F -> {"vjp": F.vjp_function(), "jvp": ...}
+
+
+def call_of_derivative(F: Function, h: Any, p: Plan, second: Any, kind: str) -> Any:
+    """Call record p's adjoint (kind "vjp", second its adjoint) or tangent ("jvp", second its input's tangent)
+    as records (tape/symbolic/array_adjoint.py): a call of F's vjp_function or jvp_function at (x, second),
+    with the call's params; the derivative Function is made once per F."""
+    derived = _DERIVED.setdefault(F, {})
+    if kind not in derived:
+        derived[kind] = F.vjp_function() if kind == "vjp" else F.jvp_function()
+    G, t = derived[kind], h.t
+    pair = array_records.join(t, [p.inputs[0], h.view(h.array(second).reshape(-1))], 0)
+    inputs = (pair, *p.inputs[1:])
+    with G._lock, inside(G, None):
+        y = flat_call(G, driver.view(t, t._aval, pair), driver.view(t, t._aval, p.inputs[1]) if G.n_params else None)
+        row = _push(G, t, inputs, y)
+    return h.handle(driver.whole(row, t._plan(row)))
 
 
 def sizes(callees: list[Any]) -> tuple[tuple[int, int, int], ...]:

@@ -377,6 +377,9 @@ class Function:
     def _call_second(self, s: Any, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         derivatives.call_second(self, s, p, arenas)
 
+    def _call_derivative(self, h: Any, p: Plan, second: Any, kind: str) -> Any:
+        return call_records.call_of_derivative(self, h, p, second, kind)
+
 
 def load(path: str | os.PathLike | BinaryIO, on_branch_change: str | None = None,
          max_bytes: int | None = None) -> Function:

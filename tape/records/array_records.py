@@ -8,10 +8,7 @@ memory is a view (recorded as nothing), anything else is a gather record.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import threading
-from collections.abc import Iterator
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -19,30 +16,18 @@ from numpy.lib.array_utils import normalize_axis_index
 from tape.kernels.array_kinds import kept
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE, INPUT, RULE
 from tape.kernels.ops import ELEM
-from tape.records.storage import MAX_RECORDS, Storage
+from tape.records.storage import Storage
 from tape.sweeps.driver import View, whole
 
 # arrays with fewer elements are recorded a scalar record per element: an array record costs about
 # 10 µs of Python per call in the sweeps, a scalar record 5-10 ns per element; measured (replayed
 # value_and_grad) array records win from about 600 elements with fused runs, 2,000 without
 SMALL = 1024
-_mode = threading.local()  # per thread: a derivative recorded as records wants scalar records only
 
 
 def small() -> int:
-    """The size from which an array is recorded as array records (SMALL, or never inside scalar_records)."""
-    return SMALL if getattr(_mode, "scalar", 0) == 0 else MAX_RECORDS
-
-
-@contextlib.contextmanager
-def scalar_records() -> Iterator[None]:
-    """Every array recorded in the block, of any size, as a scalar record per element: what a derivative
-    emitted as records (tape/symbolic/nest.py) sweeps, until array records have symbolic adjoints."""
-    _mode.scalar = getattr(_mode, "scalar", 0) + 1
-    try:
-        yield
-    finally:
-        _mode.scalar -= 1
+    """The size from which an array is recorded as array records (SMALL, read at each call)."""
+    return SMALL
 
 
 def leaf(t: Storage, values: np.ndarray, constant: bool = False) -> View:
@@ -204,6 +189,16 @@ def gather(t: Storage, record: int, chosen: np.ndarray) -> View:
     """A record of the elements at places ``chosen`` (any shape) of a record's region."""
     return _record(t, "gather", chosen.shape, (whole(record, t._plan(record)),),
                    places=np.ascontiguousarray(chosen.reshape(-1)))
+
+
+def scatter(t: Storage, v: View, chosen: np.ndarray, shape: tuple[int, ...]) -> View:
+    """A record of ``shape``, zero but for v's elements (C order) added at places ``chosen`` of its region."""
+    return _record(t, "scatter", shape, (v,), places=np.ascontiguousarray(np.reshape(chosen, -1), np.int64))
+
+
+def permute(t: Storage, name: str, a: View, x: View, axis: int) -> View:
+    """sort_as or unsort_as: x moved along axis as sorting a moves a's elements, or back."""
+    return _record(t, name, x.shape, (a, x), axes=(axis,))
 
 
 def join(t: Storage, views: list[View], axis: int) -> View:

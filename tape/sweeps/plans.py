@@ -133,24 +133,26 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
     if axes_mask >> MAX_DIMS:
         raise ValueError("axes past the dimensions")
     index = np.zeros(0, np.int64)
-    kind = ARRAY_KIND[code]
-    if kind in ("gather", "pack"):
-        if not (0 <= start and start + count <= len(places) and count == math.prod(shape)):
-            raise ValueError(f"places {start}..{start + count} do not fit its {math.prod(shape)} elements")
+    what = RULE[code].places
+    if what in ("rows", "input", "output"):  # a place per element it writes (a scatter: per element it reads)
+        elements = math.prod(inputs[0].shape) if what == "output" else math.prod(shape)
+        if not (0 <= start and start + count <= len(places) and count == elements):
+            raise ValueError(f"places {start}..{start + count} do not fit its {elements} elements")
         index = places[start:start + count].copy()
         index.flags.writeable = False
-        limit = plans[int(in0[inputs[0].record])].size if kind == "gather" else r
+        limit = r if what == "rows" else math.prod(shape) if what == "output" else plans[
+            int(in0[inputs[0].record])].size
         if len(index) and (index.min() < 0 or index.max() >= limit):
             raise ValueError("a place outside what it reads")
-        if kind == "pack" and np.any(IS_ARRAY[op[index]]):
+        if what == "rows" and np.any(IS_ARRAY[op[index]]):
             raise ValueError("pack reads scalar records only")
-        if kind == "gather" and inputs[0] != View(inputs[0].record, 0, plans[int(in0[inputs[0].record])].shape,
-                                                  contiguous(plans[int(in0[inputs[0].record])].shape)):
+        if what == "input" and inputs[0] != View(inputs[0].record, 0, plans[int(in0[inputs[0].record])].shape,
+                                                 contiguous(plans[int(in0[inputs[0].record])].shape)):
             raise ValueError("gather reads a whole region")
-    elif kind == "call":
+    elif what == "callee":
         index = _callee(places, start, count, shape, inputs, op, callees)
     elif count:
-        raise ValueError(f"{kind} has no places")
+        raise ValueError(f"{ARRAY_KIND[code]} has no places")
     RULE[code].check(shape, wide, [v.shape for v in inputs], axes)  # the output shape its rule gives
     return Plan(code, r, offset, shape, tuple(inputs), axes, index, wide)
 

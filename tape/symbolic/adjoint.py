@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels.array_ops import ARRAY_OPCODE, NAME
-from tape.kernels.ops import ARRAY_BASE, HAS_INPUT, IS_COMPARISON, IS_LEAF, SELECT, TWO_RECORDS, USES_POOL
+from tape.kernels.array_ops import RULE
+from tape.kernels.ops import ARRAY_BASE, ELEM, HAS_INPUT, IS_COMPARISON, SELECT, TWO_RECORDS, USES_POOL
 from tape.records._recorders import Var
-from tape.records.array_records import SMALL
 from tape.records.storage import Storage
+from tape.symbolic import array_adjoint as arrays
 from tape.symbolic._partials import PARTIALS
 from tape.symbolic.partial_helpers import Value, constant, mul_nz, where
 
@@ -42,6 +42,7 @@ class Sweep:
         self.t = t
         self._zero: Var | None = None
         self.start = len(t)
+        self.arrays = arrays.Emit(t)  # array records' rules as records
 
     def var(self, row: int) -> Var:
         return Var._at(self.t._segment(), row)
@@ -104,18 +105,15 @@ class Sweep:
         return PARTIALS[code](a, b, self.var(i), c, want_a, want_b)
 
 
-def refuse_arrays(op: np.ndarray, what: str) -> None:
-    """A TypeError naming the first array record: the symbolic sweeps take scalar records only."""
-    arrays = np.flatnonzero(op >= ARRAY_BASE)
-    calls = np.flatnonzero(op == ARRAY_OPCODE["call"])
-    if len(calls):  # its inputs' pack comes first, but the call is what the user wrote
-        raise TypeError(f"{what} takes scalar records only: record {int(calls[0])} is a call of a Function "
-                        "(F(xs) on Vars); differentiating through a call as records is not supported yet: "
-                        "trace the program without calling F on Vars (inline F's code)")
-    if len(arrays):
-        i = int(arrays[0])
-        raise TypeError(f"{what} takes scalar records only: record {i} is an array record ({NAME[op[i]]}); "
-                        f"trace the program with scalar Vars (arrays under {SMALL} elements record per element)")
+def _reads(t: Storage, i: int, code: int) -> list[int]:
+    """The records record i reads that carry a derivative ([] for leaves, comparisons, selects' conditions)."""
+    if code >= ARRAY_BASE:
+        return arrays.sources(t, i) if RULE[code].derivative else []
+    if code == ELEM:
+        return [int(t._in0[i])]
+    if not HAS_INPUT[code] or IS_COMPARISON[code]:
+        return []
+    return [int(t._in0[i]), int(t._in1[i])] if TWO_RECORDS[code] else [int(t._in0[i])]
 
 
 def needed(t: Storage, start: int, stop: int, wanted: Any) -> np.ndarray:
@@ -123,31 +121,43 @@ def needed(t: Storage, start: int, stop: int, wanted: Any) -> np.ndarray:
     carry no derivative."""
     need = np.zeros(max(len(t), stop), np.bool_)
     need[np.asarray(list(wanted), np.int64)] = True
-    op, in0, in1 = t._op, t._in0, t._in1
+    op = t._op
     for i in range(start, stop):
-        code = op[i]
-        if HAS_INPUT[code] and not IS_COMPARISON[code] and not need[i]:
-            need[i] = need[in0[i]] or (TWO_RECORDS[code] and need[in1[i]])
+        if not need[i]:
+            need[i] = any(need[j] for j in _reads(t, i, int(op[i])))
     return need
 
 
 def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]], wanted: Any) -> dict[int, Value]:
     """Adjoints of the wanted rows: a reverse sweep over records [start, stop), seeded with (row,
     adjoint) pairs, recorded; rows not reached are absent. In the numeric sweep's order (records
-    last to first, in0 then in1), so the gradient is its sums in its order."""
+    last to first, in0 then in1), so the gradient is its sums in its order. An array record's
+    adjoint is array records (tape/symbolic/array_adjoint.py)."""
     t = sweep.t
     wanted = set(wanted)
     need = needed(t, start, stop, wanted)
     adj: dict[int, Value] = {}
+    elements: dict[int, dict[int, Value]] = {}  # array record -> {place: adjoint} sent by its elem readers
     for row, g in seeds:
         if need[row]:
             adj[row] = sweep.plus(adj.get(row), g)  # type: ignore[assignment]
     op, in0, in1 = t._op, t._in0, t._in1
     for i in range(stop - 1, start - 1, -1):
         code = op[i]
-        if IS_LEAF[code] or i not in adj or not HAS_INPUT[code] or IS_COMPARISON[code]:
+        if code >= ARRAY_BASE:
+            g = arrays.total(sweep.arrays, i, adj, elements) if need[i] else None
+            if g is not None:
+                if i in wanted:
+                    adj[i] = g
+                arrays.back(sweep.arrays, i, g, need, adj)
+            continue
+        if i not in adj or not _reads(t, i, code):
             continue
         g = adj[i] if i in wanted else adj.pop(i)
+        if code == ELEM:  # an element of an array record (a leaf to the scalar kernels)
+            sent = elements.setdefault(int(in0[i]), {})
+            sent[int(in1[i])] = sweep.plus(sent.get(int(in1[i])), g)  # type: ignore[assignment]
+            continue
         j, k = int(in0[i]), int(in1[i])
         two = bool(TWO_RECORDS[code])
         if code == SELECT:
@@ -160,6 +170,9 @@ def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]],
         for row, c in contributions:
             if c is not None:
                 adj[row] = sweep.plus(adj.get(row), c)  # type: ignore[assignment]
+    for row in wanted:  # an array input read only by elem records
+        if row in elements:
+            adj[row] = arrays.total(sweep.arrays, row, adj, elements)
     return {row: sweep.settled(adj[row]) for row in wanted if row in adj}  # never -0.0, as the numeric sweep
 
 
@@ -167,13 +180,10 @@ def used(t: Storage, start: int, stop: int, outputs: Any) -> np.ndarray:
     """used[i]: an output depends on record i through records [start, stop)."""
     use = np.zeros(max(len(t), stop), np.bool_)
     use[np.asarray(list(outputs), np.int64)] = True
-    op, in0, in1 = t._op, t._in0, t._in1
+    op = t._op
     for i in range(stop - 1, start - 1, -1):
-        code = op[i]
-        if use[i] and HAS_INPUT[code] and not IS_COMPARISON[code]:
-            use[in0[i]] = True
-            if TWO_RECORDS[code]:
-                use[in1[i]] = True
+        if use[i]:
+            use[_reads(t, i, int(op[i]))] = True
     return use
 
 
@@ -186,7 +196,16 @@ def forward(sweep: Sweep, start: int, stop: int, tangents: dict[int, Value], out
     op, in0, in1 = t._op, t._in0, t._in1
     for i in range(start, stop):
         code = op[i]
-        if IS_LEAF[code] or not HAS_INPUT[code] or IS_COMPARISON[code] or not use[i]:
+        if not use[i] or i in tangents or not _reads(t, i, code):
+            continue
+        if code >= ARRAY_BASE:
+            d = arrays.ahead(sweep.arrays, i, dot)
+            if d is not None:
+                dot[i] = d
+            continue
+        if code == ELEM:
+            if int(in0[i]) in dot:
+                dot[i] = arrays.element(sweep.arrays, dot[int(in0[i])], int(in1[i]))
             continue
         two = bool(TWO_RECORDS[code])
         ta, tb = dot.get(int(in0[i])), dot.get(int(in1[i])) if two else None

@@ -19,40 +19,76 @@ from typing import Any
 
 import numpy as np
 
+from tape.arrays.varray import VarArray
 from tape.base import trees
-from tape.kernels.ops import LEAF
+from tape.kernels.array_ops import RULE
+from tape.kernels.ops import ARRAY_BASE, LEAF
+from tape.records import array_records
+from tape.records._recorders import Var
 from tape.records.storage import MAX_RECORDS, Storage
-from tape.symbolic.adjoint import Sweep, forward, refuse_arrays, reverse
+from tape.sweeps.driver import region, whole
+from tape.symbolic.adjoint import Sweep, forward, reverse
 from tape.symbolic.partial_helpers import Value, constant
 
 
-def copy_records(F: Any, what: str) -> Storage:
-    """A storage holding F's records, constants and checked branches, row for row."""
-    refuse_arrays(F._op, what)
+def copy_records(F: Any) -> Storage:
+    """A storage holding F's records, constants, array records (plans and values), called Functions and
+    checked branches, row for row."""
     n = len(F._op)
     t = Storage(capacity=min(MAX_RECORDS, 3 * n + 1024))  # a gradient tape is about 2 to 3 times F (grows past it)
     if len(F._consts):
         t._append_consts(F._consts)
-    t._append_block(F._op, n, in0=F._in0, in1=F._in1, values=F._val)
+    t._callees, t._callee_places = list(F._callees), [np.array([k], np.int64) for k in range(len(F._callees))]
+    lo = 0
+    for p in [*F._plans, None]:
+        hi = n if p is None else p.row
+        if lo < hi:
+            t._append_block(F._op[lo:hi], hi - lo, in0=F._in0[lo:hi], in1=F._in1[lo:hi], values=F._val[lo:hi])
+        if p is not None:
+            places = t._callee_places[int(p.places[0])] if RULE[p.code].reads == "callee" else p.places
+            t._push_array(p.code, p.shape, p.inputs, p.axes, places, p.wide, values=region(F._aval, p))
+        lo = hi + 1
     t._checks = [(int(r), bool(e), str(w)) for r, e, w in zip(F._check_rows, F._check_expected, F._check_where,
                                                                strict=True)]
     return t
 
 
-def _leaves(t: Storage, count: int) -> list[int]:
-    return t._append_block(LEAF, count, values=np.ones(count)).tolist()
+def _leaves(t: Storage, like: list[int], source: Any) -> list[int]:
+    """New inputs, one per row of like: a scalar leaf for a scalar record, an array input of its shape for
+    an array record of source."""
+    rows = []
+    for r in like:
+        if source._op[r] >= ARRAY_BASE:
+            rows.append(array_records.leaf(t, np.ones(source._plans[source._in0[r]].shape)).record)
+        else:
+            rows.append(int(t._append_block(LEAF, 1, values=np.ones(1))[0]))
+    return rows
 
 
 def _rows(sweep: Sweep, values: list[Value]) -> np.ndarray:
-    """A record per value: a Var's own, a constant record for a number."""
-    return np.array([v._index if type(v) is not float else constant(sweep.t, v)._index for v in values], np.int64)
+    """A record per value: a Var's own, an array record's (a view copied into a record of its own), a
+    constant record for a number."""
+    t = sweep.t
+    return np.array([v._index if type(v) is Var else array_records.copy(t, sweep.arrays.view(v)).record
+                     if isinstance(v, VarArray) else constant(t, v)._index for v in values], np.int64)
+
+
+def _zeros_like(sweep: Sweep, F: Any, rows: list[int], found: dict[int, Value]) -> list[Value]:
+    """found[r] for each row, zero where none reached it (an array of zeros for an array record)."""
+    return [found[r] if r in found else sweep.arrays.array(sweep.arrays.zeros(F._plans[F._in0[r]].shape))
+            if F._op[r] >= ARRAY_BASE else 0.0 for r in rows]
+
+
+def _count(t: Storage, rows: Any) -> int:
+    """The numbers the rows hold (an array record's elements)."""
+    return sum(t._plan(r).size if t._op[r] >= ARRAY_BASE else 1 for r in np.asarray(rows).tolist())
 
 
 def _make(F: Any, t: Storage, inputs: list[int], outputs: np.ndarray, scalar: bool, output_shape: tuple[int, ...],
           rebuild: Callable[[Any], Any], input_shape: tuple[int, ...] | None = None) -> Any:
     source = None if F._source is None else _Rebuild(F._source, F.n_inputs, rebuild)
     G = type(F)._from_storage(t, np.array(inputs, np.int64), F._param_rows.copy(), outputs, scalar,
-                              F.on_branch_change, source, input_shape or (len(inputs),), output_shape)
+                              F.on_branch_change, source, input_shape or (_count(t, inputs),), output_shape)
     G._param_layout = F._param_layout
     G.check_finite = F.check_finite
     return G
@@ -111,17 +147,23 @@ def _layout(F: Any, second: Any) -> trees.Layout:
     return _Pair(F, second)
 
 
+def _handle(sweep: Sweep, row: int) -> Value:
+    """A Var for a scalar record, a VarArray for an array record."""
+    return sweep.arrays.handle(whole(row, sweep.t._plan(row))) if sweep.t._op[row] >= ARRAY_BASE else sweep.var(row)
+
+
 def grad_function(F: Any, value: bool = False) -> Any:
     """x -> the gradient of a scalar-output Function (value=True: x -> [f(x), gradient...], flat)."""
     if F.n_outputs != 1:
         raise ValueError(f"grad_function needs one output, this Function has {F.n_outputs}: use vjp_function")
-    t = copy_records(F, "grad_function")
+    t = copy_records(F)
     sweep = Sweep(t)
     out, inputs = int(F._output_rows[0]), [int(r) for r in F._input_rows]
-    adj = reverse(sweep, 0, len(F._op), [(out, 1.0)], inputs)
-    grads = [adj.get(r, 0.0) for r in inputs]
+    seed = 1.0 if F._op[out] < ARRAY_BASE else sweep.arrays.full(1.0, F._plans[F._in0[out]].shape)
+    adj = reverse(sweep, 0, len(F._op), [(out, seed)], inputs)
+    grads = _zeros_like(sweep, F, inputs, adj)
     rows = _rows(sweep, [sweep.var(out)] + grads if value else grads)
-    G = _make(F, t, inputs, rows, False, (len(rows),) if value else F.input_shape,
+    G = _make(F, t, inputs, rows, False, (_count(t, rows),) if value else F.input_shape,
               functools.partial(grad_function, value=value), F.input_shape)
     G._layout = None if value else F._layout
     return G
@@ -129,13 +171,13 @@ def grad_function(F: Any, value: bool = False) -> Any:
 
 def vjp_function(F: Any) -> Any:
     """(x, w) -> w^T J, shaped like x: w has F's output shape (a number for a scalar output)."""
-    t = copy_records(F, "vjp_function")
+    t = copy_records(F)
     sweep = Sweep(t)
-    n, m = len(F._op), F.n_outputs
-    w = _leaves(t, m)
+    n, outputs = len(F._op), [int(r) for r in F._output_rows]
+    w = _leaves(t, outputs, F)
     inputs = [int(r) for r in F._input_rows]
-    adj = reverse(sweep, 0, n, [(int(r), sweep.var(k)) for r, k in zip(F._output_rows, w, strict=True)], inputs)
-    rows = _rows(sweep, [adj.get(r, 0.0) for r in inputs])
+    adj = reverse(sweep, 0, n, [(r, _handle(sweep, k)) for r, k in zip(outputs, w, strict=True)], inputs)
+    rows = _rows(sweep, _zeros_like(sweep, F, inputs, adj))
     G = _make(F, t, inputs + w, rows, False, F.input_shape, vjp_function)
     G._layout = _layout(F, 0.0 if F._scalar else np.zeros(F._output_shape))
     return G
@@ -143,16 +185,16 @@ def vjp_function(F: Any) -> Any:
 
 def jvp_function(F: Any, value: bool = False) -> Any:
     """(x, v) -> J v, shaped like F's outputs (value=True: [outputs..., J v...], flat); v like x."""
-    t = copy_records(F, "jvp_function")
+    t = copy_records(F)
     sweep = Sweep(t)
     n, inputs = len(F._op), [int(r) for r in F._input_rows]
-    v = _leaves(t, len(inputs))
+    v = _leaves(t, inputs, F)
     outputs = [int(r) for r in F._output_rows]
-    dot = forward(sweep, 0, n, {r: sweep.var(k) for r, k in zip(inputs, v, strict=True)}, outputs)
-    tangents = [dot.get(r, 0.0) for r in outputs]
+    dot = forward(sweep, 0, n, {r: _handle(sweep, k) for r, k in zip(inputs, v, strict=True)}, outputs)
+    tangents = _zeros_like(sweep, F, outputs, dot)
     rows = _rows(sweep, [sweep.var(r) for r in outputs] + tangents if value else tangents)
     scalar = F._scalar and not value
-    G = _make(F, t, inputs + v, rows, scalar, (len(rows),) if value else F._output_shape,
+    G = _make(F, t, inputs + v, rows, scalar, (_count(t, rows),) if value else F._output_shape,
               functools.partial(jvp_function, value=value))
     G._layout = _layout(F, _x0(F))
     return G

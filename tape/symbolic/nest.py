@@ -7,9 +7,10 @@ outer transform differentiates through the inner derivative (reverse or forward,
 four pairings), and a traced g replays the inner derivative at every point (records, not
 constants).
 
-Arguments may be Vars, VarArrays of either form, NumPy arrays and pytrees of them; f records its
-arrays as scalar records here (array_records.scalar_records), whose symbolic sweep exists, and the
-derivatives come back in the arguments' structure (a VarArray of Vars for an array).
+Arguments may be Vars, VarArrays of either form, NumPy arrays and pytrees of them. An array of
+array records (or a big one) enters whole, as one array record, and its derivative is array
+records (tape/symbolic/array_adjoint.py); a small one enters element by element. The derivatives
+come back in the arguments' structure.
 
 No perturbation confusion: each differentiated argument enters f as a record of its own, the
 argument times 1.0 (the same bits; its derivative is 1), and the inner sweep runs over f's
@@ -30,11 +31,13 @@ from typing import Any
 import numpy as np
 
 from tape.arrays.varray import VarArray, wrap
+from tape.kernels.ops import ARRAY_BASE
 from tape.records import array_records
 from tape.records._recorders import Var
 from tape.records.handles import as_constant
 from tape.records.storage import Storage
-from tape.symbolic.adjoint import Sweep, forward, refuse_arrays, reverse
+from tape.symbolic.adjoint import Sweep, forward, reverse
+from tape.symbolic.array_adjoint import Emit
 from tape.symbolic.partial_helpers import constant
 
 _active = threading.local()  # per thread: the tapes that transforms are recording f on, innermost last
@@ -69,14 +72,23 @@ def innermost(other_than: Storage | None = None) -> Storage | None:
     return None
 
 
+def _block(x: Any) -> bool:
+    """An array that enters a nested derivative whole, as one array record: one of array records, or big."""
+    return isinstance(x, VarArray) and x._view is not None or (
+        isinstance(x, (VarArray, np.ndarray)) and x.size >= array_records.small())
+
+
 def _leaves(tree: Any) -> Iterator[Any]:
-    """The numbers and Vars of a tree in order; a VarArray's elements as Vars, an array's as numbers."""
+    """The parts of a tree in order: an array of array records (or a big one) whole; a small VarArray's
+    elements as Vars, a small array's as numbers; numbers and Vars."""
     if isinstance(tree, (list, tuple)):
         for item in tree:
             yield from _leaves(item)
     elif isinstance(tree, dict):
         for item in tree.values():
             yield from _leaves(item)
+    elif _block(tree):
+        yield tree
     elif isinstance(tree, VarArray):
         yield from tree._vars()
     elif isinstance(tree, np.ndarray):
@@ -86,12 +98,14 @@ def _leaves(tree: Any) -> Iterator[Any]:
 
 
 def _rebuild(tree: Any, leaves: Iterator[Any]) -> Any:
-    """tree's structure with its leaves taken from leaves, in order (an array's as a VarArray of them)."""
+    """tree's structure with its parts taken from leaves, in order (a small array's as a VarArray of them)."""
     if isinstance(tree, (list, tuple)):
         items = [_rebuild(item, leaves) for item in tree]
         return items if isinstance(tree, list) else tuple(items)
     if isinstance(tree, dict):
         return {key: _rebuild(item, leaves) for key, item in tree.items()}
+    if _block(tree):
+        return next(leaves)
     if isinstance(tree, (VarArray, np.ndarray)):
         items = [next(leaves) for _ in range(tree.size)]
         if not items:
@@ -124,10 +138,17 @@ def tape_of(args: Sequence[Any]) -> Storage | None:
 
 
 def _fresh(t: Storage, tree: Any, what: str) -> tuple[Any, list[int]]:
-    """Each number of tree as a record of its own on t: a Var times 1.0, a number a constant record."""
+    """Each part of tree as a record of its own on t: a Var times 1.0, a number a constant record, an array of
+    array records times 1.0 (one array record)."""
     rows: list[int] = []
 
-    def enter(leaf: Any) -> Var:
+    def enter(leaf: Any) -> Any:
+        if _block(leaf):
+            if isinstance(leaf, VarArray) and leaf._live_tape() is not t:
+                raise TypeError(f"{what}: Vars of two tapes in one nested derivative")
+            fresh = (leaf if isinstance(leaf, VarArray) else Emit(t).handle(array_records.constant(t, leaf))) * 1.0
+            rows.append(_row(fresh))
+            return fresh
         if type(leaf) is not Var:
             c = as_constant(leaf)
             if c is None:
@@ -143,8 +164,37 @@ def _fresh(t: Storage, tree: Any, what: str) -> tuple[Any, list[int]]:
     return _rebuild(tree, iter([enter(leaf) for leaf in _leaves(tree)])), rows
 
 
+def _part(t: Storage, found: dict[int, Any], row: int) -> Any:
+    """The derivative found for row as the caller gets it: a Var, or a VarArray for an array record (zeros
+    where nothing reached it)."""
+    if t._op[row] >= ARRAY_BASE:
+        h = Emit(t)
+        return h.array(found[row]) if row in found else h.array(h.zeros(t._plan(row).shape))
+    return _as_var(t, found.get(row, 0.0))
+
+
+def _seed(t: Storage, x: Any) -> Any:
+    """A tangent or weight given for a part: a handle (an array of numbers as a constant array record)."""
+    return Emit(t).handle(array_records.constant(t, x)) if isinstance(x, np.ndarray) else x
+
+
+def _outputs(t: Storage, out: Any) -> list[Any]:
+    """f's output parts; an array part as a record of its own (a view is copied), a Var as itself."""
+    return [Emit(t).handle(array_records.copy(t, y._view)) if isinstance(y, VarArray) and y._view is not None
+            else y for y in _leaves(out)]
+
+
 def _as_var(t: Storage, v: Any) -> Var:
     return v if type(v) is Var else constant(t, float(v))
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, (VarArray, np.ndarray)) else ()
+
+
+def _row(y: Any) -> int:
+    """The record of a part: a Var's own, or the one array record an array part views whole."""
+    return y._operand()[1].record if isinstance(y, VarArray) else y._index
 
 
 def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
@@ -155,11 +205,10 @@ def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
     return out
 
 
-def _run(t: Storage, f: Callable[..., Any], given: list[Any]) -> tuple[Any, int]:
-    """f on the fresh arguments, its arrays as scalar records (array records have no symbolic adjoint yet)."""
-    with recording(t), array_records.scalar_records():
-        out = f(*given)
-    return out, len(t)
+def _run(t: Storage, f: Callable[..., Any], given: list[Any]) -> Any:
+    """f on the fresh arguments."""
+    with recording(t):
+        return f(*given)
 
 
 def value_and_grad(t: Storage, f: Callable[..., Any], args: Sequence[Any], which: tuple[int, ...], single: bool,
@@ -170,17 +219,15 @@ def value_and_grad(t: Storage, f: Callable[..., Any], args: Sequence[Any], which
     for k in which:
         given[k], fresh = _fresh(t, args[k], f"argument {k}")
         rows.append(fresh)
-    out, stop = _run(t, f, given)
-    out, aux = _split_aux(out, has_aux)
+    out, aux = _split_aux(_run(t, f, given), has_aux)
     adj: dict[int, Any] = {}
     if type(out) is Var:
         if out._live_tape() is not t:
             raise TypeError("f returned a Var of another tape than its arguments'")
-        refuse_arrays(t._op[start:stop], "a derivative inside a recorded function")
-        adj = reverse(Sweep(t), start, stop, [(out._index, 1.0)], [r for fresh in rows for r in fresh])
+        adj = reverse(Sweep(t), start, len(t), [(out._index, 1.0)], [r for fresh in rows for r in fresh])
     elif as_constant(out) is None:
         raise TypeError(f"f must return a Var or a real number, got {type(out).__name__}")
-    grads = tuple(_rebuild(args[k], iter([_as_var(t, adj.get(r, 0.0)) for r in fresh]))
+    grads = tuple(_rebuild(args[k], iter([_part(t, adj, r) for r in fresh]))
                   for k, fresh in zip(which, rows, strict=True))
     return ((out, aux) if has_aux else out), (grads[0] if single else grads)
 
@@ -193,18 +240,19 @@ def jvp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], tangents: Seq
     start = len(t)
     for k, (x, v) in enumerate(zip(primals, tangents, strict=True)):
         fresh, rows = _fresh(t, x, f"primal {k}")
-        directions = list(_leaves(v))
-        if len(directions) != len(rows):
-            raise ValueError(f"tangent {k} has {len(directions)} numbers, primal {k} has {len(rows)}")
+        directions = [_seed(t, d) for d in _leaves(v)]
+        if len(directions) != len(rows) or any(_shape(d) != _shape(x) for d, x in zip(directions, _leaves(x),
+                                                                                               strict=False)):
+            raise ValueError(f"tangent {k} is not shaped as primal {k}")
         given.append(fresh)
-        seeds.update({r: d for r, d in zip(rows, directions, strict=True) if type(d) is Var or d != 0.0})
-    out, stop = _run(t, f, given)
-    out, aux = _split_aux(out, has_aux)
-    refuse_arrays(t._op[start:stop], "a derivative inside a recorded function")
-    outputs = [leaf for leaf in _leaves(out) if type(leaf) is Var]
-    dot = forward(Sweep(t), start, stop, seeds, [v._index for v in outputs])
-    tangent = _rebuild(out, iter([_as_var(t, dot.get(leaf._index, 0.0)) if type(leaf) is Var else 0.0
-                                  for leaf in _leaves(out)]))
+        seeds.update({r: d for r, d in zip(rows, directions, strict=True)
+                      if isinstance(d, (Var, VarArray)) or d != 0.0})
+    out, aux = _split_aux(_run(t, f, given), has_aux)
+    outputs = _outputs(t, out)
+    recorded = [y for y in outputs if isinstance(y, (Var, VarArray))]
+    dot = forward(Sweep(t), start, len(t), seeds, [_row(y) for y in recorded])
+    tangent = _rebuild(out, iter([_part(t, dot, _row(y)) if isinstance(y, (Var, VarArray)) else 0.0
+                                  for y in outputs]))
     return (out, tangent, aux) if has_aux else (out, tangent)
 
 
@@ -217,19 +265,20 @@ def vjp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], has_aux: bool
         fresh, r = _fresh(t, x, f"primal {k}")
         given.append(fresh)
         rows.append(r)
-    out, stop = _run(t, f, given)
-    out, aux = _split_aux(out, has_aux)
-    refuse_arrays(t._op[start:stop], "a derivative inside a recorded function")
+    out, aux = _split_aux(_run(t, f, given), has_aux)
+    outputs = _outputs(t, out)
+    stop = len(t)
     wanted = [r for fresh in rows for r in fresh]
 
     def vjp_fn(w: Any) -> tuple:
-        outputs, weights = list(_leaves(out)), list(_leaves(w))
-        if len(outputs) != len(weights):
-            raise ValueError(f"w has {len(weights)} numbers, f's output {len(outputs)}")
-        seeds = [(y._index, g) for y, g in zip(outputs, weights, strict=True)
-                 if type(y) is Var and (type(g) is Var or g != 0.0)]
+        weights = [_seed(t, g) for g in _leaves(w)]
+        if len(outputs) != len(weights) or any(_shape(g) != _shape(y) for g, y in zip(weights, outputs,
+                                                                                          strict=False)):
+            raise ValueError("w is not shaped as f's output")
+        seeds = [(_row(y), g) for y, g in zip(outputs, weights, strict=True)
+                 if isinstance(y, (Var, VarArray)) and (isinstance(g, (Var, VarArray)) or g != 0.0)]
         adj = reverse(Sweep(t), start, stop, seeds, wanted)
-        return tuple(_rebuild(x, iter([_as_var(t, adj.get(r, 0.0)) for r in fresh]))
+        return tuple(_rebuild(x, iter([_part(t, adj, r) for r in fresh]))
                      for x, fresh in zip(primals, rows, strict=True))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)

@@ -18,8 +18,12 @@ from typing import Any
 import numpy as np
 
 from tape.arrays.binary import hypot as _hypot
+from tape.arrays.conditions import ArrayCondition
+from tape.arrays.operands import as_view, operands
+from tape.arrays.varray import VarArray
 from tape.kernels import ops, special
 from tape.kernels.ops import CONSTANT, OPCODE, SELECT
+from tape.records import array_records
 from tape.records._recorders import Var, exp, floor, log, tan
 from tape.records._recorders import sign as _sign
 from tape.records.handles import Condition, shared_segment
@@ -30,8 +34,13 @@ MUL_NZ = OPCODE["mul_nz"]
 Value = Any  # a Var or a float (mypy cannot follow Var | float through the operators of both)
 
 
+def _recorded(x: Any) -> bool:
+    """A handle of records: a Var, or a VarArray (an array record's rules, tape/symbolic/array_adjoint.py)."""
+    return type(x) is Var or type(x) is VarArray
+
+
 def _no_record(*args: Any) -> bool:
-    return all(type(x) is not Var for x in args)
+    return not any(_recorded(x) for x in args)
 
 
 def constant(t: Any, value: float) -> Var:
@@ -59,9 +68,14 @@ def mul_nz(x: Value, y: Value) -> Value:
     return Var._at(t._segment(), t._push(MUL_NZ, x._index, y._index, ops.mul_nz(vals[x._index], vals[y._index])))
 
 
-def where(condition: Condition | bool, x: Value, y: Value) -> Value:
+def where(condition: Condition | ArrayCondition | bool, x: Value, y: Value) -> Value:
     """x where condition holds, else y, as tape.where records it (numbers become constant records
-    before the comparison, which the select reads as the record just before it); a bool picks."""
+    before the comparison, which the select reads as the record just before it); a bool picks.
+    A comparison of arrays gives one compare and one select array record."""
+    if isinstance(condition, ArrayCondition):
+        t = condition._live_tape()
+        views = [as_view(t, rt is not None, part) for rt, part in operands(x, y)]  # type: ignore[union-attr]
+        return VarArray(t._segment(), None, array_records.elementwise(t, "select", condition._view(), *views))
     if not isinstance(condition, Condition):
         return x if condition else y
     t = condition._tape()
@@ -117,14 +131,14 @@ def max_share(a: Value, b: Value) -> Value:
 
 def pow_da(a: Value, c: Value) -> Value:
     """c * a**(c-1), exactly 0 for c == 0."""
-    if type(c) is not Var:
+    if not _recorded(c):
         return 0.0 if c == 0.0 else c * pow(a, c - 1.0)
     return where(c == 0.0, 0.0, c * pow(a, c - 1.0))
 
 
 def pow_dc(a: Value, y: Value) -> Value:
     """y * log(a), 0 at a == 0."""
-    if type(a) is not Var:
+    if not _recorded(a):
         return 0.0 if a == 0.0 else y * log(a)
     return where(a == 0.0, 0.0, y * log(a))
 
@@ -134,7 +148,7 @@ def digamma(a: Value) -> Value:
     unrolled into wheres, its reflection and its edges as wheres."""
     if _no_record(a):
         return special.digamma(a)
-    assert type(a) is Var
+    assert _recorded(a)
     reflected = a < 0.5
     x: Value = where(reflected, 1.0 - a, a)
     acc: Value = 0.0
