@@ -311,7 +311,8 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: d
             elif kind == RUN:
                 what.reverse(s, gen, keep)
             else:
-                scalars_reverse(s, *what, gen, keep)
+                reading, offsets, lo, hi = what
+                scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
     return numpy_records
 
 
