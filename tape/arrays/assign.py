@@ -76,9 +76,9 @@ COPYING_MODES = ("edge", "reflect", "symmetric", "wrap")  # pads that repeat ele
 
 
 def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
-    """numpy.pad: 'constant' (constant_values numbers, constant records) writes a into a
-    constant array by item assignment; 'edge', 'reflect', 'symmetric' and 'wrap' gather a's
-    elements (np.pad of their places says which)."""
+    """numpy.pad: 'constant' (constant_values numbers) joins an array record with constant slabs (a
+    join per padded axis) and writes scalar records into a constant array by item assignment;
+    'edge', 'reflect', 'symmetric' and 'wrap' gather a's elements (np.pad of their places says which)."""
     places = np.arange(a.size).reshape(a.shape)
     if mode in COPYING_MODES and not kwargs.keys() - {"reflect_type"} and kwargs.get("reflect_type", "even") == "even":
         return a.reshape(-1)[np.pad(places, pad_width, mode)]  # type: ignore[call-overload]  # a str mode
@@ -88,10 +88,17 @@ def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     values = kwargs.get("constant_values", 0.0)
     if any(hasattr(v, "_operand") or type(v) is Var for v in np.ravel(np.asarray(values, object))):
         raise TypeError("np.pad of a VarArray: constant_values must be numbers")
-    filled = np.pad(np.zeros(a.shape), pad_width, "constant", constant_values=values)
+    filled = np.pad(np.zeros(a.shape), pad_width, "constant", constant_values=values)  # NumPy's checks
+    if array_form(a) and a.ndim and not isinstance(pad_width, dict):  # a join per padded axis, not a constant,
+        # a mask and a select of the padded size (heat equation, np.pad 'constant', 10^4 x 500: see bench/)
+        t = a._live_tape()
+        v = as_view(t, True, a._operand()[1])
+        widths = np.broadcast_to(np.asarray(pad_width, np.int64), (a.ndim, 2)).tolist()
+        return type(a)(t._segment(), None, array_records.pad(t, v, widths, np.broadcast_to(
+            np.asarray(values, np.float64), (a.ndim, 2)).tolist()))
     inside = np.pad(np.ones(a.shape, bool), pad_width, "constant", constant_values=False)
     t = a._live_tape()
-    if array_form(a) or filled.size >= array_records.small():
+    if filled.size >= array_records.small():
         out = type(a)(t._segment(), None, array_records.constant(t, filled))
     else:
         out = type(a)(t._segment(), t._append_block(CONSTANT, filled.size, values=filled.ravel()).reshape(filled.shape))

@@ -16,7 +16,7 @@ import numpy as np
 
 from tape.debug import nans
 from tape.kernels.ops import ARRAY_BASE
-from tape.sweeps import driver, fusion, tangents
+from tape.sweeps import driver, fusion, steps, tangents
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -55,7 +55,7 @@ def sweep_forward(F: Function, point: np.ndarray, fused: bool = True) -> int:
     else reads unwritten: ``fused=False`` for the derivatives that read them); the first failed
     check, or -1."""
     place(F, F._in_pieces, point)
-    driver.forward(F, 0, len(F._op), F._runs_first if fused and not checking(F) else None)
+    steps.forward(F, F._runs_first if fused and not checking(F) else None)
     if len(F._check_rows):
         failed = np.flatnonzero((F._val[F._check_rows] != 0.0) != F._check_expected)
         if len(failed):
@@ -94,8 +94,7 @@ def sweep_reverse(F: Function, weights: np.ndarray, check: bool = False) -> np.n
     gen = F._gen
     for row, start, stop in F._out_pieces:
         driver.seed(F, row, weights[start:stop] if F._op[row] >= ARRAY_BASE else weights[start], gen, gen)
-    unchecked = driver.reverse(F, int(F._output_rows.max()), gen, gen, check,
-                               None if checking(F) else F._runs_last)
+    unchecked = steps.reverse(F, int(F._output_rows.max()), gen, gen, check, None if checking(F) else F._runs_last)
     grad = collect(F, F._in_pieces, F._adj, F._aadj, gen)
     if not check and unchecked and np.isnan(grad).any():  # (a sum would also be NaN for inf + -inf)
         return sweep_reverse(F, weights, check=True)
@@ -115,6 +114,7 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
     F._plans = plans
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
+    F._steps = {}  # the sweeps' steps, found at the first call (tape/sweeps/steps.py)
     F._aval = arena.copy()
     F._aadj = np.zeros(len(arena))
     F._stamp = np.zeros(len(F._op) if plans else 0, np.uint32)  # the array sweeps' generations

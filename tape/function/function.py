@@ -70,6 +70,7 @@ class Function:
     _plans: list[driver.Plan]
     _views: dict
     _schedules: dict
+    _steps: dict
     _aval: np.ndarray
     _aadj: np.ndarray
     _stamp: np.ndarray
@@ -118,7 +119,7 @@ class Function:
         state = self.__dict__.copy()
         del state["_lock"]
         state.pop("_home", None)
-        state.update({name: {} for name in ("_views", "_schedules") if name in state})
+        state.update({name: {} for name in ("_views", "_schedules", "_steps") if name in state})
         if self._policy != "retrace":
             state["_source"] = None
         return state

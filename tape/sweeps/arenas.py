@@ -128,10 +128,12 @@ class Arenas:
             self._aval = grown
 
     def _adjoint_arena(self) -> None:
-        """Give the adjoint arena the value arena's length (before a reverse sweep), keeping what
-        it holds: accumulated gradients of array inputs survive."""
-        if len(self._aadj) < len(self._aval):
-            grown = _take(len(self._aval))
+        """Give the adjoint arena room for every region (before a reverse sweep), keeping what it
+        holds: accumulated gradients of array inputs survive. The regions' length, not the value
+        arena's, which doubles as it grows (recording peaks, heat equation 10^4 x 500: 101 -> 96 kB per element
+        of state; GRU 50 steps: 47 -> 42 kB)."""
+        if len(self._aadj) < self._n_arena:
+            grown = _take(self._n_arena)
             grown[:len(self._aadj)] = self._aadj
             recycle(self._aadj)
             self._aadj = grown

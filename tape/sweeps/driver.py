@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,6 +48,9 @@ class View(NamedTuple):
     strides: tuple[int, ...]
 
 
+SHORT_NAME = [name.removeprefix("array ") for name in NAME]  # by opcode: read at every record of a sweep
+
+
 class Plan(NamedTuple):
     """One array record: its opcode and row, its region, and what it reads."""
 
@@ -65,7 +69,7 @@ class Plan(NamedTuple):
 
     @property
     def name(self) -> str:
-        return NAME[self.code].removeprefix("array ")
+        return SHORT_NAME[self.code]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -166,25 +170,45 @@ def elements(s: State, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return offsets[s._in0[s._in0[rows]]] + s._in1[rows]
 
 
+SCALARS, RUN, RECORD = 0, 1, 2  # what a walk gives: a stretch of scalar records, a fused run, an array record
+
+
 def forward(s: State, start: int, stop: int, runs: dict[int, Any] | None = None) -> None:
     """Recompute records [start, stop): Numba over each scalar stretch, NumPy per array record,
     and fused runs (tape/sweeps/fusion.py; ``runs`` by first row) in one Numba pass each."""
+    with np.errstate(all="ignore"):
+        for kind, what in forward_walk(s, start, stop, runs):
+            if kind == RECORD:
+                forward_one(s, s._plans[s._in0[what]])
+            elif kind == RUN:
+                what.forward(s)
+            else:
+                scalars_forward(s, *what)
+
+
+def forward_walk(s: State, start: int, stop: int, runs: dict[int, Any] | None) -> Iterator[tuple[int, Any]]:
+    """The forward sweep of records [start, stop) in order: (SCALARS, scalars_forward's arguments after s),
+    (RUN, run) or (RECORD, row); tape/sweeps/steps.py keeps a Function's as calls."""
     rows, elems, offsets = schedule(s, stop)
     arrays = [i for i in rows if i >= start] if start else rows
     lo = start
     done, dead = -1, frozenset[int]()  # the last row of the fused run in progress, the dead records inside it
-    with np.errstate(all="ignore"):
-        for i in [*arrays, stop]:
-            if lo < i:
-                reading = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
-                s._val[reading] = s._aval[elements(s, reading, offsets)]  # elem records take their values
-                forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, i)
-            if runs and i in runs:
-                runs[i].forward(s)
-                done, dead = runs[i].rows[-1], runs[i].dead
-            elif i < stop and (i > done or i in dead):
-                forward_one(s, s._plans[s._in0[i]])
-            lo = i + 1
+    for i in [*arrays, stop]:
+        if lo < i:
+            reading = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
+            yield SCALARS, (reading, elements(s, reading, offsets), lo, i)
+        if runs and i in runs:
+            yield RUN, runs[i]
+            done, dead = runs[i].rows[-1], runs[i].dead
+        elif i < stop and (i > done or i in dead):
+            yield RECORD, i
+        lo = i + 1
+
+
+def scalars_forward(s: State, reading: np.ndarray, places: np.ndarray, lo: int, hi: int) -> None:
+    """Records [lo, hi), scalar records all, by Numba; the elem records among them (reading) take their values."""
+    s._val[reading] = s._aval[places]
+    forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, hi)
 
 
 # -- reverse ----------------------------------------------------------------------------
@@ -276,24 +300,44 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: d
     check=False leaves out the NaN test of each product (kernels.array_rule.times): a caller that
     finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
     ``runs``: fused runs by last row (tape/sweeps/fusion.py; their kernels hold the rule themselves).
-    Returns how many array records went through NumPy (0: nothing was left unchecked)."""
+    Returns how many array records with a derivative went through NumPy (0: nothing was left unchecked)."""
+    numpy_records = 0
+    with np.errstate(all="ignore"):
+        for kind, what in reverse_walk(s, top, runs):
+            if kind == RECORD:
+                if s._stamp[what] == gen:
+                    reverse_one(s, s._plans[s._in0[what]], gen, keep, check)
+                    numpy_records += 1
+            elif kind == RUN:
+                what.reverse(s, gen, keep)
+            else:
+                reading, offsets, lo, hi = what
+                scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
+    return numpy_records
+
+
+def reverse_walk(s: State, top: int, runs: dict[int, Any] | None) -> Iterator[tuple[int, Any]]:
+    """The reverse sweep from record top down, in order: (SCALARS, scalars_reverse's arguments between s and
+    gen), (RUN, run) or (RECORD, row) of an array record with a derivative; tape/sweeps/steps.py keeps a
+    Function's as calls."""
     arrays, elems, offsets = schedule(s, top + 1)
     hi = top + 1
     done = top + 1  # the first row of the fused run in progress
-    numpy_records = 0
-    with np.errstate(all="ignore"):
-        for i in [*arrays[::-1], -1]:
-            if i + 1 < hi:
-                reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, i + 1, hi, gen, keep)
-                _elems_back(s, elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], offsets, gen, keep)
-            if runs and i in runs:
-                runs[i].reverse(s, gen, keep)
-                done = runs[i].rows[0]
-            elif 0 <= i < done and s._stamp[i] == gen:
-                reverse_one(s, s._plans[s._in0[i]], gen, keep, check)
-                numpy_records += 1
-            hi = i
-    return numpy_records
+    for i in [*arrays[::-1], -1]:
+        if i + 1 < hi:
+            yield SCALARS, (elems[np.searchsorted(elems, i + 1):np.searchsorted(elems, hi)], offsets, i + 1, hi)
+        if runs and i in runs:
+            yield RUN, runs[i]
+            done = runs[i].rows[0]
+        elif 0 <= i < done and RULE[s._op[i]].derivative:
+            yield RECORD, i
+        hi = i
+
+
+def scalars_reverse(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int, hi: int, gen: int, keep: int) -> None:
+    """Records [lo, hi), scalar records all, by Numba; the elem records among them (reading) send their adjoints."""
+    reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, lo, hi, gen, keep)
+    _elems_back(s, reading, offsets, gen, keep)
 
 
 def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:

@@ -39,10 +39,11 @@ def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray
     return starts, np.concatenate(read)[np.argsort(reader, kind="stable")]
 
 
-def reaching(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, plans: list[Any], roots: list[np.ndarray]
-             ) -> tuple[np.ndarray, int]:
-    """(mask of the records the roots depend on, how many), by one reverse pass by index."""
+def reaching(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, plans: list[Any], roots: list[np.ndarray],
+             table: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
+    """(mask of the records the roots depend on, how many), by one reverse pass by index; table:
+    reads(op, in0, plans) if the caller has it."""
     live = np.zeros(len(op), np.bool_)
-    count = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, *reads(op, in0, plans),
+    count = mark_reaching(op, in0, in1, HAS_INPUT, TWO_RECORDS, IS_SELECT, *(table or reads(op, in0, plans)),
                           np.concatenate(roots).astype(np.int64), live)
     return live, count

@@ -1,0 +1,268 @@
+"""Issue 26's six array programs: tape recorded afresh, tape replayed and hand NumPy, interleaved.
+
+Each program is a function of one flat vector written with NumPy calls (it records array records
+on VarArrays) and a hand-derived NumPy value and gradient, checked against each other first.
+Run: ``python bench/array_programs.py [--repeat N] [--only NAME ...] [--memory]``; it prints
+medians (ms) of tape.value_and_grad(f) (recorded afresh), F.value_and_grad (a Function from
+tape.trace, replayed) and the hand NumPy, with the ratio afresh / replayed. ``--memory`` runs
+each program's recording, tracing and replay in fresh processes and reports peak tracemalloc bytes
+per element of the program's state (a heat step's u, a GRU's hidden state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import tape
+
+Program = tuple[np.ndarray, Callable[[Any], Any], Callable[[np.ndarray], tuple[float, np.ndarray]], int]
+
+
+def mlp(batch: int = 32, width: int = 64) -> Program:
+    """Squared error of a one-hidden-layer tanh network: params W1 (width, width), b1, w2."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(batch, width)), rng.normal(size=batch)
+    cuts = (width * width, width * width + width)
+    theta = rng.normal(scale=0.1, size=cuts[1] + width)
+
+    def f(th: Any) -> Any:
+        W1, b1, w2 = th[:cuts[0]].reshape(width, width), th[cuts[0]:cuts[1]], th[cuts[1]:]
+        r = np.tanh(X @ W1 + b1) @ w2 - y
+        return (r * r).mean()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        W1, b1, w2 = th[:cuts[0]].reshape(width, width), th[cuts[0]:cuts[1]], th[cuts[1]:]
+        h = np.tanh(X @ W1 + b1)
+        r = h @ w2 - y
+        dr = 2.0 * r / batch
+        da = np.outer(dr, w2) * (1.0 - h * h)
+        return float((r * r).mean()), np.concatenate([(X.T @ da).ravel(), da.sum(0), h.T @ dr])
+
+    return theta, f, hand, batch * width
+
+
+def attention(seq: int = 128, d: int = 64) -> Program:
+    """Half the squared norm of one softmax attention head's output; the query weights are the params."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(seq, d))
+    w = rng.normal(scale=0.1, size=d * d)
+
+    def f(wq: Any) -> Any:
+        S = (X @ wq.reshape(d, d)) @ X.T / np.sqrt(d)
+        P = np.exp(S - tape.logsumexp(S, axis=1, keepdims=True))
+        Y = P @ X
+        return 0.5 * (Y * Y).sum()
+
+    def hand(wq: np.ndarray) -> tuple[float, np.ndarray]:
+        S = (X @ wq.reshape(d, d)) @ X.T / np.sqrt(d)
+        E = np.exp(S - S.max(axis=1, keepdims=True))
+        P = E / E.sum(axis=1, keepdims=True)
+        Y = P @ X
+        dP = Y @ X.T
+        dS = P * (dP - (dP * P).sum(axis=1, keepdims=True)) / np.sqrt(d)
+        return 0.5 * float((Y * Y).sum()), (X.T @ dS @ X).ravel()
+
+    return w, f, hand, seq * d
+
+
+def gru(steps: int = 50, batch: int = 64, hidden: int = 32) -> Program:
+    """A GRU cell run over a sequence; the recurrent weights (Uz, Ur, Un) are the params, the
+    input projections data; loss half the squared final state."""
+    rng = np.random.default_rng(2)
+    xz, xr, xn = (rng.normal(scale=0.5, size=(steps, batch, hidden)) for _ in range(3))
+    n2 = hidden * hidden
+    u = rng.normal(scale=0.3, size=3 * n2)
+
+    def f(th: Any, sigmoid: Callable = tape.sigmoid) -> Any:
+        Uz, Ur, Un = (th[k * n2:(k + 1) * n2].reshape(hidden, hidden) for k in range(3))
+        h = np.zeros((batch, hidden))
+        for t in range(steps):
+            z = sigmoid(xz[t] + h @ Uz)
+            r = sigmoid(xr[t] + h @ Ur)
+            n = np.tanh(xn[t] + (r * h) @ Un)
+            h = (1.0 - z) * n + z * h
+        return 0.5 * (h * h).sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        Uz, Ur, Un = (th[k * n2:(k + 1) * n2].reshape(hidden, hidden) for k in range(3))
+        h, saved = np.zeros((batch, hidden)), []
+        for t in range(steps):
+            z = 1.0 / (1.0 + np.exp(-(xz[t] + h @ Uz)))
+            r = 1.0 / (1.0 + np.exp(-(xr[t] + h @ Ur)))
+            n = np.tanh(xn[t] + (r * h) @ Un)
+            saved.append((h, z, r, n))
+            h = (1.0 - z) * n + z * h
+        value, dh = 0.5 * float((h * h).sum()), h.copy()
+        gz, gr, gn = (np.zeros((hidden, hidden)) for _ in range(3))
+        for h, z, r, n in reversed(saved):
+            dn = dh * (1.0 - z) * (1.0 - n * n)
+            dz = dh * (h - n) * z * (1.0 - z)
+            drh = dn @ Un.T
+            dr = drh * h * r * (1.0 - r)
+            gz += h.T @ dz
+            gr += h.T @ dr
+            gn += (r * h).T @ dn
+            dh = dh * z + dz @ Uz.T + dr @ Ur.T + drh * r
+        return value, np.concatenate([gz.ravel(), gr.ravel(), gn.ravel()])
+
+    return u, f, hand, batch * hidden
+
+
+def filter1d(n: int = 100_000, passes: int = 10) -> Program:
+    """A 3-tap smoothing filter by slicing, applied passes times; loss half the squared result."""
+    u0 = np.random.default_rng(3).normal(size=n)
+
+    def f(u: Any) -> Any:
+        for _ in range(passes):
+            u = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+        return 0.5 * (u * u).sum()
+
+    def hand(u: np.ndarray) -> tuple[float, np.ndarray]:
+        for _ in range(passes):
+            u = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+        g = u.copy()
+        for _ in range(passes):
+            back = np.zeros(len(g) + 2)
+            back[:-2] += 0.25 * g
+            back[1:-1] += 0.5 * g
+            back[2:] += 0.25 * g
+            g = back
+        return 0.5 * float((u * u).sum()), g
+
+    return u0, f, hand, n
+
+
+def mixture(points: int = 10_000, k: int = 16) -> Program:
+    """Log-likelihood of 1-d points under a Gaussian mixture; params means, log scales, logits."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(points, 1)) * 2.0
+    theta = np.concatenate([rng.normal(size=k), rng.normal(scale=0.1, size=k), np.zeros(k)])
+
+    def f(th: Any) -> Any:
+        mu, logs, logits = th[:k], th[k:2 * k], th[2 * k:]
+        logw = logits - tape.logsumexp(logits)
+        z = (x - mu) * np.exp(-logs)
+        return tape.logsumexp(logw - 0.5 * z * z - logs, axis=1).sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        mu, logs, logits = th[:k], th[k:2 * k], th[2 * k:]
+        m = logits.max()
+        logw = logits - m - np.log(np.exp(logits - m).sum())
+        z = (x - mu) * np.exp(-logs)
+        a = logw - 0.5 * z * z - logs
+        top = a.max(axis=1, keepdims=True)
+        e = np.exp(a - top)
+        s = e.sum(axis=1, keepdims=True)
+        resp = e / s
+        dmu = (resp * z * np.exp(-logs)).sum(0)
+        dlogs = (resp * (z * z - 1.0)).sum(0)
+        dlogits = resp.sum(0) - points * np.exp(logw)
+        return float((np.log(s) + top).sum()), np.concatenate([dmu, dlogs, dlogits])
+
+    return theta, f, hand, points
+
+
+def heat(n: int = 10_000, steps: int = 500, pad: bool = False) -> Program:
+    """Explicit periodic heat equation (np.concatenate, or np.pad 'wrap', for the neighbours);
+    loss half the squared final state."""
+    u0 = np.random.default_rng(5).normal(size=n)
+    c = 0.2
+
+    def f(u: Any) -> Any:
+        for _ in range(steps):
+            if pad:
+                w = np.pad(u, 1, mode="wrap")
+                u = u + c * (w[2:] + w[:-2] - 2.0 * u)
+            else:
+                u = u + c * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+        return 0.5 * (u * u).sum()
+
+    def step(u: np.ndarray) -> np.ndarray:  # symmetric: its own adjoint
+        return u + c * (np.roll(u, -1) + np.roll(u, 1) - 2.0 * u)
+
+    def hand(u: np.ndarray) -> tuple[float, np.ndarray]:
+        for _ in range(steps):
+            u = step(u)
+        g = u.copy()
+        for _ in range(steps):
+            g = step(g)
+        return 0.5 * float((u * u).sum()), g
+
+    return u0, f, hand, n
+
+
+PROGRAMS: dict[str, Callable[[], Program]] = {
+    "mlp": mlp, "attention": attention, "gru": gru, "filter": filter1d, "mixture": mixture,
+    "heat-concatenate": heat, "heat-pad": lambda: heat(pad=True),
+}
+
+
+def timings(name: str, repeat: int) -> dict[str, float]:
+    """Gradients checked against the hand ones, then interleaved medians (ms)."""
+    x, f, hand, _ = PROGRAMS[name]()
+    F = tape.trace(f, x)
+    afresh = tape.value_and_grad(f)
+    want_value, want = hand(x)
+    for label, (value, grad) in (("replayed", F.value_and_grad(x)), ("afresh", afresh(x))):
+        scale = max(1.0, float(np.max(np.abs(want))))
+        assert abs(value - want_value) <= 1e-9 * max(1.0, abs(want_value)), (name, label, value, want_value)
+        assert np.max(np.abs(grad - want)) <= 1e-9 * scale, (name, label, np.max(np.abs(grad - want)))
+    rows = {"afresh": lambda: afresh(x), "replayed": lambda: F.value_and_grad(x), "numpy": lambda: hand(x)}
+    seconds: dict[str, list[float]] = {label: [] for label in rows}
+    for _ in range(repeat):
+        for label, fn in rows.items():
+            t0 = time.perf_counter()
+            fn()
+            seconds[label].append(time.perf_counter() - t0)
+    return {label: 1e3 * float(np.median(s)) for label, s in seconds.items()}
+
+
+def peak(name: str, phase: str) -> float:
+    """Peak tracemalloc bytes per element of state: recording afresh (value_and_grad(f)), tracing
+    (tape.trace), or replaying (what the Function holds plus the peak of one more call)."""
+    x, f, _, state = PROGRAMS[name]()
+    if phase == "replay":
+        F = tape.trace(f, x)
+        F.value_and_grad(x)
+    tracemalloc.start()
+    if phase == "record":
+        tape.value_and_grad(f)(x)
+    elif phase == "trace":
+        tape.trace(f, x)
+    else:
+        F.value_and_grad(x)
+    return (tracemalloc.get_traced_memory()[1] + (F.nbytes if phase == "replay" else 0)) / state
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", nargs="*", default=list(PROGRAMS))
+    parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--peak", nargs=2, help=argparse.SUPPRESS)  # the fresh process of --memory
+    args = parser.parse_args()
+    if args.peak:
+        print(peak(*args.peak))
+        return
+    for name in args.only:
+        if args.memory:
+            got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase], capture_output=True,
+                                        text=True, check=True).stdout) for phase in ("record", "trace", "replay")]
+            print(f"{name:18s} peak bytes per state element: recording {got[0]:,.0f}, tracing {got[1]:,.0f}, "
+                  f"replaying {got[2]:,.0f}")
+            continue
+        ms = timings(name, args.repeat)
+        print(f"{name:18s} afresh {ms['afresh']:8.2f}  replayed {ms['replayed']:8.2f}  numpy {ms['numpy']:7.2f} ms"
+              f"  afresh/replayed {ms['afresh'] / ms['replayed']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
