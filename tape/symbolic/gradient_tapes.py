@@ -36,6 +36,7 @@ def copy_records(F: Any) -> Storage:
     checked branches, row for row."""
     n = len(F._op)
     t = Storage(capacity=min(MAX_RECORDS, 3 * n + 1024))  # a gradient tape is about 2 to 3 times F (grows past it)
+    t._reserve(3 * len(F._aval) + 1024)  # and of its arena: not copied at every doubling
     if len(F._consts):
         t._append_consts(F._consts)
     t._callees, t._callee_places = list(F._callees), [np.array([k], np.int64) for k in range(len(F._callees))]
