@@ -25,9 +25,21 @@ from numba.extending import overload, typeof_impl
 
 from tape.arrays.varray import VarArray
 from tape.compiled import overloads  # noqa: F401  # registers the overloads
+from tape.compiled.arrays import array_output, is_array
 from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, file_id, types, where_of
-from tape.compiled.recording import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
+from tape.compiled.recording import (
+    OPTIONS,
+    SEQUENCE,
+    finish,
+    inputs,
+    install,
+    is_number,
+    is_var,
+    new_tape,
+    one_output,
+    var_of,
+)
 from tape.debug import nans
 from tape.errors import ForeignHandleError, JitError
 from tape.kernels.ops import LEAF
@@ -39,7 +51,8 @@ __all__ = ["jit", "JitFunction", "JitError"]
 
 
 def _outputs(out):
-    """(indices, values, is_sequence) of what f returned (index -1: a number, not recorded)."""
+    """(indices, values, form) of what f returned (index -1: a number, not recorded; form: ONE,
+    SEQUENCE or a Var array's shape)."""
 
 
 @overload(_outputs)
@@ -48,13 +61,15 @@ def _outputs_impl(out):
         return lambda out: one_output(out)
     if is_number(out):
         return lambda out: one_output(var_of(out))
+    if is_array(out):
+        return lambda out: array_output(out)
     if isinstance(out, types.List) and (is_var(out.dtype) or is_number(out.dtype)):
         def listed(out):
             idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
             for k in range(len(out)):
                 w = var_of(out[k])
                 idx[k], vals[k] = w.index, w.c
-            return idx, vals, True
+            return idx, vals, SEQUENCE
         return listed
     if isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types):
         return _tupled(len(out.types))
@@ -68,8 +83,8 @@ def _tupled(size: int) -> Callable[..., Any]:
     literal_unroll does not take a tuple of mixed types here."""
     lines = [f"    w = var_of(out[{k}])\n    idx[{k}], vals[{k}] = w.index, w.c\n" for k in range(size)]
     source = (f"def tupled(out):\n    idx, vals = np.empty({size}, np.int64), np.empty({size})\n"
-              + "".join(lines) + "    return idx, vals, True\n")
-    namespace: dict[str, Any] = {"np": np, "var_of": var_of}
+              + "".join(lines) + "    return idx, vals, SEQUENCE\n")
+    namespace: dict[str, Any] = {"np": np, "var_of": var_of, "SEQUENCE": SEQUENCE}
     exec(compile(source, f"<tape.jit outputs of a {size}-tuple>", "exec"), namespace)  # noqa: S102  # our source
     return namespace["tupled"]
 
@@ -105,10 +120,12 @@ class JitFunction:
 
     def __call__(self, xs: Any, *data: Any) -> Any:
         t, rows = _tape_and_rows(xs)
-        idx, vals, seq = self._record(t, rows, data)
+        idx, vals, form = self._record(t, rows, data)
         seg = t._segment()
+        if len(form) and form[0] >= 0:  # a Var array: a VarArray of its shape
+            return VarArray(seg, idx.reshape(form))
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
-        return outs if seq else outs[0]
+        return outs if len(form) else outs[0]
 
     def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, list[float]] | None:
         """tape.value_and_grad of f at a flat list of floats with no Python handle per input: the leaves'
@@ -123,8 +140,8 @@ class JitFunction:
             t = Tape(capacity=max(1024, 4 * k))
         few = k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
         rows = np.arange(t._leaf_records(x), t._n) if few else t._append_block(LEAF, k, values=np.array(x, float))
-        idx, vals, seq = self._record(t, rows, args[1:])
-        if seq:
+        idx, vals, form = self._record(t, rows, args[1:])
+        if len(form):
             raise TypeError("f must return a Var or a real number, got a sequence")
         i, value = int(idx[0]), float(vals[0])
         grads = [0.0] * k
@@ -140,9 +157,9 @@ class JitFunction:
         idle.jit_tape = t
         return value, grads
 
-    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and
-        whether f returned a sequence."""
+        what f returned: one (form empty), a sequence (form [-1]) or a Var array (form its shape)."""
         for d in data:
             if isinstance(d, (Handle, VarArray)) or (isinstance(d, (list, tuple)) and any(
                     isinstance(v, Handle) for v in d)):
@@ -157,7 +174,7 @@ class JitFunction:
         if message is not None:
             _check_data(self.py_func, data)
             raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
-        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
+        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, form) = got
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
         if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
             pending = t._jit_checks
@@ -166,7 +183,7 @@ class JitFunction:
             pending.append(_Checks(chk_rows, chk_outs, chk_wheres, self._where))
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
-        return idx, vals, seq
+        return idx, vals, form
 
 
 @typeof_impl.register(JitFunction)
@@ -200,12 +217,12 @@ class _Checks:
 
 
 def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
-    """The tape of the inputs and their records."""
+    """The tape of the inputs and their records (of a VarArray's shape: 1-d or 2-d)."""
     if isinstance(xs, VarArray):
-        if xs._view is not None:
-            raise JitError("tape.jit: the inputs are one array record (1024 numbers or more); pass x0 as a list "
-                           "(x0.tolist()) so that each number is a Var")
-        t = xs._live_tape()
+        if xs.ndim not in (1, 2):
+            raise TypeError(f"tape.jit: the inputs are a VarArray of shape {xs.shape}; pass 1-d or 2-d arrays")
+        scalars = xs._scalars()  # one array record (1024 numbers or more): an elem record per number
+        return scalars._live_tape(), np.ascontiguousarray(scalars._idx, np.int64)  # type: ignore[return-value]
     else:
         if isinstance(xs, (list, tuple)) and not xs:
             raise TypeError("tape.jit: a jitted function needs at least one input Var (x0 is empty): there is "

@@ -18,15 +18,15 @@ from numba.extending import overload
 
 from tape.compiled.numba_internals import (
     TypingError,
-    VarsType,
+    VarArrayType,
     VarType,
     append,
     append_const,
     constants,
     external,
+    make_array,
     make_condition,
     make_var,
-    make_vars,
     new_struct,
     records,
     tape_from_pointer,
@@ -224,41 +224,22 @@ def _float(x):
 
 @overload(operator.setitem)
 def _setitem(a, i, v):
-    if isinstance(a, types.Array) and is_var(v):
+    if isinstance(a, types.Array) and (is_var(v) or isinstance(v, VarArrayType)):
         raise TypingError(f"tape.jit: storing a Var into a NumPy array of {a.dtype} is not supported: its "
-                          "value would lose its record; collect Vars in a list")
+                          "value would lose its record; make a Var array (np.empty(n, dtype=xs.dtype)) or a list")
     return None
 
 
-@overload(operator.getitem)
-def _getitem(xs, i):
-    if isinstance(xs, VarsType) and isinstance(i, types.Integer):
-        def impl(xs, i):
-            n = xs.rows.size
-            k = i + n if i < 0 else i
-            if k < 0 or k >= n:
-                raise IndexError("tape.jit: index out of range for the inputs")
-            p = tape_pointer(xs.tape)
-            return make_var(p, xs.rows[k], value_at(p, xs.rows[k]))
-        return impl
-    if isinstance(xs, VarsType) and isinstance(i, types.SliceType):
-        return lambda xs, i: make_vars(xs.tape, xs.rows[i].copy())  # xs[1:], xs[::-1]: the inputs too
-    return None
-
-
-@overload(len)
-def _len(xs):
-    if isinstance(xs, VarsType):
-        return lambda xs: xs.rows.size
-    return None
+ONE, SEQUENCE = np.zeros(0, np.int64), np.full(1, -1, np.int64)  # the form of a Var output, a tuple or list
 
 
 @jit
 def one_output(v):
-    """What f returned, one Var: (indices, values, False) as the driver reports outputs."""
+    """What f returned, one Var: (indices, values, form) as the driver reports outputs (form: ONE,
+    SEQUENCE or the shape of a Var array)."""
     idx, vals = np.empty(1, np.int64), np.empty(1)
     idx[0], vals[0] = v.index, v.c
-    return idx, vals, False
+    return idx, vals, ONE
 
 
 @jit
@@ -270,7 +251,8 @@ def finish(t, outputs):
 
 @jit
 def inputs(t, rows):
-    return make_vars(t, rows)
+    """xs: a Var array of the input records ``rows`` (1-d or 2-d) with their values."""
+    return make_array(tape_pointer(t), rows, t.val[rows.ravel()].reshape(rows.shape))
 
 
 @overload(operator.pos)

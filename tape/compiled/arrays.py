@@ -1,0 +1,441 @@
+"""Arrays of Vars inside tape.jit functions: the inputs ``xs`` and arrays made like them.
+
+A Var array (numba_internals.VarArrayType, 1-d or 2-d) is two NumPy arrays of one shape: per
+element its record index, or NUMBER (-1: a number not recorded, as a float meeting a Var stays
+one) or UNWRITTEN (-2: np.empty's, an error when read), and its value. Views, slices, reshapes,
+copies and swaps are NumPy's on the two arrays, so they record nothing. ``np.empty/zeros/ones/full``
+with ``dtype=xs.dtype`` (and ``*_like`` of a Var array) make one. Whole-array arithmetic, ufuncs,
+``sum``/``prod``/``mean`` (pairwise, as tape/arrays/varray.py's reduce), ``max``/``min`` and
+``np.dot`` record one scalar record per element operation, in the order the Python recorder writes
+them on a small VarArray (C order; reductions level by level).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numba.extending import overload, overload_attribute, overload_method
+
+from tape.compiled._recorders import ARITHMETIC
+from tape.compiled.numba_internals import (
+    TypingError,
+    VarArrayType,
+    make_array,
+    make_dtype,
+    make_var,
+    types,
+    unbound,
+    var_dtype_type,
+)
+from tape.compiled.recording import constant_record, hot, is_number, is_var, jit, var_of
+
+NUMBER, UNWRITTEN = -1, -2  # an element's record index when it holds a number / was never written
+add_vv, mul_vv, maximum_vv, minimum_vv = (ARITHMETIC[name][0] for name in ("add", "mul", "maximum", "minimum"))
+
+
+def is_array(typ) -> bool:
+    return isinstance(typ, VarArrayType)
+
+
+def is_data(typ) -> bool:
+    """A NumPy array of numbers, 1-d or 2-d (an operand of Var-array arithmetic)."""
+    return isinstance(typ, types.Array) and typ.ndim in (1, 2) and is_number(typ.dtype)
+
+
+def _reduction(body):
+    """The typer of a function of one Var array (an attribute, a method, a reduction): body."""
+    def typer(a):
+        return body if is_array(a) else None
+    return typer
+
+
+@hot
+def element(p, r, v):
+    """The Var of an element (record r, value v; a number for r = NUMBER)."""
+    if r < NUMBER:
+        raise ValueError("tape.jit: an element of a Var array is read before anything was written to it "
+                         "(np.empty); write it first, or make the array with np.zeros")
+    return make_var(p, r, v)
+
+
+@hot
+def place(i, n):
+    """Index i of an axis of length n, negative from the end; IndexError outside."""
+    k = i + n if i < 0 else i
+    if k < 0 or k >= n:
+        raise IndexError("tape.jit: index out of range of a Var array")
+    return k
+
+
+def _integers(i, count: int) -> bool:
+    return (count == 1 and isinstance(i, types.Integer)) or (
+        isinstance(i, types.BaseTuple) and len(i) == count and all(isinstance(k, types.Integer) for k in i))
+
+
+def _view_index(i) -> bool:
+    """An index NumPy answers with a view or a copy of elements: ints, slices, an int array."""
+    parts = i.types if isinstance(i, types.BaseTuple) else (i,)
+    return all(isinstance(k, (types.Integer, types.SliceType)) or (isinstance(k, types.Array) and isinstance(
+        k.dtype, types.Integer)) for k in parts)
+
+
+FANCY = ("tape.jit: index a Var array with integers, slices or integer arrays, not with {} (a recorded value "
+         "as an index has no derivative; read its value after the call)")
+
+
+@overload(operator.getitem)
+def _getitem(a, i):
+    if not is_array(a):
+        return None
+    if a.ndim == 1 and _integers(i, 1):
+        def one(a, i):
+            k = place(i, a.rows.shape[0])
+            return element(a.tape, a.rows[k], a.vals[k])
+        return one
+    if a.ndim == 2 and _integers(i, 2):
+        def two(a, i):
+            j, k = place(i[0], a.rows.shape[0]), place(i[1], a.rows.shape[1])
+            return element(a.tape, a.rows[j, k], a.vals[j, k])
+        return two
+    if _view_index(i):
+        return lambda a, i: make_array(a.tape, a.rows[i], a.vals[i])
+    raise TypingError(FANCY.format(i))
+
+
+@overload(operator.setitem)
+def _setitem(a, i, v):
+    if not is_array(a):
+        return None
+    if not (is_var(v) or is_number(v) or is_array(v)):
+        raise TypingError(f"tape.jit: a Var array holds Vars and numbers, not {v}")
+    if a.ndim == 1 and _integers(i, 1) and not is_array(v):
+        def one(a, i, v):
+            k, w = place(i, a.rows.shape[0]), var_of(v)
+            a.rows[k], a.vals[k] = w.index, w.c
+        return one
+    if a.ndim == 2 and _integers(i, 2) and not is_array(v):
+        def two(a, i, v):
+            j, k, w = place(i[0], a.rows.shape[0]), place(i[1], a.rows.shape[1]), var_of(v)
+            a.rows[j, k], a.vals[j, k] = w.index, w.c
+        return two
+    if not _view_index(i):
+        raise TypingError(FANCY.format(i))
+    if is_array(v):
+        def arrays(a, i, v):
+            a.rows[i], a.vals[i] = v.rows, v.vals
+        return arrays
+
+    def spread(a, i, v):  # a[1:3] = v: every element
+        w = var_of(v)
+        a.rows[i], a.vals[i] = w.index, w.c
+    return spread
+
+
+@overload(len)
+def _len(a):
+    return (lambda a: a.rows.shape[0]) if is_array(a) else None
+
+
+for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.rows.size),
+                     ("ndim", lambda a: a.rows.ndim), ("dtype", lambda a: make_dtype(a.tape)),
+                     ("T", lambda a: make_array(a.tape, a.rows.T, a.vals.T))):
+    overload_attribute(VarArrayType, _name)(_reduction(_impl))
+
+
+@overload_method(VarArrayType, "copy")
+def _copy(a):
+    return lambda a: make_array(a.tape, a.rows.copy(), a.vals.copy())
+
+
+@overload_method(VarArrayType, "reshape")
+def _reshape(a, *shape):
+    if len(shape) == 1:
+        return lambda a, *shape: make_array(a.tape, a.rows.reshape(shape[0]), a.vals.reshape(shape[0]))
+    return lambda a, *shape: make_array(a.tape, a.rows.reshape(shape), a.vals.reshape(shape))
+
+
+@overload_method(VarArrayType, "ravel")
+def _ravel(a):
+    return lambda a: make_array(a.tape, a.rows.copy().reshape(-1), a.vals.copy().reshape(-1))
+
+
+# --- making Var arrays: np.empty/zeros/ones/full(shape, dtype=xs.dtype), *_like(a) -------------------------
+
+
+@jit
+def _filled(p, shape, fill, written):
+    """A Var array of that shape on the tape p points to: every element the number fill, or unwritten."""
+    return make_array(p, np.full(shape, NUMBER if written else UNWRITTEN, np.int64), np.full(shape, fill))
+
+
+def _maker(fill: float, written: bool):
+    def typer(shape, dtype=None):
+        if dtype is var_dtype_type:
+            return lambda shape, dtype=None: _filled(dtype.tape, shape, fill, written)
+        return None
+    return typer
+
+
+def _like(fill: float, written: bool):
+    def typer(a, dtype=None):
+        if is_array(a):
+            return lambda a, dtype=None: _filled(a.tape, a.rows.shape, fill, written)
+        return None
+    return typer
+
+
+def _full(shape, fill_value, dtype=None):
+    if dtype is var_dtype_type and is_number(fill_value):
+        return lambda shape, fill_value, dtype=None: _filled(dtype.tape, shape, fill_value, True)
+    return None
+
+
+def _full_like(a, fill_value, dtype=None):
+    if is_array(a) and is_number(fill_value):
+        return lambda a, fill_value, dtype=None: _filled(a.tape, a.rows.shape, fill_value, True)
+    return None
+
+
+for _fn, _fill, _written in ((np.empty, 0.0, False), (np.zeros, 0.0, True), (np.ones, 1.0, True)):
+    overload(_fn)(_maker(_fill, _written))
+for _fn, _fill, _written in ((np.empty_like, 0.0, False), (np.zeros_like, 0.0, True), (np.ones_like, 1.0, True)):
+    overload(_fn)(_like(_fill, _written))
+overload(np.full)(_full)
+overload(np.full_like)(_full_like)
+
+
+# --- elementwise: operands seen as 2-d (a 1-d one as a row), broadcast as NumPy does -----------------------
+
+
+def at(x, i, j):
+    """Element (i, j) of an operand seen as 2-d and broadcast (size-1 axes repeat): a Var."""
+
+
+@overload(at)
+def _at(x, i, j):
+    if is_array(x) and x.ndim == 1:
+        return lambda x, i, j: element(x.tape, x.rows[j if x.rows.shape[0] != 1 else 0],
+                                       x.vals[j if x.rows.shape[0] != 1 else 0])
+
+    if is_array(x):
+        def two(x, i, j):
+            r, c = i if x.rows.shape[0] != 1 else 0, j if x.rows.shape[1] != 1 else 0
+            return element(x.tape, x.rows[r, c], x.vals[r, c])
+        return two
+    if is_data(x) and x.ndim == 1:
+        return lambda x, i, j: unbound(x[j if x.shape[0] != 1 else 0])
+    if is_data(x):
+        return lambda x, i, j: unbound(x[i if x.shape[0] != 1 else 0, j if x.shape[1] != 1 else 0])
+    if is_var(x):
+        return lambda x, i, j: x
+    if is_number(x):
+        return lambda x, i, j: unbound(x)
+    return None
+
+
+def dims(x):
+    """(rows, columns) of an operand seen as 2-d: a 1-d one is one row, a Var or number 1 x 1."""
+
+
+@overload(dims)
+def _dims(x):
+    if (is_array(x) or is_data(x)) and x.ndim == 1:
+        return lambda x: (1, len(x))
+    if is_array(x) or is_data(x):
+        return lambda x: (x.shape[0], x.shape[1])
+    return lambda x: (1, 1)
+
+
+@hot
+def common(a, b):
+    """The broadcast length of two axes."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise ValueError("tape.jit: operands could not be broadcast together")
+
+
+@hot
+def blank(p, n, m):
+    return make_array(p, np.empty((n, m), np.int64), np.empty((n, m)))
+
+
+@hot
+def put(out, i, j, w):
+    out.rows[i, j], out.vals[i, j] = w.index, w.c
+
+
+def _shaped(ndim: int):
+    """The 2-d result as an array of ndim axes (a 1-d one was computed as one row)."""
+    if ndim == 1:
+        return hot(lambda out: make_array(out.tape, out.rows[0], out.vals[0]))
+    return hot(lambda out: out)
+
+
+def _ndim(*operands) -> int:
+    return max(x.ndim if is_array(x) or is_data(x) else 0 for x in operands)
+
+
+def binary_array(vv):
+    """The overload of an arithmetic spelling on Var arrays (with Vars, numbers, NumPy arrays): vv
+    (Var <op> Var, numbers as unrecorded Vars) per element of the broadcast shape."""
+    def typer(x, y):
+        if not (is_array(x) or is_array(y)) or not all(is_array(v) or is_data(v) or is_var(v) or is_number(v)
+                                                       for v in (x, y)):
+            return None
+        shaped = _shaped(_ndim(x, y))
+        first = x if is_array(x) else y
+        tape_of = hot(lambda x, y: x.tape) if first is x else hot(lambda x, y: y.tape)
+
+        def impl(x, y):
+            (a, b), (c, d) = dims(x), dims(y)
+            n, m = common(a, c), common(b, d)
+            out = blank(tape_of(x, y), n, m)
+            for i in range(n):
+                for j in range(m):
+                    put(out, i, j, vv(at(x, i, j), at(y, i, j)))
+            return shaped(out)
+        return impl
+    return typer
+
+
+def inplace_array(vv):
+    """``a += b`` of a Var array: the result written into a's elements (NumPy's in-place semantics)."""
+    whole = binary_array(vv)
+
+    def typer(x, y):
+        if not is_array(x) or whole(x, y) is None:
+            return None
+        impl = whole(x, y)
+
+        def inplace(x, y):
+            out = impl(x, y)
+            x.rows[:], x.vals[:] = out.rows, out.vals
+            return x
+        return inplace
+    return typer
+
+
+def unary_array(of_var):
+    """The overload of a unary op on a Var array: of_var per element."""
+    def typer(x):
+        if not is_array(x):
+            return None
+        shaped = _shaped(x.ndim)
+
+        def impl(x):
+            n, m = dims(x)
+            out = blank(x.tape, n, m)
+            for i in range(n):
+                for j in range(m):
+                    put(out, i, j, of_var(at(x, i, j)))
+            return shaped(out)
+        return impl
+    return typer
+
+
+# --- reductions -------------------------------------------------------------------------------------------
+
+
+@jit
+def pairwise(p, rows, vals, mul):
+    """Sum (product if mul) of each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's
+    reduce records it: pairs (0, 1), (2, 3), ... of every row, then of the results (an odd one
+    last), one level after the other. The row results are left in column 0."""
+    n, k = rows.shape
+    while k > 1:
+        pairs = k // 2
+        for r in range(n):
+            for q in range(pairs):
+                a = element(p, rows[r, 2 * q], vals[r, 2 * q])
+                b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
+                w = mul_vv(a, b) if mul else add_vv(a, b)
+                rows[r, q], vals[r, q] = w.index, w.c
+            if k % 2:
+                rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
+        k = pairs + k % 2
+
+
+@jit
+def total(a, mul):
+    """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
+    if a.rows.size == 0:
+        return unbound(1.0 if mul else 0.0)
+    rows, vals = a.rows.copy().reshape(1, -1), a.vals.copy().reshape(1, -1)
+    pairwise(a.tape, rows, vals, mul)
+    return element(a.tape, rows[0, 0], vals[0, 0])
+
+
+@jit
+def fold(a, largest):
+    """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
+    if a.rows.size == 0:
+        raise ValueError("tape.jit: max/min of an empty Var array")
+    rows, vals = a.rows.copy().reshape(-1), a.vals.copy().reshape(-1)
+    best = element(a.tape, rows[0], vals[0])
+    for k in range(1, rows.size):
+        w = element(a.tape, rows[k], vals[k])
+        best = maximum_vv(best, w) if largest else minimum_vv(best, w)
+    return best
+
+
+REDUCTIONS = {"sum": lambda a: total(a, False), "prod": lambda a: total(a, True),
+              "mean": lambda a: total(a, False) * (1.0 / a.rows.size),
+              "max": lambda a: fold(a, True), "min": lambda a: fold(a, False)}
+for _name, _body in REDUCTIONS.items():
+    overload_method(VarArrayType, _name)(_reduction(_body))
+    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_reduction(_body))
+
+
+def _dot(a, b):
+    """a @ b of 1-d and 2-d operands (one a Var array) as tape/arrays/varray.py's matmul records it: the
+    products in C order of (i, k, j), then each (i, j)'s sum over k pairwise, level by level."""
+    if not (is_array(a) or is_array(b)) or not all((is_array(x) or is_data(x)) for x in (a, b)):
+        return None
+    first = a if is_array(a) else b
+    tape_of = hot(lambda a, b: a.tape) if first is a else hot(lambda a, b: b.tape)
+    column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
+    b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
+    if a.ndim == 1 and b.ndim == 1:
+        result = hot(lambda p, rows, vals, n, q: element(p, rows[0, 0], vals[0, 0]))
+    elif a.ndim == 2 and b.ndim == 2:
+        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy().reshape(n, q),
+                                                            vals[:, 0].copy().reshape(n, q)))
+    else:
+        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy(), vals[:, 0].copy()))
+
+    def impl(a, b):
+        n, m = dims(a)
+        mb, q = (len(b), 1) if column else dims(b)
+        if m != mb:
+            raise ValueError("tape.jit: np.dot: the inner dimensions differ")
+        p = tape_of(a, b)
+        rows, vals = np.empty((n * q, m), np.int64), np.empty((n * q, m))
+        for i in range(n):
+            for k in range(m):
+                for j in range(q):
+                    w = at(a, i, k) * b_at(b, k, j)
+                    rows[i * q + j, k], vals[i * q + j, k] = w.index, w.c
+        pairwise(p, rows, vals, False)
+        return result(p, rows, vals, n, q)
+    return impl
+
+
+for _fn in (np.dot, operator.matmul):
+    overload(_fn)(_dot)
+overload_method(VarArrayType, "dot")(_dot)
+
+
+@jit
+def array_output(a):
+    """A Var array f returns, as the driver reports outputs: (indices, values, shape) in C order, each
+    number a constant record (as in a VarArray); elements never written are an error."""
+    rows, vals = a.rows.copy().reshape(-1), a.vals.copy().reshape(-1)
+    for k in range(rows.size):
+        if rows[k] < NUMBER:
+            raise ValueError("tape.jit: f returns a Var array with elements never written (np.empty)")
+        if rows[k] == NUMBER:
+            rows[k] = constant_record(a.tape, vals[k]).index
+    return rows, vals, np.array(a.rows.shape, np.int64)
