@@ -149,10 +149,11 @@ def _copy(a):
 
 
 @overload_method(VarArrayType, "reshape")
-def _reshape(a, *shape):
-    if len(shape) == 1:
-        return lambda a, *shape: make_array(a.tape, a.rows.reshape(shape[0]), a.vals.reshape(shape[0]))
-    return lambda a, *shape: make_array(a.tape, a.rows.reshape(shape), a.vals.reshape(shape))
+def _reshape(a, shape, columns=None):
+    if columns is None or isinstance(columns, (types.NoneType, types.Omitted)):  # a.reshape(n), a.reshape((n, m))
+        return lambda a, shape, columns=None: make_array(a.tape, a.rows.reshape(shape), a.vals.reshape(shape))
+    return lambda a, shape, columns=None: make_array(a.tape, a.rows.reshape((shape, columns)),  # a.reshape(n, m)
+                                                     a.vals.reshape((shape, columns)))
 
 
 @overload_method(VarArrayType, "ravel")
@@ -278,21 +279,47 @@ def _ndim(*operands) -> int:
     return max(x.ndim if is_array(x) or is_data(x) else 0 for x in operands)
 
 
-def binary_array(vv):
+def records_of(x, p):
+    """An operand as records: numbers and NumPy arrays as constant records (a Var array of them), as
+    the Python recorder writes them for an op without a const op (arctan2), before its records."""
+
+
+@overload(records_of)
+def _records_of(x, p):
+    if is_data(x):
+        def constants(x, p):
+            out = make_array(p, np.empty(x.shape, np.int64), np.empty(x.shape))
+            rows, vals, values = out.rows.reshape(-1), out.vals.reshape(-1), x.copy().reshape(-1)
+            for k in range(values.size):
+                w = constant_record(p, float(values[k]))
+                rows[k], vals[k] = w.index, w.c
+            return out
+        return constants
+    if is_number(x) or is_var(x):
+        return lambda x, p: var_of(x) if var_of(x).index >= 0 else constant_record(p, float(var_of(x).c))
+    return lambda x, p: x
+
+
+def binary_array(vv, constants: bool = False):
     """The overload of an arithmetic spelling on Var arrays (with Vars, numbers, NumPy arrays): vv
-    (Var <op> Var, numbers as unrecorded Vars) per element of the broadcast shape."""
+    (Var <op> Var, numbers as unrecorded Vars) per element of the broadcast shape. ``constants``: the
+    op has no const op, so numbers become constant records first (records_of)."""
     def typer(x, y):
-        if not (is_array(x) or is_array(y)) or not all(is_array(v) or is_data(v) or is_var(v) or is_number(v)
-                                                       for v in (x, y)):
-            return None
+        arrays = [v for v in (x, y) if is_array(v) or is_data(v)]
+        if not (any(map(is_array, arrays)) or (arrays and (is_var(x) or is_var(y)))) or not all(
+                is_array(v) or is_data(v) or is_var(v) or is_number(v) for v in (x, y)):
+            return None  # a Var array and another operand, or a NumPy array and a Var
         shaped = _shaped(_ndim(x, y))
-        first = x if is_array(x) else y
+        first = x if is_array(x) or (is_var(x) and not is_array(y)) else y
         tape_of = hot(lambda x, y: x.tape) if first is x else hot(lambda x, y: y.tape)
+        recorded = records_of if constants else hot(lambda x, p: x)
 
         def impl(x, y):
+            p = tape_of(x, y)
+            x, y = recorded(x, p), recorded(y, p)
             (a, b), (c, d) = dims(x), dims(y)
             n, m = common(a, c), common(b, d)
-            out = blank(tape_of(x, y), n, m)
+            out = blank(p, n, m)
             for i in range(n):
                 for j in range(m):
                     put(out, i, j, vv(at(x, i, j), at(y, i, j)))
@@ -301,17 +328,15 @@ def binary_array(vv):
     return typer
 
 
-def inplace_array(vv):
-    """``a += b`` of a Var array: the result written into a's elements (NumPy's in-place semantics)."""
-    whole = binary_array(vv)
-
+def inplace_array(fn, vv):
+    """``a += b`` of a Var array: ``fn(a, b)`` (the operator) written into a's elements, NumPy's in-place
+    semantics (views of a see it)."""
     def typer(x, y):
-        if not is_array(x) or whole(x, y) is None:
+        if not is_array(x) or binary_array(vv)(x, y) is None:
             return None
-        impl = whole(x, y)
 
         def inplace(x, y):
-            out = impl(x, y)
+            out = fn(x, y)
             x.rows[:], x.vals[:] = out.rows, out.vals
             return x
         return inplace

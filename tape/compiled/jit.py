@@ -117,8 +117,13 @@ class JitFunction:
             fn = _without_module(fn)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
         self._drive = _driver(self.dispatcher)
+        self._plain: Any = None  # f compiled for plain numbers, on the first call with them
 
     def __call__(self, xs: Any, *data: Any) -> Any:
+        if _numbers(xs):  # plain numbers: f's value, compiled as numba.njit compiles it (nothing recorded)
+            if self._plain is None:
+                self._plain = numba.njit(pipeline_class=Pipeline, **OPTIONS)(self.dispatcher.py_func)
+            return self._plain(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         t, rows = _tape_and_rows(xs)
         idx, vals, form = self._record(t, rows, data)
         seg = t._segment()
@@ -216,6 +221,13 @@ class _Checks:
         return zip(self.rows.tolist(), (self.outs != 0).tolist(), [names[k] for k in which.tolist()], strict=True)
 
 
+def _numbers(xs: Any) -> bool:
+    """Whether xs holds plain numbers: a NumPy array of numbers, or a list or tuple of floats and ints."""
+    if isinstance(xs, np.ndarray):
+        return xs.dtype.kind in "fiu"
+    return isinstance(xs, (list, tuple)) and bool(xs) and all(type(v) is float or type(v) is int for v in xs)
+
+
 def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
     """The tape of the inputs and their records (of a VarArray's shape: 1-d or 2-d)."""
     if isinstance(xs, VarArray):
@@ -228,8 +240,8 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
             raise TypeError("tape.jit: a jitted function needs at least one input Var (x0 is empty): there is "
                             "no tape to record into and nothing to differentiate")
         if type(xs) is Var or not isinstance(xs, (list, tuple)) or any(type(v) is not Var for v in xs):
-            raise TypeError("tape.jit: a jitted function records: call it through tape.trace, tape.grad or "
-                            "tape.value_and_grad, or with a list of Vars of one tape")
+            raise TypeError("tape.jit: a jitted function takes Vars (through tape.trace, tape.grad or "
+                            "tape.value_and_grad, or a list of Vars of one tape) or plain numbers")
         t = xs[0].tape
     assert isinstance(t, Tape)
     try:

@@ -35,6 +35,7 @@ from tape.compiled.recording import (
     value_at,
     var_of,
 )
+from tape.kernels import ops
 from tape.kernels.ops import SELECT
 from tape.records import _recorders as _recorders
 
@@ -178,6 +179,9 @@ def comparison(vv):
     return typer
 
 
+CONSTANT_OPERANDS = {s.name for s in ops.ARITHMETIC if not s.var_c}  # numbers meet them as constant records
+
+
 def _register() -> None:
     for name, (of_var, value, math_name, ufunc) in UNARY.items():
         own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
@@ -193,10 +197,10 @@ def _register() -> None:
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
         for fn in (own, getattr(np, ufunc)):
             overload(fn)(binary(vv, vc, cv, value, fn is own and not is_operator))  # tape.<name> of numbers too
-            overload(fn)(binary_array(vv))
+            overload(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
         if is_operator:
             overload(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
-            overload(getattr(operator, f"i{name}"))(inplace_array(vv))
+            overload(getattr(operator, f"i{name}"))(inplace_array(own, vv))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
         vv, vc, cv, value, _, _ = ARITHMETIC[name]
         overload(getattr(math, math_name))(binary(vv, vc, cv, value, False))

@@ -1,0 +1,181 @@
+"""tape.jit on Numba code as Numba users write it: arrays of Vars (issue 31).
+
+Programs the Python recorder runs too (on a small VarArray: RK4 with an array state, an n-body
+step with force arrays, an explicit heat equation, every array op) are compared record by record
+and by derivative; the idioms only Numba code has (np.empty(n, dtype=xs.dtype), np.zeros((n, 2),
+...), np.empty_like, helpers taking and returning arrays, swaps) by value against the same
+function on plain numbers (numba's value) and by gradient against central differences and
+derivatives by hand. Few distinct jitted functions: each compiles for seconds.
+"""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+from test_jit import records
+
+import tape
+from tape.kernels import ops
+
+
+def namespace(source: str, helpers=()) -> tuple[dict, dict]:
+    """(the Python namespace, the tape.jit one) of source; ``helpers`` are numba.njit in the jit one."""
+    spaces = []
+    for _ in range(2):
+        ns = {"tape": tape, "math": math, "np": np, "numba": numba}
+        exec(compile(source, __file__, "exec"), ns)
+        spaces.append(ns)
+    py, jn = spaces
+    for name in helpers:
+        jn[name] = numba.njit(jn[name])
+    jn["f"] = tape.jit(jn["f"])
+    return py, jn
+
+
+def same_records(tp, tj):
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def central(f, x, h=1e-6):
+    x = np.asarray(x, float)
+    out = []
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = h
+        out.append((f(x + e) - f(x - e)) / (2 * h))
+    return np.array(out).reshape(x.shape + np.shape(f(x)))
+
+
+RK4 = '''
+def rhs(y, coef, inter):
+    return coef * y + inter * (y[0] * y[1])
+
+def f(xs, steps, h, coef, inter):
+    y = xs
+    for _ in range(steps):
+        k1 = rhs(y, coef, inter)
+        k2 = rhs(y + 0.5 * h * k1, coef, inter)
+        k3 = rhs(y + 0.5 * h * k2, coef, inter)
+        k4 = rhs(y + h * k3, coef, inter)
+        y = y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return y
+'''
+
+NBODY = '''
+def f(xs, steps, dt, m):
+    pos = xs
+    vel = xs * 0.0
+    n = pos.shape[0]
+    for _ in range(steps):
+        acc = pos * 0.0
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    d = pos[j] - pos[i]
+                    r2 = (d * d).sum() + 0.01
+                    w = m[j] / (r2 * tape.sqrt(r2))
+                    acc[i, 0] += w * d[0]
+                    acc[i, 1] += w * d[1]
+        vel += dt * acc
+        pos = pos + dt * vel
+    return (pos * pos).sum()
+'''
+
+HEAT = '''
+def f(xs, steps, r):
+    u = xs.copy()
+    un = xs.copy()
+    n = len(u)
+    for _ in range(steps):
+        for i in range(1, n - 1):
+            un[i] = u[i] + r * (u[i + 1] - 2.0 * u[i] + u[i - 1])
+        u, un = un, u
+    return u
+'''
+
+PROGRAMS = {
+    "rk4": (RK4, ("rhs",), [1.1, 0.4], (30, 0.01, np.array([0.7, -0.4]), np.array([-0.3, 0.2]))),
+    "nbody": (NBODY, (), [[0.0, 0.0], [1.0, 0.2], [-0.3, 0.9]], (4, 0.01, np.array([1.0, 0.5, 0.8]))),
+    "heat": (HEAT, (), [0.0, 0.3, 1.0, 0.6, 0.2, 0.0], (5, 0.25)),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(PROGRAMS))
+def program(request):
+    source, helpers, x0, data = PROGRAMS[request.param]
+    py, jn = namespace(source, helpers)
+    return request.param, py["f"], jn["f"], np.array(x0), data
+
+
+def test_array_programs_record_as_python(program):
+    name, f, jf, x0, data = program
+    tapes = []
+    for g in (f, jf):
+        t = tape.Tape()
+        y = g(t.array(x0), *data)
+        tapes.append((t, y))
+    (tp, yp), (tj, yj) = tapes
+    same_records(tp, tj)
+    assert len(tj) > 50 and type(yj) is type(yp)
+    if isinstance(yp, tape.VarArray):
+        assert np.array_equal(yp._idx, yj._idx) and yj.shape == yp.shape
+    else:
+        assert yp.index == yj.index
+
+
+def test_array_programs_differentiate_as_python(program):
+    name, f, jf, x0, data = program
+    if name == "nbody":
+        vp, gp = tape.value_and_grad(f)(x0, *data)
+        vj, gj = tape.value_and_grad(jf)(x0, *data)
+        assert vp == vj and np.array_equal(gp, gj) and gj.shape == x0.shape
+        assert np.allclose(gj, central(lambda x: jf(x, *data), x0), rtol=1e-6, atol=1e-8)
+        assert vj == jf(x0, *data)  # on plain numbers: numba's value, bit for bit
+    else:
+        Jp, Jj = tape.jacobian(f)(x0, *data), tape.jacobian(jf)(x0, *data)
+        assert np.array_equal(Jp, Jj) and Jj.shape == x0.shape * 2
+        assert np.allclose(Jj, central(lambda x: jf(x, *data), x0).T, rtol=1e-6, atol=1e-8)
+        F = tape.trace(jf, x0, data=data)
+        assert np.array_equal(F(x0 * 1.1), np.asarray(jf(x0 * 1.1, *data)))  # replay = numba on numbers
+
+
+def test_heat_equation_by_hand():
+    """One explicit step of u_t = u_xx: un[i] = u[i] + r (u[i+1] - 2 u[i] + u[i-1]), the ends kept."""
+    _, jn = namespace(HEAT)
+    x0 = np.array([0.0, 0.3, 1.0, 0.6, 0.2, 0.0])
+    J = tape.jacobian(jn["f"])(x0, 1, 0.25)
+    by_hand = np.eye(6)
+    for i in range(1, 5):
+        by_hand[i, i - 1:i + 2] = [0.25, 0.5, 0.25]
+    assert np.array_equal(J, by_hand)
+
+
+EVERY_OP = [f"np.{ops.UNARY_UFUNCS[name]}(xs)" for name in ops.UNARY_UFUNCS if name != "arccosh"]
+EVERY_OP += ["-xs", "abs(xs)", "tape.sigmoid(xs)", "tape.relu(xs - 0.5)"]
+for _s in ops.ARITHMETIC:
+    _symbol = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}.get(_s.name)
+    if _symbol:
+        EVERY_OP += [f"xs {_symbol} ys", f"xs {_symbol} 2.5", f"2.5 {_symbol} xs", f"xs {_symbol} w", f"w {_symbol} xs",
+                     f"xs {_symbol} ys[0]", f"ys[1] {_symbol} xs"]
+    else:
+        EVERY_OP += [f"np.{_s.ufunc}(xs, ys)", f"np.{_s.ufunc}(xs, 0.5)", f"tape.{_s.name}(1.5, xs)",
+                     f"np.{_s.ufunc}(w, xs)"]
+EVERY_OP += ["xs.sum() + xs.prod() * np.sum(ys) + xs.mean()", "np.dot(xs, ys) + xs @ w", "np.dot(m, xs)",
+             "(xs.reshape(2, 2) @ ys.copy().reshape((2, 2))).reshape(4)", "(w @ m) * xs"]
+EVERY = ("def f(xs, w, m):\n    ys = xs[::-1]\n    acc = xs * 0.0\n"
+         + "".join(f"    acc = acc + ({expr})\n" for expr in EVERY_OP) + "    return acc\n")
+
+
+def test_every_array_op_records_as_python():
+    py, jn = namespace(EVERY)
+    x0, data = np.array([0.3, 0.7, 0.9, 0.45]), (np.array([1.5, -0.5, 2.0, 0.25]), np.arange(16.0).reshape(4, 4) / 7)
+    tapes = []
+    for g in (py["f"], jn["f"]):
+        t = tape.Tape()
+        y = g(t.array(x0), *data)
+        tapes.append((t, y))
+    (tp, yp), (tj, yj) = tapes
+    same_records(tp, tj)
+    assert np.array_equal(yp._idx, yj._idx)
