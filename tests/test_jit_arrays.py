@@ -179,3 +179,115 @@ def test_every_array_op_records_as_python():
     (tp, yp), (tj, yj) = tapes
     same_records(tp, tj)
     assert np.array_equal(yp._idx, yj._idx)
+
+
+# --- idioms only Numba code has, helpers, swaps -------------------------------------------------------------
+
+IDIOMS = '''
+def split(a):                        # a helper taking a Var array and returning a tuple of them
+    return a[:2].copy(), a[2:] * 2.0
+
+def norm2(v):
+    s = 0.0
+    for x in v:
+        s = s + x * x
+    return s
+
+def f(xs, m):
+    n = xs.shape[0]
+    u = np.empty(n, dtype=xs.dtype)
+    for i in range(n):
+        u[i] = xs[i] * xs[i]
+    acc = np.zeros((n, 2), dtype=xs.dtype)
+    for i in range(n):
+        acc[i, 0] += u[i]
+        acc[i, 1] += 3.0
+    un = np.empty_like(u)
+    un[0], un[n - 1] = u[0], u[n - 1]
+    for _ in range(2):
+        for i in range(1, n - 1):
+            un[i] = 0.5 * (u[i - 1] + u[i + 1])
+        u, un = un, u
+    a, b = split(xs[:4])
+    full = np.full(2, 0.5, dtype=xs.dtype) + np.ones_like(a)
+    e = np.exp(xs - xs.max())
+    sm = e / e.sum()
+    grid = xs.reshape((n // 2, 2))
+    return (norm2(a) + b.prod() + (full * a).sum() + np.dot(sm, xs) + acc.T.sum() + u.mean()
+            + grid[1, 0] * np.dot(m, grid[:, 1].copy()).min() + sum(xs[4:]) + max(xs) + xs.size + len(xs) + xs.ndim)
+'''
+
+
+@pytest.fixture(scope="module")
+def idioms():
+    return namespace(IDIOMS, ("split", "norm2"))[1]["f"]
+
+
+def test_numba_idioms_give_numba_s_value_and_the_gradient(idioms):
+    x0, m = np.array([0.3, -0.7, 1.9, 0.5, 1.1, 0.2]), np.array([[1.0, 0.5, -2.0], [0.25, 3.0, 1.0]])
+    value, grad = tape.value_and_grad(idioms)(x0, m)
+    assert value == pytest.approx(idioms(x0, m), rel=1e-14)  # numba on plain numbers (np.sum adds in order)
+    assert np.allclose(grad, central(lambda x: idioms(x, m), x0), rtol=1e-6, atol=1e-7)
+    assert tape.value_and_grad(idioms)(list(x0), m) == (value, grad.tolist())  # a list of numbers: the same
+
+
+def test_a_large_array_as_xs_records_at_list_speed(idioms):
+    x0 = np.random.default_rng(5).standard_normal(2000)
+    m = np.random.default_rng(6).standard_normal((2, 1000))
+    value, grad = tape.value_and_grad(idioms)(x0, m)  # the fast path: leaves straight from the array
+    listed = tape.value_and_grad(idioms)(x0.tolist(), m)
+    assert (value, grad.tolist()) == listed and grad.shape == (2000,)
+    F = tape.trace(idioms, x0, data=(m,))  # one array record: an elem record per number reads it
+    assert F(x0) == value and np.allclose(F.gradient(x0), grad, rtol=1e-13, atol=0)  # the sweep's own sums
+
+
+ERRORS = '''
+def f(xs, mode):
+    u = np.empty(3, dtype=xs.dtype)
+    u[0] = xs[0]
+    if mode == 0:
+        return u[1]
+    if mode == 1:
+        return xs[7]
+    if mode == 2:
+        return (xs[:2] + xs).sum()
+    u[1] = xs[9]
+    return u[0]
+
+def g(xs):
+    u = np.empty(2, dtype=xs.dtype)
+    u[0] = xs[0]
+    return u
+'''
+
+
+@pytest.mark.parametrize("mode, error, message", [
+    (0, ValueError, "read before anything was written to it"),
+    (1, IndexError, "index out of range of a Var array"),
+    (2, ValueError, "could not be broadcast together"),
+    (3, IndexError, "index out of range of a Var array"),
+])
+def test_wrong_element_use_raises_clearly(mode, error, message):
+    jf = tape.jit(namespace(ERRORS)[0]["f"])
+    t = tape.Tape()
+    with pytest.raises(error, match=message):
+        jf(t.array(np.arange(3.0)), mode)
+    assert len(t) == 3  # nothing recorded by the failed call
+
+
+def test_returning_elements_never_written_is_refused():
+    jg = tape.jit(namespace(ERRORS)[0]["g"])
+    with pytest.raises(ValueError, match="f returns a Var array with elements never written"):
+        jg(tape.Tape().array(np.arange(3.0)))
+
+
+@pytest.mark.parametrize("body, first", [
+    ("    return xs[xs[0]]", "tape.jit: index a Var array with integers, slices or integer arrays, not with"),
+    ("    a = np.zeros(3)\n    a[0] = xs[0]\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
+    ("    a = np.zeros(3)\n    a[:] = xs\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
+])
+def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):
+    jf = tape.jit(namespace(f"def f(xs):\n{body}\n")[0]["f"])
+    with pytest.raises(tape.JitError) as caught:
+        jf(tape.Tape().array(np.arange(3.0)))
+    assert str(caught.value).splitlines()[0].startswith(first) and __file__ in str(caught.value).splitlines()[0]

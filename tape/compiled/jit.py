@@ -132,24 +132,29 @@ class JitFunction:
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
         return outs if len(form) else outs[0]
 
-    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, list[float]] | None:
-        """tape.value_and_grad of f at a flat list of floats with no Python handle per input: the leaves'
-        rows go straight in, on the tape of the last call (``idle``, per thread); None where the general
-        path must run (other structures, Vars, debug_nans)."""
+    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, Any] | None:
+        """tape.value_and_grad of f at a flat list of floats, or a 1-d or 2-d float array (the gradient an
+        array of its shape), with no Python handle per input: the leaves' rows go straight in, on the tape
+        of the last call (``idle``, per thread); None where the general path must run (other structures,
+        Vars, debug_nans)."""
         x = args[0] if args else None
-        if type(x) is not list or not x or not set(map(type, x)) <= {float, int} or nans.active():
+        array = type(x) is np.ndarray and x.dtype == np.float64 and x.ndim in (1, 2) and x.size > 0
+        if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
-        k = len(x)
+        k = len(x) if not array else x.size
         t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
         if t is None:
             t = Tape(capacity=max(1024, 4 * k))
-        few = k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
-        rows = np.arange(t._leaf_records(x), t._n) if few else t._append_block(LEAF, k, values=np.array(x, float))
+        few = not array and k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
+        if few:
+            rows = np.arange(t._leaf_records(x), t._n)
+        else:
+            rows = t._append_block(LEAF, k, values=np.array(x, float).reshape(-1)).reshape(np.shape(x))
         idx, vals, form = self._record(t, rows, args[1:])
         if len(form):
             raise TypeError("f must return a Var or a real number, got a sequence")
         i, value = int(idx[0]), float(vals[0])
-        grads = [0.0] * k
+        grads: Any = np.zeros(np.shape(x)) if array else [0.0] * k
         if i >= 0:
             t._reverse(i, False)
             gen, value = t._gen, t._val_w[i]
@@ -157,7 +162,8 @@ class JitFunction:
                 adj, stamp = memoryview(t._adj.data), memoryview(t._stamp.data)
                 grads = [adj[r] if stamp[r] == gen else 0.0 for r in rows.tolist()]
             else:
-                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0).tolist()
+                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0)
+                grads = grads if array else grads.tolist()
         t.clear()
         idle.jit_tape = t
         return value, grads
