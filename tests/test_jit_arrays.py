@@ -16,6 +16,9 @@ import pytest
 from test_jit import records
 
 import tape
+from tape.bench.programs import JIT_ARRAY_RK4 as RK4
+from tape.bench.programs import JIT_HEAT as HEAT
+from tape.bench.programs import JIT_NBODY as NBODY
 from tape.kernels import ops
 
 
@@ -47,53 +50,6 @@ def central(f, x, h=1e-6):
         out.append((f(x + e) - f(x - e)) / (2 * h))
     return np.array(out).reshape(x.shape + np.shape(f(x)))
 
-
-RK4 = '''
-def rhs(y, coef, inter):
-    return coef * y + inter * (y[0] * y[1])
-
-def f(xs, steps, h, coef, inter):
-    y = xs
-    for _ in range(steps):
-        k1 = rhs(y, coef, inter)
-        k2 = rhs(y + 0.5 * h * k1, coef, inter)
-        k3 = rhs(y + 0.5 * h * k2, coef, inter)
-        k4 = rhs(y + h * k3, coef, inter)
-        y = y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-    return y
-'''
-
-NBODY = '''
-def f(xs, steps, dt, m):
-    pos = xs
-    vel = xs * 0.0
-    n = pos.shape[0]
-    for _ in range(steps):
-        acc = pos * 0.0
-        for i in range(n):
-            for j in range(n):
-                if i != j:
-                    d = pos[j] - pos[i]
-                    r2 = (d * d).sum() + 0.01
-                    w = m[j] / (r2 * tape.sqrt(r2))
-                    acc[i, 0] += w * d[0]
-                    acc[i, 1] += w * d[1]
-        vel += dt * acc
-        pos = pos + dt * vel
-    return (pos * pos).sum()
-'''
-
-HEAT = '''
-def f(xs, steps, r):
-    u = xs.copy()
-    un = xs.copy()
-    n = len(u)
-    for _ in range(steps):
-        for i in range(1, n - 1):
-            un[i] = u[i] + r * (u[i + 1] - 2.0 * u[i] + u[i - 1])
-        u, un = un, u
-    return u
-'''
 
 PROGRAMS = {
     "rk4": (RK4, ("rhs",), [1.1, 0.4], (30, 0.01, np.array([0.7, -0.4]), np.array([-0.3, 0.2]))),

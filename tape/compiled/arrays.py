@@ -260,7 +260,16 @@ def common(a, b):
 
 @hot
 def blank(p, n, m):
-    return make_array(p, np.empty((n, m), np.int64), np.empty((n, m)))
+    """A new 2-d Var array: its rows and values in one allocation (a small array's cost is its allocations)."""
+    both = np.empty((2, n, m), np.int64)
+    return make_array(p, both[0], both[1].view(np.float64))
+
+
+@hot
+def blank_row(p, n, m):
+    """A new 1-d Var array of m elements (n is 1), in one allocation."""
+    both = np.empty((2, m), np.int64)
+    return make_array(p, both[0], both[1].view(np.float64))
 
 
 @hot
@@ -268,11 +277,14 @@ def put(out, i, j, w):
     out.rows[i, j], out.vals[i, j] = w.index, w.c
 
 
-def _shaped(ndim: int):
-    """The 2-d result as an array of ndim axes (a 1-d one was computed as one row)."""
-    if ndim == 1:
-        return hot(lambda out: make_array(out.tape, out.rows[0], out.vals[0]))
-    return hot(lambda out: out)
+@hot
+def put_row(out, i, j, w):
+    out.rows[j], out.vals[j] = w.index, w.c
+
+
+def _result(ndim: int):
+    """(make, put) of a result of ndim axes, computed as 2-d (a 1-d one as one row)."""
+    return (blank_row, put_row) if ndim == 1 else (blank, put)
 
 
 def _ndim(*operands) -> int:
@@ -309,22 +321,24 @@ def binary_array(vv, constants: bool = False):
         if not (any(map(is_array, arrays)) or (arrays and (is_var(x) or is_var(y)))) or not all(
                 is_array(v) or is_data(v) or is_var(v) or is_number(v) for v in (x, y)):
             return None  # a Var array and another operand, or a NumPy array and a Var
-        shaped = _shaped(_ndim(x, y))
+        make, store = _result(_ndim(x, y))
         first = x if is_array(x) or (is_var(x) and not is_array(y)) else y
         tape_of = hot(lambda x, y: x.tape) if first is x else hot(lambda x, y: y.tape)
-        recorded = records_of if constants else hot(lambda x, p: x)
 
         def impl(x, y):
             p = tape_of(x, y)
-            x, y = recorded(x, p), recorded(y, p)
             (a, b), (c, d) = dims(x), dims(y)
             n, m = common(a, c), common(b, d)
-            out = blank(p, n, m)
+            out = make(p, n, m)
             for i in range(n):
                 for j in range(m):
-                    put(out, i, j, vv(at(x, i, j), at(y, i, j)))
-            return shaped(out)
-        return impl
+                    store(out, i, j, vv(at(x, i, j), at(y, i, j)))
+            return out
+
+        if not constants:
+            return impl
+        whole = hot(impl)
+        return lambda x, y: whole(records_of(x, tape_of(x, y)), records_of(y, tape_of(x, y)))
     return typer
 
 
@@ -348,15 +362,15 @@ def unary_array(of_var):
     def typer(x):
         if not is_array(x):
             return None
-        shaped = _shaped(x.ndim)
+        make, store = _result(x.ndim)
 
         def impl(x):
             n, m = dims(x)
-            out = blank(x.tape, n, m)
+            out = make(x.tape, n, m)
             for i in range(n):
                 for j in range(m):
-                    put(out, i, j, of_var(at(x, i, j)))
-            return shaped(out)
+                    store(out, i, j, of_var(at(x, i, j)))
+            return out
         return impl
     return typer
 
