@@ -170,7 +170,8 @@ def f(xs, m):
     sm = e / e.sum()
     grid = xs.reshape((n // 2, 2))
     return (norm2(a) + b.prod() + (full * a).sum() + np.dot(sm, xs) + acc.T.sum() + u.mean()
-            + grid[1, 0] * np.dot(m, grid[:, 1].copy()).min() + sum(xs[4:]) + max(xs) + xs.size + len(xs) + xs.ndim)
+            + grid[1, 0] * np.dot(m, grid[:, 1].copy()).min() + sum(xs[4:]) + max(xs) + xs.size + len(xs) + xs.ndim
+            + acc.ravel()[3])
 '''
 
 

@@ -43,7 +43,7 @@ def is_data(typ) -> bool:
     return isinstance(typ, types.Array) and typ.ndim in (1, 2) and is_number(typ.dtype)
 
 
-def _reduction(body):
+def _on_array(body):
     """The typer of a function of one Var array (an attribute, a method, a reduction): body."""
     def typer(a):
         return body if is_array(a) else None
@@ -140,7 +140,7 @@ def _len(a):
 for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.rows.size),
                      ("ndim", lambda a: a.rows.ndim), ("dtype", lambda a: make_dtype(a.tape)),
                      ("T", lambda a: make_array(a.tape, a.rows.T, a.vals.T))):
-    overload_attribute(VarArrayType, _name)(_reduction(_impl))
+    overload_attribute(VarArrayType, _name)(_on_array(_impl))
 
 
 @overload_method(VarArrayType, "copy")
@@ -424,8 +424,8 @@ REDUCTIONS = {"sum": lambda a: total(a, False), "prod": lambda a: total(a, True)
               "mean": lambda a: total(a, False) * (1.0 / a.rows.size),
               "max": lambda a: fold(a, True), "min": lambda a: fold(a, False)}
 for _name, _body in REDUCTIONS.items():
-    overload_method(VarArrayType, _name)(_reduction(_body))
-    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_reduction(_body))
+    overload_method(VarArrayType, _name)(_on_array(_body))
+    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_on_array(_body))
 
 
 def _dot(a, b):

@@ -1,7 +1,7 @@
 """tape.jit: record tapes from Numba-compiled user code.
 
-``@tape.jit`` compiles ``f(xs, *data)`` with Numba, ``xs`` a sequence of Vars (indexable by
-int), ``data`` arrays and numbers. Called with Vars of a tape (as tape.trace, tape.grad and
+``@tape.jit`` compiles ``f(xs, *data)`` with Numba, ``xs`` an array of Vars (1-d or 2-d:
+tape/compiled/arrays.py), ``data`` arrays and numbers. Called with Vars of a tape (as tape.trace, tape.grad and
 tape.value_and_grad call it), it appends to that tape exactly the records the Python
 recorder writes for the same source, and returns Vars (a number where f returned one). The
 records go straight into the tape's arrays (grown inside Numba when full, then adopted).
@@ -325,15 +325,20 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
-    ``xs`` holds Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and
-    numbers. Inside, Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and
-    ``tape.*`` functions of the op table (of plain numbers: floats, nothing recorded),
+    ``xs`` is an array of Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``xs.shape``, ``for v in xs``;
+    2-d for a 2-d x0); ``data`` arrays and numbers. Arrays of Vars are made by
+    ``np.empty/zeros/ones/full(shape, dtype=xs.dtype)`` and ``*_like``, read and written by element
+    (``a[i, j] += v``), and take whole-array arithmetic, the op table's ufuncs, ``sum``, ``prod``,
+    ``mean``, ``max``, ``min`` and ``np.dot``; f may return one (a VarArray). Inside, Vars take
+    + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*`` functions of the
+    op table (of plain numbers: floats, nothing recorded),
     ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
     Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
     comparisons record checked branches with their file:line. It may call itself and other tape.jit
     or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
     call it with a list of Vars of one tape): the records are the Python recorder's for the same
-    source, bit for bit. ``cache=True`` keeps the compiled code across processes (refused for a
+    source, bit for bit. Called with plain numbers (a list or array of floats) it returns f's value as
+    numba.njit computes it. ``cache=True`` keeps the compiled code across processes (refused for a
     recursive f).
     """
     if fn is None:
