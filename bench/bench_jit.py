@@ -82,6 +82,27 @@ def record(g, x0, data):
     return time.perf_counter() - start, len(t)
 
 
+def versus_replay(jf, x0, data, n: int, width: int) -> None:
+    """Print record + one reverse sweep (tape.value_and_grad) against a replayed F.value_and_grad, interleaved."""
+    vg, F = tape.value_and_grad(jf), tape.trace(jf, x0, data=data)
+    vg(x0, *data)
+    recorded, replayed = [], []
+    for _ in range(7):
+        recorded.append(seconds(functools.partial(vg, x0, *data)))
+        replayed.append(seconds(functools.partial(F.value_and_grad, x0)))
+    r, f = statistics.median(recorded), statistics.median(replayed)
+    print(f"{'':{width}s} record + gradient {r / n * 1e9:5.1f} ns/rec, replayed F.value_and_grad "
+          f"{f / n * 1e9:5.1f} ns/rec: {r / f:4.2f}x")
+
+
+def cached_runs(code: str, path: str) -> list[float]:
+    """The seconds the script ``code`` prints, in three fresh processes (the first fills the cache)."""
+    with open(path, "w") as file:
+        file.write(code)
+    return [float(subprocess.run([sys.executable, path], capture_output=True, text=True, check=True).stdout)
+            for _ in range(3)]
+
+
 def _summed(jf):
     def total(xs, *data):
         return jf(xs, *data).sum()
@@ -113,25 +134,14 @@ def arrays() -> None:
         print(f"{name:9s} {n:8d} records  tape.jit {j:5.1f} ns/rec  numba.njit on floats {p:5.2f} ns/rec "
               f"({j / p:4.1f}x)  first call {compile_s:5.2f} s (numba.njit {plain_compile:4.2f} s)")
         scalar = jf if name == "nbody" else tape.jit(_summed(jf))  # a Var output to differentiate
-        vg, F = tape.value_and_grad(scalar), tape.trace(scalar, x0, data=data)
-        vg(x0, *data)
-        recorded, replayed = [], []
-        for _ in range(7):
-            recorded.append(seconds(functools.partial(vg, x0, *data)))
-            replayed.append(seconds(functools.partial(F.value_and_grad, x0)))
-        r, g = statistics.median(recorded), statistics.median(replayed)
-        print(f"{'':9s} record + gradient {r / n * 1e9:5.1f} ns/rec, replayed F.value_and_grad "
-              f"{g / n * 1e9:5.1f} ns/rec: {r / g:4.2f}x")
+        versus_replay(scalar, x0, data, n, 9)
     code = ("import time, numpy as np, tape; t0 = time.perf_counter()\n"
             "@tape.jit(cache=True)\ndef f(xs, steps, r):\n    u = xs.copy()\n    un = np.empty_like(u)\n"
             "    un[0], un[-1] = u[0], u[-1]\n    for _ in range(steps):\n        for i in range(1, len(u) - 1):\n"
             "            un[i] = u[i] + r * (u[i + 1] - 2.0 * u[i] + u[i - 1])\n        u, un = un, u\n"
             "    return u.sum()\n"
             "t = tape.Tape(); f(t.array(np.ones(50)), 10, 0.25); print(time.perf_counter() - t0)")
-    with open("/tmp/tape_jit_cached_arrays.py", "w") as file:
-        file.write(code)
-    runs = [float(subprocess.run([sys.executable, "/tmp/tape_jit_cached_arrays.py"], capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(3)]
+    runs = cached_runs(code, "/tmp/tape_jit_cached_arrays.py")
     print(f"cache=True (heat, np.empty_like): first process {runs[0]:.2f} s, later processes {min(runs[1:]):.2f} s")
 
 
@@ -154,15 +164,7 @@ def main() -> None:
         p, j = statistics.median(py) / n * 1e9, statistics.median(jt) / n * 1e9
         print(f"{name:7s} {n:8d} records  Python {p:7.1f} ns/rec  tape.jit {j:6.1f} ns/rec  "
               f"({p / j:5.1f}x)  first call {compile_s:5.2f} s")
-        vg, F = tape.value_and_grad(jf), tape.trace(jf, x0, data=data)
-        vg(x0, *data)
-        recorded, replayed = [], []
-        for _ in range(7):
-            recorded.append(seconds(functools.partial(vg, x0, *data)))
-            replayed.append(seconds(functools.partial(F.value_and_grad, x0)))
-        r, f = statistics.median(recorded), statistics.median(replayed)
-        print(f"{'':7s} record + gradient {r / n * 1e9:5.1f} ns/rec, replayed F.value_and_grad "
-              f"{f / n * 1e9:5.1f} ns/rec: {r / f:4.2f}x")
+        versus_replay(jf, x0, data, n, 7)
     print("first-call compile of a straight-line f (fresh functions, one process):")
     for statements in (10, 100, 300, 1000):
         jf = tape.jit(load(straight_line(statements)))
@@ -173,10 +175,7 @@ def main() -> None:
             "@tape.jit(cache=True)\ndef f(xs, n):\n    s = 0.0\n    for i in range(n):\n"
             "        s = s + tape.exp(xs[0] * i) * xs[1]\n    return s\n"
             "t = tape.Tape(); f(t.vars([0.001, 2.0]), 10); print(time.perf_counter() - t0)")
-    with open("/tmp/tape_jit_cached.py", "w") as file:
-        file.write(code)
-    runs = [float(subprocess.run([sys.executable, "/tmp/tape_jit_cached.py"], capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(3)]
+    runs = cached_runs(code, "/tmp/tape_jit_cached.py")
     print(f"cache=True: first process {runs[0]:.2f} s, later processes {min(runs[1:]):.2f} s (import excluded)")
     arrays()
 
