@@ -13,6 +13,7 @@ them on a small VarArray (C order; reductions level by level).
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 from numba.extending import overload, overload_attribute, overload_method
@@ -68,14 +69,20 @@ def place(i, n):
     return k
 
 
-def _integers(i, count: int) -> bool:
-    return (count == 1 and isinstance(i, types.Integer)) or (
-        isinstance(i, types.BaseTuple) and len(i) == count and all(isinstance(k, types.Integer) for k in i))
+def _parts(i: Any) -> tuple:
+    """The types of an index: of each member of a tuple, or the one."""
+    return tuple(getattr(i, "types", ())) if isinstance(i, types.BaseTuple) else (i,)
 
 
-def _view_index(i) -> bool:
+def _integers(i: Any, count: int) -> bool:
+    """An index of ``count`` integers."""
+    parts = _parts(i)
+    return len(parts) == count and all(isinstance(k, types.Integer) for k in parts)
+
+
+def _view_index(i: Any) -> bool:
     """An index NumPy answers with a view or a copy of elements: ints, slices, an int array."""
-    parts = i.types if isinstance(i, types.BaseTuple) else (i,)
+    parts = _parts(i)
     return all(isinstance(k, (types.Integer, types.SliceType)) or (isinstance(k, types.Array) and isinstance(
         k.dtype, types.Integer)) for k in parts)
 
@@ -138,8 +145,8 @@ def _len(a):
 
 
 for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.rows.size),
-                     ("ndim", lambda a: a.rows.ndim), ("dtype", lambda a: make_dtype(a.tape)),
-                     ("T", lambda a: make_array(a.tape, a.rows.T, a.vals.T))):
+                     ("ndim", lambda a: a.rows.ndim), ("dtype", lambda a: make_dtype(a.tape)),  # type: ignore[call-arg]
+                     ("T", lambda a: make_array(a.tape, a.rows.T, a.vals.T))):  # type: ignore[call-arg]
     overload_attribute(VarArrayType, _name)(_on_array(_impl))
 
 
@@ -198,10 +205,13 @@ def _full_like(a, fill_value, dtype=None):
     return None
 
 
-for _fn, _fill, _written in ((np.empty, 0.0, False), (np.zeros, 0.0, True), (np.ones, 1.0, True)):
-    overload(_fn)(_maker(_fill, _written))
-for _fn, _fill, _written in ((np.empty_like, 0.0, False), (np.zeros_like, 0.0, True), (np.ones_like, 1.0, True)):
-    overload(_fn)(_like(_fill, _written))
+_MAKERS: list[tuple[Any, float, bool]] = [(np.empty, 0.0, False), (np.zeros, 0.0, True), (np.ones, 1.0, True)]
+_LIKES: list[tuple[Any, float, bool]] = [(np.empty_like, 0.0, False), (np.zeros_like, 0.0, True),
+                                         (np.ones_like, 1.0, True)]
+for _maker_fn, _fill, _written in _MAKERS:
+    overload(_maker_fn)(_maker(_fill, _written))
+for _like_fn, _fill, _written in _LIKES:
+    overload(_like_fn)(_like(_fill, _written))
 overload(np.full)(_full)
 overload(np.full_like)(_full_like)
 
@@ -462,8 +472,8 @@ def _dot(a, b):
     return impl
 
 
-for _fn in (np.dot, operator.matmul):
-    overload(_fn)(_dot)
+for _dot_fn in (np.dot, operator.matmul):
+    overload(_dot_fn)(_dot)
 overload_method(VarArrayType, "dot")(_dot)
 
 

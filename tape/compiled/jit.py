@@ -137,7 +137,7 @@ class JitFunction:
         array of its shape), with no Python handle per input: the leaves' rows go straight in, on the tape
         of the last call (``idle``, per thread); None where the general path must run (other structures,
         Vars, debug_nans)."""
-        x = args[0] if args else None
+        x: Any = args[0] if args else None
         array = type(x) is np.ndarray and x.dtype == np.float64 and x.ndim in (1, 2) and x.size > 0
         if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does

@@ -137,8 +137,8 @@ class VarArrayType(types.IterableType):
 
     def __init__(self, ndim: int, layout: str):
         self.ndim, self.layout = ndim, layout
-        self.rows_type = types.Array(types.int64, ndim, layout)
-        self.vals_type = types.Array(types.float64, ndim, layout)
+        self.rows_type = types.Array(types.int64, ndim, layout)  # type: ignore[call-overload]  # numba's stubs
+        self.vals_type = types.Array(types.float64, ndim, layout)  # type: ignore[call-overload]
         super().__init__(name=f"tape.VarArray({ndim}d, {layout})")
 
     @property
