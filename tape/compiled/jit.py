@@ -48,6 +48,7 @@ from tape.records.handles import Handle
 from tape.tape import _FEW, Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
+ARENA_MAX = 1 << 24  # elements (128 MiB) at most in a call's arena for Var arrays; beyond, they are allocated
 
 
 def _outputs(out):
@@ -92,8 +93,8 @@ def _tupled(size: int) -> Callable[..., Any]:
 def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
     """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs."""
     @numba.njit(**OPTIONS)
-    def drive(op, in0, in1, val, consts, n, nc, rows, data):
-        t = new_tape(op, in0, in1, val, consts, n, nc)
+    def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
+        t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         return finish(t, _outputs(user(inputs(t, rows), *data)))
     return drive
 
@@ -118,6 +119,7 @@ class JitFunction:
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
         self._drive = _driver(self.dispatcher)
         self._plain: Any = None  # f compiled for plain numbers, on the first call with them
+        self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
 
     def __call__(self, xs: Any, *data: Any) -> Any:
         if _numbers(xs):  # plain numbers: f's value, compiled as numba.njit compiles it (nothing recorded)
@@ -178,14 +180,16 @@ class JitFunction:
         n0, nc0 = t._n, t._n_consts
         message: str | None = None
         try:
-            got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data))
+            got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data),
+                              np.empty(self._arena, np.int64))
         except numba.core.errors.TypingError as e:
             message = str(e)
             e.with_traceback(None)  # Numba keeps the error: its traceback would keep this frame's tape alive
         if message is not None:
             _check_data(self.py_func, data)
             raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
-        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, form) = got
+        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres, wanted), (idx, vals, form) = got
+        self._arena = min(max(self._arena, wanted), ARENA_MAX)  # the next call's arena: all this one wanted
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
         if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
             pending = t._jit_checks

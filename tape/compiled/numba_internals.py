@@ -31,6 +31,7 @@ from numba.core.errors import TypingError
 from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
+from numba.np.arrayobj import populate_array
 
 from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
 
@@ -102,7 +103,7 @@ class TapeType(types.StructRef):
 TAPE_FIELDS = [("op", types.uint8[::1]), ("in0", types.uint32[::1]), ("in1", types.uint32[::1]),
                ("val", types.float64[::1]), ("consts", types.float64[::1]), ("n", types.int64), ("nc", types.int64),
                ("rows", types.int64[::1]), ("outs", types.uint8[::1]), ("wheres", types.int64[::1]),
-               ("nchk", types.int64)]
+               ("nchk", types.int64), ("arena", types.int64[::1]), ("used", types.int64), ("want", types.int64)]
 tape_type = TapeType(TAPE_FIELDS)
 new_struct = structref.new
 
@@ -348,7 +349,37 @@ def _room(count: str, array: str):
     return room
 
 
-records, constants = _room("n", "op"), _room("nc", "consts")
+records, constants, arena_room = _room("n", "op"), _room("nc", "consts"), _room("used", "arena")
+
+
+@intrinsic
+def want(typingctx, p, count):
+    """Count ``count`` more elements wanted from the arena (the next call's arena is sized by it)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        fields.want = builder.add(fields.want, args[1])
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.int64), codegen
+
+
+ARENA_ARRAY = types.Array(types.int64, 1, "C")  # type: ignore[call-overload]  # numba's stubs
+
+
+@intrinsic
+def carve(typingctx, p, count):
+    """The next ``count`` elements of the tape's arena as an array without a meminfo (room checked by
+    the caller): no allocation, and copies of it touch no reference count. The arena lives as long as
+    the call, as do the Var arrays made of it."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        data, _ = _array(context, builder, fields, "arena")
+        ary = context.make_array(ARENA_ARRAY)(context, builder)
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(ary, data=builder.gep(data, [fields.used]), shape=[args[1]], strides=[itemsize],
+                       itemsize=itemsize, meminfo=None)
+        fields.used = builder.add(fields.used, args[1])
+        return ary._getvalue()
+    return ARENA_ARRAY(types.voidptr, types.int64), codegen
 
 
 @intrinsic
@@ -396,4 +427,5 @@ def external(name: str, address: int, signature) -> types.ExternalFunction:
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
-           "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED"]
+           "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED", "arena_room",
+           "want", "carve"]

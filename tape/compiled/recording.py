@@ -49,11 +49,13 @@ NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v
 
 
 @jit
-def new_tape(op, in0, in1, val, consts, n, nc):
-    """The tape over a Storage's arrays, with ``n`` records and ``nc`` constants already there."""
+def new_tape(op, in0, in1, val, consts, n, nc, arena):
+    """The tape over a Storage's arrays, with ``n`` records and ``nc`` constants already there, and the
+    call's arena for Var arrays (tape/compiled/arrays.py)."""
     t = new_struct(tape_type)
     t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc = op, in0, in1, val, consts, n, nc
     t.rows, t.outs, t.wheres, t.nchk = np.empty(16, np.int64), np.empty(16, np.uint8), np.empty(16, np.int64), 0
+    t.arena, t.used, t.want = arena, 0, 0
     return t
 
 
@@ -244,9 +246,9 @@ def one_output(v):
 
 @jit
 def finish(t, outputs):
-    """What the driver hands back: the arrays, counts and checks of the tape, and the outputs."""
+    """What the driver hands back: the arrays, counts and checks of the tape, the arena wanted, the outputs."""
     k = t.nchk
-    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k]), outputs
+    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k], t.want), outputs
 
 
 @jit
