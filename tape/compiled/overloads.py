@@ -19,6 +19,7 @@ from numba.extending import overload
 
 from tape.api import trace
 from tape.arrays import binary as _binary
+from tape.compiled import makers  # noqa: F401  # registers np.empty and friends of Var arrays
 from tape.compiled._recorders import ARITHMETIC, COMPARISONS, UNARY, compare_value
 from tape.compiled.arrays import binary_array, inplace_array, unary_array
 from tape.compiled.compiler_pass import branch, max_of, max_over, min_of, min_over
