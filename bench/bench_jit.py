@@ -1,9 +1,12 @@
 """tape.jit recording vs the Python recorder: ns per record on RK4, a Monte Carlo pricer and a branchy
 while loop (interleaved medians); record + one reverse sweep (tape.value_and_grad of the jitted f)
 against a replayed F.value_and_grad of the same tape, interleaved; first-call compile time, its
-growth with the size of a straight-line function, and a cached load in a fresh process.
+growth with the size of a straight-line function, and a cached load in a fresh process. ``arrays``:
+the same for array programs as Numba users write them (RK4 with an array state, an n-body step, a
+heat equation), beside the same source as numba.njit on floats.
 
-    python bench/bench_jit.py
+    python bench/bench_jit.py            # everything
+    python bench/bench_jit.py arrays     # the array programs only
 """
 
 import functools
@@ -13,9 +16,11 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
 
 import tape
+from tape.bench.programs import JIT_ARRAY_RK4, JIT_HEAT, JIT_NBODY
 from tape.bench.programs import JIT_PRICER as PRICER
 from tape.bench.programs import JIT_RK4 as RK4
 
@@ -40,9 +45,20 @@ PROGRAMS = {"rk4": (RK4, [1.1, 0.4], (20000, 1e-4)),
             "while": (WHILE, [0.05, 3.0], (20000,))}
 
 
-def load(source):
+_BODIES = np.random.default_rng(2).standard_normal((32, 2))
+ARRAYS = {"rk4-array": (JIT_ARRAY_RK4, np.array([1.1, 0.4]), (20000, 1e-4, np.array([0.7, -0.4]),
+                                                              np.array([-0.3, 0.2]))),
+          "nbody": (JIT_NBODY, _BODIES, (20, 0.01, np.linspace(0.5, 1.5, 32))),
+          "heat": (JIT_HEAT, np.sin(np.linspace(0.0, 3.0, 2000)), (200, 0.25))}
+
+
+def load(source, helpers=None):
+    """f of source; ``helpers``: a decorator for the other functions there (numba.njit)."""
     namespace = {"tape": tape, "math": math, "np": np}
     exec(compile(source, "<bench>", "exec"), namespace)
+    for name, value in list(namespace.items()):
+        if helpers and callable(value) and name != "f" and getattr(value, "__module__", 0) is None:
+            namespace[name] = helpers(value)
     return namespace["f"]
 
 
@@ -66,7 +82,73 @@ def record(g, x0, data):
     return time.perf_counter() - start, len(t)
 
 
+def versus_replay(jf, x0, data, n: int, width: int) -> None:
+    """Print record + one reverse sweep (tape.value_and_grad) against a replayed F.value_and_grad, interleaved."""
+    vg, F = tape.value_and_grad(jf), tape.trace(jf, x0, data=data)
+    vg(x0, *data)
+    recorded, replayed = [], []
+    for _ in range(7):
+        recorded.append(seconds(functools.partial(vg, x0, *data)))
+        replayed.append(seconds(functools.partial(F.value_and_grad, x0)))
+    r, f = statistics.median(recorded), statistics.median(replayed)
+    print(f"{'':{width}s} record + gradient {r / n * 1e9:5.1f} ns/rec, replayed F.value_and_grad "
+          f"{f / n * 1e9:5.1f} ns/rec: {r / f:4.2f}x")
+
+
+def cached_runs(code: str, path: str) -> list[float]:
+    """The seconds the script ``code`` prints, in three fresh processes (the first fills the cache)."""
+    with open(path, "w") as file:
+        file.write(code)
+    return [float(subprocess.run([sys.executable, path], capture_output=True, text=True, check=True).stdout)
+            for _ in range(3)]
+
+
+def _summed(jf):
+    def total(xs, *data):
+        return jf(xs, *data).sum()
+    return total
+
+
+def arrays() -> None:
+    """The array programs: ns/record (tape.jit on a Var array) beside numba.njit on floats (ns per record
+    of the recorded run), record + gradient vs a replay, first call and a cache=True reload."""
+    for name, (source, x0, data) in ARRAYS.items():
+        f, plain = load(source, numba.njit), numba.njit(load(source, numba.njit))
+        start = time.perf_counter()
+        jf = tape.jit(f)
+        jf(tape.Tape().array(x0), *data)
+        compile_s = time.perf_counter() - start
+        start = time.perf_counter()
+        plain(x0, *data)
+        plain_compile = time.perf_counter() - start
+        jt, nt = [], []
+        for _ in range(5):
+            t = tape.Tape(capacity=1 << 24)
+            xs = t.array(x0)
+            start = time.perf_counter()
+            jf(xs, *data)
+            jt.append(time.perf_counter() - start)
+            nt.append(seconds(functools.partial(plain, x0, *data)))
+        n = len(t) - x0.size
+        j, p = statistics.median(jt) / n * 1e9, statistics.median(nt) / n * 1e9
+        print(f"{name:9s} {n:8d} records  tape.jit {j:5.1f} ns/rec  numba.njit on floats {p:5.2f} ns/rec "
+              f"({j / p:4.1f}x)  first call {compile_s:5.2f} s (numba.njit {plain_compile:4.2f} s)")
+        scalar = jf if name == "nbody" else tape.jit(_summed(jf))  # a Var output to differentiate
+        versus_replay(scalar, x0, data, n, 9)
+    code = ("import time, numpy as np, tape; t0 = time.perf_counter()\n"
+            "@tape.jit(cache=True)\ndef f(xs, steps, r):\n    u = xs.copy()\n    un = np.empty_like(u)\n"
+            "    un[0], un[-1] = u[0], u[-1]\n    for _ in range(steps):\n        for i in range(1, len(u) - 1):\n"
+            "            un[i] = u[i] + r * (u[i + 1] - 2.0 * u[i] + u[i - 1])\n        u, un = un, u\n"
+            "    return u.sum()\n"
+            "t = tape.Tape(); f(t.array(np.ones(50)), 10, 0.25); print(time.perf_counter() - t0)")
+    runs = cached_runs(code, "/tmp/tape_jit_cached_arrays.py")
+    print(f"cache=True (heat, np.empty_like): first process {runs[0]:.2f} s, later processes {min(runs[1:]):.2f} s")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["arrays"]:
+        arrays()
+        return
     for name, (source, x0, data) in PROGRAMS.items():
         f = load(source)
         jf = tape.jit(f)
@@ -82,15 +164,7 @@ def main() -> None:
         p, j = statistics.median(py) / n * 1e9, statistics.median(jt) / n * 1e9
         print(f"{name:7s} {n:8d} records  Python {p:7.1f} ns/rec  tape.jit {j:6.1f} ns/rec  "
               f"({p / j:5.1f}x)  first call {compile_s:5.2f} s")
-        vg, F = tape.value_and_grad(jf), tape.trace(jf, x0, data=data)
-        vg(x0, *data)
-        recorded, replayed = [], []
-        for _ in range(7):
-            recorded.append(seconds(functools.partial(vg, x0, *data)))
-            replayed.append(seconds(functools.partial(F.value_and_grad, x0)))
-        r, f = statistics.median(recorded), statistics.median(replayed)
-        print(f"{'':7s} record + gradient {r / n * 1e9:5.1f} ns/rec, replayed F.value_and_grad "
-              f"{f / n * 1e9:5.1f} ns/rec: {r / f:4.2f}x")
+        versus_replay(jf, x0, data, n, 7)
     print("first-call compile of a straight-line f (fresh functions, one process):")
     for statements in (10, 100, 300, 1000):
         jf = tape.jit(load(straight_line(statements)))
@@ -101,11 +175,9 @@ def main() -> None:
             "@tape.jit(cache=True)\ndef f(xs, n):\n    s = 0.0\n    for i in range(n):\n"
             "        s = s + tape.exp(xs[0] * i) * xs[1]\n    return s\n"
             "t = tape.Tape(); f(t.vars([0.001, 2.0]), 10); print(time.perf_counter() - t0)")
-    with open("/tmp/tape_jit_cached.py", "w") as file:
-        file.write(code)
-    runs = [float(subprocess.run([sys.executable, "/tmp/tape_jit_cached.py"], capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(3)]
+    runs = cached_runs(code, "/tmp/tape_jit_cached.py")
     print(f"cache=True: first process {runs[0]:.2f} s, later processes {min(runs[1:]):.2f} s (import excluded)")
+    arrays()
 
 
 if __name__ == "__main__":

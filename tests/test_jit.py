@@ -183,10 +183,11 @@ def test_what_cannot_be_recorded_says_so_on_the_first_line(body, first):
     assert __file__ in str(caught.value).splitlines()[0]
 
 
-def test_calling_without_vars_is_refused():
+def test_calling_without_vars_is_refused_or_computes_the_value():
     f = jitted("    return x")
-    with pytest.raises(TypeError, match="tape.jit: a jitted function records"):
-        f([0.5], np.zeros(1))
+    assert f([0.5], np.zeros(1)) == 0.5 and f(np.array([0.25]), np.zeros(1)) == 0.25  # numbers: as numba.njit
+    with pytest.raises(TypeError, match="tape.jit: a jitted function takes Vars"):
+        f(tape.Tape().var(0.5), np.zeros(1))
     with pytest.raises(TypeError, match="needs at least one input Var"):
         tape.grad(f)([], np.zeros(1))
 

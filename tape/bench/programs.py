@@ -334,3 +334,56 @@ def f(xs, z, strike):
         total = total + tape.maximum(st - strike, 0.0)
     return tape.exp(-r) * total / z.shape[0]
 '''
+
+# -- array programs as Numba users write them (tests/test_jit_arrays.py, bench/bench_jit.py): Python runs
+# them on a small VarArray, tape.jit on a Var array, numba.njit on floats (helpers numba.njit in both)
+
+# Runge-Kutta 4 on Lotka-Volterra with an array state: rhs(y) is a helper of arrays
+JIT_ARRAY_RK4 = '''
+def rhs(y, coef, inter):
+    return coef * y + inter * (y[0] * y[1])
+
+def f(xs, steps, h, coef, inter):
+    y = xs
+    for _ in range(steps):
+        k1 = rhs(y, coef, inter)
+        k2 = rhs(y + 0.5 * h * k1, coef, inter)
+        k3 = rhs(y + 0.5 * h * k2, coef, inter)
+        k4 = rhs(y + h * k3, coef, inter)
+        y = y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return y
+'''
+
+# an n-body step: pairwise forces into acc[i, 0], acc[i, 1]; velocities and positions updated in place
+JIT_NBODY = '''
+def f(xs, steps, dt, m):
+    pos = xs
+    vel = xs * 0.0
+    n = pos.shape[0]
+    for _ in range(steps):
+        acc = pos * 0.0
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    d = pos[j] - pos[i]
+                    r2 = (d * d).sum() + 0.01
+                    w = m[j] / (r2 * tape.sqrt(r2))
+                    acc[i, 0] += w * d[0]
+                    acc[i, 1] += w * d[1]
+        vel += dt * acc
+        pos = pos + dt * vel
+    return (pos * pos).sum()
+'''
+
+# an explicit heat equation u_t = u_xx written into un[i], the two arrays swapped each step
+JIT_HEAT = '''
+def f(xs, steps, r):
+    u = xs.copy()
+    un = xs.copy()
+    n = len(u)
+    for _ in range(steps):
+        for i in range(1, n - 1):
+            un[i] = u[i] + r * (u[i + 1] - 2.0 * u[i] + u[i - 1])
+        u, un = un, u
+    return u
+'''

@@ -9,6 +9,7 @@ uses (the IR, ``register_pass``, the pass-manager API) are listed in tape/compil
 from __future__ import annotations
 
 import numba
+import numpy as np
 from numba.core import ir
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
@@ -42,6 +43,18 @@ def min_over(xs, where):
     return min(xs)
 
 
+def _maker(fn):
+    def make(*args, **kwargs):
+        return fn(*args, **kwargs)
+    make.__name__ = make.__qualname__ = f"tape_{fn.__name__}"
+    make.__doc__ = f"What ``np.{fn.__name__}`` becomes in a tape.jit function (overloaded in tape.compiled.arrays)."
+    return make
+
+
+# np.empty/zeros/ones/full and *_like: tape's own, so that an array of Vars is never taken by Numba's
+# np.empty_like (which makes a 0-d array of anything it does not know, whichever overload it meets first)
+MAKERS = {fn: _maker(fn) for fn in (np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like,
+                                    np.ones_like, np.full_like)}
 MINMAX = {max: max_of, min: min_of}
 OVER = {max: max_over, min: min_over}
 HELPERS: dict = {}  # a plain numba.njit helper -> its recompile with BranchLines
@@ -62,12 +75,26 @@ def _is_helper(value) -> bool:
             and not (getattr(value.py_func, "__module__", None) or "").startswith("tape."))
 
 
+def _maker_of(value, globals_: dict):
+    """tape's stand-in for np.empty and friends if value reads one (``np.empty`` or a global ``empty``)."""
+    if isinstance(value, ir.Global):
+        fn = value.value
+    elif isinstance(value, ir.Expr) and value.op == "getattr" and globals_.get(value.value.name) is np:
+        fn = getattr(np, value.attr, None)
+    else:
+        return None
+    try:
+        return MAKERS.get(fn)
+    except TypeError:  # an unhashable global
+        return None
+
+
 @register_pass(mutates_CFG=False, analysis_only=False)
 class BranchLines(FunctionPass):
     """Rewrite the interpreter's ``$bool<offset> = global(bool); $pred = $bool(x)`` before each
     branch into ``branch(x, file_id << 24 | line)``, ``max(a, b, ...)`` into ``max_of(max_of(a, b,
     where), ..., where)``, ``max(xs)`` into ``max_over(xs, where)`` (min alike), and a plain
-    numba.njit helper into its recompile by this pipeline."""
+    numba.njit helper into its recompile by this pipeline, np.empty and friends into MAKERS'."""
 
     _name = "tape_branch_lines"
 
@@ -86,6 +113,10 @@ class BranchLines(FunctionPass):
                 if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global) and _is_helper(stmt.value.value):
                     stmt = ir.Assign(ir.Global(stmt.value.name, _helper(stmt.value.value), stmt.loc), stmt.target,
                                      stmt.loc)
+                    changed = True
+                elif isinstance(stmt, ir.Assign) and _maker_of(stmt.value, globals_) is not None:
+                    maker = _maker_of(stmt.value, globals_)
+                    stmt = ir.Assign(ir.Global(maker.__name__, maker, stmt.loc), stmt.target, stmt.loc)
                     changed = True
                 elif (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"
                       and not stmt.value.kws and stmt.value.vararg is None):
@@ -141,4 +172,4 @@ class Pipeline(CompilerBase):
         return [pm]
 
 
-__all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "Pipeline", "BranchLines"]
+__all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "Pipeline", "BranchLines", "MAKERS"]

@@ -1,7 +1,7 @@
 """tape.jit: record tapes from Numba-compiled user code.
 
-``@tape.jit`` compiles ``f(xs, *data)`` with Numba, ``xs`` a sequence of Vars (indexable by
-int), ``data`` arrays and numbers. Called with Vars of a tape (as tape.trace, tape.grad and
+``@tape.jit`` compiles ``f(xs, *data)`` with Numba, ``xs`` an array of Vars (1-d or 2-d:
+tape/compiled/arrays.py), ``data`` arrays and numbers. Called with Vars of a tape (as tape.trace, tape.grad and
 tape.value_and_grad call it), it appends to that tape exactly the records the Python
 recorder writes for the same source, and returns Vars (a number where f returned one). The
 records go straight into the tape's arrays (grown inside Numba when full, then adopted).
@@ -25,9 +25,21 @@ from numba.extending import overload, typeof_impl
 
 from tape.arrays.varray import VarArray
 from tape.compiled import overloads  # noqa: F401  # registers the overloads
+from tape.compiled.arrays import array_output, is_array
 from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, file_id, types, where_of
-from tape.compiled.recording import OPTIONS, finish, inputs, install, is_number, is_var, new_tape, one_output, var_of
+from tape.compiled.recording import (
+    OPTIONS,
+    SEQUENCE,
+    finish,
+    inputs,
+    install,
+    is_number,
+    is_var,
+    new_tape,
+    one_output,
+    var_of,
+)
 from tape.debug import nans
 from tape.errors import ForeignHandleError, JitError
 from tape.kernels.ops import LEAF
@@ -36,10 +48,12 @@ from tape.records.handles import Handle
 from tape.tape import _FEW, Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
+ARENA_MAX = 1 << 24  # elements (128 MiB) at most in a call's arena for Var arrays; beyond, they are allocated
 
 
 def _outputs(out):
-    """(indices, values, is_sequence) of what f returned (index -1: a number, not recorded)."""
+    """(indices, values, form) of what f returned (index -1: a number, not recorded; form: ONE,
+    SEQUENCE or a Var array's shape)."""
 
 
 @overload(_outputs)
@@ -48,13 +62,15 @@ def _outputs_impl(out):
         return lambda out: one_output(out)
     if is_number(out):
         return lambda out: one_output(var_of(out))
+    if is_array(out):
+        return lambda out: array_output(out)
     if isinstance(out, types.List) and (is_var(out.dtype) or is_number(out.dtype)):
         def listed(out):
             idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
             for k in range(len(out)):
                 w = var_of(out[k])
                 idx[k], vals[k] = w.index, w.c
-            return idx, vals, True
+            return idx, vals, SEQUENCE
         return listed
     if isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types):
         return _tupled(len(out.types))
@@ -68,8 +84,8 @@ def _tupled(size: int) -> Callable[..., Any]:
     literal_unroll does not take a tuple of mixed types here."""
     lines = [f"    w = var_of(out[{k}])\n    idx[{k}], vals[{k}] = w.index, w.c\n" for k in range(size)]
     source = (f"def tupled(out):\n    idx, vals = np.empty({size}, np.int64), np.empty({size})\n"
-              + "".join(lines) + "    return idx, vals, True\n")
-    namespace: dict[str, Any] = {"np": np, "var_of": var_of}
+              + "".join(lines) + "    return idx, vals, SEQUENCE\n")
+    namespace: dict[str, Any] = {"np": np, "var_of": var_of, "SEQUENCE": SEQUENCE}
     exec(compile(source, f"<tape.jit outputs of a {size}-tuple>", "exec"), namespace)  # noqa: S102  # our source
     return namespace["tupled"]
 
@@ -77,8 +93,8 @@ def _tupled(size: int) -> Callable[..., Any]:
 def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
     """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs."""
     @numba.njit(**OPTIONS)
-    def drive(op, in0, in1, val, consts, n, nc, rows, data):
-        t = new_tape(op, in0, in1, val, consts, n, nc)
+    def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
+        t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         return finish(t, _outputs(user(inputs(t, rows), *data)))
     return drive
 
@@ -102,32 +118,45 @@ class JitFunction:
             fn = _without_module(fn)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
         self._drive = _driver(self.dispatcher)
+        self._plain: Any = None  # f compiled for plain numbers, on the first call with them
+        self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
 
     def __call__(self, xs: Any, *data: Any) -> Any:
+        if _numbers(xs):  # plain numbers: f's value, compiled as numba.njit compiles it (nothing recorded)
+            if self._plain is None:
+                self._plain = numba.njit(pipeline_class=Pipeline, **OPTIONS)(self.dispatcher.py_func)
+            return self._plain(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         t, rows = _tape_and_rows(xs)
-        idx, vals, seq = self._record(t, rows, data)
+        idx, vals, form = self._record(t, rows, data)
         seg = t._segment()
+        if len(form) and form[0] >= 0:  # a Var array: a VarArray of its shape
+            return VarArray(seg, idx.reshape(form))
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
-        return outs if seq else outs[0]
+        return outs if len(form) else outs[0]
 
-    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, list[float]] | None:
-        """tape.value_and_grad of f at a flat list of floats with no Python handle per input: the leaves'
-        rows go straight in, on the tape of the last call (``idle``, per thread); None where the general
-        path must run (other structures, Vars, debug_nans)."""
-        x = args[0] if args else None
-        if type(x) is not list or not x or not set(map(type, x)) <= {float, int} or nans.active():
+    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, Any] | None:
+        """tape.value_and_grad of f at a flat list of floats, or a 1-d or 2-d float array (the gradient an
+        array of its shape), with no Python handle per input: the leaves' rows go straight in, on the tape
+        of the last call (``idle``, per thread); None where the general path must run (other structures,
+        Vars, debug_nans)."""
+        x: Any = args[0] if args else None
+        array = type(x) is np.ndarray and x.dtype == np.float64 and x.ndim in (1, 2) and x.size > 0
+        if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
-        k = len(x)
+        k = len(x) if not array else x.size
         t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
         if t is None:
             t = Tape(capacity=max(1024, 4 * k))
-        few = k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
-        rows = np.arange(t._leaf_records(x), t._n) if few else t._append_block(LEAF, k, values=np.array(x, float))
-        idx, vals, seq = self._record(t, rows, args[1:])
-        if seq:
+        few = not array and k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
+        if few:
+            rows = np.arange(t._leaf_records(x), t._n)
+        else:
+            rows = t._append_block(LEAF, k, values=np.array(x, float).reshape(-1)).reshape(np.shape(x))
+        idx, vals, form = self._record(t, rows, args[1:])
+        if len(form):
             raise TypeError("f must return a Var or a real number, got a sequence")
         i, value = int(idx[0]), float(vals[0])
-        grads = [0.0] * k
+        grads: Any = np.zeros(np.shape(x)) if array else [0.0] * k
         if i >= 0:
             t._reverse(i, False)
             gen, value = t._gen, t._val_w[i]
@@ -135,14 +164,15 @@ class JitFunction:
                 adj, stamp = memoryview(t._adj.data), memoryview(t._stamp.data)
                 grads = [adj[r] if stamp[r] == gen else 0.0 for r in rows.tolist()]
             else:
-                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0).tolist()
+                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0)
+                grads = grads if array else grads.tolist()
         t.clear()
         idle.jit_tape = t
         return value, grads
 
-    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and
-        whether f returned a sequence."""
+        what f returned: one (form empty), a sequence (form [-1]) or a Var array (form its shape)."""
         for d in data:
             if isinstance(d, (Handle, VarArray)) or (isinstance(d, (list, tuple)) and any(
                     isinstance(v, Handle) for v in d)):
@@ -150,14 +180,16 @@ class JitFunction:
         n0, nc0 = t._n, t._n_consts
         message: str | None = None
         try:
-            got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data))
+            got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data),
+                              np.empty(self._arena, np.int64))
         except numba.core.errors.TypingError as e:
             message = str(e)
             e.with_traceback(None)  # Numba keeps the error: its traceback would keep this frame's tape alive
         if message is not None:
             _check_data(self.py_func, data)
             raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
-        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres), (idx, vals, seq) = got
+        (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres, wanted), (idx, vals, form) = got
+        self._arena = min(max(self._arena, wanted), ARENA_MAX)  # the next call's arena: all this one wanted
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
         if len(chk_rows):  # kept as arrays: tuples only if the tape's checks are read (Tape._checks)
             pending = t._jit_checks
@@ -166,7 +198,7 @@ class JitFunction:
             pending.append(_Checks(chk_rows, chk_outs, chk_wheres, self._where))
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
-        return idx, vals, seq
+        return idx, vals, form
 
 
 @typeof_impl.register(JitFunction)
@@ -199,20 +231,27 @@ class _Checks:
         return zip(self.rows.tolist(), (self.outs != 0).tolist(), [names[k] for k in which.tolist()], strict=True)
 
 
+def _numbers(xs: Any) -> bool:
+    """Whether xs holds plain numbers: a NumPy array of numbers, or a list or tuple of floats and ints."""
+    if isinstance(xs, np.ndarray):
+        return xs.dtype.kind in "fiu"
+    return isinstance(xs, (list, tuple)) and bool(xs) and all(type(v) is float or type(v) is int for v in xs)
+
+
 def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
-    """The tape of the inputs and their records."""
+    """The tape of the inputs and their records (of a VarArray's shape: 1-d or 2-d)."""
     if isinstance(xs, VarArray):
-        if xs._view is not None:
-            raise JitError("tape.jit: the inputs are one array record (1024 numbers or more); pass x0 as a list "
-                           "(x0.tolist()) so that each number is a Var")
-        t = xs._live_tape()
+        if xs.ndim not in (1, 2):
+            raise TypeError(f"tape.jit: the inputs are a VarArray of shape {xs.shape}; pass 1-d or 2-d arrays")
+        scalars = xs._scalars()  # one array record (1024 numbers or more): an elem record per number
+        return scalars._live_tape(), np.ascontiguousarray(scalars._idx, np.int64)  # type: ignore[return-value]
     else:
         if isinstance(xs, (list, tuple)) and not xs:
             raise TypeError("tape.jit: a jitted function needs at least one input Var (x0 is empty): there is "
                             "no tape to record into and nothing to differentiate")
         if type(xs) is Var or not isinstance(xs, (list, tuple)) or any(type(v) is not Var for v in xs):
-            raise TypeError("tape.jit: a jitted function records: call it through tape.trace, tape.grad or "
-                            "tape.value_and_grad, or with a list of Vars of one tape")
+            raise TypeError("tape.jit: a jitted function takes Vars (through tape.trace, tape.grad or "
+                            "tape.value_and_grad, or a list of Vars of one tape) or plain numbers")
         t = xs[0].tape
     assert isinstance(t, Tape)
     try:
@@ -290,15 +329,20 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
-    ``xs`` holds Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``for v in xs``); ``data`` arrays and
-    numbers. Inside, Vars take + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and
-    ``tape.*`` functions of the op table (of plain numbers: floats, nothing recorded),
+    ``xs`` is an array of Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``xs.shape``, ``for v in xs``;
+    2-d for a 2-d x0); ``data`` arrays and numbers. Arrays of Vars are made by
+    ``np.empty/zeros/ones/full(shape, dtype=xs.dtype)`` and ``*_like``, read and written by element
+    (``a[i, j] += v``), and take whole-array arithmetic, the op table's ufuncs, ``sum``, ``prod``,
+    ``mean``, ``max``, ``min`` and ``np.dot``; f may return one (a VarArray). Inside, Vars take
+    + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*`` functions of the
+    op table (of plain numbers: floats, nothing recorded),
     ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
     Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
     comparisons record checked branches with their file:line. It may call itself and other tape.jit
     or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
     call it with a list of Vars of one tape): the records are the Python recorder's for the same
-    source, bit for bit. ``cache=True`` keeps the compiled code across processes (refused for a
+    source, bit for bit. Called with plain numbers (a list or array of floats) it returns f's value as
+    numba.njit computes it. ``cache=True`` keeps the compiled code across processes (refused for a
     recursive f).
     """
     if fn is None:

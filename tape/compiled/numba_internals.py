@@ -4,17 +4,17 @@ pass that uses some of them lives in tape/compiled/compiler_pass.py).
 Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
 ``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
 ``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it),
+``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo),
 ``numba.core.cgutils`` and meminfo pointers (the tape handed to out-of-line growth cfuncs by
-``llvmlite.binding.add_symbol``),
-struct proxies (building Var values in intrinsics), ``Type.unify`` plus ``lower_cast``
-(a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's interpreter
-inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin max/min
-calls and swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class``
-and ``targetoptions``, for recompiles by this pipeline), the pass-manager API used to add it, and
-``lower_builtin("getiter"/"iternext")`` with ``iternext_impl`` (``for v in xs``). A Numba release
-that changes one of these breaks tape.jit here and in tape/compiled/compiler_pass.py, and only there
-(``typeof_impl`` in tape/compiled/jit.py, the public extension API, makes a JitFunction its dispatcher
-inside jitted code).
+``llvmlite.binding.add_symbol``), struct proxies (building Var values in intrinsics), ``Type.unify``
+plus ``lower_cast`` (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's
+interpreter inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin
+max/min calls and swaps plain numba.njit helpers, read through
+``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for recompiles by this pipeline),
+the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
+``iternext_impl`` (``for v in xs``). A Numba release that changes one of these breaks tape.jit here
+and in tape/compiled/compiler_pass.py, and only there (``typeof_impl`` in tape/compiled/jit.py, the
+public extension API, makes a JitFunction its dispatcher inside jitted code).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from numba.core.errors import TypingError
 from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
+from numba.np.arrayobj import populate_array
 
 from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
 
@@ -102,7 +103,7 @@ class TapeType(types.StructRef):
 TAPE_FIELDS = [("op", types.uint8[::1]), ("in0", types.uint32[::1]), ("in1", types.uint32[::1]),
                ("val", types.float64[::1]), ("consts", types.float64[::1]), ("n", types.int64), ("nc", types.int64),
                ("rows", types.int64[::1]), ("outs", types.uint8[::1]), ("wheres", types.int64[::1]),
-               ("nchk", types.int64)]
+               ("nchk", types.int64), ("arena", types.int64[::1]), ("used", types.int64), ("want", types.int64)]
 tape_type = TapeType(TAPE_FIELDS)
 new_struct = structref.new
 
@@ -129,62 +130,86 @@ class ConditionType(types.Type):
         super().__init__(name="tape.Condition")
 
 
-class VarsType(types.IterableType):
-    """The inputs handed to f: a sequence of Vars indexable by int (``for v in xs`` too)."""
+class VarArrayType(types.IterableType):
+    """An array of Vars (1-d or 2-d, any layout): the inputs, and arrays made from them or by
+    np.empty/zeros/ones/full with ``dtype=xs.dtype``. Per element a record index (``rows``; -1: a
+    number not recorded, -2: never written) and its value or number (``vals``), two NumPy arrays of
+    one shape, so views, slices, reshapes and copies are NumPy's."""
 
-    def __init__(self):
-        super().__init__(name="tape.Vars")
+    def __init__(self, ndim: int, layout: str):
+        self.ndim, self.layout = ndim, layout
+        self.rows_type = types.Array(types.int64, ndim, layout)  # type: ignore[call-overload]  # numba's stubs
+        self.vals_type = types.Array(types.float64, ndim, layout)  # type: ignore[call-overload]
+        super().__init__(name=f"tape.VarArray({ndim}d, {layout})")
 
     @property
     def iterator_type(self):
-        return vars_iter_type
+        return VarArrayIterType(self)
+
+    def unify(self, typingctx, other):
+        if isinstance(other, VarArrayType) and other.ndim == self.ndim:
+            return VarArrayType(self.ndim, "A")  # u = xs.copy(); u = u[1:]: a view of either layout
+        return None
 
 
-class VarsIterType(types.SimpleIteratorType):
-    """``iter(xs)`` of the inputs: the next one's position."""
+class VarArrayIterType(types.SimpleIteratorType):
+    """``iter(a)`` of a Var array: the next one's position."""
+
+    def __init__(self, array: VarArrayType):
+        self.array = array
+        item = var_type if array.ndim == 1 else VarArrayType(array.ndim - 1, "C" if array.layout == "C" else "A")
+        super().__init__(f"tape.VarArrayIter({array.name})", item)
+
+
+class VarDTypeType(types.Type):
+    """``xs.dtype`` of a Var array: what np.empty/zeros/ones/full take to make one (on xs's tape)."""
 
     def __init__(self):
-        super().__init__("tape.VarsIter", var_type)
+        super().__init__(name="tape.VarDType")
 
 
-var_type, condition_type = VarType(), ConditionType()
-vars_iter_type, vars_type = VarsIterType(), VarsType()
+var_type, condition_type, var_dtype_type = VarType(), ConditionType(), VarDTypeType()
 # A Var's tape is its meminfo pointer, borrowed: no reference counts on copies (the driver and the
 # inputs hold the tape; Vars never outlive the call). Records are read and appended through it below.
 VAR_MEMBERS = [("tape", types.voidptr), ("index", types.int64), ("c", types.float64)]  # c: the value
 # mode: 0 two records (code, i, j), 1 a record and a constant (code, i, c), 2 known (outcome)
 CONDITION_MEMBERS = [("tape", types.voidptr), ("code", types.int64), ("i", types.int64), ("j", types.int64),
                      ("c", types.float64), ("mode", types.int64), ("outcome", types.boolean)]
-VARS_MEMBERS = [("tape", tape_type), ("rows", types.int64[::1])]
 
 
-for _typ, _members in ((VarType, VAR_MEMBERS), (ConditionType, CONDITION_MEMBERS), (VarsType, VARS_MEMBERS)):
+for _typ, _members in ((VarType, VAR_MEMBERS), (ConditionType, CONDITION_MEMBERS),
+                       (VarDTypeType, [("tape", types.voidptr)])):
     register_model(_typ)(lambda dmm, fe_type, m=_members: models.StructModel(dmm, fe_type, m))
     for _name, _ in _members:
         make_attribute_wrapper(_typ, _name, _name)
-VARS_ITER_MEMBERS = [("xs", vars_type), ("k", types.EphemeralPointer(types.int64))]
-register_model(VarsIterType)(lambda dmm, fe_type: models.StructModel(dmm, fe_type, VARS_ITER_MEMBERS))
+register_model(VarArrayType)(lambda dmm, fe_type: models.StructModel(
+    dmm, fe_type, [("tape", types.voidptr), ("rows", fe_type.rows_type), ("vals", fe_type.vals_type)]))
+for _name in ("tape", "rows", "vals"):
+    make_attribute_wrapper(VarArrayType, _name, _name)
+register_model(VarArrayIterType)(lambda dmm, fe_type: models.StructModel(
+    dmm, fe_type, [("xs", fe_type.array), ("k", types.EphemeralPointer(types.int64))]))
 
 
-@lower_builtin("getiter", VarsType)
-def _vars_iter(context, builder, sig, args):
-    it = context.make_helper(builder, vars_iter_type)
+@lower_builtin("getiter", VarArrayType)
+def _array_iter(context, builder, sig, args):
+    it = context.make_helper(builder, sig.return_type)
     it.xs = args[0]
     it.k = cgutils.alloca_once_value(builder, context.get_constant(types.int64, 0))
-    context.nrt.incref(builder, vars_type, args[0])
-    return impl_ret_new_ref(context, builder, vars_iter_type, it._getvalue())
+    context.nrt.incref(builder, sig.args[0], args[0])
+    return impl_ret_new_ref(context, builder, sig.return_type, it._getvalue())
 
 
-@lower_builtin("iternext", VarsIterType)
+@lower_builtin("iternext", VarArrayIterType)
 @iternext_impl(RefType.NEW)
-def _vars_next(context, builder, sig, args, result):
-    it = context.make_helper(builder, vars_iter_type, value=args[0])
+def _array_next(context, builder, sig, args, result):
+    typ = sig.args[0]
+    it = context.make_helper(builder, typ, value=args[0])
     k = builder.load(it.k)
-    n = context.compile_internal(builder, lambda xs: len(xs), types.int64(vars_type), [it.xs])
+    n = context.compile_internal(builder, lambda xs: len(xs), types.int64(typ.array), [it.xs])
     valid = builder.icmp_signed("<", k, n)
     result.set_valid(valid)
     with builder.if_then(valid):
-        result.yield_(context.compile_internal(builder, lambda xs, k: xs[k], var_type(vars_type, types.int64),
+        result.yield_(context.compile_internal(builder, lambda xs, k: xs[k], typ.yield_type(typ.array, types.int64),
                                                [it.xs, k]))
         builder.store(builder.add(k, context.get_constant(types.int64, 1)), it.k)
 
@@ -192,11 +217,10 @@ def _vars_next(context, builder, sig, args, result):
 def _struct(context, builder, typ, values: dict):
     """A struct value of typ with the given members (the rest zero), holding new references."""
     proxy = cgutils.create_struct_proxy(typ)(context, builder)
-    members = dict(VAR_MEMBERS + CONDITION_MEMBERS + VARS_MEMBERS)
     for name, (value, vtype) in values.items():
         setattr(proxy, name, value)
         if vtype is not None and context.enable_nrt:
-            context.nrt.incref(builder, members[name] if vtype == "member" else vtype, value)
+            context.nrt.incref(builder, vtype, value)
     return proxy._getvalue()
 
 
@@ -240,14 +264,36 @@ def known_condition(typingctx, outcome):
 
 
 @intrinsic
-def make_vars(typingctx, t, rows):
-    """The inputs: records ``rows`` (contiguous int64) of tape t."""
-    if rows != dict(VARS_MEMBERS)["rows"]:
-        return None  # another layout would be read as this one
+def make_array(typingctx, p, rows, vals):
+    """A Var array over record indices ``rows`` and values ``vals`` (arrays of one type) of the tape p points to."""
+    if not (isinstance(rows, types.Array) and rows.dtype == types.int64 and isinstance(vals, types.Array)
+            and vals.dtype == types.float64 and (rows.ndim, rows.layout) == (vals.ndim, vals.layout)):
+        return None
+    typ = VarArrayType(rows.ndim, rows.layout)
 
     def codegen(context, builder, sig, args):
-        return _struct(context, builder, vars_type, {"tape": (args[0], sig.args[0]), "rows": (args[1], sig.args[1])})
-    return vars_type(t, rows), codegen
+        return _struct(context, builder, typ, {"tape": (args[0], None), "rows": (args[1], sig.args[1]),
+                                               "vals": (args[2], sig.args[2])})
+    return typ(types.voidptr, rows, vals), codegen
+
+
+@intrinsic
+def make_dtype(typingctx, p):
+    """``xs.dtype``: the tape p points to, for the Var arrays np.empty and friends make."""
+    def codegen(context, builder, sig, args):
+        return _struct(context, builder, var_dtype_type, {"tape": (args[0], None)})
+    return var_dtype_type(types.voidptr), codegen
+
+
+@lower_cast(VarArrayType, VarArrayType)
+def _array_to_array(context, builder, fromty, toty, val):
+    """A Var array as one of another layout (VarArrayType.unify): its two arrays cast."""
+    src = cgutils.create_struct_proxy(fromty)(context, builder, value=val)
+    out = cgutils.create_struct_proxy(toty)(context, builder)
+    out.tape = src.tape
+    out.rows = context.cast(builder, src.rows, fromty.rows_type, toty.rows_type)
+    out.vals = context.cast(builder, src.vals, fromty.vals_type, toty.vals_type)
+    return out._getvalue()
 
 
 @lower_cast(types.Float, var_type)
@@ -303,7 +349,37 @@ def _room(count: str, array: str):
     return room
 
 
-records, constants = _room("n", "op"), _room("nc", "consts")
+records, constants, arena_room = _room("n", "op"), _room("nc", "consts"), _room("used", "arena")
+
+
+@intrinsic
+def want(typingctx, p, count):
+    """Count ``count`` more elements wanted from the arena (the next call's arena is sized by it)."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        fields.want = builder.add(fields.want, args[1])
+        return context.get_dummy_value()
+    return types.none(types.voidptr, types.int64), codegen
+
+
+ARENA_ARRAY = types.Array(types.int64, 1, "C")  # type: ignore[call-overload]  # numba's stubs
+
+
+@intrinsic
+def carve(typingctx, p, count):
+    """The next ``count`` elements of the tape's arena as an array without a meminfo (room checked by
+    the caller): no allocation, and copies of it touch no reference count. The arena lives as long as
+    the call, as do the Var arrays made of it."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        data, _ = _array(context, builder, fields, "arena")
+        ary = context.make_array(ARENA_ARRAY)(context, builder)
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(ary, data=builder.gep(data, [fields.used]), shape=[args[1]], strides=[itemsize],
+                       itemsize=itemsize, meminfo=None)
+        fields.used = builder.add(fields.used, args[1])
+        return ary._getvalue()
+    return ARENA_ARRAY(types.voidptr, types.int64), codegen
 
 
 @intrinsic
@@ -349,7 +425,7 @@ def external(name: str, address: int, signature) -> types.ExternalFunction:
 
 
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
-           "vars_type", "VarType", "ConditionType", "VarsType", "make_var", "unbound", "make_condition",
-           "known_condition", "make_vars", "tape_pointer", "tape_from_pointer", "records", "constants", "value_at",
-           "append", "append_const", "external", "where_of", "file_id",
-           "USER_CACHED"]
+           "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
+           "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
+           "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED", "arena_room",
+           "want", "carve"]

@@ -19,9 +19,11 @@ from numba.extending import overload
 
 from tape.api import trace
 from tape.arrays import binary as _binary
+from tape.compiled import makers  # noqa: F401  # registers np.empty and friends of Var arrays
 from tape.compiled._recorders import ARITHMETIC, COMPARISONS, UNARY, compare_value
+from tape.compiled.arrays import binary_array, inplace_array, unary_array
 from tape.compiled.compiler_pass import branch, max_of, max_over, min_of, min_over
-from tape.compiled.numba_internals import TypingError, VarsType, condition_type, types
+from tape.compiled.numba_internals import TypingError, VarArrayType, condition_type, types
 from tape.compiled.recording import (
     as_var,
     constant_record,
@@ -34,6 +36,7 @@ from tape.compiled.recording import (
     value_at,
     var_of,
 )
+from tape.kernels import ops
 from tape.kernels.ops import SELECT
 from tape.records import _recorders as _recorders
 
@@ -103,11 +106,17 @@ def minmax(test):
     return typer
 
 
+def sequence_of_vars(xs) -> bool:
+    """A 1-d Var array (the inputs), or a list or tuple of Vars: what builtin max, min and sum fold."""
+    return (isinstance(xs, VarArrayType) and xs.ndim == 1) or (
+        isinstance(xs, (types.List, types.UniTuple)) and is_var(xs.dtype))
+
+
 def over(pick, builtin):
     """max_over/min_over(xs, where) as Python's builtin runs max(xs)/min(xs) on Vars: the first
     element, then pick(best, next, where) for each next one (max_of, min_of: checked comparisons)."""
     def typer(xs, where):
-        if not (isinstance(xs, VarsType) or (isinstance(xs, (types.List, types.UniTuple)) and is_var(xs.dtype))):
+        if not sequence_of_vars(xs):
             return lambda xs, where: builtin(xs)
 
         empty = f"{builtin.__name__}() arg is an empty sequence"
@@ -126,7 +135,7 @@ def over(pick, builtin):
 @overload(sum)
 def _sum(xs, start=0):
     """sum of Vars as Python adds them: ``start + xs[0] + xs[1] ...``."""
-    if isinstance(xs, VarsType) or (isinstance(xs, (types.List, types.UniTuple)) and is_var(xs.dtype)):
+    if sequence_of_vars(xs):
         def impl(xs, start=0):
             acc = var_of(start)
             for v in xs:
@@ -171,23 +180,28 @@ def comparison(vv):
     return typer
 
 
+CONSTANT_OPERANDS = {s.name for s in ops.ARITHMETIC if not s.var_c}  # numbers meet them as constant records
+
+
 def _register() -> None:
     for name, (of_var, value, math_name, ufunc) in UNARY.items():
-        if name in ("neg", "abs"):
-            overload(operator.neg if name == "neg" else abs)(unary(of_var, value, False))
-        else:
-            overload(getattr(_recorders, name))(unary(of_var, value, True))
+        own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
+        overload(own)(unary(of_var, value, name not in ("neg", "abs")))
+        overload(own)(unary_array(of_var))  # -a, abs(a), tape.exp(a) of a Var array: per element
         if math_name and hasattr(math, math_name):
             overload(getattr(math, math_name))(unary(of_var, value, False))
-        if ufunc and name not in ("neg", "abs"):
-            overload(getattr(np, ufunc))(unary(of_var, value, False))
+        if ufunc:
+            if name not in ("neg", "abs"):
+                overload(getattr(np, ufunc))(unary(of_var, value, False))
+            overload(getattr(np, ufunc))(unary_array(of_var))
     for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
+        own = getattr(operator, name) if is_operator else getattr(_binary, name)
+        for fn in (own, getattr(np, ufunc)):
+            overload(fn)(binary(vv, vc, cv, value, fn is own and not is_operator))  # tape.<name> of numbers too
+            overload(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
         if is_operator:
-            overload(getattr(operator, name))(binary(vv, vc, cv, value, False))
             overload(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
-        else:
-            overload(getattr(_binary, name))(binary(vv, vc, cv, value, True))
-        overload(getattr(np, ufunc))(binary(vv, vc, cv, value, False))
+            overload(getattr(operator, f"i{name}"))(inplace_array(own, vv))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
         vv, vc, cv, value, _, _ = ARITHMETIC[name]
         overload(getattr(math, math_name))(binary(vv, vc, cv, value, False))

@@ -18,15 +18,15 @@ from numba.extending import overload
 
 from tape.compiled.numba_internals import (
     TypingError,
-    VarsType,
+    VarArrayType,
     VarType,
     append,
     append_const,
     constants,
     external,
+    make_array,
     make_condition,
     make_var,
-    make_vars,
     new_struct,
     records,
     tape_from_pointer,
@@ -49,11 +49,13 @@ NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v
 
 
 @jit
-def new_tape(op, in0, in1, val, consts, n, nc):
-    """The tape over a Storage's arrays, with ``n`` records and ``nc`` constants already there."""
+def new_tape(op, in0, in1, val, consts, n, nc, arena):
+    """The tape over a Storage's arrays, with ``n`` records and ``nc`` constants already there, and the
+    call's arena for Var arrays (tape/compiled/arrays.py)."""
     t = new_struct(tape_type)
     t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc = op, in0, in1, val, consts, n, nc
     t.rows, t.outs, t.wheres, t.nchk = np.empty(16, np.int64), np.empty(16, np.uint8), np.empty(16, np.int64), 0
+    t.arena, t.used, t.want = arena, 0, 0
     return t
 
 
@@ -224,53 +226,35 @@ def _float(x):
 
 @overload(operator.setitem)
 def _setitem(a, i, v):
-    if isinstance(a, types.Array) and is_var(v):
+    if isinstance(a, types.Array) and (is_var(v) or isinstance(v, VarArrayType)):
         raise TypingError(f"tape.jit: storing a Var into a NumPy array of {a.dtype} is not supported: its "
-                          "value would lose its record; collect Vars in a list")
+                          "value would lose its record; make a Var array (np.empty(n, dtype=xs.dtype)) or a list")
     return None
 
 
-@overload(operator.getitem)
-def _getitem(xs, i):
-    if isinstance(xs, VarsType) and isinstance(i, types.Integer):
-        def impl(xs, i):
-            n = xs.rows.size
-            k = i + n if i < 0 else i
-            if k < 0 or k >= n:
-                raise IndexError("tape.jit: index out of range for the inputs")
-            p = tape_pointer(xs.tape)
-            return make_var(p, xs.rows[k], value_at(p, xs.rows[k]))
-        return impl
-    if isinstance(xs, VarsType) and isinstance(i, types.SliceType):
-        return lambda xs, i: make_vars(xs.tape, xs.rows[i].copy())  # xs[1:], xs[::-1]: the inputs too
-    return None
-
-
-@overload(len)
-def _len(xs):
-    if isinstance(xs, VarsType):
-        return lambda xs: xs.rows.size
-    return None
+ONE, SEQUENCE = np.zeros(0, np.int64), np.full(1, -1, np.int64)  # the form of a Var output, a tuple or list
 
 
 @jit
 def one_output(v):
-    """What f returned, one Var: (indices, values, False) as the driver reports outputs."""
+    """What f returned, one Var: (indices, values, form) as the driver reports outputs (form: ONE,
+    SEQUENCE or the shape of a Var array)."""
     idx, vals = np.empty(1, np.int64), np.empty(1)
     idx[0], vals[0] = v.index, v.c
-    return idx, vals, False
+    return idx, vals, ONE
 
 
 @jit
 def finish(t, outputs):
-    """What the driver hands back: the arrays, counts and checks of the tape, and the outputs."""
+    """What the driver hands back: the arrays, counts and checks of the tape, the arena wanted, the outputs."""
     k = t.nchk
-    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k]), outputs
+    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k], t.want), outputs
 
 
 @jit
 def inputs(t, rows):
-    return make_vars(t, rows)
+    """xs: a Var array of the input records ``rows`` (1-d or 2-d) with their values."""
+    return make_array(tape_pointer(t), rows, t.val[rows.ravel()].reshape(rows.shape))
 
 
 @overload(operator.pos)

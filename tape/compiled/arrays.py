@@ -1,0 +1,456 @@
+"""Arrays of Vars inside tape.jit functions: the inputs ``xs`` and arrays made like them.
+
+A Var array (numba_internals.VarArrayType, 1-d or 2-d) is two NumPy arrays of one shape: per
+element its record index, or NUMBER (-1: a number not recorded, as a float meeting a Var stays
+one) or UNWRITTEN (-2: np.empty's, an error when read), and its value. Views, slices, reshapes,
+copies and swaps are NumPy's on the two arrays, so they record nothing. ``np.empty/zeros/ones/full``
+with ``dtype=xs.dtype`` (and ``*_like`` of a Var array) make one. Whole-array arithmetic, ufuncs,
+``sum``/``prod``/``mean`` (pairwise, as tape/arrays/varray.py's reduce), ``max``/``min`` and
+``np.dot`` record one scalar record per element operation, in the order the Python recorder writes
+them on a small VarArray (C order; reductions level by level).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+from numba.extending import overload, overload_attribute, overload_method
+
+from tape.compiled._recorders import ARITHMETIC
+from tape.compiled.numba_internals import (
+    TypingError,
+    VarArrayType,
+    arena_room,
+    carve,
+    make_array,
+    make_dtype,
+    make_var,
+    types,
+    unbound,
+    want,
+)
+from tape.compiled.recording import constant_record, hot, is_number, is_var, jit, var_of
+
+NUMBER, UNWRITTEN = -1, -2  # an element's record index when it holds a number / was never written
+add_vv, mul_vv, maximum_vv, minimum_vv = (ARITHMETIC[name][0] for name in ("add", "mul", "maximum", "minimum"))
+
+
+def is_array(typ) -> bool:
+    return isinstance(typ, VarArrayType)
+
+
+def is_data(typ) -> bool:
+    """A NumPy array of numbers, 1-d or 2-d (an operand of Var-array arithmetic)."""
+    return isinstance(typ, types.Array) and typ.ndim in (1, 2) and is_number(typ.dtype)
+
+
+def _on_array(body):
+    """The typer of a function of one Var array (an attribute, a method, a reduction): body."""
+    def typer(a):
+        return body if is_array(a) else None
+    return typer
+
+
+@hot
+def element(p, r, v):
+    """The Var of an element (record r, value v; a number for r = NUMBER)."""
+    if r < NUMBER:
+        raise ValueError("tape.jit: an element of a Var array is read before anything was written to it "
+                         "(np.empty); write it first, or make the array with np.zeros")
+    return make_var(p, r, v)
+
+
+@hot
+def place(i, n):
+    """Index i of an axis of length n, negative from the end; IndexError outside."""
+    k = i + n if i < 0 else i
+    if k < 0 or k >= n:
+        raise IndexError("tape.jit: index out of range of a Var array")
+    return k
+
+
+def _parts(i: Any) -> tuple:
+    """The types of an index: of each member of a tuple, or the one."""
+    return tuple(getattr(i, "types", ())) if isinstance(i, types.BaseTuple) else (i,)
+
+
+def _integers(i: Any, count: int) -> bool:
+    """An index of ``count`` integers."""
+    parts = _parts(i)
+    return len(parts) == count and all(isinstance(k, types.Integer) for k in parts)
+
+
+def _view_index(i: Any) -> bool:
+    """An index NumPy answers with a view or a copy of elements: ints, slices, an int array."""
+    parts = _parts(i)
+    return all(isinstance(k, (types.Integer, types.SliceType)) or (isinstance(k, types.Array) and isinstance(
+        k.dtype, types.Integer)) for k in parts)
+
+
+FANCY = ("tape.jit: index a Var array with integers, slices or integer arrays, not with {} (a recorded value "
+         "as an index has no derivative; read its value after the call)")
+
+
+@overload(operator.getitem)
+def _getitem(a, i):
+    if not is_array(a):
+        return None
+    if a.ndim == 1 and _integers(i, 1):
+        def one(a, i):
+            k = place(i, a.rows.shape[0])
+            return element(a.tape, a.rows[k], a.vals[k])
+        return one
+    if a.ndim == 2 and _integers(i, 2):
+        def two(a, i):
+            j, k = place(i[0], a.rows.shape[0]), place(i[1], a.rows.shape[1])
+            return element(a.tape, a.rows[j, k], a.vals[j, k])
+        return two
+    if _view_index(i):
+        return lambda a, i: make_array(a.tape, a.rows[i], a.vals[i])
+    raise TypingError(FANCY.format(i))
+
+
+@overload(operator.setitem)
+def _setitem(a, i, v):
+    if not is_array(a):
+        return None
+    if not (is_var(v) or is_number(v) or is_array(v)):
+        raise TypingError(f"tape.jit: a Var array holds Vars and numbers, not {v}")
+    if a.ndim == 1 and _integers(i, 1) and not is_array(v):
+        def one(a, i, v):
+            k, w = place(i, a.rows.shape[0]), var_of(v)
+            a.rows[k], a.vals[k] = w.index, w.c
+        return one
+    if a.ndim == 2 and _integers(i, 2) and not is_array(v):
+        def two(a, i, v):
+            j, k, w = place(i[0], a.rows.shape[0]), place(i[1], a.rows.shape[1]), var_of(v)
+            a.rows[j, k], a.vals[j, k] = w.index, w.c
+        return two
+    if not _view_index(i):
+        raise TypingError(FANCY.format(i))
+    if is_array(v):
+        def arrays(a, i, v):
+            a.rows[i], a.vals[i] = v.rows, v.vals
+        return arrays
+
+    def spread(a, i, v):  # a[1:3] = v: every element
+        w = var_of(v)
+        a.rows[i], a.vals[i] = w.index, w.c
+    return spread
+
+
+@overload(len)
+def _len(a):
+    return (lambda a: a.rows.shape[0]) if is_array(a) else None
+
+
+for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.rows.size),
+                     ("ndim", lambda a: a.rows.ndim), ("dtype", lambda a: make_dtype(a.tape)),  # type: ignore[call-arg]
+                     ("T", lambda a: make_array(a.tape, a.rows.T, a.vals.T))):  # type: ignore[call-arg]
+    overload_attribute(VarArrayType, _name)(_on_array(_impl))
+
+
+@overload_method(VarArrayType, "copy")
+def _copy(a):
+    return lambda a: make_array(a.tape, a.rows.copy(), a.vals.copy())
+
+
+@overload_method(VarArrayType, "reshape")
+def _reshape(a, shape, columns=None):
+    if columns is None or isinstance(columns, (types.NoneType, types.Omitted)):  # a.reshape(n), a.reshape((n, m))
+        return lambda a, shape, columns=None: make_array(a.tape, a.rows.reshape(shape), a.vals.reshape(shape))
+    return lambda a, shape, columns=None: make_array(a.tape, a.rows.reshape((shape, columns)),  # a.reshape(n, m)
+                                                     a.vals.reshape((shape, columns)))
+
+
+@overload_method(VarArrayType, "ravel")
+def _ravel(a):
+    return lambda a: make_array(a.tape, a.rows.copy().reshape(-1), a.vals.copy().reshape(-1))
+
+
+# --- elementwise: operands seen as 2-d (a 1-d one as a row), broadcast as NumPy does -----------------------
+
+
+def at(x, i, j):
+    """Element (i, j) of an operand seen as 2-d and broadcast (size-1 axes repeat): a Var."""
+
+
+@overload(at)
+def _at(x, i, j):
+    if is_array(x) and x.ndim == 1:
+        return lambda x, i, j: element(x.tape, x.rows[j if x.rows.shape[0] != 1 else 0],
+                                       x.vals[j if x.rows.shape[0] != 1 else 0])
+
+    if is_array(x):
+        def two(x, i, j):
+            r, c = i if x.rows.shape[0] != 1 else 0, j if x.rows.shape[1] != 1 else 0
+            return element(x.tape, x.rows[r, c], x.vals[r, c])
+        return two
+    if is_data(x) and x.ndim == 1:
+        return lambda x, i, j: unbound(x[j if x.shape[0] != 1 else 0])
+    if is_data(x):
+        return lambda x, i, j: unbound(x[i if x.shape[0] != 1 else 0, j if x.shape[1] != 1 else 0])
+    if is_var(x):
+        return lambda x, i, j: x
+    if is_number(x):
+        return lambda x, i, j: unbound(x)
+    return None
+
+
+def dims(x):
+    """(rows, columns) of an operand seen as 2-d: a 1-d one is one row, a Var or number 1 x 1."""
+
+
+@overload(dims)
+def _dims(x):
+    if (is_array(x) or is_data(x)) and x.ndim == 1:
+        return lambda x: (1, len(x))
+    if is_array(x) or is_data(x):
+        return lambda x: (x.shape[0], x.shape[1])
+    return lambda x: (1, 1)
+
+
+@hot
+def common(a, b):
+    """The broadcast length of two axes."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise ValueError("tape.jit: operands could not be broadcast together")
+
+
+@hot
+def take(p, count):
+    """``count`` int64 elements for a new Var array: from the call's arena (no allocation, no reference
+    counts: ``y = y + xs`` of 2 elements 94-116 -> 23-46 ns/record, docs/benchmarks.md), or allocated
+    where the arena is full."""
+    want(p, count)
+    used, room = arena_room(p)
+    if used + count <= room:
+        return carve(p, count)
+    return np.empty(count, np.int64)
+
+
+@hot
+def blank(p, n, m):
+    """A new 2-d Var array: its rows and values in one block."""
+    both = take(p, 2 * n * m).reshape((2, n, m))
+    return make_array(p, both[0], both[1].view(np.float64))
+
+
+@hot
+def blank_row(p, n, m):
+    """A new 1-d Var array of m elements (n is 1), in one block."""
+    both = take(p, 2 * m)  # halves by slicing: a reshape calls out of line (numba_attempt_nocopy_reshape)
+    return make_array(p, both[:m], both[m:].view(np.float64))
+
+
+@hot
+def put(out, i, j, w):
+    out.rows[i, j], out.vals[i, j] = w.index, w.c
+
+
+@hot
+def put_row(out, i, j, w):
+    out.rows[j], out.vals[j] = w.index, w.c
+
+
+def _result(ndim: int):
+    """(make, put) of a result of ndim axes, computed as 2-d (a 1-d one as one row)."""
+    return (blank_row, put_row) if ndim == 1 else (blank, put)
+
+
+def _ndim(*operands) -> int:
+    return max(x.ndim if is_array(x) or is_data(x) else 0 for x in operands)
+
+
+def records_of(x, p):
+    """An operand as records: numbers and NumPy arrays as constant records (a Var array of them), as
+    the Python recorder writes them for an op without a const op (arctan2), before its records."""
+
+
+@overload(records_of)
+def _records_of(x, p):
+    if is_data(x):
+        def constants(x, p):
+            out = make_array(p, np.empty(x.shape, np.int64), np.empty(x.shape))
+            rows, vals, values = out.rows.reshape(-1), out.vals.reshape(-1), x.copy().reshape(-1)
+            for k in range(values.size):
+                w = constant_record(p, float(values[k]))
+                rows[k], vals[k] = w.index, w.c
+            return out
+        return constants
+    if is_number(x) or is_var(x):
+        return lambda x, p: var_of(x) if var_of(x).index >= 0 else constant_record(p, float(var_of(x).c))
+    return lambda x, p: x
+
+
+def binary_array(vv, constants: bool = False):
+    """The overload of an arithmetic spelling on Var arrays (with Vars, numbers, NumPy arrays): vv
+    (Var <op> Var, numbers as unrecorded Vars) per element of the broadcast shape. ``constants``: the
+    op has no const op, so numbers become constant records first (records_of)."""
+    def typer(x, y):
+        arrays = [v for v in (x, y) if is_array(v) or is_data(v)]
+        if not (any(map(is_array, arrays)) or (arrays and (is_var(x) or is_var(y)))) or not all(
+                is_array(v) or is_data(v) or is_var(v) or is_number(v) for v in (x, y)):
+            return None  # a Var array and another operand, or a NumPy array and a Var
+        make, store = _result(_ndim(x, y))
+        first = x if is_array(x) or (is_var(x) and not is_array(y)) else y
+        tape_of = hot(lambda x, y: x.tape) if first is x else hot(lambda x, y: y.tape)
+
+        def impl(x, y):
+            p = tape_of(x, y)
+            (a, b), (c, d) = dims(x), dims(y)
+            n, m = common(a, c), common(b, d)
+            out = make(p, n, m)
+            for i in range(n):
+                for j in range(m):
+                    store(out, i, j, vv(at(x, i, j), at(y, i, j)))
+            return out
+
+        if not constants:
+            return impl
+        whole = hot(impl)
+        return lambda x, y: whole(records_of(x, tape_of(x, y)), records_of(y, tape_of(x, y)))
+    return typer
+
+
+def inplace_array(fn, vv):
+    """``a += b`` of a Var array: ``fn(a, b)`` (the operator) written into a's elements, NumPy's in-place
+    semantics (views of a see it)."""
+    def typer(x, y):
+        if not is_array(x) or binary_array(vv)(x, y) is None:
+            return None
+
+        def inplace(x, y):
+            out = fn(x, y)
+            x.rows[:], x.vals[:] = out.rows, out.vals
+            return x
+        return inplace
+    return typer
+
+
+def unary_array(of_var):
+    """The overload of a unary op on a Var array: of_var per element."""
+    def typer(x):
+        if not is_array(x):
+            return None
+        make, store = _result(x.ndim)
+
+        def impl(x):
+            n, m = dims(x)
+            out = make(x.tape, n, m)
+            for i in range(n):
+                for j in range(m):
+                    store(out, i, j, of_var(at(x, i, j)))
+            return out
+        return impl
+    return typer
+
+
+# --- reductions -------------------------------------------------------------------------------------------
+
+
+@jit
+def pairwise(p, rows, vals, mul):
+    """Sum (product if mul) of each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's
+    reduce records it: pairs (0, 1), (2, 3), ... of every row, then of the results (an odd one
+    last), one level after the other. The row results are left in column 0."""
+    n, k = rows.shape
+    while k > 1:
+        pairs = k // 2
+        for r in range(n):
+            for q in range(pairs):
+                a = element(p, rows[r, 2 * q], vals[r, 2 * q])
+                b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
+                w = mul_vv(a, b) if mul else add_vv(a, b)
+                rows[r, q], vals[r, q] = w.index, w.c
+            if k % 2:
+                rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
+        k = pairs + k % 2
+
+
+@jit
+def total(a, mul):
+    """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
+    if a.rows.size == 0:
+        return unbound(1.0 if mul else 0.0)
+    rows, vals = a.rows.copy().reshape(1, -1), a.vals.copy().reshape(1, -1)
+    pairwise(a.tape, rows, vals, mul)
+    return element(a.tape, rows[0, 0], vals[0, 0])
+
+
+@jit
+def fold(a, largest):
+    """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
+    if a.rows.size == 0:
+        raise ValueError("tape.jit: max/min of an empty Var array")
+    rows, vals = a.rows.copy().reshape(-1), a.vals.copy().reshape(-1)
+    best = element(a.tape, rows[0], vals[0])
+    for k in range(1, rows.size):
+        w = element(a.tape, rows[k], vals[k])
+        best = maximum_vv(best, w) if largest else minimum_vv(best, w)
+    return best
+
+
+REDUCTIONS = {"sum": lambda a: total(a, False), "prod": lambda a: total(a, True),
+              "mean": lambda a: total(a, False) * (1.0 / a.rows.size),
+              "max": lambda a: fold(a, True), "min": lambda a: fold(a, False)}
+for _name, _body in REDUCTIONS.items():
+    overload_method(VarArrayType, _name)(_on_array(_body))
+    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_on_array(_body))
+
+
+def _dot(a, b):
+    """a @ b of 1-d and 2-d operands (one a Var array) as tape/arrays/varray.py's matmul records it: the
+    products in C order of (i, k, j), then each (i, j)'s sum over k pairwise, level by level."""
+    if not (is_array(a) or is_array(b)) or not all((is_array(x) or is_data(x)) for x in (a, b)):
+        return None
+    first = a if is_array(a) else b
+    tape_of = hot(lambda a, b: a.tape) if first is a else hot(lambda a, b: b.tape)
+    column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
+    b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
+    if a.ndim == 1 and b.ndim == 1:
+        result = hot(lambda p, rows, vals, n, q: element(p, rows[0, 0], vals[0, 0]))
+    elif a.ndim == 2 and b.ndim == 2:
+        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy().reshape(n, q),
+                                                            vals[:, 0].copy().reshape(n, q)))
+    else:
+        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy(), vals[:, 0].copy()))
+
+    def impl(a, b):
+        n, m = dims(a)
+        mb, q = (len(b), 1) if column else dims(b)
+        if m != mb:
+            raise ValueError("tape.jit: np.dot: the inner dimensions differ")
+        p = tape_of(a, b)
+        rows, vals = np.empty((n * q, m), np.int64), np.empty((n * q, m))
+        for i in range(n):
+            for k in range(m):
+                for j in range(q):
+                    w = at(a, i, k) * b_at(b, k, j)
+                    rows[i * q + j, k], vals[i * q + j, k] = w.index, w.c
+        pairwise(p, rows, vals, False)
+        return result(p, rows, vals, n, q)
+    return impl
+
+
+for _fn in (np.dot, operator.matmul):  # type: ignore[assignment]  # numpy's and the operator's
+    overload(_fn)(_dot)
+overload_method(VarArrayType, "dot")(_dot)
+
+
+@jit
+def array_output(a):
+    """A Var array f returns, as the driver reports outputs: (indices, values, shape) in C order, each
+    number a constant record (as in a VarArray); elements never written are an error."""
+    rows, vals = a.rows.copy().reshape(-1), a.vals.copy().reshape(-1)
+    for k in range(rows.size):
+        if rows[k] < NUMBER:
+            raise ValueError("tape.jit: f returns a Var array with elements never written (np.empty)")
+        if rows[k] == NUMBER:
+            rows[k] = constant_record(a.tape, vals[k]).index
+    return rows, vals, np.array(a.rows.shape, np.int64)

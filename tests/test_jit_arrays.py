@@ -1,0 +1,250 @@
+"""tape.jit on Numba code as Numba users write it: arrays of Vars (issue 31).
+
+Programs the Python recorder runs too (on a small VarArray: RK4 with an array state, an n-body
+step with force arrays, an explicit heat equation, every array op) are compared record by record
+and by derivative; the idioms only Numba code has (np.empty(n, dtype=xs.dtype), np.zeros((n, 2),
+...), np.empty_like, helpers taking and returning arrays, swaps) by value against the same
+function on plain numbers (numba's value) and by gradient against central differences and
+derivatives by hand. Few distinct jitted functions: each compiles for seconds.
+"""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+from test_jit import records
+
+import tape
+from tape.bench.programs import JIT_ARRAY_RK4 as RK4
+from tape.bench.programs import JIT_HEAT as HEAT
+from tape.bench.programs import JIT_NBODY as NBODY
+from tape.kernels import ops
+
+
+def namespace(source: str, helpers=()) -> tuple[dict, dict]:
+    """(the Python namespace, the tape.jit one) of source; ``helpers`` are numba.njit in the jit one."""
+    spaces = []
+    for _ in range(2):
+        ns = {"tape": tape, "math": math, "np": np, "numba": numba}
+        exec(compile(source, __file__, "exec"), ns)
+        spaces.append(ns)
+    py, jn = spaces
+    for name in helpers:
+        jn[name] = numba.njit(jn[name])
+    jn["f"] = tape.jit(jn["f"])
+    return py, jn
+
+
+def same_records(tp, tj):
+    for a, b in zip(records(tp), records(tj), strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def central(f, x, h=1e-6):
+    x = np.asarray(x, float)
+    out = []
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = h
+        out.append((f(x + e) - f(x - e)) / (2 * h))
+    return np.array(out).reshape(x.shape + np.shape(f(x)))
+
+
+PROGRAMS = {
+    "rk4": (RK4, ("rhs",), [1.1, 0.4], (30, 0.01, np.array([0.7, -0.4]), np.array([-0.3, 0.2]))),
+    "nbody": (NBODY, (), [[0.0, 0.0], [1.0, 0.2], [-0.3, 0.9]], (4, 0.01, np.array([1.0, 0.5, 0.8]))),
+    "heat": (HEAT, (), [0.0, 0.3, 1.0, 0.6, 0.2, 0.0], (5, 0.25)),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(PROGRAMS))
+def program(request):
+    source, helpers, x0, data = PROGRAMS[request.param]
+    py, jn = namespace(source, helpers)
+    return request.param, py["f"], jn["f"], np.array(x0), data
+
+
+def test_array_programs_record_as_python(program):
+    name, f, jf, x0, data = program
+    tapes = []
+    for g in (f, jf):
+        t = tape.Tape()
+        y = g(t.array(x0), *data)
+        tapes.append((t, y))
+    (tp, yp), (tj, yj) = tapes
+    same_records(tp, tj)
+    assert len(tj) > 50 and type(yj) is type(yp)
+    if isinstance(yp, tape.VarArray):
+        assert np.array_equal(yp._idx, yj._idx) and yj.shape == yp.shape
+    else:
+        assert yp.index == yj.index
+
+
+def test_array_programs_differentiate_as_python(program):
+    name, f, jf, x0, data = program
+    if name == "nbody":
+        vp, gp = tape.value_and_grad(f)(x0, *data)
+        vj, gj = tape.value_and_grad(jf)(x0, *data)
+        assert vp == vj and np.array_equal(gp, gj) and gj.shape == x0.shape
+        assert np.allclose(gj, central(lambda x: jf(x, *data), x0), rtol=1e-6, atol=1e-8)
+        assert vj == jf(x0, *data)  # on plain numbers: numba's value, bit for bit
+    else:
+        Jp, Jj = tape.jacobian(f)(x0, *data), tape.jacobian(jf)(x0, *data)
+        assert np.array_equal(Jp, Jj) and Jj.shape == x0.shape * 2
+        assert np.allclose(Jj, central(lambda x: jf(x, *data), x0).T, rtol=1e-6, atol=1e-8)
+        F = tape.trace(jf, x0, data=data)
+        assert np.array_equal(F(x0 * 1.1), np.asarray(jf(x0 * 1.1, *data)))  # replay = numba on numbers
+
+
+def test_heat_equation_by_hand():
+    """One explicit step of u_t = u_xx: un[i] = u[i] + r (u[i+1] - 2 u[i] + u[i-1]), the ends kept."""
+    _, jn = namespace(HEAT)
+    x0 = np.array([0.0, 0.3, 1.0, 0.6, 0.2, 0.0])
+    J = tape.jacobian(jn["f"])(x0, 1, 0.25)
+    by_hand = np.eye(6)
+    for i in range(1, 5):
+        by_hand[i, i - 1:i + 2] = [0.25, 0.5, 0.25]
+    assert np.array_equal(J, by_hand)
+
+
+EVERY_OP = [f"np.{ops.UNARY_UFUNCS[name]}(xs)" for name in ops.UNARY_UFUNCS if name != "arccosh"]
+EVERY_OP += ["-xs", "abs(xs)", "tape.sigmoid(xs)", "tape.relu(xs - 0.5)"]
+for _s in ops.ARITHMETIC:
+    _symbol = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}.get(_s.name)
+    if _symbol:
+        EVERY_OP += [f"xs {_symbol} ys", f"xs {_symbol} 2.5", f"2.5 {_symbol} xs", f"xs {_symbol} w", f"w {_symbol} xs",
+                     f"xs {_symbol} ys[0]", f"ys[1] {_symbol} xs"]
+    else:
+        EVERY_OP += [f"np.{_s.ufunc}(xs, ys)", f"np.{_s.ufunc}(xs, 0.5)", f"tape.{_s.name}(1.5, xs)",
+                     f"np.{_s.ufunc}(w, xs)"]
+EVERY_OP += ["xs.sum() + xs.prod() * np.sum(ys) + xs.mean()", "np.dot(xs, ys) + xs @ w", "np.dot(m, xs)",
+             "(xs.reshape(2, 2) @ ys.copy().reshape((2, 2))).reshape(4)", "(w @ m) * xs"]
+EVERY = ("def f(xs, w, m):\n    ys = xs[::-1]\n    acc = xs * 0.0\n"
+         + "".join(f"    acc = acc + ({expr})\n" for expr in EVERY_OP) + "    return acc\n")
+
+
+def test_every_array_op_records_as_python():
+    py, jn = namespace(EVERY)
+    x0, data = np.array([0.3, 0.7, 0.9, 0.45]), (np.array([1.5, -0.5, 2.0, 0.25]), np.arange(16.0).reshape(4, 4) / 7)
+    tapes = []
+    for g in (py["f"], jn["f"]):
+        t = tape.Tape()
+        y = g(t.array(x0), *data)
+        tapes.append((t, y))
+    (tp, yp), (tj, yj) = tapes
+    same_records(tp, tj)
+    assert np.array_equal(yp._idx, yj._idx)
+
+
+# --- idioms only Numba code has, helpers, swaps -------------------------------------------------------------
+
+IDIOMS = '''
+def split(a):                        # a helper taking a Var array and returning a tuple of them
+    return a[:2].copy(), a[2:] * 2.0
+
+def norm2(v):
+    s = 0.0
+    for x in v:
+        s = s + x * x
+    return s
+
+def f(xs, m):
+    n = xs.shape[0]
+    u = np.empty(n, dtype=xs.dtype)
+    for i in range(n):
+        u[i] = xs[i] * xs[i]
+    acc = np.zeros((n, 2), dtype=xs.dtype)
+    for i in range(n):
+        acc[i, 0] += u[i]
+        acc[i, 1] += 3.0
+    un = np.empty_like(u)
+    un[0], un[n - 1] = u[0], u[n - 1]
+    for _ in range(2):
+        for i in range(1, n - 1):
+            un[i] = 0.5 * (u[i - 1] + u[i + 1])
+        u, un = un, u
+    a, b = split(xs[:4])
+    full = np.full(2, 0.5, dtype=xs.dtype) + np.ones_like(a)
+    e = np.exp(xs - xs.max())
+    sm = e / e.sum()
+    grid = xs.reshape((n // 2, 2))
+    return (norm2(a) + b.prod() + (full * a).sum() + np.dot(sm, xs) + acc.T.sum() + u.mean()
+            + grid[1, 0] * np.dot(m, grid[:, 1].copy()).min() + sum(xs[4:]) + max(xs) + xs.size + len(xs) + xs.ndim
+            + acc.ravel()[3])
+'''
+
+
+@pytest.fixture(scope="module")
+def idioms():
+    return namespace(IDIOMS, ("split", "norm2"))[1]["f"]
+
+
+def test_numba_idioms_give_numba_s_value_and_the_gradient(idioms):
+    x0, m = np.array([0.3, -0.7, 1.9, 0.5, 1.1, 0.2]), np.array([[1.0, 0.5, -2.0], [0.25, 3.0, 1.0]])
+    value, grad = tape.value_and_grad(idioms)(x0, m)
+    assert value == pytest.approx(idioms(x0, m), rel=1e-14)  # numba on plain numbers (np.sum adds in order)
+    assert np.allclose(grad, central(lambda x: idioms(x, m), x0), rtol=1e-6, atol=1e-7)
+    assert tape.value_and_grad(idioms)(list(x0), m) == (value, grad.tolist())  # a list of numbers: the same
+
+
+def test_a_large_array_as_xs_records_at_list_speed(idioms):
+    x0 = np.random.default_rng(5).standard_normal(2000)
+    m = np.random.default_rng(6).standard_normal((2, 1000))
+    value, grad = tape.value_and_grad(idioms)(x0, m)  # the fast path: leaves straight from the array
+    listed = tape.value_and_grad(idioms)(x0.tolist(), m)
+    assert (value, grad.tolist()) == listed and grad.shape == (2000,)
+    F = tape.trace(idioms, x0, data=(m,))  # one array record: an elem record per number reads it
+    assert F(x0) == value and np.allclose(F.gradient(x0), grad, rtol=1e-13, atol=0)  # the sweep's own sums
+
+
+ERRORS = '''
+def f(xs, mode):
+    u = np.empty(3, dtype=xs.dtype)
+    u[0] = xs[0]
+    if mode == 0:
+        return u[1]
+    if mode == 1:
+        return xs[7]
+    if mode == 2:
+        return (xs[:2] + xs).sum()
+    u[1] = xs[9]
+    return u[0]
+
+def g(xs):
+    u = np.empty(2, dtype=xs.dtype)
+    u[0] = xs[0]
+    return u
+'''
+
+
+@pytest.mark.parametrize("mode, error, message", [
+    (0, ValueError, "read before anything was written to it"),
+    (1, IndexError, "index out of range of a Var array"),
+    (2, ValueError, "could not be broadcast together"),
+    (3, IndexError, "index out of range of a Var array"),
+])
+def test_wrong_element_use_raises_clearly(mode, error, message):
+    jf = tape.jit(namespace(ERRORS)[0]["f"])
+    t = tape.Tape()
+    with pytest.raises(error, match=message):
+        jf(t.array(np.arange(3.0)), mode)
+    assert len(t) == 3  # nothing recorded by the failed call
+
+
+def test_returning_elements_never_written_is_refused():
+    jg = tape.jit(namespace(ERRORS)[0]["g"])
+    with pytest.raises(ValueError, match="f returns a Var array with elements never written"):
+        jg(tape.Tape().array(np.arange(3.0)))
+
+
+@pytest.mark.parametrize("body, first", [
+    ("    return xs[xs[0]]", "tape.jit: index a Var array with integers, slices or integer arrays, not with"),
+    ("    a = np.zeros(3)\n    a[0] = xs[0]\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
+    ("    a = np.zeros(3)\n    a[:] = xs\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
+])
+def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):
+    jf = tape.jit(namespace(f"def f(xs):\n{body}\n")[0]["f"])
+    with pytest.raises(tape.JitError) as caught:
+        jf(tape.Tape().array(np.arange(3.0)))
+    assert str(caught.value).splitlines()[0].startswith(first) and __file__ in str(caught.value).splitlines()[0]
