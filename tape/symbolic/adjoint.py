@@ -171,7 +171,7 @@ def reverse(sweep: Sweep, start: int, stop: int, seeds: list[tuple[int, Value]],
             if c is not None:
                 adj[row] = sweep.plus(adj.get(row), c)  # type: ignore[assignment]
     for row in wanted:  # an array input read only by elem records
-        if row in elements:
+        if row in elements or row in sweep.arrays.runs:
             adj[row] = arrays.total(sweep.arrays, row, adj, elements)
     return {row: sweep.settled(adj[row]) for row in wanted if row in adj}  # never -0.0, as the numeric sweep
 
