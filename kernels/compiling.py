@@ -11,7 +11,7 @@ gets its own subfolder (keyed by its path), and Numba checks the source of every
 Threads. The parallel maps run on a fork-safe threading layer (set below, unless
 ``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
 
-Notice. The first call of each kernel in an environment compiles it (50 s for all, once);
+Notice. The first call of each kernel in an environment compiles it (40 s for all, once);
 the first compilation in a process prints one line to stderr saying so, and
 ``python -m tape warmup`` compiles every kernel ahead.
 """
@@ -77,9 +77,9 @@ class _FirstCompile(event.Listener):
         module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
-            print(f"tape: compiling Numba kernels for this environment, once (about 13 s for a first gradient, "
-                  f"50 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` compiles them "
-                  "ahead)",
+            print(f"tape: compiling Numba kernels for this environment, once (about 3 s for a first gradient, "
+                  f"7 s with arrays, 40 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
+                  "compiles them ahead)",
                   file=sys.stderr)
 
     def on_end(self, ev: Any) -> None:

@@ -157,7 +157,7 @@ def route(h: Emit, adj: dict[int, Handle], v: View, c: Handle) -> None:
     c = _shaped(h, c, v.shape)
     p = h.t._plan(v.record)
     if v != whole(v.record, p):
-        if v.strides == contiguous(v.shape) and math.prod(v.shape):  # a run of the region: joined at the end
+        if v.strides == contiguous(v.shape) and array_records.size(v):  # a run of the region: joined at the end
             h.runs.setdefault(v.record, []).append((v.offset, h.array(c).reshape(-1)))
             return
         c = h.scatter(c, array_records.places(v).reshape(-1), p.shape)  # measured on 4e5 elements: 3.1 ms, a join 0.07
