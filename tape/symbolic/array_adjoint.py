@@ -169,7 +169,7 @@ def _joined(h: Emit, runs: list[tuple[int, VarArray]], size: int) -> Handle:
     joined once (the slices of the MLP's parameters: one copy, where a join and an add per slice took four);
     overlapping ones summed."""
     runs = sorted(runs, key=lambda run: run[0])
-    total: Handle = None
+    summed: Handle = None
     while runs:
         pieces, end, rest = [], 0, []
         for offset, c in runs:
@@ -180,8 +180,8 @@ def _joined(h: Emit, runs: list[tuple[int, VarArray]], size: int) -> Handle:
             end = offset + c.size
         pieces += [h.zeros((size - end,))] * (end < size)
         joined = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-        total, runs = joined if total is None else total + joined, rest
-    return total
+        summed, runs = joined if summed is None else summed + joined, rest
+    return summed
 
 
 def _rows(t: Storage, values: list[Handle]) -> np.ndarray:
