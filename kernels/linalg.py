@@ -76,6 +76,9 @@ class Dual:
     def mT(self) -> Dual:  # noqa: N802  NumPy's name
         return Dual(self.v.mT, self.d.mT)
 
+    def swapaxes(self, a: int, b: int) -> Dual:  # np.swapaxes of a Dual
+        return Dual(np.swapaxes(self.v, a, b), np.swapaxes(self.d, a, b))
+
     @property
     def shape(self) -> tuple[int, ...]:
         return self.v.shape
@@ -86,27 +89,40 @@ def linear(f: Callable[[Any], Any], x: Any) -> Any:
     return Dual(f(x.v), f(x.d)) if isinstance(x, Dual) else f(x)
 
 
-def diag(x: np.ndarray) -> np.ndarray:
-    return np.diagonal(x, axis1=-2, axis2=-1)
+# The helpers below take arrays, Duals and handles of records (VarArrays: tape/symbolic/array_adjoint.py) alike:
+# a triangle is a product with a mask, a transpose np.swapaxes, a diagonal a fancy index.
+
+def _mt(x: Any) -> Any:
+    """x with its last two axes swapped (of a handle: a view)."""
+    return np.swapaxes(x, -1, -2)
 
 
-def diagonal_matrix(d: np.ndarray) -> np.ndarray:
+def tril(x: Any, k: int = 0) -> Any:
+    return x * np.tri(x.shape[-1], k=k)
+
+
+def diag(x: Any) -> Any:
+    n = np.arange(x.shape[-1])
+    return x[..., n, n]
+
+
+def diagonal_matrix(d: Any) -> Any:
     return d[..., :, None] * np.eye(d.shape[-1])
 
 
-def low(p: np.ndarray) -> np.ndarray:
+def low(p: Any) -> Any:
     """The adjoint of a lower-triangle read from the adjoint p of the symmetric matrix it stands for."""
-    return np.tril(p + p.mT) - diagonal_matrix(diag(p))
+    return tril(p + _mt(p)) - p * np.eye(p.shape[-1])
 
 
-def symmetric(a: np.ndarray) -> np.ndarray:
+def symmetric(a: Any) -> Any:
     """The symmetric matrix a lower-triangle read sees (NumPy's cholesky and eigh)."""
-    return np.tril(a) + np.tril(a, -1).mT
+    return tril(a) + _mt(tril(a, -1))
 
 
-def phi(x: np.ndarray) -> np.ndarray:
+def phi(x: Any) -> Any:
     """Murray's Φ: the lower triangle with half the diagonal."""
-    return np.tril(x) - 0.5 * diagonal_matrix(diag(x))
+    return x * (np.tri(x.shape[-1]) - 0.5 * np.eye(x.shape[-1]))
 
 
 def triangular(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
@@ -122,10 +138,13 @@ def triangular(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
 
 
 PART: dict[bool | None, Callable[[np.ndarray], np.ndarray]] = {None: lambda a: a, True: np.tril, False: np.triu}
+SOLVES = {None: "solve", True: "solve_lower", False: "solve_upper"}  # the records of each
 
 
-def solve(a: Any, b: Any, lower: bool | None = None) -> Any:
-    """a⁻¹ b (a's triangle for lower True or False), on arrays or Duals."""
+def solve(a: Any, b: Any, lower: bool | None = None, h: Any = None) -> Any:
+    """a⁻¹ b (a's triangle for lower True or False), on arrays or Duals, or as a record by h (handles)."""
+    if h is not None:
+        return h.linalg(SOLVES[lower], a, b)
     if not isinstance(a, Dual):
         if isinstance(b, Dual):
             return Dual(solve(a, b.v, lower), solve(a, b.d, lower))
@@ -135,16 +154,20 @@ def solve(a: Any, b: Any, lower: bool | None = None) -> Any:
     return Dual(x, solve(a.v, rhs, lower))
 
 
-def inv(a: Any) -> Any:
+def inv(a: Any, h: Any = None) -> Any:
+    if h is not None:
+        return h.linalg("inv", a)
     if not isinstance(a, Dual):
         return np.linalg.inv(a)
     y = np.linalg.inv(a.v)
     return Dual(y, -(y @ a.d @ y))
 
 
-def cofactors(a: Any) -> Any:
-    """cof(A) = det(A) A⁻ᵀ, the gradient of det: by SVD, exact at a singular A; its tangent through A⁻¹
-    (second order at an exactly singular A raises LinAlgError)."""
+def cofactors(a: Any, y: Any = None, h: Any = None) -> Any:
+    """cof(A) = det(A) A⁻ᵀ, the gradient of det: by SVD, exact at a singular A; its tangent, and the records
+    of either (y = det A), through A⁻¹ (these raise LinAlgError at an exactly singular A)."""
+    if h is not None:
+        return y[..., None, None] * _mt(h.linalg("inv", a))
     if isinstance(a, Dual):
         y = np.linalg.det(a.v)
         det = Dual(y, y * np.trace(np.linalg.solve(a.v, a.d), axis1=-2, axis2=-1))
@@ -156,17 +179,15 @@ def cofactors(a: Any) -> Any:
     return sign[..., None, None] * (u * (before * after)[..., None, :]) @ vh
 
 
-def nonzero_reciprocal(x: Any) -> Any:
-    """1 / x, 0 where x == 0 (eigh's F at equal eigenvalues and on the diagonal)."""
+def nonzero_reciprocal(x: Any, h: Any = None) -> Any:
+    """1 / x, 0 where x == 0 (eigh's F at equal eigenvalues and on the diagonal); as selects by h."""
+    if h is not None:
+        nonzero = h.compare("ne", x, 0.0)
+        return h.select(nonzero, 1.0 / h.select(nonzero, x, 1.0), 0.0)
     if isinstance(x, Dual):
         r = nonzero_reciprocal(x.v)
         return Dual(r, -x.d * r * r)
     return np.divide(1.0, x, out=np.zeros_like(x), where=x != 0.0)
-
-
-def _mt(x: Any) -> Any:
-    """x with its last two axes swapped: a view of a record's handle."""
-    return np.swapaxes(x, -1, -2)
 
 
 def _square(a: tuple[int, ...]) -> None:
@@ -174,9 +195,35 @@ def _square(a: tuple[int, ...]) -> None:
         raise ValueError(f"a linear algebra record reads square matrices, not {a}")
 
 
+def cholesky_adjoint(factor: np.ndarray, g: np.ndarray, block: int = 64) -> np.ndarray:
+    """low(L⁻ᵀ Φ(Lᵀ G) L⁻¹) by Murray's blocked algorithm (2016, "Differentiation of the Cholesky
+    decomposition", §3.2): the left-looking Cholesky's block steps undone in reverse, each a triangular solve
+    and products of blocks, the diagonal block by the formula. About 2n³/3 flops, where the formula's
+    product and two n x n triangular solves take 4n³."""
+    from scipy.linalg import solve_triangular  # noqa: PLC0415  not at import (see triangular)
+
+    a = np.tril(g)  # the strict upper triangle of G meets only L's zeros
+    n = factor.shape[-1]
+    for at in np.ndindex(factor.shape[:-2]):
+        lk, ak = factor[at], a[at]
+        for k in reversed(range(0, n, block)):
+            j = min(k + block, n)
+            r, d, b, c = lk[k:j, :k], lk[k:j, k:j], lk[j:, :k], lk[j:, k:j]
+            rb, db, bb, cb = ak[k:j, :k], ak[k:j, k:j], ak[j:, :k], ak[j:, k:j]  # views: updated in place
+            cb[...] = solve_triangular(d, cb.T, trans=1, lower=True).T  # C' D⁻¹
+            bb -= cb @ r
+            rb -= cb.T @ b
+            db -= np.tril(cb.T @ c)
+            z = solve_triangular(d, phi(d.T @ db), trans=1, lower=True)  # the block by the formula
+            db[...] = low(solve_triangular(d, z.T, trans=1, lower=True).T)
+            rb -= (db + db.T) @ r
+    return a
+
+
 class Linalg(Rule):
-    """A rule whose adjoints come from one formula ``back`` over arrays or Duals: vjp evaluates it on
-    arrays, vjp_jvp on Duals (each input with its tangent, y with jvp's, g with ġ)."""
+    """A rule whose adjoints come from one formula ``back`` over arrays, Duals or handles: vjp evaluates it on
+    arrays, vjp_jvp on Duals (each input with its tangent, y with jvp's, g with ġ), adjoint on handles with
+    h (records); tangent likewise runs jvp on handles."""
 
     def shapes(self, shape, wide, views, axes):
         _square(views[0])
@@ -185,8 +232,14 @@ class Linalg(Rule):
     def shape(self, views: list[tuple[int, ...]]) -> tuple[int, ...]:
         return views[0]
 
-    def back(self, p: Any, ins: list[Any], y: Any, g: Any) -> list[Any]:
+    def back(self, p: Any, ins: list[Any], y: Any, g: Any, h: Any = None) -> list[Any]:
         raise NotImplementedError
+
+    def adjoint(self, p, g, ins, y, h):
+        return self.back(p, ins, y, g, h)
+
+    def tangent(self, p, ins, tins, y, h):
+        return None if tins[0] is None else self.jvp(p, ins, tins, y, h)
 
     @staticmethod
     def _elements(p: Any) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -290,11 +343,11 @@ class Det(Linalg):
     def forward(self, p, ins, out):
         out[...] = np.linalg.det(ins[0])
 
-    def back(self, p, ins, y, g):
-        return [g[..., None, None] * cofactors(ins[0])]
+    def back(self, p, ins, y, g, h=None):
+        return [g[..., None, None] * cofactors(ins[0], y, h)]
 
-    def jvp(self, p, ins, tins, y):
-        return np.sum(cofactors(ins[0]) * tins[0], axis=(-2, -1))
+    def jvp(self, p, ins, tins, y, h=None):
+        return np.sum(cofactors(ins[0], y, h) * tins[0], axis=(-2, -1))
 
 
 class Slogdet(Linalg):
@@ -327,25 +380,15 @@ class Cholesky(Linalg):
     def forward(self, p, ins, out):
         out[...] = np.linalg.cholesky(ins[0])
 
-    def back(self, p, ins, y, g):
-        z = solve(y.mT, linear(phi, y.mT @ g), False)  # L⁻ᵀ Φ(Lᵀ G)
-        return [linear(low, solve(y.mT, z.mT, False).mT)]  # ... L⁻¹
+    def back(self, p, ins, y, g, h=None):
+        if isinstance(y, np.ndarray):  # numbers: Murray's blocked algorithm, the same formula in level-3 steps
+            return [cholesky_adjoint(y, g)]
+        z = solve(_mt(y), phi(_mt(y) @ g), False, h)  # L⁻ᵀ Φ(Lᵀ G)
+        return [low(_mt(solve(_mt(y), _mt(z), False, h)))]  # ... L⁻¹
 
-    def jvp(self, p, ins, tins, y):
-        z = solve(y, symmetric(tins[0]), True)
-        return y @ phi(solve(y, z.mT, True))  # L Φ(L⁻¹ Ȧ L⁻ᵀ)
-
-    def adjoint(self, p, g, ins, y, h):
-        n = y.shape[-1]
-        z = h.linalg("solve_upper", _mt(y), (_mt(y) @ g) * phi(np.ones((n, n))))  # L⁻ᵀ Φ(Lᵀ G)
-        s = _mt(h.linalg("solve_upper", _mt(y), _mt(z)))  # ... L⁻¹
-        return [(s + _mt(s)) * np.tril(np.ones((n, n))) - s * np.eye(n)]  # low(s)
-
-    def tangent(self, p, ins, tins, y, h):
-        n = y.shape[-1]
-        a = tins[0] * np.tril(np.ones((n, n))) + _mt(tins[0] * np.tril(np.ones((n, n)), -1))  # symmetric(Ȧ)
-        z = h.linalg("solve_lower", y, a)
-        return y @ (h.linalg("solve_lower", y, _mt(z)) * phi(np.ones((n, n))))
+    def jvp(self, p, ins, tins, y, h=None):
+        z = solve(y, symmetric(tins[0]), True, h)
+        return y @ phi(solve(y, _mt(z), True, h))  # L Φ(L⁻¹ Ȧ L⁻ᵀ)
 
 
 class Eigh(Linalg):
@@ -358,19 +401,19 @@ class Eigh(Linalg):
         out[..., 0, :], out[..., 1:, :] = np.linalg.eigh(ins[0])
 
     @staticmethod
-    def gaps(w: Any) -> Any:
+    def gaps(w: Any, h: Any) -> Any:
         """F_ij = 1 / (w_j - w_i), 0 where they are equal."""
-        return nonzero_reciprocal(w[..., None, :] - w[..., :, None])
+        return nonzero_reciprocal(w[..., None, :] - w[..., :, None], h)
 
-    def back(self, p, ins, y, g):
+    def back(self, p, ins, y, g, h=None):
         w, v = y[..., 0, :], y[..., 1:, :]
-        inner = linear(diagonal_matrix, g[..., 0, :]) + self.gaps(w) * (v.mT @ g[..., 1:, :])
-        return [linear(low, v @ inner @ v.mT)]
+        inner = diagonal_matrix(g[..., 0, :]) + self.gaps(w, h) * (_mt(v) @ g[..., 1:, :])
+        return [low(v @ inner @ _mt(v))]
 
-    def jvp(self, p, ins, tins, y):
+    def jvp(self, p, ins, tins, y, h=None):
         w, v = y[..., 0, :], y[..., 1:, :]
-        m = v.mT @ symmetric(tins[0]) @ v
-        return np.concatenate([diag(m)[..., None, :], v @ (self.gaps(w) * m)], -2)
+        m = _mt(v) @ symmetric(tins[0]) @ v
+        return np.concatenate([diag(m)[..., None, :], v @ (self.gaps(w, h) * m)], -2)
 
 
 class QR(Linalg):
@@ -386,21 +429,21 @@ class QR(Linalg):
         m = ins[0].shape[-2]
         out[..., :m, :], out[..., m:, :] = np.linalg.qr(ins[0])
 
-    def back(self, p, ins, y, g):
+    def back(self, p, ins, y, g, h=None):
         """A' = (Q' + Q N) R⁻ᵀ, N = tril(C - Cᵀ, -1) - C, C = Qᵀ Q' - R' Rᵀ (the transpose of jvp's map)."""
         m = ins[0].shape[-2]
         q, r, gq, gr = y[..., :m, :], y[..., m:, :], g[..., :m, :], g[..., m:, :]
-        c = q.mT @ gq - gr @ r.mT
-        n = linear(lambda x: np.tril(x, -1), c - c.mT) - c
-        return [solve(r, (gq + q @ n).mT, False).mT]
+        c = _mt(q) @ gq - gr @ _mt(r)
+        n = tril(c - _mt(c), -1) - c
+        return [_mt(solve(r, _mt(gq + q @ n), False, h))]
 
-    def jvp(self, p, ins, tins, y):
+    def jvp(self, p, ins, tins, y, h=None):
         """X = Ȧ R⁻¹, M = Qᵀ X, Ω = tril(M, -1) - tril(M, -1)ᵀ: Q̇ = Q (Ω - M) + X, Ṙ = (M - Ω) R (as JAX)."""
         m = ins[0].shape[-2]
         q, r = y[..., :m, :], y[..., m:, :]
-        x = solve(r.mT, tins[0].mT, True).mT
-        k = q.mT @ x
-        omega = np.tril(k, -1) - np.tril(k, -1).mT
+        x = _mt(solve(_mt(r), _mt(tins[0]), True, h))
+        k = _mt(q) @ x
+        omega = tril(k, -1) - _mt(tril(k, -1))
         return np.concatenate([q @ (omega - k) + x, (k - omega) @ r], -2)
 
 
@@ -421,33 +464,33 @@ class SVD(Linalg):
         out[..., :m, :], out[..., m, :], out[..., m + 1:, :] = u, s, vh.mT
 
     @staticmethod
-    def parts(y: Any, m: int) -> tuple[Any, Any, Any, Any, Any]:
-        """(U, s, V, F, 1/s) of a packed y (arrays or Duals)."""
+    def parts(y: Any, m: int, h: Any) -> tuple[Any, Any, Any, Any, Any]:
+        """(U, s, V, F, 1/s) of a packed y (arrays, Duals or handles)."""
         u, s, v = y[..., :m, :], y[..., m, :], y[..., m + 1:, :]
         square = s * s
-        return u, s, v, nonzero_reciprocal(square[..., None, :] - square[..., :, None]), nonzero_reciprocal(s)
+        return u, s, v, nonzero_reciprocal(square[..., None, :] - square[..., :, None], h), nonzero_reciprocal(s, h)
 
-    def back(self, p, ins, y, g):
+    def back(self, p, ins, y, g, h=None):
         """A' = U Z Vᵀ + (I - U Uᵀ) U' S⁻¹ Vᵀ + U S⁻¹ V'ᵀ (I - V Vᵀ), Z = diag(s') + (J + Jᵀ) S + S (K + Kᵀ),
         J = F∘(Uᵀ U'), K = F∘(Vᵀ V') (Townsend 2016)."""
         m = ins[0].shape[-2]
-        u, s, v, f, inverse = self.parts(y, m)
+        u, s, v, f, inverse = self.parts(y, m, h)
         gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1:, :]
-        j, k = f * (u.mT @ gu), f * (v.mT @ gv)
-        z = linear(diagonal_matrix, gs) + (j + j.mT) * s[..., None, :] + s[..., :, None] * (k + k.mT)
-        left = (gu - u @ (u.mT @ gu)) * inverse[..., None, :]
-        right = (gv - v @ (v.mT @ gv)) * inverse[..., None, :]
-        return [u @ z @ v.mT + left @ v.mT + u @ right.mT]
+        j, k = f * (_mt(u) @ gu), f * (_mt(v) @ gv)
+        z = diagonal_matrix(gs) + (j + _mt(j)) * s[..., None, :] + s[..., :, None] * (k + _mt(k))
+        left = (gu - u @ (_mt(u) @ gu)) * inverse[..., None, :]
+        right = (gv - v @ (_mt(v) @ gv)) * inverse[..., None, :]
+        return [u @ z @ _mt(v) + left @ _mt(v) + u @ _mt(right)]
 
-    def jvp(self, p, ins, tins, y):
+    def jvp(self, p, ins, tins, y, h=None):
         m = ins[0].shape[-2]
-        u, s, v, f, inverse = self.parts(y, m)
+        u, s, v, f, inverse = self.parts(y, m, h)
         da = tins[0]
-        pm = u.mT @ da @ v
+        pm = _mt(u) @ da @ v
         ps = pm * s[..., None, :]  # P S
         sp = s[..., :, None] * pm  # S P
-        du = u @ (f * (ps + ps.mT)) + (da @ v - u @ (u.mT @ da @ v)) * inverse[..., None, :]
-        dv = v @ (f * (sp + sp.mT)) + (da.mT @ u - v @ (v.mT @ da.mT @ u)) * inverse[..., None, :]
+        du = u @ (f * (ps + _mt(ps))) + (da @ v - u @ (_mt(u) @ da @ v)) * inverse[..., None, :]
+        dv = v @ (f * (sp + _mt(sp))) + (_mt(da) @ u - v @ (_mt(v) @ _mt(da) @ u)) * inverse[..., None, :]
         return np.concatenate([du, diag(pm)[..., None, :], dv], -2)
 
 

@@ -149,9 +149,6 @@ def test_edge_values_keep_the_structural_zero_rule():
 
 
 def test_unsupported_kinds_say_so():
-    F = tape.trace(lambda A: np.linalg.det(A) * 2.0, np.eye(40) + 0.01 * RNG.normal(size=(40, 40)))
-    with pytest.raises(NotImplementedError, match="array det record is not supported yet"):
-        F.grad_function()
     F = tape.trace(lambda z: np.sum(np.cumprod(z * 1e-3 + 1.0)), RNG.normal(size=N))
     with pytest.raises(NotImplementedError, match="cumprod"):
         F.grad_function()
@@ -201,7 +198,7 @@ def test_every_differentiable_kind_has_its_rules_as_records():
     from tape.kernels.array_ops import ARRAY_OPCODE, RULE
     from tape.kernels.array_rule import Rule
 
-    refused = {"det", "eigh", "qr", "svd"}  # rules as records not yet written: they refuse by name
+    refused: set[str] = set()  # rules as records not yet written: they refuse by name
     for name, code in ARRAY_OPCODE.items():
         rule = RULE[code]
         if rule.derivative and rule.reads == "views":
@@ -218,6 +215,12 @@ LINALG = {  # A -> a number, A square (symmetric positive definite where the op 
     "slogdet": lambda A, b: np.linalg.slogdet(A)[1] * 2.0 + np.sum(A * A) * 1e-3,
     "cholesky": lambda A, b: np.sum(np.linalg.cholesky(A) ** 3),
     "cho_solve": lambda A, b: np.sum(tape.linalg.cho_solve(tape.linalg.cho_factor(A, lower=True), b) ** 2),
+    "det": lambda A, b: np.linalg.det(A / np.trace(A) * A.shape[-1]) + np.sum(A[:, :2] * b) * 1e-3,
+    "eigh": lambda A, b: np.sum(np.linalg.eigvalsh(A) ** 3) + np.sum(np.linalg.eigh(A)[1][:, :2] ** 2 * b),
+    "qr": lambda A, b: np.sum(np.linalg.qr(A[:, :-1])[0] ** 2 * A[:, 1:]) + np.sum(np.linalg.qr(A)[1] ** 3),
+    "svd": lambda A, b: np.sum(np.linalg.svd(A[:-1], compute_uv=False) ** 3)
+    + np.sum(np.linalg.svd(A[:, :-1], full_matrices=False)[0] ** 2 * b[:, :1])
+    + np.sum(np.linalg.svd(A[:-1], full_matrices=False)[2] ** 2 * b[:, 1]),
 }
 
 
