@@ -31,7 +31,7 @@ below handles shapes. The rules of the other ops, as the articles derive them:
 ``sort_as``    y = x[perm(a)] along an axis x' += g[perm(a)⁻¹] (unsort_as), none to a (perm is piecewise constant);
 ``unsort_as``  y = x[perm(a)⁻¹]             what sort's derivatives are as records
 ``solve`` ...  np.linalg and scipy.linalg   kernels/linalg.py: solve, solve_lower/upper, inv, det, slogdet,
-                                            cholesky, eigh, qr, svd (Giles', Murray's, Townsend's rules)
+                                            cholesky, eigh, qr, svd, lu (Giles', Murray's, Townsend's rules)
 
 Tangents (forward mode) are the same rules read forward: an elementwise record's
 tangent is da ȧ + db ḃ, a matmul's Ȧ B + A Ḃ, a reduction's the reduced tangent.
@@ -98,6 +98,7 @@ ARRAY_OPS: tuple[ArrayOp, ...] = (
     # linear algebra (kernels/linalg.py): each its own kind, A first
     *(ArrayOp(name, name, 2) for name in ("solve", "solve_lower", "solve_upper")),
     *(ArrayOp(name, name) for name in ("inv", "det", "slogdet", "cholesky", "eigh", "qr", "svd")),
+    ArrayOp("lu", "lu"),  # scipy.linalg.lu_factor: [LU; P] (kernels/linalg.py)
 )  # new ops go last: a saved file's opcodes are places in this table
 assert ARRAY_BASE + len(ARRAY_OPS) < 256, "opcodes are stored as uint8; 255 stays unknown (V3_OPCODES)"
 assert all(op.name in RULES for op in ARRAY_OPS if op.kind in ("unary", "binary"))

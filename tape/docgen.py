@@ -63,7 +63,7 @@ def api_page() -> str:
         lines += [_entry(f"{rule.__name__}.{name}", getattr(rule, name))[0] + "\n" for name in ("defvjp", "defjvp")
                   if name in vars(rule)]
     lines += ["## `tape.linalg`: SciPy's linear algebra on VarArrays (numpy.linalg's are in docs/numpy.md)", ""]
-    for name in ("solve_triangular", "cho_factor", "cho_solve"):
+    for name in ("solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve"):
         lines += _entry(f"tape.linalg.{name}", getattr(tape.linalg, name))
     for cls in (tape.Tape, tape.Var, tape.VarArray, tape.Function, tape.Condition, tape.ArrayCondition):
         lines += [f"## `tape.{cls.__name__}`", "", inspect.getdoc(cls) or "", ""]

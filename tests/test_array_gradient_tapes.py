@@ -221,6 +221,8 @@ LINALG = {  # A -> a number, A square (symmetric positive definite where the op 
     "svd": lambda A, b: np.sum(np.linalg.svd(A[:-1], compute_uv=False) ** 3)
     + np.sum(np.linalg.svd(A[:, :-1], full_matrices=False)[0] ** 2 * b[:, :1])
     + np.sum(np.linalg.svd(A[:-1], full_matrices=False)[2] ** 2 * b[:, 1]),
+    "lu": lambda A, b: np.sum(tape.linalg.lu_solve(tape.linalg.lu_factor(A), b) ** 2)
+    + np.sum(np.sin(tape.linalg.lu_factor(A)[0])),
 }
 
 

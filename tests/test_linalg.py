@@ -82,9 +82,12 @@ OPS = {
     "lstsq": (tall, 0, lambda a, b: np.linalg.lstsq(a, b)[0]),
     "lstsq_residuals": (tall, 2, lambda a, b: np.linalg.lstsq(a, b)[1]),
     "lstsq_least_norm": (wide, 0, lambda a, b: np.linalg.lstsq(a, b)[0]),
+    "lu_solve": (general, 2, lambda a, b: tape.linalg.lu_solve(tape.linalg.lu_factor(a), b)),
+    "lu_solve_t": (general, 0, lambda a, b: tape.linalg.lu_solve(tape.linalg.lu_factor(a), b, trans=1)),
+    "lu_factor": (general, None, lambda a: tape.linalg.lu_factor(a)[0]),
 }
 SCIPY = {"solve_lower", "solve_upper_t", "cho_solve", "cho_solve_lower", "lstsq", "lstsq_residuals",
-         "lstsq_least_norm"}  # one matrix at a time
+         "lstsq_least_norm", "lu_solve", "lu_solve_t", "lu_factor"}  # one matrix at a time
 
 
 def case(op, n, batch=(), cond=None, seed=0):
@@ -176,7 +179,7 @@ def mp_lower(a):
 
 
 def mp_op(op, a, b):
-    if op == "solve":
+    if op in ("solve", "lu_solve"):
         return mpmath.lu_solve(a, b)  # column by column below
     if op == "inv":
         return mpmath.inverse(a)
@@ -214,7 +217,7 @@ def mp_value(op, x, shapes, w):
 
 
 @pytest.mark.parametrize("op", ["solve", "inv", "det", "slogdet", "cholesky", "eigh_values", "solve_lower", "qr",
-                                "svd_s"])
+                                "svd_s", "lu_solve"])
 @pytest.mark.parametrize("cond", [None, 1e6], ids=["well", "ill"])
 def test_gradient_against_mpmath_at_30_digits(op, cond):
     f, x0, shapes, w = case(op, 3, cond=cond, seed=4)
@@ -353,6 +356,31 @@ def test_plain_arrays_pass_on_to_scipy():
     np.testing.assert_array_equal(tape.linalg.solve_triangular(a, b, lower=True),
                                   scipy.linalg.solve_triangular(a, b, lower=True))
     np.testing.assert_allclose(tape.linalg.cho_solve(tape.linalg.cho_factor(a), b), np.linalg.solve(a, b))
+    lu, piv = tape.linalg.lu_factor(a)
+    np.testing.assert_array_equal(piv, scipy.linalg.lu_factor(a)[1])  # SciPy's own pivot indices
+    np.testing.assert_allclose(tape.linalg.lu_solve((lu, piv), b), np.linalg.solve(a, b))
+
+
+def test_lu_factor_pivots_again_at_replay():
+    """lu_factor's P is a view of its record: a replay where the pivot rows change solves right (the pivots
+    of recording would not); batched, P L U gives A back; SciPy's pivot indices with a VarArray are refused."""
+    rng = np.random.default_rng(12)
+    b = rng.normal(size=3)
+    F = tape.trace(lambda x: tape.linalg.lu_solve(tape.linalg.lu_factor(x.reshape(3, 3)), b), np.eye(3).ravel())
+    a1 = np.array([[0.1, 2.0, 0.3], [3.0, 0.2, 1.0], [0.5, 1.0, 4.0]])  # pivots rows 1, 0, 2 (the eye: none)
+    assert list(scipy.linalg.lu_factor(a1)[1]) != [0, 1, 2]
+    np.testing.assert_allclose(F(a1.ravel()), np.linalg.solve(a1, b), rtol=1e-13)
+    w = rng.normal(size=3)
+    directions = np.eye(9)
+    expected = central(lambda x: np.linalg.solve(x.reshape(3, 3), b) @ w, a1.ravel(), directions)
+    np.testing.assert_allclose(F.vjp(a1.ravel(), w), expected, rtol=1e-7, atol=1e-9)
+    t = tape.Tape()
+    a = rng.normal(size=(2, 4, 4))
+    lu, perm = tape.linalg.lu_factor(t.array(a))
+    lower, upper = np.tril(lu.value, -1) + np.eye(4), np.triu(lu.value)
+    np.testing.assert_allclose(perm.value @ lower @ upper, a, rtol=1e-13, atol=1e-13)
+    with pytest.raises(TypeError, match="pivot indices"):
+        tape.linalg.lu_solve((lu[0], scipy.linalg.lu_factor(a[0])[1]), np.ones(4))
 
 
 # -- replay, files, maps -------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ is an array record too: per-element records of an LU or a Cholesky factor would 
 of no use to anyone, and one record's rule (Giles', Murray's) is exact where unrolled records would
 divide by pivots. Batched over leading axes as NumPy. NumPy's errors come before anything is recorded:
 a singular matrix (solve, inv), one not positive definite (cholesky), one not square. SciPy's functions
-are not NumPy-dispatched: ``tape.linalg`` holds them (solve_triangular, cho_factor, cho_solve), and
-passes plain arrays on to SciPy.
+are not NumPy-dispatched: ``tape.linalg`` holds them (solve_triangular, cho_factor, cho_solve, lu_factor,
+lu_solve), and passes plain arrays on to SciPy.
 """
 
 from __future__ import annotations
@@ -229,6 +229,39 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, **scipy: Any) -> Any:
         return linalg.cho_solve(c_and_lower, b, **scipy)
     first, second = (0, 1) if lower else (1, 0)  # L Lᵀ x = b, or Uᵀ U x = b
     return solve_triangular(c, solve_triangular(c, b, first, lower), second, lower)
+
+
+def lu_factor(a: Any, **scipy: Any) -> tuple[Any, Any]:
+    """scipy.linalg.lu_factor: (lu, P), lu SciPy's (L's unit diagonal implied), but P the permutation matrix
+    of a = P L U in place of SciPy's pivot indices: a view of the same record, so replay re-pivots."""
+    if not _recorded(a):
+        from scipy import linalg  # noqa: PLC0415  only for plain arrays
+
+        return linalg.lu_factor(a, **scipy)
+    t, (v,) = _views("scipy.linalg.lu_factor", a)
+    y = array_records.computed(t, "lu", v)
+    n = v.shape[-1]
+    return _rows(t, y, 0, n), _rows(t, y, n, None)
+
+
+def lu_solve(lu_and_p: tuple[Any, Any], b: Any, trans: int = 0, **scipy: Any) -> Any:
+    """scipy.linalg.lu_solve: a⁻¹ b (trans 1 or 2: a⁻ᵀ b) from lu_factor's (lu, P), by two triangular solves."""
+    lu, perm = lu_and_p
+    if not _recorded(lu, perm, b):
+        from scipy import linalg  # noqa: PLC0415  only for plain arrays
+
+        return linalg.lu_solve(lu_and_p, b, trans, **scipy)
+    if np.ndim(perm) != 2 or np.shape(perm) != np.shape(lu):
+        raise TypeError("tape.linalg.lu_solve takes tape.linalg.lu_factor's (lu, P) of one matrix, P a permutation "
+                        "matrix, not SciPy's pivot indices")
+    n = _shape(lu)[-1]
+    unit = lu * np.tri(n, k=-1) + np.eye(n)  # L
+    if trans in (0, "N"):
+        c = perm.T @ b
+        return solve_triangular(lu, solve_triangular(unit, c, lower=True, **scipy), **scipy)
+    if trans not in (1, 2, "T", "C"):
+        raise ValueError(f"invalid trans {trans!r}")
+    return perm @ solve_triangular(unit, solve_triangular(lu, b, trans=1, **scipy), trans=1, lower=True, **scipy)
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
