@@ -20,8 +20,11 @@ eigenvalues takes F_ij = 0: the derivative of anything that does not depend on t
 the degenerate eigenspace (the eigenvalues, a projector); an eigenvector itself has none there.
 
 Second order (``vjp_jvp``) evaluates the vjp formula on ``Dual`` numbers (value, tangent): the product rule
-through matmul, solves and inverses, so the formula is written once. NaN in an input propagates (no
-structural-zero mask: a factorization mixes every element).
+through matmul, solves and inverses; the adjoint and tangent as records (``adjoint``, ``tangent``) evaluate
+the vjp and jvp formulas on handles of records (kernels/linalg_forms.py), so each formula is written once
+(Solve, Inv, Slogdet keep their own short record forms). det's records take cof(A) = det(A) A⁻ᵀ: they raise
+LinAlgError at an exactly singular A, where the numeric gradient (by SVD) is exact. NaN in an input
+propagates (no structural-zero mask: a factorization mixes every element).
 """
 
 from __future__ import annotations

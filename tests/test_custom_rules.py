@@ -161,6 +161,9 @@ def test_functions_with_importable_rules_pickle():
     R = tape.trace(objective(lambda th: ROOT(th, np.zeros(N))), np.array([1.5, 0.1, 0.2, 0.3]))
     S = pickle.loads(pickle.dumps(R))
     np.testing.assert_allclose(S.gradient(np.array([1.5, 0.1, 0.2, 0.3])), R.gradient(np.array([1.5, 0.1, 0.2, 0.3])))
+    for held in (F, R):  # a .npz holds no Python function: save says so (pickle stores the rules by name)
+        with pytest.raises(TypeError, match="cannot be saved"):
+            held.save(io.BytesIO())
 
 
 # -- custom_root: differentiating through scipy.optimize.root ------------------------------------------

@@ -396,7 +396,8 @@ def test_save_load_and_map(n):
         return np.sum(np.log(low[np.arange(n), np.arange(n)])) + \
             np.linalg.slogdet(k)[1] + np.sum(np.linalg.solve(k, np.ones(n))) + np.sum(np.linalg.eigvalsh(k)) + \
             np.sum(np.linalg.inv(k)) + np.linalg.det(k / 2) + np.sum(tape.linalg.solve_triangular(low, np.ones(n),
-                                                                                                   lower=True))
+                                                                                                   lower=True)) + \
+            np.sum(tape.linalg.lu_solve(tape.linalg.lu_factor(k), np.ones(n)) ** 2) + np.sum(np.linalg.qr(k)[1] ** 2)
     F = tape.trace(f, a0.ravel())
     buffer = io.BytesIO()
     F.save(buffer)
@@ -408,6 +409,12 @@ def test_save_load_and_map(n):
     np.testing.assert_allclose(G.hvp(x1, x1), F.hvp(x1, x1), rtol=1e-12)
     X = np.stack([a0.ravel() + 0.01 * k * np.eye(n).ravel() for k in range(3)])
     np.testing.assert_allclose(F.map(X), [f(x) for x in X], rtol=1e-12)
+    gradient_tape = F.grad_function()  # the records of the adjoints saved and loaded too
+    buffer = io.BytesIO()
+    gradient_tape.save(buffer)
+    buffer.seek(0)
+    expected = F.gradient(x1)
+    np.testing.assert_allclose(tape.load(buffer)(x1), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
 
 
 def test_factorizations_without_a_derivative_are_refused_by_name():
@@ -472,7 +479,10 @@ def test_sparse_jacobians_and_hessians_through_linear_algebra():
     np.testing.assert_allclose(J.toarray(), np.reshape(F.jacobian(X), J.shape), rtol=1e-12, atol=1e-15)
     assert J.nnz <= 2 * (n * 3) * (n * n)  # the batch's two places do not mix
     for f in (lambda A: np.sum(np.linalg.cholesky(A) ** 3) + np.linalg.slogdet(A)[1],
-              lambda A: np.sum(np.linalg.inv(A) * A)):
+              lambda A: np.sum(np.linalg.inv(A) * A),
+              lambda A: np.linalg.det(A / n) + np.sum(np.linalg.eigvalsh(A) ** 3) + np.sum(np.linalg.qr(A)[1] ** 2)
+              + np.sum(np.linalg.svd(A, compute_uv=False) ** 3)
+              + np.sum(tape.linalg.lu_solve(tape.linalg.lu_factor(A), b[0]) ** 2)):
         G = tape.trace(f, A)
         H = G.sparse_hessian(A)
         np.testing.assert_allclose(H.toarray(), np.reshape(G.hessian(A), H.shape), rtol=1e-12, atol=1e-12)
