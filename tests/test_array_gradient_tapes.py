@@ -243,3 +243,6 @@ def test_linear_algebra_as_records(name, n):
         np.testing.assert_allclose(hv, _central(F.gradient, x, v, 1e-6), rtol=1e-5, atol=1e-6 * np.abs(hv).max())
         nested = tape.grad(lambda A, v=v: np.sum(tape.grad(f)(A) * v))(x)  # the JAX hvp idiom, as records
         np.testing.assert_allclose(nested, hv, rtol=1e-10, atol=1e-12 * np.abs(hv).max())
+        np.testing.assert_allclose(np.reshape(F.vjp_function()((x, 1.5)), (n, n)), 1.5 * F.gradient(x), rtol=1e-12,
+                                   atol=1e-12 * np.abs(F.gradient(x)).max())
+        assert F.jvp_function()((x, v.reshape(-1))) == pytest.approx(F.jvp(x, v), rel=1e-10, abs=1e-12)
