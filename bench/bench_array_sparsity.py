@@ -51,8 +51,11 @@ def bvp_jacobian(u):
 
 
 def fresh(F, structure, key):
-    F.__dict__.pop(key, None)
-    return structure(F)
+    """The pattern and coloring made afresh; the kept ones put back (what F's next call finds)."""
+    kept = F.__dict__.pop(key, None)
+    made = structure(F)
+    F.__dict__[key] = kept
+    return made
 
 
 def report(label, colors, found, sparse, gradient):

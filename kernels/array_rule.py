@@ -141,6 +141,14 @@ class Rule:
     def jvp(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray) -> Any:
         return 0.0
 
+    def jvps(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray) -> Any:
+        """jvp for k directions at once (vector mode, tape/sweeps/vectors.py): each tangent, and the result, has a
+        leading axis of directions. This default takes them one at a time; a kind whose jvp NumPy broadcasts over
+        the leading axis (``Broadcasting``), or that shifts its axes by one, overrides it."""
+        tins = filled(p, tins)
+        return np.stack([np.broadcast_to(self.jvp(p, ins, [t[q] for t in tins], y), p.shape)
+                         for q in range(len(tins[0]))])
+
     def vjp_jvp(self, p: Any, g: np.ndarray, gd: np.ndarray, ins: list[Any], tins: list[Any], y: np.ndarray
                 ) -> list[tuple[Any, Any] | None]:
         return [None] * len(ins)
@@ -166,6 +174,35 @@ class Rule:
     def tangent(self, p: Any, ins: list[Any], tins: list[Any], y: Any, h: Any) -> Any:
         """The record's tangent as records (None: zero); a kind without this rule refuses."""
         return h.refuse(p.name)
+
+
+def leading(tins: list[Any], ndim: int) -> list[Any]:
+    """Tangents with a leading axis of directions, given ones after it up to ``ndim`` axes of their own: NumPy
+    then broadcasts them against the values as it broadcasts the views (no copy; None stays None)."""
+    return [t if t is None else t.reshape(t.shape[:1] + (1,) * (ndim + 1 - t.ndim) + t.shape[1:]) for t in tins]
+
+
+def filled(p: Any, tins: list[Any]) -> list[np.ndarray]:
+    """Tangents with a constant's None as zeros (read only) of its view's shape, k directions."""
+    k = next(len(t) for t in tins if t is not None)
+    return [np.broadcast_to(0.0, (k, *v.shape)) if t is None else t for v, t in zip(p.inputs, tins, strict=True)]
+
+
+def one(tins: list[np.ndarray]) -> list[np.ndarray]:
+    """One direction's tangents as k = 1 directions: a kind whose jvp is its jvps reads jvps(...)[0]."""
+    return [t[None] for t in tins]
+
+
+def shifted(axes: tuple[int, ...]) -> tuple[int, ...]:
+    """Axes of a view, counted in its tangents with the leading axis of directions."""
+    return tuple(k + 1 for k in axes)
+
+
+class Broadcasting(Rule):
+    """A kind whose jvp NumPy broadcasts over a leading axis of directions (elementwise ops, selects)."""
+
+    def jvps(self, p, ins, tins, y):
+        return self.jvp(p, ins, leading(tins, len(p.shape)), y)
 
 
 class Plumbing(Rule):
