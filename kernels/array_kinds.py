@@ -10,7 +10,6 @@ import numpy as np
 
 from ._array_rules import RULES
 from .array_rule import (
-    Broadcasting,
     Rule,
     both_orders,
     broadcast_of,
@@ -31,7 +30,7 @@ from .array_rule import (
 COMPARE_UFUNC = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}
 
 
-class Elementwise(Broadcasting):
+class Elementwise(Rule):
     """Unary and binary ops: kernels/ops.py's rules on every element (kernels/_array_rules.py)."""
 
     def shapes(self, shape, wide, views, axes):
@@ -51,13 +50,21 @@ class Elementwise(Broadcasting):
         return [None if d is None else lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y), check)
                 for d in rule[1:1 + len(ins)]]
 
-    def jvp(self, p, ins, tins, y):
-        total: Any = None
+    def jvp(self, p, ins, tins, y, out=None):
+        total: Any = None  # written into out where given (vector mode: the record's tangents)
         for k, d in enumerate(self._at(RULES[p.name][1:1 + len(ins)], ins, y)):
-            if d is not None and tins[k] is not None:  # None: a constant's tangent (vector mode)
-                term = times(tins[k], d)
-                total = term if total is None else total + term
+            if d is None or tins[k] is None:  # None: a constant's tangent (vector mode)
+                continue
+            if total is None:
+                total = times(tins[k], d, out=out)
+            elif type(d) is float and abs(d) == 1.0:  # a sum or a difference: no product
+                total = (np.add if d == 1.0 else np.subtract)(total, tins[k], out=out)
+            else:
+                total = np.add(total, times(tins[k], d), out=out)
         return 0.0 if total is None else total
+
+    def jvps(self, p, ins, tins, y, out):  # NumPy broadcasts it over the leading axis
+        return self.jvp(p, ins, leading(tins, len(p.shape)), y, out)
 
     def adjoint(self, p, g, ins, y, h):
         return [h.times(g, d) for d in h.partials(p.name, ins, y, h.want)]
@@ -119,7 +126,7 @@ class Truth(Rule):
         out[...] = self.REDUCE[p.name](ins[0] != 0.0, axis=p.axes).reshape(p.shape)
 
 
-class Select(Broadcasting):
+class Select(Rule):
     """y = a where c != 0 else b: the adjoint and tangents go to the branch taken."""
 
     def shapes(self, shape, wide, views, axes):
@@ -134,6 +141,9 @@ class Select(Broadcasting):
 
     def jvp(self, p, ins, tins, y):
         return np.where(ins[0] != 0.0, 0.0 if tins[1] is None else tins[1], 0.0 if tins[2] is None else tins[2])
+
+    def jvps(self, p, ins, tins, y, out):  # NumPy broadcasts it over the leading axis
+        return self.jvp(p, ins, leading(tins, len(p.shape)), y)
 
     def adjoint(self, p, g, ins, y, h):
         return [None, h.select(ins[0], g, 0.0), h.select(ins[0], 0.0, g)]
@@ -168,9 +178,9 @@ class Sum(Rule):
         return [lambda: self._back(p, g)]
 
     def jvp(self, p, ins, tins, y):
-        return self.jvps(p, ins, one(tins), y)[0]
+        return self.jvps(p, ins, one(tins), y, None)[0]
 
-    def jvps(self, p, ins, tins, y):
+    def jvps(self, p, ins, tins, y, out):
         return np.sum(tins[0], axis=shifted(p.axes)).reshape((-1, *p.shape))
 
     def adjoint(self, p, g, ins, y, h):
@@ -208,9 +218,9 @@ class LogSumExp(Rule):
         return [lambda: times(g.reshape(kept(a.shape, p.axes)), self._softmax(a, y, p.axes), check)]
 
     def jvp(self, p, ins, tins, y):
-        return self.jvps(p, ins, one(tins), y)[0]
+        return self.jvps(p, ins, one(tins), y, None)[0]
 
-    def jvps(self, p, ins, tins, y):
+    def jvps(self, p, ins, tins, y, out):
         return np.sum(times(tins[0], self._softmax(ins[0], y, p.axes)), axis=shifted(p.axes)).reshape((-1, *p.shape))
 
     def adjoint(self, p, g, ins, y, h):
@@ -265,9 +275,9 @@ class Extreme(Rule):
         return [lambda: times(g.reshape(kept(a.shape, p.axes)), self.share(a, y, p.axes), check)]
 
     def jvp(self, p, ins, tins, y):
-        return self.jvps(p, ins, one(tins), y)[0]
+        return self.jvps(p, ins, one(tins), y, None)[0]
 
-    def jvps(self, p, ins, tins, y):
+    def jvps(self, p, ins, tins, y, out):
         return np.sum(times(tins[0], self.share(ins[0], y, p.axes)), axis=shifted(p.axes)).reshape((-1, *p.shape))
 
     @staticmethod
@@ -313,9 +323,9 @@ class Matmul(Rule):
                 lambda: product(np.swapaxes(ins[0], -1, -2), G, check)]
 
     def jvp(self, p, ins, tins, y):
-        return self.jvps(p, ins, one(tins), y)[0]
+        return self.jvps(p, ins, one(tins), y, None)[0]
 
-    def jvps(self, p, ins, tins, y):
+    def jvps(self, p, ins, tins, y, out):
         ta, tb = leading(tins, len(p.wide))
         terms = [product(ta, ins[1]) if ta is not None else None, product(ins[0], tb) if tb is not None else None]
         total = terms[0] if terms[1] is None else terms[1] if terms[0] is None else terms[0] + terms[1]

@@ -21,13 +21,15 @@ import numpy as np
 # --- products where a zero factor adds nothing (the structural-zero rule of every sweep) -------
 
 
-def times(g: np.ndarray, d: Any, check: bool = True) -> np.ndarray:
+def times(g: np.ndarray, d: Any, check: bool = True, out: np.ndarray | None = None) -> np.ndarray:
     """g * d, where g == 0 or d == 0 gives 0 even against inf or NaN: the plain product, redone
     with the mask only when it holds a NaN (its sum is NaN then: one pass, no temporary).
-    ``check=False`` skips that pass: for a sweep that checks its result and redoes itself."""
+    ``check=False`` skips that pass: for a sweep that checks its result and redoes itself. ``out``:
+    where a product goes (what is returned may be another array: g itself for d = 1)."""
     if type(d) is float:  # a rule's number: 0 sends nothing, 1 and -1 need no product (not a NumPy scalar: masked)
-        return g if d == 1.0 else -g if d == -1.0 else np.zeros_like(g) if d == 0.0 else g * d
-    c = g * d
+        return (g if d == 1.0 else np.negative(g, out=out) if d == -1.0 else np.zeros_like(g) if d == 0.0
+                else np.multiply(g, d, out=out))
+    c = np.multiply(g, d, out=out)
     if check and math.isnan(np.sum(c)):
         c = np.where((g == 0.0) | (d == 0.0), 0.0, c)
     return c
@@ -141,10 +143,11 @@ class Rule:
     def jvp(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray) -> Any:
         return 0.0
 
-    def jvps(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray) -> Any:
-        """jvp for k directions at once (vector mode, tape/sweeps/vectors.py): each tangent, and the result, has a
-        leading axis of directions. This default takes them one at a time; a kind whose jvp NumPy broadcasts over
-        the leading axis (``Broadcasting``), or that shifts its axes by one, overrides it."""
+    def jvps(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray, out: np.ndarray) -> Any:
+        """jvp for k directions at once (vector mode, tape/sweeps/vectors.py): each tangent (None: a constant's), and
+        the result, has a leading axis of directions; the result may be ``out``, the record's tangents, written in
+        place. This default takes the directions one at a time; a kind whose jvp NumPy broadcasts over the leading
+        axis, or that shifts its axes by one, overrides it."""
         tins = filled(p, tins)
         return np.stack([np.broadcast_to(self.jvp(p, ins, [t[q] for t in tins], y), p.shape)
                          for q in range(len(tins[0]))])
@@ -196,14 +199,6 @@ def one(tins: list[np.ndarray]) -> list[np.ndarray]:
 def shifted(axes: tuple[int, ...]) -> tuple[int, ...]:
     """Axes of a view, counted in its tangents with the leading axis of directions."""
     return tuple(k + 1 for k in axes)
-
-
-class Broadcasting(Rule):
-    """A kind whose jvp NumPy broadcasts over a leading axis of directions (elementwise ops, selects)."""
-
-    def jvps(self, p, ins, tins, y):
-        return self.jvp(p, ins, leading(tins, len(p.shape)), y)
-
 
 class Plumbing(Rule):
     """A kind whose reads are not views: the sweeps move its numbers (tape/sweeps/driver.py, tangents.py)."""

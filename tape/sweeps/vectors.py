@@ -50,7 +50,10 @@ def one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     if rule.reads == "views":
         tins = [None if s._op[v.record] == ACONSTANT else view(s, adot, v) for v in p.inputs]  # None: a constant's
         if rule.derivative and any(t is not None for t in tins):  # else it keeps the zeros it was allocated with
-            own(adot, p)[...] = rule.jvps(p, read(s, s._aval, p), tins, region(s._aval, p))
+            out = own(adot, p)
+            found = rule.jvps(p, read(s, s._aval, p), tins, region(s._aval, p), out)
+            if found is not out:
+                out[...] = found
     elif rule.reads == "callee":  # a Function (tape/function/call_records.py), once per direction
         for q in range(len(adot)):
             s._callees[p.places[0]]._call_tangent(s, p, adot[q])
