@@ -155,3 +155,16 @@ def test_sparse_hessian_of_an_array_program_by_its_gradient_tape():
     hand[i, i + 1] = hand[i + 1, i] = -400.0 * x[:-1]
     np.testing.assert_allclose(H, hand, rtol=1e-12, atol=1e-12)
     assert F.__dict__["_gradient_tape"][1] is not None
+
+
+def test_kept_buffers_across_calls_and_a_retrace():
+    def f(x):  # a branch: the retrace's records start from zero tangents
+        y = np.where(x > 0.5, np.exp(x), 0.0) + np.sin(x) * x[::-1]
+        return y * 2.0 if np.sum(x) > 0.0 else np.concatenate([y[1:], [1.0]]) * y
+
+    jac = tape.sparse_jacobian(f)
+    for x in (RNG.uniform(0.2, 1.0, 6), RNG.uniform(0.2, 1.0, 6), -RNG.uniform(0.2, 1.0, 6), RNG.uniform(-1, 1, 6)):
+        J = jac(x).toarray()
+        np.testing.assert_array_equal(J, tape.trace(f, x).jacobian(x, mode="forward"))
+        for q in range(6):
+            np.testing.assert_allclose(J[:, q], _central(f, x, np.eye(6)[q]), rtol=1e-6, atol=1e-7)

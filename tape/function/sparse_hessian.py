@@ -118,7 +118,7 @@ def sparse_hessian(F: Function, x: Any, params: Any = None) -> Any:
     G = gradient_tape(F) if F._plans else None
     if G is not None:  # H S = the gradient's Jacobian times S: vector sweeps of G
         derivatives.at(G, arguments.prepare(G, x, params))
-        compressed = vectors.jacobian_times(G, np.ascontiguousarray(seeds.T)).T
+        compressed = vectors.jacobian_times(G, np.ascontiguousarray(seeds.T), keep=True).T
     elif F._plans:
         derivatives.at(F, point, second=True)
         compressed = np.stack([derivatives.array_hvp(F, np.ascontiguousarray(seeds[:, q])) for q in range(k)], axis=1)
