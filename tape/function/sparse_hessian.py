@@ -101,7 +101,7 @@ def gradient_tape(F: Function) -> Function | None:
             G = F.grad_function()
         except NotImplementedError:
             G = None
-        kept = F._gradient_tape = (F._op, G)
+        kept = F.__dict__["_gradient_tape"] = (F._op, G)
     return kept[1]
 
 

@@ -99,8 +99,8 @@ def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) ->
     if F._plans:  # vector mode: one array sweep of block colors, (k, outputs)
         kept = F.__dict__.get("_sparse_places")
         if kept is None or kept[0] is not indices:  # each entry's place in the compressed Jacobian, kept
-            kept = F._sparse_places = (indices, colors[indices] * F.n_outputs
-                                       + np.repeat(np.arange(F.n_outputs), np.diff(indptr)))
+            kept = F.__dict__["_sparse_places"] = (indices, colors[indices] * F.n_outputs
+                                                   + np.repeat(np.arange(F.n_outputs), np.diff(indptr)))
         data = vectors.jacobian_times(F, directions, block, keep=True).reshape(-1)[kept[1]]
     else:
         seeds, data = directions.T, np.empty(len(indices))
