@@ -118,8 +118,9 @@ def test_structural_zero_rule_per_direction():
 def test_mixed_tapes_packs_and_elem_reads():
     def f(p, stack=tape.stack):
         s, A = p
-        t = s * s + np.sum(A[:2])  # scalar records and a 0-d array record read by elem
-        return np.concatenate([A * t, stack([t * A[3], s]) * 2.0])
+        m = np.max(A) * s + A[1]  # elem reads of array records, scalar records
+        packed = stack([m, s * s, np.sum(A * A) / s])  # a pack of scalar records
+        return np.concatenate([np.exp(A[:3]) * packed, A * m, stack([np.tanh(m)])])
 
     x0 = (0.7, RNG.normal(size=5))
     F = tape.trace(f, x0)
