@@ -94,16 +94,16 @@ def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) ->
     derivatives.at(F, point)  # first: a retrace here changes the records, and so the pattern
     indptr, indices, colors = structure(F)
     k = int(colors.max()) + 1 if len(colors) else 0
-    directions = np.zeros((k, F.n_inputs))  # a row per color
-    directions[colors, np.arange(F.n_inputs)] = 1.0
+    kept = F.__dict__.get("_sparse_seeds")
+    if kept is None or kept[0] is not indices:  # a row per color, each entry's place in the compressed Jacobian
+        directions = np.zeros((k, F.n_inputs))
+        directions[colors, np.arange(F.n_inputs)] = 1.0
+        places = colors[indices] * F.n_outputs + np.repeat(np.arange(F.n_outputs), np.diff(indptr))
+        kept = F.__dict__["_sparse_seeds"] = (indices, directions, places)
     if F._plans:  # vector mode: one array sweep of block colors, (k, outputs)
-        kept = F.__dict__.get("_sparse_places")
-        if kept is None or kept[0] is not indices:  # each entry's place in the compressed Jacobian, kept
-            kept = F.__dict__["_sparse_places"] = (indices, colors[indices] * F.n_outputs
-                                                   + np.repeat(np.arange(F.n_outputs), np.diff(indptr)))
-        data = vectors.jacobian_times(F, directions, block, keep=True).reshape(-1)[kept[1]]
+        data = vectors.jacobian_times(F, kept[1], block, keep=True).reshape(-1)[kept[2]]
     else:
-        seeds, data = directions.T, np.empty(len(indices))
+        seeds, data = kept[1].T, np.empty(len(indices))
         for first in range(0, k, block):  # straight from the records' tangents
             dot = derivatives.tangents(F, seeds[:, first:first + block])
             decompress(indptr, indices, colors, first, dot, F._output_rows, data)
