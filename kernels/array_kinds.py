@@ -15,11 +15,14 @@ from .array_rule import (
     broadcast_of,
     depends,
     kept,
+    leading,
     lines,
+    one,
     product,
     read_map,
     reduced_shapes,
     reduction_sparsity,
+    shifted,
     spread,
     times,
 )
@@ -47,12 +50,21 @@ class Elementwise(Rule):
         return [None if d is None else lambda d=d: times(g, d if isinstance(d, float) else d(ins[0], b, y), check)
                 for d in rule[1:1 + len(ins)]]
 
-    def jvp(self, p, ins, tins, y):
-        total: Any = 0.0
+    def jvp(self, p, ins, tins, y, out=None):
+        total: Any = None  # written into out where given (vector mode: the record's tangents)
         for k, d in enumerate(self._at(RULES[p.name][1:1 + len(ins)], ins, y)):
-            if d is not None:
-                total = total + times(tins[k], d)
-        return total
+            if d is None or tins[k] is None:  # None: a constant's tangent (vector mode)
+                continue
+            if total is None:
+                total = times(tins[k], d, out=out)
+            elif type(d) is float and abs(d) == 1.0:  # a sum or a difference: no product
+                total = (np.add if d == 1.0 else np.subtract)(total, tins[k], out=out)
+            else:
+                total = np.add(total, times(tins[k], d), out=out)
+        return 0.0 if total is None else total
+
+    def jvps(self, p, ins, tins, y, out):  # NumPy broadcasts it over the leading axis
+        return self.jvp(p, ins, leading(tins, len(p.shape)), y, out)
 
     def adjoint(self, p, g, ins, y, h):
         return [h.times(g, d) for d in h.partials(p.name, ins, y, h.want)]
@@ -128,7 +140,10 @@ class Select(Rule):
         return [None, lambda: np.where(cond != 0.0, g, 0.0), lambda: np.where(cond == 0.0, g, 0.0)]
 
     def jvp(self, p, ins, tins, y):
-        return np.where(ins[0] != 0.0, tins[1], tins[2])
+        return np.where(ins[0] != 0.0, 0.0 if tins[1] is None else tins[1], 0.0 if tins[2] is None else tins[2])
+
+    def jvps(self, p, ins, tins, y, out):  # NumPy broadcasts it over the leading axis
+        return self.jvp(p, ins, leading(tins, len(p.shape)), y)
 
     def adjoint(self, p, g, ins, y, h):
         return [None, h.select(ins[0], g, 0.0), h.select(ins[0], 0.0, g)]
@@ -163,7 +178,10 @@ class Sum(Rule):
         return [lambda: self._back(p, g)]
 
     def jvp(self, p, ins, tins, y):
-        return np.sum(tins[0], axis=p.axes).reshape(p.shape)
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):
+        return np.sum(tins[0], axis=shifted(p.axes)).reshape((-1, *p.shape))
 
     def adjoint(self, p, g, ins, y, h):
         return [g.reshape(kept(p.inputs[0].shape, p.axes))]  # the sweep broadcasts it back
@@ -200,7 +218,10 @@ class LogSumExp(Rule):
         return [lambda: times(g.reshape(kept(a.shape, p.axes)), self._softmax(a, y, p.axes), check)]
 
     def jvp(self, p, ins, tins, y):
-        return np.sum(times(tins[0], self._softmax(ins[0], y, p.axes)), axis=p.axes).reshape(p.shape)
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):
+        return np.sum(times(tins[0], self._softmax(ins[0], y, p.axes)), axis=shifted(p.axes)).reshape((-1, *p.shape))
 
     def adjoint(self, p, g, ins, y, h):
         shape = kept(p.inputs[0].shape, p.axes)
@@ -254,7 +275,10 @@ class Extreme(Rule):
         return [lambda: times(g.reshape(kept(a.shape, p.axes)), self.share(a, y, p.axes), check)]
 
     def jvp(self, p, ins, tins, y):
-        return np.sum(times(tins[0], self.share(ins[0], y, p.axes)), axis=p.axes).reshape(p.shape)
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):
+        return np.sum(times(tins[0], self.share(ins[0], y, p.axes)), axis=shifted(p.axes)).reshape((-1, *p.shape))
 
     @staticmethod
     def _share(p: Any, a: Any, y: Any, h: Any) -> Any:
@@ -299,7 +323,13 @@ class Matmul(Rule):
                 lambda: product(np.swapaxes(ins[0], -1, -2), G, check)]
 
     def jvp(self, p, ins, tins, y):
-        return (product(tins[0], ins[1]) + product(ins[0], tins[1])).reshape(p.shape)
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):
+        ta, tb = leading(tins, len(p.wide))
+        terms = [product(ta, ins[1]) if ta is not None else None, product(ins[0], tb) if tb is not None else None]
+        total = terms[0] if terms[1] is None else terms[1] if terms[0] is None else terms[0] + terms[1]
+        return total.reshape((-1, *p.shape))
 
     def adjoint(self, p, g, ins, y, h):
         G = g.reshape(p.wide)

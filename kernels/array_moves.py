@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .array_rule import Rule, lines, whole_lines
+from .array_rule import Rule, filled, lines, one, shifted, whole_lines
 from .scans import permutation, scan_forward, scan_jvp, scan_vjp, scan_vjp_second, sort_forward, sort_vjp
 
 
@@ -30,6 +30,9 @@ class Scan(_AlongOneAxis):
 
     def jvp(self, p, ins, tins, y):
         return scan_jvp(p.name, ins[0], tins[0], p.axes[0])
+
+    def jvps(self, p, ins, tins, y, out):  # cumprod's recurrence runs a direction at a time
+        return np.cumsum(tins[0], axis=p.axes[0] + 1) if p.name == "cumsum" else super().jvps(p, ins, tins, y, out)
 
     def adjoint(self, p, g, ins, y, h):
         if p.name != "cumsum":
@@ -73,7 +76,10 @@ class Sort(_AlongOneAxis):
         return [lambda: sort_vjp(ins[0], g, p.axes[0])]
 
     def jvp(self, p, ins, tins, y):
-        return np.take_along_axis(tins[0], permutation(ins[0], p.axes[0]), p.axes[0])
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):
+        return np.take_along_axis(tins[0], permutation(ins[0], p.axes[0])[None], *shifted(p.axes))
 
     def adjoint(self, p, g, ins, y, h):
         return [h.permute("unsort_as", ins[0], g, p.axes[0])]
@@ -151,7 +157,10 @@ class Join(Rule):
         return [lambda part=part: part for part in self._parts(p, g)]
 
     def jvp(self, p, ins, tins, y):
-        return np.concatenate(tins, axis=p.axes[0])
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):
+        return np.concatenate(filled(p, tins), axis=p.axes[0] + 1, out=out)
 
     def adjoint(self, p, g, ins, y, h):
         return self._parts(p, g)  # slices of a handle are views
@@ -190,7 +199,12 @@ class Scatter(Rule):
         return [lambda: self._gathered(p, g)]
 
     def jvp(self, p, ins, tins, y):
-        return np.bincount(p.places, np.reshape(tins[0], -1), math.prod(p.shape)).reshape(p.shape)
+        return self.jvps(p, ins, one(tins), y, None)[0]
+
+    def jvps(self, p, ins, tins, y, out):  # direction q's places moved past the q before it
+        k, size = len(tins[0]), math.prod(p.shape)
+        places = (p.places + size * np.arange(k, dtype=np.int64)[:, None]).reshape(-1)
+        return np.bincount(places, np.reshape(tins[0], -1), k * size).reshape((k, *p.shape))
 
     def adjoint(self, p, g, ins, y, h):
         return [h.gather(g, p.places, p.inputs[0].shape)]

@@ -21,13 +21,15 @@ import numpy as np
 # --- products where a zero factor adds nothing (the structural-zero rule of every sweep) -------
 
 
-def times(g: np.ndarray, d: Any, check: bool = True) -> np.ndarray:
+def times(g: np.ndarray, d: Any, check: bool = True, out: np.ndarray | None = None) -> np.ndarray:
     """g * d, where g == 0 or d == 0 gives 0 even against inf or NaN: the plain product, redone
     with the mask only when it holds a NaN (its sum is NaN then: one pass, no temporary).
-    ``check=False`` skips that pass: for a sweep that checks its result and redoes itself."""
+    ``check=False`` skips that pass: for a sweep that checks its result and redoes itself. ``out``:
+    where a product goes (what is returned may be another array: g itself for d = 1)."""
     if type(d) is float:  # a rule's number: 0 sends nothing, 1 and -1 need no product (not a NumPy scalar: masked)
-        return g if d == 1.0 else -g if d == -1.0 else np.zeros_like(g) if d == 0.0 else g * d
-    c = g * d
+        return (g if d == 1.0 else np.negative(g, out=out) if d == -1.0 else np.zeros_like(g) if d == 0.0
+                else np.multiply(g, d, out=out))
+    c = np.multiply(g, d, out=out)
     if check and math.isnan(np.sum(c)):
         c = np.where((g == 0.0) | (d == 0.0), 0.0, c)
     return c
@@ -141,6 +143,15 @@ class Rule:
     def jvp(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray) -> Any:
         return 0.0
 
+    def jvps(self, p: Any, ins: list[Any], tins: list[Any], y: np.ndarray, out: np.ndarray) -> Any:
+        """jvp for k directions at once (vector mode, tape/sweeps/vectors.py): each tangent (None: a constant's), and
+        the result, has a leading axis of directions; the result may be ``out``, the record's tangents, written in
+        place. This default takes the directions one at a time; a kind whose jvp NumPy broadcasts over the leading
+        axis, or that shifts its axes by one, overrides it."""
+        tins = filled(p, tins)
+        return np.stack([np.broadcast_to(self.jvp(p, ins, [t[q] for t in tins], y), p.shape)
+                         for q in range(len(tins[0]))])
+
     def vjp_jvp(self, p: Any, g: np.ndarray, gd: np.ndarray, ins: list[Any], tins: list[Any], y: np.ndarray
                 ) -> list[tuple[Any, Any] | None]:
         return [None] * len(ins)
@@ -167,6 +178,27 @@ class Rule:
         """The record's tangent as records (None: zero); a kind without this rule refuses."""
         return h.refuse(p.name)
 
+
+def leading(tins: list[Any], ndim: int) -> list[Any]:
+    """Tangents with a leading axis of directions, given ones after it up to ``ndim`` axes of their own: NumPy
+    then broadcasts them against the values as it broadcasts the views (no copy; None stays None)."""
+    return [t if t is None else t.reshape(t.shape[:1] + (1,) * (ndim + 1 - t.ndim) + t.shape[1:]) for t in tins]
+
+
+def filled(p: Any, tins: list[Any]) -> list[np.ndarray]:
+    """Tangents with a constant's None as zeros (read only) of its view's shape, k directions."""
+    k = next(len(t) for t in tins if t is not None)
+    return [np.broadcast_to(0.0, (k, *v.shape)) if t is None else t for v, t in zip(p.inputs, tins, strict=True)]
+
+
+def one(tins: list[np.ndarray]) -> list[np.ndarray]:
+    """One direction's tangents as k = 1 directions: a kind whose jvp is its jvps reads jvps(...)[0]."""
+    return [t[None] for t in tins]
+
+
+def shifted(axes: tuple[int, ...]) -> tuple[int, ...]:
+    """Axes of a view, counted in its tangents with the leading axis of directions."""
+    return tuple(k + 1 for k in axes)
 
 class Plumbing(Rule):
     """A kind whose reads are not views: the sweeps move its numbers (tape/sweeps/driver.py, tangents.py)."""

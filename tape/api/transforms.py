@@ -170,7 +170,7 @@ def sparse_jacobian(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def sparse_hessian(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``sparse_hessian(f)(x)`` of a scalar f: its Hessian at x as a symmetric scipy.sparse CSR matrix (x's
-    numbers, flat), one Hessian-vector product per color (Function.sparse_hessian); traced once and kept,
+    numbers, flat), a Hessian-vector product per color (Function.sparse_hessian); traced once and kept,
     as sparse_jacobian."""
     at = _kept(f, "tape.sparse_hessian")
 

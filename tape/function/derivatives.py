@@ -1,7 +1,8 @@
 """Derivatives beyond the gradient: J v, Jacobians (vector mode) and Hessians (forward-over-reverse).
 
 Vector mode carries k tangent or adjoint columns through one pass over the
-stored partials (ADOL-C's ``fov_*``, CppAD's ``Forward(q, r)``); Hessian-vector
+stored partials (ADOL-C's ``fov_*``, CppAD's ``Forward(q, r)``), and k tangent
+directions through one array sweep (tape/sweeps/vectors.py); Hessian-vector
 products use each op's second partials in a reverse sweep that also carries
 the adjoints' tangents.
 """
@@ -26,7 +27,7 @@ from tape.kernels._sweeps import (
 )
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
-from tape.sweeps import driver
+from tape.sweeps import driver, vectors
 from tape.sweeps import tangents as _tangents
 
 if TYPE_CHECKING:
@@ -132,11 +133,9 @@ def jacobian(F: Function, x: Any, params: Any = None, mode: str = "auto", block:
 def seeded(F: Function, seeds: np.ndarray, block: int) -> np.ndarray:
     """J seeds, (n_outputs, k), at the point of the last _at: forward sweeps of block columns each."""
     k = seeds.shape[1]
+    if F._plans:  # vector mode: array sweeps of block directions each
+        return vectors.jacobian_times(F, np.ascontiguousarray(seeds.T), block).T
     out = np.empty((F.n_outputs, k))
-    if F._plans:  # one direction per sweep
-        for q in range(k):
-            out[:, q] = array_jvp(F, np.ascontiguousarray(seeds[:, q]))
-        return out
     for start in range(0, k, block):
         out[:, start:start + block] = tangents(F, seeds[:, start:start + block])[F._output_rows]
     return out
@@ -149,21 +148,17 @@ def dense_jacobian(F: Function, x: Any, params: Any, mode: str, block: int) -> n
     n, m = F.n_inputs, F.n_outputs
     at(F, arguments.prepare(F, x, params))
     J = np.empty((m, n))
-    if F._plans:  # one direction per sweep
-        eye = np.eye(max(n, m))
-        if mode == "forward" or (mode == "auto" and n <= m):
-            for j in range(n):
-                J[:, j] = array_jvp(F, eye[j, :n])
-        else:
-            for i in range(m):
-                J[i] = array_replay.sweep_reverse(F, eye[i, :m])
-        return J
     if mode == "forward" or (mode == "auto" and n <= m):
         for start in range(0, n, block):
             k = min(block, n - start)
             seeds = np.zeros((n, k))
             seeds[start + np.arange(k), np.arange(k)] = 1.0
-            J[:, start:start + k] = tangents(F, seeds)[F._output_rows]
+            J[:, start:start + k] = seeded(F, seeds, block)
+        return J
+    if F._plans:  # one output per reverse sweep
+        eye = np.eye(m)
+        for i in range(m):
+            J[i] = array_replay.sweep_reverse(F, eye[i])
         return J
     for start in range(0, m, block):
         k = min(block, m - start)

@@ -291,7 +291,7 @@ class Function:
     @one_call_at_a_time
     def sparse_jacobian(self, x: Any, params: Any = None, block: int = 16) -> Any:
         """The Jacobian at x as a scipy.sparse CSR matrix (n_outputs, n_inputs), flat numbering, with
-        exactly jacobian_sparsity()'s entries: one forward sweep per color (``block`` colors per sweep),
+        exactly jacobian_sparsity()'s entries: a forward direction per color, ``block`` per sweep,
         every entry the same number as ``F.jacobian(x, mode="forward")``'s. Fits
         ``scipy.optimize.least_squares(F, x0, jac=F.sparse_jacobian)``."""
         return sparse_jacobian.sparse_jacobian(self, x, params, block)
@@ -301,8 +301,7 @@ class Function:
         """The Hessian's structural pattern as a symmetric scipy.sparse CSR matrix of ones,
         (n_inputs, n_inputs) in flat numbering, for a scalar output: entry (i, j) when some record the
         output depends on has a second partial (not zero by the op table) in inputs that depend on i
-        and on j. It holds every nonzero of F.hessian at any point that takes the recorded branches.
-        Scalar records only (TypeError naming the first array record)."""
+        and on j. It holds every nonzero of F.hessian at any point that takes the recorded branches."""
         return sparse_hessian.hessian_sparsity(self)
 
     @one_call_at_a_time
@@ -317,7 +316,8 @@ class Function:
         """The Hessian at x as a symmetric scipy.sparse CSR matrix (n_inputs, n_inputs), flat numbering,
         with exactly hessian_sparsity()'s entries, from one Hessian-vector product per color (star
         coloring, direct recovery). Entries read from both sides are F.hessian's bit for bit, the
-        others equal to rounding (see tape/function/sparse_hessian.py)."""
+        others equal to rounding; with array records, all colors in one vector-mode sweep of the
+        gradient tape, equal to rounding (see tape/function/sparse_hessian.py)."""
         return sparse_hessian.sparse_hessian(self, x, params)
 
     # -- many points (tape/function/maps.py) ------------------------------------------------------

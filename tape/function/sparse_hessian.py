@@ -8,8 +8,12 @@ differ, every path on four inputs has three colors) lets every entry be read dir
 compressed products: H[i, j] is (H v_c(j))[i] when j is i's only neighbor of color c(j). Where
 that holds from both sides (always on the diagonal) the entry is the dense F.hessian's
 symmetrized 0.5 (H[i, j] + H[j, i]) of the same sweeps, bit for bit; elsewhere it is the one
-side's product, equal to the dense one up to the rounding of that average. Pattern and coloring
-are made once per recorded program and kept.
+side's product, equal to the dense one up to the rounding of that average. On a tape with array
+records the products are the Jacobian of F's gradient tape (F.grad_function, made once and kept)
+times the colors' seeds, all colors in one vector-mode sweep (tape/sweeps/vectors.py): equal to
+F.hessian's to rounding, as that tape sums in its own order (one forward-over-reverse sweep per
+color where a record has no adjoint as records). Pattern and coloring are made once per recorded
+program and kept.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tape.kernels.hessian_sparsity import (
     star_coloring,
 )
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
+from tape.sweeps import vectors
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -87,17 +92,35 @@ def hessian_colors(F: Function) -> np.ndarray:
     return hessian_structure(F)[2].copy()
 
 
+def gradient_tape(F: Function) -> Function | None:
+    """F's gradient as a Function (F.grad_function), made at the first call and kept with the records; None
+    where a record has no adjoint as records (the Hessian then takes one forward-over-reverse sweep per color)."""
+    kept = F.__dict__.get("_gradient_tape")
+    if kept is None or kept[0] is not F._op:
+        try:
+            G = F.grad_function()
+        except NotImplementedError:
+            G = None
+        kept = F.__dict__["_gradient_tape"] = (F._op, G)
+    return kept[1]
+
+
 def sparse_hessian(F: Function, x: Any, params: Any = None) -> Any:
     """F.sparse_hessian: what Function.sparse_hessian says (tape/function/function.py)."""
     point = arguments.prepare(F, x, params)
     if F.n_outputs != 1:
         raise ValueError(f"a Hessian needs one output, this Function has {F.n_outputs}")
-    derivatives.at(F, point, second=True)  # first: a retrace here changes the records, and so the pattern
+    derivatives.at(F, point, second=not F._plans)  # first: a retrace here changes the records, and so the pattern
     indptr, indices, colors = hessian_structure(F)
     n, k = F.n_inputs, int(colors.max()) + 1 if len(colors) else 0
     seeds = np.zeros((n, k))
     seeds[np.arange(n), colors] = 1.0
-    if F._plans:
+    G = gradient_tape(F) if F._plans else None
+    if G is not None:  # H S = the gradient's Jacobian times S: vector sweeps of G
+        derivatives.at(G, arguments.prepare(G, x, params))
+        compressed = vectors.jacobian_times(G, np.ascontiguousarray(seeds.T), keep=True).T
+    elif F._plans:
+        derivatives.at(F, point, second=True)
         compressed = np.stack([derivatives.array_hvp(F, np.ascontiguousarray(seeds[:, q])) for q in range(k)], axis=1)
     else:
         compressed = derivatives.hessian_columns(F, seeds)

@@ -3,10 +3,11 @@ Jacobian from as many forward sweeps as colors, as a ``scipy.sparse`` CSR matrix
 
 The pattern is structural (kernels/sparsity.py says which ops carry dependence): it holds every
 entry that can be nonzero at some point of the recorded branches, and only those that the
-records connect. Columns of one color share no row, so one tangent sweep seeded with the sum of
-their unit vectors gives each of their entries alone; the sweeps' structural-zero rule (a
-product with a zero factor adds nothing) makes every entry the same number as F.jacobian's
-forward mode, bit for bit. Pattern and coloring are made once per recorded program and kept.
+records connect. Columns of one color share no row, so one tangent direction seeded with the sum
+of their unit vectors gives each of their entries alone (all colors in one vector-mode sweep);
+the sweeps' structural-zero rule (a product with a zero factor adds nothing) makes every entry
+the same number as F.jacobian's forward mode, bit for bit. Pattern and coloring are made once
+per recorded program and kept.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tape.base.numbers import positive_int
 from tape.function import arguments, array_sparsity, derivatives
 from tape.function.array_sparsity import scipy_sparse
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, color_columns, decompress, gather_rows, index_sets
+from tape.sweeps import vectors
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -92,13 +94,16 @@ def sparse_jacobian(F: Function, x: Any, params: Any = None, block: int = 16) ->
     derivatives.at(F, point)  # first: a retrace here changes the records, and so the pattern
     indptr, indices, colors = structure(F)
     k = int(colors.max()) + 1 if len(colors) else 0
-    data = np.empty(len(indices))
-    if F._plans and k:  # an array tangent sweep per color: (k, outputs)
-        compressed = np.stack([derivatives.array_jvp(F, (colors == q).astype(np.float64)) for q in range(k)])
-        data[:] = compressed[colors[indices], np.repeat(np.arange(F.n_outputs), np.diff(indptr))]
+    kept = F.__dict__.get("_sparse_seeds")
+    if kept is None or kept[0] is not indices:  # a row per color, each entry's place in the compressed Jacobian
+        directions = np.zeros((k, F.n_inputs))
+        directions[colors, np.arange(F.n_inputs)] = 1.0
+        places = colors[indices] * F.n_outputs + np.repeat(np.arange(F.n_outputs), np.diff(indptr))
+        kept = F.__dict__["_sparse_seeds"] = (indices, directions, places)
+    if F._plans:  # vector mode: one array sweep of block colors, (k, outputs)
+        data = vectors.jacobian_times(F, kept[1], block, keep=True).reshape(-1)[kept[2]]
     else:
-        seeds = np.zeros((F.n_inputs, k))
-        seeds[np.arange(F.n_inputs), colors] = 1.0
+        seeds, data = kept[1].T, np.empty(len(indices))
         for first in range(0, k, block):  # straight from the records' tangents
             dot = derivatives.tangents(F, seeds[:, first:first + block])
             decompress(indptr, indices, colors, first, dot, F._output_rows, data)
