@@ -20,6 +20,7 @@ def test_small_run_of_every_workload(tmp_path, capsys):
     mix = [*programs.DEFAULT_MIX, *arrays.DEFAULT_ARRAYS]
     for name in mix:
         assert f"\n{name} (size 300" in printed
+    assert printed.splitlines()[-1].startswith("tape-bench: done in ") and f"every figure is in {out}" in printed
     result = json.loads(out.read_text())
     assert [w["workload"] for w in result["workloads"]] == mix
     for w in result["workloads"][len(programs.DEFAULT_MIX):]:  # array workloads: checked against hand NumPy

@@ -83,6 +83,7 @@ def test_a_failing_worker_is_a_clear_error(client, monkeypatch):
         F.map_value_and_grad(np.zeros((10, 4)), client=client)
 
 
+@pytest.mark.slow  # a cluster whose workers are killed and restarted
 def test_workers_killed_during_a_map_are_survived_or_named():
     """U6: the Function is a task, not scattered data, so the scheduler recomputes it when workers die;
     the chunks are rerun and the result is the local one (or, past Dask's retries, a named KilledWorker)."""

@@ -124,6 +124,7 @@ EVERY = ("def f(xs, w, m):\n    ys = xs[::-1]\n    acc = xs * 0.0\n"
          + "".join(f"    acc = acc + ({expr})\n" for expr in EVERY_OP) + "    return acc\n")
 
 
+@pytest.mark.slow  # a large tape.jit compile
 def test_every_array_op_records_as_python():
     py, jn = namespace(EVERY)
     x0, data = np.array([0.3, 0.7, 0.9, 0.45]), (np.array([1.5, -0.5, 2.0, 0.25]), np.arange(16.0).reshape(4, 4) / 7)
@@ -180,6 +181,7 @@ def idioms():
     return namespace(IDIOMS, ("split", "norm2"))[1]["f"]
 
 
+@pytest.mark.slow  # a large tape.jit compile
 def test_numba_idioms_give_numba_s_value_and_the_gradient(idioms):
     x0, m = np.array([0.3, -0.7, 1.9, 0.5, 1.1, 0.2]), np.array([[1.0, 0.5, -2.0], [0.25, 3.0, 1.0]])
     value, grad = tape.value_and_grad(idioms)(x0, m)
@@ -188,6 +190,7 @@ def test_numba_idioms_give_numba_s_value_and_the_gradient(idioms):
     assert tape.value_and_grad(idioms)(list(x0), m) == (value, grad.tolist())  # a list of numbers: the same
 
 
+@pytest.mark.slow  # the idioms fixture: a large tape.jit compile
 def test_a_large_array_as_xs_records_at_list_speed(idioms):
     x0 = np.random.default_rng(5).standard_normal(2000)
     m = np.random.default_rng(6).standard_normal((2, 1000))

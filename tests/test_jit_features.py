@@ -182,6 +182,7 @@ def test_iterating_over_the_inputs(body):
 # --- tape.* of plain numbers ---------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a large tape.jit compile
 def test_tape_functions_of_numbers_give_floats_and_record_nothing():
     names = [n for n in ops.UNARY if hasattr(tape, n)]
     binary = [s.name for s in ops.ARITHMETIC if not s.operator]
@@ -266,6 +267,7 @@ print(hits, misses, repr(took), sorted({w for _, _, w in t._checks}), jf.dispatc
 '''
 
 
+@pytest.mark.slow  # two fresh processes: one compiles a tape.jit program, one loads it
 def test_cache_true_reloads_in_a_fresh_process(tmp_path):
     script = tmp_path / "cached_program.py"
     script.write_text(textwrap.dedent(CACHED))

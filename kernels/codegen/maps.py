@@ -7,7 +7,7 @@ single calls bit for bit.
 
 from __future__ import annotations
 
-from .sweeps import PARJIT, branches, forward_body, multiply_add_reverse, partials_body
+from .sweeps import PARJIT, branches, forward_body, multiply_add_reverse, partials_switch
 
 MAP_KERNELS = f'''@{PARJIT}
 def map_tangents(blocks, is_leaf, op, in0, in1, val0, consts, targets0, rows, X, V, checks, expected, outputs,
@@ -68,7 +68,7 @@ def map_gradients_kernel() -> list[str]:
     those cache lines; written out, a point costs what it costs alone. The
     statements are those of replay_gradient, so the bits are the same.
     """
-    forward = [" " * 8 + line for line in branches(partials_body)]
+    forward = [" " * 8 + line for line in partials_switch(False)]
     return [
         f"@{PARJIT}",
         "def map_gradients(blocks, op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values,",

@@ -1,6 +1,7 @@
 """tape-bench: how fast large graphs record, replay and differentiate on this machine.
 
-    tape-bench                                   # the default mix, well under a minute
+    tape-bench                                   # the default mix: about 80 s on a fresh install (2 cores),
+                                                 # Numba's one-time compile included
     tape-bench rdag --size 2e6 --repeat 7 --compare --json out.json
     tape-bench chain --sizes 1e4,1e5,1e6,1e7 --plot scaling.png
 
@@ -49,6 +50,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} cores")
     results: dict = {"workloads": []}
     if not args.no_compile:
-        progress("measuring Numba compile and cached-load times in fresh processes")
+        progress("compiling the Numba kernels for this machine, once (about 11 s on 2 cores), in a fresh process, "
+                 "then timing a cached load; this process reuses them, and later phases compile what they first need")
         results["compile"] = times = compile_times()
         print(f"kernels in a fresh process: first call (compile) {times['first_call_s']:.2f} s, cached load "
               f"{times['cached_load_s']:.2f} s (after importing numpy and numba: "
@@ -178,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         print(report_sparse(rows))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    kept = f"every figure is in {args.json}" if args.json else "--json FILE keeps every figure"
+    print(f"\ntape-bench: done in {time.perf_counter() - progress.start:.0f} s; {kept}; next: `tape-bench --compare` "
+          "(the same workloads on PyTorch, JAX, ... where installed), `tape-bench --help` (every workload)")
     return 0
 
 

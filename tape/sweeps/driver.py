@@ -34,7 +34,7 @@ import numpy as np
 from tape.kernels._sweeps import forward_sweep, reverse_range
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, NAME, RULE
 from tape.kernels.array_rule import unbroadcast
-from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, LEAF
+from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, IS_LEAF, LEAF
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
 
@@ -208,7 +208,15 @@ def forward_walk(s: State, start: int, stop: int, runs: dict[int, Any] | None) -
 def scalars_forward(s: State, reading: np.ndarray, places: np.ndarray, lo: int, hi: int) -> None:
     """Records [lo, hi), scalar records all, by Numba; the elem records among them (reading) take their values."""
     s._val[reading] = s._aval[places]
-    forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, hi)
+    if not _leaves(s, lo, hi):
+        forward_sweep(s._op, s._in0, s._in1, s._val, s._consts, lo, hi)
+
+
+def _leaves(s: State, lo: int, hi: int) -> bool:
+    """Whether records [lo, hi) are a few leaf, constant and elem records, where the scalar kernels would do
+    nothing: an array program's stretches between array records often are, and then never compile them
+    (about 4 s of a first gradient)."""
+    return hi - lo <= 8 and bool(IS_LEAF[s._op[lo:hi]].all())
 
 
 # -- reverse ----------------------------------------------------------------------------
@@ -336,7 +344,8 @@ def reverse_walk(s: State, top: int, runs: dict[int, Any] | None) -> Iterator[tu
 
 def scalars_reverse(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int, hi: int, gen: int, keep: int) -> None:
     """Records [lo, hi), scalar records all, by Numba; the elem records among them (reading) send their adjoints."""
-    reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, lo, hi, gen, keep)
+    if not _leaves(s, lo, hi):
+        reverse_range(s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, lo, hi, gen, keep)
     _elems_back(s, reading, offsets, gen, keep)
 
 
