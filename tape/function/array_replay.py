@@ -115,15 +115,17 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray, com
     """F's arenas, pieces and fused runs; with compact, its first-order sweeps on regions shared by liveness
     (tape/sweeps/layout.py) where that is smaller, the recorded plans kept in F._recorded."""
     F._recorded = None
-    _install(F, plans, arena.copy())
+    _install(F, plans, arena, np.zeros(0))  # the caller's arena, read (0-d constants, by fusion) until replaced
     if compact and plans:
         shared, size = layout.compact(F, list(F._runs_first.values()), F._output_rows,
                                       np.concatenate([F._input_rows, F._param_rows]))
         if size < len(arena):
             small = np.zeros(size)
             _move(plans, arena, shared, small)
-            _install(F, shared, small)
+            _install(F, shared, small, np.zeros(size))
             F._recorded = plans
+            return
+    F._aval, F._aadj = arena.copy(), np.zeros(len(arena))
 
 
 def _move(plans: list[driver.Plan], arena: np.ndarray, to: list[driver.Plan], into: np.ndarray) -> None:
@@ -149,17 +151,16 @@ def full(F: Function) -> None:
     if getattr(F, "_recorded", None) is not None:
         plans, arena = recorded(F)
         F._recorded = None
-        _install(F, plans, arena)
+        _install(F, plans, arena, np.zeros(len(arena)))
         steps.forward(F, None)
 
 
-def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> None:
+def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: np.ndarray) -> None:
     F._plans = plans
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
     F._steps = {}  # the sweeps' steps, found at the first call (tape/sweeps/steps.py)
-    F._aval = arena
-    F._aadj = np.zeros(len(arena))
+    F._aval, F._aadj = arena, adjoints
     F._stamp = np.zeros(len(F._op) if plans else 0, np.uint32)  # the array sweeps' generations
     F._gen = 0
     F._in_pieces = pieces(F, F._input_rows)

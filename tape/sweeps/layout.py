@@ -30,6 +30,7 @@ from tape.sweeps import live as _live
 from tape.sweeps.driver import Plan
 
 QUIET = ("sum", "join", "gather", "pack")  # kinds whose reverse reads no value (of its inputs or its own)
+SCAN = 32  # regions of a size class that a record looks at, at most
 PARTIALS = {op.name: (reads(op.da), reads(op.db)) for op in OPS}  # what an elementwise op's partials read
 
 
@@ -58,7 +59,6 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
             first[r], last[r] = run.rows[0], run.rows[-1]
             if k < len(run.need) and run.need[k]:
                 recompute.add(r)  # its inputs are read again by the run's reverse
-    index = {p.row: k for k, p in enumerate(s._plans)}
     reached = _live.reaching(s._op, s._in0, s._in1, s._plans, [outputs])[0]
     life = np.empty((len(s._plans), 4), np.int64)
     for k, p in enumerate(s._plans):
@@ -69,15 +69,15 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
         if y in recompute:
             sees = (True,) * len(p.inputs) + sees[-1:]
         for v, read in zip(p.inputs, sees, strict=False):
-            x = index[v.record]
+            x = int(s._in0[v.record])  # an array record's in0 is its plan's index
             life[x, 1] = max(life[x, 1], back - y if read else y)
             if reached[y] and RULE[p.code].derivative and s._op[v.record] != ACONSTANT:
                 life[x, 2] = min(life[x, 2], back - last.get(y, y))
         if sees[-1]:
-            life[index[y], 1] = max(life[index[y], 1], back - y)
+            life[s._in0[y], 1] = max(life[s._in0[y], 1], back - y)
     elems = np.flatnonzero(s._op == ELEM)
     if len(elems):
-        at = np.array([index.get(int(j), -1) for j in s._in0[elems].tolist()], np.int64)
+        at = s._in0[s._in0[elems]].astype(np.int64)
         np.maximum.at(life[:, 1], at, elems)
         hit = reached[elems]
         np.minimum.at(life[:, 2], at[hit], back - elems[hit])
@@ -100,18 +100,20 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     so its reverse step comes before the earliest contribution to the earlier one's adjoint (sharing checks it)."""
     life = lifetimes(s, runs, outputs, kept)
     n = len(s._op)
-    open_: list[list[int]] = []  # regions: [offset, size, when the last value in it dies]
+    open_: dict[int, list[list[int]]] = {}  # by size's bit length: regions [offset, size, when its last value dies]
     offsets, top = [], 0
     for k, p in enumerate(s._plans):
-        born, dies = int(life[k, 0]), int(life[k, 1])
-        region = next((r for r in open_ if p.size <= r[1] <= 2 * p.size and born > r[2]), None)
+        born, dies, size = int(life[k, 0]), int(life[k, 1]), p.size
+        bits = size.bit_length()
+        near = [*open_.get(bits, [])[:SCAN], *open_.get(bits + 1, [])[:SCAN]]  # sizes within 2x (SCAN: no
+        region = next((r for r in near if size <= r[1] <= 2 * size and born > r[2]), None)  # quadratic scan)
         if region is None:
-            region = [top, p.size, -1]
-            top += p.size
-            open_.append(region)
+            region = [top, size, -1]
+            top += size
+            open_.setdefault(bits, []).append(region)
         region[2] = max(region[2], dies)
         if dies >= n:  # no later record's value can follow this one's
-            open_.remove(region)
+            open_[region[1].bit_length()].remove(region)
         offsets.append(region[0])
     return [p._replace(offset=o) for p, o in zip(s._plans, offsets, strict=True)], top
 
