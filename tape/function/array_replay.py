@@ -111,12 +111,12 @@ def array_tangents(F: Function, direction: np.ndarray) -> tuple[np.ndarray, np.n
     return dot, adot
 
 
-def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray, compact: bool = True) -> None:
-    """F's arenas, pieces and fused runs; with compact, its first-order sweeps on regions shared by liveness
-    (tape/sweeps/layout.py) where that is smaller, the recorded plans kept in F._recorded."""
+def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> None:
+    """F's arenas, pieces and fused runs, its first-order sweeps on regions shared by liveness
+    (tape/sweeps/layout.py) where that is smaller, the recorded plans then kept in F._recorded."""
     F._recorded = None
     _install(F, plans, arena, np.zeros(0))  # the caller's arena, read (0-d constants, by fusion) until replaced
-    if compact and plans:
+    if plans:
         shared, size = layout.compact(F, list(F._runs_first.values()), F._output_rows,
                                       np.concatenate([F._input_rows, F._param_rows]))
         if size < len(arena):
@@ -137,9 +137,9 @@ def _move(plans: list[driver.Plan], arena: np.ndarray, to: list[driver.Plan], in
 
 def recorded(F: Function) -> tuple[list[driver.Plan], np.ndarray]:
     """F's plans as recorded and an arena for them (its constants and inputs; what a file holds)."""
-    if getattr(F, "_recorded", None) is None:
+    plans: list[driver.Plan] | None = getattr(F, "_recorded", None)
+    if plans is None:
         return F._plans, F._aval
-    plans = F._recorded
     arena = np.zeros(plans[-1].offset + plans[-1].size)
     _move(F._plans, F._aval, plans, arena)
     return plans, arena

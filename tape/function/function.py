@@ -69,6 +69,7 @@ class Function:
     _aadj_dot: np.ndarray
     # array records (array_replay.install_arrays): plans, arenas, generations, pieces, fused runs
     _plans: list[driver.Plan]
+    _recorded: list[driver.Plan] | None  # the plans as recorded, while _plans share regions (tape/sweeps/layout.py)
     _views: dict
     _schedules: dict
     _steps: dict

@@ -3,8 +3,8 @@
 A value (or gradient) call of a Function runs its forward sweep, then (maybe) one or more reverse
 sweeps. On that timeline a record's value lives from its forward step to its last reader: the
 forward step of a later record, or the reverse step of a record whose partials read it (``mul``'s
-operands, ``exp``'s y; a ``sum``, ``join``, ``gather`` or ``pack`` reads none; other kinds are
-taken to read all). Its adjoint lives from the reverse step of its last reader that the outputs
+and ``matmul``'s operands, ``exp``'s y; a ``sum``, ``join``, ``gather`` or ``pack`` reads none;
+other kinds are taken to read all). Its adjoint lives from the reverse step of its last reader that the outputs
 depend on to its own reverse step; a record the outputs do not depend on gets none. Records keep
 one offset for both arenas, so two records may share a region when their values' lifetimes and
 their adjoints' lifetimes are both disjoint (the first implies the second, see compact): the steps
@@ -31,7 +31,8 @@ from tape.sweeps.driver import Plan
 
 QUIET = ("sum", "join", "gather", "pack")  # kinds whose reverse reads no value (of its inputs or its own)
 SCAN = 32  # regions of a size class that a record looks at, at most
-PARTIALS = {op.name: (reads(op.da), reads(op.db)) for op in OPS}  # what an elementwise op's partials read
+# what the partials of an elementwise op or a matmul read (A @ B: B for A's, A for B's)
+PARTIALS = {**{op.name: (reads(op.da), reads(op.db)) for op in OPS}, "matmul": (frozenset("b"), frozenset("a"))}
 
 
 def _reverse_reads(s: Any, p: Plan) -> tuple[bool, ...]:
@@ -39,7 +40,7 @@ def _reverse_reads(s: Any, p: Plan) -> tuple[bool, ...]:
     kind = ARRAY_KIND[p.code]
     if not RULE[p.code].derivative or kind in QUIET:
         return (False,) * (len(p.inputs) + 1)
-    if kind in ("unary", "binary"):  # the partial of a constant operand is never computed
+    if kind in ("unary", "binary", "matmul"):  # the partial of a constant operand is never computed
         names = frozenset().union(*(d for d, v in zip(PARTIALS[p.name], p.inputs, strict=False)
                                     if s._op[v.record] != ACONSTANT))
         return (*("ab"[j] in names for j in range(len(p.inputs))), "y" in names)
