@@ -297,6 +297,7 @@ class Tape(Storage):
         else:  # (no handles kept: they would hold the tape in a reference cycle)
             F = Function._from_storage(self, rows, np.zeros(0, np.int64), out_rows, scalar, share=True)
             self._derivatives = (key, F)
+        array_replay.full(F)  # its plans are the tape's
         F._at_point = (array_replay.collect(F, F._in_pieces, self._val, self._aval) if F._plans
                        else self._val[F._input_rows])
         return F

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tape.debug import nans
+from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.kernels.ops import ARRAY_BASE
-from tape.sweeps import driver, fusion, steps, tangents
+from tape.sweeps import driver, fusion, layout, steps, tangents
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -111,12 +112,55 @@ def array_tangents(F: Function, direction: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> None:
+    """F's arenas, pieces and fused runs, its first-order sweeps on regions shared by liveness
+    (tape/sweeps/layout.py) where that is smaller, the recorded plans then kept in F._recorded."""
+    F._recorded = None
+    _install(F, plans, arena, np.zeros(0))  # the caller's arena, read (0-d constants, by fusion) until replaced
+    if plans:
+        shared, size = layout.compact(F, list(F._runs_first.values()), F._output_rows,
+                                      np.concatenate([F._input_rows, F._param_rows]))
+        if size < len(arena):
+            small = np.zeros(size)
+            _move(plans, arena, shared, small)
+            _install(F, shared, small, np.zeros(size))
+            F._recorded = plans
+            return
+    F._aval, F._aadj = arena.copy(), np.zeros(len(arena))
+
+
+def _move(plans: list[driver.Plan], arena: np.ndarray, to: list[driver.Plan], into: np.ndarray) -> None:
+    """The numbers of the constants and inputs (params too) of plans in arena, to their regions in ``to``."""
+    for p, q in zip(plans, to, strict=True):
+        if p.code in (ACONSTANT, INPUT):
+            driver.region(into, q)[...] = driver.region(arena, p)
+
+
+def recorded(F: Function) -> tuple[list[driver.Plan], np.ndarray]:
+    """F's plans as recorded and an arena for them (its constants and inputs; what a file holds)."""
+    plans: list[driver.Plan] | None = getattr(F, "_recorded", None)
+    if plans is None:
+        return F._plans, F._aval
+    arena = np.zeros(plans[-1].offset + plans[-1].size)
+    _move(F._plans, F._aval, plans, arena)
+    return plans, arena
+
+
+def full(F: Function) -> None:
+    """F on its recorded layout, its values those of its inputs as they are (before the sweeps that read
+    every value after the forward: tangents, second order, gradient tapes)."""
+    if getattr(F, "_recorded", None) is not None:
+        plans, arena = recorded(F)
+        F._recorded = None
+        _install(F, plans, arena, np.zeros(len(arena)))
+        steps.forward(F, None)
+
+
+def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: np.ndarray) -> None:
     F._plans = plans
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
     F._steps = {}  # the sweeps' steps, found at the first call (tape/sweeps/steps.py)
-    F._aval = arena.copy()
-    F._aadj = np.zeros(len(arena))
+    F._aval, F._aadj = arena, adjoints
     F._stamp = np.zeros(len(F._op) if plans else 0, np.uint32)  # the array sweeps' generations
     F._gen = 0
     F._in_pieces = pieces(F, F._input_rows)
@@ -129,4 +173,3 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
     runs = fusion.find(F, set(F._output_rows.tolist()), roots) if plans else []
     F._runs_first = {run.rows[0]: run for run in runs}
     F._runs_last = {run.rows[-1]: run for run in runs}
-

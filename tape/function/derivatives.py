@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 def at(F: Function, point: np.ndarray, second: bool = False) -> None:
     """Values and partials at point (second partials too), with the branch policy applied."""
+    array_replay.full(F)
     if second and F._second is None:
         n = len(F)
         F._second = (np.zeros((3, n)), np.zeros(n + 1))

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 import numpy as np
 
 from tape.errors import TapeFormatError
-from tape.function import structure
+from tape.function import array_replay, structure
 from tape.kernels.array_ops import INPUT, IS_ARRAY_OP, V3_OPCODES
 from tape.kernels.ops import (
     ELEM,
@@ -239,13 +239,14 @@ def _claimed_bytes(archive: zipfile.ZipFile, member: str, path: object) -> int:
 
 def arrays(F: Any) -> dict[str, np.ndarray]:
     """The named arrays of F's records (a Function, duck-typed), as its file holds them."""
+    plans, arena = array_replay.recorded(F)
     return {
         "op": F._op, "in0": F._in0, "in1": F._in1, "val": F._val, "consts": F._consts,
         "input_rows": F._input_rows, "param_rows": F._param_rows, "output_rows": F._output_rows,
         "scalar_output": np.array(F._scalar), "check_rows": F._check_rows,
         "check_expected": F._check_expected, "check_where": F._check_where,
-        **dict(zip(("plans", "plan_places"), _plans.encode(F._plans), strict=True)),
-        "arena": F._aval, "input_shape": np.array(F._input_shape, np.int64),
+        **dict(zip(("plans", "plan_places"), _plans.encode(plans), strict=True)),
+        "arena": arena, "input_shape": np.array(F._input_shape, np.int64),
         "output_shape": np.array(F._output_shape, np.int64),
     }
 

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 
 from tape.base import trees
 from tape.function import (
+    array_replay,
     array_sparsity,
     call_records,
     derivatives,
@@ -68,6 +69,7 @@ class Function:
     _aadj_dot: np.ndarray
     # array records (array_replay.install_arrays): plans, arenas, generations, pieces, fused runs
     _plans: list[driver.Plan]
+    _recorded: list[driver.Plan] | None  # the plans as recorded, while _plans share regions (tape/sweeps/layout.py)
     _views: dict
     _schedules: dict
     _steps: dict
@@ -373,6 +375,9 @@ class Function:
         return gradient_tapes.jvp_function(self, value)
 
     # -- as a call record of another tape: what tape/sweeps/ (below this package) asks of the Functions a tape calls --
+
+    def _full(self) -> None:
+        array_replay.full(self)
 
     def _call_forward(self, s: Any, p: Plan) -> None:
         call_records.call_forward(self, s, p)

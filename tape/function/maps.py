@@ -101,7 +101,7 @@ def copies(F: Function, count: int) -> list:
     """count copies of this Function for the threads of a map, with its params as they are now."""
     kept = F.__dict__.setdefault("_kept_copies", [])
     while len(kept) < count:
-        copy = type(F)(format.arrays(F), F.on_branch_change, F._source, F._plans, callees=F._callees)
+        copy = type(F)(format.arrays(F), F.on_branch_change, F._source, array_replay.recorded(F)[0], callees=F._callees)
         copy.check_finite, copy._lines = F.check_finite, F._lines
         kept.append(copy)
     for copy in kept[:count]:

@@ -327,7 +327,7 @@ def retrace(F: Function, point: np.ndarray) -> None:
     if (fresh.n_outputs, fresh._scalar) != (F.n_outputs, F._scalar):
         raise ValueError(f"retracing f at this input gave {fresh.n_outputs} outputs instead of {F.n_outputs}")
     F._callees, F._lines, F._pruning = fresh._callees, fresh._lines, fresh._pruning
-    install(F, format.arrays(fresh), fresh._plans)
+    install(F, format.arrays(fresh), array_replay.recorded(fresh)[0])
     F.retraces += 1
 
 

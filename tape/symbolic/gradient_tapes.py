@@ -34,6 +34,7 @@ from tape.symbolic.partial_helpers import Value, constant
 def copy_records(F: Any) -> Storage:
     """A storage holding F's records, constants, array records (plans and values), called Functions and
     checked branches, row for row."""
+    F._full()  # its recorded layout and values (not the shared regions of its first-order sweeps)
     n = len(F._op)
     t = Storage(capacity=min(MAX_RECORDS, 3 * n + 1024))  # a gradient tape is about 2 to 3 times F (grows past it)
     t._reserve(3 * len(F._aval) + 1024)  # and of its arena: not copied at every doubling

@@ -1,0 +1,137 @@
+"""A Function's arenas laid out by liveness (tape/sweeps/layout.py): regions shared, numbers unchanged.
+
+Every test compares a Function on shared regions with the same Function on its recorded layout
+(layout.compact made to give the plans back), bit for bit, after filling the regions of the shared
+arenas that hold no constant with NaN before every call: a value or adjoint read after another
+record took its region, or before it was written, shows up as a NaN or a changed bit."""
+
+import io
+import pickle
+
+import numpy as np
+import pytest
+from test_array_records import STEP_PROGRAMS
+
+import tape
+from tape.function import array_replay
+from tape.kernels.array_ops import ACONSTANT, INPUT
+from tape.records import array_records
+from tape.sweeps import driver, layout
+
+
+@pytest.fixture
+def arrays(monkeypatch):
+    monkeypatch.setattr(array_records, "SMALL", 1)
+
+
+def _heat(u, p):
+    for _ in range(12):
+        u = u + 0.2 * p * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+    return 0.5 * (u * u).sum()
+
+
+def _gru(x, p):
+    h = np.tanh(x[:40].reshape(8, 5))
+    U = x[40:65].reshape(5, 5) * p
+    for t in range(6):
+        z = tape.sigmoid(h @ U + x[t])
+        h = (1.0 - z) * np.tanh(h @ U.T) + z * h
+    return (h * h).sum()
+
+
+def _shrinking(u, p):
+    for _ in range(8):
+        u = 0.25 * u[:-2] + 0.5 * u[1:-1] * p + 0.25 * np.exp(u[2:] * 0.1)
+    return (u ** 2).sum() + u[3] * u[5]
+
+
+def _elements(u, p):
+    for k in range(6):
+        y = np.exp(u * 0.1) + p
+        u = np.tanh(u[::-1] * 0.5) * 0.9
+        u = u * (y[3] - y[k])  # y's last readers are elem records
+    return (u * u).sum()
+
+
+def _calling(x, p):
+    inner = tape.trace(lambda v: (np.tanh(v) * v[::-1]).sum() * 2.0, np.ones(20))
+    return sum(inner(x[k:k + 20] * p) for k in (0, 20, 40)) + _heat(x[:60], p)
+
+
+PROGRAMS = {**STEP_PROGRAMS, "heat": _heat, "gru": _gru, "shrinking": _shrinking, "elements": _elements,
+            "calling": _calling}
+POINTS = [(0.7, 1), (1.3, 2), (0.5, 3)]
+
+
+def _recorded(s, runs, outputs, kept):
+    return s._plans, len(s._aval) + 1
+
+
+def _poison(F):
+    """NaN in every region of F's shared arenas but its constants' and inputs'."""
+    F._aadj[:] = np.nan
+    for p in F._plans:
+        if p.code not in (ACONSTANT, INPUT):
+            driver.region(F._aval, p)[...] = np.nan
+
+
+def _calls(F, x, poison):
+    got = []
+    for param, seed in POINTS:
+        point = x * np.random.default_rng(seed).uniform(0.8, 1.2, x.shape)
+        if poison and F._recorded is not None:
+            _poison(F)
+        got += [*F.value_and_grad(point, params=param)]
+        if poison and F._recorded is not None:
+            _poison(F)
+        got.append(F(point, params=param))
+    return got
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_shared_regions_give_the_recorded_layouts_numbers(program, arrays, monkeypatch):
+    """Values and gradients on shared regions (poisoned between calls) are the recorded layout's, bit for bit;
+    so are the checked (unfused) sweeps, a saved and loaded copy, a pickled one, and the second order
+    after which the Function is back on its recorded layout."""
+    f = PROGRAMS[program]
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    F = tape.trace(f, x, params=0.7)
+    with monkeypatch.context() as m:
+        m.setattr(layout, "compact", _recorded)
+        G = tape.trace(f, x, params=0.7)
+    assert G._recorded is None
+    life = layout.lifetimes(F, list(F._runs_first.values()), F._output_rows,
+                            np.concatenate([F._input_rows, F._param_rows]))
+    assert layout.sharing(F._plans, life) == []
+    want = _calls(G, x, False)
+    buffer = io.BytesIO()
+    F.save(buffer)
+    buffer.seek(0)
+    copies = [F, tape.load(buffer), pickle.loads(pickle.dumps(F))]
+    for H in copies:
+        assert all(np.array_equal(a, b) for a, b in zip(_calls(H, x, True), want, strict=True))
+    F.check_finite = G.check_finite = True
+    assert all(np.array_equal(a, b) for a, b in zip(_calls(F, x, True), _calls(G, x, False), strict=True))
+    v = np.linspace(-1.0, 1.0, len(x))
+    assert np.array_equal(F.hvp(x, v, params=0.7), G.hvp(x, v, params=0.7))
+    assert F._recorded is None and len(F._aval) == len(G._aval)
+    assert all(np.array_equal(a, b) for a, b in zip(_calls(F, x, False), _calls(G, x, False), strict=True))
+
+
+def test_loops_need_the_regions_of_a_few_steps(arrays):
+    """A loop whose reverse reads no values (the heat equation) needs the same regions for 20 steps as for 80;
+    a layout that shares regions wrongly is caught by the check."""
+    def heat(steps):
+        def f(u):
+            for _ in range(steps):
+                u = u + 0.2 * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+            return 0.5 * (u * u).sum()
+        return tape.trace(f, np.linspace(0.0, 1.0, 500))
+    short, long = heat(20), heat(80)
+    def spread(F):  # the arena but the constants (each step records its 0-d ones, which live for good)
+        return len(F._aval) - sum(p.size for p in F._plans if p.code == ACONSTANT)
+    assert spread(short) == spread(long) < 20 * 500
+    assert len(array_replay.recorded(long)[1]) > 80 * 5 * 500
+    life = layout.lifetimes(long, list(long._runs_first.values()), long._output_rows, long._input_rows)
+    squeezed = [p._replace(offset=0) for p in long._plans]
+    assert layout.sharing(squeezed, life)
