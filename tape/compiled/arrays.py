@@ -24,9 +24,11 @@ from tape.compiled.numba_internals import (
     VarArrayType,
     arena_room,
     carve,
+    give_back,
     make_array,
     make_dtype,
     make_var,
+    tape_from_pointer,
     types,
     unbound,
     want,
@@ -154,7 +156,7 @@ for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.row
 
 @overload_method(VarArrayType, "copy")
 def _copy(a):
-    return lambda a: make_array(a.tape, a.rows.copy(), a.vals.copy())
+    return lambda a: copied(a)
 
 
 @overload_method(VarArrayType, "reshape")
@@ -167,7 +169,11 @@ def _reshape(a, shape, columns=None):
 
 @overload_method(VarArrayType, "ravel")
 def _ravel(a):
-    return lambda a: make_array(a.tape, a.rows.copy().reshape(-1), a.vals.copy().reshape(-1))
+    def ravel(a):
+        out = fresh(a.tape, a.rows.size)
+        flat_into(out.rows, out.vals, a)
+        return out
+    return ravel
 
 
 # --- elementwise: operands seen as 2-d (a 1-d one as a row), broadcast as NumPy does -----------------------
@@ -222,16 +228,36 @@ def common(a, b):
     raise ValueError("tape.jit: operands could not be broadcast together")
 
 
+@jit
+def spill(p, count):
+    """``count`` elements where the arena is full: from a new arena (twice the last, at least count), the
+    old one kept (the tape's ``kept``) as long as the call, as Var arrays borrow their elements."""
+    t = tape_from_pointer(p)
+    t.arena = np.empty(max(count, 2 * t.arena.size, 4096), np.int64)
+    t.kept.append(t.arena)
+    t.used = 0
+    return carve(p, count)
+
+
 @hot
 def take(p, count):
     """``count`` int64 elements for a new Var array: from the call's arena (no allocation, no reference
-    counts: ``y = y + xs`` of 2 elements 94-116 -> 23-46 ns/record, docs/benchmarks.md), or allocated
-    where the arena is full."""
+    counts: ``y = y + xs`` of 2 elements 94-116 -> 23-46 ns/record, docs/benchmarks.md), or from a new
+    one where it is full."""
+    if count < 0:
+        raise ValueError("tape.jit: negative dimensions are not allowed")
     want(p, count)
     used, room = arena_room(p)
     if used + count <= room:
         return carve(p, count)
-    return np.empty(count, np.int64)
+    return spill(p, count)
+
+
+@hot
+def release(p, count):
+    """Give back the last ``count`` elements taken (scratch of a reduction)."""
+    want(p, -count)
+    give_back(p, count)
 
 
 @hot
@@ -258,6 +284,47 @@ def put_row(out, i, j, w):
     out.rows[j], out.vals[j] = w.index, w.c
 
 
+def fresh(p, shape):
+    """A new Var array of that shape (an int, a tuple of one or two) from the arena, nothing written."""
+
+
+@overload(fresh)
+def _fresh(p, shape):
+    if isinstance(shape, types.Integer):
+        return lambda p, shape: blank_row(p, 1, shape)
+    if isinstance(shape, types.BaseTuple) and len(shape) == 1:
+        return lambda p, shape: blank_row(p, 1, shape[0])
+    if isinstance(shape, types.BaseTuple) and len(shape) == 2:
+        return lambda p, shape: blank(p, shape[0], shape[1])
+    raise TypingError(f"tape.jit: Var arrays are 1-d or 2-d, not of shape {shape}")
+
+
+def flat_into(rows, vals, a):
+    """a's elements in C order into 1-d arrays rows and vals."""
+
+
+@overload(flat_into)
+def _flat_into(rows, vals, a):
+    if a.ndim == 1:
+        def one(rows, vals, a):
+            rows[:], vals[:] = a.rows, a.vals
+        return one
+
+    def two(rows, vals, a):
+        m = a.rows.shape[1]
+        for i in range(a.rows.shape[0]):
+            rows[i * m:(i + 1) * m], vals[i * m:(i + 1) * m] = a.rows[i], a.vals[i]
+    return two
+
+
+@hot
+def copied(a):
+    """A copy of a Var array, C-contiguous, in the arena."""
+    out = fresh(a.tape, a.rows.shape)
+    out.rows[:], out.vals[:] = a.rows, a.vals
+    return out
+
+
 def _result(ndim: int):
     """(make, put) of a result of ndim axes, computed as 2-d (a 1-d one as one row)."""
     return (blank_row, put_row) if ndim == 1 else (blank, put)
@@ -276,8 +343,8 @@ def records_of(x, p):
 def _records_of(x, p):
     if is_data(x):
         def constants(x, p):
-            out = make_array(p, np.empty(x.shape, np.int64), np.empty(x.shape))
-            rows, vals, values = out.rows.reshape(-1), out.vals.reshape(-1), x.copy().reshape(-1)
+            out, values = fresh(p, x.shape), x.copy().reshape(-1)
+            rows, vals = out.rows.reshape(-1), out.vals.reshape(-1)
             for k in range(values.size):
                 w = constant_record(p, float(values[k]))
                 rows[k], vals[k] = w.index, w.c
@@ -376,11 +443,15 @@ def pairwise(p, rows, vals, mul):
 @jit
 def total(a, mul):
     """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
-    if a.rows.size == 0:
+    size = a.rows.size
+    if size == 0:
         return unbound(1.0 if mul else 0.0)
-    rows, vals = a.rows.copy().reshape(1, -1), a.vals.copy().reshape(1, -1)
-    pairwise(a.tape, rows, vals, mul)
-    return element(a.tape, rows[0, 0], vals[0, 0])
+    work = blank(a.tape, 1, size)  # scratch, given back
+    flat_into(work.rows[0], work.vals[0], a)
+    pairwise(a.tape, work.rows, work.vals, mul)
+    out = element(a.tape, work.rows[0, 0], work.vals[0, 0])
+    release(a.tape, 2 * size)
+    return out
 
 
 @jit
@@ -388,11 +459,12 @@ def fold(a, largest):
     """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
     if a.rows.size == 0:
         raise ValueError("tape.jit: max/min of an empty Var array")
-    rows, vals = a.rows.copy().reshape(-1), a.vals.copy().reshape(-1)
-    best = element(a.tape, rows[0], vals[0])
-    for k in range(1, rows.size):
-        w = element(a.tape, rows[k], vals[k])
-        best = maximum_vv(best, w) if largest else minimum_vv(best, w)
+    n, m = dims(a)
+    best = at(a, 0, 0)
+    for i in range(n):
+        for j in range(1 if i == 0 else 0, m):
+            w = at(a, i, j)
+            best = maximum_vv(best, w) if largest else minimum_vv(best, w)
     return best
 
 
@@ -414,12 +486,11 @@ def _dot(a, b):
     column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
     b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
     if a.ndim == 1 and b.ndim == 1:
-        result = hot(lambda p, rows, vals, n, q: element(p, rows[0, 0], vals[0, 0]))
+        result = hot(lambda out, n, q: element(out.tape, out.rows[0], out.vals[0]))
     elif a.ndim == 2 and b.ndim == 2:
-        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy().reshape(n, q),
-                                                            vals[:, 0].copy().reshape(n, q)))
+        result = hot(lambda out, n, q: make_array(out.tape, out.rows.reshape((n, q)), out.vals.reshape((n, q))))
     else:
-        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy(), vals[:, 0].copy()))
+        result = hot(lambda out, n, q: out)
 
     def impl(a, b):
         n, m = dims(a)
@@ -427,14 +498,17 @@ def _dot(a, b):
         if m != mb:
             raise ValueError("tape.jit: np.dot: the inner dimensions differ")
         p = tape_of(a, b)
-        rows, vals = np.empty((n * q, m), np.int64), np.empty((n * q, m))
+        out = fresh(p, n * q)
+        work = blank(p, n * q, m)  # scratch, given back
         for i in range(n):
             for k in range(m):
                 for j in range(q):
                     w = at(a, i, k) * b_at(b, k, j)
-                    rows[i * q + j, k], vals[i * q + j, k] = w.index, w.c
-        pairwise(p, rows, vals, False)
-        return result(p, rows, vals, n, q)
+                    work.rows[i * q + j, k], work.vals[i * q + j, k] = w.index, w.c
+        pairwise(p, work.rows, work.vals, False)
+        out.rows[:], out.vals[:] = work.rows[:, 0], work.vals[:, 0]
+        release(p, 2 * n * q * m)
+        return result(out, n, q)
     return impl
 
 

@@ -13,16 +13,18 @@ from typing import Any
 import numpy as np
 from numba.extending import overload
 
-from tape.compiled.arrays import NUMBER, UNWRITTEN, is_array
+from tape.compiled.arrays import NUMBER, UNWRITTEN, fresh, is_array
 from tape.compiled.compiler_pass import MAKERS
-from tape.compiled.numba_internals import make_array, types, var_dtype_type
+from tape.compiled.numba_internals import types, var_dtype_type
 from tape.compiled.recording import is_number, jit
 
 
 @jit
 def _filled(p, shape, fill, written):
     """A Var array of that shape on the tape p points to: every element the number fill, or unwritten."""
-    return make_array(p, np.full(shape, NUMBER if written else UNWRITTEN, np.int64), np.full(shape, fill))
+    out = fresh(p, shape)
+    out.rows[:], out.vals[:] = NUMBER if written else UNWRITTEN, fill
+    return out
 
 
 def _absent(dtype) -> bool:
