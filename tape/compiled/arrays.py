@@ -275,6 +275,15 @@ def blank_row(p, n, m):
 
 
 @hot
+def axis_of(axis, ndim):
+    """An axis of ndim, negative from the end; ValueError outside."""
+    k = axis + ndim if axis < 0 else axis
+    if k < 0 or k >= ndim:
+        raise ValueError("tape.jit: axis out of range of a Var array")
+    return k
+
+
+@hot
 def put(out, i, j, w):
     out.rows[i, j], out.vals[i, j] = w.index, w.c
 
@@ -416,105 +425,6 @@ def unary_array(of_var):
             return out
         return impl
     return typer
-
-
-# --- reductions -------------------------------------------------------------------------------------------
-
-
-@jit
-def pairwise(p, rows, vals, mul):
-    """Sum (product if mul) of each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's
-    reduce records it: pairs (0, 1), (2, 3), ... of every row, then of the results (an odd one
-    last), one level after the other. The row results are left in column 0."""
-    n, k = rows.shape
-    while k > 1:
-        pairs = k // 2
-        for r in range(n):
-            for q in range(pairs):
-                a = element(p, rows[r, 2 * q], vals[r, 2 * q])
-                b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
-                w = mul_vv(a, b) if mul else add_vv(a, b)
-                rows[r, q], vals[r, q] = w.index, w.c
-            if k % 2:
-                rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
-        k = pairs + k % 2
-
-
-@jit
-def total(a, mul):
-    """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
-    size = a.rows.size
-    if size == 0:
-        return unbound(1.0 if mul else 0.0)
-    work = blank(a.tape, 1, size)  # scratch, given back
-    flat_into(work.rows[0], work.vals[0], a)
-    pairwise(a.tape, work.rows, work.vals, mul)
-    out = element(a.tape, work.rows[0, 0], work.vals[0, 0])
-    release(a.tape, 2 * size)
-    return out
-
-
-@jit
-def fold(a, largest):
-    """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
-    if a.rows.size == 0:
-        raise ValueError("tape.jit: max/min of an empty Var array")
-    n, m = dims(a)
-    best = at(a, 0, 0)
-    for i in range(n):
-        for j in range(1 if i == 0 else 0, m):
-            w = at(a, i, j)
-            best = maximum_vv(best, w) if largest else minimum_vv(best, w)
-    return best
-
-
-REDUCTIONS = {"sum": lambda a: total(a, False), "prod": lambda a: total(a, True),
-              "mean": lambda a: total(a, False) * (1.0 / a.rows.size),
-              "max": lambda a: fold(a, True), "min": lambda a: fold(a, False)}
-for _name, _body in REDUCTIONS.items():
-    overload_method(VarArrayType, _name)(_on_array(_body))
-    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_on_array(_body))
-
-
-def _dot(a, b):
-    """a @ b of 1-d and 2-d operands (one a Var array) as tape/arrays/varray.py's matmul records it: the
-    products in C order of (i, k, j), then each (i, j)'s sum over k pairwise, level by level."""
-    if not (is_array(a) or is_array(b)) or not all((is_array(x) or is_data(x)) for x in (a, b)):
-        return None
-    first = a if is_array(a) else b
-    tape_of = hot(lambda a, b: a.tape) if first is a else hot(lambda a, b: b.tape)
-    column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
-    b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
-    if a.ndim == 1 and b.ndim == 1:
-        result = hot(lambda out, n, q: element(out.tape, out.rows[0], out.vals[0]))
-    elif a.ndim == 2 and b.ndim == 2:
-        result = hot(lambda out, n, q: make_array(out.tape, out.rows.reshape((n, q)), out.vals.reshape((n, q))))
-    else:
-        result = hot(lambda out, n, q: out)
-
-    def impl(a, b):
-        n, m = dims(a)
-        mb, q = (len(b), 1) if column else dims(b)
-        if m != mb:
-            raise ValueError("tape.jit: np.dot: the inner dimensions differ")
-        p = tape_of(a, b)
-        out = fresh(p, n * q)
-        work = blank(p, n * q, m)  # scratch, given back
-        for i in range(n):
-            for k in range(m):
-                for j in range(q):
-                    w = at(a, i, k) * b_at(b, k, j)
-                    work.rows[i * q + j, k], work.vals[i * q + j, k] = w.index, w.c
-        pairwise(p, work.rows, work.vals, False)
-        out.rows[:], out.vals[:] = work.rows[:, 0], work.vals[:, 0]
-        release(p, 2 * n * q * m)
-        return result(out, n, q)
-    return impl
-
-
-for _fn in (np.dot, operator.matmul):  # type: ignore[assignment]  # numpy's and the operator's
-    overload(_fn)(_dot)
-overload_method(VarArrayType, "dot")(_dot)
 
 
 @jit
