@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 from numba.extending import overload
 
-from tape.compiled.arrays import NUMBER, UNWRITTEN, axis_of, fresh, is_array, is_data, records_of
+from tape.compiled.arrays import NUMBER, UNWRITTEN, axis_of, fill, fresh, is_array, is_data, records_of
 from tape.compiled.compiler_pass import MAKERS
 from tape.compiled.numba_internals import TypingError, types, var_dtype_type
 from tape.compiled.recording import is_number, jit
 
 
 @jit
-def _filled(p, shape, fill, written):
-    """A Var array of that shape on the tape p points to: every element the number fill, or unwritten."""
+def _filled(p, shape, number, written):
+    """A Var array of that shape on the tape p points to: every element the number, or unwritten."""
     out = fresh(p, shape)
-    out.rows[:], out.vals[:] = NUMBER if written else UNWRITTEN, fill
+    fill(out.rows, out.vals, NUMBER if written else UNWRITTEN, float(number))
     return out
 
 
@@ -34,10 +34,18 @@ def _absent(dtype) -> bool:
     return dtype is None or isinstance(dtype, (types.NoneType, types.Omitted))
 
 
+def _flat(shape) -> None:
+    """Refuse the shape of a Var array of three axes or more while typing f (a refusal from inside _filled
+    would keep the tape alive in Numba's cached error)."""
+    if isinstance(shape, types.BaseTuple) and len(shape) > 2:
+        raise TypingError(f"tape.jit: Var arrays are 1-d or 2-d, not of shape {shape}")
+
+
 def _maker(fn, fill: float, written: bool):
     """np.empty/zeros/ones(shape, dtype): of ``dtype=xs.dtype`` a Var array, else NumPy's."""
     def typer(shape, dtype=None):
         if dtype is var_dtype_type:
+            _flat(shape)
             return lambda shape, dtype=None: _filled(dtype.tape, shape, fill, written)
         return (lambda shape, dtype=None: fn(shape)) if _absent(dtype) else lambda shape, dtype=None: fn(shape, dtype)
     return typer
@@ -54,6 +62,7 @@ def _like(fn, fill: float, written: bool):
 
 def _full(shape, fill_value, dtype=None):
     if dtype is var_dtype_type and is_number(fill_value):
+        _flat(shape)
         return lambda shape, fill_value, dtype=None: _filled(dtype.tape, shape, fill_value, True)
     if _absent(dtype):
         return lambda shape, fill_value, dtype=None: np.full(shape, fill_value)
@@ -109,24 +118,24 @@ def _place(out, piece, at, k):
     if out.ndim == 1:
         def row(out, piece, at, k):
             n = piece.rows.shape[0]
-            out.rows[at:at + n], out.vals[at:at + n] = piece.rows, piece.vals
+            fill(out.rows[at:at + n], out.vals[at:at + n], piece.rows, piece.vals)
             return at + n
         return row
     if piece.ndim == 1:
         def stacked(out, piece, at, k):
             if k == 0:
-                out.rows[at, :], out.vals[at, :] = piece.rows, piece.vals
+                fill(out.rows[at], out.vals[at], piece.rows, piece.vals)
             else:
-                out.rows[:, at], out.vals[:, at] = piece.rows, piece.vals
+                fill(out.rows[:, at], out.vals[:, at], piece.rows, piece.vals)
             return at + 1
         return stacked
 
     def block(out, piece, at, k):
         n, m = piece.rows.shape
         if k == 0:
-            out.rows[at:at + n, :], out.vals[at:at + n, :] = piece.rows, piece.vals
+            fill(out.rows[at:at + n], out.vals[at:at + n], piece.rows, piece.vals)
             return at + n
-        out.rows[:, at:at + m], out.vals[:, at:at + m] = piece.rows, piece.vals
+        fill(out.rows[:, at:at + m], out.vals[:, at:at + m], piece.rows, piece.vals)
         return at + m
     return block
 

@@ -19,6 +19,7 @@ from tape.compiled.arrays import (
     blank,
     dims,
     element,
+    fill,
     flat_into,
     fresh,
     is_array,
@@ -93,9 +94,9 @@ def total_along(a, axis, mul):
             out.rows[i], out.vals[i] = w.index, w.c
         return out
     work = blank(p, n, m)  # scratch, given back
-    work.rows[:], work.vals[:] = src.rows, src.vals
+    fill(work.rows, work.vals, src.rows, src.vals)
     pairwise(p, work.rows, work.vals, mul)
-    out.rows[:], out.vals[:] = work.rows[:, 0], work.vals[:, 0]
+    fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
     release(p, 2 * n * m)
     return out
 
@@ -173,7 +174,7 @@ def _dot(a, b):
                     w = at(a, i, k) * b_at(b, k, j)
                     work.rows[i * q + j, k], work.vals[i * q + j, k] = w.index, w.c
         pairwise(p, work.rows, work.vals, False)
-        out.rows[:], out.vals[:] = work.rows[:, 0], work.vals[:, 0]
+        fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
         release(p, 2 * n * q * m)
         return result(out, n, q)
     return impl
