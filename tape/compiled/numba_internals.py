@@ -189,7 +189,7 @@ for _typ, _members in ((VarType, VAR_MEMBERS), (ConditionType, CONDITION_MEMBERS
 class VarArrayModel(models.StructModel):
     """A Var array's tape pointer and two arrays, which it borrows: they lie in the call's arena (or are
     the inputs the driver holds), so copies of a Var array touch no reference count (no NRT_incref and
-    NRT_decref calls, two each per copy: an op on a Var array of 2 elements 11 -> ? ns/record)."""
+    NRT_decref calls, two each per copy: `y = 0.5 * y` of 2 elements 14.0 -> 8.5 ns/record)."""
 
     def __init__(self, dmm, fe_type):
         super().__init__(dmm, fe_type, [("tape", types.voidptr), ("rows", fe_type.rows_type),
