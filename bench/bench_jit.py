@@ -3,7 +3,8 @@ while loop (interleaved medians); record + one reverse sweep (tape.value_and_gra
 against a replayed F.value_and_grad of the same tape, interleaved; first-call compile time, its
 growth with the size of a straight-line function, and a cached load in a fresh process. ``arrays``:
 the same for array programs as Numba users write them (RK4 with an array state, an n-body step, a
-heat equation), beside the same source as numba.njit on floats.
+heat equation), beside the same source as numba.njit on floats (JAX's jit(value_and_grad) of the same
+programs: bench/jax_array_programs.py, run by a Python with JAX).
 
     python bench/bench_jit.py            # everything
     python bench/bench_jit.py arrays     # the array programs only

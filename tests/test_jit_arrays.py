@@ -119,7 +119,10 @@ for _s in ops.ARITHMETIC:
         EVERY_OP += [f"np.{_s.ufunc}(xs, ys)", f"np.{_s.ufunc}(xs, 0.5)", f"tape.{_s.name}(1.5, xs)",
                      f"np.{_s.ufunc}(w, xs)"]
 EVERY_OP += ["xs.sum() + xs.prod() * np.sum(ys) + xs.mean()", "np.dot(xs, ys) + xs @ w", "np.dot(m, xs)",
-             "(xs.reshape(2, 2) @ ys.copy().reshape((2, 2))).reshape(4)", "(w @ m) * xs"]
+             "(xs.reshape(2, 2) @ ys.copy().reshape((2, 2))).reshape(4)", "(w @ m) * xs",
+             "np.concatenate((xs[:1], w[:1], ys[1:3] * 2.0))", "np.stack((xs, ys), axis=1).sum(axis=1)",
+             "np.stack((xs, ys)).prod(axis=0)", "xs.reshape((2, 2)).mean(axis=1).sum() + np.sum(np.concatenate("
+             "(xs.reshape((2, 2)), ys.copy().reshape((2, 2))), axis=1), axis=-2).sum()"]
 EVERY = ("def f(xs, w, m):\n    ys = xs[::-1]\n    acc = xs * 0.0\n"
          + "".join(f"    acc = acc + ({expr})\n" for expr in EVERY_OP) + "    return acc\n")
 
@@ -172,7 +175,7 @@ def f(xs, m):
     grid = xs.reshape((n // 2, 2))
     return (norm2(a) + b.prod() + (full * a).sum() + np.dot(sm, xs) + acc.T.sum() + u.mean()
             + grid[1, 0] * np.dot(m, grid[:, 1].copy()).min() + sum(xs[4:]) + max(xs) + xs.size + len(xs) + xs.ndim
-            + acc.ravel()[3])
+            + acc.ravel()[3] + np.hstack((a, b)).sum() + np.vstack((a, b)).sum(axis=0)[1] + grid.sum(axis=1)[0])
 '''
 
 
@@ -245,6 +248,8 @@ def test_returning_elements_never_written_is_refused():
     ("    return xs[xs[0]]", "tape.jit: index a Var array with integers, slices or integer arrays, not with"),
     ("    a = np.zeros(3)\n    a[0] = xs[0]\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
     ("    a = np.zeros(3)\n    a[:] = xs\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
+    ("    return np.where(xs > 0.0, xs, 0.0).sum()", "tape.jit: comparisons of whole Var arrays"),
+    ("    return np.zeros((2, 2, 2), dtype=xs.dtype).sum()", "tape.jit: Var arrays are 1-d or 2-d"),
 ])
 def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):
     jf = tape.jit(namespace(f"def f(xs):\n{body}\n")[0]["f"])

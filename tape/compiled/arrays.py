@@ -24,9 +24,11 @@ from tape.compiled.numba_internals import (
     VarArrayType,
     arena_room,
     carve,
+    give_back,
     make_array,
     make_dtype,
     make_var,
+    tape_from_pointer,
     types,
     unbound,
     want,
@@ -154,7 +156,7 @@ for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.row
 
 @overload_method(VarArrayType, "copy")
 def _copy(a):
-    return lambda a: make_array(a.tape, a.rows.copy(), a.vals.copy())
+    return lambda a: copied(a)
 
 
 @overload_method(VarArrayType, "reshape")
@@ -167,7 +169,11 @@ def _reshape(a, shape, columns=None):
 
 @overload_method(VarArrayType, "ravel")
 def _ravel(a):
-    return lambda a: make_array(a.tape, a.rows.copy().reshape(-1), a.vals.copy().reshape(-1))
+    def ravel(a):
+        out = fresh(a.tape, a.rows.size)
+        flat_into(out.rows, out.vals, a)
+        return out
+    return ravel
 
 
 # --- elementwise: operands seen as 2-d (a 1-d one as a row), broadcast as NumPy does -----------------------
@@ -222,16 +228,36 @@ def common(a, b):
     raise ValueError("tape.jit: operands could not be broadcast together")
 
 
+@jit
+def spill(p, count):
+    """``count`` elements where the arena is full: from a new arena (twice the last, at least count), the
+    old one kept (the tape's ``kept``) as long as the call, as Var arrays borrow their elements."""
+    t = tape_from_pointer(p)
+    t.arena = np.empty(max(count, 2 * t.arena.size, 4096), np.int64)
+    t.kept.append(t.arena)
+    t.used = 0
+    return carve(p, count)
+
+
 @hot
 def take(p, count):
     """``count`` int64 elements for a new Var array: from the call's arena (no allocation, no reference
-    counts: ``y = y + xs`` of 2 elements 94-116 -> 23-46 ns/record, docs/benchmarks.md), or allocated
-    where the arena is full."""
+    counts: ``y = y + xs`` of 2 elements 94-116 -> 23-46 ns/record, docs/benchmarks.md), or from a new
+    one where it is full."""
+    if count < 0:
+        raise ValueError("tape.jit: negative dimensions are not allowed")
     want(p, count)
     used, room = arena_room(p)
     if used + count <= room:
         return carve(p, count)
-    return np.empty(count, np.int64)
+    return spill(p, count)
+
+
+@hot
+def release(p, count):
+    """Give back the last ``count`` elements taken (scratch of a reduction)."""
+    want(p, -count)
+    give_back(p, count)
 
 
 @hot
@@ -249,6 +275,15 @@ def blank_row(p, n, m):
 
 
 @hot
+def axis_of(axis, ndim):
+    """An axis of ndim, negative from the end; ValueError outside."""
+    k = axis + ndim if axis < 0 else axis
+    if k < 0 or k >= ndim:
+        raise ValueError("tape.jit: axis out of range of a Var array")
+    return k
+
+
+@hot
 def put(out, i, j, w):
     out.rows[i, j], out.vals[i, j] = w.index, w.c
 
@@ -256,6 +291,77 @@ def put(out, i, j, w):
 @hot
 def put_row(out, i, j, w):
     out.rows[j], out.vals[j] = w.index, w.c
+
+
+def fresh(p, shape):
+    """A new Var array of that shape (an int, a tuple of one or two) from the arena, nothing written."""
+
+
+@overload(fresh)
+def _fresh(p, shape):
+    if isinstance(shape, types.Integer):
+        return lambda p, shape: blank_row(p, 1, shape)
+    if isinstance(shape, types.BaseTuple) and len(shape) == 1:
+        return lambda p, shape: blank_row(p, 1, shape[0])
+    if isinstance(shape, types.BaseTuple) and len(shape) == 2:
+        return lambda p, shape: blank(p, shape[0], shape[1])
+    raise TypingError(f"tape.jit: Var arrays are 1-d or 2-d, not of shape {shape}")
+
+
+def fill(rows, vals, r, v):
+    """``rows[...], vals[...] = r, v`` (arrays of their shape, or numbers) by a loop: Numba's slice assignment
+    compiles for seconds at every use (``xs.copy()`` by it: a first call 1.8 -> 6.1 s)."""
+
+
+@overload(fill)
+def _fill(rows, vals, r, v):
+    arrays = isinstance(r, types.Array)
+    if rows.ndim == 1 and arrays:
+        def copy1(rows, vals, r, v):
+            for i in range(rows.shape[0]):
+                rows[i], vals[i] = r[i], v[i]
+        return copy1
+    if rows.ndim == 1:
+        def set1(rows, vals, r, v):
+            for i in range(rows.shape[0]):
+                rows[i], vals[i] = r, v
+        return set1
+    if arrays:
+        def copy2(rows, vals, r, v):
+            for i in range(rows.shape[0]):
+                for j in range(rows.shape[1]):
+                    rows[i, j], vals[i, j] = r[i, j], v[i, j]
+        return copy2
+
+    def set2(rows, vals, r, v):
+        for i in range(rows.shape[0]):
+            for j in range(rows.shape[1]):
+                rows[i, j], vals[i, j] = r, v
+    return set2
+
+
+def flat_into(rows, vals, a):
+    """a's elements in C order into 1-d arrays rows and vals."""
+
+
+@overload(flat_into)
+def _flat_into(rows, vals, a):
+    if a.ndim == 1:
+        return lambda rows, vals, a: fill(rows, vals, a.rows, a.vals)
+
+    def two(rows, vals, a):
+        m = a.rows.shape[1]
+        for i in range(a.rows.shape[0]):
+            fill(rows[i * m:(i + 1) * m], vals[i * m:(i + 1) * m], a.rows[i], a.vals[i])
+    return two
+
+
+@jit
+def copied(a):
+    """A copy of a Var array, C-contiguous, in the arena."""
+    out = fresh(a.tape, a.rows.shape)
+    fill(out.rows, out.vals, a.rows, a.vals)
+    return out
 
 
 def _result(ndim: int):
@@ -276,8 +382,8 @@ def records_of(x, p):
 def _records_of(x, p):
     if is_data(x):
         def constants(x, p):
-            out = make_array(p, np.empty(x.shape, np.int64), np.empty(x.shape))
-            rows, vals, values = out.rows.reshape(-1), out.vals.reshape(-1), x.copy().reshape(-1)
+            out, values = fresh(p, x.shape), x.copy().reshape(-1)
+            rows, vals = out.rows.reshape(-1), out.vals.reshape(-1)
             for k in range(values.size):
                 w = constant_record(p, float(values[k]))
                 rows[k], vals[k] = w.index, w.c
@@ -327,7 +433,9 @@ def inplace_array(fn, vv):
 
         def inplace(x, y):
             out = fn(x, y)
-            x.rows[:], x.vals[:] = out.rows, out.vals
+            if out.rows.shape != x.rows.shape:
+                raise ValueError("tape.jit: operands could not be broadcast together (in place)")
+            fill(x.rows, x.vals, out.rows, out.vals)
             return x
         return inplace
     return typer
@@ -349,98 +457,6 @@ def unary_array(of_var):
             return out
         return impl
     return typer
-
-
-# --- reductions -------------------------------------------------------------------------------------------
-
-
-@jit
-def pairwise(p, rows, vals, mul):
-    """Sum (product if mul) of each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's
-    reduce records it: pairs (0, 1), (2, 3), ... of every row, then of the results (an odd one
-    last), one level after the other. The row results are left in column 0."""
-    n, k = rows.shape
-    while k > 1:
-        pairs = k // 2
-        for r in range(n):
-            for q in range(pairs):
-                a = element(p, rows[r, 2 * q], vals[r, 2 * q])
-                b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
-                w = mul_vv(a, b) if mul else add_vv(a, b)
-                rows[r, q], vals[r, q] = w.index, w.c
-            if k % 2:
-                rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
-        k = pairs + k % 2
-
-
-@jit
-def total(a, mul):
-    """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
-    if a.rows.size == 0:
-        return unbound(1.0 if mul else 0.0)
-    rows, vals = a.rows.copy().reshape(1, -1), a.vals.copy().reshape(1, -1)
-    pairwise(a.tape, rows, vals, mul)
-    return element(a.tape, rows[0, 0], vals[0, 0])
-
-
-@jit
-def fold(a, largest):
-    """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
-    if a.rows.size == 0:
-        raise ValueError("tape.jit: max/min of an empty Var array")
-    rows, vals = a.rows.copy().reshape(-1), a.vals.copy().reshape(-1)
-    best = element(a.tape, rows[0], vals[0])
-    for k in range(1, rows.size):
-        w = element(a.tape, rows[k], vals[k])
-        best = maximum_vv(best, w) if largest else minimum_vv(best, w)
-    return best
-
-
-REDUCTIONS = {"sum": lambda a: total(a, False), "prod": lambda a: total(a, True),
-              "mean": lambda a: total(a, False) * (1.0 / a.rows.size),
-              "max": lambda a: fold(a, True), "min": lambda a: fold(a, False)}
-for _name, _body in REDUCTIONS.items():
-    overload_method(VarArrayType, _name)(_on_array(_body))
-    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_on_array(_body))
-
-
-def _dot(a, b):
-    """a @ b of 1-d and 2-d operands (one a Var array) as tape/arrays/varray.py's matmul records it: the
-    products in C order of (i, k, j), then each (i, j)'s sum over k pairwise, level by level."""
-    if not (is_array(a) or is_array(b)) or not all((is_array(x) or is_data(x)) for x in (a, b)):
-        return None
-    first = a if is_array(a) else b
-    tape_of = hot(lambda a, b: a.tape) if first is a else hot(lambda a, b: b.tape)
-    column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
-    b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
-    if a.ndim == 1 and b.ndim == 1:
-        result = hot(lambda p, rows, vals, n, q: element(p, rows[0, 0], vals[0, 0]))
-    elif a.ndim == 2 and b.ndim == 2:
-        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy().reshape(n, q),
-                                                            vals[:, 0].copy().reshape(n, q)))
-    else:
-        result = hot(lambda p, rows, vals, n, q: make_array(p, rows[:, 0].copy(), vals[:, 0].copy()))
-
-    def impl(a, b):
-        n, m = dims(a)
-        mb, q = (len(b), 1) if column else dims(b)
-        if m != mb:
-            raise ValueError("tape.jit: np.dot: the inner dimensions differ")
-        p = tape_of(a, b)
-        rows, vals = np.empty((n * q, m), np.int64), np.empty((n * q, m))
-        for i in range(n):
-            for k in range(m):
-                for j in range(q):
-                    w = at(a, i, k) * b_at(b, k, j)
-                    rows[i * q + j, k], vals[i * q + j, k] = w.index, w.c
-        pairwise(p, rows, vals, False)
-        return result(p, rows, vals, n, q)
-    return impl
-
-
-for _fn in (np.dot, operator.matmul):  # type: ignore[assignment]  # numpy's and the operator's
-    overload(_fn)(_dot)
-overload_method(VarArrayType, "dot")(_dot)
 
 
 @jit

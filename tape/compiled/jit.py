@@ -27,7 +27,7 @@ from tape.arrays.varray import VarArray
 from tape.compiled import overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.compiler_pass import Pipeline
-from tape.compiled.numba_internals import USER_CACHED, TypingError, file_id, types, where_of
+from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, file_id, types, where_of
 from tape.compiled.recording import (
     OPTIONS,
     SEQUENCE,
@@ -38,6 +38,7 @@ from tape.compiled.recording import (
     is_var,
     new_tape,
     one_output,
+    values,
     var_of,
 )
 from tape.debug import nans
@@ -95,7 +96,8 @@ def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
     @numba.njit(**OPTIONS)
     def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
-        return finish(t, _outputs(user(inputs(t, rows), *data)))
+        vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
+        return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
     return drive
 
 

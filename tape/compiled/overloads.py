@@ -19,7 +19,7 @@ from numba.extending import overload
 
 from tape.api import trace
 from tape.arrays import binary as _binary
-from tape.compiled import makers  # noqa: F401  # registers np.empty and friends of Var arrays
+from tape.compiled import makers, reductions  # noqa: F401  # register np.empty & co., sum & co. of Var arrays
 from tape.compiled._recorders import ARITHMETIC, COMPARISONS, UNARY, compare_value
 from tape.compiled.arrays import binary_array, inplace_array, unary_array
 from tape.compiled.compiler_pass import branch, max_of, max_over, min_of, min_over
@@ -173,6 +173,9 @@ def binary(vv, vc, cv, value, numbers: bool):
 
 def comparison(vv):
     def typer(x, y):
+        if isinstance(x, VarArrayType) or isinstance(y, VarArrayType):
+            raise TypingError("tape.jit: comparisons of whole Var arrays (a > b, np.where(a > 0, a, 0.0)) are not "
+                              "supported; compare elements (if a[i] > 0.0:) or use tape.where per element")
         if not (is_var(x) or is_var(y)) or not all(is_var(v) or is_number(v) for v in (x, y)):
             return None
         cx, cy = as_var(x), as_var(y)

@@ -55,7 +55,7 @@ def new_tape(op, in0, in1, val, consts, n, nc, arena):
     t = new_struct(tape_type)
     t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc = op, in0, in1, val, consts, n, nc
     t.rows, t.outs, t.wheres, t.nchk = np.empty(16, np.int64), np.empty(16, np.uint8), np.empty(16, np.int64), 0
-    t.arena, t.used, t.want = arena, 0, 0
+    t.arena, t.used, t.want, t.peak, t.kept = arena, 0, 0, 0, [arena]
     return t
 
 
@@ -245,16 +245,23 @@ def one_output(v):
 
 
 @jit
-def finish(t, outputs):
-    """What the driver hands back: the arrays, counts and checks of the tape, the arena wanted, the outputs."""
+def finish(t, outputs, held):
+    """What the driver hands back: the arrays, counts and checks of the tape, the arena wanted (peak), the outputs
+    (``held``: what the driver lent f, alive until here)."""
     k = t.nchk
-    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k], t.want), outputs
+    return (t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc, t.rows[:k], t.outs[:k], t.wheres[:k], t.peak), outputs
 
 
 @jit
-def inputs(t, rows):
-    """xs: a Var array of the input records ``rows`` (1-d or 2-d) with their values."""
-    return make_array(tape_pointer(t), rows, t.val[rows.ravel()].reshape(rows.shape))
+def values(t, rows):
+    """The values of records ``rows`` (1-d or 2-d)."""
+    return t.val[rows.ravel()].reshape(rows.shape)
+
+
+@jit
+def inputs(t, rows, vals):
+    """xs: a Var array of the input records ``rows`` (1-d or 2-d) with their values (held by the driver)."""
+    return make_array(tape_pointer(t), rows, vals)
 
 
 @overload(operator.pos)
@@ -265,6 +272,6 @@ def _pos(x):
 
 
 __all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
-           "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs",
+           "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "values",
            "NOT_A_FLOAT",
            "one_output", "finish"]

@@ -1,0 +1,187 @@
+"""Reductions and products of Var arrays inside tape.jit functions (tape/compiled/arrays.py): ``sum``,
+``prod``, ``mean`` of all elements or along an axis (pairwise, level by level, as tape/arrays/varray.py's
+reduce records them), ``max``/``min`` (a chain of tape.maximum/minimum: Python writes one array record,
+with the same gradient away from ties), ``np.dot``/``@``/``.dot`` of 1-d and 2-d (as its matmul records
+them on small arrays). Scratch comes from the call's arena and is given back.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numba.extending import overload, overload_method
+
+from tape.compiled.arrays import (
+    add_vv,
+    at,
+    axis_of,
+    blank,
+    dims,
+    element,
+    fill,
+    flat_into,
+    fresh,
+    is_array,
+    is_data,
+    maximum_vv,
+    minimum_vv,
+    mul_vv,
+    release,
+)
+from tape.compiled.numba_internals import TypingError, VarArrayType, make_array, types, unbound
+from tape.compiled.recording import constant_record, hot, jit
+
+
+@jit
+def pairwise(p, rows, vals, mul):
+    """Sum (product if mul) of each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's
+    reduce records it: pairs (0, 1), (2, 3), ... of every row, then of the results (an odd one
+    last), one level after the other. The row results are left in column 0."""
+    n, k = rows.shape
+    while k > 1:
+        pairs = k // 2
+        for r in range(n):
+            for q in range(pairs):
+                a = element(p, rows[r, 2 * q], vals[r, 2 * q])
+                b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
+                w = mul_vv(a, b) if mul else add_vv(a, b)
+                rows[r, q], vals[r, q] = w.index, w.c
+            if k % 2:
+                rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
+        k = pairs + k % 2
+
+
+@jit
+def total(a, mul):
+    """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
+    size = a.rows.size
+    if size == 0:
+        return unbound(1.0 if mul else 0.0)
+    work = blank(a.tape, 1, size)  # scratch, given back
+    flat_into(work.rows[0], work.vals[0], a)
+    pairwise(a.tape, work.rows, work.vals, mul)
+    out = element(a.tape, work.rows[0, 0], work.vals[0, 0])
+    release(a.tape, 2 * size)
+    return out
+
+
+@jit
+def fold(a, largest):
+    """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
+    if a.rows.size == 0:
+        raise ValueError("tape.jit: max/min of an empty Var array")
+    n, m = dims(a)
+    best = at(a, 0, 0)
+    for i in range(n):
+        for j in range(1 if i == 0 else 0, m):
+            w = at(a, i, j)
+            best = maximum_vv(best, w) if largest else minimum_vv(best, w)
+    return best
+
+
+@jit
+def total_along(a, axis, mul):
+    """The sums (products) along an axis of a 2-d Var array, a 1-d one: pairwise, every row's level
+    before the next level (as reduce records them); of no elements constant records 0 (1)."""
+    p = a.tape
+    src = a if axis_of(axis, 2) == 1 else make_array(p, a.rows.T, a.vals.T)
+    n, m = src.rows.shape
+    out = fresh(p, n)
+    if m == 0:
+        for i in range(n):
+            w = constant_record(p, 1.0 if mul else 0.0)
+            out.rows[i], out.vals[i] = w.index, w.c
+        return out
+    work = blank(p, n, m)  # scratch, given back
+    fill(work.rows, work.vals, src.rows, src.vals)
+    pairwise(p, work.rows, work.vals, mul)
+    fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
+    release(p, 2 * n * m)
+    return out
+
+
+@jit
+def fold_along(a, axis, largest):
+    """The largest (smallest) elements along an axis of a 2-d Var array (fold of each row), a 1-d one."""
+    src = a if axis_of(axis, 2) == 1 else make_array(a.tape, a.rows.T, a.vals.T)
+    out = fresh(a.tape, src.rows.shape[0])
+    for i in range(src.rows.shape[0]):
+        w = fold(src[i], largest)
+        out.rows[i], out.vals[i] = w.index, w.c
+    return out
+
+
+def _reduction(whole, along):
+    """The overload of a reduction: of all elements (``whole``), or along one axis (``along``: a 2-d Var
+    array's, a 1-d result; a 1-d one's only axis is all of it)."""
+    def typer(a, axis=None):
+        if not is_array(a):
+            return None
+        if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
+            return lambda a, axis=None: whole(a)
+        if not isinstance(axis, types.Integer):
+            raise TypingError(f"tape.jit: reduce a Var array over all its axes or over one (an int), not {axis}")
+        if a.ndim == 2:
+            return lambda a, axis=None: along(a, axis)
+
+        def one(a, axis=None):
+            axis_of(axis, 1)
+            return whole(a)
+        return one
+    return typer
+
+
+REDUCTIONS = {"sum": (lambda a: total(a, False), lambda a, k: total_along(a, k, False)),
+              "prod": (lambda a: total(a, True), lambda a, k: total_along(a, k, True)),
+              "mean": (lambda a: total(a, False) * (1.0 / a.rows.size),
+                       lambda a, k: total_along(a, k, False) * (1.0 / a.rows.shape[axis_of(k, 2)])),
+              "max": (lambda a: fold(a, True), lambda a, k: fold_along(a, k, True)),
+              "min": (lambda a: fold(a, False), lambda a, k: fold_along(a, k, False))}
+for _name, (_whole, _along) in REDUCTIONS.items():
+    _typer = _reduction(hot(_whole), hot(_along))
+    overload_method(VarArrayType, _name)(_typer)
+    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_typer)
+
+
+def _dot(a, b):
+    """a @ b of 1-d and 2-d operands (one a Var array) as tape/arrays/varray.py's matmul records it: the
+    products in C order of (i, k, j), then each (i, j)'s sum over k pairwise, level by level."""
+    if not (is_array(a) or is_array(b)) or not all((is_array(x) or is_data(x)) for x in (a, b)):
+        return None
+    first = a if is_array(a) else b
+    tape_of = hot(lambda a, b: a.tape) if first is a else hot(lambda a, b: b.tape)
+    column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
+    b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
+    if a.ndim == 1 and b.ndim == 1:
+        result = hot(lambda out, n, q: element(out.tape, out.rows[0], out.vals[0]))
+    elif a.ndim == 2 and b.ndim == 2:
+        result = hot(lambda out, n, q: make_array(out.tape, out.rows.reshape((n, q)), out.vals.reshape((n, q))))
+    else:
+        result = hot(lambda out, n, q: out)
+
+    def impl(a, b):
+        n, m = dims(a)
+        mb, q = (len(b), 1) if column else dims(b)
+        if m != mb:
+            raise ValueError("tape.jit: np.dot: the inner dimensions differ")
+        p = tape_of(a, b)
+        out = fresh(p, n * q)
+        work = blank(p, n * q, m)  # scratch, given back
+        for i in range(n):
+            for k in range(m):
+                for j in range(q):
+                    w = at(a, i, k) * b_at(b, k, j)
+                    work.rows[i * q + j, k], work.vals[i * q + j, k] = w.index, w.c
+        pairwise(p, work.rows, work.vals, False)
+        fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
+        release(p, 2 * n * q * m)
+        return result(out, n, q)
+    return impl
+
+
+for _fn in (np.dot, operator.matmul):  # type: ignore[assignment]  # numpy's and the operator's
+    overload(_fn)(_dot)
+overload_method(VarArrayType, "dot")(_dot)
+
+
