@@ -37,11 +37,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # Lines of hand-written code a package may hold (generated files not counted); a file past FILE_LINES warns.
 # kernels and symbolic grew with the array kinds' adjoints and tangents as records (issue 25); kernels, arrays,
 # function and api with linear algebra and custom rules (issue 30: kernels +120 for their rules as records, LU and
-# the blocked Cholesky adjoint); function and api with the sparsity of array
-# records (array_sparsity.py) and tape.sparse_jacobian/hessian (issue 27); records with scatter, permute and pad
-# (25, 26); compiled with Var arrays inside Numba (tape/compiled/arrays.py, makers.py, reductions.py: issue 31); kernels with each
-# kind's jvps, k tangent directions at once (vector mode, issue 27); function with arenas laid out by liveness
-# (array_replay.py: compact, recorded, full; sweeps/layout.py: issue 26); sweeps/vectors.py (issue 27).
+# the blocked Cholesky adjoint); function and api with the sparsity of array records (array_sparsity.py) and
+# tape.sparse_jacobian/hessian (issue 27); records with scatter, permute and pad (25, 26); compiled with Var arrays
+# inside Numba (tape/compiled/arrays.py, makers.py, reductions.py: issue 31); kernels with each kind's jvps, k
+# tangent directions at once (vector mode, sweeps/vectors.py: issue 27); function and sweeps with arenas laid out
+# by liveness (array_replay.py: compact, recorded, full; sweeps/layout.py: issue 26).
 BUDGET = {"tape.kernels": 4700, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 1520,
           "tape.records": 1000, "tape.arrays": 1800, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3200, "tape.tape": 400, "tape.api": 900, "tape.compiled": 2400, "tape": 250,

@@ -11,6 +11,7 @@ reverse sweep.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,8 +42,9 @@ def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
         region(adot, p).reshape(-1)[...] = dot[p.places, 0]
 
 
-def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:
-    """Tangents of every record, inputs seeded in dot (scalar records) and adot (array inputs)."""
+def tangents(s: State, dot: np.ndarray, adot: np.ndarray, one: Callable[..., None] = tangent_one) -> None:
+    """Tangents of every record, inputs seeded in dot (scalar records, (n + 1, k)) and adot (array inputs: the
+    arena, or (k, arena) with ``one`` = sweeps/vectors.py's for k directions)."""
     n = len(s._op)
     arrays, elems, offsets = schedule(s, n)
     lo = 0
@@ -50,11 +52,11 @@ def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:
         for i in [*arrays, n]:
             if lo < i:
                 e = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
-                dot[e, 0] = adot[elements(s, e, offsets)]
+                dot[e] = adot[..., elements(s, e, offsets)].T.reshape(len(e), dot.shape[1])
                 tangent_sweep(IS_LEAF, s._op, s._partials[0], s._partials[1], s._targets[0], s._targets[1],
                               dot, lo, i)
             if i < n:
-                tangent_one(s, s._plans[s._in0[i]], dot, adot)
+                one(s, s._plans[s._in0[i]], dot, adot)
             lo = i + 1
 
 

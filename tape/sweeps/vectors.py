@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels._sweeps import tangent_sweep
 from tape.kernels.array_ops import ACONSTANT, RULE
-from tape.kernels.ops import ARRAY_BASE, IS_LEAF
-from tape.sweeps.driver import Plan, View, contiguous, elements, read, region, schedule
+from tape.kernels.ops import ARRAY_BASE
+from tape.sweeps import tangents as single
+from tape.sweeps.driver import Plan, View, contiguous, read, region
 
 State = Any  # a Function with array records (tape/function/array_replay.py)
 
@@ -77,19 +77,7 @@ def buffers(s: State, k: int, keep: bool) -> tuple[np.ndarray, np.ndarray]:
 def tangents(s: State, dot: np.ndarray, adot: np.ndarray) -> None:
     """Tangents of every record for k directions, the inputs seeded in dot (scalar records, (n + 1, k)) and adot
     (array inputs, (k, size))."""
-    n = len(s._op)
-    arrays, elems, offsets = schedule(s, n)
-    lo = 0
-    with np.errstate(all="ignore"):
-        for i in [*arrays, n]:
-            if lo < i:
-                e = elems[np.searchsorted(elems, lo):np.searchsorted(elems, i)]
-                dot[e] = adot[:, elements(s, e, offsets)].T
-                tangent_sweep(IS_LEAF, s._op, s._partials[0], s._partials[1], s._targets[0], s._targets[1],
-                              dot, lo, i)
-            if i < n:
-                one(s, s._plans[s._in0[i]], dot, adot)
-            lo = i + 1
+    single.tangents(s, dot, adot, one)
 
 
 def piece(s: State, arenas: tuple[np.ndarray, np.ndarray], row: int) -> np.ndarray:
