@@ -18,6 +18,7 @@ from .array_rule import (
     leading,
     lines,
     one,
+    partials_read,
     product,
     read_map,
     reduced_shapes,
@@ -26,8 +27,10 @@ from .array_rule import (
     spread,
     times,
 )
+from .ops import OPS, reads
 
 COMPARE_UFUNC = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}
+SIDES = {op.name: (reads(op.da), reads(op.db)) for op in OPS}  # what each side's partial reads: a, b, y
 
 
 class Elementwise(Rule):
@@ -38,6 +41,9 @@ class Elementwise(Rule):
 
     def forward(self, p, ins, out):
         RULES[p.name][0](ins[0], ins[1] if len(ins) > 1 else None, out)
+
+    def back_reads(self, p, constant):
+        return partials_read(SIDES[p.name], p, constant)
 
     @staticmethod
     def _at(rule: Any, ins: list[Any], y: np.ndarray) -> list[Any]:
@@ -164,6 +170,9 @@ class Select(Rule):
 
 class Sum(Rule):
     """y = Σ_axes a: a' += g broadcast back over the axes."""
+
+    def back_reads(self, p, constant):
+        return (False, False)
 
     def shapes(self, shape, wide, views, axes):
         return reduced_shapes(views, axes)
@@ -304,6 +313,9 @@ class Extreme(Rule):
 
 class Matmul(Rule):
     """Y = A B over the last two axes (operands widened to 2-d: p.wide): A' += G Bᵀ, B' += Aᵀ G."""
+
+    def back_reads(self, p, constant):  # A's partial reads B, B's reads A
+        return partials_read((frozenset("b"), frozenset("a")), p, constant)
 
     def check(self, shape, wide, views, axes):
         A, B = views

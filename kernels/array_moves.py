@@ -132,6 +132,9 @@ class Permute(_AlongOneAxis):
 class Join(Rule):
     """np.concatenate of two or three views along one axis: each input's adjoint is its slice of g."""
 
+    def back_reads(self, p, constant):
+        return (False,) * (len(p.inputs) + 1)
+
     def shapes(self, shape, wide, views, axes):
         if len(axes) != 1 or any(len(v) != len(views[0]) or axes[0] >= len(v) for v in views):
             raise ValueError(f"join of {views} along axes {axes}")

@@ -126,6 +126,12 @@ class Rule:
     places = ""  # what its plan's places index: "rows" (scalar records), "input" (its input's region), "output"
     # (its own region), "callee" (the Function's slot); "": it has none (tape/sweeps/plans.py checks them)
 
+    def back_reads(self, p: Any, constant: tuple[bool, ...]) -> tuple[bool, ...]:
+        """For each input of p, then p itself: whether p's reverse step reads that value (the arenas' liveness,
+        tape/sweeps/layout.py); ``constant``: which inputs are constants, whose partials are never made. All,
+        unless the kind says otherwise: a new kind is safe as it is."""
+        return (self.derivative,) * (len(p.inputs) + 1)
+
     def shapes(self, shape: Shape, wide: Shape, views: list[Shape], axes: tuple[int, ...]) -> list[Shape]:
         """The output shapes it can have for views of these shapes (ValueError where none)."""
         return [shape]
@@ -205,6 +211,16 @@ class Plumbing(Rule):
 
     def __init__(self, reads: str, derivative: bool = True, places: str = ""):
         self.reads, self.derivative, self.places = reads, derivative, places
+
+    def back_reads(self, p, constant):
+        moved = self.reads in ("elements", "scalars")  # a gather's or a pack's adjoint moves numbers only
+        return (self.derivative and not moved,) * (len(p.inputs) + 1)
+
+
+def partials_read(sides: tuple[frozenset[str], ...], p: Any, constant: tuple[bool, ...]) -> tuple[bool, ...]:
+    """back_reads from the names ("a", "b", "y") each input's partial reads, a constant's partial left out."""
+    names = frozenset().union(*(d for d, c in zip(sides, constant, strict=False) if not c))
+    return (*("ab"[j] in names for j in range(len(p.inputs))), "y" in names)
 
 
 class Constant(Rule):

@@ -3,14 +3,14 @@
 A value (or gradient) call of a Function runs its forward sweep, then (maybe) one or more reverse
 sweeps. On that timeline a record's value lives from its forward step to its last reader: the
 forward step of a later record, or the reverse step of a record whose partials read it (``mul``'s
-and ``matmul``'s operands, ``exp``'s y; a ``sum``, ``join``, ``gather`` or ``pack`` reads none;
-other kinds are taken to read all). Its adjoint lives from the reverse step of its last reader that the outputs
-depend on to its own reverse step; a record the outputs do not depend on gets none. Records keep
-one offset for both arenas, so two records may share a region when their values' lifetimes and
-their adjoints' lifetimes are both disjoint (the first implies the second, see compact): the steps
-of a loop whose reverse reads no values (a stencil) use the same few regions over and over, and one
-whose reverse reads them (a GRU) keeps those and shares the rest. Constants, inputs, params and
-outputs keep regions of their own.
+and ``matmul``'s operands, ``exp``'s y; a ``sum``, ``join``, ``gather`` or ``pack`` reads none: each
+kind's ``back_reads``, kernels/array_rule.py, all where a kind does not say). Its adjoint lives from
+the reverse step of its last reader that the outputs depend on to its own reverse step; a record the
+outputs do not depend on gets none. Records keep one offset for both arenas, so two records may
+share a region when their values' lifetimes and their adjoints' lifetimes are both disjoint (the
+first implies the second, see compact): the steps of a loop whose reverse reads no values (a
+stencil) use the same few regions over and over, and one whose reverse reads them (a GRU) keeps
+those and shares the rest. Constants, inputs, params and outputs keep regions of their own.
 
 Fused runs (tape/sweeps/fusion.py) write their members at their first row and send adjoints at
 their last; the lifetimes cover both that and the unfused sweeps (check_finite, debug_nans). The
@@ -24,27 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
-from tape.kernels.ops import ELEM, OPS, reads
+from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
+from tape.kernels.ops import ELEM
 from tape.sweeps import live as _live
 from tape.sweeps.driver import Plan
 
-QUIET = ("sum", "join", "gather", "pack")  # kinds whose reverse reads no value (of its inputs or its own)
 SCAN = 32  # regions of a size class that a record looks at, at most
-# what the partials of an elementwise op or a matmul read (A @ B: B for A's, A for B's)
-PARTIALS = {**{op.name: (reads(op.da), reads(op.db)) for op in OPS}, "matmul": (frozenset("b"), frozenset("a"))}
 
 
 def _reverse_reads(s: Any, p: Plan) -> tuple[bool, ...]:
-    """For each of p's inputs, then p itself: whether p's reverse step reads that value."""
-    kind = ARRAY_KIND[p.code]
-    if not RULE[p.code].derivative or kind in QUIET:
-        return (False,) * (len(p.inputs) + 1)
-    if kind in ("unary", "binary", "matmul"):  # the partial of a constant operand is never computed
-        names = frozenset().union(*(d for d, v in zip(PARTIALS[p.name], p.inputs, strict=False)
-                                    if s._op[v.record] != ACONSTANT))
-        return (*("ab"[j] in names for j in range(len(p.inputs))), "y" in names)
-    return (True,) * (len(p.inputs) + 1)
+    """For each of p's inputs, then p itself: whether p's reverse step reads that value (its kind says)."""
+    return RULE[p.code].back_reads(p, tuple(bool(s._op[v.record] == ACONSTANT) for v in p.inputs))
 
 
 def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> np.ndarray:
