@@ -79,7 +79,7 @@ class _FirstCompile(event.Listener):
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
             print(f"tape: compiling Numba kernels for this environment, once (about 3 s for a first gradient, "
-                  f"5 s with arrays, 40 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
+                  f"7.5 s with arrays, 40 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
                   "compiles them ahead)",
                   file=sys.stderr)
 
