@@ -176,17 +176,14 @@ overload(np.concatenate)(_join(False))
 overload(np.stack)(_join(True))
 
 
-@overload(np.hstack)
-def _hstack(arrays):
-    if _join(False)(arrays) is not None:
-        ndim = arrays.types[0].ndim
-        return (lambda arrays: np.concatenate(arrays, 0)) if ndim == 1 else lambda arrays: np.concatenate(arrays, 1)
-    return None
+def _sided(one_d, two_d):
+    """The overload of np.hstack (np.vstack): the join NumPy makes of 1-d pieces (one_d) or of 2-d ones (two_d)."""
+    def typer(arrays):
+        if _join(False)(arrays) is None:
+            return None
+        return one_d if arrays.types[0].ndim == 1 else two_d
+    return typer
 
 
-@overload(np.vstack)
-def _vstack(arrays):
-    if _join(False)(arrays) is not None:
-        ndim = arrays.types[0].ndim
-        return (lambda arrays: np.stack(arrays, 0)) if ndim == 1 else lambda arrays: np.concatenate(arrays, 0)
-    return None
+overload(np.hstack)(_sided(lambda arrays: np.concatenate(arrays, 0), lambda arrays: np.concatenate(arrays, 1)))
+overload(np.vstack)(_sided(lambda arrays: np.stack(arrays, 0), lambda arrays: np.concatenate(arrays, 0)))
