@@ -29,7 +29,8 @@ def warmup() -> None:
     F.jacobian(point, mode="forward"), F.jacobian(point, mode="reverse"), G.hessian(point)
     F.sparse_jacobian(point), G.sparse_hessian(point)  # patterns, colorings, recovery
     F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
-    H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum(), np.linspace(0.0, 1.0, 2000))  # arrays
+    H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum() * tape.exp(v[1]) + v[2] * v[3],
+                   np.linspace(0.0, 1.0, 2000))  # arrays, and scalar records between them
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))
