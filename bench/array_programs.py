@@ -7,21 +7,53 @@ medians (ms) of tape.value_and_grad(f) (recorded afresh), F.value_and_grad (a Fu
 tape.trace, replayed) and the hand NumPy, with the ratio afresh / replayed. ``--memory`` runs
 each program's recording, tracing and replay in fresh processes and reports peak tracemalloc bytes
 per element of the program's state (a heat step's u, a GRU's hidden state).
+``--jax PYTHON`` alternates rounds of this process and of PYTHON (one with JAX; tape is not
+imported there) running the same source on jax.numpy as ``jax.jit(jax.value_and_grad(f))``,
+checked against the hand gradient; it prints the medians over rounds and JAX's first call.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-import tape
+xp: Any = np  # what the programs call: NumPy (which records on VarArrays), or jax.numpy
+nn: Any = None  # sigmoid and logsumexp: tape's or JAX's (engine)
+
+
+def engine(name: str) -> Any:
+    """Point the programs at tape or at JAX (imported only here, so each runs without the other)."""
+    global xp, nn
+    if name == "jax":
+        import jax
+        import jax.scipy.special
+
+        jax.config.update("jax_enable_x64", True)
+        xp = jax.numpy
+        nn = SimpleNamespace(sigmoid=jax.nn.sigmoid, logsumexp=jax.scipy.special.logsumexp,
+                             loop=lambda n, body, carry: jax.lax.fori_loop(0, n, body, carry))
+        return jax
+    import tape
+
+    xp, nn = np, SimpleNamespace(sigmoid=tape.sigmoid, logsumexp=tape.logsumexp, loop=loop)
+    return tape
+
+
+def loop(n: int, body: Callable[[int, Any], Any], carry: Any) -> Any:
+    """carry = body(t, carry) for t < n: a Python loop for tape, jax.lax.fori_loop for JAX (as its users write it)."""
+    for t in range(n):
+        carry = body(t, carry)
+    return carry
+
 
 Program = tuple[np.ndarray, Callable[[Any], Any], Callable[[np.ndarray], tuple[float, np.ndarray]], int]
 
@@ -35,7 +67,7 @@ def mlp(batch: int = 32, width: int = 64) -> Program:
 
     def f(th: Any) -> Any:
         W1, b1, w2 = th[:cuts[0]].reshape(width, width), th[cuts[0]:cuts[1]], th[cuts[1]:]
-        r = np.tanh(X @ W1 + b1) @ w2 - y
+        r = xp.tanh(X @ W1 + b1) @ w2 - y
         return (r * r).mean()
 
     def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
@@ -57,7 +89,7 @@ def attention(seq: int = 128, d: int = 64) -> Program:
 
     def f(wq: Any) -> Any:
         S = (X @ wq.reshape(d, d)) @ X.T / np.sqrt(d)
-        P = np.exp(S - tape.logsumexp(S, axis=1, keepdims=True))
+        P = xp.exp(S - nn.logsumexp(S, axis=1, keepdims=True))
         Y = P @ X
         return 0.5 * (Y * Y).sum()
 
@@ -81,14 +113,17 @@ def gru(steps: int = 50, batch: int = 64, hidden: int = 32) -> Program:
     n2 = hidden * hidden
     u = rng.normal(scale=0.3, size=3 * n2)
 
-    def f(th: Any, sigmoid: Callable = tape.sigmoid) -> Any:
+    def f(th: Any) -> Any:
         Uz, Ur, Un = (th[k * n2:(k + 1) * n2].reshape(hidden, hidden) for k in range(3))
-        h = np.zeros((batch, hidden))
-        for t in range(steps):
-            z = sigmoid(xz[t] + h @ Uz)
-            r = sigmoid(xr[t] + h @ Ur)
-            n = np.tanh(xn[t] + (r * h) @ Un)
-            h = (1.0 - z) * n + z * h
+        az, ar, an = xp.asarray(xz), xp.asarray(xr), xp.asarray(xn)  # NumPy's unchanged; JAX indexes them by a tracer
+
+        def step(t: Any, h: Any) -> Any:
+            z = nn.sigmoid(az[t] + h @ Uz)
+            r = nn.sigmoid(ar[t] + h @ Ur)
+            n = xp.tanh(an[t] + (r * h) @ Un)
+            return (1.0 - z) * n + z * h
+
+        h = nn.loop(steps, step, xp.zeros((batch, hidden)))
         return 0.5 * (h * h).sum()
 
     def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
@@ -148,9 +183,9 @@ def mixture(points: int = 10_000, k: int = 16) -> Program:
 
     def f(th: Any) -> Any:
         mu, logs, logits = th[:k], th[k:2 * k], th[2 * k:]
-        logw = logits - tape.logsumexp(logits)
-        z = (x - mu) * np.exp(-logs)
-        return tape.logsumexp(logw - 0.5 * z * z - logs, axis=1).sum()
+        logw = logits - nn.logsumexp(logits)
+        z = (x - mu) * xp.exp(-logs)
+        return nn.logsumexp(logw - 0.5 * z * z - logs, axis=1).sum()
 
     def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
         mu, logs, logits = th[:k], th[k:2 * k], th[2 * k:]
@@ -177,12 +212,13 @@ def heat(n: int = 10_000, steps: int = 500, pad: bool = False) -> Program:
     c = 0.2
 
     def f(u: Any) -> Any:
-        for _ in range(steps):
+        def step(_: Any, u: Any) -> Any:
             if pad:
-                w = np.pad(u, 1, mode="wrap")
-                u = u + c * (w[2:] + w[:-2] - 2.0 * u)
-            else:
-                u = u + c * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+                w = xp.pad(u, 1, mode="wrap")
+                return u + c * (w[2:] + w[:-2] - 2.0 * u)
+            return u + c * (xp.concatenate([u[1:], u[:1]]) + xp.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+
+        u = nn.loop(steps, step, u)
         return 0.5 * (u * u).sum()
 
     def step(u: np.ndarray) -> np.ndarray:  # symmetric: its own adjoint
@@ -207,6 +243,7 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
 
 def timings(name: str, repeat: int) -> dict[str, float]:
     """Gradients checked against the hand ones, then interleaved medians (ms)."""
+    tape = engine("tape")
     x, f, hand, _ = PROGRAMS[name]()
     F = tape.trace(f, x)
     afresh = tape.value_and_grad(f)
@@ -225,9 +262,46 @@ def timings(name: str, repeat: int) -> dict[str, float]:
     return {label: 1e3 * float(np.median(s)) for label, s in seconds.items()}
 
 
+def jax_timings(name: str, repeat: int) -> dict[str, float]:
+    """jax.jit(jax.value_and_grad(f)) on the same source: its first call and the median of later ones (ms),
+    the gradient checked against the hand one."""
+    jax = engine("jax")
+    x, f, hand, _ = PROGRAMS[name]()
+    vg = jax.jit(jax.value_and_grad(f))
+    t0 = time.perf_counter()
+    value, grad = jax.block_until_ready(vg(x))
+    first = time.perf_counter() - t0
+    want_value, want = hand(x)
+    assert abs(float(value) - want_value) <= 1e-9 * max(1.0, abs(want_value)), (name, float(value), want_value)
+    assert np.max(np.abs(np.asarray(grad) - want)) <= 1e-9 * max(1.0, float(np.max(np.abs(want)))), name
+    seconds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(vg(x))
+        seconds.append(time.perf_counter() - t0)
+    return {"jax": 1e3 * float(np.median(seconds)), "jax first": 1e3 * first}
+
+
+def against_jax(name: str, python: str, repeat: int, rounds: int) -> None:
+    """Alternate a tape process and a JAX process (python) per round; print the medians over rounds."""
+    got: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for exe, side in ((sys.executable, "tape"), (python, "jax")):
+            out = subprocess.run([exe, __file__, "--side", side, name, "--repeat", str(repeat)], capture_output=True,
+                                 text=True, check=True).stdout
+            for label, ms in json.loads(out.splitlines()[-1]).items():
+                got.setdefault(label, []).append(ms)
+    ms = {label: float(np.median(v)) for label, v in got.items()}
+    best = min(ms["numpy"], ms["jax"])
+    print(f"{name:18s} ms: afresh {ms['afresh']:.2f}  replayed {ms['replayed']:.2f}  numpy {ms['numpy']:.2f}  "
+          f"jax {ms['jax']:.2f} (first call {ms['jax first']:.0f})  replayed/best {ms['replayed'] / best:.2f}  "
+          f"afresh/best {ms['afresh'] / best:.2f}")
+
+
 def peak(name: str, phase: str) -> float:
     """Peak tracemalloc bytes per element of state: recording afresh (value_and_grad(f)), tracing
     (tape.trace), or replaying (what the Function holds plus the peak of one more call)."""
+    tape = engine("tape")
     x, f, _, state = PROGRAMS[name]()
     if phase == "replay":
         F = tape.trace(f, x)
@@ -247,12 +321,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", nargs="*", default=list(PROGRAMS))
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--jax", metavar="PYTHON", help="a Python with JAX: alternate rounds against it")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peak", nargs=2, help=argparse.SUPPRESS)  # the fresh process of --memory
+    parser.add_argument("--side", nargs=2, help=argparse.SUPPRESS)  # one round of --jax: tape|jax NAME
     args = parser.parse_args()
     if args.peak:
         print(peak(*args.peak))
         return
+    if args.side:
+        side, name = args.side
+        print(json.dumps((jax_timings if side == "jax" else timings)(name, args.repeat)))
+        return
     for name in args.only:
+        if args.jax:
+            against_jax(name, args.jax, args.repeat, args.rounds)
+            continue
         if args.memory:
             got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase], capture_output=True,
                                         text=True, check=True).stdout) for phase in ("record", "trace", "replay")]
