@@ -11,6 +11,7 @@ Function's ``AFTER``-th call: its compile never lands on a first gradient with a
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -26,9 +27,12 @@ from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 AFTER = 64  # a Function's calls before it compiles the kernels itself
-SMALL = 256  # elements up to which the driver runs any elementwise op; above, only the ops cheap in Numba
-# (ops.FUSIBLE): the C library's exp, tanh, log1p cost 4-9x NumPy's SIMD loops per element (measured at 2,048)
-RUNS = 4096
+SMALL = 256  # elements up to which the driver runs any elementwise op; above, only the ops cheap in Numba: the C
+# library's exp, tanh, log1p cost 4-9x NumPy's SIMD loops per element; sigmoid, relu, abs, maximum 0.1-0.8x
+CHEAP = (*FUSIBLE, "abs", "relu", "sigmoid", "maximum", "minimum")  # (measured at 2,048 elements)
+LARGE = 16384  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
+# a gather and a scatter-add, and a record's Python is small beside its arithmetic (mixture 10^4 x 16: 1.5x)
+RUNS = 256  # fused runs over more elements stay: one pass per block beats a pass per record (1,024: 1.2x)
 _cached = False
 
 
@@ -93,7 +97,7 @@ def _view(s: State, row: np.ndarray, q: int, v: View, strides: list[int]) -> Non
 
 
 def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
-    if len(p.shape) > 4 or p.name not in OPCODE or (p.name not in FUSIBLE and p.size > SMALL):
+    if len(p.shape) > 4 or p.name not in OPCODE or p.size > LARGE or (p.name not in CHEAP and p.size > SMALL):
         return False
     shape, out = _padded(p.shape, driver.contiguous(p.shape))
     views = []
@@ -102,8 +106,6 @@ def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
         views.append(_padded(p.shape, (0,) * lead + tuple(0 if n == 1 else k for n, k in zip(v.shape, v.strides,
                                                                                            strict=True)))[1])
     shape, out, *views = _coalesced(shape, out, *views)
-    if p.size > RUNS and any(strides not in (out, [0] * 4) for strides in views):  # NumPy broadcasts in SIMD loops
-        return False  # without a gather and a scatter-add (mixture 10^4 x 16: 1.3x faster on NumPy's step)
     row[6:10], row[10:14] = shape, out
     for q, (v, strides) in enumerate(zip(p.inputs, views, strict=True)):
         _view(s, row, q, v, strides)
@@ -112,7 +114,7 @@ def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
 
 def _sum(s: State, p: Plan, row: np.ndarray) -> bool:
     v = p.inputs[0]
-    if len(v.shape) > 4:
+    if len(v.shape) > 4 or math.prod(v.shape) > LARGE:
         return False
     kept = tuple(1 if k in p.axes else n for k, n in enumerate(v.shape))  # the output's strides: 0 along the axes
     shape, strides = _padded(v.shape, v.strides)
