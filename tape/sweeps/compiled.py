@@ -30,8 +30,8 @@ AFTER = 64  # a Function's calls before it compiles the kernels itself
 SMALL = 256  # elements up to which the driver runs any elementwise op; above, only the ops cheap in Numba: the C
 # library's exp, tanh, log1p cost 4-9x NumPy's SIMD loops per element; sigmoid, relu, abs, maximum 0.1-0.8x
 CHEAP = (*FUSIBLE, "abs", "relu", "sigmoid", "maximum", "minimum")  # (measured at 2,048 elements)
-LARGE = 16384  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
-# a gather and a scatter-add, and a record's Python is small beside its arithmetic (mixture 10^4 x 16: 1.5x)
+LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
+# a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
 RUNS = 256  # fused runs over more elements stay: one pass per block beats a pass per record (1,024: 1.2x)
 _cached = False
 
