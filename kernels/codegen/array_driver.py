@@ -179,7 +179,12 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep):
         f = VIEWS + VIEW * q
         if t[f + WANT] == 0:
             continue
-        C = np.empty((n, k) if q == 0 else (k, m))
+        rows, cols = (n, k) if q == 0 else (k, m)
+        base = t[f + BASE]
+        j = t[f + REC]
+        stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
+        direct = stale and t[f + STRIDES] == 0 and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]
+        C = aadj[base:base + rows * cols].reshape((rows, cols)) if direct else np.empty((rows, cols))
         if q == 0 and b_c:  # A' = G B^T
             _product(G, B.T, C, True)
         elif q == 0:
@@ -188,11 +193,15 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep):
             _product(A.T, G, C, True)
         else:
             _product(At.T, G, C, True)
+        if direct:  # a stale adjoint its product covers, in C order: written in place
+            stamp[j] = gen
+            continue
         _prepare(t, f, aadj, stamp, gen, keep)
-        base, rs, cs = t[f + BASE], t[f + STRIDES + 2], t[f + STRIDES + 3]
-        for i in range(C.shape[0]):
-            for j in range(C.shape[1]):
-                aadj[base + i * rs + j * cs] += C[i, j]
+        block = aadj[base:base + rows * cols]
+        if t[f + STRIDES] == 0:
+            block += C.reshape(rows * cols)
+        else:
+            block += C.T.copy().reshape(rows * cols)
 
 
 @jit

@@ -32,6 +32,8 @@ SMALL = 256  # elements up to which the driver runs any elementwise op; above, o
 CHEAP = (*FUSIBLE, "abs", "relu", "sigmoid", "maximum", "minimum")  # (measured at 2,048 elements)
 LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
 # a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
+PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul: its BLAS and its NaN test's sum were
+# faster (tape-bench mlp-array, 256 x 784 x 512: 1.33x hand NumPy through Numba's np.dot, 1.18x through NumPy)
 RUNS = 256  # fused runs over more elements stay: one pass per block beats a pass per record (1,024: 1.2x)
 _cached = False
 
@@ -141,6 +143,8 @@ def _matmul(s: State, p: Plan, row: np.ndarray) -> bool:
         return False
     n, m = p.wide
     k = A.shape[-1]
+    if n * k * m > PRODUCTS:
+        return False
     a, b = _block(A, n, k), _block(B, k, m)
     if a is None or b is None:
         return False
