@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ._array_driver import ELEMENTWISE, MATMUL, SUM
 from ._array_rules import RULES
 from .array_rule import (
     Rule,
@@ -35,6 +36,8 @@ SIDES = {op.name: (reads(op.da), reads(op.db)) for op in OPS}  # what each side'
 
 class Elementwise(Rule):
     """Unary and binary ops: kernels/ops.py's rules on every element (kernels/_array_rules.py)."""
+
+    compiled = ELEMENTWISE
 
     def shapes(self, shape, wide, views, axes):
         return broadcast_of(views)
@@ -170,6 +173,8 @@ class Select(Rule):
 
 class Sum(Rule):
     """y = Σ_axes a: a' += g broadcast back over the axes."""
+
+    compiled = SUM
 
     def back_reads(self, p, constant):
         return (False, False)
@@ -313,6 +318,8 @@ class Extreme(Rule):
 
 class Matmul(Rule):
     """Y = A B over the last two axes (operands widened to 2-d: p.wide): A' += G Bᵀ, B' += Aᵀ G."""
+
+    compiled = MATMUL
 
     def back_reads(self, p, constant):  # A's partial reads B, B's reads A
         return partials_read((frozenset("b"), frozenset("a")), p, constant)

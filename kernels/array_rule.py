@@ -125,6 +125,7 @@ class Rule:
     derivative = True  # whether it sends adjoints to its inputs
     places = ""  # what its plan's places index: "rows" (scalar records), "input" (its input's region), "output"
     # (its own region), "callee" (the Function's slot); "": it has none (tape/sweeps/plans.py checks them)
+    compiled = 0  # its kind in the compiled array sweeps (kernels/array_driver.py); 0: NumPy's step runs it
 
     def back_reads(self, p: Any, constant: tuple[bool, ...]) -> tuple[bool, ...]:
         """For each input of p, then p itself: whether p's reverse step reads that value (the arenas' liveness,

@@ -10,6 +10,7 @@ import numpy as np
 
 import tape
 from tape.kernels.compiling import cache_dir
+from tape.sweeps import compiled
 
 USAGE = """usage: python -m tape warmup          compile every Numba kernel now (once per environment)
        python -m tape cache [--clear]  where the compiled kernels are cached (and remove them)"""
@@ -36,6 +37,7 @@ def warmup() -> None:
     R.value_and_grad(np.ones(5000))
     C = tape.trace(lambda v: np.cumprod(v).sum(), np.ones(2000))  # the scans' compiled rules
     C.value_and_grad(np.ones(2000)), C.hvp(np.ones(2000), np.ones(2000)), C.jvp(np.ones(2000), np.ones(2000))
+    compiled.warm()  # the compiled sweeps of array records (a Function uses them once they are cached)
 
 
 def main(argv: list[str] | None = None) -> int:

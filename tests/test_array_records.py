@@ -14,6 +14,7 @@ from reference import central, digamma, second_pair
 import tape
 from tape.arrays import small as _small
 from tape.records import array_records
+from tape.sweeps import compiled
 
 RNG = np.random.default_rng(11)
 
@@ -670,7 +671,9 @@ STEP_PROGRAMS = {  # every kind of array record, broadcasting, views, params, el
 def test_steps_give_the_driver_sweeps_bit_for_bit(program, arrays, monkeypatch):
     """A Function's steps (tape/sweeps/steps.py) are decided at its first call; every later call, with other
     inputs and params, gives what the driver's per-record lookups give, bit for bit: values, gradients, the
-    second order (which sweeps by the driver still) and the NaN-checked reverse."""
+    second order (which sweeps by the driver still) and the NaN-checked reverse. (The compiled sweeps, whose
+    math is Numba's, are compared in tests/test_array_driver.py.)"""
+    monkeypatch.setattr(compiled, "ready", lambda s: False)
     f = STEP_PROGRAMS[program]
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     points = [(x, 0.7), (x[::-1] - 0.3, 1.3), (np.where(x > 1.0, 0.0, x), 0.5)]

@@ -7,6 +7,7 @@ One generator a module here, each writing one file (or part of one):
 
 - ``kernels/_sweeps.py``, the Numba sweeps: ``sweeps.py`` with ``derivatives.py``, ``maps.py`` and ``fused.py``;
 - ``kernels/_array_rules.py``, the elementwise rules over NumPy arrays: ``array_rules.py``;
+- ``kernels/_array_driver.py``, the compiled sweeps of array records: ``array_driver.py``;
 - ``tape/records/_recorders.py``, the Python recorders: ``recorders.py``;
 - ``tape/symbolic/_partials.py``, each op's partials as records (gradient tapes): ``partials.py``;
 - ``tape/compiled/_recorders.py``, tape.jit's recorders: ``jit.py``.
@@ -22,12 +23,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import array_rules, derivatives, fused, jit, maps, partials, recorders, sweeps
+from . import array_driver, array_rules, derivatives, fused, jit, maps, partials, recorders, sweeps
 
 KERNELS = Path(__file__).resolve().parent.parent
 TAPE = KERNELS.parent / "tape"
 SWEEPS = KERNELS / "_sweeps.py"
 ARRAY_RULES = KERNELS / "_array_rules.py"
+ARRAY_DRIVER = KERNELS / "_array_driver.py"
 RECORDERS = TAPE / "records" / "_recorders.py"
 JIT_OPS = TAPE / "compiled" / "_recorders.py"
 PARTIALS = TAPE / "symbolic" / "_partials.py"
@@ -50,6 +52,7 @@ def targets() -> dict[Path, Callable[[], str]]:
         SWEEPS: lambda: sweeps.generate(header("sweeps.py"), derivatives.kernels() + maps.kernels() + fused.kernels()),
         RECORDERS: lambda: recorders.generate(header("recorders.py")),
         ARRAY_RULES: lambda: array_rules.generate(header("array_rules.py")),
+        ARRAY_DRIVER: lambda: array_driver.generate(header("array_driver.py", ("codegen/array_driver.py",))),
         JIT_OPS: lambda: jit.generate(header("jit.py", ("codegen/jit.py",))),
         PARTIALS: lambda: partials.generate(header("partials.py", ("codegen/partials.py",))),
     }

@@ -24,7 +24,7 @@ import numpy as np
 from tape.kernels.array_ops import INPUT, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import LEAF
-from tape.sweeps import driver
+from tape.sweeps import compiled, driver
 from tape.sweeps.driver import Plan, State
 
 
@@ -84,11 +84,14 @@ def _step(s: State, p: Plan) -> Step:
 
 def forward(s: State, runs: dict[int, Any] | None) -> None:
     """driver.forward(s, 0, all records, runs) for a Function s, by its steps."""
-    key = ("forward", runs is not None)
+    fast = runs is not None and compiled.ready(s)  # (the checked sweeps, without runs, stay NumPy's)
+    key = ("forward", runs is not None, fast)
     calls = s._steps.get(key)
     if calls is None:
+        walk = driver.forward_walk(s, 0, len(s._op), compiled.large(runs) if fast else runs)
         calls = s._steps[key] = [call for call in (_forward_call(s, kind, what) for kind, what in
-                                                   driver.forward_walk(s, 0, len(s._op), runs)) if call is not _nothing]
+                                                   (compiled.grouped(s, walk) if fast else walk))
+                                 if call is not _nothing]
     with np.errstate(all="ignore"):
         for call in calls:
             call()
@@ -99,18 +102,23 @@ def _forward_call(s: State, kind: int, what: Any) -> Callable[[], None]:
         return step(s, what).forward
     if kind == driver.RUN:
         return functools.partial(what.forward, s)
+    if kind == compiled.TABLE:
+        return functools.partial(compiled.forward, s, *what)
     return functools.partial(driver.scalars_forward, s, *what)
 
 
 def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a Function s, by its steps (the same count of array records through NumPy)."""
-    key = ("reverse", top, runs is not None)
+    fast = runs is not None and compiled.ready(s)
+    key = ("reverse", top, runs is not None, fast)
     calls = s._steps.get(key)
     if calls is None:
+        walk = driver.reverse_walk(s, top, compiled.large(runs) if fast else runs)
         calls = s._steps[key] = [
             functools.partial(_record, s._stamp, what, step(s, what).reverse) if kind == driver.RECORD else
-            functools.partial(_run, s, what) if kind == driver.RUN else functools.partial(_scalars, s, *what)
-            for kind, what in driver.reverse_walk(s, top, runs)]
+            functools.partial(_run, s, what) if kind == driver.RUN else
+            functools.partial(compiled.reverse, s, *what) if kind == compiled.TABLE else
+            functools.partial(_scalars, s, *what) for kind, what in (compiled.grouped(s, walk) if fast else walk)]
     numpy_records = 0
     with np.errstate(all="ignore"):
         for call in calls:

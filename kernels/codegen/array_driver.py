@@ -1,0 +1,344 @@
+"""The generator of ``kernels/_array_driver.py``: the compiled sweeps of a Function's array records.
+
+tape/sweeps/compiled.py encodes each record of a stretch once, as a row of an int64 table (the
+fields below): its kind in this driver (its Rule's ``compiled``), its scalar opcode, its region,
+its iteration space (4 axes, a loop over the output's elements or a reduction's input's), and per
+view read: the view's first element and strides in that space (0 along broadcast axes), the read
+record's row and region (for the stamp rule) and whether it wants an adjoint. The kernels walk the
+table: elementwise records by ``values`` and ``partials`` (one ``if``/``elif`` branch per unary and
+binary op of kernels/ops.py, one for all of ops.GROUPED and one for ops.GROUPED_PAIRS, as the scalar
+sweeps group them: adding an op adds its branches, the driver knows no op by name), sums by a loop
+in NumPy's pairwise order, matmuls by Numba's np.dot on the arena's 2-d blocks (BLAS). The reverse
+follows tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
+region is zeroed at its first contribution, a product with a zero factor adds nothing.
+
+The kernels are text here, written into the generated file with the switches, so that Numba's cache
+(which checks only the file a kernel is defined in) is renewed whenever the op table changes.
+"""
+
+from __future__ import annotations
+
+from .. import ops
+from .sweeps import JIT, branches, names_in, natural
+
+LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]"}
+
+
+def _loop(target: str, rule: str, indent: str) -> list[str]:
+    """target[u] = rule over the elements, loading what the rule reads."""
+    loads = [indent + "    " + line for name, line in LOADS.items() if name in names_in(rule)]
+    return [f"{indent}for e in range(n):", f"{indent}    u = np.uint64(e)", *loads, f"{indent}    {target}[u] = {rule}"]
+
+
+def _values(op: ops.Op) -> list[str]:
+    return _loop("Y", op.forward, " " * 12)
+
+
+def _partials(op: ops.Op) -> list[str]:
+    ind = " " * 12
+    if not op.db:
+        return _loop("P", op.da, ind)
+    return [f"{ind}if side == 0:", *_loop("P", op.da, ind + "    "), f"{ind}else:", *_loop("P", op.db, ind + "    ")]
+
+
+def _elementwise(op: ops.Op) -> bool:
+    return op.kind in ("unary", "binary")
+
+
+def _body(lines: list[str]) -> list[str]:
+    """sweeps.branches' lines, written for a loop's body, as a function's."""
+    return [line[4:] for line in lines]
+
+
+CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 2, 3, 4, 5, 6, 10, 14  # a row's fields
+REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
+VIEW, WIDTH = 10, 34
+ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
+"""
+
+DRIVER = '''@jit
+def _operand(t, q, aval, buffer):
+    """View q of record row t over its iteration space, flat: the arena itself where the view is its
+    elements in order, else gathered into buffer."""
+    f = VIEWS + VIEW * q
+    base, n = t[f + BASE], t[SIZE]
+    same = True
+    for d in range(4):
+        same = same and t[f + STRIDES + d] == t[OUT_STRIDES + d]
+    if same:
+        return aval[base:base + n]
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    e = 0
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at = base + i0 * s0 + i1 * s1 + i2 * s2
+                for i3 in range(t[SHAPE + 3]):
+                    buffer[np.uint64(e)] = aval[np.uint64(at + i3 * s3)]
+                    e += 1
+    return buffer[:n]
+
+
+@jit
+def _send(t, f, aadj, stamp, gen, keep, g, P):
+    """adjoint[view f] += g * P (0 where a factor is 0) over record t's iteration space, by the stamp rule: a
+    stale adjoint is zeroed first, or, where the view covers its record's region in order, assigned."""
+    n, base = t[SIZE], t[f + BASE]
+    j = t[f + REC]
+    stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
+    same = True
+    for d in range(4):
+        same = same and t[f + STRIDES + d] == t[OUT_STRIDES + d]
+    if stale:
+        stamp[j] = gen
+        if same and base == t[f + REGION] and n == t[f + REGION_SIZE]:
+            for e in range(n):
+                u = np.uint64(e)
+                aadj[np.uint64(base + e)] = g[u] * P[u] + 0.0 if g[u] != 0.0 and P[u] != 0.0 else 0.0
+            return
+        aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
+    if same:
+        for e in range(n):
+            u = np.uint64(e)
+            aadj[np.uint64(base + e)] += g[u] * P[u] if g[u] != 0.0 and P[u] != 0.0 else 0.0
+        return
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    e = 0
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at = base + i0 * s0 + i1 * s1 + i2 * s2
+                for i3 in range(t[SHAPE + 3]):
+                    u = np.uint64(e)
+                    aadj[np.uint64(at + i3 * s3)] += g[u] * P[u] if g[u] != 0.0 and P[u] != 0.0 else 0.0
+                    e += 1
+
+
+@jit
+def _prepare(t, f, aadj, stamp, gen, keep):
+    """The stamp rule: the adjoint region of the record view f reads, zeroed if stale in generation gen."""
+    j = t[f + REC]
+    s = stamp[j]
+    if not (s == gen or (s >= keep and t[f + ACC] != 0)):
+        aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
+        stamp[j] = gen
+
+
+@jit
+def _matrix(aval, t, q, rows, cols):
+    """View q of a matmul as a C-ordered block (its layout flag 0) or the transpose of one (1)."""
+    f = VIEWS + VIEW * q
+    block = aval[t[f + BASE]:t[f + BASE] + rows * cols]
+    return block.reshape((rows, cols)), block.reshape((cols, rows)).T, t[f + STRIDES] == 0
+
+
+@jit
+def _masked(X, Y, out):
+    """X @ Y with the structural-zero rule term by term (a product with a zero factor adds nothing),
+    in kernels.array_rule.product's order."""
+    out[...] = 0.0
+    for j in range(X.shape[1]):
+        for i in range(X.shape[0]):
+            x = X[i, j]
+            for k in range(Y.shape[1]):
+                z = Y[j, k]
+                out[i, k] += 0.0 if x == 0.0 or z == 0.0 else x * z
+
+
+@jit
+def _product(X, Y, out, check):
+    """out = X @ Y by BLAS, redone by _masked if it holds a NaN (check)."""
+    np.dot(X, Y, out)
+    if check and np.isnan(np.sum(out)):
+        _masked(X, Y, out)
+
+
+@jit
+def _matmul_forward(t, aval):
+    n, k, m = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2]
+    out = aval[t[OUT]:t[OUT] + n * m].reshape((n, m))
+    A, At, a_c = _matrix(aval, t, 0, n, k)
+    B, Bt, b_c = _matrix(aval, t, 1, k, m)
+    if a_c and b_c:
+        _product(A, B, out, False)
+    elif a_c:
+        _product(A, Bt, out, False)
+    elif b_c:
+        _product(At, B, out, False)
+    else:
+        _product(At, Bt, out, False)
+
+
+@jit
+def _matmul_reverse(t, aval, aadj, stamp, gen, keep):
+    n, k, m = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2]
+    G = aadj[t[OUT]:t[OUT] + n * m].reshape((n, m))
+    A, At, a_c = _matrix(aval, t, 0, n, k)
+    B, Bt, b_c = _matrix(aval, t, 1, k, m)
+    for q in range(2):
+        f = VIEWS + VIEW * q
+        if t[f + WANT] == 0:
+            continue
+        rows, cols = (n, k) if q == 0 else (k, m)
+        base = t[f + BASE]
+        j = t[f + REC]
+        stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
+        direct = stale and t[f + STRIDES] == 0 and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]
+        C = aadj[base:base + rows * cols].reshape((rows, cols)) if direct else np.empty((rows, cols))
+        if q == 0 and b_c:  # A' = G B^T
+            _product(G, B.T, C, True)
+        elif q == 0:
+            _product(G, Bt.T, C, True)
+        elif a_c:  # B' = A^T G
+            _product(A.T, G, C, True)
+        else:
+            _product(At.T, G, C, True)
+        if direct:  # a stale adjoint its product covers, in C order: written in place
+            stamp[j] = gen
+            continue
+        _prepare(t, f, aadj, stamp, gen, keep)
+        block = aadj[base:base + rows * cols]
+        if t[f + STRIDES] == 0:
+            block += C.reshape(rows * cols)
+        else:
+            block += C.T.copy().reshape(rows * cols)
+
+
+@jit
+def _pairwise(aval, at, n, stride):
+    """The sum of n elements from aval[at] apart by stride, in NumPy's pairwise order (its bits)."""
+    if n < 8:
+        total = 0.0
+        for i in range(n):
+            total += aval[at + i * stride]
+        return total
+    if n <= 128:
+        r0, r1, r2, r3 = aval[at], aval[at + stride], aval[at + 2 * stride], aval[at + 3 * stride]
+        r4, r5, r6, r7 = aval[at + 4 * stride], aval[at + 5 * stride], aval[at + 6 * stride], aval[at + 7 * stride]
+        i = 8
+        while i < n - n % 8:
+            x = at + i * stride
+            r0, r1, r2, r3 = r0 + aval[x], r1 + aval[x + stride], r2 + aval[x + 2 * stride], r3 + aval[x + 3 * stride]
+            r4, r5 = r4 + aval[x + 4 * stride], r5 + aval[x + 5 * stride]
+            r6, r7 = r6 + aval[x + 6 * stride], r7 + aval[x + 7 * stride]
+            i += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            total += aval[at + i * stride]
+            i += 1
+        return total
+    half = n // 2
+    half -= half % 8
+    return _pairwise(aval, at, half, stride) + _pairwise(aval, at + half * stride, n - half, stride)
+
+
+@jit
+def _sum_forward(t, aval):
+    """y = the sum over the reduced axes (output strides 0 along them), as NumPy adds: pairwise along the
+    last axis where it is reduced, else element after element."""
+    out, n = t[OUT], t[SIZE]
+    f = VIEWS
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    o0, o1, o2, o3 = t[OUT_STRIDES], t[OUT_STRIDES + 1], t[OUT_STRIDES + 2], t[OUT_STRIDES + 3]
+    aval[out:out + n] = 0.0
+    base = t[f + BASE]
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at, to = base + i0 * s0 + i1 * s1 + i2 * s2, out + i0 * o0 + i1 * o1 + i2 * o2
+                if o3 == 0:  # a run along the last axis into one element
+                    aval[to] += _pairwise(aval, at, t[SHAPE + 3], s3)
+                else:
+                    for i3 in range(t[SHAPE + 3]):
+                        aval[to + i3 * o3] += aval[at + i3 * s3]
+
+
+@jit
+def forward(table, aval, scratch):
+    """The forward sweep of the table's records, in order."""
+    for r in range(table.shape[0]):
+        t = table[r]
+        kind = t[KIND]
+        if kind == ELEMENTWISE:
+            n = t[SIZE]
+            A = _operand(t, 0, aval, scratch[0])
+            B = _operand(t, 1, aval, scratch[1]) if t[NIN] == 2 else scratch[1, :n]
+            values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n)
+        elif kind == SUM:
+            _sum_forward(t, aval)
+        elif kind == MATMUL:
+            _matmul_forward(t, aval)
+
+
+@jit
+def reverse(table, aval, aadj, stamp, gen, keep, scratch):
+    """The reverse sweep of the table's records (given last first) that this pass reached."""
+    for r in range(table.shape[0]):
+        t = table[r]
+        if stamp[t[ROW]] != gen:
+            continue
+        kind = t[KIND]
+        if kind == ELEMENTWISE:
+            n, out = t[SIZE], t[OUT]
+            g, y = aadj[out:out + n], aval[out:out + n]
+            A = _operand(t, 0, aval, scratch[0])
+            B = _operand(t, 1, aval, scratch[1]) if t[NIN] == 2 else scratch[1, :n]
+            P = scratch[2]
+            for q in range(t[NIN]):
+                f = VIEWS + VIEW * q
+                if t[f + WANT] == 0:
+                    continue
+                partials(t[OP], q, A, B, y, P, n)
+                _send(t, f, aadj, stamp, gen, keep, g, P)
+        elif kind == SUM:
+            if t[VIEWS + WANT] == 0:
+                continue
+            _prepare(t, VIEWS, aadj, stamp, gen, keep)
+            base, out = t[VIEWS + BASE], t[OUT]
+            s, o = t[VIEWS + STRIDES:VIEWS + STRIDES + 4], t[OUT_STRIDES:OUT_STRIDES + 4]
+            for i0 in range(t[SHAPE]):
+                for i1 in range(t[SHAPE + 1]):
+                    for i2 in range(t[SHAPE + 2]):
+                        for i3 in range(t[SHAPE + 3]):
+                            aadj[base + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]] += \\
+                                aadj[out + i0 * o[0] + i1 * o[1] + i2 * o[2] + i3 * o[3]]
+        elif kind == MATMUL:
+            _matmul_reverse(t, aval, aadj, stamp, gen, keep)
+'''
+
+
+def generate(header: list[str]) -> str:
+    helpers = sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED})
+    grouped = ["grouped_da", "grouped_pair_da", "grouped_pair_db", "grouped_pair_value", "grouped_value"]
+    lines = [
+        *header,
+        '"""The compiled sweeps of array records (tape/sweeps/compiled.py encodes their tables)."""',
+        "",
+        "from math import (  # noqa: F401",
+        *[f"    {name}," for name in sorted(ops.MATH_NAMES + ("nan",), key=natural)],
+        ")",
+        "",
+        "import numpy as np",
+        "",
+        "from ._sweeps import (  # noqa: F401",
+        *[f"    {name}," for name in sorted(["IS_GROUPED", "IS_GROUPED_PAIR", *helpers, *grouped])],
+        ")",
+        "from .compiling import jit",
+        "",
+        CONSTANTS,
+        "",
+        f"@{JIT}",
+        "def values(k, A, B, Y, n):",
+        '    """Y[:n] = op k of A[:n] (and B[:n]), element by element (B unread by a unary op)."""',
+        *_body(branches(_values, _elementwise)),
+        "",
+        "",
+        f"@{JIT}",
+        "def partials(k, side, A, B, Y, P, n):",
+        '    """P[:n] = op k\'s partial in its operand ``side`` (0: a, 1: b) at A, B and its values Y."""',
+        *_body(branches(_partials, lambda op: _elementwise(op) and bool(op.da))),
+        "",
+        "",
+        DRIVER,
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
+
+tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
+are of kinds the driver runs (a Rule's ``compiled``) and their views fit its rows (at most 4 axes;
+a matmul's operands 2-d blocks in C or Fortran order), they become one table and one Numba call
+per sweep, with no Python per record; any other record (and a fused run, or a stretch of scalar
+records with work to do) ends the stretch and runs as before. The kernel is used once it is
+compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or from a
+Function's ``AFTER``-th call: its compile never lands on a first gradient with a cold cache.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tape.kernels import _array_driver as kernels
+from tape.kernels._array_driver import MATMUL, SUM, VIEW, VIEWS, WIDTH
+from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
+from tape.kernels.ops import FUSIBLE, LEAF, OPCODE
+from tape.sweeps import driver
+from tape.sweeps.driver import Plan, State, View
+
+TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
+AFTER = 64  # a Function's calls before it compiles the kernels itself
+SMALL = 256  # elements up to which the driver runs any elementwise op; above, only the ops cheap in Numba: the C
+# library's exp, tanh, log1p cost 4-9x NumPy's SIMD loops per element; sigmoid, relu, abs, maximum 0.1-0.8x
+CHEAP = (*FUSIBLE, "abs", "relu", "sigmoid", "maximum", "minimum")  # (measured at 2,048 elements)
+LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
+# a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
+PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul: its BLAS and its NaN test's sum were
+# faster (tape-bench mlp-array, 256 x 784 x 512: 1.33x hand NumPy through Numba's np.dot, 1.18x through NumPy)
+RUNS = 256  # fused runs over more elements stay: one pass per block beats a pass per record (1,024: 1.2x)
+_cached = False
+
+
+def ready(s: State) -> bool:
+    """Whether s's sweeps use the compiled kernels now (counting s's calls while they are not compiled)."""
+    if _compiled():
+        return True
+    s._calls = getattr(s, "_calls", 0) + 1
+    return s._calls > AFTER
+
+
+def _compiled() -> bool:
+    """Whether the kernels are compiled in this process or cached on disk (kept once true)."""
+    global _cached
+    if not _cached:
+        both: tuple[Any, ...] = (kernels.forward, kernels.reverse)
+        _cached = all(k.signatures for k in both) or all(os.path.exists(k._cache._cache_file._index_path)
+                                                         for k in both)
+    return _cached
+
+
+def warm() -> None:
+    """Compile (or load) the driver's kernels: ``python -m tape warmup`` calls it."""
+    table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((3, 1))
+    kernels.forward(table, np.zeros(1), scratch)
+    kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch)
+
+
+def large(runs: dict[int, Any] | None) -> dict[int, Any] | None:
+    """The fused runs (tape/sweeps/fusion.py) kept beside the driver: those over more than RUNS elements (memory
+    traffic); the driver runs a smaller one's records without the Python of a run's call."""
+    return None if runs is None else {k: run for k, run in runs.items() if run.rows_cols[0] * run.rows_cols[1] > RUNS}
+
+
+def _padded(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """shape and strides to 4 axes (leading 1s), a stride 0 along each axis of length 1."""
+    shape4, strides4 = [1] * (4 - len(shape)) + list(shape), [0] * (4 - len(strides)) + list(strides)
+    return shape4, [0 if n == 1 else k for n, k in zip(shape4, strides4, strict=True)]
+
+
+def _coalesced(shape: list[int], *strides: list[int]) -> tuple[list[int], ...]:
+    """Adjacent axes that every strides list walks as one, merged (NumPy's iterator does so: a full sum of a
+    contiguous block is one pairwise sum), padded back to 4 axes."""
+    axes = [[shape[d], *(k[d] for k in strides)] for d in range(4) if shape[d] != 1]
+    merged: list[list[int]] = []
+    for axis in axes:
+        last = merged[-1] if merged else None
+        if last is not None and all(last[1 + q] == axis[1 + q] * axis[0] for q in range(len(strides))):
+            merged[-1] = [last[0] * axis[0], *axis[1:]]
+        else:
+            merged.append(axis)
+    merged = [[1] + [0] * len(strides)] * (4 - len(merged)) + merged
+    return tuple([axis[q] for axis in merged] for q in range(len(strides) + 1))
+
+
+def _view(s: State, row: np.ndarray, q: int, v: View, strides: list[int]) -> None:
+    p = s._plans[s._in0[v.record]]
+    op = int(s._op[v.record])
+    f = VIEWS + VIEW * q
+    row[f:f + 6] = (v.record, p.offset + v.offset, p.offset, p.size, op != ACONSTANT, op in (LEAF, INPUT))
+    row[f + 6:f + 10] = strides
+
+
+def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
+    if len(p.shape) > 4 or p.name not in OPCODE or p.size > LARGE or (p.name not in CHEAP and p.size > SMALL):
+        return False
+    shape, out = _padded(p.shape, driver.contiguous(p.shape))
+    views = []
+    for v in p.inputs:
+        lead = len(p.shape) - len(v.shape)  # NumPy's broadcasting: v's axes are the last ones
+        views.append(_padded(p.shape, (0,) * lead + tuple(0 if n == 1 else k for n, k in zip(v.shape, v.strides,
+                                                                                           strict=True)))[1])
+    shape, out, *views = _coalesced(shape, out, *views)
+    row[6:10], row[10:14] = shape, out
+    for q, (v, strides) in enumerate(zip(p.inputs, views, strict=True)):
+        _view(s, row, q, v, strides)
+    return True
+
+
+def _sum(s: State, p: Plan, row: np.ndarray) -> bool:
+    v = p.inputs[0]
+    if len(v.shape) > 4 or math.prod(v.shape) > LARGE:
+        return False
+    kept = tuple(1 if k in p.axes else n for k, n in enumerate(v.shape))  # the output's strides: 0 along the axes
+    shape, strides = _padded(v.shape, v.strides)
+    shape, out, strides = _coalesced(shape, _padded(kept, driver.contiguous(kept))[1], strides)
+    row[6:10], row[10:14] = shape, out
+    _view(s, row, 0, v, strides)
+    return True
+
+
+def _block(v: View, rows: int, cols: int) -> list[int] | None:
+    """A matmul operand's strides (layout, 0, row stride, column stride): layout 0 for C order, 1 for
+    Fortran order; None if it is neither (NumPy's step runs it)."""
+    rs, cs = v.strides if len(v.shape) == 2 else (0, v.strides[0]) if rows == 1 else (v.strides[0], 0)
+    if (cols == 1 or cs == 1) and (rows == 1 or rs == cols):
+        return [0, 0, rs, cs]
+    if (rows == 1 or rs == 1) and (cols == 1 or cs == rows):
+        return [1, 0, rs, cs]
+    return None
+
+
+def _matmul(s: State, p: Plan, row: np.ndarray) -> bool:
+    A, B = p.inputs
+    if len(p.wide) != 2 or len(A.shape) > 2 or len(B.shape) > 2:
+        return False
+    n, m = p.wide
+    k = A.shape[-1]
+    if n * k * m > PRODUCTS:
+        return False
+    a, b = _block(A, n, k), _block(B, k, m)
+    if a is None or b is None:
+        return False
+    row[6:10] = (n, k, m, 1)
+    _view(s, row, 0, A, a)
+    _view(s, row, 1, B, b)
+    return True
+
+
+ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum, MATMUL: _matmul}
+
+
+def encoded(s: State, p: Plan) -> np.ndarray | None:
+    """Record p's row of a table, or None where the driver does not run it."""
+    kind = RULE[p.code].compiled
+    borrowed = getattr(s, "_borrowed", None) or {}
+    if not kind or not p.inputs or any(v.record in borrowed for v in p.inputs):
+        return None
+    row = np.zeros(WIDTH, np.int64)
+    row[:6] = (kind, OPCODE.get(p.name, 0), p.row, p.offset, p.size, len(p.inputs))
+    return row if ENCODERS[kind](s, p, row) else None
+
+
+def _idle(s: State, kind: int, what: Any) -> bool:
+    """Whether a walk's item does nothing: a stretch of a few leaves with no elem record, an input's or a
+    constant's forward."""
+    if kind == driver.SCALARS:
+        return not len(what[0]) and driver._leaves(s, what[-2], what[-1])
+    return kind == driver.RECORD and not s._plans[s._in0[what]].inputs and RULE[s._op[what]].reads in ("views",
+                                                                                                       "none")
+
+
+def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
+    scratch)); idle items inside a stretch dropped."""
+    rows: list[np.ndarray] = []
+    idle: list[tuple[int, Any]] = []
+    for kind, what in walk:
+        row = encoded(s, s._plans[s._in0[what]]) if kind == driver.RECORD else None
+        if row is not None:
+            rows.append(row)
+            idle = []
+            continue
+        if rows and _idle(s, kind, what):
+            idle.append((kind, what))
+            continue
+        if rows:
+            yield _table(rows)
+            yield from idle
+            rows, idle = [], []
+        yield kind, what
+    if rows:
+        yield _table(rows)
+        yield from idle
+
+
+def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
+    table = np.array(rows)
+    size = int(table[table[:, 0] == kernels.ELEMENTWISE, 4].max(initial=1))
+    return TABLE, (table, np.empty((3, size)))
+
+
+def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
+    kernels.forward(table, s._aval, scratch)
+
+
+def reverse(s: State, table: np.ndarray, scratch: np.ndarray, gen: int, keep: int, check: bool) -> bool:
+    kernels.reverse(table, s._aval, s._aadj, s._stamp, gen, keep, scratch)
+    return False
