@@ -377,6 +377,8 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             if size >= array_records.SMALL:  # an array program: room for a dozen arrays like x (kept for the next call)
                 t._reserve(16 * size)
             t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
+            if t._lines is None and not nans.active():  # (their checks read every value)
+                t._recycle()  # and its one reverse sweep reads only what back_reads say (tape/sweeps/arenas.py)
             handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         given, start = list(args), 0
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):

@@ -29,10 +29,14 @@ COMPARE = {getattr(np, s.ufunc): s for s in COMPARISONS}
 class ArrayCondition:
     """x <op> y for arrays of records (see the module docstring)."""
 
-    __slots__ = ("_spelling", "_seg", "_parts", "shape")
+    __slots__ = ("_spelling", "_seg", "_parts", "shape", "__weakref__")
 
     def __init__(self, spelling: Spelling, t: Storage, parts: list[tuple[Storage | None, Any]], shape: tuple[int, ...]):
         self._spelling, self._seg, self._parts, self.shape = spelling, t._segment(), parts, shape
+        if t._recycling:  # a recycling tape keeps what it compares (tape/sweeps/arenas.py)
+            for _, p in parts:
+                if isinstance(p, View):
+                    t._register(self, p.record)
 
     @classmethod
     def of(cls, ufunc: np.ufunc, x: Any, y: Any) -> Any:

@@ -102,13 +102,15 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
 class VarArray:
     """An n-d array of tape records (any shape) with NumPy semantics (see the module docstring)."""
 
-    __slots__ = ("_seg", "_rows", "_view", "_shape")
+    __slots__ = ("_seg", "_rows", "_view", "_shape", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, seg: Segment, idx: np.ndarray | None, view: View | None = None):
         # _rows: the scalar records' indices (or tape/arrays/small.py's range of new rows); else a view
         self._seg, self._rows, self._view = seg, (_NO_ROWS if idx is None else idx), view
         self._shape = view.shape if idx is None else idx.shape  # type: ignore[union-attr]  # one is given
+        if view is not None and seg.tape._recycling:  # (tape/sweeps/arenas.py)
+            seg.tape._register(self, view.record)
 
     @property
     def _idx(self) -> np.ndarray:

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from tape.analyses import prune as _prune
 from tape.debug import nans, show
-from tape.errors import NonFiniteError
+from tape.errors import NonFiniteError, TapeError
 from tape.function import arguments, array_replay, call_records, format
 from tape.kernels._sweeps import replay, replay_gradient
 from tape.kernels.array_ops import ACONSTANT, NAME
@@ -124,6 +124,8 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
     """A Function of a copy of t's records (see Tape.function, which checks the rows), pruned (analyses/prune.py);
     with share (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
     known_policy(on_branch_change)  # before the file's checks, which call it a format error
+    if t._freed:  # (tape/sweeps/arenas.py)
+        raise TapeError("tape.value_and_grad's tape gave its dead arrays' regions away: a Function needs tape.trace")
     share = share and not t._plans
     own = (lambda a: a) if share else np.copy
     n, checks = len(t), t._checks

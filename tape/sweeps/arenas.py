@@ -4,6 +4,16 @@ Each array record owns a region of both arenas (float64, 16 bytes per
 element), handed out in record order, so a rewind gives back the regions of
 the discarded records by moving one mark. The arenas double when full;
 handles keep offsets, never pointers, so growth invalidates nothing.
+
+A tape recorded afresh (tape.value_and_grad: recorded, swept backward once, dropped) recycles: when the
+value arena is full, the region of a record that no handle holds any more (VarArrays and
+ArrayConditions register theirs) and whose value no reverse step reads (each reader's ``back_reads``,
+kernels/array_rule.py, known when the reader is recorded) goes to a later record of about its size. One
+offset serves both arenas: the later record is born after the last reader of the earlier one, so its
+adjoint is done before the earlier one's first contribution arrives (tape/sweeps/layout.py). A loop
+whose reverse reads no values (a stencil) then records in a few regions; one whose reverse reads them
+(a GRU) keeps those. Records that never had a handle (the inner records of composite operations) keep
+their regions.
 """
 
 from __future__ import annotations
@@ -13,18 +23,22 @@ import math
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 
 import numpy as np
 
 from tape.debug.nans import caller
-from tape.kernels.array_ops import ACONSTANT, INPUT
+from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan, View
 
 _SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
 BORROWED = 2**16  # elements from which a borrowing tape reads a constant in place instead of copying it
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
+SCAN = 32  # freed regions of a size class that a record looks at, at most
+_READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
+CHECK = False  # tests: collect at every record, not only when the arena is full, and fill freed regions with NaN
 
 
 _POOL = threading.RLock()  # tapes of several threads share the spares; reentrant: a tape's __del__ may run
@@ -74,6 +88,7 @@ class Arenas:
     _epoch: int
 
     _push: Callable[[int, int, int, float], int]  # Storage's: append one record
+    _recycling = False  # whether it recycles regions (then handles call _register)
 
     def _init_arenas(self) -> None:
         self._plans: list[Plan] = []
@@ -87,6 +102,82 @@ class Arenas:
         self._borrowing = False
         self._callees: list = []  # the Functions its call records call (tape/function/call_records.py), each once
         self._callee_places: list[np.ndarray] = []  # a call record's places: its Function's slot
+        self._freed: dict[int, int] = {}  # recycled records: row -> the row that took its region (-1: none yet)
+        self._recycling = False
+
+    def _recycle(self) -> None:
+        """Recycle regions from now on (see the module docstring): tape.value_and_grad's own tapes."""
+        self._holds: list[tuple[weakref.ref, int]] = []  # (a handle, the record it holds)
+        self._watched: set[int] = set()  # records that had a handle, not freed, no reverse step reads
+        self._read: set[int] = set()  # records whose value a reverse step reads
+        self._free: dict[int, list[tuple[int, int, int]]] = {}  # by capacity's bit length: (offset, capacity, row)
+        self._caps: dict[int, int] = {}  # row -> capacity of a region taken from _free (else the record's size)
+        self._recycling = True
+
+    def _keep_all(self) -> None:
+        """Stop recycling (a nested transform's symbolic sweep reads records by row, a rewind renumbers them)."""
+        self._recycling = False
+
+    def _register(self, handle: object, record: int) -> None:
+        """Note that ``handle`` (a VarArray, an ArrayCondition) holds ``record``."""
+        if record not in self._read and self._op[record] != INPUT:
+            self._holds.append((weakref.ref(handle), record))
+            self._watched.add(record)
+
+    def _take_free(self, size: int) -> int:
+        """The offset of a freed region of ``size`` to twice that (recorded for the next row), or -1."""
+        for bits in (size.bit_length(), size.bit_length() + 1):
+            found = self._free.get(bits, [])
+            for k, (offset, cap, row) in enumerate(found[:SCAN] if found else ()):
+                if size <= cap <= 2 * size:
+                    del found[k]
+                    self._freed[row] = self._n
+                    self._caps[self._n] = cap
+                    return offset
+        return -1
+
+    def _collect(self, inputs: tuple[View, ...]) -> int:
+        """Free the regions of watched records no live handle (nor the record being pushed) holds: how many elements."""
+        self._holds = [(ref, r) for ref, r in self._holds if ref() is not None]
+        held = {r for _, r in self._holds}.union(v.record for v in inputs)
+        freed = 0
+        for r in [r for r in self._watched if r not in held]:
+            self._watched.discard(r)
+            p = self._plan(r)
+            cap = self._caps.pop(r, p.size)
+            self._free.setdefault(cap.bit_length(), []).append((p.offset, cap, r))
+            self._freed[r] = -1
+            freed += cap
+            if CHECK:
+                self._aval[p.offset:p.offset + cap] = np.nan
+        return freed
+
+    def _place(self, size: int, inputs: tuple[View, ...]) -> int:
+        """Where a new record of ``size`` goes on a recycling tape: a freed region, else -1 (the arena's top).
+        A collection freeing under a quarter of the arena lets it grow (a GRU would collect at every record)."""
+        if not size:
+            return -1
+        start = self._take_free(size)
+        if start < 0 and (self._n_arena + size > len(self._aval) or CHECK) and self._watched:
+            if 4 * self._collect(inputs) < len(self._aval) and not CHECK:
+                return -1
+            start = self._take_free(size)
+        return start
+
+    def _pin(self, plan: Plan) -> None:
+        """Keep the values plan's reverse step reads (a recycling tape)."""
+        key = (plan.code, plan.axes, tuple(bool(self._op[v.record] == ACONSTANT) for v in plan.inputs))
+        reads = _READS.get(key)
+        if reads is None:
+            reads = _READS[key] = RULE[plan.code].back_reads(plan, key[2])
+        for v, read in zip(plan.inputs, reads, strict=False):
+            if read:
+                self._read.add(v.record)
+                self._watched.discard(v.record)
+            elif self._op[v.record] == ACONSTANT and self._plan(v.record).shape and v.record not in self._read:
+                self._watched.add(v.record)  # data read once (xs[t]); a 0-d one stays: fusion reads it as a number
+        if reads[-1]:
+            self._read.add(plan.row)
 
     def _push_array(self, code: int, shape: tuple[int, ...], inputs: tuple[View, ...] = (), axes: tuple[int, ...] = (),
                     places: np.ndarray | None = None, wide: tuple[int, ...] = (),
@@ -94,13 +185,16 @@ class Arenas:
         """Append one array record and compute its elements (or store ``values``; a big constant's
         are borrowed where the tape is borrowing); return its row."""
         size = math.prod(shape)
-        start = self._n_arena
-        if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
-            grown = _take(max(2 * len(self._aval), start + size, 1024))
-            grown[:start] = self._aval[:start]
-            recycle(self._aval)
-            self._aval = grown
-        self._n_arena = start + size
+        start = self._place(size, inputs) if self._recycling else -1
+        if start < 0:
+            start = self._n_arena
+            if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
+                grown = _take(max(2 * len(self._aval), start + size, 1024))
+                grown[:start] = self._aval[:start]
+                if not self._recycling:  # (a recycling tape grows seldom: its old arena is let go at once)
+                    recycle(self._aval)
+                self._aval = grown
+            self._n_arena = start + size
         if places is None:
             places = np.zeros(0, np.int64)
         places.flags.writeable = False
@@ -108,6 +202,8 @@ class Arenas:
         plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
         self._plans.append(plan)
         self._plan_rows.append(row)
+        if self._recycling and inputs:
+            self._pin(plan)
         if values is not None and self._borrowing and code == ACONSTANT and size >= BORROWED:
             self._borrowed[row] = np.ascontiguousarray(values).reshape(-1)
         elif values is not None:
@@ -141,8 +237,10 @@ class Arenas:
     def _rewind_arenas(self, mark: int) -> None:
         """Drop the plans of records mark and later, and give back their regions."""
         k = bisect.bisect_left(self._plan_rows, mark)
+        self._keep_all()
         if k < len(self._plans):
-            self._n_arena = self._plans[k].offset
+            if not self._freed:  # (a recycled tape's regions are not in record order: it keeps its top)
+                self._n_arena = self._plans[k].offset
             del self._plans[k:], self._plan_rows[k:]
             self._borrowed = {row: a for row, a in self._borrowed.items() if row < mark}
         if not self._plans:  # no call record left: let go of the Functions they called

@@ -214,6 +214,7 @@ def _run(t: Storage, f: Callable[..., Any], given: list[Any]) -> Any:
 def value_and_grad(t: Storage, f: Callable[..., Any], args: Sequence[Any], which: tuple[int, ...], single: bool,
                    has_aux: bool) -> tuple[Any, Any]:
     """((value, aux) or value, gradient) of f at args, recorded on t (see tape.value_and_grad)."""
+    t._keep_all()  # the symbolic sweep reads f's records by row
     given, rows = list(args), []
     start = len(t)
     for k in which:
@@ -234,6 +235,7 @@ def value_and_grad(t: Storage, f: Callable[..., Any], args: Sequence[Any], which
 
 def jvp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool) -> tuple:
     """(f(*primals), J tangents[, aux]) recorded on t (see tape.jvp): the tangents as records."""
+    t._keep_all()  # the symbolic sweep reads f's records by row
     if len(tangents) != len(primals):
         raise ValueError(f"{len(primals)} primals but {len(tangents)} tangents")
     given, seeds = [], {}
@@ -259,6 +261,7 @@ def jvp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], tangents: Seq
 def vjp(t: Storage, f: Callable[..., Any], primals: Sequence[Any], has_aux: bool) -> tuple:
     """(f(*primals), vjp_fn[, aux]) recorded on t (see tape.vjp): each vjp_fn(w) records a reverse
     sweep over f's records, seeded with w (Vars or numbers in the structure of f's output)."""
+    t._keep_all()  # the symbolic sweep reads f's records by row
     given, rows = [], []
     start = len(t)
     for k, x in enumerate(primals):

@@ -1,0 +1,158 @@
+"""Recording afresh recycles regions (tape/sweeps/arenas.py): the numbers stay those of a tape that keeps them all.
+
+Each program's value and gradient by tape.value_and_grad are compared bit for bit with the same call on a
+tape that recycles nothing, while the recycling tape collects at every record and fills each region it frees
+with NaN (arenas.CHECK): a value read after its region was given away, or an adjoint that meets another
+record's, shows up as a NaN or a changed bit."""
+
+import numpy as np
+import pytest
+from test_array_records import STEP_PROGRAMS
+from test_layout import _calling, _gru, _heat
+
+import tape
+from tape.errors import TapeError
+from tape.kernels.ops import ARRAY_BASE
+from tape.records import array_records
+from tape.sweeps import arenas, fusion
+
+
+@pytest.fixture
+def arrays(monkeypatch):
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    monkeypatch.setattr(fusion, "TAPE_RUNS", 1)  # runs of small arrays fused too
+
+
+def _late(x, p):
+    """Arrays made first, read last (their handles live through the loop)."""
+    first, second = np.exp(x * 0.3), x[::2] * p
+    u = x
+    for _ in range(6):
+        u = np.tanh(u * p + 0.1) * 1.5
+    return (u * first).sum() + (second * u[1::2]).sum() + first[5] * second[2]
+
+
+def _condition(x, p):
+    """A comparison kept while the arrays it compares are dropped."""
+    c = (x * p) > 0.8
+    u = x
+    for _ in range(5):
+        u = u * 0.9 + np.sin(u)
+    return tape.where(c, u, u * u).sum()
+
+
+def _nested(x, p):
+    """A gradient recorded as records inside f (tape/symbolic/nest.py), after and before loops."""
+    u = x
+    for _ in range(4):
+        u = np.cos(u) * p + 0.5
+    g = tape.grad(lambda v: (np.sin(v) * v).sum())(u)
+    for _ in range(4):
+        g = g * 0.5 + np.cos(g)
+    return (g * x).sum()
+
+
+def _rewinding(x, p):
+    """Scratch records rewound inside f."""
+    t = x.tape
+    u = x * 1.0
+    for _ in range(3):
+        u = np.tanh(u) + 0.1
+    mark = len(t)
+    for _ in range(3):
+        (np.exp(u) * p).sum()
+    t.rewind(mark)
+    assert t.n_arrays == np.count_nonzero(t._op[:mark] >= ARRAY_BASE)
+    for _ in range(3):
+        u = u * np.exp(u * 0.1) + p
+    return (u * u).sum()
+
+
+def _padded(x, p):
+    u = x
+    for _ in range(5):
+        w = np.pad(u, 1, mode="wrap")
+        u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u) * p + np.pad(u, 2)[2:-2] * 0.01
+    return (u * u).sum()
+
+
+PROGRAMS = {**STEP_PROGRAMS, "heat": _heat, "gru": _gru, "late": _late, "condition": _condition,
+            "nested": _nested, "rewinding": _rewinding, "padded": _padded, "calling": _calling}
+
+
+def _afresh(f, x, p, recycle, monkeypatch, check=True):
+    with monkeypatch.context() as m:
+        m.setattr(arenas, "CHECK", check)
+        if not recycle:
+            m.setattr(arenas.Arenas, "_recycle", lambda self: None)
+        seen = []
+        value, grad = tape.value_and_grad(lambda v, q: f(seen.append(v.tape) or v, q))(x, p)
+    return value, grad, seen[0]
+
+
+@pytest.mark.parametrize("check", [True, False], ids=["checked", "as used"])
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_recycled_tapes_give_the_same_bits(program, check, arrays, monkeypatch):
+    f = PROGRAMS[program]
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    for point, p in ((x, 0.7), (x[::-1] - 0.3, 1.3)):
+        value, grad, t = _afresh(f, point, p, True, monkeypatch, check)
+        want_value, want_grad, kept = _afresh(f, point, p, False, monkeypatch)
+        assert value == want_value and np.array_equal(grad, want_grad)
+        assert not kept._freed
+        if program not in STEP_PROGRAMS and check:
+            assert t._freed, "nothing recycled: the test tests nothing"
+
+
+def test_handles_kept_past_the_call_keep_their_values(arrays, monkeypatch):
+    """Arrays f leaves in a list, and aux, read after the call: the values a tape keeping everything has."""
+    x = np.random.default_rng(9).uniform(0.2, 1.5, 300)
+
+    def f(v, kept):
+        u = v
+        for k in range(8):
+            u = np.tanh(u * 1.1) + 0.1
+            if k % 3 == 0:
+                kept.append(u[::2])
+        return (u * u).sum(), u[:5]
+
+    got = []
+    for recycle in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(arenas, "CHECK", True)
+            if not recycle:
+                m.setattr(arenas.Arenas, "_recycle", lambda self: None)
+            kept: list = []
+            (value, aux), grad = tape.value_and_grad(f, has_aux=True)(x, kept)
+            got.append([value, aux, grad, *[k.value for k in kept]])
+    for a, b in zip(*got, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_a_loop_records_in_regions_bounded_by_its_state(arrays):
+    """Steps whose reverse reads no values: the same value arena for 20 steps as for 80."""
+    def smoothed(u, steps, seen):
+        seen.append(u.tape)
+        for _ in range(steps):
+            u = u + 0.2 * (np.concatenate([u[1:], u[:1]]) - u)
+        return (u * u).sum()
+
+    x = np.random.default_rng(10).uniform(size=600)
+    sizes = []
+    for steps in (20, 80):
+        seen: list = []
+        tape.value_and_grad(smoothed)(x, steps, seen)
+        sizes.append(len(seen[0]._aval))
+    assert sizes[0] == sizes[1] < 30 * 600
+
+
+def test_a_function_of_a_recycled_tape_is_refused(arrays):
+    def f(v):
+        u = v
+        for _ in range(40):
+            u = u * 0.5 + 1.0
+        v.tape.function(v, u.sum())
+        return u.sum()
+
+    with pytest.raises(TapeError, match="tape.trace"):
+        tape.value_and_grad(f)(np.ones(600))
