@@ -125,10 +125,12 @@ def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list
     return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
 
 
-def reverse_body(op: ops.Op) -> list[str]:
+def reverse_body(op: ops.Op, hand_over: bool = False) -> list[str]:
     """Tape reverse sweep: partials computed here, from the stored values, and whether each is sent
-    (``sa``, ``sb``); the sends are one tail after the branches (``reverse_tail``)."""
+    (``sa``, ``sb``); the sends are one tail after the branches (``reverse_tail``); hand_over: grouped ops return."""
     ind = " " * 12
+    if hand_over and op in (GROUP, GROUP_PAIR):  # their rules took half of reverse_sweep's first compile
+        return [f"{ind}return np.int64(i)"]
     lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
     lines.append(f"{ind}pa = {op.da}")
     if op.db:  # both partials first: in0 and in1 may be the same record
@@ -286,9 +288,10 @@ def generate(header: list[str], more: list[str]) -> str:
         "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
         '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
         "",
-        "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
+        "    A record not stamped gen is skipped. Returns -1, or the first grouped record met, unswept (storage.py).",
         '    """',
-        *reverse_loop([*REVERSE_START, *branches(reverse_body, has_partials), *reverse_tail()]),
+        *reverse_loop([*REVERSE_START, *branches(lambda op: reverse_body(op, True), has_partials), *reverse_tail()]),
+        "    return -1",
         "",
         "",
         f"@{JIT}",
