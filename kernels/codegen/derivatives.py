@@ -148,15 +148,6 @@ def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, check
 
 
 @{JIT}
-def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
-    """Values, first and second partials at x; returns the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                   targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
-
-
-@{JIT}
 def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
                     seeds, weights, grad):
     """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
