@@ -20,6 +20,7 @@ from tape.kernels._sweeps import (
     forward_second,
     forward_second_from,
     replay_partials,
+    replay_second,
     reverse_second,
     reverse_second_range,
     reverse_vector,
@@ -45,14 +46,16 @@ def at(F: Function, point: np.ndarray, second: bool = False) -> None:
     if F._plans:
         at_arrays(F, point, second)
         return
-    checks = (F._input_rows, point, F._val, F._check_rows, F._check_expected)
+    args = (F._op, F._in0, F._in1, F._val, F._consts, F._partials)
+    checks = (F._input_rows, point, F._check_rows, F._check_expected)
     if second:
-        set_inputs_and_check(*checks, False)
-        second_partials(F)
-        failed = set_inputs_and_check(*checks, True)
+        assert F._second is not None
+        failed = replay_second(*args, F._second[0], F._targets, *checks)
+        if failed <= -2:  # stopped at a grouped record: forward_second_from has their rules
+            second_partials(F, forward_second_from, -2 - failed)
+            failed = set_inputs_and_check(F._input_rows, point, F._val, F._check_rows, F._check_expected, True)
     else:
-        failed = replay_partials(F._op, F._in0, F._in1, F._val, F._consts, F._partials, F._targets, F._input_rows,
-                                 point, F._check_rows, F._check_expected)
+        failed = replay_partials(*args, F._targets, *checks)
     if failed >= 0 and replay.branch_changed(F, failed, point):
         replay.again(F, at, F, point, second)
     elif array_replay.checking(F):
@@ -68,20 +71,19 @@ def at_arrays(F: Function, point: np.ndarray, second: bool) -> None:
         return
     p, r = F._partials, F._targets
     if second:
-        second_partials(F)
+        if (row := second_partials(F, forward_second, 0)) >= 0:  # a grouped record: forward_second_from has their rules
+            second_partials(F, forward_second_from, row)
     else:
         forward_partials(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], r[0], r[1])
     if array_replay.checking(F):
         replay.check(F)
 
 
-def second_partials(F: Function) -> None:
-    """Values, partials and second partials: forward_second hands a grouped record to forward_second_from."""
+def second_partials(F: Function, kernel: Any, start: int) -> Any:
+    """forward_second or forward_second_from on F's records from record start."""
     assert F._second is not None
     p, h, r = F._partials, F._second[0], F._targets
-    args = (F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], h[0], h[1], h[2], r[0], r[1])
-    if (at := forward_second(*args, 0)) >= 0:  # without grouped ops, none of their rules is compiled
-        forward_second_from(*args, at)
+    return kernel(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], h[0], h[1], h[2], r[0], r[1], start)
 
 
 def array_jvp(F: Function, direction: np.ndarray) -> np.ndarray:
