@@ -78,7 +78,7 @@ class _FirstCompile(event.Listener):
         module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
-            print(f"tape: compiling Numba kernels for this environment, once (about 3 s for a first gradient, "
+            print(f"tape: compiling Numba kernels for this environment, once (about 2.5 s for a first gradient, "
                   f"7.5 s with arrays, 40 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
                   "compiles them ahead)",
                   file=sys.stderr)

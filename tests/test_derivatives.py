@@ -152,6 +152,17 @@ def test_rosenbrock_hessian_and_hvp():
     np.testing.assert_allclose(F.hvp(x, v), expected @ v, rtol=1e-12, atol=1e-10)
 
 
+def test_hessian_through_a_grouped_op_between_plain_ones():
+    """forward_second hands the grouped record to forward_second_from (tape/function/derivatives.py),
+    which computes it and every record after: f = log1p(x y) y + x^2, with u = 1 + x y."""
+    F = tape.trace(lambda v: tape.log1p(v[0] * v[1]) * v[1] + v[0] * v[0], [0.5, 0.5])
+    for x, y in RNG.uniform(0.2, 2.0, (5, 2)):
+        u = 1.0 + x * y
+        expected = [[2.0 - y**3 / u**2, 2 * y / u - x * y**2 / u**2], [2 * y / u - x * y**2 / u**2, x / u + x / u**2]]
+        np.testing.assert_allclose(F.hessian([x, y]), expected, rtol=1e-13)
+        np.testing.assert_allclose(F.hvp([x, y], [1.0, -2.0]), np.array(expected) @ [1.0, -2.0], rtol=1e-13)
+
+
 KINKS_SECOND = [
     ("sqrt''(0) = -inf", tape.sqrt, 0.0, -math.inf),
     ("(x**2)'' at 0 = 2", lambda x: x**2, 0.0, 2.0),

@@ -149,11 +149,12 @@ def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, check
 
 @{JIT}
 def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
-    """Values, first and second partials at x; returns the first failed check, or -1."""
+    """Values, first and second partials at x; returns the first failed check, or -1; or -2 - r where
+    forward_second stopped at grouped record r (tape/function/derivatives.py goes on, then checks)."""
     set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                   targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
+    at = forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
+                        targets[0], targets[1], 0)
+    return -2 - at if at >= 0 else set_inputs_and_check(rows, x, val, checks, expected, True)
 
 
 @{JIT}

@@ -125,10 +125,12 @@ def accumulate(index: str, contribution: str, indent: str, j: str = "j") -> list
     return [indent + line.format(j=j, index=index, contribution=contribution) for line in body]
 
 
-def reverse_body(op: ops.Op) -> list[str]:
+def reverse_body(op: ops.Op, hand_over: bool = False) -> list[str]:
     """Tape reverse sweep: partials computed here, from the stored values, and whether each is sent
-    (``sa``, ``sb``); the sends are one tail after the branches (``reverse_tail``)."""
+    (``sa``, ``sb``); the sends are one tail after the branches (``reverse_tail``); hand_over: grouped ops return."""
     ind = " " * 12
+    if hand_over and op in (GROUP, GROUP_PAIR):  # their rules took half of reverse_sweep's first compile
+        return [f"{ind}return np.int64(i)"]
     lines = operand_loads(op, names_in(op.da, op.db, op.when_a, op.when_b), ind)
     lines.append(f"{ind}pa = {op.da}")
     if op.db:  # both partials first: in0 and in1 may be the same record
@@ -166,9 +168,11 @@ def has_partials(op: ops.Op) -> bool:
     return bool(op.da)
 
 
-def partials_body(op: ops.Op, second: bool = False) -> list[str]:
+def partials_body(op: ops.Op, second: bool = False, hand_over: bool = False) -> list[str]:
     """A branch of partials_switch: value y, partials pa, pb (second: SECOND too), the select's targets."""
     ind = " " * 12
+    if hand_over and op in (GROUP, GROUP_PAIR):  # as in reverse_sweep: their rules, 2 s of an hvp's first compile
+        return [f"{ind}return np.int64(i)"]
     used = names_in(op.forward, op.da, op.db, op.daa, op.dab, op.dbb, op.when_a, op.when_b) - {"y"}
     lines = operand_loads(op, used, ind)
     rules = (op.forward, op.da, op.db, *((op.daa, op.dab, op.dbb) if second else ()))
@@ -183,26 +187,29 @@ def partials_body(op: ops.Op, second: bool = False) -> list[str]:
 SECOND = ("ha", "hab", "hb")  # a partials kernel's second partials, stored in h0, h1, h2
 
 
-def partials_switch(second: bool) -> list[str]:
+def partials_switch(second: bool, hand_over: bool = False) -> list[str]:
     """The op switch of a partials sweep, its stores in one tail (a store per branch compiled 1.5x
     slower): zero for a partial its op has not, nothing for a record without a branch (a leaf)."""
     names = ("pa", "pb", *(SECOND if second else ()))
-    return [f"        {' = '.join(names)} = 0.0", *branches(lambda op: partials_body(op, second)),
+    return [f"        {' = '.join(names)} = 0.0", *branches(lambda op: partials_body(op, second, hand_over)),
             "        else:", "            continue", "        val[i] = y",
             *(f"        {out}[i] = {name}" for out, name in zip(("p0", "p1", "h0", "h1", "h2"), names, strict=False))]
 
 
-def partials_kernel(name: str, outputs: str, second: bool, doc: str) -> list[str]:
-    """A forward sweep storing partials (and with second, second partials) per record."""
+def partials_kernel(name: str, outputs: str, second: bool, doc: str, start: bool = False,
+                    hand_over: bool = False) -> list[str]:
+    """A forward sweep storing partials (and with second, second partials) per record, from record 0 or
+    ``start``; hand_over: returning -1, or the first grouped record met, unswept."""
     return [
         f"@{JIT}",
-        f"def {name}(op, in0, in1, val, consts, {outputs}):",
+        f"def {name}(op, in0, in1, val, consts, {outputs}{', start' if start else ''}):",
         f'    """{doc}"""',
         "    dummy = len(op)  # the extra adjoint slot that absorbs contributions nobody reads",
-        "    for r in range(len(op)):",
+        f"    for r in range({'start, ' if start else ''}len(op)):",
         "        i = np.uint64(r)",
         "        k = op[i]",
-        *partials_switch(second),
+        *partials_switch(second, hand_over),
+        *(["    return -1"] if hand_over else []),
         "",
         "",
     ]
@@ -286,9 +293,10 @@ def generate(header: list[str], more: list[str]) -> str:
         "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
         '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
         "",
-        "    A record whose stamp is not gen has a zero adjoint in this pass and is skipped.",
+        "    A record not stamped gen is skipped. Returns -1, or the first grouped record met, unswept (storage.py).",
         '    """',
-        *reverse_loop([*REVERSE_START, *branches(reverse_body, has_partials), *reverse_tail()]),
+        *reverse_loop([*REVERSE_START, *branches(lambda op: reverse_body(op, True), has_partials), *reverse_tail()]),
+        "    return -1",
         "",
         "",
         f"@{JIT}",
@@ -310,7 +318,10 @@ def generate(header: list[str], more: list[str]) -> str:
         *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
                          "Values and local partials of every record; a select points r0/r1 at its chosen input."),
         *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
-                         "forward_partials plus the second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2."),
+                         "forward_partials plus second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2; -1, or"
+                         " the grouped row met", True, True),
+        *partials_kernel("forward_second_from", "p0, p1, h0, h1, h2, r0, r1", True,
+                         "forward_second from record start, grouped ops included.", True),
         f"@{JIT}",
         "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
         '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',

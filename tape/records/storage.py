@@ -43,7 +43,7 @@ from tape.base.numbers import real_array
 from tape.debug import nans, show
 from tape.debug.nans import branch_changed, caller
 from tape.errors import TapeError, TapeFullError
-from tape.kernels._sweeps import forward_sweep, reverse_sweep
+from tape.kernels._sweeps import forward_sweep, reverse_range, reverse_sweep
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 from tape.sweeps import driver, fusion
@@ -337,8 +337,11 @@ class Storage(Arenas):
             runs = {run.rows[-1]: run for run in fusion.find(self, {out})} if fused and not nans.active() else None
             driver.reverse(self, out, gen, self._epoch, runs=runs)
         else:
-            reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
-                          self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
+            at = reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
+                               self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
+            if at >= 0:  # a grouped op: reverse_range has their rules (a first gradient without compiles none)
+                reverse_range(self._op, self._in0, self._in1, self._val, self._adj, self._stamp, self._consts,
+                              0, at + 1, gen, self._epoch)
         self._gen = gen
         if nans.active():
             nans.check(self._records(), self._lines, self._n, adjoints=True)
