@@ -124,14 +124,22 @@ def test_structural_zeros_and_nans(monkeypatch):
 
 
 def test_not_before_the_kernels_are_compiled(monkeypatch):
-    """With the kernels neither compiled nor cached, a Function runs NumPy's steps for its first AFTER calls
-    (their compile never lands on a first gradient), then the compiled sweeps."""
+    """With the kernels neither compiled nor cached, a Function runs NumPy's steps until it has spent PAYBACK
+    seconds in them (their compile never lands on a first gradient), then the compiled sweeps; a Function with
+    nothing for them (every record too large) never asks for them."""
     monkeypatch.setattr(compiled, "_compiled", lambda: False)
-    monkeypatch.setattr(compiled, "AFTER", 5)
+    monkeypatch.setattr(compiled, "PAYBACK", 0.05)
     F = tape.trace(PROGRAMS["mlp"], RNG.uniform(-1.0, 1.0, 110))
     x = RNG.uniform(-1.0, 1.0, 110)
-    first = F.value_and_grad(x)  # each sweep asks (tracing, a call's forward and reverse)
+    first = F.value_and_grad(x)
     assert _tables(F) == 0
+    while F._swept < compiled.PAYBACK:
+        F.value_and_grad(x)
     later = [F.value_and_grad(x) for _ in range(3)]
     assert _tables(F) > 0
     np.testing.assert_allclose(first[1], later[-1][1], rtol=1e-13, atol=1e-15)
+    big = tape.trace(lambda X: np.sum(np.sin(X) * X), np.ones(compiled.LARGE + 1))
+    while getattr(big, "_swept", 0.0) < compiled.PAYBACK:
+        big.value_and_grad(np.ones(compiled.LARGE + 1))
+    big.value_and_grad(np.ones(compiled.LARGE + 1))
+    assert big._driven is False and _tables(big) == 0

@@ -5,8 +5,10 @@ are of kinds the driver runs (a Rule's ``compiled``) and their views fit its row
 a matmul's operands 2-d blocks in C or Fortran order), they become one table and one Numba call
 per sweep, with no Python per record; any other record (and a fused run, or a stretch of scalar
 records with work to do) ends the stretch and runs as before. The kernel is used once it is
-compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or from a
-Function's ``AFTER``-th call: its compile never lands on a first gradient with a cold cache.
+compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or once a
+Function with stretches for it has spent ``PAYBACK`` seconds in NumPy's sweeps: its compile never
+lands on a first gradient with a cold cache, and a program pays it only when it has run about as
+long as the compile takes (then at most doubling its time, once per machine).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
-AFTER = 64  # a Function's calls before it compiles the kernels itself
+PAYBACK = 15.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 12-13 CPU-s)
 SMALL = 256  # elements up to which the driver runs any elementwise op; above, only the ops cheap in Numba: the C
 # library's exp, tanh, log1p cost 4-9x NumPy's SIMD loops per element; sigmoid, relu, abs, maximum 0.1-0.8x
 CHEAP = (*FUSIBLE, "abs", "relu", "sigmoid", "maximum", "minimum")  # (measured at 2,048 elements)
@@ -38,12 +40,16 @@ RUNS = 256  # fused runs over more elements stay: one pass per block beats a pas
 _cached = False
 
 
-def ready(s: State) -> bool:
-    """Whether s's sweeps use the compiled kernels now (counting s's calls while they are not compiled)."""
+def ready(s: State, runs: dict[int, Any]) -> bool:
+    """Whether s's sweeps use the compiled kernels now: they are compiled or cached, or s has spent PAYBACK
+    seconds in sweeps (``s._swept``, counted by tape/sweeps/steps.py) and has stretches they would run."""
     if _compiled():
         return True
-    s._calls = getattr(s, "_calls", 0) + 1
-    return s._calls > AFTER
+    driven = getattr(s, "_driven", None)
+    if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once
+        driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op),
+                                                                                               large(runs))))
+    return bool(driven)
 
 
 def _compiled() -> bool:
