@@ -24,7 +24,7 @@ def arrays(monkeypatch):
 
 
 def _traced(f, x, on, monkeypatch):
-    monkeypatch.setattr(compiled, "ready", lambda s: on)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: on)
     return tape.trace(f, x)
 
 
@@ -41,9 +41,9 @@ def _both(f, x, points, monkeypatch, rtol=1e-13):
     for point in points:
         got = []
         for _ in range(2):
-            monkeypatch.setattr(compiled, "ready", lambda s: True)
+            monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
             got.append(F.value_and_grad(point))
-        monkeypatch.setattr(compiled, "ready", lambda s: False)
+        monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
         want = G.value_and_grad(point)
         assert np.array_equal(got[0][0], got[1][0], equal_nan=True)
         assert np.array_equal(got[0][1], got[1][1], equal_nan=True)
@@ -112,7 +112,7 @@ def test_programs_against_numpy_steps_and_central_differences(program, monkeypat
     f = PROGRAMS[program]
     x = RNG.uniform(-1.0, 1.0, 110)
     F = _both(f, x, [x, x[::-1].copy(), np.where(x > 0.5, 0.0, x)], monkeypatch)
-    monkeypatch.setattr(compiled, "ready", lambda s: True)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     np.testing.assert_allclose(F.value_and_grad(x)[1], central(lambda v: float(F(v)), x), rtol=1e-6, atol=1e-8)
 
 
