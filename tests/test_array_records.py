@@ -673,7 +673,7 @@ def test_steps_give_the_driver_sweeps_bit_for_bit(program, arrays, monkeypatch):
     inputs and params, gives what the driver's per-record lookups give, bit for bit: values, gradients, the
     second order (which sweeps by the driver still) and the NaN-checked reverse. (The compiled sweeps, whose
     math is Numba's, are compared in tests/test_array_driver.py.)"""
-    monkeypatch.setattr(compiled, "ready", lambda s: False)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
     f = STEP_PROGRAMS[program]
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     points = [(x, 0.7), (x[::-1] - 0.3, 1.3), (np.where(x > 1.0, 0.0, x), 0.5)]
