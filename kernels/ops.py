@@ -396,6 +396,10 @@ HAS_DB = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db])
 # --- fusion: runs of these elementwise array ops become one pass (kernels/codegen/fused.py writes it) ---
 
 FUSIBLE = ("add", "sub", "mul", "div", "pow", "neg", "sqrt")
+# the elementwise ops that the compiled array sweeps (kernels/_array_driver.py) run: each number by the IEEE
+# operations (+ - * /, sqrt, comparisons) that its NumPy rule (kernels/_array_rules.py) applies, so the two give the
+# same bits; the others' C library functions (exp, tanh, pow) are not NumPy's SIMD loops (docs/design.md)
+EXACT = ("add", "sub", "mul", "div", "neg", "abs", "sqrt", "relu", "maximum", "minimum", "mul_nz")
 # x ** 2 with the 2 a number: the same values as pow(a, 2.0) (an exact square, correctly rounded) and
 # pow_da(a, 2.0) = 2 pow(a, 1.0) = 2a, without a call per element (which keeps the loop from vectorizing)
 SQUARE = {"forward": "a * a", "da": "2.0 * a"}

@@ -1,8 +1,8 @@
 """The compiled sweeps of array records (kernels/array_driver.py, tape/sweeps/compiled.py): a Function's
-values and gradients with them equal its NumPy steps' to rounding (Numba's math library against NumPy's
-SIMD loops) on every kind they run, broadcasting on either side, views and 0-d constants, beside kinds
-they do not run; against central differences; the same bits on every call; and not used before the
-kernels are compiled."""
+values and gradients with them are its NumPy steps' bit for bit, so its numbers never depend on whether the
+kernels are cached or how long it has run: every op of ops.EXACT on every layout (broadcasting on either side,
+views, 0-d constants) at edge values, sums over every pattern of axes and layout, the sums back over broadcast
+axes, beside kinds they do not run; against central differences; and not used before the kernels are compiled."""
 
 import operator
 
@@ -11,7 +11,7 @@ import pytest
 from reference import central
 
 import tape
-from tape.kernels.array_ops import ARRAY_OPS
+from tape.kernels.ops import EXACT, OPCODE
 from tape.records import array_records
 from tape.sweeps import compiled
 
@@ -23,83 +23,112 @@ def arrays(monkeypatch):
     monkeypatch.setattr(array_records, "SMALL", 1)
 
 
-def _traced(f, x, on, monkeypatch):
+def _on(monkeypatch, on):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: on)
-    return tape.trace(f, x)
 
 
-def _tables(F) -> int:
-    """How many calls of F's sweeps are compiled stretches."""
-    return sum(getattr(call, "func", None) in (compiled.forward, compiled.reverse)
-               for calls in F._steps.values() if isinstance(calls, list) for call in calls)
+def _tables(F) -> list[np.ndarray]:
+    """The tables of F's compiled stretches."""
+    return [call.args[1] for calls in F._steps.values() if isinstance(calls, list) for call in calls
+            if getattr(call, "func", None) in (compiled.forward, compiled.reverse)]
 
 
-def _both(f, x, points, monkeypatch, rtol=1e-13):
-    """Values and gradients at points by the compiled sweeps and by NumPy's steps: equal to rtol; the
-    compiled ones the same bits at every call. Returns the compiled Function."""
-    F, G = _traced(f, x, True, monkeypatch), _traced(f, x, False, monkeypatch)
+def _both(f, x, points, monkeypatch, driven=()):
+    """Values and gradients at points by the compiled sweeps and by NumPy's steps: the same bits (NaN for NaN).
+    The ops named in driven (and something) ran in the compiled sweeps. Returns the compiled Function."""
+    _on(monkeypatch, True)
+    F = tape.trace(f, x)
+    _on(monkeypatch, False)
+    G = tape.trace(f, x)
     for point in points:
-        got = []
-        for _ in range(2):
-            monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
-            got.append(F.value_and_grad(point))
-        monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
+        _on(monkeypatch, True)
+        got = F.value_and_grad(point)
+        _on(monkeypatch, False)
         want = G.value_and_grad(point)
-        assert np.array_equal(got[0][0], got[1][0], equal_nan=True)
-        assert np.array_equal(got[0][1], got[1][1], equal_nan=True)
-        scale = 1.0 + np.max(np.abs(want[1][np.isfinite(want[1])]), initial=0.0)
-        np.testing.assert_allclose(got[0][0], want[0], rtol=rtol, atol=rtol, equal_nan=True)
-        np.testing.assert_allclose(got[0][1], want[1], rtol=rtol, atol=rtol * scale, equal_nan=True)
-    assert _tables(F) > 0
+        for a, b in zip(got, want, strict=True):
+            assert np.array_equal(a, b, equal_nan=True), np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))
+    ops = {int(code) for table in _tables(F) for code in table[:, 1]}
+    assert _tables(F) and {OPCODE[name] for name in driven} <= ops
     return F
 
 
-M, N = 6, 8
-BROADCASTS = {  # (a, b) of a binary op over the 96 inputs: broadcasting on either side, views, numbers
-    "same": lambda X: (X[:48].reshape(M, N), X[48:][::-1].reshape(M, N)),
-    "row": lambda X: (X[:48].reshape(M, N), X[50:50 + N]),
-    "column on the left": lambda X: (X[60:60 + M].reshape(M, 1), X[:48].reshape(M, N)),
-    "outer": lambda X: (X[:M].reshape(M, 1), X[70:70 + N].reshape(1, N)),
-    "transposed": lambda X: (X[:48].reshape(N, M).T, X[::2].reshape(M, N)),
-    "number on the right": lambda X: (X[:48].reshape(M, N), 1.75),
-    "number on the left": lambda X: (0.6, X[48:].reshape(M, N)),
+S = (2, 3, 8)  # 3-d: no fused run (tape/sweeps/fusion.py) takes the records
+LAYOUTS = {  # (a, b) of a binary op over the 96 inputs: broadcasting on either side, views, numbers
+    "same": lambda X: (X[:48].reshape(S), X[48:][::-1].reshape(S)),
+    "row": lambda X: (X[:48].reshape(S), X[50:58]),
+    "column on the left": lambda X: (X[60:66].reshape(2, 3, 1), X[:48].reshape(S)),
+    "middle axis": lambda X: (X[:48].reshape(S), X[80:96].reshape(2, 1, 8)),
+    "outer": lambda X: (X[:6].reshape(2, 3, 1), X[70:78].reshape(1, 1, 8)),
+    "one number read by all": lambda X: (X[:48].reshape(S), X[5]),
+    "transposed": lambda X: (X[:48].reshape(8, 3, 2).T, X[::2].reshape(S)),
+    "number on the right": lambda X: (X[:48].reshape(S), 1.75),
+    "number on the left": lambda X: (0.6, X[48:].reshape(S)),
 }
 SPELLED = {"neg": operator.neg, "abs": abs, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "div": operator.truediv, "pow": operator.pow}
-UNARY = {op.name: SPELLED.get(op.name) or getattr(tape, op.name) for op in ARRAY_OPS if op.kind == "unary"}
-BINARY = {op.name: SPELLED.get(op.name) or getattr(tape, op.name) for op in ARRAY_OPS
-          if op.kind == "binary" and op.name != "mul_nz"}  # (mul_nz: gradient tapes' records only)
+           "div": operator.truediv}
+UNARY = {name: SPELLED.get(name) or getattr(tape, name) for name in EXACT if name in ("neg", "abs", "sqrt", "relu")}
+BINARY = {name: SPELLED.get(name) or getattr(tape, name) for name in EXACT
+          if name not in UNARY and name != "mul_nz"}  # (mul_nz: gradient tapes' records only)
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 1e-308, -1e-308, 5e-324, -5e-324, 2.5e-310,
+                  1.0, -1.0, 0.5, 3.0, 1e-16, 7.0, -7.0, 1e154])
 
 
-def _point(shift=0.0):
-    return np.linspace(0.15, 0.95, 2 * M * N) + shift  # every op's domain, except arccosh's (NaN on both sides)
+def _points():
+    """Random points and points of edge values (0, -0, infinities, NaN, huge, tiny, subnormal) in every place."""
+    x = RNG.uniform(-1.5, 1.5, 96)
+    return [x, np.resize(EDGES, 96), np.resize(EDGES[::-1], 96), np.resize(np.roll(EDGES, 7), 96),
+            np.where(x > 0.5, 0.0, x)]
 
 
 @pytest.mark.parametrize("name", UNARY)
-def test_every_unary_op(name, monkeypatch):
+def test_exact_unary_ops(name, monkeypatch):
     fn = UNARY[name]
-    _both(lambda X: (fn(X.reshape(M, 2 * N)[:, ::2] * 1.1) * X[:N]).sum(), _point(), [_point(), _point(0.05)],
-          monkeypatch, rtol=1e-12)
+    _both(lambda X: (fn(X.reshape(2, 3, 16)[:, :, ::2] * 1.1) * X[:8]).sum(), _points()[0], _points(), monkeypatch,
+          driven=[name])
 
 
-@pytest.mark.parametrize("shape", BROADCASTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("name", BINARY)
-def test_every_binary_op_broadcast(name, shape, monkeypatch):
+def test_exact_binary_ops_on_every_layout(name, layout, monkeypatch):
     fn = BINARY[name]
 
     def f(X):
-        a, b = BROADCASTS[shape](X)
-        return (fn(a, b) * X[:M * N].reshape(M, N)).sum()
+        a, b = LAYOUTS[layout](X)
+        return (fn(a, b) * X[:48].reshape(S)).sum()
 
-    _both(f, _point(), [_point(), _point(0.1)], monkeypatch, rtol=1e-12)
+    _both(f, _points()[0], _points(), monkeypatch, driven=[name])
 
 
-PROGRAMS = {  # matmuls (C and Fortran blocks, vectors), sums (full, over an axis, kept), kinds it does not run
-    "matmul": lambda X: (X[:24].reshape(4, 6) @ X[24:54].reshape(6, 5)).sum(axis=0) @ X[:5],
-    "transposed operands": lambda X: (X[:24].reshape(6, 4).T @ X[24:54].reshape(5, 6).T * X[:20].reshape(4, 5)).sum(),
-    "vector times matrix": lambda X: ((X[:6] @ X[6:36].reshape(6, 5)) ** 2).sum() + X[:5] @ X[5:10],
-    "sums": lambda X: (X[:60].reshape(3, 4, 5).sum(axis=1) * X[:5]).sum() + X[:60].reshape(3, 20).sum(
-        axis=0, keepdims=True).mean() + (X[:60:3] ** 2).sum(),
+SHAPES = [(3, 4, 5), (2, 9, 17), (4, 130), (1, 300), (300,), (7, 1, 24), (2, 3, 4, 5), (2, 2, 600)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sums_back_over_every_pattern_of_broadcast_axes(shape, monkeypatch):
+    """g * b sent to b broadcast along any set of the axes (lengths past 8 and 128: NumPy's pairwise blocks)."""
+    n = int(np.prod(shape))
+    patterns = [tuple(1 if (mask >> k) & 1 else m for k, m in enumerate(shape)) for mask in range(2 ** len(shape))]
+
+    def f(X):
+        a = X[:n].reshape(shape)
+        total = (a * a).sum()
+        for p in patterns:
+            total = total + (a * (X[n:n + int(np.prod(p))].reshape(p) * 1.5)).sum()
+        return total + (a * X[n:n + shape[-1]]).sum()  # leading axes broadcast
+
+    x = RNG.uniform(-1.0, 1.0, 2 * n)
+    _both(f, x, [x, x * 1e10 + 1.0, np.where(x > 0.3, 0.0, x)], monkeypatch, driven=["mul"])
+
+
+SUMS = {  # forward sums: every set of axes, views, Fortran order (NumPy's step), lengths past NumPy's blocks
+    "every set of axes": lambda X: sum((X[:360].reshape(3, 4, 30).sum(axis=axes) ** 2).sum()
+                                       for axes in [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2)]),
+    "keepdims": lambda X: (X[:360].reshape(12, 30).sum(axis=1, keepdims=True) * X[:360].reshape(12, 30)).sum(),
+    "long rows": lambda X: ((X[:2000].reshape(2, 1000).sum(axis=1) ** 2).sum() + X[:1999].sum() * X[:300].sum()),
+    "strided views": lambda X: ((X[:720:2].reshape(12, 30).sum(axis=0) * X[1:721:24]).sum()
+                                + (X[:1200].reshape(40, 30)[::3, 1:29].sum(axis=1) ** 2).sum()),
+    "transposed and Fortran": lambda X: ((X[:360].reshape(12, 30).T.sum(axis=1) ** 2).sum()
+                                         + (X[:360].reshape(3, 4, 30).transpose(2, 0, 1).sum(axis=(1, 2)) ** 2).sum()
+                                         + (X[::-1][:300].sum() * 2.0)),
     "mixed with NumPy's steps": lambda X: (tape.logsumexp(X[:40].reshape(5, 8) * 2.0, axis=1) * np.cumsum(
         X[:5]) + np.concatenate([X[:3], X[10:12]]) * X[:40].reshape(5, 8).max(axis=1)).sum()
     + (np.tanh(X[:48].reshape(6, 8) @ X[:8]) - 0.5).sum(),
@@ -107,39 +136,49 @@ PROGRAMS = {  # matmuls (C and Fortran blocks, vectors), sums (full, over an axi
 }
 
 
-@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("program", SUMS)
 def test_programs_against_numpy_steps_and_central_differences(program, monkeypatch):
-    f = PROGRAMS[program]
-    x = RNG.uniform(-1.0, 1.0, 110)
-    F = _both(f, x, [x, x[::-1].copy(), np.where(x > 0.5, 0.0, x)], monkeypatch)
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
-    np.testing.assert_allclose(F.value_and_grad(x)[1], central(lambda v: float(F(v)), x), rtol=1e-6, atol=1e-8)
+    f = SUMS[program]
+    x = RNG.uniform(-1.0, 1.0, 2400)
+    F = _both(f, x, [x, x[::-1] * 1e8 + 3.0, np.where(x > 0.5, 0.0, x)], monkeypatch)
+    _on(monkeypatch, True)
+    y = x[:110]
+    small = tape.trace(f, x)
+    np.testing.assert_allclose(F.value_and_grad(x)[1][:110], central(lambda v: float(small(np.concatenate(
+        [v, x[110:]]))), y), rtol=1e-6, atol=1e-6)
 
 
 def test_structural_zeros_and_nans(monkeypatch):
-    """A product with a zero factor sends nothing: a where-free sqrt at 0 times 0, an inf times 0."""
-    x = np.linspace(0.0, 1.0, 40)
+    """A product with a zero factor sends nothing: a where-free sqrt at 0 times 0, an inf times 0, a number inf."""
+    x = np.linspace(0.0, 1.0, 48)
     x[3] = np.inf
-    _both(lambda X: (np.sqrt(X) * (X * 0.0) + X * X[::-1]).sum(), x, [x, np.zeros(40)], monkeypatch)
+    _both(lambda X: (np.sqrt(X.reshape(S)) * (X.reshape(S) * 0.0) + X.reshape(S) * X[::-1].reshape(S)
+                     + (X.reshape(S) - 1.0) * np.inf).sum(), x, [x, np.zeros(48)],
+          monkeypatch, driven=["sqrt", "mul"])
 
 
-def test_not_before_the_kernels_are_compiled(monkeypatch):
+def _program(X):
+    a = X[:32].reshape(4, 8)
+    return (((a * X[32:40] + X[40:44].reshape(4, 1)) / (1.0 + a * a)).sum(axis=0) ** 2).sum() + SUMS["mlp"](X)
+
+
+def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch):
     """With the kernels neither compiled nor cached, a Function runs NumPy's steps until it has spent PAYBACK
-    seconds in them (their compile never lands on a first gradient), then the compiled sweeps; a Function with
-    nothing for them (every record too large) never asks for them."""
+    seconds in them (their compile never lands on a first gradient), then the compiled sweeps, with the very
+    same values and gradients; a Function with nothing for them (every record too large) never asks for them."""
     monkeypatch.setattr(compiled, "_compiled", lambda: False)
     monkeypatch.setattr(compiled, "PAYBACK", 0.05)
-    F = tape.trace(PROGRAMS["mlp"], RNG.uniform(-1.0, 1.0, 110))
     x = RNG.uniform(-1.0, 1.0, 110)
+    F = tape.trace(_program, x)
     first = F.value_and_grad(x)
-    assert _tables(F) == 0
+    assert not _tables(F)
     while F._swept < compiled.PAYBACK:
         F.value_and_grad(x)
-    later = [F.value_and_grad(x) for _ in range(3)]
-    assert _tables(F) > 0
-    np.testing.assert_allclose(first[1], later[-1][1], rtol=1e-13, atol=1e-15)
+    later = F.value_and_grad(x)
+    assert _tables(F)
+    assert np.array_equal(first[0], later[0]) and np.array_equal(first[1], later[1])
     big = tape.trace(lambda X: np.sum(np.sin(X) * X), np.ones(compiled.LARGE + 1))
     while getattr(big, "_swept", 0.0) < compiled.PAYBACK:
         big.value_and_grad(np.ones(compiled.LARGE + 1))
     big.value_and_grad(np.ones(compiled.LARGE + 1))
-    assert big._driven is False and _tables(big) == 0
+    assert big._driven is False and not _tables(big)

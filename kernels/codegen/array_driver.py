@@ -5,12 +5,13 @@ fields below): its kind in this driver (its Rule's ``compiled``), its scalar opc
 its iteration space (4 axes, a loop over the output's elements or a reduction's input's), and per
 view read: the view's first element and strides in that space (0 along broadcast axes), the read
 record's row and region (for the stamp rule) and whether it wants an adjoint. The kernels walk the
-table: elementwise records by ``values`` and ``partials`` (one ``if``/``elif`` branch per unary and
-binary op of kernels/ops.py, one for all of ops.GROUPED and one for ops.GROUPED_PAIRS, as the scalar
-sweeps group them: adding an op adds its branches, the driver knows no op by name), sums by a loop
-in NumPy's pairwise order, matmuls by Numba's np.dot on the arena's 2-d blocks (BLAS). The reverse
-follows tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
-region is zeroed at its first contribution, a product with a zero factor adds nothing.
+table: elementwise records by ``values`` and ``partials`` (one ``if``/``elif`` branch per op of
+ops.EXACT: the driver knows no op by name), sums by a loop in NumPy's order. The reverse follows
+tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
+region is zeroed at its first contribution, a product with a zero factor adds nothing, and a
+contribution is summed back over the axes its view is broadcast along in np.sum's order first.
+Each number is the NumPy step's, bit for bit: the same IEEE operations in the same order (Numba
+contracts no multiply-add into an FMA without fastmath).
 
 The kernels are text here, written into the generated file with the switches, so that Numba's cache
 (which checks only the file a kernel is defined in) is renewed whenever the op table changes.
@@ -42,7 +43,7 @@ def _partials(op: ops.Op) -> list[str]:
 
 
 def _elementwise(op: ops.Op) -> bool:
-    return op.kind in ("unary", "binary")
+    return op.name in ops.EXACT
 
 
 def _body(lines: list[str]) -> list[str]:
@@ -53,7 +54,7 @@ def _body(lines: list[str]) -> list[str]:
 CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 2, 3, 4, 5, 6, 10, 14  # a row's fields
 REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
 VIEW, WIDTH = 10, 34
-ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
+ELEMENTWISE, SUM = 1, 2  # kinds: a Rule's ``compiled`` names one
 """
 
 DRIVER = '''@jit
@@ -80,10 +81,45 @@ def _operand(t, q, aval, buffer):
 
 
 @jit
-def _send(t, f, aadj, stamp, gen, keep, g, P):
-    """adjoint[view f] += g * P (0 where a factor is 0) over record t's iteration space, by the stamp rule: a
-    stale adjoint is zeroed first, or, where the view covers its record's region in order, assigned."""
+def _summed(t, f, c, total):
+    """total[:m] = c (record t's iteration space in C order) summed over the axes view f is broadcast along, as
+    np.sum adds (kernels.array_rule.unbroadcast): pairwise along the trailing broadcast axes, else element after
+    element; returns the view's C strides in the space (0 along those axes): its element k of total."""
+    kept, ext = np.zeros(4, np.int64), t[SHAPE:SHAPE + 4].copy()
+    m, run, trailing = 1, 1, True
+    for d in range(3, -1, -1):
+        if t[f + STRIDES + d] != 0:  # (an axis of length 1 has stride 0)
+            trailing = False
+            kept[d] = m
+            m *= t[SHAPE + d]
+        elif trailing:  # the run pairwise sums, one call per place of the other axes
+            run *= t[SHAPE + d]
+            ext[d] = 1
+    total[:m] = 0.0
+    e = 0
+    for i0 in range(ext[0]):
+        for i1 in range(ext[1]):
+            for i2 in range(ext[2]):
+                for i3 in range(ext[3]):
+                    k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2] + i3 * kept[3]
+                    if run == 1:
+                        total[k] += c[e]
+                        e += 1
+                    else:
+                        total[k] += _pairwise(c, e, run, 1)
+                        e += run
+    return kept
+
+
+@jit
+def _send(t, f, aadj, stamp, gen, keep, g, P, c, total):
+    """adjoint[view f] += g * P (0 where a factor is 0) over record t's iteration space, summed back over the
+    axes the view is broadcast along first, by the stamp rule: a stale adjoint is zeroed first, or, where the
+    view covers its record's region in order, assigned."""
     n, base = t[SIZE], t[f + BASE]
+    for e in range(n):
+        u = np.uint64(e)
+        c[u] = g[u] * P[u] if g[u] != 0.0 and P[u] != 0.0 else 0.0
     j = t[f + REC]
     stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
     same = True
@@ -93,25 +129,21 @@ def _send(t, f, aadj, stamp, gen, keep, g, P):
         stamp[j] = gen
         if same and base == t[f + REGION] and n == t[f + REGION_SIZE]:
             for e in range(n):
-                u = np.uint64(e)
-                aadj[np.uint64(base + e)] = g[u] * P[u] + 0.0 if g[u] != 0.0 and P[u] != 0.0 else 0.0
+                aadj[np.uint64(base + e)] = c[np.uint64(e)] + 0.0
             return
         aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
     if same:
         for e in range(n):
-            u = np.uint64(e)
-            aadj[np.uint64(base + e)] += g[u] * P[u] if g[u] != 0.0 and P[u] != 0.0 else 0.0
+            aadj[np.uint64(base + e)] += c[np.uint64(e)]
         return
+    kept = _summed(t, f, c, total)
     s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
-    e = 0
-    for i0 in range(t[SHAPE]):
-        for i1 in range(t[SHAPE + 1]):
-            for i2 in range(t[SHAPE + 2]):
-                at = base + i0 * s0 + i1 * s1 + i2 * s2
-                for i3 in range(t[SHAPE + 3]):
-                    u = np.uint64(e)
-                    aadj[np.uint64(at + i3 * s3)] += g[u] * P[u] if g[u] != 0.0 and P[u] != 0.0 else 0.0
-                    e += 1
+    for i0 in range(t[SHAPE] if s0 != 0 else 1):
+        for i1 in range(t[SHAPE + 1] if s1 != 0 else 1):
+            for i2 in range(t[SHAPE + 2] if s2 != 0 else 1):
+                at, k = base + i0 * s0 + i1 * s1 + i2 * s2, i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
+                for i3 in range(t[SHAPE + 3] if s3 != 0 else 1):
+                    aadj[np.uint64(at + i3 * s3)] += total[np.uint64(k + i3 * kept[3])]
 
 
 @jit
@@ -122,86 +154,6 @@ def _prepare(t, f, aadj, stamp, gen, keep):
     if not (s == gen or (s >= keep and t[f + ACC] != 0)):
         aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
         stamp[j] = gen
-
-
-@jit
-def _matrix(aval, t, q, rows, cols):
-    """View q of a matmul as a C-ordered block (its layout flag 0) or the transpose of one (1)."""
-    f = VIEWS + VIEW * q
-    block = aval[t[f + BASE]:t[f + BASE] + rows * cols]
-    return block.reshape((rows, cols)), block.reshape((cols, rows)).T, t[f + STRIDES] == 0
-
-
-@jit
-def _masked(X, Y, out):
-    """X @ Y with the structural-zero rule term by term (a product with a zero factor adds nothing),
-    in kernels.array_rule.product's order."""
-    out[...] = 0.0
-    for j in range(X.shape[1]):
-        for i in range(X.shape[0]):
-            x = X[i, j]
-            for k in range(Y.shape[1]):
-                z = Y[j, k]
-                out[i, k] += 0.0 if x == 0.0 or z == 0.0 else x * z
-
-
-@jit
-def _product(X, Y, out, check):
-    """out = X @ Y by BLAS, redone by _masked if it holds a NaN (check)."""
-    np.dot(X, Y, out)
-    if check and np.isnan(np.sum(out)):
-        _masked(X, Y, out)
-
-
-@jit
-def _matmul_forward(t, aval):
-    n, k, m = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2]
-    out = aval[t[OUT]:t[OUT] + n * m].reshape((n, m))
-    A, At, a_c = _matrix(aval, t, 0, n, k)
-    B, Bt, b_c = _matrix(aval, t, 1, k, m)
-    if a_c and b_c:
-        _product(A, B, out, False)
-    elif a_c:
-        _product(A, Bt, out, False)
-    elif b_c:
-        _product(At, B, out, False)
-    else:
-        _product(At, Bt, out, False)
-
-
-@jit
-def _matmul_reverse(t, aval, aadj, stamp, gen, keep):
-    n, k, m = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2]
-    G = aadj[t[OUT]:t[OUT] + n * m].reshape((n, m))
-    A, At, a_c = _matrix(aval, t, 0, n, k)
-    B, Bt, b_c = _matrix(aval, t, 1, k, m)
-    for q in range(2):
-        f = VIEWS + VIEW * q
-        if t[f + WANT] == 0:
-            continue
-        rows, cols = (n, k) if q == 0 else (k, m)
-        base = t[f + BASE]
-        j = t[f + REC]
-        stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
-        direct = stale and t[f + STRIDES] == 0 and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]
-        C = aadj[base:base + rows * cols].reshape((rows, cols)) if direct else np.empty((rows, cols))
-        if q == 0 and b_c:  # A' = G B^T
-            _product(G, B.T, C, True)
-        elif q == 0:
-            _product(G, Bt.T, C, True)
-        elif a_c:  # B' = A^T G
-            _product(A.T, G, C, True)
-        else:
-            _product(At.T, G, C, True)
-        if direct:  # a stale adjoint its product covers, in C order: written in place
-            stamp[j] = gen
-            continue
-        _prepare(t, f, aadj, stamp, gen, keep)
-        block = aadj[base:base + rows * cols]
-        if t[f + STRIDES] == 0:
-            block += C.reshape(rows * cols)
-        else:
-            block += C.T.copy().reshape(rows * cols)
 
 
 @jit
@@ -266,8 +218,6 @@ def forward(table, aval, scratch):
             values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n)
         elif kind == SUM:
             _sum_forward(t, aval)
-        elif kind == MATMUL:
-            _matmul_forward(t, aval)
 
 
 @jit
@@ -289,7 +239,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch):
                 if t[f + WANT] == 0:
                     continue
                 partials(t[OP], q, A, B, y, P, n)
-                _send(t, f, aadj, stamp, gen, keep, g, P)
+                _send(t, f, aadj, stamp, gen, keep, g, P, scratch[3], scratch[4])
         elif kind == SUM:
             if t[VIEWS + WANT] == 0:
                 continue
@@ -302,14 +252,11 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch):
                         for i3 in range(t[SHAPE + 3]):
                             aadj[base + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]] += \\
                                 aadj[out + i0 * o[0] + i1 * o[1] + i2 * o[2] + i3 * o[3]]
-        elif kind == MATMUL:
-            _matmul_reverse(t, aval, aadj, stamp, gen, keep)
 '''
 
 
 def generate(header: list[str]) -> str:
     helpers = sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED})
-    grouped = ["grouped_da", "grouped_pair_da", "grouped_pair_db", "grouped_pair_value", "grouped_value"]
     lines = [
         *header,
         '"""The compiled sweeps of array records (tape/sweeps/compiled.py encodes their tables)."""',
@@ -321,7 +268,7 @@ def generate(header: list[str]) -> str:
         "import numpy as np",
         "",
         "from ._sweeps import (  # noqa: F401",
-        *[f"    {name}," for name in sorted(["IS_GROUPED", "IS_GROUPED_PAIR", *helpers, *grouped])],
+        *[f"    {name}," for name in helpers],
         ")",
         "from .compiling import jit",
         "",

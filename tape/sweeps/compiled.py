@@ -1,8 +1,9 @@
 """A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
 
 tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
-are of kinds the driver runs (a Rule's ``compiled``) and their views fit its rows (at most 4 axes;
-a matmul's operands 2-d blocks in C or Fortran order), they become one table and one Numba call
+are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT and sums, whose
+numbers it gives bit for bit) and their views fit its rows (at most 4 axes; a sum's input in C
+order, as NumPy's iterator then adds), they become one table and one Numba call
 per sweep, with no Python per record; any other record (and a fused run, or a stretch of scalar
 records with work to do) ends the stretch and runs as before. The kernel is used once it is
 compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or once a
@@ -21,22 +22,16 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import MATMUL, SUM, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import FUSIBLE, LEAF, OPCODE
+from tape.kernels.ops import EXACT, LEAF, OPCODE
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
-PAYBACK = 15.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 12-13 CPU-s)
-SMALL = 256  # elements up to which the driver runs any elementwise op; above, only the ops cheap in Numba: the C
-# library's exp, tanh, log1p cost 4-9x NumPy's SIMD loops per element; sigmoid, relu, abs, maximum 0.1-0.8x
-CHEAP = (*FUSIBLE, "abs", "relu", "sigmoid", "maximum", "minimum")  # (measured at 2,048 elements)
+PAYBACK = 15.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 7-8 CPU-s)
 LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
 # a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
-PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul: its BLAS and its NaN test's sum were
-# faster (tape-bench mlp-array, 256 x 784 x 512: 1.33x hand NumPy through Numba's np.dot, 1.18x through NumPy)
-RUNS = 256  # fused runs over more elements stay: one pass per block beats a pass per record (1,024: 1.2x)
 _cached = False
 
 
@@ -47,8 +42,7 @@ def ready(s: State, runs: dict[int, Any]) -> bool:
         return True
     driven = getattr(s, "_driven", None)
     if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once
-        driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op),
-                                                                                               large(runs))))
+        driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)))
     return bool(driven)
 
 
@@ -64,15 +58,9 @@ def _compiled() -> bool:
 
 def warm() -> None:
     """Compile (or load) the driver's kernels: ``python -m tape warmup`` calls it."""
-    table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((3, 1))
+    table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((5, 1))
     kernels.forward(table, np.zeros(1), scratch)
     kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch)
-
-
-def large(runs: dict[int, Any] | None) -> dict[int, Any] | None:
-    """The fused runs (tape/sweeps/fusion.py) kept beside the driver: those over more than RUNS elements (memory
-    traffic); the driver runs a smaller one's records without the Python of a run's call."""
-    return None if runs is None else {k: run for k, run in runs.items() if run.rows_cols[0] * run.rows_cols[1] > RUNS}
 
 
 def _padded(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[list[int], list[int]]:
@@ -105,7 +93,7 @@ def _view(s: State, row: np.ndarray, q: int, v: View, strides: list[int]) -> Non
 
 
 def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
-    if len(p.shape) > 4 or p.name not in OPCODE or p.size > LARGE or (p.name not in CHEAP and p.size > SMALL):
+    if len(p.shape) > 4 or p.name not in EXACT or p.size > LARGE:
         return False
     shape, out = _padded(p.shape, driver.contiguous(p.shape))
     views = []
@@ -122,8 +110,10 @@ def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
 
 def _sum(s: State, p: Plan, row: np.ndarray) -> bool:
     v = p.inputs[0]
-    if len(v.shape) > 4 or math.prod(v.shape) > LARGE:
-        return False
+    strides = [k for n, k in zip(v.shape, v.strides, strict=True) if n != 1] + [0]
+    ordered = all(k > q for k, q in zip(strides, strides[1:], strict=False))
+    if len(v.shape) > 4 or math.prod(v.shape) > LARGE or not ordered:
+        return False  # not in C order: NumPy's iterator adds it in its memory's order
     kept = tuple(1 if k in p.axes else n for k, n in enumerate(v.shape))  # the output's strides: 0 along the axes
     shape, strides = _padded(v.shape, v.strides)
     shape, out, strides = _coalesced(shape, _padded(kept, driver.contiguous(kept))[1], strides)
@@ -132,35 +122,7 @@ def _sum(s: State, p: Plan, row: np.ndarray) -> bool:
     return True
 
 
-def _block(v: View, rows: int, cols: int) -> list[int] | None:
-    """A matmul operand's strides (layout, 0, row stride, column stride): layout 0 for C order, 1 for
-    Fortran order; None if it is neither (NumPy's step runs it)."""
-    rs, cs = v.strides if len(v.shape) == 2 else (0, v.strides[0]) if rows == 1 else (v.strides[0], 0)
-    if (cols == 1 or cs == 1) and (rows == 1 or rs == cols):
-        return [0, 0, rs, cs]
-    if (rows == 1 or rs == 1) and (cols == 1 or cs == rows):
-        return [1, 0, rs, cs]
-    return None
-
-
-def _matmul(s: State, p: Plan, row: np.ndarray) -> bool:
-    A, B = p.inputs
-    if len(p.wide) != 2 or len(A.shape) > 2 or len(B.shape) > 2:
-        return False
-    n, m = p.wide
-    k = A.shape[-1]
-    if n * k * m > PRODUCTS:
-        return False
-    a, b = _block(A, n, k), _block(B, k, m)
-    if a is None or b is None:
-        return False
-    row[6:10] = (n, k, m, 1)
-    _view(s, row, 0, A, a)
-    _view(s, row, 1, B, b)
-    return True
-
-
-ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum, MATMUL: _matmul}
+ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum}
 
 
 def encoded(s: State, p: Plan) -> np.ndarray | None:
@@ -210,7 +172,7 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
 def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
     table = np.array(rows)
     size = int(table[table[:, 0] == kernels.ELEMENTWISE, 4].max(initial=1))
-    return TABLE, (table, np.empty((3, size)))
+    return TABLE, (table, np.empty((5, size)))  # operands, a partial, the contributions and their sum back
 
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:

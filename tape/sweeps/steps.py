@@ -89,7 +89,7 @@ def forward(s: State, runs: dict[int, Any] | None) -> None:
     key = ("forward", runs is not None, fast)
     calls = s._steps.get(key)
     if calls is None:
-        walk = driver.forward_walk(s, 0, len(s._op), compiled.large(runs) if fast else runs)
+        walk = driver.forward_walk(s, 0, len(s._op), runs)
         calls = s._steps[key] = [call for call in (_forward_call(s, kind, what) for kind, what in
                                                    (compiled.grouped(s, walk) if fast else walk))
                                  if call is not _nothing]
@@ -117,7 +117,7 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int
     key = ("reverse", top, runs is not None, fast)
     calls = s._steps.get(key)
     if calls is None:
-        walk = driver.reverse_walk(s, top, compiled.large(runs) if fast else runs)
+        walk = driver.reverse_walk(s, top, runs)
         calls = s._steps[key] = [
             functools.partial(_record, s._stamp, what, step(s, what).reverse) if kind == driver.RECORD else
             functools.partial(_run, s, what) if kind == driver.RUN else
