@@ -180,24 +180,20 @@ def _ravel(a):
 
 
 def at(x, i, j):
-    """Element (i, j) of an operand seen as 2-d and broadcast (size-1 axes repeat): a Var."""
+    """Element (i, j) of an operand seen as 2-d (a 1-d one as a row; a Var or number everywhere): a Var. Callers
+    broadcast by passing 0 along an axis of length 1 (no branch per element)."""
 
 
 @overload(at)
 def _at(x, i, j):
     if is_array(x) and x.ndim == 1:
-        return lambda x, i, j: element(x.tape, x.rows[j if x.rows.shape[0] != 1 else 0],
-                                       x.vals[j if x.rows.shape[0] != 1 else 0])
-
+        return lambda x, i, j: element(x.tape, x.rows[j], x.vals[j])
     if is_array(x):
-        def two(x, i, j):
-            r, c = i if x.rows.shape[0] != 1 else 0, j if x.rows.shape[1] != 1 else 0
-            return element(x.tape, x.rows[r, c], x.vals[r, c])
-        return two
+        return lambda x, i, j: element(x.tape, x.rows[i, j], x.vals[i, j])
     if is_data(x) and x.ndim == 1:
-        return lambda x, i, j: unbound(x[j if x.shape[0] != 1 else 0])
+        return lambda x, i, j: unbound(x[j])
     if is_data(x):
-        return lambda x, i, j: unbound(x[i if x.shape[0] != 1 else 0, j if x.shape[1] != 1 else 0])
+        return lambda x, i, j: unbound(x[i, j])
     if is_var(x):
         return lambda x, i, j: x
     if is_number(x):
@@ -412,9 +408,10 @@ def binary_array(vv, constants: bool = False):
             (a, b), (c, d) = dims(x), dims(y)
             n, m = common(a, c), common(b, d)
             out = make(p, n, m)
+            xi, xj, yi, yj = int(a != 1), int(b != 1), int(c != 1), int(d != 1)  # 0: broadcast along that axis
             for i in range(n):
                 for j in range(m):
-                    store(out, i, j, vv(at(x, i, j), at(y, i, j)))
+                    store(out, i, j, vv(at(x, i * xi, j * xj), at(y, i * yi, j * yj)))
             return out
 
         if not constants:

@@ -4,7 +4,8 @@ pass that uses some of them lives in tape/compiled/compiler_pass.py).
 Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
 ``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
 ``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it),
-``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo),
+``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo; their ``rows``/``vals``
+attributes by ``infer_getattr`` and ``lower_getattr``),
 ``numba.core.cgutils`` and meminfo pointers (the tape handed to out-of-line growth cfuncs by
 ``llvmlite.binding.add_symbol``), struct proxies (building Var values in intrinsics), ``Type.unify``
 plus ``lower_cast`` (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's
@@ -28,7 +29,8 @@ import numba
 from numba import types
 from numba.core import cgutils
 from numba.core.errors import TypingError
-from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin
+from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin, lower_getattr
+from numba.core.typing.templates import AttributeTemplate, infer_getattr
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
 from numba.np.arrayobj import populate_array
@@ -187,24 +189,43 @@ for _typ, _members in ((VarType, VAR_MEMBERS), (ConditionType, CONDITION_MEMBERS
 
 @register_model(VarArrayType)
 class VarArrayModel(models.StructModel):
-    """A Var array's tape pointer and two arrays, which it borrows: they lie in the call's arena (or are
-    the inputs the driver holds), so copies of a Var array touch no reference count (no NRT_incref and
-    NRT_decref calls, two each per copy: `y = 0.5 * y` of 2 elements 14.0 -> 8.5 ns/record)."""
+    """A Var array: its tape pointer, its two arrays' data pointers, their shape and strides (shared: see make_array).
+    ``a.rows``/``a.vals`` are arrays over them without a meminfo: it borrows its elements (the call's arena, or
+    the inputs the driver holds), so copies touch no reference count, and an op gets 5 words per 1-d operand."""
 
     def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [("tape", types.voidptr), ("rows", fe_type.rows_type),
-                                        ("vals", fe_type.vals_type)])
-
-    def traverse(self, builder):
-        return []
-
-    def contains_nrt_meminfo(self):
-        return False
+        shape = types.UniTuple(types.intp, fe_type.ndim)
+        super().__init__(dmm, fe_type, [("tape", types.voidptr), ("rows", types.CPointer(types.int64)),
+                                        ("vals", types.CPointer(types.float64)), ("shape", shape), ("strides", shape)])
 
 
+make_attribute_wrapper(VarArrayType, "tape", "tape")
 
-for _name in ("tape", "rows", "vals"):
-    make_attribute_wrapper(VarArrayType, _name, _name)
+
+@infer_getattr
+class _VarArrayParts(AttributeTemplate):
+    key = VarArrayType
+
+    def generic_resolve(self, typ, attr):
+        return {"rows": typ.rows_type, "vals": typ.vals_type}.get(attr)
+
+
+def _part(name: str):
+    """``a.rows``/``a.vals``: an array over the Var array's pointer, shape and strides, no meminfo."""
+    @lower_getattr(VarArrayType, name)
+    def part(context, builder, typ, value):
+        proxy = cgutils.create_struct_proxy(typ)(context, builder, value=value)
+        ary = context.make_array(getattr(typ, f"{name}_type"))(context, builder)
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(ary, data=getattr(proxy, name), shape=cgutils.unpack_tuple(builder, proxy.shape),
+                       strides=cgutils.unpack_tuple(builder, proxy.strides), itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+
+for _name in ("rows", "vals"):
+    _part(_name)
+
+
 register_model(VarArrayIterType)(lambda dmm, fe_type: models.StructModel(
     dmm, fe_type, [("xs", fe_type.array), ("k", types.EphemeralPointer(types.int64))]))
 
@@ -285,15 +306,17 @@ def known_condition(typingctx, outcome):
 @intrinsic
 def make_array(typingctx, p, rows, vals):
     """A Var array over record indices ``rows`` and values ``vals`` (arrays of one type) of the tape p points to,
-    borrowed (VarArrayModel): arrays of the call's arena, views of them, or the inputs."""
+    borrowed (VarArrayModel): arrays of the call's arena, views of them, or the inputs. vals has rows' strides
+    (both are made in one block, or are the driver's contiguous arrays, and viewed by the same indices)."""
     if not (isinstance(rows, types.Array) and rows.dtype == types.int64 and isinstance(vals, types.Array)
             and vals.dtype == types.float64 and (rows.ndim, rows.layout) == (vals.ndim, vals.layout)):
         return None
     typ = VarArrayType(rows.ndim, rows.layout)
 
     def codegen(context, builder, sig, args):
-        return _struct(context, builder, typ, {"tape": (args[0], None), "rows": (args[1], None),
-                                               "vals": (args[2], None)})
+        r, v = (context.make_array(t)(context, builder, value=a) for t, a in zip(sig.args[1:], args[1:], strict=True))
+        return _struct(context, builder, typ, {"tape": (args[0], None), "rows": (r.data, None), "vals": (v.data, None),
+                                               "shape": (r.shape, None), "strides": (r.strides, None)})
     return typ(types.voidptr, rows, vals), codegen
 
 
@@ -311,11 +334,6 @@ def _borrow(context, builder, typ, value):
         ary = context.make_array(typ)(context, builder, value=value)
         ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
         return ary._getvalue()
-    if isinstance(typ, VarArrayType):
-        proxy = cgutils.create_struct_proxy(typ)(context, builder, value=value)
-        proxy.rows = _borrow(context, builder, typ.rows_type, proxy.rows)
-        proxy.vals = _borrow(context, builder, typ.vals_type, proxy.vals)
-        return proxy._getvalue()
     if isinstance(typ, types.BaseTuple):
         items = [_borrow(context, builder, t, builder.extract_value(value, k)) for k, t in enumerate(typ)]
         return context.make_tuple(builder, typ, items)
@@ -335,13 +353,8 @@ def borrowed(typingctx, x):
 
 @lower_cast(VarArrayType, VarArrayType)
 def _array_to_array(context, builder, fromty, toty, val):
-    """A Var array as one of another layout (VarArrayType.unify): its two arrays cast."""
-    src = cgutils.create_struct_proxy(fromty)(context, builder, value=val)
-    out = cgutils.create_struct_proxy(toty)(context, builder)
-    out.tape = src.tape
-    out.rows = context.cast(builder, src.rows, fromty.rows_type, toty.rows_type)
-    out.vals = context.cast(builder, src.vals, fromty.vals_type, toty.vals_type)
-    return out._getvalue()
+    """A Var array as one of another layout (VarArrayType.unify): the same members."""
+    return val
 
 
 @lower_cast(types.Float, var_type)
