@@ -1,13 +1,11 @@
 """VarArray: NumPy-style arrays of records, in one of two forms.
 
-Small arrays (fewer than ``array_records.SMALL`` elements, the measured crossover)
-hold one scalar record per element: every arithmetic operation broadcasts as
-NumPy does and appends one scalar record per element with vectorized writes,
-so the scalar sweeps see an ordinary tape. Larger arrays are array records
-(tape/records/array_records.py): one record per operation, elements in an arena; slicing,
-reshaping and transposing make views and record nothing. An operation with
-any array-record operand, or whose result is large, records an array record;
-the user writes the same code either way.
+Small arrays (fewer than ``array_records.SMALL`` elements, the measured crossover) hold one scalar record per
+element: every arithmetic operation broadcasts as NumPy does and appends one scalar record per element with
+vectorized writes, so the scalar sweeps see an ordinary tape. Larger arrays are array records
+(tape/records/array_records.py): one record per operation, elements in an arena; slicing, reshaping and
+transposing make views and record nothing. An operation with any array-record operand, or whose result is large,
+records an array record; the user writes the same code either way.
 """
 
 from __future__ import annotations

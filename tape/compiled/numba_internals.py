@@ -1,21 +1,18 @@
-"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload``, listed here (the compiler
-pass that uses some of them lives in tape/compiled/compiler_pass.py).
+"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload`` (its compiler pass: compiler_pass.py).
 
 Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
 ``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
 ``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it),
-``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo; their ``rows``/``vals``
-attributes by ``infer_getattr`` and ``lower_getattr``),
-``numba.core.cgutils`` and meminfo pointers (the tape handed to out-of-line growth cfuncs by
-``llvmlite.binding.add_symbol``), struct proxies (building Var values in intrinsics), ``Type.unify``
-plus ``lower_cast`` (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's
-interpreter inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin
-max/min calls and swaps plain numba.njit helpers, read through
-``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for recompiles by this pipeline),
-the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
-``iternext_impl`` (``for v in xs``). A Numba release that changes one of these breaks tape.jit here
-and in tape/compiled/compiler_pass.py, and only there (``typeof_impl`` in tape/compiled/jit.py, the
-public extension API, makes a JitFunction its dispatcher inside jitted code).
+``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo; their ``rows``/``vals`` attributes
+by ``infer_getattr`` and ``lower_getattr``), ``numba.core.cgutils`` and meminfo pointers (the tape handed to
+out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``), struct proxies (building Var values in intrinsics),
+``Type.unify`` plus ``lower_cast`` (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's
+interpreter inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin max/min calls and
+swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for
+recompiles by this pipeline), the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
+``iternext_impl`` (``for v in xs``). A Numba release that changes one of these breaks tape.jit here and in
+tape/compiled/compiler_pass.py, and only there (``typeof_impl`` in tape/compiled/jit.py, the public extension API,
+makes a JitFunction its dispatcher inside jitted code).
 """
 
 from __future__ import annotations
@@ -222,8 +219,7 @@ def _part(name: str):
         return ary._getvalue()
 
 
-for _name in ("rows", "vals"):
-    _part(_name)
+_parts = [_part(name) for name in ("rows", "vals")]
 
 
 register_model(VarArrayIterType)(lambda dmm, fe_type: models.StructModel(
