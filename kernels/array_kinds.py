@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array_driver import ELEMENTWISE, SUM
+from ._array_driver import ELEMENTWISE, MATMUL, SUM
 from ._array_rules import RULES
 from .array_rule import (
     Rule,
@@ -318,6 +318,8 @@ class Extreme(Rule):
 
 class Matmul(Rule):
     """Y = A B over the last two axes (operands widened to 2-d: p.wide): A' += G Bᵀ, B' += Aᵀ G."""
+
+    compiled = MATMUL
 
     def back_reads(self, p, constant):  # A's partial reads B, B's reads A
         return partials_read((frozenset("b"), frozenset("a")), p, constant)

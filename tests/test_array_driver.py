@@ -182,3 +182,67 @@ def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch):
         big.value_and_grad(np.ones(compiled.LARGE + 1))
     big.value_and_grad(np.ones(compiled.LARGE + 1))
     assert big._driven is False and not _tables(big)
+
+
+W = RNG.normal(size=4096)  # weights on a product's elements: its adjoint G
+ORDERS = {"C": lambda X, r, c: X[:r * c].reshape(r, c), "F": lambda X, r, c: X[-r * c:].reshape(c, r).T}
+PRODUCT_SHAPES = [(2, 3, 4), (5, 7, 3), (1, 6, 5), (6, 5, 1), (4, 1, 5), (17, 33, 9), (32, 64, 1), (64, 64, 64)]
+
+
+def _matmul_points(size):
+    """Random points, with zeros (the masked redo's factors), and edge values (NaN, inf: the NaN test)."""
+    x = RNG.normal(size=size)
+    return [x, np.where(x > 0.8, 0.0, x), np.resize(EDGES, size), np.where(x > 1.5, np.inf, x)]
+
+
+def _driven(F, kind) -> bool:
+    return any((table[:, 0] == kind).any() for table in _tables(F))
+
+
+@pytest.mark.parametrize("b_order", ORDERS)
+@pytest.mark.parametrize("a_order", ORDERS)
+@pytest.mark.parametrize("shape", PRODUCT_SHAPES)
+def test_matmuls_by_numpys_blas(shape, a_order, b_order, monkeypatch):
+    """C and Fortran blocks, vectors as a row or column, an outer product, up to PRODUCTS multiply-adds: NumPy's
+    call (dgemm, dgemv, its own loop) in the product and both products back, with its NaN test and redo."""
+    n, k, m = shape
+    c = W[:n * m].reshape(n, m)
+
+    def f(x):
+        A, B = ORDERS[a_order](x[:4096], n, k), ORDERS[b_order](x[4096:], k, m)
+        return ((A @ B) * c).sum()
+
+    F = _both(f, RNG.normal(size=8192), _matmul_points(8192), monkeypatch)
+    assert _driven(F, compiled.MATMUL) == compiled.kernels.BLAS
+
+
+PROGRAMS = {  # name: (f, size, whether the driver runs a matmul: not A @ A.T, which NumPy may give to syrk)
+    "vector @ matrix": (lambda x: (x[:5] @ x[5:35].reshape(5, 6) * W[:6]).sum(), 35, True),
+    "matrix @ vector": (lambda x: (x[:30].reshape(6, 5) @ x[30:35] * W[:6]).sum(), 35, True),
+    "transposed views": (lambda x: ((x[:12].reshape(3, 4).T @ x[12:27].reshape(5, 3).T) * W[:20].reshape(4, 5))
+                         .sum(), 27, True),
+    "a constant operand": (lambda x: ((W[:12].reshape(3, 4) @ x[:20].reshape(4, 5)) * W[:15].reshape(3, 5)).sum()
+                           + ((x[:20].reshape(5, 4) @ W[:12].reshape(4, 3)) * W[:15].reshape(5, 3)).sum(), 20, True),
+    "A @ A.T (NumPy's syrk)": (lambda x: ((x[:12].reshape(3, 4) @ x[:12].reshape(3, 4).T) * W[:9].reshape(3, 3))
+                               .sum(), 12, False),
+    "A.T @ A": (lambda x: ((x[:12].reshape(3, 4).T @ x[:12].reshape(3, 4)) * W[:16].reshape(4, 4)).sum(), 12, False),
+    "a chain": (lambda x: (tape.tanh(x[:12].reshape(3, 4) @ x[12:32].reshape(4, 5)) @ x[32:37] * W[:3]).sum(), 37,
+                True),
+    "a dot product (NumPy's ddot)": (lambda x: x[:6] @ x[6:12] + (x[:24].reshape(2, 3, 4) * 2.0).sum(), 24, False),
+}
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_matmul_programs(program, monkeypatch):
+    f, size, driven = PROGRAMS[program]
+    F = _both(f, RNG.normal(size=size), _matmul_points(size), monkeypatch)
+    assert _driven(F, compiled.MATMUL) == (driven and compiled.kernels.BLAS)
+
+
+def test_without_numpys_openblas_matmuls_stay_numpys(monkeypatch):
+    """Where NumPy's own OpenBLAS is not found (another build), no error, and NumPy's steps run every matmul."""
+    from tape.kernels import blas
+    assert blas.bind(("scipy_cblas_no_such_routine64_",)) is False
+    monkeypatch.setattr(compiled.kernels, "BLAS", False)
+    f, size, _ = PROGRAMS["transposed views"]
+    assert not _driven(_both(f, RNG.normal(size=size), _matmul_points(size), monkeypatch), compiled.MATMUL)

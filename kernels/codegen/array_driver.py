@@ -6,7 +6,8 @@ its iteration space (4 axes, a loop over the output's elements or a reduction's 
 view read: the view's first element and strides in that space (0 along broadcast axes), the read
 record's row and region (for the stamp rule) and whether it wants an adjoint. The kernels walk the
 table: elementwise records by ``values`` and ``partials`` (one ``if``/``elif`` branch per op of
-ops.EXACT: the driver knows no op by name), sums by a loop in NumPy's order. The reverse follows
+ops.EXACT: the driver knows no op by name), sums by a loop in NumPy's order, matmuls by the
+CBLAS call np.matmul makes (NumPy's own OpenBLAS: kernels/blas.py). The reverse follows
 tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
 region is zeroed at its first contribution, a product with a zero factor adds nothing, and a
 contribution is summed back over the axes its view is broadcast along in np.sum's order first.
@@ -54,7 +55,13 @@ def _body(lines: list[str]) -> list[str]:
 CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 2, 3, 4, 5, 6, 10, 14  # a row's fields
 REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
 VIEW, WIDTH = 10, 34
-ELEMENTWISE, SUM = 1, 2  # kinds: a Rule's ``compiled`` names one
+ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
+ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
+_I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
+BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
+dgemm = types.ExternalFunction("scipy_cblas_dgemm64_", types.void(_E, _E, _E, _I, _I, _I, _F, _P, _I, _P, _I, _F,
+                                                                  _P, _I))
+dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I, _F, _P, _I, _P, _I, _F, _P, _I))
 """
 
 DRIVER = '''@jit
@@ -157,8 +164,8 @@ def _prepare(t, f, aadj, stamp, gen, keep):
 
 
 @jit
-def _pairwise(aval, at, n, stride):
-    """The sum of n elements from aval[at] apart by stride, in NumPy's pairwise order (its bits)."""
+def _block(aval, at, n, stride):
+    """The sum of n <= 128 elements from aval[at] apart by stride, as NumPy's pairwise sum adds a block."""
     if n < 8:
         total = 0.0
         for i in range(n):
@@ -179,9 +186,31 @@ def _pairwise(aval, at, n, stride):
             total += aval[at + i * stride]
             i += 1
         return total
-    half = n // 2
-    half -= half % 8
-    return _pairwise(aval, at, half, stride) + _pairwise(aval, at + half * stride, n - half, stride)
+
+
+@jit
+def _pairwise(aval, at, n, stride):
+    """The sum of n elements from aval[at] apart by stride, in NumPy's pairwise order (its bits): blocks of at
+    most 128, halves (the first a multiple of 8) added. Its recursion is a loop over a stack of halves (a
+    recursive kernel called from two kernels fails to link from Numba's cache)."""
+    if n <= 128:
+        return _block(aval, at, n, stride)
+    starts, sizes, left, done = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64), np.zeros(64, np.int64)
+    starts[0], sizes[0], d, value = at, n, 0, 0.0
+    while d >= 0:
+        m = sizes[d]
+        if m <= 128 or done[d] == 2:  # a block, or both halves summed: its value to the level above
+            value = _block(aval, starts[d], m, stride) if m <= 128 else left[d] + value
+            d -= 1
+            continue
+        half = m // 2 - (m // 2) % 8
+        if done[d] == 1:
+            left[d] = value
+        done[d] += 1
+        starts[d + 1], sizes[d + 1], done[d + 1] = (starts[d], half, 0) if done[d] == 1 else (
+            starts[d] + half * stride, m - half, 0)
+        d += 1
+    return value
 
 
 @jit
@@ -206,6 +235,88 @@ def _sum_forward(t, aval):
 
 
 @jit
+def _blasable(s1, s2, d2):
+    """NumPy's is_blasable2d in elements: the second axis contiguous, the first apart by at least d2."""
+    return s2 == 1 and s1 >= d2
+
+
+@jit
+def _gemv(A, am, an, x, xn, y, m, n):
+    """y = A x as NumPy's DOUBLE_gemv (numpy/_core/src/umath/matmul.c.src) calls dgemv, y contiguous."""
+    order, lda = (COLMAJOR, am) if _blasable(am, an, n) else (ROWMAJOR, an)
+    dgemv(order, TRANS, n, m, 1.0, A, lda, x, xn, 0.0, y, 1)
+
+
+@jit
+def _product(X, x, xm, xn, Y, y, yn, yp, C, c, m, n, p):
+    """C[c:] = X[x:] @ Y[y:] (m x n and n x p by those strides; C in C order) by the routine DOUBLE_matmul calls
+    for these shapes and strides, with its arguments: dgemm, dgemv or its own loop (never its dot, its syrk for
+    X @ X.T, or a copy of an operand BLAS cannot read: tape/sweeps/compiled.py leaves those to NumPy)."""
+    px, py, pc = np.intp(X.ctypes.data) + 8 * x, np.intp(Y.ctypes.data) + 8 * y, np.intp(C.ctypes.data) + 8 * c
+    if m > 1 and n > 1 and p > 1:
+        ta, lda = (NOTRANS, xm) if _blasable(xm, xn, n) else (TRANS, xn)
+        tb, ldb = (NOTRANS, yn) if _blasable(yn, yp, p) else (TRANS, yp)
+        dgemm(ROWMAJOR, ta, tb, m, p, n, 1.0, px, lda, py, ldb, 0.0, pc, p)
+    elif n > 1 and m == 1 and (_blasable(yn, yp, p) or _blasable(yp, yn, n)) and xn >= 1:
+        _gemv(py, yp, yn, px, xn, pc, p, n)
+    elif n > 1 and p == 1 and (_blasable(xm, xn, n) or _blasable(xn, xm, m)) and yn >= 1:
+        _gemv(px, xm, xn, py, yn, pc, m, n)
+    else:
+        for i in range(m):
+            for j in range(p):
+                total = 0.0
+                for k in range(n):
+                    total += X[x + i * xm + k * xn] * Y[y + k * yn + j * yp]
+                C[c + i * p + j] = total
+
+
+@jit
+def _checked(X, x, xm, xn, Y, y, yn, yp, C, m, n, p, check):
+    """C = X @ Y as kernels.array_rule.product makes it: by NumPy's routine, redone term by term (a product with
+    a zero factor adds nothing) only if its np.sum is NaN."""
+    _product(X, x, xm, xn, Y, y, yn, yp, C, 0, m, n, p)
+    if not check or not np.isnan(_pairwise(C, 0, m * p, 1)):
+        return
+    C[:m * p] = 0.0
+    for k in range(n):
+        for i in range(m):
+            a = X[x + i * xm + k * xn]
+            for j in range(p):
+                b = Y[y + k * yn + j * yp]
+                C[i * p + j] += 0.0 if a == 0.0 or b == 0.0 else a * b
+
+
+@jit
+def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
+    """A' += G Bt, then B' += At G, by the stamp rule (a stale region is assigned where the view covers it in
+    order, else zeroed first)."""
+    n, k, m, out = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[OUT]
+    a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
+    for q in range(2):
+        f = VIEWS + VIEW * q
+        if t[f + WANT] == 0:
+            continue
+        if q == 0:
+            rows, cols = n, k
+            _checked(aadj, out, m, 1, aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], C, n, m, k, check)
+        else:
+            rows, cols = k, m
+            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, 1, C, k, n, m, check)
+        base, rs, cs, j = t[f + BASE], t[f + STRIDES], t[f + STRIDES + 1], t[f + REC]
+        if not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0)):
+            stamp[j] = gen
+            ordered = (cs == 1 or cols == 1) and (rs == cols or rows == 1)
+            if ordered and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]:
+                for e in range(rows * cols):
+                    aadj[base + e] = C[e] + 0.0
+                continue
+            aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
+        for i in range(rows):
+            for e in range(cols):
+                aadj[base + i * rs + e * cs] += C[i * cols + e]
+
+
+@jit
 def forward(table, aval, scratch):
     """The forward sweep of the table's records, in order."""
     for r in range(table.shape[0]):
@@ -218,11 +329,17 @@ def forward(table, aval, scratch):
             values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n)
         elif kind == SUM:
             _sum_forward(t, aval)
+        elif kind == MATMUL:
+            a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
+            _product(aval, t[VIEWS + BASE], t[a], t[a + 1], aval, t[VIEWS + VIEW + BASE], t[b], t[b + 1], aval,
+                     t[OUT], t[SHAPE], t[SHAPE + 1], t[SHAPE + 2])
 
 
 @jit
-def reverse(table, aval, aadj, stamp, gen, keep, scratch):
-    """The reverse sweep of the table's records (given last first) that this pass reached."""
+def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
+    """The reverse sweep of the table's records (given last first) that this pass reached; whether it made a
+    matmul's products back unchecked (check false: see kernels.array_rule.times)."""
+    unchecked = False
     for r in range(table.shape[0]):
         t = table[r]
         if stamp[t[ROW]] != gen:
@@ -240,6 +357,9 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch):
                     continue
                 partials(t[OP], q, A, B, y, P, n)
                 _send(t, f, aadj, stamp, gen, keep, g, P, scratch[3], scratch[4])
+        elif kind == MATMUL:
+            _matmul_reverse(t, aval, aadj, stamp, gen, keep, scratch[0], check)
+            unchecked = not check
         elif kind == SUM:
             if t[VIEWS + WANT] == 0:
                 continue
@@ -252,6 +372,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch):
                         for i3 in range(t[SHAPE + 3]):
                             aadj[base + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]] += \\
                                 aadj[out + i0 * o[0] + i1 * o[1] + i2 * o[2] + i3 * o[3]]
+    return unchecked
 '''
 
 
@@ -266,10 +387,12 @@ def generate(header: list[str]) -> str:
         ")",
         "",
         "import numpy as np",
+        "from numba import types",
         "",
         "from ._sweeps import (  # noqa: F401",
         *[f"    {name}," for name in helpers],
         ")",
+        "from .blas import bind",
         "from .compiling import jit",
         "",
         CONSTANTS,

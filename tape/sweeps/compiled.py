@@ -1,11 +1,12 @@
 """A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
 
 tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
-are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT and sums, whose
-numbers it gives bit for bit) and their views fit its rows (at most 4 axes; a sum's input in C
-order, as NumPy's iterator then adds), they become one table and one Numba call
-per sweep, with no Python per record; any other record (and a fused run, or a stretch of scalar
-records with work to do) ends the stretch and runs as before. The kernel is used once it is
+are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT, sums and
+matmuls by NumPy's own BLAS, whose numbers it gives bit for bit) and their views fit its rows (at
+most 4 axes; a sum's input in C order, as NumPy's iterator then adds; a matmul's operands 2-d blocks
+in C or Fortran order), they become one table and one Numba call per sweep, with no Python per
+record; any other record (and a fused run, or a stretch of scalar records with work to do) ends
+the stretch and runs as before. The kernel is used once it is
 compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or once a
 Function with stretches for it has spent ``PAYBACK`` seconds in NumPy's sweeps: its compile never
 lands on a first gradient with a cold cache, and a program pays it only when it has run about as
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import SUM, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import EXACT, LEAF, OPCODE
 from tape.sweeps import driver
@@ -32,6 +33,8 @@ TABLE = 3  # what grouped() gives for a stretch of records in one table, beside 
 PAYBACK = 8.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 7-8 CPU-s)
 LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
 # a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
+PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul (A's measurement: tape-bench mlp-array,
+# 256 x 784 x 512, was 1.33x hand driven against 1.18x by NumPy's step)
 _cached = False
 
 
@@ -60,7 +63,7 @@ def warm() -> None:
     """Compile (or load) the driver's kernels: ``python -m tape warmup`` calls it."""
     table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((5, 1))
     kernels.forward(table, np.zeros(1), scratch)
-    kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch)
+    kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch, True)
 
 
 def _padded(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[list[int], list[int]]:
@@ -122,7 +125,33 @@ def _sum(s: State, p: Plan, row: np.ndarray) -> bool:
     return True
 
 
-ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum}
+def _block(v: View, rows: int, cols: int) -> list[int] | None:
+    """A matmul operand's (row, column) strides where it is a block in C or Fortran order, else None."""
+    rs, cs = v.strides
+    if ((cols == 1 or cs == 1) and (rows == 1 or rs == cols)) or ((rows == 1 or rs == 1) and (cols == 1 or cs == rows)):
+        return [rs, cs, 0, 0]
+    return None
+
+
+def _matmul(s: State, p: Plan, row: np.ndarray) -> bool:
+    """2-d blocks in C or Fortran order, where NumPy's matmul calls dgemm, dgemv or its own loop for the product
+    and both products back (not its dot: two of n, k, m 1; not its syrk: A and B at one place; kernels.blas
+    found)."""
+    A, B = p.inputs
+    if not kernels.BLAS or len(A.shape) != 2 or len(B.shape) != 2:
+        return False
+    (n, k), m = A.shape, B.shape[1]
+    a, b = _block(A, n, k), _block(B, k, m)
+    at, bt = (s._plans[s._in0[v.record]].offset + v.offset for v in (A, B))
+    if a is None or b is None or sorted((n, k, m))[1] < 2 or n * k * m > PRODUCTS or at == bt:
+        return False
+    row[6:10] = (n, k, m, 1)
+    _view(s, row, 0, A, a)
+    _view(s, row, 1, B, b)
+    return True
+
+
+ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum, MATMUL: _matmul}
 
 
 def encoded(s: State, p: Plan) -> np.ndarray | None:
@@ -171,8 +200,11 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
 
 def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
     table = np.array(rows)
-    size = int(table[table[:, 0] == kernels.ELEMENTWISE, 4].max(initial=1))
-    return TABLE, (table, np.empty((5, size)))  # operands, a partial, the contributions and their sum back
+    products = table[table[:, 0] == MATMUL, 6:9]
+    size = max(int(table[table[:, 0] == kernels.ELEMENTWISE, 4].max(initial=1)),
+               int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)))
+    return TABLE, (table, np.empty((5, size)))  # operands, a partial (a matmul's product back), the contributions
+    # and their sum back
 
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
@@ -180,5 +212,6 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
 
 
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, gen: int, keep: int, check: bool) -> bool:
-    kernels.reverse(table, s._aval, s._aadj, s._stamp, gen, keep, scratch)
-    return False
+    """The table's reverse sweep; whether it made a matmul's products back unchecked (as a NumPy step would:
+    tape/function/array_replay.py sweeps again, checked, on a NaN)."""
+    return bool(kernels.reverse(table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
