@@ -30,7 +30,7 @@ from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
-PAYBACK = 8.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 7-8 CPU-s)
+PAYBACK = 15.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 15 CPU-s)
 LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
 # a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
 PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul (A's measurement: tape-bench mlp-array,
