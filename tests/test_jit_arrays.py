@@ -227,7 +227,7 @@ def g(xs):
     (3, IndexError, "index out of range of a Var array"),
 ])
 def test_wrong_element_use_raises_clearly(mode, error, message):
-    jf = tape.jit(namespace(ERRORS)[0]["f"])
+    jf = namespace(ERRORS)[1]["f"]  # tape.jit(cache=True)
     t = tape.Tape()
     with pytest.raises(error, match=message):
         jf(t.array(np.arange(3.0)), mode)
