@@ -6,7 +6,11 @@ programs (RK4, a Monte Carlo pricer with data arrays, a branchy while loop) are 
 record by record, by gradient and by replay; branches name their line; refusals say what.
 """
 
+import hashlib
 import math
+import os
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -15,6 +19,7 @@ import tape
 from tape.bench.programs import JIT_PRICER as PRICER
 from tape.bench.programs import JIT_RK4 as RK4
 from tape.kernels import ops
+from tape.kernels.compiling import cache_dir
 
 X0 = [0.3, 0.7, 1.9]  # inside every op's domain but arccosh's (a NaN there, compared by bits too)
 
@@ -26,13 +31,30 @@ def records(t):
             t._consts[: t.n_consts].view(np.uint64).copy(), list(t._checks))
 
 
+def run_from_file(source: str, namespace: dict) -> dict:
+    """The globals of a module (in sys.modules, as Numba's cache reloads a function's globals by module name) run
+    from ``source`` in a file named by its hash in tape's cache folder, written once, with ``namespace`` in them:
+    tape.jit(cache=True) of its functions then loads their machine code in the next run (Numba keys its cache on a
+    function's file; run from this file's name, they compile again in every run). The cache keys on the source
+    alone: a source must always run with the same helpers bound."""
+    name = "test_source_" + hashlib.sha256(source.encode()).hexdigest()[:24]
+    path = os.path.join(cache_dir(), "test_sources", name + ".py")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(f"{path}.{os.getpid()}", "w") as file:
+            file.write(source)
+        os.replace(f"{path}.{os.getpid()}", path)  # whole or absent for a process beside this one
+    module = sys.modules[name] = types.ModuleType(name)
+    module.__dict__.update(namespace, __file__=path)
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module.__dict__
+
+
 def both(source: str, x0=X0, data=()):
-    """Tapes of f = ``source`` recorded by Python and by tape.jit (the same function object's code)."""
-    namespace = {"tape": tape, "math": math, "np": np}
-    exec(compile(source, __file__, "exec"), namespace)
-    f = namespace["f"]
+    """Tapes of f = ``source`` recorded by Python and by tape.jit(cache=True) (the same function object's code)."""
+    f = run_from_file(source, {"tape": tape, "math": math, "np": np})["f"]
     tapes = []
-    for g in (f, tape.jit(f)):
+    for g in (f, tape.jit(f, cache=True)):
         t = tape.Tape()
         out = g(t.vars(x0), *data)
         tapes.append((t, out))
@@ -118,9 +140,8 @@ PROGRAMS = {"rk4": (RK4, [1.1, 0.4], (50, 0.01)),
 
 def functions(name):
     source, x0, data = PROGRAMS[name]
-    namespace = {"tape": tape, "math": math, "np": np}
-    exec(compile(source, __file__, "exec"), namespace)
-    return namespace["f"], tape.jit(namespace["f"]), x0, data
+    f = run_from_file(source, {"tape": tape, "math": math, "np": np})["f"]
+    return f, tape.jit(f, cache=True), x0, data
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -154,7 +175,7 @@ def test_a_flipped_branch_names_its_line():
     f, jf, x0, data = functions("while")
     J = tape.trace(jf, x0, data=data)
     line = WHILE.splitlines().index("        if x * k > 1.0:") + 1
-    with pytest.raises(tape.BranchChanged, match=rf"{__file__}:{line}\b"):
+    with pytest.raises(tape.BranchChanged, match=rf"{f.__code__.co_filename}:{line}\b"):  # run_from_file's copy
         J(np.array([0.05, 0.5]))
     R = tape.trace(jf, x0, data=data, on_branch_change="retrace")
     Fp = tape.trace(f, [0.05, 0.5], data=data)

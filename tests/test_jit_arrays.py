@@ -13,7 +13,7 @@ import math
 import numba
 import numpy as np
 import pytest
-from test_jit import records
+from test_jit import records, run_from_file
 
 import tape
 from tape.bench.programs import JIT_ARRAY_RK4 as RK4
@@ -23,16 +23,12 @@ from tape.kernels import ops
 
 
 def namespace(source: str, helpers=()) -> tuple[dict, dict]:
-    """(the Python namespace, the tape.jit one) of source; ``helpers`` are numba.njit in the jit one."""
-    spaces = []
-    for _ in range(2):
-        ns = {"tape": tape, "math": math, "np": np, "numba": numba}
-        exec(compile(source, __file__, "exec"), ns)
-        spaces.append(ns)
-    py, jn = spaces
+    """(the Python namespace, the tape.jit one) of source; ``helpers`` are numba.njit in the jit one, f is
+    tape.jit(cache=True) there (run_from_file: loaded from the cache in a later run)."""
+    py, jn = (run_from_file(source, {"tape": tape, "math": math, "np": np, "numba": numba}) for _ in range(2))
     for name in helpers:
         jn[name] = numba.njit(jn[name])
-    jn["f"] = tape.jit(jn["f"])
+    jn["f"] = tape.jit(jn["f"], cache=True)
     return py, jn
 
 
@@ -231,7 +227,7 @@ def g(xs):
     (3, IndexError, "index out of range of a Var array"),
 ])
 def test_wrong_element_use_raises_clearly(mode, error, message):
-    jf = tape.jit(namespace(ERRORS)[0]["f"])
+    jf = namespace(ERRORS)[1]["f"]  # tape.jit(cache=True)
     t = tape.Tape()
     with pytest.raises(error, match=message):
         jf(t.array(np.arange(3.0)), mode)
@@ -255,4 +251,5 @@ def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):
     jf = tape.jit(namespace(f"def f(xs):\n{body}\n")[0]["f"])
     with pytest.raises(tape.JitError) as caught:
         jf(tape.Tape().array(np.arange(3.0)))
-    assert str(caught.value).splitlines()[0].startswith(first) and __file__ in str(caught.value).splitlines()[0]
+    line = str(caught.value).splitlines()[0]
+    assert line.startswith(first) and jf.py_func.__code__.co_filename in line  # f's file: the copy run_from_file ran

@@ -16,7 +16,7 @@ import threading
 import numba
 import numpy as np
 import pytest
-from test_jit import functions, records
+from test_jit import functions, records, run_from_file
 
 import tape
 from tape.kernels import ops
@@ -35,11 +35,15 @@ def namespace(source: str) -> dict:
 
 def both(source: str, x0=(0.3, 0.7, 1.9), data=(), wrap=None):
     """(Python's tape, its output, tape.jit's tape, its output) of f = source; ``wrap``: names
-    rebound in the jit namespace only (helpers as numba.njit or tape.jit, recursion)."""
-    py, jn = namespace(source), namespace(source)
+    rebound in the jit namespace only (helpers as numba.njit or tape.jit, recursion); without it, f is
+    tape.jit(cache=True) from run_from_file's copy of the source (loaded from the cache in a later run)."""
+    if wrap:
+        py, jn = namespace(source), namespace(source)
+    else:
+        py, jn = (run_from_file(source, {"tape": tape, "math": math, "np": np, "numba": numba}) for _ in range(2))
     for name, how in (wrap or {}).items():
         jn[name] = how(jn[name])
-    jf = jn["f"] if isinstance(jn["f"], tape.JitFunction) else tape.jit(jn["f"])
+    jf = jn["f"] if isinstance(jn["f"], tape.JitFunction) else tape.jit(jn["f"], cache=not wrap)
     tp, tj = tape.Tape(), tape.Tape()
     yp = py["f"](tp.vars(list(x0)), *data)
     yj = jf(tj.vars(list(x0)), *data)

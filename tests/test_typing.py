@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tape.kernels.compiling import cache_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = """[mypy]
 [mypy-numba.*,llvmlite.*,scipy.*,dask.*,distributed.*,matplotlib.*,micrograd.*,casadi.*,jax.*,torch.*]
@@ -27,7 +29,7 @@ def mypy(tmp_path: Path, *targets: str) -> subprocess.CompletedProcess:
         installed_layout(tmp_path / "site")
         (tmp_path / "mypy.ini").write_text(CONFIG)
     return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(tmp_path / "mypy.ini"),
-                           "--cache-dir", str(tmp_path / "cache"), *targets],
+                           "--cache-dir", str(Path(cache_dir()) / "mypy"), *targets],  # kept: rechecks what changed
                           cwd=tmp_path, env={"MYPYPATH": str(tmp_path / "site"), "PATH": ""},
                           capture_output=True, text=True)
 
