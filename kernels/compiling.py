@@ -11,7 +11,7 @@ gets its own subfolder (keyed by its path), and Numba checks the source of every
 Threads. The parallel maps run on a fork-safe threading layer (set below, unless
 ``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
 
-Notice. The first call of each kernel in an environment compiles it (40 s for all, once);
+Notice. The first call of each kernel in an environment compiles it (70 s for all, once);
 the first compilation in a process prints one line to stderr saying so, and
 ``python -m tape warmup`` compiles every kernel ahead.
 """
@@ -78,8 +78,8 @@ class _FirstCompile(event.Listener):
         module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
-            print(f"tape: compiling Numba kernels for this environment, once (about 2.5 s for a first gradient, "
-                  f"7.5 s with arrays, 40 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
+            print(f"tape: compiling Numba kernels for this environment, once (about 2 s for a first gradient, "
+                  f"6 s with arrays, 70 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
                   "compiles them ahead)",
                   file=sys.stderr)
 
