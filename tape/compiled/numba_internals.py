@@ -213,13 +213,14 @@ def _part(name: str):
     def part(context, builder, typ, value):
         proxy = cgutils.create_struct_proxy(typ)(context, builder, value=value)
         ary = context.make_array(getattr(typ, f"{name}_type"))(context, builder)
-        itemsize = context.get_constant(types.intp, 8)
         populate_array(ary, data=getattr(proxy, name), shape=cgutils.unpack_tuple(builder, proxy.shape),
-                       strides=cgutils.unpack_tuple(builder, proxy.strides), itemsize=itemsize, meminfo=None)
+                       strides=cgutils.unpack_tuple(builder, proxy.strides),
+                       itemsize=context.get_constant(types.intp, 8), meminfo=None)
         return ary._getvalue()
+    return part
 
 
-_parts = [_part(name) for name in ("rows", "vals")]
+LOWER_PARTS = {name: _part(name) for name in ("rows", "vals")}  # registered by lower_getattr as they are made
 
 
 register_model(VarArrayIterType)(lambda dmm, fe_type: models.StructModel(
@@ -426,9 +427,8 @@ ARENA_ARRAY = types.Array(types.int64, 1, "C")  # type: ignore[call-overload]  #
 
 @intrinsic
 def carve(typingctx, p, count):
-    """The next ``count`` elements of the tape's arena as an array without a meminfo (room checked by
-    the caller): no allocation, and copies of it touch no reference count. The arena lives as long as
-    the call, as do the Var arrays made of it."""
+    """The next ``count`` elements of the tape's arena as an array without a meminfo (room checked by the caller):
+    no allocation, and copies of it touch no reference count. The arena and its Var arrays live as long as the call."""
     def codegen(context, builder, sig, args):
         fields = _fields(context, builder, args[0])
         data, _ = _array(context, builder, fields, "arena")
