@@ -400,6 +400,12 @@ FUSIBLE = ("add", "sub", "mul", "div", "pow", "neg", "sqrt")
 # operations (+ - * /, sqrt, comparisons) that its NumPy rule (kernels/_array_rules.py) applies, so the two give the
 # same bits; the others' C library functions (exp, tanh, pow) are not NumPy's SIMD loops (docs/design.md)
 EXACT = ("add", "sub", "mul", "div", "neg", "abs", "sqrt", "relu", "maximum", "minimum", "mul_nz")
+# the unary ops the compiled array sweeps run by NumPy's own float64 loop of a ufunc (kernels/ufuncs.py), as their
+# NumPy rule does, their partials being IEEE operations of a and y: op -> (x, ufunc, y): v = ufunc(x) over the
+# contiguous elements, then y (x "a", y "v": the ufunc itself; sigmoid as kernels/array_helpers.sigmoid computes it)
+LOOPED = {**{name: ("a", name, "v") for name in ("exp", "log", "tan", "tanh", "log1p", "expm1", "exp2", "log2", "log10",
+                                                 "cbrt", "arcsin", "arccos", "arctan", "arctanh", "arccosh")},
+          "sigmoid": ("-abs(a)", "exp", "1.0 / (1.0 + v) if a >= 0.0 else v / (1.0 + v)")}
 # x ** 2 with the 2 a number: the same values as pow(a, 2.0) (an exact square, correctly rounded) and
 # pow_da(a, 2.0) = 2 pow(a, 1.0) = 2a, without a call per element (which keeps the loop from vectorizing)
 SQUARE = {"forward": "a * a", "da": "2.0 * a"}

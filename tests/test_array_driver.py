@@ -11,7 +11,7 @@ import pytest
 from reference import central
 
 import tape
-from tape.kernels.ops import EXACT, OPCODE
+from tape.kernels.ops import EXACT, LOOPED, OPCODE
 from tape.records import array_records
 from tape.sweeps import compiled
 
@@ -246,3 +246,65 @@ def test_without_numpys_openblas_matmuls_stay_numpys(monkeypatch):
     monkeypatch.setattr(compiled.kernels, "BLAS", False)
     f, size, _ = PROGRAMS["transposed views"]
     assert not _driven(_both(f, RNG.normal(size=size), _matmul_points(size), monkeypatch), compiled.MATMUL)
+
+
+LOOPED_EDGES = np.concatenate([EDGES, [709.78, 709.79, 710.0, -745.1, -745.2, -708.4, 19.06, 22.0, -22.0, 36.5, 1e-300,
+                                      0.999, -0.999, 1.5707963267948966, 3e-8, 1e-10, 40.0, -40.0, 2.0, 100.0]])
+LENGTHS = [*range(1, 41), 63, 64, 65, 127, 128, 129, 255, 256, 257, 300, 1000, 2047, compiled.LARGE]  # SIMD tails
+
+
+def _looped_points(size: int) -> list[np.ndarray]:
+    """Random points at three scales (past exp's overflow and tanh's saturation) and edge values in every place."""
+    x = RNG.normal(size=size)
+    return [x, x * 30.0, x * 800.0, np.resize(LOOPED_EDGES, size), np.resize(np.roll(LOOPED_EDGES, 11)[::-1], size)]
+
+
+@pytest.mark.parametrize("name", LOOPED)
+def test_ops_by_numpys_own_loops(name, monkeypatch):
+    """Each op of ops.LOOPED on records of every length up to 300 and past, at every alignment: NumPy's loop
+    called as its step calls it, and the partial by the step's formula."""
+    fn = getattr(tape, name)
+
+    def f(x):
+        return sum((fn(x[k:k + n]) * W[:n]).sum() for k, n in enumerate(LENGTHS)) + (fn(x[:24].reshape(2, 3, 4) * 1.5)
+                                                                                      * x[24:48].reshape(2, 3, 4)).sum()
+
+    size = len(LENGTHS) + compiled.LARGE
+    _both(f, RNG.normal(size=size), _looped_points(size), monkeypatch,
+          driven=[name] * (LOOPED[name][1] in compiled.kernels.LOOPS))
+
+
+@pytest.mark.parametrize("name", LOOPED)
+def test_looped_ops_on_views_out_of_order_stay_numpys(name, monkeypatch):
+    """A transposed or strided view: NumPy's step passes its loop strides (or a scalar path): not driven."""
+    fn = getattr(tape, name)
+    F = _both(lambda x: (fn(x[:48].reshape(8, 6).T) * W[:48].reshape(6, 8)).sum() + (fn(x[::2]) * W[:48]).sum()
+              + (fn(x[:48].reshape(6, 8)[:, 1:]) * W[:42].reshape(6, 7)).sum(), RNG.normal(size=96), _looped_points(96),
+              monkeypatch, driven=["mul"])
+    assert OPCODE[name] not in {int(code) for table in _tables(F) for code in table[:, 1]}
+
+
+def test_numpys_loops_called_directly_give_the_ufuncs_bits():
+    """The loop read from the ufunc object, called once over n contiguous elements at any alignment, is what np.exp
+    and the others compute (NumPy 2's ArrayMethod wrapping calls the same loop); no loop for what is not d->d."""
+    from tape.kernels import ufuncs
+    buffer, out = np.empty(4200), np.empty(4200)
+    for name in {ufunc for _, ufunc, _ in LOOPED.values()}:
+        loop = ufuncs.address(getattr(np, name))
+        assert loop
+        for n in [*range(1, 301), 4096]:
+            with np.errstate(all="ignore"):
+                x = np.resize(np.roll(LOOPED_EDGES, n), n) * RNG.choice([1.0, 30.0, -1.0], n) + RNG.normal(size=n) * n
+                at = n % 5
+                buffer[at:at + n] = x
+                ufuncs.call(loop, buffer[at:at + n], out[n % 3:n % 3 + n])
+                assert np.array_equal(out[n % 3:n % 3 + n], getattr(np, name)(x), equal_nan=True), (name, n)
+    assert ufuncs.address(np.add) is None and ufuncs.address(np.isnan) is None
+
+
+def test_without_numpys_loops_the_ops_stay_numpys(monkeypatch):
+    """Where a loop is not bound (another NumPy, a struct that reads otherwise), no error, and NumPy's steps run it."""
+    monkeypatch.setattr(compiled.kernels, "LOOPS", frozenset())
+    F = _both(lambda x: (tape.tanh(x[:48].reshape(2, 3, 8) * 2.0) * W[:48].reshape(2, 3, 8)).sum(), RNG.normal(size=48),
+              _looped_points(48), monkeypatch, driven=["mul"])
+    assert OPCODE["tanh"] not in {int(code) for table in _tables(F) for code in table[:, 1]}

@@ -23,7 +23,7 @@ from __future__ import annotations
 from .. import ops
 from .sweeps import JIT, branches, element_loop, names_in, natural
 
-LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]"}
+LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
 
 
 def _loop(target: str, rule: str, indent: str) -> list[str]:
@@ -33,7 +33,14 @@ def _loop(target: str, rule: str, indent: str) -> list[str]:
 
 
 def _values(op: ops.Op) -> list[str]:
-    return _loop("Y", op.forward, " " * 12)
+    if op.name not in ops.LOOPED:
+        return _loop("Y", op.forward, " " * 12)
+    x, ufunc, y = ops.LOOPED[op.name]  # v = ufunc(x) by NumPy's loop (x into B: a unary op's B is scratch), then y
+    ind = " " * 12
+    before = _loop("B", x, ind) if x != "a" else []
+    after = _loop("Y", y, ind) if y != "v" else []
+    return [*before, f"{ind}at = _framed(frame, {'B' if before else 'A'}, Y, n)",
+            f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *after]
 
 
 def _partials(op: ops.Op) -> list[str]:
@@ -44,7 +51,16 @@ def _partials(op: ops.Op) -> list[str]:
 
 
 def _elementwise(op: ops.Op) -> bool:
-    return op.name in ops.EXACT
+    return op.name in ops.EXACT or op.name in ops.LOOPED
+
+
+def _branches(body_for, include) -> list[str]:
+    """sweeps.branches, with each included op of ops.GROUPED a branch of its own (its own NumPy loop)."""
+    lines = branches(body_for, include)
+    for code, op in enumerate(ops.OPS):
+        if op.name in ops.GROUPED and include(op):
+            lines += [f"        elif k == {code}:  # {op.name}", *body_for(op)]
+    return lines
 
 
 def _body(lines: list[str]) -> list[str]:
@@ -65,6 +81,14 @@ dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I
 """
 
 DRIVER = '''@jit
+def _framed(frame, X, Y, n):
+    """frame's address, set to the arguments NumPy passes its unary loop over n contiguous elements: the pointers
+    args = (X, Y), the count, and the steps (8, 8) in bytes (kernels/ufuncs.py)."""
+    frame[0], frame[1], frame[2], frame[3], frame[4] = X.ctypes.data, Y.ctypes.data, n, 8, 8
+    return frame.ctypes.data
+
+
+@jit
 def _operand(t, q, aval, buffer):
     """View q of record row t over its iteration space, flat: the arena itself where the view is its
     elements in order, else gathered into buffer."""
@@ -319,6 +343,7 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
 @jit
 def forward(table, aval, scratch):
     """The forward sweep of the table's records, in order."""
+    frame = np.empty(5, np.intp)  # a NumPy loop call's arguments (_framed): alive for the whole sweep
     for r in range(table.shape[0]):
         t = table[r]
         kind = t[KIND]
@@ -326,7 +351,7 @@ def forward(table, aval, scratch):
             n = t[SIZE]
             A = _operand(t, 0, aval, scratch[0])
             B = _operand(t, 1, aval, scratch[1]) if t[NIN] == 2 else scratch[1, :n]
-            values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n)
+            values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n, frame)
         elif kind == SUM:
             _sum_forward(t, aval)
         elif kind == MATMUL:
@@ -378,6 +403,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
 
 def generate(header: list[str]) -> str:
     helpers = sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED})
+    ufuncs = tuple(sorted({ufunc for _, ufunc, _ in ops.LOOPED.values()}))
     lines = [
         *header,
         '"""The compiled sweeps of array records (tape/sweeps/compiled.py encodes their tables)."""',
@@ -394,19 +420,26 @@ def generate(header: list[str]) -> str:
         ")",
         "from .blas import bind",
         "from .compiling import jit",
+        "from .ufuncs import bind as bind_loops",
         "",
         CONSTANTS,
+        "LOOPS = bind_loops((  # the ufuncs bound to NumPy's own float64 loops (kernels/ufuncs.py)",
+        *[f'    "{name}",' for name in ufuncs],
+        "))",
+        "_LOOP = types.void(_P, _P, _P, _P)  # NumPy's inner loop: (args, dimensions, steps, data)",
+        *[f'numpy_{name} = types.ExternalFunction("numpy_{name}", _LOOP)' for name in ufuncs],
+        "",
         "",
         f"@{JIT}",
-        "def values(k, A, B, Y, n):",
-        '    """Y[:n] = op k of A[:n] (and B[:n]), element by element (B unread by a unary op)."""',
-        *_body(branches(_values, _elementwise)),
+        "def values(k, A, B, Y, n, frame):",
+        '    """Y[:n] = op k of A[:n] (and B[:n]) element by element (B unread by a unary op), or by NumPy loops."""',
+        *_body(_branches(_values, _elementwise)),
         "",
         "",
         f"@{JIT}",
         "def partials(k, side, A, B, Y, P, n):",
         '    """P[:n] = op k\'s partial in its operand ``side`` (0: a, 1: b) at A, B and its values Y."""',
-        *_body(branches(_partials, lambda op: _elementwise(op) and bool(op.da))),
+        *_body(_branches(_partials, lambda op: _elementwise(op) and bool(op.da))),
         "",
         "",
         DRIVER,

@@ -1,7 +1,7 @@
 """A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
 
 tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
-are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT, sums and
+are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT and ops.LOOPED, sums and
 matmuls by NumPy's own BLAS, whose numbers it gives bit for bit) and their views fit its rows (at
 most 4 axes; a sum's input in C order, as NumPy's iterator then adds; a matmul's operands 2-d blocks
 in C or Fortran order), they become one table and one Numba call per sweep, with no Python per
@@ -25,7 +25,7 @@ import numpy as np
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import EXACT, LEAF, OPCODE
+from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
 
@@ -96,7 +96,8 @@ def _view(s: State, row: np.ndarray, q: int, v: View, strides: list[int]) -> Non
 
 
 def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
-    if len(p.shape) > 4 or p.name not in EXACT or p.size > LARGE:
+    looped = p.name in LOOPED and LOOPED[p.name][1] in kernels.LOOPS
+    if len(p.shape) > 4 or not (p.name in EXACT or looped) or p.size > LARGE:
         return False
     shape, out = _padded(p.shape, driver.contiguous(p.shape))
     views = []
@@ -105,6 +106,8 @@ def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
         views.append(_padded(p.shape, (0,) * lead + tuple(0 if n == 1 else k for n, k in zip(v.shape, v.strides,
                                                                                            strict=True)))[1])
     shape, out, *views = _coalesced(shape, out, *views)
+    if looped and views[0] != out:  # NumPy's loop is called as its step calls it: on the elements in order
+        return False
     row[6:10], row[10:14] = shape, out
     for q, (v, strides) in enumerate(zip(p.inputs, views, strict=True)):
         _view(s, row, q, v, strides)
