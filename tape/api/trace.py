@@ -374,8 +374,9 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             handles = t._leaves(leaves)
         else:
             t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
-            if size >= array_records.SMALL or getattr(idle, "arena", 0):  # an array program: room for a dozen
-                t._reserve(max(16 * size, getattr(idle, "arena", 0)))  # arrays like x, or what its last call used
+            room = max(16 * size if size >= array_records.SMALL else 0, getattr(idle, "arena", 0))
+            if room:  # an array program: room for a dozen arrays like x, or what its last call used
+                t._reserve(room)
             t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
             if t._lines is None and not nans.active():  # (their checks read every value)
                 t._recycle()  # and its one reverse sweep reads only what back_reads say (tape/sweeps/arenas.py)

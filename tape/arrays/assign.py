@@ -85,8 +85,7 @@ def _padded(shape: tuple[int, ...], pad_width: Any, mode: str) -> np.ndarray:
     return padded
 
 
-def _ints(w: Any) -> bool:
-    """Whether w is an int or tuples of them (a key _padded may keep)."""
+def _ints(w: Any) -> bool:  # an int or tuples of them: a key _padded may keep (1.0 must not find 1's)
     return type(w) is int or type(w) is tuple and all(_ints(k) for k in w)
 
 
@@ -95,8 +94,7 @@ def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     join per padded axis) and writes scalar records into a constant array by item assignment;
     'edge', 'reflect', 'symmetric' and 'wrap' gather a's elements (np.pad of their places says which)."""
     if mode in COPYING_MODES and not kwargs.keys() - {"reflect_type"} and kwargs.get("reflect_type", "even") == "even":
-        keep = _ints(pad_width)  # (else 1.0 would find 1's: NumPy refuses it)
-        return a.reshape(-1)[(_padded if keep else _padded.__wrapped__)(a.shape, pad_width, mode)]
+        return a.reshape(-1)[(_padded if _ints(pad_width) else _padded.__wrapped__)(a.shape, pad_width, mode)]
     if mode != "constant" or kwargs.keys() - {"constant_values"}:
         raise ValueError(f"np.pad of a VarArray: mode {mode!r} with {sorted(kwargs)} is not supported (tape has "
                          "'constant' with numbers, 'edge', 'reflect', 'symmetric', 'wrap')")

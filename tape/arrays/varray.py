@@ -65,9 +65,8 @@ def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
 
 
 def _array_operands(inputs: tuple[Any, ...]) -> tuple[Storage, list[Any]] | None:
-    """(tape, a View or float each) where the inputs are array records' VarArrays of one live segment and
-    floats: elementwise's common case, which then records what the general path would, without its
-    operand handling (about 5 µs of a record's 20)."""
+    """(tape, a View or float each) for array records' VarArrays of one live segment and floats: the common case,
+    recorded as the general path records it without its operand handling (5 µs of a record's 20)."""
     seg = None
     parts: list[Any] = []
     for x in inputs:
@@ -85,10 +84,9 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
     found = _array_operands(inputs)
     if found is not None:
-        t, parts = found
-        views = [p if type(p) is View else array_records.number(t, p) for p in parts]
+        views = [p if type(p) is View else array_records.number(found[0], p) for p in found[1]]
         name = OPS[UNARY_CODES[ufunc]].name if ufunc in UNARY_CODES else BINARY[ufunc].pair
-        return wrap_view(t, array_records.elementwise(t, name, *views))
+        return wrap_view(found[0], array_records.elementwise(found[0], name, *views))
     small = _small.binary(_LOOP[ufunc], *inputs, VarArray) if len(inputs) == 2 and ufunc in _LOOP else None
     if small is not None:
         return small
