@@ -374,8 +374,9 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             handles = t._leaves(leaves)
         else:
             t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
-            if size >= array_records.SMALL:  # an array program: room for a dozen arrays like x (kept for the next call)
-                t._reserve(16 * size)
+            room = max(16 * size if size >= array_records.SMALL else 0, getattr(idle, "arena", 0))
+            if room:  # an array program: room for a dozen arrays like x, or what its last call used
+                t._reserve(room)
             t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
             if t._lines is None and not nans.active():  # (their checks read every value)
                 t._recycle()  # and its one reverse sweep reads only what back_reads say (tape/sweeps/arenas.py)
@@ -403,6 +404,8 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
                 raise TypeError("with has_aux=True, f must return a pair (value, aux)")
             out, aux = out[0], _numbers_of(out[1])
         grads = _gradients(t, out, handles, numbers)
+        if t._plans:
+            idle.arena = t._n_arena  # (its arena grew while recording, copying what it held)
         value = out.value if type(out) is Var else as_constant(out)
         if numbers and not t._plans and t._lines is None:
             t.clear()  # the next call records here: handles made inside f are stale from now on
@@ -421,22 +424,28 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     return evaluate_with_gradient
 
 
-def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool) -> list[Any]:
-    """d y / d each handle: a float per Var, an array per VarArray (zeros if y is a number)."""
+def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool, check: bool = False) -> list[Any]:
+    """d y / d each handle: a float per Var, an array per VarArray (zeros if y is a number). The array products
+    go unchecked for 0 * inf, as a Function's (tape/function/array_replay.py): a gradient with a NaN is swept
+    again, checked."""
     if type(y) is not Var:
         if as_constant(y) is None:
             raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
         return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
     only = handles[0] if len(handles) == 1 and not scalars_only else None  # one array record: may fuse
-    t._reverse(t._resolve(y), False, only is not None and isinstance(only, VarArray) and only._view is not None)
+    unchecked = t._reverse(t._resolve(y), False, only is not None and isinstance(only, VarArray) and
+                           only._view is not None, check)
     if scalars_only:  # accumulate=False: a record's adjoint counts where its stamp is this generation
         adj, stamp, gen = memoryview(t._adj.data), memoryview(t._stamp.data), t._gen
-        return [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]
-    scalars = [k for k, h in enumerate(handles) if type(h) is Var]
-    found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
-    grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]
-    for k, g in zip(scalars, found, strict=True):
-        grads[k] = float(g)
+        grads = [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]
+    else:
+        scalars = [k for k, h in enumerate(handles) if type(h) is Var]
+        found: Any = t._grads(np.array([handles[k]._index for k in scalars], np.int64)) if scalars else []
+        grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]
+        for k, g in zip(scalars, found, strict=True):
+            grads[k] = float(g)
+    if unchecked and not check and any(np.isnan(g).any() for g in grads):
+        return _gradients(t, y, handles, scalars_only, check=True)
     return grads
 
 

@@ -89,7 +89,7 @@ def _axes(axis: int | tuple[int, ...] | None, ndim: int) -> list[int]:
 
 def _count(a: VarArray, axis: int | tuple[int, ...] | None) -> int:
     """How many elements a reduction over axis takes together."""
-    return int(np.prod([a.shape[k] for k in _axes(axis, a.ndim)]))
+    return math.prod(a.shape[k] for k in _axes(axis, a.ndim))
 
 
 def _places(a: Any) -> np.ndarray:

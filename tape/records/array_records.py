@@ -40,6 +40,18 @@ def constant(t: Storage, values: object) -> View:
     return leaf(t, np.asarray(values, np.float64), constant=True)
 
 
+def number(t: Storage, c: float) -> View:
+    """A 0-d constant of c, recorded once per tape where it recycles (value_and_grad's: ``x * 2.0`` in a loop is
+    one record, not one per step); a traced tape records each, so that a Function's records are its program's."""
+    if not t._recycling:
+        return constant(t, c)
+    key = (c, math.copysign(1.0, c))  # -0.0 apart from 0.0 (a NaN equals nothing: recorded each time)
+    found = t._numbers.get(key)
+    if found is None:
+        found = t._numbers[key] = constant(t, c)
+    return found
+
+
 def _record(t: Storage, name: str, shape: tuple[int, ...], inputs: tuple[View, ...], **extra) -> View:
     row = t._push_array(ARRAY_OPCODE[name], shape, inputs, **extra)
     return whole(row, t._plan(row))
@@ -143,18 +155,42 @@ def index(t: Storage, v: View, key: object) -> View:
     key = key if isinstance(key, tuple) else (key,)
     if len(key) == len(v.shape) and all(type(k) is int for k in key):  # one element: its place found here, not
         return View(v.record, _element(v, key), (), ())  # by NumPy over the arena (8 µs a call, this 1 µs)
+    sliced = _sliced(v, key)
+    if sliced is not None:
+        return sliced
     if not any(k is Ellipsis for k in key):
         key = (*key, Ellipsis)  # an all-integer key then gives a 0-d view, not a copied number
+    if not all(k is None or k is Ellipsis or type(k) is slice or isinstance(k, (int, np.integer)) and
+               not isinstance(k, (bool, np.bool_)) for k in key):  # not basic indexing: NumPy copies
+        return gather(t, v.record, places(v)[key])
     arena = t._aval
     elements = np.ndarray(v.shape, np.float64, arena, 8 * (t._plan(v.record).offset + v.offset),
                           tuple(8 * s for s in v.strides))
-    picked = elements[key]
-    if all(k is None or k is Ellipsis or type(k) is slice or isinstance(k, (int, np.integer)) and
-           not isinstance(k, (bool, np.bool_)) for k in key):  # basic indexing: NumPy gives a view
-        start = (picked.__array_interface__["data"][0] - arena.__array_interface__["data"][0]) // 8
-        return View(v.record, start - t._plan(v.record).offset, picked.shape,
-                    tuple(s // 8 for s in picked.strides))
-    return gather(t, v.record, places(v)[key])
+    picked = elements[key]  # a view
+    start = (picked.__array_interface__["data"][0] - arena.__array_interface__["data"][0]) // 8
+    return View(v.record, start - t._plan(v.record).offset, picked.shape, tuple(s // 8 for s in picked.strides))
+
+
+def _sliced(v: View, key: tuple) -> View | None:
+    """v[key] for slices and ints of the leading axes, as NumPy's basic indexing computes it (a slice picks
+    range(n)[slice]): 1 µs, NumPy over the arena 6; None for other keys, an index out of bounds (NumPy's
+    error then) or an empty slice (where NumPy starts at 0)."""
+    if len(key) > len(v.shape):
+        return None
+    offset, shape, strides = v.offset, [], []
+    for k, n, stride in zip(key, v.shape, v.strides, strict=False):
+        if type(k) is int and -n <= k < n:
+            offset += (k + n if k < 0 else k) * stride
+        elif type(k) is slice and all(type(b) is int or b is None for b in (k.start, k.stop, k.step)) and k.step != 0:
+            picked = range(n)[k]
+            if not picked:
+                return None
+            offset += picked.start * stride
+            shape.append(len(picked))
+            strides.append(stride * picked.step)
+        else:
+            return None
+    return View(v.record, offset, (*shape, *v.shape[len(key):]), (*strides, *v.strides[len(key):]))
 
 
 def _element(v: View, key: tuple[int, ...]) -> int:

@@ -313,11 +313,13 @@ class Storage(Arenas):
         else:
             forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
 
-    def _reverse(self, out: int, accumulate: bool, fused: bool = False) -> None:
+    def _reverse(self, out: int, accumulate: bool, fused: bool = False, check: bool = True) -> int:
         """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward).
 
         fused: runs of arithmetic array records in one pass each (tape/sweeps/fusion.py), leaving the
-        adjoints of their inner records unwritten: for callers that read only the inputs' gradients."""
+        adjoints of their inner records unwritten: for callers that read only the inputs' gradients.
+        check=False: array products unchecked for 0 * inf (driver.reverse; its count of NumPy steps is
+        returned), for a caller that sweeps again checked where what it reads holds a NaN."""
         if not 0 <= out < self._n:
             raise IndexError(f"record {out} is not on this tape of {self._n} records")
         if self._gc_paced:
@@ -335,8 +337,9 @@ class Storage(Arenas):
             self._adjoint_arena()
             driver.seed(self, out, 1.0, gen, self._epoch)
             runs = {run.rows[-1]: run for run in fusion.find(self, {out})} if fused and not nans.active() else None
-            driver.reverse(self, out, gen, self._epoch, runs=runs)
+            unchecked = driver.reverse(self, out, gen, self._epoch, check or nans.active(), runs)
         else:
+            unchecked = 0
             at = reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,
                                self._consts, np.array([out], np.int64), _ONE, gen, self._epoch)
             if at >= 0:  # a grouped op: reverse_range has their rules (a first gradient without compiles none)
@@ -345,6 +348,7 @@ class Storage(Arenas):
         self._gen = gen
         if nans.active():
             nans.check(self._records(), self._lines, self._n, adjoints=True)
+        return unchecked
 
     def _restart_generations(self) -> None:
         """Renumber stamps once every 2**32 passes, keeping accumulated leaf gradients."""

@@ -25,6 +25,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,7 @@ BORROWED = 2**16  # elements from which a borrowing tape reads a constant in pla
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
 SCAN = 32  # freed regions of a size class that a record looks at, at most
 _READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
+_NO_PLACES = np.zeros(0, np.int64)  # the places of a plan that has none (read-only, as every plan's)
 CHECK = False  # tests: collect at every record, not only when the arena is full, and fill freed regions with NaN
 
 
@@ -87,6 +89,7 @@ class Arenas:
     _gen: int
     _epoch: int
 
+    _op_w: Any  # Storage's memoryview of _op
     _push: Callable[[int, int, int, float], int]  # Storage's: append one record
     _recycling = False  # whether it recycles regions (then handles call _register)
 
@@ -103,6 +106,7 @@ class Arenas:
         self._callees: list = []  # the Functions its call records call (tape/function/call_records.py), each once
         self._callee_places: list[np.ndarray] = []  # a call record's places: its Function's slot
         self._freed: dict[int, int] = {}  # recycled records: row -> the row that took its region (-1: none yet)
+        self._numbers: dict[tuple[float, float], View] = {}  # 0-d constants that operators made, by value and sign
         self._recycling = False
 
     def _recycle(self) -> None:
@@ -166,15 +170,17 @@ class Arenas:
 
     def _pin(self, plan: Plan) -> None:
         """Keep the values plan's reverse step reads (a recycling tape)."""
-        key = (plan.code, plan.axes, tuple(bool(self._op[v.record] == ACONSTANT) for v in plan.inputs))
+        ops = self._op_w
+        constant = tuple([ops[v.record] == ACONSTANT for v in plan.inputs])
+        key = (plan.code, plan.axes, constant)
         reads = _READS.get(key)
         if reads is None:
-            reads = _READS[key] = RULE[plan.code].back_reads(plan, key[2])
-        for v, read in zip(plan.inputs, reads, strict=False):
+            reads = _READS[key] = RULE[plan.code].back_reads(plan, constant)
+        for v, read, c in zip(plan.inputs, reads, constant, strict=False):
             if read:
                 self._read.add(v.record)
                 self._watched.discard(v.record)
-            elif self._op[v.record] == ACONSTANT and self._plan(v.record).shape and v.record not in self._read:
+            elif c and self._plan(v.record).shape and v.record not in self._read:
                 self._watched.add(v.record)  # data read once (xs[t]); a 0-d one stays: fusion reads it as a number
         if reads[-1]:
             self._read.add(plan.row)
@@ -196,7 +202,7 @@ class Arenas:
                 self._aval = grown
             self._n_arena = start + size
         if places is None:
-            places = np.zeros(0, np.int64)
+            places = _NO_PLACES
         places.flags.writeable = False
         row = self._push(code, len(self._plans), 0xFFFFFFFF, 0.0)
         plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
@@ -238,6 +244,7 @@ class Arenas:
         """Drop the plans of records mark and later, and give back their regions."""
         k = bisect.bisect_left(self._plan_rows, mark)
         self._keep_all()
+        self._numbers = {}
         if k < len(self._plans):
             if not self._freed:  # (a recycled tape's regions are not in record order: it keeps its top)
                 self._n_arena = self._plans[k].offset

@@ -117,12 +117,18 @@ def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
     return _view(s, arena, v)
 
 
+@functools.lru_cache(maxsize=4096)
+def _bytes(strides: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides in bytes (a view's, made at every read of it)."""
+    return tuple(8 * k for k in strides)
+
+
 def _view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
     borrowed = getattr(s, "_borrowed", None)
     if borrowed and arena is s._aval and v.record in borrowed:  # a constant read in place (tape/sweeps/arenas.py)
-        return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, tuple(8 * k for k in v.strides))
+        return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, _bytes(v.strides))
     start = s._plans[s._in0[v.record]].offset + v.offset
-    return np.ndarray(v.shape, np.float64, arena, 8 * start, tuple(8 * k for k in v.strides))
+    return np.ndarray(v.shape, np.float64, arena, 8 * start, _bytes(v.strides))
 
 
 def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
