@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._array_driver import GATHER
 from ._array_rules import RULES
 from .array_kinds import COMPARE_UFUNC, Compare, Elementwise, Extreme, LogSumExp, Matmul, Select, Sum, Truth
 from .array_moves import Join, Permute, Scan, Scatter, Sort
@@ -128,7 +129,7 @@ IS_ARRAY_LEAF = np.isin(ARRAY_KIND, ("input", "constant"))  # an array record wi
 KIND_RULES: dict[str, Rule] = {  # each kind's Rule: kernels/array_kinds.py, array_moves.py, linalg.py
     "input": Plumbing("none", derivative=False), "constant": Constant(), "unary": Elementwise(),
     "binary": Elementwise(), "compare": Compare(), "select": Select(), "sum": Sum(), "matmul": Matmul(),
-    "logsumexp": LogSumExp(), "gather": Plumbing("elements", places="input"),
+    "logsumexp": LogSumExp(), "gather": Plumbing("elements", places="input", compiled=GATHER),
     "pack": Plumbing("scalars", places="rows"), "all": Truth(), "any": Truth(), "extreme": Extreme(), "scan": Scan(),
     "sort": Sort(), "call": Plumbing("callee", places="callee"), "join": Join(), "scatter": Scatter(),
     "permute": Permute(),

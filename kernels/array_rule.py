@@ -210,8 +210,8 @@ def shifted(axes: tuple[int, ...]) -> tuple[int, ...]:
 class Plumbing(Rule):
     """A kind whose reads are not views: the sweeps move its numbers (tape/sweeps/driver.py, tangents.py)."""
 
-    def __init__(self, reads: str, derivative: bool = True, places: str = ""):
-        self.reads, self.derivative, self.places = reads, derivative, places
+    def __init__(self, reads: str, derivative: bool = True, places: str = "", compiled: int = 0):
+        self.reads, self.derivative, self.places, self.compiled = reads, derivative, places, compiled
 
     def back_reads(self, p, constant):
         moved = self.reads in ("elements", "scalars")  # a gather's or a pack's adjoint moves numbers only

@@ -99,6 +99,26 @@ def test_exact_binary_ops_on_every_layout(name, layout, monkeypatch):
     _both(f, _points()[0], _points(), monkeypatch, driven=[name])
 
 
+@pytest.mark.parametrize("layout", ["same", "row", "number on the right", "number on the left",
+                                    "one number read by all"])
+@pytest.mark.parametrize("name", ["sub", "mul", "div", "maximum"])
+def test_large_records(name, layout, monkeypatch):
+    """Past 4,096 elements (a view laid out as the output or one number: any size; broadcast: BROADCAST)."""
+    big = (3, 50, 40)
+    fn, n = BINARY[name], int(np.prod(big))
+    layouts = {"same": lambda X: (X[:n].reshape(big), X[n:][::-1].reshape(big)), "row": lambda X: (X[:n].reshape(
+        big), X[n:n + 40]), "number on the right": lambda X: (X[:n].reshape(big), 1.75),
+               "number on the left": lambda X: (0.6, X[n:].reshape(big)), "one number read by all": lambda X: (
+                   X[:n].reshape(big), X[5])}
+
+    def f(X):
+        a, b = layouts[layout](X)
+        return (fn(a, b) * X[:n].reshape(big)).sum()
+
+    points = [np.resize(p, 2 * n) for p in _points()]
+    _both(f, points[0], points, monkeypatch, driven=[name])
+
+
 SHAPES = [(3, 4, 5), (2, 9, 17), (4, 130), (1, 300), (300,), (7, 1, 24), (2, 3, 4, 5), (2, 2, 600)]
 
 
@@ -177,10 +197,11 @@ def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch):
     later = F.value_and_grad(x)
     assert _tables(F)
     assert np.array_equal(first[0], later[0]) and np.array_equal(first[1], later[1])
-    big = tape.trace(lambda X: np.sum(np.sin(X) * X), np.ones(compiled.LARGE + 1))
+    n = compiled.BROADCAST // 16 + 1  # a product broadcast past BROADCAST elements, and its sum past LARGE
+    big = tape.trace(lambda X: np.sum(X.reshape(-1, 1) * X[:16]), np.ones(n))
     while getattr(big, "_swept", 0.0) < compiled.PAYBACK:
-        big.value_and_grad(np.ones(compiled.LARGE + 1))
-    big.value_and_grad(np.ones(compiled.LARGE + 1))
+        big.value_and_grad(np.ones(n))
+    big.value_and_grad(np.ones(n))
     assert big._driven is False and not _tables(big)
 
 
@@ -308,3 +329,58 @@ def test_without_numpys_loops_the_ops_stay_numpys(monkeypatch):
     F = _both(lambda x: (tape.tanh(x[:48].reshape(2, 3, 8) * 2.0) * W[:48].reshape(2, 3, 8)).sum(), RNG.normal(size=48),
               _looped_points(48), monkeypatch, driven=["mul"])
     assert OPCODE["tanh"] not in {int(code) for table in _tables(F) for code in table[:, 1]}
+
+
+def U(X):
+    """A 1-d state, as the heat equation's."""
+    return X[:64]
+
+
+SCATTERED = RNG.permutation(64)
+MOVES = {  # joins and gathers (tape/arrays: concatenate, stack, pad, roll, tile, repeat): (f, kind driven or 0)
+    "heat's concatenates": (lambda X: (np.concatenate([U(X)[1:], U(X)[:1]]) * W[:64] + np.concatenate(
+        [U(X)[-1:], U(X)[:-1]]) * U(X)).sum(), compiled.COPY),
+    "three views along the middle axis": (lambda X: (np.concatenate([X[:24].reshape(2, 3, 4), X[30:70].reshape(
+        4, 5, 2).transpose(2, 1, 0), X[100:108].reshape(2, 1, 4)], axis=1) * W[:72].reshape(2, 9, 4)).sum(),
+        compiled.COPY),
+    "one record three times (added back in order)": (lambda X: (np.concatenate([U(X), U(X), U(X)]) * W[:192]).sum(),
+                                                     compiled.COPY),
+    "a constant piece": (lambda X: (np.concatenate([U(X) * 2.0, np.arange(5.0)]) * W[:69]).sum(), compiled.COPY),
+    "stack": (lambda X: (np.stack([U(X)[:30], U(X)[30:60], U(X)[:60:2]], axis=1) * W[:90].reshape(30, 3)).sum(),
+              compiled.COPY),
+    "pad constant, 2-d": (lambda X: (np.pad(X[:30].reshape(5, 6), ((1, 2), (3, 0)), constant_values=(
+        (1.5, -2.0), (0.5, 3.0))) * W[:72].reshape(8, 9)).sum(), compiled.COPY),
+    **{f"pad {mode}": (lambda X, mode=mode: (np.pad(U(X), (3, 5), mode=mode) * W[:72]).sum(), compiled.GATHER)
+       for mode in ("wrap", "edge", "reflect", "symmetric")},
+    "pad wrap, 2-d": (lambda X: (np.pad(X[:480].reshape(12, 40), 2, mode="wrap") * W[:704].reshape(16, 44)).sum(),
+                      compiled.GATHER),
+    "roll": (lambda X: (np.roll(U(X), 3) * W[:64]).sum() + (np.roll(X[:480].reshape(12, 40), -7, axis=1) * W[:480]
+                                                            .reshape(12, 40)).sum()
+             + (np.roll(X[:480].reshape(40, 12), 5) * X[480:960].reshape(40, 12)).sum(), compiled.GATHER),
+    "tile": (lambda X: (np.tile(U(X), 3) * W[:192]).sum(), compiled.GATHER),
+    "repeat (a step of 0)": (lambda X: (np.repeat(X[:10], 20) * W[:200]).sum(), compiled.GATHER),
+    "scattered places (NumPy's step)": (lambda X: (U(X)[SCATTERED] * W[:64]).sum(), 0),
+}
+
+
+@pytest.mark.parametrize("program", MOVES)
+def test_joins_and_gathers(program, monkeypatch):
+    """Copies exact, and back the step's adds in its order (np.add.at's for a gather, input order for a join);
+    a gather of scattered places stays NumPy's step."""
+    f, kind = MOVES[program]
+    points = [p for p in _points() for p in (np.resize(p, 960),)]
+    F = _both(f, points[0], points, monkeypatch)
+    assert _driven(F, compiled.GATHER) == (kind == compiled.GATHER) and _driven(F, compiled.COPY) == (
+        kind == compiled.COPY)
+
+
+@pytest.mark.parametrize("places", [np.arange(10), np.array([3]), np.array([4, 4]), np.r_[9:0:-1, 0:40, 39:30:-1],
+                                    np.repeat(np.arange(5), 16), np.r_[0:30, 5:35, 7], np.tile(np.r_[3, 8, 1], 40)])
+def test_runs_of_places(places):
+    """A gather's places as runs (first element, first place, length, step) give the places back, in order."""
+    runs = compiled._runs(places)
+    if runs is None:
+        assert len(places) // compiled.RUN < len(np.flatnonzero(np.diff(places, 2))) // 2
+        return
+    assert [r[0] for r in runs] == list(np.cumsum([0] + [r[2] for r in runs[:-1]]))
+    assert np.array_equal(np.concatenate([place + step * np.arange(n) for _, place, n, step in runs]), places)

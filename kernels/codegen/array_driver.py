@@ -5,7 +5,7 @@ fields below): its kind in this driver (its Rule's ``compiled``), its scalar opc
 its iteration space (4 axes, a loop over the output's elements or a reduction's input's), and per
 view read: the view's first element and strides in that space (0 along broadcast axes), the read
 record's row and region (for the stamp rule) and whether it wants an adjoint. The kernels walk the
-table: elementwise records by ``values`` and ``partials`` (one ``if``/``elif`` branch per op of
+table: elementwise records by ``values`` and ``sends`` (one ``if``/``elif`` branch per op of
 ops.EXACT: the driver knows no op by name), sums by a loop in NumPy's order, matmuls by the
 CBLAS call np.matmul makes (NumPy's own OpenBLAS: kernels/blas.py). The reverse follows
 tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
@@ -26,28 +26,44 @@ from .sweeps import JIT, branches, element_loop, names_in, natural
 LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
 
 
-def _loop(target: str, rule: str, indent: str) -> list[str]:
-    """target[u] = rule over the n elements, loading what the rule reads."""
-    loads = [line for name, line in LOADS.items() if name in names_in(rule)]
-    return element_loop(indent, [*loads, f"{target}[u] = {rule}"], "n")
+def _loop(target: str, rule: str, indent: str, binary: bool) -> list[str]:
+    """target[u] = rule over the n elements, loading what the rule reads; target D: D[u] += G[u] times the rule,
+    nothing where a factor is 0 (each product added as made: no pass of partials). A binary op's operand that is
+    one number read by all (``number`` 1: a, 2: b) is loaded once, in a loop of its own (not a filled row: over
+    4,096 elements the fill is a pass over memory)."""
+    store = ["g = G[u]", f"p = {rule}", "D[u] += g * p if g != 0.0 and p != 0.0 else 0.0"] if target == "D" else [
+        f"{target}[u] = {rule}"]
+
+    def one(number: str, ind: str) -> list[str]:
+        loads = [line for name, line in LOADS.items() if name in names_in(rule) and name != number]
+        return [f"{ind}{number} = {number.upper()}[0]"] * bool(number) + element_loop(ind, [*loads, *store], "n")
+
+    numbers = [x for x in "ab" if binary and x in names_in(rule)]
+    if not numbers:
+        return one("", indent)
+    lines = []
+    for k, x in enumerate(numbers):
+        lines += [f"{indent}{'elif' if k else 'if'} number == {'ab'.index(x) + 1}:", *one(x, indent + "    ")]
+    return [*lines, f"{indent}else:", *one("", indent + "    ")]
 
 
 def _values(op: ops.Op) -> list[str]:
     if op.name not in ops.LOOPED:
-        return _loop("Y", op.forward, " " * 12)
+        return _loop("Y", op.forward, " " * 12, op.kind == "binary")
     x, ufunc, y = ops.LOOPED[op.name]  # v = ufunc(x) by NumPy's loop (x into B: a unary op's B is scratch), then y
     ind = " " * 12
-    before = _loop("B", x, ind) if x != "a" else []
-    after = _loop("Y", y, ind) if y != "v" else []
+    before = _loop("B", x, ind, False) if x != "a" else []
+    after = _loop("Y", y, ind, False) if y != "v" else []
     return [*before, f"{ind}at = _framed(frame, {'B' if before else 'A'}, Y, n)",
             f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *after]
 
 
-def _partials(op: ops.Op) -> list[str]:
-    ind = " " * 12
+def _sends(op: ops.Op) -> list[str]:
+    ind, two = " " * 12, op.kind == "binary"
     if not op.db:
-        return _loop("P", op.da, ind)
-    return [f"{ind}if side == 0:", *_loop("P", op.da, ind + "    "), f"{ind}else:", *_loop("P", op.db, ind + "    ")]
+        return _loop("D", op.da, ind, two)
+    return [f"{ind}if side == 0:", *_loop("D", op.da, ind + "    ", two), f"{ind}else:",
+            *_loop("D", op.db, ind + "    ", two)]
 
 
 def _elementwise(op: ops.Op) -> bool:
@@ -72,6 +88,7 @@ CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 
 REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
 VIEW, WIDTH = 10, 34
 ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
+COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
 BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
@@ -89,16 +106,34 @@ def _framed(frame, X, Y, n):
 
 
 @jit
-def _operand(t, q, aval, buffer):
-    """View q of record row t over its iteration space, flat: the arena itself where the view is its
-    elements in order, else gathered into buffer."""
-    f = VIEWS + VIEW * q
-    base, n = t[f + BASE], t[SIZE]
+def _same(t, f):
+    """Whether view f of record row t is laid out as its output (its elements in order)."""
     same = True
     for d in range(4):
         same = same and t[f + STRIDES + d] == t[OUT_STRIDES + d]
-    if same:
-        return aval[base:base + n]
+    return same
+
+
+@jit
+def _number(t):
+    """1 or 2 where view 0 or 1 of binary record row t is one element read by all (strides 0), else 0."""
+    if t[NIN] != 2 or t[SIZE] == 1:
+        return 0
+    for q in (1, 0):
+        f = VIEWS + VIEW * q
+        if t[f + STRIDES] == 0 and t[f + STRIDES + 1] == 0 and t[f + STRIDES + 2] == 0 and t[f + STRIDES + 3] == 0:
+            return q + 1
+    return 0
+
+
+@jit
+def _operand(t, q, aval, buffer, number):
+    """View q of record row t over its iteration space, flat: the arena itself where the view is its
+    elements in order or the one number (number q + 1), else gathered into buffer."""
+    f = VIEWS + VIEW * q
+    base, n = t[f + BASE], t[SIZE]
+    if number == q + 1 or _same(t, f):
+        return aval[base:base + (1 if number == q + 1 else n)]
     s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
     e = 0
     for i0 in range(t[SHAPE]):
@@ -131,42 +166,34 @@ def _summed(t, f, c, total):
     for i0 in range(ext[0]):
         for i1 in range(ext[1]):
             for i2 in range(ext[2]):
+                k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
+                if run == 1:  # (a loop of its own: LLVM vectorizes it along a kept last axis)
+                    for i3 in range(ext[3]):
+                        total[np.uint64(k + i3 * kept[3])] += c[np.uint64(e + i3)]
+                    e += ext[3]
+                    continue
                 for i3 in range(ext[3]):
-                    k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2] + i3 * kept[3]
-                    if run == 1:
-                        total[k] += c[e]
-                        e += 1
-                    else:
-                        total[k] += _pairwise(c, e, run, 1)
-                        e += run
+                    total[k + i3 * kept[3]] += _pairwise(c, e, run, 1)
+                    e += run
     return kept
 
 
 @jit
-def _send(t, f, aadj, stamp, gen, keep, g, P, c, total):
-    """adjoint[view f] += g * P (0 where a factor is 0) over record t's iteration space, summed back over the
-    axes the view is broadcast along first, by the stamp rule: a stale adjoint is zeroed first, or, where the
-    view covers its record's region in order, assigned."""
+def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
+    """adjoint[view q] += g * the partial in q (0 where a factor is 0) over record t's iteration space, summed
+    back over the axes the view is broadcast along first, by the stamp rule: a stale adjoint is zeroed first
+    (0.0 + c: the step's assignment c + 0.0, bit for bit)."""
+    f = VIEWS + VIEW * q
     n, base = t[SIZE], t[f + BASE]
-    for e in range(n):
-        u = np.uint64(e)
-        c[u] = g[u] * P[u] if g[u] != 0.0 and P[u] != 0.0 else 0.0
     j = t[f + REC]
-    stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
-    same = True
-    for d in range(4):
-        same = same and t[f + STRIDES + d] == t[OUT_STRIDES + d]
-    if stale:
+    if not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0)):
         stamp[j] = gen
-        if same and base == t[f + REGION] and n == t[f + REGION_SIZE]:
-            for e in range(n):
-                aadj[np.uint64(base + e)] = c[np.uint64(e)] + 0.0
-            return
         aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
-    if same:
-        for e in range(n):
-            aadj[np.uint64(base + e)] += c[np.uint64(e)]
+    if _same(t, f):  # the view laid out as the output: one pass, products added as made
+        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number)
         return
+    c[:n] = 0.0  # (0.0 + each product: its sum back, from 0.0, is the same)
+    sends(t[OP], q, A, B, y, g, c, n, number)
     kept = _summed(t, f, c, total)
     s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
     for i0 in range(t[SHAPE] if s0 != 0 else 1):
@@ -341,6 +368,37 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
 
 
 @jit
+def _copy(t, arena, back, masked):
+    """Record row t's piece of its output = its view's elements, over its 4 axes (a join's input, a run of a
+    gather's places); back: the view's adjoints += the piece's, in the same order (np.add.at's), masked: only
+    where the piece's adjoint is not 0 (a gather's step adds only those; a region may hold a seed's -0.0)."""
+    base, out = t[VIEWS + BASE], t[OUT]
+    s0, s1, s2, s3 = t[VIEWS + STRIDES], t[VIEWS + STRIDES + 1], t[VIEWS + STRIDES + 2], t[VIEWS + STRIDES + 3]
+    o0, o1, o2, o3 = t[OUT_STRIDES], t[OUT_STRIDES + 1], t[OUT_STRIDES + 2], t[OUT_STRIDES + 3]
+    n = t[SHAPE + 3]
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at, to = base + i0 * s0 + i1 * s1 + i2 * s2, out + i0 * o0 + i1 * o1 + i2 * o2
+                if not back and s3 == 1 and o3 == 1:  # (unit strides apart: loops LLVM vectorizes)
+                    for e in range(n):
+                        arena[np.uint64(to + e)] = arena[np.uint64(at + e)]
+                elif not back:
+                    for e in range(n):
+                        arena[np.uint64(to + e * o3)] = arena[np.uint64(at + e * s3)]
+                elif masked:
+                    for e in range(n):
+                        g, x = arena[np.uint64(to + e * o3)], arena[np.uint64(at + e * s3)]
+                        arena[np.uint64(at + e * s3)] = x + g if g != 0.0 else x
+                elif s3 == 1 and o3 == 1:
+                    for e in range(n):
+                        arena[np.uint64(at + e)] += arena[np.uint64(to + e)]
+                else:
+                    for e in range(n):
+                        arena[np.uint64(at + e * s3)] += arena[np.uint64(to + e * o3)]
+
+
+@jit
 def forward(table, aval, scratch):
     """The forward sweep of the table's records, in order."""
     frame = np.empty(5, np.intp)  # a NumPy loop call's arguments (_framed): alive for the whole sweep
@@ -348,16 +406,18 @@ def forward(table, aval, scratch):
         t = table[r]
         kind = t[KIND]
         if kind == ELEMENTWISE:
-            n = t[SIZE]
-            A = _operand(t, 0, aval, scratch[0])
-            B = _operand(t, 1, aval, scratch[1]) if t[NIN] == 2 else scratch[1, :n]
-            values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n, frame)
+            n, number = t[SIZE], _number(t)
+            A = _operand(t, 0, aval, scratch[0], number)
+            B = _operand(t, 1, aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
+            values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n, number, frame)
         elif kind == SUM:
             _sum_forward(t, aval)
         elif kind == MATMUL:
             a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
             _product(aval, t[VIEWS + BASE], t[a], t[a + 1], aval, t[VIEWS + VIEW + BASE], t[b], t[b + 1], aval,
                      t[OUT], t[SHAPE], t[SHAPE + 1], t[SHAPE + 2])
+        elif kind == COPY or kind == GATHER:
+            _copy(t, aval, False, False)
 
 
 @jit
@@ -372,19 +432,19 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
         kind = t[KIND]
         if kind == ELEMENTWISE:
             n, out = t[SIZE], t[OUT]
-            g, y = aadj[out:out + n], aval[out:out + n]
-            A = _operand(t, 0, aval, scratch[0])
-            B = _operand(t, 1, aval, scratch[1]) if t[NIN] == 2 else scratch[1, :n]
-            P = scratch[2]
+            g, y, number = aadj[out:out + n], aval[out:out + n], _number(t)
+            A = _operand(t, 0, aval, scratch[0], number)
+            B = _operand(t, 1, aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
             for q in range(t[NIN]):
-                f = VIEWS + VIEW * q
-                if t[f + WANT] == 0:
-                    continue
-                partials(t[OP], q, A, B, y, P, n)
-                _send(t, f, aadj, stamp, gen, keep, g, P, scratch[3], scratch[4])
+                if t[VIEWS + VIEW * q + WANT] != 0:
+                    _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number)
         elif kind == MATMUL:
             _matmul_reverse(t, aval, aadj, stamp, gen, keep, scratch[0], check)
             unchecked = not check
+        elif kind == COPY or kind == GATHER:  # a stale region zeroed, then added to (0.0 + c: the step's c + 0.0)
+            if t[VIEWS + WANT] != 0:
+                _prepare(t, VIEWS, aadj, stamp, gen, keep)
+                _copy(t, aadj, True, kind == GATHER)
         elif kind == SUM:
             if t[VIEWS + WANT] == 0:
                 continue
@@ -431,15 +491,17 @@ def generate(header: list[str]) -> str:
         "",
         "",
         f"@{JIT}",
-        "def values(k, A, B, Y, n, frame):",
-        '    """Y[:n] = op k of A[:n] (and B[:n]) element by element (B unread by a unary op), or by NumPy loops."""',
+        "def values(k, A, B, Y, n, number, frame):",
+        '    """Y[:n] = op k of A[:n] (and B[:n]), element by element or by NumPy\'s loop (B unread by a unary op;',
+        '    A[0] or B[0] for all where number is 1 or 2)."""',
         *_body(_branches(_values, _elementwise)),
         "",
         "",
         f"@{JIT}",
-        "def partials(k, side, A, B, Y, P, n):",
-        '    """P[:n] = op k\'s partial in its operand ``side`` (0: a, 1: b) at A, B and its values Y."""',
-        *_body(_branches(_partials, lambda op: _elementwise(op) and bool(op.da))),
+        "def sends(k, side, A, B, Y, G, D, n, number):",
+        '    """D[:n] += G[:n] times op k\'s partial in its operand ``side`` (0: a, 1: b) at A, B and its values Y,',
+        '    nothing where a factor is 0 (A[0] or B[0] for all where number is 1 or 2)."""',
+        *_body(_branches(_sends, lambda op: _elementwise(op) and bool(op.da))),
         "",
         "",
         DRIVER,

@@ -1,13 +1,13 @@
 """A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
 
 tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
-are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT and ops.LOOPED, sums and
-matmuls by NumPy's own BLAS, whose numbers it gives bit for bit) and their views fit its rows (at
-most 4 axes; a sum's input in C order, as NumPy's iterator then adds; a matmul's operands 2-d blocks
-in C or Fortran order), they become one table and one Numba call per sweep, with no Python per
-record; any other record (and a fused run, or a stretch of scalar records with work to do) ends
-the stretch and runs as before. The kernel is used once it is
-compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or once a
+are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT and ops.LOOPED, sums,
+matmuls by NumPy's own BLAS, joins and gathers, whose numbers it gives bit for bit) and their views
+fit its rows (at most 4 axes; a sum's input in C order, as NumPy's iterator then adds; a matmul's
+operands 2-d blocks in C or Fortran order; a gather's places in runs of one step), they become one
+table and one Numba call per sweep, with no Python per record; any other record (and a fused run,
+or a stretch of scalar records with work to do) ends the stretch and runs as before. The kernel is
+used once it is compiled in this process or cached on disk (``python -m tape warmup`` compiles it), or once a
 Function with stretches for it has spent ``PAYBACK`` seconds in NumPy's sweeps: its compile never
 lands on a first gradient with a cold cache, and a program pays it only when it has run about as
 long as the compile takes (then at most doubling its time, once per machine).
@@ -23,16 +23,22 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import MATMUL, SUM, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import COPY, GATHER, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
-PAYBACK = 15.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 15 CPU-s)
-LARGE = 4096  # elements above which NumPy's step runs an elementwise op or a sum: its SIMD loops broadcast without
-# a gather and a scatter-add, and a record's Python is small beside its arithmetic (attention at 128 x 128: 1.1x)
+PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 25-28 CPU-s
+# at load 6, was 17.7 before joins, gathers and the loops past 4,096 elements)
+LARGE = 4096  # elements above which NumPy's step runs a sum (A's measurement, attention at 128 x 128: 1.1x)
+BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view gathered or summed back
+# (a view laid out as the output, or one number, has no limit): /work/notes/s4/B/large.py, replayed, driven / NumPy's
+# steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92, 0.64-1.05; a number 0.81-1.12;
+# a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2 cores)
+RUN = 8  # elements per run of a gather's places, at least, for the driver to copy it: a row costs about a loop's
+# start, ~10 ns, NumPy's take about 1 ns an element
 PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul (A's measurement: tape-bench mlp-array,
 # 256 x 784 x 512, was 1.33x hand driven against 1.18x by NumPy's step)
 _cached = False
@@ -61,7 +67,7 @@ def _compiled() -> bool:
 
 def warm() -> None:
     """Compile (or load) the driver's kernels: ``python -m tape warmup`` calls it."""
-    table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((5, 1))
+    table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((4, 1))
     kernels.forward(table, np.zeros(1), scratch)
     kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch, True)
 
@@ -97,7 +103,7 @@ def _view(s: State, row: np.ndarray, q: int, v: View, strides: list[int]) -> Non
 
 def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
     looped = p.name in LOOPED and LOOPED[p.name][1] in kernels.LOOPS
-    if len(p.shape) > 4 or not (p.name in EXACT or looped) or p.size > LARGE:
+    if len(p.shape) > 4 or not (p.name in EXACT or looped):
         return False
     shape, out = _padded(p.shape, driver.contiguous(p.shape))
     views = []
@@ -107,6 +113,8 @@ def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
                                                                                            strict=True)))[1])
     shape, out, *views = _coalesced(shape, out, *views)
     if looped and views[0] != out:  # NumPy's loop is called as its step calls it: on the elements in order
+        return False
+    if p.size > BROADCAST and any(strides != out and any(strides) for strides in views):
         return False
     row[6:10], row[10:14] = shape, out
     for q, (v, strides) in enumerate(zip(p.inputs, views, strict=True)):
@@ -157,15 +165,59 @@ def _matmul(s: State, p: Plan, row: np.ndarray) -> bool:
 ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum, MATMUL: _matmul}
 
 
-def encoded(s: State, p: Plan) -> np.ndarray | None:
-    """Record p's row of a table, or None where the driver does not run it."""
+def _runs(places: np.ndarray) -> list[tuple[int, int, int, int]] | None:
+    """A gather's places as runs (first element, first place, length, step between places), at most one per
+    RUN elements, else None (a row per few elements copies slower than NumPy's take)."""
+    n, most = len(places), max(1, len(places) // RUN)
+    changes = np.flatnonzero(np.diff(places, 2))  # d[c] != d[c + 1], d the steps: a run ends at most once at each
+    if len(changes) > 2 * most:  # (a jump and back are two changes: the loop below stays short)
+        return None
+    runs, e = [], 0
+    while e < n:  # greedy, from the first element (np.add.at's order back is the elements')
+        later = changes[np.searchsorted(changes, e):]
+        end = min(n, int(later[0]) + 2) if len(later) else n
+        runs.append((e, int(places[e]), end - e, int(places[e + 1] - places[e]) if end - e > 1 else 0))
+        e = end
+    return runs if len(runs) <= most else None
+
+
+def _gathered(s: State, p: Plan, row: np.ndarray) -> list[np.ndarray] | None:
+    """A gather's rows, one per run of its places in order; None where its places are scattered."""
+    rows = []
+    for start, place, n, step in _runs(p.places) or ():
+        rows.append(row.copy())
+        rows[-1][3:5], rows[-1][6:14] = (p.offset + start, n), (1, 1, 1, n, 0, 0, 0, 1)
+        _view(s, rows[-1], 0, p.inputs[0], [0, 0, 0, step])
+        rows[-1][VIEWS + kernels.BASE] += place
+    return rows or None
+
+
+def _pieces(s: State, p: Plan, row: np.ndarray) -> list[np.ndarray] | None:
+    """A join's rows, one per input (its piece of the output), in input order: the step's order back."""
+    if len(p.shape) > 4:
+        return None
+    rows, k, start, out = [], p.axes[0], 0, driver.contiguous(p.shape)
+    for v in p.inputs:
+        shape, strides = _padded(v.shape, v.strides)
+        shape, to, strides = _coalesced(shape, _padded(v.shape, out)[1], strides)
+        rows.append(row.copy())
+        rows[-1][3:5], rows[-1][6:10], rows[-1][10:14] = (p.offset + start * out[k], math.prod(v.shape)), shape, to
+        _view(s, rows[-1], 0, v, strides)
+        start += v.shape[k]
+    return rows
+
+
+def encoded(s: State, p: Plan) -> list[np.ndarray] | None:
+    """Record p's rows of a table (one, or a copy's pieces), or None where the driver does not run it."""
     kind = RULE[p.code].compiled
     borrowed = getattr(s, "_borrowed", None) or {}
     if not kind or not p.inputs or any(v.record in borrowed for v in p.inputs):
         return None
     row = np.zeros(WIDTH, np.int64)
     row[:6] = (kind, OPCODE.get(p.name, 0), p.row, p.offset, p.size, len(p.inputs))
-    return row if ENCODERS[kind](s, p, row) else None
+    if kind in (COPY, GATHER):
+        return (_pieces if kind == COPY else _gathered)(s, p, row)
+    return [row] if ENCODERS[kind](s, p, row) else None
 
 
 def _idle(s: State, kind: int, what: Any) -> bool:
@@ -183,9 +235,9 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
     for kind, what in walk:
-        row = encoded(s, s._plans[s._in0[what]]) if kind == driver.RECORD else None
-        if row is not None:
-            rows.append(row)
+        found = encoded(s, s._plans[s._in0[what]]) if kind == driver.RECORD else None
+        if found is not None:
+            rows += found
             idle = []
             continue
         if rows and _idle(s, kind, what):
@@ -201,13 +253,22 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
         yield from idle
 
 
+def _moved(row: np.ndarray) -> bool:
+    """Whether an elementwise row gathers a view or sums one back through scratch: a view not laid out as the
+    output, unless it is a constant's one number, which the kernels load once (their ``_number``: view 1 first)."""
+    strides = [row[VIEWS + VIEW * q + kernels.STRIDES:VIEWS + VIEW * q + kernels.STRIDES + 4] for q in range(row[5])]
+    number = -1 if row[5] != 2 or row[4] == 1 else 1 if not strides[1].any() else 0 if not strides[0].any() else -1
+    return any((v != row[10:14]).any() and not (q == number and row[VIEWS + VIEW * q + kernels.WANT] == 0)
+               for q, v in enumerate(strides))
+
+
 def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
-    size = max(int(table[table[:, 0] == kernels.ELEMENTWISE, 4].max(initial=1)),
+    size = max(max((int(row[4]) for row in table if row[0] == kernels.ELEMENTWISE and _moved(row)), default=1),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)))
-    return TABLE, (table, np.empty((5, size)))  # operands, a partial (a matmul's product back), the contributions
-    # and their sum back
+    return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back), the contributions and their sum
+    # back
 
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
