@@ -253,9 +253,16 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
         yield from idle
 
 
+# ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))
+PRIMED = frozenset(OPCODE[name] for name, (x, _, _) in LOOPED.items() if x != "a")
+
+
 def _moved(row: np.ndarray) -> bool:
-    """Whether an elementwise row gathers a view or sums one back through scratch: a view not laid out as the
-    output, unless it is a constant's one number, which the kernels load once (their ``_number``: view 1 first)."""
+    """Whether an elementwise row uses scratch: it gathers a view or sums one back (a view not laid out as the
+    output, unless it is a constant's one number, which the kernels load once: their ``_number``, view 1 first),
+    or its NumPy loop reads a value made there (PRIMED)."""
+    if row[1] in PRIMED:
+        return True
     strides = [row[VIEWS + VIEW * q + kernels.STRIDES:VIEWS + VIEW * q + kernels.STRIDES + 4] for q in range(row[5])]
     number = -1 if row[5] != 2 or row[4] == 1 else 1 if not strides[1].any() else 0 if not strides[0].any() else -1
     return any((v != row[10:14]).any() and not (q == number and row[VIEWS + VIEW * q + kernels.WANT] == 0)
