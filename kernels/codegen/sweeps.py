@@ -112,8 +112,11 @@ def grouped_kernels() -> list[str]:
                   "            out[e] = grouped_daa(k, a[e], y[e])", "", ""]
 
 
-def forward_body(op: ops.Op) -> list[str]:
+def forward_body(op: ops.Op, hand_over: bool = False) -> list[str]:
+    """A branch of a forward sweep; hand_over: grouped ops return (as in reverse_sweep)."""
     ind = " " * 12
+    if hand_over and op in (GROUP, GROUP_PAIR):  # their rules: 1-1.5 s of an hvp's first compile
+        return [f"{ind}return np.int64(i)"]
     return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
 
 
@@ -221,6 +224,14 @@ def partials_kernel(name: str, outputs: str, second: bool, doc: str, start: bool
     ]
 
 
+def forward_loop(hand_over: bool) -> list[str]:
+    """The loop of forward_sweep (hand_over) and forward_range over records [start, stop)."""
+    return ["    for r in range(start, stop):",
+            "        i = np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
+            "        k = op[i]",
+            *branches(lambda op: forward_body(op, hand_over))]
+
+
 def scalar_body(op: ops.Op) -> list[str]:
     ind = " " * 12
     lines = [f"{ind}c = b"] if op.kind in ops.KINDS_WITH_CONSTANT else []
@@ -288,11 +299,16 @@ def generate(header: list[str], more: list[str]) -> str:
         "",
         f"@{JIT}",
         "def forward_sweep(op, in0, in1, val, consts, start, stop):",
-        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs."""',
-        "    for r in range(start, stop):",
-        "        i = np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
-        "        k = op[i]",
-        *branches(forward_body),
+        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs. Returns -1, or',
+        '    the first grouped record met, unswept: forward_range goes on from there (driver.forward_scalars)."""',
+        *forward_loop(True),
+        "    return -1",
+        "",
+        "",
+        f"@{JIT}",
+        "def forward_range(op, in0, in1, val, consts, start, stop):",
+        '    """forward_sweep with the grouped ops\' rules: every non-leaf record in [start, stop)."""',
+        *forward_loop(False),
         "",
         "",
         f"@{JIT}",

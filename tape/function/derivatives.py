@@ -16,6 +16,7 @@ import numpy as np
 from tape.base.numbers import positive_int, real_array
 from tape.function import arguments, array_replay, call_records, replay
 from tape.kernels._sweeps import (
+    first_failed,
     forward_partials,
     forward_second,
     forward_second_from,
@@ -24,7 +25,6 @@ from tape.kernels._sweeps import (
     reverse_second,
     reverse_second_range,
     reverse_vector,
-    set_inputs_and_check,
     tangent_sweep,
 )
 from tape.kernels.array_ops import ACONSTANT
@@ -53,7 +53,7 @@ def at(F: Function, point: np.ndarray, second: bool = False) -> None:
         failed = replay_second(*args, F._second[0], F._targets, *checks)
         if failed <= -2:  # stopped at a grouped record: forward_second_from has their rules
             second_partials(F, forward_second_from, -2 - failed)
-            failed = set_inputs_and_check(F._input_rows, point, F._val, F._check_rows, F._check_expected, True)
+            failed = first_failed(F._val, F._check_rows, F._check_expected)
     else:
         failed = replay_partials(*args, F._targets, *checks)
     if failed >= 0 and replay.branch_changed(F, failed, point):

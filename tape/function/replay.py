@@ -23,7 +23,7 @@ from tape.analyses import prune as _prune
 from tape.debug import nans, show
 from tape.errors import NonFiniteError, TapeError
 from tape.function import arguments, array_replay, call_records, format
-from tape.kernels._sweeps import replay, replay_gradient
+from tape.kernels._sweeps import first_failed, forward_range, replay, replay_gradient
 from tape.kernels.array_ops import ACONSTANT, NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB
 from tape.records.storage import Storage
@@ -255,6 +255,9 @@ def call(F: Function, x: ArrayLike, params: ArrayLike | None = None) -> float | 
     else:
         failed = replay(F._op, F._in0, F._in1, F._val, F._consts, F._input_rows,
                         point, F._check_rows, F._check_expected)
+        if failed <= -2:  # stopped at a grouped record: forward_range has their rules
+            forward_range(F._op, F._in0, F._in1, F._val, F._consts, -2 - failed, len(F._op))
+            failed = first_failed(F._val, F._check_rows, F._check_expected)
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, call, F, point.reshape(F._input_shape))
     if array_replay.checking(F):
