@@ -146,10 +146,10 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
 
 @{JIT}
 def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
-    """Values and first partials at x; returns the first failed check, or -1."""
+    """Values and first partials at x; returns the first failed check, or -1; or -2 - r as replay_second."""
     set_inputs(rows, x, val)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    return first_failed(val, checks, expected)
+    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], 0)
+    return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
 @{JIT}
@@ -167,10 +167,13 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
                     seeds, weights, grad):
     """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
 
-    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
+    grad[k] = adjoint of rows[k]; returns the first failed check, or -1; or -2 - r, with no sweep, where
+    forward_partials stopped at grouped record r (tape/function/replay.py goes on).
     """
     set_inputs(rows, x, val)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
+    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], 0)
+    if at >= 0:
+        return -2 - at
     failed = first_failed(val, checks, expected)
     reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
     for k in range(len(rows)):

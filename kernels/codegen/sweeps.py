@@ -337,8 +337,10 @@ def generate(header: list[str], more: list[str]) -> str:
         *reverse_tail(),
         "",
         "",
-        *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
-                         "Values and local partials of every record; a select points r0/r1 at its chosen input."),
+        *partials_kernel("forward_partials", "p0, p1, r0, r1", False, "Values and local partials of each record"
+                         " (a select's r0/r1: its chosen input); -1, or the grouped row met", True, True),
+        *partials_kernel("forward_partials_from", "p0, p1, r0, r1", False,
+                         "forward_partials from record start, grouped ops included.", True),
         *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
                          "forward_partials plus second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2; -1, or"
                          " the grouped row met", True, True),
