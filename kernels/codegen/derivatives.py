@@ -168,12 +168,26 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
     """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
 
     grad[k] = adjoint of rows[k]; returns the first failed check, or -1; or -2 - r, with no sweep, where
-    forward_partials stopped at grouped record r (tape/function/replay.py goes on).
+    forward_partials stopped at grouped record r (tape/function/replay.py goes on with replay_gradient_from).
     """
     set_inputs(rows, x, val)
     at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], 0)
     if at >= 0:
         return -2 - at
+    return gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad)
+
+
+@{JIT}
+def replay_gradient_from(op, in0, in1, val, consts, partials, targets, adj, rows, checks, expected,
+                         seeds, weights, grad, start):
+    """replay_gradient on from grouped record start, where forward_partials stopped: one call."""
+    forward_partials_from(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], start)
+    return gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad)
+
+
+@{JIT}
+def gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad):
+    """The checks, then the reverse sweep over the stored partials; grad[k] = adjoint of rows[k]."""
     failed = first_failed(val, checks, expected)
     reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
     for k in range(len(rows)):

@@ -32,7 +32,7 @@ from tape.kernels._sweeps import (
     forward_second_from,
     replay,
     replay_gradient,
-    reverse_partials,
+    replay_gradient_from,
 )
 from tape.kernels.array_ops import ACONSTANT, NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB
@@ -297,11 +297,9 @@ def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
                                  F._targets, F._adj, F._input_rows, point, F._check_rows,
                                  F._check_expected, F._output_rows, weights, grad)
         if failed <= -2:  # stopped at a grouped record: forward_partials_from has their rules
-            partials(F, False, -2 - failed, full=True)
-            failed = first_failed(F._val, F._check_rows, F._check_expected)
-            (p0, p1), (r0, r1) = F._partials, F._targets
-            reverse_partials(F._adj, p0, p1, r0, r1, F._output_rows, weights)
-            grad = F._adj[F._input_rows]
+            failed = replay_gradient_from(F._op, F._in0, F._in1, F._val, F._consts, F._partials, F._targets, F._adj,
+                                          F._input_rows, F._check_rows, F._check_expected, F._output_rows, weights,
+                                          grad, -2 - failed)
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, reverse, F, point, weights)
     if F._plans:
