@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .sweeps import JIT
 
+# np.int64(0), not 0, where a kernel passes a start to another: a literal 0 compiles the callee again for it
 DERIVATIVE_KERNELS = f'''@{JIT}
 def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot, start, stop):
     """Forward mode over records [start, stop), k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
@@ -67,7 +68,7 @@ def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
     adj[:] = 0.0
     adj_dot[:] = 0.0
     adj[seed] = 1.0
-    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, 0, seed + 1)
+    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, np.int64(0), seed + 1)
 
 
 @{JIT}
@@ -140,7 +141,7 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
     """Set val[rows] = x, recompute every record; return the first failed check, or -1; or -2 - r where
     forward_sweep stopped at grouped record r (tape/function/replay.py goes on, then checks)."""
     set_inputs(rows, x, val)
-    at = forward_sweep(op, in0, in1, val, consts, 0, len(op))
+    at = forward_sweep(op, in0, in1, val, consts, np.int64(0), len(op))
     return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
@@ -148,7 +149,7 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
 def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
     """Values and first partials at x; returns the first failed check, or -1; or -2 - r as replay_second."""
     set_inputs(rows, x, val)
-    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], 0)
+    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], np.int64(0))
     return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
@@ -158,7 +159,7 @@ def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x,
     forward_second stopped at grouped record r (tape/function/derivatives.py goes on, then checks)."""
     set_inputs(rows, x, val)
     at = forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                        targets[0], targets[1], 0)
+                        targets[0], targets[1], np.int64(0))
     return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
@@ -171,7 +172,7 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
     forward_partials stopped at grouped record r (tape/function/replay.py goes on with replay_gradient_from).
     """
     set_inputs(rows, x, val)
-    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], 0)
+    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], np.int64(0))
     if at >= 0:
         return -2 - at
     return gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad)
