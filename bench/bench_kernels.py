@@ -53,11 +53,11 @@ def test_adjoint_reset(benchmark, rdag, reset):
 def test_forward(benchmark, rdag, sweep):
     t, xs, out = rdag
     F = t.function(xs, out)
-    if sweep == "values":
-        benchmark(lambda: _sweeps.forward_sweep(F._op, F._in0, F._in1, F._val, F._consts, 0, len(F)))
+    if sweep == "values":  # the _range/_from kernels: the whole sweep, grouped ops included
+        benchmark(lambda: _sweeps.forward_range(F._op, F._in0, F._in1, F._val, F._consts, 0, len(F)))
     else:
         p, r = F._partials, F._targets
-        benchmark(lambda: _sweeps.forward_partials(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], r[0], r[1]))
+        benchmark(lambda: _sweeps.forward_partials_from(F._op, F._in0, F._in1, F._val, F._consts, *p, *r, 0))
 
 
 @pytest.mark.benchmark(group="reverse sweeps")

@@ -39,6 +39,40 @@ def test_replay_equals_rerecording_bit_for_bit():
         np.testing.assert_array_equal(F.gradient(x), grad)
 
 
+def test_values_through_grouped_ops_between_plain_ones():
+    """forward_sweep hands the first grouped record it meets to forward_range (tape/sweeps/driver.py,
+    tape/function/replay.py), which computes it and every record after it, then the branch checks, and
+    forward_partials to forward_partials_from: F(x), Tape.forward and recording a small array against the
+    values written out by hand, F's gradient and jvp against central differences of them."""
+    def f(v):
+        w = tape.log1p(v[0] * v[1] + tape.sin(v[0])) * v[1]  # a grouped op below and above plain ones
+        z = tape.hypot(w, v[0]) + w * w  # a grouped pair
+        return tape.tanh(z) * v[0] if z > 1.0 else z * 0.5  # a checked branch after them
+
+    def by_hand(x, y):
+        w = math.log1p(x * y + math.sin(x)) * y
+        z = math.hypot(w, x) + w * w
+        return math.tanh(z) * x if z > 1.0 else z * 0.5
+
+    F, J, V = (tape.trace(f, [0.7, 1.3], on_branch_change="retrace") for _ in range(3))  # each its own partials
+    for x in ([0.7, 1.3], [0.9, 1.1], [1.4, 0.6], [0.1, 0.2]):
+        assert F(x) == pytest.approx(by_hand(*x), rel=1e-15)
+        slopes = [(by_hand(*(np.add(x, e))) - by_hand(*(np.subtract(x, e)))) / 2e-6 for e in ([1e-6, 0], [0, 1e-6])]
+        assert J.jvp(x, [1.0, -2.0]) == pytest.approx(slopes[0] - 2.0 * slopes[1], rel=1e-7)
+        assert V.gradient(x) == pytest.approx(slopes, rel=1e-7)
+    G = tape.trace(f, [0.7, 1.3])
+    with pytest.raises(tape.BranchChanged):  # checked after forward_range: z < 1 at (0.1, 0.2)
+        G([0.1, 0.2])
+    t = tape.Tape()
+    x, y = t.var(0.7), t.var(1.3)
+    out = f([x, y])
+    t.forward([x, y], [0.9, 1.1])
+    assert out.value == pytest.approx(by_hand(0.9, 1.1), rel=1e-15)
+    X = np.array([0.7, 0.9, 1.4])
+    row = tape.trace(lambda v: (np.hypot(np.log1p(v * 1.3), v) * v).sum(), X)  # scalar blocks at 3 elements
+    assert row(X) == pytest.approx(sum(math.hypot(math.log1p(a * 1.3), a) * a for a in X), rel=1e-15)
+
+
 def test_articles_example_replays():
     def f(v):
         return (tape.sigmoid(v[0] * v[1] + v[2] * v[3] + v[4]) - v[5]) ** 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .sweeps import JIT
 
+# np.int64(0), not 0, where a kernel passes a start to another: a literal 0 compiles the callee again for it
 DERIVATIVE_KERNELS = f'''@{JIT}
 def tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot, start, stop):
     """Forward mode over records [start, stop), k directions at once: dot[i] = p0[i] dot[r0[i]] + p1[i] dot[r1[i]].
@@ -67,7 +68,7 @@ def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
     adj[:] = 0.0
     adj_dot[:] = 0.0
     adj[seed] = 1.0
-    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, 0, seed + 1)
+    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, np.int64(0), seed + 1)
 
 
 @{JIT}
@@ -119,12 +120,16 @@ def reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, low, hig
 
 
 REPLAY_KERNELS = f'''@{JIT}
-def set_inputs_and_check(rows, x, val, checks, expected, after):
-    """Before: val[rows] = x. After the sweep: the first failed check, or -1."""
-    if not after:
-        for k in range(len(rows)):
-            val[rows[k]] = x[k]
-        return -1
+def set_inputs(rows, x, val):
+    """val[rows] = x, before a sweep."""
+    for k in range(len(rows)):
+        val[rows[k]] = x[k]
+
+
+@{JIT}
+def first_failed(val, checks, expected):
+    """After a sweep: the first failed check, or -1. (Two kernels, not one taking a flag: a literal flag
+    compiled it once per value.)"""
     for k in range(len(checks)):
         if (val[checks[k]] != 0.0) != expected[k]:
             return k
@@ -133,28 +138,29 @@ def set_inputs_and_check(rows, x, val, checks, expected, after):
 
 @{JIT}
 def replay(op, in0, in1, val, consts, rows, x, checks, expected):
-    """Set val[rows] = x, recompute every record; return the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_sweep(op, in0, in1, val, consts, 0, len(op))
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
+    """Set val[rows] = x, recompute every record; return the first failed check, or -1; or -2 - r where
+    forward_sweep stopped at grouped record r (tape/function/replay.py goes on, then checks)."""
+    set_inputs(rows, x, val)
+    at = forward_sweep(op, in0, in1, val, consts, np.int64(0), len(op))
+    return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
 @{JIT}
 def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
-    """Values and first partials at x; returns the first failed check, or -1."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    return set_inputs_and_check(rows, x, val, checks, expected, True)
+    """Values and first partials at x; returns the first failed check, or -1; or -2 - r as replay_second."""
+    set_inputs(rows, x, val)
+    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], np.int64(0))
+    return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
 @{JIT}
 def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
     """Values, first and second partials at x; returns the first failed check, or -1; or -2 - r where
     forward_second stopped at grouped record r (tape/function/derivatives.py goes on, then checks)."""
-    set_inputs_and_check(rows, x, val, checks, expected, False)
+    set_inputs(rows, x, val)
     at = forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                        targets[0], targets[1], 0)
-    return -2 - at if at >= 0 else set_inputs_and_check(rows, x, val, checks, expected, True)
+                        targets[0], targets[1], np.int64(0))
+    return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 
 @{JIT}
@@ -162,11 +168,28 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
                     seeds, weights, grad):
     """Values and partials at x, then one multiply-add reverse sweep seeded with weights.
 
-    grad[k] = adjoint of rows[k]; returns the first failed check, or -1.
+    grad[k] = adjoint of rows[k]; returns the first failed check, or -1; or -2 - r, with no sweep, where
+    forward_partials stopped at grouped record r (tape/function/replay.py goes on with replay_gradient_from).
     """
-    set_inputs_and_check(rows, x, val, checks, expected, False)
-    forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1])
-    failed = set_inputs_and_check(rows, x, val, checks, expected, True)
+    set_inputs(rows, x, val)
+    at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], np.int64(0))
+    if at >= 0:
+        return -2 - at
+    return gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad)
+
+
+@{JIT}
+def replay_gradient_from(op, in0, in1, val, consts, partials, targets, adj, rows, checks, expected,
+                         seeds, weights, grad, start):
+    """replay_gradient on from grouped record start, where forward_partials stopped: one call."""
+    forward_partials_from(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], start)
+    return gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad)
+
+
+@{JIT}
+def gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad):
+    """The checks, then the reverse sweep over the stored partials; grad[k] = adjoint of rows[k]."""
+    failed = first_failed(val, checks, expected)
     reverse_partials(adj, partials[0], partials[1], targets[0], targets[1], seeds, weights)
     for k in range(len(rows)):
         grad[k] = adj[rows[k]]

@@ -112,8 +112,11 @@ def grouped_kernels() -> list[str]:
                   "            out[e] = grouped_daa(k, a[e], y[e])", "", ""]
 
 
-def forward_body(op: ops.Op) -> list[str]:
+def forward_body(op: ops.Op, hand_over: bool = False) -> list[str]:
+    """A branch of a forward sweep; hand_over: grouped ops return (as in reverse_sweep)."""
     ind = " " * 12
+    if hand_over and op in (GROUP, GROUP_PAIR):  # their rules: 1-1.5 s of an hvp's first compile
+        return [f"{ind}return np.int64(i)"]
     return operand_loads(op, names_in(op.forward) - {"y"}, ind) + [f"{ind}val[i] = {op.forward}"]
 
 
@@ -193,11 +196,11 @@ def partials_body(op: ops.Op, second: bool = False, hand_over: bool = False) -> 
 SECOND = ("ha", "hab", "hb")  # a partials kernel's second partials, stored in h0, h1, h2
 
 
-def partials_switch(second: bool, hand_over: bool = False) -> list[str]:
+def partials_switch(second: bool, hand_over: bool = False, include=lambda op: op.kind != "leaf") -> list[str]:
     """The op switch of a partials sweep, its stores in one tail (a store per branch compiled 1.5x
     slower): zero for a partial its op has not, nothing for a record without a branch (a leaf)."""
     names = ("pa", "pb", *(SECOND if second else ()))
-    return [f"        {' = '.join(names)} = 0.0", *branches(lambda op: partials_body(op, second, hand_over)),
+    return [f"        {' = '.join(names)} = 0.0", *branches(lambda op: partials_body(op, second, hand_over), include),
             "        else:", "            continue", "        val[i] = y",
             *(f"        {out}[i] = {name}" for out, name in zip(("p0", "p1", "h0", "h1", "h2"), names, strict=False))]
 
@@ -219,6 +222,20 @@ def partials_kernel(name: str, outputs: str, second: bool, doc: str, start: bool
         "",
         "",
     ]
+
+
+def is_group(op: ops.Op) -> bool:
+    return op in (GROUP, GROUP_PAIR)
+
+
+def continuation(name: str, args: str, sweep: str, doc: str, switch: list[str]) -> list[str]:
+    """A kernel going on from record ``start`` where ``sweep`` stopped: ``sweep`` runs each stretch of
+    plain records and the grouped record it stops at is done here, so a program with grouped ops compiles
+    their rules once and the op switch of ``sweep`` once (a full second sweep compiled it twice)."""
+    call = args.replace("start", "r")
+    return [f"@{JIT}", f"def {name}({args}):", f'    """{doc}"""', "    r = start", "    while True:",
+            f"        at = {sweep}({call})", "        if at < 0:", "            return", "        r = at + 1",
+            "        i = np.uint64(at)", "        k = op[i]", *switch, "", ""]
 
 
 def scalar_body(op: ops.Op) -> list[str]:
@@ -288,13 +305,18 @@ def generate(header: list[str], more: list[str]) -> str:
         "",
         f"@{JIT}",
         "def forward_sweep(op, in0, in1, val, consts, start, stop):",
-        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs."""',
+        '    """Recompute the value of every non-leaf record in [start, stop) from its inputs. Returns -1, or',
+        '    the first grouped record met, unswept: forward_range goes on from there (driver.forward_scalars)."""',
         "    for r in range(start, stop):",
         "        i = np.uint64(r)  # unsigned: Numba then skips negative-index wraparound",
         "        k = op[i]",
-        *branches(forward_body),
+        *branches(lambda op: forward_body(op, True)),
+        "    return -1",
         "",
         "",
+        *continuation("forward_range", "op, in0, in1, val, consts, start, stop", "forward_sweep",
+                      "forward_sweep on from record start, grouped records included, to stop.",
+                      branches(forward_body, is_group)),
         f"@{JIT}",
         "def reverse_sweep(op, in0, in1, val, adj, stamp, consts, seeds, weights, gen, keep):",
         '    """Seed adj[seeds[k]] += weights[k] in generation gen, then sweep records down to 0.',
@@ -321,13 +343,16 @@ def generate(header: list[str], more: list[str]) -> str:
         *reverse_tail(),
         "",
         "",
-        *partials_kernel("forward_partials", "p0, p1, r0, r1", False,
-                         "Values and local partials of every record; a select points r0/r1 at its chosen input."),
+        *partials_kernel("forward_partials", "p0, p1, r0, r1", False, "Values and local partials of each record"
+                         " (a select's r0/r1: its chosen input); -1, or the grouped row met", True, True),
+        *continuation("forward_partials_from", "op, in0, in1, val, consts, p0, p1, r0, r1, start", "forward_partials",
+                      "forward_partials on from record start, grouped records included.",
+                      partials_switch(False, include=is_group)),
         *partials_kernel("forward_second", "p0, p1, h0, h1, h2, r0, r1", True,
                          "forward_partials plus second partials h0 = d2y/da2, h1 = d2y/dadb, h2 = d2y/db2; -1, or"
                          " the grouped row met", True, True),
-        *partials_kernel("forward_second_from", "p0, p1, h0, h1, h2, r0, r1", True,
-                         "forward_second from record start, grouped ops included.", True),
+        *partials_kernel("forward_second_from", "p0, p1, h0, h1, h2, r0, r1", True,  # whole: as a continuation
+                         "forward_second from record start, grouped ops included.", True),  # it made hvps 2.5x slower
         f"@{JIT}",
         "def reverse_partials(adj, p0, p1, r0, r1, seeds, weights):",
         '    """The reverse sweep as multiply-adds over partials stored by forward_partials.',

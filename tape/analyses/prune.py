@@ -22,14 +22,13 @@ from typing import Any
 import numpy as np
 
 from tape.analyses.cse import cse
-from tape.kernels._sweeps import forward_sweep
 from tape.kernels.array_ops import ARRAY_KIND
 from tape.kernels.ops import CONSTANT, ELEM, HAS_INPUT, IS_ARRAY, IS_COMPARISON, TWO_RECORDS, USES_POOL
 from tape.kernels.prune import compact, mark_varying
 from tape.records.storage import NO_INPUT
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
-from tape.sweeps.driver import Plan
+from tape.sweeps.driver import Plan, forward_scalars
 
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
@@ -100,7 +99,7 @@ def fold(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndar
         return a, 0
     folded = np.flatnonzero(foldable)
     swept = a["val"].copy()  # the values a replay gives them (recording may differ in the last bit)
-    forward_sweep(op, a["in0"], a["in1"], swept, a["consts"], int(folded[0]), int(folded[-1]) + 1)
+    forward_scalars(op, a["in0"], a["in1"], swept, a["consts"], int(folded[0]), int(folded[-1]) + 1)
     a = dict(a, op=op.copy(), in0=a["in0"].copy(), in1=a["in1"].copy(), val=a["val"].copy())
     a["op"][folded], a["in0"][folded], a["in1"][folded] = CONSTANT, NO_INPUT, NO_INPUT
     a["val"][folded] = swept[folded]

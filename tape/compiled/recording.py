@@ -65,7 +65,8 @@ def grow(t, need):
     cap = max(need, min(2 * t.op.size, MAX_RECORDS))
     n = t.n
     op, in0, in1, val = np.empty(cap, np.uint8), np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap)
-    op[:n], in0[:n], in1[:n], val[:n] = t.op[:n], t.in0[:n], t.in1[:n], t.val[:n]
+    for i in range(n):  # loops, not slice copies: those compile Numba's shape-error message (2-3 s cold)
+        op[i], in0[i], in1[i], val[i] = t.op[i], t.in0[i], t.in1[i], t.val[i]
     in1[n:] = NO_INPUT  # as Storage allocates it: the tape takes these arrays as they are
     t.op, t.in0, t.in1, t.val = op, in0, in1, val
 
@@ -74,7 +75,8 @@ def grow(t, need):
 def grow_consts(t):
     """Double the constant pool."""
     consts = np.empty(2 * t.consts.size + 16)
-    consts[:t.nc] = t.consts[:t.nc]
+    for i in range(t.nc):  # as in grow
+        consts[i] = t.consts[i]
     t.consts = consts
 
 
@@ -83,7 +85,8 @@ def grow_checks(t):
     """Double the arrays of checked branches."""
     k = t.nchk
     rows, outs, wheres = np.empty(2 * k + 16, np.int64), np.empty(2 * k + 16, np.uint8), np.empty(2 * k + 16, np.int64)
-    rows[:k], outs[:k], wheres[:k] = t.rows[:k], t.outs[:k], t.wheres[:k]
+    for i in range(k):  # as in grow
+        rows[i], outs[i], wheres[i] = t.rows[i], t.outs[i], t.wheres[i]
     t.rows, t.outs, t.wheres = rows, outs, wheres
 
 

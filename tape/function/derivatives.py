@@ -16,15 +16,12 @@ import numpy as np
 from tape.base.numbers import positive_int, real_array
 from tape.function import arguments, array_replay, call_records, replay
 from tape.kernels._sweeps import (
-    forward_partials,
-    forward_second,
-    forward_second_from,
+    first_failed,
     replay_partials,
     replay_second,
     reverse_second,
     reverse_second_range,
     reverse_vector,
-    set_inputs_and_check,
     tangent_sweep,
 )
 from tape.kernels.array_ops import ACONSTANT
@@ -51,11 +48,11 @@ def at(F: Function, point: np.ndarray, second: bool = False) -> None:
     if second:
         assert F._second is not None
         failed = replay_second(*args, F._second[0], F._targets, *checks)
-        if failed <= -2:  # stopped at a grouped record: forward_second_from has their rules
-            second_partials(F, forward_second_from, -2 - failed)
-            failed = set_inputs_and_check(F._input_rows, point, F._val, F._check_rows, F._check_expected, True)
     else:
         failed = replay_partials(*args, F._targets, *checks)
+    if failed <= -2:  # stopped at a grouped record: the _from kernels have their rules
+        replay.partials(F, second, -2 - failed, full=True)
+        failed = first_failed(F._val, F._check_rows, F._check_expected)
     if failed >= 0 and replay.branch_changed(F, failed, point):
         replay.again(F, at, F, point, second)
     elif array_replay.checking(F):
@@ -69,21 +66,10 @@ def at_arrays(F: Function, point: np.ndarray, second: bool) -> None:
     if failed >= 0 and replay.branch_changed(F, failed, point):
         replay.again(F, at, F, point, second)
         return
-    p, r = F._partials, F._targets
-    if second:
-        if (row := second_partials(F, forward_second, 0)) >= 0:  # a grouped record: forward_second_from has their rules
-            second_partials(F, forward_second_from, row)
-    else:
-        forward_partials(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], r[0], r[1])
+    if (row := replay.partials(F, second, 0)) >= 0:  # a grouped record: the _from kernels have their rules
+        replay.partials(F, second, row, full=True)
     if array_replay.checking(F):
         replay.check(F)
-
-
-def second_partials(F: Function, kernel: Any, start: int) -> Any:
-    """forward_second or forward_second_from on F's records from record start."""
-    assert F._second is not None
-    p, h, r = F._partials, F._second[0], F._targets
-    return kernel(F._op, F._in0, F._in1, F._val, F._consts, p[0], p[1], h[0], h[1], h[2], r[0], r[1], start)
 
 
 def array_jvp(F: Function, direction: np.ndarray) -> np.ndarray:

@@ -23,7 +23,17 @@ from tape.analyses import prune as _prune
 from tape.debug import nans, show
 from tape.errors import NonFiniteError, TapeError
 from tape.function import arguments, array_replay, call_records, format
-from tape.kernels._sweeps import replay, replay_gradient
+from tape.kernels._sweeps import (
+    first_failed,
+    forward_partials,
+    forward_partials_from,
+    forward_range,
+    forward_second,
+    forward_second_from,
+    replay,
+    replay_gradient,
+    replay_gradient_from,
+)
 from tape.kernels.array_ops import ACONSTANT, NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB
 from tape.records.storage import Storage
@@ -255,11 +265,26 @@ def call(F: Function, x: ArrayLike, params: ArrayLike | None = None) -> float | 
     else:
         failed = replay(F._op, F._in0, F._in1, F._val, F._consts, F._input_rows,
                         point, F._check_rows, F._check_expected)
+        if failed <= -2:  # stopped at a grouped record: forward_range has their rules
+            forward_range(F._op, F._in0, F._in1, F._val, F._consts, -2 - failed, len(F._op))
+            failed = first_failed(F._val, F._check_rows, F._check_expected)
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, call, F, point.reshape(F._input_shape))
     if array_replay.checking(F):
         check(F)
     return arguments.output(F, array_replay.outputs(F) if F._plans else F._val[F._output_rows])
+
+
+def partials(F: Function, second: bool, start: int, full: bool = False) -> Any:
+    """F's values and first (second: and second) partials from record start: forward_partials or forward_second,
+    which stop at a grouped record and return it (or -1); full: their _from kernels, which go on to the end (a
+    program without grouped ops never compiles their rules)."""
+    (p0, p1), (r0, r1), args = F._partials, F._targets, (F._op, F._in0, F._in1, F._val, F._consts)
+    if second:
+        assert F._second is not None
+        h0, h1, h2 = F._second[0]
+        return (forward_second_from if full else forward_second)(*args, p0, p1, h0, h1, h2, r0, r1, start)
+    return (forward_partials_from if full else forward_partials)(*args, p0, p1, r0, r1, start)
 
 
 def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -271,6 +296,10 @@ def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
         failed = replay_gradient(F._op, F._in0, F._in1, F._val, F._consts, F._partials,
                                  F._targets, F._adj, F._input_rows, point, F._check_rows,
                                  F._check_expected, F._output_rows, weights, grad)
+        if failed <= -2:  # stopped at a grouped record: forward_partials_from has their rules
+            failed = replay_gradient_from(F._op, F._in0, F._in1, F._val, F._consts, F._partials, F._targets, F._adj,
+                                          F._input_rows, F._check_rows, F._check_expected, F._output_rows, weights,
+                                          grad, -2 - failed)
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, reverse, F, point, weights)
     if F._plans:

@@ -43,7 +43,7 @@ from tape.base.numbers import real_array
 from tape.debug import nans, show
 from tape.debug.nans import branch_changed, caller
 from tape.errors import TapeError, TapeFullError
-from tape.kernels._sweeps import forward_sweep, reverse_range, reverse_sweep
+from tape.kernels._sweeps import reverse_range, reverse_sweep
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 from tape.sweeps import driver, fusion
@@ -211,7 +211,7 @@ class Storage(Arenas):
         if values is not None:
             self._val[start:stop] = values
         else:
-            forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, stop)
+            driver.forward_scalars(self._op, self._in0, self._in1, self._val, self._consts, start, stop)
         return np.arange(start, stop)
 
     def _append_consts(self, values: np.ndarray) -> np.ndarray:
@@ -311,7 +311,7 @@ class Storage(Arenas):
         if self._plans:
             driver.forward(self, start, self._n)
         else:
-            forward_sweep(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
+            driver.forward_scalars(self._op, self._in0, self._in1, self._val, self._consts, start, self._n)
 
     def _reverse(self, out: int, accumulate: bool, fused: bool = False, check: bool = True) -> int:
         """Reverse sweep from record ``out`` (seed 1) in a new generation (see Tape.backward).
