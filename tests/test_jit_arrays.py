@@ -137,6 +137,67 @@ def test_every_array_op_records_as_python():
     assert np.array_equal(yp._idx, yj._idx)
 
 
+# --- whole-array comparisons: np.where, tape.where, .all(), .any(), a branch on one element ------------------
+
+CONDITIONS = '''
+def f(xs, w, m):
+    ys = xs[::-1]
+    grid = xs.reshape((2, 2))
+    s = np.where(xs > 0.0, xs, 0.0 * xs).sum() + np.where(xs < ys, xs * ys, 2.0).sum()
+    s = s + tape.where(w >= xs, 1.5, xs).sum() + np.where(np.greater(xs, 0.5), w, xs[1]).sum()
+    s = s + np.where(grid <= m, grid, xs[:2]).sum() + np.where(2.0 * xs[0] != grid[0], 0.5, grid).sum()
+    s = s + np.where(m > 0.3, grid, w[1:3]).sum() + tape.where(w[:2] > 0.0, s, xs[:2]).sum()
+    if (xs > -5.0).all():
+        s = s + 1.0
+    if not (grid == 0.5 * w[:2]).any():
+        s = s * 2.0
+    if (xs > 0.85).any():
+        s = s * xs[3]
+    if xs[:1] > ys[:1]:
+        s = s - xs[0]
+    return s + np.where(xs[0] > xs[1], xs[2], 0.5)
+'''
+CONDITIONS_DATA = (np.array([1.5, -0.5, 2.0, 0.25]), np.array([[0.2, 0.5], [1.0, 0.1]]))
+
+
+@pytest.fixture(scope="module")
+def conditions():
+    py, jn = namespace(CONDITIONS)
+    return py["f"], jn["f"]
+
+
+def test_array_comparisons_record_as_python(conditions):
+    """Selects of comparisons broadcast between 1-d and 2-d Var arrays, NumPy arrays, Vars and numbers (and of NumPy
+    masks), and every element's comparison checked by .all(), .any() and a one-element branch, named by line."""
+    f, jf = conditions
+    x0 = np.array([0.3, -0.7, 0.9, 0.45])
+    tapes = []
+    for g in (f, jf):
+        t = tape.Tape()
+        tapes.append((t, g(t.array(x0), *CONDITIONS_DATA)))
+    (tp, yp), (tj, yj) = tapes
+    same_records(tp, tj)
+    assert yp.index == yj.index and len(tj._checks) == 4 + 4 + 4 + 1
+    vp, gp = tape.value_and_grad(f)(x0, *CONDITIONS_DATA)
+    vj, gj = tape.value_and_grad(jf)(x0, *CONDITIONS_DATA)
+    assert vp == vj and np.array_equal(gp, gj)
+    assert np.allclose(gj, central(lambda x: jf(x, *CONDITIONS_DATA), x0), rtol=1e-6, atol=1e-8)
+    assert vj == pytest.approx(jf(x0, *CONDITIONS_DATA), rel=1e-14)  # numba on plain numbers (sums in order)
+
+
+def test_a_flipped_array_comparison_names_its_line(conditions):
+    f, jf = conditions
+    x0, flipped, selected = np.array([0.3, -0.7, 0.9, 0.45]), np.array([0.3, -0.7, 0.8, 0.45]), np.array(
+        [-0.3, -0.7, 0.9, 0.45])
+    F = tape.trace(jf, x0, data=CONDITIONS_DATA)
+    assert F(selected) == pytest.approx(jf(selected, *CONDITIONS_DATA), rel=1e-14)  # selects are data: no check
+    line = CONDITIONS.splitlines().index("    if (xs > 0.85).any():") + 1
+    with pytest.raises(tape.BranchChanged, match=rf"{jf.py_func.__code__.co_filename}:{line}\b"):
+        F(flipped)
+    R = tape.trace(jf, x0, data=CONDITIONS_DATA, on_branch_change="retrace")
+    assert R(flipped) == tape.trace(f, flipped, data=CONDITIONS_DATA)(flipped)
+
+
 # --- idioms only Numba code has, helpers, swaps -------------------------------------------------------------
 
 IDIOMS = '''
@@ -210,6 +271,8 @@ def f(xs, mode):
         return xs[7]
     if mode == 2:
         return (xs[:2] + xs).sum()
+    if mode == 3:
+        return xs[0] if xs > 0.0 else xs[1]
     u[1] = xs[9]
     return u[0]
 
@@ -224,7 +287,8 @@ def g(xs):
     (0, ValueError, "read before anything was written to it"),
     (1, IndexError, "index out of range of a Var array"),
     (2, ValueError, "could not be broadcast together"),
-    (3, IndexError, "index out of range of a Var array"),
+    (3, ValueError, "the truth value of an array comparison with more than one element is ambiguous"),
+    (4, IndexError, "index out of range of a Var array"),
 ])
 def test_wrong_element_use_raises_clearly(mode, error, message):
     jf = namespace(ERRORS)[1]["f"]  # tape.jit(cache=True)
@@ -244,7 +308,8 @@ def test_returning_elements_never_written_is_refused():
     ("    return xs[xs[0]]", "tape.jit: index a Var array with integers, slices or integer arrays, not with"),
     ("    a = np.zeros(3)\n    a[0] = xs[0]\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
     ("    a = np.zeros(3)\n    a[:] = xs\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
-    ("    return np.where(xs > 0.0, xs, 0.0).sum()", "tape.jit: comparisons of whole Var arrays"),
+    ("    return np.all(xs > 0.0)", "tape.jit: all(tape.ArrayCondition(gt, tape.VarArray(1d, C), float64)) is not "),
+    ("    return (xs > 0.0).sum()", "tape.jit: tape.ArrayCondition has no attribute 'sum'"),
     ("    return np.zeros((2, 2, 2), dtype=xs.dtype).sum()", "tape.jit: Var arrays are 1-d or 2-d"),
 ])
 def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):

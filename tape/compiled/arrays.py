@@ -390,18 +390,31 @@ def _records_of(x, p):
     return lambda x, p: x
 
 
+def operand(typ) -> bool:
+    """A Var array, a NumPy array of numbers, a Var or a number."""
+    return is_array(typ) or is_data(typ) or is_var(typ) or is_number(typ)
+
+
+def of_arrays(x, y) -> bool:
+    """Operands of an op giving a Var array: a Var array and another operand, or a NumPy array and a Var."""
+    arrays = [v for v in (x, y) if is_array(v) or is_data(v)]
+    return operand(x) and operand(y) and (any(map(is_array, arrays)) or bool(arrays) and (is_var(x) or is_var(y)))
+
+
+def tape_of_pair(x, y):
+    """A jitted function of (x, y): the tape of x if it is a Var array (or a Var beside no Var array), else y's."""
+    return hot(lambda x, y: x.tape) if is_array(x) or (is_var(x) and not is_array(y)) else hot(lambda x, y: y.tape)
+
+
 def binary_array(vv, constants: bool = False):
     """The overload of an arithmetic spelling on Var arrays (with Vars, numbers, NumPy arrays): vv
     (Var <op> Var, numbers as unrecorded Vars) per element of the broadcast shape. ``constants``: the
     op has no const op, so numbers become constant records first (records_of)."""
     def typer(x, y):
-        arrays = [v for v in (x, y) if is_array(v) or is_data(v)]
-        if not (any(map(is_array, arrays)) or (arrays and (is_var(x) or is_var(y)))) or not all(
-                is_array(v) or is_data(v) or is_var(v) or is_number(v) for v in (x, y)):
-            return None  # a Var array and another operand, or a NumPy array and a Var
+        if not of_arrays(x, y):
+            return None
         make, store = _result(_ndim(x, y))
-        first = x if is_array(x) or (is_var(x) and not is_array(y)) else y
-        tape_of = hot(lambda x, y: x.tape) if first is x else hot(lambda x, y: y.tape)
+        tape_of = tape_of_pair(x, y)
 
         def impl(x, y):
             p = tape_of(x, y)

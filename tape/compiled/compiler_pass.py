@@ -1,8 +1,8 @@
-"""tape.jit's compiler pass: branches, builtin max/min and plain numba.njit helpers say where they are.
+"""tape.jit's compiler pass: branches, builtin max/min, .all()/.any() and numba.njit helpers say where they are.
 
 Numba's interpreter inserts ``bool()`` before every branch; BranchLines rewrites it into
 ``branch(x, file_id << 24 | line)`` so that a checked branch carries its file:line, and
-rewrites ``max``/``min`` calls and plain numba.njit helpers likewise. The Numba internals it
+rewrites ``max``/``min`` and ``.all()``/``.any()`` calls and plain numba.njit helpers likewise. The Numba internals it
 uses (the IR, ``register_pass``, the pass-manager API) are listed in tape/compiled/numba_internals.py.
 """
 
@@ -43,6 +43,16 @@ def min_over(xs, where):
     return min(xs)
 
 
+def all_of(x, where):
+    """What ``x.all()`` becomes in a tape.jit function (overloaded in tape.compiled.conditions)."""
+    return x.all()
+
+
+def any_of(x, where):
+    """What ``x.any()`` becomes in a tape.jit function (overloaded in tape.compiled.conditions)."""
+    return x.any()
+
+
 def _maker(fn):
     def make(*args, **kwargs):
         return fn(*args, **kwargs)
@@ -57,6 +67,7 @@ MAKERS = {fn: _maker(fn) for fn in (np.empty, np.zeros, np.ones, np.full, np.emp
                                     np.ones_like, np.full_like)}
 MINMAX = {max: max_of, min: min_of}
 OVER = {max: max_over, min: min_over}
+TRUTHS = {"all": all_of, "any": any_of}
 HELPERS: dict = {}  # a plain numba.njit helper -> its recompile with BranchLines
 
 
@@ -93,7 +104,8 @@ def _maker_of(value, globals_: dict):
 class BranchLines(FunctionPass):
     """Rewrite the interpreter's ``$bool<offset> = global(bool); $pred = $bool(x)`` before each
     branch into ``branch(x, file_id << 24 | line)``, ``max(a, b, ...)`` into ``max_of(max_of(a, b,
-    where), ..., where)``, ``max(xs)`` into ``max_over(xs, where)`` (min alike), and a plain
+    where), ..., where)``, ``max(xs)`` into ``max_over(xs, where)`` (min alike), ``x.all()`` into
+    ``all_of(x, where)`` (any alike), and a plain
     numba.njit helper into its recompile by this pipeline, np.empty and friends into MAKERS'."""
 
     _name = "tape_branch_lines"
@@ -107,6 +119,9 @@ class BranchLines(FunctionPass):
         globals_ = {stmt.target.name: stmt.value.value for block in blocks for stmt in block.body
                     if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)
                     and stmt.target.name.startswith("$")}
+        truths = {stmt.target.name: stmt.value for block in blocks for stmt in block.body
+                  if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "getattr"
+                  and stmt.value.attr in TRUTHS}
         for label, block in state.func_ir.blocks.items():
             body: list = []
             for stmt in block.body:
@@ -130,6 +145,14 @@ class BranchLines(FunctionPass):
                         where = self._where(block, label, body, stmt.loc)
                         fn_var = self._global(block, label, body, OVER[fn].__name__, OVER[fn], stmt.loc)
                         stmt = ir.Assign(ir.Expr.call(fn_var, [args[0], where], (), stmt.loc), stmt.target, stmt.loc)
+                        changed = True
+                    elif stmt.value.func.name in truths and not args:
+                        method = truths[stmt.value.func.name]
+                        where = self._where(block, label, body, stmt.loc)
+                        fn_var = self._global(block, label, body, TRUTHS[method.attr].__name__, TRUTHS[method.attr],
+                                              stmt.loc)
+                        stmt = ir.Assign(ir.Expr.call(fn_var, [method.value, where], (), stmt.loc), stmt.target,
+                                         stmt.loc)
                         changed = True
                     elif (fn is max or fn is min) and len(args) >= 2:
                         where = self._where(block, label, body, stmt.loc)
@@ -172,4 +195,5 @@ class Pipeline(CompilerBase):
         return [pm]
 
 
-__all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "Pipeline", "BranchLines", "MAKERS"]
+__all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "all_of", "any_of", "Pipeline", "BranchLines",
+           "MAKERS"]

@@ -24,7 +24,7 @@ import numpy as np
 from numba.extending import overload, typeof_impl
 
 from tape.arrays.varray import VarArray
-from tape.compiled import overloads  # noqa: F401  # registers the overloads
+from tape.compiled import conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, file_id, types, where_of

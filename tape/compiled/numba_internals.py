@@ -168,6 +168,18 @@ class VarDTypeType(types.Type):
         super().__init__(name="tape.VarDType")
 
 
+class ArrayConditionType(types.Type):
+    """``x <op> y`` with a Var array among x and y (tape/compiled/conditions.py): its operands, not yet recorded."""
+
+    def __init__(self, op: str, x, y):
+        self.op, self.x, self.y = op, x, y
+        super().__init__(name=f"tape.ArrayCondition({op}, {x}, {y})")
+
+
+register_model(ArrayConditionType)(lambda dmm, fe_type: models.StructModel(dmm, fe_type, [("x", fe_type.x),
+                                                                                           ("y", fe_type.y)]))
+make_attribute_wrapper(ArrayConditionType, "x", "x")
+make_attribute_wrapper(ArrayConditionType, "y", "y")
 var_type, condition_type, var_dtype_type = VarType(), ConditionType(), VarDTypeType()
 # A Var's tape is its meminfo pointer, borrowed: no reference counts on copies (the driver and the
 # inputs hold the tape; Vars never outlive the call). Records are read and appended through it below.
@@ -323,6 +335,18 @@ def make_dtype(typingctx, p):
     def codegen(context, builder, sig, args):
         return _struct(context, builder, var_dtype_type, {"tape": (args[0], None)})
     return var_dtype_type(types.voidptr), codegen
+
+
+@intrinsic
+def make_array_condition(typingctx, op, x, y):
+    """An ArrayCondition ``x <op> y`` (op a string literal: a name of COMPARISONS)."""
+    if not isinstance(op, types.StringLiteral):
+        return None
+    typ = ArrayConditionType(op.literal_value, x, y)
+
+    def codegen(context, builder, sig, args):
+        return _struct(context, builder, typ, {"x": (args[1], x), "y": (args[2], y)})
+    return typ(op, x, y), codegen
 
 
 def _borrow(context, builder, typ, value):
@@ -497,4 +521,4 @@ __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
            "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED", "arena_room",
-           "want", "carve", "borrowed", "give_back"]
+           "want", "carve", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]

@@ -23,7 +23,7 @@ from tape.compiled import makers, reductions  # noqa: F401  # register np.empty 
 from tape.compiled._recorders import ARITHMETIC, COMPARISONS, UNARY, compare_value
 from tape.compiled.arrays import binary_array, inplace_array, unary_array
 from tape.compiled.compiler_pass import branch, max_of, max_over, min_of, min_over
-from tape.compiled.numba_internals import TypingError, VarArrayType, condition_type, types
+from tape.compiled.numba_internals import ArrayConditionType, TypingError, VarArrayType, condition_type, types
 from tape.compiled.recording import (
     as_var,
     constant_record,
@@ -72,7 +72,7 @@ def _branch(x, where):
         return lambda x, where: check(x, where)
     if is_var(x):
         raise TypingError(TRUTH)
-    return lambda x, where: bool(x)
+    return None if isinstance(x, ArrayConditionType) else lambda x, where: bool(x)  # the former: conditions.py
 
 
 @overload(bool)
@@ -173,9 +173,6 @@ def binary(vv, vc, cv, value, numbers: bool):
 
 def comparison(vv):
     def typer(x, y):
-        if isinstance(x, VarArrayType) or isinstance(y, VarArrayType):
-            raise TypingError("tape.jit: comparisons of whole Var arrays (a > b, np.where(a > 0, a, 0.0)) are not "
-                              "supported; compare elements (if a[i] > 0.0:) or use tape.where per element")
         if not (is_var(x) or is_var(y)) or not all(is_var(v) or is_number(v) for v in (x, y)):
             return None
         cx, cy = as_var(x), as_var(y)
