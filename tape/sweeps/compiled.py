@@ -257,7 +257,7 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
 PRIMED = frozenset(OPCODE[name] for name, (x, _, _) in LOOPED.items() if x != "a")
 
 
-def _moved(row: np.ndarray) -> bool:
+def _scratched(row: np.ndarray) -> bool:
     """Whether an elementwise row uses scratch: it gathers a view or sums one back (a view not laid out as the
     output, unless it is a constant's one number, which the kernels load once: their ``_number``, view 1 first),
     or its NumPy loop reads a value made there (PRIMED)."""
@@ -272,7 +272,7 @@ def _moved(row: np.ndarray) -> bool:
 def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
-    size = max(max((int(row[4]) for row in table if row[0] == kernels.ELEMENTWISE and _moved(row)), default=1),
+    size = max(max((int(row[4]) for row in table if row[0] == kernels.ELEMENTWISE and _scratched(row)), default=1),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)))
     return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back), the contributions and their sum
     # back
