@@ -5,6 +5,8 @@ views, 0-d constants) at edge values, sums over every pattern of axes and layout
 axes, beside kinds they do not run; against central differences; and not used before the kernels are compiled."""
 
 import operator
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -384,3 +386,46 @@ def test_runs_of_places(places):
         return
     assert [r[0] for r in runs] == list(np.cumsum([0] + [r[2] for r in runs[:-1]]))
     assert np.array_equal(np.concatenate([place + step * np.arange(n) for _, place, n, step in runs]), places)
+
+
+SHORT_SCRATCH = """
+import numpy as np, tape
+from tape.records import array_records
+from tape.sweeps import compiled
+array_records.SMALL = 1
+compiled.ready = lambda s, runs: True
+kernels, S, W = compiled.kernels, (2, 3, 8), np.linspace(0.5, 1.5, 64)
+PROGRAMS = {  # a kind of scratch use: (the program, the sweeps that use it)
+    "a gathered operand": (lambda x: (x[:48].reshape(S) * x[50:58]).sum(), ("forward", "reverse")),
+    "sigmoid's exp(-|a|)": (lambda x: (tape.sigmoid(x[:48].reshape(S)) * W[:8]).sum(), ("forward",)),
+    "a number summed back": (lambda x: (x[:48].reshape(S) * x[50]).sum(), ("reverse",)),
+    "a matmul's products back": (lambda x: (x[:30].reshape(6, 5) @ x[30:50].reshape(5, 4) * W[:4]).sum(),
+                                 ("reverse",)),
+}
+if "exp" not in kernels.LOOPS:  # (sigmoid is NumPy's step then)
+    del PROGRAMS["sigmoid's exp(-|a|)"]
+if not kernels.BLAS:
+    del PROGRAMS["a matmul's products back"]
+short = np.empty((4, 1))
+sweeps = {"forward": lambda s, table, scratch: kernels.forward(table, s._aval, short),
+          "reverse": lambda s, table, scratch, gen, keep, check: kernels.reverse(
+              table, s._aval, s._aadj, s._stamp, gen, keep, short, check)}
+for name, (f, sides) in PROGRAMS.items():
+    for side in sides:
+        kept = getattr(compiled, side)
+        setattr(compiled, side, sweeps[side])
+        try:
+            tape.trace(f, np.linspace(-1.0, 1.0, 64)).value_and_grad(np.linspace(-1.0, 1.0, 64))
+            print(name, side, "wrote past its scratch")
+        except IndexError as error:
+            assert "scratch is shorter than a record" in str(error), error
+        setattr(compiled, side, kept)
+print("done")
+"""
+
+
+def test_a_short_scratch_is_refused_not_written_past():
+    """Every way the kernels use a table's scratch checks its length first (Numba checks no bounds): a scratch
+    shorter than tape/sweeps/compiled.py sizes it is an IndexError, in a subprocess (a miss could crash)."""
+    result = subprocess.run([sys.executable, "-c", SHORT_SCRATCH], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip().splitlines() == ["done"], result.stdout + result.stderr

@@ -52,7 +52,7 @@ def _values(op: ops.Op) -> list[str]:
         return _loop("Y", op.forward, " " * 12, op.kind == "binary")
     x, ufunc, y = ops.LOOPED[op.name]  # v = ufunc(x) by NumPy's loop (x into B: a unary op's B is scratch), then y
     ind = " " * 12
-    before = _loop("B", x, ind, False) if x != "a" else []
+    before = [f"{ind}_room(B, n)", *_loop("B", x, ind, False)] if x != "a" else []
     after = _loop("Y", y, ind, False) if y != "v" else []
     return [*before, f"{ind}at = _framed(frame, {'B' if before else 'A'}, Y, n)",
             f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *after]
@@ -98,6 +98,14 @@ dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I
 """
 
 DRIVER = '''@jit
+def _room(buffer, n):
+    """Refuse to write n elements into a scratch row shorter than n (Numba checks no bounds: a row that
+    tape/sweeps/compiled.py sized wrongly would otherwise be written past)."""
+    if n > len(buffer):
+        raise IndexError("tape: a compiled array sweep's scratch is shorter than a record (a bug in its sizing)")
+
+
+@jit
 def _framed(frame, X, Y, n):
     """frame's address, set to the arguments NumPy passes its unary loop over n contiguous elements: the pointers
     args = (X, Y), the count, and the steps (8, 8) in bytes (kernels/ufuncs.py)."""
@@ -134,6 +142,7 @@ def _operand(t, q, aval, buffer, number):
     base, n = t[f + BASE], t[SIZE]
     if number == q + 1 or _same(t, f):
         return aval[base:base + (1 if number == q + 1 else n)]
+    _room(buffer, n)
     s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
     e = 0
     for i0 in range(t[SHAPE]):
@@ -192,6 +201,8 @@ def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     if _same(t, f):  # the view laid out as the output: one pass, products added as made
         sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number)
         return
+    _room(c, n)
+    _room(total, n)
     c[:n] = 0.0  # (0.0 + each product: its sum back, from 0.0, is the same)
     sends(t[OP], q, A, B, y, g, c, n, number)
     kept = _summed(t, f, c, total)
@@ -347,6 +358,7 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
         f = VIEWS + VIEW * q
         if t[f + WANT] == 0:
             continue
+        _room(C, n * k if q == 0 else k * m)
         if q == 0:
             rows, cols = n, k
             _checked(aadj, out, m, 1, aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], C, n, m, k, check)
