@@ -105,9 +105,10 @@ def reverse(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array,
                 if kind == 2:  # a number: sent nowhere (and what its partial reads may not be recomputed)
                     continue
                 p = eval(rule["da" if side == 0 else "db"], {"sqrt": np.sqrt, "a": a, "b": b, "y": S[k]})
-                c = np.where((g != 0.0) & (p != 0.0), g * p, 0.0)
+                c = np.zeros(n)
+                np.multiply(g, p, out=c, where=(g != 0.0) & (p != 0.0))  # a zero partial or adjoint sends +0.0
                 if kind == 0 and held[i]:
-                    G[i] = G[i] + c
+                    G[i] += c
                 elif kind == 0:
                     G[i], held[i] = c, True
                 else:
