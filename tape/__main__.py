@@ -10,7 +10,7 @@ import numpy as np
 
 import tape
 from tape.kernels.compiling import cache_dir
-from tape.sweeps import compiled
+from tape.sweeps import compiled, fusion
 
 USAGE = """usage: python -m tape warmup          compile every Numba kernel now (once per environment)
        python -m tape cache [--clear]  where the compiled kernels are cached (and remove them)"""
@@ -33,6 +33,7 @@ def warmup() -> None:
     H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum() * tape.exp(v[1]) + v[2] * v[3],
                    np.linspace(0.0, 1.0, 2000))  # arrays, and scalar records between them
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
+    fusion.FORWARD.ready = fusion.REVERSE.ready = True  # the fused kernels, not their NumPy twins
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))
     C = tape.trace(lambda v: np.cumprod(v).sum(), np.ones(2000))  # the scans' compiled rules

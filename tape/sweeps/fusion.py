@@ -18,6 +18,9 @@ Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call pe
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -25,13 +28,43 @@ import numpy as np
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
 from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
-from tape.sweeps import driver
+from tape.sweeps import driver, fused_numpy
 from tape.sweeps import live as _live
 from tape.sweeps.driver import Plan, View, whole
 
 # a Tape's one reverse sweep fuses runs of arrays from this size: finding a run costs about 50 µs, which 10^4 elements
 # do not win back (value_and_grad ms fused vs not: heat 10^4 x 500, 226 vs 183; stencil 10^5, 4.4 vs 5.5)
 TAPE_RUNS = 2**15
+
+
+class Tiered:
+    """A fused kernel, or its NumPy twin (tape/sweeps/fused_numpy.py: the same bits, 10-30x slower) until the kernel
+    is compiled in this process or cached on disk, or the twin has run ``payback`` seconds in this process, about
+    the kernel's compile (a cold first gradient of Rosenbrock at 10^6 took 7.6 s, 4.4 s of it compiling the two)."""
+
+    def __init__(self, kernel: Any, twin: Callable[..., Any], payback: float):
+        self.kernel, self.twin, self.payback = kernel, twin, payback
+        self.ready = False
+        self.spent: float | None = None  # seconds in the twin; None until the first call looks for the cache
+
+    def __call__(self, twinned: bool, *args: Any) -> Any:
+        if self.ready:
+            return self.kernel(*args)
+        if self.spent is None:
+            self.spent = 0.0
+            self.ready = bool(self.kernel.signatures) or os.path.exists(self.kernel._cache._cache_file._index_path)
+        if self.ready or not twinned or self.spent >= self.payback:
+            self.ready = True
+            return self.kernel(*args)
+        start = time.perf_counter()
+        try:
+            return self.twin(*args)
+        finally:
+            self.spent += time.perf_counter() - start
+
+
+FORWARD = Tiered(fused_forward, fused_numpy.forward, 1.0)  # compiled in 1.1 CPU-s (cold, quiet 2-core machine)
+REVERSE = Tiered(fused_reverse, fused_numpy.reverse, 3.0)  # 3.3 CPU-s
 
 
 class Run(NamedTuple):
@@ -47,11 +80,12 @@ class Run(NamedTuple):
     total_at: int  # its place in the arenas
     members: np.ndarray  # the members' rows
     dead: frozenset[int]  # the array records between its first row and its last that no root depends on
+    twinned: bool  # whether NumPy can run it with the kernels' bits (fused_numpy.py)
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
         code, ka, ia, kb, ib, imm, ext = self.program
-        value = fused_forward(code, ka, ia, kb, ib, imm, ext, self.live, self.rows_cols[0], self.rows_cols[1], s._aval)
+        value = FORWARD(self.twinned, code, ka, ia, kb, ib, imm, ext, self.live, *self.rows_cols, s._aval)
         if self.total >= 0:
             s._aval[self.total_at] = value
 
@@ -64,8 +98,8 @@ class Run(NamedTuple):
         for j in self.inputs:
             driver._prepared(s, j, gen, keep)
         code, ka, ia, kb, ib, imm, ext = self.program
-        fused_reverse(code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, self.rows_cols[0], self.rows_cols[1],
-                      s._aval, s._aadj)
+        REVERSE(self.twinned, code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, *self.rows_cols, s._aval,
+                s._aadj)
 
 
 class Readers(NamedTuple):
@@ -212,7 +246,8 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     order = tuple(p.row for p in members) + ((total.row,) if total else ())
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
     return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
-                total.offset if total else -1, np.array([p.row for p in members], np.int64), dead)]
+                total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
+                fused_numpy.twinned(code, kb, ib, program[5], ext))]
 
 
 def _recycled(s: Any, ext_rows: list[int], need: np.ndarray, ka: np.ndarray, ia: np.ndarray, kb: np.ndarray,
