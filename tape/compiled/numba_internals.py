@@ -10,7 +10,8 @@ out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``), struct proxies (b
 interpreter inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin max/min calls and
 swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for
 recompiles by this pipeline), the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
-``iternext_impl`` (``for v in xs``). A Numba release that changes one of these breaks tape.jit here and in
+``iternext_impl`` (``for v in xs``), and ``FunctionCache``/``IndexDataCacheFile`` set as a dispatcher's ``_cache``
+(a cached f's driver, kept as f is). A Numba release that changes one of these breaks tape.jit here and in
 tape/compiled/compiler_pass.py, and only there (``typeof_impl`` in tape/compiled/jit.py, the public extension API,
 makes a JitFunction its dispatcher inside jitted code).
 """
@@ -25,6 +26,7 @@ import llvmlite.binding as llvm
 import numba
 from numba import types
 from numba.core import cgutils
+from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.errors import TypingError
 from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin, lower_getattr
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
@@ -86,6 +88,14 @@ class JitCacheLocator(_UserWide):  # type: ignore[misc]
 
 if JitCacheLocator not in _CacheImpl._locator_classes:
     _CacheImpl._locator_classes.insert(0, JitCacheLocator)
+
+
+def cache_as(dispatcher, user) -> None:
+    """Let ``dispatcher`` (a tape.jit driver, which links f in) load and save its machine code as f = ``user`` is
+    cached (f's folder and file stamp, f's code and closure in every key), in an index of its own."""
+    cache = dispatcher._cache = FunctionCache(user)
+    cache._cache_file = IndexDataCacheFile(cache.cache_path, cache._impl.filename_base + "-driver",
+                                           cache._impl.locator.get_source_stamp())
 
 
 # --- the tape inside jitted code -------------------------------------------------------------
@@ -520,5 +530,5 @@ def external(name: str, address: int, signature) -> types.ExternalFunction:
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
-           "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED", "arena_room",
-           "want", "carve", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]
+           "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED", "cache_as",
+           "arena_room", "want", "carve", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]
