@@ -58,6 +58,7 @@ class Function:
     _check_rows: np.ndarray
     _check_expected: np.ndarray
     _check_where: np.ndarray
+    _grouped: bool  # whether any record is a grouped op (replays start in the kernels that have their rules)
     _input_shape: tuple[int, ...]
     _output_shape: tuple[int, ...]
     # working memory of value_and_grad (partials, their targets, adjoints) and of the hvp (second partials, adj_dot)
