@@ -100,7 +100,7 @@ def _driver(user: Any, cache: bool) -> Callable[..., Any]:
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
         return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
     if cache:
-        cache_as(drive, user.py_func)
+        cache_as(drive, user.py_func, "-driver")
     return drive
 
 
@@ -122,6 +122,8 @@ class JitFunction:
         elif inspect.getmodule(fn) is None and fn.__module__ is not None:
             fn = _without_module(fn)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
+        if cache:
+            cache_as(self.dispatcher, fn, "")
         self._drive = _driver(self.dispatcher, cache)
         self._plain: Any = None  # f compiled for plain numbers, on the first call with them (cached as f is)
         self._cache = cache
@@ -131,6 +133,8 @@ class JitFunction:
         if _numbers(xs):  # plain numbers: f's value, compiled as numba.njit compiles it (nothing recorded)
             if self._plain is None:
                 self._plain = numba.njit(pipeline_class=Pipeline, cache=self._cache, **OPTIONS)(self.dispatcher.py_func)
+                if self._cache:
+                    cache_as(self._plain, self.py_func, "")
             return self._plain(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         t, rows = _tape_and_rows(xs)
         idx, vals, form = self._record(t, rows, data)
@@ -349,7 +353,8 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     call it with a list of Vars of one tape): the records are the Python recorder's for the same
     source, bit for bit. Called with plain numbers (a list or array of floats) it returns f's value as
     numba.njit computes it. ``cache=True`` keeps the compiled code across processes (refused for a
-    recursive f).
+    recursive f): a new process loads it and compiles nothing, and compiles again where f's file, the
+    values of the globals f reads or the jitted functions it calls changed.
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)
