@@ -128,7 +128,7 @@ class Function:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"_grouped": True, **state})  # pickled before the flag: the kernels that take any op
         self._lock = threading.RLock()
         replay.LIVE.add(self)
 
