@@ -245,7 +245,7 @@ def test_threads_record_separate_jitted_tapes_at_once(name):
 # --- the cache across processes ----------------------------------------------------------------
 
 CACHED = '''
-import sys, time
+import os, sys, time
 import numpy as np
 import tape
 
@@ -253,34 +253,38 @@ def f(xs, steps):
     x, k = xs[0], xs[1]
     for i in range(steps):
         if x * k > 1.0:
-            x = x + tape.sin(x) * 0.1
+            x = x + tape.sin(x) * STEP
         else:
             x = x * 1.5 + 0.01
     return x
 
+STEP = float(os.environ.get("STEP", "0.1"))  # a global: Numba freezes its value into f's machine code
 start = time.perf_counter()
 jf = tape.jit(f, cache=True)
 t = tape.Tape()
 jf(t.vars([0.05, 3.0]), 40)
 took = time.perf_counter() - start
 n = len(t)
-hits, misses = sum(jf.dispatcher.stats.cache_hits.values()), sum(jf.dispatcher.stats.cache_misses.values())
+stats = (jf.dispatcher.stats, jf._drive.stats)  # f and its driver (which links f in)
+hits, misses = (sum(sum(getattr(s, k).values()) for s in stats) for k in ("cache_hits", "cache_misses"))
 np.savez(sys.argv[1], op=t._op[:n], in0=t._in0[:n], in1=t._in1[:n], val=t._val[:n], consts=t._consts[:t.n_consts],
          rows=[r for r, _, _ in t._checks], outs=[o for _, o, _ in t._checks])
 print(hits, misses, repr(took), sorted({w for _, _, w in t._checks}), jf.dispatcher._cache._cache_path)
 '''
 
 
-@pytest.mark.slow  # two fresh processes: one compiles a tape.jit program, one loads it
+@pytest.mark.slow  # fresh processes: one compiles a tape.jit program, one loads it, two compile it changed
 def test_cache_true_reloads_in_a_fresh_process(tmp_path):
     script = tmp_path / "cached_program.py"
     script.write_text(textwrap.dedent(CACHED))
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
     runs = []
     try:
-        for k in range(2):
+        for k in range(4):
+            if k == 2:  # an edit of the same size: only the file's stamp and f's code tell
+                script.write_text(textwrap.dedent(CACHED).replace("x * 1.5 + 0.01", "x * 1.5 + 0.02"))
             out = subprocess.run([sys.executable, str(script), str(tmp_path / f"r{k}.npz")], capture_output=True,
-                                 text=True, env=env, timeout=300)
+                                 text=True, env=env if k < 3 else {**env, "STEP": "0.3"}, timeout=300)
             assert out.returncode == 0, out.stderr
             hits, misses, took, rest = out.stdout.split(maxsplit=3)
             runs.append((int(hits), int(misses), float(took), rest))
@@ -288,13 +292,51 @@ def test_cache_true_reloads_in_a_fresh_process(tmp_path):
     finally:
         for line in (r[3] for r in runs):
             shutil.rmtree(line.rsplit(" ", 1)[-1], ignore_errors=True)  # this test's entry in the cache only
-    (h1, m1, _, rest1), (h2, m2, _, rest2) = runs
-    assert (h1, m1) == (0, 1) and (h2, m2) == (1, 0), "the second process did not load f from the cache"
+    (h1, m1, _, rest1), (h2, m2, _, rest2), (h3, m3, _, _), (h4, m4, _, _) = runs
+    assert (h1, m1) == (0, 2) and (h2, m2) == (1, 0), "the second process did not load the driver, f inside"
+    assert (h3, m3) == (0, 2), "the edited f was loaded from the cache"
+    assert (h4, m4) == (0, 2), "f was loaded from the cache with another value of a global it reads"
     assert rest1 == rest2 and f"{script}:9" in rest2  # the branch's file:line, from the cached code
-    first, second = np.load(tmp_path / "r0.npz"), np.load(tmp_path / "r1.npz")
+    first, second, edited, stepped = (np.load(tmp_path / f"r{k}.npz") for k in range(4))
     assert len(first["op"]) > 100 and len(first["rows"]) == 40
     for key in first.files:
         assert np.array_equal(first[key].view(np.uint8), second[key].view(np.uint8)), key
+    assert 0.02 in edited["consts"] and 0.02 not in first["consts"]
+    assert 0.3 in stepped["consts"] and 0.3 not in edited["consts"] and 0.1 in edited["consts"]
+
+
+EDITED_HELPER, CALLER = "import numba\n\n@numba.njit\ndef g(v):\n    return v * 0.5\n", '''
+import sys, tape
+sys.path.insert(0, sys.argv[1])
+import helper
+
+@tape.jit(cache=True)
+def f(xs):
+    return helper.g(xs[0])
+
+print(tape.grad(f)([1.0])[0], sum(f._drive.stats.cache_hits.values()), f.dispatcher._cache._cache_path)
+'''
+
+
+@pytest.mark.slow  # three fresh processes
+def test_cache_true_sees_an_edit_of_a_jitted_helper_in_another_file(tmp_path):
+    """Numba keys a cached f on f's own file: f calling an edited helper of another module would load the old code."""
+    (tmp_path / "helper.py").write_text(EDITED_HELPER)
+    (tmp_path / "caller.py").write_text(CALLER)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    runs = []
+    try:
+        for k in range(3):
+            if k == 2:
+                (tmp_path / "helper.py").write_text(EDITED_HELPER.replace("0.5", "0.7"))
+            out = subprocess.run([sys.executable, str(tmp_path / "caller.py"), str(tmp_path)], capture_output=True,
+                                 text=True, env=env, timeout=300)
+            assert out.returncode == 0, out.stderr
+            runs.append(out.stdout.split())
+    finally:
+        for run in runs:
+            shutil.rmtree(run[-1], ignore_errors=True)
+    assert [run[:2] for run in runs] == [["0.5", "0"], ["0.5", "1"], ["0.7", "0"]]
 
 
 # --- tapes that must not mix ---------------------------------------------------------------------

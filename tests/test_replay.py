@@ -39,11 +39,13 @@ def test_replay_equals_rerecording_bit_for_bit():
         np.testing.assert_array_equal(F.gradient(x), grad)
 
 
-def test_values_through_grouped_ops_between_plain_ones():
+@pytest.mark.parametrize("stale", [False, True])
+def test_values_through_grouped_ops_between_plain_ones(stale):
     """forward_sweep hands the first grouped record it meets to forward_range (tape/sweeps/driver.py,
     tape/function/replay.py), which computes it and every record after it, then the branch checks, and
     forward_partials to forward_partials_from: F(x), Tape.forward and recording a small array against the
-    values written out by hand, F's gradient and jvp against central differences of them."""
+    values written out by hand, F's gradient and jvp against central differences of them. A Function that
+    knows it has grouped records starts in the _from kernels; stale: one that does not know hands over."""
     def f(v):
         w = tape.log1p(v[0] * v[1] + tape.sin(v[0])) * v[1]  # a grouped op below and above plain ones
         z = tape.hypot(w, v[0]) + w * w  # a grouped pair
@@ -55,12 +57,16 @@ def test_values_through_grouped_ops_between_plain_ones():
         return math.tanh(z) * x if z > 1.0 else z * 0.5
 
     F, J, V = (tape.trace(f, [0.7, 1.3], on_branch_change="retrace") for _ in range(3))  # each its own partials
+    G = tape.trace(f, [0.7, 1.3])
+    for H in (F, J, V, G):
+        assert H._grouped
+        H._grouped = not stale
+    assert not tape.trace(lambda v: tape.sin(v[0]) * v[1], [0.7, 1.3])._grouped
     for x in ([0.7, 1.3], [0.9, 1.1], [1.4, 0.6], [0.1, 0.2]):
         assert F(x) == pytest.approx(by_hand(*x), rel=1e-15)
         slopes = [(by_hand(*(np.add(x, e))) - by_hand(*(np.subtract(x, e)))) / 2e-6 for e in ([1e-6, 0], [0, 1e-6])]
         assert J.jvp(x, [1.0, -2.0]) == pytest.approx(slopes[0] - 2.0 * slopes[1], rel=1e-7)
         assert V.gradient(x) == pytest.approx(slopes, rel=1e-7)
-    G = tape.trace(f, [0.7, 1.3])
     with pytest.raises(tape.BranchChanged):  # checked after forward_range: z < 1 at (0.1, 0.2)
         G([0.1, 0.2])
     t = tape.Tape()

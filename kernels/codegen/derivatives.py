@@ -146,6 +146,15 @@ def replay(op, in0, in1, val, consts, rows, x, checks, expected):
 
 
 @{JIT}
+def replay_from(op, in0, in1, val, consts, rows, x, checks, expected, start):
+    """replay on from record start (where forward_sweep stopped, or 0: a Function with grouped records starts here),
+    grouped records included; the first failed check, or -1."""
+    set_inputs(rows, x, val)
+    forward_range(op, in0, in1, val, consts, start, len(op))
+    return first_failed(val, checks, expected)
+
+
+@{JIT}
 def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
     """Values and first partials at x; returns the first failed check, or -1; or -2 - r as replay_second."""
     set_inputs(rows, x, val)
@@ -179,9 +188,10 @@ def replay_gradient(op, in0, in1, val, consts, partials, targets, adj, rows, x, 
 
 
 @{JIT}
-def replay_gradient_from(op, in0, in1, val, consts, partials, targets, adj, rows, checks, expected,
+def replay_gradient_from(op, in0, in1, val, consts, partials, targets, adj, rows, x, checks, expected,
                          seeds, weights, grad, start):
-    """replay_gradient on from grouped record start, where forward_partials stopped: one call."""
+    """replay_gradient on from record start (where forward_partials stopped, or 0 as replay_from): one call."""
+    set_inputs(rows, x, val)
     forward_partials_from(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], start)
     return gradient_of_partials(val, partials, targets, adj, rows, checks, expected, seeds, weights, grad)
 

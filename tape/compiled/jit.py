@@ -27,7 +27,7 @@ from tape.arrays.varray import VarArray
 from tape.compiled import conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.compiler_pass import Pipeline
-from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, file_id, types, where_of
+from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, cache_as, file_id, types, where_of
 from tape.compiled.recording import (
     OPTIONS,
     SEQUENCE,
@@ -91,13 +91,16 @@ def _tupled(size: int) -> Callable[..., Any]:
     return namespace["tupled"]
 
 
-def _driver(user: Callable[..., Any]) -> Callable[..., Any]:
-    """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs."""
+def _driver(user: Any, cache: bool) -> Callable[..., Any]:
+    """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs (cached as
+    f is, with cache: a new process loads it, f inside, and compiles nothing)."""
     @numba.njit(**OPTIONS)
     def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
         return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
+    if cache:
+        cache_as(drive, user.py_func, "-driver")
     return drive
 
 
@@ -119,7 +122,9 @@ class JitFunction:
         elif inspect.getmodule(fn) is None and fn.__module__ is not None:
             fn = _without_module(fn)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
-        self._drive = _driver(self.dispatcher)
+        if cache:
+            cache_as(self.dispatcher, fn, "")
+        self._drive = _driver(self.dispatcher, cache)
         self._plain: Any = None  # f compiled for plain numbers, on the first call with them (cached as f is)
         self._cache = cache
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
@@ -128,6 +133,8 @@ class JitFunction:
         if _numbers(xs):  # plain numbers: f's value, compiled as numba.njit compiles it (nothing recorded)
             if self._plain is None:
                 self._plain = numba.njit(pipeline_class=Pipeline, cache=self._cache, **OPTIONS)(self.dispatcher.py_func)
+                if self._cache:
+                    cache_as(self._plain, self.py_func, "")
             return self._plain(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         t, rows = _tape_and_rows(xs)
         idx, vals, form = self._record(t, rows, data)
@@ -346,7 +353,8 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     call it with a list of Vars of one tape): the records are the Python recorder's for the same
     source, bit for bit. Called with plain numbers (a list or array of floats) it returns f's value as
     numba.njit computes it. ``cache=True`` keeps the compiled code across processes (refused for a
-    recursive f).
+    recursive f): a new process loads it and compiles nothing, and compiles again where f's file, the
+    values of the globals f reads or the jitted functions it calls changed.
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)

@@ -58,6 +58,7 @@ class Function:
     _check_rows: np.ndarray
     _check_expected: np.ndarray
     _check_where: np.ndarray
+    _grouped: bool  # whether any record is a grouped op (replays start in the kernels that have their rules)
     _input_shape: tuple[int, ...]
     _output_shape: tuple[int, ...]
     # working memory of value_and_grad (partials, their targets, adjoints) and of the hvp (second partials, adj_dot)
@@ -127,7 +128,7 @@ class Function:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"_grouped": True, **state})  # pickled before the flag: the kernels that take any op
         self._lock = threading.RLock()
         replay.LIVE.add(self)
 

@@ -24,18 +24,17 @@ from tape.debug import nans, show
 from tape.errors import NonFiniteError, TapeError
 from tape.function import arguments, array_replay, call_records, format
 from tape.kernels._sweeps import (
-    first_failed,
     forward_partials,
     forward_partials_from,
-    forward_range,
     forward_second,
     forward_second_from,
     replay,
+    replay_from,
     replay_gradient,
     replay_gradient_from,
 )
 from tape.kernels.array_ops import ACONSTANT, NAME
-from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB
+from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB, IS_GROUPED, IS_GROUPED_PAIR
 from tape.records.storage import Storage
 from tape.sweeps import driver
 from tape.sweeps import plans as _plans
@@ -112,6 +111,7 @@ def install(F: Function, a: dict[str, np.ndarray], plans: list[driver.Plan] | No
     F._targets[0][~HAS_DA[F._op]] = n
     F._targets[1][~HAS_DB[F._op]] = n
     F._adj = np.zeros(n + 1)
+    F._grouped = bool((IS_GROUPED | IS_GROUPED_PAIR)[F._op].any())
     # second partials and adj_dot, allocated by the first hvp
     F._second = None
     F._input_shape = tuple(a["input_shape"].tolist())
@@ -263,11 +263,10 @@ def call(F: Function, x: ArrayLike, params: ArrayLike | None = None) -> float | 
     if F._plans:
         failed = array_replay.sweep_forward(F, point)
     else:
-        failed = replay(F._op, F._in0, F._in1, F._val, F._consts, F._input_rows,
-                        point, F._check_rows, F._check_expected)
-        if failed <= -2:  # stopped at a grouped record: forward_range has their rules
-            forward_range(F._op, F._in0, F._in1, F._val, F._consts, -2 - failed, len(F._op))
-            failed = first_failed(F._val, F._check_rows, F._check_expected)
+        args = (F._op, F._in0, F._in1, F._val, F._consts, F._input_rows, point, F._check_rows, F._check_expected)
+        failed = replay_from(*args, 0) if F._grouped else replay(*args)
+        if failed <= -2:  # stopped at a grouped record: replay_from has their rules
+            failed = replay_from(*args, -2 - failed)
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, call, F, point.reshape(F._input_shape))
     if array_replay.checking(F):
@@ -293,13 +292,11 @@ def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
         failed = array_replay.sweep_forward(F, point)
     else:
         grad = np.empty(F.n_inputs)
-        failed = replay_gradient(F._op, F._in0, F._in1, F._val, F._consts, F._partials,
-                                 F._targets, F._adj, F._input_rows, point, F._check_rows,
-                                 F._check_expected, F._output_rows, weights, grad)
-        if failed <= -2:  # stopped at a grouped record: forward_partials_from has their rules
-            failed = replay_gradient_from(F._op, F._in0, F._in1, F._val, F._consts, F._partials, F._targets, F._adj,
-                                          F._input_rows, F._check_rows, F._check_expected, F._output_rows, weights,
-                                          grad, -2 - failed)
+        args = (F._op, F._in0, F._in1, F._val, F._consts, F._partials, F._targets, F._adj, F._input_rows, point,
+                F._check_rows, F._check_expected, F._output_rows, weights, grad)
+        failed = replay_gradient_from(*args, 0) if F._grouped else replay_gradient(*args)
+        if failed <= -2:  # stopped at a grouped record: replay_gradient_from has their rules
+            failed = replay_gradient_from(*args, -2 - failed)
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, reverse, F, point, weights)
     if F._plans:
