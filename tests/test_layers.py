@@ -54,8 +54,10 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # forward_sweep and forward_partials handing grouped ops to their continuations forward_range and
 # forward_partials_from (driver.forward_scalars, replay.partials) and set_inputs/first_failed (issue 28);
 # compiled +265 for whole-array comparisons, np.where and .all()/.any() of Var arrays (compiled/conditions.py: 31).
-BUDGET = {"tape.kernels": 5447, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 1942,
-          "tape.records": 1000, "tape.arrays": 1835, "tape.analyses": 300, "tape.symbolic": 1200,
+# kernels +24, records +10 for the stamp-free reverse sweep of a tape recorded for one gradient (fresh_reverse,
+# Storage._gradient_and_clear: tape.jit's value_and_grad, issue 31).
+BUDGET = {"tape.kernels": 5471, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 1942,
+          "tape.records": 1010, "tape.arrays": 1835, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3225, "tape.tape": 400, "tape.api": 900, "tape.compiled": 2665, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
