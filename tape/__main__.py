@@ -23,6 +23,7 @@ def warmup() -> None:
     z = tape.where(x > 0, x * y, 1.0) + tape.sin(x) ** 2 + tape.log1p(x) + tape.arctan2(x, y)  # grouped ops
     t.gradient(z, [x, y])
     t.forward([x], [0.7])
+    t._gradient_and_clear(z.index, np.array([x.index, y.index]))  # tape.jit's value_and_grad (fresh_reverse)
     F = tape.trace(lambda v: [v[0] * tape.exp(v[1]), v[0] - v[1]], [0.5, 0.25])
     G = tape.trace(lambda v: v[0] * tape.exp(v[1]) + tape.log1p(v[0]), [0.5, 0.25])  # a grouped op: hessian
     point, points = np.array([0.5, 0.25]), np.array([[0.5, 0.25], [0.1, 0.2]])

@@ -24,20 +24,20 @@ def test_generated_files_say_so_in_their_first_lines():
 
 def test_every_op_has_a_branch_in_every_sweep():
     """forward sweeps (values; first partials; second partials, and from a start record; the two written
-    out in the parallel maps): every non-leaf op; reverse (whole tape and a range between array records):
-    ops with partials; scalar evaluator: all but select. The values' and first partials' continuations
-    (forward_range, forward_partials_from) have the grouped ops' branches only."""
+    out in the parallel maps): every non-leaf op; reverse (whole tape, a range between array records, and
+    fresh_reverse, stamp-free): ops with partials; scalar evaluator: all but select. The continuations
+    (forward_range, forward_partials_from, fresh_reverse_from) have the grouped ops' branches only."""
     text = codegen.SWEEPS.read_text()
     for code, op in enumerate(OPS):
         if op.kind != "leaf" and op.name not in ops.GROUPED + ops.GROUPED_PAIRS:
-            expected = 6 + 2 * bool(op.da) + (op.kind != "select")
+            expected = 6 + 3 * bool(op.da) + (op.kind != "select")
             assert text.count(f"if k == {code}:  # {op.name}\n") == expected, op.name
     # the grouped ops: one shared branch in each of those sweeps, and a branch in each grouped kernel
-    assert text.count(f"IS_GROUPED[k]:  # the {len(ops.GROUPED)} ops of ops.GROUPED\n") == 8 + 2 + 1
+    assert text.count(f"IS_GROUPED[k]:  # the {len(ops.GROUPED)} ops of ops.GROUPED\n") == 8 + 4 + 1
     for name in ops.GROUPED:
         assert text.count(f"    if k == {ops.OPCODE[name]}:  # {name}\n") == 3, name
     # the grouped binary ops: likewise, in a kernel per rule (grouped_pair_value, _da, _db, _daa, _dab, _dbb)
-    assert text.count(f"IS_GROUPED_PAIR[k]:  # the {len(ops.GROUPED_PAIRS)} ops of ops.GROUPED_PAIRS\n") == 8 + 2 + 1
+    assert text.count(f"IS_GROUPED_PAIR[k]:  # the {len(ops.GROUPED_PAIRS)} ops of ops.GROUPED_PAIRS\n") == 8 + 4 + 1
     for name in ops.GROUPED_PAIRS:
         assert text.count(f"    if k == {ops.OPCODE[name]}:  # {name}\n") == 6, name
 

@@ -153,10 +153,13 @@ def reverse_body(op: ops.Op, hand_over: bool = False) -> list[str]:
     return lines
 
 
-def reverse_tail() -> list[str]:
+def reverse_tail(stamped: bool = True) -> list[str]:
     """After the branches: each partial sent is accumulated, in0's first. Written once instead of in every
-    branch: the kernel is a third of the size and compiles in about half the time (measured)."""
+    branch: the kernel is a third of the size and compiles in about half the time (measured).
+    stamped=False: into adjoints zeroed before the sweep (0.0 + d is d + 0.0: the same bits)."""
     ind = " " * 8
+    if not stamped:
+        return [f"{ind}if sa:", f"{ind}    adj[in0[i]] += g * pa", f"{ind}if sb:", f"{ind}    adj[in1[i]] += g * pb"]
     return [f"{ind}if sa:", *accumulate("in0[i]", "g * pa", ind + "    "),
             f"{ind}if sb:", *accumulate("in1[i]", "g * pb", ind + "    ")]
 
@@ -228,13 +231,14 @@ def is_group(op: ops.Op) -> bool:
     return op in (GROUP, GROUP_PAIR)
 
 
-def continuation(name: str, args: str, sweep: str, doc: str, switch: list[str]) -> list[str]:
+def continuation(name: str, args: str, sweep: str, doc: str, switch: list[str], step: str = "+") -> list[str]:
     """A kernel going on from record ``start`` where ``sweep`` stopped: ``sweep`` runs each stretch of
     plain records and the grouped record it stops at is done here, so a program with grouped ops compiles
-    their rules once and the op switch of ``sweep`` once (a full second sweep compiled it twice)."""
+    their rules once and the op switch of ``sweep`` once (a full second sweep compiled it twice).
+    step "-": a reverse sweep, going on below the grouped record."""
     call = args.replace("start", "r")
     return [f"@{JIT}", f"def {name}({args}):", f'    """{doc}"""', "    r = start", "    while True:",
-            f"        at = {sweep}({call})", "        if at < 0:", "            return", "        r = at + 1",
+            f"        at = {sweep}({call})", "        if at < 0:", "            return", f"        r = at {step} 1",
             "        i = np.uint64(at)", "        k = op[i]", *switch, "", ""]
 
 
@@ -343,6 +347,26 @@ def generate(header: list[str], more: list[str]) -> str:
         *reverse_tail(),
         "",
         "",
+        f"@{JIT}",
+        "def fresh_reverse(op, in0, in1, val, adj, consts, start):",
+        '    """reverse_sweep from record start down for a tape swept once (Storage._gradient_and_clear): no stamps,',
+        "    adj zeroed and seeded by the caller; an adjoint nothing was sent to stays 0.0 and is skipped as a zero",
+        '    one is, so the same bits. Returns -1, or the first grouped record met, unswept."""',
+        "    for r in range(start + 1):",
+        "        i = np.uint64(start - r)",
+        "        g = adj[i]",
+        "        if g == 0.0:",
+        "            continue",
+        *REVERSE_START,
+        *branches(lambda op: reverse_body(op, True), has_partials),
+        *reverse_tail(stamped=False),
+        "    return -1",
+        "",
+        "",
+        *continuation("fresh_reverse_from", "op, in0, in1, val, adj, consts, start", "fresh_reverse",
+                      "fresh_reverse on from record start down, grouped records included.",
+                      ["        g = adj[i]", *REVERSE_START[1:], *branches(reverse_body, is_group),
+                       *reverse_tail(stamped=False)], step="-"),
         *partials_kernel("forward_partials", "p0, p1, r0, r1", False, "Values and local partials of each record"
                          " (a select's r0/r1: its chosen input); -1, or the grouped row met", True, True),
         *continuation("forward_partials_from", "op, in0, in1, val, consts, p0, p1, r0, r1, start", "forward_partials",

@@ -168,15 +168,11 @@ class JitFunction:
         i, value = int(idx[0]), float(vals[0])
         grads: Any = np.zeros(np.shape(x)) if array else [0.0] * k
         if i >= 0:
-            t._reverse(i, False)
-            gen, value = t._gen, t._val_w[i]
-            if few:
-                adj, stamp = memoryview(t._adj.data), memoryview(t._stamp.data)
-                grads = [adj[r] if stamp[r] == gen else 0.0 for r in rows.tolist()]
-            else:
-                grads = np.where(t._stamp[rows] == gen, t._adj[rows], 0.0)
-                grads = grads if array else grads.tolist()
-        t.clear()
+            value = t._val_w[i]
+            grads = t._gradient_and_clear(i, rows)
+            grads = grads if array else grads.tolist()
+        else:
+            t.clear()
         idle.jit_tape = t
         return value, grads
 

@@ -43,7 +43,7 @@ from tape.base.numbers import real_array
 from tape.debug import nans, show
 from tape.debug.nans import branch_changed, caller
 from tape.errors import TapeError, TapeFullError
-from tape.kernels._sweeps import reverse_range, reverse_sweep
+from tape.kernels._sweeps import fresh_reverse, fresh_reverse_from, reverse_range, reverse_sweep
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 from tape.sweeps import driver, fusion
@@ -349,6 +349,20 @@ class Storage(Arenas):
         if nans.active():
             nans.check(self._records(), self._lines, self._n, adjoints=True)
         return unchecked
+
+    def _gradient_and_clear(self, out: int, rows: np.ndarray) -> np.ndarray:
+        """The adjoints of records ``rows`` (an array of their shape) from a reverse sweep from record ``out``,
+        then clear: for a tape recorded for one gradient (tape.jit's value_and_grad). The sweep writes no stamps
+        (adjoints zeroed first): the bits of _reverse's, with less to read and write. Scalar records only."""
+        adj = self._adj
+        adj[: self._n] = 0.0
+        adj[out] = 1.0
+        at = fresh_reverse(self._op, self._in0, self._in1, self._val, adj, self._consts, out)
+        if at >= 0:  # a grouped op: fresh_reverse_from has their rules (as reverse_range for reverse_sweep)
+            fresh_reverse_from(self._op, self._in0, self._in1, self._val, adj, self._consts, at)
+        grads = adj[rows]
+        self.clear()
+        return grads
 
     def _restart_generations(self) -> None:
         """Renumber stamps once every 2**32 passes, keeping accumulated leaf gradients."""
