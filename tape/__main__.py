@@ -27,7 +27,7 @@ def warmup() -> None:
     F = tape.trace(lambda v: [v[0] * tape.exp(v[1]), v[0] - v[1]], [0.5, 0.25])
     G = tape.trace(lambda v: v[0] * tape.exp(v[1]) + tape.log1p(v[0]), [0.5, 0.25])  # a grouped op: hessian
     point, points = np.array([0.5, 0.25]), np.array([[0.5, 0.25], [0.1, 0.2]])
-    F(point), F.vjp(point, [1.0, 2.0]), F.jvp(point, [1.0, 0.0])
+    F(point), G(point), F.vjp(point, [1.0, 2.0]), F.jvp(point, [1.0, 0.0]), G.jvp(point, [1.0, 0.0])
     F.jacobian(point, mode="forward"), F.jacobian(point, mode="reverse"), G.hessian(point), G.gradient(point)
     F.sparse_jacobian(point), G.sparse_hessian(point)  # patterns, colorings, recovery
     F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
