@@ -13,9 +13,9 @@ import pytest
 from reference import central
 
 import tape
-from tape.kernels.ops import EXACT, LOOPED, OPCODE
+from tape.kernels.ops import EXACT, FUSIBLE, LOOPED, OPCODE
 from tape.records import array_records
-from tape.sweeps import compiled
+from tape.sweeps import compiled, steps
 
 RNG = np.random.default_rng(26)
 
@@ -31,7 +31,7 @@ def _on(monkeypatch, on):
 
 def _tables(F) -> list[np.ndarray]:
     """The tables of F's compiled stretches."""
-    return [call.args[1] for calls in F._steps.values() if isinstance(calls, list) for call in calls
+    return [call.args[1] for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
             if getattr(call, "func", None) in (compiled.forward, compiled.reverse)]
 
 
@@ -429,3 +429,32 @@ def test_a_short_scratch_is_refused_not_written_past():
     shorter than tape/sweeps/compiled.py sizes it is an IndexError, in a subprocess (a miss could crash)."""
     result = subprocess.run([sys.executable, "-c", SHORT_SCRATCH], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and result.stdout.strip().splitlines() == ["done"], result.stdout + result.stderr
+
+
+FUSED = {name: fn for name, fn in {**UNARY, **BINARY}.items() if name in FUSIBLE}
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_a_run_without_a_sum_gives_the_fused_numbers_in_the_tables(name, monkeypatch):
+    """A fused run with no sum (tape/sweeps/fusion.py) runs as rows of the compiled tables (tape/sweeps/steps.py's
+    _kept): the fused kernel's numbers (NaN for NaN), on views, numbers, members read after the run, edge values."""
+    fn = FUSED[name]
+    op = (lambda a, b: fn(a)) if name in UNARY else fn
+
+    def f(X):
+        a, b = X[:48].reshape(6, 8), X[48:][::-1].reshape(6, 8)
+        y = op(a * 1.5 - b, b)
+        z = op(y, 0.75) + a * y
+        return (z[:, ::2] * 2.0).sum() + y[1, 2]
+
+    _on(monkeypatch, True)
+    fused, tables, dissolve = tape.trace(f, _points()[0]), tape.trace(f, _points()[0]), steps.DISSOLVE
+    monkeypatch.setattr(steps, "DISSOLVE", 0)
+    fused.value_and_grad(_points()[0])  # its sweeps found (and kept) with every run
+    monkeypatch.setattr(steps, "DISSOLVE", dissolve)
+    for point in _points():
+        for a, b in zip(fused.value_and_grad(point), tables.value_and_grad(point), strict=True):
+            assert np.array_equal(a, b, equal_nan=True), np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))
+    members = {row for run in tables._runs_first.values() for row in run.members.tolist()}
+    assert members and members <= {int(row) for table in _tables(tables) for row in table[:, 2]}
+    assert not members & {int(row) for table in _tables(fused) for row in table[:, 2]}

@@ -51,11 +51,23 @@ def place(F: Function, pieces: list[tuple[int, int, int]], numbers: np.ndarray) 
         slot(F, row, F._val, F._aval)[...] = numbers[start:stop]
 
 
+def kept(F: Function, which: str) -> list[tuple[int, np.ndarray, int, int]]:
+    """(row, slot, start, stop) of each input piece in F's values or (``which`` "adjoints") adjoints, found at
+    the first call: the arenas never move."""
+    found: list[tuple[int, np.ndarray, int, int]] | None = F._steps.get(which)
+    if found is None:
+        scalars, arena = (F._val, F._aval) if which == "values" else (F._adj, F._aadj)
+        found = F._steps[which] = [(row, slot(F, row, scalars, arena), start, stop)
+                                   for row, start, stop in F._in_pieces]
+    return found
+
+
 def sweep_forward(F: Function, point: np.ndarray, fused: bool = True) -> int:
     """Set the inputs, recompute every record (fused runs leave the values of members nothing
     else reads unwritten: ``fused=False`` for the derivatives that read them); the first failed
     check, or -1."""
-    place(F, F._in_pieces, point)
+    for _, numbers, start, stop in kept(F, "values"):
+        numbers[...] = point[start:stop]
     steps.forward(F, F._runs_first if fused and not checking(F) else None)
     if len(F._check_rows):
         failed = np.flatnonzero((F._val[F._check_rows] != 0.0) != F._check_expected)
@@ -67,12 +79,14 @@ def sweep_forward(F: Function, point: np.ndarray, fused: bool = True) -> int:
 def collect(F: Function, pieces: list[tuple[int, int, int]], scalars: np.ndarray, arena: np.ndarray,
              gen: int | None = None) -> np.ndarray:
     """The numbers of pieces from a scalar column and an arena (with gen: zero where the stamp is not gen)."""
-    out = np.empty(pieces[-1][2] if pieces else 0)
-    for row, start, stop in pieces:
-        if gen is None or F._stamp[row] == gen:
-            out[start:stop] = slot(F, row, scalars, arena)
-        else:
-            out[start:stop] = 0.0
+    return gathered(F, [(row, slot(F, row, scalars, arena), start, stop) for row, start, stop in pieces], gen)
+
+
+def gathered(F: Function, slots: list[tuple[int, np.ndarray, int, int]], gen: int | None = None) -> np.ndarray:
+    """collect's numbers from the slots of its pieces."""
+    out = np.empty(slots[-1][3] if slots else 0)
+    for row, numbers, start, stop in slots:
+        out[start:stop] = numbers if gen is None or F._stamp[row] == gen else 0.0
     return out
 
 
@@ -95,8 +109,8 @@ def sweep_reverse(F: Function, weights: np.ndarray, check: bool = False) -> np.n
     gen = F._gen
     for row, start, stop in F._out_pieces:
         driver.seed(F, row, weights[start:stop] if F._op[row] >= ARRAY_BASE else weights[start], gen, gen)
-    unchecked = steps.reverse(F, int(F._output_rows.max()), gen, gen, check, None if checking(F) else F._runs_last)
-    grad = collect(F, F._in_pieces, F._adj, F._aadj, gen)
+    unchecked = steps.reverse(F, F._top, gen, gen, check, None if checking(F) else F._runs_last)
+    grad = gathered(F, kept(F, "adjoints"), gen)
     if not check and unchecked and np.isnan(grad).any():  # (a sum would also be NaN for inf + -inf)
         return sweep_reverse(F, weights, check=True)
     return grad
@@ -169,6 +183,7 @@ def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints:
     F._n_in = F._in_pieces[-1][2] if F._in_pieces else 0
     F._n_par = F._param_pieces[-1][2] if F._param_pieces else 0
     F._n_out = F._out_pieces[-1][2] if F._out_pieces else 0
+    F._top = int(F._output_rows.max(initial=-1))  # where reverse sweeps start
     roots = (F._input_rows, F._param_rows, F._check_rows)
     runs = fusion.find(F, set(F._output_rows.tolist()), roots) if plans else []
     F._runs_first = {run.rows[0]: run for run in runs}

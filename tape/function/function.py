@@ -84,6 +84,7 @@ class Function:
     _n_in: int
     _n_par: int
     _n_out: int
+    _top: int  # the last output row: reverse sweeps start there
     _runs_first: dict
     _runs_last: dict
     _dot: np.ndarray  # derivatives.tangents' column for one direction

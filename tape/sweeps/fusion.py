@@ -81,6 +81,7 @@ class Run(NamedTuple):
     members: np.ndarray  # the members' rows
     dead: frozenset[int]  # the array records between its first row and its last that no root depends on
     twinned: bool  # whether NumPy can run it with the kernels' bits (fused_numpy.py)
+    watched: bool  # whether a member is read outside the run (live has one >= 0)
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
@@ -91,12 +92,23 @@ class Run(NamedTuple):
 
     def reverse(self, s: Any, gen: int, keep: int) -> None:
         """Send the run's adjoints to its inputs, if this pass reached it."""
-        adj_in = np.where(s._stamp[self.members] == gen, self.live, -1)
+        reached = self.reached(s, gen)
+        if reached is not None:
+            for j in self.inputs:
+                driver._prepared(s, j, gen, keep)
+            self.back(s, *reached)
+
+    def reached(self, s: Any, gen: int) -> tuple[np.ndarray, float] | None:
+        """(where each member's adjoint sent from outside the run is, else -1; the sum's adjoint), or None where
+        this pass sent the run nothing."""
+        adj_in = np.where(s._stamp[self.members] == gen, self.live, -1) if self.watched else self.live  # (all -1)
         seed = float(s._aadj[self.total_at]) if self.total >= 0 and s._stamp[self.total] == gen else 0.0
-        if seed == 0.0 and adj_in.max() < 0:
-            return
-        for j in self.inputs:
-            driver._prepared(s, j, gen, keep)
+        if seed == 0.0 and (not self.watched or adj_in.max() < 0):
+            return None
+        return adj_in, seed
+
+    def back(self, s: Any, adj_in: np.ndarray, seed: float) -> None:
+        """The run's reverse pass, its inputs' adjoint regions prepared."""
         code, ka, ia, kb, ib, imm, ext = self.program
         REVERSE(self.twinned, code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, *self.rows_cols, s._aval,
                 s._aadj)
@@ -247,7 +259,7 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
     return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
                 total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
-                fused_numpy.twinned(code, kb, ib, program[5], ext))]
+                fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()))]
 
 
 def _recycled(s: Any, ext_rows: list[int], need: np.ndarray, ka: np.ndarray, ia: np.ndarray, kb: np.ndarray,

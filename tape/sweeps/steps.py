@@ -11,17 +11,27 @@ do what the driver does, in its order, with the same NumPy calls, so the numbers
 2,000 elements, which no run fuses; replayed value_and_grad, interleaved medians on a loaded 2-core
 machine): Python per record per sweep 5.6 -> 3.4 µs and 7.7 -> 4.8 µs in two runs (value_and_grad
 0.66x), the forward alone 3.1 -> 1.8 µs.
+
+What a stretch of scalar records does is decided once too (whether the Numba kernels have work there,
+which elements its elem records read: few are read and sent one by one), so are a fused run's inputs'
+adjoint regions; a sweep enters np.errstate only where one of its calls runs NumPy's arithmetic; and
+beside the compiled tables a small fused run without a sum becomes their rows (_kept). Measured
+(bench/array_programs.py's MLP, 12 records, replayed value_and_grad, thread CPU): Python per call
+about 30 -> 10 µs, 1.8x -> 1.25x hand NumPy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from tape.kernels._sweeps import reverse_range
 from tape.kernels.array_ops import INPUT, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import LEAF
@@ -52,8 +62,9 @@ def step(s: State, row: int) -> Step:
 
 def _step(s: State, p: Plan) -> Step:
     rule = RULE[p.code]
-    if rule.reads != "views":
-        return Step(functools.partial(driver.forward_one, s, p), functools.partial(driver.reverse_one, s, p))
+    if rule.reads != "views":  # (an input's forward does nothing)
+        return Step(_nothing if rule.reads == "none" else functools.partial(driver.forward_one, s, p),
+                    functools.partial(driver.reverse_one, s, p))
     ins, y, g = driver.read(s, s._aval, p), driver.own(s, s._aval, p), driver.own(s, s._aadj, p)
     forward = functools.partial(rule.forward, p, ins, y) if p.inputs else _nothing
     if not rule.derivative:
@@ -83,50 +94,78 @@ def _step(s: State, p: Plan) -> Step:
     return Step(forward, reverse)
 
 
+class Sweep(NamedTuple):
+    """A sweep's calls, and what makes the context they run in: np.errstate(all="ignore") where one of them runs
+    NumPy's arithmetic, else none (its enter and exit cost about 1 µs; Numba's kernels raise no NumPy warning)."""
+
+    calls: list[Callable[..., Any]]
+    quiet: Callable[[], Any]
+
+
+def _sweep(calls: list[tuple[Callable[..., Any], bool]]) -> Sweep:
+    calls = [(call, numpy) for call, numpy in calls if call is not _nothing]
+    numpy = any(numpy for _, numpy in calls)
+    return Sweep([call for call, _ in calls], functools.partial(np.errstate, all="ignore") if numpy else
+                 contextlib.nullcontext)
+
+
 def forward(s: State, runs: dict[int, Any] | None) -> None:
     """driver.forward(s, 0, all records, runs) for a Function s, by its steps."""
     fast = runs is not None and compiled.ready(s, runs)  # (the checked sweeps, without runs, stay NumPy's)
     key = ("forward", runs is not None, fast)
-    calls = s._steps.get(key)
-    if calls is None:
-        walk = driver.forward_walk(s, 0, len(s._op), runs)
-        calls = s._steps[key] = [call for call in (_forward_call(s, kind, what) for kind, what in
-                                                   (compiled.grouped(s, walk) if fast else walk))
-                                 if call is not _nothing]
+    sweep = s._steps.get(key)
+    if sweep is None:
+        walk = driver.forward_walk(s, 0, len(s._op), _kept(s, runs) if fast and runs else runs)
+        sweep = s._steps[key] = _sweep([_forward_call(s, kind, what) for kind, what in
+                                        (compiled.grouped(s, walk) if fast else walk)])
     start = time.perf_counter()
-    with np.errstate(all="ignore"):
-        for call in calls:
+    with sweep.quiet():
+        for call in sweep.calls:
             call()
     if not fast:
         s._swept = getattr(s, "_swept", 0.0) + time.perf_counter() - start
 
 
-def _forward_call(s: State, kind: int, what: Any) -> Callable[[], None]:
+DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum runs as rows of the compiled tables instead (a run
+# of 5 members, replayed value_and_grad: tables / fused 0.77 at 2^10 elements, 0.85-0.91 at 2^16, 1.08 at 10^5)
+
+
+def _kept(s: State, runs: dict[int, Any]) -> dict[int, Any]:
+    """The fused runs a sweep by the compiled tables keeps: those with a sum (its blocks add in another order than
+    NumPy's), past DISSOLVE elements, or with a member the tables do not run. The others' members become rows of
+    the tables, the same IEEE operations in the same order (tests/test_array_driver.py). Measured (replayed
+    value_and_grad, thread CPU, against the runs kept): bench/array_programs.py's heat with np.pad 2.4x, GRU 1.2x."""
+    return {at: run for at, run in runs.items() if run.total >= 0 or math.prod(run.rows_cols) > DISSOLVE or
+            any(compiled.encoded(s, s._plans[s._in0[row]]) is None for row in run.members.tolist())}
+
+
+def _forward_call(s: State, kind: int, what: Any) -> tuple[Callable[[], None], bool]:
+    """A walk's item as a call, and whether it runs NumPy's arithmetic."""
     if kind == driver.RECORD:
-        return step(s, what).forward
+        return step(s, what).forward, True
     if kind == driver.RUN:
-        return functools.partial(what.forward, s)
+        return functools.partial(what.forward, s), False
     if kind == compiled.TABLE:
-        return functools.partial(compiled.forward, s, *what)
-    return functools.partial(driver.scalars_forward, s, *what)
+        return functools.partial(compiled.forward, s, *what), False
+    return _scalars_forward(s, *what), False
 
 
 def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a Function s, by its steps (the same count of array records through NumPy)."""
     fast = runs is not None and compiled.ready(s, runs)
     key = ("reverse", top, runs is not None, fast)
-    calls = s._steps.get(key)
-    if calls is None:
-        walk = driver.reverse_walk(s, top, runs)
-        calls = s._steps[key] = [
-            functools.partial(_record, s._stamp, what, step(s, what).reverse) if kind == driver.RECORD else
-            functools.partial(_run, s, what) if kind == driver.RUN else
-            functools.partial(compiled.reverse, s, *what) if kind == compiled.TABLE else
-            functools.partial(_scalars, s, *what) for kind, what in (compiled.grouped(s, walk) if fast else walk)]
+    sweep = s._steps.get(key)
+    if sweep is None:
+        walk = driver.reverse_walk(s, top, _kept(s, runs) if fast and runs else runs)
+        sweep = s._steps[key] = _sweep([
+            (functools.partial(_record, s._stamp, what, step(s, what).reverse), True) if kind == driver.RECORD else
+            (_run(s, what), False) if kind == driver.RUN else
+            (functools.partial(compiled.reverse, s, *what), False) if kind == compiled.TABLE else
+            _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
     numpy_records = 0
     start = time.perf_counter()
-    with np.errstate(all="ignore"):
-        for call in calls:
+    with sweep.quiet():
+        for call in sweep.calls:
             numpy_records += call(gen, keep, check)
     if not fast:
         s._swept = getattr(s, "_swept", 0.0) + time.perf_counter() - start
@@ -142,12 +181,87 @@ def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None]
     return True
 
 
-def _run(s: State, run: Any, gen: int, keep: int, check: bool) -> bool:
-    run.reverse(s, gen, keep)
-    return False
+def _prepare(s: State, j: int) -> Callable[[int, int], None]:
+    """driver._prepared for record j of a Function s, its adjoint region and its stamp rule found once."""
+    stamps, region, accumulates = s._stamp, driver.own(s, s._aadj, s._plans[s._in0[j]]), int(s._op[j]) in (LEAF, INPUT)
+
+    def prepare(gen: int, keep: int) -> None:
+        stamp = stamps[j]
+        if not (stamp == gen or (stamp >= keep and accumulates)):
+            region[...] = 0.0
+            stamps[j] = gen
+
+    return prepare
+
+
+def _run(s: State, run: Any) -> Callable[[int, int, bool], bool]:
+    """A fused run's reverse (its Run.reverse), its inputs' adjoint regions found once."""
+    prepares = [_prepare(s, j) for j in run.inputs]
+
+    def reverse(gen: int, keep: int, check: bool) -> bool:
+        reached = run.reached(s, gen)
+        if reached is not None:
+            for prepare in prepares:
+                prepare(gen, keep)
+            run.back(s, *reached)
+        return False
+
+    return reverse
 
 
 def _scalars(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int, hi: int, gen: int, keep: int,
              check: bool) -> bool:
     driver.scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
     return False
+
+
+FEW = 16  # elem records of a stretch, at most, read or sent one by one (NumPy's fancy indexing costs about 0.6 µs a
+# call, np.add.at about 5 µs with the selection of the records reached)
+
+
+def _scalars_forward(s: State, reading: np.ndarray, places: np.ndarray, lo: int, hi: int) -> Callable[[], None]:
+    """driver.scalars_forward with what it decides found once: the Numba kernels only where the stretch has work
+    (driver._leaves), the elem records' reads one by one where they are few."""
+    val, aval = s._val, s._aval
+    kernel = None if driver._leaves(s, lo, hi) else functools.partial(driver.forward_scalars, s._op, s._in0, s._in1,
+                                                                      val, s._consts, lo, hi)
+    pairs = list(zip(reading.tolist(), places.tolist(), strict=True)) if len(reading) <= FEW else None
+
+    def forward() -> None:
+        if pairs is None:
+            val[reading] = aval[places]
+        else:
+            for row, place in pairs:
+                val[row] = aval[place]
+        if kernel is not None:
+            kernel()
+
+    return forward
+
+
+def _scalars_reverse(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int,
+                     hi: int) -> tuple[Callable[[int, int, bool], bool], bool]:
+    """driver.scalars_reverse, and whether it runs NumPy's arithmetic; where the elem records are few, with what it
+    decides found once, they send their adjoints one by one as np.add.at adds them (in their order back; in
+    Python floats, which warn of nothing)."""
+    if len(reading) > FEW:
+        return functools.partial(_scalars, s, reading, offsets, lo, hi), True
+    kernel = None if driver._leaves(s, lo, hi) else functools.partial(reverse_range, s._op, s._in0, s._in1, s._val,
+                                                                      s._adj, s._stamp, s._consts, lo, hi)
+    stamps, adj, aadj, records = s._stamp, s._adj, s._aadj, s._in0[reading].tolist()
+    prepares = {j: _prepare(s, j) for j in set(records)}
+    sends = [(row, place, prepares[j]) for row, place, j in
+             zip(reading.tolist(), driver.elements(s, reading, offsets).tolist(), records, strict=True)][::-1]
+
+    def one_by_one(gen: int, keep: int, check: bool) -> bool:
+        if kernel is not None:
+            kernel(gen, keep)
+        for row, place, prepare in sends:
+            if stamps[row] == gen:
+                a = float(adj[row])
+                if a != 0.0:
+                    prepare(gen, keep)
+                    aadj[place] = float(aadj[place]) + a
+        return False
+
+    return one_by_one, False
