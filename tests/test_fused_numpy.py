@@ -8,7 +8,7 @@ import pytest
 
 import tape
 from tape.kernels.codegen import fused
-from tape.sweeps import fused_numpy, fusion
+from tape.sweeps import compiled, fused_numpy, fusion
 
 RNG = np.random.default_rng(11)
 
@@ -41,6 +41,7 @@ def _bits(*xs):
 
 
 def _results(monkeypatch, twin, f, x):
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: steps._kept)
     for tiered in (fusion.FORWARD, fusion.REVERSE):
         monkeypatch.setattr(tiered, "ready", not twin)
         monkeypatch.setattr(tiered, "spent", 0.0)
