@@ -79,7 +79,7 @@ class _FirstCompile(event.Listener):
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
             print(f"tape: compiling Numba kernels for this environment, once (about 2 s for a first gradient, "
-                  f"6 s with arrays, 70 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
+                  f"arrays too, 70 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
                   "compiles them ahead)",
                   file=sys.stderr)
 
