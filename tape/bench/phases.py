@@ -144,17 +144,18 @@ F = t.function([x], y)
 F([0.3]); F.value_and_grad([0.3])
 tape.log(0.0)
 G = tape.trace(lambda v: (tape.tanh(v) * v[0] + (v - 1.0) * v).sum(), numpy.linspace(0.0, 1.0, 5000))
-G.value_and_grad(numpy.ones(5000))  # array records, a fused run (by its NumPy twin until the kernels are cached)
+G.value_and_grad(numpy.ones(5000))  # array records
 print(imported - start, time.perf_counter() - imported)
 from tape.sweeps import fusion
-fusion.FORWARD.ready = fusion.REVERSE.ready = True  # the fused kernels too, for the workloads (untimed)
-G.value_and_grad(numpy.ones(5000))
+fusion.FORWARD.ready = fusion.REVERSE.ready = True  # the fused kernels too (not their NumPy twins), untimed
+R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), numpy.ones(5000))  # a fused run
+R.value_and_grad(numpy.ones(5000))
 """
 
 
 def compile_times() -> dict[str, float]:
     """Seconds to import tape and take a first gradient of a scalar tape, a Function and an array
-    program (with a fused run) in a fresh process, after importing NumPy and Numba: with an empty
+    program in a fresh process, after importing NumPy and Numba: with an empty
     Numba cache (compile), then with it filled."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
