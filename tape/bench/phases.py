@@ -159,7 +159,10 @@ def compile_times() -> dict[str, float]:
     Numba cache (compile), then with it filled."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        runs = [subprocess.run([sys.executable, "-c", COMPILE_PROBE], env=env, check=True,
+        # the tape this process runs, not one that python -c finds first in the working directory (a checkout's
+        # root, where the README's lines run: its kernels would be other files, and the compile paid twice)
+        probe = f"import sys; sys.path.insert(0, {os.path.dirname(os.path.dirname(tape.__file__))!r})\n{COMPILE_PROBE}"
+        runs = [subprocess.run([sys.executable, "-c", probe], env=env, check=True,
                                capture_output=True, text=True) for _ in range(2)]
         # what the probe compiled, for this process to load rather than compile again: Numba's
         # NUMBA_CACHE_DIR locator and tape's lay files out alike (one subfolder per source folder)
