@@ -157,7 +157,7 @@ class JitFunction:
         t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
         if t is None:
             t = Tape(capacity=max(1024, 4 * k))
-        few = not array and k <= _FEW  # Python floats written by memoryviews, gradients read by them: per-call costs
+        few = not array and k <= _FEW  # Python floats written by memoryviews: a per-call cost
         if few:
             rows = np.arange(t._leaf_records(x), t._n)
         else:

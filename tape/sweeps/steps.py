@@ -182,14 +182,13 @@ def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None]
 
 
 def _prepare(s: State, j: int) -> Callable[[int, int], None]:
-    """driver._prepared for record j of a Function s, its adjoint region and its stamp rule found once."""
-    stamps, region, accumulates = s._stamp, driver.own(s, s._aadj, s._plans[s._in0[j]]), int(s._op[j]) in (LEAF, INPUT)
+    """driver._prepared for record j of a Function s, its adjoint region found once."""
+    region = driver.own(s, s._aadj, s._plans[s._in0[j]])
 
     def prepare(gen: int, keep: int) -> None:
-        stamp = stamps[j]
-        if not (stamp == gen or (stamp >= keep and accumulates)):
+        if driver._fresh(s, j, gen, keep):
             region[...] = 0.0
-            stamps[j] = gen
+            s._stamp[j] = gen
 
     return prepare
 
