@@ -31,6 +31,7 @@ from .array_rule import (
 from .ops import OPS, reads
 
 COMPARE_UFUNC = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}
+LINES = 32  # largest(): a NumPy call costs about as much as 32 lines reduced
 SIDES = {op.name: (reads(op.da), reads(op.db)) for op in OPS}  # what each side's partial reads: a, b, y
 
 
@@ -217,19 +218,24 @@ class LogSumExp(Rule):
         return reduced_shapes(views, axes)
 
     def forward(self, p, ins, out):
-        """Shifted by the largest element (no overflow); -inf for all -inf."""
+        """Shifted by the largest element (no overflow); -inf for all -inf. Its zero's sign does not reach y."""
         a = ins[0]
-        top = np.max(a, axis=p.axes, keepdims=True)
+        top = largest(a, p.axes)
         top = np.where(np.isfinite(top), top, 0.0)
-        out[...] = (np.log(np.sum(np.exp(a - top), axis=p.axes, keepdims=True)) + top).reshape(out.shape)
+        e = np.subtract(a, top)
+        out[...] = (np.log(np.sum(np.exp(e, out=e), axis=p.axes, keepdims=True)) + top).reshape(out.shape)
 
     @staticmethod
     def _softmax(a: np.ndarray, y: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-        return np.exp(a - y.reshape(kept(a.shape, axes)))
+        e = np.subtract(a, y.reshape(kept(a.shape, axes)))
+        return np.exp(e, out=e)
 
     def vjp(self, p, g, ins, y, check):
-        a = ins[0]
-        return [lambda: times(g.reshape(kept(a.shape, p.axes)), self._softmax(a, y, p.axes), check)]
+        def send(a: np.ndarray = ins[0]) -> np.ndarray:  # unchecked: the product in the softmax's place
+            soft = self._softmax(a, y, p.axes)  # (check's mask reads it)
+            return times(g.reshape(kept(a.shape, p.axes)), soft, check, None if check else soft)
+
+        return [send]
 
     def jvp(self, p, ins, tins, y):
         return self.jvps(p, ins, one(tins), y, None)[0]
@@ -262,6 +268,19 @@ class LogSumExp(Rule):
         group = lines(p.inputs[0].shape, p.axes)[live]
         g = group.shape[1]
         return np.repeat(group, g, axis=1).reshape(-1), np.tile(group, (1, g)).reshape(-1)
+
+
+def largest(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """np.max(a, axes, keepdims=True) up to a zero's sign; along one axis that LINES times its length of lines
+    cross, by one np.maximum per element of a line (NumPy reduces line by line, ~30 ns a line: 10,000 lines
+    of 16, 475 -> 182 µs)."""
+    if len(axes) != 1 or a.size < LINES * a.shape[axes[0]] ** 2:
+        return np.max(a, axis=axes, keepdims=True)
+    lines = np.moveaxis(a, axes[0], 0)
+    top = lines[0].copy()
+    for line in lines[1:]:
+        np.maximum(top, line, out=top)
+    return np.expand_dims(top, axes[0])
 
 
 class Extreme(Rule):

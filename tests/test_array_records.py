@@ -224,6 +224,34 @@ def test_logsumexp_does_not_overflow(arrays):
     assert g[2] == 0.0
 
 
+@pytest.mark.parametrize("shape, axis", [((100, 3), 1), ((3, 100), 0), ((8, 100), 1), ((5, 40, 3), 2)])
+def test_logsumexp_along_an_axis_at_edge_rows(arrays, shape, axis):
+    """Lines of NaN, ±inf, all -inf, ±0 and huge numbers: y bit for bit log Σ exp(a - max) + max (max 0 where not
+    finite), whether the max is found line by line or element by element (many short lines); the gradient's
+    finite lines by central differences."""
+    lines = RNG.normal(size=(math.prod(shape) // shape[axis], shape[axis]))
+    for k, row in enumerate(([np.nan], [np.inf], [-np.inf] * shape[axis], [0.0, -0.0], [-0.0, 0.0], [1e308, 1e308])):
+        lines[k, :len(row)] = row
+    a = np.moveaxis(lines.reshape(*np.delete(shape, axis), shape[axis]), -1, axis)
+    with np.errstate(all="ignore"):
+        top = np.max(a, axis=axis, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        want = np.log(np.sum(np.exp(a - top), axis=axis, keepdims=True)) + top
+        assert tape.trace(lambda x: tape.logsumexp(x, axis=axis, keepdims=True), a)(a).tobytes() == want.tobytes()
+    b, weights = RNG.normal(size=shape), np.linspace(0.5, 1.5, math.prod(shape) // shape[axis])
+    G = tape.trace(lambda x: (tape.logsumexp(x, axis=axis) * weights.reshape(np.delete(shape, axis))).sum(), b)
+    np.testing.assert_allclose(G.gradient(b), central(lambda x: float(G(x)), b), rtol=1e-6, atol=1e-7)
+
+
+def test_logsumexp_adjoint_keeps_structural_zeros(arrays):
+    """An inf adjoint times a softmax of 0 (an element at -inf) sends 0, not NaN; inf to the others."""
+    x = np.array([[0.0, -np.inf, 1.0], [2.0, 2.0, -np.inf]])
+    F = tape.trace(lambda X: (tape.logsumexp(X, axis=1) * np.inf).sum(), x)
+    with np.errstate(all="ignore"):
+        _, g = F.value_and_grad(x)
+    assert g.tolist() == [[np.inf, 0.0, np.inf], [np.inf, np.inf, 0.0]]
+
+
 def test_where_never_leaks_nan_from_the_unselected_side(arrays):
     """where(x > 0, sqrt(x), 0) at [-1, 0, 4]: gradient [0, 0, 0.25] (JAX gives [nan, nan, 0.25])."""
     x = np.tile([-1.0, 0.0, 4.0], 30)
