@@ -231,11 +231,8 @@ class LogSumExp(Rule):
         return np.exp(e, out=e)
 
     def vjp(self, p, g, ins, y, check):
-        def send(a: np.ndarray = ins[0]) -> np.ndarray:  # unchecked: the product in the softmax's place
-            soft = self._softmax(a, y, p.axes)  # (check's mask reads it)
-            return times(g.reshape(kept(a.shape, p.axes)), soft, check, None if check else soft)
-
-        return [send]
+        a = ins[0]
+        return [lambda: times(g.reshape(kept(a.shape, p.axes)), self._softmax(a, y, p.axes), check)]
 
     def jvp(self, p, ins, tins, y):
         return self.jvps(p, ins, one(tins), y, None)[0]
