@@ -15,6 +15,7 @@ from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.untyped_passes import TranslateByteCode
 
+from tape.compiled.by_reference import MarkByReference
 from tape.compiled.numba_internals import file_id
 
 
@@ -186,11 +187,12 @@ class BranchLines(FunctionPass):
 
 
 class Pipeline(CompilerBase):
-    """Numba's nopython pipeline with BranchLines after the bytecode is translated."""
+    """Numba's nopython pipeline with BranchLines after the bytecode is translated, and MarkByReference."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         pm.add_pass_after(BranchLines, TranslateByteCode)
+        pm.add_pass_after(MarkByReference, BranchLines)
         pm.finalize()
         return [pm]
 

@@ -26,6 +26,7 @@ from numba.extending import overload, typeof_impl
 from tape.arrays.varray import VarArray
 from tape.compiled import conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
+from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, cache_as, file_id, types, where_of
 from tape.compiled.recording import (
@@ -94,13 +95,15 @@ def _tupled(size: int) -> Callable[..., Any]:
 def _driver(user: Any, cache: bool) -> Callable[..., Any]:
     """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs (cached as
     f is, with cache: a new process loads it, f inside, and compiles nothing)."""
-    @numba.njit(**OPTIONS)
+    @numba.njit(pipeline_class=Pipeline, **OPTIONS)
     def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
         return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
     if cache:
         cache_as(drive, user.py_func, "-driver")
+    else:  # compiled for this process only: f called by reference, not compiled again into the driver
+        CALLERS.add(drive.py_func)
     return drive
 
 

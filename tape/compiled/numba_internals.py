@@ -1,4 +1,5 @@
-"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload`` (its compiler pass: compiler_pass.py).
+"""Every Numba API tape.jit relies on beyond ``njit`` and ``overload`` (its compiler pass: compiler_pass.py;
+calls by reference: by_reference.py).
 
 Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or experimental:
 ``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
