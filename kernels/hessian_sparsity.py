@@ -19,6 +19,7 @@ import numpy as np
 
 from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
+from .twins import Twin
 
 
 def _nonzero(part: str) -> np.ndarray:
@@ -38,7 +39,7 @@ def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb,
     live = np.zeros(output + 1, np.bool_)
     wanted = np.zeros(output + 1, np.bool_)
     live[output] = True
-    reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, live, wanted, 0, output + 1)
+    _REACH(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, live, wanted, 0, output + 1)
     return live, wanted
 
 
@@ -101,7 +102,7 @@ def pairs_to_csr(n, rows, cols):
     """CSR (indptr, indices) of the n x n pattern holding the pairs: each row's columns sorted,
     once each (a counting sort by row, then a mark per column; rows of more than 32 sorted here, by NumPy:
     Numba's np.sort in the kernel took 1.5-4 s of its compile)."""
-    indptr, indices = _pairs_to_csr(n, rows, cols)
+    indptr, indices = _PAIRS_TO_CSR(n, rows, cols)
     long = np.repeat(np.diff(indptr) > 32, np.diff(indptr))
     if long.any():
         base = np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))[long]
@@ -142,6 +143,9 @@ def _pairs_to_csr(n, rows, cols):
                 grouped[q] = j
         indptr[i + 1] = kept
     return indptr, grouped[:kept].astype(np.int32)
+
+
+_REACH, _PAIRS_TO_CSR = Twin(reach), Twin(_pairs_to_csr, tape=1)  # (a small tape's first pattern: twins.py)
 
 
 @jit

@@ -14,6 +14,7 @@ import numpy as np
 
 from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
+from .twins import SQUARE, Twin
 
 _ZERO_A = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da == "0.0"])
 _ZERO_B = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db == "0.0"])
@@ -42,7 +43,7 @@ def extend_sets(op, in0, in1, depends_a, depends_b, column, wanted, start, size,
     whose set the caller put there (an elem record's, from its array's pattern) keeps it. Returns
     (pool, used): the pool grown (doubled) where it had to be, here, between calls of the kernel."""
     while lo < hi:
-        lo, used = _extend_sets(op, in0, in1, depends_a, depends_b, column, wanted, start, size, pool, used, lo, hi)
+        lo, used = _EXTEND(op, in0, in1, depends_a, depends_b, column, wanted, start, size, pool, used, lo, hi)
         if lo < hi:
             grown = np.empty(max(16, 2 * len(pool)), np.int64)
             grown[:used] = pool[:used]
@@ -112,6 +113,9 @@ def _extend_sets(op, in0, in1, depends_a, depends_b, column, wanted, start, size
             start[i], size[i] = used, m
             used = out
     return hi, used
+
+
+_EXTEND = Twin(_extend_sets, small=SQUARE)  # (a small tape's first pattern: tape/kernels/twins.py)
 
 
 @jit

@@ -24,6 +24,7 @@ from llvmlite import binding as llvm
 from numba.core.registry import CPUDispatcher
 
 SMALL = 2000  # records (a README example: 9; the forward-over-reverse sweeps run ~3 µs a record in CPython)
+SQUARE = 200  # records, for a kernel whose work can grow as their square (the sparsity patterns' index sets)
 PAYBACK = 1.0  # seconds of twins' runs in a process (an hvp's kernels compile in 2.7 CPU-s, a trace's in 0.8)
 ENABLED = True
 LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "erf", "erfc", "exp",
@@ -62,18 +63,19 @@ def python(f: Any) -> Any:
 
 
 class Twin:
-    """A kernel, called as it is; its twin where the tape (argument ``tape``'s length) is small and the kernel is
-    not compiled or cached yet."""
+    """A kernel, called as it is; its twin where the tape (argument ``tape``'s length) is small (at most ``small``)
+    and the kernel is not compiled or cached yet. Only for kernels that make their outputs afresh from their inputs
+    (not an adjoint sweep that adds to what it finds): after an arithmetic error in the twin, the kernel runs."""
 
-    def __init__(self, kernel: Any, tape: int = 0):
-        self.kernel, self.tape, self.twin, self.ready = kernel, tape, None, False
+    def __init__(self, kernel: Any, tape: int = 0, small: int = SMALL):
+        self.kernel, self.tape, self.small, self.twin, self.ready = kernel, tape, small, None, False
         self.on_disk: bool | None = None  # looked for at the first call
 
     def __call__(self, *args: Any) -> Any:
         global _spent
         if self.ready:
             return self.kernel(*args)
-        if not ENABLED or _spent >= PAYBACK or len(args[self.tape]) > SMALL or self._compiled():
+        if not ENABLED or _spent >= PAYBACK or len(args[self.tape]) > self.small or self._compiled():
             return self.kernel(*args)
         self.twin = self.twin or python(self.kernel.py_func)
         start = time.perf_counter()

@@ -63,8 +63,10 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # Storage._gradient_and_clear: tape.jit's value_and_grad, issue 31);
 # sweeps +127, function +16 for a Function's calls decided once (steps.py: scalar stretches, fused runs' regions,
 # errstate only around NumPy's arithmetic, small runs without a sum as table rows; array_replay.kept: issue 26);
-# sweeps +2: compiled._compiled looks on disk once a process.
-BUDGET = {"tape.kernels": 5493, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2228,
+# sweeps +2: compiled._compiled looks on disk once a process;
+# kernels +119, sweeps +7 for the kernels' CPython twins (kernels/twins.py: a small tape's first uses while the
+# kernels compile) and extend_sets growing its pool between calls (issue 28).
+BUDGET = {"tape.kernels": 5612, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2235,
           "tape.records": 1010, "tape.arrays": 1835, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3241, "tape.tape": 400, "tape.api": 900, "tape.compiled": 2724, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

@@ -89,7 +89,7 @@ def test_twins_give_the_kernels_bits(monkeypatch):
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
-    for k, (a, b) in enumerate(zip(twinned, compiled)):
+    for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
         assert a == b, k
 
 
@@ -108,7 +108,7 @@ def test_libm_is_what_numba_calls():
         exec(f"def kernel(a, b):\n    return math.{name}(a{', b' if two else ''})", {"math": math}, space)
         kernel = numba.njit(space["kernel"])
         c = twins._c(name)
-        for a, b in zip(xs, ys):
+        for a, b in zip(xs, ys, strict=True):
             got = c(a, b) if two else c(a)
             want = kernel(a, b)
             assert np.float64(got).tobytes() == np.float64(want).tobytes(), (name, a, b)
