@@ -43,15 +43,13 @@ def _c(name: str) -> Any:
 
 
 def _globals(g: dict[str, Any]) -> dict[str, Any]:
-    """A module's globals with its kernels and functions twinned and math's LIBM functions libm's."""
+    """A module's globals with its kernels twinned (a kernel calls kernels only) and math's LIBM functions libm's."""
     name = g["__name__"]
     if name not in _modules:
         twin = _modules[name] = dict(g)
         for key, value in g.items():
             if isinstance(value, CPUDispatcher):
                 twin[key] = python(value.py_func)
-            elif isinstance(value, types.FunctionType) and value.__module__.startswith(__package__ or "kernels"):
-                twin[key] = python(value)
             elif getattr(math, getattr(value, "__name__", ""), None) is value and value.__name__ in LIBM:
                 twin[key] = _c(value.__name__)
     return _modules[name]
