@@ -4,9 +4,9 @@ kernel is neither compiled in this process nor cached on disk, so a first use do
 Same bits: the twin runs the kernel's source with its callees twinned too, on NumPy float64 scalars (IEEE
 operations, as the compiled code), and calls the C library's functions (ctypes) where Numba's code calls them:
 ``math.exp`` and the like become LLVM intrinsics or externs that call libm's (CPython's ``math.hypot`` and
-``pow`` are its own, and raise where libm returns inf or NaN). An arithmetic error the twin meets anyway (a
-division of two Python floats by zero) runs the kernel. A twin serves only tapes of at most ``SMALL`` records
-(about 1 ms each), and at most ``PAYBACK`` seconds in a process, about a kernel's compile, after which the
+``pow`` are its own, and raise where libm returns inf or NaN). An arithmetic or domain error the twin meets anyway
+(``math.floor(inf)``) runs the kernel. A twin serves only tapes of at most ``SMALL`` records
+(a few ms a sweep), and at most ``PAYBACK`` seconds in a process, about a kernel's compile, after which the
 kernel compiles once. ``python -m tape warmup`` sets ``ENABLED`` false: it compiles every kernel.
 """
 
@@ -80,7 +80,7 @@ class Twin:
         try:
             with np.errstate(all="ignore"):
                 return self.twin(*args)
-        except ArithmeticError:
+        except (ArithmeticError, ValueError):  # (math.floor(inf), say)
             return self.kernel(*args)
         finally:
             _spent += time.perf_counter() - start
