@@ -50,7 +50,7 @@ def _globals(g: dict[str, Any]) -> dict[str, Any]:
         for key, value in g.items():
             if isinstance(value, CPUDispatcher):
                 twin[key] = python(value.py_func)
-            elif getattr(math, getattr(value, "__name__", ""), None) is value and value.__name__ in LIBM:
+            elif getattr(value, "__name__", "") in LIBM and getattr(math, value.__name__) is value:
                 twin[key] = _c(value.__name__)
     return _modules[name]
 
@@ -66,7 +66,8 @@ class Twin:
     (not an adjoint sweep that adds to what it finds): after an arithmetic error in the twin, the kernel runs."""
 
     def __init__(self, kernel: Any, tape: int = 0, small: int = SMALL):
-        self.kernel, self.tape, self.small, self.twin, self.ready = kernel, tape, small, None, False
+        self.kernel, self.tape, self.small, self.ready = kernel, tape, small, False
+        self.twin: Any = None  # made at its first run
         self.on_disk: bool | None = None  # looked for at the first call
 
     def __call__(self, *args: Any) -> Any:
