@@ -19,6 +19,7 @@ import numpy as np
 
 from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
+from .twins import Twin
 
 
 def _nonzero(part: str) -> np.ndarray:
@@ -38,7 +39,7 @@ def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb,
     live = np.zeros(output + 1, np.bool_)
     wanted = np.zeros(output + 1, np.bool_)
     live[output] = True
-    reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, live, wanted, 0, output + 1)
+    _REACH(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, live, wanted, 0, output + 1)
     return live, wanted
 
 
@@ -97,10 +98,21 @@ def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, s
     return rows, cols
 
 
-@jit
 def pairs_to_csr(n, rows, cols):
     """CSR (indptr, indices) of the n x n pattern holding the pairs: each row's columns sorted,
-    once each (a counting sort by row, then a mark per column)."""
+    once each (a counting sort by row, then a mark per column; rows of more than 32 sorted here, by NumPy:
+    Numba's np.sort in the kernel took 1.5-4 s of its compile)."""
+    indptr, indices = _PAIRS_TO_CSR(n, rows, cols)
+    long = np.repeat(np.diff(indptr) > 32, np.diff(indptr))
+    if long.any():
+        base = np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))[long]
+        indices[long] = np.sort(base + indices[long]) - base
+    return indptr, indices
+
+
+@jit
+def _pairs_to_csr(n, rows, cols):
+    """pairs_to_csr's kernel: rows of more than 32 columns left unsorted."""
     count = np.zeros(n + 1, np.int64)
     for p in range(len(rows)):
         count[rows[p] + 1] += 1
@@ -122,9 +134,7 @@ def pairs_to_csr(n, rows, cols):
                 mark[j] = i
                 grouped[kept] = j
                 kept += 1
-        if kept - first > 32:
-            grouped[first:kept] = np.sort(grouped[first:kept])
-        else:  # short rows (bands, blocks): an insertion sort in place
+        if kept - first <= 32:  # short rows (bands, blocks): an insertion sort in place
             for p in range(first + 1, kept):
                 j, q = grouped[p], p
                 while q > first and grouped[q - 1] > j:
@@ -133,6 +143,9 @@ def pairs_to_csr(n, rows, cols):
                 grouped[q] = j
         indptr[i + 1] = kept
     return indptr, grouped[:kept].astype(np.int32)
+
+
+_REACH, _PAIRS_TO_CSR = Twin(reach), Twin(_pairs_to_csr, tape=1)  # (a small tape's first pattern: twins.py)
 
 
 @jit

@@ -367,3 +367,40 @@ def test_five_point_grid_energy():
     assert 5 <= F.hessian_colors().max() + 1 <= 7  # 5 is the grid's star chromatic number; greedy: 6
     assert star_violation(F.hessian_sparsity(), F.hessian_colors()) is None
     np.testing.assert_allclose(check_against_dense(F, x).toarray(), hand, rtol=1e-14, atol=1e-14)
+
+
+def test_long_rows_come_sorted():
+    """Rows of more than 32 columns (sorted by NumPy after the kernel), their pairs made out of order: the dense
+    Hessian's nonzeros, each row's columns in order."""
+    order = np.random.default_rng(8).permutation(np.arange(1, 45))  # row 0: 45 columns
+
+    def f(x):
+        chain = sum(x[int(j)] * x[int(k)] for j, k in zip(order, order[1:], strict=False))
+        return sum(x[0] * x[int(j)] for j in order) + chain
+
+    x = np.random.default_rng(9).uniform(0.5, 1.5, 45)
+    F = tape.trace(f, x)
+    P = F.hessian_sparsity()
+    assert P.has_sorted_indices and all(np.all(np.diff(P.indices[P.indptr[i]:P.indptr[i + 1]]) > 0)
+                                        for i in range(45))
+    assert np.array_equal(P.toarray() != 0, F.hessian(x) != 0)
+
+
+def test_index_sets_do_not_depend_on_the_pool_it_starts_with():
+    """extend_sets grows its pool between its kernel's calls: from one slot, the sets a plain Python union gives."""
+    from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, extend_sets
+
+    F = tape.trace(lambda x: sum(x[i] * x[(i * 7) % 40] + x[i] for i in range(40)), np.ones(40))
+    column = np.full(len(F._op), -1, np.int64)
+    column[F._input_rows] = np.arange(40)
+    n = len(F._op)
+    start, size = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    pool, used = extend_sets(F._op, F._in0, F._in1, DEPENDS_A, DEPENDS_B, column, np.ones(n, np.bool_), start, size,
+                             np.empty(1, np.int64), 0, 0, n)
+    sets: list[set] = []
+    for i in range(n):
+        k = F._op[i]
+        sets.append({int(column[i])} if column[i] >= 0 else
+                    (sets[F._in0[i]] if DEPENDS_A[k] else set()) | (sets[F._in1[i]] if DEPENDS_B[k] else set()))
+        assert pool[start[i]:start[i] + size[i]].tolist() == sorted(sets[i])
+    assert used <= len(pool)

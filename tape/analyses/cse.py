@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from tape.kernels import cse as _kernels
 from tape.kernels.array_ops import ARRAY_KIND
-from tape.kernels.cse import merge, tables
+from tape.kernels.cse import tables
 from tape.kernels.ops import ELEM, HAS_INPUT, KIND, OPCODE, TWO_RECORDS, USES_POOL
+from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan
 
+merge = Twin(_kernels.merge)  # a small trace's first runs its twin while it is not compiled
 CODES = np.arange(256)
 MERGEABLE = np.isin(KIND, ("unary", "binary", "const")) | (CODES == OPCODE["constant"]) | (CODES == ELEM)
 RENAMES = HAS_INPUT | (CODES == ELEM)  # in0 names a record (an elem's: its array record)

@@ -22,14 +22,16 @@ from typing import Any
 import numpy as np
 
 from tape.analyses.cse import cse
+from tape.kernels import prune as _kernels
 from tape.kernels.array_ops import ARRAY_KIND
 from tape.kernels.ops import CONSTANT, ELEM, HAS_INPUT, IS_ARRAY, IS_COMPARISON, TWO_RECORDS, USES_POOL
-from tape.kernels.prune import compact, mark_varying
+from tape.kernels.twins import Twin
 from tape.records.storage import NO_INPUT
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 from tape.sweeps.driver import Plan, forward_scalars
 
+compact, mark_varying = Twin(_kernels.compact), Twin(_kernels.mark_varying)  # a small trace's first: twins
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
 

@@ -15,22 +15,21 @@ import numpy as np
 
 from tape.base.numbers import positive_int, real_array
 from tape.function import arguments, array_replay, call_records, replay
-from tape.kernels._sweeps import (
-    first_failed,
-    replay_partials,
-    replay_second,
-    reverse_second,
-    reverse_second_range,
-    reverse_vector,
-    tangent_sweep,
-)
+from tape.kernels import _sweeps
+from tape.kernels._sweeps import first_failed, reverse_second_range
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
+from tape.kernels.twins import Twin
 from tape.sweeps import driver, vectors
 from tape.sweeps import tangents as _tangents
 
 if TYPE_CHECKING:
     from tape.function.function import Function
+
+# a small tape's first J v, Jacobian, H v or Hessian runs these kernels' twins while they are not compiled
+replay_partials, replay_second = Twin(_sweeps.replay_partials), Twin(_sweeps.replay_second)
+reverse_vector, reverse_second = Twin(_sweeps.reverse_vector), Twin(_sweeps.reverse_second)
+tangent_sweep = Twin(_sweeps.tangent_sweep, tape=1)
 
 
 def at(F: Function, point: np.ndarray, second: bool = False) -> None:

@@ -23,18 +23,10 @@ from tape.analyses import prune as _prune
 from tape.debug import nans, show
 from tape.errors import NonFiniteError, TapeError
 from tape.function import arguments, array_replay, call_records, format
-from tape.kernels._sweeps import (
-    forward_partials,
-    forward_partials_from,
-    forward_second,
-    forward_second_from,
-    replay,
-    replay_from,
-    replay_gradient,
-    replay_gradient_from,
-)
+from tape.kernels import _sweeps
 from tape.kernels.array_ops import ACONSTANT, NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB, IS_GROUPED, IS_GROUPED_PAIR
+from tape.kernels.twins import Twin
 from tape.records.storage import Storage
 from tape.sweeps import driver
 from tape.sweeps import plans as _plans
@@ -43,6 +35,11 @@ if TYPE_CHECKING:
     from tape.function.function import Function
 
 POLICIES = ("raise", "retrace", "ignore")
+# a small tape's first value or gradient runs these kernels' twins while they are not compiled
+replay, replay_from = Twin(_sweeps.replay), Twin(_sweeps.replay_from)
+replay_gradient, replay_gradient_from = Twin(_sweeps.replay_gradient), Twin(_sweeps.replay_gradient_from)
+forward_partials, forward_partials_from = Twin(_sweeps.forward_partials), Twin(_sweeps.forward_partials_from)
+forward_second, forward_second_from = Twin(_sweeps.forward_second), Twin(_sweeps.forward_second_from)
 R = TypeVar("R", bound="Function")
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -25,21 +25,18 @@ import numpy as np
 from tape.function import arguments, array_sparsity, derivatives
 from tape.function.array_sparsity import scipy_sparse
 from tape.function.sparse_jacobian import ORDERS, input_columns
-from tape.kernels.hessian_sparsity import (
-    SECOND_AA,
-    SECOND_AB,
-    SECOND_BB,
-    hessian_pairs,
-    pairs_to_csr,
-    reached,
-    recover,
-    star_coloring,
-)
+from tape.kernels import hessian_sparsity as _kernels
+from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, pairs_to_csr, reached
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
+from tape.kernels.twins import SQUARE, Twin
 from tape.sweeps import vectors
 
 if TYPE_CHECKING:
     from tape.function.function import Function
+
+# a small tape's first pattern, coloring and sparse Hessian run these kernels' twins while they are not compiled
+hessian_pairs = Twin(_kernels.hessian_pairs, small=SQUARE)  # (small: the pairs grow as the sets' squares)
+recover, star_coloring = Twin(_kernels.recover, tape=1), Twin(_kernels.star_coloring, tape=2, small=SQUARE)
 
 
 def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray,

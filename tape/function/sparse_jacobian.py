@@ -19,13 +19,18 @@ import numpy as np
 from tape.base.numbers import positive_int
 from tape.function import arguments, array_sparsity, derivatives
 from tape.function.array_sparsity import scipy_sparse
-from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, color_columns, decompress, gather_rows, index_sets
+from tape.kernels import sparsity as _kernels
+from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
+from tape.kernels.twins import SQUARE, Twin
 from tape.sweeps import vectors
 
 if TYPE_CHECKING:
     from tape.function.function import Function
 
 ORDERS = ("natural", "largest_first")
+# a small tape's first pattern, coloring and sparse Jacobian run these kernels' twins while they are not compiled
+gather_rows, decompress = Twin(_kernels.gather_rows, small=SQUARE), Twin(_kernels.decompress, tape=1)
+color_columns = Twin(_kernels.color_columns, tape=2, small=SQUARE)  # (by the entries: a row's square)
 
 
 def input_columns(op: np.ndarray, input_rows: np.ndarray, output_rows: np.ndarray) -> tuple[np.ndarray, int]:

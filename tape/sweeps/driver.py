@@ -31,12 +31,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tape.kernels._sweeps import forward_range, forward_sweep, reverse_range
+from tape.kernels import _sweeps
+from tape.kernels._sweeps import reverse_range
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, NAME, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, IS_LEAF, LEAF
+from tape.kernels.twins import Twin
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
+forward_sweep, forward_range = Twin(_sweeps.forward_sweep), Twin(_sweeps.forward_range)  # (tape/kernels/twins.py)
 
 
 class View(NamedTuple):

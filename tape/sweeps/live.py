@@ -9,11 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from tape.kernels import graph
 from tape.kernels.array_ops import ARRAY_KIND
-from tape.kernels.graph import mark_reaching
 from tape.kernels.ops import ELEM, HAS_INPUT, OPCODE, TWO_RECORDS
+from tape.kernels.twins import Twin
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
+mark_reaching = Twin(graph.mark_reaching)  # a small trace's first runs its twin while it is not compiled
 
 
 def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray, np.ndarray]:

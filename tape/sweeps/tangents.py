@@ -16,13 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels._sweeps import reverse_second_range, tangent_sweep
+from tape.kernels import _sweeps
+from tape.kernels._sweeps import reverse_second_range
 from tape.kernels.array_ops import ACONSTANT, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
+from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan, View, elements, read, region, schedule, view
 
 State = Any  # a Function with array records (tape/function/array_replay.py)
+tangent_sweep = Twin(_sweeps.tangent_sweep, tape=1)  # (a twin while not compiled: tape/kernels/twins.py)
 
 
 def _views(s: State, arena: np.ndarray, p: Plan) -> list[np.ndarray]:

@@ -1,0 +1,151 @@
+"""The kernels' CPython twins (tape/kernels/twins.py) give the compiled kernels' bits: every scalar op, at edge
+values, through traces, values, gradients, J v, Jacobians, H v, Hessians, gradient tapes and sparse patterns;
+and they stand in only while a kernel is neither compiled nor cached, on small tapes, for a while."""
+
+import numpy as np
+import pytest
+
+import tape
+from tape.analyses import cse, prune
+from tape.function import derivatives, replay
+from tape.kernels import twins
+from tape.sweeps import live
+
+EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1e-300,
+                  710.0, -745.0, 1e-8, 0.75, -0.3, 7.0])
+UNARY = ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "log1p", "expm1", "exp2", "log2",
+         "log10", "cbrt", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "erf", "erfc",
+         "lgamma", "floor", "ceil", "trunc", "rint", "sign", "stop_gradient")
+BINARY = ("maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin")
+
+
+def _terms(x):
+    """Every scalar op of the table on pairs of the inputs (and constants), one term each."""
+    out = []
+    for u, w in ((x[0], x[1]), (x[2], x[3]), (x[1], x[2])):
+        out += [u + w, u - w, u * w, u / w, u ** w, u + 2.5, 2.5 - u, u * 2.5, u / 2.5, 2.5 / u, u ** 2.5, u ** 2.0,
+                2.5 ** u, tape.maximum(u, 2.5), tape.minimum(u, -0.0), -u, abs(u), tape.where(u < w, u * w, w - u),
+                tape.where(u >= 0.5, u, w) + tape.where(u == w, u, 1.0) * tape.where(u != 0.0, w, u)]
+        out += [getattr(tape, name)(u) for name in UNARY] + [getattr(tape, name)(u, w) for name in BINARY]
+    return out
+
+
+def _total(x):
+    return sum(t * (0.5 + k / 64) for k, t in enumerate(_terms(x)))
+
+
+def _bits(a):
+    """a's bits, every NaN as +NaN: NumPy's scalar nan + -nan is the second's NaN, the kernels' the first's (IEEE
+    leaves it open)."""
+    a = np.asarray(a)
+    return np.where(np.isnan(a), np.nan, a).tobytes() if a.dtype.kind == "f" else a.tobytes()
+
+
+def _arrays(F):
+    """The bits of every array a Function holds (values, partials, second partials, adjoints, tangents...)."""
+    return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
+
+
+def _everything(twinned, monkeypatch):
+    """Results and held arrays of each kind of first use, by the twins (forced) or by the kernels."""
+    monkeypatch.setattr(twins, "ENABLED", twinned)  # (conftest's warmup turned the twins off)
+    if twinned:
+        monkeypatch.setattr(twins, "PAYBACK", np.inf)
+        monkeypatch.setattr(twins.Twin, "_compiled", lambda self: False)
+        for module in (derivatives, replay, prune, cse, live):
+            for twin in vars(module).values():
+                if isinstance(twin, twins.Twin):
+                    monkeypatch.setattr(twin, "ready", False)
+                    monkeypatch.setattr(twin, "twin", None)
+    rng = np.random.default_rng(5)
+    points = [rng.choice(EDGES, 4) for _ in range(60)] + [rng.normal(size=4) * 10.0 ** rng.integers(-5, 5, 4)
+                                                          for _ in range(20)]
+    out = []
+    with np.errstate(all="ignore"):
+        Fv, Fs = tape.trace(_terms, np.full(4, 0.3)), tape.trace(_total, np.full(4, 0.3))
+        Fp = tape.trace(_total, np.full(4, 0.3), prune=False, cse=False)
+        out += [_arrays(Fv), _arrays(Fs), _arrays(Fp)]
+        for x in points:
+            v = np.roll(x, 1)
+            G = Fs.grad_function()
+            results = [Fv(x), Fv.jvp(x, v), Fv.vjp(x, v[:1].repeat(Fv.n_outputs)), Fv.jacobian(x, mode="forward"),
+                       Fv.jacobian(x, mode="reverse"), Fs.value_and_grad(x), Fs.hvp(x, v), Fs.hessian(x), G(x),
+                       G.jacobian(x), Fp.hvp(x, v)]
+            out += [_bits(np.asarray(r if not isinstance(r, tuple) else np.hstack(r), float)) for r in results]
+            out += [_arrays(Fv), _arrays(Fs), _arrays(Fp), _arrays(G)]
+        S = tape.trace(lambda x: x[0] * x[1] + tape.sin(x[2]) * x[3] ** 2 + x[1] / x[3], np.full(4, 0.3))
+        out += [_bits(S.hessian_sparsity().toarray()), _bits(S.jacobian_sparsity().toarray()),
+                _bits(S.sparse_hessian(np.arange(1.0, 5.0)).toarray())]
+    return out
+
+
+def test_twins_give_the_kernels_bits(monkeypatch):
+    calls = []
+    python = twins.python
+    monkeypatch.setattr(twins, "python", lambda f: calls.append(f.__name__) or python(f))
+    with monkeypatch.context() as m:
+        twinned = _everything(True, m)
+    assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
+            "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching"} <= set(calls)
+    compiled = _everything(False, monkeypatch)
+    assert len(twinned) == len(compiled)
+    for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
+        assert a == b, k
+
+
+def test_libm_is_what_numba_calls():
+    """Each math function the twins take from libm gives Numba's bits on many values, edges included."""
+    import math
+
+    import numba
+
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([EDGES, -EDGES, rng.normal(size=3000) * 10.0 ** rng.uniform(-8, 3, 3000)])
+    ys = rng.permutation(xs)
+    for name in twins.LIBM:
+        two = name in ("atan2", "hypot", "pow")
+        space = {}
+        exec(f"def kernel(a, b):\n    return math.{name}(a{', b' if two else ''})", {"math": math}, space)
+        kernel = numba.njit(space["kernel"])
+        c = twins._c(name)
+        for a, b in zip(xs, ys, strict=True):
+            got = c(a, b) if two else c(a)
+            want = kernel(a, b)
+            assert np.float64(got).tobytes() == np.float64(want).tobytes(), (name, a, b)
+
+
+def test_twin_stands_in_only_while_it_should(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(twins, "ENABLED", True)
+    def double(x):
+        x[:] *= 2.0
+        return len(x)
+
+    kernel = numba.njit(double)
+    twin = twins.Twin(kernel)
+    runs = []
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(1) or f(*a))
+    monkeypatch.setattr(twins, "_spent", 0.0)
+    x = np.ones(3)
+    assert twin(x) == 3 and not kernel.signatures and runs == [1] and x.tobytes() == np.full(3, 2.0).tobytes()
+    assert twin(np.ones(twins.SMALL + 1)) == twins.SMALL + 1 and kernel.signatures  # a large tape: the kernel
+    assert twin(x) == 3 and runs == [1] and twin.ready  # compiled: the kernel from now on
+    late = twins.Twin(numba.njit(double))
+    monkeypatch.setattr(twins, "_spent", twins.PAYBACK)  # the twins have run long enough: compile
+    assert late(x) == 3 and late.kernel.signatures and runs == [1]
+
+
+@pytest.mark.parametrize("error", [ZeroDivisionError, OverflowError])
+def test_an_arithmetic_error_runs_the_kernel(monkeypatch, error):
+    import numba
+
+    def fails(x):
+        raise error
+
+    kernel = numba.njit(lambda x: x + 1.0)
+    twin = twins.Twin(kernel)
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "python", lambda f: fails)
+    monkeypatch.setattr(twins, "_spent", 0.0)
+    assert twin(np.ones(2)).tolist() == [2.0, 2.0] and kernel.signatures
