@@ -8,6 +8,10 @@ directory (``~/.cache/tape`` on Linux), or in ``$TAPE_CACHE_DIR`` when set;
 ``$NUMBA_CACHE_DIR``, when set, is used as Numba always does. Every installed copy of tape
 gets its own subfolder (keyed by its path), and Numba checks the source of every entry.
 
+Readiness. A kernel with a stand-in (a NumPy or CPython twin that gives its bits) is called once a ``Gate`` opens:
+the kernel is compiled in this process, or its stand-ins have run for a payback of seconds, one for a kernel
+cached on disk (about what its load costs) and one for a kernel not (about its compile).
+
 Threads. The parallel maps run on a fork-safe threading layer (set below, unless
 ``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
 
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from numba import njit
@@ -65,6 +71,46 @@ def _install_locator() -> None:
     classes = _CacheImpl._locator_classes
     if TapeCacheLocator not in classes:
         classes.insert(1, TapeCacheLocator)
+
+
+class Clock:
+    """Seconds the stand-ins that share it have run in this process."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+
+
+class Gate:
+    """Whether to call kernels yet, rather than their stand-in: once they are compiled in this process, or once the
+    stand-ins on ``clock`` have run ``payback[0]`` seconds where the kernels are cached on disk (looked for once),
+    ``payback[1]`` where not. Open for good once open (``open``)."""
+
+    def __init__(self, kernels: Sequence[Any], payback: tuple[float, float], clock: Clock | None = None):
+        self.kernels, self.payback, self.clock = tuple(kernels), payback, clock or Clock()
+        self.open = False
+        self.on_disk: bool | None = None
+
+    def ready(self) -> bool:
+        """Whether the kernels are to be called now."""
+        if not self.open:
+            if self.on_disk is None:
+                self.on_disk = all(os.path.exists(_index(k)) for k in self.kernels)
+            spent, payback = self.clock.spent, self.payback[0 if self.on_disk else 1]
+            self.open = all(k.signatures for k in self.kernels) or spent >= payback
+        return self.open
+
+    def timed(self, stand_in: Callable[..., Any], *args: Any) -> Any:
+        """stand_in(*args), its seconds on the clock."""
+        start = time.perf_counter()
+        try:
+            return stand_in(*args)
+        finally:
+            self.clock.spent += time.perf_counter() - start
+
+
+def _index(kernel: Any) -> str:
+    """The file that lists a kernel's cached entries ("" where it has no cache)."""
+    return getattr(getattr(kernel._cache, "_cache_file", None), "_index_path", "")
 
 
 class _FirstCompile(event.Listener):

@@ -145,7 +145,7 @@ def _pairs_to_csr(n, rows, cols):
     return indptr, grouped[:kept].astype(np.int32)
 
 
-_REACH, _PAIRS_TO_CSR = Twin(reach), Twin(_pairs_to_csr, tape=1)  # (a small tape's first pattern: twins.py)
+_REACH, _PAIRS_TO_CSR = Twin(reach, globals()), Twin(_pairs_to_csr, globals())  # (a small tape's first: twins.py)
 
 
 @jit

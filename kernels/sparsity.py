@@ -14,7 +14,7 @@ import numpy as np
 
 from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
-from .twins import SQUARE, Twin
+from .twins import Twin
 
 _ZERO_A = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.da == "0.0"])
 _ZERO_B = np.isin(np.arange(256), [code for code, op in enumerate(OPS) if op.db == "0.0"])
@@ -115,7 +115,7 @@ def _extend_sets(op, in0, in1, depends_a, depends_b, column, wanted, start, size
     return hi, used
 
 
-_EXTEND = Twin(_extend_sets, small=SQUARE)  # (a small tape's first pattern: tape/kernels/twins.py)
+_EXTEND = Twin(_extend_sets, globals())  # (a small tape's first pattern: tape/kernels/twins.py)
 
 
 @jit

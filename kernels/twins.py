@@ -1,5 +1,6 @@
 """CPython twins of the kernels: a kernel's own source run by the interpreter on a small tape, while the
-kernel is neither compiled in this process nor cached on disk, so a first use does not wait for its compile.
+kernel is neither compiled in this process nor cached on disk (kernels/compiling.py's Gate), so a first use does not
+wait for its compile. TWINNED lists the kernels twinned; modules bind ``Twin(kernel, globals())`` at their call sites.
 
 Same bits: the twin runs the kernel's source with its callees twinned too, on NumPy float64 scalars (IEEE
 operations, as the compiled code), and calls the C library's functions (ctypes) where Numba's code calls them:
@@ -14,8 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
-import time
 import types
 from typing import Any
 
@@ -23,14 +22,28 @@ import numpy as np
 from llvmlite import binding as llvm
 from numba.core.registry import CPUDispatcher
 
+from .compiling import Clock, Gate
+
 SMALL = 2000  # records (a README example: 9; the forward-over-reverse sweeps run ~3 µs a record in CPython)
 SQUARE = 200  # records, for a kernel whose work can grow as their square (the sparsity patterns' index sets)
 PAYBACK = 1.0  # seconds of twins' runs in a process (an hvp's kernels compile in 2.7 CPU-s, a trace's in 0.8)
 ENABLED = True
+CLOCK = Clock()  # the twins' seconds in this process
+TWINNED = {  # the kernels with twins: (the argument that is the tape, the most records a twin serves)
+    "replay": (0, SMALL), "replay_from": (0, SMALL), "replay_gradient": (0, SMALL), "replay_gradient_from": (0, SMALL),
+    "forward_partials": (0, SMALL), "forward_partials_from": (0, SMALL), "forward_second": (0, SMALL),
+    "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL), "replay_second": (0, SMALL),
+    "reverse_vector": (0, SMALL), "reverse_second": (0, SMALL), "tangent_sweep": (1, SMALL),
+    "forward_sweep": (0, SMALL), "forward_range": (0, SMALL),
+    "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
+    "reach": (0, SMALL), "_pairs_to_csr": (1, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
+    # the sparsity patterns' index sets, whose work can grow as the square of the records:
+    "_extend_sets": (0, SQUARE), "hessian_pairs": (0, SQUARE), "gather_rows": (0, SQUARE),
+    "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),
+}
 LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "erf", "erfc", "exp",
         "exp2", "expm1", "fabs", "hypot", "lgamma", "log", "log1p", "log2", "log10", "pow", "sin", "sinh", "sqrt",
         "tan", "tanh")  # math's functions of floats that Numba's code gets from libm (sqrt, fabs: exact anyway)
-_spent = 0.0
 _modules: dict[str, dict[str, Any]] = {}
 
 
@@ -61,34 +74,29 @@ def python(f: Any) -> Any:
 
 
 class Twin:
-    """A kernel, called as it is; its twin where the tape (argument ``tape``'s length) is small (at most ``small``)
-    and the kernel is not compiled or cached yet. Only for kernels that make their outputs afresh from their inputs
-    (not an adjoint sweep that adds to what it finds): after an arithmetic error in the twin, the kernel runs."""
+    """A kernel, called as it is; its twin where the tape (argument ``tape``'s length, TWINNED) is small and the kernel
+    not ready (``gate``). Once ready, the Twin puts the kernel where it was bound in ``namespace`` (a module's globals),
+    so later calls reach the kernel directly. Only for kernels that make their outputs afresh from their inputs (not
+    an adjoint sweep that adds to what it finds): after an arithmetic error in the twin, the kernel runs."""
 
-    def __init__(self, kernel: Any, tape: int = 0, small: int = SMALL):
-        self.kernel, self.tape, self.small, self.ready = kernel, tape, small, False
+    def __init__(self, kernel: Any, namespace: dict[str, Any]):
+        self.kernel, self.namespace = kernel, namespace
+        self.tape, self.small = TWINNED[kernel.py_func.__name__]
+        self.gate = Gate((kernel,), (0.0, PAYBACK), CLOCK)
         self.twin: Any = None  # made at its first run
-        self.on_disk: bool | None = None  # looked for at the first call
 
     def __call__(self, *args: Any) -> Any:
-        global _spent
-        if self.ready:
+        if self.gate.open:
             return self.kernel(*args)
-        if not ENABLED or _spent >= PAYBACK or len(args[self.tape]) > self.small or self._compiled():
+        if self.gate.ready():
+            for name in [name for name, value in self.namespace.items() if value is self]:
+                self.namespace[name] = self.kernel
+            return self.kernel(*args)
+        if not ENABLED or len(args[self.tape]) > self.small:
             return self.kernel(*args)
         self.twin = self.twin or python(self.kernel.py_func)
-        start = time.perf_counter()
         try:
             with np.errstate(all="ignore"):
-                return self.twin(*args)
+                return self.gate.timed(self.twin, *args)
         except (ArithmeticError, ValueError):  # (math.floor(inf), say)
             return self.kernel(*args)
-        finally:
-            _spent += time.perf_counter() - start
-
-    def _compiled(self) -> bool:
-        if self.on_disk is None:
-            index = getattr(getattr(self.kernel._cache, "_cache_file", None), "_index_path", "")  # (none: no cache)
-            self.on_disk = bool(index) and os.path.exists(index)
-        self.ready = self.on_disk or bool(self.kernel.signatures)
-        return self.ready

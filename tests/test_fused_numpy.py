@@ -43,9 +43,7 @@ def _bits(*xs):
 def _results(monkeypatch, twin, f, x):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: steps._kept)
     for tiered in (fusion.FORWARD, fusion.REVERSE):
-        monkeypatch.setattr(tiered, "ready", not twin)
-        monkeypatch.setattr(tiered, "spent", 0.0)
-        monkeypatch.setattr(tiered, "payback", np.inf)
+        monkeypatch.setattr(tiered.gate, "ready", lambda: not twin)
     calls = []
     for tiered in (fusion.FORWARD, fusion.REVERSE):
         monkeypatch.setattr(tiered, "twin", lambda *a, _t=tiered.twin: calls.append(1) or _t(*a))
@@ -78,7 +76,7 @@ def test_a_run_with_an_inexact_op_is_not_twinned():
 
 
 class _Kernel:
-    """A dispatcher's face as Tiered sees it: signatures, its cache's index file, a call."""
+    """A dispatcher's face as Tiered sees it: signatures (one once called), its cache's index file, a call."""
 
     def __init__(self, index, calls):
         self.signatures, self.calls = [], calls
@@ -86,6 +84,7 @@ class _Kernel:
 
     def __call__(self, *args):
         self.calls.append("kernel")
+        self.signatures = ["compiled"]
 
 
 def test_the_kernel_takes_over_when_cached_or_paid_back(tmp_path):

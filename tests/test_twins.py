@@ -2,14 +2,17 @@
 values, through traces, values, gradients, J v, Jacobians, H v, Hessians, gradient tapes and sparse patterns;
 and they stand in only while a kernel is neither compiled nor cached, on small tapes, for a while."""
 
+import ast
+import inspect
+
 import numpy as np
 import pytest
 
 import tape
 from tape.analyses import cse, prune
-from tape.function import derivatives, replay
-from tape.kernels import twins
-from tape.sweeps import live
+from tape.function import derivatives, replay, sparse_hessian, sparse_jacobian
+from tape.kernels import hessian_sparsity, sparsity, twins
+from tape.sweeps import driver, live, tangents
 
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1e-300,
                   710.0, -745.0, 1e-8, 0.75, -0.3, 7.0])
@@ -46,17 +49,38 @@ def _arrays(F):
     return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
 
 
+MODULES = (derivatives, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents,
+           hessian_sparsity, sparsity)
+
+
+def _sites():
+    """(module, name, kernel) where a module binds a Twin (read from its source: a ready Twin puts its kernel there)."""
+    out = []
+    for m in MODULES:
+        for node in ast.walk(ast.parse(inspect.getsource(m))):
+            if isinstance(node, ast.Assign) and "Twin(" in ast.unparse(node.value):
+                names = node.targets[0].elts if isinstance(node.targets[0], ast.Tuple) else node.targets
+                for target in names:
+                    value = getattr(m, target.id)
+                    out.append((m, target.id, value.kernel if isinstance(value, twins.Twin) else value))
+    return out
+
+
+SITES = _sites()
+
+
+def test_every_twinned_kernel_is_bound_somewhere():
+    assert {kernel.py_func.__name__ for _, _, kernel in SITES} == set(twins.TWINNED)
+
+
 def _everything(twinned, monkeypatch):
     """Results and held arrays of each kind of first use, by the twins (forced) or by the kernels."""
     monkeypatch.setattr(twins, "ENABLED", twinned)  # (conftest's warmup turned the twins off)
     if twinned:
-        monkeypatch.setattr(twins, "PAYBACK", np.inf)
-        monkeypatch.setattr(twins.Twin, "_compiled", lambda self: False)
-        for module in (derivatives, replay, prune, cse, live):
-            for twin in vars(module).values():
-                if isinstance(twin, twins.Twin):
-                    monkeypatch.setattr(twin, "ready", False)
-                    monkeypatch.setattr(twin, "twin", None)
+        for module, name, kernel in SITES:
+            twin = twins.Twin(kernel, vars(module))
+            monkeypatch.setattr(twin.gate, "ready", lambda: False)
+            monkeypatch.setattr(module, name, twin)
     rng = np.random.default_rng(5)
     points = [rng.choice(EDGES, 4) for _ in range(60)] + [rng.normal(size=4) * 10.0 ** rng.integers(-5, 5, 4)
                                                           for _ in range(20)]
@@ -86,7 +110,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     with monkeypatch.context() as m:
         twinned = _everything(True, m)
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
-            "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching"} <= set(calls)
+            "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
+            "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
@@ -114,25 +139,27 @@ def test_libm_is_what_numba_calls():
             assert np.float64(got).tobytes() == np.float64(want).tobytes(), (name, a, b)
 
 
-def test_twin_stands_in_only_while_it_should(monkeypatch):
+def test_twin_stands_in_only_while_it_should(monkeypatch, tmp_path):
     import numba
 
-    monkeypatch.setattr(twins, "ENABLED", True)
-    def double(x):
+    def replay(x):  # (a name in TWINNED: tape argument 0, SMALL records)
         x[:] *= 2.0
         return len(x)
 
-    kernel = numba.njit(double)
-    twin = twins.Twin(kernel)
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "CLOCK", twins.Clock())
     runs = []
     monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(1) or f(*a))
-    monkeypatch.setattr(twins, "_spent", 0.0)
+    kernel = numba.njit(replay)
+    space = {}
+    space["f"] = twin = twins.Twin(kernel, space)
     x = np.ones(3)
     assert twin(x) == 3 and not kernel.signatures and runs == [1] and x.tobytes() == np.full(3, 2.0).tobytes()
     assert twin(np.ones(twins.SMALL + 1)) == twins.SMALL + 1 and kernel.signatures  # a large tape: the kernel
-    assert twin(x) == 3 and runs == [1] and twin.ready  # compiled: the kernel from now on
-    late = twins.Twin(numba.njit(double))
-    monkeypatch.setattr(twins, "_spent", twins.PAYBACK)  # the twins have run long enough: compile
+    assert space["f"] is twin
+    assert twin(x) == 3 and runs == [1] and space["f"] is kernel  # compiled: bound where the Twin was, from now on
+    late = twins.Twin(numba.njit(replay), {})
+    twins.CLOCK.spent = twins.PAYBACK  # the twins have run long enough: compile
     assert late(x) == 3 and late.kernel.signatures and runs == [1]
 
 
@@ -140,12 +167,15 @@ def test_twin_stands_in_only_while_it_should(monkeypatch):
 def test_an_arithmetic_error_runs_the_kernel(monkeypatch, error):
     import numba
 
+    def replay(x):  # (a name in TWINNED)
+        return x + 1.0
+
     def fails(x):
         raise error
 
-    kernel = numba.njit(lambda x: x + 1.0)
-    twin = twins.Twin(kernel)
+    kernel = numba.njit(replay)
+    twin = twins.Twin(kernel, {})
     monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "CLOCK", twins.Clock())
     monkeypatch.setattr(twins, "python", lambda f: fails)
-    monkeypatch.setattr(twins, "_spent", 0.0)
     assert twin(np.ones(2)).tolist() == [2.0, 2.0] and kernel.signatures

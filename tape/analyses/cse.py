@@ -26,7 +26,7 @@ from tape.kernels.ops import ELEM, HAS_INPUT, KIND, OPCODE, TWO_RECORDS, USES_PO
 from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan
 
-merge = Twin(_kernels.merge)  # a small trace's first runs its twin while it is not compiled
+merge = Twin(_kernels.merge, globals())  # a small trace's first runs its twin while it is not ready (kernels/twins.py)
 CODES = np.arange(256)
 MERGEABLE = np.isin(KIND, ("unary", "binary", "const")) | (CODES == OPCODE["constant"]) | (CODES == ELEM)
 RENAMES = HAS_INPUT | (CODES == ELEM)  # in0 names a record (an elem's: its array record)

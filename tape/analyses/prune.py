@@ -31,7 +31,7 @@ from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 from tape.sweeps.driver import Plan, forward_scalars
 
-compact, mark_varying = Twin(_kernels.compact), Twin(_kernels.mark_varying)  # a small trace's first: twins
+compact, mark_varying = Twin(_kernels.compact, globals()), Twin(_kernels.mark_varying, globals())  # (kernels/twins.py)
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
 

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from tape.function.function import Function
 
 # a small tape's first J v, Jacobian, H v or Hessian runs these kernels' twins while they are not compiled
-replay_partials, replay_second = Twin(_sweeps.replay_partials), Twin(_sweeps.replay_second)
-reverse_vector, reverse_second = Twin(_sweeps.reverse_vector), Twin(_sweeps.reverse_second)
-tangent_sweep = Twin(_sweeps.tangent_sweep, tape=1)
+replay_partials, replay_second = Twin(_sweeps.replay_partials, globals()), Twin(_sweeps.replay_second, globals())
+reverse_vector, reverse_second = Twin(_sweeps.reverse_vector, globals()), Twin(_sweeps.reverse_second, globals())
+tangent_sweep = Twin(_sweeps.tangent_sweep, globals())
 
 
 def at(F: Function, point: np.ndarray, second: bool = False) -> None:

@@ -36,10 +36,13 @@ if TYPE_CHECKING:
 
 POLICIES = ("raise", "retrace", "ignore")
 # a small tape's first value or gradient runs these kernels' twins while they are not compiled
-replay, replay_from = Twin(_sweeps.replay), Twin(_sweeps.replay_from)
-replay_gradient, replay_gradient_from = Twin(_sweeps.replay_gradient), Twin(_sweeps.replay_gradient_from)
-forward_partials, forward_partials_from = Twin(_sweeps.forward_partials), Twin(_sweeps.forward_partials_from)
-forward_second, forward_second_from = Twin(_sweeps.forward_second), Twin(_sweeps.forward_second_from)
+replay, replay_from = Twin(_sweeps.replay, globals()), Twin(_sweeps.replay_from, globals())
+replay_gradient = Twin(_sweeps.replay_gradient, globals())
+replay_gradient_from = Twin(_sweeps.replay_gradient_from, globals())
+forward_partials = Twin(_sweeps.forward_partials, globals())
+forward_partials_from = Twin(_sweeps.forward_partials_from, globals())
+forward_second = Twin(_sweeps.forward_second, globals())
+forward_second_from = Twin(_sweeps.forward_second_from, globals())
 R = TypeVar("R", bound="Function")
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -28,15 +28,15 @@ from tape.function.sparse_jacobian import ORDERS, input_columns
 from tape.kernels import hessian_sparsity as _kernels
 from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, pairs_to_csr, reached
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
-from tape.kernels.twins import SQUARE, Twin
+from tape.kernels.twins import Twin
 from tape.sweeps import vectors
 
 if TYPE_CHECKING:
     from tape.function.function import Function
 
 # a small tape's first pattern, coloring and sparse Hessian run these kernels' twins while they are not compiled
-hessian_pairs = Twin(_kernels.hessian_pairs, small=SQUARE)  # (small: the pairs grow as the sets' squares)
-recover, star_coloring = Twin(_kernels.recover, tape=1), Twin(_kernels.star_coloring, tape=2, small=SQUARE)
+hessian_pairs, recover = Twin(_kernels.hessian_pairs, globals()), Twin(_kernels.recover, globals())
+star_coloring = Twin(_kernels.star_coloring, globals())
 
 
 def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows: np.ndarray,

@@ -21,7 +21,7 @@ from tape.function import arguments, array_sparsity, derivatives
 from tape.function.array_sparsity import scipy_sparse
 from tape.kernels import sparsity as _kernels
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
-from tape.kernels.twins import SQUARE, Twin
+from tape.kernels.twins import Twin
 from tape.sweeps import vectors
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 ORDERS = ("natural", "largest_first")
 # a small tape's first pattern, coloring and sparse Jacobian run these kernels' twins while they are not compiled
-gather_rows, decompress = Twin(_kernels.gather_rows, small=SQUARE), Twin(_kernels.decompress, tape=1)
-color_columns = Twin(_kernels.color_columns, tape=2, small=SQUARE)  # (by the entries: a row's square)
+gather_rows, decompress = Twin(_kernels.gather_rows, globals()), Twin(_kernels.decompress, globals())
+color_columns = Twin(_kernels.color_columns, globals())
 
 
 def input_columns(op: np.ndarray, input_rows: np.ndarray, output_rows: np.ndarray) -> tuple[np.ndarray, int]:

@@ -16,7 +16,6 @@ long as the compile takes (then at most doubling its time, once per machine).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import COPY, GATHER, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
+from tape.kernels.compiling import Gate
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
@@ -41,8 +41,8 @@ RUN = 8  # elements per run of a gather's places, at least, for the driver to co
 # start, ~10 ns, NumPy's take about 1 ns an element
 PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul (A's measurement: tape-bench mlp-array,
 # 256 x 784 x 512, was 1.33x hand driven against 1.18x by NumPy's step)
-_cached = False
-_on_disk: bool | None = None  # whether the kernels were cached on disk at the first look
+_compiled = Gate((kernels.forward, kernels.reverse), (0.0, math.inf)).ready  # compiled or cached: a Function's own
+# PAYBACK decides where not
 
 
 def ready(s: State, runs: dict[int, Any]) -> bool:
@@ -54,18 +54,6 @@ def ready(s: State, runs: dict[int, Any]) -> bool:
     if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once
         driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)))
     return bool(driven)
-
-
-def _compiled() -> bool:
-    """Whether the kernels are compiled in this process or were cached on disk at its first look (kept once true:
-    two os.path.exists a sweep cost a small Function 2-4 µs a call)."""
-    global _cached, _on_disk
-    if not _cached:
-        both: tuple[Any, ...] = (kernels.forward, kernels.reverse)
-        if _on_disk is None:
-            _on_disk = all(os.path.exists(k._cache._cache_file._index_path) for k in both)
-        _cached = _on_disk or all(k.signatures for k in both)
-    return _cached
 
 
 def warm() -> None:

@@ -39,7 +39,7 @@ from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, IS_LEAF, LEAF
 from tape.kernels.twins import Twin
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
-forward_sweep, forward_range = Twin(_sweeps.forward_sweep), Twin(_sweeps.forward_range)  # (tape/kernels/twins.py)
+forward_sweep, forward_range = Twin(_sweeps.forward_sweep, globals()), Twin(_sweeps.forward_range, globals())
 
 
 class View(NamedTuple):

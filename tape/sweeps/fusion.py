@@ -18,8 +18,6 @@ Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call pe
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -27,6 +25,7 @@ import numpy as np
 
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
+from tape.kernels.compiling import Gate
 from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
 from tape.sweeps import driver, fused_numpy
 from tape.sweeps import live as _live
@@ -43,24 +42,12 @@ class Tiered:
     the kernel's compile (a cold first gradient of Rosenbrock at 10^6 took 7.6 s, 4.4 s of it compiling the two)."""
 
     def __init__(self, kernel: Any, twin: Callable[..., Any], payback: float):
-        self.kernel, self.twin, self.payback = kernel, twin, payback
-        self.ready = False
-        self.spent: float | None = None  # seconds in the twin; None until the first call looks for the cache
+        self.kernel, self.twin, self.gate = kernel, twin, Gate((kernel,), (0.0, payback))
 
     def __call__(self, twinned: bool, *args: Any) -> Any:
-        if self.ready:
+        if not twinned or self.gate.ready():
             return self.kernel(*args)
-        if self.spent is None:
-            self.spent = 0.0
-            self.ready = bool(self.kernel.signatures) or os.path.exists(self.kernel._cache._cache_file._index_path)
-        if self.ready or not twinned or self.spent >= self.payback:
-            self.ready = True
-            return self.kernel(*args)
-        start = time.perf_counter()
-        try:
-            return self.twin(*args)
-        finally:
-            self.spent += time.perf_counter() - start
+        return self.gate.timed(self.twin, *args)
 
 
 FORWARD = Tiered(fused_forward, fused_numpy.forward, 1.0)  # compiled in 1.1 CPU-s (cold, quiet 2-core machine)

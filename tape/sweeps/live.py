@@ -15,7 +15,7 @@ from tape.kernels.ops import ELEM, HAS_INPUT, OPCODE, TWO_RECORDS
 from tape.kernels.twins import Twin
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
-mark_reaching = Twin(graph.mark_reaching)  # a small trace's first runs its twin while it is not compiled
+mark_reaching = Twin(graph.mark_reaching, globals())  # a small trace's first runs its twin while it is not ready
 
 
 def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan, View, elements, read, region, schedule, view
 
 State = Any  # a Function with array records (tape/function/array_replay.py)
-tangent_sweep = Twin(_sweeps.tangent_sweep, tape=1)  # (a twin while not compiled: tape/kernels/twins.py)
+tangent_sweep = Twin(_sweeps.tangent_sweep, globals())  # (a twin while not ready: tape/kernels/twins.py)
 
 
 def _views(s: State, arena: np.ndarray, p: Plan) -> list[np.ndarray]:
