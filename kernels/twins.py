@@ -1,14 +1,16 @@
-"""CPython twins of the kernels: a kernel's own source run by the interpreter on a small tape, while the
-kernel is neither compiled in this process nor cached on disk (kernels/compiling.py's Gate), so a first use does not
-wait for its compile. TWINNED lists the kernels twinned; modules bind ``Twin(kernel, globals())`` at their call sites.
+"""CPython twins of the kernels: a kernel's own source run by the interpreter on a small tape, while the kernel
+is not compiled in this process (kernels/compiling.py's Gate): a first use waits neither for a compile nor, where
+the kernel is cached, for its load (Numba's first load in a process costs 0.3-0.4 CPU-s, a small tape's twin
+about 1 ms). TWINNED lists the kernels twinned; modules bind ``Twin(kernel, globals())`` at their call sites.
 
 Same bits: the twin runs the kernel's source with its callees twinned too, on NumPy float64 scalars (IEEE
 operations, as the compiled code), and calls the C library's functions (ctypes) where Numba's code calls them:
 ``math.exp`` and the like become LLVM intrinsics or externs that call libm's (CPython's ``math.hypot`` and
 ``pow`` are its own, and raise where libm returns inf or NaN). An arithmetic or domain error the twin meets anyway
-(``math.floor(inf)``) runs the kernel. A twin serves only tapes of at most ``SMALL`` records
-(a few ms a sweep), and at most ``PAYBACK`` seconds in a process, about a kernel's compile, after which the
-kernel compiles once. ``python -m tape warmup`` sets ``ENABLED`` false: it compiles every kernel.
+(``math.floor(inf)``) runs the kernel, on the arrays as they were. A twin serves only tapes of at most ``SMALL``
+records (a few ms a sweep), and the twins run at most ``PAYBACK`` seconds in a process (about a kernel's compile)
+before an uncached kernel compiles, ``LOAD`` seconds before a cached one loads. ``python -m tape warmup`` sets
+``ENABLED`` false: it compiles every kernel.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from .compiling import Clock, Gate
 SMALL = 2000  # records (a README example: 9; the forward-over-reverse sweeps run ~3 µs a record in CPython)
 SQUARE = 200  # records, for a kernel whose work can grow as their square (the sparsity patterns' index sets)
 PAYBACK = 1.0  # seconds of twins' runs in a process (an hvp's kernels compile in 2.7 CPU-s, a trace's in 0.8)
+LOAD = 0.3  # seconds of twins' runs before cached kernels load (a first load costs 0.3-0.4 CPU-s: Numba's typing and
+# target registries, SciPy's BLAS, then each kernel's index and types; a small tape's twin runs in about 1 ms)
 ENABLED = True
 CLOCK = Clock()  # the twins' seconds in this process
 TWINNED = {  # the kernels with twins: (the argument that is the tape, the most records a twin serves)
@@ -34,7 +38,7 @@ TWINNED = {  # the kernels with twins: (the argument that is the tape, the most 
     "forward_partials": (0, SMALL), "forward_partials_from": (0, SMALL), "forward_second": (0, SMALL),
     "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL), "replay_second": (0, SMALL),
     "reverse_vector": (0, SMALL), "reverse_second": (0, SMALL), "tangent_sweep": (1, SMALL),
-    "forward_sweep": (0, SMALL), "forward_range": (0, SMALL),
+    "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL),
     "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
     "reach": (0, SMALL), "_pairs_to_csr": (1, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
     # the sparsity patterns' index sets, whose work can grow as the square of the records:
@@ -76,13 +80,13 @@ def python(f: Any) -> Any:
 class Twin:
     """A kernel, called as it is; its twin where the tape (argument ``tape``'s length, TWINNED) is small and the kernel
     not ready (``gate``). Once ready, the Twin puts the kernel where it was bound in ``namespace`` (a module's globals),
-    so later calls reach the kernel directly. Only for kernels that make their outputs afresh from their inputs (not
-    an adjoint sweep that adds to what it finds): after an arithmetic error in the twin, the kernel runs."""
+    so later calls reach the kernel directly. After an arithmetic error in the twin, the kernel runs on the arrays as
+    they were (restored: a sweep that adds to adjoints can be twinned too)."""
 
     def __init__(self, kernel: Any, namespace: dict[str, Any]):
         self.kernel, self.namespace = kernel, namespace
         self.tape, self.small = TWINNED[kernel.py_func.__name__]
-        self.gate = Gate((kernel,), (0.0, PAYBACK), CLOCK)
+        self.gate = Gate((kernel,), (LOAD, PAYBACK), CLOCK)
         self.twin: Any = None  # made at its first run
 
     def __call__(self, *args: Any) -> Any:
@@ -95,8 +99,11 @@ class Twin:
         if not ENABLED or len(args[self.tape]) > self.small:
             return self.kernel(*args)
         self.twin = self.twin or python(self.kernel.py_func)
+        kept = [(a, a.copy()) for a in args if isinstance(a, np.ndarray) and a.flags.writeable]
         try:
             with np.errstate(all="ignore"):
                 return self.gate.timed(self.twin, *args)
         except (ArithmeticError, ValueError):  # (math.floor(inf), say)
+            for a, copy in kept:
+                a[...] = copy
             return self.kernel(*args)

@@ -12,6 +12,7 @@ import tape
 from tape.analyses import cse, prune
 from tape.function import derivatives, replay, sparse_hessian, sparse_jacobian
 from tape.kernels import hessian_sparsity, sparsity, twins
+from tape.records import storage
 from tape.sweeps import driver, live, tangents
 
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1e-300,
@@ -49,7 +50,7 @@ def _arrays(F):
     return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
 
 
-MODULES = (derivatives, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents,
+MODULES = (derivatives, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
            hessian_sparsity, sparsity)
 
 
@@ -97,6 +98,10 @@ def _everything(twinned, monkeypatch):
                        G.jacobian(x), Fp.hvp(x, v)]
             out += [_bits(np.asarray(r if not isinstance(r, tuple) else np.hstack(r), float)) for r in results]
             out += [_arrays(Fv), _arrays(Fs), _arrays(Fp), _arrays(G)]
+            t = tape.Tape()
+            xs = [t.var(float(value)) for value in x]
+            g = t.gradient(_total(xs), xs)  # a Tape's sweep: it adds to adjoints (the records it reached)
+            out += [_bits(g), _bits(t._adj[:t._n][t._stamp[:t._n] == t._gen])]
         S = tape.trace(lambda x: x[0] * x[1] + tape.sin(x[2]) * x[3] ** 2 + x[1] / x[3], np.full(4, 0.3))
         out += [_bits(S.hessian_sparsity().toarray()), _bits(S.jacobian_sparsity().toarray()),
                 _bits(S.sparse_hessian(np.arange(1.0, 5.0)).toarray())]
@@ -111,7 +116,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
         twinned = _everything(True, m)
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
-            "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns"} <= set(calls)
+            "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
+            "reverse_sweep"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
@@ -163,19 +169,48 @@ def test_twin_stands_in_only_while_it_should(monkeypatch, tmp_path):
     assert late(x) == 3 and late.kernel.signatures and runs == [1]
 
 
+def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path):
+    """Cached on disk: the twin runs LOAD seconds first (a small tape's twin costs less than a load), not PAYBACK."""
+    from types import SimpleNamespace
+
+    calls, index = [], tmp_path / "index.nbi"
+    index.write_text("")
+
+    class Cached:  # a dispatcher's face: cached on disk, not compiled in this process
+        signatures = []
+        _cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index))
+        py_func = SimpleNamespace(__name__="replay")
+
+        def __call__(self, *args):
+            calls.append("kernel")
+
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "CLOCK", twins.Clock())
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: calls.append("twin"))
+    twin = twins.Twin(Cached(), {})
+    twin(np.ones(2))
+    twins.CLOCK.spent = (twins.LOAD + twins.PAYBACK) / 2  # past LOAD, short of PAYBACK
+    twin(np.ones(2))
+    assert calls == ["twin", "kernel"] and twins.LOAD < twins.PAYBACK
+
+
 @pytest.mark.parametrize("error", [ZeroDivisionError, OverflowError])
-def test_an_arithmetic_error_runs_the_kernel(monkeypatch, error):
+def test_an_arithmetic_error_runs_the_kernel_on_the_arrays_as_they_were(monkeypatch, error):
     import numba
 
-    def replay(x):  # (a name in TWINNED)
-        return x + 1.0
+    def reverse_sweep(x, adj):  # adds to what it finds, as an adjoint sweep does
+        for k in range(len(x)):
+            adj[k] += x[k]
+        return adj.sum()
 
-    def fails(x):
+    def fails(x, adj):
+        adj += 5.0  # (written before the error)
         raise error
 
-    kernel = numba.njit(replay)
+    kernel = numba.njit(reverse_sweep)
     twin = twins.Twin(kernel, {})
     monkeypatch.setattr(twins, "ENABLED", True)
     monkeypatch.setattr(twins, "CLOCK", twins.Clock())
     monkeypatch.setattr(twins, "python", lambda f: fails)
-    assert twin(np.ones(2)).tolist() == [2.0, 2.0] and kernel.signatures
+    adj = np.full(2, 0.5)
+    assert twin(np.ones(2), adj) == 3.0 and adj.tolist() == [1.5, 1.5] and kernel.signatures

@@ -43,9 +43,11 @@ from tape.base.numbers import real_array
 from tape.debug import nans, show
 from tape.debug.nans import branch_changed, caller
 from tape.errors import TapeError, TapeFullError
-from tape.kernels._sweeps import fresh_reverse, fresh_reverse_from, reverse_range, reverse_sweep
+from tape.kernels import _sweeps
+from tape.kernels._sweeps import fresh_reverse, fresh_reverse_from, reverse_range
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
+from tape.kernels.twins import Twin
 from tape.sweeps import driver, fusion
 from tape.sweeps.arenas import Arenas
 
@@ -54,6 +56,7 @@ MAX_RECORDS = NO_INPUT  # indices 0 .. 2**32 - 2; the top value is the sentinel
 BYTES_PER_RECORD = 1 + 4 + 4 + 8 + 8 + 4
 _GEN_LIMIT = 2**32 - 1  # stamps are uint32
 _ONE = np.ones(1)
+reverse_sweep = Twin(_sweeps.reverse_sweep, globals())  # a small tape's first gradient: its twin (kernels/twins.py)
 
 
 class Record(NamedTuple):
