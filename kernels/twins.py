@@ -24,13 +24,11 @@ import numpy as np
 from llvmlite import binding as llvm
 from numba.core.registry import CPUDispatcher
 
-from .compiling import Clock, Gate
+from .compiling import LOAD, Clock, Gate
 
 SMALL = 2000  # records (a README example: 9; the forward-over-reverse sweeps run ~3 µs a record in CPython)
 SQUARE = 200  # records, for a kernel whose work can grow as their square (the sparsity patterns' index sets)
 PAYBACK = 1.0  # seconds of twins' runs in a process (an hvp's kernels compile in 2.7 CPU-s, a trace's in 0.8)
-LOAD = 0.3  # seconds of twins' runs before cached kernels load (a first load costs 0.3-0.4 CPU-s: Numba's typing and
-# target registries, SciPy's BLAS, then each kernel's index and types; a small tape's twin runs in about 1 ms)
 ENABLED = True
 CLOCK = Clock()  # the twins' seconds in this process
 TWINNED = {  # the kernels with twins: (the argument that is the tape, the most records a twin serves)

@@ -25,7 +25,7 @@ import numpy as np
 
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
-from tape.kernels.compiling import Gate
+from tape.kernels.compiling import LOAD, Gate
 from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
 from tape.sweeps import driver, fused_numpy
 from tape.sweeps import live as _live
@@ -38,11 +38,12 @@ TAPE_RUNS = 2**15
 
 class Tiered:
     """A fused kernel, or its NumPy twin (tape/sweeps/fused_numpy.py: the same bits, 10-30x slower) until the kernel
-    is compiled in this process or cached on disk, or the twin has run ``payback`` seconds in this process, about
-    the kernel's compile (a cold first gradient of Rosenbrock at 10^6 took 7.6 s, 4.4 s of it compiling the two)."""
+    is compiled in this process, or the twin has run ``payback`` seconds in this process, about the kernel's compile
+    (a cold first gradient of Rosenbrock at 10^6 took 7.6 s, 4.4 s of it compiling the two), or LOAD seconds where
+    the kernel is cached (a first load in a process, 0.4 s, costs more than a first twin run: 0.13 s at 10^6)."""
 
     def __init__(self, kernel: Any, twin: Callable[..., Any], payback: float):
-        self.kernel, self.twin, self.gate = kernel, twin, Gate((kernel,), (0.0, payback))
+        self.kernel, self.twin, self.gate = kernel, twin, Gate((kernel,), (LOAD, payback))
 
     def __call__(self, twinned: bool, *args: Any) -> Any:
         if not twinned or self.gate.ready():
