@@ -89,13 +89,15 @@ def _everything(twinned, monkeypatch):
     with np.errstate(all="ignore"):
         Fv, Fs = tape.trace(_terms, np.full(4, 0.3)), tape.trace(_total, np.full(4, 0.3))
         Fp = tape.trace(_total, np.full(4, 0.3), prune=False, cse=False)
+        A = tape.trace(lambda x: (tape.sin(x) * x[0]).sum() * tape.exp(x[1]) + x[2] * x[3], np.full(4, 0.3))  # arrays,
+        # scalar records between them
         out += [_arrays(Fv), _arrays(Fs), _arrays(Fp)]
         for x in points:
             v = np.roll(x, 1)
             G = Fs.grad_function()
             results = [Fv(x), Fv.jvp(x, v), Fv.vjp(x, v[:1].repeat(Fv.n_outputs)), Fv.jacobian(x, mode="forward"),
                        Fv.jacobian(x, mode="reverse"), Fs.value_and_grad(x), Fs.hvp(x, v), Fs.hessian(x), G(x),
-                       G.jacobian(x), Fp.hvp(x, v)]
+                       G.jacobian(x), Fp.hvp(x, v), A.hvp(x, v), A.hessian(x)]
             out += [_bits(np.asarray(r if not isinstance(r, tuple) else np.hstack(r), float)) for r in results]
             out += [_arrays(Fv), _arrays(Fs), _arrays(Fp), _arrays(G)]
             t = tape.Tape()
@@ -117,7 +119,7 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
             "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
-            "reverse_sweep"} <= set(calls)
+            "reverse_sweep", "reverse_second_range"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):

@@ -16,7 +16,7 @@ import numpy as np
 from tape.base.numbers import positive_int, real_array
 from tape.function import arguments, array_replay, call_records, replay
 from tape.kernels import _sweeps
-from tape.kernels._sweeps import first_failed, reverse_second_range
+from tape.kernels._sweeps import first_failed
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
 from tape.kernels.twins import Twin
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 replay_partials, replay_second = Twin(_sweeps.replay_partials, globals()), Twin(_sweeps.replay_second, globals())
 reverse_vector, reverse_second = Twin(_sweeps.reverse_vector, globals()), Twin(_sweeps.reverse_second, globals())
 tangent_sweep = Twin(_sweeps.tangent_sweep, globals())
+reverse_second_range = Twin(_sweeps.reverse_second_range, globals())
 
 
 def at(F: Function, point: np.ndarray, second: bool = False) -> None:

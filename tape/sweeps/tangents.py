@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _sweeps
-from tape.kernels._sweeps import reverse_second_range
 from tape.kernels.array_ops import ACONSTANT, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
@@ -26,6 +25,7 @@ from tape.sweeps.driver import Plan, View, elements, read, region, schedule, vie
 
 State = Any  # a Function with array records (tape/function/array_replay.py)
 tangent_sweep = Twin(_sweeps.tangent_sweep, globals())  # (a twin while not ready: tape/kernels/twins.py)
+reverse_second_range = Twin(_sweeps.reverse_second_range, globals())
 
 
 def _views(s: State, arena: np.ndarray, p: Plan) -> list[np.ndarray]:
