@@ -9,7 +9,7 @@ import pytest
 import tape
 from tape.kernels.codegen import fused
 from tape.kernels.compiling import LOAD
-from tape.sweeps import compiled, fused_numpy, fusion
+from tape.sweeps import compiled, fused_numpy, fusion, steps
 
 RNG = np.random.default_rng(11)
 
@@ -105,3 +105,71 @@ def test_the_kernel_takes_over_when_cached_or_paid_back(tmp_path):
     cached.gate.clock.spent = LOAD  # a cached kernel loads once its twin has run LOAD seconds
     cached(True)
     assert calls == ["twin", "twin", "kernel", "kernel"] + ["twin", "kernel"] + ["twin", "kernel"]
+
+
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 1e-308, -5e-324, 2.5e-310, 1.0, -3.0, 1e154])
+
+
+def _wave(u):
+    for _ in range(3):
+        a, b = u[:-1], u[1:]
+        u = (a - b) * (a + 0.5 * b) / 3.0 + b * b * 0.01 - 0.1 * a
+    return (u * 1.0)[1:].sum()  # (a sum of a view: it does not join the run, and adds in NumPy's order everywhere)
+
+
+def _filter(u):
+    for _ in range(3):
+        u = 0.25 * u[2:] + 0.5 * u[1:-1] + 0.25 * u[:-2]  # (the later members read the earlier elements)
+    return (u * u)[1:].sum()
+
+
+EDGE_PROGRAMS = {  # name: (f, elements, whether every path gives the NumPy steps' order); views of one input read one
+    # element from different blocks of 512
+    "shifted views at block edges": (_wave, 2001, True),
+    "a 3-tap filter": (_filter, 9000, True),
+    "strided views, two residues": (lambda u: (u[:-2:2] * u[1:-1:2] - u[2::2] * u[2::2] + u[:-2:2] / 7.0 - u[2::2]
+                                               * 0.3)[1:].sum(), 9001, True),
+    "reversed views": (lambda u: (u[::-1][:-1] * 2.0 - u[::-1][1:] * u[::-1][1:] + u[::-1][:-1] / 7.0)[1:].sum(), 9000,
+                       True),
+    "rows one after another": (lambda u: ((u.reshape(40, 30)[1:] - u.reshape(40, 30)[:-1] * 0.3) * u.reshape(40, 30)[
+        1:] + u.reshape(40, 30)[:-1] / 7.0)[1:].sum(), 1200, True),
+    "views far apart": (lambda u: (u[:-600] * u[600:] - u[300:-300] * 0.5)[1:].sum(), 1700, False),
+    "rows apart": (lambda u: (u.reshape(40, 50)[1:, 1:] * u.reshape(40, 50)[:-1, :-1] + 1.0)[1:].sum(), 2000, False),
+}
+
+
+def _by(monkeypatch, path, f, x, points):
+    """(value, gradient) at points with a Function's fused runs run by path: the "kernels", their "twins", as rows of
+    the compiled "tables" where steps._kept lets them, or as "numpy"'s steps (no runs)."""
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: path == "tables")
+    for tiered in (fusion.FORWARD, fusion.REVERSE):
+        monkeypatch.setattr(tiered.gate, "ready", lambda: path != "twins")
+    F = tape.trace(f, x)
+    assert F._runs_first and all(run.twinned and run.total < 0 for run in F._runs_first.values())
+    if path == "numpy":
+        F._runs_first, F._runs_last = {}, {}
+    with np.errstate(all="ignore"):
+        return [np.concatenate([[v], g]) for v, g in (F.value_and_grad(point) for point in points)], F
+
+
+@pytest.mark.parametrize("program", sorted(EDGE_PROGRAMS))
+def test_every_path_gives_a_functions_bits(monkeypatch, program):
+    """Whether the kernels are cached decides whether a small run without a sum is fused (kernels or twins) or rows
+    of the compiled tables (steps._kept): the bits are the same (NaN for NaN: a NaN's sign where two meet in an add
+    is IEEE's choice), and, where the run is dissolved, NumPy's steps'; each element of an input read by several
+    views gets its adds in the same order."""
+    f, n, ordered = EDGE_PROGRAMS[program]
+    x = np.random.default_rng(7).normal(size=n)
+    points = [x, x * np.random.default_rng(8).uniform(0.5, 9.0, n), x ** 3, np.resize(EDGES, n),
+              np.where(x > 1.0, np.resize(EDGES[::-1], n), x * 1e-300)]
+    found = {path: _by(monkeypatch, path, f, x, points) for path in ("kernels", "twins", "tables", "numpy")}
+    want = found["kernels"][0]
+    for path in ("twins", "tables", "numpy") if ordered else ("twins", "tables"):
+        for a, b in zip(found[path][0], want, strict=True):
+            bits = [np.where(np.isnan(c), np.nan, c).tobytes() for c in (a, b)]  # (-0.0 is not 0.0)
+            assert bits[0] == bits[1], (path, np.flatnonzero((a != b) & ~(np.isnan(a) & np.isnan(b))))
+    F = found["tables"][1]  # a run in NumPy's order is dissolved, one not kept
+    rows = {int(row) for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
+            if getattr(call, "func", None) is compiled.forward for row in call.args[1][:, 2]}
+    members = {int(row) for run in F._runs_first.values() for row in run.members}
+    assert (members <= rows if ordered else not members & rows), (members, rows)

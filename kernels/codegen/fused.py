@@ -13,6 +13,10 @@ arena is touched only at the run's inputs. Numbers are rows filled once per
 call. Measured on Rosenbrock at 10^6 (replayed value and gradient), these three
 took the reverse kernel from 6.1 to about 3.5 ms.
 
+An input's element read by views in different blocks (u[:-1], u[1:] at a block's edge) gets its adds
+in the NumPy steps' order (the compiled tables', tape/sweeps/steps.py's _kept): a view's adds lag by
+ext[i, 3] elements (tape/sweeps/fusion.py's _lags), each block recomputing the most lag's before it.
+
 Each member's rule is the op table's (kernels/ops.py), the expressions the
 scalar sweeps compile, with the structural-zero rule as a select: a product
 with a zero factor adds nothing. They are compiled once, whatever the program.
@@ -91,7 +95,8 @@ def _target(letter: str, indent: str) -> list[str]:
 
 
 def _send(letter: str, indent: str) -> list[str]:
-    """Add the block's contributions C<letter> to operand ``letter`` of member k."""
+    """Add the block's contributions C<letter> to operand ``letter`` of member k (to an input's view, those of its
+    elements first..first + step lagged by its lag; the last block's to the row's end)."""
     arr = "C" + letter.upper()
     return [f"{indent}kind = k{letter}[k]",
             f"{indent}if kind == 0:",
@@ -103,11 +108,15 @@ def _send(letter: str, indent: str) -> list[str]:
             f"{indent}elif kind == 1:",
             f"{indent}    base = ext[i{letter}[k], 0] + r * ext[i{letter}[k], 1]",
             f"{indent}    stride = ext[i{letter}[k], 2]",
+            f"{indent}    lag = ext[i{letter}[k], 3]",
+            f"{indent}    lo = max(first - lag, 0) - start",
+            f"{indent}    hi = w if start + w == n1 else first + step - lag - start",
             f"{indent}    if stride == 1:",
             f"{indent}        dst = aadj[base + start:base + start + w]",
-            *element_loop(indent + "        ", [f"dst[u] += {arr}[u]"]),
+            *element_loop(indent + "        ", [f"dst[u] += {arr}[u]"], "lo, hi"),
             f"{indent}    else:",
-            *element_loop(indent + "        ", [f"aadj[np.uint64(base + (start + e) * stride)] += {arr}[u]"])]
+            *element_loop(indent + "        ", [f"aadj[np.uint64(base + (start + e) * stride)] += {arr}[u]"],
+                          "lo, hi")]
 
 
 def kernels() -> list[str]:
@@ -177,8 +186,9 @@ def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
 def fused_reverse(code, ka, ia, kb, ib, imm, ext, need, adj_in, seed, n0, n1, aval, aadj):
     """The reverse of fused_forward's run: member k starts from aadj[adj_in[k] + ...] where
     adj_in[k] >= 0 (adjoints sent by records outside the run) plus ``seed`` for the last member
-    (a sum record's adjoint); adjoints reach the arena only at the run's inputs (kind 1). Only the
-    members marked in need (whose values some partial reads) are recomputed."""
+    (a sum record's adjoint); adjoints reach the arena only at the run's inputs (kind 1), each view's
+    lagged by ext[i, 3] elements. Only the members marked in need (whose values some partial reads)
+    are recomputed."""
     m = len(code)
     S = np.empty((m, {BLOCK}))
     G = np.empty((m, {BLOCK}))
@@ -186,9 +196,11 @@ def fused_reverse(code, ka, ia, kb, ib, imm, ext, need, adj_in, seed, n0, n1, av
     CA0 = np.empty({BLOCK})
     CB0 = np.empty({BLOCK})
     held = np.zeros(m, np.bool_)
+    step = {BLOCK} - ext[:, 3].max()  # new elements per block: a block recomputes the lags' most before them
     for r in range(n0):
-        for start in range(0, n1, {BLOCK}):
-            w = min({BLOCK}, n1 - start)
+        for first in range(0, n1, step):
+            start = max(first - ({BLOCK} - step), 0)
+            w = min(first + step, n1) - start
             for k in range(m):
                 if need[k]:
 {values_need}

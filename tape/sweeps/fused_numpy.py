@@ -5,8 +5,8 @@ fused_reverse (kernels/codegen/fused.py). These twins take the same arguments an
 element, the same IEEE operations in the same order: the ops' rules (kernels/ops.py) on whole
 arrays, the sum lane by lane in blocks of BLOCK added by the same binary counter, adjoints sent
 through the members in reverse order, and the adds into a run's inputs in the kernel's order
-(block by block; it matters where two members read one element). Only runs whose every member is
-exact (ops.EXACT, or x ** 2) are twinned: pow's C library call is not NumPy's loop. Where a result is
+(block by block, each view's lagged; it matters where two members read one element). Only runs whose
+every member is exact (ops.EXACT, or x ** 2) are twinned: pow's C library call is not NumPy's loop. Where a result is
 NaN, its sign may differ (LLVM may compile g * -1.0 as a negation, which flips a NaN's sign).
 """
 
@@ -94,7 +94,7 @@ def reverse(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array,
         G: list = [aadj[at:at + n].copy() if at >= 0 else None for at in adj_in]
         G[-1] = G[-1] + seed if held[-1] else np.full(n, seed)
         held[-1] = True
-        sends: list[tuple[np.ndarray, np.ndarray]] = []  # (a view of aadj, what it gets)
+        sends: list[tuple[np.ndarray, np.ndarray, int]] = []  # (a view of aadj, what it gets, its lag)
         for k in range(len(code) - 1, -1, -1):
             if not held[k]:
                 continue
@@ -112,11 +112,13 @@ def reverse(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array,
                 elif kind == 0:
                     G[i], held[i] = c, True
                 else:
-                    sends.append((_view(aadj, ext, i, n0, n1), c.reshape(n0, n1)))
+                    sends.append((_view(aadj, ext, i, n0, n1), c.reshape(n0, n1), int(ext[i, 3])))
     if len(sends) == 1 and n0 == 1:
         sends[0][0][:] += sends[0][1]
-    elif sends:  # block by block, each block's sends in order: where two read one element, their adds keep the order
+    elif sends:  # block by block, each block's sends in order, lagged: where two read one element, their adds keep the
+        step = BLOCK - int(ext[:, 3].max())  # kernel's order
         for r in range(n0):
-            for start in range(0, n1, BLOCK):
-                for view, c in sends:
-                    view[r, start:start + BLOCK] += c[r, start:start + BLOCK]
+            for first in range(0, n1, step):
+                for view, c, lag in sends:
+                    lo, hi = max(first - lag, 0), n1 if first + step >= n1 else first + step - lag
+                    view[r, lo:hi] += c[r, lo:hi]

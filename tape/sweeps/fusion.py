@@ -70,6 +70,7 @@ class Run(NamedTuple):
     dead: frozenset[int]  # the array records between its first row and its last that no root depends on
     twinned: bool  # whether NumPy can run it with the kernels' bits (fused_numpy.py)
     watched: bool  # whether a member is read outside the run (live has one >= 0)
+    ordered: bool  # whether its inputs get their adds in the NumPy steps' order (_lags)
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
@@ -242,12 +243,58 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
     if all(row == n1 * step for _, row, step in ext):  # rows one after another: one row, in blocks of 512 (a
         n0, n1 = 1, n0 * n1  # kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
-    program = (code, ka, ia, kb, ib, np.array(imm + [0.0]), np.array(ext or [(0, 0, 0)], np.int64))
+    lags, ordered = _lags(ext, ext_rows, set(inputs), n0, n1)
+    program = (code, ka, ia, kb, ib, np.array(imm + [0.0]),
+               np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
     order = tuple(p.row for p in members) + ((total.row,) if total else ())
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
     return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
                 total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
-                fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()))]
+                fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered)]
+
+
+LAGS = fused_numpy.BLOCK // 2  # elements a view's adds lag at most (a block then recomputes at most half its elements)
+
+
+def _lags(ext: list[tuple[int, int, int]], records: list[int], inputs: set[int], n0: int,
+          n1: int) -> tuple[list[int], bool]:
+    """Each view's lag in the fused reverse (kernels/codegen/fused.py), and whether each element of the run's inputs
+    then gets its adds in the NumPy steps' order (else steps._kept keeps the run fused): where views of an input
+    that meet are one, or in one row of one stride, each lagging by its shift in elements from the first of its
+    residue (u[:-2], u[1:-1], u[2:]: 0, 1, 2), at most LAGS."""
+    lags, ordered = [0] * len(ext), True
+    for record in inputs:
+        for views in _meeting([i for i, r in enumerate(records) if r == record], ext, n0, n1):
+            steps = {ext[i][2] for i in views}
+            if 0 in steps or (n0 > 1 and any(ext[i][1] == 0 for i in views)):  # an element read again along a row
+                ordered = False
+            elif len({ext[i] for i in views}) > 1:
+                step, residue = min(steps), {i: ext[i][0] % abs(min(steps)) for i in views}
+                shift = {i: (ext[i][0] - ext[views[0]][0]) // step for i in views}  # exact within a residue
+                lag = {i: shift[i] - min(shift[j] for j in views if residue[j] == residue[i]) for i in views}
+                if len(steps) > 1 or n0 > 1 or max(lag.values()) > LAGS:
+                    ordered = False
+                    continue
+                for i in views:
+                    lags[i] = lag[i]
+    return lags, ordered
+
+
+def _meeting(views: list[int], ext: list[tuple[int, int, int]], n0: int, n1: int) -> list[list[int]]:
+    """views (indices into ext) in groups whose spans of elements meet (X[:48] and X[48:] apart)."""
+    spans = []
+    for i in views:
+        base, row, step = ext[i]
+        reach = ((n0 - 1) * row, (n1 - 1) * step)
+        spans.append((base + sum(min(0, d) for d in reach), base + sum(max(0, d) for d in reach), i))
+    groups: list[list[int]] = []
+    end = -1
+    for lo, hi, i in sorted(spans):
+        if not groups or lo > end:
+            groups.append([])
+        groups[-1].append(i)
+        end = max(end, hi)
+    return groups
 
 
 def _recycled(s: Any, ext_rows: list[int], need: np.ndarray, ka: np.ndarray, ia: np.ndarray, kb: np.ndarray,

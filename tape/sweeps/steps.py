@@ -132,10 +132,12 @@ DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum runs as row
 
 def _kept(s: State, runs: dict[int, Any]) -> dict[int, Any]:
     """The fused runs a sweep by the compiled tables keeps: those with a sum (its blocks add in another order than
-    NumPy's), past DISSOLVE elements, or with a member the tables do not run. The others' members become rows of
-    the tables, the same IEEE operations in the same order (tests/test_array_driver.py). Measured (replayed
-    value_and_grad, thread CPU, against the runs kept): bench/array_programs.py's heat with np.pad 2.4x, GRU 1.2x."""
-    return {at: run for at, run in runs.items() if run.total >= 0 or math.prod(run.rows_cols) > DISSOLVE or
+    NumPy's), whose adds into an input are not in NumPy's order (fusion's _lags), past DISSOLVE elements, or with a
+    member the tables do not run. The others' members become rows of the tables, the same IEEE operations in the
+    same order (tests/test_array_driver.py). Measured (replayed value_and_grad, thread CPU, against the runs kept):
+    bench/array_programs.py's heat with np.pad 2.4x, GRU 1.2x."""
+    return {at: run for at, run in runs.items() if run.total >= 0 or not run.ordered or
+            math.prod(run.rows_cols) > DISSOLVE or
             any(compiled.encoded(s, s._plans[s._in0[row]]) is None for row in run.members.tolist())}
 
 
