@@ -466,9 +466,14 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
             for i0 in range(t[SHAPE]):
                 for i1 in range(t[SHAPE + 1]):
                     for i2 in range(t[SHAPE + 2]):
+                        at, to = base + i0 * s[0] + i1 * s[1] + i2 * s[2], out + i0 * o[0] + i1 * o[1] + i2 * o[2]
+                        if o[3] == 0:  # a run of the input from one element (its own region): a loop LLVM vectorizes
+                            g = aadj[to]
+                            for i3 in range(t[SHAPE + 3]):
+                                aadj[np.uint64(at + i3 * s[3])] += g
+                            continue
                         for i3 in range(t[SHAPE + 3]):
-                            aadj[base + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]] += \\
-                                aadj[out + i0 * o[0] + i1 * o[1] + i2 * o[2] + i3 * o[3]]
+                            aadj[np.uint64(at + i3 * s[3])] += aadj[np.uint64(to + i3 * o[3])]
     return unchecked
 '''
 
