@@ -67,8 +67,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # many short lines, its exp in place (array_kinds.largest: issue 26);
 # kernels +119, sweeps +7 for the kernels' CPython twins (kernels/twins.py: a small tape's first uses while the
 # kernels compile) and extend_sets growing its pool between calls (issue 28).
-# kernels +5: the compiled sum's reverse adds one output element along a run of the input (issue 26).
-BUDGET = {"tape.kernels": 5633, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2235,
+# kernels +7: the compiled sum's reverse adds one output element along a run of the input, a matmul's product back made
+# in the region it assigns (issue 26).
+BUDGET = {"tape.kernels": 5635, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2235,
           "tape.records": 1010, "tape.arrays": 1835, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3241, "tape.tape": 400, "tape.api": 900, "tape.compiled": 2818, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
