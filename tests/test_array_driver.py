@@ -199,7 +199,8 @@ def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch):
     later = F.value_and_grad(x)
     assert _tables(F)
     assert np.array_equal(first[0], later[0]) and np.array_equal(first[1], later[1])
-    n = compiled.BROADCAST // 16 + 1  # a product broadcast past BROADCAST elements, and its sum past LARGE
+    n = max(compiled.BROADCAST, compiled.LARGE) // 16 + 1  # a product broadcast past BROADCAST elements, its sum
+    # past LARGE
     big = tape.trace(lambda X: np.sum(X.reshape(-1, 1) * X[:16]), np.ones(n))
     while getattr(big, "_swept", 0.0) < compiled.PAYBACK:
         big.value_and_grad(np.ones(n))
@@ -273,7 +274,7 @@ def test_without_numpys_openblas_matmuls_stay_numpys(monkeypatch):
 
 LOOPED_EDGES = np.concatenate([EDGES, [709.78, 709.79, 710.0, -745.1, -745.2, -708.4, 19.06, 22.0, -22.0, 36.5, 1e-300,
                                       0.999, -0.999, 1.5707963267948966, 3e-8, 1e-10, 40.0, -40.0, 2.0, 100.0]])
-LENGTHS = [*range(1, 41), 63, 64, 65, 127, 128, 129, 255, 256, 257, 300, 1000, 2047, compiled.LARGE]  # SIMD tails
+LENGTHS = [*range(1, 41), 63, 64, 65, 127, 128, 129, 255, 256, 257, 300, 1000, 2047, 4096]  # SIMD tails
 
 
 def _looped_points(size: int) -> list[np.ndarray]:
@@ -292,7 +293,7 @@ def test_ops_by_numpys_own_loops(name, monkeypatch):
         return sum((fn(x[k:k + n]) * W[:n]).sum() for k, n in enumerate(LENGTHS)) + (fn(x[:24].reshape(2, 3, 4) * 1.5)
                                                                                       * x[24:48].reshape(2, 3, 4)).sum()
 
-    size = len(LENGTHS) + compiled.LARGE
+    size = len(LENGTHS) + 4096
     _both(f, RNG.normal(size=size), _looped_points(size), monkeypatch,
           driven=[name] * (LOOPED[name][1] in compiled.kernels.LOOPS))
 

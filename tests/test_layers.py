@@ -71,8 +71,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # fusion.Tiered, the compiled sweeps) and the table of twinned kernels (kernels/twins.py: issue 28); kernels +16,
 # records +3 for twins before a cached kernel's load (compiling.LOAD) and the Tape's reverse sweep twinned (28);
 # kernels +12, sweeps +51 for fused runs adding into their inputs in the NumPy steps' order (fusion._lags: bits
-# independent of the cache state).
-BUDGET = {"tape.kernels": 5710, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2286,
+# independent of the cache state); kernels +7: the compiled sum's reverse adds one output element along a run of
+# the input, a matmul's product back made in the region it assigns (issue 26).
+BUDGET = {"tape.kernels": 5717, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2286,
           "tape.records": 1013, "tape.arrays": 1835, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3241, "tape.tape": 400, "tape.api": 900, "tape.compiled": 2818, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

@@ -351,27 +351,29 @@ def _checked(X, x, xm, xn, Y, y, yn, yp, C, m, n, p, check):
 @jit
 def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
     """A' += G Bt, then B' += At G, by the stamp rule (a stale region is assigned where the view covers it in
-    order, else zeroed first)."""
+    order: the product made there, then + 0.0; else zeroed first and the product, made in C, added)."""
     n, k, m, out = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[OUT]
     a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
     for q in range(2):
         f = VIEWS + VIEW * q
         if t[f + WANT] == 0:
             continue
-        _room(C, n * k if q == 0 else k * m)
-        if q == 0:
-            rows, cols = n, k
-            _checked(aadj, out, m, 1, aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], C, n, m, k, check)
-        else:
-            rows, cols = k, m
-            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, 1, C, k, n, m, check)
+        rows, cols = (n, k) if q == 0 else (k, m)
         base, rs, cs, j = t[f + BASE], t[f + STRIDES], t[f + STRIDES + 1], t[f + REC]
-        if not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0)):
+        stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
+        ordered = (cs == 1 or cols == 1) and (rs == cols or rows == 1)
+        whole = stale and ordered and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]
+        _room(C, 0 if whole else rows * cols)
+        P = aadj[base:base + rows * cols] if whole else C
+        if q == 0:
+            _checked(aadj, out, m, 1, aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], P, n, m, k, check)
+        else:
+            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, 1, P, k, n, m, check)
+        if stale:
             stamp[j] = gen
-            ordered = (cs == 1 or cols == 1) and (rs == cols or rows == 1)
-            if ordered and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]:
+            if whole:
                 for e in range(rows * cols):
-                    aadj[base + e] = C[e] + 0.0
+                    P[e] = P[e] + 0.0
                 continue
             aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
         for i in range(rows):
@@ -466,9 +468,14 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
             for i0 in range(t[SHAPE]):
                 for i1 in range(t[SHAPE + 1]):
                     for i2 in range(t[SHAPE + 2]):
+                        at, to = base + i0 * s[0] + i1 * s[1] + i2 * s[2], out + i0 * o[0] + i1 * o[1] + i2 * o[2]
+                        if o[3] == 0:  # a run of the input from one element (its own region): a loop LLVM vectorizes
+                            g = aadj[to]
+                            for i3 in range(t[SHAPE + 3]):
+                                aadj[np.uint64(at + i3 * s[3])] += g
+                            continue
                         for i3 in range(t[SHAPE + 3]):
-                            aadj[base + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]] += \\
-                                aadj[out + i0 * o[0] + i1 * o[1] + i2 * o[2] + i3 * o[3]]
+                            aadj[np.uint64(at + i3 * s[3])] += aadj[np.uint64(to + i3 * o[3])]
     return unchecked
 '''
 

@@ -32,15 +32,15 @@ from tape.sweeps.driver import Plan, State, View
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 25-28 CPU-s
 # at load 6, was 17.7 before joins, gathers and the loops past 4,096 elements)
-LARGE = 4096  # elements above which NumPy's step runs a sum (A's measurement, attention at 128 x 128: 1.1x)
+LARGE = 2 ** 20  # elements above which NumPy's step runs a sum (s7/D/sumsize.py: driven 0.62-0.71x its time at 2^13)
 BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view gathered or summed back
 # (a view laid out as the output, or one number, has no limit): /work/notes/s4/B/large.py, replayed, driven / NumPy's
 # steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92, 0.64-1.05; a number 0.81-1.12;
 # a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2 cores)
 RUN = 8  # elements per run of a gather's places, at least, for the driver to copy it: a row costs about a loop's
 # start, ~10 ns, NumPy's take about 1 ns an element
-PRODUCTS = 2 ** 18  # multiply-adds above which NumPy's step runs a matmul (A's measurement: tape-bench mlp-array,
-# 256 x 784 x 512, was 1.33x hand driven against 1.18x by NumPy's step)
+PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D/mmsize.py: 128 x 64 x 128 driven 0.93x
+# its time, 128^3 1.01, 256^3 0.98; A's measurement: tape-bench mlp-array, 256 x 784 x 512, 1.33x hand driven)
 _compiled = Gate((kernels.forward, kernels.reverse), (0.0, math.inf)).ready  # compiled or cached: a Function's own
 # PAYBACK decides where not
 
