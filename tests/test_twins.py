@@ -97,7 +97,7 @@ def _everything(twinned, monkeypatch):
             G = Fs.grad_function()
             results = [Fv(x), Fv.jvp(x, v), Fv.vjp(x, v[:1].repeat(Fv.n_outputs)), Fv.jacobian(x, mode="forward"),
                        Fv.jacobian(x, mode="reverse"), Fs.value_and_grad(x), Fs.hvp(x, v), Fs.hessian(x), G(x),
-                       G.jacobian(x), Fp.hvp(x, v), A.hvp(x, v), A.hessian(x)]
+                       G.jacobian(x), Fp.hvp(x, v), A.hvp(x, v), A.hessian(x), A.value_and_grad(x)]
             out += [_bits(np.asarray(r if not isinstance(r, tuple) else np.hstack(r), float)) for r in results]
             out += [_arrays(Fv), _arrays(Fs), _arrays(Fp), _arrays(G)]
             t = tape.Tape()
@@ -122,7 +122,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
             "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
-            "reverse_sweep", "reverse_second_range", "map_values", "map_gradients", "map_tangents"} <= set(calls)
+            "reverse_sweep", "reverse_second_range", "reverse_range", "map_values", "map_gradients",
+            "map_tangents"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
