@@ -13,7 +13,7 @@ from tape.analyses import cse, prune
 from tape.function import derivatives, maps, replay, sparse_hessian, sparse_jacobian
 from tape.kernels import hessian_sparsity, sparsity, twins
 from tape.records import storage
-from tape.sweeps import driver, live, tangents
+from tape.sweeps import compiled, driver, live, tangents
 
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1e-300,
                   710.0, -745.0, 1e-8, 0.75, -0.3, 7.0])
@@ -217,6 +217,24 @@ def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
         X = np.linspace(-2.0, 3.0, 2 * points).reshape(points, 2)
         assert np.array_equal(F.map(X).ravel(), [F(x) for x in X])
     assert runs == [few]  # few + 1 points: the kernel
+
+
+def test_numpys_steps_call_reverse_range_where_the_driver_binds_it(monkeypatch):
+    """An array program's scalar records between array records reach reverse_range through driver's binding (its
+    Twin until the kernel is ready), in NumPy's steps too: a small MLP's first gradient then loads no kernel."""
+    calls, kernel = [], driver.reverse_range
+    monkeypatch.setattr(driver, "reverse_range", lambda *a: calls.append(1) or kernel(*a))
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # NumPy's steps
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(32, 64)), rng.normal(size=32)
+
+    def mlp(th):  # bench/array_programs.py's mlp
+        r = np.tanh(X @ th[:4096].reshape(64, 64) + th[4096:4160]) @ th[4160:] - y
+        return (r * r).mean()
+
+    theta = rng.normal(scale=0.1, size=4224)
+    tape.trace(mlp, theta).value_and_grad(theta)
+    assert calls
 
 
 @pytest.mark.parametrize("error", [ZeroDivisionError, OverflowError])
