@@ -8,9 +8,9 @@ operations, as the compiled code), and calls the C library's functions (ctypes) 
 ``math.exp`` and the like become LLVM intrinsics or externs that call libm's (CPython's ``math.hypot`` and
 ``pow`` are its own, and raise where libm returns inf or NaN). An arithmetic or domain error the twin meets anyway
 (``math.floor(inf)``) runs the kernel, on the arrays as they were. A twin serves only tapes of at most ``SMALL``
-records (a few ms a sweep), and the twins run at most ``PAYBACK`` seconds in a process (about a kernel's compile)
-before an uncached kernel compiles, ``LOAD`` seconds before a cached one loads. ``python -m tape warmup`` sets
-``ENABLED`` false: it compiles every kernel.
+records (a map: records x points; a few ms a sweep), and the twins run at most ``PAYBACK`` seconds in a process
+(about a kernel's compile) before an uncached kernel compiles, ``LOAD`` seconds before a cached one loads.
+``python -m tape warmup`` sets ``ENABLED`` false: it compiles every kernel.
 """
 
 from __future__ import annotations
