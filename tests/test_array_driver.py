@@ -4,6 +4,7 @@ kernels are cached or how long it has run: every op of ops.EXACT on every layout
 views, 0-d constants) at edge values, sums over every pattern of axes and layout, the sums back over broadcast
 axes, beside kinds they do not run; against central differences; and not used before the kernels are compiled."""
 
+import math
 import operator
 import subprocess
 import sys
@@ -184,17 +185,22 @@ def _program(X):
     return (((a * X[32:40] + X[40:44].reshape(4, 1)) / (1.0 + a * a)).sum(axis=0) ** 2).sum() + SUMS["mlp"](X)
 
 
-def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch):
-    """With the kernels neither compiled nor cached, a Function runs NumPy's steps until it has spent PAYBACK
-    seconds in them (their compile never lands on a first gradient), then the compiled sweeps, with the very
-    same values and gradients; a Function with nothing for them (every record too large) never asks for them."""
-    monkeypatch.setattr(compiled, "_compiled", lambda: False)
-    monkeypatch.setattr(compiled, "PAYBACK", 0.05)
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch, on_disk):
+    """With the kernels not compiled in this process, a Function runs NumPy's steps until it has spent LOAD seconds
+    in them where they are cached (their load never lands on a small Function's first call), PAYBACK where not (nor
+    their compile), then the compiled sweeps, with the very same values and gradients; a Function with nothing for
+    them (every record too large) never asks for them."""
+    monkeypatch.setattr(compiled._gate, "ready", lambda: False)
+    monkeypatch.setattr(compiled._gate, "on_disk", on_disk)
+    payback = "LOAD" if on_disk else "PAYBACK"
+    monkeypatch.setattr(compiled, payback, 0.05)
+    monkeypatch.setattr(compiled, "PAYBACK" if on_disk else "LOAD", math.inf)
     x = RNG.uniform(-1.0, 1.0, 110)
     F = tape.trace(_program, x)
     first = F.value_and_grad(x)
     assert not _tables(F)
-    while F._swept < compiled.PAYBACK:
+    while F._swept < 0.05:
         F.value_and_grad(x)
     later = F.value_and_grad(x)
     assert _tables(F)
@@ -202,7 +208,7 @@ def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch):
     n = max(compiled.BROADCAST, compiled.LARGE) // 16 + 1  # a product broadcast past BROADCAST elements, its sum
     # past LARGE
     big = tape.trace(lambda X: np.sum(X.reshape(-1, 1) * X[:16]), np.ones(n))
-    while getattr(big, "_swept", 0.0) < compiled.PAYBACK:
+    while getattr(big, "_swept", 0.0) < 0.05:
         big.value_and_grad(np.ones(n))
     big.value_and_grad(np.ones(n))
     assert big._driven is False and not _tables(big)

@@ -10,10 +10,10 @@ import pytest
 
 import tape
 from tape.analyses import cse, prune
-from tape.function import derivatives, replay, sparse_hessian, sparse_jacobian
+from tape.function import derivatives, maps, replay, sparse_hessian, sparse_jacobian
 from tape.kernels import hessian_sparsity, sparsity, twins
 from tape.records import storage
-from tape.sweeps import driver, live, tangents
+from tape.sweeps import compiled, driver, live, tangents
 
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1e-300,
                   710.0, -745.0, 1e-8, 0.75, -0.3, 7.0])
@@ -50,7 +50,7 @@ def _arrays(F):
     return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
 
 
-MODULES = (derivatives, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
+MODULES = (derivatives, maps, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
            hessian_sparsity, sparsity)
 
 
@@ -97,13 +97,16 @@ def _everything(twinned, monkeypatch):
             G = Fs.grad_function()
             results = [Fv(x), Fv.jvp(x, v), Fv.vjp(x, v[:1].repeat(Fv.n_outputs)), Fv.jacobian(x, mode="forward"),
                        Fv.jacobian(x, mode="reverse"), Fs.value_and_grad(x), Fs.hvp(x, v), Fs.hessian(x), G(x),
-                       G.jacobian(x), Fp.hvp(x, v), A.hvp(x, v), A.hessian(x)]
+                       G.jacobian(x), Fp.hvp(x, v), A.hvp(x, v), A.hessian(x), A.value_and_grad(x)]
             out += [_bits(np.asarray(r if not isinstance(r, tuple) else np.hstack(r), float)) for r in results]
             out += [_arrays(Fv), _arrays(Fs), _arrays(Fp), _arrays(G)]
             t = tape.Tape()
             xs = [t.var(float(value)) for value in x]
             g = t.gradient(_total(xs), xs)  # a Tape's sweep: it adds to adjoints (the records it reached)
             out += [_bits(g), _bits(t._adj[:t._n][t._stamp[:t._n] == t._gen])]
+            X, V = np.stack([x, v]), np.stack([v, x])  # two points: records x points within a map twin's SMALL
+            out += [_bits(Fs.map(X)), *map(_bits, Fs.map_value_and_grad(X)), _bits(Fv.map_jvp(X, V)),
+                    _bits(Fv.map_vjp(X, np.ones((2, Fv.n_outputs))))]
         S = tape.trace(lambda x: x[0] * x[1] + tape.sin(x[2]) * x[3] ** 2 + x[1] / x[3], np.full(4, 0.3))
         out += [_bits(S.hessian_sparsity().toarray()), _bits(S.jacobian_sparsity().toarray()),
                 _bits(S.sparse_hessian(np.arange(1.0, 5.0)).toarray())]
@@ -119,7 +122,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
             "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
-            "reverse_sweep", "reverse_second_range"} <= set(calls)
+            "reverse_sweep", "reverse_second_range", "reverse_range", "map_values", "map_gradients",
+            "map_tangents"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
@@ -194,6 +198,43 @@ def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path)
     twins.CLOCK.spent = (twins.LOAD + twins.PAYBACK) / 2  # past LOAD, short of PAYBACK
     twin(np.ones(2))
     assert calls == ["twin", "kernel"] and twins.LOAD < twins.PAYBACK
+
+
+def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
+    """A map's work is its records times its points: SMALL of them, not SMALL points of a longer tape."""
+    from tape.kernels import _sweeps
+
+    F = tape.trace(lambda x: (x[0] * x[1] + tape.sin(x[0])) * x[1] - x[0] / 3.0, np.zeros(2))
+    few = twins.SMALL // len(F._op)
+    assert 1 < few < twins.SMALL // 2
+    runs, python = [], twins.python
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(len(a[7])) or python(f)(*a))
+    twin = twins.Twin(_sweeps.map_values, vars(maps))
+    monkeypatch.setattr(twin.gate, "ready", lambda: False)
+    monkeypatch.setattr(maps, "map_values", twin)
+    for points in (few, few + 1):
+        X = np.linspace(-2.0, 3.0, 2 * points).reshape(points, 2)
+        assert np.array_equal(F.map(X).ravel(), [F(x) for x in X])
+    assert runs == [few]  # few + 1 points: the kernel
+
+
+def test_numpys_steps_call_reverse_range_where_the_driver_binds_it(monkeypatch):
+    """An array program's scalar records between array records reach reverse_range through driver's binding (its
+    Twin until the kernel is ready), in NumPy's steps too: a small MLP's first gradient then loads no kernel."""
+    calls, kernel = [], driver.reverse_range
+    monkeypatch.setattr(driver, "reverse_range", lambda *a: calls.append(1) or kernel(*a))
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # NumPy's steps
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(32, 64)), rng.normal(size=32)
+
+    def mlp(th):  # bench/array_programs.py's mlp
+        r = np.tanh(X @ th[:4096].reshape(64, 64) + th[4096:4160]) @ th[4160:] - y
+        return (r * r).mean()
+
+    theta = rng.normal(scale=0.1, size=4224)
+    tape.trace(mlp, theta).value_and_grad(theta)
+    assert calls
 
 
 @pytest.mark.parametrize("error", [ZeroDivisionError, OverflowError])

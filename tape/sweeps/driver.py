@@ -32,7 +32,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tape.kernels import _sweeps
-from tape.kernels._sweeps import reverse_range
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, NAME, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, IS_LEAF, LEAF
@@ -40,6 +39,8 @@ from tape.kernels.twins import Twin
 
 State = Any  # a Storage or a Replay: the attributes named in the module docstring
 forward_sweep, forward_range = Twin(_sweeps.forward_sweep, globals()), Twin(_sweeps.forward_range, globals())
+reverse_range = Twin(_sweeps.reverse_range, globals())  # (the scalar records between array records: a small
+# array program's first gradient, an MLP's, runs NumPy's steps while the array driver is not loaded)
 
 
 class View(NamedTuple):

@@ -31,7 +31,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tape.kernels._sweeps import reverse_range
 from tape.kernels.array_ops import INPUT, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import LEAF
@@ -247,8 +246,8 @@ def _scalars_reverse(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int
     Python floats, which warn of nothing)."""
     if len(reading) > FEW:
         return functools.partial(_scalars, s, reading, offsets, lo, hi), True
-    kernel = None if driver._leaves(s, lo, hi) else functools.partial(reverse_range, s._op, s._in0, s._in1, s._val,
-                                                                      s._adj, s._stamp, s._consts, lo, hi)
+    kernel = None if driver._leaves(s, lo, hi) else functools.partial(driver.reverse_range, s._op, s._in0, s._in1,
+                                                                      s._val, s._adj, s._stamp, s._consts, lo, hi)
     stamps, adj, aadj, records = s._stamp, s._adj, s._aadj, s._in0[reading].tolist()
     prepares = {j: _prepare(s, j) for j in set(records)}
     sends = [(row, place, prepares[j]) for row, place, j in
