@@ -1,14 +1,19 @@
 """tape.jit's compiles: the driver of a cache=False f calls f by reference (f is not compiled twice), a cache=True
-f's driver links f as Numba does (its machine code is saved for other processes)."""
+f's driver links f as Numba does (its machine code is saved for other processes); overloads get no machine code of
+their own."""
 
+import ctypes
 import importlib.util
 import shutil
 
+import numba
 import numpy as np
 import pytest
+from numba.extending import overload
 
 import tape
 from tape.compiled.by_reference import PREFIX
+from tape.compiled.link_only import compiling
 
 
 def f(xs):
@@ -64,3 +69,46 @@ def module(tmp_path):
 def test_a_cache_true_f_links_what_it_calls(module):
     user, drive = compiled(module.f)
     assert not by_reference(drive.library) and not by_reference(user.library)  # f linked in (and inlined there)
+
+
+def checked(n):
+    """A function whose overload raises with a runtime value (the message boxes it through the environment)."""
+
+
+@overload(checked)
+def _checked(n):
+    def impl(n):
+        if n > 2:
+            raise ValueError("too many", n)
+        return n
+    return impl
+
+
+@tape.jit
+def counts(xs):
+    return xs[0] * checked(len(xs))
+
+
+def test_an_overload_of_a_tape_jit_f_is_link_only():
+    assert tape.grad(counts)(np.array([1.0, 2.0])).tolist() == [2.0, 0.0]
+    (user,) = counts.dispatcher.overloads.values()
+    impl = next(lib for lib in user.library._linking_libraries if "_checked" in lib.name)
+    assert impl.tape_link_only and not getattr(user.library, "tape_link_only", False)
+
+
+def test_a_link_only_overload_raises_with_its_runtime_values():
+    with pytest.raises(ValueError, match="too many") as info:
+        tape.grad(counts)(np.array([1.0, 2.0, 3.0]))
+    assert info.value.args == ("too many", 3)
+
+
+def test_a_link_only_library_gets_machine_code_once_asked_for_an_address():
+    twice = numba.njit(no_cpython_wrapper=True)(lambda x: 2.0 * x)
+    with compiling():
+        twice.compile((numba.float64,))
+    (result,) = twice.overloads.values()
+    name, engine = result.fndesc.llvm_cfunc_wrapper_name, result.library._codegen._engine
+    assert result.library.tape_link_only and not engine.is_symbol_defined(name)
+    address = result.library.get_pointer_to_function(name)
+    assert engine.is_symbol_defined(name)
+    assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)(1.5) == 3.0
