@@ -5,6 +5,8 @@ their own."""
 import ctypes
 import importlib.util
 import shutil
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -14,6 +16,7 @@ from numba.extending import overload
 import tape
 from tape.compiled.by_reference import PREFIX
 from tape.compiled.link_only import compiling
+from tape.compiled.overload_cache import described
 
 
 def f(xs):
@@ -112,3 +115,37 @@ def test_a_link_only_library_gets_machine_code_once_asked_for_an_address():
     address = result.library.get_pointer_to_function(name)
     assert engine.is_symbol_defined(name)
     assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)(1.5) == 3.0
+
+
+LOWERED = """
+import numpy as np
+from numba.core import event
+import tape
+
+lowered = []
+class Lowered(event.Listener):
+    def on_start(self, ev):
+        if "native_lowering" in ev.data["name"] and "binary_array" in ev.data["name"]:
+            lowered.append(ev.data["name"])
+    def on_end(self, ev):
+        pass
+
+event.register("numba:run_pass", Lowered())
+f = tape.jit(lambda xs: (xs * 2.0 + xs).sum())
+print(tape.grad(f)(np.array([1.0, 2.0])).tolist(), len(lowered))
+"""
+
+
+def test_an_array_op_compiled_in_one_process_is_loaded_in_the_next():
+    runs = [subprocess.run([sys.executable, "-c", LOWERED], capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[0][:2] == runs[1][:2] == ["[3.0,", "3.0]"]
+    assert runs[1][2] == "0"  # nothing of binary_array compiled again: loaded from tape's cache
+
+
+def test_cached_closures_are_keyed_on_what_their_cells_do():
+    def cell(fn):
+        return (lambda a: fn(a)).__closure__[0].cell_contents
+
+    keys = {described(cell(v)) for v in (lambda a: max(a, 1), lambda a: min(a, 1), lambda a: max(a, 2))}
+    assert len(keys) == 3 and described(cell(lambda a: max(a, 1))) in keys

@@ -5,10 +5,11 @@ whose machine code holds it again. An ``@overload`` implementation (and ``compil
 CPython wrapper: nothing calls it but the callers it is linked into, so its own machine code is never run. During a
 compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked and optimized as
 before, so callers link the very same module and compile the same code, but it is not handed to the execution
-engine; that happens if its address is ever asked for (``get_pointer_to_function`` of a symbol it defines). Its
-environment (what a raise with runtime values reads) is set once a module defining that global is machine code.
-Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
-``_finalize_final_module`` and ``_final_module``, ``JitEngine.is_symbol_defined`` and ``set_env``.
+engine; that happens if its address is ever asked for (``get_pointer_to_function`` of a symbol it defines) or it is
+saved to a cache (tape/compiled/overload_cache.py). Its environment (what a raise with runtime values reads) is set
+once a module defining that global is machine code. Numba internals: ``BaseNativeLowering.run_pass``,
+``CPUContext.get_executable``, a library's ``_finalize_final_module``, ``_final_module`` and
+``serialize_using_object_code``, ``JitEngine.is_symbol_defined`` and ``set_env``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _lowering = typed_passes.BaseNativeLowering.run_pass
 _executable = cpu.CPUContext.get_executable
 _finalize = codegen.CPUCodeLibrary._finalize_final_module
 _pointer = codegen.JITCodeLibrary.get_pointer_to_function
+_serialize = codegen.CPUCodeLibrary.serialize_using_object_code
 
 
 @contextlib.contextmanager
@@ -69,11 +71,22 @@ def _finalize_final_module(self):
         self._codegen.set_env(name, _PENDING.pop(name))
 
 
+def _machine_code(self):
+    """Machine code after all (its address is asked for, or it is saved to a cache): handed to the engine now."""
+    self.tape_link_only = False
+    _finalize_final_module(self)
+
+
 def _get_pointer_to_function(self, name):
     if getattr(self, "tape_link_only", False) and _defines(self._final_module, name):
-        self.tape_link_only = False  # machine code after all: handed to the engine now
-        _finalize_final_module(self)
+        _machine_code(self)
     return _pointer(self, name)
+
+
+def _serialize_using_object_code(self):
+    if getattr(self, "tape_link_only", False):
+        _machine_code(self)
+    return _serialize(self)
 
 
 def _defines(module, name: str) -> bool:
@@ -87,5 +100,6 @@ typed_passes.BaseNativeLowering.run_pass = _run_lowering
 cpu.CPUContext.get_executable = _get_executable
 codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module
 codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function
+codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code
 
 __all__ = ["compiling"]
