@@ -45,7 +45,7 @@ def described(value: Any, depth: int = 0) -> str:
 
 def _index_key(self, sig, codegen):
     fn = self._py_func
-    if not fn.__module__.startswith("tape.compiled."):
+    if not (fn.__module__ or "").startswith("tape.compiled."):
         return _numba_key(self, sig, codegen)
     what = described(fn)
     if " at 0x" in what:  # an address: not the same in the next process
