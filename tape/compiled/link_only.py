@@ -4,10 +4,12 @@ Numba compiles every function to machine code of its own, then links its optimiz
 whose machine code holds it again. An ``@overload`` implementation (and ``compile_subroutine``'s helpers) has no
 CPython wrapper: nothing calls it but the callers it is linked into, so its own machine code is never run. During a
 compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked and optimized as
-before, so callers link the very same module and compile the same code, but it is not handed to the execution
-engine; that happens if its address is ever asked for (``get_pointer_to_function`` of a symbol it defines) or it is
-saved to a cache (tape/compiled/overload_cache.py). Its environment (what a raise with runtime values reads) is set
-once a module defining that global is machine code. Numba internals: ``BaseNativeLowering.run_pass``,
+before, and callers link that module, but it is not handed to the execution engine; that happens if its address is
+ever asked for (``get_pointer_to_function`` of a symbol it defines) or it is saved to a cache
+(tape/compiled/overload_cache.py). So the calls it makes to symbols defined elsewhere reach f as plain calls, not
+rewritten into calls through a pointer as Numba does when a module becomes machine code (f's machine code differs
+there: rk4-array has 94 calls instead of 102; the records do not). Its environment (what a raise with runtime values
+reads) is set once a module defining that global is machine code. Numba internals: ``BaseNativeLowering.run_pass``,
 ``CPUContext.get_executable``, a library's ``_finalize_final_module``, ``_final_module`` and
 ``serialize_using_object_code``, ``JitEngine.is_symbol_defined`` and ``set_env``.
 """
