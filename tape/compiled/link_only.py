@@ -98,10 +98,10 @@ def _defines(module, name: str) -> bool:
         return False
 
 
-typed_passes.BaseNativeLowering.run_pass = _run_lowering
-cpu.CPUContext.get_executable = _get_executable
-codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module
-codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function
-codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code
+typed_passes.BaseNativeLowering.run_pass = _run_lowering  # type: ignore[method-assign]
+cpu.CPUContext.get_executable = _get_executable  # type: ignore[method-assign]
+codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module  # type: ignore[method-assign]
+codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function  # type: ignore[method-assign]
+codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code  # type: ignore[method-assign]
 
 __all__ = ["compiling"]

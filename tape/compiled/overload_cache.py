@@ -12,7 +12,6 @@ Numba internals: ``FunctionCache._index_key``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from types import CodeType
 from typing import Any
@@ -20,11 +19,20 @@ from typing import Any
 from numba import extending
 from numba.core import caching
 
-CACHED = {"jit_options": {"cache": True}}
-overload = functools.partial(extending.overload, **CACHED)
-overload_method = functools.partial(extending.overload_method, **CACHED)
-overload_attribute = functools.partial(extending.overload_attribute, **CACHED)
+CACHED: Any = {"jit_options": {"cache": True}}
 _numba_key = caching.FunctionCache._index_key
+
+
+def overload(fn: Any, **options: Any) -> Any:
+    return extending.overload(fn, **CACHED, **options)
+
+
+def overload_method(typ: Any, name: str, **options: Any) -> Any:
+    return extending.overload_method(typ, name, **CACHED, **options)
+
+
+def overload_attribute(typ: Any, name: str, **options: Any) -> Any:
+    return extending.overload_attribute(typ, name, **CACHED, **options)
 
 
 def _code(code: CodeType) -> str:
@@ -53,6 +61,6 @@ def _index_key(self, sig, codegen):
     return sig, codegen.magic_tuple(), (hashlib.sha256(what.encode()).hexdigest(),)
 
 
-caching.FunctionCache._index_key = _index_key
+caching.FunctionCache._index_key = _index_key  # type: ignore[method-assign]
 
 __all__ = ["overload", "overload_method", "overload_attribute", "described"]
