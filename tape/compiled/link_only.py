@@ -6,12 +6,12 @@ CPython wrapper: nothing calls it but the callers it is linked into, so its own 
 compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked and optimized as
 before, and callers link that module, but it is not handed to the execution engine; that happens if its address is
 ever asked for (``get_pointer_to_function`` of a symbol it defines) or it is saved to a cache
-(tape/compiled/overload_cache.py). So the calls it makes to symbols defined elsewhere reach f as plain calls, not
-rewritten into calls through a pointer as Numba does when a module becomes machine code (f's machine code differs
-there: rk4-array has 94 calls instead of 102; the records do not). Its environment (what a raise with runtime values
-reads) is set once a module defining that global is machine code. Numba internals: ``BaseNativeLowering.run_pass``,
-``CPUContext.get_executable``, a library's ``_finalize_final_module``, ``_final_module`` and
-``serialize_using_object_code``, ``JitEngine.is_symbol_defined`` and ``set_env``.
+(tape/compiled/overload_cache.py). f's machine code differs somewhat (f links the optimized IR as it is, where the
+callee's own machine-code generation had apparently changed it: rk4-array's f makes 94 calls instead of 102); the
+records do not. Its environment (what a raise with runtime values reads) is set once a module defining that global
+is machine code. Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
+``_finalize_final_module``, ``_final_module`` and ``serialize_using_object_code``, ``JitEngine.is_symbol_defined``
+and ``set_env``.
 """
 
 from __future__ import annotations
