@@ -1,14 +1,22 @@
 """tape.jit's compiles: the driver of a cache=False f calls f by reference (f is not compiled twice), a cache=True
-f's driver links f as Numba does (its machine code is saved for other processes)."""
+f's driver links f as Numba does (its machine code is saved for other processes); overloads get no machine code of
+their own."""
 
+import ctypes
 import importlib.util
 import shutil
+import subprocess
+import sys
 
+import numba
 import numpy as np
 import pytest
+from numba.extending import overload
 
 import tape
 from tape.compiled.by_reference import PREFIX
+from tape.compiled.link_only import compiling
+from tape.compiled.overload_cache import described
 
 
 def f(xs):
@@ -64,3 +72,80 @@ def module(tmp_path):
 def test_a_cache_true_f_links_what_it_calls(module):
     user, drive = compiled(module.f)
     assert not by_reference(drive.library) and not by_reference(user.library)  # f linked in (and inlined there)
+
+
+def checked(n):
+    """A function whose overload raises with a runtime value (the message boxes it through the environment)."""
+
+
+@overload(checked)
+def _checked(n):
+    def impl(n):
+        if n > 2:
+            raise ValueError("too many", n)
+        return n
+    return impl
+
+
+@tape.jit
+def counts(xs):
+    return xs[0] * checked(len(xs))
+
+
+def test_an_overload_of_a_tape_jit_f_is_link_only():
+    assert tape.grad(counts)(np.array([1.0, 2.0])).tolist() == [2.0, 0.0]
+    (user,) = counts.dispatcher.overloads.values()
+    impl = next(lib for lib in user.library._linking_libraries if "_checked" in lib.name)
+    assert impl.tape_link_only and not getattr(user.library, "tape_link_only", False)
+
+
+def test_a_link_only_overload_raises_with_its_runtime_values():
+    with pytest.raises(ValueError, match="too many") as info:
+        tape.grad(counts)(np.array([1.0, 2.0, 3.0]))
+    assert info.value.args == ("too many", 3)
+
+
+def test_a_link_only_library_gets_machine_code_once_asked_for_an_address():
+    twice = numba.njit(no_cpython_wrapper=True)(lambda x: 2.0 * x)
+    with compiling():
+        twice.compile((numba.float64,))
+    (result,) = twice.overloads.values()
+    name, engine = result.fndesc.llvm_cfunc_wrapper_name, result.library._codegen._engine
+    assert result.library.tape_link_only and not engine.is_symbol_defined(name)
+    address = result.library.get_pointer_to_function(name)
+    assert engine.is_symbol_defined(name)
+    assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)(1.5) == 3.0
+
+
+LOWERED = """
+import numpy as np
+from numba.core import event
+import tape
+
+lowered = []
+class Lowered(event.Listener):
+    def on_start(self, ev):
+        if "native_lowering" in ev.data["name"] and "binary_array" in ev.data["name"]:
+            lowered.append(ev.data["name"])
+    def on_end(self, ev):
+        pass
+
+event.register("numba:run_pass", Lowered())
+f = tape.jit(lambda xs: (xs * 2.0 + xs).sum())
+print(tape.grad(f)(np.array([1.0, 2.0])).tolist(), len(lowered))
+"""
+
+
+def test_an_array_op_compiled_in_one_process_is_loaded_in_the_next():
+    runs = [subprocess.run([sys.executable, "-c", LOWERED], capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[0][:2] == runs[1][:2] == ["[3.0,", "3.0]"]
+    assert runs[1][2] == "0"  # nothing of binary_array compiled again: loaded from tape's cache
+
+
+def test_cached_closures_are_keyed_on_what_their_cells_do():
+    def cell(fn):
+        return (lambda a: fn(a)).__closure__[0].cell_contents
+
+    keys = {described(cell(v)) for v in (lambda a: max(a, 1), lambda a: min(a, 1), lambda a: max(a, 2))}
+    assert len(keys) == 3 and described(cell(lambda a: max(a, 1))) in keys

@@ -16,7 +16,6 @@ import operator
 from typing import Any
 
 import numpy as np
-from numba.extending import overload, overload_attribute, overload_method
 
 from tape.compiled._recorders import ARITHMETIC
 from tape.compiled.numba_internals import (
@@ -33,6 +32,7 @@ from tape.compiled.numba_internals import (
     unbound,
     want,
 )
+from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import constant_record, hot, is_number, is_var, jit, var_of
 
 NUMBER, UNWRITTEN = -1, -2  # an element's record index when it holds a number / was never written

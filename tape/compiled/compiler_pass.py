@@ -16,6 +16,7 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.untyped_passes import TranslateByteCode
 
 from tape.compiled.by_reference import MarkByReference
+from tape.compiled.link_only import compiling
 from tape.compiled.numba_internals import file_id
 
 
@@ -187,7 +188,8 @@ class BranchLines(FunctionPass):
 
 
 class Pipeline(CompilerBase):
-    """Numba's nopython pipeline with BranchLines after the bytecode is translated, and MarkByReference."""
+    """Numba's nopython pipeline with BranchLines after the bytecode is translated, and MarkByReference; what it
+    compiles without a CPython wrapper gets no machine code of its own (tape/compiled/link_only.py)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
@@ -195,6 +197,10 @@ class Pipeline(CompilerBase):
         pm.add_pass_after(MarkByReference, BranchLines)
         pm.finalize()
         return [pm]
+
+    def _compile_core(self):
+        with compiling():
+            return super()._compile_core()
 
 
 __all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "all_of", "any_of", "Pipeline", "BranchLines",

@@ -15,7 +15,6 @@ import math
 import operator
 
 import numpy as np
-from numba.extending import overload
 
 from tape.api import trace
 from tape.arrays import binary as _binary
@@ -24,6 +23,7 @@ from tape.compiled._recorders import ARITHMETIC, COMPARISONS, UNARY, compare_val
 from tape.compiled.arrays import binary_array, inplace_array, unary_array
 from tape.compiled.compiler_pass import branch, max_of, max_over, min_of, min_over
 from tape.compiled.numba_internals import ArrayConditionType, TypingError, VarArrayType, condition_type, types
+from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
     as_var,
     constant_record,

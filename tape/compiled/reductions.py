@@ -10,7 +10,6 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from numba.extending import overload, overload_method
 
 from tape.compiled.arrays import (
     add_vv,
@@ -30,6 +29,7 @@ from tape.compiled.arrays import (
     release,
 )
 from tape.compiled.numba_internals import TypingError, VarArrayType, make_array, types, unbound
+from tape.compiled.overload_cache import overload, overload_method
 from tape.compiled.recording import constant_record, hot, jit
 
 

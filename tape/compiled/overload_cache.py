@@ -1,0 +1,66 @@
+"""tape's overloads of Var arrays and arithmetic, cached across processes as tape's recorders are.
+
+Each implementation an overload returns (one per op and operand types: ``y + 0.5 * h * k`` of Var arrays took
+~0.5 s of CPU each to compile) is kept in tape's jit cache (tape/compiled/numba_internals.py: a folder per hash of
+tape/compiled/*.py and Numba's version). Numba keys a closure on a pickle of its cells, and a pickled dispatcher
+holds a fresh uuid in every process: it would never load again; and it keys code on its bytecode alone, the same
+for ``lambda: max(a, b)`` and ``lambda: min(a, b)``. The key of a function of tape/compiled here is its code and
+what its cells are: functions and dispatchers by module, name, bytecode, constants and options (and their own
+cells), anything else by repr; a cell without a stable repr (an object's address) keeps Numba's key.
+Numba internals: ``FunctionCache._index_key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from types import CodeType
+from typing import Any
+
+from numba import extending
+from numba.core import caching
+
+CACHED: Any = {"jit_options": {"cache": True}}
+_numba_key = caching.FunctionCache._index_key
+
+
+def overload(fn: Any, **options: Any) -> Any:
+    return extending.overload(fn, **CACHED, **options)
+
+
+def overload_method(typ: Any, name: str, **options: Any) -> Any:
+    return extending.overload_method(typ, name, **CACHED, **options)
+
+
+def overload_attribute(typ: Any, name: str, **options: Any) -> Any:
+    return extending.overload_attribute(typ, name, **CACHED, **options)
+
+
+def _code(code: CodeType) -> str:
+    """A code object by its bytecode, names and constants (nested code objects likewise)."""
+    consts = [_code(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
+    return f"{code.co_code.hex()}|{code.co_names}|{consts}"
+
+
+def described(value: Any, depth: int = 0) -> str:
+    """What a closure cell is, the same in every process: a function or dispatcher by its code and cells."""
+    fn = getattr(value, "py_func", value)
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, CodeType) or depth > 8:
+        return repr(value)
+    cells = ",".join(described(c.cell_contents, depth + 1) for c in fn.__closure__ or ())
+    return f"{fn.__module__}.{fn.__qualname__}:{_code(code)}:{getattr(value, 'targetoptions', '')}({cells})"
+
+
+def _index_key(self, sig, codegen):
+    fn = self._py_func
+    if not (fn.__module__ or "").startswith("tape.compiled."):
+        return _numba_key(self, sig, codegen)
+    what = described(fn)
+    if " at 0x" in what:  # an address: not the same in the next process
+        return _numba_key(self, sig, codegen)
+    return sig, codegen.magic_tuple(), (hashlib.sha256(what.encode()).hexdigest(),)
+
+
+caching.FunctionCache._index_key = _index_key  # type: ignore[method-assign]
+
+__all__ = ["overload", "overload_method", "overload_attribute", "described"]
