@@ -7,8 +7,8 @@ fit its rows (at most 4 axes; a sum's input in C order, as NumPy's iterator then
 operands 2-d blocks in C or Fortran order; a gather's places in runs of one step), they become one
 table and one Numba call per sweep, with no Python per record; any other record (and a fused run,
 or a stretch of scalar records with work to do) ends the stretch and runs as before. The kernel is
-used once it is compiled in this process, or once a Function with stretches for it has spent ``LOAD`` seconds in
-NumPy's sweeps where it is cached on disk (``python -m tape warmup`` compiles it), ``PAYBACK`` where not: its
+used once it is compiled in this process, or once NumPy's sweeps have run ``LOAD`` seconds in the process where it is
+cached on disk (``python -m tape warmup`` compiles it), or a Function with stretches for it ``PAYBACK`` where not: its
 compile never lands on a first gradient with a cold cache, and a program pays it only when it has run about as
 long as the compile takes (then at most doubling its time, once per machine).
 """
@@ -24,7 +24,7 @@ import numpy as np
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import COPY, GATHER, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.compiling import LOAD, Gate
+from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
 from tape.sweeps import driver
 from tape.sweeps.driver import Plan, State, View
@@ -41,18 +41,19 @@ RUN = 8  # elements per run of a gather's places, at least, for the driver to co
 # start, ~10 ns, NumPy's take about 1 ns an element
 PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D/mmsize.py: 128 x 64 x 128 driven 0.93x
 # its time, 128^3 1.01, 256^3 0.98; A's measurement: tape-bench mlp-array, 256 x 784 x 512, 1.33x hand driven)
-_gate = Gate((kernels.forward, kernels.reverse), (math.inf, math.inf))  # open once compiled in this process; a
-# Function's own seconds in sweeps decide before: LOAD where the kernels are cached on disk, PAYBACK where not
+CLOCK = Clock()  # seconds of sweeps by NumPy's steps in this process, every Function's (tape/sweeps/steps.py)
+_gate = Gate((kernels.forward, kernels.reverse), (LOAD, math.inf), CLOCK)  # compiled in this process, or cached and
+# NumPy's steps have run LOAD seconds (a small Function's first calls skip Numba's first load)
 
 
 def ready(s: State, runs: dict[int, Any]) -> bool:
-    """Whether s's sweeps use the compiled kernels now: they are compiled in this process, or s has spent LOAD
-    seconds in sweeps (``s._swept``, counted by tape/sweeps/steps.py) where they are cached (a small Function's first
-    calls then skip Numba's first load), PAYBACK where not, and has stretches they would run."""
+    """Whether s's sweeps use the compiled kernels now: they are compiled in this process, or cached and this
+    process's sweeps by NumPy's steps have run LOAD seconds, or s's own have run PAYBACK seconds and s has
+    stretches they would run (then they compile)."""
     if _gate.ready():
         return True
     driven = getattr(s, "_driven", None)
-    if driven is None and getattr(s, "_swept", 0.0) >= (LOAD if _gate.on_disk else PAYBACK):  # asked once
+    if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once
         driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)))
     return bool(driven)
 
