@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} cores")
     results: dict = {"workloads": []}
     if not args.no_compile:
-        progress("compiling the Numba kernels for this machine, once (about 11 s on 2 cores), in a fresh process, "
+        progress("compiling the Numba kernels for this machine, once (about 8 s on 2 cores), in a fresh process, "
                  "then timing a cached load; this process reuses them, and later phases compile what they first need")
         results["compile"] = times = compile_times()
         print(f"kernels in a fresh process: first call (compile) {times['first_call_s']:.2f} s, cached load "
