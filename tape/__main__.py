@@ -36,7 +36,7 @@ def warmup() -> None:
     H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum() * tape.exp(v[1]) + v[2] * v[3],
                    np.linspace(0.0, 1.0, 2000))  # arrays, and scalar records between them
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
-    fusion.FORWARD.gate.open = fusion.REVERSE.gate.open = True  # the fused kernels, not their NumPy twins
+    fusion.untwinned()  # the fused kernels, not their NumPy twins
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))
     C = tape.trace(lambda v: np.cumprod(v).sum(), np.ones(2000))  # the scans' compiled rules

@@ -148,7 +148,7 @@ G = tape.trace(lambda v: (tape.tanh(v) * v[0] + (v - 1.0) * v).sum(), numpy.lins
 G.value_and_grad(numpy.ones(5000))  # array records
 print(imported - start, time.perf_counter() - imported)
 from tape.sweeps import fusion
-fusion.FORWARD.gate.open = fusion.REVERSE.gate.open = True  # the fused kernels too (not their NumPy twins), untimed
+fusion.untwinned()  # the fused kernels too (not their NumPy twins), untimed
 R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), numpy.ones(5000))  # a fused run
 R.value_and_grad(numpy.ones(5000))
 """

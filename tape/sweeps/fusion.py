@@ -55,6 +55,11 @@ FORWARD = Tiered(fused_forward, fused_numpy.forward, 1.0)  # compiled in 1.1 CPU
 REVERSE = Tiered(fused_reverse, fused_numpy.reverse, 3.0)  # 3.3 CPU-s
 
 
+def untwinned() -> None:
+    """The fused kernels from now on, not their NumPy twins (``python -m tape warmup``, tape-bench's compile probe)."""
+    FORWARD.gate.open = REVERSE.gate.open = True
+
+
 class Run(NamedTuple):
     """One fused run; tape/sweeps/driver.py calls forward at its first row and reverse at its last."""
 
