@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import COPY, GATHER, MATMUL, SUM, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import COPY, GATHER, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
@@ -37,6 +37,7 @@ BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op 
 # (a view laid out as the output, or one number, has no limit): /work/notes/s4/B/large.py, replayed, driven / NumPy's
 # steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92, 0.64-1.05; a number 0.81-1.12;
 # a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2 cores)
+LINES = 4096  # elements of a logsumexp's lines in scratch at a time, at least one line (a block stays in cache)
 RUN = 8  # elements per run of a gather's places, at least, for the driver to copy it: a row costs about a loop's
 # start, ~10 ns, NumPy's take about 1 ns an element
 PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D/mmsize.py: 128 x 64 x 128 driven 0.93x
@@ -129,6 +130,16 @@ def _sum(s: State, p: Plan, row: np.ndarray) -> bool:
     return True
 
 
+def _lines(s: State, p: Plan, row: np.ndarray) -> bool:
+    """A logsumexp as lines (axis 2 of its space, its output's elements in order) each reduced along axis 3, whose
+    elements are adjacent: its view in C order (as a sum's), where NumPy's step adds each line of its differences
+    pairwise, and NumPy's exp and log loops found."""
+    if not (_sum(s, p, row) and {"exp", "log"} <= set(kernels.LOOPS)):
+        return False
+    lines = row[6] == row[7] == 1 and row[13] == 0 and (row[12] == 1 or row[8] == 1)
+    return lines and row[VIEWS + kernels.STRIDES + 3] == 1
+
+
 def _block(v: View, rows: int, cols: int) -> list[int] | None:
     """A matmul operand's (row, column) strides where it is a block in C or Fortran order, else None."""
     rs, cs = v.strides
@@ -155,7 +166,7 @@ def _matmul(s: State, p: Plan, row: np.ndarray) -> bool:
     return True
 
 
-ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum, MATMUL: _matmul}
+ENCODERS = {kernels.ELEMENTWISE: _elementwise, SUM: _sum, MATMUL: _matmul, LOGSUMEXP: _lines}
 
 
 def _runs(places: np.ndarray) -> list[tuple[int, int, int, int]] | None:
@@ -265,10 +276,12 @@ def _scratched(row: np.ndarray) -> bool:
 def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
+    m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
     size = max(max((int(row[4]) for row in table if row[0] == kernels.ELEMENTWISE and _scratched(row)), default=1),
-               int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)))
-    return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back), the contributions and their sum
-    # back
+               int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
+               int(np.maximum(m, np.minimum(m * n, np.maximum(n, LINES))).max(initial=1)))
+    return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back; a logsumexp's block, sums and
+    # tops), the contributions and their sum back
 
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
