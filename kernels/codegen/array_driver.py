@@ -21,6 +21,7 @@ The kernels are text here, written into the generated file with the switches, so
 from __future__ import annotations
 
 from .. import ops
+from .array_lines import LINES
 from .sweeps import JIT, branches, element_loop, names_in, natural
 
 LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
@@ -298,66 +299,6 @@ def _sum_forward(t, aval):
 
 
 @jit
-def _top(aval, at, n):
-    """The largest of n elements from aval[at] on (NaNs passed over: a line with one gives NaN whatever its shift),
-    0.0 where it is not finite: LogSumExp.forward's shift, np.where(np.isfinite(top), top, 0.0) (exact in any order)."""
-    top = -np.inf
-    for j in range(n):
-        x = aval[np.uint64(at + j)]
-        top = x if x > top else top
-    return top if np.isfinite(top) else 0.0
-
-
-@jit
-def _differences(t, aval, first, last, E, centre):
-    """E = each element of lines first..last of logsumexp row t less its line's centre (C order), then by
-    NumPy's exp loop: the step's exp(a - top) or exp(a - y), a block of lines at a time (the loop's numbers
-    are its element's alone)."""
-    n, base, s2 = t[SHAPE + 3], t[VIEWS + BASE], t[VIEWS + STRIDES + 2]
-    for i in range(first, last):
-        at, e, c = base + i * s2, (i - first) * n, centre[i]
-        for j in range(n):
-            E[np.uint64(e + j)] = aval[np.uint64(at + j)] - c  # (unsigned: a loop LLVM vectorizes)
-    frame = np.empty(5, np.intp)
-    at = _framed(frame, E, E, (last - first) * n)
-    numpy_exp(at, at + 16, at + 24, 0)
-
-
-@jit
-def _logsumexp(t, aval, aadj, scratch, back):
-    """Row t's y = log Σ exp(a - top) + top along each line, as kernels.array_kinds.LogSumExp.forward: each line's
-    sum as np.sum adds it (0.0 + its pairwise sum), their logs by NumPy's loop; back: a' += g exp(a - y), nothing
-    where a factor is 0 (its vjp's product)."""
-    m, n, base, out = t[SHAPE + 2], t[SHAPE + 3], t[VIEWS + BASE], t[OUT]
-    s2, o2 = t[VIEWS + STRIDES + 2], t[OUT_STRIDES + 2]
-    E, S, T = scratch[0], scratch[1], scratch[2]
-    _room(E, n)
-    _room(S, m)
-    _room(T, m)
-    for i in range(m):
-        T[i] = aval[out + i * o2] if back else _top(aval, base + i * s2, n)
-    lines = len(E) // n
-    for first in range(0, m, lines):
-        last = min(m, first + lines)
-        _differences(t, aval, first, last, E, T)
-        for i in range(first, last):
-            e = (i - first) * n
-            if not back:
-                S[i] = 0.0 + _pairwise(E, e, n, 1)
-                continue
-            g, at = aadj[out + i * o2], base + i * s2
-            for j in range(n):
-                p = E[np.uint64(e + j)]
-                aadj[np.uint64(at + j)] += g * p if g != 0.0 and p != 0.0 else 0.0
-    if not back:
-        frame = np.empty(5, np.intp)
-        at = _framed(frame, S, S, m)
-        numpy_log(at, at + 16, at + 24, 0)
-        for i in range(m):
-            aval[out + i * o2] = S[i] + T[i]
-
-
-@jit
 def _blasable(s1, s2, d2):
     """NumPy's is_blasable2d in elements: the second axis contiguous, the first apart by at least d2."""
     return s2 == 1 and s1 >= d2
@@ -590,6 +531,7 @@ def generate(header: list[str]) -> str:
         *_body(_branches(_sends, lambda op: _elementwise(op) and bool(op.da))),
         "",
         "",
+        LINES,
         DRIVER,
     ]
     return "\n".join(lines)
