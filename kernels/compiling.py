@@ -12,6 +12,11 @@ Readiness. A kernel with a stand-in (a NumPy or CPython twin that gives its bits
 the kernel is compiled in this process, or its stand-ins have run for a payback of seconds, one for a kernel
 cached on disk (``LOAD``: about what its load costs) and one for a kernel not (about its compile).
 
+Forks. A kernel's first load (or compile) lands in whichever thread calls it once its Gate opens, maybe while another
+thread forks: the child would get the locks the load held (an import's, Numba's, LLVM's) held for good, and hang at
+its own first call. So a Gate's kernel is typed and loaded under Numba's compiler lock (``Gate.call``), and a
+fork waits for that lock (``os.register_at_fork`` below): it never copies a load half done.
+
 Threads. The parallel maps run on a fork-safe threading layer (set below, unless
 ``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
 
@@ -28,9 +33,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numba import njit
+from numba import njit, typeof
 from numba.core import caching, event
 from numba.core import config as _config
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.typing.typeof import Purpose
 from numba.misc.appdirs import AppDirs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -105,6 +112,14 @@ class Gate:
             self.open = all(k.signatures for k in self.kernels) or spent >= payback
         return self.open
 
+    def call(self, kernel: Any, *args: Any) -> Any:
+        """kernel(*args), typed and loaded first under Numba's compiler lock (a fork waits for it) where it has no
+        machine code in this process yet (a first call's typing can import: NumPy's ``np.ma``, outside that lock)."""
+        if not kernel.overloads:
+            with global_compiler_lock:
+                kernel.compile(tuple(typeof(a, Purpose.argument) for a in args))
+        return kernel(*args)
+
     def timed(self, stand_in: Callable[..., Any], *args: Any) -> Any:
         """stand_in(*args), its seconds on the clock."""
         start = time.perf_counter()
@@ -140,6 +155,9 @@ class _FirstCompile(event.Listener):
 
 
 _install_locator()
+if hasattr(os, "register_at_fork"):  # a fork waits for a load or compile in another thread (Gate.call)
+    os.register_at_fork(before=global_compiler_lock.acquire, after_in_parent=global_compiler_lock.release,
+                        after_in_child=global_compiler_lock.release)
 event.register("numba:compile", _FirstCompile())
 
 # Threading layer of the parallel maps: a fork-safe one unless the user chose (NUMBA_THREADING_LAYER).

@@ -4,6 +4,9 @@ and they stand in only while a kernel is neither compiled nor cached, on small t
 
 import ast
 import inspect
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -179,9 +182,12 @@ def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path)
     index.write_text("")
 
     class Cached:  # a dispatcher's face: cached on disk, not compiled in this process
-        signatures = []
+        signatures, overloads = [], {}
         _cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index))
         py_func = SimpleNamespace(__name__="replay")
+
+        def compile(self, sig):  # (a load: Gate.call)
+            pass
 
         def __call__(self, *args):
             calls.append("kernel")
@@ -239,3 +245,61 @@ def test_an_arithmetic_error_runs_the_kernel_on_the_arrays_as_they_were(monkeypa
     monkeypatch.setattr(twins, "python", lambda f: fails)
     adj = np.full(2, 0.5)
     assert twin(np.ones(2), adj) == 3.0 and adj.tolist() == [1.5, 1.5] and kernel.signatures
+
+
+FORK_AMID_A_LOAD = """
+import faulthandler, importlib.abc, os, sys, threading, time
+import numpy as np
+from numba.core import caching
+import tape
+from tape.kernels import twins
+from tape.sweeps import compiled, fusion
+
+def program(kind):
+    if kind == "array":  # the fused kernels' and the array driver's Gates
+        F = tape.trace(lambda x: (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum(), np.full(3000, 0.5))
+        return lambda k: F.value_and_grad(np.full(3000, 0.5 + k))[1]
+    F = tape.trace(lambda v: tape.sin(v[0]) * v[1] + tape.exp(v[2] * v[0]) - v[1] ** 3, [0.1, 0.2, 0.3])
+    X = np.random.default_rng(0).normal(size=(16, 3))
+    return (lambda k: F.map(X + k)) if kind == "map" else (lambda k: F.value_and_grad(X[0] + k)[1])
+
+call = program(sys.argv[1])
+expected = call(1.0)  # stand-ins: every lazy import of the call made, no kernel loaded
+loading, paused = threading.Event(), []
+
+def pause():  # the first import or cache load of the thread's hand-over to its kernel: held a while
+    if threading.current_thread() is loader and not paused:
+        paused.append(1)
+        loading.set()
+        time.sleep(1.0)
+
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, *args):
+        pause()
+
+load_overload = caching.Cache.load_overload
+caching.Cache.load_overload = lambda self, *args: pause() or load_overload(self, *args)
+sys.meta_path.insert(0, Finder())
+twins.CLOCK.spent = compiled.CLOCK.spent = fusion.FORWARD.gate.clock.spent = fusion.REVERSE.gate.clock.spent = 1e9
+loader = threading.Thread(target=call, args=(2.0,))
+loader.start()
+assert loading.wait(120), "no kernel loaded in the thread"
+pid = os.fork()  # amid the thread's load: the fork waits for it to end
+if pid == 0:
+    faulthandler.dump_traceback_later(20, exit=True)  # (a child stuck on a lock the load held: exit 1)
+    os._exit(0 if np.array_equal(call(1.0), expected) else 3)
+status = os.waitpid(pid, 0)[1]
+loader.join()
+print("child", status)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+@pytest.mark.parametrize("kind", ["value_and_grad", "array"])
+def test_a_fork_amid_a_kernels_load_in_another_thread_gets_a_working_child(tmp_path, kind):
+    """A thread's first call of a kernel once its Gate opens (a map's, a gradient's, the fused and array driver's) may
+    load it while the main thread forks: the child maps and differentiates (it did not inherit the load's locks)."""
+    script = tmp_path / "fork.py"
+    script.write_text(FORK_AMID_A_LOAD)
+    result = subprocess.run([sys.executable, str(script), kind], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "child 0", result.stderr[-3000:]
