@@ -13,7 +13,7 @@ import pytest
 
 import tape
 from tape.analyses import cse, prune
-from tape.function import derivatives, replay, sparse_hessian, sparse_jacobian
+from tape.function import derivatives, maps, replay, sparse_hessian, sparse_jacobian
 from tape.kernels import compiling, hessian_sparsity, sparsity, twins
 from tape.records import storage
 from tape.sweeps import compiled, driver, live, tangents
@@ -53,7 +53,7 @@ def _arrays(F):
     return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
 
 
-MODULES = (derivatives, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
+MODULES = (derivatives, maps, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
            hessian_sparsity, sparsity)
 
 
@@ -107,6 +107,9 @@ def _everything(twinned, monkeypatch):
             xs = [t.var(float(value)) for value in x]
             g = t.gradient(_total(xs), xs)  # a Tape's sweep: it adds to adjoints (the records it reached)
             out += [_bits(g), _bits(t._adj[:t._n][t._stamp[:t._n] == t._gen])]
+            X, V = np.stack([x, v]), np.stack([v, x])  # two points: records x points within a map twin's SMALL
+            out += [_bits(Fs.map(X)), *map(_bits, Fs.map_value_and_grad(X)), _bits(Fv.map_jvp(X, V)),
+                    _bits(Fv.map_vjp(X, np.ones((2, Fv.n_outputs))))]
         S = tape.trace(lambda x: x[0] * x[1] + tape.sin(x[2]) * x[3] ** 2 + x[1] / x[3], np.full(4, 0.3))
         out += [_bits(S.hessian_sparsity().toarray()), _bits(S.jacobian_sparsity().toarray()),
                 _bits(S.sparse_hessian(np.arange(1.0, 5.0)).toarray())]
@@ -122,7 +125,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
             "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
-            "reverse_sweep", "reverse_second_range", "reverse_range"} <= set(calls)
+            "reverse_sweep", "reverse_second_range", "reverse_range", "map_values", "map_gradients",
+            "map_tangents"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
@@ -205,6 +209,25 @@ def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path)
     monkeypatch.setattr(twins, "CLOCK", twins.Clock())
     twins.Twin(Cached(), {})(np.ones(2))
     assert calls[2:] == ["kernel"]
+
+
+def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
+    """A map's work is its records times its points: SMALL of them, not SMALL points of a longer tape."""
+    from tape.kernels import _sweeps
+
+    F = tape.trace(lambda x: (x[0] * x[1] + tape.sin(x[0])) * x[1] - x[0] / 3.0, np.zeros(2))
+    few = twins.SMALL // len(F._op)
+    assert 1 < few < twins.SMALL // 2
+    runs, python = [], twins.python
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(len(a[7])) or python(f)(*a))
+    twin = twins.Twin(_sweeps.map_values, vars(maps))
+    monkeypatch.setattr(twin.gate, "ready", lambda: False)
+    monkeypatch.setattr(maps, "map_values", twin)
+    for points in (few, few + 1):
+        X = np.linspace(-2.0, 3.0, 2 * points).reshape(points, 2)
+        assert np.array_equal(F.map(X).ravel(), [F(x) for x in X])
+    assert runs == [few]  # few + 1 points: the kernel
 
 
 def test_numpys_steps_call_reverse_range_where_the_driver_binds_it(monkeypatch):
@@ -295,7 +318,7 @@ print("child", status)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
-@pytest.mark.parametrize("kind", ["value_and_grad", "array"])
+@pytest.mark.parametrize("kind", ["map", "value_and_grad", "array"])
 def test_a_fork_amid_a_kernels_load_in_another_thread_gets_a_working_child(tmp_path, kind):
     """A thread's first call of a kernel once its Gate opens (a map's, a gradient's, the fused and array driver's) may
     load it while the main thread forks: the child maps and differentiates (it did not inherit the load's locks)."""
