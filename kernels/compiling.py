@@ -83,20 +83,31 @@ def _install_locator() -> None:
 LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first load costs 0.3-0.4 CPU-s (Numba's typing
 # and target registries, SciPy's BLAS, each kernel's index and types); a small tape's CPython twin runs in ~1 ms, the
 # fused kernels' NumPy twins a 10^6-element Rosenbrock's value_and_grad in 0.13 s
+RELOAD = 0.03  # seconds a kernel, once another has loaded in this process: a later load costs 0.006-0.018 CPU-s (the
+# sweeps, the fused kernels, a map), the array driver's two 0.065 (/work/notes/s8/A/loadcost.py)
 EAGER = False  # set in a process that runs long (tape-bench): cached kernels load at their first use, no LOAD first
 
 
 class Clock:
-    """Seconds the stand-ins that share it have run in this process."""
+    """Seconds the stand-ins that share it have run in this process, and their last run's (what the next one will
+    likely cost)."""
 
     def __init__(self) -> None:
-        self.spent = 0.0
+        self.spent = self.last = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.spent += seconds
+        self.last = seconds
 
 
 class Gate:
     """Whether to call kernels yet, rather than their stand-in: once they are compiled in this process, or once the
-    stand-ins on ``clock`` have run ``payback[0]`` seconds where the kernels are cached on disk (looked for once),
-    ``payback[1]`` where not (where cached, at once if ``EAGER``). Open for good once open (``open``)."""
+    stand-ins on ``clock`` would pass, with their next run (as long as their last), ``payback[0]`` seconds where the
+    kernels are cached on disk (looked for once), ``payback[1]`` where not: a ski rental, renting while the stand-ins'
+    cost stays below the kernels' load or compile. Where cached, ``RELOAD`` a kernel once a Gate's kernel has loaded
+    in this process (``loaded``), at once if ``EAGER``. Open for good once open (``open``)."""
+
+    loaded = False  # whether a Gate's kernel has loaded (or compiled) in this process: Numba's first load paid
 
     def __init__(self, kernels: Sequence[Any], payback: tuple[float, float], clock: Clock | None = None):
         self.kernels, self.payback, self.clock = tuple(kernels), payback, clock or Clock()
@@ -108,8 +119,9 @@ class Gate:
         if not self.open:
             if self.on_disk is None:
                 self.on_disk = all(os.path.exists(_index(k)) for k in self.kernels)
-            spent, payback = self.clock.spent, (0.0 if EAGER else self.payback[0]) if self.on_disk else self.payback[1]
-            self.open = all(k.signatures for k in self.kernels) or spent >= payback
+            cached = 0.0 if EAGER else RELOAD * len(self.kernels) if Gate.loaded else self.payback[0]
+            payback = cached if self.on_disk else self.payback[1]
+            self.open = all(k.signatures for k in self.kernels) or self.clock.spent + self.clock.last >= payback
         return self.open
 
     def call(self, kernel: Any, *args: Any) -> Any:
@@ -118,6 +130,7 @@ class Gate:
         if not kernel.overloads:
             with global_compiler_lock:
                 kernel.compile(tuple(typeof(a, Purpose.argument) for a in args))
+            Gate.loaded = True
         return kernel(*args)
 
     def timed(self, stand_in: Callable[..., Any], *args: Any) -> Any:
@@ -126,7 +139,7 @@ class Gate:
         try:
             return stand_in(*args)
         finally:
-            self.clock.spent += time.perf_counter() - start
+            self.clock.add(time.perf_counter() - start)
 
 
 def _index(kernel: Any) -> str:

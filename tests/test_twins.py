@@ -211,6 +211,43 @@ def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path)
     assert calls[2:] == ["kernel"]
 
 
+def test_the_gate_rents_stand_ins_while_their_next_run_keeps_them_below_the_load(monkeypatch, tmp_path):
+    """A ski rental: the kernels once the stand-ins' seconds with their next run (as long as their last) reach the
+    payback (one run of 0.6 of it: the kernel at the second call, not the third), and RELOAD a kernel once a Gate's
+    kernel has loaded in this process (Numba's first load paid: a later one costs ~10 ms); Gate.call sets that."""
+    from types import SimpleNamespace
+
+    index = tmp_path / "index.nbi"
+    index.write_text("")
+
+    class Kernel:  # a dispatcher's face: cached on disk (or not), not loaded in this process
+        def __init__(self, cached=True):
+            self.signatures, self.overloads = [], {}
+            self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index if cached else ""))
+
+        def compile(self, sig):
+            self.overloads = {sig: "loaded"}
+
+        def __call__(self, *args):
+            return "kernel"
+
+    monkeypatch.setattr(compiling, "EAGER", False)
+    monkeypatch.setattr(compiling.Gate, "loaded", False)
+
+    def opens_after(*runs, cached=True):
+        gate = compiling.Gate((Kernel(cached),), (1.0, 2.0))
+        for seconds in runs:
+            assert not gate.ready()
+            gate.clock.add(seconds)
+        return gate.ready()
+
+    assert opens_after(0.6) and not opens_after(0.4) and opens_after(0.4, 0.4) and not opens_after(0.1, 0.1, 0.1)
+    gate = compiling.Gate((Kernel(),), (1.0, 2.0))
+    assert gate.call(gate.kernels[0], np.ones(2)) == "kernel" and compiling.Gate.loaded
+    assert opens_after(compiling.RELOAD / 2 + 1e-9) and not opens_after(compiling.RELOAD / 3)
+    assert opens_after(1.0, cached=False) and not opens_after(0.9, cached=False)  # (not cached: a compile's payback)
+
+
 def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
     """A map's work is its records times its points: SMALL of them, not SMALL points of a longer tape."""
     from tape.kernels import _sweeps
