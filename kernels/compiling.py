@@ -12,6 +12,11 @@ Readiness. A kernel with a stand-in (a NumPy or CPython twin that gives its bits
 the kernel is compiled in this process, or its stand-ins have run for a payback of seconds, one for a kernel
 cached on disk (``LOAD``: about what its load costs) and one for a kernel not (about its compile).
 
+Forks. A kernel's first load (or compile) lands in whichever thread calls it once its Gate opens, maybe while another
+thread forks: the child would get the locks the load held (an import's, Numba's, LLVM's) held for good, and hang at
+its own first call. So a Gate's kernel is typed and loaded under Numba's compiler lock (``Gate.call``), and a
+fork waits for that lock (``os.register_at_fork`` below): it never copies a load half done.
+
 Threads. The parallel maps run on a fork-safe threading layer (set below, unless
 ``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
 
@@ -28,9 +33,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numba import njit
+from numba import njit, typeof
 from numba.core import caching, event
 from numba.core import config as _config
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.typing.typeof import Purpose
 from numba.misc.appdirs import AppDirs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -76,20 +83,31 @@ def _install_locator() -> None:
 LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first load costs 0.3-0.4 CPU-s (Numba's typing
 # and target registries, SciPy's BLAS, each kernel's index and types); a small tape's CPython twin runs in ~1 ms, the
 # fused kernels' NumPy twins a 10^6-element Rosenbrock's value_and_grad in 0.13 s
+RELOAD = 0.03  # seconds a kernel, once another has loaded in this process: a later load costs 0.006-0.018 CPU-s (the
+# sweeps, the fused kernels, a map), the array driver's two 0.065 (/work/notes/s8/A/loadcost.py)
 EAGER = False  # set in a process that runs long (tape-bench): cached kernels load at their first use, no LOAD first
 
 
 class Clock:
-    """Seconds the stand-ins that share it have run in this process."""
+    """Seconds the stand-ins that share it have run in this process, and their last run's (what the next one will
+    likely cost)."""
 
     def __init__(self) -> None:
-        self.spent = 0.0
+        self.spent = self.last = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.spent += seconds
+        self.last = seconds
 
 
 class Gate:
     """Whether to call kernels yet, rather than their stand-in: once they are compiled in this process, or once the
-    stand-ins on ``clock`` have run ``payback[0]`` seconds where the kernels are cached on disk (looked for once),
-    ``payback[1]`` where not (where cached, at once if ``EAGER``). Open for good once open (``open``)."""
+    stand-ins on ``clock`` would pass, with their next run (as long as their last), ``payback[0]`` seconds where the
+    kernels are cached on disk (looked for once), ``payback[1]`` where not: a ski rental, renting while the stand-ins'
+    cost stays below the kernels' load or compile. Where cached, ``RELOAD`` a kernel once a Gate's kernel has loaded
+    in this process (``loaded``), at once if ``EAGER``. Open for good once open (``open``)."""
+
+    loaded = False  # whether a Gate's kernel has loaded (or compiled) in this process: Numba's first load paid
 
     def __init__(self, kernels: Sequence[Any], payback: tuple[float, float], clock: Clock | None = None):
         self.kernels, self.payback, self.clock = tuple(kernels), payback, clock or Clock()
@@ -101,9 +119,19 @@ class Gate:
         if not self.open:
             if self.on_disk is None:
                 self.on_disk = all(os.path.exists(_index(k)) for k in self.kernels)
-            spent, payback = self.clock.spent, (0.0 if EAGER else self.payback[0]) if self.on_disk else self.payback[1]
-            self.open = all(k.signatures for k in self.kernels) or spent >= payback
+            cached = 0.0 if EAGER else RELOAD * len(self.kernels) if Gate.loaded else self.payback[0]
+            payback = cached if self.on_disk else self.payback[1]
+            self.open = all(k.signatures for k in self.kernels) or self.clock.spent + self.clock.last >= payback
         return self.open
+
+    def call(self, kernel: Any, *args: Any) -> Any:
+        """kernel(*args), typed and loaded first under Numba's compiler lock (a fork waits for it) where it has no
+        machine code in this process yet (a first call's typing can import: NumPy's ``np.ma``, outside that lock)."""
+        if not kernel.overloads:
+            with global_compiler_lock:
+                kernel.compile(tuple(typeof(a, Purpose.argument) for a in args))
+            Gate.loaded = True
+        return kernel(*args)
 
     def timed(self, stand_in: Callable[..., Any], *args: Any) -> Any:
         """stand_in(*args), its seconds on the clock."""
@@ -111,7 +139,7 @@ class Gate:
         try:
             return stand_in(*args)
         finally:
-            self.clock.spent += time.perf_counter() - start
+            self.clock.add(time.perf_counter() - start)
 
 
 def _index(kernel: Any) -> str:
@@ -140,6 +168,9 @@ class _FirstCompile(event.Listener):
 
 
 _install_locator()
+if hasattr(os, "register_at_fork"):  # a fork waits for a load or compile in another thread (Gate.call)
+    os.register_at_fork(before=global_compiler_lock.acquire, after_in_parent=global_compiler_lock.release,
+                        after_in_child=global_compiler_lock.release)
 event.register("numba:compile", _FirstCompile())
 
 # Threading layer of the parallel maps: a fork-safe one unless the user chose (NUMBA_THREADING_LAYER).

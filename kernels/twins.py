@@ -8,7 +8,7 @@ operations, as the compiled code), and calls the C library's functions (ctypes) 
 ``math.exp`` and the like become LLVM intrinsics or externs that call libm's (CPython's ``math.hypot`` and
 ``pow`` are its own, and raise where libm returns inf or NaN). An arithmetic or domain error the twin meets anyway
 (``math.floor(inf)``) runs the kernel, on the arrays as they were. A twin serves only tapes of at most ``SMALL``
-records (a few ms a sweep), and the twins run at most ``PAYBACK`` seconds in a process
+records (a map: records x points; a few ms a sweep), and the twins run at most ``PAYBACK`` seconds in a process
 (about a kernel's compile) before an uncached kernel compiles, ``LOAD`` seconds before a cached one loads.
 ``python -m tape warmup`` sets ``ENABLED`` false: it compiles every kernel.
 """
@@ -31,7 +31,8 @@ SQUARE = 200  # records, for a kernel whose work can grow as their square (the s
 PAYBACK = 1.0  # seconds of twins' runs in a process (an hvp's kernels compile in 2.7 CPU-s, a trace's in 0.8)
 ENABLED = True
 CLOCK = Clock()  # the twins' seconds in this process
-TWINNED = {  # the kernels with twins: (the argument that is the tape, the most records a twin serves)
+TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with twins: (the argument that is the tape,
+    # or the arguments whose lengths multiply to its work, records x points; the most of that a twin serves)
     "replay": (0, SMALL), "replay_from": (0, SMALL), "replay_gradient": (0, SMALL), "replay_gradient_from": (0, SMALL),
     "forward_partials": (0, SMALL), "forward_partials_from": (0, SMALL), "forward_second": (0, SMALL),
     "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL), "replay_second": (0, SMALL),
@@ -43,6 +44,8 @@ TWINNED = {  # the kernels with twins: (the argument that is the tape, the most 
     # the sparsity patterns' index sets, whose work can grow as the square of the records:
     "_extend_sets": (0, SQUARE), "hessian_pairs": (0, SQUARE), "gather_rows": (0, SQUARE),
     "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),
+    # the maps (F.map, map_value_and_grad, map_vjp, map_jvp), whose work is the records times the points:
+    "map_values": ((1, 7), SMALL), "map_gradients": ((1, 8), SMALL), "map_tangents": ((2, 9), SMALL),
 }
 LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "erf", "erfc", "exp",
         "exp2", "expm1", "fabs", "hypot", "lgamma", "log", "log1p", "log2", "log10", "pow", "sin", "sinh", "sqrt",
@@ -90,16 +93,21 @@ class Twin:
 
     def __call__(self, *args: Any) -> Any:
         if self.gate.open:
-            return self.kernel(*args)
+            return self.gate.call(self.kernel, *args)
         if self.gate.ready():
+            out = self.gate.call(self.kernel, *args)  # (loaded before it is bound: others' calls find it loaded)
             for name in [name for name, value in self.namespace.items() if value is self]:
                 self.namespace[name] = self.kernel
-            return self.kernel(*args)
-        if not ENABLED or len(args[self.tape]) > self.small:
-            return self.kernel(*args)
+            return out
+        if not ENABLED or self._size(args) > self.small:
+            return self.gate.call(self.kernel, *args)
         self.twin = self.twin or python(self.kernel.py_func)
         done, out = self.gate.timed(self._twinned, *args)  # (the arrays' copies on the clock too)
-        return out if done else self.kernel(*args)
+        return out if done else self.gate.call(self.kernel, *args)
+
+    def _size(self, args: tuple[Any, ...]) -> int:
+        """The tape's records, or records x points (TWINNED)."""
+        return len(args[self.tape]) if isinstance(self.tape, int) else math.prod(len(args[i]) for i in self.tape)
 
     def _twinned(self, *args: Any) -> tuple[bool, Any]:
         """(True, what the twin returns), or (False, None) after an arithmetic error, the arrays restored."""

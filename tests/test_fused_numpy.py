@@ -78,15 +78,18 @@ def test_a_run_with_an_inexact_op_is_not_twinned():
 
 
 class _Kernel:
-    """A dispatcher's face as Tiered sees it: signatures (one once called), its cache's index file, a call."""
+    """A dispatcher's face as Tiered sees it: signatures and overloads (one once loaded), its cache's index file, a
+    compile (a load), a call."""
 
     def __init__(self, index, calls):
-        self.signatures, self.calls = [], calls
+        self.signatures, self.overloads, self.calls = [], {}, calls
         self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index))
+
+    def compile(self, sig):
+        self.signatures, self.overloads = ["compiled"], {sig: "compiled"}
 
     def __call__(self, *args):
         self.calls.append("kernel")
-        self.signatures = ["compiled"]
 
 
 def test_the_kernel_takes_over_when_cached_or_paid_back(monkeypatch, tmp_path):

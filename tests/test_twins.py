@@ -4,13 +4,16 @@ and they stand in only while a kernel is neither compiled nor cached, on small t
 
 import ast
 import inspect
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import tape
 from tape.analyses import cse, prune
-from tape.function import derivatives, replay, sparse_hessian, sparse_jacobian
+from tape.function import derivatives, maps, replay, sparse_hessian, sparse_jacobian
 from tape.kernels import compiling, hessian_sparsity, sparsity, twins
 from tape.records import storage
 from tape.sweeps import compiled, driver, live, tangents
@@ -50,7 +53,7 @@ def _arrays(F):
     return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
 
 
-MODULES = (derivatives, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
+MODULES = (derivatives, maps, replay, sparse_hessian, sparse_jacobian, prune, cse, live, driver, tangents, storage,
            hessian_sparsity, sparsity)
 
 
@@ -104,6 +107,9 @@ def _everything(twinned, monkeypatch):
             xs = [t.var(float(value)) for value in x]
             g = t.gradient(_total(xs), xs)  # a Tape's sweep: it adds to adjoints (the records it reached)
             out += [_bits(g), _bits(t._adj[:t._n][t._stamp[:t._n] == t._gen])]
+            X, V = np.stack([x, v]), np.stack([v, x])  # two points: records x points within a map twin's SMALL
+            out += [_bits(Fs.map(X)), *map(_bits, Fs.map_value_and_grad(X)), _bits(Fv.map_jvp(X, V)),
+                    _bits(Fv.map_vjp(X, np.ones((2, Fv.n_outputs))))]
         S = tape.trace(lambda x: x[0] * x[1] + tape.sin(x[2]) * x[3] ** 2 + x[1] / x[3], np.full(4, 0.3))
         out += [_bits(S.hessian_sparsity().toarray()), _bits(S.jacobian_sparsity().toarray()),
                 _bits(S.sparse_hessian(np.arange(1.0, 5.0)).toarray())]
@@ -119,7 +125,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     assert {"replay", "replay_gradient", "replay_partials", "replay_second", "reverse_second", "reverse_vector",
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
             "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
-            "reverse_sweep", "reverse_second_range", "reverse_range"} <= set(calls)
+            "reverse_sweep", "reverse_second_range", "reverse_range", "map_values", "map_gradients",
+            "map_tangents"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):
@@ -179,9 +186,12 @@ def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path)
     index.write_text("")
 
     class Cached:  # a dispatcher's face: cached on disk, not compiled in this process
-        signatures = []
+        signatures, overloads = [], {}
         _cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index))
         py_func = SimpleNamespace(__name__="replay")
+
+        def compile(self, sig):  # (a load: Gate.call)
+            pass
 
         def __call__(self, *args):
             calls.append("kernel")
@@ -199,6 +209,62 @@ def test_a_cached_kernel_loads_once_the_twins_ran_a_while(monkeypatch, tmp_path)
     monkeypatch.setattr(twins, "CLOCK", twins.Clock())
     twins.Twin(Cached(), {})(np.ones(2))
     assert calls[2:] == ["kernel"]
+
+
+def test_the_gate_rents_stand_ins_while_their_next_run_keeps_them_below_the_load(monkeypatch, tmp_path):
+    """A ski rental: the kernels once the stand-ins' seconds with their next run (as long as their last) reach the
+    payback (one run of 0.6 of it: the kernel at the second call, not the third), and RELOAD a kernel once a Gate's
+    kernel has loaded in this process (Numba's first load paid: a later one costs ~10 ms); Gate.call sets that."""
+    from types import SimpleNamespace
+
+    index = tmp_path / "index.nbi"
+    index.write_text("")
+
+    class Kernel:  # a dispatcher's face: cached on disk (or not), not loaded in this process
+        def __init__(self, cached=True):
+            self.signatures, self.overloads = [], {}
+            self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index if cached else ""))
+
+        def compile(self, sig):
+            self.overloads = {sig: "loaded"}
+
+        def __call__(self, *args):
+            return "kernel"
+
+    monkeypatch.setattr(compiling, "EAGER", False)
+    monkeypatch.setattr(compiling.Gate, "loaded", False)
+
+    def opens_after(*runs, cached=True):
+        gate = compiling.Gate((Kernel(cached),), (1.0, 2.0))
+        for seconds in runs:
+            assert not gate.ready()
+            gate.clock.add(seconds)
+        return gate.ready()
+
+    assert opens_after(0.6) and not opens_after(0.4) and opens_after(0.4, 0.4) and not opens_after(0.1, 0.1, 0.1)
+    gate = compiling.Gate((Kernel(),), (1.0, 2.0))
+    assert gate.call(gate.kernels[0], np.ones(2)) == "kernel" and compiling.Gate.loaded
+    assert opens_after(compiling.RELOAD / 2 + 1e-9) and not opens_after(compiling.RELOAD / 3)
+    assert opens_after(1.0, cached=False) and not opens_after(0.9, cached=False)  # (not cached: a compile's payback)
+
+
+def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
+    """A map's work is its records times its points: SMALL of them, not SMALL points of a longer tape."""
+    from tape.kernels import _sweeps
+
+    F = tape.trace(lambda x: (x[0] * x[1] + tape.sin(x[0])) * x[1] - x[0] / 3.0, np.zeros(2))
+    few = twins.SMALL // len(F._op)
+    assert 1 < few < twins.SMALL // 2
+    runs, python = [], twins.python
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(len(a[7])) or python(f)(*a))
+    twin = twins.Twin(_sweeps.map_values, vars(maps))
+    monkeypatch.setattr(twin.gate, "ready", lambda: False)
+    monkeypatch.setattr(maps, "map_values", twin)
+    for points in (few, few + 1):
+        X = np.linspace(-2.0, 3.0, 2 * points).reshape(points, 2)
+        assert np.array_equal(F.map(X).ravel(), [F(x) for x in X])
+    assert runs == [few]  # few + 1 points: the kernel
 
 
 def test_numpys_steps_call_reverse_range_where_the_driver_binds_it(monkeypatch):
@@ -239,3 +305,61 @@ def test_an_arithmetic_error_runs_the_kernel_on_the_arrays_as_they_were(monkeypa
     monkeypatch.setattr(twins, "python", lambda f: fails)
     adj = np.full(2, 0.5)
     assert twin(np.ones(2), adj) == 3.0 and adj.tolist() == [1.5, 1.5] and kernel.signatures
+
+
+FORK_AMID_A_LOAD = """
+import faulthandler, importlib.abc, os, sys, threading, time
+import numpy as np
+from numba.core import caching
+import tape
+from tape.kernels import twins
+from tape.sweeps import compiled, fusion
+
+def program(kind):
+    if kind == "array":  # the fused kernels' and the array driver's Gates
+        F = tape.trace(lambda x: (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum(), np.full(3000, 0.5))
+        return lambda k: F.value_and_grad(np.full(3000, 0.5 + k))[1]
+    F = tape.trace(lambda v: tape.sin(v[0]) * v[1] + tape.exp(v[2] * v[0]) - v[1] ** 3, [0.1, 0.2, 0.3])
+    X = np.random.default_rng(0).normal(size=(16, 3))
+    return (lambda k: F.map(X + k)) if kind == "map" else (lambda k: F.value_and_grad(X[0] + k)[1])
+
+call = program(sys.argv[1])
+expected = call(1.0)  # stand-ins: every lazy import of the call made, no kernel loaded
+loading, paused = threading.Event(), []
+
+def pause():  # the first import or cache load of the thread's hand-over to its kernel: held a while
+    if threading.current_thread() is loader and not paused:
+        paused.append(1)
+        loading.set()
+        time.sleep(1.0)
+
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, *args):
+        pause()
+
+load_overload = caching.Cache.load_overload
+caching.Cache.load_overload = lambda self, *args: pause() or load_overload(self, *args)
+sys.meta_path.insert(0, Finder())
+twins.CLOCK.spent = compiled.CLOCK.spent = fusion.FORWARD.gate.clock.spent = fusion.REVERSE.gate.clock.spent = 1e9
+loader = threading.Thread(target=call, args=(2.0,))
+loader.start()
+assert loading.wait(120), "no kernel loaded in the thread"
+pid = os.fork()  # amid the thread's load: the fork waits for it to end
+if pid == 0:
+    faulthandler.dump_traceback_later(20, exit=True)  # (a child stuck on a lock the load held: exit 1)
+    os._exit(0 if np.array_equal(call(1.0), expected) else 3)
+status = os.waitpid(pid, 0)[1]
+loader.join()
+print("child", status)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+@pytest.mark.parametrize("kind", ["map", "value_and_grad", "array"])
+def test_a_fork_amid_a_kernels_load_in_another_thread_gets_a_working_child(tmp_path, kind):
+    """A thread's first call of a kernel once its Gate opens (a map's, a gradient's, the fused and array driver's) may
+    load it while the main thread forks: the child maps and differentiates (it did not inherit the load's locks)."""
+    script = tmp_path / "fork.py"
+    script.write_text(FORK_AMID_A_LOAD)
+    result = subprocess.run([sys.executable, str(script), kind], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "child 0", result.stderr[-3000:]

@@ -22,8 +22,9 @@ from tape.base.numbers import real_array
 from tape.debug.nans import branch_changed
 from tape.errors import BranchChanged, NonFiniteError
 from tape.function import arguments, array_replay, distributed, format
-from tape.kernels._sweeps import map_gradients, map_tangents, map_values
+from tape.kernels import _sweeps
 from tape.kernels.ops import IS_LEAF
+from tape.kernels.twins import Twin
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 # Numba's default threading layer (workqueue) aborts the process if two threads launch
 # parallel kernels at once, so the maps take turns.
 _PARALLEL = threading.Lock()
+map_values = Twin(_sweeps.map_values, globals())  # (a twin while not ready, on few records x points: kernels/twins.py)
+map_gradients = Twin(_sweeps.map_gradients, globals())
+map_tangents = Twin(_sweeps.map_tangents, globals())
 
 
 def _unlock_in_child() -> None:

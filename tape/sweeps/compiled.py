@@ -285,10 +285,10 @@ def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
 
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
-    kernels.forward(table, s._aval, scratch)
+    _gate.call(kernels.forward, table, s._aval, scratch)
 
 
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, gen: int, keep: int, check: bool) -> bool:
     """The table's reverse sweep; whether it made a matmul's products back unchecked (as a NumPy step would:
     tape/function/array_replay.py sweeps again, checked, on a NaN)."""
-    return bool(kernels.reverse(table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
+    return bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))

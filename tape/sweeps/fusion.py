@@ -47,7 +47,7 @@ class Tiered:
 
     def __call__(self, twinned: bool, *args: Any) -> Any:
         if not twinned or self.gate.ready():
-            return self.kernel(*args)
+            return self.gate.call(self.kernel, *args)
         return self.gate.timed(self.twin, *args)
 
 

@@ -128,7 +128,7 @@ def forward(s: State, runs: dict[int, Any] | None) -> None:
 def _count(s: State, seconds: float) -> None:
     """A sweep by NumPy's steps: on s's clock (compiled.PAYBACK) and the process's (compiled.CLOCK)."""
     s._swept = getattr(s, "_swept", 0.0) + seconds
-    compiled.CLOCK.spent += seconds
+    compiled.CLOCK.add(seconds)
 
 
 DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum runs as rows of the compiled tables instead (a run
