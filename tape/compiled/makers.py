@@ -14,11 +14,11 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba.extending import overload
 
 from tape.compiled.arrays import NUMBER, UNWRITTEN, axis_of, fill, fresh, is_array, is_data, records_of
 from tape.compiled.compiler_pass import MAKERS
 from tape.compiled.numba_internals import TypingError, types, var_dtype_type
+from tape.compiled.overload_cache import overload
 from tape.compiled.recording import is_number, jit
 
 
