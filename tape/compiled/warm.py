@@ -16,12 +16,17 @@ from tape.compiled.jit import jit
 
 @jit(cache=True)
 def _arithmetic(xs, data, k):
-    """Each of + - * / of a 1-d Var array with a Var array, a number, a NumPy array and a Var, both ways."""
+    """Each of + - * / of a 1-d Var array with a Var array, a number, a NumPy array and a Var, both ways; of a
+    NumPy array with a Var."""
     v = xs.sum()
     a = (xs + xs) + (xs + k) + (k + xs) + (xs + data) + (data + xs) + (xs + v) + (v + xs)
+    a = a + (data + v) + (v + data)
     s = (xs - xs) - (xs - k) - (k - xs) - (xs - data) - (data - xs) - (xs - v) - (v - xs)
+    s = s - (data - v) - (v - data)
     m = (xs * xs) * (xs * k) * (k * xs) * (xs * data) * (data * xs) * (xs * v) * (v * xs)
+    m = m * (data * v) * (v * data)
     d = (xs / xs) / (xs / k) / (k / xs) / (xs / data) / (data / xs) / (xs / v) / (v / xs)
+    d = d / (data / v) / (v / data)
     a += xs
     a += k * s
     a -= m
