@@ -82,7 +82,7 @@ def _outputs_impl(out):
                       "other containers would outlive the tape they point into)")
 
 
-def _tuple_of_vars(out) -> bool:
+def _tuple_of_vars(out):
     return isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types)
 
 

@@ -67,7 +67,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
 READ = (ops, _sweeps, storage)  # what compiled code reads beyond tape/compiled: op codes, the sweeps' helpers, bounds
 _DIGEST = hashlib.sha256(numba.__version__.encode())
-for _path in [*_SOURCES, *(module.__file__ for module in READ)]:
+for _path in [*_SOURCES, *(str(module.__file__) for module in READ)]:
     with open(_path, "rb") as _file:
         _DIGEST.update(_file.read())
 SOURCE_KEY = _DIGEST.hexdigest()[:16]
