@@ -42,6 +42,9 @@ def warmup() -> None:
     C = tape.trace(lambda v: np.cumprod(v).sum(), np.ones(2000))  # the scans' compiled rules
     C.value_and_grad(np.ones(2000)), C.hvp(np.ones(2000), np.ones(2000)), C.jvp(np.ones(2000), np.ones(2000))
     compiled.warm()  # the compiled sweeps of array records (a Function uses them once they are cached)
+    from tape.compiled import warm  # tape.jit's common ops of Var arrays (tape.jit loads lazily)
+
+    warm.warm()
 
 
 def main(argv: list[str] | None = None) -> int:

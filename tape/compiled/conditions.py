@@ -14,7 +14,6 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from numba.extending import overload, overload_method
 
 from tape.api import trace
 from tape.compiled._recorders import COMPARISONS
@@ -35,6 +34,7 @@ from tape.compiled.arrays import (
 )
 from tape.compiled.compiler_pass import all_of, any_of, branch
 from tape.compiled.numba_internals import ArrayConditionType, condition_type, make_array_condition, types
+from tape.compiled.overload_cache import overload, overload_method
 from tape.compiled.overloads import _where, check, select
 from tape.compiled.recording import constant_record, hot, is_var, jit
 from tape.kernels import ops

@@ -21,7 +21,8 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba.extending import overload, typeof_impl
+from numba import extending
+from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
 from tape.compiled import conditions, overloads  # noqa: F401  # registers the overloads
@@ -29,6 +30,7 @@ from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline
 from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, cache_as, file_id, types, where_of
+from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
     OPTIONS,
     SEQUENCE,
@@ -74,10 +76,19 @@ def _outputs_impl(out):
                 idx[k], vals[k] = w.index, w.c
             return idx, vals, SEQUENCE
         return listed
-    if isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types):
-        return _tupled(len(out.types))
+    if _tuple_of_vars(out):
+        return None  # _tuple_outputs: its implementation is generated source, which no cache can locate
     raise TypingError(f"tape.jit: f returns {out}; return a Var, a number, or a tuple or list of them (Vars inside "
                       "other containers would outlive the tape they point into)")
+
+
+def _tuple_of_vars(out):
+    return isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types)
+
+
+@extending.overload(_outputs)
+def _tuple_outputs(out):
+    return _tupled(len(out.types)) if _tuple_of_vars(out) else None
 
 
 @functools.cache

@@ -5,13 +5,14 @@ whose machine code holds it again. An ``@overload`` implementation (and ``compil
 CPython wrapper: nothing calls it but the callers it is linked into, so its own machine code is never run. During a
 compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked and optimized as
 before, and callers link that module, but it is not handed to the execution engine; that happens if its address is
-ever asked for (``get_pointer_to_function`` of a symbol it defines) or it is saved to a cache
-(tape/compiled/overload_cache.py). f's machine code differs somewhat (f links the optimized IR as it is, where the
-callee's own machine-code generation had apparently changed it: rk4-array's f makes 94 calls instead of 102); the
-records do not. Its environment (what a raise with runtime values reads) is set once a module defining that global
-is machine code. Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
-``_finalize_final_module``, ``_final_module`` and ``serialize_using_object_code``, ``JitEngine.is_symbol_defined``
-and ``set_env``.
+ever asked for (``get_pointer_to_function`` of a symbol it defines). Cached (tape/compiled/overload_cache.py), it
+is saved as the module its callers link (bitcode) and loaded link-only again: no machine code is made or loaded for
+it. f's machine code differs somewhat (f links the optimized IR as it is, where the callee's own machine-code
+generation had apparently changed it: rk4-array's f makes 94 calls instead of 102); the records do not. Its
+environment (what a raise with runtime values reads) is set once a module defining that global is machine code.
+Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
+``_finalize_final_module``, ``_final_module``, ``_shared_module``, ``serialize_using_object_code`` and
+``_unserialize``, ``JitEngine.is_symbol_defined`` and ``JITCPUCodegen.set_env``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import llvmlite.binding as llvm
 from numba.core import codegen, cpu, typed_passes
 from numba.core.compiler_lock import global_compiler_lock
 
@@ -29,6 +31,9 @@ _executable = cpu.CPUContext.get_executable
 _finalize = codegen.CPUCodeLibrary._finalize_final_module
 _pointer = codegen.JITCodeLibrary.get_pointer_to_function
 _serialize = codegen.CPUCodeLibrary.serialize_using_object_code
+_unserialize_numba = codegen.CPUCodeLibrary._unserialize
+_set_env_numba = codegen.JITCPUCodegen.set_env
+LINK_ONLY = "tape-link-only"  # how a link-only library is cached: the bitcode its callers link
 
 
 @contextlib.contextmanager
@@ -86,9 +91,27 @@ def _get_pointer_to_function(self, name):
 
 
 def _serialize_using_object_code(self):
-    if getattr(self, "tape_link_only", False):
-        _machine_code(self)
+    if getattr(self, "tape_link_only", False):  # its IR alone, as callers link it: no machine code made or loaded
+        return self.name, LINK_ONLY, self._get_module_for_linking().as_bitcode()
     return _serialize(self)
+
+
+def _set_env(self, name, env):
+    if not self._engine.is_symbol_defined(name):  # a link-only library's, loaded: set once its callers are code
+        _PENDING[name] = env
+        return
+    _set_env_numba(self, name, env)
+
+
+def _unserialize(cls, codegen, state):
+    name, kind, data = state
+    if kind != LINK_ONLY:
+        return _unserialize_numba(codegen, state)
+    self = codegen.create_library(name)
+    self.tape_link_only = True
+    self._final_module = self._shared_module = llvm.parse_bitcode(data)
+    self._finalize_final_module()
+    return self
 
 
 def _defines(module, name: str) -> bool:
@@ -103,5 +126,7 @@ cpu.CPUContext.get_executable = _get_executable  # type: ignore[method-assign]
 codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module  # type: ignore[method-assign]
 codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function  # type: ignore[method-assign]
 codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code  # type: ignore[method-assign]
+codegen.JITCPUCodegen.set_env = _set_env  # type: ignore[method-assign]
+codegen.CPUCodeLibrary._unserialize = classmethod(_unserialize)  # type: ignore[method-assign,assignment]
 
 __all__ = ["compiling"]

@@ -14,11 +14,12 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba.extending import overload
+from numba import extending
 
 from tape.compiled.arrays import NUMBER, UNWRITTEN, axis_of, fill, fresh, is_array, is_data, records_of
 from tape.compiled.compiler_pass import MAKERS
 from tape.compiled.numba_internals import TypingError, types, var_dtype_type
+from tape.compiled.overload_cache import overload
 from tape.compiled.recording import is_number, jit
 
 
@@ -172,8 +173,9 @@ def _join(stacked: bool):
     return typer
 
 
-overload(np.concatenate)(_join(False))
-overload(np.stack)(_join(True))
+# the joins are generated source, which no cache can locate: Numba's overload, compiled in each process
+extending.overload(np.concatenate)(_join(False))
+extending.overload(np.stack)(_join(True))
 
 
 def _sided(one_d, two_d):
@@ -185,5 +187,6 @@ def _sided(one_d, two_d):
     return typer
 
 
-overload(np.hstack)(_sided(lambda arrays: np.concatenate(arrays, 0), lambda arrays: np.concatenate(arrays, 1)))
-overload(np.vstack)(_sided(lambda arrays: np.stack(arrays, 0), lambda arrays: np.concatenate(arrays, 0)))
+extending.overload(np.hstack)(_sided(lambda arrays: np.concatenate(arrays, 0),
+                                     lambda arrays: np.concatenate(arrays, 1)))
+extending.overload(np.vstack)(_sided(lambda arrays: np.stack(arrays, 0), lambda arrays: np.concatenate(arrays, 0)))

@@ -37,7 +37,9 @@ from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
 from numba.np.arrayobj import populate_array
 
+from tape.kernels import _sweeps, ops
 from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
+from tape.records import storage
 
 TESTED = ("0.68.1",)  # Numba versions the jit tests ran on
 NUMBA_VERSION = numba.__version__
@@ -63,8 +65,9 @@ def where_of(code: int, fallback: str) -> str:
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
+READ = (ops, _sweeps, storage)  # what compiled code reads beyond tape/compiled: op codes, the sweeps' helpers, bounds
 _DIGEST = hashlib.sha256(numba.__version__.encode())
-for _path in _SOURCES:
+for _path in [*_SOURCES, *(str(module.__file__) for module in READ)]:
     with open(_path, "rb") as _file:
         _DIGEST.update(_file.read())
 SOURCE_KEY = _DIGEST.hexdigest()[:16]
@@ -73,8 +76,8 @@ USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
 
 class JitCacheLocator(_UserWide):  # type: ignore[misc]
     """Numba's user-wide locator for tape/compiled/*.py and tape.jit(cache=True) functions, in a folder per hash of
-    tape/compiled/*.py, the op table they are generated from, and Numba's version: machine code made by other
-    recorders is never loaded."""
+    tape/compiled/*.py, the modules of READ, and Numba's version: machine code made by other recorders is never
+    loaded."""
 
     def __init__(self, py_func, py_file):
         super().__init__(py_func, py_file)

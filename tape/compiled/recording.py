@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from numba import cfunc, njit
-from numba.extending import overload
 
 from tape.compiled.numba_internals import (
     TypingError,
@@ -37,6 +36,7 @@ from tape.compiled.numba_internals import (
     value_at,
     var_type,
 )
+from tape.compiled.overload_cache import overload
 from tape.errors import TapeFullError
 from tape.kernels.ops import CONSTANT
 from tape.records.storage import MAX_RECORDS, NO_INPUT

@@ -1,0 +1,93 @@
+"""tape.jit's cache across processes: an unreadable file is compiled again (never a crash), the key covers the
+modules compiled code reads, and ``python -m tape warmup`` leaves the common ops of Var arrays cached."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tape.bench.programs import JIT_ARRAY_RK4, JIT_NBODY
+from tape.compiled import warm  # noqa: F401  # all of tape/compiled imported
+from tape.compiled.numba_internals import READ, SOURCE_KEY
+from tape.kernels.compiling import cache_dir
+
+COMPILED = Path(__file__).resolve().parents[1] / "tape" / "compiled"
+# imported by tape/compiled for Python-side use only (classes, stubs Numba overloads, the cache folder)
+PYTHON_ONLY = {"tape.api.trace", "tape.tape", "tape.errors", "tape.debug.nans", "tape.records.handles",
+               "tape.records._recorders", "tape.arrays.varray", "tape.arrays.binary", "tape.kernels.compiling"}
+
+COMPILES = """
+import sys
+import numpy as np
+from numba.core import event
+import tape
+
+compiled = []
+class Compiled(event.Listener):
+    def on_start(self, ev):
+        pass
+    def on_end(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+event.register("numba:compile", Compiled())
+"""
+
+LOWERED = COMPILES + """
+f = tape.jit(lambda xs: (xs * 2.0 + xs).sum())
+print(tape.grad(f)(np.array([1.0, 2.0])).tolist(), sum("binary_array" in name for name in compiled))
+"""
+
+
+def run(source: str, cache: Path) -> list[str]:
+    env = dict(os.environ, TAPE_CACHE_DIR=str(cache))
+    return subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, check=True,
+                          env=env).stdout.split()
+
+
+def test_an_unreadable_cache_file_is_compiled_again_and_saved(tmp_path):
+    cache = tmp_path / "cache"
+    assert run(LOWERED, cache)[:2] == ["[3.0,", "3.0]"]
+    files = sorted((cache / "jit" / SOURCE_KEY).glob("arrays.binary_array.*"))
+    data, index = [p for p in files if p.suffix == ".nbc"], [p for p in files if p.suffix == ".nbi"]
+    assert data and index
+    for path in data:
+        path.write_bytes(path.read_bytes()[:100])  # cut short
+    assert run(LOWERED, cache)[2] != "0"  # the data unreadable: compiled again
+    for path in index:
+        path.write_bytes(b"not an index")
+    first, second = run(LOWERED, cache), run(LOWERED, cache)
+    assert first[:2] == second[:2] == ["[3.0,", "3.0]"]
+    assert first[2] != "0" and second[2] == "0"  # compiled again, then saved and loaded
+
+
+def test_the_jit_cache_key_covers_what_compiled_code_reads():
+    read = {module.__name__ for module in READ}
+    imported = set()
+    for path in COMPILED.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tape."):
+                names = {f"{node.module}.{alias.name}" for alias in node.names}
+                imported |= {name if name in sys.modules else node.module for name in names}
+    outside = {name for name in imported if not name.startswith("tape.compiled")}
+    assert read <= outside
+    assert outside - read == PYTHON_ONLY, "a module tape/compiled reads: in READ (the cache key) or PYTHON_ONLY"
+
+
+WARMED = COMPILES + f"""
+import numba
+rk4 = (r'''{JIT_ARRAY_RK4}''', np.array([1.1, 0.4]), (3, 0.01, np.array([0.7, -0.4]), np.array([-0.3, 0.2])))
+nbody = (r'''{JIT_NBODY}''', np.array([[0.0, 0.0], [1.0, 0.2], [-0.3, 0.9]]), (2, 0.01, np.ones(3)))
+for source, x, data in (rk4, nbody):
+    space = {{"tape": tape, "np": np}}
+    exec(source.replace("    return y\\n", "    return y.sum()\\n"), space)
+    if "rhs" in space:
+        space["rhs"] = numba.njit(space["rhs"])
+    tape.value_and_grad(tape.jit(space["f"]))(x, *data)
+print(" ".join(sorted(set(compiled))))
+"""
+
+
+def test_warmup_leaves_the_ops_of_rk4_and_n_body_cached():
+    """conftest ran ``python -m tape warmup``: only the programs themselves and their drivers compile."""
+    assert set(run(WARMED, Path(cache_dir()))) <= {"f", "rhs", "_driver.<locals>.drive"}
