@@ -7,6 +7,8 @@ namespace package. So tape's kernels are cached outside the package, in the user
 directory (``~/.cache/tape`` on Linux), or in ``$TAPE_CACHE_DIR`` when set;
 ``$NUMBA_CACHE_DIR``, when set, is used as Numba always does. Every installed copy of tape
 gets its own subfolder (keyed by its path), and Numba checks the source of every entry.
+A file of tape's caches (``OWN``: the kernels', tape.jit's) that cannot be loaded (cut short, garbage, written by
+other code) is a miss: its index is removed and the kernel compiled and saved again, where Numba's load would raise.
 
 Readiness. A kernel with a stand-in (a NumPy or CPython twin that gives its bits) is called once a ``Gate`` opens:
 the kernel is compiled in this process, or its stand-ins have run for a payback of seconds, one for a kernel
@@ -27,6 +29,7 @@ the first compilation in a process prints one line to stderr saying so, and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -73,11 +76,28 @@ class TapeCacheLocator(_UserWide):  # type: ignore[misc]
         return super().from_function(py_func, py_file)
 
 
+OWN: list[type] = [TapeCacheLocator]  # locators of tape's caches (tape.jit adds its own)
+_numba_load = caching.Cache.load_overload
+
+
+def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+    """Numba's load of a cached entry; in tape's caches, an unreadable entry is a miss (its index removed)."""
+    try:
+        return _numba_load(self, sig, target_context)
+    except Exception:
+        if not isinstance(self._impl.locator, tuple(OWN)):
+            raise
+        with contextlib.suppress(OSError):
+            os.remove(self._cache_file._index_path)
+        return None
+
+
 def _install_locator() -> None:
     """Put TapeCacheLocator after Numba's NUMBA_CACHE_DIR locator and before its in-tree one."""
     classes = _CacheImpl._locator_classes
     if TapeCacheLocator not in classes:
         classes.insert(1, TapeCacheLocator)
+    caching.Cache.load_overload = _load_overload
 
 
 LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first load costs 0.3-0.4 CPU-s (Numba's typing

@@ -52,6 +52,21 @@ def test_first_compile_says_so_once_then_loads_from_the_cache(tmp_path):
     assert not in_tree, "Numba wrote its cache into the package"
 
 
+@pytest.mark.parametrize("spoil", ["cut short", "garbage index"])
+def test_an_unreadable_kernel_cache_file_is_compiled_again_and_saved(tmp_path, spoil):
+    cache = tmp_path / "cache"
+    code = "import tape; print(tape.exp(0.0), tape.log(1.0))"
+    run(code, cache)
+    files = list(cache.rglob("*.nbc" if spoil == "cut short" else "*.nbi"))
+    assert files
+    for path in files:
+        path.write_bytes(path.read_bytes()[:100] if spoil == "cut short" else b"not an index")
+    again = run(code, cache)  # check=True: Numba's own load raised here
+    assert again.stdout.split() == ["1.0", "0.0"] and "tape: compiling" in again.stderr
+    last = run(code, cache)
+    assert last.stdout.split() == ["1.0", "0.0"] and "compiling" not in last.stderr  # saved again
+
+
 def test_cache_command(tmp_path):
     cache = tmp_path / "cache"
     shown = run("import sys; from tape.__main__ import main; sys.exit(main(['cache']))", cache)

@@ -7,16 +7,13 @@ holds a fresh uuid in every process: it would never load again; and it keys code
 for ``lambda: max(a, b)`` and ``lambda: min(a, b)``. The key of a function of tape/compiled here is its code and
 what its cells are: functions and dispatchers by module, name, bytecode, constants and options (and their own
 cells), anything else by repr; a cell without a stable repr (an object's address) keeps Numba's key.
-A file of tape's jit cache that cannot be loaded (cut short, garbage, written by other code) is a miss: its index is
-removed and the function compiled and saved again (Numba's own load would raise).
-Numba internals: ``FunctionCache._index_key``, ``Cache.load_overload`` and ``_cache_file._index_path``.
+A file of tape's jit cache that cannot be loaded is a miss (``kernels.compiling.OWN``: compiled and saved again).
+Numba internal: ``FunctionCache._index_key``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 from types import CodeType
 from typing import Any
 
@@ -24,10 +21,10 @@ from numba import extending
 from numba.core import caching
 
 from tape.compiled.numba_internals import JitCacheLocator
+from tape.kernels.compiling import OWN
 
 CACHED: Any = {"jit_options": {"cache": True}}
 _numba_key = caching.FunctionCache._index_key
-_numba_load = caching.Cache.load_overload
 
 
 def overload(fn: Any, **options: Any) -> Any:
@@ -68,18 +65,7 @@ def _index_key(self, sig, codegen):
     return sig, codegen.magic_tuple(), (hashlib.sha256(what.encode()).hexdigest(),)
 
 
-def _load_overload(self, sig, target_context):
-    if not isinstance(self._impl.locator, JitCacheLocator):
-        return _numba_load(self, sig, target_context)
-    try:
-        return _numba_load(self, sig, target_context)
-    except Exception:  # noqa: BLE001  # unreadable: compiled again, and saved under a new index
-        with contextlib.suppress(OSError):
-            os.remove(self._cache_file._index_path)
-        return None
-
-
 caching.FunctionCache._index_key = _index_key  # type: ignore[method-assign]
-caching.Cache.load_overload = _load_overload  # type: ignore[method-assign]
+OWN.append(JitCacheLocator)
 
 __all__ = ["overload", "overload_method", "overload_attribute", "described"]
