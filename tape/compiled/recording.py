@@ -246,6 +246,9 @@ def _setitem(a, i, v):
     if isinstance(a, types.Array) and (is_var(v) or isinstance(v, VarArrayType)):
         raise TypingError(f"tape.jit: storing a Var into a NumPy array of {a.dtype} is not supported: its "
                           "value would lose its record; make a Var array (np.empty(n, dtype=xs.dtype)) or a list")
+    if isinstance(a, types.List) and is_number(a.dtype) and is_var(v):
+        raise TypingError(f"tape.jit: storing a Var into a list of {a.dtype} ([0.0] * n) is not supported: a Numba "
+                          "list keeps the type it was made with; make a Var array (np.zeros(n, dtype=xs.dtype))")
     return None
 
 
