@@ -9,6 +9,7 @@ derivatives by hand. Few distinct jitted functions: each compiles for seconds.
 """
 
 import math
+import re
 
 import numba
 import numpy as np
@@ -135,6 +136,42 @@ def test_every_array_op_records_as_python():
     (tp, yp), (tj, yj) = tapes
     same_records(tp, tj)
     assert np.array_equal(yp._idx, yj._idx)
+
+
+# elements holding numbers (np.full(..., dtype=xs.dtype)) meet Vars in every path of an op's recorder
+MIXED_OPS = ["z * xs", "xs + z", "z - xs", "xs / z", "z ** xs", "np.maximum(z, xs)", "np.exp(z)", "-z", "z * 2.5",
+             "d * z", "z * z", "z + xs[0]", "tape.sigmoid(z)"]
+
+
+def mixed(whole: bool) -> str:
+    """f(xs, d) summing MIXED_OPS of a Var array z of numbers and one Var: whole-array ops, or each written
+    element by element (the scalar recorders), op after op."""
+    body = ["def f(xs, d):", "    z = np.full(len(xs), 0.5, dtype=xs.dtype)", "    z[1] = xs[1]", "    out = xs * 0.0"]
+    for expr in MIXED_OPS:
+        each = re.sub(r"\b(z|xs|d)\b(?!\[)", r"\1[i]", expr)
+        body += [f"    a = {expr}"] if whole else ["    a = np.empty_like(xs)", "    for i in range(len(xs)):",
+                                                   f"        a[i] = {each}"]
+        body.append("    out = out + a")
+    return "\n".join(body + ["    return out", ""])
+
+
+def test_array_ops_on_numbers_record_as_element_by_element():
+    tapes = []
+    for whole in (True, False):
+        jf = namespace(mixed(whole))[1]["f"]
+        t = tape.Tape()
+        jf(t.array(np.array([0.3, -0.7, 1.9])), np.array([2.0, -0.0, 0.25]))
+        tapes.append(t)
+    same_records(*tapes)
+    assert len(tapes[0]) > 3 * len(MIXED_OPS)
+
+
+def test_array_loops_inline_their_recorders():
+    """Whole-array arithmetic runs its elements' recorders inline: no call per element (recording.inlined)."""
+    jf = tape.jit(namespace("def f(xs, d):\n    return (d * xs + xs * xs - 2.0 * np.exp(xs)).sum()\n")[0]["f"])
+    jf(tape.Tape().array(np.arange(3.0)), np.ones(3))
+    ir = jf.dispatcher.inspect_llvm(jf.dispatcher.signatures[0])
+    assert "binary_array" in ir and not [line for line in ir.splitlines() if "call " in line and "_recorders" in line]
 
 
 # --- whole-array comparisons: np.where, tape.where, .all(), .any(), a branch on one element ------------------
@@ -308,6 +345,7 @@ def test_returning_elements_never_written_is_refused():
     ("    return xs[xs[0]]", "tape.jit: index a Var array with integers, slices or integer arrays, not with"),
     ("    a = np.zeros(3)\n    a[0] = xs[0]\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
     ("    a = np.zeros(3)\n    a[:] = xs\n    return xs[0]", "tape.jit: storing a Var into a NumPy array"),
+    ("    s = [0.0] * 3\n    s[1] = xs[0] * 2.0\n    return s[1]", "tape.jit: storing a Var into a list of float64"),
     ("    return np.all(xs > 0.0)", "tape.jit: all(tape.ArrayCondition(gt, tape.VarArray(1d, C), float64)) is not "),
     ("    return (xs > 0.0).sum()", "tape.jit: tape.ArrayCondition has no attribute 'sum'"),
     ("    return np.zeros((2, 2, 2), dtype=xs.dtype).sum()", "tape.jit: Var arrays are 1-d or 2-d"),

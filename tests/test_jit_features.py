@@ -88,6 +88,31 @@ def test_a_recursive_determinant_records_as_python():
     assert tape.grad(jf["f"])(x0, 4) == tape.grad(namespace(DET)["f"])(x0, 4)
 
 
+DET_ARRAY = '''
+def f(m):
+    n = m.shape[0]
+    if n == 1:
+        return m[0, 0]
+    total = m[0, 0] * 0.0
+    for j in range(n):
+        sub = np.empty((n - 1, n - 1), dtype=m.dtype)
+        for r in range(1, n):
+            for c in range(n - 1):
+                sub[r - 1, c] = m[r, c if c < j else c + 1]
+        total = total + (1.0 if j % 2 == 0 else -1.0) * m[0, j] * f(sub)
+    return total
+'''
+
+
+def test_a_recursive_function_of_plain_numbers_gives_its_value():
+    """Called with a float array, a jitted f that calls itself on sub-matrices computes as numba.njit would."""
+    x0 = np.random.default_rng(4).standard_normal((4, 4))
+    jf, nf = namespace(DET_ARRAY), namespace(DET_ARRAY)
+    jf["f"], nf["f"] = tape.jit(jf["f"]), numba.njit(nf["f"])
+    assert jf["f"](x0) == nf["f"](x0) == pytest.approx(np.linalg.det(x0))
+    assert tape.value_and_grad(jf["f"])(x0)[0] == pytest.approx(np.linalg.det(x0))
+
+
 def test_cache_on_a_recursive_function_is_refused_clearly():
     f = namespace(DET)["f"]
     with pytest.raises(tape.JitError, match=r"^tape\.jit\(cache=True\) refuses f, which calls itself"):

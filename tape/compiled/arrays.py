@@ -33,10 +33,10 @@ from tape.compiled.numba_internals import (
     want,
 )
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
-from tape.compiled.recording import constant_record, hot, is_number, is_var, jit, var_of
+from tape.compiled.recording import constant_record, hot, inlined, is_number, is_var, jit, var_of
 
 NUMBER, UNWRITTEN = -1, -2  # an element's record index when it holds a number / was never written
-add_vv, mul_vv, maximum_vv, minimum_vv = (ARITHMETIC[name][0] for name in ("add", "mul", "maximum", "minimum"))
+add_vv, mul_vv, maximum_vv, minimum_vv = (inlined(ARITHMETIC[name][0]) for name in ("add", "mul", "maximum", "minimum"))
 
 
 def is_array(typ) -> bool:
@@ -415,6 +415,7 @@ def binary_array(vv, constants: bool = False):
             return None
         make, store = _result(_ndim(x, y))
         tape_of = tape_of_pair(x, y)
+        each = inlined(vv)
 
         def impl(x, y):
             p = tape_of(x, y)
@@ -424,7 +425,7 @@ def binary_array(vv, constants: bool = False):
             xi, xj, yi, yj = int(a != 1), int(b != 1), int(c != 1), int(d != 1)  # 0: broadcast along that axis
             for i in range(n):
                 for j in range(m):
-                    store(out, i, j, vv(at(x, i * xi, j * xj), at(y, i * yi, j * yj)))
+                    store(out, i, j, each(at(x, i * xi, j * xj), at(y, i * yi, j * yj)))
             return out
 
         if not constants:
@@ -457,13 +458,14 @@ def unary_array(of_var):
         if not is_array(x):
             return None
         make, store = _result(x.ndim)
+        each = inlined(of_var)
 
         def impl(x):
             n, m = dims(x)
             out = make(x.tape, n, m)
             for i in range(n):
                 for j in range(m):
-                    store(out, i, j, of_var(at(x, i, j)))
+                    store(out, i, j, each(at(x, i, j)))
             return out
         return impl
     return typer

@@ -139,17 +139,12 @@ class JitFunction:
         if cache:
             cache_as(self.dispatcher, fn, "")
         self._drive = _driver(self.dispatcher, cache)
-        self._plain: Any = None  # f compiled for plain numbers, on the first call with them (cached as f is)
         self._cache = cache
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
 
     def __call__(self, xs: Any, *data: Any) -> Any:
-        if _numbers(xs):  # plain numbers: f's value, compiled as numba.njit compiles it (nothing recorded)
-            if self._plain is None:
-                self._plain = numba.njit(pipeline_class=Pipeline, cache=self._cache, **OPTIONS)(self.dispatcher.py_func)
-                if self._cache:
-                    cache_as(self._plain, self.py_func, "")
-            return self._plain(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
+        if _numbers(xs):  # plain numbers: f's value as numba.njit computes it (f's dispatcher on floats: recursion too)
+            return self.dispatcher(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         t, rows = _tape_and_rows(xs)
         idx, vals, form = self._record(t, rows, data)
         seg = t._segment()

@@ -9,7 +9,9 @@ so nothing is written past an array's end. The op-by-op recorders are generated
 
 from __future__ import annotations
 
+import functools
 import operator
+import types as types_
 from typing import Any
 
 import numpy as np
@@ -44,6 +46,18 @@ from tape.records.storage import MAX_RECORDS, NO_INPUT
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
 jit = njit(cache=True, **OPTIONS)
 hot = njit(inline="always", **OPTIONS)  # the layers under each op's entry: inlined into it, so one call per op
+
+
+@functools.cache
+def inlined(fn):
+    """A copy of the jitted recorder fn that LLVM inlines where it is called (its alwaysinline attribute: Numba
+    types only a call), for loops over a Var array's elements, which otherwise call fn once per element."""
+    py = fn.py_func
+    copy = types_.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
+    copy.__qualname__, copy.__module__ = f"{py.__qualname__}_inlined", py.__module__  # its own cache entry
+    return njit(cache=True, forceinline=True, **OPTIONS)(copy)
+
+
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
 
@@ -232,6 +246,9 @@ def _setitem(a, i, v):
     if isinstance(a, types.Array) and (is_var(v) or isinstance(v, VarArrayType)):
         raise TypingError(f"tape.jit: storing a Var into a NumPy array of {a.dtype} is not supported: its "
                           "value would lose its record; make a Var array (np.empty(n, dtype=xs.dtype)) or a list")
+    if isinstance(a, types.List) and is_number(a.dtype) and is_var(v):
+        raise TypingError(f"tape.jit: storing a Var into a list of {a.dtype} ([0.0] * n) is not supported: a Numba "
+                          "list keeps the type it was made with; make a Var array (np.zeros(n, dtype=xs.dtype))")
     return None
 
 

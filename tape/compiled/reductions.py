@@ -171,7 +171,7 @@ def _dot(a, b):
         for i in range(n):
             for k in range(m):
                 for j in range(q):
-                    w = at(a, i, k) * b_at(b, k, j)
+                    w = mul_vv(at(a, i, k), b_at(b, k, j))
                     work.rows[i * q + j, k], work.vals[i * q + j, k] = w.index, w.c
         pairwise(p, work.rows, work.vals, False)
         fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
