@@ -33,6 +33,9 @@ PROGRAMS = {  # name: (f, x)
     "members read outside, no sum": (lambda X: tape.exp(X * 2.0 - X / 7.0).sum() + (X - -X)[5], RNG.normal(size=5000)),
     "the sum of 391 blocks": (lambda X: (X * 3.0 - X * X).sum(),
                               RNG.normal(size=200_003) * np.exp(RNG.uniform(-20.0, 20.0, 200_003))),
+    # the last member read outside the run and summed: its adjoint sent from outside plus the sum's seed
+    "the last member read outside and summed": (lambda X: (lambda y: y.sum() + y[5] * 2.0)(X * 3.0 - X * X),
+                                                RNG.normal(size=3000)),
     "zeros and edges": (lambda X: (tape.sqrt(X * X) * X - X / (X + 0.0) + tape.sqrt(X) * 0.0).sum(),
                         np.array([0.0, -0.0, 1e-310, -1e308, 1e308, 2.0, -3.0, 4.0] * 300)),
 }
@@ -62,6 +65,17 @@ def _results(monkeypatch, twin, f, x):
 def test_the_twins_give_the_kernels_bits(monkeypatch, program):
     f, x = PROGRAMS[program]
     assert _results(monkeypatch, True, f, x) == _results(monkeypatch, False, f, x)
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_the_kernels_give_the_recorded_numbers(monkeypatch, program):
+    """Up to rounding (the fused sum adds by blocks): the value NumPy gave while recording, and its gradient."""
+    f, x = PROGRAMS[program]
+    value, grad = (np.frombuffer(b) for b in _results(monkeypatch, False, f, x)[:2])
+    with np.errstate(all="ignore"):
+        want, want_grad = tape.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, want, rtol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(grad, np.ravel(want_grad), rtol=1e-9, atol=1e-300, equal_nan=True)
 
 
 def test_the_twins_block_is_the_kernels():

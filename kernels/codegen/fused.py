@@ -122,18 +122,22 @@ def _send(letter: str, indent: str) -> list[str]:
 def kernels() -> list[str]:
     two = {code for code, op in _members() if op.kind == "binary"}
     ind = " " * 16
-    values = "\n".join([  # member k's values for the block (both kernels)
-        f"{ind}op = code[k]", f"{ind}Sk = S[k]", *_operand("a", ind),
-        f"{ind}if {' or '.join(f'op == {c}' for c in sorted(two))}:", *_operand("b", ind + "    "),
-        *_forward_branches(ind)])
-    values_need = "\n".join("    " + line for line in values.split("\n"))
+    computed = [*_operand("a", ind), f"{ind}if {' or '.join(f'op == {c}' for c in sorted(two))}:",
+                *_operand("b", ind + "    "), *_forward_branches(ind)]  # member k's values for the block, into Sk
+    values = "\n".join([  # the forward's: member k's values to its region where live (the last one's straight there)
+        f"{ind}op = code[k]", f"{ind}Sk = S[k]", f"{ind}out = live[k] + r * n1 + start",
+        f"{ind}if live[k] >= 0 and k == m - 1:", f"{ind}    Sk = aval[out:out + w]", *computed,
+        f"{ind}if live[k] >= 0 and k < m - 1:",
+        *element_loop(ind + "    ", ["aval[np.uint64(out + e)] = Sk[u]"])])
+    values_need = "\n".join("    " + line for line in [f"{ind}op = code[k]", f"{ind}Sk = S[k]", *computed])
     setup = "\n".join([  # both kernels: operand scratch rows, and each number as a row (filled once)
         f"    A0 = np.empty({BLOCK})", f"    B0 = np.zeros({BLOCK})", "    A = A0", "    B = B0",
         f"    IMM = np.empty((len(imm), {BLOCK}))", "    for j in range(len(imm)):", "        IMM[j, :] = imm[j]"])
     text = f'''@{JIT}
-def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
+def fused_forward(code, ka, ia, kb, ib, imm, ext, live, summed, n0, n1, aval):
     """A run of elementwise records over n0 rows of n1 elements, in blocks of {BLOCK}: member k's
-    values go to aval[live[k] + ...] where live[k] >= 0; returns the sum of the last member."""
+    values go to aval[live[k] + ...] where live[k] >= 0 (the last member's straight there: no member
+    reads it); returns the sum of the last member where summed, else 0.0."""
     m = len(code)
     S = np.empty((m, {BLOCK}))
 {setup}
@@ -145,12 +149,11 @@ def fused_forward(code, ka, ia, kb, ib, imm, ext, live, n0, n1, aval):
             w = min({BLOCK}, n1 - start)
             for k in range(m):
 {values}
-                if live[k] >= 0:
-                    out = live[k] + r * n1 + start
-{chr(10).join(element_loop(ind + "    ", ["aval[np.uint64(out + e)] = Sk[u]"]))}
+            last = Sk  # member m - 1's values
+            if not summed:
+                continue
             # the sum: eight interleaved partial sums per block, blocks added pairwise (a binary
             # counter of partial sums, as NumPy's pairwise sum): error O(log n), deterministic
-            last = S[m - 1]
             p0 = p1 = p2 = p3 = p4 = p5 = p6 = p7 = 0.0
             for j in range(0, w - w % 8, 8):  # in registers: twice as fast as an array of eight
                 u = np.uint64(j)
@@ -206,12 +209,13 @@ def fused_reverse(code, ka, ia, kb, ib, imm, ext, need, adj_in, seed, n0, n1, av
 {values_need}
                 Gk = G[k]
                 held[k] = adj_in[k] >= 0  # whether row k of G holds adjoints yet
-                if held[k]:
+                if held[k] and not (k == m - 1 and seed == 0.0):  # (the last member's then read where it is)
                     at = adj_in[k] + r * n1 + start
 {chr(10).join(element_loop(ind + "    ", ["Gk[u] = aadj[np.uint64(at + e)]"]))}
             last = G[m - 1]
             if held[m - 1]:
-{chr(10).join(element_loop(" " * 16, ["last[u] += seed"]))}
+                if seed != 0.0:  # (+ 0.0 would only turn -0.0 into +0.0, which sends the same: g != 0.0 is False)
+{chr(10).join(element_loop(" " * 20, ["last[u] += seed"]))}
             else:
 {chr(10).join(element_loop(" " * 16, ["last[u] = seed"]))}
                 held[m - 1] = True
@@ -222,6 +226,8 @@ def fused_reverse(code, ka, ia, kb, ib, imm, ext, need, adj_in, seed, n0, n1, av
                 op = code[k]
                 Sk = S[k]
                 Gk = G[k]
+                if k == m - 1 and seed == 0.0 and adj_in[k] >= 0:  # no member sends to the last: read in place
+                    Gk = aadj[adj_in[k] + r * n1 + start:adj_in[k] + r * n1 + start + w]
 {chr(10).join(_operand("a", ind))}
                 if {" or ".join(f"op == {c}" for c in sorted(two))}:
 {chr(10).join(_operand("b", ind + "    "))}

@@ -58,13 +58,15 @@ def _values(program: tuple[np.ndarray, ...], which: np.ndarray, n0: int, n1: int
     return S, operands
 
 
-def forward(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array, ext: Array, live: Array, n0: int,
-            n1: int, aval: Array) -> float:
+def forward(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array, ext: Array, live: Array, summed: bool,
+            n0: int, n1: int, aval: Array) -> float:
     """fused_forward's twin."""
     with np.errstate(all="ignore"):
         S, _ = _values((code, ka, ia, kb, ib, imm, ext), np.ones(len(code), np.bool_), n0, n1, aval)
         for k in np.flatnonzero(live >= 0):
             aval[live[k]:live[k] + n0 * n1] = S[k]
+        if not summed:
+            return 0.0
         rows = np.zeros((n0, -(-n1 // BLOCK) * BLOCK))  # each row in blocks, the last one filled up with 0.0s, which
         rows[:, :n1] = S[-1].reshape(n0, n1)  # change no lane's sum
         last = rows.reshape(-1, BLOCK // LANES, LANES)

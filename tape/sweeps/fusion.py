@@ -80,8 +80,9 @@ class Run(NamedTuple):
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
         code, ka, ia, kb, ib, imm, ext = self.program
-        value = FORWARD(self.twinned, code, ka, ia, kb, ib, imm, ext, self.live, *self.rows_cols, s._aval)
-        if self.total >= 0:
+        summed = self.total >= 0
+        value = FORWARD(self.twinned, code, ka, ia, kb, ib, imm, ext, self.live, summed, *self.rows_cols, s._aval)
+        if summed:
             s._aval[self.total_at] = value
 
     def reverse(self, s: Any, gen: int, keep: int) -> None:
