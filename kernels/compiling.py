@@ -97,7 +97,7 @@ def _install_locator() -> None:
     classes = _CacheImpl._locator_classes
     if TapeCacheLocator not in classes:
         classes.insert(1, TapeCacheLocator)
-    caching.Cache.load_overload = _load_overload
+    caching.Cache.load_overload = _load_overload  # type: ignore[method-assign]
 
 
 LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first load costs 0.3-0.4 CPU-s (Numba's typing
