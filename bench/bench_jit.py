@@ -11,17 +11,15 @@ programs: bench/jax_array_programs.py, run by a Python with JAX).
 """
 
 import functools
-import math
 import statistics
 import subprocess
 import sys
 import time
 
-import numba
 import numpy as np
 
 import tape
-from tape.bench.programs import JIT_ARRAY_RK4, JIT_HEAT, JIT_NBODY
+from tape.bench.jit_arrays import bench_jit_arrays, load, report_jit_arrays
 from tape.bench.programs import JIT_PRICER as PRICER
 from tape.bench.programs import JIT_RK4 as RK4
 
@@ -44,23 +42,6 @@ def f(xs, n):
 PROGRAMS = {"rk4": (RK4, [1.1, 0.4], (20000, 1e-4)),
             "pricer": (PRICER, [100.0, 0.2, 0.05], (np.random.default_rng(1).standard_normal(100000), 100.0)),
             "while": (WHILE, [0.05, 3.0], (20000,))}
-
-
-_BODIES = np.random.default_rng(2).standard_normal((32, 2))
-ARRAYS = {"rk4-array": (JIT_ARRAY_RK4, np.array([1.1, 0.4]), (20000, 1e-4, np.array([0.7, -0.4]),
-                                                              np.array([-0.3, 0.2]))),
-          "nbody": (JIT_NBODY, _BODIES, (20, 0.01, np.linspace(0.5, 1.5, 32))),
-          "heat": (JIT_HEAT, np.sin(np.linspace(0.0, 3.0, 2000)), (200, 0.25))}
-
-
-def load(source, helpers=None):
-    """f of source; ``helpers``: a decorator for the other functions there (numba.njit)."""
-    namespace = {"tape": tape, "math": math, "np": np}
-    exec(compile(source, "<bench>", "exec"), namespace)
-    for name, value in list(namespace.items()):
-        if helpers and callable(value) and name != "f" and getattr(value, "__module__", 0) is None:
-            namespace[name] = helpers(value)
-    return namespace["f"]
 
 
 def straight_line(statements: int) -> str:
@@ -104,38 +85,9 @@ def cached_runs(code: str, path: str) -> list[float]:
             for _ in range(3)]
 
 
-def _summed(jf):
-    def total(xs, *data):
-        return jf(xs, *data).sum()
-    return total
-
-
 def arrays() -> None:
-    """The array programs: ns/record (tape.jit on a Var array) beside numba.njit on floats (ns per record
-    of the recorded run), record + gradient vs a replay, first call and a cache=True reload."""
-    for name, (source, x0, data) in ARRAYS.items():
-        f, plain = load(source, numba.njit), numba.njit(load(source, numba.njit))
-        start = time.perf_counter()
-        jf = tape.jit(f)
-        jf(tape.Tape().array(x0), *data)
-        compile_s = time.perf_counter() - start
-        start = time.perf_counter()
-        plain(x0, *data)
-        plain_compile = time.perf_counter() - start
-        jt, nt = [], []
-        for _ in range(5):
-            t = tape.Tape(capacity=1 << 24)
-            xs = t.array(x0)
-            start = time.perf_counter()
-            jf(xs, *data)
-            jt.append(time.perf_counter() - start)
-            nt.append(seconds(functools.partial(plain, x0, *data)))
-        n = len(t) - x0.size
-        j, p = statistics.median(jt) / n * 1e9, statistics.median(nt) / n * 1e9
-        print(f"{name:9s} {n:8d} records  tape.jit {j:5.1f} ns/rec  numba.njit on floats {p:5.2f} ns/rec "
-              f"({j / p:4.1f}x)  first call {compile_s:5.2f} s (numba.njit {plain_compile:4.2f} s)")
-        scalar = jf if name == "nbody" else tape.jit(_summed(jf))  # a Var output to differentiate
-        versus_replay(scalar, x0, data, n, 9)
+    """The array programs (tape-bench jit-arrays' rows, at 10^6 records each), and a cache=True reload."""
+    print(report_jit_arrays(bench_jit_arrays(10**6, 5, lambda text: None)))
     code = ("import time, numpy as np, tape; t0 = time.perf_counter()\n"
             "@tape.jit(cache=True)\ndef f(xs, steps, r):\n    u = xs.copy()\n    un = np.empty_like(u)\n"
             "    un[0], un[-1] = u[0], u[-1]\n    for _ in range(steps):\n        for i in range(1, len(u) - 1):\n"

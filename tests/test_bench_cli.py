@@ -5,11 +5,13 @@ import math
 import os
 import subprocess
 
+import numba
 import numpy as np
 import pytest
 
 import tape
 from tape.bench import arrays, baseline, c_reference, cli, engines, programs, sparse
+from tape.bench.jit_arrays import JIT_ARRAYS, load, scalar
 from tape.function import derivatives
 
 
@@ -233,3 +235,32 @@ def test_the_compile_probe_leaves_its_kernels_for_this_process(tmp_path, monkeyp
     assert sorted(p.name for p in (ours / "kernels").iterdir()) == [
         "_sweeps.reverse_sweep-1.py311.1.nbc", "_sweeps.reverse_sweep-1.py311.nbi", "kept.nbi"]
     assert (ours / "kernels" / "kept.nbi").read_text() == "ours"
+
+
+@pytest.mark.parametrize("name", list(JIT_ARRAYS))
+def test_jit_array_programs_differentiate_as_central_differences_of_njit(name):
+    source, x0, data_of = JIT_ARRAYS[name]
+    data = data_of(3)
+    plain = numba.njit(load(source, numba.njit))
+    total = scalar(tape.jit(load(source, numba.njit)), x0, data)
+    value, grad = tape.value_and_grad(total)(x0, *data)
+    assert value == pytest.approx(np.sum(plain(x0, *data)), rel=1e-13)
+    h, central = 1e-6, np.empty(x0.size)
+    for i in range(x0.size):
+        up, down = x0.ravel().copy(), x0.ravel().copy()
+        up[i] += h
+        down[i] -= h
+        central[i] = np.sum(plain(up.reshape(x0.shape), *data)) - np.sum(plain(down.reshape(x0.shape), *data))
+    central /= 2 * h
+    np.testing.assert_allclose(np.ravel(grad), central, rtol=1e-6, atol=1e-7)
+
+
+def test_jit_arrays_rows_alone(tmp_path, capsys):
+    out = tmp_path / "jit.json"
+    assert cli.main(["jit-arrays", "--size", "3000", "--repeat", "1", "--no-compile", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["jit_arrays"]
+    assert list(rows) == list(JIT_ARRAYS)
+    for row in rows.values():
+        assert row["records"] >= 1000 and row["replay_ns_per_record"] > 0 and row["first_call_s"] > 0
+    text = capsys.readouterr().out
+    assert "tape.jit on arrays" in text and "sparse" not in text.lower().split("tape-bench: done")[0]

@@ -29,6 +29,11 @@ and of the Hessian of a banded sum of squares; tape/bench/sparse.py says how.
   sparse      those rows alone. SIZE: n (10^4; the bundle: n/20 points, 4000 x 1740 at 10^4);
               `tape-bench sparse --sizes 1e4,1e5,1e6` gives one table of every size
 
+tape.jit on arrays (not in the default mix: a first run compiles each program, about 10 s apiece):
+  jit-arrays  an RK4 whose state is a Var array, an n-body step, a heat equation into un[i], as Numba
+              code; ns/record recording, numba.njit on floats, record + gradient vs replay, first calls.
+              SIZE: records per program (10^6)
+
 Phases: record (the scalar Python API, GC on), record, tape.jit (rdag, chain, rosenbrock,
 seed: the same program compiled by tape.jit, the same records; its first call, compile or
 cache load, reported apart), record + gradient (a fresh tape and one reverse sweep; for
@@ -59,6 +64,7 @@ import numpy as np
 import tape
 from tape.bench.arrays import ARRAY_WORKLOADS, DEFAULT_ARRAYS, bench_array, report_array
 from tape.bench.compare import bench_compare
+from tape.bench.jit_arrays import JIT_ARRAY_WORKLOADS, bench_jit_arrays, report_jit_arrays
 from tape.bench.phases import bench_jacobian, bench_ours, compile_times, warm_up
 from tape.bench.programs import DEFAULT_MIX, WORKLOADS
 from tape.bench.report import plot, report
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the compile-time measurement")
     args = parser.parse_args(argv)
 
-    known: dict[str, tuple[Any, ...]] = {**WORKLOADS, **ARRAY_WORKLOADS, **SPARSE_WORKLOADS}
+    known: dict[str, tuple[Any, ...]] = {**WORKLOADS, **ARRAY_WORKLOADS, **SPARSE_WORKLOADS, **JIT_ARRAY_WORKLOADS}
     unknown = [w for w in args.workloads if w not in known]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(known)}")
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     except argparse.ArgumentTypeError as exc:
         parser.error(f"--sizes: {exc}")
     names = args.workloads or [*DEFAULT_MIX, *([] if sizes else DEFAULT_ARRAYS)]
-    if sizes and any(name in ARRAY_WORKLOADS for name in names):
+    if sizes and any(name in ARRAY_WORKLOADS or name in JIT_ARRAY_WORKLOADS for name in names):
         parser.error("--sizes draws scaling curves of the scalar workloads (and the sparse table) only")
     if args.plot and not (sizes and set(names) - {"sparse"}):
         parser.error("--plot draws the scaling curve of --sizes of a scalar workload")
@@ -140,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     if "sparse" in names:
         names = [name for name in names if name != "sparse"]
         sparse_at = sizes or [args.size or sparse_at[0]]
+    jit_arrays = "jit-arrays" in names
+    names = [name for name in names if name != "jit-arrays"]
+    if jit_arrays and not names and "sparse" not in args.workloads:
+        sparse_at = []
     if sizes:
         results["scaling"] = scaling = {}
         for name in names:
@@ -179,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.update(bench_sparse(args.repeat, progress, n))
             progress.done()
         print(report_sparse(rows))
+    if jit_arrays:
+        results["jit_arrays"] = jit_rows = bench_jit_arrays(args.size or known["jit-arrays"][0], args.repeat, progress)
+        progress.done()
+        print(report_jit_arrays(jit_rows))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     kept = f"every figure is in {args.json}" if args.json else "--json FILE keeps every figure"
