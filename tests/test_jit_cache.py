@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tape.bench.programs import JIT_ARRAY_RK4, JIT_NBODY
 from tape.compiled import warm  # noqa: F401  # all of tape/compiled imported
 from tape.compiled.numba_internals import READ, SOURCE_KEY
@@ -45,6 +47,7 @@ def run(source: str, cache: Path) -> list[str]:
                           env=env).stdout.split()
 
 
+@pytest.mark.slow
 def test_an_unreadable_cache_file_is_compiled_again_and_saved(tmp_path):
     cache = tmp_path / "cache"
     assert run(LOWERED, cache)[:2] == ["[3.0,", "3.0]"]
