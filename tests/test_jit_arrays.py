@@ -349,6 +349,7 @@ def test_returning_elements_never_written_is_refused():
     ("    return np.all(xs > 0.0)", "tape.jit: all(tape.ArrayCondition(gt, tape.VarArray(1d, C), float64)) is not "),
     ("    return (xs > 0.0).sum()", "tape.jit: tape.ArrayCondition has no attribute 'sum'"),
     ("    return np.zeros((2, 2, 2), dtype=xs.dtype).sum()", "tape.jit: Var arrays are 1-d or 2-d"),
+    ("    return np.zeros(8, dtype=xs.dtype).reshape((2, 2, 2)).sum()", "tape.jit: Var arrays are 1-d or 2-d"),
 ])
 def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):
     jf = tape.jit(namespace(f"def f(xs):\n{body}\n")[0]["f"])
