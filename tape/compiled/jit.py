@@ -139,7 +139,6 @@ class JitFunction:
         if cache:
             cache_as(self.dispatcher, fn, "")
         self._drive = _driver(self.dispatcher, cache)
-        self._cache = cache
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
 
     def __call__(self, xs: Any, *data: Any) -> Any:
