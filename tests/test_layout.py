@@ -16,7 +16,7 @@ import tape
 from tape.function import array_replay
 from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.records import array_records
-from tape.sweeps import driver, layout
+from tape.sweeps import compiled, driver, layout
 
 
 @pytest.fixture
@@ -135,3 +135,23 @@ def test_loops_need_the_regions_of_a_few_steps(arrays):
     life = layout.lifetimes(long, list(long._runs_first.values()), long._output_rows, long._input_rows)
     squeezed = [p._replace(offset=0) for p in long._plans]
     assert layout.sharing(squeezed, life)
+
+
+@pytest.mark.parametrize("program", ["heat", "gru", "shrinking"])
+def test_the_compiled_tables_follow_a_function_back_to_its_recorded_layout(program, arrays, monkeypatch):
+    """The rows of the compiled tables a Function keeps (compiled.encoded) are those of its layout: swept by the
+    tables on shared regions, then put back on its recorded layout by its second order, it gives the recorded
+    layout's numbers, bit for bit."""
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    f = PROGRAMS[program]
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    F = tape.trace(f, x, params=0.7)
+    with monkeypatch.context() as m:
+        m.setattr(layout, "compact", _recorded)
+        G = tape.trace(f, x, params=0.7)
+    assert F._recorded is not None
+    want = _calls(G, x, False)
+    assert all(np.array_equal(a, b) for a, b in zip(_calls(F, x, True), want, strict=True))
+    F.hvp(x, np.linspace(-1.0, 1.0, len(x)), params=0.7)
+    assert F._recorded is None
+    assert all(np.array_equal(a, b) for a, b in zip(_calls(F, x, False), want, strict=True))

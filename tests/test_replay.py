@@ -179,6 +179,33 @@ def test_function_from_a_hand_recorded_tape():
         t2.function([c], z, on_branch_change="sometimes")
 
 
+@pytest.mark.parametrize("prune", [True, False])
+@pytest.mark.parametrize("program", ["chain", "one op"])  # unpruned, regions shared by liveness, and none to share
+def test_a_function_and_its_tape_share_no_numbers_of_arrays(program, prune):
+    """Tape.function reads the tape's value arena in place (no copy of it): the Function keeps numbers of its
+    own, so its replays and the tape recording again over its regions leave each other's numbers be."""
+    x0, x1 = np.linspace(-1.0, 1.0, 2048), np.linspace(0.5, -2.0, 2048)
+    c = np.cos(np.arange(2048.0))  # data: an array constant, which no forward sweep writes again
+
+    def g(X):
+        for _ in range(6 if program == "chain" else 1):
+            X = (X + c) * 0.5
+        return X
+
+    t = tape.Tape()
+    X = t.array(x0)
+    Y = g(X)
+    F = t.function([X], Y.sum(), prune=prune)
+    want = F.value_and_grad(x0)
+    assert want[0] == pytest.approx(g(x0).sum(), rel=1e-12)  # (a fused run sums in its own order)
+    F.value_and_grad(x1)
+    assert np.array_equal(Y.value, g(x0))
+    t.rewind(0)
+    (t.array(x1) * 7.0 + 1.0).sum()  # new records in the regions of the old ones
+    got = F.value_and_grad(x0)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
 def test_stats_and_sizes():
     F = tape.trace(mixed, [0.3, -0.7, 1.1])
     s = F.stats()

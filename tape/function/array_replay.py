@@ -174,6 +174,7 @@ def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints:
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
     F._steps = {}  # the sweeps' steps, found at the first call (tape/sweeps/steps.py)
+    F._encoded = {}  # the plans' rows of the compiled tables, by row (tape/sweeps/compiled.py's encoded)
     F._aval, F._aadj = arena, adjoints
     F._stamp = np.zeros(len(F._op) if plans else 0, np.uint32)  # the array sweeps' generations
     F._gen = 0

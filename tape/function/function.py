@@ -74,6 +74,7 @@ class Function:
     _views: dict
     _schedules: dict
     _steps: dict
+    _encoded: dict
     _aval: np.ndarray
     _aadj: np.ndarray
     _stamp: np.ndarray
@@ -123,7 +124,7 @@ class Function:
         state = self.__dict__.copy()
         del state["_lock"]
         state.pop("_home", None)
-        state.update({name: {} for name in ("_views", "_schedules", "_steps") if name in state})
+        state.update({name: {} for name in ("_views", "_schedules", "_steps", "_encoded") if name in state})
         if self._policy != "retrace":
             state["_source"] = None
         return state

@@ -215,8 +215,7 @@ class Arenas:
         elif values is not None:
             self._aval[start:start + size] = values.reshape(-1)
         else:
-            with np.errstate(all="ignore"):
-                driver.forward_one(self, plan)
+            driver.forward_quietly(self, plan)
         if self._lines is not None:
             self._lines[row] = caller()
         return row
