@@ -5,8 +5,9 @@ typing (tape.compiled.recording refuses it with a JitError). Where that happens,
 (``retrying``) with VarLists rewriting where that list is made (``[0.0] * n``, ``[a, b]``, ``[0.0 for _ in ...]``
 and ``+``/``*`` of them): each element put in becomes ``var_of(element)``, a Var not yet recorded holding the
 number, so the list is a list of Vars. Such a Var records nothing until it meets a recorded one, where it records
-what the number records in Python (an element never written reads as its number, as in Python). Numba internals:
-the untyped IR, the pass-manager API and ``TypingError.loc`` (tape/compiled/numba_internals.py lists them).
+what the number records in Python (an element never written reads as its number, as in Python). Numba internals
+used here, as in compiler_pass.py: the untyped IR, the pass-manager API, a compile's state (``func_ir`` translated
+again when None, ``status.fail_reason``) and ``TypingError.loc``.
 """
 
 from __future__ import annotations
