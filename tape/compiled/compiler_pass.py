@@ -13,11 +13,12 @@ import numpy as np
 from numba.core import ir
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
-from numba.core.untyped_passes import TranslateByteCode
+from numba.core.untyped_passes import InlineClosureLikes, TranslateByteCode
 
 from tape.compiled.by_reference import MarkByReference
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_internals import file_id
+from tape.compiled.var_lists import VarLists, retrying
 
 
 def branch(condition, where):
@@ -188,19 +189,21 @@ class BranchLines(FunctionPass):
 
 
 class Pipeline(CompilerBase):
-    """Numba's nopython pipeline with BranchLines after the bytecode is translated, and MarkByReference; what it
+    """Numba's nopython pipeline with BranchLines after the bytecode is translated, MarkByReference, and VarLists
+    after comprehensions are inlined (compiled again where a list of numbers takes a Var); what it
     compiles without a CPython wrapper gets no machine code of its own (tape/compiled/link_only.py)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         pm.add_pass_after(BranchLines, TranslateByteCode)
         pm.add_pass_after(MarkByReference, BranchLines)
+        pm.add_pass_after(VarLists, InlineClosureLikes)
         pm.finalize()
         return [pm]
 
     def _compile_core(self):
         with compiling():
-            return super()._compile_core()
+            return retrying(super()._compile_core, self.state)
 
 
 __all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "all_of", "any_of", "Pipeline", "BranchLines",

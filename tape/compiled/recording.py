@@ -58,6 +58,7 @@ def inlined(fn):
     return njit(cache=True, forceinline=True, **OPTIONS)(copy)
 
 
+LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
 
@@ -246,9 +247,14 @@ def _setitem(a, i, v):
     if isinstance(a, types.Array) and (is_var(v) or isinstance(v, VarArrayType)):
         raise TypingError(f"tape.jit: storing a Var into a NumPy array of {a.dtype} is not supported: its "
                           "value would lose its record; make a Var array (np.empty(n, dtype=xs.dtype)) or a list")
-    if isinstance(a, types.List) and is_number(a.dtype) and is_var(v):
-        raise TypingError(f"tape.jit: storing a Var into a list of {a.dtype} ([0.0] * n) is not supported: a Numba "
-                          "list keeps the type it was made with; make a Var array (np.zeros(n, dtype=xs.dtype))")
+    if isinstance(a, types.List) and is_var(a.dtype) and isinstance(i, types.Integer) and is_number(v):
+        def store(a, i, v):  # a list of Vars made of numbers (var_lists.py) takes numbers again
+            a[i] = unbound(v)
+        return store
+    if isinstance(a, types.List) and is_number(a.dtype) and is_var(v):  # made here: made again (var_lists.py)
+        raise TypingError(f"tape.jit: {LIST_REFUSAL}{a.dtype} not made by this function (an argument) is not "
+                          "supported: a Numba list keeps the type it was made with; store the Var where the list is "
+                          "made ([0.0] * n), or pass a Var array (np.zeros(n, dtype=xs.dtype))")
     return None
 
 
@@ -293,5 +299,5 @@ def _pos(x):
 
 __all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
            "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "values",
-           "NOT_A_FLOAT",
+           "NOT_A_FLOAT", "LIST_REFUSAL",
            "one_output", "finish"]
