@@ -57,7 +57,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # sweeps +157 for the fused kernels' NumPy twins, run until the kernels are compiled or cached (sweeps/fused_numpy.py,
 # fusion.Tiered: issue 28); kernels +12: the array driver checks a scratch row's length before writing it (s5);
 # compiled +59 for tape.jit(cache=True): f's driver cached as f is, both keyed also on the globals f reads and the
-# jitted functions it calls (numba_internals.UserCache, frozen: 28);
+# jitted functions it calls (jit_cache.UserCache, frozen: 28);
 # kernels +10 for replay_from, where a Function with grouped records starts its F(x) (28);
 # kernels +24, records +10 for the stamp-free reverse sweep of a tape recorded for one gradient (fresh_reverse,
 # Storage._gradient_and_clear: tape.jit's value_and_grad, issue 31);
