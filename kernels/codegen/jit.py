@@ -6,8 +6,8 @@ and ``record_<code>`` (append the record: inputs, a constant-pool slot for const
 spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) gets the recorders of ``x <op> c`` and
 ``c <op> x`` exactly as tape/records/_recorders.py writes them (``x - c`` as ``add_c`` with ``-c``, a
 constant record for ops without a const op). Those layers, and push/push_const, are ``@hot``
-(inlined by Numba into what calls them): each entry (``unary_<code>``, ``<name>_vv``; a number meets it
-as an unrecorded Var; ``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
+(inlined by Numba into what calls them): each entry (``unary_<code>``, ``<name>_vv/_vc/_cv``,
+``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
 the user's code one call (inlining the entries too gave RK4 4.6 ns/record but a 64 s compile). A Var
 holds its tape as a borrowed pointer (no op touches a reference count) and its value (no op reads
 the tape's values: a random DAG would miss the cache there). Tables at the end map names to them; tape/compiled/jit.py
@@ -78,12 +78,16 @@ def unary_entry(name: str) -> list[str]:
 
 
 def entries(s: ops.Spelling) -> list[str]:
-    """<name>_vv(x, y): x <op> y of Vars, either maybe a number not recorded (x <op> c, c <op> y, or a number)."""
+    """<name>_vv(x, y), <name>_vc(x, c), <name>_cv(c, y): x <op> y of Vars (maybe unrecorded) and numbers."""
     pair = ops.OPCODE[s.pair]
     return ["@jit", f"def {s.name}_vv(x, y):", "    if x.index < 0:",
             f"        return unbound(value_{pair}(x.c, y.c)) if y.index < 0 else c_var_{s.name}(y, x.c)",
             "    if y.index < 0:", f"        return var_c_{s.name}(x, y.c)",
-            f"    return record_{pair}(x, y)", "", ""]
+            f"    return record_{pair}(x, y)", "", "",
+            "@jit", f"def {s.name}_vc(x, c):",
+            f"    return unbound(value_{pair}(x.c, c)) if x.index < 0 else var_c_{s.name}(x, c)", "", "",
+            "@jit", f"def {s.name}_cv(c, y):",
+            f"    return unbound(value_{pair}(c, y.c)) if y.index < 0 else c_var_{s.name}(y, c)", "", ""]
 
 
 def compare_entry(s: ops.Spelling) -> list[str]:
@@ -142,10 +146,11 @@ def generate(header: list[str]) -> str:
         code = ops.OPCODE[name]
         ufunc = ops.UNARY_UFUNCS.get(name, "")
         out.append(f"    {name!r}: (unary_{code}, value_{code}, {math_name(name)!r}, {ufunc!r}),")
-    out += ["}", "# spelling -> (Var <op> Var (numbers as unrecorded Vars), numbers, operator, ufunc)",
+    out += ["}", "# spelling -> (Var <op> Var, Var <op> number, number <op> Var, numbers, operator, ufunc)",
             "ARITHMETIC = {"]
     for s in ops.ARITHMETIC:
-        out.append(f"    {s.name!r}: ({s.name}_vv, value_{ops.OPCODE[s.pair]}, {s.operator}, {s.ufunc!r}),")
+        out.append(f"    {s.name!r}: ({s.name}_vv, {s.name}_vc, {s.name}_cv, value_{ops.OPCODE[s.pair]}, {s.operator}, "
+                   f"{s.ufunc!r}),")
     out += ["}", "# comparison -> Var <op> Var as a Condition (numbers are unrecorded Vars)",
             "COMPARISONS = {"]
     for s in ops.COMPARISONS:

@@ -27,7 +27,6 @@ from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
     as_var,
     constant_record,
-    inlined,
     is_number,
     is_var,
     jit,
@@ -147,31 +146,28 @@ def _sum(xs, start=0):
 
 
 def unary(of_var, value, numbers: bool):
-    """The overload of one unary op; ``numbers``: also for a plain number (tape.<name> of a float). Its recorder is
-    the one Var arrays inline per element (one compile of it for both)."""
-    each = inlined(of_var)
-
+    """The overload of one unary op; ``numbers``: also for a plain number (tape.<name> of a float)."""
     def typer(x):
         if is_var(x):
-            return lambda x: each(x)
+            return lambda x: of_var(x)
         if numbers and is_number(x):
             return lambda x: value(float(x))
         return None
     return typer
 
 
-def binary(vv, value, numbers: bool):
-    """The overload of one arithmetic spelling: Vars and numbers on either side, a number as an unrecorded Var (vv
-    records it as a const op), so one recorder per op, the one Var arrays inline per element."""
-    each = inlined(vv)
-
+def binary(vv, vc, cv, value, numbers: bool):
+    """The overload of one arithmetic spelling: Vars and numbers on either side."""
     def typer(x, y):
+        if is_var(x) and is_var(y):
+            return lambda x, y: vv(x, y)
+        if is_var(x) and is_number(y):
+            return lambda x, y: vc(x, float(y))
+        if is_number(x) and is_var(y):
+            return lambda x, y: cv(float(x), y)
         if numbers and is_number(x) and is_number(y):
             return lambda x, y: value(float(x), float(y))
-        if not (is_var(x) or is_var(y)) or not all(is_var(v) or is_number(v) for v in (x, y)):
-            return None
-        cx, cy = as_var(x), as_var(y)
-        return lambda x, y: each(cx(x), cy(y))
+        return None
     return typer
 
 
@@ -198,17 +194,17 @@ def _register() -> None:
             if name not in ("neg", "abs"):
                 overload(getattr(np, ufunc))(unary(of_var, value, False))
             overload(getattr(np, ufunc))(unary_array(of_var))
-    for name, (vv, value, is_operator, ufunc) in ARITHMETIC.items():
+    for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
         for fn in (own, getattr(np, ufunc)):
-            overload(fn)(binary(vv, value, fn is own and not is_operator))  # tape.<name> of numbers too
+            overload(fn)(binary(vv, vc, cv, value, fn is own and not is_operator))  # tape.<name> of numbers too
             overload(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
         if is_operator:
-            overload(getattr(operator, f"i{name}"))(binary(vv, value, False))
+            overload(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
             overload(getattr(operator, f"i{name}"))(inplace_array(own, vv))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
-        vv, value, _, _ = ARITHMETIC[name]
-        overload(getattr(math, math_name))(binary(vv, value, False))
+        vv, vc, cv, value, _, _ = ARITHMETIC[name]
+        overload(getattr(math, math_name))(binary(vv, vc, cv, value, False))
     for name, vv in COMPARISONS.items():
         overload(getattr(operator, name))(comparison(vv))
     overload(max_of)(minmax(COMPARISONS["gt"]))
