@@ -356,3 +356,16 @@ def test_what_arrays_cannot_do_says_so_on_the_first_line(body, first):
         jf(tape.Tape().array(np.arange(3.0)))
     line = str(caught.value).splitlines()[0]
     assert line.startswith(first) and jf.py_func.__code__.co_filename in line  # f's file: the copy run_from_file ran
+
+
+def test_reductions_of_no_elements_have_numpys_values():
+    """sum (0) and prod (1) of an empty Var array, of all elements and along an axis of length 0: NumPy's values on
+    floats, and the derivatives central differences give."""
+    src = ("def f(xs):\n    e, z = xs[:0], xs.reshape((2, 2))[:, :0]\n"
+           "    return ((xs * e.sum()).sum() + 2.0 * e.prod() * xs[0]\n"
+           "            + (z.sum(axis=1) * 3.0 + z.prod(axis=1) * xs[:2]).sum())\n")
+    py, jn = namespace(src)
+    x0 = np.array([0.3, 0.7, 0.9, 0.45])
+    value, grad = tape.value_and_grad(jn["f"])(x0)
+    assert value == pytest.approx(py["f"](x0), rel=1e-15) and value != 0.0
+    assert np.allclose(grad, central(py["f"], x0), atol=1e-8)

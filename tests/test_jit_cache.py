@@ -11,7 +11,7 @@ import pytest
 
 from tape.bench.programs import JIT_ARRAY_RK4, JIT_NBODY
 from tape.compiled import warm  # noqa: F401  # all of tape/compiled imported
-from tape.compiled.numba_internals import READ, SOURCE_KEY
+from tape.compiled.jit_cache import READ, SOURCE_KEY
 from tape.kernels.compiling import cache_dir
 
 COMPILED = Path(__file__).resolve().parents[1] / "tape" / "compiled"

@@ -29,7 +29,8 @@ from tape.compiled import conditions, overloads  # noqa: F401  # registers the o
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline
-from tape.compiled.numba_internals import USER_CACHED, TypingError, borrowed, cache_as, file_id, types, where_of
+from tape.compiled.jit_cache import USER_CACHED, cache_as
+from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
     OPTIONS,

@@ -12,34 +12,26 @@ interpreter inserts before every branch (``$bool<offset>`` globals; the pass als
 swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for
 recompiles by this pipeline), the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
 ``iternext_impl`` (``for v in xs``), and ``FunctionCache`` (its ``_index_key``) with ``IndexDataCacheFile`` set as a
-dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver). A Numba release that changes one of these breaks
-tape.jit here and in tape/compiled/compiler_pass.py, and only there (``typeof_impl`` in tape/compiled/jit.py, the
+dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compiled/jit_cache.py). A Numba release
+that changes one of these breaks tape.jit here, in tape/compiled/jit_cache.py and in tape/compiled/compiler_pass.py,
+and only there (``typeof_impl`` in tape/compiled/jit.py, the
 public extension API, makes a JitFunction its dispatcher inside jitted code).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import zlib
-from types import CodeType, ModuleType
 
 import llvmlite.binding as llvm
 import numba
-import numpy as np
 from numba import types
 from numba.core import cgutils
-from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.errors import TypingError
 from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin, lower_getattr
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
 from numba.np.arrayobj import populate_array
-
-from tape.kernels import _sweeps, ops
-from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
-from tape.records import storage
 
 TESTED = ("0.68.1",)  # Numba versions the jit tests ran on
 NUMBA_VERSION = numba.__version__
@@ -59,88 +51,6 @@ def where_of(code: int, fallback: str) -> str:
         return fallback
     path, line = FILES.get(code >> 24, "?"), code & 0xFFFFFF
     return f"{path}:{line}"
-
-
-# --- the cache of tape.jit's own functions: keyed on their sources, as Numba keys only on a file's stamp ----
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
-READ = (ops, _sweeps, storage)  # what compiled code reads beyond tape/compiled: op codes, the sweeps' helpers, bounds
-_DIGEST = hashlib.sha256(numba.__version__.encode())
-for _path in [*_SOURCES, *(str(module.__file__) for module in READ)]:
-    with open(_path, "rb") as _file:
-        _DIGEST.update(_file.read())
-SOURCE_KEY = _DIGEST.hexdigest()[:16]
-USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
-
-
-class JitCacheLocator(_UserWide):  # type: ignore[misc]
-    """Numba's user-wide locator for tape/compiled/*.py and tape.jit(cache=True) functions, in a folder per hash of
-    tape/compiled/*.py, the modules of READ, and Numba's version: machine code made by other recorders is never
-    loaded."""
-
-    def __init__(self, py_func, py_file):
-        super().__init__(py_func, py_file)
-        user = getattr(py_func, "__code__", None) in USER_CACHED
-        where = self.get_suitable_cache_subpath(py_file) if user else ""
-        self._cache_path = os.path.join(cache_dir(), "jit", SOURCE_KEY, where)
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if os.path.abspath(py_file) not in _SOURCES and getattr(py_func, "__code__", None) not in USER_CACHED:
-            return None
-        return super().from_function(py_func, py_file)
-
-
-if JitCacheLocator not in _CacheImpl._locator_classes:
-    _CacheImpl._locator_classes.insert(0, JitCacheLocator)
-
-
-class UserCache(FunctionCache):  # type: ignore[misc]
-    """The cache of a tape.jit(cache=True) function f (``index`` ""), or of f's driver ("-driver", which links f in):
-    f's folder and file stamp, and f's code and closure in every key, as Numba keys f, plus what Numba freezes into
-    machine code and never checks on a load (a global that differs in the next run): ``frozen``."""
-
-    def __init__(self, user, index: str):
-        super().__init__(user)
-        self._cache_file = IndexDataCacheFile(self._cache_path, self._impl.filename_base + index,
-                                              self._impl.locator.get_source_stamp())
-
-    def _index_key(self, sig, codegen):
-        return *super()._index_key(sig, codegen), frozen(self._py_func.__code__, self._py_func.__globals__, set())
-
-
-def frozen(code: CodeType, space: dict, seen: set) -> str:
-    """A digest of what code compiled by Numba holds as constants: its own, and the values it reads from the globals
-    ``space`` (each global it names, and each name it reads of a global module): data by value, jitted callees (a
-    dispatcher's or JitFunction's py_func) by their own bytecode and ``frozen``."""
-    values = [space[name] for name in code.co_names if name in space]
-    values += [getattr(m, name) for m in values if isinstance(m, ModuleType) for name in code.co_names
-               if hasattr(m, name)]
-    digest = hashlib.sha256()
-    for v in (*code.co_consts, *values):
-        callee = getattr(getattr(v, "py_func", None), "__code__", None)  # a dispatcher's or JitFunction's f
-        if isinstance(v, CodeType):
-            v = frozen(v, space, seen)
-        elif isinstance(callee, CodeType) and callee not in seen:
-            seen.add(callee)
-            v = callee.co_code.hex() + frozen(callee, v.py_func.__globals__, seen)
-        digest.update(_value(v).encode())
-    return digest.hexdigest()
-
-
-def _value(v) -> str:
-    """A value for ``frozen``: data by value (an array's repr elides most of its numbers), anything else its type."""
-    if isinstance(v, np.ndarray):
-        return f"{v.dtype.str}{v.shape}{hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()}"
-    if isinstance(v, tuple):
-        return "(" + ",".join(map(_value, v)) + ")"
-    return repr(v) if isinstance(v, (int, float, complex, str, bytes, np.generic, type(None))) else type(v).__qualname__
-
-
-def cache_as(dispatcher, user, index: str) -> None:
-    """Let ``dispatcher`` (f = ``user`` compiled, or its driver) load and save its machine code in a UserCache."""
-    dispatcher._cache = UserCache(user, index)
 
 
 # --- the tape inside jitted code -------------------------------------------------------------
@@ -575,5 +485,5 @@ def external(name: str, address: int, signature) -> types.ExternalFunction:
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_struct", "var_type", "condition_type",
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
-           "value_at", "append", "append_const", "external", "where_of", "file_id", "USER_CACHED", "cache_as",
+           "value_at", "append", "append_const", "external", "where_of", "file_id",
            "arena_room", "want", "carve", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]

@@ -1,7 +1,7 @@
 """tape's overloads of Var arrays and arithmetic, cached across processes as tape's recorders are.
 
 Each implementation an overload returns (one per op and operand types: ``y + 0.5 * h * k`` of Var arrays took
-~0.5 s of CPU each to compile) is kept in tape's jit cache (tape/compiled/numba_internals.py: a folder per hash of
+~0.5 s of CPU each to compile) is kept in tape's jit cache (tape/compiled/jit_cache.py: a folder per hash of
 tape/compiled/*.py and Numba's version). Numba keys a closure on a pickle of its cells, and a pickled dispatcher
 holds a fresh uuid in every process: it would never load again; and it keys code on its bytecode alone, the same
 for ``lambda: max(a, b)`` and ``lambda: min(a, b)``. The key of a function of tape/compiled here is its code and
@@ -20,7 +20,7 @@ from typing import Any
 from numba import extending
 from numba.core import caching
 
-from tape.compiled.numba_internals import JitCacheLocator
+from tape.compiled.jit_cache import JitCacheLocator
 from tape.kernels.compiling import OWN
 
 CACHED: Any = {"jit_options": {"cache": True}}
