@@ -21,6 +21,7 @@ The kernels are text here, written into the generated file with the switches, so
 from __future__ import annotations
 
 from .. import ops
+from .array_broadcasts import BROADCASTS
 from .array_lines import LINES
 from .array_products import PRODUCTS
 from .array_sums import SUMS
@@ -91,6 +92,8 @@ CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 
 REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
 VIEW, WIDTH = 10, 34
 ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
+LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
+BLOCK = 4096  # elements of a LINED row's lines at a time, at least one line (a block stays in cache)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
@@ -166,10 +169,7 @@ def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     (0.0 + c: the step's assignment c + 0.0, bit for bit)."""
     f = VIEWS + VIEW * q
     n, base = t[SIZE], t[f + BASE]
-    j = t[f + REC]
-    if not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0)):
-        stamp[j] = gen
-        aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
+    _prepare(t, f, aadj, stamp, gen, keep)
     if _same(t, f):  # the view laid out as the output: one pass, products added as made
         sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number)
         return
@@ -177,14 +177,7 @@ def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     _room(total, n)
     c[:n] = 0.0  # (0.0 + each product: its sum back, from 0.0, is the same)
     sends(t[OP], q, A, B, y, g, c, n, number)
-    kept = _summed(t, f, c, total)
-    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
-    for i0 in range(t[SHAPE] if s0 != 0 else 1):
-        for i1 in range(t[SHAPE + 1] if s1 != 0 else 1):
-            for i2 in range(t[SHAPE + 2] if s2 != 0 else 1):
-                at, k = base + i0 * s0 + i1 * s1 + i2 * s2, i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
-                for i3 in range(t[SHAPE + 3] if s3 != 0 else 1):
-                    aadj[np.uint64(at + i3 * s3)] += total[np.uint64(k + i3 * kept[3])]
+    _back(t, f, aadj, total, _summed(t, f, c, total))
 
 
 @jit
@@ -250,6 +243,8 @@ def forward(table, aval, scratch):
             _copy(t, aval, False, False)
         elif kind == LOGSUMEXP:
             _logsumexp(t, aval, aval, scratch, False)
+        elif kind == LINED:
+            _lined(t, aval, scratch, frame)
 
 
 @jit
@@ -270,6 +265,10 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
             for q in range(t[NIN]):
                 if t[VIEWS + VIEW * q + WANT] != 0:
                     _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number)
+        elif kind == LINED:
+            for q in range(2):
+                if t[VIEWS + VIEW * q + WANT] != 0:
+                    _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch)
         elif kind == MATMUL:
             _matmul_reverse(t, aval, aadj, stamp, gen, keep, scratch[0], check)
             unchecked = not check
@@ -325,6 +324,10 @@ def generate(header: list[str]) -> str:
         "from .ufuncs import bind as bind_loops",
         "",
         CONSTANTS,
+        "READS = np.array([  # per opcode, the operands its partials read (1: a, 2: b): a LINED row gathers no other",
+        *[f"    {sum(1 << q for q, x in enumerate('ab') if x in names_in(op.da, op.db))},  # {op.name}"
+          for op in ops.OPS],
+        "], np.int64)",
         "LOOPS = bind_loops((  # the ufuncs bound to NumPy's own float64 loops (kernels/ufuncs.py)",
         *[f'    "{name}",' for name in ufuncs],
         "))",
@@ -349,6 +352,7 @@ def generate(header: list[str]) -> str:
         LINES,
         SUMS,
         PRODUCTS,
+        BROADCASTS,
         DRIVER,
     ]
     return "\n".join(lines)

@@ -3,10 +3,9 @@
 axes a view is broadcast along (kernels.array_rule.unbroadcast's numbers)."""
 
 SUMS = '''@jit
-def _summed(t, f, c, total):
-    """total[:m] = c (record t's iteration space in C order) summed over the axes view f is broadcast along, as
-    np.sum adds (kernels.array_rule.unbroadcast): pairwise along the trailing broadcast axes, else element after
-    element; returns the view's C strides in the space (0 along those axes): its element k of total."""
+def _kept(t, f):
+    """View f's C strides in record t's space, 0 along the axes it is broadcast along (its element k of a sum back),
+    their count m, the run of trailing broadcast axes np.sum adds pairwise, and the space's shape without them."""
     kept, ext = np.zeros(4, np.int64), t[SHAPE:SHAPE + 4].copy()
     m, run, trailing = 1, 1, True
     for d in range(3, -1, -1):
@@ -17,6 +16,15 @@ def _summed(t, f, c, total):
         elif trailing:  # the run pairwise sums, one call per place of the other axes
             run *= t[SHAPE + d]
             ext[d] = 1
+    return kept, m, run, ext
+
+
+@jit
+def _summed(t, f, c, total):
+    """total[:m] = c (record t's iteration space in C order) summed over the axes view f is broadcast along, as
+    np.sum adds (kernels.array_rule.unbroadcast): pairwise along the trailing broadcast axes, else element after
+    element; returns the view's C strides in the space (0 along those axes): its element k of total."""
+    kept, m, run, ext = _kept(t, f)
     total[:m] = 0.0
     e = 0
     for i0 in range(ext[0]):
@@ -32,6 +40,19 @@ def _summed(t, f, c, total):
                     total[k + i3 * kept[3]] += _pairwise(c, e, run, 1)
                     e += run
     return kept
+
+
+@jit
+def _back(t, f, aadj, total, kept):
+    """The adjoints of record t's view f += total, their sum back (element k: kept, _kept's strides)."""
+    base = t[f + BASE]
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    for i0 in range(t[SHAPE] if s0 != 0 else 1):
+        for i1 in range(t[SHAPE + 1] if s1 != 0 else 1):
+            for i2 in range(t[SHAPE + 2] if s2 != 0 else 1):
+                at, k = base + i0 * s0 + i1 * s1 + i2 * s2, i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
+                for i3 in range(t[SHAPE + 3] if s3 != 0 else 1):
+                    aadj[np.uint64(at + i3 * s3)] += total[np.uint64(k + i3 * kept[3])]
 
 
 @jit
