@@ -1,10 +1,11 @@
 """The array driver's broadcasting elementwise records (kernels/codegen/array_driver.py writes them into
-``kernels/_array_driver.py``): a LINED row runs its op on blocks of BLOCK elements of lines along axis 3 of its
-space, each view of a block read in place where it is laid out as the output, else gathered (each line's elements,
-stride 1, or its one number, stride 0), so that a block stays in cache. Back, each block's contributions are added in
-place where the view is laid out as the output, else into its sum back across lines (element after element, in C
-order, as kernels.array_rule.unbroadcast adds), a line's contributions to one number summed pairwise first (np.sum's
-order along its trailing broadcast axis; tape/sweeps/compiled.py makes a row LINED only where that is axis 3)."""
+``kernels/_array_driver.py``): a LINED row runs its op on blocks of lines along axis 3 of its space, as many as its
+table's scratch holds (tape/sweeps/compiled.LINES elements), so that a block stays in cache: each view of a block read
+in place where it is laid out as the output, else gathered (each line's elements, stride 1, or its one number, stride
+0). Back, each block's contributions are added in place where the view is laid out as the output, else into its sum
+back across lines (element after element, in C order, as kernels.array_rule.unbroadcast adds), a line's contributions
+to one number summed pairwise first (np.sum's order along its trailing broadcast axis; tape/sweeps/compiled.py makes a
+row LINED only where that is axis 3)."""
 
 BROADCASTS = '''@jit
 def _lines(t, f, X, Z, first, last):
@@ -57,15 +58,15 @@ def _operands(t, aval, scratch, number, first, last, read):
 
 
 @jit
-def _blocks(t):
-    """The lines of LINED row t and how many a block holds."""
-    return t[SHAPE] * t[SHAPE + 1] * t[SHAPE + 2], max(1, BLOCK // t[SHAPE + 3])
+def _blocks(t, scratch):
+    """The lines of LINED row t and how many a block holds: as many as scratch does, at least one."""
+    return t[SHAPE] * t[SHAPE + 1] * t[SHAPE + 2], max(1, scratch.shape[1] // t[SHAPE + 3])
 
 
 @jit
 def _lined(t, aval, scratch, frame):
     """LINED row t's values: op of its views, a block of lines at a time."""
-    n, out, number, (m, lines) = t[SHAPE + 3], t[OUT], _number(t), _blocks(t)
+    n, out, number, (m, lines) = t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
     for first in range(0, m, lines):
         last = min(m, first + lines)
         A, B = _operands(t, aval, scratch, number, first, last, 3)
@@ -77,7 +78,7 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     """The adjoints of LINED row t's view q += g times its partial, by the stamp rule, a block of lines at a time:
     in place where the view is laid out as the output, else into its sum back (each product in c, from 0.0; a
     line's to one number: 0.0 + their pairwise sum, as _summed adds them), then added to the view's adjoints."""
-    f, n, out, number, (m, lines) = VIEWS + VIEW * q, t[SHAPE + 3], t[OUT], _number(t), _blocks(t)
+    f, n, out, number, (m, lines) = VIEWS + VIEW * q, t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
     _prepare(t, f, aadj, stamp, gen, keep)
     c, total, same, (kept, held, _, _) = scratch[2], scratch[3], _same(t, f), _kept(t, f)
     _room(total, 0 if same else held)

@@ -93,7 +93,6 @@ REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a vi
 VIEW, WIDTH = 10, 34
 ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
 LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
-BLOCK = 4096  # elements of a LINED row's lines at a time, at least one line (a block stays in cache)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums

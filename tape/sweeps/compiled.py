@@ -38,7 +38,8 @@ BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op 
 # steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92, 0.64-1.05; a number 0.81-1.12;
 # a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2 cores)
 SPAN = 8  # elements a line, at least, of a LINED row (a kernel call a line)
-LINES = 4096  # elements of a logsumexp's lines in scratch at a time, at least one line (a block stays in cache)
+LINES = 4096  # elements of a logsumexp's or LINED row's lines in scratch at a time, at least one line (a block stays
+# in cache)
 RUN = 8  # elements per run of a gather's places, at least, for the driver to copy it: a row costs about a loop's
 # start, ~10 ns, NumPy's take about 1 ns an element
 PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D/mmsize.py: 128 x 64 x 128 driven 0.93x
@@ -290,7 +291,7 @@ def _lines_back(row: np.ndarray) -> int:
     """A LINED row's scratch: a block of its lines, and each view's sum back (the space's elements along the view's
     strided axes)."""
     shape = row[6:10]
-    return max(int(shape[3]) * max(1, kernels.BLOCK // int(shape[3])), *(
+    return max(int(shape[3]) * max(1, LINES // int(shape[3])), *(
         int(np.prod(shape[row[f:f + 4] != 0])) for f in (VIEWS + kernels.STRIDES, VIEWS + VIEW + kernels.STRIDES)))
 
 
