@@ -21,6 +21,8 @@ LAYOUTS = {  # name: (a, b of X, whether a LINED row runs it)
     "a middle axis": (lambda X: (X[:6000].reshape(5, 75, 16), X[6000:6080].reshape(5, 1, 16)), True),
     "long lines, a row": (lambda X: (X[:6000].reshape(2, 3000), X[5000:8000]), True),
     "a column of a 3-d space": (lambda X: (X[:6000].reshape(3, 125, 16), X[6000:6375].reshape(3, 125, 1)), True),
+    "a column of a 4-d space, broadcast along axis 1": (lambda X: (X[:480].reshape(2, 3, 5, 16),
+                                                                 X[500:510].reshape(2, 1, 5, 1)), True),
     "short lines (gathered)": (lambda X: (X[:6000].reshape(1500, 4), X[6000:6004]), False),
     "a strided row (gathered)": (lambda X: (X[:6000].reshape(375, 16), X[6000:6032:2]), False),
     "a number a block of lines (gathered)": (lambda X: (X[:6000].reshape(3, 125, 16)[:, ::2],
