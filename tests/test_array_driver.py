@@ -220,9 +220,9 @@ def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch, tmp_p
     again = G.value_and_grad(x)
     assert bool(_tables(G)) == on_disk
     assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
-    n = max(compiled.BROADCAST, compiled.LARGE) // 16 + 1  # a product broadcast past BROADCAST elements, its sum
-    # past LARGE
-    big = tape.trace(lambda X: np.sum(X.reshape(-1, 1) * X[:16]), np.ones(n))
+    k = compiled.SPAN - 1  # a product broadcast past BROADCAST elements in lines too short for LINED, its sum past
+    n = max(compiled.BROADCAST, compiled.LARGE) // k + 1  # LARGE
+    big = tape.trace(lambda X: np.sum(X.reshape(-1, 1) * X[:k]), np.ones(n))
     while not on_disk and getattr(big, "_swept", 0.0) < 0.05:  # (on disk the kernels are open already)
         big.value_and_grad(np.ones(n))
     big.value_and_grad(np.ones(n))
@@ -418,7 +418,9 @@ array_records.SMALL = 1
 compiled.ready = lambda s, runs: True
 kernels, S, W = compiled.kernels, (2, 3, 8), np.linspace(0.5, 1.5, 64)
 PROGRAMS = {  # a kind of scratch use: (the program, the sweeps that use it)
-    "a gathered operand": (lambda x: (x[:48].reshape(S) * x[50:58]).sum(), ("forward", "reverse")),
+    "a gathered operand": (lambda x: (x[:48].reshape(S) * x[::2][:8]).sum(), ("forward", "reverse")),
+    "a row's sum back line by line": (lambda x: (x[:48].reshape(S) * x[50:58]).sum(), ("reverse",)),
+    "a column's line by line": (lambda x: (x[:48].reshape(S) * x[50:56].reshape(2, 3, 1)).sum(), ("reverse",)),
     "sigmoid's exp(-|a|)": (lambda x: (tape.sigmoid(x[:48].reshape(S)) * W[:8]).sum(), ("forward",)),
     "a number summed back": (lambda x: (x[:48].reshape(S) * x[50]).sum(), ("reverse",)),
     "a matmul's products back": (lambda x: (x[:30].reshape(6, 5) @ x[30:50].reshape(5, 4) * W[:4]).sum(),

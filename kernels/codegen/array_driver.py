@@ -21,7 +21,10 @@ The kernels are text here, written into the generated file with the switches, so
 from __future__ import annotations
 
 from .. import ops
+from .array_broadcasts import BROADCASTS
 from .array_lines import LINES
+from .array_products import PRODUCTS
+from .array_sums import SUMS
 from .sweeps import JIT, branches, element_loop, names_in, natural
 
 LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
@@ -89,6 +92,7 @@ CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 
 REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
 VIEW, WIDTH = 10, 34
 ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
+LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
@@ -158,48 +162,13 @@ def _operand(t, q, aval, buffer, number):
 
 
 @jit
-def _summed(t, f, c, total):
-    """total[:m] = c (record t's iteration space in C order) summed over the axes view f is broadcast along, as
-    np.sum adds (kernels.array_rule.unbroadcast): pairwise along the trailing broadcast axes, else element after
-    element; returns the view's C strides in the space (0 along those axes): its element k of total."""
-    kept, ext = np.zeros(4, np.int64), t[SHAPE:SHAPE + 4].copy()
-    m, run, trailing = 1, 1, True
-    for d in range(3, -1, -1):
-        if t[f + STRIDES + d] != 0:  # (an axis of length 1 has stride 0)
-            trailing = False
-            kept[d] = m
-            m *= t[SHAPE + d]
-        elif trailing:  # the run pairwise sums, one call per place of the other axes
-            run *= t[SHAPE + d]
-            ext[d] = 1
-    total[:m] = 0.0
-    e = 0
-    for i0 in range(ext[0]):
-        for i1 in range(ext[1]):
-            for i2 in range(ext[2]):
-                k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
-                if run == 1:  # (a loop of its own: LLVM vectorizes it along a kept last axis)
-                    for i3 in range(ext[3]):
-                        total[np.uint64(k + i3 * kept[3])] += c[np.uint64(e + i3)]
-                    e += ext[3]
-                    continue
-                for i3 in range(ext[3]):
-                    total[k + i3 * kept[3]] += _pairwise(c, e, run, 1)
-                    e += run
-    return kept
-
-
-@jit
 def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     """adjoint[view q] += g * the partial in q (0 where a factor is 0) over record t's iteration space, summed
     back over the axes the view is broadcast along first, by the stamp rule: a stale adjoint is zeroed first
     (0.0 + c: the step's assignment c + 0.0, bit for bit)."""
     f = VIEWS + VIEW * q
     n, base = t[SIZE], t[f + BASE]
-    j = t[f + REC]
-    if not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0)):
-        stamp[j] = gen
-        aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
+    _prepare(t, f, aadj, stamp, gen, keep)
     if _same(t, f):  # the view laid out as the output: one pass, products added as made
         sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number)
         return
@@ -207,14 +176,7 @@ def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     _room(total, n)
     c[:n] = 0.0  # (0.0 + each product: its sum back, from 0.0, is the same)
     sends(t[OP], q, A, B, y, g, c, n, number)
-    kept = _summed(t, f, c, total)
-    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
-    for i0 in range(t[SHAPE] if s0 != 0 else 1):
-        for i1 in range(t[SHAPE + 1] if s1 != 0 else 1):
-            for i2 in range(t[SHAPE + 2] if s2 != 0 else 1):
-                at, k = base + i0 * s0 + i1 * s1 + i2 * s2, i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
-                for i3 in range(t[SHAPE + 3] if s3 != 0 else 1):
-                    aadj[np.uint64(at + i3 * s3)] += total[np.uint64(k + i3 * kept[3])]
+    _back(t, f, aadj, total, _summed(t, f, c, total))
 
 
 @jit
@@ -225,162 +187,6 @@ def _prepare(t, f, aadj, stamp, gen, keep):
     if not (s == gen or (s >= keep and t[f + ACC] != 0)):
         aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
         stamp[j] = gen
-
-
-@jit
-def _block(aval, at, n, stride):
-    """The sum of n <= 128 elements from aval[at] apart by stride, as NumPy's pairwise sum adds a block."""
-    if n < 8:
-        total = 0.0
-        for i in range(n):
-            total += aval[at + i * stride]
-        return total
-    if n <= 128:
-        r0, r1, r2, r3 = aval[at], aval[at + stride], aval[at + 2 * stride], aval[at + 3 * stride]
-        r4, r5, r6, r7 = aval[at + 4 * stride], aval[at + 5 * stride], aval[at + 6 * stride], aval[at + 7 * stride]
-        i = 8
-        while i < n - n % 8:
-            x = at + i * stride
-            r0, r1, r2, r3 = r0 + aval[x], r1 + aval[x + stride], r2 + aval[x + 2 * stride], r3 + aval[x + 3 * stride]
-            r4, r5 = r4 + aval[x + 4 * stride], r5 + aval[x + 5 * stride]
-            r6, r7 = r6 + aval[x + 6 * stride], r7 + aval[x + 7 * stride]
-            i += 8
-        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            total += aval[at + i * stride]
-            i += 1
-        return total
-
-
-@jit
-def _pairwise(aval, at, n, stride):
-    """The sum of n elements from aval[at] apart by stride, in NumPy's pairwise order (its bits): blocks of at
-    most 128, halves (the first a multiple of 8) added. Its recursion is a loop over a stack of halves (a
-    recursive kernel called from two kernels fails to link from Numba's cache)."""
-    if n <= 128:
-        return _block(aval, at, n, stride)
-    starts, sizes, left, done = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64), np.zeros(64, np.int64)
-    starts[0], sizes[0], d, value = at, n, 0, 0.0
-    while d >= 0:
-        m = sizes[d]
-        if m <= 128 or done[d] == 2:  # a block, or both halves summed: its value to the level above
-            value = _block(aval, starts[d], m, stride) if m <= 128 else left[d] + value
-            d -= 1
-            continue
-        half = m // 2 - (m // 2) % 8
-        if done[d] == 1:
-            left[d] = value
-        done[d] += 1
-        starts[d + 1], sizes[d + 1], done[d + 1] = (starts[d], half, 0) if done[d] == 1 else (
-            starts[d] + half * stride, m - half, 0)
-        d += 1
-    return value
-
-
-@jit
-def _sum_forward(t, aval):
-    """y = the sum over the reduced axes (output strides 0 along them), as NumPy adds: pairwise along the
-    last axis where it is reduced, else element after element."""
-    out, n = t[OUT], t[SIZE]
-    f = VIEWS
-    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
-    o0, o1, o2, o3 = t[OUT_STRIDES], t[OUT_STRIDES + 1], t[OUT_STRIDES + 2], t[OUT_STRIDES + 3]
-    aval[out:out + n] = 0.0
-    base = t[f + BASE]
-    for i0 in range(t[SHAPE]):
-        for i1 in range(t[SHAPE + 1]):
-            for i2 in range(t[SHAPE + 2]):
-                at, to = base + i0 * s0 + i1 * s1 + i2 * s2, out + i0 * o0 + i1 * o1 + i2 * o2
-                if o3 == 0:  # a run along the last axis into one element
-                    aval[to] += _pairwise(aval, at, t[SHAPE + 3], s3)
-                else:
-                    for i3 in range(t[SHAPE + 3]):
-                        aval[to + i3 * o3] += aval[at + i3 * s3]
-
-
-@jit
-def _blasable(s1, s2, d2):
-    """NumPy's is_blasable2d in elements: the second axis contiguous, the first apart by at least d2."""
-    return s2 == 1 and s1 >= d2
-
-
-@jit
-def _gemv(A, am, an, x, xn, y, m, n):
-    """y = A x as NumPy's DOUBLE_gemv (numpy/_core/src/umath/matmul.c.src) calls dgemv, y contiguous."""
-    order, lda = (COLMAJOR, am) if _blasable(am, an, n) else (ROWMAJOR, an)
-    dgemv(order, TRANS, n, m, 1.0, A, lda, x, xn, 0.0, y, 1)
-
-
-@jit
-def _product(X, x, xm, xn, Y, y, yn, yp, C, c, m, n, p):
-    """C[c:] = X[x:] @ Y[y:] (m x n and n x p by those strides; C in C order) by the routine DOUBLE_matmul calls
-    for these shapes and strides, with its arguments: dgemm, dgemv or its own loop (never its dot, its syrk for
-    X @ X.T, or a copy of an operand BLAS cannot read: tape/sweeps/compiled.py leaves those to NumPy)."""
-    px, py, pc = np.intp(X.ctypes.data) + 8 * x, np.intp(Y.ctypes.data) + 8 * y, np.intp(C.ctypes.data) + 8 * c
-    if m > 1 and n > 1 and p > 1:
-        ta, lda = (NOTRANS, xm) if _blasable(xm, xn, n) else (TRANS, xn)
-        tb, ldb = (NOTRANS, yn) if _blasable(yn, yp, p) else (TRANS, yp)
-        dgemm(ROWMAJOR, ta, tb, m, p, n, 1.0, px, lda, py, ldb, 0.0, pc, p)
-    elif n > 1 and m == 1 and (_blasable(yn, yp, p) or _blasable(yp, yn, n)) and xn >= 1:
-        _gemv(py, yp, yn, px, xn, pc, p, n)
-    elif n > 1 and p == 1 and (_blasable(xm, xn, n) or _blasable(xn, xm, m)) and yn >= 1:
-        _gemv(px, xm, xn, py, yn, pc, m, n)
-    else:
-        for i in range(m):
-            for j in range(p):
-                total = 0.0
-                for k in range(n):
-                    total += X[x + i * xm + k * xn] * Y[y + k * yn + j * yp]
-                C[c + i * p + j] = total
-
-
-@jit
-def _checked(X, x, xm, xn, Y, y, yn, yp, C, m, n, p, check):
-    """C = X @ Y as kernels.array_rule.product makes it: by NumPy's routine, redone term by term (a product with
-    a zero factor adds nothing) only if its np.sum is NaN."""
-    _product(X, x, xm, xn, Y, y, yn, yp, C, 0, m, n, p)
-    if not check or not np.isnan(_pairwise(C, 0, m * p, 1)):
-        return
-    C[:m * p] = 0.0
-    for k in range(n):
-        for i in range(m):
-            a = X[x + i * xm + k * xn]
-            for j in range(p):
-                b = Y[y + k * yn + j * yp]
-                C[i * p + j] += 0.0 if a == 0.0 or b == 0.0 else a * b
-
-
-@jit
-def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
-    """A' += G Bt, then B' += At G, by the stamp rule (a stale region is assigned where the view covers it in
-    order: the product made there, then + 0.0; else zeroed first and the product, made in C, added)."""
-    n, k, m, out = t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[OUT]
-    a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
-    for q in range(2):
-        f = VIEWS + VIEW * q
-        if t[f + WANT] == 0:
-            continue
-        rows, cols = (n, k) if q == 0 else (k, m)
-        base, rs, cs, j = t[f + BASE], t[f + STRIDES], t[f + STRIDES + 1], t[f + REC]
-        stale = not (stamp[j] == gen or (stamp[j] >= keep and t[f + ACC] != 0))
-        ordered = (cs == 1 or cols == 1) and (rs == cols or rows == 1)
-        whole = stale and ordered and base == t[f + REGION] and rows * cols == t[f + REGION_SIZE]
-        _room(C, 0 if whole else rows * cols)
-        P = aadj[base:base + rows * cols] if whole else C
-        if q == 0:
-            _checked(aadj, out, m, 1, aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], P, n, m, k, check)
-        else:
-            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, 1, P, k, n, m, check)
-        if stale:
-            stamp[j] = gen
-            if whole:
-                for e in range(rows * cols):
-                    P[e] = P[e] + 0.0
-                continue
-            aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
-        for i in range(rows):
-            for e in range(cols):
-                aadj[base + i * rs + e * cs] += C[i * cols + e]
 
 
 @jit
@@ -436,6 +242,8 @@ def forward(table, aval, scratch):
             _copy(t, aval, False, False)
         elif kind == LOGSUMEXP:
             _logsumexp(t, aval, aval, scratch, False)
+        elif kind == LINED:
+            _lined(t, aval, scratch, frame)
 
 
 @jit
@@ -456,6 +264,10 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
             for q in range(t[NIN]):
                 if t[VIEWS + VIEW * q + WANT] != 0:
                     _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number)
+        elif kind == LINED:
+            for q in range(2):
+                if t[VIEWS + VIEW * q + WANT] != 0:
+                    _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch)
         elif kind == MATMUL:
             _matmul_reverse(t, aval, aadj, stamp, gen, keep, scratch[0], check)
             unchecked = not check
@@ -485,6 +297,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
                         for i3 in range(t[SHAPE + 3]):
                             aadj[np.uint64(at + i3 * s[3])] += aadj[np.uint64(to + i3 * o[3])]
     return unchecked
+
 '''
 
 
@@ -510,6 +323,10 @@ def generate(header: list[str]) -> str:
         "from .ufuncs import bind as bind_loops",
         "",
         CONSTANTS,
+        "READS = np.array([  # per opcode, the operands its partials read (1: a, 2: b): a LINED row gathers no other",
+        *[f"    {sum(1 << q for q, x in enumerate('ab') if x in names_in(op.da, op.db))},  # {op.name}"
+          for op in ops.OPS],
+        "], np.int64)",
         "LOOPS = bind_loops((  # the ufuncs bound to NumPy's own float64 loops (kernels/ufuncs.py)",
         *[f'    "{name}",' for name in ufuncs],
         "))",
@@ -532,6 +349,9 @@ def generate(header: list[str]) -> str:
         "",
         "",
         LINES,
+        SUMS,
+        PRODUCTS,
+        BROADCASTS,
         DRIVER,
     ]
     return "\n".join(lines)

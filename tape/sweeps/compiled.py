@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import COPY, GATHER, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
@@ -34,10 +34,13 @@ PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels 
 # at load 6, was 17.7 before joins, gathers and the loops past 4,096 elements)
 LARGE = 2 ** 20  # elements above which NumPy's step runs a sum (s7/D/sumsize.py: driven 0.62-0.71x its time at 2^13)
 BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view gathered or summed back
-# (a view laid out as the output, or one number, has no limit): /work/notes/s4/B/large.py, replayed, driven / NumPy's
-# steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92, 0.64-1.05; a number 0.81-1.12;
-# a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2 cores)
-LINES = 4096  # elements of a logsumexp's lines in scratch at a time, at least one line (a block stays in cache)
+# (a view laid out as the output, or one number, or a LINED row's, has no limit): /work/notes/s4/B/large.py,
+# replayed, driven / NumPy's steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92,
+# 0.64-1.05; a number 0.81-1.12; a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2
+# cores)
+SPAN = 8  # elements a line, at least, of a LINED row (its gathers and sums back loop once a line)
+LINES = 4096  # elements of a logsumexp's or LINED row's lines in scratch at a time, at least one line (a block stays
+# in cache)
 RUN = 8  # elements per run of a gather's places, at least, for the driver to copy it: a row costs about a loop's
 # start, ~10 ns, NumPy's take about 1 ns an element
 PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D/mmsize.py: 128 x 64 x 128 driven 0.93x
@@ -95,6 +98,16 @@ def _view(s: State, row: np.ndarray, q: int, v: View, strides: list[int]) -> Non
     row[f + 6:f + 10] = strides
 
 
+def _lined(shape: list[int], out: list[int], views: list[list[int]]) -> bool:
+    """Whether a binary record with a view neither laid out as its output nor one number runs LINED (any size): each
+    view read along axis 3 in place (stride 1) or one number a line (stride 0; then not broadcast along axis 2, so
+    that np.sum's trailing broadcast axes back are axis 3 alone), lines of SPAN elements or more."""
+    if len(views) != 2 or out[3] != 1 or shape[3] < SPAN or all(v == out or not any(v) for v in views):
+        return False
+    return bool(views[0][3] or views[1][3]) and all(v[3] == 1 or (v[3] == 0 and (shape[2] == 1 or v[2] != 0))
+                                                    for v in views)
+
+
 def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
     looped = p.name in LOOPED and LOOPED[p.name][1] in kernels.LOOPS
     if len(p.shape) > 4 or not (p.name in EXACT or looped):
@@ -108,8 +121,10 @@ def _elementwise(s: State, p: Plan, row: np.ndarray) -> bool:
     shape, out, *views = _coalesced(shape, out, *views)
     if looped and views[0] != out:  # NumPy's loop is called as its step calls it: on the elements in order
         return False
-    if p.size > BROADCAST and any(strides != out and any(strides) for strides in views):
+    lined = not looped and _lined(shape, out, views)
+    if not lined and p.size > BROADCAST and any(strides != out and any(strides) for strides in views):
         return False
+    row[0] = LINED if lined else row[0]
     row[6:10], row[10:14] = shape, out
     for q, (v, strides) in enumerate(zip(p.inputs, views, strict=True)):
         _view(s, row, q, v, strides)
@@ -283,11 +298,20 @@ def _scratched(row: np.ndarray) -> bool:
                for q, v in enumerate(strides))
 
 
+def _lines_back(row: np.ndarray) -> int:
+    """A LINED row's scratch: a block of its lines, and each view's sum back (the space's elements along the view's
+    strided axes)."""
+    shape = row[6:10]
+    return max(int(shape[3]) * max(1, LINES // int(shape[3])), *(
+        int(np.prod(shape[row[f:f + 4] != 0])) for f in (VIEWS + kernels.STRIDES, VIEWS + VIEW + kernels.STRIDES)))
+
+
 def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
     size = max(max((int(row[4]) for row in table if row[0] == kernels.ELEMENTWISE and _scratched(row)), default=1),
+               max((_lines_back(row) for row in table if row[0] == LINED), default=1),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
                int(np.maximum(m, np.minimum(m * n, np.maximum(n, LINES))).max(initial=1)))
     return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back; a logsumexp's block, sums and

@@ -1,0 +1,108 @@
+"""The array driver's broadcasting elementwise records (kernels/codegen/array_driver.py writes them into
+``kernels/_array_driver.py``): a LINED row runs its op on blocks of lines along axis 3 of its space, as many as its
+table's scratch holds (tape/sweeps/compiled.LINES elements), so that a block stays in cache: each view of a block read
+in place where it is laid out as the output, else gathered (each line's elements, stride 1, or its one number, stride
+0). Back, each block's contributions are added in place where the view is laid out as the output, else into its sum
+back across lines (element after element, in C order, as kernels.array_rule.unbroadcast adds), a line's contributions
+to one number summed pairwise first (np.sum's order along its trailing broadcast axis; tape/sweeps/compiled.py makes a
+row LINED only where that is axis 3)."""
+
+BROADCASTS = '''@jit
+def _lines(t, f, X, Z, first, last):
+    """Z = the elements of view f of row t along its lines first..last (C order), in place where the view is laid out
+    as the output, else gathered into Z: each line's n elements or its one number n times."""
+    n, base = t[SHAPE + 3], t[f + BASE]
+    if _same(t, f):
+        return X[base + first * n:base + last * n]
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    _room(Z, (last - first) * n)
+    i0, i1, i2 = _line(t, first)
+    for e in range(0, (last - first) * n, n):
+        at = base + i0 * s0 + i1 * s1 + i2 * s2
+        if s3 == 0:
+            x = X[at]
+            for j in range(n):
+                Z[np.uint64(e + j)] = x
+        else:
+            for j in range(n):
+                Z[np.uint64(e + j)] = X[np.uint64(at + j)]
+        i0, i1, i2 = _next(t, i0, i1, i2)
+    return Z[:(last - first) * n]
+
+
+@jit
+def _line(t, first):
+    """Line first's place (i0, i1, i2) in row t's space."""
+    r = first // t[SHAPE + 2]
+    return r // t[SHAPE + 1], r % t[SHAPE + 1], first % t[SHAPE + 2]
+
+
+@jit
+def _next(t, i0, i1, i2):
+    """The place of the line after (i0, i1, i2) in row t's space."""
+    i2 += 1
+    if i2 == t[SHAPE + 2]:
+        i2, i1 = 0, i1 + 1
+    if i1 == t[SHAPE + 1]:
+        i1, i0 = 0, i0 + 1
+    return i0, i1, i2
+
+
+@jit
+def _operands(t, aval, scratch, number, first, last, read):
+    """Both views of LINED row t along lines first..last (_lines: gathered into scratch 0 and 1), or the one
+    number read by all (number 1 or 2) or a view not read (read: 1 a, 2 b), its first."""
+    a, b = t[VIEWS + BASE], t[VIEWS + VIEW + BASE]
+    A = aval[a:a + 1] if number == 1 or read & 1 == 0 else _lines(t, VIEWS, aval, scratch[0], first, last)
+    return A, aval[b:b + 1] if number == 2 or read & 2 == 0 else _lines(t, VIEWS + VIEW, aval, scratch[1], first, last)
+
+
+@jit
+def _blocks(t, scratch):
+    """The lines of LINED row t and how many a block holds: as many as scratch does, at least one."""
+    return t[SHAPE] * t[SHAPE + 1] * t[SHAPE + 2], max(1, scratch.shape[1] // t[SHAPE + 3])
+
+
+@jit
+def _lined(t, aval, scratch, frame):
+    """LINED row t's values: op of its views, a block of lines at a time."""
+    n, out, number, (m, lines) = t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
+    for first in range(0, m, lines):
+        last = min(m, first + lines)
+        A, B = _operands(t, aval, scratch, number, first, last, 3)
+        values(t[OP], A, B, aval[out + first * n:out + last * n], (last - first) * n, number, frame)
+
+
+@jit
+def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
+    """The adjoints of LINED row t's view q += g times its partial, by the stamp rule, a block of lines at a time:
+    in place where the view is laid out as the output, else into its sum back (each product in c, from 0.0; a
+    line's to one number: 0.0 + their pairwise sum, as _summed adds them), then added to the view's adjoints."""
+    f, n, out, number, (m, lines) = VIEWS + VIEW * q, t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
+    _prepare(t, f, aadj, stamp, gen, keep)
+    c, total, same, (kept, held, _, _) = scratch[2], scratch[3], _same(t, f), _kept(t, f)
+    _room(total, 0 if same else held)
+    total[:0 if same else held] = 0.0
+    for first in range(0, m, lines):
+        last, size = min(m, first + lines), (min(m, first + lines) - first) * n
+        A, B = _operands(t, aval, scratch, number, first, last, READS[t[OP]])
+        y, g = aval[out + first * n:out + last * n], aadj[out + first * n:out + last * n]
+        if same:
+            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, number)
+            continue
+        _room(c, size)
+        c[:size] = 0.0
+        sends(t[OP], q, A, B, y, g, c, size, number)
+        i0, i1, i2 = _line(t, first)
+        for e in range(0, size, n):
+            k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
+            if t[f + STRIDES + 3] == 0:
+                total[k] += _pairwise(c, e, n, 1)
+            else:
+                for j in range(n):
+                    total[np.uint64(k + j)] += c[np.uint64(e + j)]
+            i0, i1, i2 = _next(t, i0, i1, i2)
+    if not same:
+        _back(t, f, aadj, total, kept)
+
+'''

@@ -1,0 +1,128 @@
+"""The array driver's sums in NumPy's order (kernels/codegen/array_driver.py writes them into
+``kernels/_array_driver.py``): np.sum's pairwise blocks, a SUM row's forward, and a contribution summed back over the
+axes a view is broadcast along (kernels.array_rule.unbroadcast's numbers)."""
+
+SUMS = '''@jit
+def _kept(t, f):
+    """View f's C strides in record t's space, 0 along the axes it is broadcast along (its element k of a sum back),
+    their count m, the run of trailing broadcast axes np.sum adds pairwise, and the space's shape without them."""
+    kept, ext = np.zeros(4, np.int64), t[SHAPE:SHAPE + 4].copy()
+    m, run, trailing = 1, 1, True
+    for d in range(3, -1, -1):
+        if t[f + STRIDES + d] != 0:  # (an axis of length 1 has stride 0)
+            trailing = False
+            kept[d] = m
+            m *= t[SHAPE + d]
+        elif trailing:  # the run pairwise sums, one call per place of the other axes
+            run *= t[SHAPE + d]
+            ext[d] = 1
+    return kept, m, run, ext
+
+
+@jit
+def _summed(t, f, c, total):
+    """total[:m] = c (record t's iteration space in C order) summed over the axes view f is broadcast along, as
+    np.sum adds (kernels.array_rule.unbroadcast): pairwise along the trailing broadcast axes, else element after
+    element; returns the view's C strides in the space (0 along those axes): its element k of total."""
+    kept, m, run, ext = _kept(t, f)
+    total[:m] = 0.0
+    e = 0
+    for i0 in range(ext[0]):
+        for i1 in range(ext[1]):
+            for i2 in range(ext[2]):
+                k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
+                if run == 1:  # (a loop of its own: LLVM vectorizes it along a kept last axis)
+                    for i3 in range(ext[3]):
+                        total[np.uint64(k + i3 * kept[3])] += c[np.uint64(e + i3)]
+                    e += ext[3]
+                    continue
+                for i3 in range(ext[3]):
+                    total[k + i3 * kept[3]] += _pairwise(c, e, run, 1)
+                    e += run
+    return kept
+
+
+@jit
+def _back(t, f, aadj, total, kept):
+    """The adjoints of record t's view f += total, their sum back (element k: kept, _kept's strides)."""
+    base = t[f + BASE]
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    for i0 in range(t[SHAPE] if s0 != 0 else 1):
+        for i1 in range(t[SHAPE + 1] if s1 != 0 else 1):
+            for i2 in range(t[SHAPE + 2] if s2 != 0 else 1):
+                at, k = base + i0 * s0 + i1 * s1 + i2 * s2, i0 * kept[0] + i1 * kept[1] + i2 * kept[2]
+                for i3 in range(t[SHAPE + 3] if s3 != 0 else 1):
+                    aadj[np.uint64(at + i3 * s3)] += total[np.uint64(k + i3 * kept[3])]
+
+
+@jit
+def _block(aval, at, n, stride):
+    """The sum of n <= 128 elements from aval[at] apart by stride, as NumPy's pairwise sum adds a block."""
+    if n < 8:
+        total = 0.0
+        for i in range(n):
+            total += aval[at + i * stride]
+        return total
+    if n <= 128:
+        r0, r1, r2, r3 = aval[at], aval[at + stride], aval[at + 2 * stride], aval[at + 3 * stride]
+        r4, r5, r6, r7 = aval[at + 4 * stride], aval[at + 5 * stride], aval[at + 6 * stride], aval[at + 7 * stride]
+        i = 8
+        while i < n - n % 8:
+            x = at + i * stride
+            r0, r1, r2, r3 = r0 + aval[x], r1 + aval[x + stride], r2 + aval[x + 2 * stride], r3 + aval[x + 3 * stride]
+            r4, r5 = r4 + aval[x + 4 * stride], r5 + aval[x + 5 * stride]
+            r6, r7 = r6 + aval[x + 6 * stride], r7 + aval[x + 7 * stride]
+            i += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            total += aval[at + i * stride]
+            i += 1
+        return total
+
+
+@jit
+def _pairwise(aval, at, n, stride):
+    """The sum of n elements from aval[at] apart by stride, in NumPy's pairwise order (its bits): blocks of at
+    most 128, halves (the first a multiple of 8) added. Its recursion is a loop over a stack of halves (a
+    recursive kernel called from two kernels fails to link from Numba's cache)."""
+    if n <= 128:
+        return _block(aval, at, n, stride)
+    starts, sizes, left, done = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64), np.zeros(64, np.int64)
+    starts[0], sizes[0], d, value = at, n, 0, 0.0
+    while d >= 0:
+        m = sizes[d]
+        if m <= 128 or done[d] == 2:  # a block, or both halves summed: its value to the level above
+            value = _block(aval, starts[d], m, stride) if m <= 128 else left[d] + value
+            d -= 1
+            continue
+        half = m // 2 - (m // 2) % 8
+        if done[d] == 1:
+            left[d] = value
+        done[d] += 1
+        starts[d + 1], sizes[d + 1], done[d + 1] = (starts[d], half, 0) if done[d] == 1 else (
+            starts[d] + half * stride, m - half, 0)
+        d += 1
+    return value
+
+
+@jit
+def _sum_forward(t, aval):
+    """y = the sum over the reduced axes (output strides 0 along them), as NumPy adds: pairwise along the
+    last axis where it is reduced, else element after element."""
+    out, n = t[OUT], t[SIZE]
+    f = VIEWS
+    s0, s1, s2, s3 = t[f + STRIDES], t[f + STRIDES + 1], t[f + STRIDES + 2], t[f + STRIDES + 3]
+    o0, o1, o2, o3 = t[OUT_STRIDES], t[OUT_STRIDES + 1], t[OUT_STRIDES + 2], t[OUT_STRIDES + 3]
+    aval[out:out + n] = 0.0
+    base = t[f + BASE]
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at, to = base + i0 * s0 + i1 * s1 + i2 * s2, out + i0 * o0 + i1 * o1 + i2 * o2
+                if o3 == 0:  # a run along the last axis into one element
+                    aval[to] += _pairwise(aval, at, t[SHAPE + 3], s3)
+                else:
+                    for i3 in range(t[SHAPE + 3]):
+                        aval[to + i3 * o3] += aval[at + i3 * s3]
+
+'''

@@ -1,0 +1,68 @@
+"""Broadcasting binary records in the compiled sweeps (kernels/codegen/array_broadcasts.py's LINED rows,
+tape/sweeps/compiled._lined): values and gradients are NumPy's steps' bit for bit, rows, columns and middle axes
+broadcast on either side, past the BROADCAST bound, in blocks of one line or many, at edge values; the layouts they
+leave to the gathering rows or to NumPy's step stay there."""
+
+import operator
+
+import numpy as np
+import pytest
+from test_array_driver import EDGES, RNG, _both, _driven, arrays  # noqa: F401 (arrays: the fixture)
+
+import tape
+from tape.sweeps import compiled
+
+OPS = {"sub": operator.sub, "mul": operator.mul, "div": operator.truediv, "maximum": np.maximum}
+W = RNG.normal(size=12000)
+LAYOUTS = {  # name: (a, b of X, whether a LINED row runs it)
+    "a row on the right": (lambda X: (X[:6000].reshape(375, 16), X[6000:6016]), True),
+    "a column on the left": (lambda X: (X[:375].reshape(375, 1), X[:6000].reshape(375, 16)), True),
+    "a column by a row (the mixture's x - mu)": (lambda X: (X[:700].reshape(700, 1), X[700:716]), True),
+    "a middle axis": (lambda X: (X[:6000].reshape(5, 75, 16), X[6000:6080].reshape(5, 1, 16)), True),
+    "long lines, a row": (lambda X: (X[:6000].reshape(2, 3000), X[5000:8000]), True),
+    "a column of a 3-d space": (lambda X: (X[:6000].reshape(3, 125, 16), X[6000:6375].reshape(3, 125, 1)), True),
+    "a column of a 4-d space, broadcast along axis 1": (lambda X: (X[:480].reshape(2, 3, 5, 16),
+                                                                 X[500:510].reshape(2, 1, 5, 1)), True),
+    "short lines (gathered)": (lambda X: (X[:6000].reshape(1500, 4), X[6000:6004]), False),
+    "a strided row (gathered)": (lambda X: (X[:6000].reshape(375, 16), X[6000:6032:2]), False),
+    "a number a block of lines (gathered)": (lambda X: (X[:6000].reshape(3, 125, 16)[:, ::2],
+                                                        X[6000:6003].reshape(3, 1, 1)), False),
+}
+
+
+def _program(op, layout):
+    def f(X):
+        a, b = LAYOUTS[layout][0](X)
+        y = OPS[op](a, b)
+        return (y * W[:y.size].reshape(y.shape)).sum()
+    return f
+
+
+def _points(size):
+    x = RNG.normal(size=size) * 3.0
+    return [x, np.resize(EDGES, size), np.resize(EDGES[::-1], size), np.where(x > 0.0, 0.0, -0.0),
+            np.where(x > 2.0, np.inf, x), np.where(x > 3.0, np.nan, x), x * 1e300, x * 1e-310]
+
+
+@pytest.mark.parametrize("block", [1, compiled.LINES])
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_broadcasts_as_numpys_steps(layout, op, block, monkeypatch):
+    monkeypatch.setattr(compiled, "LINES", block)  # 1: a block of one line
+    monkeypatch.setattr(compiled, "BROADCAST", 2 ** 10)  # the gathering rows left to NumPy's step past it
+    F = _both(_program(op, layout), RNG.normal(size=8000), _points(8000), monkeypatch)
+    assert _driven(F, compiled.LINED) == LAYOUTS[layout][1]
+
+
+def test_broadcasts_against_central_differences(monkeypatch):
+    from reference import central
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+
+    def f(X):  # the mixture's broadcasts: a column by a row, both wanting adjoints
+        z = (X[:40].reshape(40, 1) - X[40:56]) * X[56:72]
+        return (z * z).sum()
+
+    x = RNG.normal(size=72)
+    F = tape.trace(f, x)
+    np.testing.assert_allclose(F.value_and_grad(x)[1], central(lambda v: float(F(v)), x), rtol=1e-6, atol=1e-7)
+    assert _driven(F, compiled.LINED)
