@@ -72,7 +72,7 @@ def test_a_shapes_kernels_give_the_fused_kernels_bits(monkeypatch, program):
     f, x = CASES[program]
     got, F, called = _by(monkeypatch, "shaped", f, x)
     ordered = all(run.ordered and run.twinned for run in F._runs_first.values())  # (pow: C's, not NumPy's loop)
-    assert ({"forward", "reverse"} <= set(called)) == any(run.shape for run in F._runs_first.values())
+    assert ({"forward", "reverse"} <= set(called)) == any(run.shaped for run in F._runs_first.values())
     for path in ["kernels"] + (["numpy"] if ordered else []):
         for a, b in zip(_by(monkeypatch, path, f, x)[0], got, strict=True):
             if path == "numpy":

@@ -58,24 +58,29 @@ SHAPED = True  # whether ordered runs get their shape's own kernels (kernels/sha
 
 
 class Shaped:
-    """A run shape's own kernels (kernels/codegen/shaped.py: one pass per element), called once its Gate opens:
-    FORWARD and REVERSE (stand-ins with the same bits) until they have run ``PAYBACK`` seconds for this shape, about
-    its kernels' compile, or LOAD where those are cached."""
+    """A run shape's own kernels (kernels/shaped.py: one pass per element), called once its Gate opens: FORWARD and
+    REVERSE (stand-ins with the same bits) until they have run ``PAYBACK`` seconds for this shape, about its kernels'
+    compile, or LOAD where those are cached. The kernels' source is made at the shape's first call, not its trace."""
 
     PAYBACK = 1.0
     made: dict[tuple, Shaped] = {}
     eager = False  # open at once (untwinned)
 
     def __init__(self, shape: tuple):
-        self.kernels = _shaped.kernels(shape)
-        self.gate = Gate((self.kernels.forward, self.kernels.reverse), (LOAD, self.PAYBACK))
-        self.gate.open = self.eager
+        self.shape, self._gate = shape, None
+        self.kernels: Any = None
+
+    @property
+    def gate(self) -> Gate:
+        if self._gate is None:
+            self.kernels = _shaped.kernels(self.shape)
+            self._gate = Gate((self.kernels.forward, self.kernels.reverse), (LOAD, self.PAYBACK))
+            self._gate.open = self.eager
+        return self._gate
 
     @classmethod
-    def of(cls, shape: tuple | None) -> Shaped | None:
-        """The kernels of a run's shape (None where the run has none or they are off)."""
-        if shape is None or not SHAPED:
-            return None
+    def of(cls, shape: tuple) -> Shaped:
+        """The kernels of a run shape (one object a shape in a process)."""
         if shape not in cls.made:
             cls.made[shape] = cls(shape)
         return cls.made[shape]
@@ -85,7 +90,8 @@ def untwinned() -> None:
     """The fused kernels from now on, not their NumPy twins (``python -m tape warmup``, tape-bench's compile probe)."""
     FORWARD.gate.open = REVERSE.gate.open = Shaped.eager = True
     for shaped in Shaped.made.values():
-        shaped.gate.open = True
+        if shaped._gate is not None:
+            shaped._gate.open = True
 
 
 class Run(NamedTuple):
@@ -104,14 +110,14 @@ class Run(NamedTuple):
     twinned: bool  # whether NumPy can run it with the kernels' bits (fused_numpy.py)
     watched: bool  # whether a member is read outside the run (live has one >= 0)
     ordered: bool  # whether its inputs get their adds in the NumPy steps' order (_lags)
-    shape: tuple | None  # what its own kernels are generated from (_shape), where ordered
+    shaped: Shaped | None  # its shape's own kernels (_shape), where ordered
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
         code, ka, ia, kb, ib, imm, ext = self.program
         summed = self.total >= 0
         args = (code, ka, ia, kb, ib, imm, ext, self.live, summed, *self.rows_cols, s._aval)
-        shaped = Shaped.of(self.shape)
+        shaped = self.shaped if SHAPED else None
         if shaped is None:
             value = FORWARD(self.twinned, *args)
         elif shaped.gate.ready():
@@ -142,8 +148,9 @@ class Run(NamedTuple):
         """The run's reverse pass, its inputs' adjoint regions prepared."""
         code, ka, ia, kb, ib, imm, ext = self.program
         args = (code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, *self.rows_cols, s._aval, s._aadj)
-        full = (seed != 0.0) == (self.total >= 0) and np.array_equal(adj_in >= 0, self.live >= 0)
-        shaped = Shaped.of(self.shape) if full else None  # (its kernels hold adjoints where every member may)
+        full = (seed != 0.0) == (self.total >= 0) and (adj_in is self.live or adj_in.tolist() == self.live.tolist())
+        shaped = self.shaped if SHAPED and full else None  # (its kernels hold adjoints where every member may: a
+        # list compare, 0.7 µs, where np.array_equal took 14 µs a call)
         if shaped is None:
             REVERSE(self.twinned, *args)
         elif shaped.gate.ready():
@@ -300,7 +307,7 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
                 total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
                 fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
-                _shape(program, need, written, total is not None) if ordered else None)]
+                Shaped.of(_shape(program, need, written, total is not None)) if ordered else None)]
 
 
 def _shape(program: tuple[np.ndarray, ...], need: np.ndarray, live: np.ndarray, summed: bool) -> tuple:
