@@ -13,6 +13,8 @@ rules (kernels/ops.py) with the structural-zero select, member adjoints summed f
 (the first contribution assigned), the sum's lanes and blocks as fused_forward's, and each input element's
 adds in member order, a before b: the reverse's contributions to views wait in a row per view (256 elements
 of the block before kept) and are added view by view, each view's lagged, for the block's elements.
+Measured (bench/array_programs.py's filter, 10^5 elements, thread CPU a run, load 7): forward 118 -> 43 µs,
+reverse 291 -> 90 µs; both loops vectorize (zmm).
 
 The source of a shape's kernels is written once to ``<cache_dir>/shaped/`` (kernels/compiling.py), named by
 its hash, and imported from there; Numba caches their machine code beside tape's other kernels, so a shape
