@@ -214,7 +214,7 @@ def kernels(shape: tuple) -> Any:
         text = module(shape)
         name = "tape_shaped_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         path = os.path.join(shaped_dir(), name + ".py")
-        if not os.path.exists(path):
+        if not os.path.exists(path) or pathlib.Path(path).read_text() != text:  # (a file edited or cut short: again)
             os.makedirs(shaped_dir(), exist_ok=True)
             fd, tmp = tempfile.mkstemp(".py", dir=shaped_dir())  # written whole, then renamed: another process
             with os.fdopen(fd, "w") as f:  # importing it never reads half a file

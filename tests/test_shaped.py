@@ -109,3 +109,20 @@ def test_a_shape_waits_for_its_payback(monkeypatch, tmp_path):
     made.gate.clock.spent = fusion.Shaped.PAYBACK
     F.value_and_grad(x)
     assert called == ["forward", "reverse"]
+
+
+def test_a_shapes_file_edited_is_written_again(monkeypatch, tmp_path):
+    """A shape's source in the cache dir that is not what the generator writes (edited, cut short) is written again."""
+    monkeypatch.setenv("TAPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(shaped, "_made", {})
+    monkeypatch.setattr(fusion.Shaped, "made", {})
+    x = RNG.normal(size=4000)
+    tape.trace(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum(), x).value_and_grad(x)
+    (shape,) = fusion.Shaped.made
+    shaped.kernels(shape)
+    (path,) = (tmp_path / "shaped").glob("tape_shaped_*.py")
+    text = path.read_text()
+    path.write_text(text.replace("return", "return -1.0 *", 1))
+    monkeypatch.setattr(shaped, "_made", {})
+    shaped.kernels(shape)
+    assert path.read_text() == text
