@@ -62,8 +62,13 @@ _UserWide: Any = vars(caching).get("UserWideCacheLocator") or vars(caching)["_Us
 _CacheImpl: Any = vars(caching).get("CacheImpl") or vars(caching)["_CacheImpl"]
 
 
+def shaped_dir() -> str:
+    """The folder of the fused runs' generated kernels (kernels/shaped.py), cached as tape's own."""
+    return os.path.join(cache_dir(), "shaped")
+
+
 class TapeCacheLocator(_UserWide):  # type: ignore[misc]
-    """Numba's user-wide locator, for tape's own source files, pointed at ``cache_dir()``."""
+    """Numba's user-wide locator, for tape's own source files (and its generated ones), pointed at ``cache_dir()``."""
 
     def __init__(self, py_func: Any, py_file: str):
         super().__init__(py_func, py_file)
@@ -71,7 +76,8 @@ class TapeCacheLocator(_UserWide):  # type: ignore[misc]
 
     @classmethod
     def from_function(cls, py_func: Any, py_file: str) -> Any:
-        if not os.path.abspath(py_file).startswith(PACKAGE + os.sep):
+        path = os.path.abspath(py_file)
+        if not path.startswith(PACKAGE + os.sep) and not path.startswith(os.path.abspath(shaped_dir()) + os.sep):
             return None
         return super().from_function(py_func, py_file)
 

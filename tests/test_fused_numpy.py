@@ -47,6 +47,7 @@ def _bits(*xs):
 
 def _results(monkeypatch, twin, f, x):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: steps._kept)
+    monkeypatch.setattr(fusion, "SHAPED", False)  # the interpreted kernels (a shape's own: tests/test_shaped.py)
     for tiered in (fusion.FORWARD, fusion.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: not twin)
     calls = []
@@ -161,6 +162,7 @@ def _by(monkeypatch, path, f, x, points):
     """(value, gradient) at points with a Function's fused runs run by path: the "kernels", their "twins", as rows of
     the compiled "tables" where steps._kept lets them, or as "numpy"'s steps (no runs)."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: path == "tables")
+    monkeypatch.setattr(fusion, "SHAPED", False)
     for tiered in (fusion.FORWARD, fusion.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: path != "twins")
     F = tape.trace(f, x)

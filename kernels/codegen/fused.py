@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from .. import ops
 from ..ops import FUSIBLE, SQUARE
+from ..shaped import BLOCK, block_sum
 from .sweeps import JIT, element_loop
 
-BLOCK = 512
 _SQUARE_TEST = "op == {code} and kb[k] == 2 and imm[ib[k]] == 2.0"
 
 
@@ -152,32 +152,7 @@ def fused_forward(code, ka, ia, kb, ib, imm, ext, live, summed, n0, n1, aval):
             last = Sk  # member m - 1's values
             if not summed:
                 continue
-            # the sum: eight interleaved partial sums per block, blocks added pairwise (a binary
-            # counter of partial sums, as NumPy's pairwise sum): error O(log n), deterministic
-            p0 = p1 = p2 = p3 = p4 = p5 = p6 = p7 = 0.0
-            for j in range(0, w - w % 8, 8):  # in registers: twice as fast as an array of eight
-                u = np.uint64(j)
-                p0 += last[u]
-                p1 += last[u + 1]
-                p2 += last[u + 2]
-                p3 += last[u + 3]
-                p4 += last[u + 4]
-                p5 += last[u + 5]
-                p6 += last[u + 6]
-                p7 += last[u + 7]
-            if w % 8:  # the last block's tail, lane by lane (adding +0.0 elsewhere changes nothing)
-                tail[:] = 0.0
-                for e in range(w - w % 8, w):
-                    tail[e % 8] = last[e]
-                p0, p1, p2, p3 = p0 + tail[0], p1 + tail[1], p2 + tail[2], p3 + tail[3]
-                p4, p5, p6, p7 = p4 + tail[4], p5 + tail[5], p6 + tail[6], p7 + tail[7]
-            block = ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7))
-            level = 0
-            count += 1
-            while count >> level & 1 == 0:
-                block += pending[level]
-                level += 1
-            pending[level] = block
+{chr(10).join(block_sum(' ' * 12))}
     total = 0.0
     for level in range(64):
         if count >> level & 1:

@@ -26,14 +26,14 @@ SQUARE_RULES = {part: compile(rule, "square", "eval") for part, rule in (*SQUARE
 TWO = {OPCODE[op.name] for op in OPS if op.name in FUSIBLE and op.kind == "binary"}
 
 
-def _square(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, k: int) -> bool:
+def square(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, k: int) -> bool:
     return bool(code[k] == OPCODE["pow"] and kb[k] == 2 and imm[ib[k]] == 2.0)
 
 
 def twinned(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, ext: list[tuple[int, int, int]]) -> bool:
     """Whether the twins compute a run with the kernels' bits: every member exact, no input's element read twice in
     a row (an element stride of 0, whose adds NumPy would not make one after another)."""
-    return (all(OPS[c].name in EXACT or _square(code, kb, ib, imm, k) for k, c in enumerate(code))
+    return (all(OPS[c].name in EXACT or square(code, kb, ib, imm, k) for k, c in enumerate(code))
             and all(step != 0 for _, _, step in ext))
 
 
@@ -53,7 +53,7 @@ def _values(program: tuple[np.ndarray, ...], which: np.ndarray, n0: int, n1: int
               for kind, i in ((ka[k], ia[k]), (kb[k], ib[k]))]
         operands[k] = ab
         if which[k]:
-            rule = SQUARE_RULES if _square(code, kb, ib, imm, k) else RULES[int(code[k])]
+            rule = SQUARE_RULES if square(code, kb, ib, imm, k) else RULES[int(code[k])]
             S[k] = np.broadcast_to(eval(rule["forward"], {"sqrt": np.sqrt, "a": ab[0], "b": ab[1]}), (n0 * n1,))
     return S, operands
 
@@ -100,7 +100,7 @@ def reverse(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array,
         for k in range(len(code) - 1, -1, -1):
             if not held[k]:
                 continue
-            rule = SQUARE_RULES if _square(code, kb, ib, imm, k) else RULES[int(code[k])]
+            rule = SQUARE_RULES if square(code, kb, ib, imm, k) else RULES[int(code[k])]
             a, b = operands[k]
             g = G[k]
             for side, (kind, i) in enumerate(((ka[k], ia[k]), (kb[k], ib[k]))[:2 if code[k] in TWO else 1]):

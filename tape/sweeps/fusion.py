@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tape.kernels import shaped as _shaped
 from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
 from tape.kernels.compiling import LOAD, Gate
@@ -53,11 +54,44 @@ class Tiered:
 
 FORWARD = Tiered(fused_forward, fused_numpy.forward, 1.0)  # compiled in 1.1 CPU-s (cold, quiet 2-core machine)
 REVERSE = Tiered(fused_reverse, fused_numpy.reverse, 3.0)  # 3.3 CPU-s
+SHAPED = True  # whether ordered runs get their shape's own kernels (kernels/shaped.py) once these pay back
+
+
+class Shaped:
+    """A run shape's own kernels (kernels/shaped.py: one pass per element), called once its Gate opens: FORWARD and
+    REVERSE (stand-ins with the same bits) until they have run ``PAYBACK`` seconds for this shape, about its kernels'
+    compile, or LOAD where those are cached. The kernels' source is made at the shape's first call, not its trace."""
+
+    PAYBACK = 1.0
+    made: dict[tuple, Shaped] = {}
+    eager = False  # open at once (untwinned)
+
+    def __init__(self, shape: tuple):
+        self.shape, self._gate = shape, None
+        self.kernels: Any = None
+
+    @property
+    def gate(self) -> Gate:
+        if self._gate is None:
+            self.kernels = _shaped.kernels(self.shape)
+            self._gate = Gate((self.kernels.forward, self.kernels.reverse), (LOAD, self.PAYBACK))
+            self._gate.open = self.eager
+        return self._gate
+
+    @classmethod
+    def of(cls, shape: tuple) -> Shaped:
+        """The kernels of a run shape (one object a shape in a process)."""
+        if shape not in cls.made:
+            cls.made[shape] = cls(shape)
+        return cls.made[shape]
 
 
 def untwinned() -> None:
     """The fused kernels from now on, not their NumPy twins (``python -m tape warmup``, tape-bench's compile probe)."""
-    FORWARD.gate.open = REVERSE.gate.open = True
+    FORWARD.gate.open = REVERSE.gate.open = Shaped.eager = True
+    for shaped in Shaped.made.values():
+        if shaped._gate is not None:
+            shaped._gate.open = True
 
 
 class Run(NamedTuple):
@@ -76,12 +110,20 @@ class Run(NamedTuple):
     twinned: bool  # whether NumPy can run it with the kernels' bits (fused_numpy.py)
     watched: bool  # whether a member is read outside the run (live has one >= 0)
     ordered: bool  # whether its inputs get their adds in the NumPy steps' order (_lags)
+    shaped: Shaped | None  # its shape's own kernels (_shape), where ordered
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
         code, ka, ia, kb, ib, imm, ext = self.program
         summed = self.total >= 0
-        value = FORWARD(self.twinned, code, ka, ia, kb, ib, imm, ext, self.live, summed, *self.rows_cols, s._aval)
+        args = (code, ka, ia, kb, ib, imm, ext, self.live, summed, *self.rows_cols, s._aval)
+        shaped = self.shaped if SHAPED else None
+        if shaped is None:
+            value = FORWARD(self.twinned, *args)
+        elif shaped.gate.ready():
+            value = shaped.gate.call(shaped.kernels.forward, imm, ext, self.live, *self.rows_cols, s._aval)
+        else:
+            value = shaped.gate.timed(FORWARD, self.twinned, *args)
         if summed:
             s._aval[self.total_at] = value
 
@@ -105,8 +147,16 @@ class Run(NamedTuple):
     def back(self, s: Any, adj_in: np.ndarray, seed: float) -> None:
         """The run's reverse pass, its inputs' adjoint regions prepared."""
         code, ka, ia, kb, ib, imm, ext = self.program
-        REVERSE(self.twinned, code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, *self.rows_cols, s._aval,
-                s._aadj)
+        args = (code, ka, ia, kb, ib, imm, ext, self.need, adj_in, seed, *self.rows_cols, s._aval, s._aadj)
+        full = (seed != 0.0) == (self.total >= 0) and (adj_in is self.live or adj_in.tolist() == self.live.tolist())
+        shaped = self.shaped if SHAPED and full else None  # (its kernels hold adjoints where every member may: a
+        # list compare, 0.7 µs, where np.array_equal took 14 µs a call)
+        if shaped is None:
+            REVERSE(self.twinned, *args)
+        elif shaped.gate.ready():
+            shaped.gate.call(shaped.kernels.reverse, imm, ext, adj_in, seed, *self.rows_cols, s._aval, s._aadj)
+        else:
+            shaped.gate.timed(REVERSE, self.twinned, *args)
 
 
 class Readers(NamedTuple):
@@ -256,7 +306,20 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
     return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
                 total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
-                fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered)]
+                fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
+                Shaped.of(_shape(program, need, written, total is not None)) if ordered else None)]
+
+
+def _shape(program: tuple[np.ndarray, ...], need: np.ndarray, live: np.ndarray, summed: bool) -> tuple:
+    """What a run's own kernels are generated from (kernels/codegen/shaped.py): each member's (opcode, whether
+    x ** 2, ka, ia, kb, ib), which views step by one, the live members, the sum, the members the reverse
+    recomputes, the members with adjoints from outside, and whether a sum's adjoint seeds the last."""
+    code, ka, ia, kb, ib, imm, ext = program
+    members = tuple((int(code[k]), fused_numpy.square(code, kb, ib, imm, k), int(ka[k]), int(ia[k]), int(kb[k]),
+                     int(ib[k])) for k in range(len(code)))
+    written = tuple(bool(x) for x in live >= 0)
+    return members, tuple(bool(x) for x in ext[:, 2] == 1), written, summed, tuple(bool(x) for x in need), written, \
+        summed
 
 
 LAGS = fused_numpy.BLOCK // 2  # elements a view's adds lag at most (a block then recomputes at most half its elements)

@@ -1,0 +1,128 @@
+"""A run shape's own kernels (kernels/codegen/shaped.py) give the interpreted fused kernels' bits, and NumPy's steps'
+where the run's adds are in their order; they stand in for nothing until their Gate opens."""
+
+import numpy as np
+import pytest
+from test_fused_numpy import EDGE_PROGRAMS, EDGES, PROGRAMS
+
+import tape
+from tape.kernels import compiling, shaped
+from tape.sweeps import compiled, fusion
+
+RNG = np.random.default_rng(5)
+
+
+def _two_inputs(u):  # views of two inputs lagged in one run, its last member read outside and summed
+    v = u * 1.5
+    w = v[2:] * u[:-2] + v[1:-1] - u[2:] * v[:-2] - (w0 := u[1:-1] - 2.0) / (w0 * w0 + 1.0)
+    return (w * w).sum() + w[100] + np.sum(w)
+
+
+def _ops(u):  # every fusible op, a member read twice, one view on both sides, a number on the left, a general pow
+    a = u[1:] - u[:-1]
+    b = (a * a + 2.0) ** 0.5
+    c = -(b / (1.0 + u[1:] * u[1:])) ** 2
+    return ((tape.sqrt(c * c + 1.0) / b - 3.0 / b) * a + abs(a) ** 3.0).sum()
+
+
+def _filter(u):
+    for _ in range(10):
+        u = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+    return 0.5 * (u * u).sum()
+
+
+OWN = {
+    "views of two inputs, lagged, at block edges": (_two_inputs, RNG.normal(size=3 * 512 + 5)),
+    "every fusible op": (_ops, RNG.normal(size=2 * 512 + 11)),
+    "a 3-tap filter, 10 passes": (_filter, RNG.normal(size=5000)),
+}
+CASES = {**{name: (f, x) for name, (f, x) in PROGRAMS.items()},
+         **{name: (f, np.random.default_rng(7).normal(size=n)) for name, (f, n, _) in EDGE_PROGRAMS.items()}, **OWN}
+
+
+def _points(x):
+    scale, edges, reversed_edges = (np.resize(a, x.size).reshape(x.shape) for a in
+                                    (np.random.default_rng(8).uniform(0.5, 9.0, x.size), EDGES, EDGES[::-1]))
+    return [x, x * scale, edges, np.where(np.abs(x) > 1.0, reversed_edges, x * 1e-300)]
+
+
+def _by(monkeypatch, path, f, x):
+    """Values and gradients at _points(x), a Function's fused runs run by their shape's kernels ("shaped"), by the
+    interpreted kernels ("kernels"), or by NumPy's steps (no runs); the shapes' kernels called."""
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: steps._kept)
+    monkeypatch.setattr(fusion, "SHAPED", path == "shaped")
+    monkeypatch.setattr(fusion.Shaped, "eager", True)
+    for tiered in (fusion.FORWARD, fusion.REVERSE):
+        monkeypatch.setattr(tiered.gate, "ready", lambda: True)
+    called = []
+    monkeypatch.setattr(compiling.Gate, "call", lambda self, kernel, *a: called.append(kernel.__name__) or kernel(*a))
+    with np.errstate(all="ignore"):
+        F = tape.trace(f, x)
+        if path == "numpy":
+            F._runs_first, F._runs_last = {}, {}
+        out = [np.concatenate([[v], np.ravel(g)]) for v, g in (F.value_and_grad(p) for p in _points(x))]
+    return out, F, called
+
+
+@pytest.mark.parametrize("program", sorted(CASES))
+def test_a_shapes_kernels_give_the_fused_kernels_bits(monkeypatch, program):
+    """NaN for NaN (a NaN's sign is IEEE's choice: LLVM may make g * -1.0 a negation in one kernel, not the other);
+    and NumPy's steps' gradient where every run adds in their order (a fused sum adds by blocks). A run whose adds
+    are not (views far apart, rows apart) has no shape: the interpreted kernels run it."""
+    f, x = CASES[program]
+    got, F, called = _by(monkeypatch, "shaped", f, x)
+    ordered = all(run.ordered and run.twinned for run in F._runs_first.values())  # (pow: C's, not NumPy's loop)
+    assert ({"forward", "reverse"} <= set(called)) == any(run.shaped for run in F._runs_first.values())
+    for path in ["kernels"] + (["numpy"] if ordered else []):
+        for a, b in zip(_by(monkeypatch, path, f, x)[0], got, strict=True):
+            if path == "numpy":
+                a, b = a[1:], b[1:]
+            bits = [np.where(np.isnan(c), np.nan, c).tobytes() for c in (a, b)]  # (-0.0 is not 0.0)
+            assert bits[0] == bits[1], (path, np.flatnonzero((a != b) & ~(np.isnan(a) & np.isnan(b))))
+
+
+def test_one_kernel_a_shape_whatever_the_length(monkeypatch):
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
+    monkeypatch.setattr(fusion.Shaped, "made", {})
+    for n in (3000, 7001):
+        tape.trace(OWN["a 3-tap filter, 10 passes"][0], RNG.normal(size=n)).value_and_grad(RNG.normal(size=n))
+    assert len(fusion.Shaped.made) == 2  # a pass, and the last (its dot joins it)
+
+
+def test_a_shape_waits_for_its_payback(monkeypatch, tmp_path):
+    """A fresh shape's source lands in the cache dir; the interpreted kernels stand in until they have run PAYBACK
+    seconds (LOAD where the shape's kernels are cached), and the shape's kernels are called from then on."""
+    monkeypatch.setenv("TAPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiling, "EAGER", False)
+    monkeypatch.setattr(fusion.Shaped, "made", {})
+    monkeypatch.setattr(fusion.Shaped, "eager", False)
+    monkeypatch.setattr(shaped, "_made", {})
+    called = []
+    monkeypatch.setattr(compiling.Gate, "call", lambda self, kernel, *a: called.append(kernel.__name__))
+    monkeypatch.setattr(fusion, "FORWARD", lambda *a: 0.0)  # (the stand-ins: their bits are the test above's)
+    monkeypatch.setattr(fusion, "REVERSE", lambda *a: None)
+    x = RNG.normal(size=4000)
+    F = tape.trace(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum(), x)
+    F.value_and_grad(x)
+    assert not called and len(list((tmp_path / "shaped").glob("tape_shaped_*.py"))) == 1
+    (made,) = fusion.Shaped.made.values()
+    made.gate.clock.spent = fusion.Shaped.PAYBACK
+    F.value_and_grad(x)
+    assert called == ["forward", "reverse"]
+
+
+def test_a_shapes_file_edited_is_written_again(monkeypatch, tmp_path):
+    """A shape's source in the cache dir that is not what the generator writes (edited, cut short) is written again."""
+    monkeypatch.setenv("TAPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(shaped, "_made", {})
+    monkeypatch.setattr(fusion.Shaped, "made", {})
+    x = RNG.normal(size=4000)
+    tape.trace(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum(), x).value_and_grad(x)
+    (shape,) = fusion.Shaped.made
+    shaped.kernels(shape)
+    (path,) = (tmp_path / "shaped").glob("tape_shaped_*.py")
+    text = path.read_text()
+    path.write_text(text.replace("return", "return -1.0 *", 1))
+    monkeypatch.setattr(shaped, "_made", {})
+    shaped.kernels(shape)
+    assert path.read_text() == text
