@@ -151,7 +151,7 @@ def reverse(shape: tuple) -> str:
         body.append(f"{ind}g{m - 1} = 0.0")
     held = list(reached)
     held[-1] = True
-    rows = []  # the views' contribution rows, in the order of their adds
+    rows: list[int] = []  # the views' contribution rows, in the order of their adds
     for k in range(m - 1, -1, -1):
         if not held[k]:
             continue

@@ -67,7 +67,8 @@ class Shaped:
     eager = False  # open at once (untwinned)
 
     def __init__(self, shape: tuple):
-        self.shape, self._gate = shape, None
+        self.shape = shape
+        self._gate: Gate | None = None
         self.kernels: Any = None
 
     @property
@@ -77,6 +78,10 @@ class Shaped:
             self._gate = Gate((self.kernels.forward, self.kernels.reverse), (LOAD, self.PAYBACK))
             self._gate.open = self.eager
         return self._gate
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its shape: a Function loaded elsewhere gets that process's kernels of the shape."""
+        return Shaped.of, (self.shape,)
 
     @classmethod
     def of(cls, shape: tuple) -> Shaped:
