@@ -12,9 +12,10 @@ interpreter inserts before every branch (``$bool<offset>`` globals; the pass als
 swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for
 recompiles by this pipeline), the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
 ``iternext_impl`` (``for v in xs``), and ``FunctionCache`` (its ``_index_key``) with ``IndexDataCacheFile`` set as a
-dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compiled/jit_cache.py). A Numba release
-that changes one of these breaks tape.jit here, in tape/compiled/jit_cache.py and in tape/compiled/compiler_pass.py,
-and only there (``typeof_impl`` in tape/compiled/jit.py, the
+dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compiled/jit_cache.py), and the untyped
+IR with a compile's state (lists of numbers made lists of Vars: tape/compiled/var_lists.py). A Numba release that
+changes one of these breaks tape.jit here, in tape/compiled/jit_cache.py, compiler_pass.py and var_lists.py, and only
+there (``typeof_impl`` in tape/compiled/jit.py, the
 public extension API, makes a JitFunction its dispatcher inside jitted code).
 """
 
