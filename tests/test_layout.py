@@ -88,17 +88,22 @@ def _calls(F, x, poison):
     return got
 
 
-@pytest.mark.parametrize("program", PROGRAMS)
-def test_shared_regions_give_the_recorded_layouts_numbers(program, arrays, monkeypatch):
-    """Values and gradients on shared regions (poisoned between calls) are the recorded layout's, bit for bit;
-    so are the checked (unfused) sweeps, a saved and loaded copy, a pickled one, and the second order
-    after which the Function is back on its recorded layout."""
-    f = PROGRAMS[program]
+def _both_layouts(f, monkeypatch):
+    """f traced at x on its shared regions (F) and on its recorded layout (G)."""
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     F = tape.trace(f, x, params=0.7)
     with monkeypatch.context() as m:
         m.setattr(layout, "compact", _recorded)
         G = tape.trace(f, x, params=0.7)
+    return x, F, G
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_shared_regions_give_the_recorded_layouts_numbers(program, arrays, monkeypatch):
+    """Values and gradients on shared regions (poisoned between calls) are the recorded layout's, bit for bit;
+    so are the checked (unfused) sweeps, a saved and loaded copy, a pickled one, and the second order
+    after which the Function is back on its recorded layout."""
+    x, F, G = _both_layouts(PROGRAMS[program], monkeypatch)
     assert G._recorded is None
     life = layout.lifetimes(F, list(F._runs_first.values()), F._output_rows,
                             np.concatenate([F._input_rows, F._param_rows]))
@@ -143,12 +148,7 @@ def test_the_compiled_tables_follow_a_function_back_to_its_recorded_layout(progr
     tables on shared regions, then put back on its recorded layout by its second order, it gives the recorded
     layout's numbers, bit for bit."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
-    f = PROGRAMS[program]
-    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
-    F = tape.trace(f, x, params=0.7)
-    with monkeypatch.context() as m:
-        m.setattr(layout, "compact", _recorded)
-        G = tape.trace(f, x, params=0.7)
+    x, F, G = _both_layouts(PROGRAMS[program], monkeypatch)
     assert F._recorded is not None
     want = _calls(G, x, False)
     assert all(np.array_equal(a, b) for a, b in zip(_calls(F, x, True), want, strict=True))
