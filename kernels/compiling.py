@@ -30,6 +30,7 @@ the first compilation in a process prints one line to stderr saying so, and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import time
@@ -98,12 +99,31 @@ def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
         return None
 
 
+_numba_save = caching.IndexDataCacheFile.save
+
+
+def _save(self: Any, key: Any, data: Any) -> None:
+    """Numba's save; in tape's caches an entry's data file is named by its key, not by a count, and written before
+    the index names it. tape.jit's overloads are closures of one function sharing one index: two processes saving two
+    of them at once would both take data file 1, and the index could name the other's code (wrong records)."""
+    if not os.path.abspath(self._cache_path).startswith(os.path.abspath(cache_dir()) + os.sep):
+        return _numba_save(self, key, data)
+    name = self._data_name_pattern.replace("{number:d}", hashlib.sha256(repr(key).encode()).hexdigest()[:24])
+    self._save_data(name, data)
+    overloads = self._load_index()
+    if overloads.get(key) != name:
+        overloads[key] = name
+        self._save_index(overloads)
+    return None
+
+
 def _install_locator() -> None:
     """Put TapeCacheLocator after Numba's NUMBA_CACHE_DIR locator and before its in-tree one."""
     classes = _CacheImpl._locator_classes
     if TapeCacheLocator not in classes:
         classes.insert(1, TapeCacheLocator)
     caching.Cache.load_overload = _load_overload  # type: ignore[method-assign]
+    caching.IndexDataCacheFile.save = _save  # type: ignore[method-assign]
 
 
 LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first load costs 0.3-0.4 CPU-s (Numba's typing

@@ -94,3 +94,27 @@ print(" ".join(sorted(set(compiled))))
 def test_warmup_leaves_the_ops_of_rk4_and_n_body_cached():
     """conftest ran ``python -m tape warmup``: only the programs themselves and their drivers compile."""
     assert set(run(WARMED, Path(cache_dir()))) <= {"f", "rhs", "_driver.<locals>.drive"}
+
+
+def test_two_processes_saving_closures_of_one_function_never_cross_their_code(tmp_path, monkeypatch):
+    """tape.jit's overloads are closures of one function, sharing one index file. Two processes compiling two of
+    them at once each read the index before the other wrote it; whatever order their writes land in, an entry
+    loads its own code or is a miss, never the other's (Numba's count-named data files gave the other's: wrong
+    records in a later process)."""
+    from numba.core import caching
+
+    monkeypatch.setenv("TAPE_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "closures"
+    folder.mkdir()
+    a, b = (caching.IndexDataCacheFile(str(folder), "impl-12.py311", ("stamp", 1)) for _ in range(2))
+    for saver in (a, b):
+        monkeypatch.setattr(saver, "_load_index", lambda: {})  # each read the index before the other saved
+    late: list = []
+    real_write = b._save_data
+    monkeypatch.setattr(b, "_save_data", lambda name, data: late.append((name, data)))  # b's data lands last
+    b.save("arccos", "code of arccos")
+    a.save("arcsin", "code of arcsin")
+    real_write(*late[0])
+    fresh = caching.IndexDataCacheFile(str(folder), "impl-12.py311", ("stamp", 1))
+    assert fresh.load("arcsin") in (None, "code of arcsin") and fresh.load("arccos") in (None, "code of arccos")
+    assert fresh.load("arcsin") or fresh.load("arccos")
