@@ -13,6 +13,7 @@ Numba internal: ``FunctionCache._index_key``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from types import CodeType
 from typing import Any
@@ -27,16 +28,33 @@ CACHED: Any = {"jit_options": {"cache": True}}
 _numba_key = caching.FunctionCache._index_key
 
 
+def _named(register: Any) -> Any:
+    """register(typer), each implementation the typer returns named by what it is (``described``): closures of one
+    factory (one per op) get their own cache files and symbols, never another's code from another process."""
+    def registered(typer: Any) -> Any:
+        @functools.wraps(typer)
+        def typed(*args: Any, **kwargs: Any) -> Any:
+            impl = typer(*args, **kwargs)
+            if getattr(impl, "__closure__", None) and (impl.__module__ or "").startswith("tape.compiled."):
+                what = described(impl)
+                if " at 0x" not in what and not getattr(impl, "_tape_named", False):
+                    impl.__qualname__ = f"{impl.__qualname__}_{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+                    impl._tape_named = True
+            return impl
+        return register(typed)
+    return registered
+
+
 def overload(fn: Any, **options: Any) -> Any:
-    return extending.overload(fn, **CACHED, **options)
+    return _named(extending.overload(fn, **CACHED, **options))
 
 
 def overload_method(typ: Any, name: str, **options: Any) -> Any:
-    return extending.overload_method(typ, name, **CACHED, **options)
+    return _named(extending.overload_method(typ, name, **CACHED, **options))
 
 
 def overload_attribute(typ: Any, name: str, **options: Any) -> Any:
-    return extending.overload_attribute(typ, name, **CACHED, **options)
+    return _named(extending.overload_attribute(typ, name, **CACHED, **options))
 
 
 def _code(code: CodeType) -> str:
