@@ -44,8 +44,9 @@ from tape.api.trace import (
 from tape.api.transforms import hessian, jacobian, jvp, sparse_hessian, sparse_jacobian, vjp
 from tape.arrays import linalg
 from tape.arrays.conditions import ArrayCondition
+from tape.arrays.joins import concatenate, stack
 from tape.arrays.ufuncs import reciprocal, square
-from tape.arrays.varray import VarArray, concatenate, stack
+from tape.arrays.varray import VarArray
 from tape.base.gc_pacing import pace_gc
 from tape.debug.nans import debug_nans
 from tape.errors import (

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index
 
 from tape.arrays import assign, linalg, methods, scans
 from tape.arrays import small as _small
@@ -64,7 +63,7 @@ def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
     return array_records.broadcast(*(shape_of(p) for _, p in parts))
 
 
-def _array_operands(inputs: tuple[Any, ...]) -> tuple[Storage, list[Any]] | None:
+def array_operands(inputs: tuple[Any, ...]) -> tuple[Storage, list[Any]] | None:
     """(tape, a View or float each) for array records' VarArrays of one live segment and floats: the common case,
     recorded as the general path records it without its operand handling (5 µs of a record's 20)."""
     seg = None
@@ -82,7 +81,7 @@ def _array_operands(inputs: tuple[Any, ...]) -> tuple[Storage, list[Any]] | None
 
 def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
-    found = _array_operands(inputs)
+    found = array_operands(inputs)
     if found is not None:
         views = [p if type(p) is View else array_records.number(found[0], p) for p in found[1]]
         name = OPS[UNARY_CODES[ufunc]].name if ufunc in UNARY_CODES else BINARY[ufunc].pair
@@ -458,52 +457,11 @@ def matmul(a: Any, b: Any) -> Any:
     return total[:, 0] if len(sb) == 1 else total
 
 
-def _join(arrays, axis: int, join, name: str) -> VarArray:
-    """Join records along an axis: one join record where a piece is an array record or the result is
-    large, else the scalar records themselves (numbers and arrays as constant records)."""
-    arrays = tuple(arrays)
-    found = _array_operands(arrays) if name == "concatenate" else None
-    if found is not None and all(type(p) is View for p in found[1]):  # array records only: as below
-        return wrap_view(found[0], array_records.join(found[0], found[1], axis))
-    parts = operands(*arrays)
-    t = None if parts is None else common_tape(parts)
-    if parts is None or t is None:
-        raise TypeError(f"tape.{name} joins VarArrays of one tape, and numbers or NumPy arrays")
-    if any(isinstance(p, View) for _, p in parts) or sum(np.size(p) for _, p in parts) >= array_records.small():
-        if name == "stack":  # a new axis of length 1 on each piece, then joined along it
-            shapes = {shape_of(p) for _, p in parts}
-            if len(shapes) != 1:
-                raise ValueError(f"all input arrays must have the same shape to stack, got {sorted(shapes)}")
-            where = normalize_axis_index(axis, len(next(iter(shapes))) + 1)
-            return _join([np.expand_dims(a, where) if not isinstance(a, VarArray)
-                          else a.reshape(a.shape[:where] + (1,) + a.shape[where:]) for a in arrays], where,
-                         np.concatenate, "concatenate")
-        views = [as_view(t, rt is not None, p) for rt, p in parts]
-        return wrap_view(t, array_records.join(t, views, axis))
-    pieces = [VarArray(t._segment(), t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(p.shape))
-              if rt is None else a for (rt, p), a in zip(parts, arrays, strict=True)]
-    rows = operands(*(a._scalars() if isinstance(a, VarArray) else a for a in pieces))  # array records: elems
-    assert rows is not None
-    return VarArray(t._segment(), join([r for _, r in rows], axis=axis))
-
-
-def concatenate(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape (and numbers) along an existing axis (records nothing for scalar records)."""
-    return _join(arrays, axis, np.concatenate, "concatenate")
-
-
-def stack(arrays, axis: int = 0) -> VarArray:
-    """Join VarArrays of one tape (and numbers) along a new axis (records nothing for scalar records)."""
-    return _join(arrays, axis, np.stack, "stack")
-
-
 _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.sum: lambda a, axis=None, keepdims=False: a.sum(axis, keepdims),
     np.prod: lambda a, axis=None, keepdims=False: a.prod(axis, keepdims),
     np.mean: lambda a, axis=None, keepdims=False: a.mean(axis, keepdims),
     np.dot: matmul, np.matmul: matmul,
-    np.concatenate: concatenate,
-    np.stack: stack,
     np.reshape: lambda a, shape: a.reshape(shape),
     np.transpose: lambda a, axes=None: a.transpose() if axes is None else a.transpose(*axes),
     **methods.FUNCTIONS,

@@ -1,7 +1,7 @@
 """Making arrays of Vars inside tape.jit functions: ``np.empty/zeros/ones/full(shape, dtype=xs.dtype)``
 and ``np.empty_like/zeros_like/ones_like/full_like(a)`` of a Var array (tape/compiled/arrays.py);
 joining them: ``np.concatenate``, ``np.stack``, ``np.hstack``, ``np.vstack`` of Var arrays and NumPy
-arrays (numbers as constant records first, as tape/arrays/varray.py's concatenate and stack write them).
+arrays (numbers as constant records first, as tape/arrays/joins.py's concatenate and stack write them).
 
 The compiler pass turns these eight NumPy functions into tape's stand-ins (compiler_pass.MAKERS);
 their overloads here make a Var array on the tape ``xs.dtype`` carries, every element a number or
