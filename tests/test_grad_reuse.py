@@ -1,6 +1,6 @@
-"""tape.grad / tape.value_and_grad record each call of a wrapper on the tape of its previous call
-in the same thread, cleared: the same records and bits as a fresh tape, stale handles after the
-call, a tape of its own for a call inside f (reentrancy) and for every thread."""
+"""tape.grad / tape.value_and_grad record each call of a wrapper on up to 64 numbers (floats, small arrays) on
+the tape of its previous call in the same thread, cleared: the same records and bits as a fresh tape, stale
+handles after the call, a tape of its own for a call inside f (reentrancy) and for every thread."""
 
 import math
 import threading
@@ -147,8 +147,33 @@ def test_inside_debug_nans_the_call_keeps_lines():
     assert vg([1.0, 2.0]) == (0.0, [2.0, 0.0])
 
 
-def test_arrays_and_trees_still_get_fresh_tapes():
-    vg = tape.value_and_grad(lambda p: (p["w"] * p["w"]).sum() + p["b"])
+def test_small_arrays_and_trees_reuse_the_tape_with_the_bits_of_a_fresh_one():
+    seen, kept = [], []
+
+    def f(p):
+        w = p["w"]
+        kept.append(w * 2.0)
+        y = (w * w).sum() + p["b"] * tape.sigmoid(w[1]) / w[0] + (w.reshape(2, 2) @ w[:2]).sum()
+        seen.append((w.tape, records(w.tape)))
+        return y
+
+    vg = tape.value_and_grad(f)
+    for w in ([1.0, 2.0, 3.0, 0.5], [-0.5, -0.0, 4.0, 1e-310], [2.5, 1e150, -1.0, -3.0]) * 2:
+        value, grad = vg({"w": np.array(w), "b": 0.5})
+        reused = seen[-1]
+        with tape.debug_nans():  # (the reference: a fresh tape, as debug_nans gets one)
+            ref_value, ref_grad = vg({"w": np.array(w), "b": 0.5})
+        assert seen[-1][0] is not reused[0] and seen[-1][1] == reused[1]
+        assert bits([value, grad["b"], *grad["w"]]) == bits([ref_value, ref_grad["b"], *ref_grad["w"]])
+        with pytest.raises(tape.StaleHandleError):
+            kept[-2].tolist()
+    assert len({id(t) for t, _ in seen[::2]}) == 1  # one tape, reused by every call outside debug_nans
+
+
+def test_past_64_numbers_calls_get_fresh_tapes():
+    seen = []
+    vg = tape.value_and_grad(lambda w: seen.append(w.tape) or (w * w).sum())
     for _ in range(2):
-        value, grad = vg({"w": np.array([1.0, 2.0, 3.0]), "b": 0.5})
-        assert value == 14.5 and grad["b"] == 1.0 and grad["w"].tolist() == [2.0, 4.0, 6.0]
+        value, grad = vg(np.arange(65.0))
+        assert value == float((np.arange(65.0) ** 2).sum()) and grad.tolist() == (2.0 * np.arange(65.0)).tolist()
+    assert seen[0] is not seen[1]

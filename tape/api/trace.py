@@ -332,10 +332,10 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     tuple of those for a tuple of argnums). As jax.value_and_grad; Python ``if`` on Vars is
     recorded (and checked by trace), where jax.jit refuses it. ``.value`` read inside f has no
     derivative: it warns once per source line (``strict=True``: raises tape.TracingError).
-    With numbers only (up to 64), a call records on the tape of this function's previous call in
-    the same thread, cleared, so handles made inside f are stale once it returns (a call inside f,
-    or in another thread, records on a tape of its own); the wrapper keeps that tape's memory
-    (29 bytes a record) for its next call, so a big program (tape.jit) records without growing.
+    With up to 64 numbers in all (floats, or arrays of them), a call records on the tape of this function's
+    previous call in the same thread, cleared, so handles made inside f are stale once it returns (a call
+    inside f, or in another thread, records on a tape of its own); the wrapper keeps that tape's memory (29
+    bytes a record) for its next call, so a big program (tape.jit) records without growing.
 
     Nested: called on Vars (inside an outer grad, jvp or trace, or with Vars f closes over), f and
     its gradient are recorded onto their tape, the gradient as records (tape/symbolic/nest.py), and the
@@ -368,10 +368,10 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
-        t = getattr(idle, "tape", None) if numbers and size <= 64 else None
+        t = getattr(idle, "tape", None) if size <= 64 else None  # (arrays of scalar records: < array_records.SMALL)
         if t is not None and not nans.active():
             idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
-            handles = t._leaves(leaves)
+            handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         else:
             t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
             room = max(16 * size if size >= array_records.SMALL else 0, getattr(idle, "arena", 0))
@@ -407,7 +407,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         if t._plans:
             idle.arena = t._n_arena  # (its arena grew while recording, copying what it held)
         value = out.value if type(out) is Var else as_constant(out)
-        if numbers and not t._plans and t._lines is None:
+        if size <= 64 and not t._plans and t._lines is None:
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
         if len(trees) == 1:

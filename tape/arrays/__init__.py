@@ -1,1 +1,1 @@
-"""VarArray: NumPy-style arrays of records, their operands, conditions, methods, scans, joins, item assignment and ufuncs."""
+"""VarArray: NumPy-style arrays of records; their operands, conditions, methods, scans, joins, assignment, ufuncs."""

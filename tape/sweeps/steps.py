@@ -110,19 +110,35 @@ def _sweep(calls: list[tuple[Callable[..., Any], bool]]) -> Sweep:
 
 def forward(s: State, runs: dict[int, Any] | None) -> None:
     """driver.forward(s, 0, all records, runs) for a Function s, by its steps."""
-    fast = runs is not None and compiled.ready(s, runs)  # (the checked sweeps, without runs, stay NumPy's)
-    key = ("forward", runs is not None, fast)
-    sweep = s._steps.get(key)
-    if sweep is None:
-        walk = driver.forward_walk(s, 0, len(s._op), _kept(s, runs) if fast and runs else runs)
-        sweep = s._steps[key] = _sweep([_forward_call(s, kind, what) for kind, what in
-                                        (compiled.grouped(s, walk) if fast else walk)])
-    start = time.perf_counter()
+    sweep, fast = _chosen(s, ("forward", runs is not None), runs, _forward_sweep)
+    start = 0.0 if fast else time.perf_counter()
     with sweep.quiet():
         for call in sweep.calls:
             call()
     if not fast:
         _count(s, time.perf_counter() - start)
+
+
+def _chosen(s: State, key: tuple, runs: dict[int, Any] | None,
+            make: Callable[[State, tuple, dict[int, Any] | None, bool], Sweep]) -> tuple[Sweep, bool]:
+    """(the sweep of key, whether it runs the compiled tables), made once by make: by the tables where runs are
+    given and compiled.ready (the checked sweeps, without runs, stay NumPy's). Ready stays so: from then on the
+    sweep is found under key itself, without asking (about 1 µs a call)."""
+    sweep = s._steps.get(key)
+    if sweep is not None:
+        return sweep, True
+    fast = runs is not None and compiled.ready(s, runs)
+    sweep = s._steps.get((*key, fast))
+    if sweep is None:
+        sweep = s._steps[(*key, fast)] = make(s, key, runs, fast)
+    if fast:
+        s._steps[key] = sweep
+    return sweep, fast
+
+
+def _forward_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool) -> Sweep:
+    walk = driver.forward_walk(s, 0, len(s._op), _kept(s, runs) if fast and runs else runs)
+    return _sweep([_forward_call(s, kind, what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
 
 
 def _count(s: State, seconds: float) -> None:
@@ -159,24 +175,24 @@ def _forward_call(s: State, kind: int, what: Any) -> tuple[Callable[[], None], b
 
 def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a Function s, by its steps (the same count of array records through NumPy)."""
-    fast = runs is not None and compiled.ready(s, runs)
-    key = ("reverse", top, runs is not None, fast)
-    sweep = s._steps.get(key)
-    if sweep is None:
-        walk = driver.reverse_walk(s, top, _kept(s, runs) if fast and runs else runs)
-        sweep = s._steps[key] = _sweep([
-            (functools.partial(_record, s._stamp, what, step(s, what).reverse), True) if kind == driver.RECORD else
-            (_run(s, what), False) if kind == driver.RUN else
-            (functools.partial(compiled.reverse, s, *what), False) if kind == compiled.TABLE else
-            _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
+    sweep, fast = _chosen(s, ("reverse", top, runs is not None), runs, _reverse_sweep)
     numpy_records = 0
-    start = time.perf_counter()
+    start = 0.0 if fast else time.perf_counter()
     with sweep.quiet():
         for call in sweep.calls:
             numpy_records += call(gen, keep, check)
     if not fast:
         _count(s, time.perf_counter() - start)
     return numpy_records
+
+
+def _reverse_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool) -> Sweep:
+    walk = driver.reverse_walk(s, key[1], _kept(s, runs) if fast and runs else runs)
+    return _sweep([
+        (functools.partial(_record, s._stamp, what, step(s, what).reverse), True) if kind == driver.RECORD else
+        (_run(s, what), False) if kind == driver.RUN else
+        (functools.partial(compiled.reverse, s, *what), False) if kind == compiled.TABLE else
+        _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
 
 
 def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None], gen: int, keep: int,
@@ -189,13 +205,16 @@ def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None]
 
 
 def _prepare(s: State, j: int) -> Callable[[int, int], None]:
-    """driver._prepared for record j of a Function s, its adjoint region found once."""
-    region = driver.own(s, s._aadj, s._plans[s._in0[j]])
+    """driver._prepared for record j of a Function s, its adjoint region and whether it accumulates (driver._fresh)
+    found once."""
+    region, stamps = driver.own(s, s._aadj, s._plans[s._in0[j]]), s._stamp
+    accumulates = int(s._op[j]) in (LEAF, INPUT)
 
     def prepare(gen: int, keep: int) -> None:
-        if driver._fresh(s, j, gen, keep):
+        stamp = stamps[j]
+        if not (stamp == gen or (accumulates and stamp >= keep)):
             region[...] = 0.0
-            s._stamp[j] = gen
+            stamps[j] = gen
 
     return prepare
 
@@ -252,16 +271,15 @@ def _scalars_reverse(s: State, reading: np.ndarray, offsets: np.ndarray, lo: int
     Python floats, which warn of nothing)."""
     if len(reading) > FEW:
         return functools.partial(_scalars, s, reading, offsets, lo, hi), True
-    kernel = None if driver._leaves(s, lo, hi) else functools.partial(driver.reverse_range, s._op, s._in0, s._in1,
-                                                                      s._val, s._adj, s._stamp, s._consts, lo, hi)
+    args = None if driver._leaves(s, lo, hi) else (s._op, s._in0, s._in1, s._val, s._adj, s._stamp, s._consts, lo, hi)
     stamps, adj, aadj, records = s._stamp, s._adj, s._aadj, s._in0[reading].tolist()
     prepares = {j: _prepare(s, j) for j in set(records)}
     sends = [(row, place, prepares[j]) for row, place, j in
              zip(reading.tolist(), driver.elements(s, reading, offsets).tolist(), records, strict=True)][::-1]
 
     def one_by_one(gen: int, keep: int, check: bool) -> bool:
-        if kernel is not None:
-            kernel(gen, keep)
+        if args is not None:  # (driver.reverse_range looked up each time: its kernel, not its Twin, once that is ready)
+            driver.reverse_range(*args, gen, keep)
         for row, place, prepare in sends:
             if stamps[row] == gen:
                 a = float(adj[row])
