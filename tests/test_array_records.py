@@ -264,6 +264,20 @@ def test_where_never_leaks_nan_from_the_unselected_side(arrays):
     assert np.all(np.isfinite(t.gradient(y, X)))
 
 
+@pytest.mark.parametrize("driven", [True, False])
+def test_a_zero_adjoint_through_a_matmul_sends_nothing_where_a_factor_is_inf(arrays, monkeypatch, driven):
+    """(W @ v)[0] with an inf in W's second row, whose adjoint is 0: the products the matmul sends go unchecked for
+    0 * inf, and a gradient with a NaN is swept again, checked: dL/dv is W's first row, dL/dW [v, 0] (by hand)."""
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: driven)
+    f = lambda x: (x[:6].reshape(2, 3) @ x[6:9])[0]  # noqa: E731
+    F = tape.trace(f, np.arange(1.0, 10.0))
+    for W in ([1.0, 2.0, 3.0, np.inf, 5.0, 6.0], [0.5, -0.0, 7.0, 1.0, -np.inf, np.inf]):
+        x = np.array([*W, 0.25, -2.0, 3.0])
+        for value, grad in (F.value_and_grad(x), tape.value_and_grad(f)(x)):
+            assert value == x[0] * 0.25 + x[1] * -2.0 + x[2] * 3.0
+            assert grad.tolist() == [0.25, -2.0, 3.0, 0.0, 0.0, 0.0, *W[:3]]
+
+
 def test_array_records_and_scalar_records_give_the_same_numbers(monkeypatch):
     x = RNG.uniform(0.2, 2.0, (6, 7))
     W = RNG.normal(size=(7, 4))
