@@ -98,9 +98,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # kernels +21: in tape's caches a data file is named by its entry's key, written before the index names it (28).
 # compiled +6: each overload implementation named by what it is (one op's closure never loads another's: 28).
 # arrays +16: concatenate and stack moved from varray.py (525 lines) to arrays/joins.py (its docstring and imports).
-BUDGET = {"tape.kernels": 6234, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2395,
+# sweeps +18, function +2: a Function's sweep by the tables taken without asking compiled.ready again (steps._chosen),
+# the unchecked gradient's NaN test as isnan(g @ g) (issue 26).
+BUDGET = {"tape.kernels": 6234, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2413,
           "tape.records": 1013, "tape.arrays": 1851, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3249, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3315, "tape": 250,
+          "tape.function": 3251, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3315, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 
