@@ -32,18 +32,22 @@ LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
 
 def _loop(target: str, rule: str, indent: str, binary: bool) -> list[str]:
     """target[u] = rule over the n elements, loading what the rule reads; target D: D[u] += G[u] times the rule,
-    nothing where a factor is 0 (each product added as made: no pass of partials), or where fresh D[u] = 0.0 + that
-    (a zeroed D's numbers, without a pass of zeros: one store an element, where the sends' stores bound their time,
-    s10/A). A binary op's operand that is
-    one number read by all (``number`` 1: a, 2: b) is loaded once, in a loop of its own (not a filled row: over
-    4,096 elements the fill is a pass over memory)."""
-    store = ["g = G[u]", f"p = {rule}", "D[u] = (0.0 if fresh else D[u]) + (g * p if g != 0.0 and p != 0.0 else 0.0)"
-             ] if target == "D" else [
-        f"{target}[u] = {rule}"]
+    nothing where a factor is 0 (each product added as made: no pass of partials), or where fresh, D[u] = 0.0 + that
+    (a zeroed D's numbers without a pass of zeros: the sends' stores bound their time; a loop of its own, so that
+    the other adds in the same order, NaN signs too). A binary op's operand that is one number read by all
+    (``number`` 1: a, 2: b) is loaded once, in a loop of its own (not a filled row: over 4,096 elements the fill is a
+    pass over memory)."""
+    product = "(g * p if g != 0.0 and p != 0.0 else 0.0)"
+    stores = [[f"D[u] = 0.0 + {product}"], [f"D[u] += {product}"]] if target == "D" else [[f"{target}[u] = {rule}"]]
 
     def one(number: str, ind: str) -> list[str]:
         loads = [line for name, line in LOADS.items() if name in names_in(rule) and name != number]
-        return [f"{ind}{number} = {number.upper()}[0]"] * bool(number) + element_loop(ind, [*loads, *store], "n")
+        loads += ["g = G[u]", f"p = {rule}"] * (target == "D")
+        lines = [f"{ind}{number} = {number.upper()}[0]"] * bool(number)
+        if len(stores) == 1:
+            return lines + element_loop(ind, [*loads, *stores[0]], "n")
+        return [*lines, f"{ind}if fresh:", *element_loop(ind + "    ", [*loads, *stores[0]], "n"), f"{ind}else:",
+                *element_loop(ind + "    ", [*loads, *stores[1]], "n")]
 
     numbers = [x for x in "ab" if binary and x in names_in(rule)]
     if not numbers:
