@@ -97,7 +97,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # sweeps +5: a Shaped pickles as its shape (a Function with shaped runs pickles: issue 28).
 # kernels +21: in tape's caches a data file is named by its entry's key, written before the index names it (28).
 # compiled +6: each overload implementation named by what it is (one op's closure never loads another's: 28).
-BUDGET = {"tape.kernels": 6234, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2395,
+# kernels +16: a stale adjoint region a view covers is assigned 0.0 + each product, not zeroed first (sends' fresh,
+# _stale: issue 26, s10).
+BUDGET = {"tape.kernels": 6250, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2395,
           "tape.records": 1013, "tape.arrays": 1835, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3249, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3315, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
