@@ -100,7 +100,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # arrays +16: concatenate and stack moved from varray.py (525 lines) to arrays/joins.py (its docstring and imports).
 # sweeps +18, function +2: a Function's sweep by the tables taken without asking compiled.ready again (steps._chosen),
 # the unchecked gradient's NaN test as isnan(g @ g) (issue 26).
-BUDGET = {"tape.kernels": 6234, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2413,
+# kernels +16: a stale adjoint region a view covers is assigned 0.0 + each product, not zeroed first (sends' fresh,
+# _stale: issue 26, s10).
+BUDGET = {"tape.kernels": 6250, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2413,
           "tape.records": 1013, "tape.arrays": 1851, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3251, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3315, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

@@ -76,7 +76,7 @@ def _lined(t, aval, scratch, frame):
 @jit
 def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     """The adjoints of LINED row t's view q += g times its partial, by the stamp rule, a block of lines at a time:
-    in place where the view is laid out as the output, else into its sum back (each product in c, from 0.0; a
+    in place where the view is laid out as the output, else into its sum back (each product in c, 0.0 + it; a
     line's to one number: 0.0 + their pairwise sum, as _summed adds them), then added to the view's adjoints."""
     f, n, out, number, (m, lines) = VIEWS + VIEW * q, t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
     _prepare(t, f, aadj, stamp, gen, keep)
@@ -88,11 +88,10 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
         A, B = _operands(t, aval, scratch, number, first, last, READS[t[OP]])
         y, g = aval[out + first * n:out + last * n], aadj[out + first * n:out + last * n]
         if same:
-            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, number)
+            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, number, False)
             continue
         _room(c, size)
-        c[:size] = 0.0
-        sends(t[OP], q, A, B, y, g, c, size, number)
+        sends(t[OP], q, A, B, y, g, c, size, number, True)
         i0, i1, i2 = _line(t, first)
         for e in range(0, size, n):
             k = i0 * kept[0] + i1 * kept[1] + i2 * kept[2]

@@ -32,15 +32,22 @@ LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
 
 def _loop(target: str, rule: str, indent: str, binary: bool) -> list[str]:
     """target[u] = rule over the n elements, loading what the rule reads; target D: D[u] += G[u] times the rule,
-    nothing where a factor is 0 (each product added as made: no pass of partials). A binary op's operand that is
-    one number read by all (``number`` 1: a, 2: b) is loaded once, in a loop of its own (not a filled row: over
-    4,096 elements the fill is a pass over memory)."""
-    store = ["g = G[u]", f"p = {rule}", "D[u] += g * p if g != 0.0 and p != 0.0 else 0.0"] if target == "D" else [
-        f"{target}[u] = {rule}"]
+    nothing where a factor is 0 (each product added as made: no pass of partials), or where fresh, D[u] = 0.0 + that
+    (a zeroed D's numbers without a pass of zeros: the sends' stores bound their time; a loop of its own, so that
+    the other adds in the same order, NaN signs too). A binary op's operand that is one number read by all
+    (``number`` 1: a, 2: b) is loaded once, in a loop of its own (not a filled row: over 4,096 elements the fill is a
+    pass over memory)."""
+    product = "(g * p if g != 0.0 and p != 0.0 else 0.0)"
+    stores = [[f"D[u] = 0.0 + {product}"], [f"D[u] += {product}"]] if target == "D" else [[f"{target}[u] = {rule}"]]
 
     def one(number: str, ind: str) -> list[str]:
         loads = [line for name, line in LOADS.items() if name in names_in(rule) and name != number]
-        return [f"{ind}{number} = {number.upper()}[0]"] * bool(number) + element_loop(ind, [*loads, *store], "n")
+        loads += ["g = G[u]", f"p = {rule}"] * (target == "D")
+        lines = [f"{ind}{number} = {number.upper()}[0]"] * bool(number)
+        if len(stores) == 1:
+            return lines + element_loop(ind, [*loads, *stores[0]], "n")
+        return [*lines, f"{ind}if fresh:", *element_loop(ind + "    ", [*loads, *stores[0]], "n"), f"{ind}else:",
+                *element_loop(ind + "    ", [*loads, *stores[1]], "n")]
 
     numbers = [x for x in "ab" if binary and x in names_in(rule)]
     if not numbers:
@@ -168,25 +175,36 @@ def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     (0.0 + c: the step's assignment c + 0.0, bit for bit)."""
     f = VIEWS + VIEW * q
     n, base = t[SIZE], t[f + BASE]
+    if _same(t, f) and base == t[f + REGION] and n == t[f + REGION_SIZE] and (base >= t[OUT] + n or t[OUT] >= base + n):
+        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number, _stale(t, f, stamp, gen, keep))  # (the view is its
+        return  # region, laid out as the output and apart from it: a stale one assigned, 0.0 + each product)
     _prepare(t, f, aadj, stamp, gen, keep)
     if _same(t, f):  # the view laid out as the output: one pass, products added as made
-        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number)
+        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number, False)
         return
     _room(c, n)
     _room(total, n)
-    c[:n] = 0.0  # (0.0 + each product: its sum back, from 0.0, is the same)
-    sends(t[OP], q, A, B, y, g, c, n, number)
+    sends(t[OP], q, A, B, y, g, c, n, number, True)  # (0.0 + each product: its sum back, from 0.0, is the same)
     _back(t, f, aadj, total, _summed(t, f, c, total))
+
+
+@jit
+def _stale(t, f, stamp, gen, keep):
+    """The stamp rule: whether the adjoint region of the record view f reads is stale in generation gen (then it is
+    this generation's: its first contribution is assigned, 0.0 + c, or added to zeros)."""
+    j = t[f + REC]
+    s = stamp[j]
+    if s == gen or (s >= keep and t[f + ACC] != 0):
+        return False
+    stamp[j] = gen
+    return True
 
 
 @jit
 def _prepare(t, f, aadj, stamp, gen, keep):
     """The stamp rule: the adjoint region of the record view f reads, zeroed if stale in generation gen."""
-    j = t[f + REC]
-    s = stamp[j]
-    if not (s == gen or (s >= keep and t[f + ACC] != 0)):
+    if _stale(t, f, stamp, gen, keep):
         aadj[t[f + REGION]:t[f + REGION] + t[f + REGION_SIZE]] = 0.0
-        stamp[j] = gen
 
 
 @jit
@@ -342,9 +360,9 @@ def generate(header: list[str]) -> str:
         "",
         "",
         f"@{JIT}",
-        "def sends(k, side, A, B, Y, G, D, n, number):",
+        "def sends(k, side, A, B, Y, G, D, n, number, fresh):",
         '    """D[:n] += G[:n] times op k\'s partial in its operand ``side`` (0: a, 1: b) at A, B and its values Y,',
-        '    nothing where a factor is 0 (A[0] or B[0] for all where number is 1 or 2)."""',
+        '    nothing where a factor is 0 (A[0] or B[0] for all where number is 1 or 2); fresh: D[:n] = 0.0 + those."""',
         *_body(_branches(_sends, lambda op: _elementwise(op) and bool(op.da))),
         "",
         "",
