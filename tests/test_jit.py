@@ -9,6 +9,7 @@ record by record, by gradient and by replay; branches name their line; refusals 
 import hashlib
 import math
 import os
+import subprocess
 import sys
 import types
 
@@ -202,6 +203,45 @@ def test_what_cannot_be_recorded_says_so_on_the_first_line(body, first):
         f(t.vars([0.5]), np.zeros(3))
     assert str(caught.value).splitlines()[0].startswith(first)
     assert __file__ in str(caught.value).splitlines()[0]
+
+
+LEFT_ALIVE = """
+import gc, weakref, numba, numpy as np, tape
+
+@numba.njit
+def helper(v):
+    return float(v) * 2.0
+
+@tape.jit
+def through_helper(xs):
+    return helper(xs[0]) + xs[1]
+
+@tape.jit
+def itself(xs):
+    return float(xs[0]) + xs[1]
+
+refs = []
+for f in (through_helper, itself, through_helper):  # the second failing call of a helper: Numba's stored error
+    t = tape.Tape()
+    try:
+        f([t.var(1.0), t.var(2.0)])
+    except tape.JitError:
+        refs.append(weakref.ref(t))
+    del t
+    try:
+        tape.value_and_grad(f)(np.array([1.0, 2.0]))
+    except tape.JitError:
+        pass
+gc.collect()
+print(len(refs), sum(r() is not None for r in refs), sum(type(o) is tape.Tape for o in gc.get_objects()))
+"""
+
+
+def test_a_call_that_fails_to_compile_leaves_no_tape_alive():
+    """Numba keeps a failed compile's error (of f, and of a numba.njit helper's recompile, kept for the process);
+    their tracebacks held the failing call's frames and its tape. In a new process: nothing else holds a tape."""
+    out = subprocess.run([sys.executable, "-c", LEFT_ALIVE], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["3", "0", "0"]
 
 
 def test_calling_without_vars_is_refused_or_computes_the_value():

@@ -83,6 +83,15 @@ def _helper(dispatcher):
     return HELPERS[dispatcher]
 
 
+def forget_failures(*dispatchers) -> None:
+    """Drop the tracebacks of the compile errors Numba keeps (a dispatcher's ``_compiler._failed_cache``, to
+    raise again at once): their frames reach the failing call's frame and its tape, which lived as long as
+    the dispatcher (a helper's recompile: the process). Of ``dispatchers`` (f's, its driver's) and the helpers'."""
+    for dispatcher in (*dispatchers, *HELPERS.values()):
+        for error in dispatcher._compiler._failed_cache.values():
+            error.with_traceback(None)
+
+
 def _is_helper(value) -> bool:
     return (isinstance(value, numba.core.registry.CPUDispatcher)
             and getattr(value, "_compiler").pipeline_class is not Pipeline  # noqa: B009  # internal, untyped
@@ -207,4 +216,4 @@ class Pipeline(CompilerBase):
 
 
 __all__ = ["branch", "max_of", "min_of", "max_over", "min_over", "all_of", "any_of", "Pipeline", "BranchLines",
-           "MAKERS"]
+           "MAKERS", "forget_failures"]

@@ -28,7 +28,7 @@ from tape.arrays.varray import VarArray
 from tape.compiled import conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
-from tape.compiled.compiler_pass import Pipeline
+from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as
 from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
 from tape.compiled.overload_cache import overload
@@ -199,7 +199,7 @@ class JitFunction:
                               np.empty(self._arena, np.int64))
         except numba.core.errors.TypingError as e:
             message = str(e)
-            e.with_traceback(None)  # Numba keeps the error: its traceback would keep this frame's tape alive
+            forget_failures(self.dispatcher, self._drive)  # Numba keeps the errors: they would keep t alive
         if message is not None:
             _check_data(self.py_func, data)
             raise JitError(_first_line(message, self.py_func) + "\n\n" + message)

@@ -10,7 +10,8 @@ out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``), struct proxies (b
 ``Type.unify`` plus ``lower_cast`` (a float meeting a Var), a compiler pass keyed to the ``bool()`` call Numba's
 interpreter inserts before every branch (``$bool<offset>`` globals; the pass also rewrites builtin max/min calls and
 swaps plain numba.njit helpers, read through ``CPUDispatcher._compiler.pipeline_class`` and ``targetoptions``, for
-recompiles by this pipeline), the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
+recompiles by this pipeline; their ``_compiler._failed_cache``: failed compiles' errors, tracebacks dropped),
+the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")`` with
 ``iternext_impl`` (``for v in xs``), and ``FunctionCache`` (its ``_index_key``) with ``IndexDataCacheFile`` set as a
 dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compiled/jit_cache.py), and the untyped
 IR with a compile's state (lists of numbers made lists of Vars: tape/compiled/var_lists.py). A Numba release that
