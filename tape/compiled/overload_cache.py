@@ -24,7 +24,7 @@ from numba.core import caching
 from tape.compiled.jit_cache import JitCacheLocator
 from tape.kernels.compiling import OWN
 
-CACHED: Any = {"jit_options": {"cache": True}}
+CACHED: Any = {"jit_options": {"cache": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}}  # as INTERNAL
 _numba_key = caching.FunctionCache._index_key
 
 
