@@ -121,8 +121,8 @@ def test_two_processes_saving_closures_of_one_function_never_cross_their_code(tm
 
 
 def test_each_cached_function_of_tape_compiled_has_its_own_name():
-    """Closures of one factory (the reductions of each op) are named by what they are (own_name): a shared name
-    would share a cache index and symbols, and one op could load another's code in a cold cache."""
+    """Closures of one factory (the reductions of each op) are named by what they are (own_name), and no two
+    lambdas share a module: a shared name shares symbols, and one could load another's code in a cold cache."""
     import sys
 
     from numba.core.caching import NullCache
@@ -130,5 +130,5 @@ def test_each_cached_function_of_tape_compiled_has_its_own_name():
 
     cached = {id(v): v for name, module in list(sys.modules.items()) if name.startswith("tape.compiled.")
               for v in vars(module).values() if isinstance(v, CPUDispatcher) and not isinstance(v._cache, NullCache)}
-    names = [v.py_func.__qualname__ for v in cached.values()]
+    names = [f"{v.py_func.__module__}.{v.py_func.__qualname__}" for v in cached.values()]
     assert len(cached) > 20 and len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)

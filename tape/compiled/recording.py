@@ -215,8 +215,14 @@ def is_number(typ) -> bool:
     return isinstance(typ, (types.Float, types.Integer)) and not isinstance(typ, types.Boolean)
 
 
-identity = jit(lambda v: v)
-to_var = jit(lambda v: unbound(v))  # type: ignore[call-arg]
+@jit
+def identity(v):  # named, not a lambda: two lambdas of a module share a name, so symbols (test_jit_cache.py)
+    return v
+
+
+@jit
+def to_var(v):
+    return unbound(v)  # type: ignore[call-arg]
 
 
 def var_of(v):
