@@ -118,3 +118,17 @@ def test_two_processes_saving_closures_of_one_function_never_cross_their_code(tm
     fresh = caching.IndexDataCacheFile(str(folder), "impl-12.py311", ("stamp", 1))
     assert fresh.load("arcsin") in (None, "code of arcsin") and fresh.load("arccos") in (None, "code of arccos")
     assert fresh.load("arcsin") or fresh.load("arccos")
+
+
+def test_each_cached_function_of_tape_compiled_has_its_own_name():
+    """Closures of one factory (the reductions of each op) are named by what they are (own_name), and no two
+    lambdas share a module: a shared name shares symbols, and one could load another's code in a cold cache."""
+    import sys
+
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+
+    cached = {id(v): v for name, module in list(sys.modules.items()) if name.startswith("tape.compiled.")
+              for v in vars(module).values() if isinstance(v, CPUDispatcher) and not isinstance(v._cache, NullCache)}
+    names = [f"{v.py_func.__module__}.{v.py_func.__qualname__}" for v in cached.values()]
+    assert len(cached) > 20 and len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)

@@ -78,6 +78,8 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled +179: tape.jit's overloads linked into f without machine code of their own, and cached across processes
 # (compiled/link_only.py, overload_cache.py: issue 28); compiled +153: warmup's tape.jit programs of Var arrays
 # (compiled/warm.py), link-only libraries cached as bitcode, an unreadable jit cache file compiled again (28, 31).
+# compiled +30: tape.jit's reductions compiled per op, each closure named by what it is (own_name), no wrappers
+# for tape.jit's own functions (cold first call: issue 28).
 # kernels +7, function +4 for the maps' twins, bounded by records x points (F.map's first use: issue 28).
 # kernels +19: a Gate's kernel typed and loaded under Numba's compiler lock, which a fork waits for (issue 28);
 # kernels +13: the Gates' ski rental (a stand-in's next run counted ahead, RELOAD once a kernel has loaded: 28).
@@ -100,11 +102,12 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # arrays +16: concatenate and stack moved from varray.py (525 lines) to arrays/joins.py (its docstring and imports).
 # sweeps +18, function +2: a Function's sweep by the tables taken without asking compiled.ready again (steps._chosen),
 # the unchecked gradient's NaN test as isnan(g @ g) (issue 26).
+# compiled +10: a call that fails to compile leaves no tape alive (compiler_pass.forget_failures: issue 31).
 # kernels +16: a stale adjoint region a view covers is assigned 0.0 + each product, not zeroed first (sends' fresh,
 # _stale: issue 26, s10).
 BUDGET = {"tape.kernels": 6250, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2413,
           "tape.records": 1013, "tape.arrays": 1851, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3251, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3325, "tape": 250,
+          "tape.function": 3251, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3355, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -24,7 +24,7 @@ from numba.core import caching
 from tape.compiled.jit_cache import JitCacheLocator
 from tape.kernels.compiling import OWN
 
-CACHED: Any = {"jit_options": {"cache": True}}
+CACHED: Any = {"jit_options": {"cache": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}}  # as INTERNAL
 _numba_key = caching.FunctionCache._index_key
 
 
@@ -34,15 +34,20 @@ def _named(register: Any) -> Any:
     def registered(typer: Any) -> Any:
         @functools.wraps(typer)
         def typed(*args: Any, **kwargs: Any) -> Any:
-            impl = typer(*args, **kwargs)
-            if getattr(impl, "__closure__", None) and (impl.__module__ or "").startswith("tape.compiled."):
-                what = described(impl)
-                if " at 0x" not in what and not getattr(impl, "_tape_named", False):
-                    impl.__qualname__ = f"{impl.__qualname__}_{hashlib.sha256(what.encode()).hexdigest()[:16]}"
-                    impl._tape_named = True
-            return impl
+            return own_name(typer(*args, **kwargs))
         return register(typed)
     return registered
+
+
+def own_name(fn: Any) -> Any:
+    """fn, a closure of tape/compiled, named by what it is (a hash of ``described`` appended to its qualified name):
+    closures of one factory get their own cache files and symbols, never another's code from another process."""
+    if getattr(fn, "__closure__", None) and (fn.__module__ or "").startswith("tape.compiled."):
+        what = described(fn)
+        if " at 0x" not in what and not getattr(fn, "_tape_named", False):
+            fn.__qualname__ = f"{fn.__qualname__}_{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+            fn._tape_named = True
+    return fn
 
 
 def overload(fn: Any, **options: Any) -> Any:
@@ -86,4 +91,4 @@ def _index_key(self, sig, codegen):
 caching.FunctionCache._index_key = _index_key  # type: ignore[method-assign]
 OWN.append(JitCacheLocator)
 
-__all__ = ["overload", "overload_method", "overload_attribute", "described"]
+__all__ = ["overload", "overload_method", "overload_attribute", "described", "own_name"]

@@ -44,8 +44,10 @@ from tape.kernels.ops import CONSTANT
 from tape.records.storage import MAX_RECORDS, NO_INPUT
 
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
-jit = njit(cache=True, **OPTIONS)
-hot = njit(inline="always", **OPTIONS)  # the layers under each op's entry: inlined into it, so one call per op
+# tape.jit's own functions are called from jitted code only: no wrappers for Python or C callers (less to compile)
+INTERNAL: Any = {**OPTIONS, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+jit = njit(cache=True, **INTERNAL)
+hot = njit(inline="always", **INTERNAL)  # the layers under each op's entry: inlined into it, so one call per op
 
 
 @functools.cache
@@ -55,7 +57,7 @@ def inlined(fn):
     py = fn.py_func
     copy = types_.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
     copy.__qualname__, copy.__module__ = f"{py.__qualname__}_inlined", py.__module__  # its own cache entry
-    return njit(cache=True, forceinline=True, **OPTIONS)(copy)
+    return njit(cache=True, forceinline=True, **INTERNAL)(copy)
 
 
 LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
@@ -74,7 +76,7 @@ def new_tape(op, in0, in1, val, consts, n, nc, arena):
     return t
 
 
-@njit(**OPTIONS)
+@njit(**INTERNAL)
 def grow(t, need):
     """Reallocate the record arrays for at least ``need`` records (doubling), keeping t.n of them."""
     cap = max(need, min(2 * t.op.size, MAX_RECORDS))
@@ -86,7 +88,7 @@ def grow(t, need):
     t.op, t.in0, t.in1, t.val = op, in0, in1, val
 
 
-@njit(**OPTIONS)
+@njit(**INTERNAL)
 def grow_consts(t):
     """Double the constant pool."""
     consts = np.empty(2 * t.consts.size + 16)
@@ -95,7 +97,7 @@ def grow_consts(t):
     t.consts = consts
 
 
-@njit(**OPTIONS)
+@njit(**INTERNAL)
 def grow_checks(t):
     """Double the arrays of checked branches."""
     k = t.nchk
@@ -213,8 +215,14 @@ def is_number(typ) -> bool:
     return isinstance(typ, (types.Float, types.Integer)) and not isinstance(typ, types.Boolean)
 
 
-identity = jit(lambda v: v)
-to_var = jit(lambda v: unbound(v))  # type: ignore[call-arg]
+@jit
+def identity(v):  # named, not a lambda: two lambdas of a module share a name, so symbols (test_jit_cache.py)
+    return v
+
+
+@jit
+def to_var(v):
+    return unbound(v)  # type: ignore[call-arg]
 
 
 def var_of(v):

@@ -29,87 +29,104 @@ from tape.compiled.arrays import (
     release,
 )
 from tape.compiled.numba_internals import TypingError, VarArrayType, make_array, types, unbound
-from tape.compiled.overload_cache import overload, overload_method
+from tape.compiled.overload_cache import overload, overload_method, own_name
 from tape.compiled.recording import constant_record, hot, jit
 
 
-@jit
-def pairwise(p, rows, vals, mul):
-    """Sum (product if mul) of each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's
-    reduce records it: pairs (0, 1), (2, 3), ... of every row, then of the results (an odd one
-    last), one level after the other. The row results are left in column 0."""
-    n, k = rows.shape
-    while k > 1:
-        pairs = k // 2
-        for r in range(n):
-            for q in range(pairs):
-                a = element(p, rows[r, 2 * q], vals[r, 2 * q])
-                b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
-                w = mul_vv(a, b) if mul else add_vv(a, b)
-                rows[r, q], vals[r, q] = w.index, w.c
-            if k % 2:
-                rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
-        k = pairs + k % 2
+def _pairwise(record):
+    """pairwise(p, rows, vals) of one op (record: add_vv for sums, mul_vv for products; one op per compiled
+    function): each row of 2-d (rows, vals), in place, as tape/arrays/varray.py's reduce records it: pairs
+    (0, 1), (2, 3), ... of every row, then of the results (an odd one last), one level after the other. The row
+    results are left in column 0."""
+    @jit
+    @own_name
+    def pairwise(p, rows, vals):
+        n, k = rows.shape
+        while k > 1:
+            pairs = k // 2
+            for r in range(n):
+                for q in range(pairs):
+                    a = element(p, rows[r, 2 * q], vals[r, 2 * q])
+                    b = element(p, rows[r, 2 * q + 1], vals[r, 2 * q + 1])
+                    w = record(a, b)
+                    rows[r, q], vals[r, q] = w.index, w.c
+                if k % 2:
+                    rows[r, pairs], vals[r, pairs] = rows[r, k - 1], vals[r, k - 1]
+            k = pairs + k % 2
+    return pairwise
 
 
-@jit
-def total(a, mul):
-    """The sum (product) of all elements, pairwise; of none 0 (1), a number."""
-    size = a.rows.size
-    if size == 0:
-        return unbound(1.0 if mul else 0.0)
-    work = blank(a.tape, 1, size)  # scratch, given back
-    flat_into(work.rows[0], work.vals[0], a)
-    pairwise(a.tape, work.rows, work.vals, mul)
-    out = element(a.tape, work.rows[0, 0], work.vals[0, 0])
-    release(a.tape, 2 * size)
-    return out
+def _totals(record, empty: float):
+    """(pairwise, total, total_along) of one op: sums (add_vv, 0.0 of no elements), products (mul_vv, 1.0)."""
+    pairwise = _pairwise(record)
+
+    @jit
+    @own_name
+    def total(a):
+        """The sum (product) of all elements, pairwise; of none ``empty``, a number."""
+        size = a.rows.size
+        if size == 0:
+            return unbound(empty)
+        work = blank(a.tape, 1, size)  # scratch, given back
+        flat_into(work.rows[0], work.vals[0], a)
+        pairwise(a.tape, work.rows, work.vals)
+        out = element(a.tape, work.rows[0, 0], work.vals[0, 0])
+        release(a.tape, 2 * size)
+        return out
+
+    @jit
+    @own_name
+    def total_along(a, axis):
+        """The sums (products) along an axis of a 2-d Var array, a 1-d one: pairwise, every row's level
+        before the next level (as reduce records them); of no elements constant records ``empty``."""
+        p = a.tape
+        src = a if axis_of(axis, 2) == 1 else make_array(p, a.rows.T, a.vals.T)
+        n, m = src.rows.shape
+        out = fresh(p, n)
+        if m == 0:
+            for i in range(n):
+                w = constant_record(p, empty)
+                out.rows[i], out.vals[i] = w.index, w.c
+            return out
+        work = blank(p, n, m)  # scratch, given back
+        fill(work.rows, work.vals, src.rows, src.vals)
+        pairwise(p, work.rows, work.vals)
+        fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
+        release(p, 2 * n * m)
+        return out
+    return pairwise, total, total_along
 
 
-@jit
-def fold(a, largest):
-    """The largest (smallest) element: tape.maximum (minimum) of the first and each next one."""
-    if a.rows.size == 0:
-        raise ValueError("tape.jit: max/min of an empty Var array")
-    n, m = dims(a)
-    best = at(a, 0, 0)
-    for i in range(n):
-        for j in range(1 if i == 0 else 0, m):
-            w = at(a, i, j)
-            best = maximum_vv(best, w) if largest else minimum_vv(best, w)
-    return best
-
-
-@jit
-def total_along(a, axis, mul):
-    """The sums (products) along an axis of a 2-d Var array, a 1-d one: pairwise, every row's level
-    before the next level (as reduce records them); of no elements constant records 0 (1)."""
-    p = a.tape
-    src = a if axis_of(axis, 2) == 1 else make_array(p, a.rows.T, a.vals.T)
-    n, m = src.rows.shape
-    out = fresh(p, n)
-    if m == 0:
+def _folds(record):
+    """(fold, fold_along) of one op: the largest (record: maximum_vv) or smallest (minimum_vv) element."""
+    @jit
+    @own_name
+    def fold(a):
+        """tape.maximum (minimum) of the first and each next element."""
+        if a.rows.size == 0:
+            raise ValueError("tape.jit: max/min of an empty Var array")
+        n, m = dims(a)
+        best = at(a, 0, 0)
         for i in range(n):
-            w = constant_record(p, 1.0 if mul else 0.0)
+            for j in range(1 if i == 0 else 0, m):
+                best = record(best, at(a, i, j))
+        return best
+
+    @jit
+    @own_name
+    def fold_along(a, axis):
+        """The largest (smallest) elements along an axis of a 2-d Var array (fold of each row), a 1-d one."""
+        src = a if axis_of(axis, 2) == 1 else make_array(a.tape, a.rows.T, a.vals.T)
+        out = fresh(a.tape, src.rows.shape[0])
+        for i in range(src.rows.shape[0]):
+            w = fold(src[i])
             out.rows[i], out.vals[i] = w.index, w.c
         return out
-    work = blank(p, n, m)  # scratch, given back
-    fill(work.rows, work.vals, src.rows, src.vals)
-    pairwise(p, work.rows, work.vals, mul)
-    fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
-    release(p, 2 * n * m)
-    return out
+    return fold, fold_along
 
 
-@jit
-def fold_along(a, axis, largest):
-    """The largest (smallest) elements along an axis of a 2-d Var array (fold of each row), a 1-d one."""
-    src = a if axis_of(axis, 2) == 1 else make_array(a.tape, a.rows.T, a.vals.T)
-    out = fresh(a.tape, src.rows.shape[0])
-    for i in range(src.rows.shape[0]):
-        w = fold(src[i], largest)
-        out.rows[i], out.vals[i] = w.index, w.c
-    return out
+(pairwise_sum, sums, sums_along), (_, products, products_along) = _totals(add_vv, 0.0), _totals(mul_vv, 1.0)
+(largest, largest_along), (smallest, smallest_along) = _folds(maximum_vv), _folds(minimum_vv)
 
 
 def _reduction(whole, along):
@@ -132,12 +149,12 @@ def _reduction(whole, along):
     return typer
 
 
-REDUCTIONS = {"sum": (lambda a: total(a, False), lambda a, k: total_along(a, k, False)),
-              "prod": (lambda a: total(a, True), lambda a, k: total_along(a, k, True)),
-              "mean": (lambda a: total(a, False) * (1.0 / a.rows.size),
-                       lambda a, k: total_along(a, k, False) * (1.0 / a.rows.shape[axis_of(k, 2)])),
-              "max": (lambda a: fold(a, True), lambda a, k: fold_along(a, k, True)),
-              "min": (lambda a: fold(a, False), lambda a, k: fold_along(a, k, False))}
+REDUCTIONS = {"sum": (lambda a: sums(a), lambda a, k: sums_along(a, k)),
+              "prod": (lambda a: products(a), lambda a, k: products_along(a, k)),
+              "mean": (lambda a: sums(a) * (1.0 / a.rows.size),
+                       lambda a, k: sums_along(a, k) * (1.0 / a.rows.shape[axis_of(k, 2)])),
+              "max": (lambda a: largest(a), lambda a, k: largest_along(a, k)),
+              "min": (lambda a: smallest(a), lambda a, k: smallest_along(a, k))}
 for _name, (_whole, _along) in REDUCTIONS.items():
     _typer = _reduction(hot(_whole), hot(_along))
     overload_method(VarArrayType, _name)(_typer)
@@ -173,7 +190,7 @@ def _dot(a, b):
                 for j in range(q):
                     w = mul_vv(at(a, i, k), b_at(b, k, j))
                     work.rows[i * q + j, k], work.vals[i * q + j, k] = w.index, w.c
-        pairwise(p, work.rows, work.vals, False)
+        pairwise_sum(p, work.rows, work.vals)
         fill(out.rows, out.vals, work.rows[:, 0], work.vals[:, 0])
         release(p, 2 * n * q * m)
         return result(out, n, q)
