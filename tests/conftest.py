@@ -10,10 +10,13 @@ from tape.records import array_records
 def pytest_sessionstart(session):
     """Every kernel compiled or loaded before the first test, with a line saying so: on a fresh environment
     this is the one long wait of the run (the tests would otherwise stall silently in whichever test
-    first needs each kernel)."""
+    first needs each kernel). Under pytest-xdist the controller compiles before it starts the workers."""
     from tape.__main__ import warmup
     from tape.kernels.compiling import cache_dir
 
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller compiled them, load them
+        warmup()
+        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     say = reporter.write_line if reporter is not None else print
     say(f"tape: compiling the Numba kernels ahead, or loading them from {cache_dir()} (python -m tape warmup; "

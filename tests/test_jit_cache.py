@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tape.bench.programs import JIT_ARRAY_RK4, JIT_NBODY
@@ -123,8 +124,6 @@ def test_two_processes_saving_closures_of_one_function_never_cross_their_code(tm
 def test_each_cached_function_of_tape_compiled_has_its_own_name():
     """Closures of one factory (the reductions of each op) are named by what they are (own_name), and no two
     lambdas share a module: a shared name shares symbols, and one could load another's code in a cold cache."""
-    import sys
-
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
 
@@ -132,3 +131,37 @@ def test_each_cached_function_of_tape_compiled_has_its_own_name():
               for v in vars(module).values() if isinstance(v, CPUDispatcher) and not isinstance(v._cache, NullCache)}
     names = [f"{v.py_func.__module__}.{v.py_func.__qualname__}" for v in cached.values()]
     assert len(cached) > 20 and len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
+
+
+UNARY = COMPILES + """
+x = np.array([0.2, 0.4, 0.7])
+terms = [f"{k + 1}.0 * np.{name}(xs).sum()" for k, name in enumerate(sys.argv[1:])]
+f = tape.jit(eval("lambda xs: " + " + ".join(terms)))
+value, grad = tape.value_and_grad(f)(x)
+print(float(value), *grad.tolist())
+print(";".join(sorted(set(compiled))))
+"""
+
+
+def weighted(names: list[str], x: np.ndarray) -> float:
+    return sum((k + 1) * getattr(np, name)(x).sum() for k, name in enumerate(names))
+
+
+@pytest.mark.slow
+def test_two_processes_compiling_into_one_empty_cache_never_cross_their_code(tmp_path):
+    """Two processes compile tape.jit's overloads of different ufuncs at once into one empty cache (closures of one
+    factory, compiled in the same order: the same qualified name and per-process counter); a third loads them all
+    into one function, and each records its own op (they shared a cache file and symbol names: arccos recorded
+    arcsin)."""
+    env = dict(os.environ, TAPE_CACHE_DIR=str(tmp_path))
+    pair = [subprocess.Popen([sys.executable, "-c", UNARY, *names], env=env, stdout=subprocess.DEVNULL)
+            for names in (["arcsin", "tan"], ["arccos", "log"])]
+    assert [p.wait() for p in pair] == [0, 0]
+    names = ["arcsin", "arccos", "tan", "log"]
+    line, loaded = subprocess.run([sys.executable, "-c", UNARY, *names], capture_output=True, text=True, check=True,
+                                  env=env).stdout.splitlines()
+    x, h, got = np.array([0.2, 0.4, 0.7]), 1e-6, [float(v) for v in line.split()]
+    assert got[0] == pytest.approx(weighted(names, x), rel=1e-14)
+    differences = [(weighted(names, x + h * e) - weighted(names, x - h * e)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(got[1:], differences, rtol=1e-7)
+    assert "impl" not in loaded, "the overloads loaded from the cache the two processes wrote"
