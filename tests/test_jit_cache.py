@@ -165,3 +165,27 @@ def test_two_processes_compiling_into_one_empty_cache_never_cross_their_code(tmp
     differences = [(weighted(names, x + h * e) - weighted(names, x - h * e)) / (2 * h) for e in np.eye(3)]
     np.testing.assert_allclose(got[1:], differences, rtol=1e-7)
     assert "impl" not in loaded, "the overloads loaded from the cache the two processes wrote"
+
+
+GROWS = """
+import glob, os
+import tape
+
+def grows():  # the growth cfuncs in the jit cache (saved as they compile)
+    return len(glob.glob(os.path.join(os.environ["TAPE_CACHE_DIR"], "jit", "*", "*_grow*.nbi")))
+
+f = tape.jit(lambda xs: (xs[0] * xs[1]) * 2.0 + xs[0])
+small = list(tape.grad(f)([0.5, 1.5]))
+before = grows()
+t = tape.Tape(capacity=1)  # full at once: grown inside Numba
+y = f(t.vars([0.5, 1.5]))
+print(small == [4.0, 1.0], before, grows(), len(t), t.capacity >= len(t))
+"""
+
+
+@pytest.mark.slow
+def test_the_growth_functions_compile_at_the_first_growth_not_before(tmp_path):
+    """A tape that never grows does not wait for the growth cfuncs to compile (1.5 s cold); the first growth
+    compiles them, and the tape keeps every record."""
+    small, before, after, n, fits = run(GROWS, tmp_path)
+    assert small == "True" and before == "0" and int(after) >= 1 and int(n) >= 5 and fits == "True"

@@ -9,6 +9,7 @@ so nothing is written past an array's end. The op-by-op recorders are generated
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import operator
 import types as types_
@@ -139,13 +140,29 @@ GROW, GROW_CONSTS, GROW_CHECKS = (types.ExternalFunction(name, sig) for name, (_
 _installed: list = []
 
 
+def _on_first_growth(fn: Any, sig: Any) -> Any:
+    """A C function for symbol ``sig``: compiles (or loads) the cfunc of ``fn`` at its first call and calls it. Most
+    tapes never grow, so a first call does not wait for these compiles (1.5 s cold); a growth is rare (doubling)."""
+    compiled: list = []
+
+    def call(*args: int) -> int:
+        try:
+            if not compiled:
+                compiled.append(cfunc(sig, cache=True, **OPTIONS)(fn))  # type: ignore[type-var]
+            return int(compiled[0].ctypes(*args))
+        except Exception:  # noqa: BLE001  # reported by the caller as out of memory: never let ctypes return 0
+            return 1
+
+    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, *[ctypes.c_int64] * (len(sig.args) - 1))(call)
+
+
 def install() -> None:
-    """Compile (or load) the growth cfuncs and give jitted code their symbols; once per process."""
+    """Give jitted code the growth symbols; once per process."""
     if not _installed:
         for name, (fn, sig) in GROWTH.items():
-            compiled: Any = cfunc(sig, cache=True, **OPTIONS)(fn)  # type: ignore[type-var]
-            external(name, int(compiled.address), sig)
-            _installed.append(compiled)
+            stub = _on_first_growth(fn, sig)
+            external(name, ctypes.cast(stub, ctypes.c_void_p).value, sig)
+            _installed.append(stub)  # kept alive: jitted code calls its address
 
 
 @hot
