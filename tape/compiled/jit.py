@@ -107,7 +107,7 @@ def _tupled(size: int) -> Callable[..., Any]:
 def _driver(user: Any, cache: bool) -> Callable[..., Any]:
     """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs (cached as
     f is, with cache: a new process loads it, f inside, and compiles nothing)."""
-    @numba.njit(pipeline_class=Pipeline, no_cfunc_wrapper=True, **OPTIONS)  # called from Python only
+    @numba.njit(pipeline_class=Pipeline, **{**OPTIONS, "no_cfunc_wrapper": True})  # called from Python only
     def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)

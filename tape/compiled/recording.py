@@ -161,7 +161,9 @@ def install() -> None:
     if not _installed:
         for name, (fn, sig) in GROWTH.items():
             stub = _on_first_growth(fn, sig)
-            external(name, ctypes.cast(stub, ctypes.c_void_p).value, sig)
+            address = ctypes.cast(stub, ctypes.c_void_p).value
+            assert address, "ctypes made a C function at address 0"
+            external(name, address, sig)
             _installed.append(stub)  # kept alive: jitted code calls its address
 
 
