@@ -113,12 +113,12 @@ def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) ->
 def report_sparse(rows: dict) -> str:
     lines = ["\nSparse vs dense derivatives (pattern and coloring made once, kept; median ms; gradient: one vjp,"
              " or value_and_grad for the Hessian):",
-             f"  {'':<48}{'records':>10}{'colors':>7}{'structure':>10}{'ns/rec':>7}{'sparse':>9}{'gradient':>9}"
+             f"  {'':<48}{'records':>10}{'colors':>7}{'structure':>10}{'ns/rec':>9}{'sparse':>9}{'gradient':>9}"
              f"{'/grad':>6}{'dense':>13}{'/sparse':>9}"]
     for label, r in rows.items():
         dense = f"{1e3 * r['dense_s']:.1f}{'*' if r['dense_estimated'] else ''}"
         lines.append(f"  {label:<48}{r['records']:>10,}{r['colors']:>7}{1e3 * r['pattern_and_coloring_s']:>10.1f}"
-                     f"{1e9 * r['pattern_and_coloring_s'] / r['records']:>7.1f}{1e3 * r['sparse_s']:>9.2f}"
+                     f"{1e9 * r['pattern_and_coloring_s'] / r['records']:>9.1f}{1e3 * r['sparse_s']:>9.2f}"
                      f"{1e3 * r['gradient_s']:>9.2f}{r['sparse_s'] / r['gradient_s']:>5.1f}x{dense:>13}"
                      f"{r['dense_s'] / r['sparse_s']:>8.0f}x")
     lines.append(f"  * estimated: {COLUMNS} of the dense derivative's columns, times n / {COLUMNS}")
