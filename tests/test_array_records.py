@@ -6,6 +6,7 @@ import math
 import operator
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -276,6 +277,19 @@ def test_a_zero_adjoint_through_a_matmul_sends_nothing_where_a_factor_is_inf(arr
         for value, grad in (F.value_and_grad(x), tape.value_and_grad(f)(x)):
             assert value == x[0] * 0.25 + x[1] * -2.0 + x[2] * 3.0
             assert grad.tolist() == [0.25, -2.0, 3.0, 0.0, 0.0, 0.0, *W[:3]]
+
+
+@pytest.mark.parametrize("driven", [True, False])
+def test_huge_gradients_warn_of_nothing(arrays, monkeypatch, driven):
+    """A gradient of 1e300s (its squares overflow) replayed and afresh: exact, and no RuntimeWarning reaches the
+    user (the unchecked sweep's NaN test must not overflow)."""
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: driven)
+    f = lambda x: (x * 1e300).sum()  # noqa: E731
+    F = tape.trace(f, np.ones(3000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value, grad in (F.value_and_grad(np.ones(3000)), tape.value_and_grad(f)(np.ones(3000))):
+            assert value == pytest.approx(3e303, rel=1e-13) and np.all(grad == 1e300)
 
 
 def test_array_records_and_scalar_records_give_the_same_numbers(monkeypatch):

@@ -101,7 +101,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled +6: each overload implementation named by what it is (one op's closure never loads another's: 28).
 # arrays +16: concatenate and stack moved from varray.py (525 lines) to arrays/joins.py (its docstring and imports).
 # sweeps +18, function +2: a Function's sweep by the tables taken without asking compiled.ready again (steps._chosen),
-# the unchecked gradient's NaN test as isnan(g @ g) (issue 26).
+# the NaN test of an unchecked gradient (issue 26).
 # compiled +10: a call that fails to compile leaves no tape alive (compiler_pass.forget_failures: issue 31).
 # compiled +19: the growth cfuncs compiled at the first growth, not at tape.jit's first call (issue 28).
 # kernels +16: a stale adjoint region a view covers is assigned 0.0 + each product, not zeroed first (sends' fresh,
