@@ -24,7 +24,9 @@ from numba.core import caching
 from tape.compiled.jit_cache import JitCacheLocator
 from tape.kernels.compiling import OWN
 
-CACHED: Any = {"jit_options": {"cache": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}}  # as INTERNAL
+# tape.jit's own functions are called from jitted code only: no wrappers for Python or C callers (less to compile)
+NO_WRAPPERS: Any = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+CACHED: Any = {"jit_options": {"cache": True, **NO_WRAPPERS}}
 _numba_key = caching.FunctionCache._index_key
 
 
@@ -91,4 +93,4 @@ def _index_key(self, sig, codegen):
 caching.FunctionCache._index_key = _index_key  # type: ignore[method-assign]
 OWN.append(JitCacheLocator)
 
-__all__ = ["overload", "overload_method", "overload_attribute", "described", "own_name"]
+__all__ = ["overload", "overload_method", "overload_attribute", "described", "own_name", "NO_WRAPPERS"]

@@ -39,14 +39,13 @@ from tape.compiled.numba_internals import (
     value_at,
     var_type,
 )
-from tape.compiled.overload_cache import overload
+from tape.compiled.overload_cache import NO_WRAPPERS, overload
 from tape.errors import TapeFullError
 from tape.kernels.ops import CONSTANT
 from tape.records.storage import MAX_RECORDS, NO_INPUT
 
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
-# tape.jit's own functions are called from jitted code only: no wrappers for Python or C callers (less to compile)
-INTERNAL: Any = {**OPTIONS, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+INTERNAL: Any = {**OPTIONS, **NO_WRAPPERS}
 jit = njit(cache=True, **INTERNAL)
 hot = njit(inline="always", **INTERNAL)  # the layers under each op's entry: inlined into it, so one call per op
 

@@ -244,10 +244,15 @@ def _leaves(s: State, lo: int, hi: int) -> bool:
 # -- reverse ----------------------------------------------------------------------------
 
 
+def stale(stamp: int, gen: int, keep: int, accumulates: bool) -> bool:
+    """Whether an adjoint stamped ``stamp`` is stale in generation gen (an accumulated input's, stamped since keep,
+    is not)."""
+    return not (stamp == gen or (accumulates and stamp >= keep))
+
+
 def _fresh(s: State, j: int, gen: int, keep: int) -> bool:
-    """Whether record j's adjoint is stale in generation gen (accumulated inputs are not)."""
-    stamp = s._stamp[j]
-    return not (stamp == gen or (stamp >= keep and s._op[j] in (LEAF, INPUT)))
+    """Whether record j's adjoint is stale in generation gen."""
+    return stale(s._stamp[j], gen, keep, s._op[j] in (LEAF, INPUT))
 
 
 def _prepared(s: State, j: int, gen: int, keep: int) -> np.ndarray:

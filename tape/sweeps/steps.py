@@ -205,14 +205,13 @@ def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None]
 
 
 def _prepare(s: State, j: int) -> Callable[[int, int], None]:
-    """driver._prepared for record j of a Function s, its adjoint region and whether it accumulates (driver._fresh)
+    """driver._prepared for record j of a Function s, its adjoint region and whether it accumulates (driver.stale)
     found once."""
     region, stamps = driver.own(s, s._aadj, s._plans[s._in0[j]]), s._stamp
     accumulates = int(s._op[j]) in (LEAF, INPUT)
 
     def prepare(gen: int, keep: int) -> None:
-        stamp = stamps[j]
-        if not (stamp == gen or (accumulates and stamp >= keep)):
+        if driver.stale(stamps[j], gen, keep, accumulates):
             region[...] = 0.0
             stamps[j] = gen
 
