@@ -362,7 +362,14 @@ def constants(x, once: bool):
     return (X @ C).sum() + X[[2, 0]].sum() + ((X * 2.0 @ C if once else X * 2.0 @ np.array(DATA)) * 0.5).sum()
 
 
+def immediates(x, once: bool):
+    """x * 0.5 twice, each with a 0-d constant record of its own: alike (written once: one)."""
+    y = x * 0.5
+    return (y * (y if once else x * 0.5)).sum()
+
+
 PROGRAMS = {
+    "immediates": (immediates, np.linspace(-1.0, 1.0, 1024)),
     "constants": (constants, np.linspace(-1.0, 1.0, 1024)),
     "stencil": (stencil, np.random.default_rng(5).normal(size=2048)),
     "packs": (packed_program, np.linspace(-1.0, 1.0, 1024)),

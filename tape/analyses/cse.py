@@ -25,7 +25,7 @@ from tape.kernels.cse import tables
 from tape.kernels.ops import ELEM, HAS_INPUT, KIND, OPCODE, TWO_RECORDS, USES_POOL
 from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan
-from tape.sweeps.plans import MAX_DIMS, SHAPE, VIEWS, WIDTH
+from tape.sweeps.plans import MAX_DIMS, SHAPE, VIEWS, WIDTH, ranges
 
 merge = Twin(_kernels.merge, globals())  # a small trace's first runs its twin while it is not ready (kernels/twins.py)
 CODES = np.arange(256)
@@ -136,15 +136,9 @@ def _apart(a: dict[str, np.ndarray], same: np.ndarray) -> bool:
         ends[pack] = same[ends[pack]]
         key[placed, col] = ends
     constant = (code == ACONSTANT) & ~immediate
-    key[constant, 2] = _sums(bits[_ranges(offset[constant], size[constant])], size[constant])
+    key[constant, 2] = _sums(bits[ranges(offset[constant], size[constant])], size[constant])
     hashed = key[~IS_KEPT[code] & ~immediate].view(np.uint64) @ WEIGHTS  # (wrapping; np.unique of rows: 6x slower)
     return len(np.unique(hashed)) == len(hashed)
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The ranges [start, start + count) one after another."""
-    ends = np.cumsum(counts)
-    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - counts - starts, counts)
 
 
 def _sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:

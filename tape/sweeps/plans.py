@@ -160,13 +160,16 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
         return False
     limit = np.where(what == ROWS, r, np.where(what == OUTPUT, size, size[first]))
     at = placed & (count > 0)
-    ends = np.cumsum(count[at])
-    index = places[np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - count[at] - start[at], count[at])]
-    if len(index) and ((np.minimum.reduceat(index, ends - count[at]) < 0).any() or (
-            np.maximum.reduceat(index, ends - count[at]) >= limit[at]).any()):
+    starts = np.cumsum(count[at]) - count[at]
+    if np.array_equal(start[at], starts):  # (a tape's: its places one after another, read where they are)
+        index = places[:starts[-1] + count[at][-1] if len(starts) else 0]
+    else:
+        index = places[ranges(start[at], count[at])]
+    if len(index) and ((np.minimum.reduceat(index, starts) < 0).any() or (
+            np.maximum.reduceat(index, starts) >= limit[at]).any()):
         return False
-    packs = (what == ROWS)[at]
-    if np.repeat(packs, count[at]).any() and IS_ARRAY[op[index[np.repeat(packs, count[at])]]].any():
+    packs = at & (what == ROWS)
+    if IS_ARRAY[op[places[ranges(start[packs], count[packs])]]].any():
         return False
     keys = np.column_stack(signature)
     _, pick = np.unique(keys, axis=0, return_index=True)
@@ -176,6 +179,12 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
         except ValueError:
             return False
     return True
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The ranges [start, start + count) one after another."""
+    ends = np.cumsum(counts)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - counts - starts, counts)
 
 
 def _contiguous(shapes: np.ndarray) -> np.ndarray:
