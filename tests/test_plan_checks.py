@@ -64,3 +64,20 @@ def test_fine_where_no_row_fails_its_check(k, monkeypatch):
             assert not _plans._fine(bad, places, op, in0, in1)
             with pytest.raises(TapeFormatError):
                 _plans.decode(bad, places, op, in0, in1)
+
+
+def test_a_function_keeps_its_plans_while_its_tape_records_on():
+    """Tape.function's Function keeps the tape's plans (checked by NumPy, not built again): a list of its own, so
+    what the tape records afterwards reaches neither its plans nor its numbers."""
+    t = tape.Tape()
+    X = t.array(np.linspace(0.5, 1.5, 2000))
+    y = (np.sin(X) * X).sum()
+    F = t.function(X, y)
+    x = np.linspace(-1.0, 1.0, 2000)
+    want, n = F.value_and_grad(x), len(F._plans)
+    for _ in range(3):
+        Z = np.exp(X * 0.5) + X
+    (Z * Z).sum()
+    got = F.value_and_grad(x)
+    assert len(F._plans) == n and got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert np.allclose(want[1], np.sin(x) + x * np.cos(x), rtol=1e-13, atol=1e-13)  # by hand

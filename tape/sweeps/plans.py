@@ -83,7 +83,9 @@ def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarra
     rows = np.flatnonzero(IS_ARRAY[op])
     if table.ndim != 2 or table.shape[1] != WIDTH or len(table) != len(rows):
         raise TapeFormatError(f"plan table of shape {table.shape} for {len(rows)} array records ({WIDTH} columns)")
-    if plans is None or not _fine(table, places, op, in0, in1):
+    if plans and _fine(table, places, op, in0, in1):
+        plans = list(plans)  # a list of the Function's own: the tape may record on
+    else:
         plans = []
         end = 0
         for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
