@@ -330,3 +330,73 @@ def test_repeated_array_records_merge_to_the_program_written_once(seed):
             if k < 3:
                 close(F.value_and_grad(x)[1], G.value_and_grad(x)[1])
                 close(made[True][0].vjp(x, np.ones(len(steps))), made[True][1].vjp(x, np.ones(len(steps))))
+
+
+def packed_program(x, once: bool):
+    """Scalar repeats that packs read (small arrays of scalar records meeting an array record), 0-d constants read
+    as immediates, and constants of several elements."""
+    s, t = x[0] * x[1], x[2] + 1.0
+    first = tape.sin(s) * np.arange(4.0) + t  # 4 scalar records
+    again = (first if once else tape.sin(s) * np.arange(4.0) + t) * 2.0
+    y = x.reshape(256, 4) * first + again * np.array([1.0, 2.0, 3.0, 4.0]) + x.reshape(256, 4) * 0.5
+    return (y * np.exp(y * 0.01) + np.ones(4) * 0.25).sum()
+
+
+def stencil(u, once: bool):
+    """Heat steps by np.pad and np.concatenate (gathers and joins; the repeat: a step's neighbours twice)."""
+    for _ in range(4):
+        w = np.pad(u, 1, mode="wrap")
+        v = w if once else np.pad(u, 1, mode="wrap")
+        u = u + 0.2 * (w[2:] + v[:-2] - 2.0 * u)
+        u = u + 0.1 * (np.concatenate([u[1:], u[:1]]) - u)
+    return (u * u).sum()
+
+
+DATA = np.random.default_rng(6).normal(size=(32, 32))
+
+
+def constants(x, once: bool):
+    """One NumPy array read twice: two constant records alike (written once: one), a gather between them."""
+    X = x.reshape(32, 32)
+    C = np.asarray(DATA)
+    return (X @ C).sum() + X[[2, 0]].sum() + ((X * 2.0 @ C if once else X * 2.0 @ np.array(DATA)) * 0.5).sum()
+
+
+def immediates(x, once: bool):
+    """x * 0.5 twice, each with a 0-d constant record of its own: alike (written once: one)."""
+    y = x * 0.5
+    return (y * (y if once else x * 0.5)).sum()
+
+
+PROGRAMS = {
+    "immediates": (immediates, np.linspace(-1.0, 1.0, 1024)),
+    "constants": (constants, np.linspace(-1.0, 1.0, 1024)),
+    "stencil": (stencil, np.random.default_rng(5).normal(size=2048)),
+    "packs": (packed_program, np.linspace(-1.0, 1.0, 1024)),
+    "scalars beside arrays": (array_program, np.linspace(-1.0, 1.0, 1024).reshape(32, 32)),
+    **{f"array steps {seed}": (lambda x, once, seed=seed: run_arrays(array_steps(seed), x, once, False),
+                               np.random.default_rng(seed).uniform(-1, 1, (32, 32))) for seed in range(4)},
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_one_call_when_no_array_records_are_alike_gives_the_in_order_merge(name, monkeypatch):
+    """cse's one Numba call (no two array records' keys alike: _apart) gives the arrays and plans of the merge in
+    order, array record by array record; where records are alike, _apart sends it in order."""
+    from tape.analyses import cse as module
+
+    f, x0 = PROGRAMS[name]
+    apart = []
+    monkeypatch.setattr(module, "_apart", lambda a, same, real=module._apart: apart.append(real(a, same)) or apart[-1])
+    made = [tape.trace(lambda x, once=once: f(x, once), x0) for once in (False, True)]
+    monkeypatch.setattr(module, "_apart", lambda a, same: False)
+    in_order = [tape.trace(lambda x, once=once: f(x, once), x0) for once in (False, True)]
+    for F, G in zip(made, in_order, strict=True):
+        A, B = file_format.arrays(F), file_format.arrays(G)
+        assert A.keys() == B.keys() and F.stats() == G.stats()
+        for k in A:
+            assert np.array_equal(A[k], B[k]) and A[k].dtype == B[k].dtype, k
+    for F, found in zip(made, apart, strict=True):  # the one call where no array record merged in order
+        unmerged = tape.trace(lambda x, once=F is made[1]: f(x, once), x0, cse=False)
+        assert found == (len(file_format.arrays(F)["plans"]) == len(file_format.arrays(unmerged)["plans"]))
+    assert any(apart) or "packs" not in name and "stencil" not in name  # the one call taken

@@ -16,7 +16,7 @@ import tape
 from tape.function import array_replay
 from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.records import array_records
-from tape.sweeps import compiled, driver, layout
+from tape.sweeps import compiled, driver, fusion, layout
 
 
 @pytest.fixture
@@ -155,3 +155,30 @@ def test_the_compiled_tables_follow_a_function_back_to_its_recorded_layout(progr
     F.hvp(x, np.linspace(-1.0, 1.0, len(x)), params=0.7)
     assert F._recorded is None
     assert all(np.array_equal(a, b) for a, b in zip(_calls(F, x, False), want, strict=True))
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple) and a and isinstance(a[0], np.ndarray):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    return a == b
+
+
+MOVED = []
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_runs_moved_to_the_shared_regions_are_the_runs_found_there(program, arrays):
+    """A Function's runs, found on its recorded layout and moved to its shared regions (fusion.moved, not a second
+    find), are field for field those that find gives on the shared regions."""
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    F = tape.trace(PROGRAMS[program], x, params=0.7)
+    found = fusion.find(F, set(F._output_rows.tolist()), (F._input_rows, F._param_rows, F._check_rows))
+    runs = list(F._runs_first.values())
+    assert len(found) == len(runs)
+    for a, b in zip(found, runs, strict=True):
+        assert all(_same(getattr(a, name), getattr(b, name)) for name in fusion.Run._fields), (a, b)
+    MOVED.append(F._recorded is not None and len(runs))
+    if len(MOVED) == len(PROGRAMS):
+        assert sum(MOVED) >= 10  # runs moved, in several programs

@@ -137,7 +137,8 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
         if size < len(arena):
             small = np.zeros(size)
             _move(plans, arena, shared, small)
-            _install(F, shared, small, np.zeros(size))
+            _install(F, shared, small, np.zeros(size), fusion.moved(list(F._runs_first.values()), plans, shared,
+                                                                    F._in0))
             F._recorded = plans
             return
     F._aval, F._aadj = arena.copy(), np.zeros(len(arena))
@@ -170,7 +171,9 @@ def full(F: Function) -> None:
         steps.forward(F, None)
 
 
-def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: np.ndarray) -> None:
+def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: np.ndarray,
+             runs: list[fusion.Run] | None = None) -> None:
+    """F on plans and arenas, with its fused runs (found, where not given)."""
     F._plans = plans
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
@@ -186,7 +189,8 @@ def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints:
     F._n_par = F._param_pieces[-1][2] if F._param_pieces else 0
     F._n_out = F._out_pieces[-1][2] if F._out_pieces else 0
     F._top = int(F._output_rows.max(initial=-1))  # where reverse sweeps start
-    roots = (F._input_rows, F._param_rows, F._check_rows)
-    runs = fusion.find(F, set(F._output_rows.tolist()), roots) if plans else []
+    if runs is None:
+        roots = (F._input_rows, F._param_rows, F._check_rows)
+        runs = fusion.find(F, set(F._output_rows.tolist()), roots) if plans else []
     F._runs_first = {run.rows[0]: run for run in runs}
     F._runs_last = {run.rows[-1]: run for run in runs}

@@ -290,9 +290,11 @@ def _short(where: str) -> str:
     return f"{os.path.basename(file)}:{line}" if file else where
 
 
-def validate(a: dict[str, np.ndarray], callees: tuple[tuple[int, int, int], ...] = ()) -> list:
+def validate(a: dict[str, np.ndarray], callees: tuple[tuple[int, int, int], ...] = (), plans: list | None = None
+             ) -> list:
     """Raise TapeFormatError unless the arrays form a well-formed tape of their format version;
-    return its plans (tape/sweeps/plans.py), decoded and checked (callees: see _plans.decode; a file has none)."""
+    return its plans (tape/sweeps/plans.py), decoded and checked (callees, plans: see _plans.decode; a file has
+    neither)."""
     version = a["format_version"]
     if version.dtype != np.int64 or version.ndim != 0 or not 1 <= int(version) <= FORMAT_VERSION:
         shown = version.item() if version.size == 1 else version.shape
@@ -345,7 +347,7 @@ def validate(a: dict[str, np.ndarray], callees: tuple[tuple[int, int, int], ...]
     if bool(a["scalar_output"]) and len(a["output_rows"]) != 1:
         raise TapeFormatError("a scalar-output tape has exactly one output")
     arrays = a if int(version) >= 3 else no_arrays(len(a["input_rows"]))
-    plans = _plans.decode(arrays["plans"], arrays["plan_places"], op, in0, in1, callees)  # checks every plan
+    plans = _plans.decode(arrays["plans"], arrays["plan_places"], op, in0, in1, callees, plans)  # checks every plan
     if len(arrays["arena"]) != (plans[-1].offset + plans[-1].size if plans else 0):
         raise TapeFormatError(f"the arena holds {len(arrays['arena'])} numbers, not what the plans need")
     if bool(a["scalar_output"]) and IS_ARRAY[op[a["output_rows"][0]]]:

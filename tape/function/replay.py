@@ -166,7 +166,7 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
     # point a kernel outside them (about 10 ms per 10^6 records)
     plans = format.validate({"format_version": np.array(format.FORMAT_VERSION, np.int64), **arrays,
                               "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
-                             call_records.sizes(t._callees))
+                             call_records.sizes(t._callees), t._plans)
     arrays, lines, plans, callees, did = _prune.run(arrays, t._lines, prune and not share, plans, t._callees, cse)
     F = cls(arrays, on_branch_change, source, plans, share, callees)
     F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *did)

@@ -116,6 +116,7 @@ class Run(NamedTuple):
     watched: bool  # whether a member is read outside the run (live has one >= 0)
     ordered: bool  # whether its inputs get their adds in the NumPy steps' order (_lags)
     shaped: Shaped | None  # its shape's own kernels (_shape), where ordered
+    reads: np.ndarray  # the record of each view in the program's ext (where in the arenas it reads)
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
@@ -312,7 +313,25 @@ def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outp
     return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
                 total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
                 fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
-                Shaped.of(_shape(program, need, written, total is not None)) if ordered else None)]
+                Shaped.of(_shape(program, need, written, total is not None)) if ordered else None,
+                np.array(ext_rows, np.int64))]
+
+
+def moved(runs: list[Run], before: list[Plan], after: list[Plan], in0: np.ndarray) -> list[Run]:
+    """The runs find gave for plans ``before``, on their regions ``after`` (tape/sweeps/layout.py's compact): a layout
+    moves regions, not what a run reads or computes (of find's choices only _lags reads offsets, and only
+    differences within one record's region), so only where a run reads and writes in the arenas changes."""
+    old = np.fromiter((p.offset for p in before), np.int64, len(before))
+    new = np.fromiter((p.offset for p in after), np.int64, len(after))
+    plan = in0.astype(np.int64)  # an array record's plan
+    out = []
+    for run in runs:
+        ext = run.program[6].copy()
+        ext[:len(run.reads), 0] += new[plan[run.reads]] - old[plan[run.reads]]
+        live = np.where(run.live >= 0, new[plan[run.members]], -1)
+        out.append(run._replace(program=(*run.program[:6], ext), live=live,
+                                total_at=int(new[plan[run.total]]) if run.total >= 0 else -1))
+    return out
 
 
 def _shape(program: tuple[np.ndarray, ...], need: np.ndarray, live: np.ndarray, summed: bool) -> tuple:

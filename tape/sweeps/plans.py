@@ -23,7 +23,14 @@ _SHAPE = 1 + MAX_DIMS  # ndim, then the sizes
 _VIEW = 2 + _SHAPE + MAX_DIMS  # record, offset, ndim and sizes, strides
 # columns: code, row, offset, axes (a bit per axis), index start, index length | shape | wide | 3 views
 _HEAD = 6
+SHAPE = _HEAD  # the shape's columns: ndim, then MAX_DIMS sizes
 WIDTH = _HEAD + 2 * _SHAPE + 3 * _VIEW
+READS_VIEWS = np.array([op.inputs for op in ARRAY_OPS])  # by array op: views it reads, views it must read
+LEAST_VIEWS = np.array([op.inputs if op.least is None else op.least for op in ARRAY_OPS])
+ROWS, INPUT, OUTPUT, CALLEE = 1, 2, 3, 4  # what a plan's places index (RULE[code].places), by opcode:
+PLACES = np.array([("", "rows", "input", "output", "callee").index(RULE[c].places) for c in range(256)])
+VIEWS = tuple(slice(_HEAD + 2 * _SHAPE + j * _VIEW, _HEAD + 2 * _SHAPE + (j + 1) * _VIEW) for j in range(3))  # each
+# view's columns: record (-1: none), offset, ndim and sizes, strides
 
 
 def _put_shape(row: np.ndarray, at: int, shape: tuple[int, ...]) -> None:
@@ -68,30 +75,135 @@ def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
 
 
 def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray,
-           callees: tuple[tuple[int, int, int], ...] = ()) -> list[Plan]:
+           callees: tuple[tuple[int, int, int], ...] = (), plans: list[Plan] | None = None) -> list[Plan]:
     """The plans of a table, each row checked against the records (TapeFormatError otherwise).
 
-    callees: (inputs, params, outputs) of each Function the call records may name (none in a file)."""
+    callees: (inputs, params, outputs) of each Function the call records may name (none in a file). plans: the
+    plans the table encodes (a tape's own), returned where NumPy finds every row fine (_fine), not built again."""
     rows = np.flatnonzero(IS_ARRAY[op])
     if table.ndim != 2 or table.shape[1] != WIDTH or len(table) != len(rows):
         raise TapeFormatError(f"plan table of shape {table.shape} for {len(rows)} array records ({WIDTH} columns)")
-    plans: list[Plan] = []
-    end = 0
-    for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
-        try:
-            plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees))
-        except (ValueError, IndexError) as exc:
-            raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
-        end = plans[-1].offset + plans[-1].size
+    if plans and _fine(table, places, op, in0, in1):
+        plans = list(plans)  # a list of the Function's own: the tape may record on
+    else:
+        plans = []
+        end = 0
+        for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
+            try:
+                plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees))
+            except (ValueError, IndexError) as exc:
+                raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
+            end = plans[-1].offset + plans[-1].size
     elems = np.flatnonzero(op == ELEM)  # checked by NumPy: a Python loop took 1.7 µs an elem record
     source = in0[elems].astype(np.int64)
     ok = source < elems
     ok[ok] = IS_ARRAY[op[source[ok]]]
-    sizes = np.array([p.size for p in plans], np.int64)  # by plan: an array record's in0, checked above
+    sizes = _sizes(table, _HEAD)[1]  # by plan: an array record's in0, checked above
     ok[ok] = in1[elems[ok]] < sizes[in0[source[ok]]]
     if not ok.all():
         raise TapeFormatError(f"record {elems[~ok][0]} (elem): reads no element of an earlier array record")
     return plans
+
+
+def _sizes(table: np.ndarray, at: int) -> tuple[np.ndarray, np.ndarray]:
+    """(whether each row's shape at column ``at`` passes _get_shape, its element count where it does)."""
+    ndim, dims = table[:, at], table[:, at + 1:at + _SHAPE]
+    inside = np.arange(MAX_DIMS) < ndim[:, None]
+    fine = (ndim >= 0) & (ndim <= MAX_DIMS) & ((dims >= 0) | ~inside).all(1) & ((dims == 0) | inside).all(1)
+    counted = np.where(inside & fine[:, None], dims, 1)
+    fine &= np.where(counted > 0, np.log2(np.maximum(counted, 1)), -np.inf).sum(1) < 40 - 1e-9  # (a product < 2**40)
+    return fine, np.where(fine[:, None], counted, 0).prod(1)
+
+
+def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> bool:
+    """Whether every row passes _plan's checks, found by NumPy over the table (no Python per record; a Function
+    call's rows, and any doubt, answer False: _plan then checks row by row, naming the first bad one). Each
+    rule's shape check runs once per distinct (code, shapes, views' shapes, axes)."""
+    n, m = len(op), len(table)
+    code, r, offset, axes, start, count = table[:, :_HEAD].T
+    known = (code >= ARRAY_BASE) & (code < ARRAY_BASE + len(ARRAY_OPS)) & IS_ARRAY_OP[np.clip(code, 0, 255)]
+    rc = np.clip(r, 0, n - 1)
+    fine = known & (r >= 0) & (r < n) & (op[rc] == code) & (in0[rc] == np.arange(m)) & (in1[rc] == 0xFFFFFFFF)
+    fine &= np.diff(r, prepend=-1) > 0
+    shaped, size = _sizes(table, _HEAD)
+    wide, _ = _sizes(table, _HEAD + _SHAPE)
+    fine &= shaped & wide & (offset == np.concatenate([[0], np.cumsum(size)[:-1]])) & (axes >> MAX_DIMS == 0)
+    kind = np.where(known, code - ARRAY_BASE, 0)
+    takes, least = READS_VIEWS[kind], LEAST_VIEWS[kind]
+    present = np.ones(m, np.bool_)
+    signature = [code, axes, table[:, _HEAD:_HEAD + 2 * _SHAPE]]
+    for j, cols in enumerate(VIEWS):
+        view = table[:, cols]
+        record = view[:, 0]
+        present &= (j < takes) & ((j < least) | (record != -1))
+        fine &= present | ((record == -1) & (view[:, 1:] == 0).all(1))
+        rec = np.clip(record, 0, n - 1)
+        fine &= ~present | ((record >= 0) & (record < r) & IS_ARRAY[op[rec]])
+        plan = np.clip(in0[rec].astype(np.int64), 0, m - 1)
+        vshape, elements = _sizes(view, 2)
+        ndim, strides = view[:, 2], view[:, 2 + _SHAPE:]
+        fine &= ~present | (vshape & ((strides == 0) | (np.arange(MAX_DIMS) < ndim[:, None])).all(1))
+        reach = (np.maximum(view[:, 3:2 + _SHAPE], 1) - 1) * strides.astype(np.float64)  # (exact below 2**48;
+        huge = (np.abs(reach) >= 2**48).any(1) | (np.abs(view[:, 1]) >= 2**48)  # past any record above)
+        low, high = view[:, 1] + np.minimum(reach, 0).sum(1), view[:, 1] + np.maximum(reach, 0).sum(1)
+        fine &= ~present | (elements == 0) | (~huge & (low >= 0) & (high < size[plan]))
+        signature.append(np.where(present[:, None], view[:, 2:2 + _SHAPE], -1))
+        if j == 0:
+            first, whole = plan, (view[:, 1] == 0) & (view[:, 2:2 + _SHAPE] == table[plan, _HEAD:_HEAD + _SHAPE]).all(
+                1) & (strides == _contiguous(table[plan, _HEAD:_HEAD + _SHAPE])).all(1)
+            out_of = elements
+    what = PLACES[np.where(known, code, 0)]
+    placed = what > 0
+    fine &= (what != CALLEE) & (placed | (count == 0))
+    needed = np.where(what == OUTPUT, out_of, size)
+    fine &= ~placed | ((start >= 0) & (start + count <= len(places)) & (count == needed))
+    fine &= (what != INPUT) | whole
+    if not fine.all():
+        return False
+    limit = np.where(what == ROWS, r, np.where(what == OUTPUT, size, size[first]))
+    at = placed & (count > 0)
+    starts = np.cumsum(count[at]) - count[at]
+    if np.array_equal(start[at], starts):  # (a tape's: its places one after another, read where they are)
+        index = places[:starts[-1] + count[at][-1] if len(starts) else 0]
+    else:
+        index = places[ranges(start[at], count[at])]
+    if len(index) and ((np.minimum.reduceat(index, starts) < 0).any() or (
+            np.maximum.reduceat(index, starts) >= limit[at]).any()):
+        return False
+    packs = at & (what == ROWS)
+    if IS_ARRAY[op[places[ranges(start[packs], count[packs])]]].any():
+        return False
+    keys = np.column_stack(signature)
+    _, pick = np.unique(keys, axis=0, return_index=True)
+    for row in table[pick].tolist():  # each rule's check, once per distinct signature
+        try:
+            RULE[row[0]].check(*_shapes(row))
+        except ValueError:
+            return False
+    return True
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The ranges [start, start + count) one after another."""
+    ends = np.cumsum(counts)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - counts - starts, counts)
+
+
+def _contiguous(shapes: np.ndarray) -> np.ndarray:
+    """contiguous(shape) of each row's shape columns (ndim, sizes), zeros past its dimensions."""
+    ndim, dims = shapes[:, 0], shapes[:, 1:]
+    inside = np.arange(MAX_DIMS) < ndim[:, None]
+    after = np.cumprod(np.where(inside, np.maximum(dims, 1), 1)[:, ::-1], axis=1)[:, ::-1]
+    return np.where(inside, np.concatenate([after[:, 1:], np.ones((len(dims), 1), np.int64)], axis=1), 0)
+
+
+def _shapes(row: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], list[tuple[int, ...]], tuple[int, ...]]:
+    """A fine row's (shape, wide, views' shapes, axes), as a rule's check takes them."""
+    def shape(at: int) -> tuple[int, ...]:
+        return tuple(row[at + 1:at + 1 + row[at]])
+    views = [shape(cols.start + 2) for cols in VIEWS if row[cols.start] != -1]
+    op_ = ARRAY_OPS[row[0] - ARRAY_BASE]
+    return shape(_HEAD), shape(_HEAD + _SHAPE), views[:op_.inputs], tuple(a for a in range(MAX_DIMS) if row[3] >> a & 1)
 
 
 def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.ndarray, in0: np.ndarray,
