@@ -189,14 +189,22 @@ def test_functions_traced_on_recycling_tapes_give_the_same_bits(program, arrays,
         assert np.array_equal(a, b)
 
 
-def test_a_traced_loop_records_in_regions_bounded_by_its_state(arrays):
+def _neighbours(u, pad):
+    if pad:  # a gather of 2 more elements than the state, and 0-d constants each step (traced: recorded each time)
+        w = np.pad(u, 1, mode="wrap")
+        return w[2:] + w[:-2]
+    return np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]])
+
+
+@pytest.mark.parametrize("pad", [False, True], ids=["concatenate", "pad"])
+def test_a_traced_loop_records_in_regions_bounded_by_its_state(pad, arrays):
     """Tracing a stencil: the tape's value arena the same for 20 steps as for 80 (at most 8 states), and the
     Function's arenas (shared by liveness, tape/sweeps/layout.py) at most 12 states each and a few numbers a step
     (its 0-d constants keep regions of their own)."""
     def smoothed(u, steps, seen):
         seen.append(u.tape)
         for _ in range(steps):
-            u = u + 0.2 * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+            u = u + 0.2 * (_neighbours(u, pad) - 2.0 * u)
         return (u * u).sum()
 
     x = np.random.default_rng(10).uniform(size=600)
