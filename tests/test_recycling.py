@@ -251,3 +251,17 @@ def test_a_traced_tape_never_gives_a_constants_region_away(arrays):
     t._collect(())
     assert t._freed and c.record not in t._freed  # exp(x) freed: the collection ran
     assert t.function(x, y)(np.zeros(50)) == 100.0
+
+
+def test_a_functions_bytes_count_its_places(arrays):
+    """F.nbytes counts each gather's index (np.pad 'wrap' records one a step), once per array."""
+    def f(u):
+        for _ in range(10):
+            w = np.pad(u, 1, mode="wrap")
+            u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
+        return (u * u).sum()
+
+    F = tape.trace(f, np.ones(2000))
+    places = {id(p.places): p.places.nbytes for p in F._plans}
+    assert sum(places.values()) >= 10 * 2002 * 8
+    assert F.nbytes >= sum(places.values()) + F._aval.nbytes + F._aadj.nbytes

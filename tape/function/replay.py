@@ -188,9 +188,11 @@ def _leaves_laid_out(t: Storage) -> tuple[list[driver.Plan], np.ndarray]:
 
 
 def record_bytes(F: Function) -> int:
-    """The records, constants, array records' plans (8 * _plans.WIDTH bytes each) and values."""
+    """The records, constants, array records' plans (8 * _plans.WIDTH bytes each, and their places: a gather's
+    index, a pack's rows) and values."""
     arrays = (F._op, F._in0, F._in1, F._val, F._consts, F._aval)
-    return sum(a.nbytes for a in arrays) + 8 * _plans.WIDTH * len(F._plans)
+    places = {id(p.places): p.places.nbytes for p in F._plans}  # (plans may share one)
+    return sum(a.nbytes for a in arrays) + 8 * _plans.WIDTH * len(F._plans) + sum(places.values())
 
 
 def working_bytes(F: Function) -> int:

@@ -24,14 +24,12 @@ lays the Function's arena out from the records, not from this tape's offsets).
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 import mmap
 import os
 import sys
 import threading
 import weakref
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +43,7 @@ from tape.sweeps.driver import Plan, View
 _SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
 BORROWED = 2**16  # elements from which a borrowing tape reads a constant in place instead of copying it
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
-SCAN = 32  # capacities of freed regions of a size class that a record looks at, at most
+SCAN = 32  # freed regions of a size class that a record looks at, at most
 _READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
 _NO_PLACES = np.zeros(0, np.int64)  # the places of a plan that has none (read-only, as every plan's)
 CHECK = False  # tests: collect at every record, not only when the arena is full, and fill freed regions with NaN
@@ -137,8 +135,7 @@ class Arenas:
         self._holds: list[tuple[weakref.ref, int]] = []  # (a handle, the record it holds)
         self._watched: set[int] = set()  # records that had a handle, not freed, no reverse step reads
         self._read: set[int] = set()  # records whose value a reverse step reads
-        self._free: dict[int, dict[int, deque[tuple[int, int]]]] = {}  # by capacity's bit length, then capacity:
-        # (offset, row), oldest first
+        self._free: dict[int, list[tuple[int, int, int]]] = {}  # by capacity's bit length: (offset, capacity, row)
         self._caps: dict[int, int] = {}  # row -> capacity of a region taken from _free (else the record's size)
         self._n_free = 0  # elements in _free
         self._recycling, self._traced = True, traced
@@ -155,22 +152,16 @@ class Arenas:
             self._watched.add(record)
 
     def _take_free(self, size: int) -> int:
-        """The offset of a freed region of ``size`` to twice that (recorded for the next row), or -1: one of
-        exactly ``size`` where there is one (np.pad's 10,002 elements beside a stencil's 10,000 each step), else
-        of the first of SCAN capacities in its size class and the next that fits."""
+        """The offset of a freed region of ``size`` to twice that (recorded for the next row), or -1."""
         for bits in (size.bit_length(), size.bit_length() + 1):
-            caps = self._free.get(bits)
-            if not caps:
-                continue
-            cap = size if size in caps else next((c for c in itertools.islice(caps, SCAN) if size <= c <= 2 * size), 0)
-            if cap:
-                offset, row = caps[cap].popleft()
-                self._n_free -= cap
-                if not caps[cap]:
-                    del caps[cap]
-                self._freed[row] = self._n
-                self._caps[self._n] = cap
-                return offset
+            found = self._free.get(bits, [])
+            for k, (offset, cap, row) in enumerate(found[:SCAN] if found else ()):
+                if size <= cap <= 2 * size:
+                    del found[k]
+                    self._freed[row] = self._n
+                    self._caps[self._n] = cap
+                    self._n_free -= cap
+                    return offset
         return -1
 
     def _collect(self, inputs: tuple[View, ...]) -> int:
@@ -182,7 +173,7 @@ class Arenas:
             self._watched.discard(r)
             p = self._plan(r)
             cap = self._caps.pop(r, p.size)
-            self._free.setdefault(cap.bit_length(), {}).setdefault(cap, deque()).append((p.offset, r))
+            self._free.setdefault(cap.bit_length(), []).append((p.offset, cap, r))
             self._freed[r] = -1
             freed += cap
             self._n_free += cap
