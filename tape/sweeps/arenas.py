@@ -246,10 +246,11 @@ class Arenas:
         return row
 
     def _room(self) -> int:
-        """How much the value arena grows by: as much again, or an eighth on a recycling tape whose freed
-        regions hold a quarter of it (what no freed region fits: a 0-d constant, an np.pad of 10,002 elements
-        among 10,000's; doubling for those, tracing a heat equation of 10^4 x 500 took 200 MB)."""
-        return len(self._aval) // 8 if self._recycling and 4 * self._n_free >= len(self._aval) else len(self._aval)
+        """How much the value arena grows by: as much again, or an eighth on a traced tape whose freed regions
+        hold a quarter of it (for what no freed region fits: its 0-d constants, recorded each time; doubling for
+        those, tracing np.pad's heat equation of 10^4 x 500 took 200 MB). (tape.value_and_grad's tapes double:
+        a GRU recorded afresh growing by eighths collected more often: min 32-33 -> 34-35 CPU ms.)"""
+        return len(self._aval) // 8 if self._traced and 4 * self._n_free >= len(self._aval) else len(self._aval)
 
     def _reserve(self, size: int) -> None:
         """Room for ``size`` elements before the value arena has to grow (a hint: growing copies)."""
