@@ -168,7 +168,7 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
                               "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
                              call_records.sizes(t._callees))
     arrays, lines, plans, callees, did = _prune.run(arrays, t._lines, prune and not share, plans, t._callees, cse,
-                                                    leaves_only=bool(t._freed))
+                                                    bool(t._freed))  # (only the leaves' numbers: _leaves_laid_out)
     F = cls(arrays, on_branch_change, source, plans, share, callees)
     F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *did)
     F._home = weakref.ref(t)
