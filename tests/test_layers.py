@@ -108,9 +108,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # _stale: issue 26, s10).
 # sweeps +4, compiled +1: the stale-adjoint rule one function (driver.stale) and the wrapper options one dict
 # (overload_cache.NO_WRAPPERS), each used where it was written twice (review of s10).
-BUDGET = {"tape.kernels": 6250, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2548,
+# sweeps +32, function +6: tape.trace's tape recycles regions (arenas: the traced mode, untouched, move, _room;
+# replay: the leaves laid out, places counted in nbytes) (issue 26, s11 E); function +1 at its merge with B.
+BUDGET = {"tape.kernels": 6250, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2580,
           "tape.records": 1013, "tape.arrays": 1851, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3256, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3375, "tape": 250,
+          "tape.function": 3263, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3375, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -11,6 +11,7 @@ from test_array_records import STEP_PROGRAMS
 from test_layout import _calling, _gru, _heat
 
 import tape
+from tape.arrays.varray import wrap_view
 from tape.errors import TapeError
 from tape.kernels.ops import ARRAY_BASE
 from tape.records import array_records
@@ -84,7 +85,7 @@ def _afresh(f, x, p, recycle, monkeypatch, check=True):
     with monkeypatch.context() as m:
         m.setattr(arenas, "CHECK", check)
         if not recycle:
-            m.setattr(arenas.Arenas, "_recycle", lambda self: None)
+            m.setattr(arenas.Arenas, "_recycle", lambda self, traced=False: None)
         seen = []
         value, grad = tape.value_and_grad(lambda v, q: f(seen.append(v.tape) or v, q))(x, p)
     return value, grad, seen[0]
@@ -121,7 +122,7 @@ def test_handles_kept_past_the_call_keep_their_values(arrays, monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(arenas, "CHECK", True)
             if not recycle:
-                m.setattr(arenas.Arenas, "_recycle", lambda self: None)
+                m.setattr(arenas.Arenas, "_recycle", lambda self, traced=False: None)
             kept: list = []
             (value, aux), grad = tape.value_and_grad(f, has_aux=True)(x, kept)
             got.append([value, aux, grad, *[k.value for k in kept]])
@@ -156,3 +157,111 @@ def test_a_function_of_a_recycled_tape_is_refused(arrays):
 
     with pytest.raises(TapeError, match="tape.trace"):
         tape.value_and_grad(f)(np.ones(600))
+
+
+def _traced(f, x, p, recycle, monkeypatch):
+    """F traced from f at x (on a tape recycling, filling what it frees with NaN, or one keeping all) and its tape."""
+    with monkeypatch.context() as m:
+        m.setattr(arenas, "CHECK", True)
+        if not recycle:
+            m.setattr(arenas.Arenas, "_recycle", lambda self, traced=False: None)
+        seen = []
+        F = tape.trace(lambda v: f(seen.append(v.tape) or v, p), x)
+    return F, seen[0]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_functions_traced_on_recycling_tapes_give_the_same_bits(program, arrays, monkeypatch, tmp_path):
+    """tape.trace's tape gives away what the Function recomputes: values, gradients, tangents, Hessian-vector
+    products and a saved file's replay are a tape keeping everything's, bit for bit."""
+    f = PROGRAMS[program]
+    x = np.random.default_rng(11).uniform(0.2, 1.5, 600)
+    v = np.random.default_rng(12).normal(size=600)
+    got = []
+    for recycle in (True, False):
+        F, t = _traced(f, x, 0.7, recycle, monkeypatch)
+        assert bool(t._freed) == recycle or program in STEP_PROGRAMS, "nothing recycled: the test tests nothing"
+        F.save(tmp_path / "F.npz")
+        G = tape.load(tmp_path / "F.npz")
+        got.append([*F.value_and_grad(x), *F.value_and_grad(x[::-1] - 0.3), F.jvp(x, v), F.hvp(x, v),
+                    *G.value_and_grad(x)])
+    for a, b in zip(*got, strict=True):
+        assert np.array_equal(a, b)
+
+
+def _neighbours(u, pad):
+    if pad:  # a gather of 2 more elements than the state, and 0-d constants each step (traced: recorded each time)
+        w = np.pad(u, 1, mode="wrap")
+        return w[2:] + w[:-2]
+    return np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]])
+
+
+@pytest.mark.parametrize("pad", [False, True], ids=["concatenate", "pad"])
+def test_a_traced_loop_records_in_regions_bounded_by_its_state(pad, arrays, monkeypatch):
+    """Tracing a stencil of n = 10^4: the tape's value arena the same for 20 steps as for 80, at most 12 states
+    (no spare arenas of earlier tapes: their sizes would be its), and the Function's arenas (shared by liveness,
+    tape/sweeps/layout.py) at most 12 states each and a few numbers a step (its 0-d constants keep regions of
+    their own)."""
+    monkeypatch.setattr(arenas, "_SPARE", [])
+    monkeypatch.setattr(arenas, "SPARE_BYTES", 0)
+    def smoothed(u, steps, seen):
+        seen.append(u.tape)
+        for _ in range(steps):
+            u = u + 0.2 * (_neighbours(u, pad) - 2.0 * u)
+        return (u * u).sum()
+
+    n = 10_000
+    x = np.random.default_rng(10).uniform(size=n)
+    tapes, arenas_ = [], []
+    for steps in (20, 80):
+        seen: list = []
+        F = tape.trace(lambda v, steps=steps, seen=seen: smoothed(v, steps, seen), x)
+        tapes.append(len(seen[0]._aval))
+        arenas_.append(len(F._aval) + len(F._aadj))
+        assert np.array_equal(F.value_and_grad(x)[1], tape.value_and_grad(smoothed)(x, steps, [])[1])
+    assert tapes[0] == tapes[1] <= 12 * n
+    assert arenas_[0] <= 2 * 12 * n and arenas_[1] - arenas_[0] <= 8 * 60
+
+
+def test_a_traced_tape_keeps_its_constants(arrays, monkeypatch):
+    """Data arrays (xs[t]) read once per step, and a constant a handle held (np.pad's filling, assigned into),
+    keep their regions on a traced tape: the Function replays with them."""
+    xs = np.random.default_rng(13).normal(size=(30, 600))
+
+    def f(u, p):
+        for t in range(30):
+            u = np.tanh(np.pad(u, {0: (1, 1)}, constant_values=p)[:-2] * 0.5 + xs[t])
+        return (u * u).sum()
+
+    x = np.random.default_rng(14).uniform(size=600)
+    F, t = _traced(f, x, 0.5, True, monkeypatch)
+    assert t._freed
+    assert np.array_equal(F.value_and_grad(x)[1], _traced(f, x, 0.5, False, monkeypatch)[0].value_and_grad(x)[1])
+
+
+def test_a_traced_tape_never_gives_a_constants_region_away(arrays):
+    """Not even one a handle held and dropped (the Function made from the tape replays with it)."""
+    t = tape.Tape()
+    t._recycle(traced=True)
+    x = t.array(np.ones(50))
+    c = array_records.constant(t, np.full(50, 2.0))
+    held = wrap_view(t, c)
+    y = (np.exp(x) * held).sum()
+    del held
+    t._collect(())
+    assert t._freed and c.record not in t._freed  # exp(x) freed: the collection ran
+    assert t.function(x, y)(np.zeros(50)) == 100.0
+
+
+def test_a_functions_bytes_count_its_places(arrays):
+    """F.nbytes counts each gather's index (np.pad 'wrap' records one a step), once per array."""
+    def f(u):
+        for _ in range(10):
+            w = np.pad(u, 1, mode="wrap")
+            u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
+        return (u * u).sum()
+
+    F = tape.trace(f, np.ones(2000))
+    places = {id(p.places): p.places.nbytes for p in F._plans}
+    assert sum(places.values()) >= 10 * 2002 * 8
+    assert F.nbytes >= sum(places.values()) + F._aval.nbytes + F._aadj.nbytes

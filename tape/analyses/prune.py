@@ -29,14 +29,15 @@ from tape.kernels.twins import Twin
 from tape.records.storage import NO_INPUT
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
+from tape.sweeps.arenas import move, untouched
 from tape.sweeps.driver import Plan, forward_scalars
 
 compact, mark_varying = Twin(_kernels.compact, globals()), Twin(_kernels.mark_varying, globals())  # (kernels/twins.py)
 ROWS = ("input_rows", "param_rows", "output_rows", "check_rows")  # the rows that name records
 
 
-def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan], callees: list[Any]
-          ) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any]]:
+def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Plan], callees: list[Any],
+          leaves_only: bool = False) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any]]:
     """The arrays (as _format.validate checks them) without the dead records, the source lines of the
     kept ones, the kept plans and the Functions their call records call; a, lines, plans and callees
     themselves where nothing is dead."""
@@ -54,14 +55,14 @@ def prune(a: dict[str, np.ndarray], lines: dict[int, str] | None, plans: list[Pl
     pruned = dict(a, op=out[0], in0=out[1], in1=out[2], val=out[3], consts=a["consts"][slots[:n_slots]])
     pruned.update({name: new_row[a[name]] for name in ROWS})
     if plans:
-        plans, callees = _kept_plans(pruned, a["arena"], plans, callees, live, new_row)
+        plans, callees = _kept_plans(pruned, a["arena"], plans, callees, live, new_row, leaves_only)
     if lines is not None:
         lines = {int(new_row[r]): where for r, where in lines.items() if 0 <= r < n and live[r]}
     return pruned, lines, plans, callees
 
 
 def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Plan], callees: list[Any],
-                live: np.ndarray, new_row: np.ndarray) -> tuple[list[Plan], list[Any]]:
+                live: np.ndarray, new_row: np.ndarray, leaves_only: bool) -> tuple[list[Plan], list[Any]]:
     """The live plans renumbered (into pruned's in0 too: an array record's plan, an elem's record),
     their regions packed one after another (pruned's plan table and arena), and the callees that the
     kept call records call (their slots renumbered in order)."""
@@ -81,10 +82,15 @@ def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Pl
             places.flags.writeable = False
         kept.append(p._replace(row=int(new_row[p.row]), offset=offset, places=places, inputs=tuple(
             v._replace(record=int(new_row[v.record])) for v in p.inputs)))
-        regions.append(arena[p.offset:p.offset + p.size])
+        regions.append(p)
         offset += p.size
     pruned["plans"], pruned["plan_places"] = _plans.encode(kept)
-    pruned["arena"] = np.concatenate(regions) if regions else np.zeros(0)
+    if leaves_only:  # (the rest stays zero pages)
+        pruned["arena"] = untouched(offset)
+        move(regions, arena, kept, pruned["arena"])
+    else:
+        pruned["arena"] = np.concatenate([arena[p.offset:p.offset + p.size] for p in regions]) if regions else (
+            np.zeros(0))
     return kept, [callees[old] for old in slots]
 
 
@@ -109,16 +115,17 @@ def fold(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndar
 
 
 def run(a: dict[str, np.ndarray], lines: dict[int, str] | None, wanted: bool, plans: list[Plan], callees: list[Any],
-        merge: bool = True) -> tuple[dict[str, np.ndarray], dict[int, str] | None, list[Plan], list[Any],
-                                     tuple[int, int, str]]:
+        merge: bool = True, leaves_only: bool = False) -> tuple[dict[str, np.ndarray], dict[int, str] | None,
+                                                                list[Plan], list[Any], tuple[int, int, str]]:
     """fold, merge common subexpressions (tape/analyses/cse.py; if merge) and prune where wanted, with the kept
     plans and callees and what stats() reports of it: the records folded, the records merged, and "done"
-    or "off" (not wanted, or a tape's own records lent for derivatives at once)."""
+    or "off" (not wanted, or a tape's own records lent for derivatives at once). leaves_only: the arena
+    holds only the constants' and inputs' numbers (a traced tape's, tape/sweeps/arenas.py): only those are copied."""
     if not wanted:
         return a, lines, plans, callees, (0, 0, "off")
     a, folded = fold(a, plans)
     a, plans, merged = cse(a, plans) if merge else (a, plans, 0)
-    return (*prune(a, lines, plans, callees), (folded, merged, "done"))
+    return (*prune(a, lines, plans, callees, leaves_only), (folded, merged, "done"))
 
 
 def counts(pruning: tuple[int, int, int, str] | None, records: int) -> dict:

@@ -201,6 +201,8 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
     leaves, spec = _trees.flatten(x0, "tape.trace's x0")
     layout = _trees.Layout(spec, leaves)
     t = Tape(capacity=max(1024, 4 * layout.size) if capacity is None else capacity)
+    if t._lines is None and not nans.active():  # (their checks read every value)
+        t._recycle(traced=True)  # the Function replays from the constants and inputs (tape/sweeps/arenas.py)
     handles = _leaf_handles(t, leaves)
     args = [_trees.unflatten(spec, handles)]
     p_layout = None

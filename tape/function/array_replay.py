@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tape.debug import nans
-from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.kernels.ops import ARRAY_BASE
-from tape.sweeps import driver, fusion, layout, steps, tangents
+from tape.sweeps import arenas, driver, fusion, layout, steps, tangents
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -136,19 +135,12 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
                                       np.concatenate([F._input_rows, F._param_rows]))
         if size < len(arena):
             small = np.zeros(size)
-            _move(plans, arena, shared, small)
+            arenas.move(plans, arena, shared, small)
             _install(F, shared, small, np.zeros(size), fusion.moved(list(F._runs_first.values()), plans, shared,
                                                                     F._in0))
             F._recorded = plans
             return
     F._aval, F._aadj = arena.copy(), np.zeros(len(arena))
-
-
-def _move(plans: list[driver.Plan], arena: np.ndarray, to: list[driver.Plan], into: np.ndarray) -> None:
-    """The numbers of the constants and inputs (params too) of plans in arena, to their regions in ``to``."""
-    for p, q in zip(plans, to, strict=True):
-        if p.code in (ACONSTANT, INPUT):
-            driver.region(into, q)[...] = driver.region(arena, p)
 
 
 def recorded(F: Function) -> tuple[list[driver.Plan], np.ndarray]:
@@ -157,7 +149,7 @@ def recorded(F: Function) -> tuple[list[driver.Plan], np.ndarray]:
     if plans is None:
         return F._plans, F._aval
     arena = np.zeros(plans[-1].offset + plans[-1].size)
-    _move(F._plans, F._aval, plans, arena)
+    arenas.move(F._plans, F._aval, plans, arena)
     return plans, arena
 
 

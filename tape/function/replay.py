@@ -28,7 +28,7 @@ from tape.kernels.array_ops import ACONSTANT, NAME
 from tape.kernels.ops import ARRAY_BASE, CONSTANT, HAS_DA, HAS_DB, IS_GROUPED, IS_GROUPED_PAIR
 from tape.kernels.twins import Twin
 from tape.records.storage import Storage
-from tape.sweeps import driver
+from tape.sweeps import arenas, driver
 from tape.sweeps import plans as _plans
 
 if TYPE_CHECKING:
@@ -134,14 +134,14 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
     """A Function of a copy of t's records (see Tape.function, which checks the rows), pruned (analyses/prune.py);
     with share (a tape of scalar records only), of the records themselves: no copy, for derivatives at once."""
     known_policy(on_branch_change)  # before the file's checks, which call it a format error
-    if t._freed:  # (tape/sweeps/arenas.py)
+    if t._freed and not t._traced:  # (tape/sweeps/arenas.py)
         raise TapeError("tape.value_and_grad's tape gave its dead arrays' regions away: a Function needs tape.trace")
     share = share and not t._plans
     own = (lambda a: a) if share else np.copy
     n, checks = len(t), t._checks
-    table, places = _plans.encode(t._plans)
-    arena = t._aval[:t._n_arena]  # read only: what the Function keeps, install_arrays copies (a heat equation
-    if t._borrowed:  # of 10^4 x 500 steps traced: 360 MB copied once, not twice)
+    plans, arena = _leaves_laid_out(t) if t._freed else (t._plans, t._aval[:t._n_arena])
+    table, places = _plans.encode(plans)  # the arena read only: what the Function keeps, install_arrays copies
+    if t._borrowed:  # (a heat equation of 10^4 x 500 steps traced: 360 MB copied once, not twice)
         arena = arena.copy()
         for row, values in t._borrowed.items():  # a Function owns every number it replays with
             arena[t._plan(row).offset:][:values.size] = values.reshape(-1)
@@ -166,18 +166,33 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
     # point a kernel outside them (about 10 ms per 10^6 records)
     plans = format.validate({"format_version": np.array(format.FORMAT_VERSION, np.int64), **arrays,
                               "on_branch_change": np.array(on_branch_change), "check_finite": np.array(False)},
-                             call_records.sizes(t._callees), t._plans)
-    arrays, lines, plans, callees, did = _prune.run(arrays, t._lines, prune and not share, plans, t._callees, cse)
+                             call_records.sizes(t._callees), plans)
+    arrays, lines, plans, callees, did = _prune.run(arrays, t._lines, prune and not share, plans, t._callees, cse,
+                                                    bool(t._freed))  # (only the leaves' numbers: _leaves_laid_out)
     F = cls(arrays, on_branch_change, source, plans, share, callees)
     F._lines, F._pruning = dict(lines) if lines is not None else None, (n, *did)
     F._home = weakref.ref(t)
     return F
 
 
+def _leaves_laid_out(t: Storage) -> tuple[list[driver.Plan], np.ndarray]:
+    """A traced tape that gave regions away (tape/sweeps/arenas.py): its plans one after another and an arena
+    holding their constants' and inputs' numbers, zero elsewhere (pages never touched)."""
+    plans, offset = [], 0
+    for p in t._plans:
+        plans.append(p._replace(offset=offset))
+        offset += p.size
+    arena = arenas.untouched(offset)
+    arenas.move(t._plans, t._aval, plans, arena)
+    return plans, arena
+
+
 def record_bytes(F: Function) -> int:
-    """The records, constants, array records' plans (8 * _plans.WIDTH bytes each) and values."""
+    """The records, constants, array records' plans (8 * _plans.WIDTH bytes each, and their places: a gather's
+    index, a pack's rows) and values."""
     arrays = (F._op, F._in0, F._in1, F._val, F._consts, F._aval)
-    return sum(a.nbytes for a in arrays) + 8 * _plans.WIDTH * len(F._plans)
+    places = {id(p.places): p.places.nbytes for p in F._plans}  # (plans may share one)
+    return sum(a.nbytes for a in arrays) + 8 * _plans.WIDTH * len(F._plans) + sum(places.values())
 
 
 def working_bytes(F: Function) -> int:

@@ -43,7 +43,7 @@ def constant(t: Storage, values: object) -> View:
 def number(t: Storage, c: float) -> View:
     """A 0-d constant of c, recorded once per tape where it recycles (value_and_grad's: ``x * 2.0`` in a loop is
     one record, not one per step); a traced tape records each, so that a Function's records are its program's."""
-    if not t._recycling:
+    if not t._recycling or t._traced:
         return constant(t, c)
     key = (c, math.copysign(1.0, c))  # -0.0 apart from 0.0 (a NaN equals nothing: recorded each time)
     found = t._numbers.get(key)

@@ -14,12 +14,18 @@ adjoint is done before the earlier one's first contribution arrives (tape/sweeps
 whose reverse reads no values (a stencil) then records in a few regions; one whose reverse reads them
 (a GRU) keeps those. Records that never had a handle (the inner records of composite operations) keep
 their regions.
+
+tape.trace's tape recycles too (``_recycle(traced=True)``): the Function made from it replays from its
+constants and inputs alone, so those keep their regions and nothing is kept for a reverse sweep (this
+tape never runs one); the other values are given away once no handle holds them (tape/function/replay.py
+lays the Function's arena out from the records, not from this tape's offsets).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import mmap
 import os
 import sys
 import threading
@@ -78,6 +84,19 @@ def recycle(*arrays: np.ndarray) -> None:
 _OWNED = 4  # references to an arena passed here: the owner's attribute, the argument tuple, ``a``, getrefcount's
 
 
+def untouched(size: int) -> np.ndarray:
+    """``size`` zeros (float64) whose pages exist once written: an anonymous mapping of small pages (NumPy
+    asks for huge pages, and one number written in each region of a long arena would fault it whole)."""
+    return np.frombuffer(mmap.mmap(-1, 8 * size), np.float64) if size else np.zeros(0)
+
+
+def move(plans: list[Plan], arena: np.ndarray, to: list[Plan], into: np.ndarray) -> None:
+    """The numbers of the constants and inputs (params too) of plans in arena, to their regions in ``to``."""
+    for p, q in zip(plans, to, strict=True):
+        if p.code in (ACONSTANT, INPUT):
+            driver.region(into, q)[...] = driver.region(arena, p)
+
+
 class Arenas:
     """Plans and arenas; mixed into tape.records.storage.Storage, which owns the record table."""
 
@@ -92,6 +111,7 @@ class Arenas:
     _op_w: Any  # Storage's memoryview of _op
     _push: Callable[[int, int, int, float], int]  # Storage's: append one record
     _recycling = False  # whether it recycles regions (then handles call _register)
+    _traced = False  # recycling for tape.trace: constants and inputs kept, nothing pinned for a reverse sweep
 
     def _init_arenas(self) -> None:
         self._plans: list[Plan] = []
@@ -109,14 +129,16 @@ class Arenas:
         self._numbers: dict[tuple[float, float], View] = {}  # 0-d constants that operators made, by value and sign
         self._recycling = False
 
-    def _recycle(self) -> None:
-        """Recycle regions from now on (see the module docstring): tape.value_and_grad's own tapes."""
+    def _recycle(self, traced: bool = False) -> None:
+        """Recycle regions from now on (see the module docstring): tape.value_and_grad's own tapes, and
+        (traced) tape.trace's."""
         self._holds: list[tuple[weakref.ref, int]] = []  # (a handle, the record it holds)
         self._watched: set[int] = set()  # records that had a handle, not freed, no reverse step reads
         self._read: set[int] = set()  # records whose value a reverse step reads
         self._free: dict[int, list[tuple[int, int, int]]] = {}  # by capacity's bit length: (offset, capacity, row)
         self._caps: dict[int, int] = {}  # row -> capacity of a region taken from _free (else the record's size)
-        self._recycling = True
+        self._n_free = 0  # elements in _free
+        self._recycling, self._traced = True, traced
 
     def _keep_all(self) -> None:
         """Stop recycling (a nested transform's symbolic sweep reads records by row, a rewind renumbers them)."""
@@ -124,7 +146,8 @@ class Arenas:
 
     def _register(self, handle: object, record: int) -> None:
         """Note that ``handle`` (a VarArray, an ArrayCondition) holds ``record``."""
-        if record not in self._read and self._op[record] != INPUT:
+        if record not in self._read and self._op[record] != INPUT and not (
+                self._traced and self._op[record] == ACONSTANT):
             self._holds.append((weakref.ref(handle), record))
             self._watched.add(record)
 
@@ -137,6 +160,7 @@ class Arenas:
                     del found[k]
                     self._freed[row] = self._n
                     self._caps[self._n] = cap
+                    self._n_free -= cap
                     return offset
         return -1
 
@@ -152,6 +176,7 @@ class Arenas:
             self._free.setdefault(cap.bit_length(), []).append((p.offset, cap, r))
             self._freed[r] = -1
             freed += cap
+            self._n_free += cap
             if CHECK:
                 self._aval[p.offset:p.offset + cap] = np.nan
         return freed
@@ -195,7 +220,7 @@ class Arenas:
         if start < 0:
             start = self._n_arena
             if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
-                grown = _take(max(2 * len(self._aval), start + size, 1024))
+                grown = _take(max(len(self._aval) + self._room(), start + size, 1024))
                 grown[:start] = self._aval[:start]
                 if not self._recycling:  # (a recycling tape grows seldom: its old arena is let go at once)
                     recycle(self._aval)
@@ -208,7 +233,7 @@ class Arenas:
         plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
         self._plans.append(plan)
         self._plan_rows.append(row)
-        if self._recycling and inputs:
+        if self._recycling and inputs and not self._traced:
             self._pin(plan)
         if values is not None and self._borrowing and code == ACONSTANT and size >= BORROWED:
             self._borrowed[row] = np.ascontiguousarray(values).reshape(-1)
@@ -219,6 +244,13 @@ class Arenas:
         if self._lines is not None:
             self._lines[row] = caller()
         return row
+
+    def _room(self) -> int:
+        """How much the value arena grows by: as much again, or an eighth on a traced tape whose freed regions
+        hold a quarter of it (for what no freed region fits: its 0-d constants, recorded each time; doubling for
+        those, tracing np.pad's heat equation of 10^4 x 500 took 200 MB). (tape.value_and_grad's tapes double:
+        a GRU recorded afresh growing by eighths collected more often: min 32-33 -> 34-35 CPU ms.)"""
+        return len(self._aval) // 8 if self._traced and 4 * self._n_free >= len(self._aval) else len(self._aval)
 
     def _reserve(self, size: int) -> None:
         """Room for ``size`` elements before the value arena has to grow (a hint: growing copies)."""
