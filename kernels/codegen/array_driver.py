@@ -102,6 +102,8 @@ ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
 LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
+STRETCH = 8  # a forward table's header of the next SIZE rows (elementwise, laid out alike): run by the generated
+CALL = 6  # kernel at address t[CALL] (kernels/shaped.py's stretch: one pass, only live values stored), else row by row
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
 BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
@@ -110,7 +112,19 @@ dgemm = types.ExternalFunction("scipy_cblas_dgemm64_", types.void(_E, _E, _E, _I
 dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I, _F, _P, _I, _P, _I, _F, _P, _I))
 """
 
-DRIVER = '''@jit
+DRIVER = '''@intrinsic
+def _call(typingctx, address, rows, aval):
+    """The C function at address called with the data of rows and aval: a STRETCH's kernel."""
+    def codegen(context, builder, signature, args):
+        data = [context.make_array(kind)(context, builder, value).data
+                for kind, value in zip(signature.args[1:], args[1:], strict=True)]
+        function = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [x.type for x in data]).as_pointer())
+        builder.call(function, data)
+        return context.get_dummy_value()
+    return types.void(address, rows, aval), codegen
+
+
+@jit
 def _room(buffer, n):
     """Refuse to write n elements into a scratch row shorter than n (Numba checks no bounds: a row that
     tape/sweeps/compiled.py sized wrongly would otherwise be written past)."""
@@ -242,10 +256,17 @@ def _copy(t, arena, back, masked):
 def forward(table, aval, scratch):
     """The forward sweep of the table's records, in order."""
     frame = np.empty(5, np.intp)  # a NumPy loop call's arguments (_framed): alive for the whole sweep
+    skip = 0
     for r in range(table.shape[0]):
         t = table[r]
         kind = t[KIND]
-        if kind == ELEMENTWISE:
+        if r < skip:
+            continue
+        if kind == STRETCH:
+            if t[CALL] != 0:
+                _call(t[CALL], table[r + 1:r + 1 + t[SIZE]], aval)
+                skip = r + 1 + t[SIZE]
+        elif kind == ELEMENTWISE:
             n, number = t[SIZE], _number(t)
             A = _operand(t, 0, aval, scratch[0], number)
             B = _operand(t, 1, aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
@@ -331,7 +352,9 @@ def generate(header: list[str]) -> str:
         ")",
         "",
         "import numpy as np",
+        "from llvmlite import ir",
         "from numba import types",
+        "from numba.extending import intrinsic",
         "",
         "from ._sweeps import (  # noqa: F401",
         *[f"    {name}," for name in helpers],

@@ -16,6 +16,7 @@ long as the compile takes (then at most doubling its time, once per machine).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,7 +27,7 @@ from tape.kernels._array_driver import COPY, GATHER, LINED, LOGSUMEXP, MATMUL, S
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
-from tape.sweeps import driver
+from tape.sweeps import driver, stretches
 from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
@@ -258,9 +259,10 @@ def _idle(s: State, kind: int, what: Any) -> bool:
                                                                                                        "none")
 
 
-def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+def grouped(s: State, walk: Iterable[tuple[int, Any]], forward: bool = False) -> Iterator[tuple[int, Any]]:
     """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
-    scratch)); idle items inside a stretch dropped."""
+    scratch)), a forward walk's as (TABLE, (table, scratch, its stretches' pending kernels: stretches.py)); idle
+    items inside a stretch dropped."""
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
     for kind, what in walk:
@@ -273,12 +275,12 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
             idle.append((kind, what))
             continue
         if rows:
-            yield _table(rows)
+            yield _table(rows, forward and s)
             yield from idle
             rows, idle = [], []
         yield kind, what
     if rows:
-        yield _table(rows)
+        yield _table(rows, forward and s)
         yield from idle
 
 
@@ -306,7 +308,9 @@ def _lines_back(row: np.ndarray) -> int:
         int(np.prod(shape[row[f:f + 4] != 0])) for f in (VIEWS + kernels.STRIDES, VIEWS + VIEW + kernels.STRIDES)))
 
 
-def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
+def _table(rows: list[np.ndarray], s: Any) -> tuple[int, Any]:
+    """A table of rows and its scratch; for a forward sweep's s, the rows' stretches too."""
+    rows, pending = stretches.stretched(s, rows) if s else (rows, None)
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
@@ -314,12 +318,19 @@ def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
                max((_lines_back(row) for row in table if row[0] == LINED), default=1),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
                int(np.maximum(m, np.minimum(m * n, np.maximum(n, LINES))).max(initial=1)))
-    return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back; a logsumexp's block, sums and
-    # tops), the contributions and their sum back
+    scratch = np.empty((4, size))  # operands (a matmul's product back; a logsumexp's block, sums and tops), the
+    # contributions and their sum back
+    return TABLE, (table, scratch) if pending is None else (table, scratch, pending)
 
 
-def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
+def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None = None) -> None:
+    """The table's forward sweep (timed while its stretches' kernels are pending)."""
+    if not pending:
+        _gate.call(kernels.forward, table, s._aval, scratch)
+        return
+    start = time.perf_counter()
     _gate.call(kernels.forward, table, s._aval, scratch)
+    stretches.fill(table, pending, time.perf_counter() - start)
 
 
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, gen: int, keep: int, check: bool) -> bool:

@@ -138,7 +138,8 @@ def _chosen(s: State, key: tuple, runs: dict[int, Any] | None,
 
 def _forward_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool) -> Sweep:
     walk = driver.forward_walk(s, 0, len(s._op), _kept(s, runs) if fast and runs else runs)
-    return _sweep([_forward_call(s, kind, what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
+    return _sweep([_forward_call(s, kind, what) for kind, what in (compiled.grouped(s, walk, True) if fast else
+                                                                    walk)])
 
 
 def _count(s: State, seconds: float) -> None:
