@@ -102,8 +102,8 @@ ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
 LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
-STRETCH = 8  # a forward table's header of the next SIZE rows (elementwise, laid out alike): run by the generated
-CALL = 6  # kernel at address t[CALL] (kernels/shaped.py's stretch: one pass, only live values stored), else row by row
+STRETCH = 8  # a header of the next SIZE rows (elementwise, laid out alike): run by the generated kernel at address
+CALL = 6  # t[CALL] (kernels/shaped.py's stretch: one pass, only what is read after it stored), else row by row
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
 BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
@@ -113,15 +113,16 @@ dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I
 """
 
 DRIVER = '''@intrinsic
-def _call(typingctx, address, rows, aval):
-    """The C function at address called with the data of rows and aval: a STRETCH's kernel."""
-    def codegen(context, builder, signature, args):
-        data = [context.make_array(kind)(context, builder, value).data
-                for kind, value in zip(signature.args[1:], args[1:], strict=True)]
-        function = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [x.type for x in data]).as_pointer())
+def _call(typingctx, address, args):
+    """The C function at address called with args, an array as its data: a STRETCH's kernel."""
+    def codegen(context, builder, signature, values):
+        data = [builder.extract_value(values[1], i) for i in range(len(args))]
+        data = [context.make_array(kind)(context, builder, value).data if isinstance(kind, types.Array) else value
+                for kind, value in zip(args, data, strict=True)]
+        function = builder.inttoptr(values[0], ir.FunctionType(ir.VoidType(), [x.type for x in data]).as_pointer())
         builder.call(function, data)
         return context.get_dummy_value()
-    return types.void(address, rows, aval), codegen
+    return types.void(address, args), codegen
 
 
 @jit
@@ -264,7 +265,7 @@ def forward(table, aval, scratch):
             continue
         if kind == STRETCH:
             if t[CALL] != 0:
-                _call(t[CALL], table[r + 1:r + 1 + t[SIZE]], aval)
+                _call(t[CALL], (table[r + 1:r + 1 + t[SIZE]], aval))
                 skip = r + 1 + t[SIZE]
         elif kind == ELEMENTWISE:
             n, number = t[SIZE], _number(t)
@@ -290,8 +291,17 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
     """The reverse sweep of the table's records (given last first) that this pass reached; whether it made a
     matmul's products back unchecked (check false: see kernels.array_rule.times)."""
     unchecked = False
+    skip = 0
     for r in range(table.shape[0]):
         t = table[r]
+        if r < skip:
+            continue
+        if t[KIND] == STRETCH:  # (its members last first: reached where the last is)
+            if t[CALL] != 0:
+                skip = r + 1 + t[SIZE]
+                if stamp[table[r + 1, ROW]] == gen:
+                    _call(t[CALL], (table[r + 1:skip], aval, aadj, stamp, gen, keep, scratch, scratch.shape[1]))
+            continue
         if stamp[t[ROW]] != gen:
             continue
         kind = t[KIND]

@@ -259,10 +259,10 @@ def _idle(s: State, kind: int, what: Any) -> bool:
                                                                                                        "none")
 
 
-def grouped(s: State, walk: Iterable[tuple[int, Any]], forward: bool = False) -> Iterator[tuple[int, Any]]:
+def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "") -> Iterator[tuple[int, Any]]:
     """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
-    scratch)), a forward walk's as (TABLE, (table, scratch, its stretches' pending kernels: stretches.py)); idle
-    items inside a stretch dropped."""
+    scratch)), or for a sweep ("forward", "reverse") (TABLE, (table, scratch, its stretches' pending kernels:
+    stretches.py)); idle items inside a stretch dropped."""
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
     for kind, what in walk:
@@ -275,12 +275,12 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], forward: bool = False) ->
             idle.append((kind, what))
             continue
         if rows:
-            yield _table(rows, forward and s)
+            yield _table(rows, s, sweep)
             yield from idle
             rows, idle = [], []
         yield kind, what
     if rows:
-        yield _table(rows, forward and s)
+        yield _table(rows, s, sweep)
         yield from idle
 
 
@@ -308,9 +308,9 @@ def _lines_back(row: np.ndarray) -> int:
         int(np.prod(shape[row[f:f + 4] != 0])) for f in (VIEWS + kernels.STRIDES, VIEWS + VIEW + kernels.STRIDES)))
 
 
-def _table(rows: list[np.ndarray], s: Any) -> tuple[int, Any]:
-    """A table of rows and its scratch; for a forward sweep's s, the rows' stretches too."""
-    rows, pending = stretches.stretched(s, rows) if s else (rows, None)
+def _table(rows: list[np.ndarray], s: State, sweep: str) -> tuple[int, Any]:
+    """A table of rows and its scratch; for a sweep, the rows' stretches too."""
+    rows, pending, (kept, wide) = stretches.stretched(s, rows, sweep == "reverse") if sweep else (rows, None, (0, 0))
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
@@ -318,8 +318,8 @@ def _table(rows: list[np.ndarray], s: Any) -> tuple[int, Any]:
                max((_lines_back(row) for row in table if row[0] == LINED), default=1),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
                int(np.maximum(m, np.minimum(m * n, np.maximum(n, LINES))).max(initial=1)))
-    scratch = np.empty((4, size))  # operands (a matmul's product back; a logsumexp's block, sums and tops), the
-    # contributions and their sum back
+    scratch = np.empty((max(4, kept), max(size, wide)))  # operands (a matmul's product back; a logsumexp's block, sums
+    # and tops), the contributions and their sum back; a stretch's members' adjoints kept back
     return TABLE, (table, scratch) if pending is None else (table, scratch, pending)
 
 
@@ -333,7 +333,12 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
     stretches.fill(table, pending, time.perf_counter() - start)
 
 
-def reverse(s: State, table: np.ndarray, scratch: np.ndarray, gen: int, keep: int, check: bool) -> bool:
-    """The table's reverse sweep; whether it made a matmul's products back unchecked (as a NumPy step would:
-    tape/function/array_replay.py sweeps again, checked, on a NaN)."""
-    return bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
+def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None, gen: int, keep: int,
+            check: bool) -> bool:
+    """The table's reverse sweep (timed while its stretches' kernels are pending); whether it made a matmul's
+    products back unchecked (as a NumPy step would: tape/function/array_replay.py sweeps again, checked, on a NaN)."""
+    start = time.perf_counter() if pending else 0.0
+    unchecked = bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
+    if pending:
+        stretches.fill(table, pending, time.perf_counter() - start)
+    return unchecked

@@ -40,12 +40,15 @@ from tape.kernels._array_driver import (
     OUT,
     OUT_STRIDES,
     REC,
+    REGION,
+    REGION_SIZE,
     ROW,
     SIZE,
     STRETCH,
     STRIDES,
     VIEW,
     VIEWS,
+    WANT,
     WIDTH,
 )
 from tape.kernels.compiling import Clock
@@ -121,64 +124,100 @@ def _readers(s: Any) -> np.ndarray:
     return counts
 
 
-def _shape(s: Any, members: list[np.ndarray]) -> tuple | None:
-    """The kernel shape of a stretch of these rows, or None where a stored member's region meets a read out of
-    order (see the module's docstring)."""
+def _shape(s: Any, members: list[np.ndarray], back: bool) -> tuple | None:
+    """The kernel shape of a stretch of these rows (in record order), or None where its places do not allow one
+    pass (see the module's docstring)."""
     index = {int(m[ROW]): k for k, m in enumerate(members)}
     inside: Counter[int] = Counter()
     read_back: set[int] = set()
     spec = []
     for k, m in enumerate(members):
-        back = layout._reverse_reads(s, s._plans[s._in0[m[ROW]]])
+        reads = layout._reverse_reads(s, s._plans[s._in0[m[ROW]]])
         sources = tuple(index.get(int(m[VIEWS + VIEW * q + REC]), -1) for q in range(m[NIN]))
         for q, j in enumerate(sources):
             if j >= 0:
                 inside[int(members[j][ROW])] += 1
-                if back[q]:
+                if reads[q]:
                     read_back.add(j)
-        if back[-1]:
+        if reads[-1]:
             read_back.add(k)
-        spec.append((int(m[OP]), _number(m), sources))
+        spec.append((int(m[OP]), _number(m), sources, tuple(bool(m[VIEWS + VIEW * q + WANT]) for q in
+                                                             range(m[NIN]))))
     outputs, readers = set(s._output_rows.tolist()), _readers(s)
-    stored = tuple(bool(k in read_back or int(m[ROW]) in outputs or readers[m[ROW]] != inside[int(m[ROW])])
-                   for k, m in enumerate(members))
+    held = tuple(int(m[ROW]) in outputs or readers[m[ROW]] != inside[int(m[ROW])] for m in members)
     n = int(members[0][SIZE])
-    writes = [(int(m[OUT]), k) for k, m in enumerate(members) if stored[k]]
-    starts = sorted(o for o, _ in writes)
+    if back:
+        sends = _sends(members, spec, n)
+        if any(held[:-1]) or not all(inside[int(m[ROW])] for m in members[:-1]) or sends is None:
+            return None
+        return True, tuple(spec), sends
+    stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
+    starts = sorted(int(m[OUT]) for k, m in enumerate(members) if stored[k])
     if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
         return None
-    for k, (_, number, sources) in enumerate(spec):
+    for k, (_, number, sources, _) in enumerate(spec):
         for q, j in enumerate(sources):
             b, length = int(members[k][VIEWS + VIEW * q + BASE]), 1 if number == q + 1 else n
-            if j < 0 and any(b < o + n and o < b + length and not (length == n and k <= w and b >= o)
-                             for o, w in writes):
+            if j < 0 and any(b < int(w[OUT]) + n and int(w[OUT]) < b + length and not (
+                    length == n and k <= i and b >= int(w[OUT])) for i, w in enumerate(members) if stored[i]):
                 return None
-    return tuple(spec), stored
+    return False, tuple(spec), stored
 
 
-def stretched(s: Any, rows: list[np.ndarray]) -> tuple[list[np.ndarray], dict[Stretch, list[int]]]:
-    """A forward table's rows with a STRETCH header before each stretch of two or more members, and each shape's
-    headers (their indices in the rows), whose CALL the kernel's address fills once it is ready (``fill``)."""
+def _sends(members: list[np.ndarray], spec: list[tuple], n: int) -> tuple | None:
+    """How each view back sends to the arena (last member first, a before b): (member, view, group), the views of
+    the place most views read (and no view reads elsewhere in part) 0, their adds into one local an element, the
+    others -1, added after the pass, view by view (the rows' order for every element); None where a number wants an
+    adjoint (a sum back) or a view's region meets the last member's adjoint (read as the pass goes)."""
+    last, views = int(members[-1][OUT]), []
+    for k in range(len(members) - 1, -1, -1):
+        _, number, sources, wants = spec[k]
+        for q, j in enumerate(sources):
+            f = VIEWS + VIEW * q
+            if j >= 0 or not wants[q]:
+                continue
+            region, size = int(members[k][f + REGION]), int(members[k][f + REGION_SIZE])
+            if number == q + 1 or (region < last + n and last < region + size):
+                return None
+            views.append((k, q, int(members[k][f + BASE])))
+    alone = Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
+    kept = max(alone, key=alone.__getitem__, default=None)  # one place's adds in the pass (more stores there keep
+    return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)  # LLVM from vectorizing it: 2-6x slower)
+
+
+def stretched(s: Any, rows: list[np.ndarray], back: bool) -> tuple[list[np.ndarray], dict[Stretch, list[int]],
+                                                                   tuple[int, int]]:
+    """A table's rows (back: last first) with a STRETCH header before each stretch of two or more members, each
+    shape's headers (their indices in the rows), whose CALL the kernel's address fills once it is ready (``fill``),
+    and the scratch its kernels need back (rows, elements: a member's adjoint kept a row)."""
+    need = (0, 0)
     if not ON or getattr(s, "_output_rows", None) is None:
-        return rows, {}
-    out: list[np.ndarray] = []
-    pending: dict[Stretch, list[int]] = {}
+        return rows, {}, need
+    order = rows[::-1] if back else rows
+    spans: dict[int, tuple[int, Stretch]] = {}  # first row (in rows' order) -> (count, kernel)
     k = 0
-    while k < len(rows):
+    while k < len(order):
         end = k
-        while end < len(rows) and _joins(rows[end], rows[k:end]):
+        while end < len(order) and _joins(order[end], order[k:end]):
             end += 1
-        shape = _shape(s, rows[k:end]) if end - k >= 2 else None
+        shape = _shape(s, order[k:end], back) if end - k >= 2 else None
         if shape is None:
-            out.append(rows[k])
             k += 1
             continue
-        header = np.zeros(WIDTH, np.int64)
-        header[KIND], header[SIZE] = STRETCH, end - k
-        pending.setdefault(Stretch.of(shape), []).append(len(out))
-        out += [header, *rows[k:end]]
+        spans[len(rows) - end if back else k] = (end - k, Stretch.of(shape))
+        kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
+        need = (max(need[0], kept), max(need[1], int(order[k][SIZE]) if kept else 0))
         k = end
-    return out, pending
+    out: list[np.ndarray] = []
+    pending: dict[Stretch, list[int]] = {}
+    for i, row in enumerate(rows):
+        if i in spans:
+            header = np.zeros(WIDTH, np.int64)
+            header[KIND], header[SIZE] = STRETCH, spans[i][0]
+            pending.setdefault(spans[i][1], []).append(len(out))
+            out.append(header)
+        out.append(row)
+    return out, pending, need
 
 
 def fill(table: np.ndarray, pending: dict[Stretch, list[int]], seconds: float) -> None:
