@@ -34,7 +34,7 @@ def chains(u):  # members read by partials (stored), div, abs, maximum, minimum,
         v = np.concatenate([u[1:], u[:1]])
         t = (u * v - 0.5 * u) / (1.0 + np.abs(v))
         u = np.maximum(t, -u) + np.sqrt(np.abs(t) + 1.0) * 0.1 - 0.25 * v
-        u = u - u * 0.01 + np.minimum(u, v) + tape.relu(-t)
+        u = u - u * 0.01 + np.minimum(u, v) + (np.maximum(-t, 0.0) if isinstance(t, np.ndarray) else tape.relu(-t))
     return (u * u).sum() + (u[:10] * 3.0).sum()
 
 
@@ -47,7 +47,15 @@ def filtered(u):  # three views of one padded array: back, their adds in the row
     return (u * u).sum()
 
 
-PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered}
+def scaled(u):  # a member's element read by all (made in the pass: the stretch ends before its reader)
+    for _ in range(3):
+        v = u * 0.5 + 1.0
+        u = v * v[3:4] - u * 0.25
+    return (u * u).sum()
+
+
+PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
+            "scaled": scaled}
 EDGES = ([0.0, -0.0], [np.inf, -np.inf], [np.nan], [1e300, -1e300], [1e-310, -5e-324], [800.0, -800.0])
 
 

@@ -99,18 +99,18 @@ def _number(row: np.ndarray) -> int:
 
 
 def _joins(row: np.ndarray, members: list[np.ndarray]) -> bool:
-    """Whether row may follow members in a stretch: an op of EXACT, their size, each view laid out as its output or
-    its number, a view of a member that member whole."""
+    """Whether row may follow members in a stretch: an op of EXACT, their size, each view laid out as its output (a
+    member's then reads it whole) or its number (not a member's)."""
     if row[KIND] != ELEMENTWISE or OPS[row[OP]].name not in EXACT or row[SIZE] < 2:
         return False
     if members and row[SIZE] != members[0][SIZE]:
         return False
-    out, number = {int(m[ROW]): int(m[OUT]) for m in members}, _number(row)
+    rows, number = {int(m[ROW]) for m in members}, _number(row)
     for q in range(row[NIN]):
         f = VIEWS + VIEW * q
-        if q + 1 != number and (row[f + STRIDES:f + STRIDES + 4] != row[OUT_STRIDES:OUT_STRIDES + 4]).any():
+        if q + 1 == number and int(row[f + REC]) in rows:  # (its number is made in the pass)
             return False
-        if out.get(int(row[f + REC]), row[f + BASE]) != row[f + BASE] or (row[f + REC] in out and q + 1 == number):
+        if q + 1 != number and (row[f + STRIDES:f + STRIDES + 4] != row[OUT_STRIDES:OUT_STRIDES + 4]).any():
             return False
     return True
 
