@@ -35,6 +35,10 @@ import sys
 import tempfile
 from typing import Any
 
+from numba import types
+from numba.core.ccallback import CFunc
+
+from . import _array_driver as driver
 from . import ops
 from .compiling import shaped_dir
 from .ops import FUSIBLE, SQUARE, reads
@@ -211,19 +215,154 @@ def module(shape: tuple) -> str:
 def kernels(shape: tuple) -> Any:
     """The module holding a run shape's ``forward`` and ``reverse`` (made and imported once a process)."""
     if shape not in _made:
-        text = module(shape)
-        name = "tape_shaped_" + hashlib.sha256(text.encode()).hexdigest()[:20]
-        path = os.path.join(shaped_dir(), name + ".py")
-        if not os.path.exists(path) or pathlib.Path(path).read_text() != text:  # (a file edited or cut short: again)
-            os.makedirs(shaped_dir(), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(".py", dir=shaped_dir())  # written whole, then renamed: another process
-            with os.fdopen(fd, "w") as f:  # importing it never reads half a file
-                f.write(text)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        made = importlib.util.module_from_spec(spec)
-        sys.modules[name] = made
-        spec.loader.exec_module(made)
-        _made[shape] = made
+        _made[shape] = _load(module(shape), "tape_shaped_")
     return _made[shape]
+
+
+def _load(text: str, prefix: str) -> Any:
+    """The module of source text, written once to shaped_dir() (named by its hash) and imported from there."""
+    name = prefix + hashlib.sha256(text.encode()).hexdigest()[:20]
+    path = os.path.join(shaped_dir(), name + ".py")
+    if not os.path.exists(path) or pathlib.Path(path).read_text() != text:  # (a file edited or cut short: again)
+        os.makedirs(shaped_dir(), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(".py", dir=shaped_dir())  # written whole, then renamed: another process
+        with os.fdopen(fd, "w") as f:  # importing it never reads half a file
+            f.write(text)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    made = importlib.util.module_from_spec(spec)
+    sys.modules[name] = made
+    spec.loader.exec_module(made)
+    return made
+
+
+# --- a table's STRETCH (kernels/_array_driver.py): its elementwise rows as one pass, only what is read after it stored
+
+def _fields(k: int, q: int) -> dict[str, int]:
+    """Where row k's fields (and its view q's) are in the stretch's rows (the driver's table)."""
+    at, f = k * driver.WIDTH, k * driver.WIDTH + driver.VIEWS + driver.VIEW * q
+    return {"OUT": at + driver.OUT, **{name: f + getattr(driver, name) for name in
+                                       ("REC", "BASE", "REGION", "REGION_SIZE", "ACC")}}
+
+
+def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
+    head, body = [f"    n = t[{driver.SIZE}]"], []
+    for k, (code, number, sources, _) in enumerate(members):
+        operands = []
+        for q, source in enumerate(sources):
+            if source >= 0:
+                operands.append(f"s{source}")
+            elif number == q + 1:
+                head.append(f"    c{k}_{q} = aval[t[{_fields(k, q)['BASE']}]]")
+                operands.append(f"c{k}_{q}")
+            else:
+                head.append(f"    x{k}_{q} = t[{_fields(k, q)['BASE']}]")
+                operands.append(f"aval[x{k}_{q} + e]")
+        rule = ops.OPS[code].forward
+        body += [f"        {x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(rule)]
+        body.append(f"        s{k} = {rule}")
+        if stored[k]:
+            head.append(f"    o{k} = t[{_fields(k, 0)['OUT']}]")
+            body.append(f"        aval[o{k} + e] = s{k}")
+    return ["def stretch(t, aval):", *head, "    for e in range(n):", *body]
+
+
+def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
+    """Rows last first; every member but the last read only by later members, its adjoint a local. Each view's
+    region by the stamp rule in the rows' order first (a stale one zeroed, or assigned 0.0 + c where the view is its
+    region: the rows' ``_send``). Per element, each member's partials, last member first, a before b; sends: per
+    view sending to the arena (in that order), its group, whose adds go into one local stored once an element (the
+    views of one place), or -1: the member's adjoint kept in a scratch row and the view's adds made after the pass,
+    view by view (views of one region at different places: in the pass, a loop-carried store)."""
+    m = len(members)
+    row = {k: m - 1 - k for k in range(m)}
+    head, body, held, after = [f"    n = t[{driver.SIZE}]"], [f"        g{m - 1} = aadj[o{m - 1} + e]"], set(), []
+    outs = {k: f"    o{k} = t[{_fields(row[k], 0)['OUT']}]" for k in range(m)}  # those the body reads
+    group = dict(((k, q), g) for k, q, g in sends)
+    kept = {k: i for i, k in enumerate(dict.fromkeys(k for k, _, g in sends if g < 0))}  # a scratch row each
+    stores: dict[int, str] = {}
+    for k in range(m - 1, -1, -1):
+        code, number, sources, wants = members[k]
+        operands = []
+        for q, source in enumerate(sources):
+            f = _fields(row[k], q)
+            if source >= 0:
+                operands.append(f"aval[o{source} + e]")
+            elif number == q + 1:
+                head.append(f"    c{k}_{q} = aval[t[{f['BASE']}]]")
+                operands.append(f"c{k}_{q}")
+            else:
+                head.append(f"    x{k}_{q} = t[{f['BASE']}]")
+                operands.append(f"aval[x{k}_{q} + e]")
+            if source < 0 and wants[q]:
+                fresh = f"fresh{k}_{q}"
+                head += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
+                         f"    {fresh} = not (stamp[j] == gen or (stamp[j] >= keep and t[{f['ACC']}] != 0))",
+                         f"    if {fresh}:", "        stamp[j] = np.uint32(gen)",
+                         f"        if x{k}_{q} != at or size != n:  # (not its region: zeroed)",
+                         "            for e in range(at, at + size):", "                aadj[e] = 0.0",
+                         f"            {fresh} = False"]
+        if k in kept:
+            body.append(f"        scratch[{kept[k]} * stride + e] = g{k}")
+        rule = ops.OPS[code]
+        for q, source in enumerate(sources):
+            if not wants[q]:
+                continue
+            partial = (rule.da, rule.db)[q]
+            binds = [f"{x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(partial)]
+            binds += [f"y = aval[o{k} + e]"] * ("y" in reads(partial))
+            lines = [*binds, f"p = {partial}", f"c = g{k} * p if g{k} != 0.0 and p != 0.0 else 0.0"]
+            if source < 0 and group[k, q] < 0:
+                at = f"x{k}_{q} + e"
+                after += ["    for e in range(n):", f"        g{k} = scratch[{kept[k]} * stride + e]",
+                          *[f"        {line}" for line in lines],
+                          f"        aadj[{at}] = (0.0 if fresh{k}_{q} else aadj[{at}]) + c"]
+                continue
+            body += [f"        {line}" for line in lines]
+            if source >= 0:
+                body.append(f"        g{source} = {f'g{source} + c' if source in held else '0.0 + c'}")
+                held.add(source)
+            elif group[k, q] in stores:
+                body.append(f"        acc{group[k, q]} = acc{group[k, q]} + c")
+            else:
+                at = f"x{k}_{q} + e"
+                body.append(f"        acc{group[k, q]} = (0.0 if fresh{k}_{q} else aadj[{at}]) + c")
+                stores[group[k, q]] = f"        aadj[{at}] = acc{group[k, q]}"
+    body += list(stores.values())
+    text = "\n".join(body + after)
+    head += [line for k, line in outs.items() if re.search(rf"\bo{k}\b", text)]
+    return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, "    for e in range(n):", *body,
+            *after]
+
+
+def stretch(shape: tuple) -> str:
+    """The source of a STRETCH's kernel, ``stretch(t, aval)`` forward, ``stretch(t, aval, aadj, stamp, gen, keep,
+    scratch, stride)`` back: t the data of its rows. shape: (back, members, stored or sends): each member's (opcode,
+    its number operand as the driver's _number gives it, its operands' sources: -1 a view laid out as its output,
+    else the member read whole, and whether each wants an adjoint); forward, which members are stored (read after
+    the stretch), back, how each view sends (_reverse_stretch). Each number is the rows' (the same IEEE operations
+    as the driver's ``values`` and ``sends``)."""
+    back, members, stored = shape
+    code = "\n".join(_reverse_stretch(members, stored) if back else _forward_stretch(members, stored)) + "\n"
+    used = sorted(name for name in set(re.findall(r"(?<![.\w])([a-z_]\w*)\(", code)) if hasattr(driver, name))
+    return "\n".join([f"# Generated by kernels/shaped.py (source {_digest()}), for one stretch shape. Do not edit.",
+                      f'"""A table\'s stretch kernel, shape {shape!r}."""', "", "import numpy as np",
+                      *([f"from tape.kernels._array_driver import {', '.join(used)}  # noqa: F401"] * bool(used)),
+                      "", "", code])
+
+
+_P = types.CPointer
+STRETCHES = (types.void(_P(types.int64), _P(types.float64)),  # the driver's _call, forward and back
+             types.void(_P(types.int64), _P(types.float64), _P(types.float64), _P(types.uint32), types.int64,
+                        types.int64, _P(types.float64), types.int64))
+
+
+def stretch_kernel(shape: tuple) -> CFunc:
+    """A STRETCH shape's kernel as a C function, cached beside tape's kernels; compiled (or loaded) by its
+    ``compile()``, then called at its ``address``."""
+    sig = STRETCHES[shape[0]]
+    kernel = CFunc(_load(stretch(shape), "tape_stretch_").stretch, (sig.args, sig.return_type), {},
+                   {"nopython": True, "error_model": "numpy"})
+    kernel.enable_caching()
+    return kernel

@@ -431,8 +431,8 @@ if "exp" not in kernels.LOOPS:  # (sigmoid is NumPy's step then)
 if not kernels.BLAS:
     del PROGRAMS["a matmul's products back"]
 short = np.empty((4, 1))
-sweeps = {"forward": lambda s, table, scratch: kernels.forward(table, s._aval, short),
-          "reverse": lambda s, table, scratch, gen, keep, check: kernels.reverse(
+sweeps = {"forward": lambda s, table, scratch, pending=None: kernels.forward(table, s._aval, short),
+          "reverse": lambda s, table, scratch, pending, gen, keep, check: kernels.reverse(
               table, s._aval, s._aadj, s._stamp, gen, keep, short, check)}
 for name, (f, sides) in PROGRAMS.items():
     for side in sides:

@@ -102,6 +102,8 @@ ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
 LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
+STRETCH = 8  # a header of the next SIZE rows (elementwise, laid out alike): run by the generated kernel at address
+CALL = 6  # t[CALL] (kernels/shaped.py's stretch: one pass, only what is read after it stored), else row by row
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
 BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
@@ -110,7 +112,20 @@ dgemm = types.ExternalFunction("scipy_cblas_dgemm64_", types.void(_E, _E, _E, _I
 dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I, _F, _P, _I, _P, _I, _F, _P, _I))
 """
 
-DRIVER = '''@jit
+DRIVER = '''@intrinsic
+def _call(typingctx, address, args):
+    """The C function at address called with args, an array as its data: a STRETCH's kernel."""
+    def codegen(context, builder, signature, values):
+        data = [builder.extract_value(values[1], i) for i in range(len(args))]
+        data = [context.make_array(kind)(context, builder, value).data if isinstance(kind, types.Array) else value
+                for kind, value in zip(args, data, strict=True)]
+        function = builder.inttoptr(values[0], ir.FunctionType(ir.VoidType(), [x.type for x in data]).as_pointer())
+        builder.call(function, data)
+        return context.get_dummy_value()
+    return types.void(address, args), codegen
+
+
+@jit
 def _room(buffer, n):
     """Refuse to write n elements into a scratch row shorter than n (Numba checks no bounds: a row that
     tape/sweeps/compiled.py sized wrongly would otherwise be written past)."""
@@ -242,10 +257,17 @@ def _copy(t, arena, back, masked):
 def forward(table, aval, scratch):
     """The forward sweep of the table's records, in order."""
     frame = np.empty(5, np.intp)  # a NumPy loop call's arguments (_framed): alive for the whole sweep
+    skip = 0
     for r in range(table.shape[0]):
         t = table[r]
         kind = t[KIND]
-        if kind == ELEMENTWISE:
+        if r < skip:
+            continue
+        if kind == STRETCH:
+            if t[CALL] != 0:
+                _call(t[CALL], (table[r + 1:r + 1 + t[SIZE]], aval))
+                skip = r + 1 + t[SIZE]
+        elif kind == ELEMENTWISE:
             n, number = t[SIZE], _number(t)
             A = _operand(t, 0, aval, scratch[0], number)
             B = _operand(t, 1, aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
@@ -269,8 +291,17 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
     """The reverse sweep of the table's records (given last first) that this pass reached; whether it made a
     matmul's products back unchecked (check false: see kernels.array_rule.times)."""
     unchecked = False
+    skip = 0
     for r in range(table.shape[0]):
         t = table[r]
+        if r < skip:
+            continue
+        if t[KIND] == STRETCH:  # (its members last first: reached where the last is)
+            if t[CALL] != 0:
+                skip = r + 1 + t[SIZE]
+                if stamp[table[r + 1, ROW]] == gen:
+                    _call(t[CALL], (table[r + 1:skip], aval, aadj, stamp, gen, keep, scratch, scratch.shape[1]))
+            continue
         if stamp[t[ROW]] != gen:
             continue
         kind = t[KIND]
@@ -331,7 +362,9 @@ def generate(header: list[str]) -> str:
         ")",
         "",
         "import numpy as np",
+        "from llvmlite import ir",
         "from numba import types",
+        "from numba.extending import intrinsic",
         "",
         "from ._sweeps import (  # noqa: F401",
         *[f"    {name}," for name in helpers],

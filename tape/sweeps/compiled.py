@@ -16,6 +16,7 @@ long as the compile takes (then at most doubling its time, once per machine).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,7 +27,7 @@ from tape.kernels._array_driver import COPY, GATHER, LINED, LOGSUMEXP, MATMUL, S
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
-from tape.sweeps import driver
+from tape.sweeps import driver, stretches
 from tape.sweeps.driver import Plan, State, View
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
@@ -258,9 +259,10 @@ def _idle(s: State, kind: int, what: Any) -> bool:
                                                                                                        "none")
 
 
-def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "") -> Iterator[tuple[int, Any]]:
     """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
-    scratch)); idle items inside a stretch dropped."""
+    scratch)), or for a sweep ("forward", "reverse") (TABLE, (table, scratch, its stretches' pending kernels:
+    stretches.py)); idle items inside a stretch dropped."""
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
     for kind, what in walk:
@@ -273,12 +275,12 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, An
             idle.append((kind, what))
             continue
         if rows:
-            yield _table(rows)
+            yield _table(rows, s, sweep)
             yield from idle
             rows, idle = [], []
         yield kind, what
     if rows:
-        yield _table(rows)
+        yield _table(rows, s, sweep)
         yield from idle
 
 
@@ -306,7 +308,9 @@ def _lines_back(row: np.ndarray) -> int:
         int(np.prod(shape[row[f:f + 4] != 0])) for f in (VIEWS + kernels.STRIDES, VIEWS + VIEW + kernels.STRIDES)))
 
 
-def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
+def _table(rows: list[np.ndarray], s: State, sweep: str) -> tuple[int, Any]:
+    """A table of rows and its scratch; for a sweep, the rows' stretches too."""
+    rows, pending, (kept, wide) = stretches.stretched(s, rows, sweep == "reverse") if sweep else (rows, None, (0, 0))
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
@@ -314,15 +318,27 @@ def _table(rows: list[np.ndarray]) -> tuple[int, Any]:
                max((_lines_back(row) for row in table if row[0] == LINED), default=1),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
                int(np.maximum(m, np.minimum(m * n, np.maximum(n, LINES))).max(initial=1)))
-    return TABLE, (table, np.empty((4, size)))  # operands (a matmul's product back; a logsumexp's block, sums and
-    # tops), the contributions and their sum back
+    scratch = np.empty((max(4, kept), max(size, wide)))  # operands (a matmul's product back; a logsumexp's block, sums
+    # and tops), the contributions and their sum back; a stretch's members' adjoints kept back
+    return TABLE, (table, scratch) if pending is None else (table, scratch, pending)
 
 
-def forward(s: State, table: np.ndarray, scratch: np.ndarray) -> None:
+def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None = None) -> None:
+    """The table's forward sweep (timed while its stretches' kernels are pending)."""
+    if not pending:
+        _gate.call(kernels.forward, table, s._aval, scratch)
+        return
+    start = time.perf_counter()
     _gate.call(kernels.forward, table, s._aval, scratch)
+    stretches.fill(table, pending, time.perf_counter() - start)
 
 
-def reverse(s: State, table: np.ndarray, scratch: np.ndarray, gen: int, keep: int, check: bool) -> bool:
-    """The table's reverse sweep; whether it made a matmul's products back unchecked (as a NumPy step would:
-    tape/function/array_replay.py sweeps again, checked, on a NaN)."""
-    return bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
+def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None, gen: int, keep: int,
+            check: bool) -> bool:
+    """The table's reverse sweep (timed while its stretches' kernels are pending); whether it made a matmul's
+    products back unchecked (as a NumPy step would: tape/function/array_replay.py sweeps again, checked, on a NaN)."""
+    start = time.perf_counter() if pending else 0.0
+    unchecked = bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
+    if pending:
+        stretches.fill(table, pending, time.perf_counter() - start)
+    return unchecked

@@ -138,7 +138,8 @@ def _chosen(s: State, key: tuple, runs: dict[int, Any] | None,
 
 def _forward_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool) -> Sweep:
     walk = driver.forward_walk(s, 0, len(s._op), _kept(s, runs) if fast and runs else runs)
-    return _sweep([_forward_call(s, kind, what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
+    return _sweep([_forward_call(s, kind, what) for kind, what in (compiled.grouped(s, walk, "forward") if fast else
+                                                                    walk)])
 
 
 def _count(s: State, seconds: float) -> None:
@@ -192,7 +193,7 @@ def _reverse_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool
         (functools.partial(_record, s._stamp, what, step(s, what).reverse), True) if kind == driver.RECORD else
         (_run(s, what), False) if kind == driver.RUN else
         (functools.partial(compiled.reverse, s, *what), False) if kind == compiled.TABLE else
-        _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk) if fast else walk)])
+        _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk, "reverse") if fast else walk)])
 
 
 def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None], gen: int, keep: int,

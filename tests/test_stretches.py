@@ -1,0 +1,128 @@
+"""A table's stretches (tape/sweeps/stretches.py, kernels/shaped.py's stretch kernels): a Function's values and
+gradients with them are the rows' and NumPy's steps' bit for bit, at edge values; their kernels run forward and back;
+only the members read after a stretch are stored; against central differences."""
+
+import numpy as np
+import pytest
+from reference import central
+
+import tape
+from tape.records import array_records
+from tape.sweeps import compiled, steps, stretches
+
+
+@pytest.fixture(autouse=True)
+def eager(monkeypatch):
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    monkeypatch.setattr(stretches.Stretch, "PAYBACK", 0.0)  # compiled at a table's first sweep
+
+
+def heat(pad):
+    def f(u):
+        for _ in range(6):
+            if pad:
+                w = np.pad(u, 1, mode="wrap")
+                u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
+            else:
+                u = u + 0.2 * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+        return 0.5 * (u * u).sum()
+    return f
+
+
+def chains(u):  # members read by partials (stored), div, abs, maximum, minimum, sqrt, neg, relu, numbers either side
+    for _ in range(3):
+        v = np.concatenate([u[1:], u[:1]])
+        t = (u * v - 0.5 * u) / (1.0 + np.abs(v))
+        u = np.maximum(t, -u) + np.sqrt(np.abs(t) + 1.0) * 0.1 - 0.25 * v
+        u = u - u * 0.01 + np.minimum(u, v) + (np.maximum(-t, 0.0) if isinstance(t, np.ndarray) else tape.relu(-t))
+    return (u * u).sum() + (u[:10] * 3.0).sum()
+
+
+def filtered(u):  # three views of one padded array: back, their adds in the rows' order only where one pass keeps it
+    for _ in range(3):
+        w = np.pad(u, 1, mode="wrap")
+        u = (w[:-2] + w[1:-1] + w[2:]) * 0.3 - u * u * 0.01
+        w = np.pad(u, 1, mode="wrap")
+        u = w[2:] * 0.5 + w[1:-1] * 0.25 - w[:-2] * 0.2
+    return (u * u).sum()
+
+
+def scaled(u):  # a member's element read by all (made in the pass: the stretch ends before its reader)
+    for _ in range(3):
+        v = u * 0.5 + 1.0
+        u = v * v[3:4] - u * 0.25
+    return (u * u).sum()
+
+
+PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
+            "scaled": scaled}
+EDGES = ([0.0, -0.0], [np.inf, -np.inf], [np.nan], [1e300, -1e300], [1e-310, -5e-324], [800.0, -800.0])
+
+
+def _points(x):
+    points = [x, np.zeros_like(x), -np.zeros_like(x)]
+    for values in EDGES:
+        y = x.copy()
+        y[::3] = np.resize(values, y[::3].shape)
+        points.append(y)
+    return points
+
+
+def _same(a, b):
+    """The same bits (signed zeros too), NaN for NaN."""
+    a, b = np.atleast_1d(np.asarray(a, np.float64)), np.atleast_1d(np.asarray(b, np.float64))
+    return bool(((a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))).all())
+
+
+def _headers(F):
+    """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
+    rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
+            if getattr(call, "func", None) in (compiled.forward, compiled.reverse)
+            for row in call.args[1] if row[0] == compiled.kernels.STRETCH]
+    return len(rows), sum(row[compiled.kernels.CALL] != 0 for row in rows)
+
+
+def _trace(f, x, monkeypatch, driven, on):
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: driven)
+    monkeypatch.setattr(stretches, "ON", on)
+    return tape.trace(f, x)
+
+
+def _run(F, point, monkeypatch, driven, on):
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: driven)
+    monkeypatch.setattr(stretches, "ON", on)
+    with np.errstate(all="ignore"):
+        return F.value_and_grad(point)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_stretches_give_the_rows_and_numpys_bits(name, monkeypatch):
+    f, x = PROGRAMS[name], np.random.default_rng(3).normal(size=300)
+    ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False), (False, False))}
+    for point in _points(x):
+        got = _run(ways[True, True], point, monkeypatch, True, True)
+        for way in ((True, False), (False, False)):
+            want = _run(ways[way], point, monkeypatch, *way)
+            for a, b in zip(got, want, strict=True):
+                assert _same(a, b), (way, point[:3])
+    count, called = _headers(ways[True, True])
+    assert count and called == count  # every stretch ran by its kernel, forward and back
+    assert _headers(ways[True, False]) == (0, 0)
+
+
+def test_heat_stores_one_member_a_step_and_reads_none_back(monkeypatch):
+    F = _trace(heat(True), np.random.default_rng(4).normal(size=300), monkeypatch, True, True)
+    _run(F, np.ones(300), monkeypatch, True, True)
+    shapes = {shape for shape in stretches.Stretch.made if shape[1] and shape[1][0][0] == 1 and len(shape[1]) == 5}
+    forward = [shape for shape in shapes if not shape[0]]
+    assert forward and all(shape[2] == (False, False, False, False, True) for shape in forward)
+    assert any(shape[0] for shape in shapes)  # and back
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_stretches_gradient_is_central_differences(name, monkeypatch):
+    f, x = PROGRAMS[name], np.random.default_rng(5).normal(size=60)
+    F = _trace(f, x, monkeypatch, True, True)
+    value, grad = _run(F, x, monkeypatch, True, True)
+    assert _headers(F)[1]
+    np.testing.assert_allclose(grad, central(lambda v: float(f(v)), x), rtol=1e-6, atol=1e-6)
