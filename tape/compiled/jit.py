@@ -138,8 +138,6 @@ class JitFunction:
         elif inspect.getmodule(fn) is None and fn.__module__ is not None:
             fn = _without_module(fn)
         self.dispatcher = numba.njit(pipeline_class=Pipeline, **OPTIONS)(fn)
-        if self._cache:
-            cache_as(self.dispatcher, fn, "")
         self._drive: Any = None  # made at the first call (_settled)
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
 
@@ -151,9 +149,9 @@ class JitFunction:
                 seen: set = set()
                 frozen(self.py_func.__code__, self.py_func.__globals__, seen)
                 self._cache = self.py_func.__code__ not in seen
-                if self._cache:
-                    cache_as(self.dispatcher, self.py_func, "")
-            self._drive = _driver(self.dispatcher, bool(self._cache))
+            if self._cache:
+                cache_as(self.dispatcher, self.py_func, "")
+            self._drive = _driver(self.dispatcher, self._cache)
         return self._drive
 
     def __call__(self, xs: Any, *data: Any) -> Any:
@@ -293,11 +291,9 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
 
 
 def _cacheable(fn: Callable[..., Any]) -> bool:
-    """Whether tape.jit caches f by default: f has a source file, a module, no closure cells (Numba keys those by
-    pickling them) and does not call itself by name."""
-    code = fn.__code__
-    return (os.path.isfile(code.co_filename) and inspect.getmodule(fn) is not None and not fn.__closure__
-            and code.co_name not in code.co_names)
+    """Whether tape.jit may cache f by default: f has a source file, a module and no closure cells (Numba keys those
+    by pickling them)."""
+    return os.path.isfile(fn.__code__.co_filename) and inspect.getmodule(fn) is not None and not fn.__closure__
 
 
 def _without_module(fn: Callable[..., Any]) -> Callable[..., Any]:
