@@ -41,6 +41,7 @@ from numba import njit, typeof
 from numba.core import caching, event
 from numba.core import config as _config
 from numba.core.compiler_lock import global_compiler_lock
+from numba.core.runtime import rtsys
 from numba.core.typing.typeof import Purpose
 from numba.misc.appdirs import AppDirs
 
@@ -88,12 +89,17 @@ _numba_load = caching.Cache.load_overload
 
 
 def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
-    """Numba's load of a cached entry; in tape's caches, an unreadable entry is a miss (its index removed)."""
-    try:
+    """Numba's load of a cached entry; in tape's caches, an unreadable entry is a miss (its index removed), and the
+    load starts only Numba's runtime (NRT), which loaded code calls: Numba refreshes its whole target first (imports
+    its typing and lowering registries, SciPy's BLAS: 0.3-0.4 CPU-s in a process's first load), which only a compile
+    reads, and a compile refreshes it itself (``CompilerBase``)."""
+    if not isinstance(self._impl.locator, tuple(OWN)):
         return _numba_load(self, sig, target_context)
+    try:
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
     except Exception:
-        if not isinstance(self._impl.locator, tuple(OWN)):
-            raise
         with contextlib.suppress(OSError):
             os.remove(self._cache_file._index_path)
         return None

@@ -189,3 +189,43 @@ def test_the_growth_functions_compile_at_the_first_growth_not_before(tmp_path):
     compiles them, and the tape keeps every record."""
     small, before, after, n, fits = run(GROWS, tmp_path)
     assert small == "True" and before == "0" and int(after) >= 1 and int(n) >= 5 and fits == "True"
+
+
+DEFAULT = '''
+import sys
+import tape
+
+@tape.jit
+def f(xs):
+    y = xs[0] * xs[1]
+    if y > 0.5:
+        return tape.sin(y) + xs[0] ** 2 * 0.25
+    return y
+
+g = tape.grad(f)([0.5, 1.5])
+print(g == tape.grad(f.py_func)([0.5, 1.5]), g, sum(f._drive.stats.cache_hits.values()),
+      "numba.np.arraymath" in sys.modules)
+'''
+
+
+@pytest.mark.slow  # four fresh processes
+def test_a_jitted_f_with_a_file_is_cached_by_default_and_an_edit_of_its_file_compiles_again(tmp_path):
+    """A second process loads f's driver (f inside) and starts none of Numba's compiler (its registries, SciPy's
+    BLAS); an edit that keeps the file's size and stamp (a copy that keeps times) is still compiled again."""
+    script = tmp_path / "default_f.py"
+    script.write_text(DEFAULT)
+    first, loaded = run_file(script, tmp_path), run_file(script, tmp_path)
+    stamp = os.stat(script)
+    script.write_text(DEFAULT.replace("0.25", "0.75"))  # the same size
+    os.utime(script, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    edited, again = run_file(script, tmp_path), run_file(script, tmp_path)
+    assert first[0] == loaded[0] == edited[0] == again[0] == "True"  # the Python recorder's gradient, bit for bit
+    assert first[1:3] == loaded[1:3] != edited[1:3] == again[1:3]
+    assert (first[-2], loaded[-2], edited[-2], again[-2]) == ("0", "1", "0", "1")
+    assert loaded[-1] == again[-1] == "False"
+
+
+def run_file(script: Path, tmp_path: Path) -> list[str]:
+    env = dict(os.environ, TAPE_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env,
+                          cwd=tmp_path).stdout.split()

@@ -42,7 +42,7 @@ def compiled(jf):
 
 
 def test_the_driver_of_a_cache_false_f_calls_f_by_reference():
-    user, drive = compiled(tape.jit(f))
+    user, drive = compiled(tape.jit(f, cache=False))  # f has a file: cached by default
     assert user.fndesc.mangled_name not in defined(drive.library) and by_reference(drive.library)
     assert not by_reference(user.library)  # f links the recorders (LLVM inlines them)
 
@@ -87,7 +87,7 @@ def _checked(n):
     return impl
 
 
-@tape.jit
+@tape.jit(cache=False)  # compiled in this process: its libraries are read
 def counts(xs):
     return xs[0] * checked(len(xs))
 

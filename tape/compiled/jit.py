@@ -29,7 +29,7 @@ from tape.compiled import conditions, overloads  # noqa: F401  # registers the o
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
-from tape.compiled.jit_cache import USER_CACHED, cache_as
+from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
 from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
@@ -122,7 +122,7 @@ def _driver(user: Any, cache: bool) -> Callable[..., Any]:
 class JitFunction:
     """A function compiled by tape.jit (see ``jit``)."""
 
-    def __init__(self, fn: Callable[..., Any], cache: bool = False):
+    def __init__(self, fn: Callable[..., Any], cache: bool | None = None):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         code = fn.__code__
@@ -132,17 +132,30 @@ class JitFunction:
         if cache and code.co_name in code.co_names:
             raise JitError(f"tape.jit(cache=True) refuses {code.co_name}, which calls itself: Numba's cache of "
                            "recursive functions crashes on load (numba issue 6061); use cache=False")
-        if cache:
+        self._cache = cache if cache is not None else None if _cacheable(fn) else False  # None: decided at 1st call
+        if self._cache is not False:
             USER_CACHED.add(code)
         elif inspect.getmodule(fn) is None and fn.__module__ is not None:
             fn = _without_module(fn)
-        self.dispatcher = numba.njit(pipeline_class=Pipeline, cache=cache, **OPTIONS)(fn)
-        if cache:
-            cache_as(self.dispatcher, fn, "")
-        self._drive = _driver(self.dispatcher, cache)
+        self.dispatcher = numba.njit(pipeline_class=Pipeline, **OPTIONS)(fn)
+        self._drive: Any = None  # made at the first call (_settled)
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
 
+    def _settled(self) -> Any:
+        """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it
+        calls (known by the first call, when they are defined): Numba's cache of recursive functions crashes."""
+        if self._drive is None:
+            if self._cache is None:
+                seen: set = set()
+                frozen(self.py_func.__code__, self.py_func.__globals__, seen)
+                self._cache = self.py_func.__code__ not in seen
+            if self._cache:
+                cache_as(self.dispatcher, self.py_func, "")
+            self._drive = _driver(self.dispatcher, self._cache)
+        return self._drive
+
     def __call__(self, xs: Any, *data: Any) -> Any:
+        self._settled()
         if _numbers(xs):  # plain numbers: f's value as numba.njit computes it (f's dispatcher on floats: recursion too)
             return self.dispatcher(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         t, rows = _tape_and_rows(xs)
@@ -195,7 +208,7 @@ class JitFunction:
         n0, nc0 = t._n, t._n_consts
         message: str | None = None
         try:
-            got = self._drive(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data),
+            got = self._settled()(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data),
                               np.empty(self._arena, np.int64))
         except numba.core.errors.TypingError as e:
             message = str(e)
@@ -277,6 +290,12 @@ def _tape_and_rows(xs: Any) -> tuple[Tape, np.ndarray]:
                                  "recorded on another tape than xs[0]; record them on one tape") from None
 
 
+def _cacheable(fn: Callable[..., Any]) -> bool:
+    """Whether tape.jit may cache f by default: f has a source file, a module and no closure cells (Numba keys those
+    by pickling them)."""
+    return os.path.isfile(fn.__code__.co_filename) and inspect.getmodule(fn) is not None and not fn.__closure__
+
+
 def _without_module(fn: Callable[..., Any]) -> Callable[..., Any]:
     """fn, for a module that is not in sys.modules (importlib.util.spec_from_file_location without
     registering it), as a function of no module. Numba names a function by its module twice: by
@@ -341,7 +360,7 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
     return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
 
 
-def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
     ``xs`` is an array of Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``xs.shape``, ``for v in xs``;
@@ -357,9 +376,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = False) -> Any:
     or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
     call it with a list of Vars of one tape): the records are the Python recorder's for the same
     source, bit for bit. Called with plain numbers (a list or array of floats) it returns f's value as
-    numba.njit computes it. ``cache=True`` keeps the compiled code across processes (refused for a
-    recursive f): a new process loads it and compiles nothing, and compiles again where f's file, the
-    values of the globals f reads or the jitted functions it calls changed.
+    numba.njit computes it. The compiled code is kept across processes (a new process loads it and compiles
+    nothing, and compiles again where f's file, the values of the globals f reads or the jitted functions it
+    calls changed) where f has a file and a module, no closure cells and does not call itself; ``cache=True``
+    insists (refused for a recursive f), ``cache=False`` compiles in every process.
     """
     if fn is None:
         return lambda f: JitFunction(f, cache)
