@@ -22,6 +22,7 @@ public extension API, makes a JitFunction its dispatcher inside jitted code).
 
 from __future__ import annotations
 
+import functools
 import zlib
 
 import llvmlite.binding as llvm
@@ -413,23 +414,38 @@ def want(typingctx, p, count):
     return types.none(types.voidptr, types.int64), codegen
 
 
-ARENA_ARRAY = types.Array(types.int64, 1, "C")  # type: ignore[call-overload]  # numba's stubs
+ARENA_DATA = types.CPointer(types.int64)
 
 
 @intrinsic
 def carve(typingctx, p, count):
-    """The next ``count`` elements of the tape's arena as an array without a meminfo (room checked by the caller):
-    no allocation, and copies of it touch no reference count. The arena and its Var arrays live as long as the call."""
+    """The address of the next ``count`` elements of the tape's arena (room checked by the caller): no allocation,
+    no array, so no reference count. The arena and its Var arrays live as long as the call."""
     def codegen(context, builder, sig, args):
         fields = _fields(context, builder, args[0])
         data, _ = _array(context, builder, fields, "arena")
-        ary = context.make_array(ARENA_ARRAY)(context, builder)
-        itemsize = context.get_constant(types.intp, 8)
-        populate_array(ary, data=builder.gep(data, [fields.used]), shape=[args[1]], strides=[itemsize],
-                       itemsize=itemsize, meminfo=None)
+        start = builder.gep(data, [fields.used])
         fields.used = builder.add(fields.used, args[1])
-        return ary._getvalue()
-    return ARENA_ARRAY(types.voidptr, types.int64), codegen
+        return start
+    return ARENA_DATA(types.voidptr, types.int64), codegen
+
+
+@intrinsic
+def make_block(typingctx, p, data, shape):
+    """A C-contiguous Var array of ``shape`` (a tuple of one or two) over the 2 * size elements at ``data`` (carved):
+    its rows, then its values. No array is made on the way (their meminfos would cost reference-count calls)."""
+    typ = VarArrayType(len(shape), "C")
+
+    def codegen(context, builder, sig, args):
+        dims = cgutils.unpack_tuple(builder, args[2])
+        size = functools.reduce(builder.mul, dims)
+        itemsize = context.get_constant(types.intp, 8)
+        strides = [builder.mul(itemsize, dims[1]), itemsize] if len(dims) == 2 else [itemsize]
+        vals = builder.bitcast(builder.gep(args[1], [size]), context.get_value_type(types.CPointer(types.float64)))
+        return _struct(context, builder, typ, {"tape": (args[0], None), "rows": (args[1], None), "vals": (vals, None),
+                                               "shape": (args[2], None),
+                                               "strides": (context.make_tuple(builder, sig.args[2], strides), None)})
+    return typ(types.voidptr, ARENA_DATA, shape), codegen
 
 
 @intrinsic
@@ -488,4 +504,4 @@ __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
            "value_at", "append", "append_const", "external", "where_of", "file_id",
-           "arena_room", "want", "carve", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]
+           "arena_room", "want", "carve", "make_block", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]
