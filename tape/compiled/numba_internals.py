@@ -22,7 +22,6 @@ public extension API, makes a JitFunction its dispatcher inside jitted code).
 
 from __future__ import annotations
 
-import functools
 import zlib
 
 import llvmlite.binding as llvm
@@ -414,38 +413,30 @@ def want(typingctx, p, count):
     return types.none(types.voidptr, types.int64), codegen
 
 
-ARENA_DATA = types.CPointer(types.int64)
-
-
 @intrinsic
 def carve(typingctx, p, count):
     """The address of the next ``count`` elements of the tape's arena (room checked by the caller): no allocation,
     no array, so no reference count. The arena and its Var arrays live as long as the call."""
     def codegen(context, builder, sig, args):
         fields = _fields(context, builder, args[0])
-        data, _ = _array(context, builder, fields, "arena")
-        start = builder.gep(data, [fields.used])
+        start = builder.gep(_array(context, builder, fields, "arena")[0], [fields.used])
         fields.used = builder.add(fields.used, args[1])
         return start
-    return ARENA_DATA(types.voidptr, types.int64), codegen
+    return types.CPointer(types.int64)(types.voidptr, types.int64), codegen
 
 
 @intrinsic
 def make_block(typingctx, p, data, shape):
-    """A C-contiguous Var array of ``shape`` (a tuple of one or two) over the 2 * size elements at ``data`` (carved):
-    its rows, then its values. No array is made on the way (their meminfos would cost reference-count calls)."""
-    typ = VarArrayType(len(shape), "C")
-
+    """A C-contiguous Var array of ``shape`` (a tuple of one or two) over the 2 * size elements carved at ``data``:
+    rows, then values. No array on the way (its meminfo would cost reference-count calls per op)."""
     def codegen(context, builder, sig, args):
-        dims = cgutils.unpack_tuple(builder, args[2])
-        size = functools.reduce(builder.mul, dims)
-        itemsize = context.get_constant(types.intp, 8)
-        strides = [builder.mul(itemsize, dims[1]), itemsize] if len(dims) == 2 else [itemsize]
-        vals = builder.bitcast(builder.gep(args[1], [size]), context.get_value_type(types.CPointer(types.float64)))
-        return _struct(context, builder, typ, {"tape": (args[0], None), "rows": (args[1], None), "vals": (vals, None),
-                                               "shape": (args[2], None),
-                                               "strides": (context.make_tuple(builder, sig.args[2], strides), None)})
-    return typ(types.voidptr, ARENA_DATA, shape), codegen
+        dims, item = cgutils.unpack_tuple(builder, args[2]), context.get_constant(types.intp, 8)
+        vals = builder.gep(args[1], [dims[0] if len(dims) == 1 else builder.mul(*dims)])
+        strides = context.make_tuple(builder, sig.args[2], [builder.mul(item, d) for d in dims[1:]] + [item])
+        vals = builder.bitcast(vals, context.get_value_type(types.CPointer(types.float64)))
+        return _struct(context, builder, sig.return_type, {"tape": (args[0], None), "rows": (args[1], None),
+                       "vals": (vals, None), "shape": (args[2], None), "strides": (strides, None)})
+    return VarArrayType(len(shape), "C")(types.voidptr, types.CPointer(types.int64), shape), codegen
 
 
 @intrinsic
@@ -504,4 +495,5 @@ __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
            "value_at", "append", "append_const", "external", "where_of", "file_id",
-           "arena_room", "want", "carve", "make_block", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]
+           "arena_room", "want", "carve", "make_block", "borrowed", "give_back", "ArrayConditionType",
+           "make_array_condition"]
