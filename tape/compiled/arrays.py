@@ -25,6 +25,7 @@ from tape.compiled.numba_internals import (
     carve,
     give_back,
     make_array,
+    make_block,
     make_dtype,
     make_var,
     tape_from_pointer,
@@ -239,11 +240,9 @@ def spill(p, count):
 
 @hot
 def take(p, count):
-    """``count`` int64 elements for a new Var array: from the call's arena (no allocation, no reference
+    """The address of ``count`` int64 elements for a new Var array: from the call's arena (no allocation, no reference
     counts: ``y = y + xs`` of 2 elements 94-116 -> 23-46 ns/record, docs/benchmarks.md), or from a new
     one where it is full."""
-    if count < 0:
-        raise ValueError("tape.jit: negative dimensions are not allowed")
     want(p, count)
     used, room = arena_room(p)
     if used + count <= room:
@@ -259,17 +258,23 @@ def release(p, count):
 
 
 @hot
+def size(n, m):
+    """n * m elements, n and m not negative."""
+    if n < 0 or m < 0:
+        raise ValueError("tape.jit: negative dimensions are not allowed")
+    return n * m
+
+
+@hot
 def blank(p, n, m):
     """A new 2-d Var array: its rows and values in one block."""
-    both = take(p, 2 * n * m).reshape((2, n, m))
-    return make_array(p, both[0], both[1].view(np.float64))
+    return make_block(p, take(p, 2 * size(n, m)), (n, m))
 
 
 @hot
 def blank_row(p, n, m):
     """A new 1-d Var array of m elements (n is 1), in one block."""
-    both = take(p, 2 * m)  # halves by slicing: a reshape calls out of line (numba_attempt_nocopy_reshape)
-    return make_array(p, both[:m], both[m:].view(np.float64))
+    return make_block(p, take(p, 2 * size(n, m)), (m,))
 
 
 @hot

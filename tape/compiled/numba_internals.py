@@ -413,23 +413,30 @@ def want(typingctx, p, count):
     return types.none(types.voidptr, types.int64), codegen
 
 
-ARENA_ARRAY = types.Array(types.int64, 1, "C")  # type: ignore[call-overload]  # numba's stubs
+@intrinsic
+def carve(typingctx, p, count):
+    """The address of the next ``count`` elements of the tape's arena (room checked by the caller): no allocation,
+    no array, so no reference count. The arena and its Var arrays live as long as the call."""
+    def codegen(context, builder, sig, args):
+        fields = _fields(context, builder, args[0])
+        start = builder.gep(_array(context, builder, fields, "arena")[0], [fields.used])
+        fields.used = builder.add(fields.used, args[1])
+        return start
+    return types.CPointer(types.int64)(types.voidptr, types.int64), codegen
 
 
 @intrinsic
-def carve(typingctx, p, count):
-    """The next ``count`` elements of the tape's arena as an array without a meminfo (room checked by the caller):
-    no allocation, and copies of it touch no reference count. The arena and its Var arrays live as long as the call."""
+def make_block(typingctx, p, data, shape):
+    """A C-contiguous Var array of ``shape`` (a tuple of one or two) over the 2 * size elements carved at ``data``:
+    rows, then values. No array on the way (its meminfo would cost reference-count calls per op)."""
     def codegen(context, builder, sig, args):
-        fields = _fields(context, builder, args[0])
-        data, _ = _array(context, builder, fields, "arena")
-        ary = context.make_array(ARENA_ARRAY)(context, builder)
-        itemsize = context.get_constant(types.intp, 8)
-        populate_array(ary, data=builder.gep(data, [fields.used]), shape=[args[1]], strides=[itemsize],
-                       itemsize=itemsize, meminfo=None)
-        fields.used = builder.add(fields.used, args[1])
-        return ary._getvalue()
-    return ARENA_ARRAY(types.voidptr, types.int64), codegen
+        dims, item = cgutils.unpack_tuple(builder, args[2]), context.get_constant(types.intp, 8)
+        vals = builder.gep(args[1], [dims[0] if len(dims) == 1 else builder.mul(*dims)])
+        strides = context.make_tuple(builder, sig.args[2], [builder.mul(item, d) for d in dims[1:]] + [item])
+        vals = builder.bitcast(vals, context.get_value_type(types.CPointer(types.float64)))
+        return _struct(context, builder, sig.return_type, {"tape": (args[0], None), "rows": (args[1], None),
+                       "vals": (vals, None), "shape": (args[2], None), "strides": (strides, None)})
+    return VarArrayType(len(shape), "C")(types.voidptr, types.CPointer(types.int64), shape), codegen
 
 
 @intrinsic
@@ -488,4 +495,5 @@ __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "new_
            "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound", "make_condition",
            "known_condition", "make_array", "make_dtype", "tape_pointer", "tape_from_pointer", "records", "constants",
            "value_at", "append", "append_const", "external", "where_of", "file_id",
-           "arena_room", "want", "carve", "borrowed", "give_back", "ArrayConditionType", "make_array_condition"]
+           "arena_room", "want", "carve", "make_block", "borrowed", "give_back", "ArrayConditionType",
+           "make_array_condition"]

@@ -52,12 +52,17 @@ def own_name(fn: Any) -> Any:
     return fn
 
 
-def overload(fn: Any, **options: Any) -> Any:
-    return _named(extending.overload(fn, **CACHED, **options))
+def _options(forceinline: bool) -> Any:
+    """The jit options of an overload's implementations; ``forceinline``: inlined where called (alwaysinline)."""
+    return {"jit_options": {**CACHED["jit_options"], "forceinline": True}} if forceinline else CACHED
 
 
-def overload_method(typ: Any, name: str, **options: Any) -> Any:
-    return _named(extending.overload_method(typ, name, **CACHED, **options))
+def overload(fn: Any, forceinline: bool = False, **options: Any) -> Any:
+    return _named(extending.overload(fn, **_options(forceinline), **options))
+
+
+def overload_method(typ: Any, name: str, forceinline: bool = False, **options: Any) -> Any:
+    return _named(extending.overload_method(typ, name, **_options(forceinline), **options))
 
 
 def overload_attribute(typ: Any, name: str, **options: Any) -> Any:

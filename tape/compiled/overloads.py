@@ -11,6 +11,7 @@ records are the Python recorder's: ``0.0 + x`` is ``add_c(x, 0.0)``, two numbers
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -184,27 +185,30 @@ CONSTANT_OPERANDS = {s.name for s in ops.ARITHMETIC if not s.var_c}  # numbers m
 
 
 def _register() -> None:
+    # the ops' overloads inline where called: a Var or Var array returned by a call passes through memory, and the
+    # caller's wide load of it waits for the callee's stores (no store forwarding): a third of RK4's recording
+    inline = functools.partial(overload, forceinline=True)
     for name, (of_var, value, math_name, ufunc) in UNARY.items():
         own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
-        overload(own)(unary(of_var, value, name not in ("neg", "abs")))
-        overload(own)(unary_array(of_var))  # -a, abs(a), tape.exp(a) of a Var array: per element
+        inline(own)(unary(of_var, value, name not in ("neg", "abs")))
+        inline(own)(unary_array(of_var))  # -a, abs(a), tape.exp(a) of a Var array: per element
         if math_name and hasattr(math, math_name):
-            overload(getattr(math, math_name))(unary(of_var, value, False))
+            inline(getattr(math, math_name))(unary(of_var, value, False))
         if ufunc:
             if name not in ("neg", "abs"):
-                overload(getattr(np, ufunc))(unary(of_var, value, False))
-            overload(getattr(np, ufunc))(unary_array(of_var))
+                inline(getattr(np, ufunc))(unary(of_var, value, False))
+            inline(getattr(np, ufunc))(unary_array(of_var))
     for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
         for fn in (own, getattr(np, ufunc)):
-            overload(fn)(binary(vv, vc, cv, value, fn is own and not is_operator))  # tape.<name> of numbers too
-            overload(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
+            inline(fn)(binary(vv, vc, cv, value, fn is own and not is_operator))  # of numbers: tape.<name>
+            inline(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
         if is_operator:
-            overload(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
-            overload(getattr(operator, f"i{name}"))(inplace_array(own, vv))
+            inline(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
+            inline(getattr(operator, f"i{name}"))(inplace_array(own, vv))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
         vv, vc, cv, value, _, _ = ARITHMETIC[name]
-        overload(getattr(math, math_name))(binary(vv, vc, cv, value, False))
+        inline(getattr(math, math_name))(binary(vv, vc, cv, value, False))
     for name, vv in COMPARISONS.items():
         overload(getattr(operator, name))(comparison(vv))
     overload(max_of)(minmax(COMPARISONS["gt"]))

@@ -157,8 +157,8 @@ REDUCTIONS = {"sum": (lambda a: sums(a), lambda a, k: sums_along(a, k)),
               "min": (lambda a: smallest(a), lambda a, k: smallest_along(a, k))}
 for _name, (_whole, _along) in REDUCTIONS.items():
     _typer = _reduction(hot(_whole), hot(_along))
-    overload_method(VarArrayType, _name)(_typer)
-    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)))(_typer)
+    overload_method(VarArrayType, _name, forceinline=True)(_typer)
+    overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)), forceinline=True)(_typer)
 
 
 def _dot(a, b):
