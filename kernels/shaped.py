@@ -246,19 +246,23 @@ def _fields(k: int, q: int) -> dict[str, int]:
                                        ("REC", "BASE", "REGION", "REGION_SIZE", "ACC")}}
 
 
+def _operand(head: list[str], k: int, q: int, source: int, number: int, base: int, member: str) -> str:
+    """Member k's operand q: ``member`` (an earlier member's value) where it reads one, else its number (a local
+    read once) or its view's element; the locals' reads go into ``head``."""
+    if source >= 0:
+        return member
+    if number == q + 1:
+        head.append(f"    c{k}_{q} = aval[t[{base}]]")
+        return f"c{k}_{q}"
+    head.append(f"    x{k}_{q} = t[{base}]")
+    return f"aval[x{k}_{q} + e]"
+
+
 def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
     head, body = [f"    n = t[{driver.SIZE}]"], []
     for k, (code, number, sources, _) in enumerate(members):
-        operands = []
-        for q, source in enumerate(sources):
-            if source >= 0:
-                operands.append(f"s{source}")
-            elif number == q + 1:
-                head.append(f"    c{k}_{q} = aval[t[{_fields(k, q)['BASE']}]]")
-                operands.append(f"c{k}_{q}")
-            else:
-                head.append(f"    x{k}_{q} = t[{_fields(k, q)['BASE']}]")
-                operands.append(f"aval[x{k}_{q} + e]")
+        operands = [_operand(head, k, q, source, number, _fields(k, q)["BASE"], f"s{source}")
+                    for q, source in enumerate(sources)]
         rule = ops.OPS[code].forward
         body += [f"        {x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(rule)]
         body.append(f"        s{k} = {rule}")
@@ -287,14 +291,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
         operands = []
         for q, source in enumerate(sources):
             f = _fields(row[k], q)
-            if source >= 0:
-                operands.append(f"aval[o{source} + e]")
-            elif number == q + 1:
-                head.append(f"    c{k}_{q} = aval[t[{f['BASE']}]]")
-                operands.append(f"c{k}_{q}")
-            else:
-                head.append(f"    x{k}_{q} = t[{f['BASE']}]")
-                operands.append(f"aval[x{k}_{q} + e]")
+            operands.append(_operand(head, k, q, source, number, f["BASE"], f"aval[o{source} + e]"))
             if source < 0 and wants[q]:
                 fresh = f"fresh{k}_{q}"
                 head += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
