@@ -25,7 +25,7 @@ from tape.kernels.cse import tables
 from tape.kernels.ops import ELEM, HAS_INPUT, KIND, OPCODE, TWO_RECORDS, USES_POOL
 from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan
-from tape.sweeps.plans import MAX_DIMS, SHAPE, VIEWS, WIDTH, ranges
+from tape.sweeps.plans import SHAPE, VIEWS, WIDTH, ranges, sizes
 
 merge = Twin(_kernels.merge, globals())  # a small trace's first runs its twin while it is not ready (kernels/twins.py)
 CODES = np.arange(256)
@@ -116,9 +116,8 @@ def _apart(a: dict[str, np.ndarray], same: np.ndarray) -> bool:
     (alike, or equal by chance) send cse the exact way, in order. NumPy over the table: no Python per record."""
     table, places, bits = a["plans"], a["plan_places"], a["arena"].view(np.int64)
     code, offset, start, count = table[:, 0], table[:, 2], table[:, 4], table[:, 5]
-    ndim, dims = table[:, SHAPE], table[:, SHAPE + 1:SHAPE + 1 + MAX_DIMS]
-    size = np.where(np.arange(MAX_DIMS) < ndim[:, None], dims, 1).prod(axis=1)
-    immediate = (code == ACONSTANT) & (ndim == 0)
+    size = sizes(table, SHAPE)[1]
+    immediate = (code == ACONSTANT) & (table[:, SHAPE] == 0)
     key = table.copy()
     key[:, 1:3] = key[:, 4] = 0  # its row, region and where its places start: not what it computes
     for cols in VIEWS:

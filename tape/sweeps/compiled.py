@@ -325,12 +325,10 @@ def _table(rows: list[np.ndarray], s: State, sweep: str) -> tuple[int, Any]:
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None = None) -> None:
     """The table's forward sweep (timed while its stretches' kernels are pending)."""
-    if not pending:
-        _gate.call(kernels.forward, table, s._aval, scratch)
-        return
-    start = time.perf_counter()
+    start = time.perf_counter() if pending else 0.0
     _gate.call(kernels.forward, table, s._aval, scratch)
-    stretches.fill(table, pending, time.perf_counter() - start)
+    if pending:
+        stretches.fill(table, pending, time.perf_counter() - start)
 
 
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None, gen: int, keep: int,

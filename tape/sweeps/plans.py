@@ -98,14 +98,14 @@ def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarra
     source = in0[elems].astype(np.int64)
     ok = source < elems
     ok[ok] = IS_ARRAY[op[source[ok]]]
-    sizes = _sizes(table, _HEAD)[1]  # by plan: an array record's in0, checked above
-    ok[ok] = in1[elems[ok]] < sizes[in0[source[ok]]]
+    elements = sizes(table, _HEAD)[1]  # by plan: an array record's in0, checked above
+    ok[ok] = in1[elems[ok]] < elements[in0[source[ok]]]
     if not ok.all():
         raise TapeFormatError(f"record {elems[~ok][0]} (elem): reads no element of an earlier array record")
     return plans
 
 
-def _sizes(table: np.ndarray, at: int) -> tuple[np.ndarray, np.ndarray]:
+def sizes(table: np.ndarray, at: int) -> tuple[np.ndarray, np.ndarray]:
     """(whether each row's shape at column ``at`` passes _get_shape, its element count where it does)."""
     ndim, dims = table[:, at], table[:, at + 1:at + _SHAPE]
     inside = np.arange(MAX_DIMS) < ndim[:, None]
@@ -125,8 +125,8 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
     rc = np.clip(r, 0, n - 1)
     fine = known & (r >= 0) & (r < n) & (op[rc] == code) & (in0[rc] == np.arange(m)) & (in1[rc] == 0xFFFFFFFF)
     fine &= np.diff(r, prepend=-1) > 0
-    shaped, size = _sizes(table, _HEAD)
-    wide, _ = _sizes(table, _HEAD + _SHAPE)
+    shaped, size = sizes(table, _HEAD)
+    wide, _ = sizes(table, _HEAD + _SHAPE)
     fine &= shaped & wide & (offset == np.concatenate([[0], np.cumsum(size)[:-1]])) & (axes >> MAX_DIMS == 0)
     kind = np.where(known, code - ARRAY_BASE, 0)
     takes, least = READS_VIEWS[kind], LEAST_VIEWS[kind]
@@ -140,7 +140,7 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
         rec = np.clip(record, 0, n - 1)
         fine &= ~present | ((record >= 0) & (record < r) & IS_ARRAY[op[rec]])
         plan = np.clip(in0[rec].astype(np.int64), 0, m - 1)
-        vshape, elements = _sizes(view, 2)
+        vshape, elements = sizes(view, 2)
         ndim, strides = view[:, 2], view[:, 2 + _SHAPE:]
         fine &= ~present | (vshape & ((strides == 0) | (np.arange(MAX_DIMS) < ndim[:, None])).all(1))
         reach = (np.maximum(view[:, 3:2 + _SHAPE], 1) - 1) * strides.astype(np.float64)  # (exact below 2**48;
