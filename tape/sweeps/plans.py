@@ -39,15 +39,18 @@ def _put_shape(row: np.ndarray, at: int, shape: tuple[int, ...]) -> None:
 
 
 def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
-    """(table, places) for a list of plans."""
+    """(table, places) for a list of plans; plans that share their places (one object: np.pad's index in a loop)
+    share one range of them."""
     table = np.zeros((len(plans), WIDTH), np.int64)
     places, start = [], 0
+    first: dict[int, int] = {}  # where each places object's range starts, by its id (every plan holds its own)
     for k, p in enumerate(plans):
         if len(p.shape) > MAX_DIMS or len(p.wide) > MAX_DIMS:
             raise ValueError(f"array record #{p.row} has {len(p.shape)} dimensions; a Function holds at most "
                              f"{MAX_DIMS}")
         count = len(p.places)
-        table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), start, count)
+        begins = first.setdefault(id(p.places), start) if count else start
+        table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), begins, count)
         _put_shape(table[k], _HEAD, p.shape)
         _put_shape(table[k], _HEAD + _SHAPE, p.wide)
         for j in range(3):
@@ -59,8 +62,9 @@ def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
                 table[k, at + 2 + _SHAPE:at + 2 + _SHAPE + len(v.strides)] = v.strides
             else:
                 table[k, at] = -1
-        places.append(p.places)
-        start += count
+        if begins == start:
+            places.append(p.places)
+            start += count
     return table, np.concatenate(places) if places else np.zeros(0, np.int64)
 
 
@@ -88,9 +92,10 @@ def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarra
     else:
         plans = []
         end = 0
+        shared: dict[tuple[int, int], np.ndarray] = {}  # each range's places: one object for the rows sharing it
         for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
             try:
-                plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees))
+                plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees, shared))
             except (ValueError, IndexError) as exc:
                 raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
             end = plans[-1].offset + plans[-1].size
@@ -162,13 +167,16 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
         return False
     limit = np.where(what == ROWS, r, np.where(what == OUTPUT, size, size[first]))
     at = placed & (count > 0)
-    starts = np.cumsum(count[at]) - count[at]
-    if np.array_equal(start[at], starts):  # (a tape's: its places one after another, read where they are)
-        index = places[:starts[-1] + count[at][-1] if len(starts) else 0]
+    spans, which = np.unique(np.column_stack([start[at], count[at]]), axis=0, return_inverse=True)  # (shared: once)
+    least = np.full(len(spans), np.iinfo(np.int64).max)
+    np.minimum.at(least, which.reshape(-1), limit[at])  # the least limit of the rows that read a range
+    starts = np.cumsum(spans[:, 1]) - spans[:, 1]
+    if np.array_equal(spans[:, 0], starts):  # (a tape's: its places one after another, read where they are)
+        index = places[:starts[-1] + spans[-1, 1] if len(starts) else 0]
     else:
-        index = places[ranges(start[at], count[at])]
+        index = places[ranges(spans[:, 0], spans[:, 1])]
     if len(index) and ((np.minimum.reduceat(index, starts) < 0).any() or (
-            np.maximum.reduceat(index, starts) >= limit[at]).any()):
+            np.maximum.reduceat(index, starts) >= least).any()):
         return False
     packs = at & (what == ROWS)
     if IS_ARRAY[op[places[ranges(start[packs], count[packs])]]].any():
@@ -207,7 +215,8 @@ def _shapes(row: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], list[tupl
 
 
 def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.ndarray, in0: np.ndarray,
-          in1: np.ndarray, end: int, callees: tuple[tuple[int, int, int], ...]) -> Plan:
+          in1: np.ndarray, end: int, callees: tuple[tuple[int, int, int], ...],
+          shared: dict[tuple[int, int], np.ndarray]) -> Plan:
     code, r, offset, axes_mask, start, count = row[:_HEAD]
     if not (0 <= r < len(op) and op[r] == code and IS_ARRAY_OP[code] and int(in0[r]) == k
             and int(in1[r]) == 0xFFFFFFFF):
@@ -250,8 +259,10 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         elements = math.prod(inputs[0].shape) if what == "output" else math.prod(shape)
         if not (0 <= start and start + count <= len(places) and count == elements):
             raise ValueError(f"places {start}..{start + count} do not fit its {elements} elements")
-        index = places[start:start + count].copy()
-        index.flags.writeable = False
+        index = shared.get((start, count))
+        if index is None:
+            index = shared[start, count] = places[start:start + count].copy()
+            index.flags.writeable = False
         limit = r if what == "rows" else math.prod(shape) if what == "output" else plans[
             int(in0[inputs[0].record])].size
         if len(index) and (index.min() < 0 or index.max() >= limit):
