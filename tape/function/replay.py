@@ -118,6 +118,7 @@ def install(F: Function, a: dict[str, np.ndarray], plans: list[driver.Plan] | No
     if plans is None:
         plans = _plans.decode(a["plans"], a["plan_places"], F._op, F._in0, F._in1,
                               call_records.sizes(F._callees))
+    F._table = a["plans"]  # rows, codes, views: what no layout changes (tape/sweeps/layout.py)
     array_replay.install_arrays(F, plans, a["arena"])
     shape = a.get("output_shape")  # files before version 4: one flat vector
     F._output_shape = tuple(shape.tolist()) if shape is not None else () if F._scalar else (F._n_out,)
