@@ -102,3 +102,13 @@ def test_rows_sharing_places_are_checked_against_each_reader(monkeypatch):
         else:
             with pytest.raises(TapeFormatError):
                 _plans.decode(bad, places, op, in0, in1)
+
+
+@pytest.mark.parametrize("weights", ["odd", "colliding"])
+def test_distinct_rows(weights, monkeypatch):
+    """distinct's picks are the distinct rows, each row's pick equal to it, also where every hash collides."""
+    if weights == "colliding":
+        monkeypatch.setattr(_plans, "WEIGHTS", np.zeros(_plans.WIDTH, np.uint64))
+    keys = np.random.default_rng(5).integers(-2, 3, (300, 4))
+    pick, which = _plans.distinct(keys)
+    assert np.array_equal(keys[pick][which], keys) and len(pick) == len(np.unique(keys, axis=0))

@@ -47,12 +47,12 @@ def _reads_by_plan(s: Any, table: np.ndarray, constant: np.ndarray) -> np.ndarra
     back_reads, asked once per distinct (code, axes, views, which are constants): all it depends on)."""
     present = table[:, RECORDS] >= 0
     keys = np.column_stack([table[:, [0, 3]], present, constant])
-    _, first, which = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    first, which = _table.distinct(keys)
     sees = np.zeros((len(first), 4), np.bool_)
     for j, k in enumerate(first.tolist()):
         reads = _reverse_reads(s, s._plans[k])
         sees[j, :len(reads) - 1], sees[j, 3] = reads[:-1], reads[-1]
-    return sees[which.reshape(-1)]
+    return sees[which]
 
 
 def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ READS_VIEWS = np.array([op.inputs for op in ARRAY_OPS])  # by array op: views it
 LEAST_VIEWS = np.array([op.inputs if op.least is None else op.least for op in ARRAY_OPS])
 ROWS, INPUT, OUTPUT, CALLEE = 1, 2, 3, 4  # what a plan's places index (RULE[code].places), by opcode:
 PLACES = np.array([("", "rows", "input", "output", "callee").index(RULE[c].places) for c in range(256)])
+WEIGHTS = np.random.default_rng(26).integers(0, 2**64, WIDTH, np.uint64, endpoint=False) | 1  # odd: a key row's hash
 VIEWS = tuple(slice(_HEAD + 2 * _SHAPE + j * _VIEW, _HEAD + 2 * _SHAPE + (j + 1) * _VIEW) for j in range(3))  # each
 # view's columns: record (-1: none), offset, ndim and sizes, strides
 
@@ -167,9 +168,13 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
         return False
     limit = np.where(what == ROWS, r, np.where(what == OUTPUT, size, size[first]))
     at = placed & (count > 0)
-    spans, which = np.unique(np.column_stack([start[at], count[at]]), axis=0, return_inverse=True)  # (shared: once)
+    read = np.column_stack([start[at], count[at]])
+    pick, which = distinct(read)  # (a shared range: once)
+    order = np.argsort(read[pick, 0], kind="stable")  # the ranges by where they start
+    spans, rank = read[pick[order]], np.empty_like(order)
+    rank[order] = np.arange(len(order))
     least = np.full(len(spans), np.iinfo(np.int64).max)
-    np.minimum.at(least, which.reshape(-1), limit[at])  # the least limit of the rows that read a range
+    np.minimum.at(least, rank[which], limit[at])  # the least limit of the rows that read a range
     starts = np.cumsum(spans[:, 1]) - spans[:, 1]
     if np.array_equal(spans[:, 0], starts):  # (a tape's: its places one after another, read where they are)
         index = places[:starts[-1] + spans[-1, 1] if len(starts) else 0]
@@ -181,14 +186,23 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
     packs = at & (what == ROWS)
     if IS_ARRAY[op[places[ranges(start[packs], count[packs])]]].any():
         return False
-    keys = np.column_stack(signature)
-    _, pick = np.unique(keys, axis=0, return_index=True)
+    pick, _ = distinct(np.column_stack(signature))
     for row in table[pick].tolist():  # each rule's check, once per distinct signature
         try:
             RULE[row[0]].check(*_shapes(row))
         except ValueError:
             return False
     return True
+
+
+def distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a row of each distinct row of int64 keys, the distinct row of each): rows hashed with odd weights, then
+    checked against their pick (np.unique of rows sorts them as records, ~10x slower: it takes a collision)."""
+    keys = np.ascontiguousarray(keys, np.int64)
+    _, pick, which = np.unique(keys.view(np.uint64) @ WEIGHTS[:keys.shape[1]], return_index=True, return_inverse=True)
+    if not np.array_equal(keys[pick][which], keys):
+        _, pick, which = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return pick, which.reshape(-1)
 
 
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
