@@ -14,6 +14,7 @@ from tape.kernels.ops import ELEM
 from tape.records import array_records
 from tape.sweeps import layout
 from tape.sweeps import live as _live
+from tape.sweeps import plans as _plans
 
 
 @pytest.fixture
@@ -94,6 +95,46 @@ def test_lifetimes_by_the_table_are_the_loops(program, arrays):
     for runs, outputs in ((list(F._runs_first.values()), F._output_rows), ([], F._output_rows), ([], rows[::3])):
         want = _lifetimes_by_plan(F, runs, outputs.tolist(), kept.tolist())
         assert np.array_equal(layout.lifetimes(F, runs, outputs, kept), want)
+
+
+def _encode_by_plan(plans):
+    """The plan table and places as a loop over the plans writes them (the reference)."""
+    table = np.zeros((len(plans), _plans.WIDTH), np.int64)
+    places, start, first = [], 0, {}
+    for k, p in enumerate(plans):
+        count = len(p.places)
+        begins = first.setdefault(id(p.places), start) if count else start
+        table[k, :6] = p.code, p.row, p.offset, sum(1 << a for a in p.axes), begins, count
+        for at, shape in ((_plans.SHAPE, p.shape), (_plans.SHAPE + 9, p.wide)):
+            table[k, at:at + 1 + len(shape)] = len(shape), *shape
+        for j, cols in enumerate(_plans.VIEWS):
+            if j < len(p.inputs):
+                v = p.inputs[j]
+                table[k, cols.start:cols.start + 3 + len(v.shape)] = v.record, v.offset, len(v.shape), *v.shape
+                table[k, cols.start + 11:cols.start + 11 + len(v.strides)] = v.strides
+            else:
+                table[k, cols.start] = -1
+        if begins == start:
+            places.append(p.places)
+            start += count
+    return table, np.concatenate(places) if places else np.zeros(0, np.int64)
+
+
+@pytest.mark.parametrize("program", ALL)
+def test_encode_by_columns_is_the_loops(program, arrays):
+    """plans.encode (the plans taken apart by zip and map) writes what the loop over the plans writes: the tape's
+    plans, the Function's (on shared regions), a few of them, none."""
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    t = tape.Tape()
+    X = t.array(x)
+    ALL[program](X, t.var(0.7))
+    F = tape.trace(ALL[program], x, params=0.7)
+    for plans in (t._plans, F._plans, F._plans[1::3], F._plans[:1], []):
+        got, want = _plans.encode(plans), _encode_by_plan(plans)
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want, strict=True))
+    deep = F._plans[0]._replace(shape=(1,) * 9, row=17)
+    with pytest.raises(ValueError, match="array record #17 has 9 dimensions"):
+        _plans.encode([F._plans[0], deep])
 
 
 def _gathers(F):

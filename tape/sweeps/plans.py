@@ -9,7 +9,10 @@ TapeFormatError naming the record, never a read outside an arena.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,39 +37,63 @@ VIEWS = tuple(slice(_HEAD + 2 * _SHAPE + j * _VIEW, _HEAD + 2 * _SHAPE + (j + 1)
 # view's columns: record (-1: none), offset, ndim and sizes, strides
 
 
-def _put_shape(row: np.ndarray, at: int, shape: tuple[int, ...]) -> None:
-    row[at] = len(shape)
-    row[at + 1:at + 1 + len(shape)] = shape
+def _indexed(values: tuple) -> tuple[list, np.ndarray]:
+    """(the distinct values, in order of first appearance; each value's index among them), by dicts and map: no
+    Python step per value."""
+    distinct = list(dict.fromkeys(values))
+    number = dict(zip(distinct, range(len(distinct)), strict=True))
+    return distinct, np.fromiter(map(number.__getitem__, values), np.int64, len(values))
+
+
+def _rows(values: tuple, width: int, row: Callable[[Any], list[int]]) -> np.ndarray:
+    """row(value) of each value (a shape, strides, axes), made once per distinct value, width columns."""
+    distinct, index = _indexed(values)
+    rows = np.zeros((len(distinct), width), np.int64)
+    for k, v in enumerate(distinct):
+        cells = row(v)
+        rows[k, :len(cells)] = cells
+    return rows[index]
+
+
+def _shape(shape: tuple[int, ...]) -> list[int]:
+    return [len(shape), *shape]
 
 
 def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
-    """(table, places) for a list of plans; plans that share their places (one object: np.pad's index in a loop)
-    share one range of them."""
-    table = np.zeros((len(plans), WIDTH), np.int64)
-    places, start = [], 0
-    first: dict[int, int] = {}  # where each places object's range starts, by its id (every plan holds its own)
-    for k, p in enumerate(plans):
-        if len(p.shape) > MAX_DIMS or len(p.wide) > MAX_DIMS:
-            raise ValueError(f"array record #{p.row} has {len(p.shape)} dimensions; a Function holds at most "
-                             f"{MAX_DIMS}")
-        count = len(p.places)
-        begins = first.setdefault(id(p.places), start) if count else start
-        table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), begins, count)
-        _put_shape(table[k], _HEAD, p.shape)
-        _put_shape(table[k], _HEAD + _SHAPE, p.wide)
-        for j in range(3):
-            at = _HEAD + 2 * _SHAPE + j * _VIEW
-            if j < len(p.inputs):
-                v = p.inputs[j]
-                table[k, at:at + 2] = v.record, v.offset
-                _put_shape(table[k], at + 2, v.shape)
-                table[k, at + 2 + _SHAPE:at + 2 + _SHAPE + len(v.strides)] = v.strides
-            else:
-                table[k, at] = -1
-        if begins == start:
-            places.append(p.places)
-            start += count
-    return table, np.concatenate(places) if places else np.zeros(0, np.int64)
+    """(table, places) for a list of plans, column by column (the plans' fields taken apart by zip and map: no Python
+    step per plan; each distinct shape, strides and axes written once). Plans that share their places (one object:
+    np.pad's index in a loop) share one range of them."""
+    m = len(plans)
+    table = np.zeros((m, WIDTH), np.int64)
+    if not m:
+        return table, np.zeros(0, np.int64)
+    code, row, offset, shape, inputs, axes, places, wide = zip(*plans, strict=True)
+    ndim = np.fromiter(map(len, shape), np.int64, m), np.fromiter(map(len, wide), np.int64, m)
+    if (ndim[0] > MAX_DIMS).any() or (ndim[1] > MAX_DIMS).any():
+        k = int(np.argmax((ndim[0] > MAX_DIMS) | (ndim[1] > MAX_DIMS)))
+        raise ValueError(f"array record #{row[k]} has {ndim[0][k]} dimensions; a Function holds at most {MAX_DIMS}")
+    count = np.fromiter(map(len, places), np.int64, m)
+    objects, which = _indexed(tuple(map(id, places)))  # (every plan holds its places: no id is reused)
+    first = np.full(len(objects), m)
+    np.minimum.at(first, which, np.arange(m))
+    added = np.zeros(m, np.int64)
+    added[first] = count[first]  # each places object's count, at its first plan
+    before = np.cumsum(added) - added
+    table[:, :_HEAD] = np.column_stack([code, row, offset, _rows(axes, 1, lambda a: [sum(1 << k for k in a)]),
+                                        np.where(count > 0, before[first[which]], before), count])
+    table[:, _HEAD:_HEAD + _SHAPE] = _rows(shape, _SHAPE, _shape)
+    table[:, _HEAD + _SHAPE:_HEAD + 2 * _SHAPE] = _rows(wide, _SHAPE, _shape)
+    n_in = np.fromiter(map(len, inputs), np.int64, m)
+    plan = np.repeat(np.arange(m), n_in)
+    j = np.arange(len(plan)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # each view's place among its plan's
+    views = tuple(itertools.chain.from_iterable(inputs))
+    record, at, vshape, strides = zip(*views, strict=True) if views else ((),) * 4
+    cells = np.column_stack([record, at, _rows(vshape, _SHAPE, _shape), _rows(strides, MAX_DIMS, list)]) if views else (
+        np.zeros((0, _VIEW), np.int64))
+    for k, cols in enumerate(VIEWS):
+        table[:, cols.start] = -1
+        table[plan[j == k], cols] = cells[j == k]
+    return table, np.concatenate([np.zeros(0, np.int64), *map(places.__getitem__, first.tolist())])  # each once
 
 
 def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
