@@ -137,6 +137,32 @@ def test_encode_by_columns_is_the_loops(program, arrays):
         _plans.encode([F._plans[0], deep])
 
 
+def _reads_by_plan(op, in0, plans):
+    """live.reads as a loop over the plans makes it (the reference)."""
+    elems = np.flatnonzero(op == ELEM)
+    readers, read = [elems], [in0[elems].astype(np.int64)]
+    for p in plans:
+        if p.name == "pack":
+            readers.append(np.full(len(p.places), p.row, np.int64))
+            read.append(p.places)
+    readers.append(np.array([p.row for p in plans for _ in p.inputs], np.int64))
+    read.append(np.array([v.record for p in plans for v in p.inputs], np.int64))
+    reader = np.concatenate(readers)
+    starts = np.zeros(len(op) + 1, np.int64)
+    np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
+    return starts, np.concatenate(read)[np.argsort(reader, kind="stable")]
+
+
+@pytest.mark.parametrize("program", ALL)
+def test_reads_by_columns_are_the_loops(program, arrays):
+    """live.reads (the plans taken apart by zip and map) gives what the loop over the plans gives."""
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    F = tape.trace(ALL[program], x, params=0.7)
+    for plans in (F._plans, F._plans[: len(F._plans) // 2]):
+        got, want = _live.reads(F._op, F._in0, plans), _reads_by_plan(F._op, F._in0, plans)
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want, strict=True))
+
+
 def _gathers(F):
     return [p for p in F._plans if p.name == "gather"]
 
