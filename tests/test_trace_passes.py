@@ -12,7 +12,7 @@ import tape
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import ELEM
 from tape.records import array_records
-from tape.sweeps import layout
+from tape.sweeps import arenas, driver, layout
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -161,6 +161,28 @@ def test_reads_by_columns_are_the_loops(program, arrays):
     for plans in (F._plans, F._plans[: len(F._plans) // 2]):
         got, want = _live.reads(F._op, F._in0, plans), _reads_by_plan(F._op, F._in0, plans)
         assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("program", ALL)
+def test_relaid_plans_and_moved_leaves_are_the_loops(program, arrays, monkeypatch):
+    """plans.relaid gives each plan's _replace(offset=...); arenas.move copies the constants' and inputs' numbers as
+    a loop over the plans copies them (small leaves by one gather, big ones each)."""
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    F = tape.trace(ALL[program], x, params=0.7)
+    size = np.array([p.size for p in F._plans], np.int64)
+    offsets = np.cumsum(size[::-1])[::-1] - size  # the regions in reverse order
+    to = _plans.relaid(F._plans, offsets)
+    assert to == [p._replace(offset=int(o)) for p, o in zip(F._plans, offsets, strict=True)]
+    assert all(type(q) is type(p) for p, q in zip(F._plans, to, strict=True))
+    want = np.full(int(size.sum()), np.nan)
+    for p, q in zip(F._plans, to, strict=True):
+        if p.code in (ACONSTANT, INPUT):
+            driver.region(want, q)[...] = driver.region(F._aval, p)
+    for moved in (arenas.MOVED, 1):
+        monkeypatch.setattr(arenas, "MOVED", moved)
+        got = np.full(len(want), np.nan)
+        arenas.move(F._plans, F._aval, to, got)
+        assert np.array_equal(got, want, equal_nan=True)
 
 
 def _gathers(F):

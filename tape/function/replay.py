@@ -179,11 +179,9 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
 def _leaves_laid_out(t: Storage) -> tuple[list[driver.Plan], np.ndarray]:
     """A traced tape that gave regions away (tape/sweeps/arenas.py): its plans one after another and an arena
     holding their constants' and inputs' numbers, zero elsewhere (pages never touched)."""
-    plans, offset = [], 0
-    for p in t._plans:
-        plans.append(p._replace(offset=offset))
-        offset += p.size
-    arena = arenas.untouched(offset)
+    size = _plans.regions(t._plans)[2]
+    plans = _plans.relaid(t._plans, np.cumsum(size) - size)
+    arena = arenas.untouched(int(size.sum()))
     arenas.move(t._plans, t._aval, plans, arena)
     return plans, arena
 

@@ -122,7 +122,7 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
         if dies >= n:  # no later record's value can follow this one's
             open_[region[1].bit_length()].remove(region)
         offsets.append(region[0])
-    return [p._replace(offset=o) for p, o in zip(s._plans, offsets, strict=True)], top
+    return _table.relaid(s._plans, np.array(offsets, np.int64)), top
 
 
 def sharing(plans: list[Plan], life: np.ndarray) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ TapeFormatError naming the record, never a read outside an arena.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -98,6 +99,19 @@ def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
         table[:, cols.start] = -1
         table[plan[j == k], cols] = cells[j == k]
     return table, np.concatenate([np.zeros(0, np.int64), *map(places.__getitem__, first.tolist())])  # each once
+
+
+def relaid(plans: list[Plan], offsets: np.ndarray) -> list[Plan]:
+    """The plans on regions at offsets (made by tuple.__new__ through map: no Python step per plan)."""
+    code, row, _, shape, inputs, axes, places, wide = zip(*plans, strict=True) if plans else ((),) * 8
+    return list(map(functools.partial(tuple.__new__, Plan), zip(code, row, offsets.tolist(), shape, inputs, axes,
+                                                                 places, wide, strict=True)))
+
+
+def regions(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(opcode, offset, size) of each plan, as arrays (each distinct shape's size found once)."""
+    code, _, offset, shape, *_ = zip(*plans, strict=True) if plans else ((),) * 4
+    return _ints(code), _ints(offset), _rows(shape, 1, lambda s: [math.prod(s)])[:, 0]
 
 
 def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
