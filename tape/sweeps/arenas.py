@@ -44,7 +44,7 @@ from tape.sweeps.driver import Plan, View
 _SPARE: list[np.ndarray] = []  # arenas of dead tapes, for the next tape (freshly mapped pages fault on first touch)
 BORROWED = 2**16  # elements from which a borrowing tape reads a constant in place instead of copying it
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
-MOVED = 2**12  # elements from which move copies a leaf's region by itself (not through an index of every element)
+MOVED = 64  # elements from which move copies a leaf's region by itself (a slice costs about what gathering 100 does)
 SCAN = 32  # freed regions of a size class that a record looks at, at most
 _READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
 _NO_PLACES = np.zeros(0, np.int64)  # the places of a plan that has none (read-only, as every plan's)
