@@ -28,8 +28,8 @@ def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray
     if not plans:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     elems = np.flatnonzero(op == ELEM)
-    code, row, _, _, inputs, _, places, _ = zip(*plans, strict=True)
-    row = np.fromiter(row, np.int64, len(row))
+    code, rows_, _, _, inputs, _, places, _ = zip(*plans, strict=True)
+    row = np.fromiter(rows_, np.int64, len(rows_))
     packs = np.flatnonzero(IS_PACK[np.fromiter(code, np.int64, len(code))]).tolist()
     rows = tuple(map(places.__getitem__, packs))  # each pack's scalar rows
     n_in = np.fromiter(map(len, inputs), np.int64, len(inputs))

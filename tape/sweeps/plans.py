@@ -318,10 +318,10 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         elements = math.prod(inputs[0].shape) if what == "output" else math.prod(shape)
         if not (0 <= start and start + count <= len(places) and count == elements):
             raise ValueError(f"places {start}..{start + count} do not fit its {elements} elements")
-        index = shared.get((start, count))
-        if index is None:
-            index = shared[start, count] = places[start:start + count].copy()
-            index.flags.writeable = False
+        if (start, count) not in shared:
+            shared[start, count] = places[start:start + count].copy()
+            shared[start, count].flags.writeable = False
+        index = shared[start, count]
         limit = r if what == "rows" else math.prod(shape) if what == "output" else plans[
             int(in0[inputs[0].record])].size
         if len(index) and (index.min() < 0 or index.max() >= limit):
