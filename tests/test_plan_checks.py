@@ -81,3 +81,34 @@ def test_a_function_keeps_its_plans_while_its_tape_records_on():
     got = F.value_and_grad(x)
     assert len(F._plans) == n and got[0] == want[0] and np.array_equal(got[1], want[1])
     assert np.allclose(want[1], np.sin(x) + x * np.cos(x), rtol=1e-13, atol=1e-13)  # by hand
+
+
+def test_rows_sharing_places_are_checked_against_each_reader(monkeypatch):
+    """Gathers may share a range of places (np.pad's index in a loop): each row's record bounds them, the smaller
+    one too."""
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    u = np.linspace(0.5, 1.5, 40)
+    a = file_format.arrays(tape.trace(lambda u: (u[[0, 1, 2, 4]] * (u[:4] * 2.0)[[0, 1, 2, 3]]).sum(), u))
+    table, places, op, in0, in1 = a["plans"], a["plan_places"], a["op"], a["in0"], a["in1"]
+    big, small = np.flatnonzero(table[:, 5] == 4)
+    for reader, shared in ((big, small), (small, big)):
+        bad = table.copy()
+        bad[reader, 4] = table[shared, 4]
+        fine = reader == big  # the big record's gather may read the small one's places, not the other way round
+        assert _plans._fine(bad, places, op, in0, in1) == fine
+        decoded = _plans.decode(bad, places, op, in0, in1) if fine else None
+        if fine:
+            assert decoded[big].places is decoded[small].places
+        else:
+            with pytest.raises(TapeFormatError):
+                _plans.decode(bad, places, op, in0, in1)
+
+
+@pytest.mark.parametrize("weights", ["odd", "colliding"])
+def test_distinct_rows(weights, monkeypatch):
+    """distinct's picks are the distinct rows, each row's pick equal to it, also where every hash collides."""
+    if weights == "colliding":
+        monkeypatch.setattr(_plans, "WEIGHTS", np.zeros(_plans.WIDTH, np.uint64))
+    keys = np.random.default_rng(5).integers(-2, 3, (300, 4))
+    pick, which = _plans.distinct(keys)
+    assert np.array_equal(keys[pick][which], keys) and len(pick) == len(np.unique(keys, axis=0))

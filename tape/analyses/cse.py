@@ -25,7 +25,7 @@ from tape.kernels.cse import tables
 from tape.kernels.ops import ELEM, HAS_INPUT, KIND, OPCODE, TWO_RECORDS, USES_POOL
 from tape.kernels.twins import Twin
 from tape.sweeps.driver import Plan
-from tape.sweeps.plans import SHAPE, VIEWS, WIDTH, ranges, sizes
+from tape.sweeps.plans import SHAPE, VIEWS, WEIGHTS, ranges, sizes
 
 merge = Twin(_kernels.merge, globals())  # a small trace's first runs its twin while it is not ready (kernels/twins.py)
 CODES = np.arange(256)
@@ -36,7 +36,6 @@ USES_IN1 = TWO_RECORDS | USES_POOL | (CODES == ELEM)  # in1 is a record, a const
 # that read them (merged, the copies would cost a compaction and save nothing): keys hold their number
 KEPT_KINDS = ("input", "compare", "all", "any")
 IS_KEPT, IS_PACK = np.isin(ARRAY_KIND, KEPT_KINDS), np.isin(ARRAY_KIND, ("pack",))  # by array opcode
-WEIGHTS = np.random.default_rng(26).integers(0, 2**64, WIDTH, np.uint64, endpoint=False) | 1  # odd: a key row's hash
 
 
 def _numbers(p: Plan, arena: np.ndarray) -> bytes:

@@ -78,11 +78,15 @@ COPYING_MODES = ("edge", "reflect", "symmetric", "wrap")  # pads that repeat ele
 
 
 @functools.lru_cache(maxsize=64)
-def _padded(shape: tuple[int, ...], pad_width: Any, mode: str) -> np.ndarray:
-    """np.pad of the places of an array of shape: kept (a loop pads alike at every step; NumPy's pad takes 30 µs)."""
-    padded = np.pad(np.arange(math.prod(shape)).reshape(shape), pad_width, mode)  # type: ignore[call-overload]
-    padded.flags.writeable = False
-    return padded
+def _padded(shape: tuple[int, ...], pad_width: Any, mode: str, offset: int = 0,
+            stride: int = 1) -> tuple[np.ndarray, tuple[int, ...]]:
+    """(np.pad of the places of an array of shape, read from a flat view at offset by stride, flat; its shape): kept,
+    so a loop that pads alike at every step gathers by one index, one object on the tape and in its Function
+    (heat's 10^4 x 500 steps: 80 kB, not 40 MB; NumPy's pad takes 30 µs)."""
+    padded = offset + stride * np.pad(np.arange(math.prod(shape)).reshape(shape), pad_width, mode)  # type: ignore
+    flat = padded.reshape(-1)
+    flat.flags.writeable = False
+    return flat, padded.shape
 
 
 def _ints(w: Any) -> bool:  # an int or tuples of them: a key _padded may keep (1.0 must not find 1's)
@@ -94,7 +98,15 @@ def pad(a: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     join per padded axis) and writes scalar records into a constant array by item assignment;
     'edge', 'reflect', 'symmetric' and 'wrap' gather a's elements (np.pad of their places says which)."""
     if mode in COPYING_MODES and not kwargs.keys() - {"reflect_type"} and kwargs.get("reflect_type", "even") == "even":
-        return a.reshape(-1)[(_padded if _ints(pad_width) else _padded.__wrapped__)(a.shape, pad_width, mode)]
+        padded = _padded if _ints(pad_width) else _padded.__wrapped__
+        flat = a.reshape(-1)
+        v = flat._view
+        if v is None or not a.ndim:  # scalar records, or a 0-d array (which np.pad gives back): by indexing
+            index, shape = padded(a.shape, pad_width, mode)
+            return flat[index.reshape(shape)]
+        t = flat._live_tape()
+        return type(a)(t._segment(), None, array_records.gather(t, v.record, *padded(
+            a.shape, pad_width, mode, v.offset, v.strides[0])))
     if mode != "constant" or kwargs.keys() - {"constant_values"}:
         raise ValueError(f"np.pad of a VarArray: mode {mode!r} with {sorted(kwargs)} is not supported (tape has "
                          "'constant' with numbers, 'edge', 'reflect', 'symmetric', 'wrap')")

@@ -70,6 +70,7 @@ class Function:
     _aadj_dot: np.ndarray
     # array records (array_replay.install_arrays): plans, arenas, generations, pieces, fused runs
     _plans: list[driver.Plan]
+    _table: np.ndarray  # their plan table (tape/sweeps/plans.py; its rows, codes and views: tape/sweeps/layout.py)
     _recorded: list[driver.Plan] | None  # the plans as recorded, while _plans share regions (tape/sweeps/layout.py)
     _views: dict
     _schedules: dict

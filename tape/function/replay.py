@@ -118,6 +118,7 @@ def install(F: Function, a: dict[str, np.ndarray], plans: list[driver.Plan] | No
     if plans is None:
         plans = _plans.decode(a["plans"], a["plan_places"], F._op, F._in0, F._in1,
                               call_records.sizes(F._callees))
+    F._table = a["plans"]  # rows, codes, views: what no layout changes (tape/sweeps/layout.py)
     array_replay.install_arrays(F, plans, a["arena"])
     shape = a.get("output_shape")  # files before version 4: one flat vector
     F._output_shape = tuple(shape.tolist()) if shape is not None else () if F._scalar else (F._n_out,)
@@ -178,11 +179,9 @@ def from_storage(cls: type[R], t: Storage, input_rows: np.ndarray, param_rows: n
 def _leaves_laid_out(t: Storage) -> tuple[list[driver.Plan], np.ndarray]:
     """A traced tape that gave regions away (tape/sweeps/arenas.py): its plans one after another and an arena
     holding their constants' and inputs' numbers, zero elsewhere (pages never touched)."""
-    plans, offset = [], 0
-    for p in t._plans:
-        plans.append(p._replace(offset=offset))
-        offset += p.size
-    arena = arenas.untouched(offset)
+    size = _plans.regions(t._plans)[2]
+    plans = _plans.relaid(t._plans, np.cumsum(size) - size)
+    arena = arenas.untouched(int(size.sum()))
     arenas.move(t._plans, t._aval, plans, arena)
     return plans, arena
 

@@ -231,10 +231,12 @@ def copy(t: Storage, v: View) -> View:
     return gather(t, v.record, places(v))
 
 
-def gather(t: Storage, record: int, chosen: np.ndarray) -> View:
-    """A record of the elements at places ``chosen`` (any shape) of a record's region."""
-    return _record(t, "gather", chosen.shape, (whole(record, t._plan(record)),),
-                   places=np.ascontiguousarray(chosen.reshape(-1)))
+def gather(t: Storage, record: int, chosen: np.ndarray, shape: tuple[int, ...] | None = None) -> View:
+    """A record of the elements at places ``chosen`` (any shape) of a record's region; with ``shape``, chosen is
+    one flat read-only index, the plan's places as it is (np.pad's: one object for every step of a loop)."""
+    if shape is None:
+        shape, chosen = chosen.shape, np.ascontiguousarray(chosen.reshape(-1))
+    return _record(t, "gather", shape, (whole(record, t._plan(record)),), places=chosen)
 
 
 def scatter(t: Storage, v: View, chosen: np.ndarray, shape: tuple[int, ...]) -> View:

@@ -27,9 +27,14 @@ import numpy as np
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import ELEM
 from tape.sweeps import live as _live
+from tape.sweeps import plans as _table
 from tape.sweeps.driver import Plan
 
 SCAN = 32  # regions of a size class that a record looks at, at most
+
+
+DERIVATIVE = np.array([rule.derivative for rule in RULE])  # by opcode
+RECORDS = [cols.start for cols in _table.VIEWS]  # the plan table's columns of its views' records (-1: none)
 
 
 def _reverse_reads(s: Any, p: Plan) -> tuple[bool, ...]:
@@ -37,43 +42,54 @@ def _reverse_reads(s: Any, p: Plan) -> tuple[bool, ...]:
     return RULE[p.code].back_reads(p, tuple(bool(s._op[v.record] == ACONSTANT) for v in p.inputs))
 
 
+def _reads_by_plan(s: Any, table: np.ndarray, constant: np.ndarray) -> np.ndarray:
+    """By plan: for each of its 3 views, then itself, whether its reverse step reads that value (its kind's
+    back_reads, asked once per distinct (code, axes, views, which are constants): all it depends on)."""
+    present = table[:, RECORDS] >= 0
+    keys = np.column_stack([table[:, [0, 3]], present, constant])
+    first, which = _table.distinct(keys)
+    sees = np.zeros((len(first), 4), np.bool_)
+    for j, k in enumerate(first.tolist()):
+        reads = _reverse_reads(s, s._plans[k])
+        sees[j, :len(reads) - 1], sees[j, 3] = reads[:-1], reads[-1]
+    return sees[which]
+
+
 def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """(value from, value to, adjoint from, adjoint to) by plan: forward step r at time r, the seeds at n,
     reverse step r at 2n + 1 - r, forever 3n + 2; an adjoint that never lives has from > to.
-    kept: the rows that live forever (inputs, params)."""
-    n = len(s._op)
+    kept: the rows that live forever (inputs, params). NumPy over s's plan table (s._table)."""
+    n, table = len(s._op), s._table
+    if len(table) != len(s._plans):
+        raise ValueError(f"a plan table of {len(table)} rows for {len(s._plans)} plans")
     seed, end = n, 3 * n + 2
     back = 2 * n + 1
-    first, last, recompute = {}, {}, set()
-    for run in runs:
-        for k, r in enumerate(run.rows):
-            first[r], last[r] = run.rows[0], run.rows[-1]
-            if k < len(run.need) and run.need[k]:
-                recompute.add(r)  # its inputs are read again by the run's reverse
+    rows, code = table[:, 1], table[:, 0]
+    first, last, recompute = rows.copy(), rows.copy(), np.zeros(len(table), np.bool_)
+    for run in runs:  # (a Python step per fused run)
+        at = s._in0[list(run.rows)].astype(np.int64)  # an array record's in0: its plan
+        first[at], last[at] = run.rows[0], run.rows[-1]
+        recompute[at[:len(run.need)][run.need]] = True  # its inputs are read again by the run's reverse
     reached = _live.reaching(s._op, s._in0, s._in1, s._plans, [outputs])[0]
-    life = np.empty((len(s._plans), 4), np.int64)
-    for k, p in enumerate(s._plans):
-        life[k] = first.get(p.row, p.row), p.row, end, back - p.row
-    for p in s._plans:
-        y = p.row
-        sees = _reverse_reads(s, p)
-        if y in recompute:
-            sees = (True,) * len(p.inputs) + sees[-1:]
-        for v, read in zip(p.inputs, sees, strict=False):
-            x = int(s._in0[v.record])  # an array record's in0 is its plan's index
-            life[x, 1] = max(life[x, 1], back - y if read else y)
-            if reached[y] and RULE[p.code].derivative and s._op[v.record] != ACONSTANT:
-                life[x, 2] = min(life[x, 2], back - last.get(y, y))
-        if sees[-1]:
-            life[s._in0[y], 1] = max(life[s._in0[y], 1], back - y)
+    life = np.column_stack([first, rows, np.full(len(table), end), back - rows])
+    records = table[:, RECORDS]
+    present = records >= 0
+    constant = present & (s._op[np.maximum(records, 0)] == ACONSTANT)
+    sees = _reads_by_plan(s, table, constant)
+    sees[:, :3] |= recompute[:, None]
+    reader, j = np.nonzero(present)  # each view: its plan, which view
+    x = s._in0[records[reader, j]].astype(np.int64)  # the plan of the record it reads
+    y = rows[reader]
+    np.maximum.at(life[:, 1], x, np.where(sees[reader, j], back - y, y))
+    sends = reached[y] & DERIVATIVE[code[reader]] & ~constant[reader, j]
+    np.minimum.at(life[:, 2], x[sends], back - last[reader[sends]])
+    life[sees[:, 3], 1] = np.maximum(life[sees[:, 3], 1], back - rows[sees[:, 3]])
     elems = np.flatnonzero(s._op == ELEM)
     if len(elems):
         at = s._in0[s._in0[elems]].astype(np.int64)
         np.maximum.at(life[:, 1], at, elems)
         hit = reached[elems]
         np.minimum.at(life[:, 2], at[hit], back - elems[hit])
-    rows = np.array([p.row for p in s._plans], np.int64)
-    code = np.array([p.code for p in s._plans], np.int64)
     forever = (code == ACONSTANT) | (code == INPUT) | np.isin(rows, kept)
     life[forever, :2] = 0, end
     life[np.isin(rows, outputs), 1] = end
@@ -106,7 +122,7 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
         if dies >= n:  # no later record's value can follow this one's
             open_[region[1].bit_length()].remove(region)
         offsets.append(region[0])
-    return [p._replace(offset=o) for p, o in zip(s._plans, offsets, strict=True)], top
+    return _table.relaid(s._plans, np.array(offsets, np.int64)), top
 
 
 def sharing(plans: list[Plan], life: np.ndarray) -> list[tuple[int, int]]:

@@ -5,6 +5,8 @@ finds its runs among them only, so a Function fuses the same runs with or withou
 
 from __future__ import annotations
 
+import itertools
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -15,30 +17,30 @@ from tape.kernels.ops import ELEM, HAS_INPUT, OPCODE, TWO_RECORDS
 from tape.kernels.twins import Twin
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
+IS_PACK = np.array(ARRAY_KIND) == "pack"  # by opcode
 mark_reaching = Twin(graph.mark_reaching, globals())  # a small trace's first runs its twin while it is not ready
 
 
 def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """(starts, reads) for mark_reaching: the records each array record reads (its views' records, a
-    pack's scalar rows) and each elem record's array record, by reader (empty without array records)."""
+    pack's scalar rows) and each elem record's array record, by reader (empty without array records). The plans
+    taken apart by zip and map (tape/sweeps/plans.py's encode): no Python step per plan."""
     if not plans:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     elems = np.flatnonzero(op == ELEM)
-    rows: list[int] = []
-    records: list[int] = []
-    readers, read = [elems], [in0[elems].astype(np.int64)]
-    for p in plans:
-        rows += [p.row] * len(p.inputs)
-        records += [v.record for v in p.inputs]
-        if ARRAY_KIND[p.code] == "pack":
-            readers.append(np.full(len(p.places), p.row, np.int64))
-            read.append(p.places)
-    readers.append(np.array(rows, np.int64))
-    read.append(np.array(records, np.int64))
-    reader = np.concatenate(readers)
+    code, rows_, _, _, inputs, _, places, _ = zip(*plans, strict=True)
+    row = np.fromiter(rows_, np.int64, len(rows_))
+    packs = np.flatnonzero(IS_PACK[np.fromiter(code, np.int64, len(code))]).tolist()
+    rows = tuple(map(places.__getitem__, packs))  # each pack's scalar rows
+    n_in = np.fromiter(map(len, inputs), np.int64, len(inputs))
+    views = tuple(itertools.chain.from_iterable(inputs))
+    reader = np.concatenate([elems, np.repeat(row[packs], np.fromiter(map(len, rows), np.int64, len(rows))),
+                             np.repeat(row, n_in)])
+    read = np.concatenate([in0[elems].astype(np.int64), *rows, np.fromiter(map(itemgetter(0), views), np.int64,
+                                                                           len(views))])  # (a view's record)
     starts = np.zeros(len(op) + 1, np.int64)
     np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
-    return starts, np.concatenate(read)[np.argsort(reader, kind="stable")]
+    return starts, read[np.argsort(reader, kind="stable")]
 
 
 def reaching(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, plans: list[Any], roots: list[np.ndarray],

@@ -9,7 +9,11 @@ TapeFormatError naming the record, never a read outside an arena.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,39 +33,85 @@ READS_VIEWS = np.array([op.inputs for op in ARRAY_OPS])  # by array op: views it
 LEAST_VIEWS = np.array([op.inputs if op.least is None else op.least for op in ARRAY_OPS])
 ROWS, INPUT, OUTPUT, CALLEE = 1, 2, 3, 4  # what a plan's places index (RULE[code].places), by opcode:
 PLACES = np.array([("", "rows", "input", "output", "callee").index(RULE[c].places) for c in range(256)])
+WEIGHTS = np.random.default_rng(26).integers(0, 2**64, WIDTH, np.uint64, endpoint=False) | 1  # odd: a key row's hash
 VIEWS = tuple(slice(_HEAD + 2 * _SHAPE + j * _VIEW, _HEAD + 2 * _SHAPE + (j + 1) * _VIEW) for j in range(3))  # each
 # view's columns: record (-1: none), offset, ndim and sizes, strides
 
 
-def _put_shape(row: np.ndarray, at: int, shape: tuple[int, ...]) -> None:
-    row[at] = len(shape)
-    row[at + 1:at + 1 + len(shape)] = shape
+def _indexed(values: tuple) -> tuple[list, np.ndarray]:
+    """(the distinct values, in order of first appearance; each value's index among them), by dicts and map: no
+    Python step per value."""
+    distinct = list(dict.fromkeys(values))
+    number = dict(zip(distinct, range(len(distinct)), strict=True))
+    return distinct, np.fromiter(map(number.__getitem__, values), np.int64, len(values))
+
+
+def _rows(values: tuple, width: int, row: Callable[[Any], list[int]]) -> np.ndarray:
+    """row(value) of each value (a shape, strides, axes), made once per distinct value, width columns."""
+    distinct, index = _indexed(values)
+    rows = np.zeros((len(distinct), width), np.int64)
+    for k, v in enumerate(distinct):
+        cells = row(v)
+        rows[k, :len(cells)] = cells
+    return rows[index]
+
+
+def _ints(values: tuple) -> np.ndarray:
+    """Ints (Python's or NumPy's: np.array takes 1 µs for each NumPy one) as an int64 array."""
+    return np.fromiter(values, np.int64, len(values))
+
+
+def _shape(shape: tuple[int, ...]) -> list[int]:
+    return [len(shape), *shape]
 
 
 def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
-    """(table, places) for a list of plans."""
-    table = np.zeros((len(plans), WIDTH), np.int64)
-    places, start = [], 0
-    for k, p in enumerate(plans):
-        if len(p.shape) > MAX_DIMS or len(p.wide) > MAX_DIMS:
-            raise ValueError(f"array record #{p.row} has {len(p.shape)} dimensions; a Function holds at most "
-                             f"{MAX_DIMS}")
-        count = len(p.places)
-        table[k, :_HEAD] = (p.code, p.row, p.offset, sum(1 << a for a in p.axes), start, count)
-        _put_shape(table[k], _HEAD, p.shape)
-        _put_shape(table[k], _HEAD + _SHAPE, p.wide)
-        for j in range(3):
-            at = _HEAD + 2 * _SHAPE + j * _VIEW
-            if j < len(p.inputs):
-                v = p.inputs[j]
-                table[k, at:at + 2] = v.record, v.offset
-                _put_shape(table[k], at + 2, v.shape)
-                table[k, at + 2 + _SHAPE:at + 2 + _SHAPE + len(v.strides)] = v.strides
-            else:
-                table[k, at] = -1
-        places.append(p.places)
-        start += count
-    return table, np.concatenate(places) if places else np.zeros(0, np.int64)
+    """(table, places) for a list of plans, column by column (the plans' fields taken apart by zip and map: no Python
+    step per plan; each distinct shape, strides and axes written once). Plans that share their places (one object:
+    np.pad's index in a loop) share one range of them."""
+    m = len(plans)
+    table = np.zeros((m, WIDTH), np.int64)
+    if not m:
+        return table, np.zeros(0, np.int64)
+    code, row, offset, shape, inputs, axes, places, wide = zip(*plans, strict=True)
+    ndim = np.fromiter(map(len, shape), np.int64, m), np.fromiter(map(len, wide), np.int64, m)
+    if (ndim[0] > MAX_DIMS).any() or (ndim[1] > MAX_DIMS).any():
+        k = int(np.argmax((ndim[0] > MAX_DIMS) | (ndim[1] > MAX_DIMS)))
+        raise ValueError(f"array record #{row[k]} has {ndim[0][k]} dimensions; a Function holds at most {MAX_DIMS}")
+    count = np.fromiter(map(len, places), np.int64, m)
+    objects, which = _indexed(tuple(map(id, places)))  # (every plan holds its places: no id is reused)
+    first = np.full(len(objects), m)
+    np.minimum.at(first, which, np.arange(m))
+    added = np.zeros(m, np.int64)
+    added[first] = count[first]  # each places object's count, at its first plan
+    before = np.cumsum(added) - added
+    table[:, :_HEAD] = np.column_stack([_ints(code), _ints(row), _ints(offset), _rows(
+        axes, 1, lambda a: [sum(1 << k for k in a)]), np.where(count > 0, before[first[which]], before), count])
+    table[:, _HEAD:_HEAD + _SHAPE] = _rows(shape, _SHAPE, _shape)
+    table[:, _HEAD + _SHAPE:_HEAD + 2 * _SHAPE] = _rows(wide, _SHAPE, _shape)
+    n_in = np.fromiter(map(len, inputs), np.int64, m)
+    plan = np.repeat(np.arange(m), n_in)
+    j = np.arange(len(plan)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # each view's place among its plan's
+    views = tuple(itertools.chain.from_iterable(inputs))
+    record, at, vshape, strides = zip(*views, strict=True) if views else ((),) * 4
+    cells = np.column_stack([_ints(record), _ints(at), _rows(vshape, _SHAPE, _shape), _rows(strides, MAX_DIMS, list)])
+    for k, cols in enumerate(VIEWS):
+        table[:, cols.start] = -1
+        table[plan[j == k], cols] = cells[j == k]
+    return table, np.concatenate([np.zeros(0, np.int64), *map(places.__getitem__, first.tolist())])  # each once
+
+
+def relaid(plans: list[Plan], offsets: np.ndarray) -> list[Plan]:
+    """The plans on regions at offsets (made by tuple.__new__ through map: no Python step per plan)."""
+    code, row, _, shape, inputs, axes, places, wide = zip(*plans, strict=True) if plans else ((),) * 8
+    return list(map(functools.partial(tuple.__new__, Plan), zip(code, row, offsets.tolist(), shape, inputs, axes,
+                                                                 places, wide, strict=True)))
+
+
+def regions(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(opcode, offset, size) of each plan, as arrays (each distinct shape's size found once)."""
+    code, _, offset, shape, *_ = zip(*plans, strict=True) if plans else ((),) * 4
+    return _ints(code), _ints(offset), _rows(shape, 1, lambda s: [math.prod(s)])[:, 0]
 
 
 def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
@@ -88,9 +138,10 @@ def decode(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarra
     else:
         plans = []
         end = 0
+        shared: dict[tuple[int, int], np.ndarray] = {}  # each range's places: one object for the rows sharing it
         for k, row in enumerate(table.tolist()):  # Python ints: ~10x faster to check than NumPy scalars
             try:
-                plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees))
+                plans.append(_plan(row, k, plans, places, op, in0, in1, end, callees, shared))
             except (ValueError, IndexError) as exc:
                 raise TapeFormatError(f"array record #{int(row[1])} (plan {k}): {exc}") from None
             end = plans[-1].offset + plans[-1].size
@@ -162,25 +213,41 @@ def _fine(table: np.ndarray, places: np.ndarray, op: np.ndarray, in0: np.ndarray
         return False
     limit = np.where(what == ROWS, r, np.where(what == OUTPUT, size, size[first]))
     at = placed & (count > 0)
-    starts = np.cumsum(count[at]) - count[at]
-    if np.array_equal(start[at], starts):  # (a tape's: its places one after another, read where they are)
-        index = places[:starts[-1] + count[at][-1] if len(starts) else 0]
+    read = np.column_stack([start[at], count[at]])
+    pick, which = distinct(read)  # (a shared range: once)
+    order = np.argsort(read[pick, 0], kind="stable")  # the ranges by where they start
+    spans, rank = read[pick[order]], np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    least = np.full(len(spans), np.iinfo(np.int64).max)
+    np.minimum.at(least, rank[which], limit[at])  # the least limit of the rows that read a range
+    starts = np.cumsum(spans[:, 1]) - spans[:, 1]
+    if np.array_equal(spans[:, 0], starts):  # (a tape's: its places one after another, read where they are)
+        index = places[:starts[-1] + spans[-1, 1] if len(starts) else 0]
     else:
-        index = places[ranges(start[at], count[at])]
+        index = places[ranges(spans[:, 0], spans[:, 1])]
     if len(index) and ((np.minimum.reduceat(index, starts) < 0).any() or (
-            np.maximum.reduceat(index, starts) >= limit[at]).any()):
+            np.maximum.reduceat(index, starts) >= least).any()):
         return False
     packs = at & (what == ROWS)
     if IS_ARRAY[op[places[ranges(start[packs], count[packs])]]].any():
         return False
-    keys = np.column_stack(signature)
-    _, pick = np.unique(keys, axis=0, return_index=True)
+    pick, _ = distinct(np.column_stack(signature))
     for row in table[pick].tolist():  # each rule's check, once per distinct signature
         try:
             RULE[row[0]].check(*_shapes(row))
         except ValueError:
             return False
     return True
+
+
+def distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a row of each distinct row of int64 keys, the distinct row of each): rows hashed with odd weights, then
+    checked against their pick (np.unique of rows sorts them as records, ~10x slower: it takes a collision)."""
+    keys = np.ascontiguousarray(keys, np.int64)
+    _, pick, which = np.unique(keys.view(np.uint64) @ WEIGHTS[:keys.shape[1]], return_index=True, return_inverse=True)
+    if not np.array_equal(keys[pick][which], keys):
+        _, pick, which = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return pick, which.reshape(-1)
 
 
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -207,7 +274,8 @@ def _shapes(row: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], list[tupl
 
 
 def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.ndarray, in0: np.ndarray,
-          in1: np.ndarray, end: int, callees: tuple[tuple[int, int, int], ...]) -> Plan:
+          in1: np.ndarray, end: int, callees: tuple[tuple[int, int, int], ...],
+          shared: dict[tuple[int, int], np.ndarray]) -> Plan:
     code, r, offset, axes_mask, start, count = row[:_HEAD]
     if not (0 <= r < len(op) and op[r] == code and IS_ARRAY_OP[code] and int(in0[r]) == k
             and int(in1[r]) == 0xFFFFFFFF):
@@ -250,8 +318,10 @@ def _plan(row: list[int], k: int, plans: list[Plan], places: np.ndarray, op: np.
         elements = math.prod(inputs[0].shape) if what == "output" else math.prod(shape)
         if not (0 <= start and start + count <= len(places) and count == elements):
             raise ValueError(f"places {start}..{start + count} do not fit its {elements} elements")
-        index = places[start:start + count].copy()
-        index.flags.writeable = False
+        if (start, count) not in shared:
+            shared[start, count] = places[start:start + count].copy()
+            shared[start, count].flags.writeable = False
+        index = shared[start, count]
         limit = r if what == "rows" else math.prod(shape) if what == "output" else plans[
             int(in0[inputs[0].record])].size
         if len(index) and (index.min() < 0 or index.max() >= limit):
