@@ -120,7 +120,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # dimensions checked by arrays.size, the overloads' forceinline option (issue 31, s11 D).
 BUDGET = {"tape.kernels": 6428, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2825,
           "tape.records": 1013, "tape.arrays": 1851, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3263, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3426, "tape": 250,
+          "tape.function": 3274, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3426, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 
