@@ -19,8 +19,9 @@ thread forks: the child would get the locks the load held (an import's, Numba's,
 its own first call. So a Gate's kernel is typed and loaded under Numba's compiler lock (``Gate.call``), and a
 fork waits for that lock (``os.register_at_fork`` below): it never copies a load half done.
 
-Threads. The parallel maps run on a fork-safe threading layer (set below, unless
-``NUMBA_THREADING_LAYER`` says otherwise), so processes forked after a map can map too.
+Threads. Numba's threading layer (launched by ``numba.get_num_threads``, which the maps read for their count of
+threads, and by a user's parallel kernels) is a fork-safe one (set below, unless ``NUMBA_THREADING_LAYER`` says
+otherwise), so processes forked after a map can map too.
 
 Notice. The first call of each kernel in an environment compiles it (70 s for all, once);
 the first compilation in a process prints one line to stderr saying so, and
@@ -49,7 +50,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = HERE  # the kernels folder (tape/kernels/ once installed): only kernels are cached
 
 jit = njit(cache=True, nogil=True, error_model="numpy")
-parallel_jit = njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 inline = njit(cache=True, nogil=True, error_model="numpy")  # the op table's helpers: compiled once, LLVM inlines
 # them into the sweeps; Numba's inline="always" compiled each again at every call (an hvp's first use +20%)
 
@@ -225,7 +225,7 @@ if hasattr(os, "register_at_fork"):  # a fork waits for a load or compile in ano
                         after_in_child=global_compiler_lock.release)
 event.register("numba:compile", _FirstCompile())
 
-# Threading layer of the parallel maps: a fork-safe one unless the user chose (NUMBA_THREADING_LAYER).
+# Numba's threading layer: a fork-safe one unless the user chose (NUMBA_THREADING_LAYER).
 # GNU OpenMP, Numba's pick on Linux without TBB, kills a fork child that maps once the parent has
 # mapped; "forksafe" picks TBB if installed, else workqueue, which maps as fast here (measured: seed
 # example 17.0 M points/s on 2 threads either way, a 10^4-record tape 13.6k vs 14.0k points/s).

@@ -45,7 +45,7 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     "_extend_sets": (0, SQUARE), "hessian_pairs": (0, SQUARE), "gather_rows": (0, SQUARE),
     "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),
     # the maps (F.map, map_value_and_grad, map_vjp, map_jvp), whose work is the records times the points:
-    "map_values": ((1, 7), SMALL), "map_gradients": ((1, 8), SMALL), "map_tangents": ((2, 9), SMALL),
+    "map_values": ((2, 8), SMALL), "map_gradients": ((2, 9), SMALL), "map_tangents": ((3, 10), SMALL),
 }
 LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "erf", "erfc", "exp",
         "exp2", "expm1", "fabs", "hypot", "lgamma", "log", "log1p", "log2", "log10", "pow", "sin", "sinh", "sqrt",

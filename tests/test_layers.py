@@ -121,9 +121,10 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # sweeps +93 (2825 -> 2918), arrays +12, records +2: the trace path's passes over the plans by columns (plans.encode,
 # distinct, relaid, regions; layout's back_reads by signature; live.reads; arenas.move) and np.pad's shared index
 # (assign._padded, array_records.gather's flat index) (issue 26, s12 D).
+# function +11: the maps' blocks run by threads (maps.in_blocks) (issue 28, s12 E).
 BUDGET = {"tape.kernels": 6428, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2918,
           "tape.records": 1015, "tape.arrays": 1863, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3263, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3426, "tape": 250,
+          "tape.function": 3274, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3426, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

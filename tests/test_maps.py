@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 import pytest
@@ -128,3 +130,34 @@ def test_maps_from_several_python_threads_take_turns():
     for th in threads:
         th.join()
     assert len(results) == 3 and all(np.array_equal(r, expected) for r in results)
+
+
+def test_a_map_runs_one_block_per_thread_and_small_work_in_one(monkeypatch):
+    """Records x points above twins.SMALL: one kernel call per thread, the blocks covering the points once; at most
+    SMALL: one call in the calling thread (where a CPython twin, which restores the arrays after an arithmetic error,
+    may serve it: in two threads it would undo the other's block)."""
+    from tape.function import maps
+    from tape.kernels import _sweeps, twins
+
+    calls = []
+
+    def kernel(lo, hi, *args):
+        calls.append((lo, hi, threading.get_ident()))
+        return _sweeps.map_values(lo, hi, *args)
+
+    monkeypatch.setattr(maps, "map_values", kernel)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        F = tape.trace(scalar, np.full(6, 0.5))
+        few = twins.SMALL // len(F._op)
+        for points in (few, few + 1, 1000):
+            calls.clear()
+            X = RNG.uniform(-2, 2, (points, 6))
+            np.testing.assert_array_equal(F.map(X), [F(x) for x in X])
+            blocks = 1 if points == few else numba.get_num_threads()
+            assert sorted(c[:2] for c in calls) == [(b * points // blocks, (b + 1) * points // blocks)
+                                                    for b in range(blocks)]
+            assert (calls[0][2] == threading.get_ident()) == (blocks == 1)
+    finally:
+        numba.set_num_threads(before)

@@ -257,7 +257,7 @@ def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
     assert 1 < few < twins.SMALL // 2
     runs, python = [], twins.python
     monkeypatch.setattr(twins, "ENABLED", True)
-    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(len(a[7])) or python(f)(*a))
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(len(a[8])) or python(f)(*a))
     twin = twins.Twin(_sweeps.map_values, vars(maps))
     monkeypatch.setattr(twin.gate, "ready", lambda: False)
     monkeypatch.setattr(maps, "map_values", twin)

@@ -14,7 +14,6 @@ import re
 from .. import ops
 
 JIT = "jit"  # the decorators of kernels/compiling.py: cache=True, nogil=True, error_model="numpy"
-PARJIT = "parallel_jit"  # the same with parallel=True
 
 
 def natural(name: str) -> list:
@@ -292,12 +291,11 @@ def generate(header: list[str], more: list[str]) -> str:
         *[f"    {name}," for name in sorted(ops.MATH_NAMES + ("nan",), key=natural)],
         ")",
         "",
-        "import numba",
         "import numpy as np",
         "",
         "from . import ops as _ops",
         "from .compiling import inline as _inline",
-        "from .compiling import jit, parallel_jit",
+        "from .compiling import jit",
         "",
         *helpers,
         "",

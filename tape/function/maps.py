@@ -1,8 +1,8 @@
-"""Many points at once: F.map, map_value_and_grad, map_jvp, map_vjp, in parallel with numba.prange.
+"""Many points at once: F.map, map_value_and_grad, map_jvp, map_vjp, in parallel threads.
 
-The points are split into one block per Numba thread (``numba.set_num_threads``
-chooses how many); each block has its own working arrays and runs the same
-statements as a single call, so every result equals the single-point call bit for
+The points are split into one block per thread (``numba.set_num_threads`` chooses how many), each
+one call of a map kernel (kernels/_sweeps.py, which releases the GIL) with its own working arrays,
+running the same statements as a single call, so every result equals the single-point call bit for
 bit. A point whose recorded comparisons flip is handled by the Function's policy.
 """
 
@@ -22,16 +22,14 @@ from tape.base.numbers import real_array
 from tape.debug.nans import branch_changed
 from tape.errors import BranchChanged, NonFiniteError
 from tape.function import arguments, array_replay, distributed, format
-from tape.kernels import _sweeps
+from tape.kernels import _sweeps, twins
 from tape.kernels.ops import IS_LEAF
 from tape.kernels.twins import Twin
 
 if TYPE_CHECKING:
     from tape.function.function import Function
 
-# Numba's default threading layer (workqueue) aborts the process if two threads launch
-# parallel kernels at once, so the maps take turns.
-_PARALLEL = threading.Lock()
+_PARALLEL = threading.Lock()  # the maps take turns (each uses every thread)
 map_values = Twin(_sweeps.map_values, globals())  # (a twin while not ready, on few records x points: kernels/twins.py)
 map_gradients = Twin(_sweeps.map_gradients, globals())
 map_tangents = Twin(_sweeps.map_tangents, globals())
@@ -53,6 +51,20 @@ THREADED_ELEMENTS = 2**16  # arena elements from which a map of a Function with 
 def _blocks(points: int) -> int:
     """One block of points per Numba thread (numba.set_num_threads chooses how many)."""
     return max(1, min(points, numba.get_num_threads()))
+
+
+def in_blocks(kernel: Any, points: int, records: int, *args: Any) -> None:
+    """kernel(lo, hi, *args) over blocks of the points, one per thread; in this thread where records x points is
+    small enough for the kernel's CPython twin (kernels/twins.py), whose restore after an arithmetic error would undo
+    another thread's block."""
+    blocks = _blocks(points) if records * points > twins.SMALL else 1
+    if blocks == 1:
+        kernel(0, points, *args)
+        return
+    with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
+        for block in [pool.submit(kernel, b * points // blocks, (b + 1) * points // blocks, *args)
+                      for b in range(blocks)]:
+            block.result()
 
 
 def batch(F: Function, X: ArrayLike, count: int, what: str) -> np.ndarray:
@@ -167,18 +179,17 @@ def raw(F: Function, method: str, points: np.ndarray, *rows: np.ndarray) -> tupl
             if method in ("value_and_grad", "vjp"):
                 W = np.ones((len(points), 1)) if method == "value_and_grad" else rows[0]
                 grads = np.empty((len(points), F.n_inputs))
-                map_gradients(_blocks(len(points)), F._op, F._in0, F._in1, F._val, F._consts,
-                              F._targets, F._input_rows, points, F._check_rows, F._check_expected,
-                              F._output_rows, W, out, grads, failed)
+                in_blocks(map_gradients, len(points), len(F._op), F._op, F._in0, F._in1, F._val, F._consts,
+                          F._targets, F._input_rows, points, F._check_rows, F._check_expected, F._output_rows, W,
+                          out, grads, failed)
                 return (out, grads, failed) if method == "value_and_grad" else (grads, failed)
             if method == "map":
-                map_values(_blocks(len(points)), F._op, F._in0, F._in1, F._val, F._consts,
-                           F._input_rows, points, F._check_rows, F._check_expected, F._output_rows,
-                           out, failed)
+                in_blocks(map_values, len(points), len(F._op), F._op, F._in0, F._in1, F._val, F._consts,
+                          F._input_rows, points, F._check_rows, F._check_expected, F._output_rows, out, failed)
             else:
-                map_tangents(_blocks(len(points)), IS_LEAF, F._op, F._in0, F._in1, F._val,
-                             F._consts, F._targets, F._input_rows, points, rows[0], F._check_rows,
-                             F._check_expected, F._output_rows, out, failed)
+                in_blocks(map_tangents, len(points), len(F._op), IS_LEAF, F._op, F._in0, F._in1, F._val,
+                          F._consts, F._targets, F._input_rows, points, rows[0], F._check_rows,
+                          F._check_expected, F._output_rows, out, failed)
         return out, failed
     columns = [np.empty((len(points), w)) for w in widths(F, method)]
     failed = np.full(len(points), -1, np.int64)
