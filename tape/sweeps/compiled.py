@@ -30,7 +30,7 @@ from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, OPCODE
 from tape.sweeps import driver, encoding, stretches
-from tape.sweeps.driver import Plan, State
+from tape.sweeps.driver import State
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 25-28 CPU-s
@@ -70,13 +70,6 @@ def all_rows(s: State) -> tuple[np.ndarray, np.ndarray]:
     if "table" not in cache:
         cache["table"] = encoding.table(s)
     return cache["table"]
-
-
-def encoded(s: State, p: Plan) -> np.ndarray | None:
-    """Record p's rows of a table (one, or a copy's pieces), or None where the driver does not run it."""
-    rows, starts = all_rows(s)
-    k = int(s._in0[p.row])
-    return rows[starts[k]:starts[k + 1]] if starts[k + 1] > starts[k] else None
 
 
 DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum runs as rows of the compiled tables instead (a run
@@ -182,7 +175,10 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
         stretches.fill(table, pending, time.perf_counter() - start)
 
 
-FEW = 100  # array records of a tape, fewer than which its reverse sweep stays NumPy's steps (see tape_reverse)
+FEW = 100  # array records of a tape, fewer than which its reverse sweep stays NumPy's steps: the tables' rows cost
+# ~1.5 ms to write (encoding.table), NumPy's steps 20-30 µs a record. Reverse, tables / steps, CPU (/work/notes/s12/B/
+# cross.py, chains of tanh records): 2*10^4 elements 1.40 at 43 records, 0.96 at 83, 0.82 at 203, 0.64 at 1,203;
+# 2,000 elements 1.53 at 83, 0.75 at 123; 2*10^5 elements 1.10-1.26 at any count (NumPy's loops, not the records)
 
 
 def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
