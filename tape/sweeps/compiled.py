@@ -195,7 +195,7 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     try:
         def tables(walk: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
             for kind, what in grouped(s, walk):
-                yield (kind, functools.partial(reverse, s, *what, None)) if kind == TABLE else (kind, what)
+                yield (kind, functools.partial(reverse, s, what[0], what[1], None)) if kind == TABLE else (kind, what)
 
         return driver.reverse(s, top, gen, keep, check, kept(s, runs) if runs else runs, tables)
     finally:
