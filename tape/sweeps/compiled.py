@@ -37,7 +37,8 @@ PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels 
 # at load 6, was 17.7 before joins, gathers and the loops past 4,096 elements)
 LINES = 4096  # elements of a logsumexp's or LINED row's lines in scratch at a time, at least one line (a block stays
 # in cache)
-CLOCK = Clock()  # seconds of sweeps by NumPy's steps in this process, every Function's (tape/sweeps/steps.py)
+CLOCK = Clock()  # seconds of sweeps by NumPy's steps in this process: every Function's (tape/sweeps/steps.py), every
+# tape's reverse (tape_reverse)
 _gate = Gate((kernels.forward, kernels.reverse), (LOAD, math.inf), CLOCK)  # compiled in this process, or cached and
 # NumPy's steps have run LOAD seconds (a small Function's first calls skip Numba's first load)
 
