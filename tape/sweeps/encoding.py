@@ -2,7 +2,7 @@
 
 Each plan's fields are read once into arrays (shapes and strides padded to 4 axes, leading 1s and 0s), then each kind
 of row is decided and written for all its plans together: no Python per plan but the one pass that reads the fields
-(and a gather's runs, found per gather). What a row holds, and when a plan has none (then NumPy's step runs it):
+(every gather's runs are found together too). What a row holds, and when a plan has none (then NumPy's step runs it):
 
 - an elementwise record (ops.EXACT, or ops.LOOPED where NumPy's loop was found): its space and output strides and each
   view's strides aligned to it (NumPy's broadcasting), adjacent axes that all walk as one merged (NumPy's iterator
@@ -42,6 +42,8 @@ PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D
 KIND = np.array([RULE[c].compiled for c in range(len(SHORT_NAME))], np.int64)  # by opcode
 CODE = np.array([OPCODE.get(name, 0) for name in SHORT_NAME], np.int64)  # the driver's opcode, by array opcode
 IS_EXACT = np.array([name in EXACT for name in SHORT_NAME])
+
+
 def _looped() -> np.ndarray:
     """By array opcode: an op of ops.LOOPED whose NumPy loop the driver found (kernels.LOOPS)."""
     return np.array([name in LOOPED and LOOPED[name][1] in kernels.LOOPS for name in SHORT_NAME])
