@@ -19,7 +19,7 @@ from tape.kernels import compiling
 from tape.kernels.compiling import Clock, Gate
 from tape.kernels.ops import EXACT, FUSIBLE, LOOPED, OPCODE
 from tape.records import array_records
-from tape.sweeps import compiled, steps
+from tape.sweeps import compiled, encoding, steps
 
 RNG = np.random.default_rng(26)
 
@@ -220,8 +220,8 @@ def test_the_same_bits_before_and_after_the_kernels_take_over(monkeypatch, tmp_p
     again = G.value_and_grad(x)
     assert bool(_tables(G)) == on_disk
     assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
-    k = compiled.SPAN - 1  # a product broadcast past BROADCAST elements in lines too short for LINED, its sum past
-    n = max(compiled.BROADCAST, compiled.LARGE) // k + 1  # LARGE
+    k = encoding.SPAN - 1  # a product broadcast past BROADCAST elements in lines too short for LINED, its sum past
+    n = max(encoding.BROADCAST, encoding.LARGE) // k + 1  # LARGE
     big = tape.trace(lambda X: np.sum(X.reshape(-1, 1) * X[:k]), np.ones(n))
     while not on_disk and getattr(big, "_swept", 0.0) < 0.05:  # (on disk the kernels are open already)
         big.value_and_grad(np.ones(n))
@@ -258,7 +258,7 @@ def test_matmuls_by_numpys_blas(shape, a_order, b_order, monkeypatch):
         return ((A @ B) * c).sum()
 
     F = _both(f, RNG.normal(size=8192), _matmul_points(8192), monkeypatch)
-    assert _driven(F, compiled.MATMUL) == compiled.kernels.BLAS
+    assert _driven(F, compiled.kernels.MATMUL) == compiled.kernels.BLAS
 
 
 PROGRAMS = {  # name: (f, size, whether the driver runs a matmul: not A @ A.T, which NumPy may give to syrk)
@@ -281,7 +281,7 @@ PROGRAMS = {  # name: (f, size, whether the driver runs a matmul: not A @ A.T, w
 def test_matmul_programs(program, monkeypatch):
     f, size, driven = PROGRAMS[program]
     F = _both(f, RNG.normal(size=size), _matmul_points(size), monkeypatch)
-    assert _driven(F, compiled.MATMUL) == (driven and compiled.kernels.BLAS)
+    assert _driven(F, compiled.kernels.MATMUL) == (driven and compiled.kernels.BLAS)
 
 
 def test_without_numpys_openblas_matmuls_stay_numpys(monkeypatch):
@@ -290,7 +290,7 @@ def test_without_numpys_openblas_matmuls_stay_numpys(monkeypatch):
     assert blas.bind(("scipy_cblas_no_such_routine64_",)) is False
     monkeypatch.setattr(compiled.kernels, "BLAS", False)
     f, size, _ = PROGRAMS["transposed views"]
-    assert not _driven(_both(f, RNG.normal(size=size), _matmul_points(size), monkeypatch), compiled.MATMUL)
+    assert not _driven(_both(f, RNG.normal(size=size), _matmul_points(size), monkeypatch), compiled.kernels.MATMUL)
 
 
 LOOPED_EDGES = np.concatenate([EDGES, [709.78, 709.79, 710.0, -745.1, -745.2, -708.4, 19.06, 22.0, -22.0, 36.5, 1e-300,
@@ -363,26 +363,27 @@ def U(X):
 SCATTERED = RNG.permutation(64)
 MOVES = {  # joins and gathers (tape/arrays: concatenate, stack, pad, roll, tile, repeat): (f, kind driven or 0)
     "heat's concatenates": (lambda X: (np.concatenate([U(X)[1:], U(X)[:1]]) * W[:64] + np.concatenate(
-        [U(X)[-1:], U(X)[:-1]]) * U(X)).sum(), compiled.COPY),
+        [U(X)[-1:], U(X)[:-1]]) * U(X)).sum(), compiled.kernels.COPY),
     "three views along the middle axis": (lambda X: (np.concatenate([X[:24].reshape(2, 3, 4), X[30:70].reshape(
         4, 5, 2).transpose(2, 1, 0), X[100:108].reshape(2, 1, 4)], axis=1) * W[:72].reshape(2, 9, 4)).sum(),
-        compiled.COPY),
+        compiled.kernels.COPY),
     "one record three times (added back in order)": (lambda X: (np.concatenate([U(X), U(X), U(X)]) * W[:192]).sum(),
-                                                     compiled.COPY),
-    "a constant piece": (lambda X: (np.concatenate([U(X) * 2.0, np.arange(5.0)]) * W[:69]).sum(), compiled.COPY),
+                                                     compiled.kernels.COPY),
+    "a constant piece": (lambda X: (np.concatenate([U(X) * 2.0, np.arange(5.0)]) * W[:69]).sum(),
+                         compiled.kernels.COPY),
     "stack": (lambda X: (np.stack([U(X)[:30], U(X)[30:60], U(X)[:60:2]], axis=1) * W[:90].reshape(30, 3)).sum(),
-              compiled.COPY),
+              compiled.kernels.COPY),
     "pad constant, 2-d": (lambda X: (np.pad(X[:30].reshape(5, 6), ((1, 2), (3, 0)), constant_values=(
-        (1.5, -2.0), (0.5, 3.0))) * W[:72].reshape(8, 9)).sum(), compiled.COPY),
-    **{f"pad {mode}": (lambda X, mode=mode: (np.pad(U(X), (3, 5), mode=mode) * W[:72]).sum(), compiled.GATHER)
+        (1.5, -2.0), (0.5, 3.0))) * W[:72].reshape(8, 9)).sum(), compiled.kernels.COPY),
+    **{f"pad {mode}": (lambda X, mode=mode: (np.pad(U(X), (3, 5), mode=mode) * W[:72]).sum(), compiled.kernels.GATHER)
        for mode in ("wrap", "edge", "reflect", "symmetric")},
     "pad wrap, 2-d": (lambda X: (np.pad(X[:480].reshape(12, 40), 2, mode="wrap") * W[:704].reshape(16, 44)).sum(),
-                      compiled.GATHER),
+                      compiled.kernels.GATHER),
     "roll": (lambda X: (np.roll(U(X), 3) * W[:64]).sum() + (np.roll(X[:480].reshape(12, 40), -7, axis=1) * W[:480]
                                                             .reshape(12, 40)).sum()
-             + (np.roll(X[:480].reshape(40, 12), 5) * X[480:960].reshape(40, 12)).sum(), compiled.GATHER),
-    "tile": (lambda X: (np.tile(U(X), 3) * W[:192]).sum(), compiled.GATHER),
-    "repeat (a step of 0)": (lambda X: (np.repeat(X[:10], 20) * W[:200]).sum(), compiled.GATHER),
+             + (np.roll(X[:480].reshape(40, 12), 5) * X[480:960].reshape(40, 12)).sum(), compiled.kernels.GATHER),
+    "tile": (lambda X: (np.tile(U(X), 3) * W[:192]).sum(), compiled.kernels.GATHER),
+    "repeat (a step of 0)": (lambda X: (np.repeat(X[:10], 20) * W[:200]).sum(), compiled.kernels.GATHER),
     "scattered places (NumPy's step)": (lambda X: (U(X)[SCATTERED] * W[:64]).sum(), 0),
 }
 
@@ -394,17 +395,19 @@ def test_joins_and_gathers(program, monkeypatch):
     f, kind = MOVES[program]
     points = [p for p in _points() for p in (np.resize(p, 960),)]
     F = _both(f, points[0], points, monkeypatch)
-    assert _driven(F, compiled.GATHER) == (kind == compiled.GATHER) and _driven(F, compiled.COPY) == (
-        kind == compiled.COPY)
+    gather, copy = compiled.kernels.GATHER, compiled.kernels.COPY
+    assert _driven(F, gather) == (kind == gather) and _driven(F, copy) == (kind == copy)
 
 
 @pytest.mark.parametrize("places", [np.arange(10), np.array([3]), np.array([4, 4]), np.r_[9:0:-1, 0:40, 39:30:-1],
                                     np.repeat(np.arange(5), 16), np.r_[0:30, 5:35, 7], np.tile(np.r_[3, 8, 1], 40)])
 def test_runs_of_places(places):
     """A gather's places as runs (first element, first place, length, step) give the places back, in order."""
-    runs = compiled._runs(places)
-    if runs is None:
-        assert len(places) // compiled.RUN < len(np.flatnonzero(np.diff(places, 2))) // 2
+    found, fits = encoding.runs([np.arange(3), places, places[::-1]])  # (beside other gathers)
+    runs = found[found[:, 0] == 1, 1:].tolist()
+    assert fits[0] and fits[2] == fits[1] and np.array_equal(found[:, 0], np.sort(found[:, 0]))
+    if not fits[1]:
+        assert not runs and len(places) // encoding.RUN < len(np.flatnonzero(np.diff(places, 2))) // 2
         return
     assert [r[0] for r in runs] == list(np.cumsum([0] + [r[2] for r in runs[:-1]]))
     assert np.array_equal(np.concatenate([place + step * np.arange(n) for _, place, n, step in runs]), places)
@@ -460,8 +463,8 @@ FUSED = {name: fn for name, fn in {**UNARY, **BINARY}.items() if name in FUSIBLE
 
 @pytest.mark.parametrize("name", FUSED)
 def test_a_run_without_a_sum_gives_the_fused_numbers_in_the_tables(name, monkeypatch):
-    """A fused run with no sum (tape/sweeps/fusion.py) runs as rows of the compiled tables (tape/sweeps/steps.py's
-    _kept): the fused kernel's numbers (NaN for NaN), on views, numbers, members read after the run, edge values."""
+    """A fused run with no sum (tape/sweeps/fusion.py) runs as rows of the compiled tables (tape/sweeps/compiled.py's
+    kept): the fused kernel's numbers (NaN for NaN), on views, numbers, members read after the run, edge values."""
     fn = FUSED[name]
     op = (lambda a, b: fn(a)) if name in UNARY else fn
 
@@ -472,10 +475,10 @@ def test_a_run_without_a_sum_gives_the_fused_numbers_in_the_tables(name, monkeyp
         return (z[:, ::2] * 2.0).sum() + y[1, 2]
 
     _on(monkeypatch, True)
-    fused, tables, dissolve = tape.trace(f, _points()[0]), tape.trace(f, _points()[0]), steps.DISSOLVE
-    monkeypatch.setattr(steps, "DISSOLVE", 0)
+    fused, tables, dissolve = tape.trace(f, _points()[0]), tape.trace(f, _points()[0]), compiled.DISSOLVE
+    monkeypatch.setattr(compiled, "DISSOLVE", 0)
     fused.value_and_grad(_points()[0])  # its sweeps found (and kept) with every run
-    monkeypatch.setattr(steps, "DISSOLVE", dissolve)
+    monkeypatch.setattr(compiled, "DISSOLVE", dissolve)
     for point in _points():
         for a, b in zip(fused.value_and_grad(point), tables.value_and_grad(point), strict=True):
             assert np.array_equal(a, b, equal_nan=True), np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))

@@ -1,5 +1,5 @@
-"""Broadcasting binary records in the compiled sweeps (kernels/codegen/array_broadcasts.py's LINED rows,
-tape/sweeps/compiled._lined): values and gradients are NumPy's steps' bit for bit, rows, columns and middle axes
+"""Broadcasting binary records in the compiled sweeps (kernels/codegen/array_broadcasts.py's LINED rows, written by
+tape/sweeps/encoding.py): values and gradients are NumPy's steps' bit for bit, rows, columns and middle axes
 broadcast on either side, past the BROADCAST bound, in blocks of one line or many, at edge values; the layouts they
 leave to the gathering rows or to NumPy's step stay there."""
 
@@ -10,7 +10,7 @@ import pytest
 from test_array_driver import EDGES, RNG, _both, _driven, arrays  # noqa: F401 (arrays: the fixture)
 
 import tape
-from tape.sweeps import compiled
+from tape.sweeps import compiled, encoding
 
 OPS = {"sub": operator.sub, "mul": operator.mul, "div": operator.truediv, "maximum": np.maximum}
 W = RNG.normal(size=12000)
@@ -49,9 +49,9 @@ def _points(size):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_broadcasts_as_numpys_steps(layout, op, block, monkeypatch):
     monkeypatch.setattr(compiled, "LINES", block)  # 1: a block of one line
-    monkeypatch.setattr(compiled, "BROADCAST", 2 ** 10)  # the gathering rows left to NumPy's step past it
+    monkeypatch.setattr(encoding, "BROADCAST", 2 ** 10)  # the gathering rows left to NumPy's step past it
     F = _both(_program(op, layout), RNG.normal(size=8000), _points(8000), monkeypatch)
-    assert _driven(F, compiled.LINED) == LAYOUTS[layout][1]
+    assert _driven(F, compiled.kernels.LINED) == LAYOUTS[layout][1]
 
 
 def test_broadcasts_against_central_differences(monkeypatch):
@@ -70,4 +70,4 @@ def test_broadcasts_against_central_differences(monkeypatch):
     by_hand = np.concatenate([twice_zc.sum(1), -twice_zc.sum(0), (2.0 * (a - b) ** 2 * c).sum(0)])
     np.testing.assert_allclose(grad, by_hand, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(grad, central(lambda v: float(F(v)), x), rtol=1e-6, atol=1e-6)  # f ~ 10^3: its noise
-    assert _driven(F, compiled.LINED)
+    assert _driven(F, compiled.kernels.LINED)

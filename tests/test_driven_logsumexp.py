@@ -1,4 +1,4 @@
-"""logsumexp in the compiled sweeps (kernels/array_driver.py's LOGSUMEXP rows, tape/sweeps/compiled._lines): values and
+"""logsumexp in the compiled sweeps (kernels/array_driver.py's LOGSUMEXP rows, tape/sweeps/encoding._lines): values and
 gradients are NumPy's step's bit for bit, on lines of every length around NumPy's pairwise blocks, in blocks of lines
 of any size, at edge values (lines all -inf, inf, NaN, huge), and the layouts it leaves to NumPy's step stay there."""
 
@@ -37,7 +37,7 @@ def test_logsumexp_lines_as_numpys_step(program, block, monkeypatch):
     monkeypatch.setattr(compiled, "LINES", block)  # 1: each block as few lines as scratch holds
     f, driven = LINES[program]
     F = _both(f, RNG.normal(size=2400), _points(2400), monkeypatch)
-    assert _driven(F, compiled.LOGSUMEXP) == driven
+    assert _driven(F, compiled.kernels.LOGSUMEXP) == driven
 
 
 def test_logsumexp_lines_against_central_differences(monkeypatch):
@@ -47,10 +47,10 @@ def test_logsumexp_lines_against_central_differences(monkeypatch):
     x = RNG.normal(size=128)
     F = tape.trace(f, x)
     np.testing.assert_allclose(F.value_and_grad(x)[1], central(lambda v: float(F(v)), x), rtol=1e-6, atol=1e-7)
-    assert _driven(F, compiled.LOGSUMEXP)
+    assert _driven(F, compiled.kernels.LOGSUMEXP)
 
 
 def test_without_numpys_loops_logsumexp_stays_numpys(monkeypatch):
     monkeypatch.setattr(compiled.kernels, "LOOPS", frozenset({"exp"}))
     F = _both(LINES["rows"][0], RNG.normal(size=2400), _points(2400)[:2], monkeypatch)
-    assert not _driven(F, compiled.LOGSUMEXP)
+    assert not _driven(F, compiled.kernels.LOGSUMEXP)

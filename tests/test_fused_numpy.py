@@ -46,7 +46,7 @@ def _bits(*xs):
 
 
 def _results(monkeypatch, twin, f, x):
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: steps._kept)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
     monkeypatch.setattr(fusion, "SHAPED", False)  # the interpreted kernels (a shape's own: tests/test_shaped.py)
     for tiered in (fusion.FORWARD, fusion.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: not twin)
@@ -160,7 +160,7 @@ EDGE_PROGRAMS = {  # name: (f, elements, whether every path gives the NumPy step
 
 def _by(monkeypatch, path, f, x, points):
     """(value, gradient) at points with a Function's fused runs run by path: the "kernels", their "twins", as rows of
-    the compiled "tables" where steps._kept lets them, or as "numpy"'s steps (no runs)."""
+    the compiled "tables" where compiled.kept lets them, or as "numpy"'s steps (no runs)."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: path == "tables")
     monkeypatch.setattr(fusion, "SHAPED", False)
     for tiered in (fusion.FORWARD, fusion.REVERSE):
@@ -176,7 +176,7 @@ def _by(monkeypatch, path, f, x, points):
 @pytest.mark.parametrize("program", sorted(EDGE_PROGRAMS))
 def test_every_path_gives_a_functions_bits(monkeypatch, program):
     """Whether the kernels are cached decides whether a small run without a sum is fused (kernels or twins) or rows
-    of the compiled tables (steps._kept): the bits are the same (NaN for NaN: a NaN's sign where two meet in an add
+    of the compiled tables (compiled.kept): the bits are the same (NaN for NaN: a NaN's sign where two meet in an add
     is IEEE's choice), and, where the run is dissolved, NumPy's steps'; each element of an input read by several
     views gets its adds in the same order."""
     f, n, ordered = EDGE_PROGRAMS[program]

@@ -144,7 +144,7 @@ def test_loops_need_the_regions_of_a_few_steps(arrays):
 
 @pytest.mark.parametrize("program", ["heat", "gru", "shrinking"])
 def test_the_compiled_tables_follow_a_function_back_to_its_recorded_layout(program, arrays, monkeypatch):
-    """The rows of the compiled tables a Function keeps (compiled.encoded) are those of its layout: swept by the
+    """The rows of the compiled tables a Function keeps (compiled.all_rows) are those of its layout: swept by the
     tables on shared regions, then put back on its recorded layout by its second order, it gives the recorded
     layout's numbers, bit for bit."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)

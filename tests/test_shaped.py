@@ -49,7 +49,7 @@ def _points(x):
 def _by(monkeypatch, path, f, x):
     """Values and gradients at _points(x), a Function's fused runs run by their shape's kernels ("shaped"), by the
     interpreted kernels ("kernels"), or by NumPy's steps (no runs); the shapes' kernels called."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: steps._kept)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
     monkeypatch.setattr(fusion, "SHAPED", path == "shaped")
     monkeypatch.setattr(fusion.Shaped, "eager", True)
     for tiered in (fusion.FORWARD, fusion.REVERSE):

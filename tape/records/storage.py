@@ -48,7 +48,7 @@ from tape.kernels._sweeps import fresh_reverse, fresh_reverse_from, reverse_rang
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 from tape.kernels.twins import Twin
-from tape.sweeps import driver, fusion
+from tape.sweeps import compiled, driver, fusion
 from tape.sweeps.arenas import Arenas
 
 NO_INPUT = 0xFFFFFFFF
@@ -340,7 +340,7 @@ class Storage(Arenas):
             self._adjoint_arena()
             driver.seed(self, out, 1.0, gen, self._epoch)
             runs = {run.rows[-1]: run for run in fusion.find(self, {out})} if fused and not nans.active() else None
-            unchecked = driver.reverse(self, out, gen, self._epoch, check or nans.active(), runs)
+            unchecked = compiled.tape_reverse(self, out, gen, self._epoch, check or nans.active(), runs)
         else:
             unchecked = 0
             at = reverse_sweep(self._op, self._in0, self._in1, self._val, self._adj, self._stamp,

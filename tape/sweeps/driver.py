@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -329,25 +329,31 @@ def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep:
     np.add.at(s._aadj, elements(s, rows, offsets), s._adj[rows])
 
 
-def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None) -> int:
+def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: dict[int, Any] | None = None,
+            tables: Callable[[Iterator[tuple[int, Any]]], Iterator[tuple[int, Any]]] | None = None) -> int:
     """The reverse sweep in generation gen from record top down (seeds already in place).
 
     check=False leaves out the NaN test of each product (kernels.array_rule.times): a caller that
     finds no NaN in what it reads afterwards has the same numbers, else it sweeps again checking.
     ``runs``: fused runs by last row (tape/sweeps/fusion.py; their kernels hold the rule themselves).
+    ``tables``: the walk with stretches of records as items of another kind, each a call (gen, keep, check) -> whether
+    it left products unchecked (tape/sweeps/compiled.py's tables).
     Returns how many array records with a derivative went through NumPy (0: nothing was left unchecked)."""
     numpy_records = 0
+    walk = reverse_walk(s, top, runs)
     with np.errstate(all="ignore"):
-        for kind, what in reverse_walk(s, top, runs):
+        for kind, what in tables(walk) if tables else walk:
             if kind == RECORD:
                 if s._stamp[what] == gen:
                     reverse_one(s, s._plans[s._in0[what]], gen, keep, check)
                     numpy_records += 1
             elif kind == RUN:
                 what.reverse(s, gen, keep)
-            else:
+            elif kind == SCALARS:
                 reading, offsets, lo, hi = what
                 scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
+            else:
+                numpy_records += what(gen, keep, check)
     return numpy_records
 
 

@@ -352,7 +352,7 @@ LAGS = fused_numpy.BLOCK // 2  # elements a view's adds lag at most (a block the
 def _lags(ext: list[tuple[int, int, int]], records: list[int], inputs: set[int], n0: int,
           n1: int) -> tuple[list[int], bool]:
     """Each view's lag in the fused reverse (kernels/codegen/fused.py), and whether each element of the run's inputs
-    then gets its adds in the NumPy steps' order (else steps._kept keeps the run fused): where views of an input
+    then gets its adds in the NumPy steps' order (else compiled.kept keeps the run fused): where views of an input
     that meet are one, or in one row of one stride, each lagging by its shift in elements from the first of its
     residue (u[:-2], u[1:-1], u[2:]: 0, 1, 2), at most LAGS."""
     lags, ordered = [0] * len(ext), True

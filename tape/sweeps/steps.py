@@ -15,7 +15,7 @@ machine): Python per record per sweep 5.6 -> 3.4 µs and 7.7 -> 4.8 µs in two r
 What a stretch of scalar records does is decided once too (whether the Numba kernels have work there,
 which elements its elem records read: few are read and sent one by one), so are a fused run's inputs'
 adjoint regions; a sweep enters np.errstate only where one of its calls runs NumPy's arithmetic; and
-beside the compiled tables a small fused run without a sum becomes their rows (_kept). Measured
+beside the compiled tables a small fused run without a sum becomes their rows (compiled.kept). Measured
 (bench/array_programs.py's MLP, 12 records, replayed value_and_grad, thread CPU): Python per call
 about 30 -> 10 µs, 1.8x -> 1.25x hand NumPy.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -137,7 +136,7 @@ def _chosen(s: State, key: tuple, runs: dict[int, Any] | None,
 
 
 def _forward_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool) -> Sweep:
-    walk = driver.forward_walk(s, 0, len(s._op), _kept(s, runs) if fast and runs else runs)
+    walk = driver.forward_walk(s, 0, len(s._op), compiled.kept(s, runs) if fast and runs else runs)
     return _sweep([_forward_call(s, kind, what) for kind, what in (compiled.grouped(s, walk, "forward") if fast else
                                                                     walk)])
 
@@ -146,21 +145,6 @@ def _count(s: State, seconds: float) -> None:
     """A sweep by NumPy's steps: on s's clock (compiled.PAYBACK) and the process's (compiled.CLOCK)."""
     s._swept = getattr(s, "_swept", 0.0) + seconds
     compiled.CLOCK.add(seconds)
-
-
-DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum runs as rows of the compiled tables instead (a run
-# of 5 members, replayed value_and_grad: tables / fused 0.77 at 2^10 elements, 0.85-0.91 at 2^16, 1.08 at 10^5)
-
-
-def _kept(s: State, runs: dict[int, Any]) -> dict[int, Any]:
-    """The fused runs a sweep by the compiled tables keeps: those with a sum (its blocks add in another order than
-    NumPy's), whose adds into an input are not in NumPy's order (fusion's _lags), past DISSOLVE elements, or with a
-    member the tables do not run. The others' members become rows of the tables, the same IEEE operations in the
-    same order (tests/test_array_driver.py). Measured (replayed value_and_grad, thread CPU, against the runs kept):
-    bench/array_programs.py's heat with np.pad 2.4x, GRU 1.2x."""
-    return {at: run for at, run in runs.items() if run.total >= 0 or not run.ordered or
-            math.prod(run.rows_cols) > DISSOLVE or
-            any(compiled.encoded(s, s._plans[s._in0[row]]) is None for row in run.members.tolist())}
 
 
 def _forward_call(s: State, kind: int, what: Any) -> tuple[Callable[[], None], bool]:
@@ -188,7 +172,7 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int
 
 
 def _reverse_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool) -> Sweep:
-    walk = driver.reverse_walk(s, key[1], _kept(s, runs) if fast and runs else runs)
+    walk = driver.reverse_walk(s, key[1], compiled.kept(s, runs) if fast and runs else runs)
     return _sweep([
         (functools.partial(_record, s._stamp, what, step(s, what).reverse), True) if kind == driver.RECORD else
         (_run(s, what), False) if kind == driver.RUN else
