@@ -122,9 +122,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # distinct, relaid, regions; layout's back_reads by signature; live.reads; arenas.move) and np.pad's shared index
 # (assign._padded, array_records.gather's flat index) (issue 26, s12 D).
 # function +11: the maps' blocks run by threads (maps.in_blocks) (issue 28, s12 E).
-# sweeps +235: the compiled tables' rows of every plan at once by NumPy (tape/sweeps/encoding.py, was Python per plan
+# sweeps +237: the compiled tables' rows of every plan at once by NumPy (tape/sweeps/encoding.py, was Python per plan
 # in compiled.py), a tape's reverse sweep by them (compiled.tape_reverse: issue 26, s12 B).
-BUDGET = {"tape.kernels": 6428, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3153,
+BUDGET = {"tape.kernels": 6428, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3155,
           "tape.records": 1015, "tape.arrays": 1863, "tape.analyses": 300, "tape.symbolic": 1200,
           "tape.function": 3274, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3426, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
