@@ -60,6 +60,17 @@ def inlined(fn):
     return njit(cache=True, forceinline=True, **INTERNAL)(copy)
 
 
+@functools.cache
+def called(fn):
+    """The jitted recorder fn as one call, its body its inlined copy's (LLVM inlines it there): the scalar ops call it
+    (a call each, as fn), the Var arrays' loops inline the copy, and the body compiles once for both."""
+    each = inlined(fn)
+    one, two = (lambda x: each(x)), (lambda x, y: each(x, y))
+    call = one if fn.py_func.__code__.co_argcount == 1 else two
+    call.__qualname__ = f"{fn.py_func.__qualname__}_called"  # its own cache entry and symbol
+    return njit(cache=True, **INTERNAL)(call)
+
+
 LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
@@ -323,7 +334,7 @@ def _pos(x):
     return None
 
 
-__all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
+__all__ = ["install", "jit", "hot", "inlined", "called", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
            "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "values",
            "NOT_A_FLOAT", "LIST_REFUSAL",
            "one_output", "finish"]
