@@ -201,11 +201,12 @@ def _register() -> None:
             inline(getattr(np, ufunc))(unary_array(of_var))
     for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
+        calls = (called(vv), called(vc), called(cv), value)  # one recorder body for these and the Var arrays' loops
         for fn in (own, getattr(np, ufunc)):
-            inline(fn)(binary(called(vv), called(vc), called(cv), value, fn is own and not is_operator))  # of numbers: tape.<name>
+            inline(fn)(binary(*calls, fn is own and not is_operator))  # of numbers: tape.<name>
             inline(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
         if is_operator:
-            inline(getattr(operator, f"i{name}"))(binary(called(vv), called(vc), called(cv), value, False))
+            inline(getattr(operator, f"i{name}"))(binary(*calls, False))
             inline(getattr(operator, f"i{name}"))(inplace_array(own, vv))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
         vv, vc, cv, value, _, _ = ARITHMETIC[name]
