@@ -67,14 +67,15 @@ def holds_vars(typ) -> bool:
 
 def _run_lowering(self, state):
     if _active:
-        link_only = state.flags.no_cpython_wrapper or any(map(holds_vars, state.args))
+        of_vars = any(map(holds_vars, state.args))
+        link_only = state.flags.no_cpython_wrapper or of_vars
         if link_only or state.func_id.func in AS_LINKED:
             if state.library is None:  # made here as NativeLowering would make it
                 state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
                 state.library.enable_object_caching()
             state.library.tape_link_only = link_only
             state.library.tape_as_linked = state.func_id.func in AS_LINKED
-        if link_only:  # no wrappers for Python or C callers: there are none
+        if of_vars:  # no wrappers for Python or C callers: there are none
             state.flags.no_cpython_wrapper = state.flags.no_cfunc_wrapper = True
     return _lowering(self, state)
 

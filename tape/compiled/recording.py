@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from numba import cfunc, njit
+from numba.core.registry import CPUDispatcher
 
 from tape.compiled.numba_internals import (
     TypingError,
@@ -47,9 +48,22 @@ from tape.records.storage import MAX_RECORDS, NO_INPUT
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
 INTERNAL: Any = {**OPTIONS, **NO_WRAPPERS}
 jit = njit(cache=True, **INTERNAL)
-# the layers under each op's entry, inlined into it by LLVM (alwaysinline), so one call per op: each compiles once per
-# signature, where Numba's own inline="always" typed and lowered it again at every call (a cold n-body ~1.5 CPU-s more)
-hot = njit(forceinline=True, **INTERNAL)
+
+
+class Hot(CPUDispatcher):
+    """A dispatcher whose callers' literal numbers count as their types: ``push(p, 3, ...)`` and ``push(p, 9, ...)``
+    compile one push (LLVM inlines it and knows the opcode), not one per opcode."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(map(types.unliteral, args)),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def hot(fn):
+    """The layers under each op's entry, inlined into it by LLVM (alwaysinline), so one call per op: each compiles
+    once per signature, where Numba's own inline="always" typed and lowered it again at every call (a cold n-body
+    ~1.5 CPU-s more)."""
+    return Hot(py_func=fn, locals={}, targetoptions={"nopython": True, "forceinline": True, **INTERNAL})
 
 
 @functools.cache
