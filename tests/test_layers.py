@@ -118,12 +118,13 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled +20: tape.jit caches f by default where it can (jit._cacheable, JitFunction._settled) (issue 28, s11).
 # compiled +31: a Var array's block made from the arena's address (numba_internals.carve, make_block), negative
 # dimensions checked by arrays.size, the overloads' forceinline option (issue 31, s11 D).
-# compiled +41, records +3: tape.jit's cold first call: f and its helpers compiled for Vars link-only, the driver
+# compiled +59, records +3: tape.jit's cold first call: f and its helpers compiled for Vars link-only, the driver
 # linking them unoptimized again (link_only.holds_vars, AS_LINKED), one recorder body per op (recording.called), the
-# hot layers inlined by LLVM, values by a loop; fresh_reverse twinned for small tapes (issue 28, s12 C).
+# hot layers inlined by LLVM, once per argument types (recording.Hot), values by a loop; fresh_reverse twinned for
+# small tapes (issue 28, s12 C).
 BUDGET = {"tape.kernels": 6428, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 2825,
           "tape.records": 1016, "tape.arrays": 1851, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3263, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3467, "tape": 250,
+          "tape.function": 3263, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3485, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

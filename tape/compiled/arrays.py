@@ -408,14 +408,7 @@ def of_arrays(x, y) -> bool:
     return operand(x) and operand(y) and (any(map(is_array, arrays)) or bool(arrays) and (is_var(x) or is_var(y)))
 
 
-@hot
-def left_tape(x, y):
-    return x.tape
-
-
-@hot
-def right_tape(x, y):
-    return y.tape
+left_tape, right_tape = hot(lambda x, y: x.tape), hot(lambda x, y: y.tape)  # made once: compiled once per types
 
 
 def tape_of_pair(x, y):
