@@ -63,6 +63,7 @@ from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
 SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
+OTHER = -4  # a view read otherwise (no member reads one)
 
 
 class Stretch:
@@ -104,16 +105,16 @@ def _number(row: np.ndarray) -> int:
     return 0
 
 
-def _view(row: np.ndarray, q: int) -> int | None:
+def _view(row: np.ndarray, q: int) -> int:
     """How a member row's view q is read: SAME laid out as its output, else (a LINED row's lines, axis 2 of a 2-d
-    space) LINE one line's elements read by every line, or EACH one number a line; None otherwise."""
+    space) LINE one line's elements read by every line, or EACH one number a line; OTHER otherwise."""
     f, shape = VIEWS + VIEW * q, row[SHAPE:SHAPE + 4]
     strides = row[f + STRIDES:f + STRIDES + 4]
     if (strides == row[OUT_STRIDES:OUT_STRIDES + 4]).all():
         return SAME
     if row[KIND] != LINED or shape[0] != 1 or shape[1] != 1:
-        return None
-    return LINE if (strides == (0, 0, 0, 1)).all() else EACH if strides[3] == 0 and strides[2] != 0 else None
+        return OTHER
+    return LINE if (strides == (0, 0, 0, 1)).all() else EACH if strides[3] == 0 and strides[2] != 0 else OTHER
 
 
 def _joins(row: np.ndarray, members: list[np.ndarray], back: bool) -> bool:
@@ -130,7 +131,7 @@ def _joins(row: np.ndarray, members: list[np.ndarray], back: bool) -> bool:
     rows, number = {int(m[ROW]) for m in members}, _number(row)
     for q in range(row[NIN]):
         how = 0 if q + 1 == number else _view(row, q)  # (0: its number)
-        if how is None or how != SAME and (back and how and row[VIEWS + VIEW * q + WANT] or
+        if how == OTHER or how != SAME and (back and how and row[VIEWS + VIEW * q + WANT] or
                                            int(row[VIEWS + VIEW * q + REC]) in rows):
             return False  # (a member's number or lines are made in the pass; back, a line's sum back is the rows')
     return True
