@@ -242,26 +242,45 @@ def _load(text: str, prefix: str) -> Any:
 def _fields(k: int, q: int) -> dict[str, int]:
     """Where row k's fields (and its view q's) are in the stretch's rows (the driver's table)."""
     at, f = k * driver.WIDTH, k * driver.WIDTH + driver.VIEWS + driver.VIEW * q
-    return {"OUT": at + driver.OUT, **{name: f + getattr(driver, name) for name in
-                                       ("REC", "BASE", "REGION", "REGION_SIZE", "ACC")}}
+    return {"OUT": at + driver.OUT, "SHAPE": at + driver.SHAPE, **{name: f + getattr(driver, name) for name in
+                                                                 ("REC", "BASE", "REGION", "REGION_SIZE", "ACC",
+                                                                  "STRIDES")}}
 
 
-def _operand(head: list[str], k: int, q: int, source: int, number: int, base: int, member: str) -> str:
+SAME, LINE, EACH = -1, -2, -3  # an operand's view (tape/sweeps/stretches.py): its element, its line's, its line's one
+
+
+def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str) -> str:
     """Member k's operand q: ``member`` (an earlier member's value) where it reads one, else its number (a local
-    read once) or its view's element; the locals' reads go into ``head``."""
+    read once) or its view's element (element e = line i's j: at e, at j, at i times its stride); the locals' reads
+    go into ``head``."""
     if source >= 0:
         return member
     if number == q + 1:
-        head.append(f"    c{k}_{q} = aval[t[{base}]]")
+        head.append(f"    c{k}_{q} = aval[t[{f['BASE']}]]")
         return f"c{k}_{q}"
-    head.append(f"    x{k}_{q} = t[{base}]")
-    return f"aval[x{k}_{q} + e]"
+    head.append(f"    x{k}_{q} = t[{f['BASE']}]")
+    if source == EACH:
+        head.append(f"    w{k}_{q} = t[{f['STRIDES'] + 2}]")
+        return f"aval[x{k}_{q} + i * w{k}_{q}]"
+    return f"aval[x{k}_{q} + {'j' if source == LINE else 'e'}]"
+
+
+def _pass(members: tuple, row: Any, body: list[str]) -> list[str]:
+    """A loop over the stretch's elements running body (written for 8 spaces): e in order, or where a member reads
+    lines (a LINED row's), line i's elements j (e = i * width + j); row: where member k is in the rows."""
+    lined = [k for k, member in enumerate(members) if {LINE, EACH} & set(member[2])]
+    if not lined:
+        return ["    for e in range(n):", *body]
+    shape = _fields(row(lined[0]), 0)["SHAPE"]
+    return [f"    lines, width = t[{shape + 2}], t[{shape + 3}]", "    for i in range(lines):",
+            "        for j in range(width):", "            e = i * width + j", *["    " + line for line in body]]
 
 
 def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
     head, body = [f"    n = t[{driver.SIZE}]"], []
     for k, (code, number, sources, _) in enumerate(members):
-        operands = [_operand(head, k, q, source, number, _fields(k, q)["BASE"], f"s{source}")
+        operands = [_operand(head, k, q, source, number, _fields(k, q), f"s{source}")
                     for q, source in enumerate(sources)]
         rule = ops.OPS[code].forward
         body += [f"        {x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(rule)]
@@ -269,7 +288,7 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
         if stored[k]:
             head.append(f"    o{k} = t[{_fields(k, 0)['OUT']}]")
             body.append(f"        aval[o{k} + e] = s{k}")
-    return ["def stretch(t, aval):", *head, "    for e in range(n):", *body]
+    return ["def stretch(t, aval):", *head, *_pass(members, lambda k: k, body)]
 
 
 def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
@@ -291,8 +310,8 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
         operands = []
         for q, source in enumerate(sources):
             f = _fields(row[k], q)
-            operands.append(_operand(head, k, q, source, number, f["BASE"], f"aval[o{source} + e]"))
-            if source < 0 and wants[q]:
+            operands.append(_operand(head, k, q, source, number, f, f"aval[o{source} + e]"))
+            if source == SAME and wants[q]:
                 fresh = f"fresh{k}_{q}"
                 head += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
                          f"    {fresh} = not (stamp[j] == gen or (stamp[j] >= keep and t[{f['ACC']}] != 0))",
@@ -312,9 +331,9 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
             lines = [*binds, f"p = {partial}", f"c = g{k} * p if g{k} != 0.0 and p != 0.0 else 0.0"]
             if source < 0 and group[k, q] < 0:
                 at = f"x{k}_{q} + e"
-                after += ["    for e in range(n):", f"        g{k} = scratch[{kept[k]} * stride + e]",
-                          *[f"        {line}" for line in lines],
-                          f"        aadj[{at}] = (0.0 if fresh{k}_{q} else aadj[{at}]) + c"]
+                after += _pass(members, row.get, [f"        g{k} = scratch[{kept[k]} * stride + e]",
+                                                  *[f"        {line}" for line in lines],
+                                                  f"        aadj[{at}] = (0.0 if fresh{k}_{q} else aadj[{at}]) + c"])
                 continue
             body += [f"        {line}" for line in lines]
             if source >= 0:
@@ -329,7 +348,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     body += list(stores.values())
     text = "\n".join(body + after)
     head += [line for k, line in outs.items() if re.search(rf"\bo{k}\b", text)]
-    return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, "    for e in range(n):", *body,
+    return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, *_pass(members, row.get, body),
             *after]
 
 
@@ -337,7 +356,8 @@ def stretch(shape: tuple) -> str:
     """The source of a STRETCH's kernel, ``stretch(t, aval)`` forward, ``stretch(t, aval, aadj, stamp, gen, keep,
     scratch, stride)`` back: t the data of its rows. shape: (back, members, stored or sends): each member's (opcode,
     its number operand as the driver's _number gives it, its operands' sources: -1 a view laid out as its output,
-    else the member read whole, and whether each wants an adjoint); forward, which members are stored (read after
+    -2 a LINED row's line read by every line, -3 its one number a line, else the member read whole, and whether each
+    wants an adjoint); forward, which members are stored (read after
     the stretch), back, how each view sends (_reverse_stretch). Each number is the rows' (the same IEEE operations
     as the driver's ``values`` and ``sends``)."""
     back, members, stored = shape

@@ -54,8 +54,41 @@ def scaled(u):  # a member's element read by all (made in the pass: the stretch 
     return (u * u).sum()
 
 
+def mixture(k):
+    def f(u):  # LINED rows (a column by a row, a row on either side) among elementwise ones, then a logsumexp
+        m = len(u) - 3 * k  # (odd: 273 lines of 9 at 300, 33 at 60)
+        x, mu, logs, logw = u[:m].reshape(m, 1), u[m:m + k], u[m + k:m + 2 * k], u[m + 2 * k:]
+        z = (x - mu) * np.exp(-logs)
+        a = logw - 0.5 * z * z - logs
+        if isinstance(a, np.ndarray):  # (central differences)
+            return (np.log(np.exp(a - a.max(1, keepdims=True)).sum(1)) + a.max(1)).sum()
+        return tape.logsumexp(a, axis=1).sum()
+    return f
+
+
+def lines(width):
+    def f(u):  # a line read by every line, one number a line, both sides, members read back and after
+        m = (len(u) - width) // (width + 1)
+        x, row = u[:m * width].reshape(m, width), u[m * width:(m + 1) * width]
+        col = x[:, 3:4] * 0.5 + u[(m + 1) * width:(m + 1) * width + m].reshape(m, 1)  # (a column of x: stride width)
+        y = (x * row - col) / (1.0 + np.abs(row)) + np.maximum(x[:, 5:6], x) * x
+        w = np.minimum(row * 2.0, y) - y * y * 0.5
+        return (w * 3.0 + row).sum() + (y * col).sum()
+    return f
+
+
+def spaces(u):  # LINED rows of one size, lines 12 x 10 and 10 x 12; a 3-d space's (a column of a (4, 6, 10) block)
+    u = np.concatenate([u] * 5) if len(u) < 268 else u  # (central differences' 60)
+    x, row, other = u[:120].reshape(12, 10), u[120:130], u[130:142]
+    y = ((x * row).reshape(10, 12) - other) * 0.5
+    block, col = u[:240].reshape(4, 6, 10), u[240:268].reshape(4, 7)[:, :6, None]
+    z = (block - col) * block
+    return (y * y).sum() + (z * 3.0).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
-            "scaled": scaled}
+            "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
+            "spaces": spaces}
 EDGES = ([0.0, -0.0], [np.inf, -np.inf], [np.nan], [1e300, -1e300], [1e-310, -5e-324], [800.0, -800.0])
 
 
@@ -127,3 +160,20 @@ def test_stretches_gradient_is_central_differences(name, monkeypatch):
     value, grad = _run(F, x, monkeypatch, True, True)
     assert _headers(F)[1]
     np.testing.assert_allclose(grad, central(lambda v: float(f(v)), x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("f, size", [(mixture(9), 300), (lines(8), 300), (lines(4100), 3 * 4101 + 4100)])
+def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
+    """LINED rows' lines (a line read by every line, one number a line) are members forward, lines of 4,100 (past a
+    LINED row's block) too; back, only where no line wants an adjoint (its sum back: the rows')."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    x = np.random.default_rng(6).normal(size=size)
+    ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False))}
+    for point in _points(x)[:4]:
+        got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
+        assert all(_same(a, b) for a, b in zip(got, want, strict=True))
+    lined = [shape for shape in stretches.Stretch.made.values() if any(
+        {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]
+    assert any(not stretch.shape[0] for stretch in lined) and all(stretch.address for stretch in lined)
+    assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants in stretch.shape[1]
+                   for q, j in enumerate(sources) if j in (stretches.LINE, stretches.EACH))

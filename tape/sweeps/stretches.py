@@ -12,9 +12,12 @@ members are (``sweep_forward``: the sweeps that read every value run without run
 
 Members: rows of an op of ops.EXACT (the driver's own IEEE rules, not NumPy's loops), all of one size, every view
 laid out as the output (an element read at its own index) or one number; a view of an earlier member is read as
-that member's local. Per element, the members run in order: where a stored member's region meets a region a
-member reads, the read must come first for every element (the read at an index no lower, by a member no later),
-and a number read once must meet none; stored regions are apart. Otherwise the stretch is cut short.
+that member's local. Forward, a LINED row of a 2-d space joins too where its other view is a line read by every line
+or one number a line (the mixture's (points, 1) against (k,)), its lines all the stretch's LINED rows'; back only
+where that view wants no adjoint (its sum back across lines stays the row's). Per element, the members run in
+order: where a stored member's region meets a region a member reads, the read must come first for every element
+(the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
+none; stored regions are apart. Otherwise the stretch is cut short.
 
 The kernel is compiled when the tables holding it have run ``PAYBACK`` seconds without it (its compile, ~1 s; until
 then the driver runs the rows one by one, the same numbers), or loaded at once where it is cached on disk (the
@@ -35,6 +38,7 @@ from tape.kernels._array_driver import (
     CALL,
     ELEMENTWISE,
     KIND,
+    LINED,
     NIN,
     OP,
     OUT,
@@ -43,6 +47,7 @@ from tape.kernels._array_driver import (
     REGION,
     REGION_SIZE,
     ROW,
+    SHAPE,
     SIZE,
     STRETCH,
     STRIDES,
@@ -57,6 +62,8 @@ from tape.sweeps import layout
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
+SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
+OTHER = -4  # a view read otherwise (no member reads one)
 
 
 class Stretch:
@@ -98,20 +105,35 @@ def _number(row: np.ndarray) -> int:
     return 0
 
 
-def _joins(row: np.ndarray, members: list[np.ndarray]) -> bool:
+def _view(row: np.ndarray, q: int) -> int:
+    """How a member row's view q is read: SAME laid out as its output, else (a LINED row's lines, axis 2 of a 2-d
+    space) LINE one line's elements read by every line, or EACH one number a line; OTHER otherwise."""
+    f, shape = VIEWS + VIEW * q, row[SHAPE:SHAPE + 4]
+    strides = row[f + STRIDES:f + STRIDES + 4]
+    if (strides == row[OUT_STRIDES:OUT_STRIDES + 4]).all():
+        return SAME
+    if row[KIND] != LINED or shape[0] != 1 or shape[1] != 1:
+        return OTHER
+    return LINE if (strides == (0, 0, 0, 1)).all() else EACH if strides[3] == 0 and strides[2] != 0 else OTHER
+
+
+def _joins(row: np.ndarray, members: list[np.ndarray], back: bool) -> bool:
     """Whether row may follow members in a stretch: an op of EXACT, their size, each view laid out as its output (a
-    member's then reads it whole) or its number (not a member's)."""
-    if row[KIND] != ELEMENTWISE or OPS[row[OP]].name not in EXACT or row[SIZE] < 2:
+    member's then reads it whole) or its number, or forward, a LINED row's line or one number a line (_view; not a
+    member's), LINED rows' lines all alike."""
+    if row[KIND] not in (ELEMENTWISE, LINED) or OPS[row[OP]].name not in EXACT or row[SIZE] < 2:
         return False
     if members and row[SIZE] != members[0][SIZE]:
         return False
+    if row[KIND] == LINED and any(m[KIND] == LINED and (m[SHAPE:SHAPE + 4] != row[SHAPE:SHAPE + 4]).any()
+                                  for m in members):
+        return False
     rows, number = {int(m[ROW]) for m in members}, _number(row)
     for q in range(row[NIN]):
-        f = VIEWS + VIEW * q
-        if q + 1 == number and int(row[f + REC]) in rows:  # (its number is made in the pass)
-            return False
-        if q + 1 != number and (row[f + STRIDES:f + STRIDES + 4] != row[OUT_STRIDES:OUT_STRIDES + 4]).any():
-            return False
+        how = 0 if q + 1 == number else _view(row, q)  # (0: its number)
+        if how == OTHER or how != SAME and (back and how and row[VIEWS + VIEW * q + WANT] or
+                                           int(row[VIEWS + VIEW * q + REC]) in rows):
+            return False  # (a member's number or lines are made in the pass; back, a line's sum back is the rows')
     return True
 
 
@@ -133,7 +155,8 @@ def _shape(s: Any, members: list[np.ndarray], back: bool) -> tuple | None:
     spec = []
     for k, m in enumerate(members):
         reads = layout._reverse_reads(s, s._plans[s._in0[m[ROW]]])
-        sources = tuple(index.get(int(m[VIEWS + VIEW * q + REC]), -1) for q in range(m[NIN]))
+        sources = tuple(index.get(int(m[VIEWS + VIEW * q + REC]), SAME if q + 1 == _number(m) else _view(m, q))
+                        for q in range(m[NIN]))
         for q, j in enumerate(sources):
             if j >= 0:
                 inside[int(members[j][ROW])] += 1
@@ -157,9 +180,11 @@ def _shape(s: Any, members: list[np.ndarray], back: bool) -> tuple | None:
         return None
     for k, (_, number, sources, _) in enumerate(spec):
         for q, j in enumerate(sources):
-            b, length = int(members[k][VIEWS + VIEW * q + BASE]), 1 if number == q + 1 else n
+            f, how = VIEWS + VIEW * q, 0 if number == q + 1 else j  # (what it reads: a number, n elements, a line,
+            b, line = int(members[k][f + BASE]), members[k][SHAPE:SHAPE + 4]  # one number a line)
+            length = {0: 1, SAME: n, LINE: line[3], EACH: (line[2] - 1) * members[k][f + STRIDES + 2] + 1}.get(how, 0)
             if j < 0 and any(b < int(w[OUT]) + n and int(w[OUT]) < b + length and not (
-                    length == n and k <= i and b >= int(w[OUT])) for i, w in enumerate(members) if stored[i]):
+                    how == SAME and k <= i and b >= int(w[OUT])) for i, w in enumerate(members) if stored[i]):
                 return None
     return False, tuple(spec), stored
 
@@ -198,7 +223,7 @@ def stretched(s: Any, rows: list[np.ndarray], back: bool) -> tuple[list[np.ndarr
     k = 0
     while k < len(order):
         end = k
-        while end < len(order) and _joins(order[end], order[k:end]):
+        while end < len(order) and _joins(order[end], order[k:end], back):
             end += 1
         shape = _shape(s, order[k:end], back) if end - k >= 2 else None
         if shape is None:
