@@ -72,10 +72,6 @@ def module(tmp_path):
 def test_a_cache_true_f_links_what_it_calls(module):
     user, drive = compiled(module.f)
     assert not by_reference(drive.library) and not by_reference(user.library)  # f linked in (and inlined there)
-    # f, compiled for Vars, gets no machine code or CPython wrapper of its own (no Python caller can pass a Var): the
-    # driver's holds it, linked as f's module was optimized, not optimized again (issue 28: cold first calls)
-    assert user.library.tape_link_only and drive.library.tape_as_linked
-    assert user.fndesc.llvm_cpython_wrapper_name not in defined(user.library)
 
 
 def checked(n):

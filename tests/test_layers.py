@@ -124,15 +124,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # function +11: the maps' blocks run by threads (maps.in_blocks) (issue 28, s12 E).
 # sweeps +237: the compiled tables' rows of every plan at once by NumPy (tape/sweeps/encoding.py, was Python per plan
 # in compiled.py), a tape's reverse sweep by them (compiled.tape_reverse: issue 26, s12 B).
-# compiled +59, records +3: tape.jit's cold first call: f and its helpers compiled for Vars link-only, the driver
-# linking them unoptimized again (link_only.holds_vars, AS_LINKED), one recorder body per op (recording.called), the
-# hot layers inlined by LLVM, once per argument types (recording.Hot), values by a loop; fresh_reverse twinned for
-# small tapes (issue 28, s12 C).
 # kernels +20, sweeps +25: LINED rows join a table's stretches forward (a line read by every line, one number a
 # line: shaped._pass, stretches._view; issue 26, s12 A).
 BUDGET = {"tape.kernels": 6448, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3180,
-          "tape.records": 1018, "tape.arrays": 1863, "tape.analyses": 300, "tape.symbolic": 1200,
-          "tape.function": 3274, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3485, "tape": 250,
+          "tape.records": 1015, "tape.arrays": 1863, "tape.analyses": 300, "tape.symbolic": 1200,
+          "tape.function": 3274, "tape.tape": 400, "tape.api": 900, "tape.compiled": 3426, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -408,12 +408,9 @@ def of_arrays(x, y) -> bool:
     return operand(x) and operand(y) and (any(map(is_array, arrays)) or bool(arrays) and (is_var(x) or is_var(y)))
 
 
-left_tape, right_tape = hot(lambda x, y: x.tape), hot(lambda x, y: y.tape)  # made once: compiled once per types
-
-
 def tape_of_pair(x, y):
     """A jitted function of (x, y): the tape of x if it is a Var array (or a Var beside no Var array), else y's."""
-    return left_tape if is_array(x) or (is_var(x) and not is_array(y)) else right_tape
+    return hot(lambda x, y: x.tape) if is_array(x) or (is_var(x) and not is_array(y)) else hot(lambda x, y: y.tape)
 
 
 def binary_array(vv, constants: bool = False):

@@ -30,7 +30,6 @@ from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
-from tape.compiled.link_only import AS_LINKED
 from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
@@ -113,7 +112,6 @@ def _driver(user: Any, cache: bool) -> Callable[..., Any]:
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
         return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
-    AS_LINKED.add(drive.py_func)
     if cache:
         cache_as(drive, user.py_func, "-driver")
     else:  # compiled for this process only: f called by reference, not compiled again into the driver

@@ -5,38 +5,30 @@ whose machine code holds it again. An ``@overload`` implementation (and ``compil
 CPython wrapper: nothing calls it but the callers it is linked into, so its own machine code is never run. During a
 compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked and optimized as
 before, and callers link that module, but it is not handed to the execution engine; that happens if its address is
-ever asked for (``get_pointer_to_function`` of a symbol it defines). A function compiled for Vars (arguments of
-tape.jit's types: Python has no such values) is one too: f and the helpers it calls, linked into f's driver; the
-driver (``AS_LINKED``) links what it calls as it is, optimized already, and does not optimize it again (f's module
-optimized and made machine code once: a cold RK4 0.9 CPU-s less). Cached (tape/compiled/overload_cache.py), it
+ever asked for (``get_pointer_to_function`` of a symbol it defines). Cached (tape/compiled/overload_cache.py), it
 is saved as the module its callers link (bitcode) and loaded link-only again: no machine code is made or loaded for
 it. f's machine code differs somewhat (f links the optimized IR as it is, where the callee's own machine-code
 generation had apparently changed it: rk4-array's f makes 94 calls instead of 102); the records do not. Its
 environment (what a raise with runtime values reads) is set once a module defining that global is machine code.
 Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
 ``_finalize_final_module``, ``_final_module``, ``_shared_module``, ``serialize_using_object_code`` and
-``_unserialize``, ``JitEngine.is_symbol_defined``, ``JITCPUCodegen.set_env`` and ``_optimize_final_module``.
+``_unserialize``, ``JitEngine.is_symbol_defined`` and ``JITCPUCodegen.set_env``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import weakref
 from collections.abc import Iterator
 
 import llvmlite.binding as llvm
 from numba.core import codegen, cpu, typed_passes
 from numba.core.compiler_lock import global_compiler_lock
 
-from tape.compiled.numba_internals import VarArrayType, VarType, types
-
 _PENDING: dict = {}  # environment global -> the environment of a link-only function, set when the global exists
 _active = 0  # tape Pipeline compiles in progress (under Numba's compiler lock)
-AS_LINKED: weakref.WeakSet = weakref.WeakSet()  # Python functions (drivers) linking their callees without optimizing
 _lowering = typed_passes.BaseNativeLowering.run_pass
 _executable = cpu.CPUContext.get_executable
 _finalize = codegen.CPUCodeLibrary._finalize_final_module
-_optimize = codegen.CPUCodeLibrary._optimize_final_module
 _pointer = codegen.JITCodeLibrary.get_pointer_to_function
 _serialize = codegen.CPUCodeLibrary.serialize_using_object_code
 _unserialize_numba = codegen.CPUCodeLibrary._unserialize
@@ -56,33 +48,13 @@ def compiling() -> Iterator[None]:
             _active -= 1
 
 
-def holds_vars(typ) -> bool:
-    """Whether values of typ hold tape.jit's Vars (made inside jitted code only: no Python caller passes one)."""
-    if isinstance(typ, (VarType, VarArrayType)):
-        return True
-    if isinstance(typ, types.BaseTuple):
-        return any(map(holds_vars, typ.types))
-    return isinstance(typ, types.List) and holds_vars(typ.dtype)
-
-
 def _run_lowering(self, state):
-    if _active:
-        of_vars = any(map(holds_vars, state.args))
-        link_only = state.flags.no_cpython_wrapper or of_vars
-        if link_only or state.func_id.func in AS_LINKED:
-            if state.library is None:  # made here as NativeLowering would make it
-                state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
-                state.library.enable_object_caching()
-            state.library.tape_link_only = link_only
-            state.library.tape_as_linked = state.func_id.func in AS_LINKED
-        if of_vars:  # no wrappers for Python or C callers: there are none
-            state.flags.no_cpython_wrapper = state.flags.no_cfunc_wrapper = True
+    if _active and state.flags.no_cpython_wrapper:
+        if state.library is None:  # made here as NativeLowering would make it
+            state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
+            state.library.enable_object_caching()
+        state.library.tape_link_only = True
     return _lowering(self, state)
-
-
-def _optimize_final_module(self):
-    if not getattr(self, "tape_as_linked", False):
-        _optimize(self)
 
 
 def _get_executable(self, library, fndesc, env):
@@ -152,10 +124,9 @@ def _defines(module, name: str) -> bool:
 typed_passes.BaseNativeLowering.run_pass = _run_lowering  # type: ignore[method-assign]
 cpu.CPUContext.get_executable = _get_executable  # type: ignore[method-assign]
 codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module  # type: ignore[method-assign]
-codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module  # type: ignore[method-assign]
 codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function  # type: ignore[method-assign]
 codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code  # type: ignore[method-assign]
 codegen.JITCPUCodegen.set_env = _set_env  # type: ignore[method-assign]
 codegen.CPUCodeLibrary._unserialize = classmethod(_unserialize)  # type: ignore[method-assign,assignment]
 
-__all__ = ["compiling", "holds_vars", "AS_LINKED"]
+__all__ = ["compiling"]

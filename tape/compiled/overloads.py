@@ -27,7 +27,6 @@ from tape.compiled.numba_internals import ArrayConditionType, TypingError, VarAr
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
     as_var,
-    called,
     constant_record,
     is_number,
     is_var,
@@ -191,26 +190,25 @@ def _register() -> None:
     inline = functools.partial(overload, forceinline=True)
     for name, (of_var, value, math_name, ufunc) in UNARY.items():
         own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
-        inline(own)(unary(called(of_var), value, name not in ("neg", "abs")))
+        inline(own)(unary(of_var, value, name not in ("neg", "abs")))
         inline(own)(unary_array(of_var))  # -a, abs(a), tape.exp(a) of a Var array: per element
         if math_name and hasattr(math, math_name):
-            inline(getattr(math, math_name))(unary(called(of_var), value, False))
+            inline(getattr(math, math_name))(unary(of_var, value, False))
         if ufunc:
             if name not in ("neg", "abs"):
-                inline(getattr(np, ufunc))(unary(called(of_var), value, False))
+                inline(getattr(np, ufunc))(unary(of_var, value, False))
             inline(getattr(np, ufunc))(unary_array(of_var))
     for name, (vv, vc, cv, value, is_operator, ufunc) in ARITHMETIC.items():
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
-        calls = (called(vv), called(vc), called(cv), value)  # one recorder body for these and the Var arrays' loops
         for fn in (own, getattr(np, ufunc)):
-            inline(fn)(binary(*calls, fn is own and not is_operator))  # of numbers: tape.<name>
+            inline(fn)(binary(vv, vc, cv, value, fn is own and not is_operator))  # of numbers: tape.<name>
             inline(fn)(binary_array(vv, name in CONSTANT_OPERANDS))
         if is_operator:
-            inline(getattr(operator, f"i{name}"))(binary(*calls, False))
+            inline(getattr(operator, f"i{name}"))(binary(vv, vc, cv, value, False))
             inline(getattr(operator, f"i{name}"))(inplace_array(own, vv))
     for name, math_name in (("pow", "pow"), ("arctan2", "atan2"), ("hypot", "hypot")):
         vv, vc, cv, value, _, _ = ARITHMETIC[name]
-        inline(getattr(math, math_name))(binary(called(vv), called(vc), called(cv), value, False))
+        inline(getattr(math, math_name))(binary(vv, vc, cv, value, False))
     for name, vv in COMPARISONS.items():
         overload(getattr(operator, name))(comparison(vv))
     overload(max_of)(minmax(COMPARISONS["gt"]))

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from numba import cfunc, njit
-from numba.core.registry import CPUDispatcher
 
 from tape.compiled.numba_internals import (
     TypingError,
@@ -48,22 +47,7 @@ from tape.records.storage import MAX_RECORDS, NO_INPUT
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
 INTERNAL: Any = {**OPTIONS, **NO_WRAPPERS}
 jit = njit(cache=True, **INTERNAL)
-
-
-class Hot(CPUDispatcher):
-    """A dispatcher whose callers' literal numbers count as their types: ``push(p, 3, ...)`` and ``push(p, 9, ...)``
-    compile one push (LLVM inlines it and knows the opcode), not one per opcode."""
-
-    def get_call_template(self, args, kws):
-        return super().get_call_template(tuple(map(types.unliteral, args)),
-                                         {k: types.unliteral(v) for k, v in kws.items()})
-
-
-def hot(fn):
-    """The layers under each op's entry, inlined into it by LLVM (alwaysinline), so one call per op: each compiles
-    once per signature, where Numba's own inline="always" typed and lowered it again at every call (a cold n-body
-    ~1.5 CPU-s more)."""
-    return Hot(py_func=fn, locals={}, targetoptions={"nopython": True, "forceinline": True, **INTERNAL})
+hot = njit(inline="always", **INTERNAL)  # the layers under each op's entry: inlined into it, so one call per op
 
 
 @functools.cache
@@ -74,17 +58,6 @@ def inlined(fn):
     copy = types_.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
     copy.__qualname__, copy.__module__ = f"{py.__qualname__}_inlined", py.__module__  # its own cache entry
     return njit(cache=True, forceinline=True, **INTERNAL)(copy)
-
-
-@functools.cache
-def called(fn):
-    """The jitted recorder fn as one call, its body its inlined copy's (LLVM inlines it there): the scalar ops call it
-    (a call each, as fn), the Var arrays' loops inline the copy, and the body compiles once for both."""
-    each = inlined(fn)
-    one, two = (lambda x: each(x)), (lambda x, y: each(x, y))
-    call = one if fn.py_func.__code__.co_argcount == 1 else two
-    call.__qualname__ = f"{fn.py_func.__qualname__}_called"  # its own cache entry and symbol
-    return njit(cache=True, **INTERNAL)(call)
 
 
 LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
@@ -333,12 +306,8 @@ def finish(t, outputs, held):
 
 @jit
 def values(t, rows):
-    """The values of records ``rows`` (1-d or 2-d), by a loop (NumPy's fancy index compiles for longer)."""
-    flat = rows.reshape(-1)
-    out = np.empty(flat.size)
-    for k in range(flat.size):
-        out[k] = t.val[flat[k]]
-    return out.reshape(rows.shape)
+    """The values of records ``rows`` (1-d or 2-d)."""
+    return t.val[rows.ravel()].reshape(rows.shape)
 
 
 @jit
@@ -354,8 +323,7 @@ def _pos(x):
     return None
 
 
-__all__ = ["install", "jit", "hot", "inlined", "called",
-           "value_at", "push", "push_const", "push_check", "constant_record", "condition",
+__all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
            "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "values",
            "NOT_A_FLOAT", "LIST_REFUSAL",
            "one_output", "finish"]
