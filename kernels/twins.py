@@ -38,7 +38,8 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL), "replay_second": (0, SMALL),
     "reverse_vector": (0, SMALL), "reverse_second": (0, SMALL), "tangent_sweep": (1, SMALL),
     "reverse_second_range": (3, SMALL), "reverse_range": (0, SMALL),
-    "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL),
+    "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL), "fresh_reverse": (0, SMALL),
+    "fresh_reverse_from": (0, SMALL),
     "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
     "reach": (0, SMALL), "_pairs_to_csr": (1, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
     # the sparsity patterns' index sets, whose work can grow as the square of the records:

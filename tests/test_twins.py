@@ -48,6 +48,14 @@ def _bits(a):
     return np.where(np.isnan(a), np.nan, a).tobytes() if a.dtype.kind == "f" else a.tobytes()
 
 
+@tape.jit(cache=False)
+def _jitted(xs):
+    """tape.jit's first gradient sweeps fresh_reverse, then fresh_reverse_from past the grouped ops (hypot, log1p)."""
+    u = xs[0] * xs[1] + tape.sin(xs[2]) / xs[3] - tape.exp(xs[1]) * xs[0] ** xs[3]
+    v = tape.log1p(u) * tape.maximum(xs[2], xs[0])
+    return tape.hypot(v, xs[0]) * xs[2] + v * v + tape.logaddexp(u, xs[3]) * tape.where(u < v, u, v * xs[1])
+
+
 def _arrays(F):
     """The bits of every array a Function holds (values, partials, second partials, adjoints, tangents...)."""
     return {k: _bits(v) for k, v in vars(F).items() if isinstance(v, np.ndarray)}
@@ -107,6 +115,7 @@ def _everything(twinned, monkeypatch):
             xs = [t.var(float(value)) for value in x]
             g = t.gradient(_total(xs), xs)  # a Tape's sweep: it adds to adjoints (the records it reached)
             out += [_bits(g), _bits(t._adj[:t._n][t._stamp[:t._n] == t._gen])]
+            out += [_bits(np.hstack(tape.value_and_grad(_jitted)(x)))]
             X, V = np.stack([x, v]), np.stack([v, x])  # two points: records x points within a map twin's SMALL
             out += [_bits(Fs.map(X)), *map(_bits, Fs.map_value_and_grad(X)), _bits(Fv.map_jvp(X, V)),
                     _bits(Fv.map_vjp(X, np.ones((2, Fv.n_outputs))))]
@@ -126,7 +135,7 @@ def test_twins_give_the_kernels_bits(monkeypatch):
             "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "hessian_pairs",
             "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
             "reverse_sweep", "reverse_second_range", "reverse_range", "map_values", "map_gradients",
-            "map_tangents"} <= set(calls)
+            "map_tangents", "fresh_reverse", "fresh_reverse_from"} <= set(calls)
     compiled = _everything(False, monkeypatch)
     assert len(twinned) == len(compiled)
     for k, (a, b) in enumerate(zip(twinned, compiled, strict=True)):

@@ -44,7 +44,7 @@ from tape.debug import nans, show
 from tape.debug.nans import branch_changed, caller
 from tape.errors import TapeError, TapeFullError
 from tape.kernels import _sweeps
-from tape.kernels._sweeps import fresh_reverse, fresh_reverse_from, reverse_range
+from tape.kernels._sweeps import reverse_range
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 from tape.kernels.twins import Twin
@@ -57,6 +57,8 @@ BYTES_PER_RECORD = 1 + 4 + 4 + 8 + 8 + 4
 _GEN_LIMIT = 2**32 - 1  # stamps are uint32
 _ONE = np.ones(1)
 reverse_sweep = Twin(_sweeps.reverse_sweep, globals())  # a small tape's first gradient: its twin (kernels/twins.py)
+fresh_reverse = Twin(_sweeps.fresh_reverse, globals())  # tape.jit's first gradient of a small tape likewise
+fresh_reverse_from = Twin(_sweeps.fresh_reverse_from, globals())
 
 
 class Record(NamedTuple):
@@ -360,9 +362,10 @@ class Storage(Arenas):
         adj = self._adj
         adj[: self._n] = 0.0
         adj[out] = 1.0
-        at = fresh_reverse(self._op, self._in0, self._in1, self._val, adj, self._consts, out)
+        swept = self._op[: out + 1]  # the records the sweep reads (a Twin's size: kernels/twins.py)
+        at = fresh_reverse(swept, self._in0, self._in1, self._val, adj, self._consts, out)
         if at >= 0:  # a grouped op: fresh_reverse_from has their rules (as reverse_range for reverse_sweep)
-            fresh_reverse_from(self._op, self._in0, self._in1, self._val, adj, self._consts, at)
+            fresh_reverse_from(swept, self._in0, self._in1, self._val, adj, self._consts, at)
         grads = adj[rows]
         self.clear()
         return grads
