@@ -26,6 +26,7 @@ from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MAT
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
 from tape.sweeps.driver import SHORT_NAME, State
+from tape.sweeps.plans import lengths
 
 LARGE = 2 ** 20  # elements above which NumPy's step runs a sum (s7/D/sumsize.py: driven 0.62-0.71x its time at 2^13)
 BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view gathered or summed back
@@ -56,14 +57,14 @@ def _column(items: list[Any], name: str) -> np.ndarray:
 def _padded(tuples: list[tuple[int, ...]], fill: int) -> tuple[np.ndarray, np.ndarray]:
     """(lengths, the tuples right-aligned in 4 columns after ``fill``s; those longer than 4 as 0s), a NumPy call per
     length, not per tuple."""
-    lengths = np.fromiter(map(len, tuples), np.int64, len(tuples))
+    n = lengths(tuples)
     out = np.full((len(tuples), 4), fill, np.int64)
-    out[lengths > 4] = 0
+    out[n > 4] = 0
     for k in range(1, 5):
-        at = np.flatnonzero(lengths == k)
+        at = np.flatnonzero(n == k)
         if len(at):
             out[at, 4 - k:] = np.array([tuples[i] for i in at.tolist()], np.int64).reshape(-1, k)
-    return lengths, out
+    return n, out
 
 
 def _c_order(shape: np.ndarray) -> np.ndarray:
@@ -119,10 +120,10 @@ class _Plans:
         _, first = _padded([a[:1] for a in axes], -1)
         self.axis = first[:, 3]
         self.bits = np.zeros(len(plans), np.int64)
-        for k in np.flatnonzero(np.fromiter(map(len, axes), np.int64, len(axes))).tolist():  # (sums and joins)
+        for k in np.flatnonzero(lengths(axes)).tolist():  # (sums and joins)
             self.bits[k] = sum(1 << a for a in axes[k])
         inputs = list(map(attrgetter("inputs"), plans))
-        self.nin = np.fromiter(map(len, inputs), np.int64, len(inputs))
+        self.nin = lengths(inputs)
         self.rec, self.voff, self.vndim = (np.full((len(plans), 3), fill, np.int64) for fill in (-1, 0, 0))
         self.vshape, self.vsteps = np.ones((len(plans), 3, 4), np.int64), np.zeros((len(plans), 3, 4), np.int64)
         for q in range(3):
@@ -305,7 +306,7 @@ def runs(places: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     whether each has them. A run ends after a change of step: greedy from the first element (np.add.at's order
     back is the elements'), the next run starts 2 past the first change at or after its start, so of consecutive
     changes every second ends one."""
-    n = np.fromiter(map(len, places), np.int64, len(places))
+    n = lengths(places)
     first = np.zeros(len(n) + 1, np.int64)
     np.cumsum(n, out=first[1:])
     at, place, after, place0, after0 = _changes(places, first) if len(n) else (np.zeros(0, np.int64),) * 5

@@ -15,6 +15,7 @@ from tape.kernels import graph
 from tape.kernels.array_ops import ARRAY_KIND
 from tape.kernels.ops import ELEM, HAS_INPUT, OPCODE, TWO_RECORDS
 from tape.kernels.twins import Twin
+from tape.sweeps.plans import ints, lengths
 
 IS_SELECT = np.arange(256) == OPCODE["select"]
 IS_PACK = np.array(ARRAY_KIND) == "pack"  # by opcode
@@ -29,15 +30,13 @@ def reads(op: np.ndarray, in0: np.ndarray, plans: list[Any]) -> tuple[np.ndarray
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     elems = np.flatnonzero(op == ELEM)
     code, rows_, _, _, inputs, _, places, _ = zip(*plans, strict=True)
-    row = np.fromiter(rows_, np.int64, len(rows_))
-    packs = np.flatnonzero(IS_PACK[np.fromiter(code, np.int64, len(code))]).tolist()
+    row = ints(rows_)
+    packs = np.flatnonzero(IS_PACK[ints(code)]).tolist()
     rows = tuple(map(places.__getitem__, packs))  # each pack's scalar rows
-    n_in = np.fromiter(map(len, inputs), np.int64, len(inputs))
+    n_in = lengths(inputs)
     views = tuple(itertools.chain.from_iterable(inputs))
-    reader = np.concatenate([elems, np.repeat(row[packs], np.fromiter(map(len, rows), np.int64, len(rows))),
-                             np.repeat(row, n_in)])
-    read = np.concatenate([in0[elems].astype(np.int64), *rows, np.fromiter(map(itemgetter(0), views), np.int64,
-                                                                           len(views))])  # (a view's record)
+    reader = np.concatenate([elems, np.repeat(row[packs], lengths(rows)), np.repeat(row, n_in)])
+    read = np.concatenate([in0[elems].astype(np.int64), *rows, ints(tuple(map(itemgetter(0), views)))])
     starts = np.zeros(len(op) + 1, np.int64)
     np.cumsum(np.bincount(reader, minlength=len(op)), out=starts[1:])
     return starts, read[np.argsort(reader, kind="stable")]

@@ -56,9 +56,14 @@ def _rows(values: tuple, width: int, row: Callable[[Any], list[int]]) -> np.ndar
     return rows[index]
 
 
-def _ints(values: tuple) -> np.ndarray:
+def ints(values: tuple) -> np.ndarray:
     """Ints (Python's or NumPy's: np.array takes 1 µs for each NumPy one) as an int64 array."""
     return np.fromiter(values, np.int64, len(values))
+
+
+def lengths(items: Any) -> np.ndarray:
+    """len of each item (a sequence of tuples or arrays) as an int64 array, by map: no Python step per item."""
+    return np.fromiter(map(len, items), np.int64, len(items))
 
 
 def _shape(shape: tuple[int, ...]) -> list[int]:
@@ -74,27 +79,27 @@ def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
     if not m:
         return table, np.zeros(0, np.int64)
     code, row, offset, shape, inputs, axes, places, wide = zip(*plans, strict=True)
-    ndim = np.fromiter(map(len, shape), np.int64, m), np.fromiter(map(len, wide), np.int64, m)
+    ndim = lengths(shape), lengths(wide)
     if (ndim[0] > MAX_DIMS).any() or (ndim[1] > MAX_DIMS).any():
         k = int(np.argmax((ndim[0] > MAX_DIMS) | (ndim[1] > MAX_DIMS)))
         raise ValueError(f"array record #{row[k]} has {ndim[0][k]} dimensions; a Function holds at most {MAX_DIMS}")
-    count = np.fromiter(map(len, places), np.int64, m)
+    count = lengths(places)
     objects, which = _indexed(tuple(map(id, places)))  # (every plan holds its places: no id is reused)
     first = np.full(len(objects), m)
     np.minimum.at(first, which, np.arange(m))
     added = np.zeros(m, np.int64)
     added[first] = count[first]  # each places object's count, at its first plan
     before = np.cumsum(added) - added
-    table[:, :_HEAD] = np.column_stack([_ints(code), _ints(row), _ints(offset), _rows(
+    table[:, :_HEAD] = np.column_stack([ints(code), ints(row), ints(offset), _rows(
         axes, 1, lambda a: [sum(1 << k for k in a)]), np.where(count > 0, before[first[which]], before), count])
     table[:, _HEAD:_HEAD + _SHAPE] = _rows(shape, _SHAPE, _shape)
     table[:, _HEAD + _SHAPE:_HEAD + 2 * _SHAPE] = _rows(wide, _SHAPE, _shape)
-    n_in = np.fromiter(map(len, inputs), np.int64, m)
+    n_in = lengths(inputs)
     plan = np.repeat(np.arange(m), n_in)
     j = np.arange(len(plan)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # each view's place among its plan's
     views = tuple(itertools.chain.from_iterable(inputs))
     record, at, vshape, strides = zip(*views, strict=True) if views else ((),) * 4
-    cells = np.column_stack([_ints(record), _ints(at), _rows(vshape, _SHAPE, _shape), _rows(strides, MAX_DIMS, list)])
+    cells = np.column_stack([ints(record), ints(at), _rows(vshape, _SHAPE, _shape), _rows(strides, MAX_DIMS, list)])
     for k, cols in enumerate(VIEWS):
         table[:, cols.start] = -1
         table[plan[j == k], cols] = cells[j == k]
@@ -111,7 +116,7 @@ def relaid(plans: list[Plan], offsets: np.ndarray) -> list[Plan]:
 def regions(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(opcode, offset, size) of each plan, as arrays (each distinct shape's size found once)."""
     code, _, offset, shape, *_ = zip(*plans, strict=True) if plans else ((),) * 4
-    return _ints(code), _ints(offset), _rows(shape, 1, lambda s: [math.prod(s)])[:, 0]
+    return ints(code), ints(offset), _rows(shape, 1, lambda s: [math.prod(s)])[:, 0]
 
 
 def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
