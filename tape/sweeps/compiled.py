@@ -98,30 +98,83 @@ def _idle(s: State, kind: int, what: Any) -> bool:
                                                                                                        "none")
 
 
-def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "") -> Iterator[tuple[int, Any]]:
+def _touched(s: State, kind: int, what: Any) -> np.ndarray | None:
+    """The arena regions (start, stop) a walk's item reads or writes (its record's and its views' records', or a
+    stretch's elem records' records); None for one never moved (a fused run, a call)."""
+    if kind == driver.RECORD and RULE[s._op[what]].reads != "callee":
+        records = [what, *(v.record for v in s._plans[s._in0[what]].inputs)]
+    elif kind == driver.SCALARS:
+        records = s._in0[what[0]].tolist()
+    else:
+        return None
+    plans = [s._plans[s._in0[j]] for j in records]
+    return np.array([(p.offset, p.offset + p.size) for p in plans], np.int64).reshape(-1, 2)
+
+
+def _regions(rows: list[np.ndarray]) -> np.ndarray:
+    """The arena regions (start, stop) table rows write or read: each row's output and its views' regions."""
+    t = np.array(rows)
+    heads = [t[:, [kernels.OUT, kernels.SIZE]]] + [t[:, [VIEWS + VIEW * q + kernels.REGION, VIEWS + VIEW * q +
+                                                          kernels.REGION_SIZE]] for q in range(2)]
+    found = np.concatenate(heads)
+    return np.stack([found[:, 0], found.sum(1)], 1)
+
+
+def _apart(a: np.ndarray | None, b: np.ndarray) -> bool:
+    """Whether no region of a meets one of b (a None: never)."""
+    if a is None:
+        return False
+    return not ((a[:, None, 0] < b[None, :, 1]) & (b[None, :, 0] < a[:, None, 1]) & (a[:, None, 0] < a[:, None, 1])
+                & (b[None, :, 0] < b[None, :, 1])).any()
+
+
+def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bool = False) -> Iterator[tuple[int,
+                                                                                                              Any]]:
     """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
     scratch)), or for a sweep ("forward", "reverse") (TABLE, (table, scratch, its stretches' pending kernels:
-    stretches.py)); idle items inside a stretch dropped."""
+    stretches.py)); idle items inside a stretch dropped. An item between a table's rows whose regions meet none of
+    theirs (a pack of scalar records, a stretch of scalar records) does not end the table: forward it runs before
+    the table (it reads nothing the rows write: they come before it), back (``back``) after it (it reads nothing
+    the later rows write). So a program whose small vectors are made between its rows (the mixture's means and
+    scales) runs one table a sweep, and its stretches can cross those places."""
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
+    moved: list[tuple[int, Any]] = []  # back: items after the table (their regions, ``apart``)
+    apart = np.zeros((0, 2), np.int64)
     encoded, starts = all_rows(s)
     for kind, what in walk:
         k = int(s._in0[what]) if kind == driver.RECORD else 0
         if kind == driver.RECORD and starts[k + 1] > starts[k]:
-            rows += list(encoded[starts[k]:starts[k + 1]])
+            new = list(encoded[starts[k]:starts[k + 1]])
+            if moved and not _apart(apart, _regions(new)):
+                yield _table(rows, s, sweep)
+                yield from idle
+                yield from moved
+                rows, idle, moved, apart = [], [], [], apart[:0]
+            rows += new
             idle = []
             continue
         if rows and _idle(s, kind, what):
             idle.append((kind, what))
             continue
         if rows:
+            touched = _touched(s, kind, what)
+            if _apart(touched, _regions(rows) if not back else np.zeros((0, 2), np.int64)):
+                if back:
+                    moved.append((kind, what))
+                    apart = np.concatenate([apart, touched])
+                else:
+                    yield kind, what
+                continue
             yield _table(rows, s, sweep)
             yield from idle
-            rows, idle = [], []
+            yield from moved
+            rows, idle, moved, apart = [], [], [], apart[:0]
         yield kind, what
     if rows:
         yield _table(rows, s, sweep)
         yield from idle
+        yield from moved
 
 
 # ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))
@@ -195,7 +248,7 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     s._encoded = {}
     try:
         def tables(walk: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-            for kind, what in grouped(s, walk):
+            for kind, what in grouped(s, walk, back=True):
                 yield (kind, functools.partial(reverse, s, what[0], what[1], None)) if kind == TABLE else (kind, what)
 
         return driver.reverse(s, top, gen, keep, check, kept(s, runs) if runs else runs, tables)
