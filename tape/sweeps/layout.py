@@ -10,7 +10,7 @@ outputs do not depend on gets none. Records keep one offset for both arenas, so 
 share a region when their values' lifetimes and their adjoints' lifetimes are both disjoint (the
 first implies the second, see compact): the steps of a loop whose reverse reads no values (a
 stencil) use the same few regions over and over, and one whose reverse reads them (a GRU) keeps
-those and shares the rest. Constants, inputs, params and outputs keep regions of their own.
+those and shares the rest. Constants, inputs, params, outputs and small packs keep regions of their own.
 
 Fused runs (tape/sweeps/fusion.py) write their members at their first row and send adjoints at
 their last; the lifetimes cover both that and the unfused sweeps (check_finite, debug_nans). The
