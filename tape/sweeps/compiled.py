@@ -117,9 +117,9 @@ def _regions(s: State, kind: int, what: Any) -> np.ndarray | None:
                     np.int64).reshape(-1, 2)
 
 
-def _apart(a: np.ndarray | None, b: np.ndarray) -> bool:
-    """Whether no region of a meets one of b (a None: never)."""
-    if a is None:
+def _apart(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Whether no region of a meets one of b (either None: never)."""
+    if a is None or b is None:
         return False
     a, b = a[a[:, 0] < a[:, 1]], b[b[:, 0] < b[:, 1]]
     return not ((a[:, None, 0] < b[None, :, 1]) & (b[None, :, 0] < a[:, None, 1])).any()
