@@ -98,30 +98,75 @@ def _idle(s: State, kind: int, what: Any) -> bool:
                                                                                                        "none")
 
 
-def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "") -> Iterator[tuple[int, Any]]:
+def _regions(s: State, kind: int, what: Any) -> np.ndarray | None:
+    """The arena regions (start, stop) that table rows (kind TABLE, what a list of them: outputs and views) or a walk's
+    item (its record's and its views' records', a stretch's elem records' records) read or write; None for an item
+    never moved (a fused run, a call)."""
+    if kind == TABLE:
+        t = np.array(what)
+        found = np.concatenate([t[:, [kernels.OUT, kernels.SIZE]], *(t[:, VIEWS + VIEW * q + kernels.REGION:][:, :2]
+                                                                     for q in range(2))])
+        return np.stack([found[:, 0], found.sum(1)], 1)
+    if kind == driver.RECORD and RULE[s._op[what]].reads != "callee":
+        records = [what, *(v.record for v in s._plans[s._in0[what]].inputs)]
+    elif kind == driver.SCALARS:
+        records = s._in0[what[0]].tolist()
+    else:
+        return None
+    return np.array([(p.offset, p.offset + p.size) for p in (s._plans[s._in0[j]] for j in records)],
+                    np.int64).reshape(-1, 2)
+
+
+def _apart(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Whether no region of a meets one of b (either None: never)."""
+    if a is None or b is None:
+        return False
+    a, b = a[a[:, 0] < a[:, 1]], b[b[:, 0] < b[:, 1]]
+    return not ((a[:, None, 0] < b[None, :, 1]) & (b[None, :, 0] < a[:, None, 1])).any()
+
+
+def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bool = False) -> Iterator[tuple[int,
+                                                                                                              Any]]:
     """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
     scratch)), or for a sweep ("forward", "reverse") (TABLE, (table, scratch, its stretches' pending kernels:
-    stretches.py)); idle items inside a stretch dropped."""
+    stretches.py)); idle items inside a stretch dropped. An item between a table's rows whose regions meet none of
+    theirs (a pack of scalar records, a stretch of scalar records) does not end the table: forward it runs before
+    the table (the rows before it read nothing it writes), back (``back``) after it (the rows after it read and
+    write nothing it does). So a program whose small vectors are made between its rows (the mixture's means and
+    scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
+    replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; /work/notes/s13/A/ab_all2.txt)."""
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
+    moved: list[tuple[int, Any]] = []  # back: items run after the table, their regions ``apart``
+    apart = np.zeros((0, 2), np.int64)
     encoded, starts = all_rows(s)
     for kind, what in walk:
         k = int(s._in0[what]) if kind == driver.RECORD else 0
         if kind == driver.RECORD and starts[k + 1] > starts[k]:
-            rows += list(encoded[starts[k]:starts[k + 1]])
+            new = list(encoded[starts[k]:starts[k + 1]])
+            if moved and not _apart(apart, _regions(s, TABLE, new)):
+                yield from (_table(rows, s, sweep), *idle, *moved)
+                rows, idle, moved, apart = [], [], [], apart[:0]
+            rows += new
             idle = []
             continue
         if rows and _idle(s, kind, what):
             idle.append((kind, what))
             continue
         if rows:
-            yield _table(rows, s, sweep)
-            yield from idle
-            rows, idle = [], []
+            touched = _regions(s, kind, what)
+            if _apart(touched, apart[:0] if back else _regions(s, TABLE, rows)):
+                if back:
+                    moved.append((kind, what))
+                    apart = np.concatenate([apart, touched])
+                else:
+                    yield kind, what
+                continue
+            yield from (_table(rows, s, sweep), *idle, *moved)
+            rows, idle, moved, apart = [], [], [], apart[:0]
         yield kind, what
     if rows:
-        yield _table(rows, s, sweep)
-        yield from idle
+        yield from (_table(rows, s, sweep), *idle, *moved)
 
 
 # ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))
@@ -195,7 +240,7 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     s._encoded = {}
     try:
         def tables(walk: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-            for kind, what in grouped(s, walk):
+            for kind, what in grouped(s, walk, back=True):
                 yield (kind, functools.partial(reverse, s, what[0], what[1], None)) if kind == TABLE else (kind, what)
 
         return driver.reverse(s, top, gen, keep, check, kept(s, runs) if runs else runs, tables)

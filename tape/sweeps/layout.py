@@ -10,7 +10,7 @@ outputs do not depend on gets none. Records keep one offset for both arenas, so 
 share a region when their values' lifetimes and their adjoints' lifetimes are both disjoint (the
 first implies the second, see compact): the steps of a loop whose reverse reads no values (a
 stencil) use the same few regions over and over, and one whose reverse reads them (a GRU) keeps
-those and shares the rest. Constants, inputs, params and outputs keep regions of their own.
+those and shares the rest. Constants, inputs, params, outputs and small packs keep regions of their own.
 
 Fused runs (tape/sweeps/fusion.py) write their members at their first row and send adjoints at
 their last; the lifetimes cover both that and the unfused sweeps (check_finite, debug_nans). The
@@ -31,6 +31,10 @@ from tape.sweeps import plans as _table
 from tape.sweeps.driver import Plan
 
 SCAN = 32  # regions of a size class that a record looks at, at most
+SMALL = 256  # elements up to which a pack of scalar records keeps a region of its own (2 KB at most): a small vector
+# made between a compiled table's rows then shares no region with them, so the table runs on past it
+# (tape/sweeps/compiled.grouped; the mixture of bench/array_programs.py, one table a sweep, not four)
+PACK = np.array([rule.reads == "scalars" for rule in RULE])  # by opcode
 
 
 DERIVATIVE = np.array([rule.derivative for rule in RULE])  # by opcode
@@ -111,15 +115,16 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     offsets, top = [], 0
     for k, p in enumerate(s._plans):
         born, dies, size = int(life[k, 0]), int(life[k, 1]), p.size
-        bits = size.bit_length()
+        bits, own = size.bit_length(), size <= SMALL and PACK[p.code]
         near = [*open_.get(bits, [])[:SCAN], *open_.get(bits + 1, [])[:SCAN]]  # sizes within 2x (SCAN: no
         region = next((r for r in near if size <= r[1] <= 2 * size and born > r[2]), None)  # quadratic scan)
-        if region is None:
+        if region is None or own:
             region = [top, size, -1]
             top += size
-            open_.setdefault(bits, []).append(region)
+            if not own:
+                open_.setdefault(bits, []).append(region)
         region[2] = max(region[2], dies)
-        if dies >= n:  # no later record's value can follow this one's
+        if dies >= n and not own:  # no later record's value can follow this one's
             open_[region[1].bit_length()].remove(region)
         offsets.append(region[0])
     return _table.relaid(s._plans, np.array(offsets, np.int64)), top

@@ -177,7 +177,7 @@ def _reverse_sweep(s: State, key: tuple, runs: dict[int, Any] | None, fast: bool
         (functools.partial(_record, s._stamp, what, step(s, what).reverse), True) if kind == driver.RECORD else
         (_run(s, what), False) if kind == driver.RUN else
         (functools.partial(compiled.reverse, s, *what), False) if kind == compiled.TABLE else
-        _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk, "reverse") if fast else walk)])
+        _scalars_reverse(s, *what) for kind, what in (compiled.grouped(s, walk, "reverse", True) if fast else walk)])
 
 
 def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None], gen: int, keep: int,
