@@ -1,4 +1,4 @@
-"""Issue 26's six array programs: tape recorded afresh, tape replayed and hand NumPy, interleaved.
+"""Issue 26's array programs, two more of their kinds: tape recorded afresh, tape replayed and hand NumPy, interleaved.
 
 Each program is a function of one flat vector written with NumPy calls (it records array records
 on VarArrays) and a hand-derived NumPy value and gradient, checked against each other first.
@@ -237,9 +237,75 @@ def heat(n: int = 10_000, steps: int = 500, pad: bool = False) -> Program:
     return u0, f, hand, n
 
 
+def stencil5(n: int = 50_000, passes: int = 8) -> Program:
+    """A 5-tap filter with a pointwise nonlinearity between passes (slicing); loss sum of squares."""
+    u0 = np.random.default_rng(7).normal(size=n)
+    w = (0.1, 0.2, 0.4, 0.2, 0.1)
+
+    def f(u: Any) -> Any:
+        for _ in range(passes):
+            u = w[0] * u[:-4] + w[1] * u[1:-3] + w[2] * u[2:-2] + w[3] * u[3:-1] + w[4] * u[4:]
+            u = u * 0.9
+        return (u * u).sum()
+
+    def hand(u: np.ndarray) -> tuple[float, np.ndarray]:
+        for _ in range(passes):
+            u = 0.9 * (w[0] * u[:-4] + w[1] * u[1:-3] + w[2] * u[2:-2] + w[3] * u[3:-1] + w[4] * u[4:])
+        g = 2.0 * u
+        for _ in range(passes):
+            g = 0.9 * g
+            back = np.zeros(len(g) + 4)
+            for k in range(5):
+                back[k:len(back) - 4 + k] += w[k] * g
+            g = back
+        return float((u * u).sum()), g
+
+    return u0, f, hand, n
+
+
+def mlp2(batch: int = 16, width: int = 32, out: int = 8) -> Program:
+    """Two hidden tanh layers and a softmax-free linear head; squared error; params W1, b1, W2, b2, W3."""
+    rng = np.random.default_rng(8)
+    X, Y = rng.normal(size=(batch, width)), rng.normal(size=(batch, out))
+    sizes = [width * width, width, width * width, width, width * out]
+    cuts = np.cumsum(sizes)
+    theta = rng.normal(scale=0.15, size=int(cuts[-1]))
+
+    def parts(th: Any) -> tuple:
+        W1 = th[:cuts[0]].reshape(width, width)
+        b1 = th[cuts[0]:cuts[1]]
+        W2 = th[cuts[1]:cuts[2]].reshape(width, width)
+        b2 = th[cuts[2]:cuts[3]]
+        W3 = th[cuts[3]:].reshape(width, out)
+        return W1, b1, W2, b2, W3
+
+    def f(th: Any) -> Any:
+        W1, b1, W2, b2, W3 = parts(th)
+        h1 = xp.tanh(X @ W1 + b1)
+        h2 = xp.tanh(h1 @ W2 + b2)
+        r = h2 @ W3 - Y
+        return (r * r).sum() / batch
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        W1, b1, W2, b2, W3 = parts(th)
+        h1 = np.tanh(X @ W1 + b1)
+        h2 = np.tanh(h1 @ W2 + b2)
+        r = h2 @ W3 - Y
+        dr = 2.0 * r / batch
+        dW3 = h2.T @ dr
+        d2 = (dr @ W3.T) * (1.0 - h2 * h2)
+        dW2, db2 = h1.T @ d2, d2.sum(0)
+        d1 = (d2 @ W2.T) * (1.0 - h1 * h1)
+        dW1, db1 = X.T @ d1, d1.sum(0)
+        return float((r * r).sum() / batch), np.concatenate([dW1.ravel(), db1, dW2.ravel(), db2, dW3.ravel()])
+
+    return theta, f, hand, batch * width
+
+
 PROGRAMS: dict[str, Callable[[], Program]] = {
     "mlp": mlp, "attention": attention, "gru": gru, "filter": filter1d, "mixture": mixture,
     "heat-concatenate": heat, "heat-pad": lambda: heat(pad=True),
+    "stencil5": stencil5, "mlp2": mlp2,  # two more of the filter's and the MLP's kinds (s13 E: not tuned to)
 }
 
 
