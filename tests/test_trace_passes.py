@@ -3,16 +3,17 @@ Python loop over the plans gives (the loops they replaced, kept here as the refe
 one object for every step of a loop, on the tape, in the plan table, in a file and through cse."""
 
 import io
+import itertools
 
 import numpy as np
 import pytest
 from test_layout import PROGRAMS
 
 import tape
-from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import ELEM
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
+from tape.kernels.ops import ARRAY_BASE, ELEM, FUSIBLE, OPCODE
 from tape.records import array_records
-from tape.sweeps import arenas, driver, layout
+from tape.sweeps import arenas, driver, fused_numpy, fusion, layout
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -226,3 +227,175 @@ def test_a_loops_pads_share_one_index(arrays):
     assert np.allclose(pads(x * 0.9, params=0.8), _pads(x * 0.9, 0.8), rtol=1e-13, atol=0)
     twice = tape.trace(lambda u: (np.pad(u, 1, mode="wrap") * np.pad(u, 1, mode="wrap")).sum(), x)
     assert len(_gathers(twice)) == 1 and twice.stats()["records_merged"] == 1
+
+
+def _outside(starts, reads, j, rows):
+    """Whether a record not in rows reads record j (by the readers of each record, from live.reads' table)."""
+    reader = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    return not rows.issuperset(reader[reads == j].tolist())
+
+
+def _find_by_plan(s, outputs, roots=None):
+    """fusion.find as a loop over the plans (and the members of each run) finds the runs (the reference)."""
+    n = getattr(s, "_n", len(s._op))
+    if roots is None:
+        arrays = [p for p in s._plans if p.size >= fusion.TAPE_RUNS or not p.shape]
+        if len(arrays) - sum(not p.shape for p in arrays) < 2:
+            return []
+    table = _live.reads(s._op[:n], s._in0[:n], s._plans)
+    if roots is None:
+        live = np.ones(len(s._op), np.bool_)
+    else:
+        live = _live.reaching(s._op, s._in0, s._in1, s._plans, [np.array(sorted(outputs), np.int64), *roots],
+                              table)[0]
+        arrays = [p for p in s._plans if live[p.row]]
+
+    def fits(p, members):
+        return (ARRAY_KIND[p.code] in ("unary", "binary") and p.name in FUSIBLE and len(p.shape) in (1, 2)
+                and (not members or p.shape == members[0].shape))
+
+    def next_to(members, p):
+        return not members or all(not live[r] or (s._op[r] == ACONSTANT and not s._plans[s._in0[r]].shape)
+                                  for r in range(members[-1].row + 1, p.row))
+
+    runs, members, k = [], [], 0
+    while k < len(arrays):
+        p = arrays[k]
+        if fits(p, members) and next_to(members, p):
+            members.append(p)
+            k += 1
+            continue
+        if ARRAY_KIND[p.code] == "constant" and not p.shape and members:
+            k += 1
+            continue
+        if members:
+            total = p if fusion._sums(p, members[-1]) and next_to(members, p) else None
+            runs += _run_by_plan(s, members, total, table, outputs, live)
+            members = []
+            if total is not None:
+                k += 1
+                continue
+        if not fits(p, []):
+            k += 1
+    return runs + (_run_by_plan(s, members, None, table, outputs, live) if members else [])
+
+
+def _run_by_plan(s, members, total, table, outputs, live):
+    if len(members) < 2:
+        return []
+    shape = members[0].shape
+    slot = {p.row: k for k, p in enumerate(members)}
+    rows = set(slot) | ({total.row} if total else set())
+    code, ka, ia, kb, ib = (np.zeros(len(members), np.int64) for _ in range(5))
+    kb[:] = 2
+    imm, ext, ext_rows, inputs = [], [], [], []
+    for k, p in enumerate(members):
+        code[k] = OPCODE[p.name]
+        for j, v in enumerate(p.inputs):
+            kinds, index = (ka, ia) if j == 0 else (kb, ib)
+            if v.record in slot and v == driver.whole(v.record, members[slot[v.record]]):
+                kinds[k], index[k] = 0, slot[v.record]
+            elif s._op[v.record] == ACONSTANT and not v.shape:
+                kinds[k], index[k] = 2, len(imm)
+                imm.append(float(s._aval[s._plans[s._in0[v.record]].offset + v.offset]))
+            else:
+                if v.shape != shape or v.record in slot or v.record in getattr(s, "_borrowed", {}):
+                    return []
+                kinds[k], index[k] = 1, len(ext)
+                ext.append((s._plans[s._in0[v.record]].offset + v.offset,
+                            *((0, v.strides[0]) if len(shape) == 1 else v.strides)))
+                ext_rows.append(v.record)
+                if s._op[v.record] != ACONSTANT:
+                    inputs.append(v.record)
+    need = fusion._needed(code, ka, ia, kb, ib, imm)
+    if fusion._recycled(s, ext_rows, need, ka, ia, kb, ib, total.row if total else members[-1].row):
+        return []
+    written = np.array([p.offset if _outside(*table, p.row, rows) or p.row in outputs else -1 for p in members],
+                       np.int64)
+    n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
+    if all(row == n1 * step for _, row, step in ext):
+        n0, n1 = 1, n0 * n1
+    lags, ordered = fusion._lags(ext, ext_rows, set(inputs), n0, n1)
+    program = (code, ka, ia, kb, ib, np.array(imm + [0.0]),
+               np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
+    order = tuple(p.row for p in members) + ((total.row,) if total else ())
+    dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
+    return [fusion.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
+                       total.row if total else -1, total.offset if total else -1,
+                       np.array([p.row for p in members], np.int64), dead,
+                       fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
+                       fusion.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else None,
+                       np.array(ext_rows, np.int64))]
+
+
+def _same_runs(got, want):
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        for name in fusion.Run._fields:
+            x, y = getattr(a, name), getattr(b, name)
+            for u, v in zip(*((x, y) if name == "program" else ((x,), (y,))), strict=True):
+                if isinstance(v, np.ndarray):
+                    assert u.dtype == v.dtype and u.shape == v.shape and np.array_equal(u, v), (name, u, v)
+                    assert u.flags.c_contiguous and u.flags.writeable  # (the kernels' signatures)
+                else:
+                    assert u == v and type(u) is type(v), (name, u, v)
+
+
+OPS = [lambda a, p: a[::-1], lambda a, p: a * 0.5, lambda a, p: a ** 2, lambda a, p: np.sqrt(a * a + 1.0),
+       lambda a, p: -a, lambda a, p: a / (a * a + 2.0), lambda a, p: np.exp(a * 0.1), lambda a, p: a - p,
+       lambda a, p: a + a[..., :1] if a.ndim == 2 else a * a[0], lambda a, p: a * 2.0 + 1.0, lambda a, p: a ** 3,
+       lambda a, p: a * a, lambda a, p: a * a[::-1], lambda a, p: a.T.T * a]
+
+
+def _fused(rng, X, p):
+    """A random program of elementwise runs: 1-d and 2-d shapes, views (reversed, shifted, of one input in several
+    ways), 0-d constants, scalars and elem reads between, transcendentals, broadcasting, sums, dead records."""
+    u, out = X[:242], []
+    for _ in range(int(rng.integers(4, 12))):
+        shape = [(240,), (12, 20), (20, 12), (120,)][int(rng.integers(4))]
+        size = int(np.prod(shape))
+        a = u[:size].reshape(shape) + u[1:size + 1].reshape(shape) * u[2:size + 2].reshape(shape)
+        if rng.uniform() < 0.3:
+            a = a * X[:2 * size:2].reshape(shape)  # a strided input (2-d: rows one after another)
+        for _ in range(int(rng.integers(1, 8))):
+            b = OPS[int(rng.integers(len(OPS)))](a, p)
+            if rng.uniform() < 0.15:
+                _ = a * 3.0  # a dead record between members
+            if rng.uniform() < 0.15:
+                out.append(b[(0,) * b.ndim] * 0.5)  # an elem record
+            a = b if b.shape == a.shape else a
+        if rng.uniform() < 0.4:
+            out.append(a.sum())
+        u = np.concatenate([a.reshape(-1), u])[:242]
+    return (u * u).sum() + sum(out)
+
+
+def _alike(X, p):
+    """Runs alike but for which of their views read one record: their lags differ."""
+    u, acc = X[:302], X[300:600]
+    w = u * p
+    for t in range(6):
+        v = u if t % 2 else w
+        acc = acc + (u[:-2] + v[1:-1] * u[2:])
+    return (acc * acc).sum()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_runs_found_by_the_table_are_the_loops(seed, arrays):
+    """fusion.find (NumPy over all members at once, the structure's choices once per distinct run) finds the runs
+    the loop over the plans finds, field for field: random programs of runs, the test programs, and a Tape's one
+    reverse sweep (big arrays only: TAPE_RUNS made small)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.5, 600)
+    programs = [lambda X, p, g=np.random.default_rng(seed): _fused(g, X, p), _alike, *list(ALL.values())[seed::12]]
+    for f, prune in itertools.product(programs, (True, False)):
+        F = tape.trace(f, x, params=0.7, prune=prune)
+        roots = (F._input_rows, F._param_rows, F._check_rows)
+        for outputs in (set(F._output_rows.tolist()), set(F._output_rows.tolist()) | {p.row for p in F._plans[::7]}):
+            _same_runs(fusion.find(F, outputs, roots), _find_by_plan(F, outputs, roots))
+        t = tape.Tape()
+        y = f(t.array(x), t.var(0.7))
+        for runs in (1, 200):
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(fusion, "TAPE_RUNS", runs)
+                _same_runs(fusion.find(t, {y.index}), _find_by_plan(t, {y.index}))
