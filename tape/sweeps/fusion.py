@@ -250,7 +250,7 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     kind = np.where(mine & (at == 0) & (vshape == own) & (step == whole_steps[own]).all(1), 0,
                     np.where((s._op[record] == ACONSTANT) & (dims[vshape] == 0), 2, 1))
     borrowed = np.isin(record, np.fromiter(getattr(s, "_borrowed", {}), np.int64))
-    bad = np.bincount(vgroup[(kind == 1) & ((vshape != own) | mine | borrowed)], minlength=len(groups))
+    bad = (np.bincount(vgroup[(kind == 1) & ((vshape != own) | mine | borrowed)], minlength=len(groups)) > 0).tolist()
     place = ints(tuple(map(itemgetter(2), s._plans)))[s._in0[record]] + at
     one_d = dims[own] == 1
     index = np.where(kind == 0, slot[record], 0)
@@ -263,10 +263,18 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     ops = np.zeros((5, len(members)), np.int64)  # code, ka, ia, kb, ib
     ops[0], ops[3] = FUSED[ints(code)], 2  # a unary member's b: no operand, read as the number imm[0]
     ops[1 + 2 * j, member], ops[2 + 2 * j, member] = kind, index
-    imm = s._aval[place[kind == 2]].astype(np.float64)
-    ext = np.column_stack([place, np.where(one_d, 0, step[:, 0]), np.where(one_d, step[:, 0], step[:, 1])])[kind == 1]
-    ext_rows, ext_group, ext_at = record[kind == 1], vgroup[kind == 1], at[kind == 1]
-    firsts, inverse = np.unique(ext_group * (n + 1) + ext_rows, return_index=True, return_inverse=True)[1:]
+    imm = np.zeros(len(groups) + int((kind == 2).sum()))  # each group's numbers, then 0.0 (a unary's b)
+    at_imm = starts[2] + np.arange(len(groups) + 1)
+    imm[np.arange(len(imm) - len(groups)) + vgroup[kind == 2]] = s._aval[place[kind == 2]]
+    ext_group = vgroup[kind == 1]
+    spare = np.bincount(ext_group, minlength=len(groups)) == 0  # a group without views: ext one row of zeros
+    at_ext = starts[1] + np.concatenate([[0], np.cumsum(spare)])
+    ext = np.zeros((at_ext[-1], 4), np.int64)  # place, row stride, element stride, lag (a group after another)
+    in_ext = np.arange(len(ext_group)) + (at_ext - starts[1])[ext_group]  # each view's row in ext
+    ext[in_ext, :3] = np.column_stack([place, np.where(one_d, 0, step[:, 0]), np.where(one_d, step[:, 0],
+                                                                                        step[:, 1])])[kind == 1]
+    ext_rows, ext_at = record[kind == 1], at[kind == 1]
+    firsts, inverse = np.unique(ext_group * n + ext_rows, return_index=True, return_inverse=True)[1:]
     same_as = firsts[inverse.reshape(-1)] - starts[1][ext_group]  # the first ext in its group of the same record
     from_input = s._op[ext_rows] != ACONSTANT
     totals = [-1 if total is None else total.row for _, total in groups]
@@ -276,47 +284,48 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     outside = np.zeros(n, np.bool_)  # a member read by a record not in its run
     outside[read[(of[read] >= 0) & (of[reader] != of[read])]] = True
     written = np.where(outside[rows] | np.isin(rows, np.fromiter(outputs, np.int64)), ints(offsets), -1)
-    dead = np.flatnonzero(~live & (s._op >= ARRAY_BASE))
+    watched = (np.bincount(group, written >= 0, len(groups)) > 0).tolist()
     m_at = np.concatenate([[0], np.cumsum(count)])
-    made: dict[tuple, tuple] = {}  # what the run's structure alone decides, by that structure (a loop's steps alike:
-    # heat-pad's 500 runs, one)
+    first = shape[m_at[:-1]]  # each group's shape
+    sizes = _rows(tuple(distinct), 2, lambda sh: list(sh[:2]))[first]
+    n0, n1 = np.where(dims[first] == 1, 1, sizes[:, 0]), np.where(dims[first] == 1, sizes[:, 0], sizes[:, 1])
+    apart = np.bincount(ext_group, ext[in_ext, 1] != n1[ext_group] * ext[in_ext, 2], len(groups)) > 0
+    n0, n1 = np.where(apart, n0, 1), np.where(apart, n1, n0 * n1)  # rows one after another: one row, in blocks of
+    # 512 (a kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
+    structure = np.column_stack([ops.T, written >= 0])  # what a run's choices depend on, with its numbers
+    views = np.column_stack([ext[in_ext, 1:3], ext_at, same_as, from_input])
+    dead = np.flatnonzero(~live & (s._op >= ARRAY_BASE))
+    last = np.array([m[-1].row if t is None else t.row for m, t in groups], np.int64)
+    dead_at = np.searchsorted(dead, np.column_stack([rows[m_at[:-1]], last])).tolist()
+    freed = getattr(s, "_freed", None)
+    made: dict[tuple, tuple] = {}  # what the structure alone decides, by structure (a loop's steps alike: heat-pad's
+    # 500 runs, one; finding each took about 60 µs)
     runs = []
-    for g, (group_members, total) in enumerate(groups):
+    m_at, e_at, at_ext, at_imm, n0, n1 = (a.tolist() for a in (m_at, starts[1], at_ext, at_imm, n0, n1))
+    for g, (_, total) in enumerate(groups):
         if bad[g]:
             continue
-        ms, me, es, ee, i0, i1 = m_at[g], m_at[g + 1], starts[1][g], starts[1][g + 1], starts[2][g], starts[2][g + 1]
-        program = tuple(ops[:, ms:me])
-        code_, ka, ia, kb, ib = program
-        shape_ = group_members[0].shape
-        n0, n1 = (1, shape_[0]) if len(shape_) == 1 else shape_
-        views = ext[es:ee]
-        if (views[:, 1] == n1 * views[:, 2]).all():  # rows one after another: one row, in blocks of 512 (a
-            n0, n1 = 1, n0 * n1  # kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
-        live_ = written[ms:me]
-        key = (program[0].tobytes(), *(a.tobytes() for a in (ka, ia, kb, ib, imm[i0:i1], views[:, 1:], ext_at[es:ee],
-                                                             same_as[es:ee], from_input[es:ee], live_ >= 0)),
-               n0, n1, total is None)
-        view_list = list(map(tuple, views.tolist()))
+        ms, me, es, ee, x0, x1 = m_at[g], m_at[g + 1], e_at[g], e_at[g + 1], at_ext[g], at_ext[g + 1]
+        program = (*ops[:, ms:me], imm[at_imm[g]:at_imm[g + 1]], ext[x0:x1])
         view_rows = ext_rows[es:ee].tolist()
         ins = tuple(dict.fromkeys(itertools.compress(view_rows, from_input[es:ee].tolist())))
+        key = (structure[ms:me].tobytes(), views[es:ee].tobytes(), program[5].tobytes(), n0[g], n1[g], total is None)
         if key not in made:
-            imm_ = np.append(imm[i0:i1], 0.0)
-            need = _needed(code_, ka, ia, kb, ib, imm[i0:i1].tolist())
-            lags, ordered = _lags(view_list, view_rows, set(ins), n0, n1)
-            twinned = fused_numpy.twinned(code_, kb, ib, imm_, view_list)
-            made[key] = need, lags, ordered, twinned, Shaped.of(_shape((*program, imm_, np.column_stack(
-                [views, lags]) if len(lags) else np.zeros((1, 4), np.int64)), need, live_, total is not None)) \
-                if ordered else None
+            view_list = list(map(tuple, program[6][:ee - es, :3].tolist()))
+            need = _needed(*program[:5], program[5][:-1].tolist())
+            lags, ordered = _lags(view_list, view_rows, set(ins), n0[g], n1[g])
+            made[key] = need, lags, ordered, fused_numpy.twinned(program[0], program[3], program[4], program[5],
+                                                                 view_list), \
+                Shaped.of(_shape(program, need, written[ms:me], total is not None)) if ordered else None
         need, lags, ordered, twinned, shaped = made[key]
-        last = group_members[-1].row if total is None else total.row
-        if _recycled(s, view_rows, need, ka, ia, kb, ib, last):
+        program[6][:ee - es, 3] = lags
+        if freed and _recycled(s, view_rows, need, *program[1:5], int(last[g])):
             continue
         order = tuple(rows[ms:me].tolist()) + (() if total is None else (total.row,))
-        ext_ = np.column_stack([views, lags]) if view_list else np.zeros((1, 4), np.int64)
-        runs.append(Run(order, (*program, np.append(imm[i0:i1], 0.0), ext_), need.copy(), live_, ins, (n0, n1),
-                        -1 if total is None else last, -1 if total is None else total.offset, rows[ms:me], frozenset(
-                            dead[np.searchsorted(dead, order[0]):np.searchsorted(dead, order[-1])].tolist()), twinned,
-                        bool((live_ >= 0).any()), ordered, shaped, ext_rows[es:ee]))
+        runs.append(Run(order, program, need.copy(), written[ms:me], ins, (n0[g], n1[g]),
+                        -1 if total is None else total.row, -1 if total is None else total.offset, rows[ms:me],
+                        frozenset(dead[dead_at[g][0]:dead_at[g][1]].tolist()), twinned, watched[g], ordered,
+                        shaped, ext_rows[es:ee]))
     return runs
 
 
