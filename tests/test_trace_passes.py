@@ -2,18 +2,22 @@
 Python loop over the plans gives (the loops they replaced, kept here as the reference); and np.pad's index,
 one object for every step of a loop, on the tape, in the plan table, in a file and through cse."""
 
+import collections
 import io
 import itertools
 
 import numpy as np
 import pytest
 from test_layout import PROGRAMS
+from test_stretches import PROGRAMS as STRETCH_PROGRAMS
+from test_stretches import lines
 
 import tape
+from tape.kernels import _array_driver as K
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
-from tape.kernels.ops import ARRAY_BASE, ELEM, FUSIBLE, OPCODE
+from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, OPCODE, OPS
 from tape.records import array_records
-from tape.sweeps import arenas, driver, fused_numpy, fusion, layout
+from tape.sweeps import arenas, compiled, driver, fused_numpy, fusion, layout, stretches
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -341,7 +345,7 @@ def _same_runs(got, want):
                     assert u == v and type(u) is type(v), (name, u, v)
 
 
-OPS = [lambda a, p: a[::-1], lambda a, p: a * 0.5, lambda a, p: a ** 2, lambda a, p: np.sqrt(a * a + 1.0),
+STEPS = [lambda a, p: a[::-1], lambda a, p: a * 0.5, lambda a, p: a ** 2, lambda a, p: np.sqrt(a * a + 1.0),
        lambda a, p: -a, lambda a, p: a / (a * a + 2.0), lambda a, p: np.exp(a * 0.1), lambda a, p: a - p,
        lambda a, p: a + a[..., :1] if a.ndim == 2 else a * a[0], lambda a, p: a * 2.0 + 1.0, lambda a, p: a ** 3,
        lambda a, p: a * a, lambda a, p: a * a[::-1], lambda a, p: a.T.T * a]
@@ -358,7 +362,7 @@ def _fused(rng, X, p):
         if rng.uniform() < 0.3:
             a = a * X[:2 * size:2].reshape(shape)  # a strided input (2-d: rows one after another)
         for _ in range(int(rng.integers(1, 8))):
-            b = OPS[int(rng.integers(len(OPS)))](a, p)
+            b = STEPS[int(rng.integers(len(STEPS)))](a, p)
             if rng.uniform() < 0.15:
                 _ = a * 3.0  # a dead record between members
             if rng.uniform() < 0.15:
@@ -387,7 +391,7 @@ def test_runs_found_by_the_table_are_the_loops(seed, arrays):
     reverse sweep (big arrays only: TAPE_RUNS made small)."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    programs = [lambda X, p, g=np.random.default_rng(seed): _fused(g, X, p), _alike, *list(ALL.values())[seed::12]]
+    programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, *list(ALL.values())[seed::12]]
     for f, prune in itertools.product(programs, (True, False)):
         F = tape.trace(f, x, params=0.7, prune=prune)
         roots = (F._input_rows, F._param_rows, F._check_rows)
@@ -399,3 +403,133 @@ def test_runs_found_by_the_table_are_the_loops(seed, arrays):
             with pytest.MonkeyPatch.context() as m:
                 m.setattr(fusion, "TAPE_RUNS", runs)
                 _same_runs(fusion.find(t, {y.index}), _find_by_plan(t, {y.index}))
+
+
+def _number_by_row(row):
+    if row[K.NIN] != 2 or row[K.SIZE] == 1:
+        return 0
+    for q in (1, 0):
+        if not row[K.VIEWS + K.VIEW * q + K.STRIDES:K.VIEWS + K.VIEW * q + K.STRIDES + 4].any():
+            return q + 1
+    return 0
+
+
+def _view_by_row(row, q):
+    f, shape = K.VIEWS + K.VIEW * q, row[K.SHAPE:K.SHAPE + 4]
+    strides = row[f + K.STRIDES:f + K.STRIDES + 4]
+    if (strides == row[K.OUT_STRIDES:K.OUT_STRIDES + 4]).all():
+        return stretches.SAME
+    if row[K.KIND] != K.LINED or shape[0] != 1 or shape[1] != 1:
+        return stretches.OTHER
+    return stretches.LINE if (strides == (0, 0, 0, 1)).all() else stretches.EACH if strides[3] == 0 and \
+        strides[2] != 0 else stretches.OTHER
+
+
+def _joins_by_row(row, members, back):
+    if row[K.KIND] not in (K.ELEMENTWISE, K.LINED) or OPS[row[K.OP]].name not in EXACT or row[K.SIZE] < 2:
+        return False
+    if members and row[K.SIZE] != members[0][K.SIZE]:
+        return False
+    if row[K.KIND] == K.LINED and any(m[K.KIND] == K.LINED and (m[K.SHAPE:K.SHAPE + 4] != row[K.SHAPE:K.SHAPE + 4])
+                                      .any() for m in members):
+        return False
+    rows, number = {int(m[K.ROW]) for m in members}, _number_by_row(row)
+    for q in range(row[K.NIN]):
+        how = 0 if q + 1 == number else _view_by_row(row, q)
+        f = K.VIEWS + K.VIEW * q
+        if how == stretches.OTHER or how != stretches.SAME and (back and how and row[f + K.WANT] or
+                                                                int(row[f + K.REC]) in rows):
+            return False
+    return True
+
+
+def _shape_by_row(s, members, back):
+    SAME, LINE, EACH = stretches.SAME, stretches.LINE, stretches.EACH
+    index = {int(m[K.ROW]): k for k, m in enumerate(members)}
+    inside, read_back, spec = collections.Counter(), set(), []
+    for k, m in enumerate(members):
+        reads = layout._reverse_reads(s, s._plans[s._in0[m[K.ROW]]])
+        sources = tuple(index.get(int(m[K.VIEWS + K.VIEW * q + K.REC]), SAME if q + 1 == _number_by_row(m) else
+                                  _view_by_row(m, q)) for q in range(m[K.NIN]))
+        for q, j in enumerate(sources):
+            if j >= 0:
+                inside[int(members[j][K.ROW])] += 1
+                if reads[q]:
+                    read_back.add(j)
+        if reads[-1]:
+            read_back.add(k)
+        spec.append((int(m[K.OP]), _number_by_row(m), sources, tuple(bool(m[K.VIEWS + K.VIEW * q + K.WANT])
+                                                                     for q in range(m[K.NIN]))))
+    outputs, readers = set(s._output_rows.tolist()), stretches._readers(s)
+    held = tuple(int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])] for m in members)
+    n = int(members[0][K.SIZE])
+    if back:
+        sends = stretches._sends(members, spec, n)
+        if any(held[:-1]) or not all(inside[int(m[K.ROW])] for m in members[:-1]) or sends is None:
+            return None
+        return True, tuple(spec), sends
+    stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
+    starts = sorted(int(m[K.OUT]) for k, m in enumerate(members) if stored[k])
+    if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
+        return None
+    for k, (_, number, sources, _) in enumerate(spec):
+        for q, j in enumerate(sources):
+            f, how = K.VIEWS + K.VIEW * q, 0 if number == q + 1 else j
+            b, line = int(members[k][f + K.BASE]), members[k][K.SHAPE:K.SHAPE + 4]
+            length = {0: 1, SAME: n, LINE: line[3], EACH: (line[2] - 1) * members[k][f + K.STRIDES + 2] + 1}.get(how, 0)
+            if j < 0 and any(b < int(w[K.OUT]) + n and int(w[K.OUT]) < b + length and not (
+                    how == SAME and k <= i and b >= int(w[K.OUT])) for i, w in enumerate(members) if stored[i]):
+                return None
+    return False, tuple(spec), stored
+
+
+def _stretched_by_row(s, rows, back):
+    """stretches.stretched as a loop over the rows, NumPy rows read a number at a time, finds the stretches (the
+    reference)."""
+    need, order, spans, k = (0, 0), rows[::-1] if back else rows, {}, 0
+    while k < len(order):
+        end = k
+        while end < len(order) and _joins_by_row(order[end], order[k:end], back):
+            end += 1
+        shape = _shape_by_row(s, order[k:end], back) if end - k >= 2 else None
+        if shape is None:
+            k += 1
+            continue
+        spans[len(rows) - end if back else k] = (end - k, stretches.Stretch.of(shape))
+        kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
+        need = (max(need[0], kept), max(need[1], int(order[k][K.SIZE]) if kept else 0))
+        k = end
+    out, pending = [], {}
+    for i, row in enumerate(rows):
+        if i in spans:
+            header = np.zeros(K.WIDTH, np.int64)
+            header[K.KIND], header[K.SIZE] = K.STRETCH, spans[i][0]
+            pending.setdefault(spans[i][1], []).append(len(out))
+            out.append(header)
+        out.append(row)
+    return out, pending, need
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
+    """stretches.stretched (each row's number and views by NumPy, its cells read as ints) finds the stretches the loop
+    over the rows finds, forward and back, on every table of random programs and the stretch tests' programs."""
+    stretched, tables = stretches.stretched, []
+
+    def both(s, rows, back):
+        got, want = stretched(s, rows, back), _stretched_by_row(s, rows, back)
+        assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0], strict=True))
+        assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
+        tables.append(len(got[1]))
+        return got
+
+    monkeypatch.setattr(stretches, "stretched", both)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.5, 600)
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), *list(ALL.values())[seed::6]]:
+        tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
+    for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
+        with np.errstate(all="ignore"):
+            tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
+    assert sum(tables) > 0 and len(tables) >= 4
