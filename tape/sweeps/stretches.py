@@ -96,22 +96,22 @@ class Stretch:
         return bool(self.address)
 
 
-def _numbers(t: np.ndarray) -> np.ndarray:
-    """The driver's _number of each row of a table: 1 or 2 where view 0 or 1 of a binary row is one element read by
-    all, else 0."""
-    flat = [~t[:, VIEWS + VIEW * q + STRIDES:VIEWS + VIEW * q + STRIDES + 4].any(1) for q in (0, 1)]
-    return np.where((t[:, NIN] == 2) & (t[:, SIZE] != 1), np.where(flat[1], 2, np.where(flat[0], 1, 0)), 0)
+STRIDED = np.array([[VIEWS + VIEW * q + STRIDES + d for d in range(4)] for q in (0, 1)])  # views 0, 1's strides
 
 
-def _views(t: np.ndarray, q: int) -> np.ndarray:
-    """How each member row's view q is read: SAME laid out as its output, else (a LINED row's lines, axis 2 of a 2-d
-    space) LINE one line's elements read by every line, or EACH one number a line; OTHER otherwise."""
-    strides = t[:, VIEWS + VIEW * q + STRIDES:VIEWS + VIEW * q + STRIDES + 4]
-    lines = (t[:, KIND] == LINED) & (t[:, SHAPE] == 1) & (t[:, SHAPE + 1] == 1)
-    line = (strides == (0, 0, 0, 1)).all(1)
-    each = (strides[:, 3] == 0) & (strides[:, 2] != 0)
-    return np.where((strides == t[:, OUT_STRIDES:OUT_STRIDES + 4]).all(1), SAME,
-                    np.where(lines & line, LINE, np.where(lines & each, EACH, OTHER)))
+def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the driver's _number of each row of a table: 1 or 2 where view 0 or 1 of a binary row is one element read by
+    all, else 0; how each row's views 0, 1 are read: 0 its number, SAME laid out as its output, else (a LINED row's
+    lines, axis 2 of a 2-d space) LINE one line's elements read by every line, or EACH one number a line; OTHER)."""
+    strides = t[:, STRIDED]
+    flat = ~strides.any(2)
+    number = np.where((t[:, NIN] == 2) & (t[:, SIZE] != 1), np.where(flat[:, 1], 2, np.where(flat[:, 0], 1, 0)), 0)
+    lines = ((t[:, KIND] == LINED) & (t[:, SHAPE] == 1) & (t[:, SHAPE + 1] == 1))[:, None]
+    line = (strides == (0, 0, 0, 1)).all(2)
+    each = (strides[:, :, 3] == 0) & (strides[:, :, 2] != 0)
+    how = np.where((strides == t[:, None, OUT_STRIDES:OUT_STRIDES + 4]).all(2), SAME,
+                   np.where(lines & line, LINE, np.where(lines & each, EACH, OTHER)))
+    return number, np.where(number[:, None] == (1, 2), 0, how)
 
 
 EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
@@ -121,12 +121,8 @@ class _Rows:
     """A table's rows as Python lists (the columns stretched reads, each number an int: a NumPy scalar's read costs
     ~100 ns more, and these are read ~20 times a row), with each row's number and views' sources found by NumPy."""
 
-    def __init__(self, s: Any, rows: list[np.ndarray], back: bool):
-        t = np.array(rows, np.int64).reshape(-1, WIDTH)
-        number = _numbers(t)
-        how = np.column_stack([np.where(number == q + 1, 0, _views(t, q)) for q in (0, 1)])  # (0: its number)
-        elementwise = np.isin(t[:, KIND], (ELEMENTWISE, LINED))
-        fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
+    def __init__(self, s: Any, t: np.ndarray, fits: np.ndarray, back: bool):
+        number, how = _sources(t)
         sees = _reads_back(s)[s._in0[t[:, ROW]]]
         self.t, self.number, self.how, self.fits, self.sees = t.tolist(), number.tolist(), how.tolist(), \
             fits.tolist(), sees.tolist()
@@ -242,7 +238,12 @@ def stretched(s: Any, rows: list[np.ndarray], back: bool) -> tuple[list[np.ndarr
     need = (0, 0)
     if not ON or getattr(s, "_output_rows", None) is None:
         return rows, {}, need
-    order = _Rows(s, rows[::-1] if back else rows, back)
+    t = np.array(rows[::-1] if back else rows, np.int64).reshape(-1, WIDTH)
+    elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
+    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)  # (_Rows.joins)
+    if not (fits[1:] & fits[:-1]).any():  # no two rows that may join (a table of a few rows between NumPy steps)
+        return rows, {}, need
+    order = _Rows(s, t, fits, back)
     spans: dict[int, tuple[int, Stretch]] = {}  # first row (in rows' order) -> (count, kernel)
     k = 0
     while k < len(rows):
