@@ -42,7 +42,6 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     "fresh_reverse_from": (0, SMALL),
     "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
     "reach": (0, SMALL), "_pairs_to_csr": (1, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
-    "first_fit": (0, SMALL),
     # the sparsity patterns' index sets, whose work can grow as the square of the records:
     "_extend_sets": (0, SQUARE), "hessian_pairs": (0, SQUARE), "gather_rows": (0, SQUARE),
     "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),

@@ -13,9 +13,7 @@ from test_stretches import PROGRAMS as STRETCH_PROGRAMS
 from test_stretches import lines
 
 import tape
-from tape.function import array_replay
 from tape.kernels import _array_driver as K
-from tape.kernels import twins
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, OPCODE, OPS
 from tape.records import array_records
@@ -512,17 +510,6 @@ def _stretched_by_row(s, rows, back):
     return out, pending, need
 
 
-def _tiny(X, p):
-    """Rows of one element (no stretch), rows whose operands are both one number read by all, a line read by every
-    line of a 3-d space."""
-    u, v, w = X[:1] * 2.0, X[:40], X[:240].reshape(4, 6, 10)
-    for _ in range(4):
-        u = u * u - X[1:2] * p
-        v = v * 0.5 + (np.zeros(40) + X[3]) * X[4]
-        w = (w * 0.5 + 1.0) * X[240:250] - w
-    return (u * u).sum() + (v * v).sum() + (w * w).sum()
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
     """stretches.stretched (each row's number and views by NumPy, its cells read as ints) finds the stretches the loop
@@ -540,64 +527,9 @@ def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed::6]]:
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), *list(ALL.values())[seed::6]]:
         tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
     for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
         with np.errstate(all="ignore"):
             tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
     assert sum(tables) > 0 and len(tables) >= 4
-
-
-def _compact_by_plan(s, life):
-    """layout.compact's regions as a loop over the plans hands them out (the reference): (offsets, arena length)."""
-    open_, offsets, top = {}, [], 0
-    for k, p in enumerate(s._plans):
-        born, dies, size = int(life[k, 0]), int(life[k, 1]), p.size
-        bits = size.bit_length()
-        near = [*open_.get(bits, [])[:layout.SCAN], *open_.get(bits + 1, [])[:layout.SCAN]]
-        region = next((r for r in near if size <= r[1] <= 2 * size and born > r[2]), None)
-        if region is None:
-            region = [top, size, -1]
-            top += size
-            open_.setdefault(bits, []).append(region)
-        region[2] = max(region[2], dies)
-        if dies >= len(s._op):
-            open_[region[1].bit_length()] = [r for r in open_[region[1].bit_length()] if r is not region]
-        offsets.append(region[0])
-    return offsets, top
-
-
-def _sizes(X, p):
-    """Short-lived arrays of sizes within 2x and 3x of each other, across size classes."""
-    total = X[0] * p
-    for n in (100, 40, 90, 30, 70, 35, 120, 50, 20, 64, 33):
-        total = total + ((X[:n] * 0.5 + p) * 2.0 - 1.0).sum()
-    return total
-
-
-@pytest.mark.parametrize("program", [*ALL, "fused", "alike", "sizes"])
-def test_first_fit_is_the_loop(program, arrays, monkeypatch):
-    """layout.compact's first fit (kernels/layout.py: compiled, and its CPython twin) hands out the regions the loop
-    over the plans hands out, on the Function's lifetimes with its runs, without, with every third record an output,
-    and a scan of 1 and 2 (more regions passed over)."""
-    f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "sizes": _sizes}.get(
-        program) or ALL[program]
-    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
-    F = tape.trace(f, x, params=0.7)
-    plans, _ = array_replay.recorded(F)
-    F._plans = plans  # (the recorded layout, on which tape.trace lays it out)
-    kept = np.concatenate([F._input_rows, F._param_rows])
-    rows = np.array([p.row for p in plans])
-    twin = twins.python(layout._first_fit.py_func)
-    for scan in (layout.SCAN, 1, 2):
-        monkeypatch.setattr(layout, "SCAN", scan)
-        for runs, outputs in ((list(F._runs_first.values()), F._output_rows), ([], F._output_rows), ([], rows[::3])):
-            life = layout.lifetimes(F, runs, outputs, kept)
-            want = _compact_by_plan(F, life)
-            for kernel in (layout._first_fit, twin):
-                offsets = np.full(len(plans), -7, np.int64)
-                top = kernel(_plans.regions(plans)[2], life[:, 0], life[:, 1], len(F._op), scan, offsets)
-                assert offsets.tolist() == want[0] and top == want[1]
-            shared, top = layout.compact(F, runs, outputs, kept)
-            assert [p.offset for p in shared] == want[0] and top == want[1]
-            assert not layout.sharing(shared, life)

@@ -25,15 +25,12 @@ from typing import Any
 import numpy as np
 
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.layout import first_fit as _first_fit
 from tape.kernels.ops import ELEM
-from tape.kernels.twins import Twin
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _table
 from tape.sweeps.driver import Plan
 
 SCAN = 32  # regions of a size class that a record looks at, at most
-first_fit = Twin(_first_fit, globals())  # (the loop over the plans it replaced: 8-10 ms of a heat trace of 4,000)
 
 
 DERIVATIVE = np.array([rule.derivative for rule in RULE])  # by opcode
@@ -109,9 +106,23 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     values make disjoint adjoints: a later record's value is born after the last reader of the earlier one,
     so its reverse step comes before the earliest contribution to the earlier one's adjoint (sharing checks it)."""
     life = lifetimes(s, runs, outputs, kept)
-    offsets = np.empty(len(s._plans), np.int64)
-    top = first_fit(_table.regions(s._plans)[2], life[:, 0], life[:, 1], len(s._op), SCAN, offsets)
-    return _table.relaid(s._plans, offsets), int(top)
+    n = len(s._op)
+    open_: dict[int, list[list[int]]] = {}  # by size's bit length: regions [offset, size, when its last value dies]
+    offsets, top = [], 0
+    for k, p in enumerate(s._plans):
+        born, dies, size = int(life[k, 0]), int(life[k, 1]), p.size
+        bits = size.bit_length()
+        near = [*open_.get(bits, [])[:SCAN], *open_.get(bits + 1, [])[:SCAN]]  # sizes within 2x (SCAN: no
+        region = next((r for r in near if size <= r[1] <= 2 * size and born > r[2]), None)  # quadratic scan)
+        if region is None:
+            region = [top, size, -1]
+            top += size
+            open_.setdefault(bits, []).append(region)
+        region[2] = max(region[2], dies)
+        if dies >= n:  # no later record's value can follow this one's
+            open_[region[1].bit_length()].remove(region)
+        offsets.append(region[0])
+    return _table.relaid(s._plans, np.array(offsets, np.int64)), top
 
 
 def sharing(plans: list[Plan], life: np.ndarray) -> list[tuple[int, int]]:
