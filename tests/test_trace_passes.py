@@ -510,6 +510,17 @@ def _stretched_by_row(s, rows, back):
     return out, pending, need
 
 
+def _tiny(X, p):
+    """Rows of one element (no stretch), rows whose operands are both one number read by all, a line read by every
+    line of a 3-d space."""
+    u, v, w = X[:1] * 2.0, X[:40], X[:240].reshape(4, 6, 10)
+    for _ in range(4):
+        u = u * u - X[1:2] * p
+        v = v * 0.5 + (np.zeros(40) + X[3]) * X[4]
+        w = (w * 0.5 + 1.0) * X[240:250] - w
+    return (u * u).sum() + (v * v).sum() + (w * w).sum()
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
     """stretches.stretched (each row's number and views by NumPy, its cells read as ints) finds the stretches the loop
@@ -527,7 +538,7 @@ def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), *list(ALL.values())[seed::6]]:
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed::6]]:
         tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
     for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
         with np.errstate(all="ignore"):
