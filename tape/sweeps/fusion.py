@@ -232,11 +232,11 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     group = np.repeat(np.arange(len(groups)), count)  # each member's
     code, rows, offsets, shapes, inputs, *_ = zip(*members, strict=True)
     rows, n_in = ints(rows), lengths(inputs)
-    record, at, vshapes, strides = zip(*itertools.chain.from_iterable(inputs), strict=True)
+    view_records, view_at, vshapes, strides = zip(*itertools.chain.from_iterable(inputs), strict=True)
     distinct, shape = _indexed(shapes + vshapes)
     dims = lengths(distinct)
     shape, vshape = shape[:len(members)], shape[len(members):]
-    record, at = ints(record), ints(at)
+    record, at = ints(view_records), ints(view_at)
     member = np.repeat(np.arange(len(members)), n_in)  # each view's
     j = np.arange(len(member)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # its place among its member's views
     step = _rows(strides, 2, lambda st: list(st[:2]))
@@ -307,19 +307,20 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
             continue
         ms, me, es, ee, x0, x1 = m_at[g], m_at[g + 1], e_at[g], e_at[g + 1], at_ext[g], at_ext[g + 1]
         program = (*ops[:, ms:me], imm[at_imm[g]:at_imm[g + 1]], ext[x0:x1])
+        code_, ka, ia, kb, ib = program[:5]
         view_rows = ext_rows[es:ee].tolist()
         ins = tuple(dict.fromkeys(itertools.compress(view_rows, from_input[es:ee].tolist())))
         key = (structure[ms:me].tobytes(), views[es:ee].tobytes(), program[5].tobytes(), n0[g], n1[g], total is None)
         if key not in made:
             view_list = list(map(tuple, program[6][:ee - es, :3].tolist()))
-            need = _needed(*program[:5], program[5][:-1].tolist())
+            need = _needed(code_, ka, ia, kb, ib, program[5][:-1].tolist())
             lags, ordered = _lags(view_list, view_rows, set(ins), n0[g], n1[g])
             made[key] = need, lags, ordered, fused_numpy.twinned(program[0], program[3], program[4], program[5],
                                                                  view_list), \
                 Shaped.of(_shape(program, need, written[ms:me], total is not None)) if ordered else None
         need, lags, ordered, twinned, shaped = made[key]
         program[6][:ee - es, 3] = lags
-        if freed and _recycled(s, view_rows, need, *program[1:5], int(last[g])):
+        if freed and _recycled(s, view_rows, need, ka, ia, kb, ib, int(last[g])):
             continue
         order = tuple(rows[ms:me].tolist()) + (() if total is None else (total.row,))
         runs.append(Run(order, program, need.copy(), written[ms:me], ins, (n0[g], n1[g]),

@@ -104,7 +104,7 @@ def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     all, else 0; how each row's views 0, 1 are read: 0 its number, SAME laid out as its output, else (a LINED row's
     lines, axis 2 of a 2-d space) LINE one line's elements read by every line, or EACH one number a line; OTHER)."""
     strides = t[:, STRIDED]
-    flat = ~strides.any(2)
+    flat = np.logical_not(strides.any(2))
     number = np.where((t[:, NIN] == 2) & (t[:, SIZE] != 1), np.where(flat[:, 1], 2, np.where(flat[:, 0], 1, 0)), 0)
     lines = ((t[:, KIND] == LINED) & (t[:, SHAPE] == 1) & (t[:, SHAPE + 1] == 1))[:, None]
     line = (strides == (0, 0, 0, 1)).all(2)
