@@ -13,9 +13,10 @@ from test_stretches import PROGRAMS as STRETCH_PROGRAMS
 from test_stretches import lines
 
 import tape
+from tape.analyses import prune
 from tape.kernels import _array_driver as K
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
-from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, OPCODE, OPS
+from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
 from tape.sweeps import arenas, compiled, driver, fused_numpy, fusion, layout, stretches
 from tape.sweeps import live as _live
@@ -392,8 +393,8 @@ def test_runs_found_by_the_table_are_the_loops(seed, arrays):
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
     programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, *list(ALL.values())[seed::12]]
-    for f, prune in itertools.product(programs, (True, False)):
-        F = tape.trace(f, x, params=0.7, prune=prune)
+    for f, pruned in itertools.product(programs, (True, False)):
+        F = tape.trace(f, x, params=0.7, prune=pruned)
         roots = (F._input_rows, F._param_rows, F._check_rows)
         for outputs in (set(F._output_rows.tolist()), set(F._output_rows.tolist()) | {p.row for p in F._plans[::7]}):
             _same_runs(fusion.find(F, outputs, roots), _find_by_plan(F, outputs, roots))
@@ -544,3 +545,64 @@ def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
         with np.errstate(all="ignore"):
             tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
     assert sum(tables) > 0 and len(tables) >= 4
+
+
+def _kept_plans_by_plan(pruned, arena, plans, callees, live, new_row):
+    """prune._kept_plans as a loop over the plans renumbers and packs them (the reference; without leaves_only)."""
+    op, in0 = pruned["op"], pruned["in0"]
+    in0[IS_ARRAY[op]] = np.arange(np.count_nonzero(IS_ARRAY[op]))
+    in0[op == ELEM] = new_row[in0[op == ELEM]]
+    kept, regions, offset, slots = [], [], 0, {}
+    for p in plans:
+        if not live[p.row]:
+            continue
+        places = p.places
+        if ARRAY_KIND[p.code] in ("pack", "call"):
+            places = new_row[places] if ARRAY_KIND[p.code] == "pack" else np.array(
+                [slots.setdefault(int(places[0]), len(slots))], np.int64)
+            places.flags.writeable = False
+        kept.append(p._replace(row=int(new_row[p.row]), offset=offset, places=places, inputs=tuple(
+            v._replace(record=int(new_row[v.record])) for v in p.inputs)))
+        regions.append(p)
+        offset += p.size
+    pruned["plans"], pruned["plan_places"] = _plans.encode(kept)
+    pruned["arena"] = np.concatenate([arena[p.offset:p.offset + p.size] for p in regions]) if regions else np.zeros(0)
+    return kept, [callees[old] for old in slots]
+
+
+def _same_plans(got, want):
+    assert len(got) == len(want)
+    for p, q in zip(got, want, strict=True):
+        assert type(p) is type(q) and p._replace(places=None) == q._replace(places=None)
+        assert all(type(x) is int for x in (p.row, p.offset, *(v.record for v in p.inputs)))
+        assert np.array_equal(p.places, q.places) and p.places.dtype == q.places.dtype
+        assert p.places.flags.writeable == q.places.flags.writeable
+
+
+@pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
+def test_kept_plans_by_zip_are_the_loops(program, arrays, monkeypatch):
+    """prune's renumbering (the plans taken apart by zip and rebuilt by map) gives what the loop over the plans gives:
+    plans (rows, offsets, views' records, pack rows, callee slots), the table, arena, in0 and callees."""
+    f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "tiny": _tiny}.get(
+        program) or ALL[program]
+    kept_plans, seen = prune._kept_plans, []
+
+    def both(pruned, arena, plans, callees, live, new_row, leaves_only):
+        mine = dict(pruned, in0=pruned["in0"].copy())
+        want = _kept_plans_by_plan(mine, arena, plans, callees, live, new_row)
+        got = kept_plans(pruned, arena, plans, callees, live, new_row, leaves_only)
+        _same_plans(got[0], want[0])
+        assert [id(c) for c in got[1]] == [id(c) for c in want[1]]
+        for name in ("plans", "plan_places", "in0") + (() if leaves_only else ("arena",)):
+            assert np.array_equal(pruned[name], mine[name]) and pruned[name].dtype == mine[name].dtype
+        seen.append(len(plans) - len(got[0]))
+        return got
+
+    monkeypatch.setattr(prune, "_kept_plans", both)
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+
+    def g(X, p):  # dead records first: every row moves
+        _ = X * 3.0, np.stack([X[0] * p, X[1]])
+        return f(X * 1.5, p)
+    tape.trace(g, x, params=0.7)
+    assert seen and min(seen) > 0  # plans dropped
