@@ -75,14 +75,14 @@ def _kept_plans(pruned: dict[str, np.ndarray], arena: np.ndarray, plans: list[Pl
     elems = op == ELEM
     in0[elems] = new_row[in0[elems]]
     regions = list(itertools.compress(plans, live[_plans.ints(tuple(map(itemgetter(1), plans)))]))  # in order
-    code, rows, before, shapes, inputs, axes, places, wide = zip(*regions, strict=True) if regions else ((),) * 8
+    code, rows, before, shapes, inputs, axes, held, wide = zip(*regions, strict=True) if regions else ((),) * 8
     size = _plans.regions(regions)[2]
     offset = int(size.sum())
     views = tuple(itertools.chain.from_iterable(inputs))
     record, at, vshapes, strides = zip(*views, strict=True) if views else ((),) * 4
     renamed = map(functools.partial(tuple.__new__, View), zip(new_row[_plans.ints(record)].tolist(), at, vshapes,
                                                                strides, strict=True))
-    places = list(places)
+    places = list(held)
     slots: dict[int, int] = {}  # a kept callee's slot: its new one
     for k in np.flatnonzero(PLACED[_plans.ints(code)]).tolist():  # packs' scalar rows, call records' callees
         places[k] = new_row[places[k]] if ARRAY_KIND[code[k]] == "pack" else np.array(
