@@ -2,17 +2,23 @@
 Python loop over the plans gives (the loops they replaced, kept here as the reference); and np.pad's index,
 one object for every step of a loop, on the tape, in the plan table, in a file and through cse."""
 
+import collections
 import io
+import itertools
 
 import numpy as np
 import pytest
 from test_layout import PROGRAMS
+from test_stretches import PROGRAMS as STRETCH_PROGRAMS
+from test_stretches import lines
 
 import tape
-from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import ELEM
+from tape.analyses import prune
+from tape.kernels import _array_driver as K
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
+from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
-from tape.sweeps import arenas, driver, layout
+from tape.sweeps import arenas, compiled, driver, fused_numpy, fusion, layout, stretches
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -226,3 +232,377 @@ def test_a_loops_pads_share_one_index(arrays):
     assert np.allclose(pads(x * 0.9, params=0.8), _pads(x * 0.9, 0.8), rtol=1e-13, atol=0)
     twice = tape.trace(lambda u: (np.pad(u, 1, mode="wrap") * np.pad(u, 1, mode="wrap")).sum(), x)
     assert len(_gathers(twice)) == 1 and twice.stats()["records_merged"] == 1
+
+
+def _outside(starts, reads, j, rows):
+    """Whether a record not in rows reads record j (by the readers of each record, from live.reads' table)."""
+    reader = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    return not rows.issuperset(reader[reads == j].tolist())
+
+
+def _find_by_plan(s, outputs, roots=None):
+    """fusion.find as a loop over the plans (and the members of each run) finds the runs (the reference)."""
+    n = getattr(s, "_n", len(s._op))
+    if roots is None:
+        arrays = [p for p in s._plans if p.size >= fusion.TAPE_RUNS or not p.shape]
+        if len(arrays) - sum(not p.shape for p in arrays) < 2:
+            return []
+    table = _live.reads(s._op[:n], s._in0[:n], s._plans)
+    if roots is None:
+        live = np.ones(len(s._op), np.bool_)
+    else:
+        live = _live.reaching(s._op, s._in0, s._in1, s._plans, [np.array(sorted(outputs), np.int64), *roots],
+                              table)[0]
+        arrays = [p for p in s._plans if live[p.row]]
+
+    def fits(p, members):
+        return (ARRAY_KIND[p.code] in ("unary", "binary") and p.name in FUSIBLE and len(p.shape) in (1, 2)
+                and (not members or p.shape == members[0].shape))
+
+    def next_to(members, p):
+        return not members or all(not live[r] or (s._op[r] == ACONSTANT and not s._plans[s._in0[r]].shape)
+                                  for r in range(members[-1].row + 1, p.row))
+
+    runs, members, k = [], [], 0
+    while k < len(arrays):
+        p = arrays[k]
+        if fits(p, members) and next_to(members, p):
+            members.append(p)
+            k += 1
+            continue
+        if ARRAY_KIND[p.code] == "constant" and not p.shape and members:
+            k += 1
+            continue
+        if members:
+            total = p if fusion._sums(p, members[-1]) and next_to(members, p) else None
+            runs += _run_by_plan(s, members, total, table, outputs, live)
+            members = []
+            if total is not None:
+                k += 1
+                continue
+        if not fits(p, []):
+            k += 1
+    return runs + (_run_by_plan(s, members, None, table, outputs, live) if members else [])
+
+
+def _run_by_plan(s, members, total, table, outputs, live):
+    if len(members) < 2:
+        return []
+    shape = members[0].shape
+    slot = {p.row: k for k, p in enumerate(members)}
+    rows = set(slot) | ({total.row} if total else set())
+    code, ka, ia, kb, ib = (np.zeros(len(members), np.int64) for _ in range(5))
+    kb[:] = 2
+    imm, ext, ext_rows, inputs = [], [], [], []
+    for k, p in enumerate(members):
+        code[k] = OPCODE[p.name]
+        for j, v in enumerate(p.inputs):
+            kinds, index = (ka, ia) if j == 0 else (kb, ib)
+            if v.record in slot and v == driver.whole(v.record, members[slot[v.record]]):
+                kinds[k], index[k] = 0, slot[v.record]
+            elif s._op[v.record] == ACONSTANT and not v.shape:
+                kinds[k], index[k] = 2, len(imm)
+                imm.append(float(s._aval[s._plans[s._in0[v.record]].offset + v.offset]))
+            else:
+                if v.shape != shape or v.record in slot or v.record in getattr(s, "_borrowed", {}):
+                    return []
+                kinds[k], index[k] = 1, len(ext)
+                ext.append((s._plans[s._in0[v.record]].offset + v.offset,
+                            *((0, v.strides[0]) if len(shape) == 1 else v.strides)))
+                ext_rows.append(v.record)
+                if s._op[v.record] != ACONSTANT:
+                    inputs.append(v.record)
+    need = fusion._needed(code, ka, ia, kb, ib, imm)
+    if fusion._recycled(s, ext_rows, need, ka, ia, kb, ib, total.row if total else members[-1].row):
+        return []
+    written = np.array([p.offset if _outside(*table, p.row, rows) or p.row in outputs else -1 for p in members],
+                       np.int64)
+    n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
+    if all(row == n1 * step for _, row, step in ext):
+        n0, n1 = 1, n0 * n1
+    lags, ordered = fusion._lags(ext, ext_rows, set(inputs), n0, n1)
+    program = (code, ka, ia, kb, ib, np.array(imm + [0.0]),
+               np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
+    order = tuple(p.row for p in members) + ((total.row,) if total else ())
+    dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
+    return [fusion.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
+                       total.row if total else -1, total.offset if total else -1,
+                       np.array([p.row for p in members], np.int64), dead,
+                       fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
+                       fusion.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else None,
+                       np.array(ext_rows, np.int64))]
+
+
+def _same_runs(got, want):
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        for name in fusion.Run._fields:
+            x, y = getattr(a, name), getattr(b, name)
+            for u, v in zip(*((x, y) if name == "program" else ((x,), (y,))), strict=True):
+                if isinstance(v, np.ndarray):
+                    assert u.dtype == v.dtype and u.shape == v.shape and np.array_equal(u, v), (name, u, v)
+                    assert u.flags.c_contiguous and u.flags.writeable  # (the kernels' signatures)
+                else:
+                    assert u == v and type(u) is type(v), (name, u, v)
+
+
+STEPS = [lambda a, p: a[::-1], lambda a, p: a * 0.5, lambda a, p: a ** 2, lambda a, p: np.sqrt(a * a + 1.0),
+       lambda a, p: -a, lambda a, p: a / (a * a + 2.0), lambda a, p: np.exp(a * 0.1), lambda a, p: a - p,
+       lambda a, p: a + a[..., :1] if a.ndim == 2 else a * a[0], lambda a, p: a * 2.0 + 1.0, lambda a, p: a ** 3,
+       lambda a, p: a * a, lambda a, p: a * a[::-1], lambda a, p: a.T.T * a]
+
+
+def _fused(rng, X, p):
+    """A random program of elementwise runs: 1-d and 2-d shapes, views (reversed, shifted, of one input in several
+    ways), 0-d constants, scalars and elem reads between, transcendentals, broadcasting, sums, dead records."""
+    u, out = X[:242], []
+    for _ in range(int(rng.integers(4, 12))):
+        shape = [(240,), (12, 20), (20, 12), (120,)][int(rng.integers(4))]
+        size = int(np.prod(shape))
+        a = u[:size].reshape(shape) + u[1:size + 1].reshape(shape) * u[2:size + 2].reshape(shape)
+        if rng.uniform() < 0.3:
+            a = a * X[:2 * size:2].reshape(shape)  # a strided input (2-d: rows one after another)
+        for _ in range(int(rng.integers(1, 8))):
+            b = STEPS[int(rng.integers(len(STEPS)))](a, p)
+            if rng.uniform() < 0.15:
+                _ = a * 3.0  # a dead record between members
+            if rng.uniform() < 0.15:
+                out.append(b[(0,) * b.ndim] * 0.5)  # an elem record
+            a = b if b.shape == a.shape else a
+        if rng.uniform() < 0.4:
+            out.append(a.sum())
+        u = np.concatenate([a.reshape(-1), u])[:242]
+    return (u * u).sum() + sum(out)
+
+
+def _alike(X, p):
+    """Runs alike but for which of their views read one record: their lags differ."""
+    u, acc = X[:302], X[300:600]
+    w = u * p
+    for t in range(6):
+        v = u if t % 2 else w
+        acc = acc + (u[:-2] + v[1:-1] * u[2:])
+    return (acc * acc).sum()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_runs_found_by_the_table_are_the_loops(seed, arrays):
+    """fusion.find (NumPy over all members at once, the structure's choices once per distinct run) finds the runs
+    the loop over the plans finds, field for field: random programs of runs, the test programs, and a Tape's one
+    reverse sweep (big arrays only: TAPE_RUNS made small)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.5, 600)
+    programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, *list(ALL.values())[seed::12]]
+    for f, pruned in itertools.product(programs, (True, False)):
+        F = tape.trace(f, x, params=0.7, prune=pruned)
+        roots = (F._input_rows, F._param_rows, F._check_rows)
+        for outputs in (set(F._output_rows.tolist()), set(F._output_rows.tolist()) | {p.row for p in F._plans[::7]}):
+            _same_runs(fusion.find(F, outputs, roots), _find_by_plan(F, outputs, roots))
+        t = tape.Tape()
+        y = f(t.array(x), t.var(0.7))
+        for runs in (1, 200):
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(fusion, "TAPE_RUNS", runs)
+                _same_runs(fusion.find(t, {y.index}), _find_by_plan(t, {y.index}))
+
+
+def _number_by_row(row):
+    if row[K.NIN] != 2 or row[K.SIZE] == 1:
+        return 0
+    for q in (1, 0):
+        if not row[K.VIEWS + K.VIEW * q + K.STRIDES:K.VIEWS + K.VIEW * q + K.STRIDES + 4].any():
+            return q + 1
+    return 0
+
+
+def _view_by_row(row, q):
+    f, shape = K.VIEWS + K.VIEW * q, row[K.SHAPE:K.SHAPE + 4]
+    strides = row[f + K.STRIDES:f + K.STRIDES + 4]
+    if (strides == row[K.OUT_STRIDES:K.OUT_STRIDES + 4]).all():
+        return stretches.SAME
+    if row[K.KIND] != K.LINED or shape[0] != 1 or shape[1] != 1:
+        return stretches.OTHER
+    return stretches.LINE if (strides == (0, 0, 0, 1)).all() else stretches.EACH if strides[3] == 0 and \
+        strides[2] != 0 else stretches.OTHER
+
+
+def _joins_by_row(row, members, back):
+    if row[K.KIND] not in (K.ELEMENTWISE, K.LINED) or OPS[row[K.OP]].name not in EXACT or row[K.SIZE] < 2:
+        return False
+    if members and row[K.SIZE] != members[0][K.SIZE]:
+        return False
+    if row[K.KIND] == K.LINED and any(m[K.KIND] == K.LINED and (m[K.SHAPE:K.SHAPE + 4] != row[K.SHAPE:K.SHAPE + 4])
+                                      .any() for m in members):
+        return False
+    rows, number = {int(m[K.ROW]) for m in members}, _number_by_row(row)
+    for q in range(row[K.NIN]):
+        how = 0 if q + 1 == number else _view_by_row(row, q)
+        f = K.VIEWS + K.VIEW * q
+        if how == stretches.OTHER or how != stretches.SAME and (back and how and row[f + K.WANT] or
+                                                                int(row[f + K.REC]) in rows):
+            return False
+    return True
+
+
+def _shape_by_row(s, members, back):
+    SAME, LINE, EACH = stretches.SAME, stretches.LINE, stretches.EACH
+    index = {int(m[K.ROW]): k for k, m in enumerate(members)}
+    inside, read_back, spec = collections.Counter(), set(), []
+    for k, m in enumerate(members):
+        reads = layout._reverse_reads(s, s._plans[s._in0[m[K.ROW]]])
+        sources = tuple(index.get(int(m[K.VIEWS + K.VIEW * q + K.REC]), SAME if q + 1 == _number_by_row(m) else
+                                  _view_by_row(m, q)) for q in range(m[K.NIN]))
+        for q, j in enumerate(sources):
+            if j >= 0:
+                inside[int(members[j][K.ROW])] += 1
+                if reads[q]:
+                    read_back.add(j)
+        if reads[-1]:
+            read_back.add(k)
+        spec.append((int(m[K.OP]), _number_by_row(m), sources, tuple(bool(m[K.VIEWS + K.VIEW * q + K.WANT])
+                                                                     for q in range(m[K.NIN]))))
+    outputs, readers = set(s._output_rows.tolist()), stretches._readers(s)
+    held = tuple(int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])] for m in members)
+    n = int(members[0][K.SIZE])
+    if back:
+        sends = stretches._sends(members, spec, n)
+        if any(held[:-1]) or not all(inside[int(m[K.ROW])] for m in members[:-1]) or sends is None:
+            return None
+        return True, tuple(spec), sends
+    stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
+    starts = sorted(int(m[K.OUT]) for k, m in enumerate(members) if stored[k])
+    if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
+        return None
+    for k, (_, number, sources, _) in enumerate(spec):
+        for q, j in enumerate(sources):
+            f, how = K.VIEWS + K.VIEW * q, 0 if number == q + 1 else j
+            b, line = int(members[k][f + K.BASE]), members[k][K.SHAPE:K.SHAPE + 4]
+            length = {0: 1, SAME: n, LINE: line[3], EACH: (line[2] - 1) * members[k][f + K.STRIDES + 2] + 1}.get(how, 0)
+            if j < 0 and any(b < int(w[K.OUT]) + n and int(w[K.OUT]) < b + length and not (
+                    how == SAME and k <= i and b >= int(w[K.OUT])) for i, w in enumerate(members) if stored[i]):
+                return None
+    return False, tuple(spec), stored
+
+
+def _stretched_by_row(s, rows, back):
+    """stretches.stretched as a loop over the rows, NumPy rows read a number at a time, finds the stretches (the
+    reference)."""
+    need, order, spans, k = (0, 0), rows[::-1] if back else rows, {}, 0
+    while k < len(order):
+        end = k
+        while end < len(order) and _joins_by_row(order[end], order[k:end], back):
+            end += 1
+        shape = _shape_by_row(s, order[k:end], back) if end - k >= 2 else None
+        if shape is None:
+            k += 1
+            continue
+        spans[len(rows) - end if back else k] = (end - k, stretches.Stretch.of(shape))
+        kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
+        need = (max(need[0], kept), max(need[1], int(order[k][K.SIZE]) if kept else 0))
+        k = end
+    out, pending = [], {}
+    for i, row in enumerate(rows):
+        if i in spans:
+            header = np.zeros(K.WIDTH, np.int64)
+            header[K.KIND], header[K.SIZE] = K.STRETCH, spans[i][0]
+            pending.setdefault(spans[i][1], []).append(len(out))
+            out.append(header)
+        out.append(row)
+    return out, pending, need
+
+
+def _tiny(X, p):
+    """Rows of one element (no stretch), rows whose operands are both one number read by all, a line read by every
+    line of a 3-d space."""
+    u, v, w = X[:1] * 2.0, X[:40], X[:240].reshape(4, 6, 10)
+    for _ in range(4):
+        u = u * u - X[1:2] * p
+        v = v * 0.5 + (np.zeros(40) + X[3]) * X[4]
+        w = (w * 0.5 + 1.0) * X[240:250] - w
+    return (u * u).sum() + (v * v).sum() + (w * w).sum()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
+    """stretches.stretched (each row's number and views by NumPy, its cells read as ints) finds the stretches the loop
+    over the rows finds, forward and back, on every table of random programs and the stretch tests' programs."""
+    stretched, tables = stretches.stretched, []
+
+    def both(s, rows, back):
+        got, want = stretched(s, rows, back), _stretched_by_row(s, rows, back)
+        assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0], strict=True))
+        assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
+        tables.append(len(got[1]))
+        return got
+
+    monkeypatch.setattr(stretches, "stretched", both)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.5, 600)
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed::6]]:
+        tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
+    for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
+        with np.errstate(all="ignore"):
+            tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
+    assert sum(tables) > 0 and len(tables) >= 4
+
+
+def _kept_plans_by_plan(pruned, arena, plans, callees, live, new_row):
+    """prune._kept_plans as a loop over the plans renumbers and packs them (the reference; without leaves_only)."""
+    op, in0 = pruned["op"], pruned["in0"]
+    in0[IS_ARRAY[op]] = np.arange(np.count_nonzero(IS_ARRAY[op]))
+    in0[op == ELEM] = new_row[in0[op == ELEM]]
+    kept, regions, offset, slots = [], [], 0, {}
+    for p in plans:
+        if not live[p.row]:
+            continue
+        places = p.places
+        if ARRAY_KIND[p.code] in ("pack", "call"):
+            places = new_row[places] if ARRAY_KIND[p.code] == "pack" else np.array(
+                [slots.setdefault(int(places[0]), len(slots))], np.int64)
+            places.flags.writeable = False
+        kept.append(p._replace(row=int(new_row[p.row]), offset=offset, places=places, inputs=tuple(
+            v._replace(record=int(new_row[v.record])) for v in p.inputs)))
+        regions.append(p)
+        offset += p.size
+    pruned["plans"], pruned["plan_places"] = _plans.encode(kept)
+    pruned["arena"] = np.concatenate([arena[p.offset:p.offset + p.size] for p in regions]) if regions else np.zeros(0)
+    return kept, [callees[old] for old in slots]
+
+
+def _same_plans(got, want):
+    assert len(got) == len(want)
+    for p, q in zip(got, want, strict=True):
+        assert type(p) is type(q) and p._replace(places=None) == q._replace(places=None)
+        assert all(type(x) is int for x in (p.row, p.offset, *(v.record for v in p.inputs)))
+        assert np.array_equal(p.places, q.places) and p.places.dtype == q.places.dtype
+        assert p.places.flags.writeable == q.places.flags.writeable
+
+
+@pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
+def test_kept_plans_by_zip_are_the_loops(program, arrays, monkeypatch):
+    """prune's renumbering (the plans taken apart by zip and rebuilt by map) gives what the loop over the plans gives:
+    plans (rows, offsets, views' records, pack rows, callee slots), the table, arena, in0 and callees."""
+    f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "tiny": _tiny}.get(
+        program) or ALL[program]
+    kept_plans, seen = prune._kept_plans, []
+
+    def both(pruned, arena, plans, callees, live, new_row, leaves_only):
+        mine = dict(pruned, in0=pruned["in0"].copy())
+        want = _kept_plans_by_plan(mine, arena, plans, callees, live, new_row)
+        got = kept_plans(pruned, arena, plans, callees, live, new_row, leaves_only)
+        _same_plans(got[0], want[0])
+        assert [id(c) for c in got[1]] == [id(c) for c in want[1]]
+        for name in ("plans", "plan_places", "in0") + (() if leaves_only else ("arena",)):
+            assert np.array_equal(pruned[name], mine[name]) and pruned[name].dtype == mine[name].dtype
+        seen.append(len(plans) - len(got[0]))
+        return got
+
+    monkeypatch.setattr(prune, "_kept_plans", both)
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+
+    def g(X, p):  # dead records first: every row moves
+        _ = X * 3.0, np.stack([X[0] * p, X[1]])
+        return f(X * 1.5, p)
+    tape.trace(g, x, params=0.7)
+    assert seen and min(seen) > 0  # plans dropped

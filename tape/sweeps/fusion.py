@@ -18,7 +18,9 @@ Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call pe
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,7 +32,8 @@ from tape.kernels.compiling import LOAD, Gate
 from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
 from tape.sweeps import driver, fused_numpy
 from tape.sweeps import live as _live
-from tape.sweeps.driver import Plan, View, whole
+from tape.sweeps.driver import SHORT_NAME, Plan, contiguous, whole
+from tape.sweeps.plans import _indexed, _rows, ints, lengths
 
 # a Tape's one reverse sweep fuses runs of arrays from this size: finding a run costs about 50 µs, which 10^4 elements
 # do not win back (value_and_grad ms fused vs not: heat 10^4 x 500, 226 vs 183; stencil 10^5, 4.4 vs 5.5)
@@ -161,156 +164,170 @@ class Run(NamedTuple):
         REVERSE(self.twinned, *args) if shaped is None else shaped.gate.timed(REVERSE, self.twinned, *args)
 
 
-class Readers(NamedTuple):
-    """Who reads each record (array plans, elem records, packs' scalar rows), by the record read: built
-    by NumPy from live.reads' table, not a Python loop over the records (GradBench's ode, 10^4 elements:
-    a dict of sets filled per elem record took 2.7 s of a 3.0-3.6 s value_and_grad)."""
-
-    starts: np.ndarray  # the readers of record j are readers[starts[j]:starts[j + 1]]
-    readers: np.ndarray
-
-    def outside(self, j: int, rows: set[int]) -> bool:
-        """Whether a record not in rows reads record j."""
-        readers = self.readers[self.starts[j]:self.starts[j + 1]]  # all elements' elem records, perhaps
-        if len(readers) <= 64:  # (np.isin costs about 10 µs a call: a stencil's 2,500 members took 25 ms)
-            return not rows.issuperset(readers.tolist())
-        return bool(np.isin(readers, np.fromiter(rows, np.int64), invert=True).any())
-
-
-def _readers(starts: np.ndarray, reads: np.ndarray) -> Readers:
-    """Readers from live.reads' (starts, reads) table, which lists the records read by reader."""
-    reader = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
-    order = np.argsort(reads, kind="stable")
-    by = np.zeros(len(starts), np.int64)
-    np.cumsum(np.bincount(reads, minlength=len(starts) - 1), out=by[1:])
-    return Readers(by, reader[order])
-
-
-def _as_rows(v: View, shape: tuple[int, ...]) -> tuple[int, int] | None:
-    """(row stride, element stride) of a view of the run's shape, if its elements are rows."""
-    if v.shape != shape:
-        return None
-    if len(shape) == 1:
-        return (0, v.strides[0])
-    return (v.strides[0], v.strides[1])
-
-
 def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None) -> list[Run]:
     """The runs of a Function's (or, without roots, a Tape's for one reverse sweep) array records worth
     fusing; with roots (a Function's inputs, params, checks), among the records that they and the
-    outputs depend on."""
+    outputs depend on. NumPy over the plans' fields, a Python step per run, none per member (the loop over the
+    plans it replaced, kept in tests/test_trace_passes.py, took 40 ms of the heat-pad program's tape.trace)."""
     n = getattr(s, "_n", len(s._op))  # a Tape's record arrays run past its records
     if roots is None:  # a Tape's one reverse sweep: among all its records, of big arrays only (0-d ones end runs)
         arrays = [p for p in s._plans if p.size >= TAPE_RUNS or not p.shape]
         if len(arrays) - sum(not p.shape for p in arrays) < 2:
             return []
     table = _live.reads(s._op[:n], s._in0[:n], s._plans)
-    readers = _readers(*table) if s._plans else Readers(np.zeros(n + 1, np.int64), np.zeros(0, np.int64))
-    runs: list[Run] = []
-    members: list[Plan] = []
     if roots is None:
         live = np.ones(len(s._op), np.bool_)
     else:
         live = _live.reaching(s._op, s._in0, s._in1, s._plans, [np.array(sorted(outputs), np.int64), *roots],
                               table)[0]
-        arrays = [p for p in s._plans if live[p.row]]  # in record order
-    k = 0
-    while k < len(arrays):
-        p = arrays[k]
-        if _fits(p, members) and _next_to(s, members, p, live):
-            members.append(p)
-            k += 1
+        arrays = list(itertools.compress(s._plans, live[ints(tuple(map(itemgetter(1), s._plans)))]))  # in order
+    groups = _groups(s, arrays, live, n)
+    return _runs(s, groups, table, outputs, live, n) if groups else []
+
+
+FITS = np.isin(ARRAY_KIND, ("unary", "binary")) & np.isin(SHORT_NAME, FUSIBLE)  # by array opcode
+FUSED = np.array([OPCODE.get(name, -1) for name in SHORT_NAME], np.int64)  # an array opcode's in the fused kernels
+
+
+def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> list[tuple[list[Plan], Plan | None]]:
+    """(members, the sum that joins them or None) of each run of two or more: consecutive array records (0-d constants
+    skipped) that fit (unary or binary, FUSIBLE, 1-d or 2-d), of one shape, with only dead records and 0-d constants
+    between each and the next; a 0-d sum of the last member whole right after it joins."""
+    if len(arrays) < 2:
+        return []
+    code, rows, _, shapes, *_ = zip(*arrays, strict=True)
+    code, rows, shape, ndim = ints(code), ints(rows), _indexed(shapes)[1], lengths(shapes)
+    op = s._op[:n]
+    constants = np.flatnonzero(op == ACONSTANT)
+    zero_d = np.zeros(n, np.bool_)  # the 0-d constants
+    zero_d[constants] = lengths(tuple(map(itemgetter(3), map(s._plans.__getitem__, s._in0[constants].tolist())))) == 0
+    blocking = np.zeros(n + 1, np.int64)  # live records other than 0-d constants before each row
+    np.cumsum(live[:n] & ~zero_d, out=blocking[1:])
+    b = np.flatnonzero((code != ACONSTANT) | (ndim != 0))  # (0-d constants between members: immediates)
+    fits, at, same = FITS[code[b]] & ((ndim[b] == 1) | (ndim[b] == 2)), rows[b], shape[b]
+    next_to = blocking[at[1:]] == blocking[at[:-1] + 1]  # only 0-d constants and dead records between
+    link = fits[:-1] & fits[1:] & (same[:-1] == same[1:]) & next_to
+    first = np.flatnonzero(fits & ~np.concatenate([[False], link]))
+    last = np.flatnonzero(fits & ~np.concatenate([link, [False]]))
+    groups = []
+    for i, j in zip(first.tolist(), last.tolist(), strict=True):
+        if j > i:
+            members = list(map(arrays.__getitem__, b[i:j + 1].tolist()))
+            p = arrays[b[j + 1]] if j + 1 < len(b) else None
+            groups.append((members, p if p is not None and next_to[j] and _sums(p, members[-1]) else None))
+    return groups
+
+
+def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.ndarray, np.ndarray],
+          outputs: set[int], live: np.ndarray, n: int) -> list[Run]:
+    """The Runs of the groups. Each member's operands (a member whole: kind 0; a view of the run's shape: 1, its
+    place and strides in ext; a 0-d constant: 2, its number in imm) by NumPy over every member at once; a group that
+    reads a member otherwise, a view of another shape or a borrowed array is no run."""
+    members = list(itertools.chain.from_iterable(m for m, _ in groups))
+    count = lengths([m for m, _ in groups])
+    group = np.repeat(np.arange(len(groups)), count)  # each member's
+    code, rows, offsets, shapes, inputs, *_ = zip(*members, strict=True)
+    rows, n_in = ints(rows), lengths(inputs)
+    view_records, view_at, vshapes, strides = zip(*itertools.chain.from_iterable(inputs), strict=True)
+    distinct, shape = _indexed(shapes + vshapes)
+    dims = lengths(distinct)
+    shape, vshape = shape[:len(members)], shape[len(members):]
+    record, at = ints(view_records), ints(view_at)
+    member = np.repeat(np.arange(len(members)), n_in)  # each view's
+    j = np.arange(len(member)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # its place among its member's views
+    step = _rows(strides, 2, lambda st: list(st[:2]))
+    whole_steps = _rows(tuple(distinct), 2, lambda sh: list(contiguous(sh)[:2]))
+    of = np.full(n, -1, np.int64)  # a member's record: its group (the sum's too, for the readers)
+    of[rows] = group
+    slot = np.zeros(n, np.int64)
+    slot[rows] = np.arange(len(members)) - np.repeat(np.cumsum(count) - count, count)
+    vgroup, own = group[member], shape[member]
+    mine = of[record] == vgroup
+    kind = np.where(mine & (at == 0) & (vshape == own) & (step == whole_steps[own]).all(1), 0,
+                    np.where((s._op[record] == ACONSTANT) & (dims[vshape] == 0), 2, 1))
+    borrowed = np.isin(record, np.fromiter(getattr(s, "_borrowed", {}), np.int64))
+    bad = (np.bincount(vgroup[(kind == 1) & ((vshape != own) | mine | borrowed)], minlength=len(groups)) > 0).tolist()
+    place = ints(tuple(map(itemgetter(2), s._plans)))[s._in0[record]] + at
+    one_d = dims[own] == 1
+    index = np.where(kind == 0, slot[record], 0)
+    starts = {}
+    for k in (1, 2):  # an ext's or imm's index: those of its kind before it in its group
+        kth = (kind == k).astype(np.int64)
+        before = np.cumsum(kth) - kth
+        index = np.where(kind == k, before - before[np.searchsorted(vgroup, vgroup)], index)
+        starts[k] = np.searchsorted(vgroup[kind == k], np.arange(len(groups) + 1))
+    ops = np.zeros((5, len(members)), np.int64)  # code, ka, ia, kb, ib
+    ops[0], ops[3] = FUSED[ints(code)], 2  # a unary member's b: no operand, read as the number imm[0]
+    ops[1 + 2 * j, member], ops[2 + 2 * j, member] = kind, index
+    imm = np.zeros(len(groups) + int((kind == 2).sum()))  # each group's numbers, then 0.0 (a unary's b)
+    at_imm = starts[2] + np.arange(len(groups) + 1)
+    imm[np.arange(len(imm) - len(groups)) + vgroup[kind == 2]] = s._aval[place[kind == 2]]
+    ext_group = vgroup[kind == 1]
+    spare = np.bincount(ext_group, minlength=len(groups)) == 0  # a group without views: ext one row of zeros
+    at_ext = starts[1] + np.concatenate([[0], np.cumsum(spare)])
+    ext = np.zeros((at_ext[-1], 4), np.int64)  # place, row stride, element stride, lag (a group after another)
+    in_ext = np.arange(len(ext_group)) + (at_ext - starts[1])[ext_group]  # each view's row in ext
+    ext[in_ext, :3] = np.column_stack([place, np.where(one_d, 0, step[:, 0]), np.where(one_d, step[:, 0],
+                                                                                        step[:, 1])])[kind == 1]
+    ext_rows, ext_at = record[kind == 1], at[kind == 1]
+    firsts, inverse = np.unique(ext_group * n + ext_rows, return_index=True, return_inverse=True)[1:]
+    same_as = firsts[inverse.reshape(-1)] - starts[1][ext_group]  # the first ext in its group of the same record
+    from_input = s._op[ext_rows] != ACONSTANT
+    totals = [-1 if total is None else total.row for _, total in groups]
+    of[[t for t in totals if t >= 0]] = np.flatnonzero(np.array(totals) >= 0)
+    reader = np.repeat(np.arange(len(table[0]) - 1), np.diff(table[0]))
+    read = table[1]
+    outside = np.zeros(n, np.bool_)  # a member read by a record not in its run
+    outside[read[(of[read] >= 0) & (of[reader] != of[read])]] = True
+    written = np.where(outside[rows] | np.isin(rows, np.fromiter(outputs, np.int64)), ints(offsets), -1)
+    watched = (np.bincount(group, written >= 0, len(groups)) > 0).tolist()
+    m_at = np.concatenate([[0], np.cumsum(count)])
+    first = shape[m_at[:-1]]  # each group's shape
+    sizes = _rows(tuple(distinct), 2, lambda sh: list(sh[:2]))[first]
+    n0, n1 = np.where(dims[first] == 1, 1, sizes[:, 0]), np.where(dims[first] == 1, sizes[:, 0], sizes[:, 1])
+    apart = np.bincount(ext_group, ext[in_ext, 1] != n1[ext_group] * ext[in_ext, 2], len(groups)) > 0
+    n0, n1 = np.where(apart, n0, 1), np.where(apart, n1, n0 * n1)  # rows one after another: one row, in blocks of
+    # 512 (a kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
+    structure = np.column_stack([ops.T, written >= 0])  # what a run's choices depend on, with its numbers
+    views = np.column_stack([ext[in_ext, 1:3], ext_at, same_as, from_input])
+    dead = np.flatnonzero(~live & (s._op >= ARRAY_BASE))
+    last = np.array([m[-1].row if t is None else t.row for m, t in groups], np.int64)
+    dead_at = np.searchsorted(dead, np.column_stack([rows[m_at[:-1]], last])).tolist()
+    freed = getattr(s, "_freed", None)
+    made: dict[tuple, tuple] = {}  # what the structure alone decides, by structure (a loop's steps are alike:
+    # heat-pad's 500 runs are one; _needed, _lags and _shape took ~40% of the loop over the plans' 40 ms)
+    runs = []
+    m_at, e_at, at_ext, at_imm, n0, n1 = (a.tolist() for a in (m_at, starts[1], at_ext, at_imm, n0, n1))
+    for g, (_, total) in enumerate(groups):
+        if bad[g]:
             continue
-        if ARRAY_KIND[p.code] == "constant" and not p.shape and members:
-            k += 1  # a 0-d constant between members: an immediate, read where it is used
+        ms, me, es, ee, x0, x1 = m_at[g], m_at[g + 1], e_at[g], e_at[g + 1], at_ext[g], at_ext[g + 1]
+        program = (*ops[:, ms:me], imm[at_imm[g]:at_imm[g + 1]], ext[x0:x1])
+        code_, ka, ia, kb, ib = program[:5]
+        view_rows = ext_rows[es:ee].tolist()
+        ins = tuple(dict.fromkeys(itertools.compress(view_rows, from_input[es:ee].tolist())))
+        key = (structure[ms:me].tobytes(), views[es:ee].tobytes(), program[5].tobytes(), n0[g], n1[g], total is None)
+        if key not in made:
+            view_list = list(map(tuple, program[6][:ee - es, :3].tolist()))
+            need = _needed(code_, ka, ia, kb, ib, program[5][:-1].tolist())
+            lags, ordered = _lags(view_list, view_rows, set(ins), n0[g], n1[g])
+            made[key] = need, lags, ordered, fused_numpy.twinned(program[0], program[3], program[4], program[5],
+                                                                 view_list), \
+                Shaped.of(_shape(program, need, written[ms:me], total is not None)) if ordered else None
+        need, lags, ordered, twinned, shaped = made[key]
+        program[6][:ee - es, 3] = lags
+        if freed and _recycled(s, view_rows, need, ka, ia, kb, ib, int(last[g])):
             continue
-        if members:
-            total = p if _sums(p, members[-1]) and _next_to(s, members, p, live) else None
-            runs += _run(s, members, total, readers, outputs, live)
-            members = []
-            if total is not None:
-                k += 1
-                continue
-        if not _fits(p, []):
-            k += 1
-    if members:
-        runs += _run(s, members, None, readers, outputs, live)
+        order = tuple(rows[ms:me].tolist()) + (() if total is None else (total.row,))
+        runs.append(Run(order, program, need.copy(), written[ms:me], ins, (n0[g], n1[g]),
+                        -1 if total is None else total.row, -1 if total is None else total.offset, rows[ms:me],
+                        frozenset(dead[dead_at[g][0]:dead_at[g][1]].tolist()), twinned, watched[g], ordered,
+                        shaped, ext_rows[es:ee]))
     return runs
-
-
-def _fits(p: Plan, members: list[Plan]) -> bool:
-    """Whether p can join (or start) the run of members."""
-    if ARRAY_KIND[p.code] not in ("unary", "binary") or p.name not in FUSIBLE:
-        return False
-    if len(p.shape) not in (1, 2):
-        return False
-    if members and p.shape != members[0].shape:
-        return False
-    return True
-
-
-def _next_to(s: Any, members: list[Plan], p: Plan, live: np.ndarray) -> bool:
-    """Whether only 0-d constants and dead records lie between the run's last record and p (no live
-    scalar record between members: its adjoints would reach a member after the run's reverse)."""
-    if not members:
-        return True
-    between = range(members[-1].row + 1, p.row)
-    return all(not live[r] or (s._op[r] == ACONSTANT and not s._plans[s._in0[r]].shape) for r in between)
 
 
 def _sums(p: Plan, last: Plan) -> bool:
     return ARRAY_KIND[p.code] == "sum" and p.inputs[0] == whole(last.row, last) and not p.shape
-
-
-def _run(s: Any, members: list[Plan], total: Plan | None, readers: Readers, outputs: set[int],
-         live: np.ndarray) -> list[Run]:
-    if len(members) < 2:
-        return []
-    shape = members[0].shape
-    slot = {p.row: k for k, p in enumerate(members)}
-    rows = set(slot) | ({total.row} if total else set())
-    code, ka, ia, kb, ib = (np.zeros(len(members), np.int64) for _ in range(5))
-    kb[:] = 2  # a unary member's b: no operand, read as the number imm[0]
-    imm: list[float] = []
-    ext: list[tuple[int, int, int]] = []
-    ext_rows: list[int] = []
-    inputs: list[int] = []
-    for k, p in enumerate(members):
-        code[k] = OPCODE[p.name]
-        for j, v in enumerate(p.inputs):
-            kinds, index = (ka, ia) if j == 0 else (kb, ib)
-            if v.record in slot and v == whole(v.record, members[slot[v.record]]):
-                kinds[k], index[k] = 0, slot[v.record]
-            elif s._op[v.record] == ACONSTANT and not v.shape:
-                kinds[k], index[k] = 2, len(imm)
-                imm.append(float(s._aval[s._plans[s._in0[v.record]].offset + v.offset]))
-            else:
-                strides = _as_rows(v, shape)
-                if strides is None or v.record in slot or v.record in getattr(s, "_borrowed", {}):
-                    return []  # broadcasting or a view of a member: not a run this kernel takes
-                kinds[k], index[k] = 1, len(ext)
-                ext.append((s._plans[s._in0[v.record]].offset + v.offset, *strides))
-                ext_rows.append(v.record)
-                if s._op[v.record] != ACONSTANT:
-                    inputs.append(v.record)
-    need = _needed(code, ka, ia, kb, ib, imm)
-    if _recycled(s, ext_rows, need, ka, ia, kb, ib, total.row if total else members[-1].row):
-        return []
-    written = np.array([p.offset if readers.outside(p.row, rows) or p.row in outputs else -1
-                        for p in members], np.int64)
-    n0, n1 = (1, shape[0]) if len(shape) == 1 else shape
-    if all(row == n1 * step for _, row, step in ext):  # rows one after another: one row, in blocks of 512 (a
-        n0, n1 = 1, n0 * n1  # kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
-    lags, ordered = _lags(ext, ext_rows, set(inputs), n0, n1)
-    program = (code, ka, ia, kb, ib, np.array(imm + [0.0]),
-               np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
-    order = tuple(p.row for p in members) + ((total.row,) if total else ())
-    dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
-    return [Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1), total.row if total else -1,
-                total.offset if total else -1, np.array([p.row for p in members], np.int64), dead,
-                fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
-                Shaped.of(_shape(program, need, written, total is not None)) if ordered else None,
-                np.array(ext_rows, np.int64))]
 
 
 def moved(runs: list[Run], before: list[Plan], after: list[Plan], in0: np.ndarray) -> list[Run]:

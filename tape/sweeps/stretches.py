@@ -56,6 +56,7 @@ from tape.kernels._array_driver import (
     WANT,
     WIDTH,
 )
+from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.compiling import Clock
 from tape.kernels.ops import EXACT, OPS
 from tape.sweeps import layout
@@ -95,46 +96,65 @@ class Stretch:
         return bool(self.address)
 
 
-def _number(row: np.ndarray) -> int:
-    """The driver's _number: 1 or 2 where view 0 or 1 of a binary row is one element read by all, else 0."""
-    if row[NIN] != 2 or row[SIZE] == 1:
-        return 0
-    for q in (1, 0):
-        if not row[VIEWS + VIEW * q + STRIDES:VIEWS + VIEW * q + STRIDES + 4].any():
-            return q + 1
-    return 0
+STRIDED = np.array([[VIEWS + VIEW * q + STRIDES + d for d in range(4)] for q in (0, 1)])  # views 0, 1's strides
 
 
-def _view(row: np.ndarray, q: int) -> int:
-    """How a member row's view q is read: SAME laid out as its output, else (a LINED row's lines, axis 2 of a 2-d
-    space) LINE one line's elements read by every line, or EACH one number a line; OTHER otherwise."""
-    f, shape = VIEWS + VIEW * q, row[SHAPE:SHAPE + 4]
-    strides = row[f + STRIDES:f + STRIDES + 4]
-    if (strides == row[OUT_STRIDES:OUT_STRIDES + 4]).all():
-        return SAME
-    if row[KIND] != LINED or shape[0] != 1 or shape[1] != 1:
-        return OTHER
-    return LINE if (strides == (0, 0, 0, 1)).all() else EACH if strides[3] == 0 and strides[2] != 0 else OTHER
+def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the driver's _number of each row of a table: 1 or 2 where view 0 or 1 of a binary row is one element read by
+    all, else 0; how each row's views 0, 1 are read: 0 its number, SAME laid out as its output, else (a LINED row's
+    lines, axis 2 of a 2-d space) LINE one line's elements read by every line, or EACH one number a line; OTHER)."""
+    strides = t[:, STRIDED]
+    flat = np.logical_not(strides.any(2))
+    number = np.where((t[:, NIN] == 2) & (t[:, SIZE] != 1), np.where(flat[:, 1], 2, np.where(flat[:, 0], 1, 0)), 0)
+    lines = ((t[:, KIND] == LINED) & (t[:, SHAPE] == 1) & (t[:, SHAPE + 1] == 1))[:, None]
+    line = (strides == (0, 0, 0, 1)).all(2)
+    each = (strides[:, :, 3] == 0) & (strides[:, :, 2] != 0)
+    how = np.where((strides == t[:, None, OUT_STRIDES:OUT_STRIDES + 4]).all(2), SAME,
+                   np.where(lines & line, LINE, np.where(lines & each, EACH, OTHER)))
+    return number, np.where(number[:, None] == (1, 2), 0, how)
 
 
-def _joins(row: np.ndarray, members: list[np.ndarray], back: bool) -> bool:
-    """Whether row may follow members in a stretch: an op of EXACT, their size, each view laid out as its output (a
-    member's then reads it whole) or its number, or forward, a LINED row's line or one number a line (_view; not a
-    member's), LINED rows' lines all alike."""
-    if row[KIND] not in (ELEMENTWISE, LINED) or OPS[row[OP]].name not in EXACT or row[SIZE] < 2:
-        return False
-    if members and row[SIZE] != members[0][SIZE]:
-        return False
-    if row[KIND] == LINED and any(m[KIND] == LINED and (m[SHAPE:SHAPE + 4] != row[SHAPE:SHAPE + 4]).any()
-                                  for m in members):
-        return False
-    rows, number = {int(m[ROW]) for m in members}, _number(row)
-    for q in range(row[NIN]):
-        how = 0 if q + 1 == number else _view(row, q)  # (0: its number)
-        if how == OTHER or how != SAME and (back and how and row[VIEWS + VIEW * q + WANT] or
-                                           int(row[VIEWS + VIEW * q + REC]) in rows):
-            return False  # (a member's number or lines are made in the pass; back, a line's sum back is the rows')
-    return True
+EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
+
+
+class _Rows:
+    """A table's rows as lists of ints, with each row's number, views' sources and back reads found by NumPy over the
+    table (heat-pad's first value_and_grad: the rows asked a NumPy scalar at a time, stretched took 170-180 CPU-ms)."""
+
+    def __init__(self, s: Any, t: np.ndarray, fits: np.ndarray, back: bool):
+        number, how = _sources(t)
+        sees = _reads_back(s)[s._in0[t[:, ROW]]]
+        self.t, self.number, self.how, self.fits, self.sees = t.tolist(), number.tolist(), how.tolist(), \
+            fits.tolist(), sees.tolist()
+        self.back = back
+
+    def joins(self, i: int, members: range) -> bool:
+        """Whether row i may follow members (a range of rows) in a stretch: an op of EXACT, their size, each view laid
+        out as its output (a member's then reads it whole) or its number, or forward, a LINED row's line or one number
+        a line (_sources; not a member's), LINED rows' lines all alike."""
+        row, t = self.t[i], self.t
+        if not self.fits[i] or members and row[SIZE] != t[members[0]][SIZE]:
+            return False
+        if row[KIND] == LINED and any(t[m][KIND] == LINED and t[m][SHAPE:SHAPE + 4] != row[SHAPE:SHAPE + 4]
+                                      for m in members):
+            return False
+        rows = {t[m][ROW] for m in members}
+        for q in range(row[NIN]):
+            how = self.how[i][q]
+            if how == OTHER or how != SAME and (self.back and how and row[VIEWS + VIEW * q + WANT] or
+                                               row[VIEWS + VIEW * q + REC] in rows):
+                return False  # (a member's number or lines are made in the pass; back, a line's sum back is the rows')
+        return True
+
+
+def _reads_back(s: Any) -> np.ndarray:
+    """layout's back reads of each plan of s (its 3 views, then itself): kept in s._steps."""
+    sees = s._steps.get("reads back")
+    if sees is None:
+        records = s._table[:, layout.RECORDS]
+        constant = (records >= 0) & (s._op[np.maximum(records, 0)] == ACONSTANT)
+        sees = s._steps["reads back"] = layout._reads_by_plan(s, s._table, constant)
+    return sees
 
 
 def _readers(s: Any) -> np.ndarray:
@@ -146,45 +166,45 @@ def _readers(s: Any) -> np.ndarray:
     return counts
 
 
-def _shape(s: Any, members: list[np.ndarray], back: bool) -> tuple | None:
+def _shape(s: Any, r: _Rows, span: range) -> tuple | None:
     """The kernel shape of a stretch of these rows (in record order), or None where its places do not allow one
     pass (see the module's docstring)."""
-    index = {int(m[ROW]): k for k, m in enumerate(members)}
+    members = [r.t[i] for i in span]
+    index = {m[ROW]: k for k, m in enumerate(members)}
     inside: Counter[int] = Counter()
     read_back: set[int] = set()
     spec = []
-    for k, m in enumerate(members):
-        reads = layout._reverse_reads(s, s._plans[s._in0[m[ROW]]])
-        sources = tuple(index.get(int(m[VIEWS + VIEW * q + REC]), SAME if q + 1 == _number(m) else _view(m, q))
+    for k, i in enumerate(span):
+        m, sees = r.t[i], r.sees[i]
+        sources = tuple(index.get(m[VIEWS + VIEW * q + REC], SAME if r.how[i][q] == 0 else r.how[i][q])
                         for q in range(m[NIN]))
         for q, j in enumerate(sources):
             if j >= 0:
-                inside[int(members[j][ROW])] += 1
-                if reads[q]:
+                inside[members[j][ROW]] += 1
+                if sees[q]:
                     read_back.add(j)
-        if reads[-1]:
+        if sees[3]:
             read_back.add(k)
-        spec.append((int(m[OP]), _number(m), sources, tuple(bool(m[VIEWS + VIEW * q + WANT]) for q in
-                                                             range(m[NIN]))))
+        spec.append((m[OP], r.number[i], sources, tuple(bool(m[VIEWS + VIEW * q + WANT]) for q in range(m[NIN]))))
     outputs, readers = set(s._output_rows.tolist()), _readers(s)
-    held = tuple(int(m[ROW]) in outputs or readers[m[ROW]] != inside[int(m[ROW])] for m in members)
-    n = int(members[0][SIZE])
-    if back:
+    held = tuple(m[ROW] in outputs or readers[m[ROW]] != inside[m[ROW]] for m in members)
+    n = members[0][SIZE]
+    if r.back:
         sends = _sends(members, spec, n)
-        if any(held[:-1]) or not all(inside[int(m[ROW])] for m in members[:-1]) or sends is None:
+        if any(held[:-1]) or not all(inside[m[ROW]] for m in members[:-1]) or sends is None:
             return None
         return True, tuple(spec), sends
     stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
-    starts = sorted(int(m[OUT]) for k, m in enumerate(members) if stored[k])
+    starts = sorted(m[OUT] for k, m in enumerate(members) if stored[k])
     if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
         return None
     for k, (_, number, sources, _) in enumerate(spec):
         for q, j in enumerate(sources):
             f, how = VIEWS + VIEW * q, 0 if number == q + 1 else j  # (what it reads: a number, n elements, a line,
-            b, line = int(members[k][f + BASE]), members[k][SHAPE:SHAPE + 4]  # one number a line)
+            b, line = members[k][f + BASE], members[k][SHAPE:SHAPE + 4]  # one number a line)
             length = {0: 1, SAME: n, LINE: line[3], EACH: (line[2] - 1) * members[k][f + STRIDES + 2] + 1}.get(how, 0)
-            if j < 0 and any(b < int(w[OUT]) + n and int(w[OUT]) < b + length and not (
-                    how == SAME and k <= i and b >= int(w[OUT])) for i, w in enumerate(members) if stored[i]):
+            if j < 0 and any(b < w[OUT] + n and w[OUT] < b + length and not (how == SAME and k <= i and b >= w[OUT])
+                             for i, w in enumerate(members) if stored[i]):
                 return None
     return False, tuple(spec), stored
 
@@ -218,20 +238,25 @@ def stretched(s: Any, rows: list[np.ndarray], back: bool) -> tuple[list[np.ndarr
     need = (0, 0)
     if not ON or getattr(s, "_output_rows", None) is None:
         return rows, {}, need
-    order = rows[::-1] if back else rows
+    t = np.array(rows[::-1] if back else rows, np.int64).reshape(-1, WIDTH)
+    elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
+    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)  # (_Rows.joins)
+    if not (fits[1:] & fits[:-1]).any():  # no two rows that may join (a table of a few rows between NumPy steps)
+        return rows, {}, need
+    order = _Rows(s, t, fits, back)
     spans: dict[int, tuple[int, Stretch]] = {}  # first row (in rows' order) -> (count, kernel)
     k = 0
-    while k < len(order):
+    while k < len(rows):
         end = k
-        while end < len(order) and _joins(order[end], order[k:end], back):
+        while end < len(rows) and order.joins(end, range(k, end)):
             end += 1
-        shape = _shape(s, order[k:end], back) if end - k >= 2 else None
+        shape = _shape(s, order, range(k, end)) if end - k >= 2 else None
         if shape is None:
             k += 1
             continue
         spans[len(rows) - end if back else k] = (end - k, Stretch.of(shape))
         kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
-        need = (max(need[0], kept), max(need[1], int(order[k][SIZE]) if kept else 0))
+        need = (max(need[0], kept), max(need[1], order.t[k][SIZE] if kept else 0))
         k = end
     out: list[np.ndarray] = []
     pending: dict[Stretch, list[int]] = {}
