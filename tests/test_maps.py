@@ -192,14 +192,16 @@ def test_maps_by_point_give_the_map_kernels_bytes(monkeypatch, threads, f, n):
             stand_in(lo, hi, *args)
         monkeypatch.setitem(maps.BY_POINT, kernel, (gate, counted))
     for name in ("map_values", "map_gradients", "map_tangents"):
-        def called(lo, hi, *args, kernel=getattr(maps, name)):
+        kernel = getattr(maps, name)
+
+        def called(lo, hi, *args, kernel=kernel):
             ran.append((lo, hi, False))
             kernel(lo, hi, *args)
         called.kernel = getattr(_sweeps, name)
         monkeypatch.setattr(maps, name, called)
     results = {}
     for after in (0, 3, points):  # points run by point before the kernel is called
-        def raw(*args):
+        def raw(*args, after=after):
             for gate, _ in maps.BY_POINT.values():
                 calls = iter(range(10**9))
                 monkeypatch.setattr(gate, "ready", lambda calls=calls, after=after: next(calls) >= after)

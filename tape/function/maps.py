@@ -109,7 +109,8 @@ def _gradients_by_point(lo: int, hi: int, op: np.ndarray, in0: np.ndarray, in1: 
                         failed: np.ndarray) -> None:
     """map_gradients by F.vjp's kernels (replay.reverse)."""
     n = len(op)
-    val, targets, partials, adj, grad = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros(n + 1), np.empty(len(rows))
+    val, targets, partials, adj = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros(n + 1)
+    grad = np.empty(len(rows))
     for p in range(lo, hi):
         args = (op, in0, in1, val, consts, partials, targets, adj, rows, X[p], checks, expected, seeds, W[p], grad)
         at = replay.replay_gradient_from(*args, 0) if _grouped(op) else replay.replay_gradient(*args)
