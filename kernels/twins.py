@@ -35,8 +35,8 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     # or the arguments whose lengths multiply to its work, records x points; the most of that a twin serves)
     "replay": (0, SMALL), "replay_from": (0, SMALL), "replay_gradient": (0, SMALL), "replay_gradient_from": (0, SMALL),
     "forward_partials": (0, SMALL), "forward_partials_from": (0, SMALL), "forward_second": (0, SMALL),
-    "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL), "replay_second": (0, SMALL),
-    "reverse_vector": (0, SMALL), "reverse_second": (0, SMALL), "tangent_sweep": (1, SMALL),
+    "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL),
+    "reverse_vector": (0, SMALL), "tangent_sweep": (1, SMALL),
     "reverse_second_range": (3, SMALL), "reverse_range": (0, SMALL),
     "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL), "fresh_reverse": (0, SMALL),
     "fresh_reverse_from": (0, SMALL),
