@@ -59,9 +59,9 @@ def in_blocks(kernel: Any, points: int, records: int, *args: Any) -> None:
     small enough for the kernel's CPython twin (kernels/twins.py), whose restore after an arithmetic error would undo
     another thread's block. Past the twin, while the map kernel is not ready (its Gate), the points run one by one
     on the single call's kernels (by_point)."""
-    lo = 0
-    gate, stand_in = BY_POINT.get(getattr(kernel, "kernel", kernel), (None, None))
-    if gate is not None and records * points > twins.SMALL and twins.ENABLED:
+    lo, by_point = 0, BY_POINT.get(getattr(kernel, "kernel", kernel))
+    if by_point is not None and records * points > twins.SMALL and twins.ENABLED:
+        gate, stand_in = by_point
         while lo < points and not gate.ready():
             if stand_in in _RUN:
                 gate.timed(stand_in, lo, lo + 1, *args)
@@ -91,10 +91,9 @@ def _grouped(op: np.ndarray) -> bool:
     return bool((IS_GROUPED | IS_GROUPED_PAIR)[op].any())
 
 
-def _values_by_point(lo: int, hi: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, val0: np.ndarray,
-                     consts: np.ndarray, rows: np.ndarray, X: np.ndarray, checks: np.ndarray, expected: np.ndarray,
-                     outputs: np.ndarray, out: np.ndarray, failed: np.ndarray) -> None:
-    """map_values by F(x)'s kernels (replay.call)."""
+def _values_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
+    """map_values (its arguments) by F(x)'s kernels (replay.call)."""
+    op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed = a
     val = val0.copy()
     for p in range(lo, hi):
         args = (op, in0, in1, val, consts, rows, X[p], checks, expected)
@@ -103,11 +102,9 @@ def _values_by_point(lo: int, hi: int, op: np.ndarray, in0: np.ndarray, in1: np.
         out[p] = val[outputs]
 
 
-def _gradients_by_point(lo: int, hi: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, val0: np.ndarray,
-                        consts: np.ndarray, targets0: np.ndarray, rows: np.ndarray, X: np.ndarray, checks: np.ndarray,
-                        expected: np.ndarray, seeds: np.ndarray, W: np.ndarray, values: np.ndarray, grads: np.ndarray,
-                        failed: np.ndarray) -> None:
-    """map_gradients by F.vjp's kernels (replay.reverse)."""
+def _gradients_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
+    """map_gradients (its arguments) by F.vjp's kernels (replay.reverse)."""
+    op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values, grads, failed = a
     n = len(op)
     val, targets, partials, adj = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros(n + 1)
     grad = np.empty(len(rows))
@@ -118,11 +115,9 @@ def _gradients_by_point(lo: int, hi: int, op: np.ndarray, in0: np.ndarray, in1: 
         grads[p], values[p] = grad, val[seeds]
 
 
-def _tangents_by_point(lo: int, hi: int, is_leaf: np.ndarray, op: np.ndarray, in0: np.ndarray, in1: np.ndarray,
-                       val0: np.ndarray, consts: np.ndarray, targets0: np.ndarray, rows: np.ndarray, X: np.ndarray,
-                       V: np.ndarray, checks: np.ndarray, expected: np.ndarray, outputs: np.ndarray, out: np.ndarray,
-                       failed: np.ndarray) -> None:
-    """map_tangents by F.jvp's kernels (derivatives.at, derivatives.tangents)."""
+def _tangents_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
+    """map_tangents (its arguments) by F.jvp's kernels (derivatives.at, derivatives.tangents)."""
+    is_leaf, op, in0, in1, val0, consts, targets0, rows, X, V, checks, expected, outputs, out, failed = a
     n = len(op)
     val, targets, partials, dot = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros((n + 1, 1))
     (p0, p1), (r0, r1) = partials, targets
