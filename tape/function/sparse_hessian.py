@@ -59,7 +59,7 @@ def symmetric_coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: s
         sequence = np.arange(n, dtype=np.int64)
     else:
         sequence = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
-    return star_coloring(n, indptr, indices, sequence)
+    return star_coloring(n, indptr, indices, sequence, np.full(n, -1, np.int64), np.full(n + 1, -1, np.int64))
 
 
 def hessian_structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
