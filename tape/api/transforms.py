@@ -115,7 +115,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
 def _swept_values(F: Function) -> bool:
     """Whether f's values at the point come from the derivative's own sweep rather than a replay (F(point)): a
     Function of scalar records outside the finite checks. Its replay kernel is then not compiled for the value
-    (tape.vjp's first use cold 3.9 -> 2.6 CPU-s, a 600-variable scalar Rosenbrock): the sweeps' kernels compute
+    (tape.vjp's first use cold 3.3-4.9 -> 2.3-3.1 CPU-s, a 600-variable scalar Rosenbrock): the sweeps' kernels compute
     the replay's numbers (tests/test_transforms.py compares the bits)."""
     return not F._plans and not array_replay.checking(F)
 

@@ -81,10 +81,10 @@ def in_blocks(kernel: Any, points: int, records: int, *args: Any) -> None:
 
 
 # The map kernels' stand-ins: the single call's kernels point by point (the statements a map kernel runs per point,
-# so the same bits), which a Function's single calls compile too. A map kernel compiles its own op switch (and, by
-# forward_partials_from, the grouped ops' rules a program may not have): map_jvp's first use cold 4.5 -> 1.8 CPU-s,
-# map_value_and_grad's 3.3 -> 1.9 (600-variable Rosenbrock, 8 points; bench/first_uses.py). A ski rental, as the
-# twins': the map kernel once the points have run about its compile (twins.PAYBACK), or its load where cached.
+# so the same bits), which a Function's single calls compile too. A map kernel compiles its own op switch (and the
+# grouped ops' rules, by forward_partials_from): map_jvp's first use cold 4.0-4.9 -> 1.7-1.9 CPU-s, map_value_and_grad's
+# 3.2-4.2 -> 1.9-2.4 (bench/first_uses.py). A ski rental, as the twins': the map kernel once the points have run
+# about its compile (twins.PAYBACK), or its load where cached.
 
 
 def _grouped(op: np.ndarray) -> bool:
