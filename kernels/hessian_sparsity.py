@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiling import jit
+from . import twins
+from .compiling import LOAD, Gate, jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
-from .twins import Twin
+from .twins import PAYBACK, SMALL, Twin
 
 
 def _nonzero(part: str) -> np.ndarray:
@@ -86,15 +87,15 @@ def _each_pair(op, in0, in1, second_aa, second_ab, second_bb, live, column, star
     return used
 
 
-@jit
 def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool):
     """(rows, cols): the pairs of input columns that the live records' second partials make,
-    both orders, duplicates kept (input columns themselves make none). Two passes: count, write."""
+    both orders, duplicates kept (input columns themselves make none). Two passes: count, write (from Python:
+    a kernel calling _each_pair compiled it into itself once more, 0.4 of a sparse Hessian's first 4.2 CPU-s)."""
     args = (op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool)
-    count = _each_pair(*args, np.empty(0, np.int64), np.empty(0, np.int64))
+    count = _EACH_PAIR(*args, np.empty(0, np.int64), np.empty(0, np.int64))
     rows, cols = np.empty(count, np.int64), np.empty(count, np.int64)
     if count:
-        _each_pair(*args, rows, cols)
+        _EACH_PAIR(*args, rows, cols)
     return rows, cols
 
 
@@ -102,7 +103,10 @@ def pairs_to_csr(n, rows, cols):
     """CSR (indptr, indices) of the n x n pattern holding the pairs: each row's columns sorted,
     once each (a counting sort by row, then a mark per column; rows of more than 32 sorted here, by NumPy:
     Numba's np.sort in the kernel took 1.5-4 s of its compile)."""
-    indptr, indices = _PAIRS_TO_CSR(n, rows, cols)
+    if len(rows) > SMALL and twins.ENABLED and not _CSR.ready():
+        indptr, indices = _CSR.timed(_sorted_pairs, n, rows, cols)
+    else:
+        indptr, indices = _PAIRS_TO_CSR(n, rows, cols)
     long = np.repeat(np.diff(indptr) > 32, np.diff(indptr))
     if long.any():
         base = np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))[long]
@@ -145,20 +149,30 @@ def _pairs_to_csr(n, rows, cols):
     return indptr, grouped[:kept].astype(np.int32)
 
 
+def _sorted_pairs(n, rows, cols):
+    """_pairs_to_csr by NumPy's sort of the pairs (rows * n + cols): the same sorted sets, O(P log P), its stand-in
+    while the kernel (0.5 CPU-s of a sparse Hessian's first 4.2) is not compiled (_CSR)."""
+    keys = np.unique(rows * n + cols)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(keys // n, minlength=n), out=indptr[1:])
+    return indptr, (keys % n).astype(np.int32)
+
+
 _REACH, _PAIRS_TO_CSR = Twin(reach, globals()), Twin(_pairs_to_csr, globals())  # (a small tape's first: twins.py)
+_EACH_PAIR = Twin(_each_pair, globals())
+_CSR = Gate((_pairs_to_csr,), (LOAD, PAYBACK))  # past the twin (SMALL pairs): NumPy's sort until it has run PAYBACK s
 
 
 @jit
-def star_coloring(n, indptr, indices, order):
+def star_coloring(n, indptr, indices, order, color, forbidden):
     """Greedy star coloring of the pattern's graph (vertices: the inputs; edges: the off-diagonal
     entries), in the given order, as Gebremedhin, Manne and Pothen's (SIAM Review 2005) first star
     coloring algorithm: vertex v takes the smallest color not forbidden, where a color is forbidden
     when a neighbor w has it, when a vertex x two steps away has it through an uncolored w, or
     when x has it through a colored w and x has a neighbor y (not w) of w's color (v, w, x, y
     would be a two-colored path). So adjacent vertices differ and every path on four vertices
-    has three colors. Cost: the sum over v of the paths of length 3 from v."""
-    color = np.full(n, -1, np.int64)
-    forbidden = np.full(n + 1, -1, np.int64)  # forbidden[c] == v: color c is taken for v
+    has three colors. Cost: the sum over v of the paths of length 3 from v. color and forbidden come as n and n + 1
+    times -1 (forbidden[c] == v: color c is taken for v; made by NumPy: np.full compiled in took 0.15-0.2 CPU-s)."""
     for t in range(n):
         v = order[t]
         for p in range(indptr[v], indptr[v + 1]):  # the neighbors' colors first: a color forbidden already

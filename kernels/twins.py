@@ -35,15 +35,15 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     # or the arguments whose lengths multiply to its work, records x points; the most of that a twin serves)
     "replay": (0, SMALL), "replay_from": (0, SMALL), "replay_gradient": (0, SMALL), "replay_gradient_from": (0, SMALL),
     "forward_partials": (0, SMALL), "forward_partials_from": (0, SMALL), "forward_second": (0, SMALL),
-    "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL), "replay_second": (0, SMALL),
-    "reverse_vector": (0, SMALL), "reverse_second": (0, SMALL), "tangent_sweep": (1, SMALL),
+    "forward_second_from": (0, SMALL), "replay_partials": (0, SMALL),
+    "reverse_vector": (0, SMALL), "tangent_sweep": (1, SMALL),
     "reverse_second_range": (3, SMALL), "reverse_range": (0, SMALL),
     "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL), "fresh_reverse": (0, SMALL),
     "fresh_reverse_from": (0, SMALL),
     "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
     "reach": (0, SMALL), "_pairs_to_csr": (1, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
     # the sparsity patterns' index sets, whose work can grow as the square of the records:
-    "_extend_sets": (0, SQUARE), "hessian_pairs": (0, SQUARE), "gather_rows": (0, SQUARE),
+    "_extend_sets": (0, SQUARE), "_each_pair": (0, SQUARE), "gather_rows": (0, SQUARE),
     "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),
     # the maps (F.map, map_value_and_grad, map_vjp, map_jvp), whose work is the records times the points:
     "map_values": ((2, 8), SMALL), "map_gradients": ((2, 9), SMALL), "map_tangents": ((3, 10), SMALL),

@@ -161,3 +161,63 @@ def test_a_map_runs_one_block_per_thread_and_small_work_in_one(monkeypatch):
             assert (calls[0][2] == threading.get_ident()) == (blocks == 1)
     finally:
         numba.set_num_threads(before)
+
+
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, -5e-324, 1.0, -1.0, 0.5, 2.0, -3.0])
+
+
+def grouped(x):
+    """Grouped ops (log1p, arctan2, hypot: kernels/ops.py's GROUPED, GROUPED_PAIRS) between plain ones, a select."""
+    y = tape.log1p(x[0] * x[1]) + tape.arctan2(x[2], x[3]) * tape.hypot(x[0], x[2]) - tape.sqrt(x[3])
+    return [y, tape.where(x[1] > x[2], y * x[0], tape.exp(x[3])), tape.cbrt(x[1]) / x[0]]
+
+
+@pytest.mark.parametrize("f, n", [(scalar, 6), (vector, 3), (grouped, 4)], ids=["scalar", "vector", "grouped"])
+def test_maps_by_point_give_the_map_kernels_bytes(monkeypatch, threads, f, n):
+    """Until a map kernel is ready, a map's points run one by one on the single call's kernels (maps.BY_POINT):
+    the map kernel's bytes at edge points (inf, NaN, -0.0, subnormal, huge), failed checks included, whether it
+    hands over to the kernel at the start, after 3 points or never."""
+    from tape.function import maps
+    from tape.kernels import _sweeps, twins
+
+    monkeypatch.setattr(twins, "ENABLED", True)  # (off in the tests: conftest's warmup)
+    F = tape.trace(f, np.full(n, 0.5), on_branch_change="ignore")
+    points = twins.SMALL // len(F._op) + 50  # past the map kernels' CPython twins
+    X = np.random.default_rng(n).choice(EDGES, (points, n))
+    V, W = np.random.default_rng(1).choice(EDGES, (points, n)), np.random.default_rng(2).choice(EDGES, (points, 3))
+    ran = []  # (lo, hi, by point) of each call
+    for kernel, (gate, stand_in) in list(maps.BY_POINT.items()):
+        def counted(lo, hi, *args, stand_in=stand_in):
+            ran.append((lo, hi, True))
+            stand_in(lo, hi, *args)
+        monkeypatch.setitem(maps.BY_POINT, kernel, (gate, counted))
+    for name in ("map_values", "map_gradients", "map_tangents"):
+        kernel = getattr(maps, name)
+
+        def called(lo, hi, *args, kernel=kernel):
+            ran.append((lo, hi, False))
+            kernel(lo, hi, *args)
+        called.kernel = getattr(_sweeps, name)
+        monkeypatch.setattr(maps, name, called)
+    results = {}
+    for after in (0, 3, points):  # points run by point before the kernel is called
+        def raw(*args, after=after):
+            for gate, _ in maps.BY_POINT.values():
+                calls = iter(range(10**9))
+                monkeypatch.setattr(gate, "ready", lambda calls=calls, after=after: next(calls) >= after)
+            return maps.raw(F, *args)
+
+        ran.clear()
+        got = [raw("map", X), raw("jvp", X, V), raw("vjp", X, W[:, :F.n_outputs])]
+        got += [raw("value_and_grad", X)] if F._scalar else []
+        assert sum(hi - lo for lo, hi, by_point in ran if by_point) == after * len(got)
+        assert sorted(r[:2] for r in ran) == sorted(ran_once(after, points) * len(got))
+        results[after] = [r.tobytes() for result in got for r in result]
+    assert results[0] == results[3] == results[points]
+
+
+def ran_once(after, points):
+    """The calls of a map that runs its first ``after`` points one by one, then the rest in a block per thread."""
+    blocks = min(numba.get_num_threads(), points - after)
+    return [(p, p + 1) for p in range(after)] + [(after + b * (points - after) // blocks,
+                                                  after + (b + 1) * (points - after) // blocks) for b in range(blocks)]

@@ -318,3 +318,28 @@ def test_namedtuples_keep_their_type_and_unsortable_dict_keys_are_named():
     assert seen == [Params, Params]
     with pytest.raises(TypeError, match=r"x0: a dict's keys must be sortable .* \['int', 'str'\]"):
         tape.trace(lambda d: d["a"] * d[1], {1: 1.0, "a": 2.0})
+
+
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1.0, -1.0, 0.5, -2.5])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: [x[0] * x[1] - tape.exp(x[2]), tape.sqrt(x[1]) / x[0], x[2] ** 2.5],
+    lambda x: {"a": tape.log1p(x[0]) * tape.arctan2(x[1], x[2]), "b": (tape.hypot(x[0], x[1]), x[2] - x[0])},
+    lambda x: tape.where(x[0] > x[1], tape.sin(x[2]) * x[0], tape.cbrt(x[1])) + tape.maximum(x[0], x[2]),
+], ids=["plain", "grouped ops, a tree", "select"])
+def test_jvp_and_vjp_values_are_the_replays_bytes(f):
+    """tape.jvp and tape.vjp of scalar records take f's values from their own sweep (transforms._swept_values), not
+    from a replay: the replay's bytes (F(x), what they returned before), at edge points."""
+    from tape.api.transforms import _traced
+
+    for k in range(60):
+        x = np.random.default_rng(k).choice(EDGES, 3)
+        F, point, _ = _traced(f, (list(x),), (0,), False)
+        assert not F._plans
+        replayed = F(point)
+        replayed = np.asarray(replayed if F._out_layout is None else F._out_layout.flat(F._out_layout.tree(replayed),
+                                                                                        "out"))
+        for value in (tape.jvp(f, (list(x),), (list(EDGES[-3:]),))[0], tape.vjp(f, list(x))[0]):
+            flat = np.asarray(value if F._out_layout is None else F._out_layout.flat(value, "out"), np.float64)
+            assert flat.tobytes() == replayed.astype(np.float64).tobytes()

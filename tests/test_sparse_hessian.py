@@ -404,3 +404,26 @@ def test_index_sets_do_not_depend_on_the_pool_it_starts_with():
                     (sets[F._in0[i]] if DEPENDS_A[k] else set()) | (sets[F._in1[i]] if DEPENDS_B[k] else set()))
         assert pool[start[i]:start[i] + size[i]].tolist() == sorted(sets[i])
     assert used <= len(pool)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pairs_to_csr_by_numpy_is_the_kernels(seed, monkeypatch):
+    """Past its twin and until its kernel is ready, pairs_to_csr sorts the pairs with NumPy (hessian_sparsity's
+    _sorted_pairs): the kernel's arrays, dtypes included, with duplicates, empty rows, rows of 1 and of > 32."""
+    from tape.kernels import hessian_sparsity, twins
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    count = int(rng.integers(twins.SMALL + 1, 3 * twins.SMALL))
+    rows, cols = rng.integers(0, n, count) // (1 + seed % 3), rng.integers(0, n, count)  # some rows empty
+    rows[: count // 4] = 0  # a long row
+    monkeypatch.setattr(twins, "ENABLED", True)
+    got = {}
+    for ready in (False, True):
+        monkeypatch.setattr(hessian_sparsity._CSR, "ready", lambda ready=ready: ready)
+        got[ready] = hessian_sparsity.pairs_to_csr(n, rows, cols)
+        assert [a.dtype for a in got[ready]] == [np.int64, np.int32]
+    assert all(np.array_equal(a, b) for a, b in zip(got[False], got[True], strict=True))
+    keys = sorted(set(zip(rows.tolist(), cols.tolist(), strict=True)))
+    assert got[False][1].tolist() == [j for _, j in keys]
+    assert np.array_equal(np.diff(got[False][0]), np.bincount([i for i, _ in keys], minlength=n))

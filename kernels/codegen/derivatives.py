@@ -62,19 +62,11 @@ def reverse_vector(adj, p0, p1, r0, r1, seeds, weights):
 
 
 @{JIT}
-def reverse_second(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, seed):
-    """Forward-over-reverse from one scalar output: adj as reverse_partials and adj_dot, its
-    derivative along the tangents dot (one direction), so adj_dot at the inputs is H v."""
-    adj[:] = 0.0
-    adj_dot[:] = 0.0
-    adj[seed] = 1.0
-    reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, np.int64(0), seed + 1)
-
-
-@{JIT}
 def reverse_second_range(adj, adj_dot, dot, p0, p1, h0, h1, h2, r0, r1, low, high):
-    """reverse_second's sweep over records [low, high), high first, adjoints as they stand
-    (tape/sweeps/driver.py runs it between array records)."""
+    """Forward-over-reverse over records [low, high), high first, adjoints as they stand: adj as reverse_partials and
+    adj_dot, its derivative along the tangents dot (one direction), so that from the output's adj 1.0 (and adj_dot
+    0.0) adj_dot at the inputs is H v (tape/function/derivatives.py; tape/sweeps/driver.py runs it between array
+    records)."""
     for r in range(high - low):
         i = np.uint64(high - 1 - r)
         g = adj[i]
@@ -156,19 +148,10 @@ def replay_from(op, in0, in1, val, consts, rows, x, checks, expected, start):
 
 @{JIT}
 def replay_partials(op, in0, in1, val, consts, partials, targets, rows, x, checks, expected):
-    """Values and first partials at x; returns the first failed check, or -1; or -2 - r as replay_second."""
+    """Values and first partials at x; returns the first failed check, or -1; or -2 - r where forward_partials
+    stopped at grouped record r (tape/function/derivatives.py goes on, then checks)."""
     set_inputs(rows, x, val)
     at = forward_partials(op, in0, in1, val, consts, partials[0], partials[1], targets[0], targets[1], np.int64(0))
-    return -2 - at if at >= 0 else first_failed(val, checks, expected)
-
-
-@{JIT}
-def replay_second(op, in0, in1, val, consts, partials, second, targets, rows, x, checks, expected):
-    """Values, first and second partials at x; returns the first failed check, or -1; or -2 - r where
-    forward_second stopped at grouped record r (tape/function/derivatives.py goes on, then checks)."""
-    set_inputs(rows, x, val)
-    at = forward_second(op, in0, in1, val, consts, partials[0], partials[1], second[0], second[1], second[2],
-                        targets[0], targets[1], np.int64(0))
     return -2 - at if at >= 0 else first_failed(val, checks, expected)
 
 

@@ -16,7 +16,6 @@ import numpy as np
 from tape.base.numbers import positive_int, real_array
 from tape.function import arguments, array_replay, call_records, replay
 from tape.kernels import _sweeps
-from tape.kernels._sweeps import first_failed
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.ops import ARRAY_BASE, IS_LEAF
 from tape.kernels.twins import Twin
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from tape.function.function import Function
 
 # a small tape's first J v, Jacobian, H v or Hessian runs these kernels' twins while they are not compiled
-replay_partials, replay_second = Twin(_sweeps.replay_partials, globals()), Twin(_sweeps.replay_second, globals())
-reverse_vector, reverse_second = Twin(_sweeps.reverse_vector, globals()), Twin(_sweeps.reverse_second, globals())
+replay_partials, reverse_vector = Twin(_sweeps.replay_partials, globals()), Twin(_sweeps.reverse_vector, globals())
 tangent_sweep = Twin(_sweeps.tangent_sweep, globals())
 reverse_second_range = Twin(_sweeps.reverse_second_range, globals())
 
@@ -45,18 +43,29 @@ def at(F: Function, point: np.ndarray, second: bool = False) -> None:
         return
     args = (F._op, F._in0, F._in1, F._val, F._consts, F._partials)
     checks = (F._input_rows, point, F._check_rows, F._check_expected)
-    if second:
-        assert F._second is not None
-        failed = replay_second(*args, F._second[0], F._targets, *checks)
+    if second:  # replay_partials' steps for second partials, from here: a kernel of them compiled forward_second
+        # into itself once more (0.25 CPU-s of a first hvp, sparse or dense Hessian, cold)
+        F._val[F._input_rows] = point
+        row = replay.partials(F, True, 0)
+        failed = -2 - row if row >= 0 else first_failed(F)
     else:
         failed = replay_partials(*args, F._targets, *checks)
     if failed <= -2:  # stopped at a grouped record: the _from kernels have their rules
         replay.partials(F, second, -2 - failed, full=True)
-        failed = first_failed(F._val, F._check_rows, F._check_expected)
+        failed = first_failed(F)
     if failed >= 0 and replay.branch_changed(F, failed, point):
         replay.again(F, at, F, point, second)
     elif array_replay.checking(F):
         replay.check(F)
+
+
+def first_failed(F: Function) -> int:
+    """The first recorded comparison that comes out otherwise at the current values, or -1 (the kernels' first_failed,
+    by NumPy: a small tape's twinned first uses compile no kernel for it)."""
+    if not len(F._check_rows):
+        return -1
+    failed = np.flatnonzero((F._val[F._check_rows] != 0.0) != F._check_expected)
+    return int(failed[0]) if len(failed) else -1
 
 
 def at_arrays(F: Function, point: np.ndarray, second: bool) -> None:
@@ -176,10 +185,13 @@ def hessian_columns(F: Function, directions: np.ndarray) -> np.ndarray:
     h, adj_dot = F._second
     out = np.empty_like(directions)
     p, r = F._partials, F._targets
+    seed = int(F._output_rows[0])
     for q in range(directions.shape[1]):
         dot = tangents(F, directions[:, q:q + 1])
-        reverse_second(F._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1],
-                       F._output_rows[0])
+        F._adj.fill(0.0)  # forward-over-reverse from the output: adj as reverse_partials, adj_dot its tangent
+        adj_dot.fill(0.0)
+        F._adj[seed] = 1.0
+        reverse_second_range(F._adj, adj_dot, dot, p[0], p[1], h[0], h[1], h[2], r[0], r[1], 0, seed + 1)
         if array_replay.checking(F):
             replay.check(F, adjoints=F._adj)
             replay.check(F, adjoints=adj_dot, what="adjoint's tangent")

@@ -21,9 +21,10 @@ from numpy.typing import ArrayLike
 from tape.base.numbers import real_array
 from tape.debug.nans import branch_changed
 from tape.errors import BranchChanged, NonFiniteError
-from tape.function import arguments, array_replay, distributed, format
+from tape.function import arguments, array_replay, derivatives, distributed, format, replay
 from tape.kernels import _sweeps, twins
-from tape.kernels.ops import IS_LEAF
+from tape.kernels.compiling import LOAD, Gate
+from tape.kernels.ops import IS_GROUPED, IS_GROUPED_PAIR, IS_LEAF
 from tape.kernels.twins import Twin
 
 if TYPE_CHECKING:
@@ -56,15 +57,86 @@ def _blocks(points: int) -> int:
 def in_blocks(kernel: Any, points: int, records: int, *args: Any) -> None:
     """kernel(lo, hi, *args) over blocks of the points, one per thread; in this thread where records x points is
     small enough for the kernel's CPython twin (kernels/twins.py), whose restore after an arithmetic error would undo
-    another thread's block."""
-    blocks = _blocks(points) if records * points > twins.SMALL else 1
-    if blocks == 1:
-        kernel(0, points, *args)
-        return
-    with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
-        for block in [pool.submit(kernel, b * points // blocks, (b + 1) * points // blocks, *args)
-                      for b in range(blocks)]:
-            block.result()
+    another thread's block. Past the twin, while the map kernel is not ready (its Gate), the points run one by one
+    on the single call's kernels (by_point)."""
+    lo, by_point = 0, BY_POINT.get(getattr(kernel, "kernel", kernel))
+    if by_point is not None and records * points > twins.SMALL and twins.ENABLED:
+        gate, stand_in = by_point
+        while lo < points and not gate.ready():
+            if stand_in in _RUN:
+                gate.timed(stand_in, lo, lo + 1, *args)
+            else:  # off the clock: it may compile the single call's kernels, which the next point does not
+                stand_in(lo, lo + 1, *args)
+                _RUN.add(stand_in)
+            lo += 1
+    left = points - lo
+    blocks = _blocks(left) if records * points > twins.SMALL else 1
+    if blocks == 1 and left:
+        kernel(lo, points, *args)
+    elif left:
+        with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
+            for block in [pool.submit(kernel, lo + b * left // blocks, lo + (b + 1) * left // blocks, *args)
+                          for b in range(blocks)]:
+                block.result()
+
+
+# The map kernels' stand-ins: the single call's kernels point by point (the statements a map kernel runs per point,
+# so the same bits), which a Function's single calls compile too. A map kernel compiles its own op switch (and the
+# grouped ops' rules, by forward_partials_from): map_jvp's first use cold 4.0-4.9 -> 1.7-1.9 CPU-s, map_value_and_grad's
+# 3.2-4.2 -> 1.9-2.4 (bench/first_uses.py). A ski rental, as the twins': the map kernel once the points have run
+# about its compile (twins.PAYBACK), or its load where cached.
+
+
+def _grouped(op: np.ndarray) -> bool:
+    return bool((IS_GROUPED | IS_GROUPED_PAIR)[op].any())
+
+
+def _values_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
+    """map_values (its arguments) by F(x)'s kernels (replay.call)."""
+    op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed = a
+    val = val0.copy()
+    for p in range(lo, hi):
+        args = (op, in0, in1, val, consts, rows, X[p], checks, expected)
+        at = replay.replay_from(*args, 0) if _grouped(op) else replay.replay(*args)
+        failed[p] = replay.replay_from(*args, -2 - at) if at <= -2 else at
+        out[p] = val[outputs]
+
+
+def _gradients_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
+    """map_gradients (its arguments) by F.vjp's kernels (replay.reverse)."""
+    op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values, grads, failed = a
+    n = len(op)
+    val, targets, partials, adj = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros(n + 1)
+    grad = np.empty(len(rows))
+    for p in range(lo, hi):
+        args = (op, in0, in1, val, consts, partials, targets, adj, rows, X[p], checks, expected, seeds, W[p], grad)
+        at = replay.replay_gradient_from(*args, 0) if _grouped(op) else replay.replay_gradient(*args)
+        failed[p] = replay.replay_gradient_from(*args, -2 - at) if at <= -2 else at
+        grads[p], values[p] = grad, val[seeds]
+
+
+def _tangents_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
+    """map_tangents (its arguments) by F.jvp's kernels (derivatives.at, derivatives.tangents)."""
+    is_leaf, op, in0, in1, val0, consts, targets0, rows, X, V, checks, expected, outputs, out, failed = a
+    n = len(op)
+    val, targets, partials, dot = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros((n + 1, 1))
+    (p0, p1), (r0, r1) = partials, targets
+    for p in range(lo, hi):
+        at = derivatives.replay_partials(op, in0, in1, val, consts, partials, targets, rows, X[p], checks, expected)
+        if at <= -2:
+            replay.forward_partials_from(op, in0, in1, val, consts, p0, p1, r0, r1, -2 - at)
+            at = _sweeps.first_failed(val, checks, expected)
+        failed[p] = at
+        dot[rows, 0] = V[p]  # (every other row: a leaf's 0.0, or written by the sweep)
+        derivatives.tangent_sweep(is_leaf, op, p0, p1, r0, r1, dot, 0, n)
+        out[p] = dot[outputs, 0]
+
+
+_RUN: set[Callable[..., None]] = set()  # the stand-ins that have run a point in this process
+BY_POINT: dict[Any, tuple[Gate, Callable[..., None]]] = {
+    kernel: (Gate((kernel,), (LOAD, twins.PAYBACK)), stand_in) for kernel, stand_in in (
+        (_sweeps.map_values, _values_by_point), (_sweeps.map_gradients, _gradients_by_point),
+        (_sweeps.map_tangents, _tangents_by_point))}
 
 
 def batch(F: Function, X: ArrayLike, count: int, what: str) -> np.ndarray:

@@ -26,7 +26,7 @@ from tape.function import arguments, array_sparsity, derivatives
 from tape.function.array_sparsity import scipy_sparse
 from tape.function.sparse_jacobian import ORDERS, input_columns
 from tape.kernels import hessian_sparsity as _kernels
-from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, pairs_to_csr, reached
+from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, hessian_pairs, pairs_to_csr, reached
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
 from tape.kernels.twins import Twin
 from tape.sweeps import vectors
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tape.function.function import Function
 
 # a small tape's first pattern, coloring and sparse Hessian run these kernels' twins while they are not compiled
-hessian_pairs, recover = Twin(_kernels.hessian_pairs, globals()), Twin(_kernels.recover, globals())
+recover = Twin(_kernels.recover, globals())
 star_coloring = Twin(_kernels.star_coloring, globals())
 
 
@@ -59,7 +59,7 @@ def symmetric_coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: s
         sequence = np.arange(n, dtype=np.int64)
     else:
         sequence = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
-    return star_coloring(n, indptr, indices, sequence)
+    return star_coloring(n, indptr, indices, sequence, np.full(n, -1, np.int64), np.full(n + 1, -1, np.int64))
 
 
 def hessian_structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
