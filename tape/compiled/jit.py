@@ -30,6 +30,7 @@ from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
+from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
@@ -151,6 +152,7 @@ class JitFunction:
                 self._cache = self.py_func.__code__ not in seen
             if self._cache:
                 cache_as(self.dispatcher, self.py_func, "")
+                LINKED.add(self.dispatcher.py_func)  # the driver links f: f of Vars gets no machine code of its own
             self._drive = _driver(self.dispatcher, self._cache)
         return self._drive
 
