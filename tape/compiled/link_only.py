@@ -34,6 +34,7 @@ _active = 0  # tape Pipeline compiles in progress (under Numba's compiler lock)
 _lowering = typed_passes.BaseNativeLowering.run_pass
 _executable = cpu.CPUContext.get_executable
 _finalize = codegen.CPUCodeLibrary._finalize_final_module
+_optimize = codegen.CPUCodeLibrary._optimize_final_module
 _pointer = codegen.JITCodeLibrary.get_pointer_to_function
 _serialize = codegen.CPUCodeLibrary.serialize_using_object_code
 _unserialize_numba = codegen.CPUCodeLibrary._unserialize
@@ -55,14 +56,22 @@ def compiling() -> Iterator[None]:
 
 
 def _run_lowering(self, state):
-    if _active and state.func_id.func in LINKED and any(isinstance(a, (VarType, VarArrayType)) for a in state.args):
+    linked = _active and state.func_id.func in LINKED and any(isinstance(a, (VarType, VarArrayType))
+                                                                for a in state.args)
+    if linked:
         state.flags.no_cpython_wrapper = state.flags.no_cfunc_wrapper = True  # no Python or C caller has a Var
     if _active and state.flags.no_cpython_wrapper:
         if state.library is None:  # made here as NativeLowering would make it
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
             state.library.enable_object_caching()
         state.library.tape_link_only = True
+        state.library.tape_unoptimized = linked
     return _lowering(self, state)
+
+
+def _optimize_final_module(self):
+    if not getattr(self, "tape_unoptimized", False):
+        _optimize(self)
 
 
 def _get_executable(self, library, fndesc, env):
@@ -132,6 +141,7 @@ def _defines(module, name: str) -> bool:
 typed_passes.BaseNativeLowering.run_pass = _run_lowering  # type: ignore[method-assign]
 cpu.CPUContext.get_executable = _get_executable  # type: ignore[method-assign]
 codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module  # type: ignore[method-assign]
+codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module  # type: ignore[method-assign]
 codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function  # type: ignore[method-assign]
 codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code  # type: ignore[method-assign]
 codegen.JITCPUCodegen.set_env = _set_env  # type: ignore[method-assign]

@@ -322,8 +322,12 @@ def finish(t, outputs, held):
 
 @jit
 def values(t, rows):
-    """The values of records ``rows`` (1-d or 2-d)."""
-    return t.val[rows.ravel()].reshape(rows.shape)
+    """The values of records ``rows`` (1-d or 2-d), by a loop: NumPy's fancy index compiled 0.25-0.3 s longer cold."""
+    flat = rows.reshape(-1)
+    out = np.empty(flat.size)
+    for k in range(flat.size):
+        out[k] = t.val[flat[k]]
+    return out.reshape(rows.shape)
 
 
 @jit
