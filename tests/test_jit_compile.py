@@ -15,8 +15,8 @@ import pytest
 from numba.extending import overload
 
 import tape
-from tape.compiled.by_reference import PREFIX
 from tape.compiled import link_only
+from tape.compiled.by_reference import PREFIX
 from tape.compiled.link_only import compiling
 from tape.compiled.overload_cache import described
 
