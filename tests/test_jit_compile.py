@@ -4,6 +4,7 @@ their own."""
 
 import ctypes
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from numba.extending import overload
 
 import tape
+from tape.compiled import link_only
 from tape.compiled.by_reference import PREFIX
 from tape.compiled.link_only import compiling
 from tape.compiled.overload_cache import described
@@ -72,6 +74,23 @@ def module(tmp_path):
 def test_a_cache_true_f_links_what_it_calls(module):
     user, drive = compiled(module.f)
     assert not by_reference(drive.library) and not by_reference(user.library)  # f linked in (and inlined there)
+
+
+def test_a_cache_true_f_of_vars_is_linked_into_its_driver_only(module, monkeypatch):
+    """No machine code, no wrappers, no module optimization of its own: the driver optimizes f with what it links."""
+    optimized: list = []
+    optimize = link_only._optimize
+    monkeypatch.setattr(link_only, "_optimize", lambda library: (optimized.append(library), optimize(library)))
+    user, drive = compiled(module.f)
+    assert user.library.tape_link_only and user.library not in optimized and drive.library in optimized
+    assert user.fndesc.llvm_cpython_wrapper_name not in defined(user.library)
+    assert user.fndesc.mangled_name in defined(drive.library)
+    assert tape.grad(module.f)(np.array([1.0, 2.0, 3.0])).tolist() == [2.0, 4.0, 6.0]
+
+
+def test_a_cache_false_f_has_machine_code_of_its_own():  # its driver calls it by address (a recursive f too)
+    user, _ = compiled(tape.jit(f, cache=False))
+    assert not getattr(user.library, "tape_link_only", False) and not getattr(user.library, "tape_unoptimized", False)
 
 
 def checked(n):
@@ -141,6 +160,25 @@ def test_an_array_op_compiled_in_one_process_is_loaded_in_the_next():
             for _ in range(2)]
     assert runs[0][:2] == runs[1][:2] == ["[3.0,", "3.0]"]
     assert runs[1][2] == "0"  # nothing of binary_array compiled again: loaded from tape's cache
+
+
+HOT = """
+import tape
+from tape.compiled.recording import push
+
+@tape.jit(cache=False)
+def g(xs):
+    return tape.sin(xs[0] * xs[1] + 2.0) - xs[0] / 3.0
+
+print(tape.grad(g)([1.0, 2.0]), list(push.overloads))
+"""
+
+
+def test_a_hot_layer_compiles_once_for_the_literal_numbers_of_its_callers(tmp_path):
+    """push(p, 3, ...) and push(p, 9, ...) compile one push (recording.Hot), LLVM inlining it into each op's entry."""
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}  # the recorders compile here (push with them)
+    out = subprocess.run([sys.executable, "-c", HOT], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip().endswith("[(void*, int64, int64, int64, float64)]"), out
 
 
 def test_cached_closures_are_keyed_on_what_their_cells_do():

@@ -6,8 +6,8 @@ and ``record_<code>`` (append the record: inputs, a constant-pool slot for const
 spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) gets the recorders of ``x <op> c`` and
 ``c <op> x`` exactly as tape/records/_recorders.py writes them (``x - c`` as ``add_c`` with ``-c``, a
 constant record for ops without a const op). Those layers, and push/push_const, are ``@hot``
-(inlined by Numba into what calls them): each entry (``unary_<code>``, ``<name>_vv/_vc/_cv``,
-``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
+(compiled once, inlined by LLVM into what calls them: recording.Hot): each entry (``unary_<code>``,
+``<name>_vv/_vc/_cv``, ``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
 the user's code one call (inlining the entries too gave RK4 4.6 ns/record but a 64 s compile). A Var
 holds its tape as a borrowed pointer (no op touches a reference count) and its value (no op reads
 the tape's values: a random DAG would miss the cache there). Tables at the end map names to them; tape/compiled/jit.py

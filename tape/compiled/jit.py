@@ -30,6 +30,7 @@ from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
+from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
@@ -53,6 +54,7 @@ from tape.records.handles import Handle
 from tape.tape import _FEW, Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
+FIRST_CAPACITY = 1 << 16  # records of the tape tape.value_and_grad of f records on (one per thread, reused)
 ARENA_MAX = 1 << 24  # elements (128 MiB) at most in a call's arena for Var arrays; beyond, they are allocated
 
 
@@ -151,6 +153,7 @@ class JitFunction:
                 self._cache = self.py_func.__code__ not in seen
             if self._cache:
                 cache_as(self.dispatcher, self.py_func, "")
+                LINKED.add(self.dispatcher.py_func)  # the driver links f: f of Vars gets no machine code of its own
             self._drive = _driver(self.dispatcher, self._cache)
         return self._drive
 
@@ -177,8 +180,8 @@ class JitFunction:
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
         k = len(x) if not array else x.size
         t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
-        if t is None:
-            t = Tape(capacity=max(1024, 4 * k))
+        if t is None:  # room for 65,536 records (1.9 MB): a first call that fills it compiles the growth (0.1-0.5 s)
+            t = Tape(capacity=max(FIRST_CAPACITY, 4 * k))
         few = not array and k <= _FEW  # Python floats written by memoryviews: a per-call cost
         if few:
             rows = np.arange(t._leaf_records(x), t._n)

@@ -7,32 +7,41 @@ compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrap
 before, and callers link that module, but it is not handed to the execution engine; that happens if its address is
 ever asked for (``get_pointer_to_function`` of a symbol it defines). Cached (tape/compiled/overload_cache.py), it
 is saved as the module its callers link (bitcode) and loaded link-only again: no machine code is made or loaded for
-it. f's machine code differs somewhat (f links the optimized IR as it is, where the callee's own machine-code
+it. A cached tape.jit f compiled for Vars (``LINKED``) is one too, and more: no Python or C caller can pass a Var,
+so it gets no wrappers, and it skips its own module optimization: its callers (its driver) link it and optimize
+it with the rest (f optimized once, not again in the driver: the drivers' machine code makes the same calls,
+instructions within 2%); never a recursive f (not cached: its driver calls it by address).
+f's machine code differs somewhat (f links the optimized IR as it is, where the callee's own machine-code
 generation had apparently changed it: rk4-array's f makes 94 calls instead of 102); the records do not. Its
 environment (what a raise with runtime values reads) is set once a module defining that global is machine code.
 Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
 ``_finalize_final_module``, ``_final_module``, ``_shared_module``, ``serialize_using_object_code`` and
-``_unserialize``, ``JitEngine.is_symbol_defined`` and ``JITCPUCodegen.set_env``.
+``_unserialize``, ``JitEngine.is_symbol_defined``, ``JITCPUCodegen.set_env`` and ``_optimize_final_module``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 
 import llvmlite.binding as llvm
 from numba.core import codegen, cpu, typed_passes
 from numba.core.compiler_lock import global_compiler_lock
 
+from tape.compiled.numba_internals import VarArrayType, VarType
+
 _PENDING: dict = {}  # environment global -> the environment of a link-only function, set when the global exists
 _active = 0  # tape Pipeline compiles in progress (under Numba's compiler lock)
 _lowering = typed_passes.BaseNativeLowering.run_pass
 _executable = cpu.CPUContext.get_executable
 _finalize = codegen.CPUCodeLibrary._finalize_final_module
+_optimize = codegen.CPUCodeLibrary._optimize_final_module
 _pointer = codegen.JITCodeLibrary.get_pointer_to_function
 _serialize = codegen.CPUCodeLibrary.serialize_using_object_code
 _unserialize_numba = codegen.CPUCodeLibrary._unserialize
 _set_env_numba = codegen.JITCPUCodegen.set_env
+LINKED: weakref.WeakSet = weakref.WeakSet()  # Python functions (cached tape.jit fs) link-only where typed for Vars
 LINK_ONLY = "tape-link-only"  # how a link-only library is cached: the bitcode its callers link
 
 
@@ -49,12 +58,22 @@ def compiling() -> Iterator[None]:
 
 
 def _run_lowering(self, state):
+    linked = _active and state.func_id.func in LINKED and any(isinstance(a, (VarType, VarArrayType))
+                                                                for a in state.args)
+    if linked:
+        state.flags.no_cpython_wrapper = state.flags.no_cfunc_wrapper = True  # no Python or C caller has a Var
     if _active and state.flags.no_cpython_wrapper:
         if state.library is None:  # made here as NativeLowering would make it
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
             state.library.enable_object_caching()
         state.library.tape_link_only = True
+        state.library.tape_unoptimized = linked
     return _lowering(self, state)
+
+
+def _optimize_final_module(self):
+    if not getattr(self, "tape_unoptimized", False):
+        _optimize(self)
 
 
 def _get_executable(self, library, fndesc, env):
@@ -124,9 +143,10 @@ def _defines(module, name: str) -> bool:
 typed_passes.BaseNativeLowering.run_pass = _run_lowering  # type: ignore[method-assign]
 cpu.CPUContext.get_executable = _get_executable  # type: ignore[method-assign]
 codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module  # type: ignore[method-assign]
+codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module  # type: ignore[method-assign]
 codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function  # type: ignore[method-assign]
 codegen.CPUCodeLibrary.serialize_using_object_code = _serialize_using_object_code  # type: ignore[method-assign]
 codegen.JITCPUCodegen.set_env = _set_env  # type: ignore[method-assign]
 codegen.CPUCodeLibrary._unserialize = classmethod(_unserialize)  # type: ignore[method-assign,assignment]
 
-__all__ = ["compiling"]
+__all__ = ["compiling", "LINKED"]
