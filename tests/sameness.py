@@ -1,5 +1,6 @@
 """Bit-for-bit comparison of two Functions' results, for the tests of the passes over records
-(test_prune, test_prune_arrays, test_cse)."""
+(test_prune, test_prune_arrays, test_cse), and edge points with NaN-canonical sameness for the compiled tables' tests
+(test_stretches, test_one_table)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,22 @@ def same_maps(Fs, Gs, Fv, Gv, X: np.ndarray, p) -> None:
     same(Fs, Gs, "map_value_and_grad", X, p)
     same(Fs, Gs, "map_hvp", X, X[::-1], p)
     same(Fv, Gv, "map_vjp", X, np.ones((len(X), Fv.n_outputs)), p)
+
+
+EDGES = ([0.0, -0.0], [np.inf, -np.inf], [np.nan], [1e300, -1e300], [1e-310, -5e-324], [800.0, -800.0])
+
+
+def edge_points(x: np.ndarray) -> list[np.ndarray]:
+    """x, +-0 everywhere, and x with every third element set to each pair of EDGES in turn."""
+    points = [x, np.zeros_like(x), -np.zeros_like(x)]
+    for values in EDGES:
+        y = x.copy()
+        y[::3] = np.resize(values, y[::3].shape)
+        points.append(y)
+    return points
+
+
+def same_bits(a, b) -> bool:
+    """The same bits (signed zeros too), NaN for NaN."""
+    a, b = np.atleast_1d(np.asarray(a, np.float64)), np.atleast_1d(np.asarray(b, np.float64))
+    return bool(((a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))).all())

@@ -6,6 +6,7 @@ table; packs keep regions of their own (layout.compact)."""
 
 import numpy as np
 import pytest
+from sameness import edge_points, same_bits
 
 import tape
 from tape.sweeps import compiled, layout, steps, stretches
@@ -43,24 +44,6 @@ def reading(u):  # a small vector made of a row's elements between rows: it must
 
 
 PROGRAMS = {"mixture": mixture, "softmax": softmax, "normalised": normalised, "reading": reading}
-EDGES = ([0.0, -0.0], [np.inf, -np.inf], [np.nan], [1e300, -1e300], [1e-310, -5e-324], [800.0, -800.0])
-
-
-def _points(x):
-    points = [x, np.zeros_like(x), -np.zeros_like(x)]
-    for values in EDGES:
-        y = x.copy()
-        y[::3] = np.resize(values, y[::3].shape)
-        points.append(y)
-    return points
-
-
-def _same(a, b):
-    """The same bits (signed zeros too), NaN for NaN."""
-    a, b = np.atleast_1d(np.asarray(a, np.float64)), np.atleast_1d(np.asarray(b, np.float64))
-    return bool(((a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))).all())
-
-
 def _tables(F):
     """The sizes (rows) of F's compiled tables, by sweep."""
     return {key[0]: [len(call.args[1]) for call in sweep.calls if getattr(call, "func", None) in
@@ -80,13 +63,13 @@ def test_tables_past_small_vectors_give_numpys_bits(name, monkeypatch):
     for driven in (True, False):
         monkeypatch.setattr(compiled, "ready", lambda s, runs, driven=driven: driven)
         ways[driven] = tape.trace(f, x)
-    for point in _points(x):
+    for point in edge_points(x):
         got = []
         for driven in (True, False):
             monkeypatch.setattr(compiled, "ready", lambda s, runs, driven=driven: driven)
             with np.errstate(all="ignore"):
                 got.append(ways[driven].value_and_grad(point))
-        assert all(_same(a, b) for a, b in zip(*got, strict=True)), point[:4]
+        assert all(same_bits(a, b) for a, b in zip(*got, strict=True)), point[:4]
     assert _tables(ways[False]) == {"forward": [], "reverse": []}
 
 
@@ -114,13 +97,13 @@ def test_afresh_tables_past_small_vectors_give_numpys_bits(name, monkeypatch):
     f, x = PROGRAMS[name], np.random.default_rng(10).normal(size=36) * 0.5
     monkeypatch.setattr(compiled._gate, "ready", lambda: True)
     g = tape.value_and_grad(f)
-    for point in _points(x):
+    for point in edge_points(x):
         got = []
         for few in (0, 10 ** 12):
             monkeypatch.setattr(compiled, "FEW", few)
             with np.errstate(all="ignore"):
                 got.append(g(point))
-        assert all(_same(a, b) for a, b in zip(*got, strict=True)), point[:4]
+        assert all(same_bits(a, b) for a, b in zip(*got, strict=True)), point[:4]
 
 
 def test_packs_keep_regions_of_their_own():

@@ -5,6 +5,7 @@ only the members read after a stretch are stored; against central differences.""
 import numpy as np
 import pytest
 from reference import central
+from sameness import edge_points, same_bits
 
 import tape
 from tape.records import array_records
@@ -89,24 +90,6 @@ def spaces(u):  # LINED rows of one size, lines 12 x 10 and 10 x 12; a 3-d space
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces}
-EDGES = ([0.0, -0.0], [np.inf, -np.inf], [np.nan], [1e300, -1e300], [1e-310, -5e-324], [800.0, -800.0])
-
-
-def _points(x):
-    points = [x, np.zeros_like(x), -np.zeros_like(x)]
-    for values in EDGES:
-        y = x.copy()
-        y[::3] = np.resize(values, y[::3].shape)
-        points.append(y)
-    return points
-
-
-def _same(a, b):
-    """The same bits (signed zeros too), NaN for NaN."""
-    a, b = np.atleast_1d(np.asarray(a, np.float64)), np.atleast_1d(np.asarray(b, np.float64))
-    return bool(((a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))).all())
-
-
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -132,12 +115,12 @@ def _run(F, point, monkeypatch, driven, on):
 def test_stretches_give_the_rows_and_numpys_bits(name, monkeypatch):
     f, x = PROGRAMS[name], np.random.default_rng(3).normal(size=300)
     ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False), (False, False))}
-    for point in _points(x):
+    for point in edge_points(x):
         got = _run(ways[True, True], point, monkeypatch, True, True)
         for way in ((True, False), (False, False)):
             want = _run(ways[way], point, monkeypatch, *way)
             for a, b in zip(got, want, strict=True):
-                assert _same(a, b), (way, point[:3])
+                assert same_bits(a, b), (way, point[:3])
     count, called = _headers(ways[True, True])
     assert count and called == count  # every stretch ran by its kernel, forward and back
     assert _headers(ways[True, False]) == (0, 0)
@@ -169,9 +152,9 @@ def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
     monkeypatch.setattr(stretches.Stretch, "made", {})
     x = np.random.default_rng(6).normal(size=size)
     ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False))}
-    for point in _points(x)[:4]:
+    for point in edge_points(x)[:4]:
         got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
-        assert all(_same(a, b) for a, b in zip(got, want, strict=True))
+        assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
     lined = [shape for shape in stretches.Stretch.made.values() if any(
         {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]
     assert any(not stretch.shape[0] for stretch in lined) and all(stretch.address for stretch in lined)
