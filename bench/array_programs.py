@@ -4,7 +4,8 @@ Each program is a function of one flat vector written with NumPy calls (it recor
 on VarArrays) and a hand-derived NumPy value and gradient, checked against each other first.
 Run: ``python bench/array_programs.py [--repeat N] [--only NAME ...] [--memory]``; it prints
 medians (ms) of tape.value_and_grad(f) (recorded afresh), F.value_and_grad (a Function from
-tape.trace, replayed) and the hand NumPy, with the ratio afresh / replayed. ``--memory`` runs
+tape.trace, replayed; first called as a long run would have, its kernels ready: long_run) and the hand NumPy,
+with the ratio afresh / replayed. ``--memory`` runs
 each program's recording, tracing and replay in fresh processes and reports peak tracemalloc bytes
 per element of the program's state (a heat step's u, a GRU's hidden state).
 ``--jax PYTHON`` alternates rounds of this process and of PYTHON (one with JAX; tape is not
@@ -320,6 +321,7 @@ def timings(name: str, repeat: int) -> dict[str, float]:
         scale = max(1.0, float(np.max(np.abs(want))))
         assert abs(value - want_value) <= 1e-9 * max(1.0, abs(want_value)), (name, label, value, want_value)
         assert np.max(np.abs(grad - want)) <= 1e-9 * scale, (name, label, np.max(np.abs(grad - want)))
+    long_run(lambda: F.value_and_grad(x))
     rows = {"afresh": lambda: afresh(x), "replayed": lambda: F.value_and_grad(x), "numpy": lambda: hand(x)}
     seconds: dict[str, list[float]] = {label: [] for label in rows}
     for _ in range(repeat):
@@ -328,6 +330,26 @@ def timings(name: str, repeat: int) -> dict[str, float]:
             fn()
             seconds[label].append(time.perf_counter() - t0)
     return {label: 1e3 * float(np.median(s)) for label, s in seconds.items()}
+
+
+LONG = 10.0  # CPU seconds of calls at most in long_run (stand-ins wait 1 s, then a shape's compile takes 1-3 CPU-s)
+
+
+def long_run(call: Callable[[], Any]) -> None:
+    """Call until every stretch kernel and run shape kernel made so far is ready, as in a long run (EAGER loads the
+    cached ones at once; one not yet on disk waits for its stand-ins' PAYBACK, then compiles, once a machine), at most
+    LONG seconds. Without it, a program whose shapes no long run had compiled was timed on its stand-ins: stencil5's 7
+    stretches of 10 rows (5*10^4 elements) ran row by row, the table's forward 940 us, 120 us by its kernels;
+    replayed value_and_grad 2.6-2.8 -> 1.13-1.18 CPU-ms (/work/notes/s13/G/ab.txt)."""
+    from tape.sweeps import fusion, stretches
+
+    def ready() -> bool:
+        return all(st.address for st in stretches.Stretch.made.values()) and \
+            all(sh._gate is None or sh._gate.open for sh in fusion.Shaped.made.values())
+
+    start = time.process_time()
+    while not ready() and time.process_time() - start < LONG:
+        call()
 
 
 def jax_timings(name: str, repeat: int) -> dict[str, float]:
