@@ -37,8 +37,11 @@ def warmup() -> None:
                    np.linspace(0.0, 1.0, 2000))  # arrays, and scalar records between them
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
     fusion.untwinned()  # the fused kernels, not their NumPy twins
+    fusion.SHAPED = False  # the generic ones first: a cached shape's own kernels would serve this run instead
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))
+    fusion.SHAPED = True
+    R.value_and_grad(np.ones(5000))  # its shape's own kernels
     C = tape.trace(lambda v: np.cumprod(v).sum(), np.ones(2000))  # the scans' compiled rules
     C.value_and_grad(np.ones(2000)), C.hvp(np.ones(2000), np.ones(2000)), C.jvp(np.ones(2000), np.ones(2000))
     compiled.warm()  # the compiled sweeps of array records (a Function uses them once they are cached)
