@@ -68,11 +68,16 @@ def sweep_forward(F: Function, point: np.ndarray, fused: bool = True) -> int:
     for _, numbers, start, stop in kept(F, "values"):
         numbers[...] = point[start:stop]
     steps.forward(F, F._runs_first if fused and not checking(F) else None)
-    if len(F._check_rows):
-        failed = np.flatnonzero((F._val[F._check_rows] != 0.0) != F._check_expected)
-        if len(failed):
-            return int(failed[0])
-    return -1
+    return first_failed(F)
+
+
+def first_failed(F: Function) -> int:
+    """The first recorded comparison that comes out otherwise at the current values, or -1 (the kernels' first_failed,
+    by NumPy: a small tape's twinned first uses compile no kernel for it)."""
+    if not len(F._check_rows):
+        return -1
+    failed = np.flatnonzero((F._val[F._check_rows] != 0.0) != F._check_expected)
+    return int(failed[0]) if len(failed) else -1
 
 
 def collect(F: Function, pieces: list[tuple[int, int, int]], scalars: np.ndarray, arena: np.ndarray,

@@ -47,25 +47,16 @@ def at(F: Function, point: np.ndarray, second: bool = False) -> None:
         # into itself once more (0.25 CPU-s of a first hvp, sparse or dense Hessian, cold)
         F._val[F._input_rows] = point
         row = replay.partials(F, True, 0)
-        failed = -2 - row if row >= 0 else first_failed(F)
+        failed = -2 - row if row >= 0 else array_replay.first_failed(F)
     else:
         failed = replay_partials(*args, F._targets, *checks)
     if failed <= -2:  # stopped at a grouped record: the _from kernels have their rules
         replay.partials(F, second, -2 - failed, full=True)
-        failed = first_failed(F)
+        failed = array_replay.first_failed(F)
     if failed >= 0 and replay.branch_changed(F, failed, point):
         replay.again(F, at, F, point, second)
     elif array_replay.checking(F):
         replay.check(F)
-
-
-def first_failed(F: Function) -> int:
-    """The first recorded comparison that comes out otherwise at the current values, or -1 (the kernels' first_failed,
-    by NumPy: a small tape's twinned first uses compile no kernel for it)."""
-    if not len(F._check_rows):
-        return -1
-    failed = np.flatnonzero((F._val[F._check_rows] != 0.0) != F._check_expected)
-    return int(failed[0]) if len(failed) else -1
 
 
 def at_arrays(F: Function, point: np.ndarray, second: bool) -> None:

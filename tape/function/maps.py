@@ -24,7 +24,7 @@ from tape.errors import BranchChanged, NonFiniteError
 from tape.function import arguments, array_replay, derivatives, distributed, format, replay
 from tape.kernels import _sweeps, twins
 from tape.kernels.compiling import LOAD, Gate
-from tape.kernels.ops import IS_GROUPED, IS_GROUPED_PAIR, IS_LEAF
+from tape.kernels.ops import IS_LEAF
 from tape.kernels.twins import Twin
 
 if TYPE_CHECKING:
@@ -87,17 +87,13 @@ def in_blocks(kernel: Any, points: int, records: int, *args: Any) -> None:
 # about its compile (twins.PAYBACK), or its load where cached.
 
 
-def _grouped(op: np.ndarray) -> bool:
-    return bool((IS_GROUPED | IS_GROUPED_PAIR)[op].any())
-
-
 def _values_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
     """map_values (its arguments) by F(x)'s kernels (replay.call)."""
     op, in0, in1, val0, consts, rows, X, checks, expected, outputs, out, failed = a
-    val = val0.copy()
+    val, grouped = val0.copy(), replay.grouped(op)
     for p in range(lo, hi):
         args = (op, in0, in1, val, consts, rows, X[p], checks, expected)
-        at = replay.replay_from(*args, 0) if _grouped(op) else replay.replay(*args)
+        at = replay.replay_from(*args, 0) if grouped else replay.replay(*args)
         failed[p] = replay.replay_from(*args, -2 - at) if at <= -2 else at
         out[p] = val[outputs]
 
@@ -107,10 +103,10 @@ def _gradients_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
     op, in0, in1, val0, consts, targets0, rows, X, checks, expected, seeds, W, values, grads, failed = a
     n = len(op)
     val, targets, partials, adj = val0.copy(), targets0.copy(), np.zeros((2, n)), np.zeros(n + 1)
-    grad = np.empty(len(rows))
+    grad, grouped = np.empty(len(rows)), replay.grouped(op)
     for p in range(lo, hi):
         args = (op, in0, in1, val, consts, partials, targets, adj, rows, X[p], checks, expected, seeds, W[p], grad)
-        at = replay.replay_gradient_from(*args, 0) if _grouped(op) else replay.replay_gradient(*args)
+        at = replay.replay_gradient_from(*args, 0) if grouped else replay.replay_gradient(*args)
         failed[p] = replay.replay_gradient_from(*args, -2 - at) if at <= -2 else at
         grads[p], values[p] = grad, val[seeds]
 

@@ -49,6 +49,14 @@ T = TypeVar("T")
 LIVE: weakref.WeakSet[Function] = weakref.WeakSet()  # every Function: a fork child renews their locks
 
 
+GROUPED = IS_GROUPED | IS_GROUPED_PAIR  # by opcode: ops whose replay takes the kernels' _from path
+
+
+def grouped(op: np.ndarray) -> bool:
+    """Whether records of these opcodes replay by replay_from (a grouped op among them), not replay."""
+    return bool(GROUPED[op].any())
+
+
 def _renew_locks() -> None:
     """A fork copies each lock as it was: held, maybe, by a thread the child does not have."""
     for F in list(LIVE):
@@ -111,7 +119,7 @@ def install(F: Function, a: dict[str, np.ndarray], plans: list[driver.Plan] | No
     F._targets[0][~HAS_DA[F._op]] = n
     F._targets[1][~HAS_DB[F._op]] = n
     F._adj = np.zeros(n + 1)
-    F._grouped = bool((IS_GROUPED | IS_GROUPED_PAIR)[F._op].any())
+    F._grouped = grouped(F._op)
     # second partials and adj_dot, allocated by the first hvp
     F._second = None
     F._input_shape = tuple(a["input_shape"].tolist())

@@ -33,7 +33,7 @@ from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
 from tape.sweeps import driver, fused_numpy
 from tape.sweeps import live as _live
 from tape.sweeps.driver import SHORT_NAME, Plan, contiguous, whole
-from tape.sweeps.plans import _indexed, _rows, ints, lengths
+from tape.sweeps.plans import indexed, ints, lengths, rows_of
 
 # a Tape's one reverse sweep fuses runs of arrays from this size: finding a run costs about 50 µs, which 10^4 elements
 # do not win back (value_and_grad ms fused vs not: heat 10^4 x 500, 226 vs 183; stencil 10^5, 4.4 vs 5.5)
@@ -196,7 +196,7 @@ def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> list[tuple[
     if len(arrays) < 2:
         return []
     code, rows, _, shapes, *_ = zip(*arrays, strict=True)
-    code, rows, shape, ndim = ints(code), ints(rows), _indexed(shapes)[1], lengths(shapes)
+    code, rows, shape, ndim = ints(code), ints(rows), indexed(shapes)[1], lengths(shapes)
     op = s._op[:n]
     constants = np.flatnonzero(op == ACONSTANT)
     zero_d = np.zeros(n, np.bool_)  # the 0-d constants
@@ -229,14 +229,14 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     code, rows, offsets, shapes, inputs, *_ = zip(*members, strict=True)
     rows, n_in = ints(rows), lengths(inputs)
     view_records, view_at, vshapes, strides = zip(*itertools.chain.from_iterable(inputs), strict=True)
-    distinct, shape = _indexed(shapes + vshapes)
+    distinct, shape = indexed(shapes + vshapes)
     dims = lengths(distinct)
     shape, vshape = shape[:len(members)], shape[len(members):]
     record, at = ints(view_records), ints(view_at)
     member = np.repeat(np.arange(len(members)), n_in)  # each view's
     j = np.arange(len(member)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # its place among its member's views
-    step = _rows(strides, 2, lambda st: list(st[:2]))
-    whole_steps = _rows(tuple(distinct), 2, lambda sh: list(contiguous(sh)[:2]))
+    step = rows_of(strides, 2, lambda st: list(st[:2]))
+    whole_steps = rows_of(tuple(distinct), 2, lambda sh: list(contiguous(sh)[:2]))
     of = np.full(n, -1, np.int64)  # a member's record: its group (the sum's too, for the readers)
     of[rows] = group
     slot = np.zeros(n, np.int64)
@@ -283,7 +283,7 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     watched = (np.bincount(group, written >= 0, len(groups)) > 0).tolist()
     m_at = np.concatenate([[0], np.cumsum(count)])
     first = shape[m_at[:-1]]  # each group's shape
-    sizes = _rows(tuple(distinct), 2, lambda sh: list(sh[:2]))[first]
+    sizes = rows_of(tuple(distinct), 2, lambda sh: list(sh[:2]))[first]
     n0, n1 = np.where(dims[first] == 1, 1, sizes[:, 0]), np.where(dims[first] == 1, sizes[:, 0], sizes[:, 1])
     apart = np.bincount(ext_group, ext[in_ext, 1] != n1[ext_group] * ext[in_ext, 2], len(groups)) > 0
     n0, n1 = np.where(apart, n0, 1), np.where(apart, n1, n0 * n1)  # rows one after another: one row, in blocks of

@@ -38,7 +38,7 @@ VIEWS = tuple(slice(_HEAD + 2 * _SHAPE + j * _VIEW, _HEAD + 2 * _SHAPE + (j + 1)
 # view's columns: record (-1: none), offset, ndim and sizes, strides
 
 
-def _indexed(values: tuple) -> tuple[list, np.ndarray]:
+def indexed(values: tuple) -> tuple[list, np.ndarray]:
     """(the distinct values, in order of first appearance; each value's index among them), by dicts and map: no
     Python step per value."""
     distinct = list(dict.fromkeys(values))
@@ -46,9 +46,9 @@ def _indexed(values: tuple) -> tuple[list, np.ndarray]:
     return distinct, np.fromiter(map(number.__getitem__, values), np.int64, len(values))
 
 
-def _rows(values: tuple, width: int, row: Callable[[Any], list[int]]) -> np.ndarray:
+def rows_of(values: tuple, width: int, row: Callable[[Any], list[int]]) -> np.ndarray:
     """row(value) of each value (a shape, strides, axes), made once per distinct value, width columns."""
-    distinct, index = _indexed(values)
+    distinct, index = indexed(values)
     rows = np.zeros((len(distinct), width), np.int64)
     for k, v in enumerate(distinct):
         cells = row(v)
@@ -84,22 +84,22 @@ def encode(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray]:
         k = int(np.argmax((ndim[0] > MAX_DIMS) | (ndim[1] > MAX_DIMS)))
         raise ValueError(f"array record #{row[k]} has {ndim[0][k]} dimensions; a Function holds at most {MAX_DIMS}")
     count = lengths(places)
-    objects, which = _indexed(tuple(map(id, places)))  # (every plan holds its places: no id is reused)
+    objects, which = indexed(tuple(map(id, places)))  # (every plan holds its places: no id is reused)
     first = np.full(len(objects), m)
     np.minimum.at(first, which, np.arange(m))
     added = np.zeros(m, np.int64)
     added[first] = count[first]  # each places object's count, at its first plan
     before = np.cumsum(added) - added
-    table[:, :_HEAD] = np.column_stack([ints(code), ints(row), ints(offset), _rows(
+    table[:, :_HEAD] = np.column_stack([ints(code), ints(row), ints(offset), rows_of(
         axes, 1, lambda a: [sum(1 << k for k in a)]), np.where(count > 0, before[first[which]], before), count])
-    table[:, _HEAD:_HEAD + _SHAPE] = _rows(shape, _SHAPE, _shape)
-    table[:, _HEAD + _SHAPE:_HEAD + 2 * _SHAPE] = _rows(wide, _SHAPE, _shape)
+    table[:, _HEAD:_HEAD + _SHAPE] = rows_of(shape, _SHAPE, _shape)
+    table[:, _HEAD + _SHAPE:_HEAD + 2 * _SHAPE] = rows_of(wide, _SHAPE, _shape)
     n_in = lengths(inputs)
     plan = np.repeat(np.arange(m), n_in)
     j = np.arange(len(plan)) - np.repeat(np.cumsum(n_in) - n_in, n_in)  # each view's place among its plan's
     views = tuple(itertools.chain.from_iterable(inputs))
     record, at, vshape, strides = zip(*views, strict=True) if views else ((),) * 4
-    cells = np.column_stack([ints(record), ints(at), _rows(vshape, _SHAPE, _shape), _rows(strides, MAX_DIMS, list)])
+    cells = np.column_stack([ints(record), ints(at), rows_of(vshape, _SHAPE, _shape), rows_of(strides, MAX_DIMS, list)])
     for k, cols in enumerate(VIEWS):
         table[:, cols.start] = -1
         table[plan[j == k], cols] = cells[j == k]
@@ -116,7 +116,7 @@ def relaid(plans: list[Plan], offsets: np.ndarray) -> list[Plan]:
 def regions(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(opcode, offset, size) of each plan, as arrays (each distinct shape's size found once)."""
     code, _, offset, shape, *_ = zip(*plans, strict=True) if plans else ((),) * 4
-    return ints(code), ints(offset), _rows(shape, 1, lambda s: [math.prod(s)])[:, 0]
+    return ints(code), ints(offset), rows_of(shape, 1, lambda s: [math.prod(s)])[:, 0]
 
 
 def _get_shape(row: list[int], at: int, what: str) -> tuple[int, ...]:
