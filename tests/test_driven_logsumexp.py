@@ -54,3 +54,21 @@ def test_without_numpys_loops_logsumexp_stays_numpys(monkeypatch):
     monkeypatch.setattr(compiled.kernels, "LOOPS", frozenset({"exp"}))
     F = _both(LINES["rows"][0], RNG.normal(size=2400), _points(2400)[:2], monkeypatch)
     assert not _driven(F, compiled.kernels.LOGSUMEXP)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 15, 16, 17, 24, 31, 127, 128, 129, 300])
+def test_line_sums_two_at_a_time_are_pairwise_sums(n):
+    """_sums (a logsumexp row's sums of its lines, two at a time) gives each line's 0.0 + _pairwise sum, bit for bit,
+    NaN signs too, at lengths around its 8-wide blocks and 128, odd and even counts of lines, and np.sum's bits."""
+    kernels = compiled.kernels
+    for count in (1, 2, 3, 6):
+        X = RNG.normal(size=count * n + 5) * 10.0 ** RNG.integers(-8, 9, count * n + 5)
+        X[RNG.integers(0, X.size, 3)] = [-0.0, np.inf, np.nan]
+        X[5:5 + n] = -0.0  # a line of -0.0 sums to 0.0
+        S = np.full(count + 2, 7.0)
+        kernels._sums(X, 5, count, n, S, 1)
+        want = [0.0 + kernels._pairwise(X, 5 + i * n, n, 1) for i in range(count)]
+        assert S.view(np.int64).tolist() == np.array([7.0, *want, 7.0]).view(np.int64).tolist()
+        finite = np.where(np.isfinite(X), X, 1.0)
+        kernels._sums(finite, 5, count, n, S, 1)
+        assert S[1:-1].tolist() == [0.0 + np.sum(finite[5 + i * n:5 + (i + 1) * n]) for i in range(count)]

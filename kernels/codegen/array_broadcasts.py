@@ -85,7 +85,7 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     total[:0 if same else held] = 0.0
     for first in range(0, m, lines):
         last, size = min(m, first + lines), (min(m, first + lines) - first) * n
-        A, B = _operands(t, aval, scratch, number, first, last, READS[t[OP]])
+        A, B = _operands(t, aval, scratch, number, first, last, READS[t[OP], q])
         y, g = aval[out + first * n:out + last * n], aadj[out + first * n:out + last * n]
         if same:
             sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, number, False)

@@ -45,11 +45,11 @@ def _logsumexp(t, aval, aadj, scratch, back):
     for first in range(0, m, lines):
         last = min(m, first + lines)
         _differences(t, aval, first, last, E, T)
+        if not back:
+            _sums(E, 0, last - first, n, S, first)
+            continue
         for i in range(first, last):
             e = (i - first) * n
-            if not back:
-                S[i] = 0.0 + _pairwise(E, e, n, 1)
-                continue
             g, at = aadj[out + i * o2], base + i * s2
             for j in range(n):
                 p = E[np.uint64(e + j)]

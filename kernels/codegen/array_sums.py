@@ -105,6 +105,31 @@ def _pairwise(aval, at, n, stride):
     return value
 
 
+
+@jit
+def _sums(X, at, count, n, S, to):
+    """S[to + i] = 0.0 + the sum of line i, n adjacent elements from X[at + i * n] on, in _pairwise's order, for i <
+    count: lines of 8 to 128 elements two at a time, their adds interleaved (two chains the CPU overlaps: 10^4 lines of
+    16, 131 -> 27 µs CPU, /work/notes/s14/A), others by _pairwise."""
+    i, end = 0, n - n % 8
+    while 8 <= n <= 128 and i + 1 < count:
+        p, q = at + i * n, at + (i + 1) * n
+        r0, r1, r2, r3, r4, r5, r6, r7 = X[p], X[p + 1], X[p + 2], X[p + 3], X[p + 4], X[p + 5], X[p + 6], X[p + 7]
+        u0, u1, u2, u3, u4, u5, u6, u7 = X[q], X[q + 1], X[q + 2], X[q + 3], X[q + 4], X[q + 5], X[q + 6], X[q + 7]
+        for j in range(8, end, 8):
+            x, y = p + j, q + j
+            r0, r1, r2, r3 = r0 + X[x], r1 + X[x + 1], r2 + X[x + 2], r3 + X[x + 3]
+            r4, r5, r6, r7 = r4 + X[x + 4], r5 + X[x + 5], r6 + X[x + 6], r7 + X[x + 7]
+            u0, u1, u2, u3 = u0 + X[y], u1 + X[y + 1], u2 + X[y + 2], u3 + X[y + 3]
+            u4, u5, u6, u7 = u4 + X[y + 4], u5 + X[y + 5], u6 + X[y + 6], u7 + X[y + 7]
+        s, v = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), ((u0 + u1) + (u2 + u3)) + ((u4 + u5) + (u6 + u7))
+        for j in range(end, n):
+            s, v = s + X[p + j], v + X[q + j]
+        S[to + i], S[to + i + 1] = 0.0 + s, 0.0 + v
+        i += 2
+    for k in range(i, count):
+        S[to + k] = 0.0 + _pairwise(X, at + k * n, n, 1)
+
 @jit
 def _sum_forward(t, aval):
     """y = the sum over the reduced axes (output strides 0 along them), as NumPy adds: pairwise along the
