@@ -8,6 +8,7 @@ memory is a view (recorded as nothing), anything else is a gather record.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -54,11 +55,13 @@ def number(t: Storage, c: float) -> View:
 
 def _record(t: Storage, name: str, shape: tuple[int, ...], inputs: tuple[View, ...], **extra) -> View:
     row = t._push_array(ARRAY_OPCODE[name], shape, inputs, **extra)
-    return whole(row, t._plan(row))
+    return whole(row, t._plans[-1])
 
 
+@functools.lru_cache(maxsize=1024)
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy's broadcast shape, or its error naming the shapes; equal shapes skip NumPy (a few µs)."""
+    """NumPy's broadcast shape, or its error naming the shapes; decided once per shapes (np.broadcast_shapes takes
+    3-4 µs, a lookup 0.2: ``c * u`` in a loop broadcasts a 0-d constant at every step)."""
     if len(set(shapes)) == 1:
         return shapes[0]
     try:
