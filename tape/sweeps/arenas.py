@@ -119,6 +119,7 @@ class Arenas:
     _op_w: Any  # Storage's memoryview of _op
     _push: Callable[[int, int, int, float], int]  # Storage's: append one record
     _recycling = False  # whether it recycles regions (then handles call _register)
+    _views = _schedules = None  # (a Function's caches: driver's getattr finds these at once)
     _traced = False  # recycling for tape.trace: constants and inputs kept, nothing pinned for a reverse sweep
 
     def _init_arenas(self) -> None:
@@ -136,8 +137,7 @@ class Arenas:
         self._freed: dict[int, int] = {}  # recycled records: row -> the row that took its region (-1: none yet)
         self._numbers: dict[tuple[float, float], View] = {}  # 0-d constants that operators made, by value and sign
         self._recycling = False
-        self._arrays: dict[tuple, np.ndarray] = {}  # views of _arrays_of, the value arena (driver.forward_recorded)
-        self._arrays_of: np.ndarray | None = None
+        self._kept = driver.Kept()  # views of the arenas
 
     def _recycle(self, traced: bool = False) -> None:
         """Recycle regions from now on (see the module docstring): tape.value_and_grad's own tapes, and
@@ -232,7 +232,7 @@ class Arenas:
             if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
                 grown = _take(max(len(self._aval) + self._room(), start + size, 1024))
                 grown[:start] = self._aval[:start]
-                self._arrays = {}
+                self._kept.drop()
                 if not self._recycling:  # (a recycling tape grows seldom: its old arena is let go at once)
                     recycle(self._aval)
                 self._aval = grown
@@ -270,7 +270,7 @@ class Arenas:
         if size > len(self._aval):
             grown = _take(size)
             grown[:self._n_arena] = self._aval[:self._n_arena]
-            self._arrays = {}
+            self._kept.drop()
             recycle(self._aval)
             self._aval = grown
 
@@ -282,6 +282,7 @@ class Arenas:
         if len(self._aadj) < self._n_arena:
             grown = _take(self._n_arena)
             grown[:len(self._aadj)] = self._aadj
+            self._kept.drop()
             recycle(self._aadj)
             self._aadj = grown
 
@@ -316,7 +317,7 @@ class Arenas:
 
     def __del__(self) -> None:
         try:
-            self._arrays = {}
+            self._kept.drop()
             recycle(self._aval, self._aadj)
         except Exception:  # noqa: BLE001  a tape that never got its arenas, or interpreter shutdown
             pass

@@ -97,7 +97,7 @@ def region(arena: np.ndarray, plan: Plan) -> np.ndarray:
 
 
 def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
-    """region(arena, p) for record p of s: kept, as views are, by a Function."""
+    """region(arena, p) for record p of s: kept, as views are, by a Function, and by a tape (Kept)."""
     cache = getattr(s, "_views", None)
     if cache is not None and (arena is s._aval or arena is s._aadj):
         key = (p.row, arena is s._aval)
@@ -105,7 +105,49 @@ def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
         if found is None:
             found = cache[key] = region(arena, p)
         return found
-    return region(arena, p)
+    kept = getattr(s, "_kept", None)
+    views = kept.of(s, arena) if kept is not None else None
+    if views is None:
+        return region(arena, p)
+    return kept_view(views, arena, p.offset, p.shape, contiguous(p.shape))
+
+
+def kept_view(views: dict[tuple, np.ndarray], arena: np.ndarray, start: int, shape: tuple[int, ...],
+              strides: tuple[int, ...]) -> np.ndarray:
+    """arena's elements from ``start`` (shape, element strides), looked up in or added to views (Kept's)."""
+    key = (start, shape, strides)
+    found = views.get(key)
+    if found is None:
+        found = views[key] = np.ndarray(shape, np.float64, arena, 8 * start, _bytes(strides))
+    return found
+
+
+KEPT = 1024  # views of an arena a tape keeps (about 300 bytes each)
+
+
+class Kept:
+    """A tape's views of its two arenas by (element start, shape, strides): each dict kept while its arena is the same
+    object, and at most KEPT long. A lookup costs 0.1 µs, a view built 0.6-1.8, and a loop's records reuse a few
+    regions and their slices (tape/sweeps/arenas.py recycles them). Its views hold the arenas: drop() before one is
+    given back (arenas.recycle counts references)."""
+
+    __slots__ = ("arenas", "views")
+
+    def __init__(self) -> None:
+        self.drop()
+
+    def drop(self) -> None:
+        self.arenas: list[np.ndarray | None] = [None, None]
+        self.views: list[dict[tuple, np.ndarray]] = [{}, {}]
+
+    def of(self, s: State, arena: np.ndarray) -> dict[tuple, np.ndarray] | None:
+        """The views of arena (s's value or adjoint arena; None for another)."""
+        k = 0 if arena is s._aval else 1 if arena is s._aadj else -1
+        if k < 0:
+            return None
+        if self.arenas[k] is not arena or len(self.views[k]) >= KEPT:
+            self.arenas[k], self.views[k] = arena, {}
+        return self.views[k]
 
 
 def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
@@ -132,6 +174,10 @@ def _view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
     if borrowed and arena is s._aval and v.record in borrowed:  # a constant read in place (tape/sweeps/arenas.py)
         return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, _bytes(v.strides))
     start = s._plans[s._in0[v.record]].offset + v.offset
+    kept = getattr(s, "_kept", None)
+    views = kept.of(s, arena) if kept is not None else None
+    if views is not None:
+        return kept_view(views, arena, int(start), v.shape, v.strides)
     return np.ndarray(v.shape, np.float64, arena, 8 * start, _bytes(v.strides))
 
 
@@ -149,8 +195,22 @@ def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
 
 def read(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
     """The views p reads; a 0-d constant as a float (NumPy's fast paths: x ** 2.0 squares)."""
-    return [float(arena[s._plans[s._in0[v.record]].offset + v.offset]) if not v.shape and
-            s._op[v.record] == ACONSTANT else view(s, arena, v) for v in p.inputs]
+    kept = getattr(s, "_kept", None)
+    views = kept.of(s, arena) if kept is not None else None
+    if views is None:
+        return [float(arena[s._plans[s._in0[v.record]].offset + v.offset]) if not v.shape and
+                s._op[v.record] == ACONSTANT else view(s, arena, v) for v in p.inputs]
+    ins: list[Any] = []  # a tape's: views from Kept (its _in0_w and _op_w read Python ints)
+    for v in p.inputs:
+        if s._borrowed and v.record in s._borrowed and arena is s._aval:
+            ins.append(_view(s, arena, v))
+            continue
+        start = s._plans[s._in0_w[v.record]].offset + v.offset
+        if not v.shape and s._op_w[v.record] == ACONSTANT:
+            ins.append(float(arena[start]))
+            continue
+        ins.append(kept_view(views, arena, start, v.shape, v.strides))
+    return ins
 
 
 # -- forward ----------------------------------------------------------------------------
@@ -180,44 +240,16 @@ try:  # NumPy 2's errstate is a context variable: set by a token per record reco
         _IGNORED = _ERRORS.get()
 except ImportError:  # pragma: no cover
     _ERRORS = None
-KEPT = 1024  # views a recording tape keeps (_arrays; about 300 bytes each)
 
 
 def forward_recorded(s: State, p: Plan) -> None:
-    """forward_one for the record a tape is recording, with no floating-point warning (as every sweep): the views it
-    reads and writes come from ``s._arrays``, kept by element start, shape and strides while the value arena is the
-    same object (a lookup is 0.1 µs, a view built 0.6-1.8: a loop's records reuse a few regions and their slices)."""
-    rule = RULE[p.code]
-    if rule.reads != "views" or _ERRORS is None:
+    """forward_one for the record a tape is recording, with no floating-point warning (as every sweep)."""
+    if _ERRORS is None:
         forward_quietly(s, p)
         return
-    if not p.inputs:
-        return
-    arena, kept = s._aval, s._arrays
-    if s._arrays_of is not arena or len(kept) >= KEPT:
-        kept = s._arrays = {}
-        s._arrays_of = arena
-    ins: list[Any] = []
-    for v in p.inputs:
-        if s._borrowed and v.record in s._borrowed:
-            ins.append(_view(s, arena, v))
-            continue
-        start = s._plans[s._in0_w[v.record]].offset + v.offset
-        if not v.shape and s._op_w[v.record] == ACONSTANT:
-            ins.append(float(arena[start]))  # (as read's)
-            continue
-        key = (start, v.shape, v.strides)
-        found = kept.get(key)
-        if found is None:
-            found = kept[key] = np.ndarray(v.shape, np.float64, arena, 8 * start, _bytes(v.strides))
-        ins.append(found)
-    key = (p.offset, p.shape, contiguous(p.shape))
-    out = kept.get(key)
-    if out is None:
-        out = kept[key] = np.ndarray(p.shape, np.float64, arena, 8 * p.offset, _bytes(key[2]))
     token = _ERRORS.set(_IGNORED)
     try:
-        rule.forward(p, ins, out)
+        forward_one(s, p)
     finally:
         _ERRORS.reset(token)
 
