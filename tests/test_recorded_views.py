@@ -98,6 +98,7 @@ def test_a_borrowed_constant_is_read_in_place():
 
 def test_arenas_go_back_to_the_spares(monkeypatch):
     """tape.value_and_grad's arenas are spares for the next tape once it returns: its kept views let go of them."""
+    gc.collect()  # (earlier tests' tapes in cycles give theirs back now, not below)
     monkeypatch.setattr(arenas, "_SPARE", [])
 
     def f(u):
@@ -169,3 +170,45 @@ def test_an_adjoint_arena_that_grows_goes_back_to_the_spares(monkeypatch):
     v = u * 2.0 + u
     t.backward((v * v).sum())
     assert id(t._aadj) != first and any(id(a) == first for a in arenas._SPARE)
+
+
+def _reshaped_over_a_buffer(shape, strides, new):
+    """array_records.reshape's decision as it was made: NumPy reshaping a view of real elements."""
+    extent = 1 + sum(abs(s) * (n - 1) for n, s in zip(shape, strides, strict=True) if n)
+    start = sum(-s * (n - 1) for n, s in zip(shape, strides, strict=True) if s < 0 and n)
+    elements = np.ndarray(shape, np.float64, np.zeros(extent + 1), 8 * start, tuple(8 * s for s in strides))
+    new_shape = np.empty(shape, np.bool_).reshape(new).shape
+    try:
+        reshaped = elements.view()
+        reshaped.shape = new_shape
+    except AttributeError:
+        return new_shape, None
+    return new_shape, tuple(s // 8 for s in reshaped.strides)
+
+
+def test_reshapes_are_decided_by_shape_and_strides_as_numpy_decides():
+    """_reshaped (kept by shape, strides and the new shape) against NumPy over real elements: C and Fortran
+    order, slices with steps, reversed axes, zero-size axes, -1; and NumPy's error for a size that does not fit."""
+    rng = np.random.default_rng(5)
+    cases = 0
+    for _ in range(300):
+        ndim = int(rng.integers(1, 4))
+        base = tuple(int(n) for n in rng.integers(0, 5, ndim))
+        strides = list(driver.contiguous(base))
+        if rng.uniform() < 0.3:
+            strides = strides[::-1]  # Fortran-like
+        strides = [s * int(rng.choice([1, 2, -1])) for s in strides]
+        shape, strides = base, tuple(strides)
+        size = int(np.prod(shape))
+        for new in [(size,), (-1,), (1, size), (size, 1), shape[::-1], (-1, shape[-1]) if shape[-1] else (0, 1)]:
+            try:
+                want = _reshaped_over_a_buffer(shape, strides, new)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    array_records._reshaped(shape, strides, new)
+                continue
+            assert array_records._reshaped(shape, strides, new) == want, (shape, strides, new)
+            cases += 1
+    assert cases > 1000
+    with pytest.raises(ValueError):
+        array_records._reshaped((6,), (1,), (4,))

@@ -208,15 +208,28 @@ def _element(v: View, key: tuple[int, ...]) -> int:
 
 def reshape(t: Storage, v: View, shape: tuple[int, ...]) -> View:
     """A view when the elements allow one (as NumPy decides), else a copy by gather."""
-    elements = np.ndarray(v.shape, np.float64, t._aval, 8 * (t._plan(v.record).offset + v.offset),
-                          tuple(8 * s for s in v.strides))
-    new_shape = np.empty(v.shape, np.bool_).reshape(shape).shape  # NumPy's checks and -1
+    try:
+        new_shape, strides = _reshaped(v.shape, v.strides, shape)
+    except TypeError:  # a shape lru_cache cannot hash (an ndarray in it): NumPy takes it or says why
+        new_shape, strides = _reshaped.__wrapped__(v.shape, v.strides, shape)
+    if strides is None:
+        return gather(t, v.record, places(v).reshape(new_shape))
+    return View(v.record, v.offset, new_shape, strides)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reshaped(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]
+              ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """(NumPy's shape for ``new``: its checks and -1; the element strides of an array of shape and strides
+    reshaped to it as a view, None where NumPy would copy): all it depends on, so decided once each (5 µs)."""
+    new_shape = np.empty(shape, np.bool_).reshape(new).shape
+    elements = np.lib.stride_tricks.as_strided(np.zeros(1), shape, tuple(8 * s for s in strides))  # (never read)
     try:
         reshaped = elements.view()
         reshaped.shape = new_shape  # raises where a copy would be needed
     except AttributeError:
-        return gather(t, v.record, places(v).reshape(new_shape))
-    return View(v.record, v.offset, tuple(new_shape), tuple(s // 8 for s in reshaped.strides))
+        return new_shape, None
+    return new_shape, tuple(s // 8 for s in reshaped.strides)
 
 
 def transpose(v: View, axes: tuple[int, ...] | None) -> View:
