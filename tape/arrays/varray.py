@@ -85,10 +85,10 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
     found = array_operands(inputs)
     if found is not None:
-        t = found[0]
-        views = [p if type(p) is View else array_records.number(t, p) if type(p) is float else
-                 array_records.constant(t, p) for p in found[1]]
-        return wrap_view(t, array_records.elementwise(t, _NAMES[ufunc], *views))
+        on = found[0]
+        views = [p if type(p) is View else array_records.number(on, p) if type(p) is float else
+                 array_records.constant(on, p) for p in found[1]]
+        return wrap_view(on, array_records.elementwise(on, _NAMES[ufunc], *views))
     small = _small.binary(_LOOP[ufunc], *inputs, VarArray) if len(inputs) == 2 and ufunc in _LOOP else None
     if small is not None:
         return small

@@ -105,8 +105,7 @@ def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
         if found is None:
             found = cache[key] = region(arena, p)
         return found
-    kept = getattr(s, "_kept", None)
-    views = kept.of(s, arena) if kept is not None else None
+    views = kept(s, arena)
     if views is None:
         return region(arena, p)
     return kept_view(views, arena, p.offset, p.shape, contiguous(p.shape))
@@ -125,6 +124,12 @@ def kept_view(views: dict[tuple, np.ndarray], arena: np.ndarray, start: int, sha
 KEPT = 1024  # views of an arena a tape keeps (about 300 bytes each)
 
 
+def kept(s: State, arena: np.ndarray) -> dict[tuple, np.ndarray] | None:
+    """A tape's kept views of arena (Kept.of), None for other states."""
+    found = getattr(s, "_kept", None)
+    return found.of(s, arena) if found is not None else None
+
+
 class Kept:
     """A tape's views of its two arenas by (element start, shape, strides): each dict kept while its arena is the same
     object, and at most KEPT long. A lookup costs 0.1 µs, a view built 0.6-1.8, and a loop's records reuse a few
@@ -141,13 +146,11 @@ class Kept:
         self.views: list[dict[tuple, np.ndarray]] = [{}, {}]
 
     def of(self, s: State, arena: np.ndarray) -> dict[tuple, np.ndarray] | None:
-        """The views of arena (s's value or adjoint arena; None for another)."""
+        """The views of arena, s's value or adjoint arena (None for another)."""
         k = 0 if arena is s._aval else 1 if arena is s._aadj else -1
-        if k < 0:
-            return None
-        if self.arenas[k] is not arena or len(self.views[k]) >= KEPT:
+        if k >= 0 and (self.arenas[k] is not arena or len(self.views[k]) >= KEPT):
             self.arenas[k], self.views[k] = arena, {}
-        return self.views[k]
+        return self.views[k] if k >= 0 else None
 
 
 def view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
@@ -174,8 +177,7 @@ def _view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
     if borrowed and arena is s._aval and v.record in borrowed:  # a constant read in place (tape/sweeps/arenas.py)
         return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, _bytes(v.strides))
     start = s._plans[s._in0[v.record]].offset + v.offset
-    kept = getattr(s, "_kept", None)
-    views = kept.of(s, arena) if kept is not None else None
+    views = kept(s, arena)
     if views is not None:
         return kept_view(views, arena, int(start), v.shape, v.strides)
     return np.ndarray(v.shape, np.float64, arena, 8 * start, _bytes(v.strides))
@@ -195,22 +197,13 @@ def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
 
 def read(s: State, arena: np.ndarray, p: Plan) -> list[Any]:
     """The views p reads; a 0-d constant as a float (NumPy's fast paths: x ** 2.0 squares)."""
-    kept = getattr(s, "_kept", None)
-    views = kept.of(s, arena) if kept is not None else None
-    if views is None:
+    views = kept(s, arena)
+    if views is None or s._borrowed:
         return [float(arena[s._plans[s._in0[v.record]].offset + v.offset]) if not v.shape and
                 s._op[v.record] == ACONSTANT else view(s, arena, v) for v in p.inputs]
-    ins: list[Any] = []  # a tape's: views from Kept (its _in0_w and _op_w read Python ints)
-    for v in p.inputs:
-        if s._borrowed and v.record in s._borrowed and arena is s._aval:
-            ins.append(_view(s, arena, v))
-            continue
-        start = s._plans[s._in0_w[v.record]].offset + v.offset
-        if not v.shape and s._op_w[v.record] == ACONSTANT:
-            ins.append(float(arena[start]))
-            continue
-        ins.append(kept_view(views, arena, start, v.shape, v.strides))
-    return ins
+    starts = [s._plans[s._in0_w[v.record]].offset + v.offset for v in p.inputs]  # a tape's: Python ints, kept views
+    return [float(arena[k]) if not v.shape and s._op_w[v.record] == ACONSTANT else
+            kept_view(views, arena, k, v.shape, v.strides) for v, k in zip(p.inputs, starts, strict=True)]
 
 
 # -- forward ----------------------------------------------------------------------------
@@ -234,19 +227,19 @@ def forward_one(s: State, p: Plan) -> None:
 forward_quietly = np.errstate(all="ignore")(forward_one)  # each record as recorded: a third of a with block's cost
 
 try:  # NumPy 2's errstate is a context variable: set by a token per record recorded, 0.4 µs against the decorator's
-    from numpy._core._ufunc_config import _extobj_contextvar as _ERRORS  # 0.9-1.4 (NumPy 1: forward_quietly)
+    from numpy._core import _ufunc_config  # 0.9-1.4 (NumPy 1: forward_quietly)
 
-    with np.errstate(all="ignore"):
-        _IGNORED = _ERRORS.get()
+    _ERRORS = getattr(_ufunc_config, "_extobj_contextvar", None)
 except ImportError:  # pragma: no cover
     _ERRORS = None
+with np.errstate(all="ignore"):
+    _IGNORED = _ERRORS.get() if _ERRORS is not None else None
 
 
 def forward_recorded(s: State, p: Plan) -> None:
     """forward_one for the record a tape is recording, with no floating-point warning (as every sweep)."""
     if _ERRORS is None:
-        forward_quietly(s, p)
-        return
+        return forward_quietly(s, p)
     token = _ERRORS.set(_IGNORED)
     try:
         forward_one(s, p)
