@@ -39,6 +39,7 @@ BINARY = {getattr(np, s.ufunc): s for s in ARITHMETIC}  # numpy ufunc -> how it 
 _LOOP = {ufunc: (OPCODE[s.pair], OPCODE.get(s.var_c, -1), OPCODE.get(s.c_var, -1), s.negate)
          for ufunc, s in BINARY.items()}
 UNARY_CODES = {getattr(np, ufunc): OPCODE[name] for name, ufunc in UNARY_UFUNCS.items()}
+_NAMES = {**{u: s.pair for u, s in BINARY.items()}, **{u: OPS[c].name for u, c in UNARY_CODES.items()}}  # array ops'
 
 
 def wrap(t: Storage, rows: np.ndarray) -> Any:
@@ -64,15 +65,16 @@ def _broadcast(parts: list[tuple[Storage | None, Any]]) -> tuple[int, ...]:
 
 
 def array_operands(inputs: tuple[Any, ...]) -> tuple[Storage, list[Any]] | None:
-    """(tape, a View or float each) for array records' VarArrays of one live segment and floats: the common case,
-    recorded as the general path records it without its operand handling (5 µs of a record's 20)."""
+    """(tape, a View, float or float64 ndarray each) for array records' VarArrays of one live segment, floats and data
+    arrays: the common case, recorded as the general path records it without its operand handling (5 µs of a record's
+    20; a GRU's ``xs[t] + h @ U``, an ndarray first, 4 µs of its 24)."""
     seg = None
     parts: list[Any] = []
     for x in inputs:
         if type(x) is VarArray and x._view is not None and (seg is None or x._seg is seg) and x._seg.live:
             seg = x._seg
             parts.append(x._view)
-        elif type(x) is float:
+        elif type(x) is float or type(x) is np.ndarray and x.dtype == np.float64 and x.ndim:
             parts.append(x)
         else:
             return None
@@ -83,9 +85,10 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     """Record ``ufunc`` over broadcast operands; NotImplemented for operands it cannot take."""
     found = array_operands(inputs)
     if found is not None:
-        views = [p if type(p) is View else array_records.number(found[0], p) for p in found[1]]
-        name = OPS[UNARY_CODES[ufunc]].name if ufunc in UNARY_CODES else BINARY[ufunc].pair
-        return wrap_view(found[0], array_records.elementwise(found[0], name, *views))
+        on = found[0]
+        views = [p if type(p) is View else array_records.number(on, p) if type(p) is float else
+                 array_records.constant(on, p) for p in found[1]]
+        return wrap_view(on, array_records.elementwise(on, _NAMES[ufunc], *views))
     small = _small.binary(_LOOP[ufunc], *inputs, VarArray) if len(inputs) == 2 and ufunc in _LOOP else None
     if small is not None:
         return small
@@ -98,8 +101,7 @@ def elementwise(ufunc: np.ufunc, *inputs: Any) -> Any:
     shape = _broadcast(parts)
     if _blocked(parts, shape):
         views = [as_view(t, rt is not None, p) for rt, p in parts]
-        name = OPS[UNARY_CODES[ufunc]].name if ufunc in UNARY_CODES else BINARY[ufunc].pair
-        return wrap_view(t, array_records.elementwise(t, name, *views))
+        return wrap_view(t, array_records.elementwise(t, _NAMES[ufunc], *views))
     if ufunc in BINARY and not BINARY[ufunc].var_c:  # no const op: numbers as constant records
         parts = [(rt, p) if rt is not None else
                  (t, t._append_block(CONSTANT, p.size, values=p.ravel()).reshape(p.shape)) for rt, p in parts]

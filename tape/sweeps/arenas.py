@@ -48,6 +48,7 @@ MOVED = 64  # elements from which move copies a leaf's region by itself (a slice
 SCAN = 32  # freed regions of a size class that a record looks at, at most
 _READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
 _NO_PLACES = np.zeros(0, np.int64)  # the places of a plan that has none (read-only, as every plan's)
+_NO_PLACES.flags.writeable = False
 CHECK = False  # tests: collect at every record, not only when the arena is full, and fill freed regions with NaN
 
 
@@ -118,6 +119,7 @@ class Arenas:
     _op_w: Any  # Storage's memoryview of _op
     _push: Callable[[int, int, int, float], int]  # Storage's: append one record
     _recycling = False  # whether it recycles regions (then handles call _register)
+    _views = _schedules = None  # (a Function's caches: driver's getattr finds these at once)
     _traced = False  # recycling for tape.trace: constants and inputs kept, nothing pinned for a reverse sweep
 
     def _init_arenas(self) -> None:
@@ -135,6 +137,7 @@ class Arenas:
         self._freed: dict[int, int] = {}  # recycled records: row -> the row that took its region (-1: none yet)
         self._numbers: dict[tuple[float, float], View] = {}  # 0-d constants that operators made, by value and sign
         self._recycling = False
+        self._kept = driver.Kept()  # views of the arenas
 
     def _recycle(self, traced: bool = False) -> None:
         """Recycle regions from now on (see the module docstring): tape.value_and_grad's own tapes, and
@@ -153,8 +156,8 @@ class Arenas:
 
     def _register(self, handle: object, record: int) -> None:
         """Note that ``handle`` (a VarArray, an ArrayCondition) holds ``record``."""
-        if record not in self._read and self._op[record] != INPUT and not (
-                self._traced and self._op[record] == ACONSTANT):
+        if record not in self._read and self._op_w[record] != INPUT and not (
+                self._traced and self._op_w[record] == ACONSTANT):
             self._holds.append((weakref.ref(handle), record))
             self._watched.add(record)
 
@@ -229,15 +232,18 @@ class Arenas:
             if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
                 grown = _take(max(len(self._aval) + self._room(), start + size, 1024))
                 grown[:start] = self._aval[:start]
+                self._kept.drop()
                 if not self._recycling:  # (a recycling tape grows seldom: its old arena is let go at once)
                     recycle(self._aval)
                 self._aval = grown
             self._n_arena = start + size
         if places is None:
             places = _NO_PLACES
-        places.flags.writeable = False
+        else:
+            places.flags.writeable = False
         row = self._push(code, len(self._plans), 0xFFFFFFFF, 0.0)
-        plan = Plan(code, row, start, tuple(shape), tuple(inputs), tuple(axes), places, tuple(wide) or tuple(shape))
+        shape = tuple(shape)  # (a Plan made by tuple.__new__: 0.1 µs less than by its fields)
+        plan = tuple.__new__(Plan, (code, row, start, shape, tuple(inputs), tuple(axes), places, tuple(wide) or shape))
         self._plans.append(plan)
         self._plan_rows.append(row)
         if self._recycling and inputs and not self._traced:
@@ -247,7 +253,7 @@ class Arenas:
         elif values is not None:
             self._aval[start:start + size] = values.reshape(-1)
         else:
-            driver.forward_quietly(self, plan)
+            driver.forward_recorded(self, plan)
         if self._lines is not None:
             self._lines[row] = caller()
         return row
@@ -264,6 +270,7 @@ class Arenas:
         if size > len(self._aval):
             grown = _take(size)
             grown[:self._n_arena] = self._aval[:self._n_arena]
+            self._kept.drop()
             recycle(self._aval)
             self._aval = grown
 
@@ -275,6 +282,7 @@ class Arenas:
         if len(self._aadj) < self._n_arena:
             grown = _take(self._n_arena)
             grown[:len(self._aadj)] = self._aadj
+            self._kept.drop()
             recycle(self._aadj)
             self._aadj = grown
 
@@ -309,6 +317,7 @@ class Arenas:
 
     def __del__(self) -> None:
         try:
+            self._kept.drop()
             recycle(self._aval, self._aadj)
         except Exception:  # noqa: BLE001  a tape that never got its arenas, or interpreter shutdown
             pass
