@@ -9,16 +9,17 @@ for (``get_pointer_to_function`` of a symbol it defines). Nor is it optimized as
 machine code (the driver) links it with everything else and optimizes the whole once, where Numba ran O3 at every
 level of the call tree over all a library links (n-body's cold first gradient 6.2-6.4 -> 5.5-5.6 CPU-s; the
 drivers' machine code makes the same calls, instructions within 1%); its per-function passes still run.
-Cached (tape/compiled/overload_cache.py), it is saved as the module its callers link (bitcode) and loaded
-link-only again: no machine code is made or loaded for it. A cached tape.jit f compiled for Vars (``LINKED``) is
-one too: no Python or C caller can pass a Var, so it gets no wrappers; never a recursive f (not cached: its driver
-calls it by address). Its environment (what a raise with runtime values reads) is set once a module defining
-that global is machine code. While tape compiles, Numba's per-LLVM-call "numba:llvm_lock" events are off (a
-timer of the lock's hold; 28,000 calls in n-body's first gradient, 0.2-0.4 CPU-s).
+Cached (tape/compiled/overload_cache.py), it is saved as its module (bitcode, its definitions external, so that
+O3 keeps them if it becomes machine code) and loaded link-only again: no machine code is made or loaded for it.
+A cached tape.jit f compiled for Vars (``LINKED``) is one too: no Python or C caller can pass a Var, so it gets
+no wrappers; never a recursive f (not cached: its driver calls it by address). Its environment (what a raise with
+runtime values reads) is set once a module defining that global is machine code. While tape compiles, Numba's
+"numba:llvm_lock" events at every LLVM call are off (a timer of the lock's hold; 28,000 calls in n-body's first
+gradient, 0.2-0.4 CPU-s).
 Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
-``_finalize_final_module``, ``_final_module``, ``_shared_module``, ``serialize_using_object_code`` and
-``_unserialize``, ``JitEngine.is_symbol_defined``, ``JITCPUCodegen.set_env`` and ``_optimize_final_module``,
-llvmlite's ``ffi.lib._lock``.
+``_finalize_final_module``, ``_final_module``, ``serialize_using_object_code`` and ``_unserialize``,
+``JitEngine.is_symbol_defined``, ``JITCPUCodegen.set_env`` and ``_optimize_final_module``; llvmlite's
+``ffi.lib._lock``.
 """
 
 from __future__ import annotations
@@ -128,8 +129,8 @@ def _get_pointer_to_function(self, name):
 
 
 def _serialize_using_object_code(self):
-    if getattr(self, "tape_link_only", False):  # its IR alone, as callers link it: no machine code made or loaded
-        return self.name, LINK_ONLY, self._get_module_for_linking().as_bitcode()
+    if getattr(self, "tape_link_only", False):  # its IR alone: no machine code made or loaded
+        return self.name, LINK_ONLY, self._final_module.as_bitcode()
     return _serialize(self)
 
 
@@ -146,7 +147,7 @@ def _unserialize(cls, codegen, state):
         return _unserialize_numba(codegen, state)
     self = codegen.create_library(name)
     self.tape_link_only = self.tape_unoptimized = True
-    self._final_module = self._shared_module = llvm.parse_bitcode(data)
+    self._final_module = llvm.parse_bitcode(data)  # its definitions external: O3 keeps them (_machine_code)
     self._finalize_final_module()
     return self
 
