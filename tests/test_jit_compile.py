@@ -12,6 +12,7 @@ import sys
 import numba
 import numpy as np
 import pytest
+from llvmlite.binding import ffi
 from numba.extending import overload
 
 import tape
@@ -118,22 +119,73 @@ def test_an_overload_of_a_tape_jit_f_is_link_only():
     assert impl.tape_link_only and not getattr(user.library, "tape_link_only", False)
 
 
+def test_link_only_code_is_optimized_once_by_the_machine_code_that_links_it(monkeypatch):
+    """An overload's library skips its own module optimization; f (machine code: cache=False) optimizes it with
+    itself, and the records are those of the Python recorder."""
+    optimized: list = []
+    optimize = link_only._optimize
+    monkeypatch.setattr(link_only, "_optimize", lambda library: (optimized.append(library), optimize(library)))
+
+    @tape.jit(cache=False)
+    def g(xs):
+        return xs[1] * checked(len(xs)) + xs[0]
+
+    assert tape.grad(g)(np.array([1.0, 2.0])).tolist() == [1.0, 2.0]
+    (user,) = g.dispatcher.overloads.values()
+    impl = next(lib for lib in user.library._linking_libraries if "_checked" in lib.name)
+    assert impl.tape_unoptimized and impl not in optimized and user.library in optimized
+    tapes = tape.Tape(), tape.Tape()
+    g(tapes[0].vars([1.0, 2.0]))
+    xs = tapes[1].vars([1.0, 2.0])
+    xs[1] * 2.0 + xs[0]
+    jitted, python = ((t._op[:len(t)].tolist(), t._in0[:len(t)].tolist(), t._in1[:len(t)].tolist(),
+                       t._val[:len(t)].tolist()) for t in tapes)
+    assert jitted == python and jitted[0] == [0, 0, 10, 1] and jitted[3] == [1.0, 2.0, 4.0, 5.0]
+
+
 def test_a_link_only_overload_raises_with_its_runtime_values():
     with pytest.raises(ValueError, match="too many") as info:
         tape.grad(counts)(np.array([1.0, 2.0, 3.0]))
     assert info.value.args == ("too many", 3)
 
 
-def test_a_link_only_library_gets_machine_code_once_asked_for_an_address():
+def test_a_link_only_library_gets_machine_code_once_asked_for_an_address(monkeypatch):
     twice = numba.njit(no_cpython_wrapper=True)(lambda x: 2.0 * x)
     with compiling():
         twice.compile((numba.float64,))
     (result,) = twice.overloads.values()
     name, engine = result.fndesc.llvm_cfunc_wrapper_name, result.library._codegen._engine
-    assert result.library.tape_link_only and not engine.is_symbol_defined(name)
+    assert result.library.tape_link_only and result.library.tape_unoptimized and not engine.is_symbol_defined(name)
+    optimized: list = []
+    optimize = link_only._optimize
+    monkeypatch.setattr(link_only, "_optimize", lambda library: (optimized.append(library), optimize(library)))
     address = result.library.get_pointer_to_function(name)
-    assert engine.is_symbol_defined(name)
+    assert engine.is_symbol_defined(name) and optimized == [result.library]  # optimized as its callers would
     assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)(1.5) == 3.0
+
+
+def test_a_link_only_library_loaded_from_a_cache_is_optimized_where_it_becomes_machine_code():
+    thrice = numba.njit(no_cpython_wrapper=True)(lambda x: 3.0 * x)
+    with compiling():
+        thrice.compile((numba.float64,))
+    (result,) = thrice.overloads.values()
+    state = result.library.serialize_using_object_code()
+    loaded = type(result.library)._unserialize(result.library.codegen, state)
+    assert state[1] == link_only.LINK_ONLY and loaded.tape_link_only and loaded.tape_unoptimized
+    address = loaded.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)  # O3 kept what was asked for
+    assert address and not loaded.tape_unoptimized
+    assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)(1.5) == 4.5
+
+
+def test_llvm_lock_events_are_off_while_tape_compiles_and_back_after():
+    lock = ffi.lib._lock
+    before = list(lock._cblist)
+    assert before  # Numba's llvm_lock events (numba/core/base.py)
+    with compiling():
+        with compiling():
+            assert lock._cblist == []
+        assert lock._cblist == []
+    assert lock._cblist == before
 
 
 LOWERED = """

@@ -3,20 +3,23 @@
 Numba compiles every function to machine code of its own, then links its optimized LLVM module into each caller,
 whose machine code holds it again. An ``@overload`` implementation (and ``compile_subroutine``'s helpers) has no
 CPython wrapper: nothing calls it but the callers it is linked into, so its own machine code is never run. During a
-compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked and optimized as
-before, and callers link that module, but it is not handed to the execution engine; that happens if its address is
-ever asked for (``get_pointer_to_function`` of a symbol it defines). Cached (tape/compiled/overload_cache.py), it
-is saved as the module its callers link (bitcode) and loaded link-only again: no machine code is made or loaded for
-it. A cached tape.jit f compiled for Vars (``LINKED``) is one too, and more: no Python or C caller can pass a Var,
-so it gets no wrappers, and it skips its own module optimization: its callers (its driver) link it and optimize
-it with the rest (f optimized once, not again in the driver: the drivers' machine code makes the same calls,
-instructions within 2%); never a recursive f (not cached: its driver calls it by address).
-f's machine code differs somewhat (f links the optimized IR as it is, where the callee's own machine-code
-generation had apparently changed it: rk4-array's f makes 94 calls instead of 102); the records do not. Its
-environment (what a raise with runtime values reads) is set once a module defining that global is machine code.
+compile of tape's ``Pipeline`` (``compiling``) such a library (``no_cpython_wrapper``) is linked as before, and
+callers link that module, but it is not handed to the execution engine; that happens if its address is ever asked
+for (``get_pointer_to_function`` of a symbol it defines). Nor is it optimized as a module (O3): a caller that is
+machine code (the driver) links it with everything else and optimizes the whole once, where Numba ran O3 at every
+level of the call tree over all a library links (n-body's cold first gradient 6.2-6.4 -> 5.5-5.6 CPU-s; the
+drivers' machine code makes the same calls, instructions within 1%); its per-function passes still run.
+Cached (tape/compiled/overload_cache.py), it is saved as its module (bitcode, its definitions external, so that
+O3 keeps them if it becomes machine code) and loaded link-only again: no machine code is made or loaded for it.
+A cached tape.jit f compiled for Vars (``LINKED``) is one too: no Python or C caller can pass a Var, so it gets
+no wrappers; never a recursive f (not cached: its driver calls it by address). Its environment (what a raise with
+runtime values reads) is set once a module defining that global is machine code. While tape compiles, Numba's
+"numba:llvm_lock" events at every LLVM call are off (a timer of the lock's hold; 28,000 calls in n-body's first
+gradient, 0.2-0.4 CPU-s).
 Numba internals: ``BaseNativeLowering.run_pass``, ``CPUContext.get_executable``, a library's
-``_finalize_final_module``, ``_final_module``, ``_shared_module``, ``serialize_using_object_code`` and
-``_unserialize``, ``JitEngine.is_symbol_defined``, ``JITCPUCodegen.set_env`` and ``_optimize_final_module``.
+``_finalize_final_module``, ``_final_module``, ``serialize_using_object_code`` and ``_unserialize``,
+``JitEngine.is_symbol_defined``, ``JITCPUCodegen.set_env`` and ``_optimize_final_module``; llvmlite's
+``ffi.lib._lock``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import weakref
 from collections.abc import Iterator
 
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
 from numba.core import codegen, cpu, typed_passes
 from numba.core.compiler_lock import global_compiler_lock
 
@@ -50,11 +54,24 @@ def compiling() -> Iterator[None]:
     """Within: libraries without a CPython wrapper are link-only (tape's Pipeline compiles in it)."""
     global _active
     with global_compiler_lock:
+        if not _active:
+            callbacks = _lock_callbacks([])
         _active += 1
         try:
             yield
         finally:
             _active -= 1
+            if not _active:
+                _lock_callbacks(callbacks)
+
+
+def _lock_callbacks(callbacks: list) -> list:
+    """Set llvmlite's callbacks at every LLVM call (Numba's llvm_lock events); the ones before. Swapped under the
+    lock they run under, so no call sees half of a pair."""
+    lock = ffi.lib._lock
+    with lock._lock:
+        before, lock._cblist = lock._cblist, callbacks
+    return before
 
 
 def _run_lowering(self, state):
@@ -66,8 +83,7 @@ def _run_lowering(self, state):
         if state.library is None:  # made here as NativeLowering would make it
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
             state.library.enable_object_caching()
-        state.library.tape_link_only = True
-        state.library.tape_unoptimized = linked
+        state.library.tape_link_only = state.library.tape_unoptimized = True
     return _lowering(self, state)
 
 
@@ -100,6 +116,9 @@ def _finalize_final_module(self):
 def _machine_code(self):
     """Machine code after all (its address is asked for, or it is saved to a cache): handed to the engine now."""
     self.tape_link_only = False
+    if self.tape_unoptimized:  # optimized as its callers would have
+        self.tape_unoptimized = False
+        _optimize(self)
     _finalize_final_module(self)
 
 
@@ -110,8 +129,8 @@ def _get_pointer_to_function(self, name):
 
 
 def _serialize_using_object_code(self):
-    if getattr(self, "tape_link_only", False):  # its IR alone, as callers link it: no machine code made or loaded
-        return self.name, LINK_ONLY, self._get_module_for_linking().as_bitcode()
+    if getattr(self, "tape_link_only", False):  # its IR alone: no machine code made or loaded
+        return self.name, LINK_ONLY, self._final_module.as_bitcode()
     return _serialize(self)
 
 
@@ -127,8 +146,8 @@ def _unserialize(cls, codegen, state):
     if kind != LINK_ONLY:
         return _unserialize_numba(codegen, state)
     self = codegen.create_library(name)
-    self.tape_link_only = True
-    self._final_module = self._shared_module = llvm.parse_bitcode(data)
+    self.tape_link_only = self.tape_unoptimized = True
+    self._final_module = llvm.parse_bitcode(data)  # its definitions external: O3 keeps them (_machine_code)
     self._finalize_final_module()
     return self
 

@@ -322,12 +322,9 @@ def finish(t, outputs, held):
 
 @jit
 def values(t, rows):
-    """The values of records ``rows`` (1-d or 2-d), by a loop: NumPy's fancy index compiled 0.25-0.3 s longer cold."""
-    flat = rows.reshape(-1)
-    out = np.empty(flat.size)
-    for k in range(flat.size):
-        out[k] = t.val[flat[k]]
-    return out.reshape(rows.shape)
+    """The values of records ``rows`` (1-d or 2-d): NumPy's fancy index, which compiles sooner cold than a loop over
+    reshapes now that link-only code is optimized once, in the driver (0.1-0.3 CPU-s: n-body, heat, 3-line f)."""
+    return t.val[rows]
 
 
 @jit
