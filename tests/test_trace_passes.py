@@ -606,3 +606,59 @@ def test_kept_plans_by_zip_are_the_loops(program, arrays, monkeypatch):
         return f(X * 1.5, p)
     tape.trace(g, x, params=0.7)
     assert seen and min(seen) > 0  # plans dropped
+
+
+def _twice(X, p):
+    """A loop written twice: each step of the copy merges only once the step before it has (more than ROUNDS), beside
+    a pad, a pack and a constant written twice."""
+    def run(u):
+        for _ in range(12):
+            u = np.sin(u) * 0.5 + u * p
+        return u
+    packs = np.stack([X[0] * p, X[1]]) * np.stack([X[0] * p, X[1]])
+    return (run(X) * run(X)).sum() + packs.sum() + (np.pad(X, 1, mode="wrap")[2:] * np.arange(600.0)).sum() + (
+        np.pad(X, 1, mode="wrap")[:-2] * np.arange(600.0)).sum()
+
+
+def _cse_programs():
+    from test_cse import PROGRAMS as CSE_PROGRAMS
+    return {**{name: (f, None) for name, f in ALL.items()}, "twice": (_twice, None), "fused": (
+        lambda X, p: _fused(np.random.default_rng(5), X, p), None), "alike": (_alike, None),
+        **{f"cse {name}": (f, x0) for name, (f, x0) in CSE_PROGRAMS.items()}}
+
+
+@pytest.mark.parametrize("program", list(_cse_programs()))
+def test_cse_by_rounds_is_the_in_order_loop(program, arrays, monkeypatch):
+    """cse's rounds (a Numba call and NumPy over the plan table each) give what the in-order loop over the plans gives
+    (ROUNDS 0): records merged, renamed in0/in1/outputs, plans field for field; a loop written twice takes the loop."""
+    from tape.analyses import cse as module
+
+    f, x0 = _cse_programs()[program]
+    real, firsts, seen = module.cse, module._firsts, []
+
+    def both(a, plans):
+        before = len(passes)
+        got = real(a, plans)
+        rounds = len(passes) - before
+        monkeypatch.setattr(module, "ROUNDS", 0)
+        want = real(a, plans)
+        monkeypatch.undo()
+        assert got[2] == want[2] and got[0].keys() == want[0].keys()
+        for name in got[0]:
+            assert got[0][name].tobytes() == want[0][name].tobytes() and got[0][name].dtype == want[0][name].dtype
+        _same_plans(got[1], want[1])
+        seen.append((got[2], rounds))
+        return got
+
+    passes = []
+    monkeypatch.setattr(module, "_firsts", lambda *args: passes.append(1) or firsts(*args))
+    monkeypatch.setattr(prune, "cse", both)
+    if x0 is None:
+        def g(X, p):  # a repeat after the program, whose records merge in the second round
+            return f(X, p) + (np.tanh(X[:300] * p) * 2.0).sum() + (np.tanh(X[:300] * p) * 2.0).sum()
+        tape.trace(g, np.random.default_rng(8).uniform(0.2, 1.5, 600), params=0.7)
+    else:
+        tape.trace(lambda x: f(x, False), x0)
+    assert max(merged for merged, _ in seen) > 0 or program == "calling"  # (records merged; not in "calling"'s
+    # passes seen here)
+    assert any(rounds == module.ROUNDS for _, rounds in seen) == (program == "twice")  # (then the in-order loop)

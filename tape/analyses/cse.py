@@ -17,6 +17,9 @@ two orders give NaNs of different signs).
 
 from __future__ import annotations
 
+from operator import attrgetter
+from typing import NamedTuple
+
 import numpy as np
 
 from tape.kernels import cse as _kernels
@@ -59,12 +62,17 @@ def _renamed(p: Plan, same: np.ndarray) -> Plan:
     return p._replace(inputs=tuple(v._replace(record=int(same[v.record])) for v in p.inputs), places=places)
 
 
+ROUNDS = 32  # passes over the records (_rounds) before cse merges in order: one pass per array record that merges
+# only once an earlier one has (a loop written twice needs a pass a step); each pass is one Numba call and NumPy over
+# the plan table (arrays4k's 4,000 plans: ~1 ms a pass), the in-order loop ~10 us a plan (GRU's 907 plans: 6 ms)
+
+
 def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarray], list[Plan], int]:
     """The arrays (without the plan table, which the pruning makes) and plans with every repeated
     subexpression read from its first record (the copies left for the pruning to drop), and how many
-    records merged. Scalar records merge in Numba, in one call where no two array records are alike
-    (_apart), else the array records between them here, in order, so an array record's key names its
-    inputs' first copies."""
+    records merged. Scalar records merge in Numba and array records by NumPy over the plan table, in
+    rounds until neither changes (_rounds), else the array records one by one here, in order, so an array
+    record's key names its inputs' first copies."""
     op, in0, in1 = a["op"], a["in0"], a["in1"]
     same = np.empty(len(op), np.int64)
     out0, out1 = np.empty_like(in0), np.empty_like(in1)
@@ -72,18 +80,60 @@ def cse(a: dict[str, np.ndarray], plans: list[Plan]) -> tuple[dict[str, np.ndarr
             USES_IN1, MERGEABLE)
     merged = merge(*args, 0, len(op), *tables(len(op)), same, out0, out1)  # (an array record: kept, inputs as they are)
     kept = plans
-    if plans and _apart(a, same):  # then no array record merges in order either: its reads are renamed as here
-        kept = list(plans)
-        for k in np.flatnonzero(IS_PACK[a["plans"][:, 0]]).tolist():
-            kept[k] = _renamed(plans[k], same)
-    elif plans:
-        merged, kept = _in_order(a, plans, args, same, out0, out1)
+    if plans:
+        found = _rounds(a, plans, args, same, out0, out1, merged)
+        merged, kept = found if found is not None else _in_order(a, plans, args, same, out0, out1)
     if not merged:
         return a, plans, 0
     a = dict(a, in0=out0, in1=out1, output_rows=same[a["output_rows"]])
     if plans:  # every copy is dead now, so the pruning encodes the kept plans: no stale table is left
         del a["plans"], a["plan_places"]
     return a, kept, int(merged)
+
+
+def _rounds(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np.ndarray, out0: np.ndarray,
+            out1: np.ndarray, merged: int) -> tuple[int, list[Plan]] | None:
+    """(records merged, plans renamed) as _in_order gives them, or None past ROUNDS passes or where two keys' hashes
+    meet by chance. A pass: each array record merged into the first of its key (_firsts, its inputs renamed by
+    ``same``), then the scalar records by one Numba call, the array records they read renamed to their first copies;
+    until a pass changes nothing. A pass fixes every record whose earlier records it found fixed (a key reads only
+    earlier records), so the fixed point is the in-order merge."""
+    op, in0, in1 = a["op"], a["in0"], a["in1"]
+    rows, keys = a["plans"][:, 1], _keys(a, plans)
+    first, names, ins = rows, np.arange(len(op)), [in0, in1]
+    for _ in range(ROUNDS):
+        found = _firsts(a, keys, same)
+        if found is None:
+            return None
+        if np.array_equal(found, first):
+            kept = list(plans)
+            for k in np.flatnonzero(_changed(a, same)).tolist():
+                kept[k] = _renamed(plans[k], same)
+            return merged + int((first != rows).sum()), kept
+        first = names[rows] = found
+        renamed = [in0.copy(), in1.copy()]
+        for side, reads in ((0, RENAMES[op]), (1, TWO_RECORDS[op])):
+            renamed[side][reads] = names[(in0, in1)[side][reads]]
+        if not all(map(np.array_equal, renamed, ins)):  # (a scalar record reads an array record renamed this round)
+            ins = renamed
+            merged = merge(op, *ins, *args[3:], 0, len(op), *tables(len(op)), same, out0, out1)
+        same[rows] = first
+    return None
+
+
+def _changed(a: dict[str, np.ndarray], same: np.ndarray) -> np.ndarray:
+    """By plan: whether ``same`` renames one of its views' records or (a pack) its scalar records."""
+    table = a["plans"]
+    changed = np.zeros(len(table), np.bool_)
+    for cols in VIEWS:
+        record = table[:, cols.start]
+        changed |= (record >= 0) & (same[np.maximum(record, 0)] != record)
+    start, count = table[:, 4], table[:, 5]
+    pack = np.flatnonzero(IS_PACK[table[:, 0]] & (count > 0))
+    places = a["plan_places"][ranges(start[pack], count[pack])]
+    changed[pack] |= np.add.reduceat(same[places] != places, np.cumsum(count[pack]) - count[pack]) > 0 \
+        if len(pack) else False
+    return changed
 
 
 def _in_order(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np.ndarray, out0: np.ndarray,
@@ -108,35 +158,113 @@ def _in_order(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np
     return merged + merge(*args, start, len(op), *state, same, out0, out1), kept
 
 
-def _apart(a: dict[str, np.ndarray], same: np.ndarray) -> bool:
-    """Whether no two array records have alike keys (_key), a pack's reads renamed by ``same``: each key a row of
-    integers that alike records share (the plan table's row, its views' records renamed, a 0-d constant read
-    as its number's bits, its places' first and last, a sum of its numbers' bits), hashed. Hashes that repeat
-    (alike, or equal by chance) send cse the exact way, in order. NumPy over the table: no Python per record."""
-    table, places, bits = a["plans"], a["plan_places"], a["arena"].view(np.int64)
+class _Keys(NamedTuple):
+    """What _firsts reads of the plans that no round changes. A plan's key (_key) is a row of integers: its row of the
+    plan table, where its row, region and places' start stand its places' dtype (tobytes: their size) and 0, 0 (the
+    places are compared element by element), a view of a 0-d constant read as (-2, its number's bits, 0, ...), its
+    views' records renamed by a round; its hash is linear in the row, plus its places' and numbers' hashes."""
+
+    table: np.ndarray
+    dtype: np.ndarray
+    numbered: list[tuple[np.ndarray, np.ndarray]]  # by view: the plans that read a 0-d constant there, its bits
+    hashed: np.ndarray  # the hash of the key as recorded (wrapping uint64): a round adds what its renames change
+    pack: np.ndarray  # the plans that are packs with places, and their places (renamed each round)
+    packed: np.ndarray
+    values: np.ndarray  # the constants' numbers (bits), where each plan's start, how many
+    numbers: np.ndarray
+    count: np.ndarray
+    candidate: np.ndarray  # the plans that may merge
+
+
+HASHED = np.random.default_rng(27).integers(0, 2**64, 4, np.uint64, endpoint=False) | 1  # places', numbers' hashes
+
+
+def _keys(a: dict[str, np.ndarray], plans: list[Plan]) -> _Keys:
+    table, bits = a["plans"], a["arena"].view(np.int64)
     code, offset, start, count = table[:, 0], table[:, 2], table[:, 4], table[:, 5]
-    size = sizes(table, SHAPE)[1]
     immediate = (code == ACONSTANT) & (table[:, SHAPE] == 0)
-    key = table.copy()
-    key[:, 1:3] = key[:, 4] = 0  # its row, region and where its places start: not what it computes
+    dtype = np.fromiter(map(attrgetter("places.dtype.num"), plans), np.int64, len(plans))
+    hashed = table.view(np.uint64) @ WEIGHTS  # (wrapping) the table's row, then what the key changes
+    hashed += (dtype - table[:, 1]).view(np.uint64) * WEIGHTS[1] - table[:, 2].view(np.uint64) * WEIGHTS[2] - \
+        table[:, 4].view(np.uint64) * WEIGHTS[4]
+    numbered = []
     for cols in VIEWS:
-        view = key[:, cols]
-        read = view[:, 0] >= 0
-        plan = a["in0"][view[read, 0]].astype(np.int64)  # an array record's in0: its plan
-        number = immediate[plan]  # (an array record's own: same names it, as none merged)
-        rows = np.flatnonzero(read)[number]
-        view[rows] = 0
-        view[rows, 0], view[rows, 1] = -2, bits[offset[plan[number]]]
-    placed = count > 0  # its places' first and last (a pack's: scalar records, renamed)
-    pack = IS_PACK[code[placed]]
-    for col, at in ((1, start[placed]), (4, start[placed] + count[placed] - 1)):
-        ends = places[at]
-        ends[pack] = same[ends[pack]]
-        key[placed, col] = ends
-    constant = (code == ACONSTANT) & ~immediate
-    key[constant, 2] = _sums(bits[ranges(offset[constant], size[constant])], size[constant])
-    hashed = key[~IS_KEPT[code] & ~immediate].view(np.uint64) @ WEIGHTS  # (wrapping; np.unique of rows: 6x slower)
-    return len(np.unique(hashed)) == len(hashed)
+        read = np.flatnonzero(table[:, cols.start] >= 0)
+        plan = a["in0"][table[read, cols.start]].astype(np.int64)  # an array record's in0: its plan
+        at, number = read[immediate[plan]], bits[offset[plan[immediate[plan]]]]
+        numbered.append((at, number))
+        hashed[at] += (np.uint64(-2 % 2**64) - table[at, cols.start].view(np.uint64)) * WEIGHTS[cols.start] + (
+            number - table[at, cols.start + 1]).view(np.uint64) * WEIGHTS[cols.start + 1] - \
+            table[at, cols.start + 2:cols.stop].view(np.uint64) @ WEIGHTS[cols.start + 2:cols.stop]
+    constant = np.flatnonzero((code == ACONSTANT) & ~immediate)
+    size = np.zeros(len(table), np.int64)
+    size[constant] = sizes(table[constant], SHAPE)[1]
+    numbers = np.cumsum(size) - size  # where each plan's numbers start among the constants' numbers
+    values = bits[ranges(offset[constant], size[constant])]
+    for weights, hashes in zip((HASHED[:2], HASHED[2:]), (_hashes(a["plan_places"], start, count),
+                                                         _hashes(values, numbers, size)), strict=True):
+        hashed += hashes[0].view(np.uint64) * weights[0] + hashes[1].view(np.uint64) * weights[1]
+    pack = np.flatnonzero(IS_PACK[code] & (count > 0))
+    return _Keys(table, dtype, numbered, hashed, pack, ranges(start[pack], count[pack]), values, numbers, size,
+                 np.flatnonzero(~IS_KEPT[code] & ~immediate))
+
+
+def _key_rows(k: _Keys, same: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The key rows of plans ``at``, their views' records renamed by ``same`` (but their places and numbers)."""
+    key = k.table[at]
+    key[:, 1], key[:, 2], key[:, 4] = k.dtype[at], 0, 0
+    for cols, (plans, number) in zip(VIEWS, k.numbered, strict=True):
+        record = key[:, cols.start]
+        read = record >= 0
+        record[read] = same[record[read]]
+        inside = np.searchsorted(plans, at)
+        hit = np.flatnonzero(plans[np.minimum(inside, len(plans) - 1)] == at) if len(plans) else inside[:0]
+        key[hit, cols] = 0
+        key[hit, cols.start], key[hit, cols.start + 1] = -2, number[inside[hit]]
+    return key
+
+
+def _firsts(a: dict[str, np.ndarray], k: _Keys, same: np.ndarray) -> np.ndarray | None:
+    """By plan: the row of the first plan of its key (_Keys, its views' records and a pack's places renamed by
+    ``same``; itself for plans never merged), or None where two keys' hashes meet by chance: keys hashed (the recorded
+    key's hash plus what the renames change), rows of one hash compared whole, places and numbers element by
+    element. NumPy over the table: no Python per record."""
+    table = k.table
+    start, count = table[:, 4], table[:, 5]
+    hashed = k.hashed.copy()
+    for cols, (immediates, _) in zip(VIEWS, k.numbered, strict=True):
+        record = table[:, cols.start]
+        read = record >= 0
+        read[immediates] = False
+        hashed[read] += (same[record[read]] - record[read]).view(np.uint64) * WEIGHTS[cols.start]
+    places = a["plan_places"].copy()
+    places[k.packed] = same[places[k.packed]]
+    before, after = _hashes(a["plan_places"], start[k.pack], count[k.pack]), _hashes(places, start[k.pack],
+                                                                                      count[k.pack])
+    hashed[k.pack] += (after[0] - before[0]).view(np.uint64) * HASHED[0] + (after[1] - before[1]).view(
+        np.uint64) * HASHED[1]
+    _, firsts, which = np.unique(hashed[k.candidate], return_index=True, return_inverse=True)
+    found = np.arange(len(table))
+    found[k.candidate] = k.candidate[firsts[which.reshape(-1)]]  # the first plan of each candidate's hash
+    moved = np.flatnonzero(found != np.arange(len(table)))
+    alike = (_key_rows(k, same, moved) == _key_rows(k, same, found[moved])).all(1)
+    for items, at, counts in ((places, start, count), (k.values, k.numbers, k.count)):
+        length = counts[moved]
+        here, there = ranges(at[moved], length), ranges(at[found[moved]], length)
+        alike[np.repeat(np.arange(len(moved)), length)[items[here] != items[there]]] = False
+    return table[found, 1] if alike.all() else None
+
+
+def _hashes(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two hashes (int64, wrapping) of each piece values[start:start + count]: its sum and the sum of its prefix
+    sums (which an element's place changes). Two cumulative sums over values: a piece that pieces share (np.pad's
+    index) is read once."""
+    total = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(values, out=total[1:])
+    twice = np.zeros(len(values) + 2, np.int64)
+    np.cumsum(total, out=twice[1:])  # twice[i]: total[0] + ... + total[i - 1]
+    ends = starts + counts
+    return total[ends] - total[starts], twice[ends + 1] - twice[starts + 1] - counts * total[starts]
 
 
 def _sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
