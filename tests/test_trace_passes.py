@@ -524,18 +524,22 @@ def _tiny(X, p):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
-    """stretches.stretched (each row's number and views by NumPy, its cells read as ints) finds the stretches the loop
-    over the rows finds, forward and back, on every table of random programs and the stretch tests' programs."""
-    stretched, tables = stretches.stretched, []
+    """stretches.stretched_all (a sweep's tables at once: each row's number and views by NumPy, its cells read as ints,
+    each span's shape once per key) finds the stretches the loop over the rows finds, forward and back, on every table
+    of random programs and the stretch tests' programs."""
+    stretched_all, tables = stretches.stretched_all, []
 
-    def both(s, rows, back):
-        got, want = stretched(s, rows, back), _stretched_by_row(s, rows, back)
-        assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0], strict=True))
-        assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
-        tables.append(len(got[1]))
-        return got
+    def both(s, rows_of_tables, back):
+        found = stretched_all(s, rows_of_tables, back)
+        for rows, got in zip(rows_of_tables, found, strict=True):
+            want = _stretched_by_row(s, rows, back)
+            assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0],
+                                                                                              strict=True))
+            assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
+            tables.append(len(got[1]))
+        return found
 
-    monkeypatch.setattr(stretches, "stretched", both)
+    monkeypatch.setattr(stretches, "stretched_all", both)
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
