@@ -108,7 +108,7 @@ def _rounds(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np.n
         if found is None:
             return None
         if np.array_equal(found, first):
-            return merged + int((first != rows).sum()), _renamed_plans(plans, same, _changed(a, same))
+            return merged + int((first != rows).sum()), _renamed_plans(a, plans, same)
         first = names[rows] = found
         renamed = [in0.copy(), in1.copy()]
         for side, reads in ((0, RENAMES[op]), (1, TWO_RECORDS[op])):
@@ -120,9 +120,15 @@ def _rounds(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np.n
     return None
 
 
-def _renamed_plans(plans: list[Plan], same: np.ndarray, changed: np.ndarray) -> list[Plan]:
-    """plans, those ``changed`` renamed (_renamed's plans, made by zip and map as prune's _kept_plans: arrays4k's 800
-    renamed plans one by one took 6 of cse's 11 CPU-ms); a pack's places renamed each."""
+def _renamed_plans(a: dict[str, np.ndarray], plans: list[Plan], same: np.ndarray) -> list[Plan]:
+    """plans, those whose views' records or (a pack) places ``same`` renames made anew (_renamed's plans, by zip and
+    map as prune's _kept_plans: arrays4k's 800 renamed one by one took 6 of cse's 11 CPU-ms); a pack's places each."""
+    table, places = a["plans"], a["plan_places"]
+    changed = np.any([(table[:, c.start] >= 0) & (same[np.maximum(table[:, c.start], 0)] != table[:, c.start])
+                      for c in VIEWS], 0)
+    pack = np.flatnonzero(IS_PACK[table[:, 0]] & (table[:, 5] > 0))
+    read = places[ranges(table[pack, 4], table[pack, 5])]
+    changed[pack[np.repeat(np.arange(len(pack)), table[pack, 5])[same[read] != read]]] = True
     at = np.flatnonzero(changed).tolist()
     kept = list(plans)
     if not at:
@@ -132,30 +138,15 @@ def _renamed_plans(plans: list[Plan], same: np.ndarray, changed: np.ndarray) -> 
     record, place, vshapes, strides = zip(*flat, strict=True) if flat else ((),) * 4
     views = map(functools.partial(tuple.__new__, View), zip(same[ints(record)].tolist(), place, vshapes, strides,
                                                              strict=True))
-    places = list(held)
+    held = list(held)
     for k in np.flatnonzero(IS_PACK[ints(code)]).tolist():
-        places[k] = same[places[k]]
-        places[k].flags.writeable = False  # as every plan's
+        held[k] = same[held[k]]
+        held[k].flags.writeable = False  # as every plan's
     renamed = map(functools.partial(tuple.__new__, Plan), zip(code, row, offset, shapes, [tuple(itertools.islice(
-        views, n)) for n in lengths(inputs).tolist()], axes, places, wide, strict=True))
+        views, n)) for n in lengths(inputs).tolist()], axes, held, wide, strict=True))
     for k, p in zip(at, renamed, strict=True):
         kept[k] = p
     return kept
-
-
-def _changed(a: dict[str, np.ndarray], same: np.ndarray) -> np.ndarray:
-    """By plan: whether ``same`` renames one of its views' records or (a pack) its scalar records."""
-    table = a["plans"]
-    changed = np.zeros(len(table), np.bool_)
-    for cols in VIEWS:
-        record = table[:, cols.start]
-        changed |= (record >= 0) & (same[np.maximum(record, 0)] != record)
-    start, count = table[:, 4], table[:, 5]
-    pack = np.flatnonzero(IS_PACK[table[:, 0]] & (count > 0))
-    places = a["plan_places"][ranges(start[pack], count[pack])]
-    changed[pack] |= np.add.reduceat(same[places] != places, np.cumsum(count[pack]) - count[pack]) > 0 \
-        if len(pack) else False
-    return changed
 
 
 def _in_order(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np.ndarray, out0: np.ndarray,
@@ -181,15 +172,13 @@ def _in_order(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np
 
 
 class _Keys(NamedTuple):
-    """What _firsts reads of the plans that no round changes. A plan's key (_key) is a row of integers: its row of the
-    plan table, where its row, region and places' start stand its places' dtype (tobytes: their size) and 0, 0 (the
-    places are compared element by element), a view of a 0-d constant read as (-2, its number's bits, 0, ...), its
-    views' records renamed by a round; its hash is linear in the row, plus its places' and numbers' hashes."""
+    """What _firsts reads of the plans that no round changes: each plan's key (_key) as a row of integers (the plan
+    table's row; a 0-d constant's view read as -2 and its number's bits; its places' dtype, tobytes' size, for its row,
+    and 0 for its region and places' start: the places are compared element by element), the keys' hashes (linear in
+    the row, with its places' and numbers' hashes), the plans' places and the constants' numbers."""
 
-    table: np.ndarray
-    dtype: np.ndarray
-    numbered: list[tuple[np.ndarray, np.ndarray]]  # by view: the plans that read a 0-d constant there, its bits
-    hashed: np.ndarray  # the hash of the key as recorded (wrapping uint64): a round adds what its renames change
+    key: np.ndarray
+    hashed: np.ndarray  # (wrapping uint64) a round adds what its renames change
     pack: np.ndarray  # the plans that are packs with places, and their places (renamed each round)
     packed: np.ndarray
     values: np.ndarray  # the constants' numbers (bits), where each plan's start, how many
@@ -205,44 +194,35 @@ def _keys(a: dict[str, np.ndarray], plans: list[Plan]) -> _Keys:
     table, bits = a["plans"], a["arena"].view(np.int64)
     code, offset, start, count = table[:, 0], table[:, 2], table[:, 4], table[:, 5]
     immediate = (code == ACONSTANT) & (table[:, SHAPE] == 0)
-    dtype = np.fromiter(map(attrgetter("places.dtype.num"), plans), np.int64, len(plans))
-    hashed = table.view(np.uint64) @ WEIGHTS  # (wrapping) the table's row, then what the key changes
-    hashed += (dtype - table[:, 1]).view(np.uint64) * WEIGHTS[1] - table[:, 2].view(np.uint64) * WEIGHTS[2] - \
-        table[:, 4].view(np.uint64) * WEIGHTS[4]
-    numbered = []
+    key = table.copy()
+    key[:, 1] = np.fromiter(map(attrgetter("places.dtype.num"), plans), np.int64, len(plans))
+    key[:, 2] = key[:, 4] = 0
     for cols in VIEWS:
-        read = np.flatnonzero(table[:, cols.start] >= 0)
-        plan = a["in0"][table[read, cols.start]].astype(np.int64)  # an array record's in0: its plan
-        at, number = read[immediate[plan]], bits[offset[plan[immediate[plan]]]]
-        numbered.append((at, number))
-        hashed[at] += (np.uint64(-2 % 2**64) - table[at, cols.start].view(np.uint64)) * WEIGHTS[cols.start] + (
-            number - table[at, cols.start + 1]).view(np.uint64) * WEIGHTS[cols.start + 1] - \
-            table[at, cols.start + 2:cols.stop].view(np.uint64) @ WEIGHTS[cols.start + 2:cols.stop]
+        view = key[:, cols]
+        read = np.flatnonzero(view[:, 0] >= 0)
+        plan = a["in0"][view[read, 0]].astype(np.int64)  # an array record's in0: its plan
+        number = read[immediate[plan]]
+        view[number] = 0
+        view[number, 0], view[number, 1] = -2, bits[offset[plan[immediate[plan]]]]
     constant = np.flatnonzero((code == ACONSTANT) & ~immediate)
     size = np.zeros(len(table), np.int64)
     size[constant] = sizes(table[constant], SHAPE)[1]
     numbers = np.cumsum(size) - size  # where each plan's numbers start among the constants' numbers
     values = bits[ranges(offset[constant], size[constant])]
+    hashed = key.view(np.uint64) @ WEIGHTS
     for weights, hashes in zip((HASHED[:2], HASHED[2:]), (_hashes(a["plan_places"], start, count),
                                                          _hashes(values, numbers, size)), strict=True):
         hashed += hashes[0].view(np.uint64) * weights[0] + hashes[1].view(np.uint64) * weights[1]
     pack = np.flatnonzero(IS_PACK[code] & (count > 0))
-    return _Keys(table, dtype, numbered, hashed, pack, ranges(start[pack], count[pack]), values, numbers, size,
+    return _Keys(key, hashed, pack, ranges(start[pack], count[pack]), values, numbers, size,
                  np.flatnonzero(~IS_KEPT[code] & ~immediate))
 
 
-def _key_rows(k: _Keys, same: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The key rows of plans ``at``, their views' records renamed by ``same`` (but their places and numbers)."""
-    key = k.table[at]
-    key[:, 1], key[:, 2], key[:, 4] = k.dtype[at], 0, 0
-    for cols, (plans, number) in zip(VIEWS, k.numbered, strict=True):
+def _renamed_keys(k: _Keys, same: np.ndarray, at: np.ndarray) -> np.ndarray:
+    key = k.key[at]
+    for cols in VIEWS:
         record = key[:, cols.start]
-        read = record >= 0
-        record[read] = same[record[read]]
-        inside = np.searchsorted(plans, at)
-        hit = np.flatnonzero(plans[np.minimum(inside, len(plans) - 1)] == at) if len(plans) else inside[:0]
-        key[hit, cols] = 0
-        key[hit, cols.start], key[hit, cols.start + 1] = -2, number[inside[hit]]
+        record[record >= 0] = same[record[record >= 0]]
     return key
 
 
@@ -251,25 +231,24 @@ def _firsts(a: dict[str, np.ndarray], k: _Keys, same: np.ndarray) -> np.ndarray 
     ``same``; itself for plans never merged), or None where two keys' hashes meet by chance: keys hashed (the recorded
     key's hash plus what the renames change), rows of one hash compared whole, places and numbers element by
     element. NumPy over the table: no Python per record."""
-    table = k.table
+    table = a["plans"]
     start, count = table[:, 4], table[:, 5]
     hashed = k.hashed.copy()
-    for cols, (immediates, _) in zip(VIEWS, k.numbered, strict=True):
-        record = table[:, cols.start]
+    for cols in VIEWS:
+        record = k.key[:, cols.start]
         read = record >= 0
-        read[immediates] = False
         hashed[read] += (same[record[read]] - record[read]).view(np.uint64) * WEIGHTS[cols.start]
     places = a["plan_places"].copy()
     places[k.packed] = same[places[k.packed]]
-    before, after = _hashes(a["plan_places"], start[k.pack], count[k.pack]), _hashes(places, start[k.pack],
-                                                                                      count[k.pack])
-    hashed[k.pack] += (after[0] - before[0]).view(np.uint64) * HASHED[0] + (after[1] - before[1]).view(
-        np.uint64) * HASHED[1]
+    hashes = zip(_hashes(a["plan_places"], start[k.pack], count[k.pack]), _hashes(places, start[k.pack], count[k.pack]),
+                 HASHED[:2], strict=True)
+    for before, after, weight in hashes:
+        hashed[k.pack] += (after - before).view(np.uint64) * weight
     _, firsts, which = np.unique(hashed[k.candidate], return_index=True, return_inverse=True)
     found = np.arange(len(table))
     found[k.candidate] = k.candidate[firsts[which.reshape(-1)]]  # the first plan of each candidate's hash
     moved = np.flatnonzero(found != np.arange(len(table)))
-    alike = (_key_rows(k, same, moved) == _key_rows(k, same, found[moved])).all(1)
+    alike = (_renamed_keys(k, same, moved) == _renamed_keys(k, same, found[moved])).all(1)
     for items, at, counts in ((places, start, count), (k.values, k.numbers, k.count)):
         length = counts[moved]
         here, there = ranges(at[moved], length), ranges(at[found[moved]], length)
@@ -287,11 +266,3 @@ def _hashes(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple
     np.cumsum(total, out=twice[1:])  # twice[i]: total[0] + ... + total[i - 1]
     ends = starts + counts
     return total[ends] - total[starts], twice[ends + 1] - twice[starts + 1] - counts * total[starts]
-
-
-def _sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Sums (int64, wrapping) of the pieces of values, counts long, one after another."""
-    total = np.zeros(len(values) + 1, np.int64)
-    np.cumsum(values, out=total[1:])
-    ends = np.cumsum(counts)
-    return total[ends] - total[ends - counts]
