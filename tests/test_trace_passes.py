@@ -666,3 +666,37 @@ def test_cse_by_rounds_is_the_in_order_loop(program, arrays, monkeypatch):
     assert max(merged for merged, _ in seen) > 0 or program == "calling"  # (records merged; not in "calling"'s
     # passes seen here)
     assert any(rounds == module.ROUNDS for _, rounds in seen) == (program == "twice")  # (then the in-order loop)
+
+
+def _collide(X, p):
+    """Constants of one shape, other numbers; gathers of one record, other places; a pad's index twice."""
+    return (X[:4] * np.array([1.0, 2.0, 3.0, 4.0])).sum() + (X[:4] * np.array([4.0, 3.0, 2.0, 1.0]) * p).sum() + (
+        X[[1, 2]] * 2.0).sum() + (X[[2, 1]] * 2.0).sum() + (np.pad(X, 1)[1:] * p).sum() + (np.pad(X, 1)[1:] * p).sum()
+
+
+@pytest.mark.parametrize("program", ["collide", "cse packs"])
+def test_cse_keys_whose_hashes_meet_by_chance_take_the_loop(program, arrays, monkeypatch):
+    """Places' and numbers' hashes all alike (as if every piece met another's by chance): rows of one hash are compared
+    element by element, none merge wrongly, and cse takes the in-order loop: the same merge."""
+    from tape.analyses import cse as module
+
+    f, x0 = {**_cse_programs(), "collide": (_collide, None)}[program]
+    real, found = module.cse, []
+    monkeypatch.setattr(module, "_firsts", lambda *args, firsts=module._firsts: found.append(firsts(*args)) or
+                        found[-1])
+
+    def both(a, plans):
+        with monkeypatch.context() as m:
+            m.setattr(module, "_hashes", lambda values, starts, counts: (0 * starts, 0 * starts))
+            got = real(a, plans)
+        with monkeypatch.context() as m:
+            m.setattr(module, "ROUNDS", 0)
+            want = real(a, plans)
+        assert got[2] == want[2] and all(got[0][k].tobytes() == want[0][k].tobytes() for k in want[0])
+        _same_plans(got[1], want[1])
+        return got
+
+    monkeypatch.setattr(prune, "cse", both)
+    g = (lambda x: f(x, False)) if x0 is not None else None
+    tape.trace(g, x0) if g else tape.trace(f, np.linspace(0.2, 1.5, 600), params=0.7)
+    assert any(x is None for x in found)  # (the loop taken)
