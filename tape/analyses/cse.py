@@ -183,7 +183,7 @@ class _Keys(NamedTuple):
     packed: np.ndarray
     values: np.ndarray  # the constants' numbers (bits), where each plan's start, how many
     numbers: np.ndarray
-    count: np.ndarray
+    length: np.ndarray
     candidate: np.ndarray  # the plans that may merge
 
 
@@ -249,7 +249,7 @@ def _firsts(a: dict[str, np.ndarray], k: _Keys, same: np.ndarray) -> np.ndarray 
     found[k.candidate] = k.candidate[firsts[which.reshape(-1)]]  # the first plan of each candidate's hash
     moved = np.flatnonzero(found != np.arange(len(table)))
     alike = (_renamed_keys(k, same, moved) == _renamed_keys(k, same, found[moved])).all(1)
-    for items, at, counts in ((places, start, count), (k.values, k.numbers, k.count)):
+    for items, at, counts in ((places, start, count), (k.values, k.numbers, k.length)):
         length = counts[moved]
         here, there = ranges(at[moved], length), ranges(at[found[moved]], length)
         alike[np.repeat(np.arange(len(moved)), length)[items[here] != items[there]]] = False

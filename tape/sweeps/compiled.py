@@ -139,9 +139,9 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     if not sweep:
         yield from (_table(what, s) if kind == TABLE else (kind, what) for kind, what in items)
         return
-    items = list(items)
-    made = iter(stretches.stretched_all(s, [what for kind, what in items if kind == TABLE], sweep == "reverse"))
-    yield from (_table(what, s, next(made)) if kind == TABLE else (kind, what) for kind, what in items)
+    walked = list(items)
+    made = iter(stretches.stretched_all(s, [what for kind, what in walked if kind == TABLE], sweep == "reverse"))
+    yield from (_table(what, s, next(made)) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[tuple[int, Any]]:
