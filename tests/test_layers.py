@@ -136,11 +136,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # the second-order replay's steps from Python (derivatives.at), tape.jvp/vjp's values from their own sweep (28, s13 D).
 # compiled +34: tape.jit's cold first gradient: hot layers compiled once, inlined by LLVM (recording.Hot); a cached
 # f of Vars link-only, optimized in its driver only (link_only.LINKED); values by a loop (issue 28, s13 C).
-# analyses +121, sweeps +30: cse's array records merged by rounds of NumPy over the plan table (cse._rounds, _keys,
+# analyses +122, sweeps +30: cse's array records merged by rounds of NumPy over the plan table (cse._rounds, _keys,
 # _firsts; the in-order loop kept past ROUNDS), a sweep's tables' stretches found at once (stretches.stretched_all,
 # compiled._walked): both were Python per plan or per table on tape.trace's path (issue 26, s14 D).
 BUDGET = {"tape.kernels": 6448, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3307,
-          "tape.records": 1018, "tape.arrays": 1863, "tape.analyses": 412, "tape.symbolic": 1200,
+          "tape.records": 1018, "tape.arrays": 1863, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3358, "tape.tape": 400, "tape.api": 912, "tape.compiled": 3460, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
