@@ -380,23 +380,20 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_one_call_when_no_array_records_are_alike_gives_the_in_order_merge(name, monkeypatch):
-    """cse's one Numba call (no two array records' keys alike: _apart) gives the arrays and plans of the merge in
-    order, array record by array record; where records are alike, _apart sends it in order."""
+def test_rounds_give_the_in_order_merge(name, monkeypatch):
+    """cse's rounds (a Numba call and NumPy over the plan table each, _rounds) give the arrays and plans of the merge
+    in order, array record by array record (ROUNDS 0: the in-order loop), with plans field for field."""
     from tape.analyses import cse as module
 
     f, x0 = PROGRAMS[name]
-    apart = []
-    monkeypatch.setattr(module, "_apart", lambda a, same, real=module._apart: apart.append(real(a, same)) or apart[-1])
+    passes = []
+    monkeypatch.setattr(module, "_firsts", lambda *args, real=module._firsts: passes.append(1) or real(*args))
     made = [tape.trace(lambda x, once=once: f(x, once), x0) for once in (False, True)]
-    monkeypatch.setattr(module, "_apart", lambda a, same: False)
+    assert passes and len(passes) <= 2 * module.ROUNDS
+    monkeypatch.setattr(module, "ROUNDS", 0)
     in_order = [tape.trace(lambda x, once=once: f(x, once), x0) for once in (False, True)]
     for F, G in zip(made, in_order, strict=True):
         A, B = file_format.arrays(F), file_format.arrays(G)
         assert A.keys() == B.keys() and F.stats() == G.stats()
         for k in A:
             assert np.array_equal(A[k], B[k]) and A[k].dtype == B[k].dtype, k
-    for F, found in zip(made, apart, strict=True):  # the one call where no array record merged in order
-        unmerged = tape.trace(lambda x, once=F is made[1]: f(x, once), x0, cse=False)
-        assert found == (len(file_format.arrays(F)["plans"]) == len(file_format.arrays(unmerged)["plans"]))
-    assert any(apart) or "packs" not in name and "stencil" not in name  # the one call taken

@@ -524,18 +524,22 @@ def _tiny(X, p):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
-    """stretches.stretched (each row's number and views by NumPy, its cells read as ints) finds the stretches the loop
-    over the rows finds, forward and back, on every table of random programs and the stretch tests' programs."""
-    stretched, tables = stretches.stretched, []
+    """stretches.stretched_all (a sweep's tables at once: each row's number and views by NumPy, its cells read as ints,
+    each span's shape once per key) finds the stretches the loop over the rows finds, forward and back, on every table
+    of random programs and the stretch tests' programs."""
+    stretched_all, tables = stretches.stretched_all, []
 
-    def both(s, rows, back):
-        got, want = stretched(s, rows, back), _stretched_by_row(s, rows, back)
-        assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0], strict=True))
-        assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
-        tables.append(len(got[1]))
-        return got
+    def both(s, rows_of_tables, back):
+        found = stretched_all(s, rows_of_tables, back)
+        for rows, got in zip(rows_of_tables, found, strict=True):
+            want = _stretched_by_row(s, rows, back)
+            assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0],
+                                                                                              strict=True))
+            assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
+            tables.append(len(got[1]))
+        return found
 
-    monkeypatch.setattr(stretches, "stretched", both)
+    monkeypatch.setattr(stretches, "stretched_all", both)
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
@@ -606,3 +610,93 @@ def test_kept_plans_by_zip_are_the_loops(program, arrays, monkeypatch):
         return f(X * 1.5, p)
     tape.trace(g, x, params=0.7)
     assert seen and min(seen) > 0  # plans dropped
+
+
+def _twice(X, p):
+    """A loop written twice: each step of the copy merges only once the step before it has (more than ROUNDS), beside
+    a pad, a pack and a constant written twice."""
+    def run(u):
+        for _ in range(12):
+            u = np.sin(u) * 0.5 + u * p
+        return u
+    packs = np.stack([X[0] * p, X[1]]) * np.stack([X[0] * p, X[1]])
+    return (run(X) * run(X)).sum() + packs.sum() + (np.pad(X, 1, mode="wrap")[2:] * np.arange(600.0)).sum() + (
+        np.pad(X, 1, mode="wrap")[:-2] * np.arange(600.0)).sum()
+
+
+def _cse_programs():
+    from test_cse import PROGRAMS as CSE_PROGRAMS
+    return {**{name: (f, None) for name, f in ALL.items()}, "twice": (_twice, None), "fused": (
+        lambda X, p: _fused(np.random.default_rng(5), X, p), None), "alike": (_alike, None),
+        **{f"cse {name}": (f, x0) for name, (f, x0) in CSE_PROGRAMS.items()}}
+
+
+@pytest.mark.parametrize("program", list(_cse_programs()))
+def test_cse_by_rounds_is_the_in_order_loop(program, arrays, monkeypatch):
+    """cse's rounds (a Numba call and NumPy over the plan table each) give what the in-order loop over the plans gives
+    (ROUNDS 0): records merged, renamed in0/in1/outputs, plans field for field; a loop written twice takes the loop."""
+    from tape.analyses import cse as module
+
+    f, x0 = _cse_programs()[program]
+    real, firsts, seen = module.cse, module._firsts, []
+
+    def both(a, plans):
+        before = len(passes)
+        got = real(a, plans)
+        rounds = len(passes) - before
+        monkeypatch.setattr(module, "ROUNDS", 0)
+        want = real(a, plans)
+        monkeypatch.undo()
+        assert got[2] == want[2] and got[0].keys() == want[0].keys()
+        for name in got[0]:
+            assert got[0][name].tobytes() == want[0][name].tobytes() and got[0][name].dtype == want[0][name].dtype
+        _same_plans(got[1], want[1])
+        seen.append((got[2], rounds))
+        return got
+
+    passes = []
+    monkeypatch.setattr(module, "_firsts", lambda *args: passes.append(1) or firsts(*args))
+    monkeypatch.setattr(prune, "cse", both)
+    if x0 is None:
+        def g(X, p):  # a repeat after the program, whose records merge in the second round
+            return f(X, p) + (np.tanh(X[:300] * p) * 2.0).sum() + (np.tanh(X[:300] * p) * 2.0).sum()
+        tape.trace(g, np.random.default_rng(8).uniform(0.2, 1.5, 600), params=0.7)
+    else:
+        tape.trace(lambda x: f(x, False), x0)
+    assert max(merged for merged, _ in seen) > 0 or program == "calling"  # (records merged; not in "calling"'s
+    # passes seen here)
+    assert any(rounds == module.ROUNDS for _, rounds in seen) == (program == "twice")  # (then the in-order loop)
+
+
+def _collide(X, p):
+    """Constants of one shape, other numbers; gathers of one record, other places; a pad's index twice."""
+    return (X[:4] * np.array([1.0, 2.0, 3.0, 4.0])).sum() + (X[:4] * np.array([4.0, 3.0, 2.0, 1.0]) * p).sum() + (
+        X[[1, 2]] * 2.0).sum() + (X[[2, 1]] * 2.0).sum() + (np.pad(X, 1)[1:] * p).sum() + (np.pad(X, 1)[1:] * p).sum()
+
+
+@pytest.mark.parametrize("program", ["collide", "cse packs"])
+def test_cse_keys_whose_hashes_meet_by_chance_take_the_loop(program, arrays, monkeypatch):
+    """Places' and numbers' hashes all alike (as if every piece met another's by chance): rows of one hash are compared
+    element by element, none merge wrongly, and cse takes the in-order loop: the same merge."""
+    from tape.analyses import cse as module
+
+    f, x0 = {**_cse_programs(), "collide": (_collide, None)}[program]
+    real, found = module.cse, []
+    monkeypatch.setattr(module, "_firsts", lambda *args, firsts=module._firsts: found.append(firsts(*args)) or
+                        found[-1])
+
+    def both(a, plans):
+        with monkeypatch.context() as m:
+            m.setattr(module, "_hashes", lambda values, starts, counts: (0 * starts, 0 * starts))
+            got = real(a, plans)
+        with monkeypatch.context() as m:
+            m.setattr(module, "ROUNDS", 0)
+            want = real(a, plans)
+        assert got[2] == want[2] and all(got[0][k].tobytes() == want[0][k].tobytes() for k in want[0])
+        _same_plans(got[1], want[1])
+        return got
+
+    monkeypatch.setattr(prune, "cse", both)
+    g = (lambda x: f(x, False)) if x0 is not None else None
+    tape.trace(g, x0) if g else tape.trace(f, np.linspace(0.2, 1.5, 600), params=0.7)
+    assert any(x is None for x in found)  # (the loop taken)

@@ -135,6 +135,17 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     write nothing it does). So a program whose small vectors are made between its rows (the mixture's means and
     scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
     replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; /work/notes/s13/A/ab_all2.txt)."""
+    items = _walked(s, walk, back)
+    if not sweep:
+        yield from (_table(what, s) if kind == TABLE else (kind, what) for kind, what in items)
+        return
+    walked = list(items)
+    made = iter(stretches.stretched_all(s, [what for kind, what in walked if kind == TABLE], sweep == "reverse"))
+    yield from (_table(what, s, next(made)) if kind == TABLE else (kind, what) for kind, what in walked)
+
+
+def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[tuple[int, Any]]:
+    """grouped's walk with each table as (TABLE, its rows)."""
     rows: list[np.ndarray] = []
     idle: list[tuple[int, Any]] = []
     moved: list[tuple[int, Any]] = []  # back: items run after the table, their regions ``apart``
@@ -145,7 +156,7 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
         if kind == driver.RECORD and starts[k + 1] > starts[k]:
             new = list(encoded[starts[k]:starts[k + 1]])
             if moved and not _apart(apart, _regions(s, TABLE, new)):
-                yield from (_table(rows, s, sweep), *idle, *moved)
+                yield from ((TABLE, rows), *idle, *moved)
                 rows, idle, moved, apart = [], [], [], apart[:0]
             rows += new
             idle = []
@@ -162,11 +173,11 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
                 else:
                     yield kind, what
                 continue
-            yield from (_table(rows, s, sweep), *idle, *moved)
+            yield from ((TABLE, rows), *idle, *moved)
             rows, idle, moved, apart = [], [], [], apart[:0]
         yield kind, what
     if rows:
-        yield from (_table(rows, s, sweep), *idle, *moved)
+        yield from ((TABLE, rows), *idle, *moved)
 
 
 # ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))
@@ -198,9 +209,10 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
                                                                         for q in range(2))], 0, initial=1)
 
 
-def _table(rows: list[np.ndarray], s: State, sweep: str) -> tuple[int, Any]:
-    """A table of rows and its scratch; for a sweep, the rows' stretches too."""
-    rows, pending, (kept, wide) = stretches.stretched(s, rows, sweep == "reverse") if sweep else (rows, None, (0, 0))
+def _table(rows: list[np.ndarray], s: State, stretched: tuple | None = None) -> tuple[int, Any]:
+    """A table of rows and its scratch; for a sweep, the rows' stretches too (stretches.stretched_all's, made for all
+    of the sweep's tables at once)."""
+    rows, pending, (kept, wide) = stretched or (rows, None, (0, 0))
     table = np.array(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length

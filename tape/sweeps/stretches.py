@@ -126,7 +126,7 @@ class _Rows:
         sees = _reads_back(s)[s._in0[t[:, ROW]]]
         self.t, self.number, self.how, self.fits, self.sees = t.tolist(), number.tolist(), how.tolist(), \
             fits.tolist(), sees.tolist()
-        self.back = back
+        self.s, self.back = s, back
 
     def joins(self, i: int, members: range) -> bool:
         """Whether row i may follow members (a range of rows) in a stretch: an op of EXACT, their size, each view laid
@@ -230,31 +230,50 @@ def _sends(members: list[np.ndarray], spec: list[tuple], n: int) -> tuple | None
     return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)  # LLVM from vectorizing it: 2-6x slower)
 
 
-def stretched(s: Any, rows: list[np.ndarray], back: bool) -> tuple[list[np.ndarray], dict[Stretch, list[int]],
-                                                                   tuple[int, int]]:
-    """A table's rows (back: last first) with a STRETCH header before each stretch of two or more members, each
-    shape's headers (their indices in the rows), whose CALL the kernel's address fills once it is ready (``fill``),
-    and the scratch its kernels need back (rows, elements: a member's adjoint kept a row)."""
-    need = (0, 0)
-    if not ON or getattr(s, "_output_rows", None) is None:
-        return rows, {}, need
-    t = np.array(rows[::-1] if back else rows, np.int64).reshape(-1, WIDTH)
+def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tuple[list[np.ndarray],
+                                                                                dict[Stretch, list[int]],
+                                                                                tuple[int, int]]]:
+    """Each table's rows of a sweep (back: last first) with a STRETCH header before each stretch of two or more
+    members, each shape's headers (their indices in the rows), whose CALL the kernel's address fills once it is ready
+    (``fill``), and the scratch its kernels need back (rows, elements: a member's adjoint kept a row). The rows of all
+    the sweep's tables are read by NumPy at once (tables of a few rows between NumPy steps: arrays4k's 1,600, small's
+    1,000, cost ~70 us of NumPy calls each, one by one)."""
+    if not ON or getattr(s, "_output_rows", None) is None or not tables:
+        return [(rows, {}, (0, 0)) for rows in tables]
+    counts = [len(rows) for rows in tables]
+    t = np.array([row for rows in tables for row in (rows[::-1] if back else rows)], np.int64).reshape(-1, WIDTH)
     elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
     fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)  # (_Rows.joins)
-    if not (fits[1:] & fits[:-1]).any():  # no two rows that may join (a table of a few rows between NumPy steps)
-        return rows, {}, need
+    starts = np.cumsum(counts) - counts
+    pairs = fits[1:] & fits[:-1]
+    bounds = starts[1:][(starts[1:] > 0) & (starts[1:] < len(t))]
+    pairs[bounds - 1] = False  # (no stretch across tables)
+    ends = np.concatenate([[0], np.cumsum(pairs), [pairs.sum()]])  # (a table's pairs: its rows but the last's)
+    joined = ends[starts + counts] > ends[starts]
+    if not joined.any():  # no two rows that may join (tables of a few rows between NumPy steps)
+        return [(rows, {}, (0, 0)) for rows in tables]
     order = _Rows(s, t, fits, back)
+    return [_stretches(order, rows, start, back) if any_ else (rows, {}, (0, 0))
+            for rows, start, any_ in zip(tables, starts.tolist(), joined.tolist(), strict=True)]
+
+
+def _stretches(order: _Rows, rows: list[np.ndarray], start: int, back: bool) -> tuple[list[np.ndarray],
+                                                                                     dict[Stretch, list[int]],
+                                                                                     tuple[int, int]]:
+    """stretched_all's of one table, whose rows (in the sweep's order) are order's from start on."""
+    s = order.s
+    need = (0, 0)
     spans: dict[int, tuple[int, Stretch]] = {}  # first row (in rows' order) -> (count, kernel)
-    k = 0
-    while k < len(rows):
+    k, stop = start, start + len(rows)
+    while k < stop:
         end = k
-        while end < len(rows) and order.joins(end, range(k, end)):
+        while end < stop and order.joins(end, range(k, end)):
             end += 1
         shape = _shape(s, order, range(k, end)) if end - k >= 2 else None
         if shape is None:
             k += 1
             continue
-        spans[len(rows) - end if back else k] = (end - k, Stretch.of(shape))
+        spans[stop - end if back else k - start] = (end - k, Stretch.of(shape))
         kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
         need = (max(need[0], kept), max(need[1], order.t[k][SIZE] if kept else 0))
         k = end
