@@ -167,10 +167,9 @@ class Run(NamedTuple):
         return (seed != 0.0) == (self.total >= 0) and (adj_in is self.live or adj_in.tolist() == self.live.tolist())
 
     def bound(self, s: Any) -> tuple[Callable[[], None], Callable[[np.ndarray, float], None]]:
-        """forward(s) and back(s, adj_in, seed) for a Function s, whose arenas never move: once its shape's kernel
-        is ready (its Gate open for good, its machine code loaded), that kernel called on arguments found once. The
-        Python around a small run's kernels, bench/array_programs.py's MLP: 0.8 of Run.forward's 1.3 µs, 1.0 of
-        back's 1.5."""
+        """forward(s) and back(s, adj_in, seed) for a Function s (arenas that never move): once its shape's kernel is
+        ready (Gate open for good, machine code loaded), it is called on arguments found once. The Python around the
+        MLP's run (bench/array_programs.py): 0.8 of Run.forward's 1.3 µs, 1.0 of back's 1.5."""
         imm, ext, (n0, n1), aval, aadj = self.program[5], self.program[6], self.rows_cols, s._aval, s._aadj
         ready: list[Any] = [None, None]  # the shape's forward and reverse kernel, each once it is ready
 
