@@ -146,3 +146,16 @@ def test_a_checked_call_sweeps_back_without_runs_and_names_the_first_non_finite_
     for _ in range(2):
         with pytest.raises(tape.NonFiniteError, match=r"adjoint inf first appears at element \(0,\) of record #2 "):
             F.value_and_grad(np.ones(4))
+
+
+@pytest.mark.parametrize("small", [1, 10**12])
+def test_a_strided_array_is_copied_into_order_as_before(monkeypatch, small):
+    """A Function of scalar records (SMALL 10^12) hands the point to kernels that take it C-ordered (a strided one
+    compiled anew, or refused); one of array records copies it in."""
+    monkeypatch.setattr(array_records, "SMALL", small)
+    F = tape.trace(lambda v: (tape.sigmoid(v[0] * v[1] + v[2]) * np.tanh(v)).sum(), np.ones(3))
+    assert bool(F._plans) == (small == 1)
+    wide = np.linspace(-1, 1, 6)
+    want = bits(F.value_and_grad(wide[::2].copy()))
+    assert bits(F.value_and_grad(wide[::2])) == want
+    assert F._at_point.flags.c_contiguous
