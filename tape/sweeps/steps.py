@@ -152,7 +152,7 @@ def _forward_call(s: State, kind: int, what: Any) -> tuple[Callable[[], None], b
     if kind == driver.RECORD:
         return step(s, what).forward, True
     if kind == driver.RUN:
-        return functools.partial(what.forward, s), False
+        return what.bound(s)[0], False
     if kind == compiled.TABLE:
         return functools.partial(compiled.forward, s, *what), False
     return _scalars_forward(s, *what), False
@@ -205,14 +205,14 @@ def _prepare(s: State, j: int) -> Callable[[int, int], None]:
 
 def _run(s: State, run: Any) -> Callable[[int, int, bool], bool]:
     """A fused run's reverse (its Run.reverse), its inputs' adjoint regions found once."""
-    prepares = [_prepare(s, j) for j in run.inputs]
+    prepares, back = [_prepare(s, j) for j in run.inputs], run.bound(s)[1]
 
     def reverse(gen: int, keep: int, check: bool) -> bool:
         reached = run.reached(s, gen)
         if reached is not None:
             for prepare in prepares:
                 prepare(gen, keep)
-            run.back(s, *reached)
+            back(*reached)
         return False
 
     return reverse
