@@ -141,11 +141,12 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # views by start, shape and strides; broadcast and reshape decisions), errstate by its context variable (26, s14 B).
 # compiled +16: link-only code optimized once, by the machine code that links it, and cached as its own module;
 # Numba's llvm_lock events off while tape compiles (link_only.compiling: issue 28, s14 C).
-# analyses +122, sweeps +30: cse's array records merged by rounds of NumPy over the plan table (cse._rounds, _keys,
+# analyses +113, sweeps +32: cse's array records merged by rounds of NumPy over the plan table (cse._rounds, _keys,
 # _firsts; the in-order loop kept past ROUNDS), a sweep's tables' stretches found at once (stretches.stretched_all,
 # compiled._walked): both were Python per plan or per table on tape.trace's path (issue 26, s14 D).
-# s14 E: tape.sweeps +33, tape.function +31: a Function's replay steps found once (Run.bound; array_replay's slots)
-BUDGET = {"tape.kernels": 6477, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3421,
+# sweeps +33, function +31: a Function's replay steps decided once a Function (fusion.Run.bound; array_replay's
+# slots, seed and gather: issue 26, s14 E).
+BUDGET = {"tape.kernels": 6477, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3423,
           "tape.records": 1034, "tape.arrays": 1865, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3389, "tape.tape": 400, "tape.api": 912, "tape.compiled": 3476, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
