@@ -1571,11 +1571,14 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
             continue
         _room(c, size)
         sends(t[OP], q, A, B, y, g, c, size, number, True)
+        one = t[f + STRIDES + 3] == 0  # one number a line: the lines' sums first, line i's to c[i] (_sums reads a
+        if one:  # line before it writes there; total += 0.0 + s is total += s, total never being -0.0)
+            _sums(c, 0, last - first, n, c, 0)
         (i0, i1, i2), line = _line(t, first), first
         while line < last:  # a run of lines adding into the same elements (one number a line: a run of one)
             k, run = i0 * kept[0] + i1 * kept[1] + i2 * kept[2], 1
-            if t[f + STRIDES + 3] == 0:
-                total[k] += _pairwise(c, (line - first) * n, n, 1)
+            if one:
+                total[k] += c[line - first]
             else:
                 run = min(last - line, _run(t, kept, i0, i1, i2))
                 _columns(c, (line - first) * n, run, n, total, k)
