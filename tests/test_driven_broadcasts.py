@@ -1,7 +1,7 @@
 """Broadcasting binary records in the compiled sweeps (kernels/codegen/array_broadcasts.py's LINED rows, written by
 tape/sweeps/encoding.py): values and gradients are NumPy's steps' bit for bit, rows, columns and middle axes
-broadcast on either side, past the BROADCAST bound, in blocks of one line or many, at edge values; the layouts they
-leave to the gathering rows or to NumPy's step stay there."""
+broadcast on either side, past the BROADCAST bound, in blocks of one line, seven or many, at edge values; the layouts
+they leave to the gathering rows or to NumPy's step stay there."""
 
 import operator
 
@@ -19,6 +19,7 @@ LAYOUTS = {  # name: (a, b of X, whether a LINED row runs it)
     "a column on the left": (lambda X: (X[:375].reshape(375, 1), X[:6000].reshape(375, 16)), True),
     "a column by a row (the mixture's x - mu)": (lambda X: (X[:700].reshape(700, 1), X[700:716]), True),
     "a middle axis": (lambda X: (X[:6000].reshape(5, 75, 16), X[6000:6080].reshape(5, 1, 16)), True),
+    "lines of 13, a row (runs of four lines and a rest)": (lambda X: (X[:1313].reshape(101, 13), X[1313:1326]), True),
     "long lines, a row": (lambda X: (X[:6000].reshape(2, 3000), X[5000:8000]), True),
     "a column of a 3-d space": (lambda X: (X[:6000].reshape(3, 125, 16), X[6000:6375].reshape(3, 125, 1)), True),
     "a column of a 4-d space, broadcast along axis 1": (lambda X: (X[:480].reshape(2, 3, 5, 16),
@@ -44,7 +45,7 @@ def _points(size):
             np.where(x > 2.0, np.inf, x), np.where(x > 3.0, np.nan, x), x * 1e300, x * 1e-310]
 
 
-@pytest.mark.parametrize("block", [1, compiled.LINES])
+@pytest.mark.parametrize("block", [1, 7 * 16, compiled.LINES])  # 7 lines of 16: runs cut by blocks, not by fours
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_broadcasts_as_numpys_steps(layout, op, block, monkeypatch):
