@@ -133,7 +133,7 @@ def generate(header: list[str]) -> str:
            "from tape.records.storage import NO_INPUT", "",
            "# the sweeps' own helpers, called from jitted code only (so warmup need not compile them)",
            *(f"{name} = _sweeps.{name}" for name in helpers), "", ""]
-    for code in [*map(ops.OPCODE.get, ops.UNARY), *(ops.OPCODE[s.pair] for s in ops.ARITHMETIC)]:
+    for code in [*(ops.OPCODE[name] for name in ops.UNARY), *(ops.OPCODE[s.pair] for s in ops.ARITHMETIC)]:
         out += value(code)  # the tables' values of numbers
     for code in codes:
         if ops.OPS[code].kind not in ("compare", "compare_c"):

@@ -408,14 +408,7 @@ def of_arrays(x, y) -> bool:
     return operand(x) and operand(y) and (any(map(is_array, arrays)) or bool(arrays) and (is_var(x) or is_var(y)))
 
 
-@hot
-def tape_of_first(x, y):
-    return x.tape
-
-
-@hot
-def tape_of_second(x, y):
-    return y.tape
+tape_of_first, tape_of_second = hot(lambda x, y: x.tape), hot(lambda x, y: y.tape)  # x's, y's (types differ)
 
 
 def tape_of_pair(x, y):
