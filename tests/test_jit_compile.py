@@ -4,6 +4,7 @@ their own."""
 
 import ctypes
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -239,3 +240,64 @@ def test_cached_closures_are_keyed_on_what_their_cells_do():
 
     keys = {described(cell(v)) for v in (lambda a: max(a, 1), lambda a: min(a, 1), lambda a: max(a, 2))}
     assert len(keys) == 3 and described(cell(lambda a: max(a, 1))) in keys
+
+
+COLD = """
+import json, sys
+import numpy as np
+from numba.core import event
+import tape
+
+@tape.jit
+def f(xs, v):
+    a, b = xs[0], xs[1]  # two 1-d rows: sub and mul of the same operand types; dots of the same result type
+    d = (b - a) * (b - a) + v
+    m = np.empty((2, 2), dtype=xs.dtype)
+    m[0], m[1] = a, b
+    return d.sum() + np.dot(m, v).sum() + np.dot(m, a).sum() + 2.0 * a[0] - 1.0 / b[1]
+
+seen = []
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        fn = ev.data["dispatcher"].py_func
+        seen.append([fn.__module__, fn.__qualname__, fn.__code__.co_code.hex(), str(ev.data["args"])])
+    def on_end(self, ev):
+        pass
+
+with event.install_listener("numba:compile", Compiles()):
+    g = tape.grad(f)(np.array([[1.0, 2.0], [3.0, 5.0]]), np.array([0.5, -1.0]))
+print(json.dumps([g.tolist(), seen]))
+"""
+
+
+def test_a_cold_first_call_compiles_each_of_tapes_functions_once_per_type_and_no_value_layers(tmp_path):
+    """A fresh process, an empty cache: no function of tape is compiled twice for the same types (a dispatcher made
+    per overload, as tape_of_pair's and np.dot's layers were, compiles again for each), and the forward expressions
+    and spellings are written into the recorders (kernels/codegen/jit.py), not layers of their own."""
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", COLD], capture_output=True, text=True, check=True, env=env).stdout
+    grad, seen = json.loads(out.splitlines()[-1])
+    x, v = np.array([[1.0, 2.0], [3.0, 5.0]]), np.array([0.5, -1.0])
+    a, b = x
+    expected = np.array([-2 * (b - a) + v + 2 * a + b, 2 * (b - a) + v + a])  # d.sum(), the dots' sums
+    expected[0, 0] += 2.0
+    expected[1, 1] += 1.0 / b[1] ** 2
+    assert np.allclose(grad, expected, rtol=0, atol=1e-12)
+    ours = [(name, code, args) for module, name, code, args in seen if module.startswith("tape.")]
+    twice = {k for k in ours if ours.count(k) > 1}  # the same code for the same types
+    assert not twice, twice
+    layers = [name for name, _, _ in ours if name.startswith(("value_", "var_c_", "c_var_"))]
+    assert not layers and len(ours) > 20, (layers, len(ours))
+
+
+def test_a_reduction_overload_returns_its_implementation_itself():
+    """``a.sum()`` calls the sums (no layer of its own to compile per type); ``a.sum(axis)`` of a 1-d one checks
+    the axis first."""
+    from tape.compiled.numba_internals import VarArrayType
+    from tape.compiled.reductions import REDUCTIONS, _reduction
+
+    for whole, along in REDUCTIONS.values():
+        typer = _reduction(whole, along)
+        one, two = VarArrayType(1, "C"), VarArrayType(2, "C")
+        assert typer(one) is whole and typer(two, numba.types.int64) is along
+        assert typer(one, numba.types.int64) not in (whole, along, None)

@@ -1,12 +1,13 @@
 """The generator of ``tape/compiled/_recorders.py``: tape.jit's recorders, one jitted function per op.
 
-Each op gets ``value_<code>`` (its forward expression from kernels/ops.py, over the same
-helpers and math functions the Numba sweeps use, so a record's value is the replay's bits)
-and ``record_<code>`` (append the record: inputs, a constant-pool slot for const ops). Each
-spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) gets the recorders of ``x <op> c`` and
-``c <op> x`` exactly as tape/records/_recorders.py writes them (``x - c`` as ``add_c`` with ``-c``, a
-constant record for ops without a const op). Those layers, and push/push_const, are ``@hot``
-(compiled once, inlined by LLVM into what calls them: recording.Hot): each entry (``unary_<code>``,
+Each op gets ``record_<code>`` (append the record: inputs, a constant-pool slot for const ops, the value by its
+forward expression from kernels/ops.py, over the same helpers and math functions the Numba sweeps use, so a
+record's value is the replay's bits); unary and pair ops a ``value_<code>`` of numbers (the tables'). Each
+spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) records ``x <op> c`` and ``c <op> x`` exactly as
+tape/records/_recorders.py writes them (``x - c`` as ``add_c`` with ``-c``, a constant record for ops without a
+const op). The forward expressions and spellings are written where they are used: a layer of their own was a
+Numba compile each (n-body's cold first gradient: 103 -> 87 compiles). record_<code>, push and push_const are
+``@hot`` (compiled once, inlined by LLVM into what calls them: recording.Hot): each entry (``unary_<code>``,
 ``<name>_vv/_vc/_cv``, ``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
 the user's code one call (inlining the entries too gave RK4 4.6 ns/record but a 64 s compile). A Var
 holds its tape as a borrowed pointer (no op touches a reference count) and its value (no op reads
@@ -25,7 +26,7 @@ from . import recorders, sweeps
 
 def value(code: int) -> list[str]:
     op = ops.OPS[code]
-    args = {"unary": "a", "binary": "a, b", "const": "a, c", "compare": "a, b", "compare_c": "a, c"}[op.kind]
+    args = {"unary": "a", "binary": "a, b"}[op.kind]
     return ["@hot", f"def value_{code}({args}):  # {op.name}",
             f"    return {forward(code)}", "", ""]
 
@@ -40,54 +41,59 @@ def forward(code: int) -> str:
     return ops.OPS[code].forward
 
 
+def inline(code: int, *args: str) -> str:
+    """The forward expression of op ``code`` over argument names (``x.c``; for a, then b or c)."""
+    second = "b" if ops.OPS[code].kind in ("binary", "compare") else "c"
+    names = dict(zip(("a", second), args, strict=False))  # a unary op's: a alone
+    return re.sub(r"\b[abc]\b", lambda m: names[m.group()], forward(code))
+
+
 def record(code: int) -> list[str]:
     """record_<code> of recorded Vars (and the constant of a const op): values from the Vars themselves."""
     op = ops.OPS[code]
     head = f"def record_{code}"
     if op.kind == "unary":
-        body = [f"{head}(x):  # {op.name}", f"    return push(x.tape, {code}, x.index, NO_INPUT, value_{code}(x.c))"]
+        body = [f"{head}(x):  # {op.name}",
+                f"    return push(x.tape, {code}, x.index, NO_INPUT, {inline(code, 'x.c')})"]
     elif op.kind in ("binary", "compare"):
         body = [f"{head}(x, y):  # {op.name}",
-                f"    return push(x.tape, {code}, x.index, y.index, value_{code}(x.c, y.c))"]
+                f"    return push(x.tape, {code}, x.index, y.index, {inline(code, 'x.c', 'y.c')})"]
     else:
         body = [f"{head}(x, c):  # {op.name}", "    k = push_const(x.tape, c)",
-                f"    return push(x.tape, {code}, x.index, k, value_{code}(x.c, c))"]
+                f"    return push(x.tape, {code}, x.index, k, {inline(code, 'x.c', 'c')})"]
     return ["@hot", *body, "", ""]
 
 
-def spelling(s: ops.Spelling) -> list[str]:
-    """var_c_<name>(x, c) records x <op> c; c_var_<name>(x, c) records c <op> x (x a recorded Var)."""
-    pair = ops.OPCODE[s.pair]
-    out = []
-    for side, const_op in (("var_c", s.var_c), ("c_var", s.c_var)):
-        out += ["@hot", f"def {side}_{s.name}(x, c):"]
-        if const_op:
-            c = "-c" if (side == "var_c" and s.negate) else "c"
-            out += [f"    return record_{ops.OPCODE[const_op]}(x, {c})  # {const_op}"]
-        else:  # a constant record, then the pair op (tape/records/_recorders.py's CONSTANT_RECORD)
-            args = "x, k" if side == "var_c" else "k, x"
-            out += ["    k = constant_record(x.tape, c)", f"    return record_{pair}({args})  # {s.pair}"]
-        out += ["", ""]
-    return out
+def spelled(s: ops.Spelling, side: str, x: str, c: str) -> str:
+    """The call recording x <op> c (side "var_c") or c <op> x ("c_var"), x a recorded Var, as
+    tape/records/_recorders.py writes it: the const op (x - c as add_c of -c), else a constant record and the pair op
+    (its CONSTANT_RECORD)."""
+    const_op = s.var_c if side == "var_c" else s.c_var
+    if const_op:
+        return f"record_{ops.OPCODE[const_op]}({x}, {'-' if side == 'var_c' and s.negate else ''}{c})"
+    k = f"constant_record({x}.tape, {c})"
+    return f"record_{ops.OPCODE[s.pair]}({x}, {k})" if side == "var_c" else f"record_{ops.OPCODE[s.pair]}({k}, {x})"
 
 
 def unary_entry(name: str) -> list[str]:
     code = ops.OPCODE[name]
     return ["@jit", f"def unary_{code}(x):  # {name} of a Var", "    if x.index < 0:",
-            f"        return unbound(value_{code}(x.c))", f"    return record_{code}(x)", "", ""]
+            f"        return unbound({inline(code, 'x.c')})", f"    return record_{code}(x)", "", ""]
 
 
 def entries(s: ops.Spelling) -> list[str]:
     """<name>_vv(x, y), <name>_vc(x, c), <name>_cv(c, y): x <op> y of Vars (maybe unrecorded) and numbers."""
     pair = ops.OPCODE[s.pair]
-    return ["@jit", f"def {s.name}_vv(x, y):", "    if x.index < 0:",
-            f"        return unbound(value_{pair}(x.c, y.c)) if y.index < 0 else c_var_{s.name}(y, x.c)",
-            "    if y.index < 0:", f"        return var_c_{s.name}(x, y.c)",
+    vc, cv = spelled(s, "var_c", "x", "c"), spelled(s, "c_var", "y", "c")
+    return ["@jit", f"def {s.name}_vv(x, y):", "    if x.index < 0:", "        if y.index < 0:",
+            f"            return unbound({inline(pair, 'x.c', 'y.c')})",
+            f"        return {spelled(s, 'c_var', 'y', 'x.c')}",
+            "    if y.index < 0:", f"        return {spelled(s, 'var_c', 'x', 'y.c')}",
             f"    return record_{pair}(x, y)", "", "",
-            "@jit", f"def {s.name}_vc(x, c):",
-            f"    return unbound(value_{pair}(x.c, c)) if x.index < 0 else var_c_{s.name}(x, c)", "", "",
-            "@jit", f"def {s.name}_cv(c, y):",
-            f"    return unbound(value_{pair}(c, y.c)) if y.index < 0 else c_var_{s.name}(y, c)", "", ""]
+            "@jit", f"def {s.name}_vc(x, c):", "    if x.index < 0:",
+            f"        return unbound({inline(pair, 'x.c', 'c')})", f"    return {vc}", "", "",
+            "@jit", f"def {s.name}_cv(c, y):", "    if y.index < 0:",
+            f"        return unbound({inline(pair, 'c', 'y.c')})", f"    return {cv}", "", ""]
 
 
 def compare_entry(s: ops.Spelling) -> list[str]:
@@ -127,13 +133,11 @@ def generate(header: list[str]) -> str:
            "from tape.records.storage import NO_INPUT", "",
            "# the sweeps' own helpers, called from jitted code only (so warmup need not compile them)",
            *(f"{name} = _sweeps.{name}" for name in helpers), "", ""]
-    for code in codes:
-        out += value(code)
+    for code in [*(ops.OPCODE[name] for name in ops.UNARY), *(ops.OPCODE[s.pair] for s in ops.ARITHMETIC)]:
+        out += value(code)  # the tables' values of numbers
     for code in codes:
         if ops.OPS[code].kind not in ("compare", "compare_c"):
             out += record(code)
-    for s in ops.ARITHMETIC:
-        out += spelling(s)
     out += compare_value()
     for name in ops.UNARY:
         out += unary_entry(name)

@@ -27,6 +27,8 @@ from tape.compiled.arrays import (
     minimum_vv,
     mul_vv,
     release,
+    tape_of_first,
+    tape_of_second,
 )
 from tape.compiled.numba_internals import TypingError, VarArrayType, make_array, types, unbound
 from tape.compiled.overload_cache import overload, overload_method, own_name
@@ -130,35 +132,70 @@ def _folds(record):
 
 
 def _reduction(whole, along):
-    """The overload of a reduction: of all elements (``whole``), or along one axis (``along``: a 2-d Var
-    array's, a 1-d result; a 1-d one's only axis is all of it)."""
+    """The overload of a reduction (``whole``, ``along``: its implementations of all elements and along one axis,
+    a 2-d Var array's, a 1-d result; a 1-d one's only axis is all of it). Returned as they are, not called from a
+    layer: that was a compile per reduction and type."""
+    whole_of_1d = hot(whole)
+
     def typer(a, axis=None):
         if not is_array(a):
             return None
         if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
-            return lambda a, axis=None: whole(a)
+            return whole
         if not isinstance(axis, types.Integer):
             raise TypingError(f"tape.jit: reduce a Var array over all its axes or over one (an int), not {axis}")
         if a.ndim == 2:
-            return lambda a, axis=None: along(a, axis)
+            return along
 
         def one(a, axis=None):
             axis_of(axis, 1)
-            return whole(a)
+            return whole_of_1d(a, axis)
         return one
     return typer
 
 
-REDUCTIONS = {"sum": (lambda a: sums(a), lambda a, k: sums_along(a, k)),
-              "prod": (lambda a: products(a), lambda a, k: products_along(a, k)),
-              "mean": (lambda a: sums(a) * (1.0 / a.rows.size),
-                       lambda a, k: sums_along(a, k) * (1.0 / a.rows.shape[axis_of(k, 2)])),
-              "max": (lambda a: largest(a), lambda a, k: largest_along(a, k)),
-              "min": (lambda a: smallest(a), lambda a, k: smallest_along(a, k))}
+def _implementations(whole, along, mean: bool = False):
+    """(of all elements, along an axis) of a reduction by its jitted functions (``mean``: the sums scaled), each
+    named by what it is (own_name: its own cache entry and symbol)."""
+    if mean:
+        return (own_name(lambda a, axis=None: whole(a) * (1.0 / a.rows.size)),
+                own_name(lambda a, axis=None: along(a, axis) * (1.0 / a.rows.shape[axis_of(axis, 2)])))
+    return own_name(lambda a, axis=None: whole(a)), own_name(lambda a, axis=None: along(a, axis))
+
+
+REDUCTIONS = {"sum": _implementations(sums, sums_along), "prod": _implementations(products, products_along),
+              "mean": _implementations(sums, sums_along, mean=True), "max": _implementations(largest, largest_along),
+              "min": _implementations(smallest, smallest_along)}
 for _name, (_whole, _along) in REDUCTIONS.items():
-    _typer = _reduction(hot(_whole), hot(_along))
+    _typer = _reduction(_whole, _along)
     overload_method(VarArrayType, _name, forceinline=True)(_typer)
     overload({"max": np.max, "min": np.min}.get(_name, getattr(np, _name)), forceinline=True)(_typer)
+
+
+# np.dot's layers, named (a symbol each) and shared by its overloads (one made per overload was a compile each)
+@hot
+def _b_of_column(b, k, j):
+    return at(b, 0, k)
+
+
+@hot
+def _b_at(b, k, j):
+    return at(b, k, j)
+
+
+@hot
+def _dot_scalar(out, n, q):
+    return element(out.tape, out.rows[0], out.vals[0])
+
+
+@hot
+def _dot_matrix(out, n, q):
+    return make_array(out.tape, out.rows.reshape((n, q)), out.vals.reshape((n, q)))
+
+
+@hot
+def _dot_vector(out, n, q):
+    return out
 
 
 def _dot(a, b):
@@ -166,16 +203,10 @@ def _dot(a, b):
     products in C order of (i, k, j), then each (i, j)'s sum over k pairwise, level by level."""
     if not (is_array(a) or is_array(b)) or not all((is_array(x) or is_data(x)) for x in (a, b)):
         return None
-    first = a if is_array(a) else b
-    tape_of = hot(lambda a, b: a.tape) if first is a else hot(lambda a, b: b.tape)
+    tape_of = tape_of_first if is_array(a) else tape_of_second
     column = b.ndim == 1  # b's k-th element: at(b, 0, k) for 1-d b, else at(b, k, j)
-    b_at = hot(lambda b, k, j: at(b, 0, k)) if column else hot(lambda b, k, j: at(b, k, j))
-    if a.ndim == 1 and b.ndim == 1:
-        result = hot(lambda out, n, q: element(out.tape, out.rows[0], out.vals[0]))
-    elif a.ndim == 2 and b.ndim == 2:
-        result = hot(lambda out, n, q: make_array(out.tape, out.rows.reshape((n, q)), out.vals.reshape((n, q))))
-    else:
-        result = hot(lambda out, n, q: out)
+    b_at = _b_of_column if column else _b_at
+    result = _dot_scalar if a.ndim == 1 and b.ndim == 1 else _dot_matrix if a.ndim == 2 and b.ndim == 2 else _dot_vector
 
     def impl(a, b):
         n, m = dims(a)
