@@ -132,14 +132,22 @@ def test_records_and_gradients_identical_with_and_without():
 
 def test_a_function_is_made_with_collection_paused(monkeypatch):
     """No automatic collection while a Function is made from a tape (its passes' garbage dies by reference
-    counting), on again after; a collection that was off stays off, and an error inside turns it back on."""
+    counting) or a sweep's steps are made, on again after; a collection that was off stays off, and an error
+    inside turns it back on."""
     from tape.function import replay
+    from tape.records import array_records
+    from tape.sweeps import steps
 
+    monkeypatch.setattr(array_records, "SMALL", 1)  # array records
     seen = []
-    real = replay.from_storage
-    monkeypatch.setattr(replay, "from_storage", lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k))
+    for module, name in ((replay, "from_storage"), (steps, "_forward_sweep")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, **k: seen.append(gc.isenabled()) or real(*a, **k))
     F = tape.trace(lambda x: (np.sin(x) * x).sum(), np.linspace(0.1, 1.0, 8))
-    assert seen == [False] and gc.isenabled() and F.value_and_grad(np.ones(8))[0] == pytest.approx(np.sin(1.0) * 8)
+    assert seen == [False] and gc.isenabled()
+    assert F.value_and_grad(np.ones(8))[0] == pytest.approx(np.sin(1.0) * 8) and len(seen) > 1
+    assert not any(seen)
+    assert gc.isenabled()
     gc.disable()
     try:
         with gc_pacing.paused():
