@@ -128,3 +128,33 @@ def test_records_and_gradients_identical_with_and_without():
                         t._consts[:t.n_consts].tobytes(), g.tobytes()))
     assert results[0] == results[1]
     assert np.all(np.isfinite(np.frombuffer(results[0][5])))
+
+
+def test_a_function_is_made_with_collection_paused(monkeypatch):
+    """No automatic collection while a Function is made from a tape (its passes' garbage dies by reference
+    counting) or a sweep's steps are made, on again after; a collection that was off stays off, and an error
+    inside turns it back on."""
+    from tape.function import replay
+    from tape.records import array_records
+    from tape.sweeps import steps
+
+    monkeypatch.setattr(array_records, "SMALL", 1)  # array records
+    seen = []
+    for module, name in ((replay, "from_storage"), (steps, "_forward_sweep")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, **k: seen.append(gc.isenabled()) or real(*a, **k))
+    F = tape.trace(lambda x: (np.sin(x) * x).sum(), np.linspace(0.1, 1.0, 8))
+    assert seen == [False] and gc.isenabled()
+    assert F.value_and_grad(np.ones(8))[0] == pytest.approx(np.sin(1.0) * 8) and len(seen) > 1
+    assert not any(seen)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_pacing.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(KeyError), gc_pacing.paused():
+        raise KeyError("inside")
+    assert gc.isenabled()

@@ -700,3 +700,55 @@ def test_cse_keys_whose_hashes_meet_by_chance_take_the_loop(program, arrays, mon
     g = (lambda x: f(x, False)) if x0 is not None else None
     tape.trace(g, x0) if g else tape.trace(f, np.linspace(0.2, 1.5, 600), params=0.7)
     assert any(x is None for x in found)  # (the loop taken)
+
+
+def _compact_by_plan(s, runs, outputs, kept):
+    """layout.compact as the loop over every plan (the reference)."""
+    life = layout.lifetimes(s, runs, outputs, kept)
+    n = len(s._op)
+    open_ = {}
+    offsets, top = [], 0
+    for k, p in enumerate(s._plans):
+        born, dies, size = int(life[k, 0]), int(life[k, 1]), p.size
+        bits, own = size.bit_length(), size <= layout.SMALL and layout.PACK[p.code]
+        near = [*open_.get(bits, [])[:layout.SCAN], *open_.get(bits + 1, [])[:layout.SCAN]]
+        region = next((r for r in near if size <= r[1] <= 2 * size and born > r[2]), None)
+        if region is None or own:
+            region = [top, size, -1]
+            top += size
+            if not own:
+                open_.setdefault(bits, []).append(region)
+        region[2] = max(region[2], dies)
+        if dies >= n and not own:
+            open_[region[1].bit_length()].remove(region)
+        offsets.append(region[0])
+    return [p._replace(offset=o) for p, o in zip(s._plans, offsets, strict=True)], top
+
+
+@pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
+def test_compact_is_the_loop(program, arrays, monkeypatch):
+    """layout.compact (the regions of their own skipped, their offsets by cumsum) lays out what the loop over every
+    plan lays out: the Function's lifetimes, then random ones (born at 0, living past the records, sizes of packs
+    their own, few regions scanned), field for field and the arena's length."""
+    f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "tiny": _tiny}.get(
+        program) or ALL[program]
+    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
+    F = tape.trace(f, x, params=0.7)
+    args = F, list(F._runs_first.values()), F._output_rows, np.concatenate([F._input_rows, F._param_rows])
+    got, want = layout.compact(*args), _compact_by_plan(*args)
+    _same_plans(got[0], want[0])
+    assert got[1] == want[1]
+    n, m, real = len(F._op), len(F._plans), layout.lifetimes
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        born = np.where(rng.random(m) < 0.3, 0, rng.integers(0, n, m))
+        life = real(*args)
+        late = rng.random(m)
+        life[:, 0] = born
+        life[:, 1] = np.where(late < 0.1, n, born + np.where(late < 0.3, n, rng.integers(0, n // 4, m)))
+        monkeypatch.setattr(layout, "lifetimes", lambda *a, life=life: life.copy())
+        monkeypatch.setattr(layout, "SMALL", int(rng.choice([0, 256, 10**6])))
+        monkeypatch.setattr(layout, "SCAN", int(rng.choice([1, 2, 32])))
+        got, want = layout.compact(*args), _compact_by_plan(*args)
+        _same_plans(got[0], want[0])
+        assert got[1] == want[1]

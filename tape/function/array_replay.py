@@ -17,6 +17,7 @@ import numpy as np
 from tape.debug import nans
 from tape.kernels.ops import ARRAY_BASE
 from tape.sweeps import arenas, driver, fusion, layout, steps, tangents
+from tape.sweeps import plans as _plans
 
 if TYPE_CHECKING:
     from tape.function.function import Function
@@ -155,7 +156,7 @@ def array_tangents(F: Function, direction: np.ndarray) -> tuple[np.ndarray, np.n
 
 def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> None:
     """F's arenas, pieces and fused runs, its first-order sweeps on regions shared by liveness
-    (tape/sweeps/layout.py) where that is smaller, the recorded plans then kept in F._recorded."""
+    (tape/sweeps/layout.py) where that is smaller, the recorded plans' offsets then kept in F._recorded."""
     F._recorded = None
     _install(F, plans, arena, np.zeros(0))  # the caller's arena, read (0-d constants, by fusion) until replaced
     if plans:
@@ -166,16 +167,17 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
             arenas.move(plans, arena, shared, small)
             _install(F, shared, small, np.zeros(size), fusion.moved(list(F._runs_first.values()), plans, shared,
                                                                     F._in0))
-            F._recorded = plans
-            return
+            F._recorded = _plans.regions(plans)[1]  # (offsets, not a second list of plans: arrays4k's 7,600
+            return  # plans were 7,600 GC-tracked objects more, a third of what tape.trace left for full collections)
     F._aval, F._aadj = arena.copy(), np.zeros(len(arena))
 
 
 def recorded(F: Function) -> tuple[list[driver.Plan], np.ndarray]:
     """F's plans as recorded and an arena for them (its constants and inputs; what a file holds)."""
-    plans: list[driver.Plan] | None = getattr(F, "_recorded", None)
-    if plans is None:
+    offsets: np.ndarray | None = getattr(F, "_recorded", None)
+    if offsets is None:
         return F._plans, F._aval
+    plans = _plans.relaid(F._plans, offsets)
     arena = np.zeros(plans[-1].offset + plans[-1].size)
     arenas.move(F._plans, F._aval, plans, arena)
     return plans, arena

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tape.base import trees
+from tape.base import gc_pacing, trees
 from tape.function import (
     array_replay,
     array_sparsity,
@@ -71,7 +71,7 @@ class Function:
     # array records (array_replay.install_arrays): plans, arenas, generations, pieces, fused runs
     _plans: list[driver.Plan]
     _table: np.ndarray  # their plan table (tape/sweeps/plans.py; its rows, codes and views: tape/sweeps/layout.py)
-    _recorded: list[driver.Plan] | None  # the plans as recorded, while _plans share regions (tape/sweeps/layout.py)
+    _recorded: np.ndarray | None  # the plans' offsets as recorded, while _plans share regions (tape/sweeps/layout.py)
     _views: dict
     _schedules: dict
     _steps: dict
@@ -140,9 +140,11 @@ class Function:
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
                       input_shape: tuple[int, ...] | None = None, output_shape: tuple[int, ...] | None = None,
                       share: bool = False, prune: bool = True, cse: bool = True) -> Function:
-        """See replay.from_storage (tape/symbolic/gradient_tapes.py, below this package, calls it so)."""
-        return replay.from_storage(cls, t, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
-                                   input_shape, output_shape, share, prune, cse)
+        """See replay.from_storage (tape/symbolic/gradient_tapes.py, below this package, calls it so); no automatic
+        garbage collection meanwhile (tape/base/gc_pacing.py's paused)."""
+        with gc_pacing.paused():
+            return replay.from_storage(cls, t, input_rows, param_rows, output_rows, scalar, on_branch_change, source,
+                                       input_shape, output_shape, share, prune, cse)
 
     @property
     def on_branch_change(self) -> str:

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tape.base import gc_pacing
 from tape.kernels.array_ops import INPUT, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import LEAF
@@ -129,7 +130,8 @@ def _chosen(s: State, key: tuple, runs: dict[int, Any] | None,
     fast = runs is not None and compiled.ready(s, runs)
     sweep = s._steps.get((*key, fast))
     if sweep is None:
-        sweep = s._steps[(*key, fast)] = make(s, key, runs, fast)
+        with gc_pacing.paused():  # (as a Function's making: its tables' garbage dies by reference counting)
+            sweep = s._steps[(*key, fast)] = make(s, key, runs, fast)
     if fast:
         s._steps[key] = sweep
     return sweep, fast

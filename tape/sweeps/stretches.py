@@ -190,10 +190,10 @@ def _shape(s: Any, r: _Rows, span: range) -> tuple | None:
     held = tuple(m[ROW] in outputs or readers[m[ROW]] != inside[m[ROW]] for m in members)
     n = members[0][SIZE]
     if r.back:
+        if any(held[:-1]) or not all(inside[m[ROW]] for m in members[:-1]):
+            return None  # (before _sends: arrays4k's back tables refuse 1,200 spans of 1,600 here)
         sends = _sends(members, spec, n)
-        if any(held[:-1]) or not all(inside[m[ROW]] for m in members[:-1]) or sends is None:
-            return None
-        return True, tuple(spec), sends
+        return None if sends is None else (True, tuple(spec), sends)
     stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
     starts = sorted(m[OUT] for k, m in enumerate(members) if stored[k])
     if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
