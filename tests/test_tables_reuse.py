@@ -159,3 +159,24 @@ def test_a_sweep_from_another_record_makes_its_own(tables):
     for k in (0, 1, 0, 1):
         assert np.array_equal(t.gradient(ys[k], X), want[k])
     assert np.allclose(want[1], np.cos(X_) * X_ + np.sin(X_), rtol=1e-14)
+
+
+def test_gathers_of_one_places_object_get_each_gathers_rows(monkeypatch):
+    """encoding's runs are found once per places object (np.pad's in a loop): the rows of each gather as found for
+    places of their own, with shared and own places mixed, scattered ones (no rows) among them."""
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    scattered = RNG.permutation(30)
+    t = tape.Tape()
+    x = t.array(RNG.uniform(size=64))
+    y = 0.0
+    for k in range(12):  # pads by a tuple of ints: one places object per (shape, widths, mode); by a list: their own
+        widths = ((3, 9), (12, 1), (5, 5))[k % 3]
+        u = np.pad(x * (k + 1), widths if k % 4 else list(widths), ("edge", "wrap")[k % 2])
+        y = y + (u * u).sum() + np.tanh(x)[scattered].sum()
+    encoded, starts = encoding.table(t)
+    gathers = [k for k, p in enumerate(t._plans) if p.name == "gather"]
+    assert len({id(t._plans[k].places) for k in gathers}) <= len(gathers) - 3
+    assert (starts[1:] > starts[:-1])[gathers].sum() == 12  # (the scattered ones have none)
+    t._plans[:] = [p._replace(places=p.places.copy()) for p in t._plans]
+    own, own_starts = encoding.table(t)
+    assert np.array_equal(own, encoded) and np.array_equal(own_starts, starts)

@@ -99,11 +99,11 @@ def _idle(s: State, kind: int, what: Any) -> bool:
 
 
 def _regions(s: State, kind: int, what: Any) -> np.ndarray | None:
-    """The arena regions (start, stop) that table rows (kind TABLE, what a list of them: outputs and views) or a walk's
+    """The arena regions (start, stop) that table rows (kind TABLE, what their array: outputs and views) or a walk's
     item (its record's and its views' records', a stretch's elem records' records) read or write; None for an item
     never moved (a fused run, a call)."""
     if kind == TABLE:
-        t = np.array(what)
+        t = what
         found = np.concatenate([t[:, [kernels.OUT, kernels.SIZE]], *(t[:, VIEWS + VIEW * q + kernels.REGION:][:, :2]
                                                                      for q in range(2))])
         return np.stack([found[:, 0], found.sum(1)], 1)
@@ -136,29 +136,32 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
     replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; /work/notes/s13/A/ab_all2.txt)."""
     items = _walked(s, walk, back)
+    encoded = all_rows(s)[0]
     if not sweep:
-        yield from (_table(what, s) if kind == TABLE else (kind, what) for kind, what in items)
+        yield from (_table(encoded[what], s) if kind == TABLE else (kind, what) for kind, what in items)
         return
     walked = list(items)
-    made = iter(stretches.stretched_all(s, [what for kind, what in walked if kind == TABLE], sweep == "reverse"))
+    made = iter(stretches.stretched_all(s, [list(encoded[what]) for kind, what in walked if kind == TABLE],
+                                        sweep == "reverse"))
     yield from (_table(what, s, next(made)) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[tuple[int, Any]]:
-    """grouped's walk with each table as (TABLE, its rows)."""
-    rows: list[np.ndarray] = []
+    """grouped's walk with each table as (TABLE, its rows' indices in all_rows(s)'s), by Python ints (each record's
+    rows as a list of row arrays, heat-pad's 3,005 plans took 6 ms, now 2)."""
+    rows: list[int] = []
     idle: list[tuple[int, Any]] = []
     moved: list[tuple[int, Any]] = []  # back: items run after the table, their regions ``apart``
     apart = np.zeros((0, 2), np.int64)
     encoded, starts = all_rows(s)
+    first, in0 = starts.tolist(), s._in0
     for kind, what in walk:
-        k = int(s._in0[what]) if kind == driver.RECORD else 0
-        if kind == driver.RECORD and starts[k + 1] > starts[k]:
-            new = list(encoded[starts[k]:starts[k + 1]])
-            if moved and not _apart(apart, _regions(s, TABLE, new)):
+        k = int(in0[what]) if kind == driver.RECORD else 0
+        if kind == driver.RECORD and first[k + 1] > first[k]:
+            if moved and not _apart(apart, _regions(s, TABLE, encoded[first[k]:first[k + 1]])):
                 yield from ((TABLE, rows), *idle, *moved)
                 rows, idle, moved, apart = [], [], [], apart[:0]
-            rows += new
+            rows += range(first[k], first[k + 1])
             idle = []
             continue
         if rows and _idle(s, kind, what):
@@ -166,7 +169,7 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[t
             continue
         if rows:
             touched = _regions(s, kind, what)
-            if _apart(touched, apart[:0] if back else _regions(s, TABLE, rows)):
+            if _apart(touched, apart[:0] if back else _regions(s, TABLE, encoded[rows])):
                 if back:
                     moved.append((kind, what))
                     apart = np.concatenate([apart, touched])
@@ -209,11 +212,11 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
                                                                         for q in range(2))], 0, initial=1)
 
 
-def _table(rows: list[np.ndarray], s: State, stretched: tuple | None = None) -> tuple[int, Any]:
+def _table(rows: list[np.ndarray] | np.ndarray, s: State, stretched: tuple | None = None) -> tuple[int, Any]:
     """A table of rows and its scratch; for a sweep, the rows' stretches too (stretches.stretched_all's, made for all
     of the sweep's tables at once)."""
     rows, pending, (kept, wide) = stretched or (rows, None, (0, 0))
-    table = np.array(rows)
+    table = np.asarray(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
     elementwise, lined = table[table[:, 0] == kernels.ELEMENTWISE], table[table[:, 0] == LINED]
