@@ -180,3 +180,27 @@ def test_gathers_of_one_places_object_get_each_gathers_rows(monkeypatch):
     t._plans[:] = [p._replace(places=p.places.copy()) for p in t._plans]
     own, own_starts = encoding.table(t)
     assert np.array_equal(own, encoded) and np.array_equal(own_starts, starts)
+
+
+def test_threads_reuse_and_make_at_once(tables, monkeypatch):
+    """Tapes of three structures (two of one key) swept by 4 threads at once, the kept ones evicted all along (MADE 1):
+    each call's own bits."""
+    import threading
+
+    monkeypatch.setattr(compiled, "MADE", 1)
+    fs = [*DIFFER["op"], DIFFER["shape"][0]]
+    want = [_afresh(f, X) for f in fs]
+    wrong = []
+
+    def calls(k):
+        for i in range(30):
+            j = (i + k) % 3
+            got = tape.value_and_grad(fs[j])(X)
+            wrong.extend([] if got[0] == want[j][0] and np.array_equal(got[1], want[j][1]) else [(k, i)])
+
+    threads = [threading.Thread(target=calls, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong and len(compiled._made) == 1

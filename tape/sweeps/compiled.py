@@ -266,8 +266,8 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
         marks = [(at, run.rows) for at, run in runs.items()] if runs else []
         if made is None or made.marks != marks:
             made = _made[key] = Made.of(s, top, runs, marks)
-            while len(_made) > MADE:
-                del _made[next(iter(_made))]
+            for old in list(_made)[:-MADE]:  # (list and pop each one C call: threads may do this at once)
+                _made.pop(old, None)
         return driver.reverse(s, top, gen, keep, check, runs, lambda _: made.walk(s, runs))
     finally:
         s._encoded = None
