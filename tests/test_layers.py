@@ -146,9 +146,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled._walked): both were Python per plan or per table on tape.trace's path (issue 26, s14 D).
 # sweeps +33, function +31: a Function's replay steps decided once a Function (fusion.Run.bound; array_replay's
 # slots, seed and gather: issue 26, s14 E).
-# sweeps +83: a tape's reverse reuses the tables and walk of the last tape of its structure, checked in full
+# sweeps +84: a tape's reverse reuses the tables and walk of the last tape of its structure, checked in full
 # (compiled.Made); the walk by row indices, a gather's runs once per places object (issue 26, s15 B).
-BUDGET = {"tape.kernels": 6477, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3506,
+BUDGET = {"tape.kernels": 6477, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3507,
           "tape.records": 1034, "tape.arrays": 1865, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3389, "tape.tape": 400, "tape.api": 912, "tape.compiled": 3476, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

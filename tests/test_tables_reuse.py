@@ -121,6 +121,8 @@ def test_plans_compared_field_by_field():
     assert not compiled._same_plans([p, p], [p, q._replace(wide=(2, 2))])
     assert not compiled._same_plans([p, p], [p])
     assert not compiled._same_plans([p], [p._replace(offset=4)])
+    empty = p._replace(places=np.zeros(0, np.int64))
+    assert compiled._same_plans([empty], [empty._replace(places=np.zeros(0, np.int64))])
 
 
 def test_at_most_made_kept(tables):
