@@ -20,7 +20,7 @@ import functools
 import math
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -99,11 +99,11 @@ def _idle(s: State, kind: int, what: Any) -> bool:
 
 
 def _regions(s: State, kind: int, what: Any) -> np.ndarray | None:
-    """The arena regions (start, stop) that table rows (kind TABLE, what a list of them: outputs and views) or a walk's
+    """The arena regions (start, stop) that table rows (kind TABLE, what their array: outputs and views) or a walk's
     item (its record's and its views' records', a stretch's elem records' records) read or write; None for an item
     never moved (a fused run, a call)."""
     if kind == TABLE:
-        t = np.array(what)
+        t = what
         found = np.concatenate([t[:, [kernels.OUT, kernels.SIZE]], *(t[:, VIEWS + VIEW * q + kernels.REGION:][:, :2]
                                                                      for q in range(2))])
         return np.stack([found[:, 0], found.sum(1)], 1)
@@ -136,29 +136,32 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
     replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; /work/notes/s13/A/ab_all2.txt)."""
     items = _walked(s, walk, back)
+    encoded = all_rows(s)[0]
     if not sweep:
-        yield from (_table(what, s) if kind == TABLE else (kind, what) for kind, what in items)
+        yield from (_table(encoded[what], s) if kind == TABLE else (kind, what) for kind, what in items)
         return
     walked = list(items)
-    made = iter(stretches.stretched_all(s, [what for kind, what in walked if kind == TABLE], sweep == "reverse"))
+    made = iter(stretches.stretched_all(s, [list(encoded[what]) for kind, what in walked if kind == TABLE],
+                                        sweep == "reverse"))
     yield from (_table(what, s, next(made)) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[tuple[int, Any]]:
-    """grouped's walk with each table as (TABLE, its rows)."""
-    rows: list[np.ndarray] = []
+    """grouped's walk with each table as (TABLE, its rows' indices in all_rows(s)'s), by Python ints (each record's
+    rows as a list of row arrays, heat-pad's 3,005 plans took 6 ms, now 2)."""
+    rows: list[int] = []
     idle: list[tuple[int, Any]] = []
     moved: list[tuple[int, Any]] = []  # back: items run after the table, their regions ``apart``
     apart = np.zeros((0, 2), np.int64)
     encoded, starts = all_rows(s)
+    first, in0 = starts.tolist(), s._in0
     for kind, what in walk:
-        k = int(s._in0[what]) if kind == driver.RECORD else 0
-        if kind == driver.RECORD and starts[k + 1] > starts[k]:
-            new = list(encoded[starts[k]:starts[k + 1]])
-            if moved and not _apart(apart, _regions(s, TABLE, new)):
+        k = int(in0[what]) if kind == driver.RECORD else 0
+        if kind == driver.RECORD and first[k + 1] > first[k]:
+            if moved and not _apart(apart, _regions(s, TABLE, encoded[first[k]:first[k + 1]])):
                 yield from ((TABLE, rows), *idle, *moved)
                 rows, idle, moved, apart = [], [], [], apart[:0]
-            rows += new
+            rows += range(first[k], first[k + 1])
             idle = []
             continue
         if rows and _idle(s, kind, what):
@@ -166,7 +169,7 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[t
             continue
         if rows:
             touched = _regions(s, kind, what)
-            if _apart(touched, apart[:0] if back else _regions(s, TABLE, rows)):
+            if _apart(touched, apart[:0] if back else _regions(s, TABLE, encoded[rows])):
                 if back:
                     moved.append((kind, what))
                     apart = np.concatenate([apart, touched])
@@ -209,11 +212,11 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
                                                                         for q in range(2))], 0, initial=1)
 
 
-def _table(rows: list[np.ndarray], s: State, stretched: tuple | None = None) -> tuple[int, Any]:
+def _table(rows: list[np.ndarray] | np.ndarray, s: State, stretched: tuple | None = None) -> tuple[int, Any]:
     """A table of rows and its scratch; for a sweep, the rows' stretches too (stretches.stretched_all's, made for all
     of the sweep's tables at once)."""
     rows, pending, (kept, wide) = stretched or (rows, None, (0, 0))
-    table = np.array(rows)
+    table = np.asarray(rows)
     products = table[table[:, 0] == MATMUL, 6:9]
     m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
     elementwise, lined = table[table[:, 0] == kernels.ELEMENTWISE], table[table[:, 0] == LINED]
@@ -245,22 +248,91 @@ FEW = 100  # array records of a tape, fewer than which its reverse sweep stays N
 def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a tape (tape/records/storage.py: a gradient recorded afresh), its stretches of array records
     the driver runs as tables, once its kernels are ready and the tape has FEW array records; the Python sweep's
-    seconds on CLOCK otherwise. Its tables are made for this sweep (``_encoded`` while it runs: the tape records on)."""
+    seconds on CLOCK otherwise. Its tables and walk are made for this sweep (``_encoded`` while it runs: the tape
+    records on), or are the last ones of a tape of the same structure (``Made``)."""
     if not (len(s._plans) >= FEW and _gate.ready()):
         start = time.perf_counter()
         try:
             return driver.reverse(s, top, gen, keep, check, runs)
         finally:
             CLOCK.add(time.perf_counter() - start)
-    s._encoded = {}
+    key = (s._n, len(s._plans), top)
+    made = _made.get(key)
+    if made is not None and not made.fits(s):
+        made = None
+    s._encoded = {} if made is None else {"table": made.encoded}
     try:
-        def tables(walk: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-            for kind, what in grouped(s, walk, back=True):
-                yield (kind, functools.partial(reverse, s, what[0], what[1], None)) if kind == TABLE else (kind, what)
-
-        return driver.reverse(s, top, gen, keep, check, kept(s, runs) if runs else runs, tables)
+        runs = kept(s, runs) if runs else None
+        marks = [(at, run.rows) for at, run in runs.items()] if runs else []
+        if made is None or made.marks != marks:
+            made = _made[key] = Made.of(s, top, runs, marks)
+            for old in list(_made)[:-MADE]:  # (list and pop each one C call: threads may do this at once)
+                _made.pop(old, None)
+        return driver.reverse(s, top, gen, keep, check, runs, lambda _: made.walk(s, runs))
     finally:
         s._encoded = None
+
+
+MADE = 8  # tapes' structures whose tables and walk are kept (a loop calling value_and_grad of a few functions)
+
+
+def _settings() -> tuple:
+    """What the tables are made by besides a tape: the limits of encoding.py and LINES, kernels' loops and BLAS."""
+    return (encoding.LARGE, encoding.BROADCAST, encoding.SPAN, encoding.RUN, encoding.PRODUCTS, LINES,
+            kernels.LOOPS, kernels.BLAS)
+
+
+def _same_plans(a: list[driver.Plan], b: list[driver.Plan]) -> bool:
+    """Whether two lists of plans are equal, field by field (a gather's places by their elements)."""
+    try:
+        return a == b  # (by C: 0.3 µs a plan; a field of the same object is equal, and places are read-only)
+    except (ValueError, DeprecationWarning):  # places not of one element nor the same object (NumPy 1 warns for an
+        # empty one where warnings raise): compared as arrays
+        return len(a) == len(b) and all(p[:6] == q[:6] and p[7:] == q[7:] and np.array_equal(p[6], q[6])
+                                        for p, q in zip(a, b, strict=True))
+
+
+class Made(NamedTuple):
+    """A tape's reverse sweep as tape_reverse made it: for the next tape of the same structure (a loop calling
+    tape.value_and_grad(f) records the same plans each call), which checks it in full (``fits``), never by a hash.
+    Made again each call, heat-pad's 3,005 plans took 14 ms (encoding.table) and 6 ms (grouped), GRU's 858 5 ms,
+    of 88 and 25 ms a call."""
+
+    plans: list[driver.Plan]
+    records: tuple[np.ndarray, np.ndarray, np.ndarray]  # op, in0, in1 of the tape's records
+    borrowed: tuple[int, ...]
+    settings: tuple
+    encoded: tuple[np.ndarray, np.ndarray]  # encoding.table's
+    marks: list[tuple[int, tuple[int, ...]]]  # the runs the walk has: last row, rows
+    items: list[tuple[int, Any]]  # grouped's walk: a table as (TABLE, (table, scratch's shape)), a run by its last row
+
+    @classmethod
+    def of(cls, s: State, top: int, runs: dict[int, Any] | None, marks: list) -> Made:
+        last = {id(run): at for at, run in runs.items()} if runs else {}
+        items = [(kind, (what[0], what[1].shape) if kind == TABLE else last[id(what)] if kind == driver.RUN else what)
+                 for kind, what in grouped(s, driver.reverse_walk(s, top, runs), back=True)]
+        n = s._n
+        return cls(list(s._plans), (s._op[:n].copy(), s._in0[:n].copy(), s._in1[:n].copy()),
+                   tuple(getattr(s, "_borrowed", None) or ()), _settings(), all_rows(s), marks, items)
+
+    def fits(self, s: State) -> bool:
+        """Whether tape s has this one's structure: its records' ops and inputs, its plans, its borrowed records, and
+        the same settings."""
+        n = s._n
+        return (self.settings == _settings() and self.borrowed == tuple(getattr(s, "_borrowed", None) or ()) and
+                all(np.array_equal(a, b[:n]) for a, b in zip(self.records, (s._op, s._in0, s._in1), strict=True))
+                and _same_plans(self.plans, s._plans))
+
+    def walk(self, s: State, runs: dict[int, Any] | None) -> Iterator[tuple[int, Any]]:
+        """The items for driver.reverse on tape s: a table's reverse with its own scratch, the runs of s."""
+        for kind, what in self.items:
+            if kind == TABLE:
+                yield kind, functools.partial(reverse, s, what[0], np.empty(what[1]), None)
+            else:
+                yield kind, runs[what] if kind == driver.RUN and runs else what
+
+
+_made: dict[tuple[int, int, int], Made] = {}  # by (records, plans, top)
 
 
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None, gen: int, keep: int,

@@ -332,8 +332,20 @@ def runs(places: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _gathered(s: State, P: _Plans, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A gather's rows, one per run of its places in order; none where its places are scattered."""
-    run, _ = runs([s._plans[j].places for j in k.tolist()])
+    """A gather's rows, one per run of its places in order; none where its places are scattered. The runs of places
+    that are one object are found once (np.pad's in a loop: heat-pad's 500 gathers, 5 -> 0.1 ms)."""
+    places = [s._plans[j].places for j in k.tolist()]
+    one = {id(p): p for p in places}
+    index = {key: i for i, key in enumerate(one)}
+    which = np.array([index[id(p)] for p in places], np.int64) if len(one) < len(places) else None
+    run, _ = runs(list(one.values()))
+    if which is not None:  # each gather's runs: its places' object's, in order
+        n = np.bincount(run[:, 0], minlength=len(one))
+        first = np.cumsum(n) - n
+        count = n[which]
+        at = np.repeat(first[which] - np.cumsum(count) + count, count) + np.arange(count.sum())
+        run = run[at]
+        run[:, 0] = np.repeat(np.arange(len(places)), count)
     k = k[run[:, 0]]
     t = P.rows(k, GATHER)
     t[:, 3], t[:, 4] = P.offset[k] + run[:, 1], run[:, 3]
