@@ -8,6 +8,7 @@ Vars, VarArrays and numbers in any mix; ``trace`` records a Python function once
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from tape.arrays.binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, m
 from tape.arrays.conditions import ArrayCondition
 from tape.arrays.operands import as_view, common_tape, operand, operands, shape_of
 from tape.arrays.varray import _FUNCTIONS, VarArray, wrap, wrap_view
+from tape.base import gc_pacing
 from tape.base import trees as _trees
 from tape.debug import nans
 from tape.errors import ForeignHandleError
@@ -320,6 +322,8 @@ def _as_record(t: Tape, y: object) -> Var:
 
 
 VarFunction = Callable[..., Any]
+_RENEWED = 2**21  # bytes of arenas below which value_and_grad keeps its tape for the next call (above, arenas.recycle
+# keeps them, 1 MB each or more)
 
 
 def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -370,16 +374,18 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         leaves = trees[0][0] if len(trees) == 1 else [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
         numbers = isinstance(trees[0][1], _trees.Flat) if len(trees) == 1 else all(type(x) is float for x in leaves)
         size = len(leaves) if numbers else sum(leaf.size if isinstance(leaf, np.ndarray) else 1 for leaf in leaves)
-        t = getattr(idle, "tape", None) if size <= 64 else None  # (arrays of scalar records: < array_records.SMALL)
-        if t is not None and not nans.active():
+        t = getattr(idle, "tape", None)  # a cleared one for up to 64 numbers (arrays of scalar records), a renewed one
+        if t is not None and (size <= 64 or t._recycling) and not nans.active():  # for any (array records)
             idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
+            if size >= array_records.SMALL:
+                t._reserve(16 * size)
             handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         else:
             t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
             room = max(16 * size if size >= array_records.SMALL else 0, getattr(idle, "arena", 0))
             if room:  # an array program: room for a dozen arrays like x, or what its last call used
                 t._reserve(room)
-            t._borrowing = True  # big constants (data) read in place: this tape lives for this call only
+            t._borrowing = True  # big constants (data) read in place: this tape's records live for this call only
             if t._lines is None and not nans.active():  # (their checks read every value)
                 t._recycle()  # and its one reverse sweep reads only what back_reads say (tape/sweeps/arenas.py)
             handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
@@ -412,6 +418,11 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         if size <= 64 and not t._plans and t._lines is None:
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
+        elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and t._arena_bytes() < _RENEWED:
+            del out, handles, given  # (their handles hold t's segment)
+            if t._segment_ref() is None and sys.getrefcount(t) == 2:  # no handle left, nor the tape (t and this call)
+                t._renew()
+                idle.tape = t
         if len(trees) == 1:
             grad = _trees.unflatten(trees[0][1], grads)
             grad = grad if isinstance(argnums, int) else (grad,)
