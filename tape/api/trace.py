@@ -377,8 +377,6 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         t = getattr(idle, "tape", None)  # a cleared one for up to 64 numbers (arrays of scalar records), a renewed one
         if t is not None and (size <= 64 or t._recycling) and not nans.active():  # for any (array records)
             idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
-            if size >= array_records.SMALL:
-                t._reserve(16 * size)
             handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         else:
             t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
@@ -419,8 +417,8 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
         elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and t._arena_bytes() < _RENEWED:
-            del out, handles, given  # (their handles hold t's segment)
-            if t._segment_ref() is None and sys.getrefcount(t) == 2:  # no handle left, nor the tape (t and this call)
+            del out, handles, given  # (handles hold their segment, which holds t)
+            if sys.getrefcount(t) == 2:  # no handle left, nor the tape itself (t, and getrefcount's argument)
                 t._renew()
                 idle.tape = t
         if len(trees) == 1:
