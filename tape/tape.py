@@ -119,7 +119,7 @@ class Tape(Storage):
         array = real_array(values, "Tape.array")
         if array.size >= array_records.small():
             return VarArray(self._segment(), None, array_records.leaf(self, array))
-        if array.size <= _FEW:  # (the leaves of tape.grad's tiny programs: 4.3 -> 2.4 µs for 6 numbers)
+        if array.ndim and array.size <= _FEW:  # (the leaves of tape.grad's tiny programs: 4.3 -> 2.4 µs for 6)
             return _small.fresh(VarArray, self._segment(), range(self._leaf_records(array.ravel().tolist()), self._n),
                                 array.shape)
         rows = self._append_block(LEAF, array.size, values=array.ravel())

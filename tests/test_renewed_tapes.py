@@ -109,7 +109,7 @@ def test_a_tape_held_from_f_is_not_cleared():
     assert tapes[0] is not tapes[1] and len(tapes[0]) == len(tapes[1]) > 0 and tapes[0].n_arrays > 0
 
 
-def test_big_arenas_are_not_kept_between_calls():
+def test_big_arenas_are_not_kept_between_calls(monkeypatch):
     seen = []
 
     def f(v):
@@ -117,7 +117,7 @@ def test_big_arenas_are_not_kept_between_calls():
         return (np.sin(v) * v).sum()
 
     vg = tape.value_and_grad(f)
-    x = rng.normal(size=api._RENEWED // 16 + 1)  # its value and adjoint arenas alone hold _RENEWED bytes
+    x = rng.normal(size=2**20)  # its regions alone take 8 times _RENEWED
     for _ in range(2):
         vg(x)
     assert all(r() is None for r in seen)  # freed with each call
@@ -132,9 +132,15 @@ def test_big_arenas_are_not_kept_between_calls():
         g(x)
     assert recycling == [True, False, True, True]  # array programs record on a fresh tape or a renewed one, recycling
     small = rng.normal(size=1500)
-    for _ in range(3):  # (the first reserves what the last call's arena held)
+    for _ in range(3):  # the first reserves what the last call's regions took: 32 MB, not kept
         vg(small)
-    assert seen[-1]() is not None and seen[-1]() is seen[-2]()
+    assert seen[-3]() is None and seen[-1]() is not None and seen[-1]() is seen[-2]()
+    monkeypatch.setattr(arenas, "_SPARE", [])
+    arenas.recycle(np.empty(2**18 + 2**17))  # a spare of 3 MB in the pool, alone
+    vg = tape.value_and_grad(f)
+    for _ in range(3):  # the first takes a spare for its 9000 * 16 elements' reserve, kept: under 4 * _RENEWED
+        vg(rng.normal(size=9000))
+    assert seen[-1]() is not None and seen[-1]() is seen[-2]() and seen[-1]()._arena_bytes() > api._RENEWED
 
 
 def test_a_call_inside_f_and_a_failing_call_get_tapes_of_their_own():

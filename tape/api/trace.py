@@ -322,8 +322,9 @@ def _as_record(t: Tape, y: object) -> Var:
 
 
 VarFunction = Callable[..., Any]
-_RENEWED = 2**21  # bytes of arenas below which value_and_grad keeps its tape for the next call (above, arenas.recycle
-# keeps them, 1 MB each or more)
+_RENEWED = 2**21  # bytes of both arenas' regions below which value_and_grad keeps its tape for the next call; the
+# arenas may be 4 times that (a spare one from arenas._take fits in 4 times what was asked; above, arenas.recycle keeps
+# the arenas of a tape that dies, 1 MB each or more)
 
 
 def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -342,7 +343,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     previous call in the same thread, cleared, so handles made inside f are stale once it returns (a call
     inside f, or in another thread, records on a tape of its own); the wrapper keeps that tape's memory (29
     bytes a record) for its next call, so a big program (tape.jit) records without growing. An array program whose
-    arenas hold under 2 MB records on its previous call's tape too, where nothing made inside f holds it any more.
+    records' regions take under 2 MB records on its last call's tape too, where nothing made inside f holds it.
 
     Nested: called on Vars (inside an outer grad, jvp or trace, or with Vars f closes over), f and
     its gradient are recorded onto their tape, the gradient as records (tape/symbolic/nest.py), and the
@@ -417,7 +418,8 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         if size <= 64 and not t._plans and t._lines is None:
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
-        elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and t._arena_bytes() < _RENEWED:
+        elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and 16 * t._n_arena < _RENEWED and \
+                t._arena_bytes() < 4 * _RENEWED:
             del out, handles, given  # (handles hold their segment, which holds t)
             if sys.getrefcount(t) == 2:  # no handle left, nor the tape itself (t, and getrefcount's argument)
                 t._renew()
