@@ -146,11 +146,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled._walked): both were Python per plan or per table on tape.trace's path (issue 26, s14 D).
 # sweeps +33, function +31: a Function's replay steps decided once a Function (fusion.Run.bound; array_replay's
 # slots, seed and gather: issue 26, s14 E).
-# api +20, records +8, arrays +3: value_and_grad's tape renewed for the next call of a small array program, a small
+# api +18, records +8, arrays +3: value_and_grad's tape renewed for the next call of a small array program, a small
 # ndarray's leaves and their adjoints as a list's, VarArray[int] of scalar records at once (issue 26, s15 E).
 BUDGET = {"tape.kernels": 6477, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3423,
           "tape.records": 1042, "tape.arrays": 1868, "tape.analyses": 413, "tape.symbolic": 1200,
-          "tape.function": 3389, "tape.tape": 400, "tape.api": 932, "tape.compiled": 3476, "tape": 250,
+          "tape.function": 3389, "tape.tape": 400, "tape.api": 930, "tape.compiled": 3476, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -322,9 +322,8 @@ def _as_record(t: Tape, y: object) -> Var:
 
 
 VarFunction = Callable[..., Any]
-_RENEWED = 2**21  # bytes of both arenas' regions below which value_and_grad keeps its tape for the next call; the
-# arenas may be 4 times that (a spare one from arenas._take fits in 4 times what was asked; above, arenas.recycle keeps
-# the arenas of a tape that dies, 1 MB each or more)
+_RENEWED = 2**23  # bytes of arenas below which value_and_grad keeps its tape for the next call (a tape that dies gives
+# arenas of 1 MB or more to arenas.recycle's pool, whose spares fit in 4 times what is asked)
 
 
 def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -343,7 +342,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
     previous call in the same thread, cleared, so handles made inside f are stale once it returns (a call
     inside f, or in another thread, records on a tape of its own); the wrapper keeps that tape's memory (29
     bytes a record) for its next call, so a big program (tape.jit) records without growing. An array program whose
-    records' regions take under 2 MB records on its last call's tape too, where nothing made inside f holds it.
+    arenas hold under 8 MB records on its last call's tape too, where nothing made inside f holds it.
 
     Nested: called on Vars (inside an outer grad, jvp or trace, or with Vars f closes over), f and
     its gradient are recorded onto their tape, the gradient as records (tape/symbolic/nest.py), and the
@@ -418,8 +417,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         if size <= 64 and not t._plans and t._lines is None:
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
-        elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and 16 * t._n_arena < _RENEWED and \
-                t._arena_bytes() < 4 * _RENEWED:
+        elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and t._arena_bytes() < _RENEWED:
             del out, handles, given  # (handles hold their segment, which holds t)
             if sys.getrefcount(t) == 2:  # no handle left, nor the tape itself (t, and getrefcount's argument)
                 t._renew()
