@@ -14,6 +14,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from tape.arrays import small as _small
 from tape.arrays import ufuncs  # noqa: F401  # Vars in NumPy ufuncs
 from tape.arrays.varray import VarArray
 from tape.base import gc_pacing
@@ -118,6 +119,9 @@ class Tape(Storage):
         array = real_array(values, "Tape.array")
         if array.size >= array_records.small():
             return VarArray(self._segment(), None, array_records.leaf(self, array))
+        if array.ndim and array.size <= _FEW:  # (the leaves of tape.grad's tiny programs: 4.3 -> 2.4 µs for 6)
+            return _small.fresh(VarArray, self._segment(), range(self._leaf_records(array.ravel().tolist()), self._n),
+                                array.shape)
         rows = self._append_block(LEAF, array.size, values=array.ravel())
         return VarArray(self._segment(), rows.reshape(array.shape))
 

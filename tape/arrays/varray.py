@@ -169,6 +169,9 @@ class VarArray:
         return self._seg.tape
 
     def __getitem__(self, key):
+        if type(key) is int and self._view is None and len(self._shape) == 1 and self._seg.live and (
+                -self._shape[0] <= key < self._shape[0]):  # an element of 1-d scalar records: 1.1 -> 0.3 µs (the
+            return Var._at(self._seg, int(self._rows[key]))  # articles' tiny program reads 6 from an ndarray x)
         if isinstance(key, (VarArray, Var, ArrayCondition, Condition)) or (
                 isinstance(key, tuple) and any(isinstance(k, (VarArray, Var, ArrayCondition)) for k in key)):
             raise TypeError("index a VarArray with integers, slices or NumPy arrays, not with recorded values")
