@@ -147,15 +147,16 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # sweeps +33, function +31: a Function's replay steps decided once a Function (fusion.Run.bound; array_replay's
 # slots, seed and gather: issue 26, s14 E).
 # kernels +6: a LINED row's sums back a run of lines four at a time (array_broadcasts._columns, _run; issue 26, s15 A).
-# compiled +35: tape.jit's shared layers (arrays.tape_of_first/second, np.dot's named layers) and reductions'
-# implementations returned as they are (reductions._implementations): a compile each per call (issue 28, s15 C).
+# compiled +35, kernels +4: tape.jit's recorders write each op's expressions inline (kernels/codegen/jit.py); its
+# shared layers (arrays.tape_of_first/second, np.dot's named layers) and reductions' implementations returned as they
+# are (reductions._implementations): a compile each per call (issue 28, s15 C).
 # sweeps +14, function +4 (base +17, in its budget): GC paused while a Function and a sweep's steps are made
 # (gc_pacing.paused), F._recorded as offsets, layout.compact's loop past the regions of their own (issue 26, s15 D).
 # sweeps +84: a tape's reverse reuses the tables and walk of the last tape of its structure, checked in full
 # (compiled.Made); the walk by row indices, a gather's runs once per places object (issue 26, s15 B).
 # api +18, records +8, arrays +3: value_and_grad's tape renewed for the next call of a small array program, a small
 # ndarray's leaves and their adjoints as a list's, VarArray[int] of scalar records at once (issue 26, s15 E).
-BUDGET = {"tape.kernels": 6483, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3521,
+BUDGET = {"tape.kernels": 6487, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3521,
           "tape.records": 1042, "tape.arrays": 1868, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3393, "tape.tape": 400, "tape.api": 930, "tape.compiled": 3511, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
