@@ -385,15 +385,13 @@ class Storage(Arenas):
         stamp[:] = np.where(keep, 1, 0)
         self._gen, self._epoch = 1, 1
 
-    def _grads(self, idx: np.ndarray) -> np.ndarray:
+    def _grads(self, idx: np.ndarray | slice) -> np.ndarray:
         """Adjoints of records idx as of the last backward pass; zero where it did not reach."""
         stamp = self._stamp[idx]
         live = stamp == self._gen
         if self._epoch < self._gen:  # within an accumulate=True run: older leaf adjoints count too
             live |= (stamp >= self._epoch) & (self._op[idx] == LEAF)
-        grads = self._adj[idx]
-        grads[~live | (self._gen == 0)] = 0.0
-        return grads
+        return np.where(live, self._adj[idx], 0.0) if self._gen else np.zeros(stamp.shape)  # (idx a slice too: a copy)
 
     # -- inspection -----------------------------------------------------------
 
