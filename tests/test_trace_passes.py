@@ -444,6 +444,25 @@ def _joins_by_row(row, members, back):
     return True
 
 
+def _sends_by_row(members, spec, n):
+    """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), None where
+    a number wants an adjoint or a view's region meets the last member's adjoint."""
+    last, views = int(members[-1][K.OUT]), []
+    for k in range(len(members) - 1, -1, -1):
+        _, number, sources, wants = spec[k]
+        for q, j in enumerate(sources):
+            f = K.VIEWS + K.VIEW * q
+            if j >= 0 or not wants[q]:
+                continue
+            region, size = int(members[k][f + K.REGION]), int(members[k][f + K.REGION_SIZE])
+            if number == q + 1 or (region < last + n and last < region + size):
+                return None
+            views.append((k, q, int(members[k][f + K.BASE])))
+    alone = collections.Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
+    kept = max(alone, key=alone.__getitem__, default=None)
+    return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)
+
+
 def _shape_by_row(s, members, back):
     SAME, LINE, EACH = stretches.SAME, stretches.LINE, stretches.EACH
     index = {int(m[K.ROW]): k for k, m in enumerate(members)}
@@ -465,7 +484,7 @@ def _shape_by_row(s, members, back):
     held = tuple(int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])] for m in members)
     n = int(members[0][K.SIZE])
     if back:
-        sends = stretches._sends(members, spec, n)
+        sends = _sends_by_row(members, spec, n)
         if any(held[:-1]) or not all(inside[int(m[K.ROW])] for m in members[:-1]) or sends is None:
             return None
         return True, tuple(spec), sends
