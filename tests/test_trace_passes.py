@@ -580,18 +580,54 @@ def _bench(name):
     return f, x
 
 
+class _Outputs:
+    """A Function whose outputs are others (outputs, record indices)."""
+
+    def __init__(self, s, outputs):
+        self.s, self._output_rows = s, outputs
+
+    def __getattr__(self, name):
+        return getattr(self.s, name)
+
+
+def _shaken(s, rows, rng):
+    """(s with some of the rows' records outputs too, the rows with some places moved by up to a row's size (or next
+    to the row before's), some views made to read their own row's output, some adjoints wanted or not): tables no
+    program may make, for the checks no program reaches (stored members that meet, a member reading its own
+    region)."""
+    rows = [row.copy() for row in rows]
+    for row, before in zip(rows, [rows[-1], *rows], strict=False):
+        f = K.VIEWS + K.VIEW * int(rng.integers(2))
+        if rng.uniform() < 0.1:  # (next to the row before's, or one element into it)
+            row[K.OUT] = max(0, before[K.OUT] + rng.choice([-1, 1]) * (row[K.SIZE] - rng.integers(2)))
+        for field in (K.OUT, f + K.BASE, f + K.REGION, f + K.REGION_SIZE):
+            if rng.uniform() < 0.1:
+                n = int(row[K.SIZE])
+                row[field] = max(0, row[field] + rng.choice([-n, 1 - n, n - 1, n, int(rng.integers(-n, n + 1))]))
+        if rng.uniform() < 0.05:
+            row[f + K.BASE] = row[K.OUT]
+        if rng.uniform() < 0.05:
+            row[f + K.WANT] = 1 - row[f + K.WANT]
+    records = [int(row[K.ROW]) for row in rows]
+    outputs = rng.choice(records, int(rng.integers(0, len(records) // 8 + 1)))
+    return _Outputs(s, np.concatenate([s._output_rows, outputs]).astype(np.int64)), rows
+
+
 def _checked_against_the_loop(monkeypatch, seed):
     """Swap stretches.stretched_all for one that checks each sweep's stretches against _stretched_by_row's, field for
-    field (the shapes' reprs too), on the sweep's tables and on its rows cut into tables at random places; the tally
-    of the loop's refused spans and spans at a table's end."""
+    field (the shapes' reprs too), on the sweep's tables, on its rows cut into tables at random places, and on those
+    shaken (_shaken); the tally of the loop's refused spans and spans at a table's end."""
     stretched_all, tally, rng = stretches.stretched_all, collections.Counter(), np.random.default_rng(seed)
 
     def checked(s, tables, back):
         rows = [row for table in tables for row in table]
         cuts = np.sort(rng.choice(len(rows) + 1, int(rng.integers(0, len(rows) // 2 + 1)), replace=True))
-        for cut in (tables, [rows[a:b] for a, b in itertools.pairwise([0, *cuts.tolist(), len(rows)]) if b > a]):
-            for table, got in zip(cut, stretched_all(s, cut, back), strict=True):
-                want = _stretched_by_row(s, table, back, tally)
+        cut = [rows[a:b] for a, b in itertools.pairwise([0, *cuts.tolist(), len(rows)]) if b > a]
+        shaken, moved = _shaken(s, rows, rng)
+        for s_, tables_ in ((s, tables), (s, cut), (shaken, [moved[a:a + len(t)] for a, t in zip(
+                np.cumsum([0, *map(len, cut)]).tolist(), cut, strict=False)])):
+            for table, got in zip(tables_, stretched_all(s_, tables_, back), strict=True):
+                want = _stretched_by_row(s_, table, back, tally)
                 assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0],
                                                                                                   strict=True))
                 assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
@@ -600,6 +636,7 @@ def _checked_against_the_loop(monkeypatch, seed):
         return stretched_all(s, tables, back)
 
     monkeypatch.setattr(stretches, "stretched_all", checked)
+    monkeypatch.setattr(stretches.Stretch, "made", {})
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     return tally
 
