@@ -117,6 +117,7 @@ EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
 Q = np.arange(2)  # a row's views 0, 1
 FIELDS = 9  # a member's fields in a span's code: op, number, inputs, sources (2), wants (2), stored or sends (2)
 UNSENT = -2  # (a member's view back that sends nothing: it reads a member, or wants no adjoint)
+REFUSED = -2  # a span's verdict where it may not be a stretch
 
 
 def _reads_back(s: Any) -> np.ndarray:
@@ -156,7 +157,7 @@ class _Table:
         return np.where((self.key[p] >= least) & (self.key[p] < at), self.order[p], -1)
 
 
-def _ends(r: _Table, fits: np.ndarray, firsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ends(r: _Table, fits: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(whether a stretch may start at each row, where the rows that may follow it end). A row joins the rows before
     it from k on where it fits, is of their size, its LINED shape that of every LINED row among them, and each view is
     laid out as its output (a member's then reads it whole) or its number, or forward a LINED row's line or one number
@@ -182,7 +183,7 @@ def _ends(r: _Table, fits: np.ndarray, firsts: np.ndarray) -> tuple[np.ndarray, 
     bar[lined] = np.maximum(bar[lined], np.where(run > 0, lined[run - 1], -1))
     reads = np.where(outer, r.last(t[:, VIEWS + VIEW * Q + REC], i[:, None]), -1)
     bar = np.where(ok, np.maximum(bar, reads.max(1)), i - 1)
-    bar[firsts] = firsts - 1
+    bar[starts] = starts - 1
     first = np.full(n + 1, n)
     np.minimum.at(first, bar[bar >= 0], i[bar >= 0])  # (the first row of each bar)
     ends = np.minimum.accumulate(first[::-1])[::-1][:n]
@@ -191,7 +192,7 @@ def _ends(r: _Table, fits: np.ndarray, firsts: np.ndarray) -> tuple[np.ndarray, 
 
 def _walked(nxt: np.ndarray) -> np.ndarray:
     """Which indices a walk from 0 through nxt visits (nxt[i] > i, but the last's, itself): by jumps of 2^j steps,
-    largest first (a Python step a stretch was 41-46 CPU ms of heat-pad's trace)."""
+    largest first (a Python loop over the rows and spans took 36-46 CPU ms of heat-pad's trace)."""
     jumps = [nxt]
     while 1 << len(jumps) < len(nxt):
         jumps.append(jumps[-1][jumps[-1]])
@@ -202,11 +203,12 @@ def _walked(nxt: np.ndarray) -> np.ndarray:
     return on
 
 
-def _spans(r: _Table, fits: np.ndarray, firsts: np.ndarray, shapes: dict[tuple, int]) -> tuple[np.ndarray, ...]:
+def _spans(r: _Table, fits: np.ndarray, starts: np.ndarray, shapes: dict[tuple, int]) -> tuple[np.ndarray, ...]:
     """The stretches of a sweep's rows (first rows, ends, shape numbers in ``shapes``): from each row on, the rows
     that may join make one where _coded finds a shape for them, else the next row starts over. Each round walks the
-    rows taking every span not yet tried as one, and tries the spans it reached (arrays4k's back tables: 4 rounds)."""
-    tried, ends = _ends(r, fits, firsts)
+    rows taking every span not yet tried as one, and tries the spans it reached, all at once (arrays4k back: 3
+    rounds, 1,200 spans refused; a refused span's rows were tried again one span at a time)."""
+    tried, ends = _ends(r, fits, starts)
     i = np.arange(len(r.t))
     verdict = np.full(len(i), -1)  # a shape's number, REFUSED, or -1: not yet tried
     while True:
@@ -217,8 +219,6 @@ def _spans(r: _Table, fits: np.ndarray, firsts: np.ndarray, shapes: dict[tuple, 
             return k, ends[k], verdict[k]
         verdict[new] = _coded(r, new, ends[new], shapes)
 
-
-REFUSED = -2
 
 
 def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int]) -> np.ndarray:
@@ -395,10 +395,9 @@ def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, s
     kept = np.zeros(len(tables), np.int64)  # (back: members whose adjoint is kept a row, at most, and their size)
     wide = np.zeros(len(tables), np.int64)
     if back:
-        rows = np.array([len({j for j, _, group in made[x].shape[2] if group < 0}) for x in range(len(made))],
-                        np.int64)[number] if len(made) else np.zeros(0, np.int64)
-        np.maximum.at(kept, table, rows)
-        np.maximum.at(wide, table, np.where(rows > 0, t[k, SIZE], 0))
+        adjoints = np.array([len({j for j, _, group in x.shape[2] if group < 0}) for x in made], np.int64)[number]
+        np.maximum.at(kept, table, adjoints)
+        np.maximum.at(wide, table, np.where(adjoints > 0, t[k, SIZE], 0))
     result: list[tuple] = [(rows, {}, (0, 0)) for rows in tables]
     o = np.lexsort((placed, number, table))  # (by table, then shape, then place)
     new = np.ones(len(o), bool)
