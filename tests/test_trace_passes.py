@@ -545,7 +545,7 @@ def _tiny(X, p):
     return (u * u).sum() + (v * v).sum() + (w * w).sum()
 
 
-def _gathers(X, p):
+def _gathered(X, p):
     """Gathers, a 0-d constant, strided and reversed views, a 2-d block's rows, members read by a gather and a sum."""
     u, index, block = X[:120], np.arange(119, -1, -3), X[:240].reshape(12, 20)
     for _ in range(4):
@@ -650,7 +650,7 @@ def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
     tally = _checked_against_the_loop(monkeypatch, seed)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, _gathers, _refusing,
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, _gathered, _refusing,
               *list(ALL.values())[seed::6]]:
         tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
     for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
