@@ -404,7 +404,8 @@ def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, s
     new[1:] = (table[o[1:]] != table[o[:-1]]) | (number[o[1:]] != number[o[:-1]])
     group = np.flatnonzero(new)
     bounds = np.stack([group, np.append(group[1:], len(o))])[:, np.lexsort((placed[o[group]], table[o[group]]))]
-    flat, pending = placed[o].tolist(), {}  # (a table's shapes in the order first met)
+    flat = placed[o].tolist()  # (a table's shapes in the order first met)
+    pending: dict[int, dict[Stretch, list[int]]] = {}
     for x, shape, a, z in zip(table[o[bounds[0]]].tolist(), number[o[bounds[0]]].tolist(), *bounds.tolist(),
                               strict=True):
         pending.setdefault(x, {})[made[shape]] = flat[a:z]
