@@ -438,7 +438,7 @@ def _joins_by_row(row, members, back):
     for q in range(row[K.NIN]):
         how = 0 if q + 1 == number else _view_by_row(row, q)
         f = K.VIEWS + K.VIEW * q
-        if how == stretches.OTHER or how != stretches.SAME and (back and how and row[f + K.WANT] or
+        if how == stretches.OTHER or how != stretches.SAME and (back and how == stretches.EACH and row[f + K.WANT] or
                                                                 int(row[f + K.REC]) in rows):
             return False
     return True
