@@ -282,9 +282,9 @@ def _pass(members: tuple, row: Any, body: list[str], summed: int = 0) -> list[st
     rest = ["    " + re.sub(r"sum(\d+)_@ = c", r"T\1[j] += c", text) for text in body]
     if not summed:
         return [*top, line[0].format("lines"), *line[1:], *rest]
-    four = ["            i = i4 + @", *line[2:], *["    " + text for text in body]]
+    four = [*line[2:], *["    " + text for text in body]]
     return [*top, "    four = lines - lines % 4", "    for i4 in range(0, four, 4):", line[1],
-            *[text.replace("@", str(u)) for u in range(4) for text in four],
+            *[text.replace("_@", f"_{u}") for u in range(4) for text in (f"            i = i4 + {u}", *four)],
             *[f"            T{v}[j] = (((T{v}[j] + sum{v}_0) + sum{v}_1) + sum{v}_2) + sum{v}_3"
               for v in range(summed)],
             line[0].format("four, lines"), *line[1:], *rest]

@@ -12,11 +12,11 @@ members are (``sweep_forward``: the sweeps that read every value run without run
 
 Members: rows of an op of ops.EXACT (the driver's own IEEE rules, not NumPy's loops), all of one size, every view
 laid out as the output (an element read at its own index) or one number; a view of an earlier member is read as
-that member's local. Forward, a LINED row of a 2-d space joins too where its other view is a line read by every line
-or one number a line (the mixture's (points, 1) against (k,)), its lines all the stretch's LINED rows'; back only
-where that view wants no adjoint (its sum back across lines stays the row's). Per element, the members run in
-order: where a stored member's region meets a region a member reads, the read must come first for every element
-(the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
+that member's local. Forward, a LINED row of a 2-d space joins too where its other view is a line read by every line or
+one number a line (the mixture's (points, 1) against (k,)), its lines all the stretch's LINED rows'; back, one number a
+line only where it wants no adjoint (its sum back stays the row's; a line's is made in the pass). Per element, the
+members run in order: where a stored member's region meets a region a member reads, the read must come first for every
+element (the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
 none; stored regions are apart. Otherwise the stretch is cut short.
 
 The kernel is compiled when the tables holding it have run ``PAYBACK`` seconds without it (its compile, ~1 s; until
