@@ -143,8 +143,7 @@ class _Rows:
             how = self.how[i][q]
             if how == OTHER or how != SAME and (self.back and how == EACH and row[VIEWS + VIEW * q + WANT] or
                                                row[VIEWS + VIEW * q + REC] in rows):
-                return False  # (a member's number or lines are made in the pass; back, one number a line's sum is the
-                # rows')
+                return False  # (a member's number or lines are made in the pass; one number a line's sum back: rows')
         return True
 
 
