@@ -17,6 +17,7 @@ from test_stretches import lines
 import tape
 from tape.analyses import prune
 from tape.kernels import _array_driver as K
+from tape.kernels import shaped
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
@@ -440,15 +441,16 @@ def _joins_by_row(row, members, back):
     for q in range(row[K.NIN]):
         how = 0 if q + 1 == number else _view_by_row(row, q)
         f = K.VIEWS + K.VIEW * q
-        if how == stretches.OTHER or how != stretches.SAME and (back and how and row[f + K.WANT] or
+        if how == stretches.OTHER or how != stretches.SAME and (back and how == stretches.EACH and row[f + K.WANT] or
                                                                 int(row[f + K.REC]) in rows):
             return False
     return True
 
 
 def _sends_by_row(members, spec, n):
-    """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), None where
-    a number wants an adjoint or a view's region meets the last member's adjoint."""
+    """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), every view
+    shaped.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
+    the last member's adjoint, or lines meet other views."""
     last, views = int(members[-1][K.OUT]), []
     for k in range(len(members) - 1, -1, -1):
         _, number, sources, wants = spec[k]
@@ -459,7 +461,9 @@ def _sends_by_row(members, spec, n):
             region, size = int(members[k][f + K.REGION]), int(members[k][f + K.REGION_SIZE])
             if number == q + 1 or (region < last + n and last < region + size):
                 return None
-            views.append((k, q, int(members[k][f + K.BASE])))
+            views.append((k, q, int(members[k][f + K.BASE]) if j != stretches.LINE else None))
+    if any(b is None for _, _, b in views):
+        return tuple((k, q, shaped.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
     alone = collections.Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
     kept = max(alone, key=alone.__getitem__, default=None)
     return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)
