@@ -8,6 +8,7 @@ from reference import central
 from sameness import edge_points, same_bits
 
 import tape
+from tape.kernels import shaped
 from tape.records import array_records
 from tape.sweeps import compiled, steps, stretches
 
@@ -87,9 +88,26 @@ def spaces(u):  # LINED rows of one size, lines 12 x 10 and 10 x 12; a 3-d space
     return (y * y).sum() + (z * 3.0).sum()
 
 
+def summed(width, extra):
+    def f(u):  # lines of u against a constant block back: their sums in the pass (two lines of one record, 282 and
+        m = len(u) - 2 * width - extra  # 279 lines: a rest of 2 and 3 past fours), then a column's (the rows')
+        C, K = np.cos(np.arange(m * width)).reshape(m, width) * 2.0, np.sin(np.arange(m)).reshape(m, 1)
+        r1, r2, col = u[:width], u[width:2 * width], u[2 * width:2 * width + m].reshape(m, 1)
+        y = ((C * r1 + r2) * (C - r1) - np.abs(r2) * 0.5) * K  # (a constant's one number a line)
+        return ((y - col) * r2 * y).sum() + (y * C).sum()
+    return f
+
+
+def inplace(u):  # a block and its first line: their adds would come in another order with the line's sums after
+    m = len(u) // 10  # the pass (the rows')
+    A, r = u[:m * 10].reshape(m, 10), u[:10]
+    z = (r - A) * np.cos(np.arange(m * 10)).reshape(m, 10) * r
+    return (z * z).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
-            "spaces": spaces}
+            "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -145,10 +163,26 @@ def test_stretches_gradient_is_central_differences(name, monkeypatch):
     np.testing.assert_allclose(grad, central(lambda v: float(f(v)), x), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("f, summing", [(summed(9, 0), True), (inplace, False)])
+def test_a_line_sums_back_in_a_stretch_only_where_no_other_view_sends(f, summing, monkeypatch):
+    """Back, a line read by every line sums back in the pass (shaped.SUMMED), but not in a stretch where another view
+    sends (inplace's r - A, a block and its first line, both wanting adjoints: that row stays out, and the next)."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    F = _trace(f, np.random.default_rng(7).normal(size=300), monkeypatch, True, True)
+    _run(F, np.ones(300), monkeypatch, True, True)
+    back = [shape for shape in stretches.Stretch.made if shape[0]]
+    assert any(group == shaped.SUMMED for shape in back for _, _, group in shape[2]) == summing
+    assert all(group == shaped.SUMMED for shape in back for _, _, group in shape[2]
+               if any(g == shaped.SUMMED for *_, g in shape[2]))
+    both = ((stretches.LINE, stretches.SAME), (True, True))
+    assert not any(member[2:] == both for shape in back for member in shape[1])
+
+
 @pytest.mark.parametrize("f, size", [(mixture(9), 300), (lines(8), 300), (lines(4100), 3 * 4101 + 4100)])
 def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
     """LINED rows' lines (a line read by every line, one number a line) are members forward, lines of 4,100 (past a
-    LINED row's block) too; back, only where no line wants an adjoint (its sum back: the rows')."""
+    LINED row's block) too; back, a line read by every line wanting an adjoint too (summed back in the pass), one
+    number a line only where it wants none (its sum back: the rows')."""
     monkeypatch.setattr(stretches.Stretch, "made", {})
     x = np.random.default_rng(6).normal(size=size)
     ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False))}
@@ -159,4 +193,4 @@ def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
         {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]
     assert any(not stretch.shape[0] for stretch in lined) and all(stretch.address for stretch in lined)
     assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants in stretch.shape[1]
-                   for q, j in enumerate(sources) if j in (stretches.LINE, stretches.EACH))
+                   for q, j in enumerate(sources) if j == stretches.EACH)

@@ -3,8 +3,10 @@ Python loop over the plans gives (the loops they replaced, kept here as the refe
 one object for every step of a loop, on the tape, in the plan table, in a file and through cse."""
 
 import collections
+import importlib.util
 import io
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from test_stretches import lines
 import tape
 from tape.analyses import prune
 from tape.kernels import _array_driver as K
+from tape.kernels import shaped
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
@@ -438,10 +441,32 @@ def _joins_by_row(row, members, back):
     for q in range(row[K.NIN]):
         how = 0 if q + 1 == number else _view_by_row(row, q)
         f = K.VIEWS + K.VIEW * q
-        if how == stretches.OTHER or how != stretches.SAME and (back and how and row[f + K.WANT] or
+        if how == stretches.OTHER or how != stretches.SAME and (back and how == stretches.EACH and row[f + K.WANT] or
                                                                 int(row[f + K.REC]) in rows):
             return False
     return True
+
+
+def _sends_by_row(members, spec, n):
+    """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), every view
+    shaped.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
+    the last member's adjoint, or lines meet other views."""
+    last, views = int(members[-1][K.OUT]), []
+    for k in range(len(members) - 1, -1, -1):
+        _, number, sources, wants = spec[k]
+        for q, j in enumerate(sources):
+            f = K.VIEWS + K.VIEW * q
+            if j >= 0 or not wants[q]:
+                continue
+            region, size = int(members[k][f + K.REGION]), int(members[k][f + K.REGION_SIZE])
+            if number == q + 1 or (region < last + n and last < region + size):
+                return None
+            views.append((k, q, int(members[k][f + K.BASE]) if j != stretches.LINE else None))
+    if any(b is None for _, _, b in views):
+        return tuple((k, q, shaped.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
+    alone = collections.Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
+    kept = max(alone, key=alone.__getitem__, default=None)
+    return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)
 
 
 def _shape_by_row(s, members, back):
@@ -465,7 +490,7 @@ def _shape_by_row(s, members, back):
     held = tuple(int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])] for m in members)
     n = int(members[0][K.SIZE])
     if back:
-        sends = stretches._sends(members, spec, n)
+        sends = _sends_by_row(members, spec, n)
         if any(held[:-1]) or not all(inside[int(m[K.ROW])] for m in members[:-1]) or sends is None:
             return None
         return True, tuple(spec), sends
@@ -484,15 +509,17 @@ def _shape_by_row(s, members, back):
     return False, tuple(spec), stored
 
 
-def _stretched_by_row(s, rows, back):
+def _stretched_by_row(s, rows, back, tally):
     """stretches.stretched as a loop over the rows, NumPy rows read a number at a time, finds the stretches (the
-    reference)."""
+    reference; tally counts the spans it refuses and those it takes at the table's end)."""
     need, order, spans, k = (0, 0), rows[::-1] if back else rows, {}, 0
     while k < len(order):
         end = k
         while end < len(order) and _joins_by_row(order[end], order[k:end], back):
             end += 1
         shape = _shape_by_row(s, order[k:end], back) if end - k >= 2 else None
+        tally["refused"] += end - k >= 2 and shape is None
+        tally["at an end"] += shape is not None and end == len(order)
         if shape is None:
             k += 1
             continue
@@ -522,33 +549,128 @@ def _tiny(X, p):
     return (u * u).sum() + (v * v).sum() + (w * w).sum()
 
 
+def _gathered(X, p):
+    """Gathers, a 0-d constant, strided and reversed views, a 2-d block's rows, members read by a gather and a sum."""
+    u, index, block = X[:120], np.arange(119, -1, -3), X[:240].reshape(12, 20)
+    for _ in range(4):
+        v = u * np.array(0.5) + u[::-1] * p
+        w = v[index] * 2.0 - u[index]  # (a gather's rows between elementwise rows)
+        u = np.concatenate([w, w[::-1], v[:80] * w[0]])[:120] * 0.9 - v
+        block = block[:, ::-1] * 0.5 + block.sum(0) * 0.01 - block
+    return (u * u).sum() + (block * block).sum() + v.sum()
+
+
+def _refusing(X, p):
+    """arrays4k's kind (bench's tanh layer, slices, a repeated sin): a member read after its stretch and by partials
+    refuses spans forward and back, and each shorter one tried after (/work/notes/s15/REPORT-D.md)."""
+    h, W = X[:36].reshape(6, 6), X[36:72].reshape(6, 6) * 0.1
+    for _ in range(8):
+        b = np.tanh(h @ W) * h + 0.5
+        c = b[:, 1:] - b[:, :-1]
+        h = h * 0.9 + 0.1 * b + 0.001 * c.sum() + 0.01 * np.sin(h) * np.sin(h) * p
+    return (h * h).sum()
+
+
+def _bench(name):
+    """bench/array_programs.py's program at a small size (its function, its point)."""
+    spec = importlib.util.spec_from_file_location("array_programs", "bench/array_programs.py")
+    programs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(programs)
+    programs.nn = SimpleNamespace(sigmoid=tape.sigmoid, logsumexp=tape.logsumexp, loop=programs.loop)
+    small = {"mlp": (4, 8), "attention": (8, 4), "gru": (4, 3, 4), "filter": (200, 3), "mixture": (60, 3),
+             "heat-concatenate": (100, 12), "heat-pad": (100, 12, True), "stencil5": (300, 3), "mlp2": (4, 6, 3)}
+    make = {"filter": programs.filter1d, "heat-concatenate": programs.heat, "heat-pad": programs.heat}
+    x, f, *_ = make.get(name, getattr(programs, name, None))(*small[name])
+    return f, x
+
+
+class _Outputs:
+    """A Function whose outputs are others (outputs, record indices)."""
+
+    def __init__(self, s, outputs):
+        self.s, self._output_rows = s, outputs
+
+    def __getattr__(self, name):
+        return getattr(self.s, name)
+
+
+def _shaken(s, rows, rng):
+    """(s with some of the rows' records outputs too, the rows with some places moved by up to a row's size (or next
+    to the row before's), some views made to read their own row's output, some adjoints wanted or not): tables no
+    program may make, for the checks no program reaches (stored members that meet, a member reading its own
+    region)."""
+    rows = [row.copy() for row in rows]
+    for row, before in zip(rows, [rows[-1], *rows], strict=False):
+        f = K.VIEWS + K.VIEW * int(rng.integers(2))
+        if rng.uniform() < 0.1:  # (next to the row before's, or one element into it)
+            row[K.OUT] = max(0, before[K.OUT] + rng.choice([-1, 1]) * (row[K.SIZE] - rng.integers(2)))
+        for field in (K.OUT, f + K.BASE, f + K.REGION, f + K.REGION_SIZE):
+            if rng.uniform() < 0.1:
+                n = int(row[K.SIZE])
+                row[field] = max(0, row[field] + rng.choice([-n, 1 - n, n - 1, n, int(rng.integers(-n, n + 1))]))
+        if rng.uniform() < 0.05:
+            row[f + K.BASE] = row[K.OUT]
+        if rng.uniform() < 0.05:
+            row[f + K.WANT] = 1 - row[f + K.WANT]
+    records = [int(row[K.ROW]) for row in rows]
+    outputs = rng.choice(records, int(rng.integers(0, len(records) // 8 + 1)))
+    return _Outputs(s, np.concatenate([s._output_rows, outputs]).astype(np.int64)), rows
+
+
+def _checked_against_the_loop(monkeypatch, seed):
+    """Swap stretches.stretched_all for one that checks each sweep's stretches against _stretched_by_row's, field for
+    field (the shapes' reprs too), on the sweep's tables, on its rows cut into tables at random places, and on those
+    shaken (_shaken); the tally of the loop's refused spans and spans at a table's end."""
+    stretched_all, tally, rng = stretches.stretched_all, collections.Counter(), np.random.default_rng(seed)
+
+    def checked(s, tables, back):
+        rows = [row for table in tables for row in table]
+        cuts = np.sort(rng.choice(len(rows) + 1, int(rng.integers(0, len(rows) // 2 + 1)), replace=True))
+        cut = [rows[a:b] for a, b in itertools.pairwise([0, *cuts.tolist(), len(rows)]) if b > a]
+        shaken, moved = _shaken(s, rows, rng)
+        for s_, tables_ in ((s, tables), (s, cut), (shaken, [moved[a:a + len(t)] for a, t in zip(
+                np.cumsum([0, *map(len, cut)]).tolist(), cut, strict=False)])):
+            for table, got in zip(tables_, stretched_all(s_, tables_, back), strict=True):
+                want = _stretched_by_row(s_, table, back, tally)
+                assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0],
+                                                                                                  strict=True))
+                assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
+                assert sorted(map(repr, (x.shape for x in got[1]))) == sorted(map(repr, (x.shape for x in want[1])))
+                tally["stretches"] += sum(map(len, got[1].values()))
+        return stretched_all(s, tables, back)
+
+    monkeypatch.setattr(stretches, "stretched_all", checked)
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    return tally
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_stretches_found_by_the_table_are_the_loops(seed, arrays, monkeypatch):
-    """stretches.stretched_all (a sweep's tables at once: each row's number and views by NumPy, its cells read as ints,
-    each span's shape once per key) finds the stretches the loop over the rows finds, forward and back, on every table
-    of random programs and the stretch tests' programs."""
-    stretched_all, tables = stretches.stretched_all, []
-
-    def both(s, rows_of_tables, back):
-        found = stretched_all(s, rows_of_tables, back)
-        for rows, got in zip(rows_of_tables, found, strict=True):
-            want = _stretched_by_row(s, rows, back)
-            assert len(got[0]) == len(want[0]) and all(np.array_equal(a, b) for a, b in zip(got[0], want[0],
-                                                                                              strict=True))
-            assert got[1:] == want[1:] and all(type(x) is int for x in got[2])
-            tables.append(len(got[1]))
-        return found
-
-    monkeypatch.setattr(stretches, "stretched_all", both)
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    """stretches.stretched_all (a sweep's tables at once: each row's bar and the spans by NumPy, the spans tried in
+    rounds, each kind of span's shape once) finds the stretches the loop over the rows finds, forward and back, on
+    every table of random programs, the stretch tests' programs, gathers, refused spans (and those at the tables'
+    ends: their rows cut into tables at random)."""
+    tally = _checked_against_the_loop(monkeypatch, seed)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed::6]]:
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, _gathered, _refusing,
+              *list(ALL.values())[seed::6]]:
         tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
     for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
         with np.errstate(all="ignore"):
             tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
-    assert sum(tables) > 0 and len(tables) >= 4
+    assert tally["stretches"] > 0 and tally["refused"] > 0 and tally["at an end"] > 0
+
+
+@pytest.mark.parametrize("name", ["mlp", "attention", "gru", "filter", "mixture", "heat-concatenate", "heat-pad",
+                                  "stencil5", "mlp2"])
+def test_stretches_of_the_bench_programs_are_the_loops(name, arrays, monkeypatch):
+    """The bench programs' stretches (bench/array_programs.py, small) are the row loop's."""
+    tally = _checked_against_the_loop(monkeypatch, len(name))
+    f, x = _bench(name)
+    tape.trace(f, x).value_and_grad(x)
+    assert tally["stretches"] > 0 or name in ("mlp", "mlp2", "attention")
 
 
 def _kept_plans_by_plan(pruned, arena, plans, callees, live, new_row):

@@ -12,11 +12,11 @@ members are (``sweep_forward``: the sweeps that read every value run without run
 
 Members: rows of an op of ops.EXACT (the driver's own IEEE rules, not NumPy's loops), all of one size, every view
 laid out as the output (an element read at its own index) or one number; a view of an earlier member is read as
-that member's local. Forward, a LINED row of a 2-d space joins too where its other view is a line read by every line
-or one number a line (the mixture's (points, 1) against (k,)), its lines all the stretch's LINED rows'; back only
-where that view wants no adjoint (its sum back across lines stays the row's). Per element, the members run in
-order: where a stored member's region meets a region a member reads, the read must come first for every element
-(the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
+that member's local. Forward, a LINED row of a 2-d space joins too where its other view is a line read by every line or
+one number a line (the mixture's (points, 1) against (k,)), its lines all the stretch's LINED rows'; back, one number a
+line only where it wants no adjoint (its sum back stays the row's; a line's is made in the pass). Per element, the
+members run in order: where a stored member's region meets a region a member reads, the read must come first for every
+element (the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
 none; stored regions are apart. Otherwise the stretch is cut short.
 
 The kernel is compiled when the tables holding it have run ``PAYBACK`` seconds without it (its compile, ~1 s; until
@@ -27,7 +27,6 @@ driver's load paid Numba's first).
 from __future__ import annotations
 
 import os
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -115,36 +114,10 @@ def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
-
-
-class _Rows:
-    """A table's rows as lists of ints, with each row's number, views' sources and back reads found by NumPy over the
-    table (heat-pad's first value_and_grad: the rows asked a NumPy scalar at a time, stretched took 170-180 CPU-ms)."""
-
-    def __init__(self, s: Any, t: np.ndarray, fits: np.ndarray, back: bool):
-        number, how = _sources(t)
-        sees = _reads_back(s)[s._in0[t[:, ROW]]]
-        self.t, self.number, self.how, self.fits, self.sees = t.tolist(), number.tolist(), how.tolist(), \
-            fits.tolist(), sees.tolist()
-        self.s, self.back = s, back
-
-    def joins(self, i: int, members: range) -> bool:
-        """Whether row i may follow members (a range of rows) in a stretch: an op of EXACT, their size, each view laid
-        out as its output (a member's then reads it whole) or its number, or forward, a LINED row's line or one number
-        a line (_sources; not a member's), LINED rows' lines all alike."""
-        row, t = self.t[i], self.t
-        if not self.fits[i] or members and row[SIZE] != t[members[0]][SIZE]:
-            return False
-        if row[KIND] == LINED and any(t[m][KIND] == LINED and t[m][SHAPE:SHAPE + 4] != row[SHAPE:SHAPE + 4]
-                                      for m in members):
-            return False
-        rows = {t[m][ROW] for m in members}
-        for q in range(row[NIN]):
-            how = self.how[i][q]
-            if how == OTHER or how != SAME and (self.back and how and row[VIEWS + VIEW * q + WANT] or
-                                               row[VIEWS + VIEW * q + REC] in rows):
-                return False  # (a member's number or lines are made in the pass; back, a line's sum back is the rows')
-        return True
+Q = np.arange(2)  # a row's views 0, 1
+FIELDS = 9  # a member's fields in a span's code: op, number, inputs, sources (2), wants (2), stored or sends (2)
+UNSENT = -2  # (a member's view back that sends nothing: it reads a member, or wants no adjoint)
+REFUSED = -2  # a span's verdict where it may not be a stretch
 
 
 def _reads_back(s: Any) -> np.ndarray:
@@ -166,127 +139,286 @@ def _readers(s: Any) -> np.ndarray:
     return counts
 
 
-def _shape(s: Any, r: _Rows, span: range) -> tuple | None:
-    """The kernel shape of a stretch of these rows (in record order), or None where its places do not allow one
-    pass (see the module's docstring)."""
-    members = [r.t[i] for i in span]
-    index = {m[ROW]: k for k, m in enumerate(members)}
-    inside: Counter[int] = Counter()
-    read_back: set[int] = set()
-    spec = []
-    for k, i in enumerate(span):
-        m, sees = r.t[i], r.sees[i]
-        sources = tuple(index.get(m[VIEWS + VIEW * q + REC], SAME if r.how[i][q] == 0 else r.how[i][q])
-                        for q in range(m[NIN]))
-        for q, j in enumerate(sources):
-            if j >= 0:
-                inside[members[j][ROW]] += 1
-                if sees[q]:
-                    read_back.add(j)
-        if sees[3]:
-            read_back.add(k)
-        spec.append((m[OP], r.number[i], sources, tuple(bool(m[VIEWS + VIEW * q + WANT]) for q in range(m[NIN]))))
-    outputs, readers = set(s._output_rows.tolist()), _readers(s)
-    held = tuple(m[ROW] in outputs or readers[m[ROW]] != inside[m[ROW]] for m in members)
-    n = members[0][SIZE]
+class _Table:
+    """A sweep's rows (its tables' rows in the sweep's order) read by NumPy: each row's number and views' sources,
+    and which row holds each record (sorted by record, then row)."""
+
+    def __init__(self, s: Any, t: np.ndarray, back: bool):
+        self.s, self.t, self.back = s, t, back
+        self.number, self.how = _sources(t)
+        self.key = t[:, ROW] * (len(t) + 1) + np.arange(len(t))
+        self.order = np.argsort(self.key)
+        self.key = self.key[self.order]
+
+    def last(self, records: np.ndarray, before: np.ndarray) -> np.ndarray:
+        """The last row before ``before`` that holds each record, else -1."""
+        least, at = records * (len(self.t) + 1), records * (len(self.t) + 1) + before
+        p = np.maximum(np.searchsorted(self.key, at) - 1, 0)
+        return np.where((self.key[p] >= least) & (self.key[p] < at), self.order[p], -1)
+
+
+def _ends(r: _Table, fits: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(whether a stretch may start at each row, where the rows that may follow it end). A row joins the rows before
+    it from k on where it fits, is of their size, its LINED shape that of every LINED row among them, and each view is
+    laid out as its output (a member's then reads it whole) or its number, or forward a LINED row's line or one number
+    a line (_sources), not a member's. So each row has a bar, the last row before it that it cannot follow (its table's
+    start, a row of another size or LINED shape, a record a number or line of it reads), and a stretch from k ends at
+    the first row whose bar is k or later (a row that cannot join: itself less one)."""
+    t, how, n = r.t, r.how, len(r.t)
+    i = np.arange(n)
+    views = Q < t[:, NIN, None]
+    outer = views & (how != SAME)  # (a member's number or lines are made in the pass)
+    ok = fits & ~(views & (how == OTHER)).any(1)
+    if r.back:  # (one number a line's sum back is the rows'; a line's is made in the pass)
+        ok &= ~(outer & (how == EACH) & (t[:, VIEWS + VIEW * Q + WANT] != 0)).any(1)
+    changed = np.flatnonzero(t[1:, SIZE] != t[:-1, SIZE]) + 1
+    bar = np.zeros(n, np.int64)
+    bar[changed] = changed
+    bar = np.maximum.accumulate(bar) - 1  # the last row of another size
+    lined = np.flatnonzero(t[:, KIND] == LINED)
+    shapes = t[lined, SHAPE:SHAPE + 4]
+    run = np.zeros(len(lined), np.int64)
+    run[1:] = np.where((shapes[1:] != shapes[:-1]).any(1), np.arange(1, len(lined)), 0)
+    run = np.maximum.accumulate(run)  # (the first LINED row of the LINED rows' run of one shape)
+    bar[lined] = np.maximum(bar[lined], np.where(run > 0, lined[run - 1], -1))
+    reads = np.where(outer, r.last(t[:, VIEWS + VIEW * Q + REC], i[:, None]), -1)
+    bar = np.where(ok, np.maximum(bar, reads.max(1)), i - 1)
+    bar[starts] = starts - 1
+    first = np.full(n + 1, n)
+    np.minimum.at(first, bar[bar >= 0], i[bar >= 0])  # (the first row of each bar)
+    ends = np.minimum.accumulate(first[::-1])[::-1][:n]
+    return ok & (ends - i >= 2), ends
+
+
+def _walked(nxt: np.ndarray) -> np.ndarray:
+    """Which indices a walk from 0 through nxt visits (nxt[i] > i, but the last's, itself): by jumps of 2^j steps,
+    largest first (a Python loop over the rows and spans took 36-46 CPU ms of heat-pad's trace)."""
+    jumps = [nxt]
+    while 1 << len(jumps) < len(nxt):
+        jumps.append(jumps[-1][jumps[-1]])
+    on = np.zeros(len(nxt), bool)
+    on[0] = True
+    for jump in reversed(jumps):
+        on[jump[on]] = True
+    return on
+
+
+def _spans(r: _Table, fits: np.ndarray, starts: np.ndarray, shapes: dict[tuple, int]) -> tuple[np.ndarray, ...]:
+    """The stretches of a sweep's rows (first rows, ends, shape numbers in ``shapes``): from each row on, the rows
+    that may join make one where _coded finds a shape for them, else the next row starts over. Each round walks the
+    rows taking every span not yet tried as one, and tries the spans it reached, all at once (arrays4k back: 3
+    rounds, 1,200 spans refused; a refused span's rows were tried again one span at a time)."""
+    tried, ends = _ends(r, fits, starts)
+    i = np.arange(len(r.t))
+    verdict = np.full(len(i), -1)  # a shape's number, REFUSED, or -1: not yet tried
+    while True:
+        on = _walked(np.append(np.where(tried & (verdict != REFUSED), ends, i + 1), len(i)))[:-1] & tried
+        new = np.flatnonzero(on & (verdict == -1))
+        if not len(new):
+            k = np.flatnonzero(on & (verdict >= 0))
+            return k, ends[k], verdict[k]
+        verdict[new] = _coded(r, new, ends[new], shapes)
+
+
+
+def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int]) -> np.ndarray:
+    """Each span's shape's number in shapes (new shapes added), or REFUSED where its places do not allow one pass
+    (see the module's docstring)."""
+    t, count = r.t, ends - k
+    span = np.repeat(np.arange(len(k)), count)
+    firsts = np.cumsum(count) - count  # each span's first member
+    at = np.arange(len(span)) - firsts[span]  # a member's place in its span
+    row = k[span] + at
+    m, n = t[row], t[k, SIZE][span]
+    views, f = Q < m[:, NIN, None], VIEWS + VIEW * Q
+    found = r.last(m[:, f + REC], ends[span, None])
+    sources = np.where(found >= k[span, None], found - k[span, None], np.where(r.how[row] == 0, SAME, r.how[row]))
+    member = views & (sources >= 0)
+    source = firsts[span, None] + sources  # a member's operand's member
+    inside = np.bincount(source[member], minlength=len(row))[firsts[span] + r.last(m[:, ROW], ends[span]) - k[span]]
+    s = r.s
+    held = np.isin(m[:, ROW], s._output_rows) | (_readers(s)[m[:, ROW]] != inside)
+    wants, number = views & (m[:, f + WANT] != 0), r.number[row]
+    refused = np.zeros(len(k), bool)
+    code = np.zeros((len(row), FIELDS), np.int64)
+    code[:, 0], code[:, 1], code[:, 2] = m[:, OP], number, m[:, NIN]
+    code[:, 3:5], code[:, 5:7] = np.where(views, sources, 0), wants
     if r.back:
-        if any(held[:-1]) or not all(inside[m[ROW]] for m in members[:-1]):
-            return None  # (before _sends: arrays4k's back tables refuse 1,200 spans of 1,600 here)
-        sends = _sends(members, spec, n)
-        return None if sends is None else (True, tuple(spec), sends)
-    stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
-    starts = sorted(m[OUT] for k, m in enumerate(members) if stored[k])
-    if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
-        return None
-    for k, (_, number, sources, _) in enumerate(spec):
-        for q, j in enumerate(sources):
-            f, how = VIEWS + VIEW * q, 0 if number == q + 1 else j  # (what it reads: a number, n elements, a line,
-            b, line = members[k][f + BASE], members[k][SHAPE:SHAPE + 4]  # one number a line)
-            length = {0: 1, SAME: n, LINE: line[3], EACH: (line[2] - 1) * members[k][f + STRIDES + 2] + 1}.get(how, 0)
-            if j < 0 and any(b < w[OUT] + n and w[OUT] < b + length and not (how == SAME and k <= i and b >= w[OUT])
-                             for i, w in enumerate(members) if stored[i]):
-                return None
-    return False, tuple(spec), stored
+        refused[span[(at < count[span] - 1) & (held | (inside == 0))]] = True
+        code[:, 7:9] = _sends(m, span, firsts[span] + count[span] - 1 - at, views & ~member & wants, sources == LINE,
+                              number, n, t[ends - 1, OUT], refused)
+    else:
+        sees = _reads_back(s)[s._in0[m[:, ROW]]]
+        stored = held | sees[:, 3]
+        stored[source[member & sees[:, :2]]] = True
+        _overlapping(m, span, at, stored, views & ~member, np.where(number[:, None] == Q + 1, 0, sources), n, refused)
+        code[:, 7] = stored
+    return _numbered(code, count, refused, r.back, shapes)
 
 
-def _sends(members: list[np.ndarray], spec: list[tuple], n: int) -> tuple | None:
-    """How each view back sends to the arena (last member first, a before b): (member, view, group), the views of
-    the place most views read (and no view reads elsewhere in part) 0, their adds into one local an element, the
-    others -1, added after the pass, view by view (the rows' order for every element); None where a number wants an
-    adjoint (a sum back) or a view's region meets the last member's adjoint (read as the pass goes)."""
-    last, views = int(members[-1][OUT]), []
-    for k in range(len(members) - 1, -1, -1):
-        _, number, sources, wants = spec[k]
-        for q, j in enumerate(sources):
-            f = VIEWS + VIEW * q
-            if j >= 0 or not wants[q]:
-                continue
-            region, size = int(members[k][f + REGION]), int(members[k][f + REGION_SIZE])
-            if number == q + 1 or (region < last + n and last < region + size):
-                return None
-            views.append((k, q, int(members[k][f + BASE])))
-    alone = Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
-    kept = max(alone, key=alone.__getitem__, default=None)  # one place's adds in the pass (more stores there keep
-    return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)  # LLVM from vectorizing it: 2-6x slower)
+def _overlapping(m: np.ndarray, span: np.ndarray, at: np.ndarray, stored: np.ndarray, outer: np.ndarray,
+                 how: np.ndarray, n: np.ndarray, refused: np.ndarray) -> None:
+    """Refuse (forward) each span whose stored members meet (their regions in order, n apart), or whose region meets
+    a place read from outside the pass (a view laid out as the output: unless it reads at an index no lower, by a
+    member no later; its number, its line, one number a line: any)."""
+    w = np.flatnonzero(stored)
+    w = w[np.lexsort((m[w, OUT], span[w]))]
+    sp, starts = span[w], m[w, OUT]
+    meet = (sp[1:] == sp[:-1]) & (starts[1:] - starts[:-1] < n[w[1:]])
+    refused[sp[1:][meet]] = True
+    v, q = np.nonzero(outer)
+    if not len(w) or not len(v):
+        return
+    b, h, line = m[v, VIEWS + VIEW * q + BASE], how[v, q], m[v, SHAPE:SHAPE + 4]
+    length = np.select([h == 0, h == SAME, h == LINE, h == EACH],
+                       [1, n[v], line[:, 3], (line[:, 2] - 1) * m[v, VIEWS + VIEW * q + STRIDES + 2] + 1], 0)
+    same = h == SAME
+    low, high = np.where(same, b, b - n[v]), b + length  # (a member's region meets a place at [b, b + length)
+    least = min(starts.min(), (b - n[v]).min()) - 1  # where it starts in (low, high))
+    wide = max(starts.max(), high.max(), b.max()) - least + 1  # (offsets in an arena: < 2^40; spans < 2^20)
+    keys = sp * wide + starts - least
+    sv = span[v] * wide - least
+    refused[span[v][np.searchsorted(keys, sv + high) > np.searchsorted(keys, sv + low, "right")]] = True
+    p = np.maximum(np.searchsorted(keys, sv + b, "right") - 1, 0)  # the stored member at or below b, within n
+    refused[span[v][same & (keys[p] > sv + b - n[v]) & (keys[p] <= sv + b) & (at[w[p]] < at[v])]] = True
 
 
-def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tuple[list[np.ndarray],
+def _sends(m: np.ndarray, span: np.ndarray, back_at: np.ndarray, views: np.ndarray, line: np.ndarray,
+           number: np.ndarray, n: np.ndarray, last: np.ndarray, refused: np.ndarray) -> np.ndarray:
+    """How each view back sends to the arena (last member first, a before b): its group, the views of the place
+    most views read (and no view reads elsewhere in part) 0, their adds into one local an element, the others -1,
+    added after the pass, view by view (the rows' order for every element), or where every view is a LINED row's line
+    read by every line (``line``), shaped.SUMMED (summed back across lines in the pass, added after it); UNSENT for
+    views that send nothing. Refuses the spans where a number wants an adjoint (a sum back), a view's region meets the
+    last member's adjoint (read as the pass goes) or lines summed back meet other views (beside the arena's stores in
+    the pass LLVM vectorized neither: normalisation's 236 -> 257 us CPU)."""
+    v, q = np.nonzero(views)
+    sv, nv, region, size = span[v], n[v], m[v, VIEWS + VIEW * q + REGION], m[v, VIEWS + VIEW * q + REGION_SIZE]
+    refused[sv[(number[v] == q + 1) | ((region < last[sv] + nv) & (last[sv] < region + size))]] = True
+    lined, summed = line[v, q], np.zeros(len(refused), bool)
+    summed[sv[lined]] = True
+    refused[sv[summed[sv] & ~lined]] = True
+    b, seen = m[v, VIEWS + VIEW * q + BASE], back_at[v] * 2 + q  # (the views' order: last member first, a before b)
+    o = np.lexsort((seen, b, sv))
+    b, sv, nv, seen = b[o], sv[o], nv[o], seen[o]
+    new = np.ones(len(o), bool)
+    new[1:] = (sv[1:] != sv[:-1]) | (b[1:] != b[:-1])
+    place = np.flatnonzero(new)  # each span's places (a base of views), in order
+    pb, ps, pn = b[place], sv[place], nv[place]
+    alone = np.ones(len(place), bool)  # (no view of its span at a base less than n away)
+    alone[1:] &= (ps[1:] != ps[:-1]) | (pb[1:] - pb[:-1] >= pn[1:])
+    alone[:-1] &= (ps[1:] != ps[:-1]) | (pb[1:] - pb[:-1] >= pn[:-1])
+    views_at = np.diff(np.append(place, len(o)))
+    best = np.lexsort((seen[place], -views_at, ~alone, ps))  # (a span's most read place, the first seen of a tie)
+    top = np.ones(len(best), bool)
+    top[1:] = ps[best[1:]] != ps[best[:-1]]
+    kept = np.zeros(len(place), bool)
+    kept[best[top]] = alone[best[top]]
+    group = np.full(views.shape, UNSENT)
+    group[v[o], q[o]] = np.where(np.repeat(kept, views_at), 0, -1)
+    group[v[lined], q[lined]] = shaped.SUMMED
+    return group
+
+
+def _numbered(code: np.ndarray, count: np.ndarray, refused: np.ndarray, back: bool, shapes: dict[tuple, int]
+              ) -> np.ndarray:
+    """Each span's shape's number in shapes (a shape made once per kind of span, not per span), REFUSED where
+    refused."""
+    verdict = np.full(len(count), REFUSED)
+    firsts = np.cumsum(count) - count
+    member, first = _kinds(code)
+    for size in np.unique(count[~refused]).tolist():
+        of = np.flatnonzero((count == size) & ~refused)
+        which, kinds = _kinds(member[firsts[of, None] + np.arange(size)])
+        numbers = [shapes.setdefault(_shape(code[first[kind]].tolist(), back), len(shapes))
+                   for kind in member[firsts[of[kinds], None] + np.arange(size)].tolist()]
+        verdict[of] = np.array(numbers)[which]
+    return verdict
+
+
+def _kinds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's kind: rows alike are of one, the first row of each kind), by a lexsort of a's columns (np.unique's
+    rows by a sort of bytes took 18 of heat-pad's 30 ms)."""
+    o = np.lexsort(a.T[::-1])
+    new = np.ones(len(o), bool)
+    new[1:] = (a[o[1:]] != a[o[:-1]]).any(1)
+    kind = np.empty(len(o), np.int64)
+    kind[o] = np.cumsum(new) - 1
+    return kind, o[new]
+
+
+def _shape(members: list[list[int]], back: bool) -> tuple:
+    """A stretch kernel's shape from a span's code: (back, each member's (op, number, sources, wants), forward
+    whether each is stored, back the views' sends (member, view, group))."""
+    spec = tuple((m[0], m[1], tuple(m[3:3 + m[2]]), tuple(bool(w) for w in m[5:5 + m[2]])) for m in members)
+    if back:
+        return True, spec, tuple((k, q, members[k][7 + q]) for k in range(len(members) - 1, -1, -1)
+                                 for q in range(members[k][2]) if members[k][7 + q] != UNSENT)
+    return False, spec, tuple(bool(m[7]) for m in members)
+
+
+def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tuple[list[np.ndarray] | np.ndarray,
                                                                                 dict[Stretch, list[int]],
                                                                                 tuple[int, int]]]:
     """Each table's rows of a sweep (back: last first) with a STRETCH header before each stretch of two or more
     members, each shape's headers (their indices in the rows), whose CALL the kernel's address fills once it is ready
     (``fill``), and the scratch its kernels need back (rows, elements: a member's adjoint kept a row). The rows of all
     the sweep's tables are read by NumPy at once (tables of a few rows between NumPy steps: arrays4k's 1,600, small's
-    1,000, cost ~70 us of NumPy calls each, one by one)."""
+    1,000, cost ~70 us of NumPy calls each, one by one), and so are their stretches (_spans)."""
     if not ON or getattr(s, "_output_rows", None) is None or not tables:
         return [(rows, {}, (0, 0)) for rows in tables]
-    counts = [len(rows) for rows in tables]
+    counts = np.array([len(rows) for rows in tables])
     t = np.array([row for rows in tables for row in (rows[::-1] if back else rows)], np.int64).reshape(-1, WIDTH)
     elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
-    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)  # (_Rows.joins)
+    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
     starts = np.cumsum(counts) - counts
     pairs = fits[1:] & fits[:-1]
     bounds = starts[1:][(starts[1:] > 0) & (starts[1:] < len(t))]
     pairs[bounds - 1] = False  # (no stretch across tables)
-    ends = np.concatenate([[0], np.cumsum(pairs), [pairs.sum()]])  # (a table's pairs: its rows but the last's)
-    joined = ends[starts + counts] > ends[starts]
-    if not joined.any():  # no two rows that may join (tables of a few rows between NumPy steps)
+    shapes: dict[tuple, int] = {}
+    k = ends = number = np.zeros(0, np.int64)
+    if pairs.any():  # (else no two rows may join: tables of a few rows between NumPy steps)
+        k, ends, number = _spans(_Table(s, t, back), fits, starts[starts < len(t)], shapes)
+    if not len(k):
         return [(rows, {}, (0, 0)) for rows in tables]
-    order = _Rows(s, t, fits, back)
-    return [_stretches(order, rows, start, back) if any_ else (rows, {}, (0, 0))
-            for rows, start, any_ in zip(tables, starts.tolist(), joined.tolist(), strict=True)]
+    return _headed(t, tables, counts, starts, k, ends, number, back, [Stretch.of(shape) for shape in shapes])
 
 
-def _stretches(order: _Rows, rows: list[np.ndarray], start: int, back: bool) -> tuple[list[np.ndarray],
-                                                                                     dict[Stretch, list[int]],
-                                                                                     tuple[int, int]]:
-    """stretched_all's of one table, whose rows (in the sweep's order) are order's from start on."""
-    s = order.s
-    need = (0, 0)
-    spans: dict[int, tuple[int, Stretch]] = {}  # first row (in rows' order) -> (count, kernel)
-    k, stop = start, start + len(rows)
-    while k < stop:
-        end = k
-        while end < stop and order.joins(end, range(k, end)):
-            end += 1
-        shape = _shape(s, order, range(k, end)) if end - k >= 2 else None
-        if shape is None:
-            k += 1
-            continue
-        spans[stop - end if back else k - start] = (end - k, Stretch.of(shape))
-        kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
-        need = (max(need[0], kept), max(need[1], order.t[k][SIZE] if kept else 0))
-        k = end
-    out: list[np.ndarray] = []
-    pending: dict[Stretch, list[int]] = {}
-    for i, row in enumerate(rows):
-        if i in spans:
-            header = np.zeros(WIDTH, np.int64)
-            header[KIND], header[SIZE] = STRETCH, spans[i][0]
-            pending.setdefault(spans[i][1], []).append(len(out))
-            out.append(header)
-        out.append(row)
-    return out, pending, need
+def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, starts: np.ndarray, k: np.ndarray,
+            ends: np.ndarray, number: np.ndarray, back: bool, made: list[Stretch]) -> list[tuple]:
+    """stretched_all's tables from the stretches (first rows, ends, shape numbers) of t, a sweep's rows."""
+    table = np.searchsorted(starts, k, "right") - 1
+    if back:  # (t's tables back in the rows' order; a stretch's header before its last row)
+        t = t[np.repeat(2 * starts + counts - 1, counts) - np.arange(len(t))]
+        k, ends = 2 * starts[table] + counts[table] - ends, 2 * starts[table] + counts[table] - k
+        o = np.argsort(k)
+        k, ends, number, table = k[o], ends[o], number[o], table[o]
+    header = np.zeros((len(k), WIDTH), np.int64)
+    header[:, KIND], header[:, SIZE] = STRETCH, ends - k
+    out = np.insert(t, k, header, 0)
+    before = np.searchsorted(table, np.arange(len(tables) + 1))  # each table's first stretch
+    placed = k + np.arange(len(k)) - (starts + before[:-1])[table]  # a header's index in its table's rows
+    kept = np.zeros(len(tables), np.int64)  # (back: members whose adjoint is kept a row, at most, and their size)
+    wide = np.zeros(len(tables), np.int64)
+    if back:
+        adjoints = np.array([len({j for j, _, group in x.shape[2] if group < 0}) for x in made], np.int64)[number]
+        np.maximum.at(kept, table, adjoints)
+        np.maximum.at(wide, table, np.where(adjoints > 0, t[k, SIZE], 0))
+    result: list[tuple] = [(rows, {}, (0, 0)) for rows in tables]
+    o = np.lexsort((placed, number, table))  # (by table, then shape, then place)
+    new = np.ones(len(o), bool)
+    new[1:] = (table[o[1:]] != table[o[:-1]]) | (number[o[1:]] != number[o[:-1]])
+    group = np.flatnonzero(new)
+    bounds = np.stack([group, np.append(group[1:], len(o))])[:, np.lexsort((placed[o[group]], table[o[group]]))]
+    flat = placed[o].tolist()  # (a table's shapes in the order first met)
+    pending: dict[int, dict[Stretch, list[int]]] = {}
+    for x, shape, a, z in zip(table[o[bounds[0]]].tolist(), number[o[bounds[0]]].tolist(), *bounds.tolist(),
+                              strict=True):
+        pending.setdefault(x, {})[made[shape]] = flat[a:z]
+    first, last = (starts + before[:-1]).tolist(), (starts + counts + before[1:]).tolist()
+    for x, headers in pending.items():
+        result[x] = (out[first[x]:last[x]], headers, (int(kept[x]), int(wide[x])))
+    return result
 
 
 def fill(table: np.ndarray, pending: dict[Stretch, list[int]], seconds: float) -> None:
