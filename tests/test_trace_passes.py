@@ -388,8 +388,8 @@ def _alike(X, p):
 @pytest.mark.parametrize("seed", range(12))
 def test_runs_found_by_the_table_are_the_loops(seed, arrays):
     """fusion.find (NumPy over all members at once, the structure's choices once per distinct run, its Runs by map)
-    finds the runs the loop over the plans finds, field for field: random programs of runs, the test programs, and a Tape's one
-    reverse sweep (big arrays only: TAPE_RUNS made small)."""
+    finds the runs the loop over the plans finds, field for field: random programs of runs, the test programs, and a
+    Tape's one reverse sweep (big arrays only: TAPE_RUNS made small)."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
     programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, *list(ALL.values())[seed::12]]
@@ -755,3 +755,51 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
         got, want = layout.compact(*args), _compact_by_plan(*args)
         _same_plans(got[0], want[0])
         assert got[1] == want[1]
+
+
+def _table_by_table(rows, stretched=None):
+    """compiled._tables' item for one table, made alone (the reference: grouped's step per table it replaced)."""
+    rows, pending, (kept, wide) = stretched or (rows, None, (0, 0))
+    table = np.asarray(rows)
+    products = table[table[:, 0] == K.MATMUL, 6:9]
+    m, n = table[table[:, 0] == K.LOGSUMEXP, 8:10].T
+    elementwise, lined = table[table[:, 0] == K.ELEMENTWISE], table[table[:, 0] == K.LINED]
+    size = max(int(elementwise[compiled._scratched(elementwise), 4].max(initial=1)),
+               int(compiled._lines_back(lined).max(initial=1)),
+               int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
+               int(np.maximum(m, np.minimum(m * n, np.maximum(n, compiled.LINES))).max(initial=1)))
+    scratch = np.empty((max(4, kept), max(size, wide)))
+    return compiled.TABLE, (table, scratch) if pending is None else (table, scratch, pending)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
+    """compiled._tables (every table's scratch by NumPy over all their rows at once) makes each table as it was made
+    alone: its rows, its scratch's shape and type, its pending kernels; a sweep's tables (forward and back, with their
+    stretches) and a walk's without a sweep (compiled.ready's), on random programs and the stretch tests'."""
+    tables, made = compiled._tables, []
+
+    def both(stretched):
+        got = tables(stretched)
+        assert len(got) == len(stretched)
+        for one, (kind, what) in zip(stretched, got, strict=True):
+            want_kind, want = _table_by_table(one[0]) if one[1] is None else _table_by_table(None, one)
+            assert kind == want_kind and len(what) == len(want)
+            assert what[0].dtype == want[0].dtype and np.array_equal(what[0], want[0])
+            assert what[1].shape == want[1].shape and what[1].dtype == want[1].dtype
+            assert what[2:] == want[2:] and all(a is b for a, b in zip(what[2:], want[2:], strict=True))
+            made.append(len(what))
+        return got
+
+    monkeypatch.setattr(compiled, "_tables", both)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.5, 600)
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed::6]]:
+        F = tape.trace(f, x, params=0.7)
+        F.value_and_grad(x, params=0.7)
+        list(compiled.grouped(F, driver.forward_walk(F, 0, len(F._op), F._runs_first)))
+    for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
+        with np.errstate(all="ignore"):
+            tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
+    assert made.count(2) >= 4 and made.count(3) >= 4
