@@ -385,6 +385,19 @@ def _alike(X, p):
     return (acc * acc).sum()
 
 
+def _keyed(X, p):
+    """Runs alike but for one thing (fusion.MADE's key): an exponent (2 or 3), a sum that joins, which views read one
+    record, a view's place in its record, a number; each run ended by np.sin, which reads its last member."""
+    c, acc, u = np.linspace(0.5, 1.5, 290), 0.0, X[:300]
+    for t in range(24):
+        a, b = u[:290], u[1 + t % 2:291 + t % 2] if t % 3 else u[:290]  # (lags 0, 1 or 2; each step's u anew)
+        y = (a * (0.5 if t % 5 else 0.25) + b * c) ** (2 if t % 4 < 2 else 3)
+        if t % 6 < 3:
+            acc = acc + y.sum()
+        u = np.concatenate([np.sin(y), X[:10]])
+    return acc * p + u.sum()
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_runs_found_by_the_table_are_the_loops(seed, arrays):
     """fusion.find (NumPy over all members at once, the structure's choices once per distinct run, its Runs by map)
@@ -392,14 +405,14 @@ def test_runs_found_by_the_table_are_the_loops(seed, arrays):
     Tape's one reverse sweep (big arrays only: TAPE_RUNS made small)."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, *list(ALL.values())[seed::12]]
+    programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, _keyed, *list(ALL.values())[seed::12]]
+    fusion.MADE.clear()
     for f, pruned in itertools.product(programs, (True, False)):
         F = tape.trace(f, x, params=0.7, prune=pruned)
         roots = (F._input_rows, F._param_rows, F._check_rows)
         for outputs in (set(F._output_rows.tolist()), set(F._output_rows.tolist()) | {p.row for p in F._plans[::7]}):
             want = _find_by_plan(F, outputs, roots)
-            fusion.MADE.clear()
-            for _ in range(2):  # each structure's choices made, then found in fusion.MADE
+            for _ in range(2):  # each structure's choices made (or found: another program's), then found in MADE
                 _same_runs(fusion.find(F, outputs, roots), want)
         t = tape.Tape()
         y = f(t.array(x), t.var(0.7))
@@ -772,6 +785,10 @@ def _table_by_table(rows, stretched=None):
     return compiled.TABLE, (table, scratch) if pending is None else (table, scratch, pending)
 
 
+SCRATCHES = [lambda X, p: ((X[:60].reshape(2, 30) * p) @ X[:300].reshape(30, 10)).sum(),  # a matmul wider than tall
+             lambda X, p: (tape.logsumexp(X[:600].reshape(75, 8), axis=1) * X[:75]).sum() * p]  # many short lines
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
     """compiled._tables (every table's scratch by NumPy over all their rows at once) makes each table as it was made
@@ -795,7 +812,7 @@ def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed::6]]:
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *SCRATCHES, *list(ALL.values())[seed::6]]:
         F = tape.trace(f, x, params=0.7)
         F.value_and_grad(x, params=0.7)
         list(compiled.grouped(F, driver.forward_walk(F, 0, len(F._op), F._runs_first)))
