@@ -379,10 +379,11 @@ def _runs(s: Any, members: list[Plan], count: np.ndarray, summed: np.ndarray, su
         lags, ordered = _lags(view_list, view_rows, set(itertools.compress(view_rows, from_input[es:ee].tolist())),
                               int(n0[g]), int(n1[g]))
         made.append((need, np.array(lags, np.int64), ordered, fused_numpy.twinned(
-            program[0], program[3], program[4], program[5], view_list), Shaped.of(_shape(
-                program, need, written[ms:me], bool(joined[g]))) if ordered else None))
+            program[0], program[3], program[4], program[5], view_list), _shape(
+                program, need, written[ms:me], bool(joined[g])) if ordered else None))
         MADE[key] = made[-1]
-    need_, lags_, ordered_, twinned_, shaped_ = (list(z) for z in zip(*made, strict=True)) if made else ([],) * 5
+    need_, lags_, ordered_, twinned_, shapes = (list(z) for z in zip(*made, strict=True)) if made else ([],) * 5
+    shaped_ = [None if one is None else Shaped.of(one) for one in shapes]  # (Shaped.made: one a shape)
     structure_of = np.full(groups, -1)
     structure_of[good] = which
     lag_at = np.concatenate([[0], np.cumsum(lengths(lags_))])  # each structure's lags in all of them
