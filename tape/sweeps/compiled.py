@@ -20,7 +20,7 @@ import functools
 import itertools
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -216,7 +216,7 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
                                                                         for q in range(2))], 0, initial=1)
 
 
-def _tables(stretched: list[tuple[Any, dict | None, tuple[int, int]]]) -> list[tuple[int, Any]]:
+def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]]) -> list[tuple[int, Any]]:
     """Each table (its rows, its stretches' pending kernels or None, the scratch they need back: stretched_all's) as
     (TABLE, (table, scratch)), with the pending kernels where given: the scratch a row needs, by NumPy over every
     table's rows at once, its most by table (table by table, arrays4k's 1,600 tables took 25 of a first

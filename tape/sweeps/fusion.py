@@ -405,8 +405,8 @@ def _runs(s: Any, members: list[Plan], count: np.ndarray, summed: np.ndarray, su
         watched[good].tolist(), map(ordered_.__getitem__, pick), map(shaped_.__getitem__, pick),
         cut(ext_rows, e_at), strict=True)))
     if getattr(s, "_freed", None):  # a recycling Tape (a Python step per run)
-        runs = [run for run, end in zip(runs, last[good].tolist(), strict=True)
-                if not _recycled(s, run.reads.tolist(), run.need, *run.program[1:5], end)]
+        runs = [run for run, end in zip(runs, last[good].tolist(), strict=True) if not _recycled(
+            s, run.reads.tolist(), run.need, run.program[1], run.program[2], run.program[3], run.program[4], end)]
     return runs
 
 
