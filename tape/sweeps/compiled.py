@@ -219,8 +219,8 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
 def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]]) -> list[tuple[int, Any]]:
     """Each table (its rows, its stretches' pending kernels or None, the scratch they need back: stretched_all's) as
     (TABLE, (table, scratch)), with the pending kernels where given: the scratch a row needs, by NumPy over every
-    table's rows at once, its most by table (table by table, arrays4k's 1,600 tables took 25 of a first
-    value_and_grad's CPU-ms)."""
+    table's rows at once, its most by table (min CPU-ms, GC off, /work/notes/s16/REPORT-D.md: arrays4k's 1,600 tables
+    149 table by table -> 11, small's 1,000 85 -> 3; a table of 4,494 rows, heat-pad's, 1.1 either way)."""
     tables = list(map(np.asarray, map(itemgetter(0), stretched)))
     t = np.concatenate(tables) if tables else np.zeros((0, WIDTH), np.int64)
     need = np.ones(len(t), np.int64)  # scratch elements by row: operands (a matmul's product back; a logsumexp's
