@@ -388,19 +388,35 @@ def _alike(X, p):
     return (acc * acc).sum()
 
 
+def _keyed(X, p):
+    """Runs alike but for one thing (fusion.MADE's key): an exponent (2 or 3), a sum that joins, which views read one
+    record, a view's place in its record, a number; each run ended by np.sin, which reads its last member."""
+    c, acc, u = np.linspace(0.5, 1.5, 290), 0.0, X[:300]
+    for t in range(24):
+        a, b = u[:290], u[1 + t % 2:291 + t % 2] if t % 3 else u[:290]  # (lags 0, 1 or 2; each step's u anew)
+        y = (a * (0.5 if t % 5 else 0.25) + b * c) ** (2 if t % 4 < 2 else 3)
+        if t % 6 < 3:
+            acc = acc + y.sum()
+        u = np.concatenate([np.sin(y), X[:10]])
+    return acc * p + u.sum()
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_runs_found_by_the_table_are_the_loops(seed, arrays):
-    """fusion.find (NumPy over all members at once, the structure's choices once per distinct run) finds the runs
-    the loop over the plans finds, field for field: random programs of runs, the test programs, and a Tape's one
-    reverse sweep (big arrays only: TAPE_RUNS made small)."""
+    """fusion.find (NumPy over all members at once, the structure's choices once per distinct run, its Runs by map)
+    finds the runs the loop over the plans finds, field for field: random programs of runs, the test programs, and a
+    Tape's one reverse sweep (big arrays only: TAPE_RUNS made small)."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.2, 1.5, 600)
-    programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, *list(ALL.values())[seed::12]]
+    programs = [lambda X, p: _fused(np.random.default_rng(seed), X, p), _alike, _keyed, *list(ALL.values())[seed::12]]
+    fusion.MADE.clear()
     for f, pruned in itertools.product(programs, (True, False)):
         F = tape.trace(f, x, params=0.7, prune=pruned)
         roots = (F._input_rows, F._param_rows, F._check_rows)
         for outputs in (set(F._output_rows.tolist()), set(F._output_rows.tolist()) | {p.row for p in F._plans[::7]}):
-            _same_runs(fusion.find(F, outputs, roots), _find_by_plan(F, outputs, roots))
+            want = _find_by_plan(F, outputs, roots)
+            for _ in range(2):  # each structure's choices made (or found: another program's), then found in MADE
+                _same_runs(fusion.find(F, outputs, roots), want)
         t = tape.Tape()
         y = f(t.array(x), t.var(0.7))
         for runs in (1, 200):
@@ -874,3 +890,55 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
         got, want = layout.compact(*args), _compact_by_plan(*args)
         _same_plans(got[0], want[0])
         assert got[1] == want[1]
+
+
+def _table_by_table(rows, stretched=None):
+    """compiled._tables' item for one table, made alone (the reference: grouped's step per table it replaced)."""
+    rows, pending, (kept, wide) = stretched or (rows, None, (0, 0))
+    table = np.asarray(rows)
+    products = table[table[:, 0] == K.MATMUL, 6:9]
+    m, n = table[table[:, 0] == K.LOGSUMEXP, 8:10].T
+    elementwise, lined = table[table[:, 0] == K.ELEMENTWISE], table[table[:, 0] == K.LINED]
+    size = max(int(elementwise[compiled._scratched(elementwise), 4].max(initial=1)),
+               int(compiled._lines_back(lined).max(initial=1)),
+               int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
+               int(np.maximum(m, np.minimum(m * n, np.maximum(n, compiled.LINES))).max(initial=1)))
+    scratch = np.empty((max(4, kept), max(size, wide)))
+    return compiled.TABLE, (table, scratch) if pending is None else (table, scratch, pending)
+
+
+SCRATCHES = [lambda X, p: ((X[:60].reshape(2, 30) * p) @ X[:300].reshape(30, 10)).sum(),  # a matmul wider than tall
+             lambda X, p: (tape.logsumexp(X[:600].reshape(75, 8), axis=1) * X[:75]).sum() * p]  # many short lines
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
+    """compiled._tables (every table's scratch by NumPy over all their rows at once) makes each table as it was made
+    alone: its rows, its scratch's shape and type, its pending kernels; a sweep's tables (forward and back, with their
+    stretches) and a walk's without a sweep (compiled.ready's), on random programs and the stretch tests'."""
+    tables, made = compiled._tables, []
+
+    def both(stretched):
+        got = tables(stretched)
+        assert len(got) == len(stretched)
+        for one, (kind, what) in zip(stretched, got, strict=True):
+            want_kind, want = _table_by_table(one[0]) if one[1] is None else _table_by_table(None, one)
+            assert kind == want_kind and len(what) == len(want)
+            assert what[0].dtype == want[0].dtype and np.array_equal(what[0], want[0])
+            assert what[1].shape == want[1].shape and what[1].dtype == want[1].dtype
+            assert what[2:] == want[2:] and all(a is b for a, b in zip(what[2:], want[2:], strict=True))
+            made.append(len(what))
+        return got
+
+    monkeypatch.setattr(compiled, "_tables", both)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.5, 600)
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *SCRATCHES, *list(ALL.values())[seed::6]]:
+        F = tape.trace(f, x, params=0.7)
+        F.value_and_grad(x, params=0.7)
+        list(compiled.grouped(F, driver.forward_walk(F, 0, len(F._op), F._runs_first)))
+    for f, size in [*((f, 600) for f in list(STRETCH_PROGRAMS.values())[seed::6]), (lines(4100), 3 * 4101 + 4100)]:
+        with np.errstate(all="ignore"):
+            tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
+    assert made.count(2) >= 4 and made.count(3) >= 4

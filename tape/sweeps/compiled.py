@@ -17,9 +17,11 @@ long as the compile takes (then at most doubling its time, once per machine).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,6 +33,7 @@ from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, OPCODE
 from tape.sweeps import driver, encoding, stretches
 from tape.sweeps.driver import State
+from tape.sweeps.plans import lengths
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 25-28 CPU-s
@@ -138,12 +141,13 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     items = _walked(s, walk, back)
     encoded = all_rows(s)[0]
     if not sweep:
-        yield from (_table(encoded[what], s) if kind == TABLE else (kind, what) for kind, what in items)
+        yield from (_tables([(encoded[what], None, (0, 0))])[0] if kind == TABLE else (kind, what)
+                    for kind, what in items)
         return
     walked = list(items)
-    made = iter(stretches.stretched_all(s, [list(encoded[what]) for kind, what in walked if kind == TABLE],
-                                        sweep == "reverse"))
-    yield from (_table(what, s, next(made)) if kind == TABLE else (kind, what) for kind, what in walked)
+    made = iter(_tables(stretches.stretched_all(s, [list(encoded[what]) for kind, what in walked if kind == TABLE],
+                                                sweep == "reverse")))
+    yield from (next(made) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[tuple[int, Any]]:
@@ -212,20 +216,32 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
                                                                         for q in range(2))], 0, initial=1)
 
 
-def _table(rows: list[np.ndarray] | np.ndarray, s: State, stretched: tuple | None = None) -> tuple[int, Any]:
-    """A table of rows and its scratch; for a sweep, the rows' stretches too (stretches.stretched_all's, made for all
-    of the sweep's tables at once)."""
-    rows, pending, (kept, wide) = stretched or (rows, None, (0, 0))
-    table = np.asarray(rows)
-    products = table[table[:, 0] == MATMUL, 6:9]
-    m, n = table[table[:, 0] == LOGSUMEXP, 8:10].T  # a logsumexp's lines and their length
-    elementwise, lined = table[table[:, 0] == kernels.ELEMENTWISE], table[table[:, 0] == LINED]
-    size = max(int(elementwise[_scratched(elementwise), 4].max(initial=1)), int(_lines_back(lined).max(initial=1)),
-               int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
-               int(np.maximum(m, np.minimum(m * n, np.maximum(n, LINES))).max(initial=1)))
-    scratch = np.empty((max(4, kept), max(size, wide)))  # operands (a matmul's product back; a logsumexp's block, sums
-    # and tops), the contributions and their sum back; a stretch's members' adjoints kept back
-    return TABLE, (table, scratch) if pending is None else (table, scratch, pending)
+def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]]) -> list[tuple[int, Any]]:
+    """Each table (its rows, its stretches' pending kernels or None, the scratch they need back: stretched_all's) as
+    (TABLE, (table, scratch)), with the pending kernels where given: the scratch a row needs, by NumPy over every
+    table's rows at once, its most by table (min CPU-ms, GC off, /work/notes/s16/REPORT-D.md: arrays4k's 1,600 tables
+    149 table by table -> 11, small's 1,000 85 -> 3; a table of 4,494 rows, heat-pad's, 1.1 either way)."""
+    tables = list(map(np.asarray, map(itemgetter(0), stretched)))
+    t = np.concatenate(tables) if tables else np.zeros((0, WIDTH), np.int64)
+    need = np.ones(len(t), np.int64)  # scratch elements by row: operands (a matmul's product back; a logsumexp's
+    # block, sums and tops), the contributions and their sum back
+    kind = t[:, 0]
+    elementwise, lined, products, lines = (kind == kernels.ELEMENTWISE, kind == LINED, kind == MATMUL,
+                                           kind == LOGSUMEXP)
+    need[elementwise] = np.where(_scratched(t[elementwise]), t[elementwise, 4], 1)
+    need[lined] = _lines_back(t[lined])
+    need[products] = t[products, 7] * np.maximum(t[products, 6], t[products, 8])
+    m, n = t[lines, 8:10].T  # a logsumexp's lines and their length
+    need[lines] = np.maximum(m, np.minimum(m * n, np.maximum(n, LINES)))
+    counts = lengths(tables)
+    size = np.maximum.reduceat(need, np.cumsum(counts) - counts) if len(t) else np.zeros(0, np.int64)
+    kept, wide = np.array([*map(itemgetter(2), stretched), (0, 0)], np.int64)[:-1].T
+    scratch = map(np.empty, zip(np.maximum(4, kept).tolist(), np.maximum(np.maximum(size, 1), wide).tolist(),
+                                    strict=True))
+    # (a stretch's members' adjoints kept back: its rows, elements)
+    pending = list(map(itemgetter(1), stretched))
+    made = zip(tables, scratch, strict=True) if None in pending else zip(tables, scratch, pending, strict=True)
+    return list(zip(itertools.repeat(TABLE), made))
 
 
 def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None = None) -> None:

@@ -18,8 +18,9 @@ Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call pe
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -201,8 +202,9 @@ class Run(NamedTuple):
 def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None) -> list[Run]:
     """The runs of a Function's (or, without roots, a Tape's for one reverse sweep) array records worth
     fusing; with roots (a Function's inputs, params, checks), among the records that they and the
-    outputs depend on. NumPy over the plans' fields, a Python step per run, none per member (the loop over the
-    plans it replaced, kept in tests/test_trace_passes.py, took 40 ms of the heat-pad program's tape.trace)."""
+    outputs depend on. NumPy over the plans' fields, a Python step per distinct run structure, none per run or member
+    (the loop over the plans it replaced, kept in tests/test_trace_passes.py, took 40 ms of the heat-pad program's
+    tape.trace)."""
     n = getattr(s, "_n", len(s._op))  # a Tape's record arrays run past its records
     if roots is None:  # a Tape's one reverse sweep: among all its records, of big arrays only (0-d ones end runs)
         arrays = [p for p in s._plans if p.size >= TAPE_RUNS or not p.shape]
@@ -215,20 +217,23 @@ def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None)
         live = _live.reaching(s._op, s._in0, s._in1, s._plans, [np.array(sorted(outputs), np.int64), *roots],
                               table)[0]
         arrays = list(itertools.compress(s._plans, live[ints(tuple(map(itemgetter(1), s._plans)))]))  # in order
-    groups = _groups(s, arrays, live, n)
-    return _runs(s, groups, table, outputs, live, n) if groups else []
+    members, count, summed, sums = _groups(s, arrays, live, n)
+    return _runs(s, members, count, summed, sums, table, outputs, live, n) if len(count) else []
 
 
 FITS = np.isin(ARRAY_KIND, ("unary", "binary")) & np.isin(SHORT_NAME, FUSIBLE)  # by array opcode
 FUSED = np.array([OPCODE.get(name, -1) for name in SHORT_NAME], np.int64)  # an array opcode's in the fused kernels
+SUM = np.array(ARRAY_KIND) == "sum"  # by array opcode
 
 
-def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> list[tuple[list[Plan], Plan | None]]:
-    """(members, the sum that joins them or None) of each run of two or more: consecutive array records (0-d constants
-    skipped) that fit (unary or binary, FUSIBLE, 1-d or 2-d), of one shape, with only dead records and 0-d constants
-    between each and the next; a 0-d sum of the last member whole right after it joins."""
+def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> tuple[list[Plan], np.ndarray, np.ndarray,
+                                                                            list[Plan]]:
+    """(the members, their count by group, the groups a sum joins, those sums) of each run of two or more:
+    consecutive array records (0-d constants skipped) that fit (unary or binary, FUSIBLE, 1-d or 2-d), of one shape,
+    with only dead records and 0-d constants between each and the next; a 0-d sum of the last member whole right
+    after it joins (_sums asked of 0-d sums there only)."""
     if len(arrays) < 2:
-        return []
+        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), []
     code, rows, _, shapes, *_ = zip(*arrays, strict=True)
     code, rows, shape, ndim = ints(code), ints(rows), indexed(shapes)[1], lengths(shapes)
     op = s._op[:n]
@@ -243,23 +248,38 @@ def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> list[tuple[
     link = fits[:-1] & fits[1:] & (same[:-1] == same[1:]) & next_to
     first = np.flatnonzero(fits & ~np.concatenate([[False], link]))
     last = np.flatnonzero(fits & ~np.concatenate([link, [False]]))
-    groups = []
-    for i, j in zip(first.tolist(), last.tolist(), strict=True):
-        if j > i:
-            members = list(map(arrays.__getitem__, b[i:j + 1].tolist()))
-            p = arrays[b[j + 1]] if j + 1 < len(b) else None
-            groups.append((members, p if p is not None and next_to[j] and _sums(p, members[-1]) else None))
-    return groups
+    first, last = first[last > first], last[last > first]
+    count = last - first + 1
+    members = b[np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())]
+    after = last[last + 1 < len(b)]
+    after = after[next_to[after] & SUM[code[b[after + 1]]] & (ndim[b[after + 1]] == 0)]  # a 0-d sum right after
+    joined = np.array(list(map(_sums, map(arrays.__getitem__, b[after + 1].tolist()),
+                               map(arrays.__getitem__, b[after].tolist()))), np.bool_).reshape(-1)
+    return (list(map(arrays.__getitem__, members.tolist())), count, np.searchsorted(last, after[joined]),
+            list(map(arrays.__getitem__, b[after[joined] + 1].tolist())))
 
 
-def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.ndarray, np.ndarray],
-          outputs: set[int], live: np.ndarray, n: int) -> list[Run]:
+MADE: dict[tuple, tuple] = {}  # what a run's structure alone decides (_needed, _lags, twinned, _shape), by structure,
+# in this process: a loop's steps are alike (heat-pad's 500 runs are one) and a program recorded afresh each call has
+# the same ones each time (stencil5's 8 took 0.5 of find's 1.2 CPU-ms)
+MADE_MOST = 2**12  # structures kept, at most (cleared past it)
+
+
+def _cut(a: Any, starts: np.ndarray, stops: np.ndarray) -> Iterator[Any]:
+    """a[starts[k]:stops[k]] for each k, by map (no Python step per slice)."""
+    return map(a.__getitem__, map(slice, starts.tolist(), stops.tolist()))
+
+
+def _runs(s: Any, members: list[Plan], count: np.ndarray, summed: np.ndarray, sums: list[Plan],
+          table: tuple[np.ndarray, np.ndarray], outputs: set[int], live: np.ndarray, n: int) -> list[Run]:
     """The Runs of the groups. Each member's operands (a member whole: kind 0; a view of the run's shape: 1, its
     place and strides in ext; a 0-d constant: 2, its number in imm) by NumPy over every member at once; a group that
-    reads a member otherwise, a view of another shape or a borrowed array is no run."""
-    members = list(itertools.chain.from_iterable(m for m, _ in groups))
-    count = lengths([m for m, _ in groups])
-    group = np.repeat(np.arange(len(groups)), count)  # each member's
+    reads a member otherwise, a view of another shape or a borrowed array is no run. What a run's structure alone
+    decides (_needed, _lags, twinned, _shape) is found once per distinct structure (a loop's steps are alike:
+    heat-pad's 500 runs are one) and the Runs made by map over columns: no Python step per run (find, min CPU-ms with
+    GC off, against the loop per run: arrays4k's 799 runs 15.4 -> 14.2, 13.8 with MADE's structures known)."""
+    groups = len(count)
+    group = np.repeat(np.arange(groups), count)  # each member's
     code, rows, offsets, shapes, inputs, *_ = zip(*members, strict=True)
     rows, n_in = ints(rows), lengths(inputs)
     view_records, view_at, vshapes, strides = zip(*itertools.chain.from_iterable(inputs), strict=True)
@@ -280,7 +300,9 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     kind = np.where(mine & (at == 0) & (vshape == own) & (step == whole_steps[own]).all(1), 0,
                     np.where((s._op[record] == ACONSTANT) & (dims[vshape] == 0), 2, 1))
     borrowed = np.isin(record, np.fromiter(getattr(s, "_borrowed", {}), np.int64))
-    bad = (np.bincount(vgroup[(kind == 1) & ((vshape != own) | mine | borrowed)], minlength=len(groups)) > 0).tolist()
+    bad = np.bincount(vgroup[(kind == 1) & ((vshape != own) | mine | borrowed)], minlength=groups) > 0
+    if bad.all():
+        return []
     place = ints(tuple(map(itemgetter(2), s._plans)))[s._in0[record]] + at
     one_d = dims[own] == 1
     index = np.where(kind == 0, slot[record], 0)
@@ -289,15 +311,15 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
         kth = (kind == k).astype(np.int64)
         before = np.cumsum(kth) - kth
         index = np.where(kind == k, before - before[np.searchsorted(vgroup, vgroup)], index)
-        starts[k] = np.searchsorted(vgroup[kind == k], np.arange(len(groups) + 1))
+        starts[k] = np.searchsorted(vgroup[kind == k], np.arange(groups + 1))
     ops = np.zeros((5, len(members)), np.int64)  # code, ka, ia, kb, ib
     ops[0], ops[3] = FUSED[ints(code)], 2  # a unary member's b: no operand, read as the number imm[0]
     ops[1 + 2 * j, member], ops[2 + 2 * j, member] = kind, index
-    imm = np.zeros(len(groups) + int((kind == 2).sum()))  # each group's numbers, then 0.0 (a unary's b)
-    at_imm = starts[2] + np.arange(len(groups) + 1)
-    imm[np.arange(len(imm) - len(groups)) + vgroup[kind == 2]] = s._aval[place[kind == 2]]
+    imm = np.zeros(groups + int((kind == 2).sum()))  # each group's numbers, then 0.0 (a unary's b)
+    at_imm = starts[2] + np.arange(groups + 1)
+    imm[np.arange(len(imm) - groups) + vgroup[kind == 2]] = s._aval[place[kind == 2]]
     ext_group = vgroup[kind == 1]
-    spare = np.bincount(ext_group, minlength=len(groups)) == 0  # a group without views: ext one row of zeros
+    spare = np.bincount(ext_group, minlength=groups) == 0  # a group without views: ext one row of zeros
     at_ext = starts[1] + np.concatenate([[0], np.cumsum(spare)])
     ext = np.zeros((at_ext[-1], 4), np.int64)  # place, row stride, element stride, lag (a group after another)
     in_ext = np.arange(len(ext_group)) + (at_ext - starts[1])[ext_group]  # each view's row in ext
@@ -307,56 +329,84 @@ def _runs(s: Any, groups: list[tuple[list[Plan], Plan | None]], table: tuple[np.
     firsts, inverse = np.unique(ext_group * n + ext_rows, return_index=True, return_inverse=True)[1:]
     same_as = firsts[inverse.reshape(-1)] - starts[1][ext_group]  # the first ext in its group of the same record
     from_input = s._op[ext_rows] != ACONSTANT
-    totals = [-1 if total is None else total.row for _, total in groups]
-    of[[t for t in totals if t >= 0]] = np.flatnonzero(np.array(totals) >= 0)
+    joined = np.zeros(groups, np.bool_)
+    joined[summed] = True
+    total_row, total_at = np.full(groups, -1), np.full(groups, -1)
+    total_row[joined], total_at[joined] = ints(tuple(map(itemgetter(1), sums))), ints(tuple(map(itemgetter(2), sums)))
+    of[total_row[joined]] = np.flatnonzero(joined)
     reader = np.repeat(np.arange(len(table[0]) - 1), np.diff(table[0]))
     read = table[1]
     outside = np.zeros(n, np.bool_)  # a member read by a record not in its run
     outside[read[(of[read] >= 0) & (of[reader] != of[read])]] = True
     written = np.where(outside[rows] | np.isin(rows, np.fromiter(outputs, np.int64)), ints(offsets), -1)
-    watched = (np.bincount(group, written >= 0, len(groups)) > 0).tolist()
+    watched = np.bincount(group, written >= 0, groups) > 0
     m_at = np.concatenate([[0], np.cumsum(count)])
     first = shape[m_at[:-1]]  # each group's shape
     sizes = rows_of(tuple(distinct), 2, lambda sh: list(sh[:2]))[first]
     n0, n1 = np.where(dims[first] == 1, 1, sizes[:, 0]), np.where(dims[first] == 1, sizes[:, 0], sizes[:, 1])
-    apart = np.bincount(ext_group, ext[in_ext, 1] != n1[ext_group] * ext[in_ext, 2], len(groups)) > 0
+    apart = np.bincount(ext_group, ext[in_ext, 1] != n1[ext_group] * ext[in_ext, 2], groups) > 0
     n0, n1 = np.where(apart, n0, 1), np.where(apart, n1, n0 * n1)  # rows one after another: one row, in blocks of
     # 512 (a kernel call per row of 10 took 37 ms for 1,000 records of 200 x 10, 1-d 8 ms)
     structure = np.column_stack([ops.T, written >= 0])  # what a run's choices depend on, with its numbers
     views = np.column_stack([ext[in_ext, 1:3], ext_at, same_as, from_input])
     dead = np.flatnonzero(~live & (s._op >= ARRAY_BASE))
-    last = np.array([m[-1].row if t is None else t.row for m, t in groups], np.int64)
-    dead_at = np.searchsorted(dead, np.column_stack([rows[m_at[:-1]], last])).tolist()
-    freed = getattr(s, "_freed", None)
-    made: dict[tuple, tuple] = {}  # what the structure alone decides, by structure (a loop's steps are alike:
-    # heat-pad's 500 runs are one; _needed, _lags and _shape took ~40% of the loop over the plans' 40 ms)
-    runs = []
-    m_at, e_at, at_ext, at_imm, n0, n1 = (a.tolist() for a in (m_at, starts[1], at_ext, at_imm, n0, n1))
-    for g, (_, total) in enumerate(groups):
-        if bad[g]:
+    last = np.where(joined, total_row, rows[m_at[1:] - 1])
+    dead_at = np.searchsorted(dead, np.column_stack([rows[m_at[:-1]], last]))
+    good = np.flatnonzero(~bad)
+    e_at, ends = starts[1], good + 1
+
+    def cut(a: Any, at: np.ndarray) -> Iterator[Any]:  # each good group's slice of a, by at
+        return _cut(a, at[good], at[ends])
+
+    keys = zip(*(map(np.ndarray.tobytes, cut(a, at)) for a, at in ((structure, m_at), (views, e_at), (imm, at_imm))),
+               n0[good].tolist(), n1[good].tolist(), joined[good].tolist(), strict=True)
+    distinct, which = indexed(tuple(keys))  # each good group's structure
+    reps = np.full(len(distinct), len(good))
+    np.minimum.at(reps, which, np.arange(len(good)))
+    if len(MADE) > MADE_MOST:
+        MADE.clear()
+    made = []
+    for key, g in zip(distinct, good[reps].tolist(), strict=True):
+        found = MADE.get(key)
+        if found is not None:
+            made.append(found)
             continue
-        ms, me, es, ee, x0, x1 = m_at[g], m_at[g + 1], e_at[g], e_at[g + 1], at_ext[g], at_ext[g + 1]
-        program = (*ops[:, ms:me], imm[at_imm[g]:at_imm[g + 1]], ext[x0:x1])
+        ms, me, es, ee, x0 = m_at[g], m_at[g + 1], e_at[g], e_at[g + 1], at_ext[g]
+        program = (*ops[:, ms:me], imm[at_imm[g]:at_imm[g + 1]], ext[x0:at_ext[g + 1]])
         code_, ka, ia, kb, ib = program[:5]
-        view_rows = ext_rows[es:ee].tolist()
-        ins = tuple(dict.fromkeys(itertools.compress(view_rows, from_input[es:ee].tolist())))
-        key = (structure[ms:me].tobytes(), views[es:ee].tobytes(), program[5].tobytes(), n0[g], n1[g], total is None)
-        if key not in made:
-            view_list = list(map(tuple, program[6][:ee - es, :3].tolist()))
-            need = _needed(code_, ka, ia, kb, ib, program[5][:-1].tolist())
-            lags, ordered = _lags(view_list, view_rows, set(ins), n0[g], n1[g])
-            made[key] = need, lags, ordered, fused_numpy.twinned(program[0], program[3], program[4], program[5],
-                                                                 view_list), \
-                Shaped.of(_shape(program, need, written[ms:me], total is not None)) if ordered else None
-        need, lags, ordered, twinned, shaped = made[key]
-        program[6][:ee - es, 3] = lags
-        if freed and _recycled(s, view_rows, need, ka, ia, kb, ib, int(last[g])):
-            continue
-        order = tuple(rows[ms:me].tolist()) + (() if total is None else (total.row,))
-        runs.append(Run(order, program, need.copy(), written[ms:me], ins, (n0[g], n1[g]),
-                        -1 if total is None else total.row, -1 if total is None else total.offset, rows[ms:me],
-                        frozenset(dead[dead_at[g][0]:dead_at[g][1]].tolist()), twinned, watched[g], ordered,
-                        shaped, ext_rows[es:ee]))
+        view_rows, view_list = ext_rows[es:ee].tolist(), list(map(tuple, ext[x0:x0 + ee - es, :3].tolist()))
+        need = _needed(code_, ka, ia, kb, ib, program[5][:-1].tolist())
+        lags, ordered = _lags(view_list, view_rows, set(itertools.compress(view_rows, from_input[es:ee].tolist())),
+                              int(n0[g]), int(n1[g]))
+        made.append((need, np.array(lags, np.int64), ordered, fused_numpy.twinned(
+            program[0], program[3], program[4], program[5], view_list), _shape(
+                program, need, written[ms:me], bool(joined[g])) if ordered else None))
+        MADE[key] = made[-1]
+    need_, lags_, ordered_, twinned_, shapes = (list(z) for z in zip(*made, strict=True)) if made else ([],) * 5
+    shaped_ = [None if one is None else Shaped.of(one) for one in shapes]  # (Shaped.made: one a shape)
+    structure_of = np.full(groups, -1)
+    structure_of[good] = which
+    lag_at = np.concatenate([[0], np.cumsum(lengths(lags_))])  # each structure's lags in all of them
+    v = np.flatnonzero(structure_of[ext_group] >= 0)  # the views of good groups
+    ext[in_ext[v], 3] = np.concatenate([np.zeros(0, np.int64), *lags_])[
+        lag_at[structure_of[ext_group[v]]] + v - e_at[ext_group[v]]]
+    inputs_at = np.sort(firsts[from_input[firsts]])  # each group's inputs: its views' records, each once, in order
+    ins_at = np.concatenate([[0], np.cumsum(np.bincount(ext_group[inputs_at], minlength=groups))])
+    o_at = m_at + np.concatenate([[0], np.cumsum(joined)])  # each group's rows, its sum's after them
+    order = np.insert(rows, m_at[1:][joined], total_row[joined]).tolist()
+    pick = which.tolist()
+    runs = list(map(functools.partial(tuple.__new__, Run), zip(
+        map(tuple, cut(order, o_at)), zip(*(cut(ops[k], m_at) for k in range(5)), cut(imm, at_imm),
+                                          cut(ext, at_ext), strict=True),
+        map(np.ndarray.copy, map(need_.__getitem__, pick)), cut(written, m_at),
+        map(tuple, cut(ext_rows[inputs_at].tolist(), ins_at)), zip(n0[good].tolist(), n1[good].tolist(), strict=True),
+        total_row[good].tolist(), total_at[good].tolist(), cut(rows, m_at),
+        map(frozenset, _cut(dead.tolist(), dead_at[good, 0], dead_at[good, 1])), map(twinned_.__getitem__, pick),
+        watched[good].tolist(), map(ordered_.__getitem__, pick), map(shaped_.__getitem__, pick),
+        cut(ext_rows, e_at), strict=True)))
+    if getattr(s, "_freed", None):  # a recycling Tape (a Python step per run)
+        runs = [run for run, end in zip(runs, last[good].tolist(), strict=True) if not _recycled(
+            s, run.reads.tolist(), run.need, run.program[1], run.program[2], run.program[3], run.program[4], end)]
     return runs
 
 

@@ -20,6 +20,8 @@ tangent and second-order sweeps read every value after the forward: they need th
 
 from __future__ import annotations
 
+import itertools
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -70,10 +72,15 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
     back = 2 * n + 1
     rows, code = table[:, 1], table[:, 0]
     first, last, recompute = rows.copy(), rows.copy(), np.zeros(len(table), np.bool_)
-    for run in runs:  # (a Python step per fused run)
-        at = s._in0[list(run.rows)].astype(np.int64)  # an array record's in0: its plan
-        first[at], last[at] = run.rows[0], run.rows[-1]
-        recompute[at[:len(run.need)][run.need]] = True  # its inputs are read again by the run's reverse
+    if runs:  # every run's rows at once (a Python step per run took 1.9 of arrays4k's 6.7 CPU-ms here)
+        order = tuple(map(attrgetter("rows"), runs))
+        count = _table.lengths(order)
+        ran = _table.ints(tuple(itertools.chain.from_iterable(order)))
+        at, ends = s._in0[ran].astype(np.int64), np.cumsum(count)  # an array record's in0: its plan
+        first[at], last[at] = np.repeat(ran[ends - count], count), np.repeat(ran[ends - 1], count)
+        members = s._in0[np.concatenate(tuple(map(attrgetter("members"), runs)))].astype(np.int64)
+        recompute[members[np.concatenate(tuple(map(attrgetter("need"), runs)))]] = True  # its inputs: read again by
+        # its reverse
     reached = _live.reaching(s._op, s._in0, s._in1, s._plans, [outputs])[0]
     life = np.column_stack([first, rows, np.full(len(table), end), back - rows])
     records = table[:, RECORDS]
@@ -125,9 +132,10 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     for b, d, m, skipped in zip(born[looped].tolist(), dies[looped].tolist(), size[looped].tolist(),
                                 before[looped].tolist(), strict=True):
         bits = m.bit_length()
-        region = next((r for r in (*open_.get(bits, ())[:SCAN], *open_.get(bits + 1, ())[:SCAN])  # sizes within 2x
-                       if m <= r[1] <= 2 * m and b > r[2]), None)  # (SCAN: no quadratic scan)
-        if region is None:
+        for region in itertools.chain(open_.get(bits, ())[:SCAN], open_.get(bits + 1, ())[:SCAN]):  # sizes within
+            if m <= region[1] <= 2 * m and b > region[2]:  # 2x (SCAN: no quadratic scan; a for-else, not next() of a
+                break  # generator: arrays4k's compact 14.3 -> 11.9 CPU-ms, heat-concatenate's 9.7 -> 7.0)
+        else:
             region = [top + skipped, m, -1]
             top += m
             open_.setdefault(bits, []).append(region)
