@@ -236,13 +236,14 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
         stretches.fill(table, pending, time.perf_counter() - start)
 
 
-FEW = 100  # array records of a tape, fewer than which its reverse sweep stays NumPy's steps: the tables' rows cost
-# ~1.5 ms to write (encoding.table), NumPy's steps 20-30 µs a record. Reverse, tables / steps, CPU (/work/notes/s12/B/
-# cross.py, chains of tanh records): 2*10^4 elements 1.40 at 43 records, 0.96 at 83, 0.82 at 203, 0.64 at 1,203;
-# 2,000 elements 1.53 at 83, 0.75 at 123. No bound on a record's size: s13 E (/work/notes/s13/E/cross.py) measured
-# 0.52-0.69 for tanh chains from 2*10^4 to 10^6 elements (not s12's 1.10-1.26 at 2*10^5); losses only where fused runs
-# held the records (stencil runs dissolved at 2^15-2^16 elements 2.1-2.2, kept 1.2-1.5), and rules for those (runs
-# kept, FEW outside them) lost elsewhere (tanhs and runs of mul, scale, add: value_and_grad 23 -> 56 ms at 4*10^4)
+FEW = 100  # array records of a tape, fewer than which its reverse sweep makes no tables for itself (it may take its
+# structure's: MAKE): the tables' rows cost ~1.5 ms to write (encoding.table), NumPy's steps 20-30 µs a record.
+# Reverse, tables / steps, CPU (/work/notes/s12/B/cross.py, chains of tanh records): 2*10^4 elements 1.40 at 43
+# records, 0.96 at 83, 0.82 at 203, 0.64 at 1,203; 2,000 elements 1.53 at 83, 0.75 at 123. No bound on a record's size:
+# s13 E (/work/notes/s13/E/cross.py) measured 0.52-0.69 for tanh chains from 2*10^4 to 10^6 elements (not s12's
+# 1.10-1.26 at 2*10^5); losses only where fused runs held the records (stencil runs dissolved at 2^15-2^16 elements
+# 2.1-2.2, kept 1.2-1.5), and rules for those (runs kept, FEW outside them) lost elsewhere (tanhs and runs of mul,
+# scale, add: value_and_grad 23 -> 56 ms at 4*10^4)
 
 
 def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
