@@ -7,6 +7,7 @@ import itertools
 import math
 import threading
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ RNG = np.random.default_rng(16)
 D = RNG.normal(size=(5, 6))
 PROGRAMS = {  # below FEW array records
     "mlp": lambda x: ((np.tanh(D @ x[:24].reshape(6, 4) + x[:4]) @ x[4:8] - 1.0) ** 2).mean(),
-    "elems": lambda x: (np.tanh(x) * x).sum() * x[3] + x[0] * x[0],  # 4 elem records, one element read twice
+    "elems": lambda x: (np.tanh(x) * x).sum() + x[0] * 1e16 + x[0] + x[0],  # 4 elem records, one
+    # element read thrice (its adjoint summed in their order back)
     "many elems": lambda x: sum(x[k] * x[k + 1] for k in range(8)) + np.exp(x).sum() / x[2],
     "where": lambda x: np.where(x > 1.0, np.log(x - 1.0), x * x).sum() + x @ x,  # NaN on the side not taken
     "sums": lambda x: (np.exp(x[:24].reshape(4, 6)).sum(0) ** 2).sum() + np.sqrt(x).max(),
@@ -129,15 +131,35 @@ def test_a_structure_that_changes_makes_its_own(small, monkeypatch):
     assert made == [0, 1, 0, 0, 1, 0, 0, 0, 1]
 
 
-def test_fused_runs_and_cold_kernels_keep_numpys_steps(small, monkeypatch):
-    monkeypatch.setattr(fusion, "TAPE_RUNS", 1)  # runs of small arrays fused: a small tape with runs
+def test_a_small_tapes_fused_runs_keep_numpys_steps(small, monkeypatch):
+    """Swept with its fused runs, a small tape's structure keeps NumPy's steps: one of value_and_grad's in a loop, and
+    a tape whose tables were made for its sweeps without runs."""
+    monkeypatch.setattr(fusion, "TAPE_RUNS", 1)  # runs of small arrays fused
     found = []
     find = fusion.find
     monkeypatch.setattr(fusion, "find", lambda *a: found.append(find(*a)) or found[-1])
-    g = tape.value_and_grad(lambda x: (np.tanh(x * 0.5) * x + x).sum())
+    f = PROGRAMS["mlp"]
+    g = tape.value_and_grad(f)
     for _ in range(3):
         g(X)
     assert all(found) and small["swept"] == 0 and not compiled._made
+    t = tape.Tape()
+    x = t.array(X)
+    y = f(x)
+
+    def reversed_(fused):
+        small.update(swept=0)
+        t._reverse(t._resolve(y), False, fused)
+        return x.grad, small["swept"] > 0
+
+    want = reversed_(False)[0]  # NumPy's steps, the structure seen; then made, and swept with runs
+    for fused, swept in ((False, True), (True, False), (False, True)):
+        grad, by_tables = reversed_(fused)
+        assert same_bits(grad, want) and by_tables == swept
+    assert small["made"] == 1 and found[-1]
+
+
+def test_cold_kernels_keep_numpys_steps(small, monkeypatch):
     monkeypatch.setattr(compiled._gate, "ready", lambda: False)
     g = tape.value_and_grad(PROGRAMS["mlp"])
     for _ in range(3):
@@ -193,3 +215,15 @@ def test_has_nan_of_any_shape():
         assert not has_nan(a)
     for a in (np.array(np.nan), np.array([[1.0, 2.0], [np.nan, 3.0]]), np.full((2, 2, 2), -np.nan)):
         assert has_nan(a)
+
+
+@pytest.mark.parametrize("make", [math.inf, 0.0])
+def test_the_reverse_sweep_warns_of_nothing(make, small, monkeypatch):
+    """NumPy's steps and the tables, at inf, NaN and huge points: no floating-point warning (driver.quietly)."""
+    monkeypatch.setattr(compiled, "MAKE", make)
+    g = tape.value_and_grad(PROGRAMS["where"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for point in edge_points(X)[3:]:
+            for _ in range(3):
+                g(point)
