@@ -2,6 +2,8 @@
 afresh, its regions recycled, its fused runs kept or dissolved into rows): NumPy's steps' gradients bit for bit (NaN
 for NaN), at edge values; below FEW array records, and before the kernels are ready, NumPy's steps run."""
 
+import math
+
 import numpy as np
 import pytest
 from test_array_driver import EDGES, MOVES, RNG, arrays  # noqa: F401 (arrays: the fixture)
@@ -31,6 +33,9 @@ def _sweeps(monkeypatch, tables):
     ran = []
     reverse = compiled.reverse
     monkeypatch.setattr(compiled, "FEW", 0 if tables else 10 ** 12)
+    monkeypatch.setattr(compiled, "MAKE", math.inf)  # (steps: a small tape neither makes tables nor takes kept ones)
+    if not tables:
+        monkeypatch.setattr(compiled, "_made", {})
     monkeypatch.setattr(compiled._gate, "ready", lambda: True)
     monkeypatch.setattr(compiled, "reverse", lambda *args: ran.append(1) or reverse(*args))
     return ran

@@ -99,11 +99,11 @@ def test_a_borrowed_record_or_a_setting_is_structure(tables, monkeypatch):
     want = _afresh(f, X)
     key = next(iter(compiled._made))
     made = compiled._made[key]
-    compiled._made[key] = made._replace(borrowed=(1,))
+    compiled._made[key] = made._replace(same=(made.same[0], (1,), *made.same[2:]))
     del tables[:]
     _same(tape.value_and_grad(f)(X), want)
     assert tables
-    compiled._made[key] = made._replace(settings=(0,))
+    compiled._made[key] = made._replace(same=((0,), *made.same[1:]))
     del tables[:]
     _same(tape.value_and_grad(f)(X), want)
     assert tables

@@ -24,6 +24,7 @@ from tape.base import gc_pacing
 from tape.base import trees as _trees
 from tape.debug import nans
 from tape.errors import ForeignHandleError
+from tape.function.array_replay import has_nan
 from tape.function.function import Function
 from tape.kernels.ops import CONSTANT, SELECT
 from tape.records import array_records
@@ -456,7 +457,7 @@ def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool, check: b
         grads = [h.grad if isinstance(h, VarArray) else 0.0 for h in handles]
         for k, g in zip(scalars, found, strict=True):
             grads[k] = float(g)
-    if unchecked and not check and any(np.isnan(g).any() for g in grads):
+    if unchecked and not check and any(has_nan(g) if isinstance(g, np.ndarray) else g != g for g in grads):
         return _gradients(t, y, handles, scalars_only, check=True)
     return grads
 

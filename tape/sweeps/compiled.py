@@ -252,50 +252,77 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
         stretches.fill(table, pending, time.perf_counter() - start)
 
 
-FEW = 100  # array records of a tape, fewer than which its reverse sweep stays NumPy's steps: the tables' rows cost
-# ~1.5 ms to write (encoding.table), NumPy's steps 20-30 µs a record. Reverse, tables / steps, CPU (/work/notes/s12/B/
-# cross.py, chains of tanh records): 2*10^4 elements 1.40 at 43 records, 0.96 at 83, 0.82 at 203, 0.64 at 1,203;
-# 2,000 elements 1.53 at 83, 0.75 at 123. No bound on a record's size: s13 E (/work/notes/s13/E/cross.py) measured
-# 0.52-0.69 for tanh chains from 2*10^4 to 10^6 elements (not s12's 1.10-1.26 at 2*10^5); losses only where fused runs
-# held the records (stencil runs dissolved at 2^15-2^16 elements 2.1-2.2, kept 1.2-1.5), and rules for those (runs
-# kept, FEW outside them) lost elsewhere (tanhs and runs of mul, scale, add: value_and_grad 23 -> 56 ms at 4*10^4)
+FEW = 100  # array records of a tape, fewer than which its reverse sweep makes no tables for itself (it may take its
+# structure's: MAKE): the tables' rows cost ~1.5 ms to write (encoding.table), NumPy's steps 20-30 µs a record.
+# Reverse, tables / steps, CPU (/work/notes/s12/B/cross.py, chains of tanh records): 2*10^4 elements 1.40 at 43
+# records, 0.96 at 83, 0.82 at 203, 0.64 at 1,203; 2,000 elements 1.53 at 83, 0.75 at 123. No bound on a record's size:
+# s13 E (/work/notes/s13/E/cross.py) measured 0.52-0.69 for tanh chains from 2*10^4 to 10^6 elements (not s12's
+# 1.10-1.26 at 2*10^5); losses only where fused runs held the records (stencil runs dissolved at 2^15-2^16 elements
+# 2.1-2.2, kept 1.2-1.5), and rules for those (runs kept, FEW outside them) lost elsewhere (tanhs and runs of mul,
+# scale, add: value_and_grad 23 -> 56 ms at 4*10^4)
 
 
 def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a tape (tape/records/storage.py: a gradient recorded afresh), its stretches of array records
-    the driver runs as tables, once its kernels are ready and the tape has FEW array records; the Python sweep's
-    seconds on CLOCK otherwise. Its tables and walk are made for this sweep (``_encoded`` while it runs: the tape
-    records on), or are the last ones of a tape of the same structure (``Made``)."""
-    if not (len(s._plans) >= FEW and _gate.ready()):
+    the driver runs as tables once its kernels are ready: made for this sweep where the tape has FEW array records
+    (``_encoded`` while it runs: the tape records on), or the last ones of a tape of the same structure (``Made``),
+    which a smaller tape without fused runs takes once its structure's sweeps by NumPy's steps have run MAKE seconds;
+    NumPy's steps otherwise, their seconds on CLOCK."""
+    ready, few = _gate.ready(), len(s._plans) < FEW
+    key = (s._n, len(s._plans), top)
+    made = _made.get(key) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
+    # stencil5's and filter's reverse by tables 1.03-1.07x theirs, the runs dissolved at 2^15-2^16 elements 2.1x)
+    if made is not None and not made.fits(s):
+        made = None
+    if not ready or few and (made is None or made.items is None and made.spent < MAKE):
         start = time.perf_counter()
         try:
             return driver.reverse(s, top, gen, keep, check, runs)
         finally:
-            CLOCK.add(time.perf_counter() - start)
-    key = (s._n, len(s._plans), top)
-    made = _made.get(key)
-    if made is not None and not made.fits(s):
-        made = None
-    s._encoded = {} if made is None else {"table": made.encoded}
+            spent = time.perf_counter() - start
+            CLOCK.add(spent)
+            if ready and few and not runs:
+                _keep(key, Made.seen(s, spent + (made.spent if made is not None else 0.0)))
+    s._encoded = {} if made is None or made.items is None else {"table": made.encoded}
     try:
         runs = kept(s, runs) if runs else None
         marks = [(at, run.rows) for at, run in runs.items()] if runs else []
-        if made is None or made.marks != marks:
-            made = _made[key] = Made.of(s, top, runs, marks)
-            for old in list(_made)[:-MADE]:  # (list and pop each one C call: threads may do this at once)
-                _made.pop(old, None)
+        if made is None or made.items is None or made.marks != marks:
+            made = Made.of(s, top, runs, marks)
+            _keep(key, made)
         return driver.reverse(s, top, gen, keep, check, runs, lambda _: made.walk(s, runs))
     finally:
         s._encoded = None
 
 
-MADE = 8  # tapes' structures whose tables and walk are kept (a loop calling value_and_grad of a few functions)
+MADE = 8  # tapes' structures whose tables and walk (or a small tape's seconds of NumPy's steps) are kept (a loop
+# calling value_and_grad of a few functions)
+MAKE = 1e-3  # seconds of NumPy's steps back after which a small tape's structure has its tables made, for its next
+# tapes: a ski rental, as making them costs about that (bench/array_programs.py's MLP, batch 32: 1.1 ms, its reverse
+# then 46 CPU-µs, by NumPy's steps 150; the mixture's 3.2 -> 1.7 ms), so a one-off tape never makes them
+
+
+def _keep(key: tuple[int, int, int], made: Made) -> None:
+    """_made[key] = made, last; the oldest dropped past MADE (list and pop each one C call: threads may do this at
+    once)."""
+    _made.pop(key, None)
+    _made[key] = made
+    for old in list(_made)[:-MADE]:
+        _made.pop(old, None)
 
 
 def _settings() -> tuple:
     """What the tables are made by besides a tape: the limits of encoding.py and LINES, kernels' loops and BLAS."""
     return (encoding.LARGE, encoding.BROADCAST, encoding.SPAN, encoding.RUN, encoding.PRODUCTS, LINES,
             kernels.LOOPS, kernels.BLAS)
+
+
+def _same(s: State) -> tuple:
+    """What fits compares besides the plans: the settings, the borrowed records, and the records' op, in0 and in1 as
+    bytes (np.array_equal's three 6 µs at 12 records, bytes' 1)."""
+    n = s._n
+    return (_settings(), tuple(getattr(s, "_borrowed", None) or ()), s._op[:n].tobytes(), s._in0[:n].tobytes(),
+            s._in1[:n].tobytes())
 
 
 def _same_plans(a: list[driver.Plan], b: list[driver.Plan]) -> bool:
@@ -312,36 +339,37 @@ class Made(NamedTuple):
     """A tape's reverse sweep as tape_reverse made it: for the next tape of the same structure (a loop calling
     tape.value_and_grad(f) records the same plans each call), which checks it in full (``fits``), never by a hash.
     Made again each call, heat-pad's 3,005 plans took 14 ms (encoding.table) and 6 ms (grouped), GRU's 858 5 ms,
-    of 88 and 25 ms a call."""
+    of 88 and 25 ms a call. A small tape's structure is kept first with no tables (``seen``), its seconds of NumPy's
+    steps adding up to MAKE."""
 
     plans: list[driver.Plan]
-    records: tuple[np.ndarray, np.ndarray, np.ndarray]  # op, in0, in1 of the tape's records
-    borrowed: tuple[int, ...]
-    settings: tuple
-    encoded: tuple[np.ndarray, np.ndarray]  # encoding.table's
+    same: tuple  # _same's: settings, borrowed records, the records' op, in0 and in1
+    encoded: tuple[np.ndarray, np.ndarray] | None  # encoding.table's
     marks: list[tuple[int, tuple[int, ...]]]  # the runs the walk has: last row, rows
-    items: list[tuple[int, Any]]  # grouped's walk: a table as (TABLE, (table, scratch's shape)), a run by its last row
+    items: list[tuple[int, Any]] | None  # grouped's walk: a table as (TABLE, (table, scratch's shape)), a run by its
+    # last row; None: not made yet
+    spent: float = 0.0  # seconds of NumPy's steps back of tapes of this structure, while not made
 
     @classmethod
     def of(cls, s: State, top: int, runs: dict[int, Any] | None, marks: list) -> Made:
         last = {id(run): at for at, run in runs.items()} if runs else {}
         items = [(kind, (what[0], what[1].shape) if kind == TABLE else last[id(what)] if kind == driver.RUN else what)
                  for kind, what in grouped(s, driver.reverse_walk(s, top, runs), back=True)]
-        n = s._n
-        return cls(list(s._plans), (s._op[:n].copy(), s._in0[:n].copy(), s._in1[:n].copy()),
-                   tuple(getattr(s, "_borrowed", None) or ()), _settings(), all_rows(s), marks, items)
+        return cls(list(s._plans), _same(s), all_rows(s), marks, items)
+
+    @classmethod
+    def seen(cls, s: State, spent: float) -> Made:
+        """Tape s's structure with no tables, its steps' seconds so far."""
+        return cls(list(s._plans), _same(s), None, [], None, spent)
 
     def fits(self, s: State) -> bool:
         """Whether tape s has this one's structure: its records' ops and inputs, its plans, its borrowed records, and
         the same settings."""
-        n = s._n
-        return (self.settings == _settings() and self.borrowed == tuple(getattr(s, "_borrowed", None) or ()) and
-                all(np.array_equal(a, b[:n]) for a, b in zip(self.records, (s._op, s._in0, s._in1), strict=True))
-                and _same_plans(self.plans, s._plans))
+        return self.same == _same(s) and _same_plans(self.plans, s._plans)
 
     def walk(self, s: State, runs: dict[int, Any] | None) -> Iterator[tuple[int, Any]]:
         """The items for driver.reverse on tape s: a table's reverse with its own scratch, the runs of s."""
-        for kind, what in self.items:
+        for kind, what in self.items or ():
             if kind == TABLE:
                 yield kind, functools.partial(reverse, s, what[0], np.empty(what[1]), None)
             else:

@@ -224,10 +224,8 @@ def forward_one(s: State, p: Plan) -> None:
         own(s, s._aval, p).reshape(-1)[...] = s._val[p.places]
 
 
-forward_quietly = np.errstate(all="ignore")(forward_one)  # each record as recorded: a third of a with block's cost
-
-try:  # NumPy 2's errstate is a context variable: set by a token per record recorded, 0.4 µs against the decorator's
-    from numpy._core import _ufunc_config  # 0.9-1.4 (NumPy 1: forward_quietly)
+try:  # NumPy 2's errstate is a context variable: set by a token in 0.14 µs, where a with np.errstate block takes 0.9
+    from numpy._core import _ufunc_config
 
     _ERRORS = getattr(_ufunc_config, "_extobj_contextvar", None)
 except ImportError:  # pragma: no cover
@@ -236,15 +234,22 @@ with np.errstate(all="ignore"):
     _IGNORED = _ERRORS.get() if _ERRORS is not None else None
 
 
-def forward_recorded(s: State, p: Plan) -> None:
-    """forward_one for the record a tape is recording, with no floating-point warning (as every sweep)."""
-    if _ERRORS is None:
-        return forward_quietly(s, p)
+def quietly(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) with no floating-point warning, as every sweep: for a record as it is recorded, a tape's reverse
+    sweep."""
+    if _ERRORS is None:  # pragma: no cover (NumPy 1)
+        with np.errstate(all="ignore"):
+            return fn(*args)
     token = _ERRORS.set(_IGNORED)
     try:
-        forward_one(s, p)
+        return fn(*args)
     finally:
         _ERRORS.reset(token)
+
+
+def forward_recorded(s: State, p: Plan) -> None:
+    """forward_one for the record a tape is recording, with no floating-point warning (as every sweep)."""
+    quietly(forward_one, s, p)
 
 
 def _offsets(s: State) -> np.ndarray:
@@ -390,9 +395,20 @@ def reverse_one(s: State, p: Plan, gen: int, keep: int, check: bool = True) -> N
                 accumulate(s, v, contribution(), gen, keep)
 
 
+ONE_BY_ONE = 4  # elem records, at most, that _elems_back sends one by one (an MLP's one output: 7.6 -> 2.0 µs)
+
+
 def _elems_back(s: State, rows: np.ndarray, offsets: np.ndarray, gen: int, keep: int) -> None:
-    """Elem records in rows send their adjoints (where this pass reached them) to their elements."""
-    if not len(rows):
+    """Elem records in rows send their adjoints (where this pass reached them) to their elements; a few one by one as
+    np.add.at adds them (in their order back; in Python floats, which warn of nothing)."""
+    if len(rows) <= ONE_BY_ONE:
+        stamp, adj, aadj, in0 = s._stamp, s._adj, s._aadj, s._in0
+        for row in reversed(rows.tolist()):
+            if stamp[row] == gen and (a := float(adj[row])) != 0.0:
+                j = int(in0[row])
+                _prepared(s, j, gen, keep)
+                place = int(offsets[in0[j]] + s._in1[row])
+                aadj[place] = float(aadj[place]) + a
         return
     rows = rows[(s._stamp[rows] == gen) & (s._adj[rows] != 0.0)][::-1]
     if not len(rows):  # none reached (the outputs of a call that only the next call reads, say)
@@ -412,21 +428,25 @@ def reverse(s: State, top: int, gen: int, keep: int, check: bool = True, runs: d
     ``tables``: the walk with stretches of records as items of another kind, each a call (gen, keep, check) -> whether
     it left products unchecked (tape/sweeps/compiled.py's tables).
     Returns how many array records with a derivative went through NumPy (0: nothing was left unchecked)."""
+    return quietly(_reverse, s, top, gen, keep, check, runs, tables)
+
+
+def _reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None,
+             tables: Callable[[Iterator[tuple[int, Any]]], Iterator[tuple[int, Any]]] | None) -> int:
     numpy_records = 0
     walk = reverse_walk(s, top, runs)
-    with np.errstate(all="ignore"):
-        for kind, what in tables(walk) if tables else walk:
-            if kind == RECORD:
-                if s._stamp[what] == gen:
-                    reverse_one(s, s._plans[s._in0[what]], gen, keep, check)
-                    numpy_records += 1
-            elif kind == RUN:
-                what.reverse(s, gen, keep)
-            elif kind == SCALARS:
-                reading, offsets, lo, hi = what
-                scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
-            else:
-                numpy_records += what(gen, keep, check)
+    for kind, what in tables(walk) if tables else walk:
+        if kind == RECORD:
+            if s._stamp[what] == gen:
+                reverse_one(s, s._plans[s._in0[what]], gen, keep, check)
+                numpy_records += 1
+        elif kind == RUN:
+            what.reverse(s, gen, keep)
+        elif kind == SCALARS:
+            reading, offsets, lo, hi = what
+            scalars_reverse(s, reading, offsets, lo, hi, gen, keep)
+        else:
+            numpy_records += what(gen, keep, check)
     return numpy_records
 
 
