@@ -227,12 +227,12 @@ def _sends(members: list[np.ndarray], spec: list[tuple], n: int) -> tuple | None
             region, size = int(members[k][f + REGION]), int(members[k][f + REGION_SIZE])
             if number == q + 1 or (region < last + n and last < region + size):
                 return None
-            views.append((k, q, int(members[k][f + BASE]) if j != LINE else None))
-    if any(b is None for _, _, b in views):
-        return tuple((k, q, shaped.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
-    alone = Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
+            views.append((k, q, int(members[k][f + BASE]), j == LINE))
+    if any(line for *_, line in views):
+        return tuple((k, q, shaped.SUMMED) for k, q, _, _ in views) if all(line for *_, line in views) else None
+    alone = Counter(b for _, _, b, _ in views if all(c == b or abs(c - b) >= n for _, _, c, _ in views))
     kept = max(alone, key=alone.__getitem__, default=None)  # one place's adds in the pass (more stores there keep
-    return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)  # LLVM from vectorizing it: 2-6x slower)
+    return tuple((k, q, 0 if b == kept else -1) for k, q, b, _ in views)  # LLVM from vectorizing it: 2-6x slower)
 
 
 def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tuple[list[np.ndarray],
