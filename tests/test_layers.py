@@ -156,9 +156,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # (compiled.Made); the walk by row indices, a gather's runs once per places object (issue 26, s15 B).
 # api +11, records +8, arrays +4: value_and_grad's tape renewed for the next call of a small array program, a small
 # ndarray's leaves and their adjoints as a list's, VarArray[int] of scalar records at once (issue 26, s15 E).
-# kernels +26, sweeps +7: a LINED row's line read by every line joins back stretches, its sum back across lines made
+# kernels +26, sweeps +5: a LINED row's line read by every line joins back stretches, its sum back across lines made
 # in the pass four lines at a time (shaped._pass, _reverse_stretch; stretches._sends; issue 26, s16 A).
-BUDGET = {"tape.kernels": 6513, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3528,
+BUDGET = {"tape.kernels": 6513, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3526,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3393, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3511, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
