@@ -92,9 +92,11 @@ def summed(width, extra):
     def f(u):  # lines of u against a constant block back: their sums in the pass (two lines of one record, 282 and
         m = len(u) - 2 * width - extra  # 279 lines: a rest of 2 and 3 past fours), then a column's (the rows')
         C, K = np.cos(np.arange(m * width)).reshape(m, width) * 2.0, np.sin(np.arange(m)).reshape(m, 1)
-        r1, r2, col = u[:width], u[width:2 * width], u[2 * width:2 * width + m].reshape(m, 1)
-        y = ((C * r1 + r2) * (C - r1) - np.abs(r2) * 0.5) * K  # (a constant's one number a line)
-        return ((y - col) * r2 * y).sum() + (y * C).sum()
+        w, col = u[:2 * width] * 1.0, u[2 * width:2 * width + m].reshape(m, 1)
+        r1, r2 = w[:width], w[width:]  # (the stretch sends to w first: its region, stale, is zeroed)
+        s = np.abs(r2) * 0.5
+        y = ((C * r1 + r2) * (C - r1) - s) * K  # (a constant's one number a line)
+        return ((y - col) * u[width:2 * width] * y).sum() + (y * C).sum()
     return f
 
 
