@@ -52,7 +52,7 @@ def _registries(context) -> None:
     Numba's BLAS users still call ensure_blas where they compile. A first compile: 0.30 -> 0.12 CPU-s."""
     from numba.np import linalg
 
-    cpu.CPUContext.load_additional_registries = _load_registries
+    cpu.CPUContext.load_additional_registries = _load_registries  # type: ignore[method-assign]
     with global_compiler_lock:  # (no compile in another thread meets the swapped check)
         ensure, linalg.ensure_blas = linalg.ensure_blas, _scipy_linalg_installed
         try:
