@@ -4,6 +4,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -188,6 +189,7 @@ def test_the_sparse_table_alone_at_the_sizes_asked_for(tmp_path, capsys):
     printed = capsys.readouterr().out
     result = json.loads(out.read_text())
     assert result["workloads"] == [] and "jacobian" not in result and "Sparse vs dense derivatives" in printed
+    assert result["sparse_first_use_s"] > 0 and "the sparsity kernels' first use in this process" in printed
     rows = result["sparse"]
     assert len(rows) == 6 and all(f"n = {n}," in printed for n in (200, 400))
     banded = [r for label, r in rows.items() if label.startswith("banded residual")]
@@ -195,6 +197,33 @@ def test_the_sparse_table_alone_at_the_sizes_asked_for(tmp_path, capsys):
     assert all(r["sparse_s"] > 0 and r["gradient_s"] > 0 and r["dense_estimated"] for r in banded)
     with pytest.raises(SystemExit):
         cli.main(["sparse", "--sizes", "200,400", "--plot", str(tmp_path / "p.png")])
+
+
+FIRST_USE = """
+import sys
+from numba.core.registry import CPUDispatcher
+from tape.bench import sparse
+from tape.kernels import twins
+import tape
+def machine_code():  # the tape kernels' compiled or loaded signatures in this process
+    kernels = {id(k): k for name, m in list(sys.modules.items()) if name.startswith("tape.kernels")
+               for k in vars(m).values() if isinstance(k, CPUDispatcher)}
+    return sum(len(k.overloads) for k in kernels.values())
+F, H = tape.trace(sparse.tridiagonal, [0.0] * 400), tape.trace(sparse.banded, [0.0] * 400)  # past twins.SQUARE
+if sys.argv[1] == "first":
+    assert sparse.first_use() > 0 and twins.ENABLED
+before = machine_code()
+F.jacobian_colors(), H.hessian_colors(), F.sparse_jacobian([0.5] * 400), H.sparse_hessian([0.5] * 400)
+print(machine_code() - before)
+"""
+
+
+def test_sparse_rows_time_the_kernels_warm():
+    """The table's timings (pattern and coloring first) compile or load no kernel once first_use has run; without
+    it they would (a fresh machine's banded row timed a 1-2 s compile)."""
+    run = [subprocess.run([sys.executable, "-c", FIRST_USE, side], check=True, capture_output=True, text=True)
+           for side in ("first", "not")]
+    assert int(run[0].stdout) == 0 < int(run[1].stdout)
 
 
 def test_progress_talks_in_a_log(capsys, monkeypatch):

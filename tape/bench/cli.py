@@ -68,7 +68,7 @@ from tape.bench.jit_arrays import JIT_ARRAY_WORKLOADS, bench_jit_arrays, report_
 from tape.bench.phases import bench_jacobian, bench_ours, compile_times, warm_up
 from tape.bench.programs import DEFAULT_MIX, WORKLOADS
 from tape.bench.report import plot, report
-from tape.bench.sparse import SPARSE_WORKLOADS, bench_sparse, report_sparse
+from tape.bench.sparse import SPARSE_WORKLOADS, bench_sparse, first_use, report_sparse
 from tape.bench.timing import Progress
 
 
@@ -184,11 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         for label, sec in jac["seconds"].items():
             print(f"  {label:<42}{1e3 * sec:>9.3f}")
     if sparse_at:
+        results["sparse_first_use_s"] = first = first_use()
         results["sparse"] = rows = {}
         for n in sparse_at:
             rows.update(bench_sparse(args.repeat, progress, n))
             progress.done()
-        print(report_sparse(rows))
+        print(report_sparse(rows, first))
     if jit_arrays:
         results["jit_arrays"] = jit_rows = bench_jit_arrays(args.size or known["jit-arrays"][0], args.repeat, progress)
         progress.done()

@@ -17,17 +17,20 @@ dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compile
 IR with a compile's state (lists of numbers made lists of Vars: tape/compiled/var_lists.py). A Numba release that
 changes one of these breaks tape.jit here, in tape/compiled/jit_cache.py, compiler_pass.py and var_lists.py, and only
 there (``typeof_impl`` in tape/compiled/jit.py, the
-public extension API, makes a JitFunction its dispatcher inside jitted code).
+public extension API, makes a JitFunction its dispatcher inside jitted code). ``numba.np.linalg.ensure_blas`` is
+swapped while ``numba.np.arraymath`` imports, at the first ``CPUContext.load_additional_registries`` (_registries).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import zlib
 
 import llvmlite.binding as llvm
 import numba
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, cpu
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.errors import TypingError
 from numba.core.imputils import RefType, impl_ret_new_ref, iternext_impl, lower_builtin, lower_getattr
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
@@ -35,6 +38,33 @@ from numba.experimental import structref
 from numba.extending import intrinsic, lower_cast, make_attribute_wrapper, models, register_model
 from numba.np.arrayobj import populate_array
 
+
+def _scipy_linalg_installed() -> None:
+    """numba.np.linalg.ensure_blas's ImportError where SciPy's linalg is not installed, without importing it."""
+    if importlib.util.find_spec("scipy.linalg") is None:
+        raise ImportError("scipy 0.16+ is required for linear algebra")
+
+
+def _registries(context) -> None:
+    """Numba's first compile in a process (CPUContext.load_additional_registries, then Numba's own again), with
+    numba.np.arraymath imported first without scipy.linalg: its import calls ensure_blas, which imports scipy.linalg
+    (0.15 CPU-s, reaching numpy.f2py) for a flag one typer reads; here that check asks only whether it is installed.
+    Numba's BLAS users still call ensure_blas where they compile. A first compile: 0.30 -> 0.12 CPU-s."""
+    from numba.np import linalg
+
+    cpu.CPUContext.load_additional_registries = _load_registries  # type: ignore[method-assign]
+    with global_compiler_lock:  # (no compile in another thread meets the swapped check)
+        ensure, linalg.ensure_blas = linalg.ensure_blas, _scipy_linalg_installed
+        try:
+            from numba.np import arraymath
+        finally:
+            linalg.ensure_blas = ensure
+        arraymath.ensure_blas = ensure
+    _load_registries(context)
+
+
+_load_registries = cpu.CPUContext.load_additional_registries
+cpu.CPUContext.load_additional_registries = _registries  # type: ignore[method-assign]
 TESTED = ("0.68.1",)  # Numba versions the jit tests ran on
 NUMBA_VERSION = numba.__version__
 FILES: dict[int, str] = {}  # file id (a crc32 of the path, as branches carry it) -> path
