@@ -138,8 +138,8 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     write nothing it does). So a program whose small vectors are made between its rows (the mixture's means and
     scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
     replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; /work/notes/s13/A/ab_all2.txt)."""
-    items = _walked(s, walk, back)
-    encoded = all_rows(s)[0]
+    encoded, starts = all_rows(s)
+    items = _walked(s, walk, back, encoded, starts)
     if not sweep:
         yield from (_tables([(encoded[what], None, (0, 0))])[0] if kind == TABLE else (kind, what)
                     for kind, what in items)
@@ -150,14 +150,14 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     yield from (next(made) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
-def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool) -> Iterator[tuple[int, Any]]:
-    """grouped's walk with each table as (TABLE, its rows' indices in all_rows(s)'s), by Python ints (each record's
-    rows as a list of row arrays, heat-pad's 3,005 plans took 6 ms, now 2)."""
+def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.ndarray, starts: np.ndarray
+            ) -> Iterator[tuple[int, Any]]:
+    """grouped's walk with each table as (TABLE, its rows' indices in encoded, all_rows(s)'s), by Python ints (each
+    record's rows as a list of row arrays, heat-pad's 3,005 plans took 6 ms, now 2)."""
     rows: list[int] = []
     idle: list[tuple[int, Any]] = []
     moved: list[tuple[int, Any]] = []  # back: items run after the table, their regions ``apart``
     apart = np.zeros((0, 2), np.int64)
-    encoded, starts = all_rows(s)
     first, in0 = starts.tolist(), s._in0
     for kind, what in walk:
         k = int(in0[what]) if kind == driver.RECORD else 0
