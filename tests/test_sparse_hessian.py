@@ -154,7 +154,7 @@ def test_star_colorings_are_star_colorings(seed, order):
     assert star_violation(P, colors) is None
     data = np.empty(P.nnz)
     compressed = np.zeros((n, colors.max() + 1))
-    assert recover(P.indptr.astype(np.int64), P.indices.astype(np.int32), colors, compressed, data) == -1
+    assert recover(*csr(P), colors, compressed, data, *scratch(P, colors)) == -1
     with pytest.raises(ValueError, match="order must be"):
         symmetric_coloring(n, P.indptr.astype(np.int64), P.indices.astype(np.int32), "random")
 
@@ -164,7 +164,17 @@ def test_a_distance_1_coloring_is_caught():
     two = np.array([0, 1, 0, 1, 0, 1])  # proper, but 0-1-2-3 has two colors
     assert star_violation(P, two) is not None and star_violation(P, np.array([0, 1, 0, 2, 0, 1])) is None
     data = np.empty(P.nnz)
-    assert recover(P.indptr.astype(np.int64), P.indices.astype(np.int32), two, np.zeros((6, 2)), data) >= 0
+    assert recover(*csr(P), two, np.zeros((6, 2)), data, *scratch(P, two)) >= 0
+
+
+def csr(P):
+    """A pattern's (indptr, indices) as the kernels take them."""
+    return P.indptr.astype(np.int64), P.indices.astype(np.int32)
+
+
+def scratch(P, colors):
+    """recover's scratch: a count per color (+ 1), zeros; a flag per entry."""
+    return np.zeros(colors.max() + 2, np.int64), np.empty(P.nnz, np.bool_)
 
 
 def python_recovery(P: scipy.sparse.csr_matrix, colors: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -427,3 +437,45 @@ def test_pairs_to_csr_by_numpy_is_the_kernels(seed, monkeypatch):
     keys = sorted(set(zip(rows.tolist(), cols.tolist(), strict=True)))
     assert got[False][1].tolist() == [j for _, j in keys]
     assert np.array_equal(np.diff(got[False][0]), np.bincount([i for i, _ in keys], minlength=n))
+
+
+FIRST_USE = """
+import numpy as np
+from numba.core import event
+from tape.kernels import hessian_sparsity as h, sparsity as s
+
+names = []
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        names.append(ev.data["dispatcher"].py_func.__module__ + "." + ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Compiles())
+i, i32, x = np.zeros(3, np.int64), np.zeros(3, np.int32), np.zeros(3)
+indptr, b, full = np.array([0, 1, 2, 3]), np.zeros(3, np.bool_), np.full(3, -1, np.int64)
+s.gather_rows(i, i, i, i, indptr, i32)
+s.color_columns(3, indptr, i32, indptr, i, i, full.copy(), np.full(4, -1, np.int64))
+s.decompress(indptr, i32, i, 0, np.zeros((3, 1)), i, x)
+s._extend_sets(i, i, i, b, b, i, b, i, i, i, 0, 0, 3)
+h.reach(i, i, i, b, b, b, b, b, b, b, 0, 3)
+h._each_pair(i, i, i, b, b, b, b, i, i, i, i, i, i)
+h.star_coloring(3, indptr, i32, i, full.copy(), np.full(4, -1, np.int64))
+h.recover(indptr, i32, i, np.zeros((3, 1)), x, np.zeros(2, np.int64), b.copy())
+h._set_pairs(indptr, i, i, i, i, i)
+print(" ".join(names))
+"""
+
+
+def test_the_sparsity_kernels_compile_no_numpy_function(tmp_path):
+    """A sparse Jacobian's or Hessian's first use compiles its kernels and no NumPy function into them: np.zeros,
+    np.full, np.empty, np.searchsorted came with Numba's overloads, 1.2 of 3.8 CPU-s in a cold first sparse_jacobian
+    and sparse_hessian (their allocations are NumPy's, in the callers). _pairs_to_csr keeps them: NumPy's sort
+    stands in for it until it pays back."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", FIRST_USE], env=env, check=True, capture_output=True, text=True)
+    names = out.stdout.split()
+    assert len(names) >= 9 and all(name.startswith("tape.kernels.") for name in names), names

@@ -38,7 +38,7 @@ from tape.kernels.hessian_sparsity import (
     set_pairs,
 )
 from tape.kernels.ops import ELEM, IS_ARRAY
-from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, extend_sets, gather_rows
+from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, extend_sets, gather_rows, rows_room
 from tape.records.array_records import places
 from tape.sweeps.driver import Plan, View, whole
 
@@ -88,7 +88,8 @@ class Sets:
 
     def scalars(self, rows: np.ndarray) -> Any:
         """The sets of scalar records as CSR rows."""
-        indptr, indices = gather_rows(rows.astype(np.int64), self.start, self.size, self.pool)
+        rows = rows.astype(np.int64)
+        indptr, indices = gather_rows(rows, self.start, self.size, self.pool, *rows_room(rows, self.size))
         return self.csr(indptr, indices, len(rows))
 
     def _elems(self, rows: np.ndarray) -> None:

@@ -122,7 +122,8 @@ def sparse_hessian(F: Function, x: Any, params: Any = None) -> Any:
     else:
         compressed = derivatives.hessian_columns(F, seeds)
     data = np.empty(len(indices))
-    failed = recover(indptr, indices, colors, compressed.reshape(n, k), data)
+    failed = recover(indptr, indices, colors, compressed.reshape(n, k), data, np.zeros(k + 1, np.int64),
+                     np.empty(len(indices), np.bool_))
     assert failed < 0, f"entry {failed} of the Hessian's pattern is not direct: not a star coloring"
     return scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()), shape=(n, n))
 

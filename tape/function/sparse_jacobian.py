@@ -50,7 +50,8 @@ def pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, input_rows:
     if top < 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int32)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, np.ones(top + 1, np.bool_))
-    return gather_rows(output_rows.astype(np.int64), start, size, pool)
+    rows = output_rows.astype(np.int64)
+    return gather_rows(rows, start, size, pool, *_kernels.rows_room(rows, size))
 
 
 def coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natural") -> np.ndarray:
@@ -65,7 +66,8 @@ def coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natu
         sequence = np.arange(n, dtype=np.int64)
     else:
         sequence = np.argsort(-np.diff(csc.indptr), kind="stable").astype(np.int64)
-    return color_columns(n, indptr, indices, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), sequence)
+    return color_columns(n, indptr, indices, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), sequence,
+                         np.full(n, -1, np.int64), np.full(n + 1, -1, np.int64))
 
 
 def structure(F: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
