@@ -155,26 +155,32 @@ class Clock:
 class Gate:
     """Whether to call kernels yet, rather than their stand-in: once they are compiled in this process, or once the
     stand-ins on ``clock`` would pass, with their next run (as long as their last), ``payback[0]`` seconds where the
-    kernels are cached on disk (looked for once), ``payback[1]`` where not: a ski rental, renting while the stand-ins'
-    cost stays below the kernels' load or compile. Where cached, ``RELOAD`` a kernel once a Gate's kernel has loaded
-    in this process (``loaded``), at once if ``EAGER``. Open for good once open (``open``)."""
+    kernels are cached on disk (each looked for once), ``payback[1]`` where not: a ski rental, renting while the
+    stand-ins' cost stays below the kernels' load or compile. Where cached, ``RELOAD`` a kernel once a Gate's kernel has
+    loaded in this process (``loaded``), at once if ``EAGER``. ``ready(kernel)`` counts only the kernel a sweep calls: a
+    run shape's cached reverse loads though its forward, which afresh gradients never call, was never compiled (their
+    loop ran the stand-ins 1 s a shape in every process). Open for good once open (``open``: every kernel)."""
 
     loaded = False  # whether a Gate's kernel has loaded (or compiled) in this process: Numba's first load paid
 
     def __init__(self, kernels: Sequence[Any], payback: tuple[float, float], clock: Clock | None = None):
         self.kernels, self.payback, self.clock = tuple(kernels), payback, clock or Clock()
         self.open = False
-        self.on_disk: bool | None = None
+        self.opened: set[int] = set()  # the kernels (ids) open
+        self.on_disk: dict[int, bool] = {}  # by kernel id, looked for once
 
-    def ready(self) -> bool:
-        """Whether the kernels are to be called now."""
-        if not self.open:
-            if self.on_disk is None:
-                self.on_disk = all(os.path.exists(_index(k)) for k in self.kernels)
-            cached = 0.0 if EAGER else RELOAD * len(self.kernels) if Gate.loaded else self.payback[0]
-            payback = cached if self.on_disk else self.payback[1]
-            self.open = all(k.signatures for k in self.kernels) or self.clock.spent + self.clock.last >= payback
-        return self.open
+    def ready(self, kernel: Any = None) -> bool:
+        """Whether ``kernel`` (else every kernel of the Gate) is to be called now."""
+        if self.open or id(kernel) in self.opened:
+            return True
+        kernels = self.kernels if kernel is None else (kernel,)
+        self.on_disk.update({id(k): os.path.exists(_index(k)) for k in kernels if id(k) not in self.on_disk})
+        cached = 0.0 if EAGER else RELOAD * len(kernels) if Gate.loaded else self.payback[0]
+        payback = cached if all(self.on_disk[id(k)] for k in kernels) else self.payback[1]
+        if all(k.signatures for k in kernels) or self.clock.spent + self.clock.last >= payback:
+            self.opened.update(map(id, kernels))
+            self.open = self.opened.issuperset(map(id, self.kernels))
+        return self.open or id(kernel) in self.opened
 
     def call(self, kernel: Any, *args: Any) -> Any:
         """kernel(*args), typed and loaded first under Numba's compiler lock (a fork waits for it) where it has no

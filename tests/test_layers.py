@@ -169,7 +169,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # a Var array flattened by index loops (arrays._flat_into): a cold first call's fixed compile costs (issue 28, s16 C).
 # kernels +14, function +4: the sparsity kernels compile no NumPy function (recover's binary search; gather_rows',
 # color_columns', set_pairs' and recover's arrays made by their callers): a first sparse use's compile (issue 28, s17 D).
-BUDGET = {"tape.kernels": 6527, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3776,
+# kernels +6: a Gate opens on the one kernel a sweep calls (Gate.ready(kernel): a run shape's cached reverse loads
+# though its forward was never compiled) (issue 26, s17 E).
+BUDGET = {"tape.kernels": 6533, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3776,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3397, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3545, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

@@ -257,6 +257,63 @@ def test_the_gate_rents_stand_ins_while_their_next_run_keeps_them_below_the_load
     assert opens_after(1.0, cached=False) and not opens_after(0.9, cached=False)  # (not cached: a compile's payback)
 
 
+def test_a_gate_asked_for_one_kernel_counts_only_that_kernels_cache(monkeypatch, tmp_path):
+    """ready(kernel) opens on that kernel's cache alone (LOAD where it is cached, though another kernel of the Gate is
+    not), ready() on every kernel's; open (for every kernel) once each has opened, and for good."""
+    from types import SimpleNamespace
+
+    index = tmp_path / "index.nbi"
+    index.write_text("")
+
+    class Kernel:  # a dispatcher's face, not loaded in this process
+        def __init__(self, cached):
+            self.signatures = []
+            self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=index if cached else ""))
+
+    monkeypatch.setattr(compiling, "EAGER", False)
+    monkeypatch.setattr(compiling.Gate, "loaded", False)
+    forward, reverse = Kernel(cached=False), Kernel(cached=True)
+    gate = compiling.Gate((forward, reverse), (1.0, 2.0))
+    gate.clock.add(0.6)  # past LOAD (with the next run), short of the compile's payback
+    assert not gate.ready() and not gate.ready(forward) and gate.ready(reverse) and not gate.open
+    assert gate.ready(reverse) and not gate.ready(forward) and not gate.ready()
+    gate.clock.add(0.9)  # past the compile's payback
+    assert gate.ready(forward) and gate.open and gate.ready()
+    gate.clock.spent = gate.clock.last = 0.0
+    assert gate.ready(forward) and gate.ready(reverse)  # (for good)
+    forward.signatures = ["compiled"]  # compiled in this process: open, though not cached
+    gate = compiling.Gate((forward, reverse), (1.0, 2.0))
+    assert gate.ready(forward) and not gate.ready(reverse) and not gate.open
+
+
+CACHED_REVERSE = """
+import sys
+import numpy as np
+import tape
+from tape.kernels import compiling
+from tape.sweeps import fusion
+if sys.argv[1] == "fill":
+    fusion.Shaped.eager = True  # the shape's kernels at once: an afresh gradient compiles its reverse only
+else:
+    compiling.EAGER = True  # cached kernels at their first use (a user's: after LOAD seconds of stand-ins)
+u = np.random.default_rng(0).normal(size=2**16)  # a tape's reverse fuses runs of TAPE_RUNS elements
+tape.value_and_grad(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum())(u)
+print([(bool(s.kernels.forward.overloads), bool(s.kernels.reverse.overloads)) for s in fusion.Shaped.made.values()])
+"""
+
+
+def test_a_run_shapes_cached_reverse_loads_though_its_forward_never_compiled(tmp_path):
+    """A run shape that only afresh gradients use never compiles its forward kernel: in a fresh process, its cached
+    reverse kernel loads (the Gate asks for the kernel the sweep calls), not the stand-ins for a compile's payback."""
+    script = tmp_path / "cached_reverse.py"
+    script.write_text(CACHED_REVERSE)
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path / "cache")}
+    for mode in ("fill", "check"):
+        result = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, timeout=300,
+                                env=env)
+        assert result.returncode == 0 and result.stdout.strip() == "[(False, True)]", (mode, result.stderr[-3000:])
+
+
 def test_a_map_twin_serves_at_most_small_records_times_points(monkeypatch):
     """A map's work is its records times its points: SMALL of them, not SMALL points of a longer tape."""
     from tape.kernels import _sweeps
