@@ -10,7 +10,7 @@ from sameness import edge_points, same_bits
 import tape
 from tape.kernels import shaped
 from tape.records import array_records
-from tape.sweeps import compiled, steps, stretches
+from tape.sweeps import compiled, layout, steps, stretches
 
 
 @pytest.fixture(autouse=True)
@@ -107,9 +107,23 @@ def inplace(u):  # a block and its first line: their adds would come in another 
     return (z * z).sum()
 
 
+def again(held):
+    def f(u):  # members a partial reads, computed again back (a column less a line, times a line, negated, over a
+        m = len(u) - 30  # line: layout.again's), past DEPTH (stored); ``held``: the first read after the stretch
+        x, r1, r2, r3 = np.cos(np.arange(m)).reshape(m, 1) * 2.0, u[m:m + 10], u[m + 10:m + 20], u[m + 20:]
+        e, g = np.exp(r2), 1.0 + np.abs(r3)  # (lines made before the rows: no step between them)
+        d = x - r1
+        z = d * e
+        q = -z / g
+        w = z * z * 0.5 + q * d - np.sqrt(np.abs(q) + 1.0) * r1
+        return (w * 3.0).sum() + (d.sum() if held else 0.0)
+    return f
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
-            "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace}
+            "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
+            "again": again(False), "again, held": again(True)}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -191,8 +205,60 @@ def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
     for point in edge_points(x)[:4]:
         got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
         assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
-    lined = [shape for shape in stretches.Stretch.made.values() if any(
-        {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]
+    lined = [shape for shape in stretches.Stretch.made.values() if len(shape.shape) < 4 and any(
+        {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]  # (one that skips: below)
     assert any(not stretch.shape[0] for stretch in lined) and all(stretch.address for stretch in lined)
-    assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants in stretch.shape[1]
+    assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants, _ in stretch.shape[1]
                    for q, j in enumerate(sources) if j == stretches.EACH)
+
+
+def _skipping(F):
+    """The forward STRETCH headers of F running a kernel that leaves members unstored (a shape with skips)."""
+    skipping = {x.address for x in stretches.Stretch.made.values() if len(x.shape) == 4 and x.address}
+    return [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
+            if getattr(call, "func", None) is compiled.forward for row in call.args[1]
+            if row[0] == compiled.kernels.STRETCH and row[compiled.kernels.CALL] in skipping]
+
+
+@pytest.mark.parametrize("name, skipped, again", [("again", True, True), ("mixture, k 9", False, True),
+                                                  ("again, held", False, False)])
+def test_values_a_back_stretch_computes_again_are_left_unstored(name, skipped, again, monkeypatch):
+    """Members a back stretch's partials read, of an exact op of numbers, lines, one number a line or such members
+    (layout.again), are computed again in the pass; forward they are left unstored once that back kernel is set: the
+    same bits as the stretches without the rule (layout.again none), the rows and NumPy's steps. Not where a member
+    is read after its stretch too (held: the back stretch is refused), nor where one of the members a forward stretch
+    would skip is not computed again (the mixture here: its column is u's, one number a line wanting an adjoint, whose
+    row joins no back stretch)."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    f, x = PROGRAMS[name], np.random.default_rng(3).normal(size=300)
+    points = [x, x, *edge_points(x)]  # (the forward skips from its third call)
+    monkeypatch.setattr(layout, "again", lambda s, table: np.zeros(len(table), bool))
+    old = _trace(f, x, monkeypatch, True, True)
+    want = [_run(old, point, monkeypatch, True, True) for point in points]
+    monkeypatch.undo()
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    monkeypatch.setattr(stretches.Stretch, "PAYBACK", 0.0)
+    ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False), (False, False))}
+    for point, old_bits in zip(points, want, strict=True):
+        got = _run(ways[True, True], point, monkeypatch, True, True)
+        for other in (old_bits, *(_run(ways[way], point, monkeypatch, *way) for way in ((True, False), (False, False)))):
+            assert all(same_bits(a, b) for a, b in zip(got, other, strict=True)), point[:3]
+    assert bool(_skipping(ways[True, True])) == skipped
+    back = [x.shape for x in stretches.Stretch.made.values() if x.shape[0] and x.address]
+    assert any(member[4] for shape in back for member in shape[1]) == again
+    assert not _skipping(old) and not old._steps.get("computed again")
+
+
+def test_a_forward_stretch_stores_all_until_the_back_kernel_is_set(monkeypatch):
+    """While the back stretch runs its rows (they read the arena), the forward runs its storing kernel: the bits
+    stay the rows'."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    ready = stretches.Stretch.ready
+    monkeypatch.setattr(stretches.Stretch, "ready", lambda self: not self.shape[0] and ready(self))
+    f, x = PROGRAMS["again"], np.random.default_rng(4).normal(size=300)
+    ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False))}
+    for point in [x, x, *edge_points(x)]:
+        got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
+        assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
+    assert _headers(ways[True, True])[1] and not _skipping(ways[True, True])

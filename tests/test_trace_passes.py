@@ -569,7 +569,9 @@ def _shape_by_row(s, members, back):
             if j < 0 and any(b < int(w[K.OUT]) + n and int(w[K.OUT]) < b + length and not (
                     how == SAME and k <= i and b >= int(w[K.OUT])) for i, w in enumerate(members) if stored[i]):
                 return None
-    return False, tuple(spec), stored
+    ok = _again_by_plan(s)
+    skips = tuple(stored[k] and not held[k] and int(s._in0[m[K.ROW]]) in ok for k, m in enumerate(members))
+    return (False, tuple(spec), stored, *[skips] * any(skips))
 
 
 def _stretched_by_row(s, rows, back, tally):
@@ -595,7 +597,8 @@ def _stretched_by_row(s, rows, back, tally):
         if i in spans:
             header = np.zeros(K.WIDTH, np.int64)
             header[K.KIND], header[K.SIZE] = K.STRETCH, spans[i][0]
-            pending.setdefault(spans[i][1], []).append(len(out))
+            for stretch in {spans[i][1], stretches.Stretch.of(spans[i][1].shape[:3])}:  # (one that skips: and its
+                pending.setdefault(stretch, []).append(len(out))  # storing one)
             out.append(header)
         out.append(row)
     return out, pending, need

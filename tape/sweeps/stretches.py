@@ -264,7 +264,7 @@ def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int])
         stored[source[member & sees[:, :2]]] = True
         _overlapping(m, span, at, stored, views & ~member, np.where(number[:, None] == Q + 1, 0, sources), n, refused)
         code[:, 7] = stored
-        code[:, 9] = stored & ~held & ~sees[:, 3] & _again(s)[s._in0[m[:, ROW]]]  # (stored for later partials only)
+        code[:, 9] = stored & ~held & _again(s)[s._in0[m[:, ROW]]]  # (stored for the back's partials only)
     return _numbered(code, count, refused, r.back, shapes)
 
 
@@ -448,6 +448,7 @@ def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, s
                               strict=True):
         for stretch in {made[shape], Stretch.of(made[shape].shape[:3])}:  # (one that skips: and its storing one)
             pending.setdefault(x, {}).setdefault(stretch, []).extend(flat[a:z])
+            pending[x][stretch].sort()
     first, last = (starts + before[:-1]).tolist(), (starts + counts + before[1:]).tolist()
     for x, headers in pending.items():
         result[x] = (out[first[x]:last[x]], headers, (int(kept[x]), int(wide[x])))
@@ -470,10 +471,10 @@ def fill(table: np.ndarray, pending: dict[Stretch, list[int]], seconds: float, s
             rows = np.array([len(members) - k for k, member in enumerate(members) if back and member[4]], np.int64)
             again.update(table[np.add.outer(headers, rows), ROW].ravel().tolist())
     for stretch in [x for x in pending if len(x.shape) == 4 and Stretch.of(x.shape[:3]) not in pending]:
-        headers = np.array(pending[stretch])
-        skipped = np.isin(table[np.add.outer(headers, 1 + np.flatnonzero(stretch.shape[3])), ROW], list(again)).all(1)
-        if skipped.any() and stretch.ready():
-            table[headers[skipped], CALL] = stretch.address
-            pending[stretch] = headers[~skipped].tolist()
+        skips = [1 + k for k, skip in enumerate(stretch.shape[3]) if skip]
+        ready = [h for h in pending[stretch] if all(int(table[h + k, ROW]) in again for k in skips)]
+        if ready and stretch.ready():
+            table[ready, CALL] = stretch.address
+            pending[stretch] = [h for h in pending[stretch] if h not in ready]
             if not pending[stretch]:
                 del pending[stretch]
