@@ -49,7 +49,8 @@ def _pads(x, p):
     return (u * u).sum() + np.pad(x[3::7], 2, mode="reflect").sum()
 
 
-ALL = {**PROGRAMS, "stencil": _stencil, "pads": _pads}
+ALL = {**PROGRAMS, "stencil": _stencil, "pads": _pads,
+       "again": lambda u, p: STRETCH_PROGRAMS["again"](u) * p}  # (values a back stretch computes again: layout.again)
 
 
 def _lifetimes_by_plan(s, runs, outputs, kept):
