@@ -241,7 +241,8 @@ def test_values_a_back_stretch_computes_again_are_left_unstored(name, skipped, a
     ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False), (False, False))}
     for point, old_bits in zip(points, want, strict=True):
         got = _run(ways[True, True], point, monkeypatch, True, True)
-        for other in (old_bits, *(_run(ways[way], point, monkeypatch, *way) for way in ((True, False), (False, False)))):
+        others = (_run(ways[way], point, monkeypatch, *way) for way in ((True, False), (False, False)))
+        for other in (old_bits, *others):
             assert all(same_bits(a, b) for a, b in zip(got, other, strict=True)), point[:3]
     assert bool(_skipping(ways[True, True])) == skipped
     back = [x.shape for x in stretches.Stretch.made.values() if x.shape[0] and x.address]

@@ -30,8 +30,8 @@ from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import ELEM
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _table
-from tape.sweeps.encoding import IS_EXACT
 from tape.sweeps.driver import Plan
+from tape.sweeps.encoding import IS_EXACT
 
 SCAN = 32  # regions of a size class that a record looks at, at most
 SMALL = 256  # elements up to which a pack of scalar records keeps a region of its own (2 KB at most): a small vector

@@ -19,6 +19,14 @@ members run in order: where a stored member's region meets a region a member rea
 element (the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
 none; stored regions are apart. Otherwise the stretch is cut short.
 
+Back, a member whose value a partial reads is computed again in the pass, by its forward rule (the same bits), where
+its plan is layout.again's (an exact op of numbers, lines, one number a line or such members: the layout keeps those
+alive while the value is read back) and its views in the span are numbers, lines or members so computed. Forward, the
+members stored only for the back's partials are left unstored by a second kernel (its shape's skips), set once every
+member it skips is computed again by a back kernel that is set (until then the storing kernel runs: the rows and NumPy's
+steps read them from the arena). The mixture's d, z and 0.5 z, 1.28 MB each written and read back: its forward
+stretch 196 -> 47 us CPU, its back 158 -> 143.
+
 The kernel is compiled when the tables holding it have run ``PAYBACK`` seconds without it (its compile, ~1 s; until
 then the driver runs the rows one by one, the same numbers), or loaded at once where it is cached on disk (the
 driver's load paid Numba's first).
