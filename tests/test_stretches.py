@@ -8,6 +8,7 @@ from reference import central
 from sameness import edge_points, same_bits
 
 import tape
+from tape.kernels import _array_driver as K
 from tape.kernels import shaped
 from tape.records import array_records
 from tape.sweeps import compiled, layout, steps, stretches
@@ -111,12 +112,12 @@ def again(held):
     def f(u):  # members a partial reads, computed again back (a column less a line, times a line, negated, over a
         m = len(u) - 30  # line: layout.again's), past DEPTH (stored); ``held``: the first read after the stretch
         x, r1, r2, r3 = np.cos(np.arange(m)).reshape(m, 1) * 2.0, u[m:m + 10], u[m + 10:m + 20], u[m + 20:]
-        e, g = np.exp(r2), 1.0 + np.abs(r3)  # (lines made before the rows: no step between them)
-        d = x - r1
+        e, g, h = np.exp(r2), 1.0 + np.abs(r3), r1 * 2.0  # (lines made before the rows: no step between them; h read
+        d = x - h  # back by no partial, kept alive by the layout while d is computed again: r2 * 5.0 may not take its
         z = d * e
         q = -z / g
         w = z * z * 0.5 + q * d - np.sqrt(np.abs(q) + 1.0) * r1
-        return (w * 3.0).sum() + (d.sum() if held else 0.0)
+        return (w * 3.0).sum() + (d.sum() if held else 0.0) + (r2 * 5.0).sum()  # region)
     return f
 
 
@@ -262,3 +263,27 @@ def test_a_forward_stretch_stores_all_until_the_back_kernel_is_set(monkeypatch):
         got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
         assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
     assert _headers(ways[True, True])[1] and not _skipping(ways[True, True])
+
+
+def test_the_layout_keeps_what_a_member_is_computed_again_from_alive(monkeypatch):
+    """Each smaller value a back stretch computes a member again from (a line, one number a line, a number) lives,
+    in layout.lifetimes, until that back stretch runs (its top member's reverse step): again's h is read back by
+    no partial."""
+    F = _trace(PROGRAMS["again"], np.random.default_rng(5).normal(size=300), monkeypatch, True, True)
+    for _ in range(3):
+        _run(F, np.ones(300), monkeypatch, True, True)
+    n, again = len(F._op), F._steps["computed again"]
+    life = layout.lifetimes(F, list(F._runs_first.values()), F._output_rows,
+                            np.concatenate([F._input_rows, F._param_rows]))
+    table = next(call.args[1] for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
+                 if getattr(call, "func", None) is compiled.reverse and again & set(call.args[1][:, K.ROW].tolist()))
+    kept = 0
+    for h in np.flatnonzero(table[:, K.KIND] == K.STRETCH):
+        members = table[h + 1:h + 1 + table[h, K.SIZE]]
+        for m in members[np.isin(members[:, K.ROW], list(again))]:
+            for q in range(m[K.NIN]):
+                x = int(F._in0[m[K.VIEWS + K.VIEW * q + K.REC]])
+                if F._plans[x].size < m[K.SIZE]:
+                    assert life[x, 1] >= 2 * n + 1 - members[0][K.ROW]
+                    kept += 1
+    assert kept >= 3
