@@ -114,9 +114,9 @@ def again(held):
         x, r1, r2, r3 = np.cos(np.arange(m)).reshape(m, 1) * 2.0, u[m:m + 10], u[m + 10:m + 20], u[m + 20:]
         e, g, h = np.exp(r2), 1.0 + np.abs(r3), r1 * 2.0  # (lines made before the rows: no step between them; h read
         d = x - h  # back by no partial, kept alive by the layout while d is computed again: r2 * 5.0 may not take its
-        z = d * e
+        z = (d + 1.0) * e  # (d read back by no partial: what it is computed from lives by d + 1.0's reads)
         q = -z / g
-        w = z * z * 0.5 + q * d - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (|q|: DEPTH deep, read back, stored)
+        w = z * z * 0.5 + q - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (q: DEPTH deep, read back, stored)
         return (w * 3.0).sum() + (d.sum() if held else 0.0) + (r2 * 5.0).sum()  # region)
     return f
 
@@ -247,7 +247,7 @@ def test_values_a_back_stretch_computes_again_are_left_unstored(name, skipped, a
             assert all(same_bits(a, b) for a, b in zip(got, other, strict=True)), point[:3]
     assert bool(_skipping(ways[True, True])) == skipped
     back = [x.shape for x in stretches.Stretch.made.values() if x.shape[0] and x.address]
-    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 4 * again  # (d, z, -z, q)
+    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 3 * again  # (d, d + 1, z)
     assert not _skipping(old) and not old._steps.get("computed again")
 
 
