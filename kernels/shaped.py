@@ -313,7 +313,9 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     view by view (views of one region at different places: in the pass, a loop-carried store), or SUMMED: a line read
     by every line, its contributions summed back across lines in the pass in the rows' order (_pass), added to its
     adjoints after the pass by the stamp rule, as the rows' _lined_send does (whose block of contributions, written
-    and then read, bounded the mixture's LINED rows back)."""
+    and then read, bounded the mixture's LINED rows back). A member computed again (its fifth field) has its value
+    computed in a local s<k> by its forward rule (the forward's IEEE operations: the same bits) where a partial reads
+    it, not read from the arena."""
     m = len(members)
     row = {k: m - 1 - k for k in range(m)}
     head, body, held, after = [f"    n = t[{driver.SIZE}]"], [f"        g{m - 1} = aadj[o{m - 1} + e]"], set(), []
@@ -323,12 +325,14 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     summed = [(k, q) for k, q, g in sends if g == SUMMED]  # a sum back each
     head += [f"    T{v} = np.zeros(t[{_fields(row[k], q)['SHAPE'] + 3}])" for v, (k, q) in enumerate(summed)]
     stores: dict[int, str] = {}
+    value = [f"s{k}" if members[k][4] else f"aval[o{k} + e]" for k in range(m)]
+    operands: dict[int, list[str]] = {}
     for k in range(m - 1, -1, -1):
-        code, number, sources, wants = members[k]
-        operands = []
+        code, number, sources, wants, _ = members[k]
+        operands[k] = []
         for q, source in enumerate(sources):
             f = _fields(row[k], q)
-            operands.append(_operand(head, k, q, source, number, f, f"aval[o{source} + e]"))
+            operands[k].append(_operand(head, k, q, source, number, f, value[source] if source >= 0 else ""))
             if source == SAME and wants[q]:
                 fresh = f"fresh{k}_{q}"
                 head += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
@@ -337,6 +341,19 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                          f"        if x{k}_{q} != at or size != n:  # (not its region: zeroed)",
                          "            for e in range(at, at + size):", "                aadj[e] = 0.0",
                          f"            {fresh} = False"]
+    again = {k: [*(f"        {x} = {a}" for x, a in zip("ab", operands[k], strict=False) if x in reads(rule)),
+                 f"        s{k} = {rule}"] for k, rule in ((k, ops.OPS[members[k][0]].forward) for k in range(m))
+             if members[k][4]}
+
+    def computed(lines: list[str]) -> list[str]:
+        """The lines computing again the members that lines read (and those they read), in member order."""
+        need = {int(k) for k in re.findall(r"\bs(\d+)\b", "\n".join(lines))} & set(again)
+        for k in range(m - 1, -1, -1):  # (a member reads only earlier ones)
+            need |= {int(j) for j in re.findall(r"\bs(\d+)\b", "\n".join(again[k][:-1]))} if k in need else set()
+        return [line for k in sorted(need) for line in again[k]]
+
+    for k in range(m - 1, -1, -1):
+        code, number, sources, wants, _ = members[k]
         if k in kept:
             body.append(f"        scratch[{kept[k]} * stride + e] = g{k}")
         rule = ops.OPS[code]
@@ -344,13 +361,14 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
             if not wants[q]:
                 continue
             partial = (rule.da, rule.db)[q]
-            binds = [f"{x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(partial)]
-            binds += [f"y = aval[o{k} + e]"] * ("y" in reads(partial))
+            binds = [f"{x} = {a}" for x, a in zip("ab", operands[k], strict=False) if x in reads(partial)]
+            binds += [f"y = {value[k]}"] * ("y" in reads(partial))
             lines = [*binds, f"p = {partial}", f"c = g{k} * p if g{k} != 0.0 and p != 0.0 else 0.0"]
             if source < 0 and group[k, q] < 0:
                 at = f"x{k}_{q} + e"
+                lines = [f"        {line}" for line in lines]
                 after += _pass(members, row.get, [f"        g{k} = scratch[{kept[k]} * stride + e]",
-                                                  *[f"        {line}" for line in lines],
+                                                  *computed(lines), *lines,
                                                   f"        aadj[{at}] = (0.0 if fresh{k}_{q} else aadj[{at}]) + c"])
                 continue
             body += [f"        {line}" for line in lines]
@@ -366,6 +384,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                 body.append(f"        acc{group[k, q]} = (0.0 if fresh{k}_{q} else aadj[{at}]) + c")
                 stores[group[k, q]] = f"        aadj[{at}] = acc{group[k, q]}"
     body += list(stores.values())
+    body[1:1] = computed(body)
     for v, (k, q) in enumerate(summed):
         f = _fields(row[k], q)
         after += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
@@ -380,13 +399,15 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
 
 def stretch(shape: tuple) -> str:
     """The source of a STRETCH's kernel, ``stretch(t, aval)`` forward, ``stretch(t, aval, aadj, stamp, gen, keep,
-    scratch, stride)`` back: t the data of its rows. shape: (back, members, stored or sends): each member's (opcode,
-    its number operand as the driver's _number gives it, its operands' sources: -1 a view laid out as its output,
-    -2 a LINED row's line read by every line, -3 its one number a line, else the member read whole, and whether each
-    wants an adjoint); forward, which members are stored (read after
-    the stretch), back, how each view sends (_reverse_stretch). Each number is the rows' (the same IEEE operations
-    as the driver's ``values`` and ``sends``)."""
-    back, members, stored = shape
+    scratch, stride)`` back: t the data of its rows. shape: (back, members, stored or sends, forward maybe skips):
+    each member's (opcode, its number operand as the driver's _number gives it, its operands' sources: -1 a view laid
+    out as its output, -2 a LINED row's line read by every line, -3 its one number a line, else the member read whole,
+    whether each wants an adjoint, and back whether it is computed again); forward, which members are stored (read
+    after the stretch) and which of those are not (skips: computed again back), back, how each view sends
+    (_reverse_stretch). Each number is the rows' (the same IEEE operations as the driver's ``values`` and ``sends``)."""
+    back, members, stored = shape[:3]
+    if len(shape) > 3:  # (forward, the members a back stretch computes again left unstored)
+        stored = tuple(a and not b for a, b in zip(stored, shape[3], strict=True))
     code = "\n".join(_reverse_stretch(members, stored) if back else _forward_stretch(members, stored)) + "\n"
     used = sorted(name for name in set(re.findall(r"(?<![.\w])([a-z_]\w*)\(", code)) if hasattr(driver, name))
     return "\n".join([f"# Generated by kernels/shaped.py (source {_digest()}), for one stretch shape. Do not edit.",

@@ -8,9 +8,10 @@ from reference import central
 from sameness import edge_points, same_bits
 
 import tape
+from tape.kernels import _array_driver as K
 from tape.kernels import shaped
 from tape.records import array_records
-from tape.sweeps import compiled, steps, stretches
+from tape.sweeps import compiled, layout, steps, stretches
 
 
 @pytest.fixture(autouse=True)
@@ -107,9 +108,23 @@ def inplace(u):  # a block and its first line: their adds would come in another 
     return (z * z).sum()
 
 
+def again(held):
+    def f(u):  # members a partial reads, computed again back (a column less a line, times a line, negated, over a
+        m = len(u) - 30  # line: layout.again's), past DEPTH (stored); ``held``: the first read after the stretch
+        x, r1, r2, r3 = np.cos(np.arange(m)).reshape(m, 1) * 2.0, u[m:m + 10], u[m + 10:m + 20], u[m + 20:]
+        e, g, h = np.exp(r2), 1.0 + np.abs(r3), r1 * 2.0  # (lines made before the rows: no step between them; h read
+        d = x - h  # back by no partial, kept alive by the layout while d is computed again: r2 * 5.0 may not take its
+        z = (d + 1.0) * e  # (d read back by no partial: what it is computed from lives by d + 1.0's reads)
+        q = -z / g
+        w = z * z * 0.5 + q - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (q: DEPTH deep, read back, stored)
+        return (w * 3.0).sum() + (d.sum() if held else 0.0) + (r2 * 5.0).sum()  # region)
+    return f
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
-            "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace}
+            "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
+            "again": again(False), "again, held": again(True)}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -191,8 +206,84 @@ def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
     for point in edge_points(x)[:4]:
         got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
         assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
-    lined = [shape for shape in stretches.Stretch.made.values() if any(
-        {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]
+    lined = [shape for shape in stretches.Stretch.made.values() if len(shape.shape) < 4 and any(
+        {stretches.LINE, stretches.EACH} & set(member[2]) for member in shape.shape[1])]  # (one that skips: below)
     assert any(not stretch.shape[0] for stretch in lined) and all(stretch.address for stretch in lined)
-    assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants in stretch.shape[1]
+    assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants, _ in stretch.shape[1]
                    for q, j in enumerate(sources) if j == stretches.EACH)
+
+
+def _skipping(F):
+    """The forward STRETCH headers of F running a kernel that leaves members unstored (a shape with skips)."""
+    skipping = {x.address for x in stretches.Stretch.made.values() if len(x.shape) == 4 and x.address}
+    return [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
+            if getattr(call, "func", None) is compiled.forward for row in call.args[1]
+            if row[0] == compiled.kernels.STRETCH and row[compiled.kernels.CALL] in skipping]
+
+
+@pytest.mark.parametrize("name, skipped, again", [("again", True, True), ("mixture, k 9", False, False),
+                                                  ("again, held", False, False)])
+def test_values_a_back_stretch_computes_again_are_left_unstored(name, skipped, again, monkeypatch):
+    """Members a back stretch's partials read, of an exact op of numbers, lines, one number a line or such members
+    (layout.again), are computed again in the pass; forward they are left unstored once that back kernel is set: the
+    same bits as the stretches without the rule (layout.again none), the rows and NumPy's steps. Not where a member
+    is read after its stretch too (held: the back stretch is refused), nor where the members are not computed again
+    (the mixture here: its column is u's, one number a line wanting an adjoint, whose row joins no back stretch)."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    f, x = PROGRAMS[name], np.random.default_rng(3).normal(size=300)
+    points = [x, x, *edge_points(x)]  # (the forward skips from its third call)
+    monkeypatch.setattr(layout, "again", lambda s, table: np.zeros(len(table), bool))
+    old = _trace(f, x, monkeypatch, True, True)
+    want = [_run(old, point, monkeypatch, True, True) for point in points]
+    monkeypatch.undo()
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    monkeypatch.setattr(stretches.Stretch, "PAYBACK", 0.0)
+    ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False), (False, False))}
+    for point, old_bits in zip(points, want, strict=True):
+        got = _run(ways[True, True], point, monkeypatch, True, True)
+        others = (_run(ways[way], point, monkeypatch, *way) for way in ((True, False), (False, False)))
+        for other in (old_bits, *others):
+            assert all(same_bits(a, b) for a, b in zip(got, other, strict=True)), point[:3]
+    assert bool(_skipping(ways[True, True])) == skipped
+    back = [x.shape for x in stretches.Stretch.made.values() if x.shape[0] and x.address]
+    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 3 * again  # (d, d + 1, z)
+    assert not _skipping(old) and not old._steps.get("computed again")
+
+
+def test_a_forward_stretch_stores_all_until_the_back_kernel_is_set(monkeypatch):
+    """While the back stretch runs its rows (they read the arena), the forward runs its storing kernel: the bits
+    stay the rows'."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    ready = stretches.Stretch.ready
+    monkeypatch.setattr(stretches.Stretch, "ready", lambda self: not self.shape[0] and ready(self))
+    f, x = PROGRAMS["again"], np.random.default_rng(4).normal(size=300)
+    ways = {way: _trace(f, x, monkeypatch, *way) for way in ((True, True), (True, False))}
+    for point in [x, x, *edge_points(x)]:
+        got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
+        assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
+    assert _headers(ways[True, True])[1] and not _skipping(ways[True, True])
+
+
+def test_the_layout_keeps_what_a_member_is_computed_again_from_alive(monkeypatch):
+    """Each smaller value a back stretch computes a member again from (a line, one number a line, a number) lives,
+    in layout.lifetimes, until that back stretch runs (its top member's reverse step): again's h is read back by
+    no partial."""
+    F = _trace(PROGRAMS["again"], np.random.default_rng(5).normal(size=300), monkeypatch, True, True)
+    for _ in range(3):
+        _run(F, np.ones(300), monkeypatch, True, True)
+    n, again = len(F._op), F._steps["computed again"]
+    life = layout.lifetimes(F, list(F._runs_first.values()), F._output_rows,
+                            np.concatenate([F._input_rows, F._param_rows]))
+    table = next(call.args[1] for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
+                 if getattr(call, "func", None) is compiled.reverse and again & set(call.args[1][:, K.ROW].tolist()))
+    kept = 0
+    for h in np.flatnonzero(table[:, K.KIND] == K.STRETCH):
+        members = table[h + 1:h + 1 + table[h, K.SIZE]]
+        for m in members[np.isin(members[:, K.ROW], list(again))]:
+            for q in range(m[K.NIN]):
+                x = int(F._in0[m[K.VIEWS + K.VIEW * q + K.REC]])
+                if F._plans[x].size < m[K.SIZE]:
+                    assert life[x, 1] >= 2 * n + 1 - members[0][K.ROW]
+                    kept += 1
+    assert kept >= 3

@@ -21,7 +21,7 @@ from tape.kernels import shaped
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
-from tape.sweeps import arenas, compiled, driver, fused_numpy, fusion, layout, stretches
+from tape.sweeps import arenas, compiled, driver, encoding, fused_numpy, fusion, layout, stretches
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -49,7 +49,8 @@ def _pads(x, p):
     return (u * u).sum() + np.pad(x[3::7], 2, mode="reflect").sum()
 
 
-ALL = {**PROGRAMS, "stencil": _stencil, "pads": _pads}
+ALL = {**PROGRAMS, "stencil": _stencil, "pads": _pads,
+       "again": lambda u, p: STRETCH_PROGRAMS["again"](u) * p}  # (values a back stretch computes again: layout.again)
 
 
 def _lifetimes_by_plan(s, runs, outputs, kept):
@@ -81,6 +82,7 @@ def _lifetimes_by_plan(s, runs, outputs, kept):
         life[x, 1] = max(life[x, 1], r)
         if reached[r]:
             life[x, 2] = min(life[x, 2], back - r)
+    _kept_again_by_plan(s, life, n)
     for k, p in enumerate(s._plans):
         if p.code in (ACONSTANT, INPUT) or p.row in kept:
             life[k, :2] = 0, end
@@ -91,6 +93,31 @@ def _lifetimes_by_plan(s, runs, outputs, kept):
         if p.row in kept:
             life[k, 2:] = seed, end
     return life
+
+
+def _again_by_plan(s):
+    """layout.again as a loop over the plans (the reference): the plans of an exact op whose views are smaller
+    records than itself or, DEPTH deep at most, such plans."""
+    size, depth = _plans.regions(s._plans)[2], {}
+    for k, p in enumerate(s._plans):
+        big = [int(s._in0[v.record]) for v in p.inputs[:2] if size[s._in0[v.record]] >= size[k]]
+        if encoding.IS_EXACT[p.code] and all(x in depth for x in big):
+            depth[k] = 1 + max((depth[x] for x in big), default=-1)
+    return {k for k, d in depth.items() if d < layout.DEPTH}
+
+
+def _kept_again_by_plan(s, life, n):
+    """layout._kept_again as a loop over the plans, last first (the reference)."""
+    ok, size, need, lived = _again_by_plan(s), _plans.regions(s._plans)[2], {}, life[:, 1].copy()
+    for k in range(len(s._plans) - 1, -1, -1):
+        if k in ok:
+            t = max(lived[k] if lived[k] > n else -1, need.get(k, -1))
+            for v in s._plans[k].inputs[:2]:
+                x = int(s._in0[v.record])
+                if size[x] < size[k]:
+                    life[x, 1] = max(life[x, 1], t)
+                else:
+                    need[x] = max(need.get(x, -1), t)
 
 
 @pytest.mark.parametrize("program", ALL)
@@ -485,10 +512,30 @@ def _sends_by_row(members, spec, n):
     return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)
 
 
+def _again_by_row(s, members, spec, seen):
+    """spec with each member's fifth field, whether the back stretch computes it again: a plan of layout.again whose
+    views are numbers, lines, one number a line or members computed again, read by a partial or by such a member."""
+    ok, on = _again_by_plan(s), []
+    for k, (_, number, sources, _) in enumerate(spec):
+        on.append(int(s._in0[members[k][K.ROW]]) in ok and all(
+            number == q + 1 or j in (stretches.LINE, stretches.EACH) or (j >= 0 and on[j]) for q, j in
+            enumerate(sources)))
+    used = [on[k] and seen[k][-1] for k in range(len(spec))]
+    for k, (_, _, sources, _) in enumerate(spec):
+        for q, j in enumerate(sources):
+            if j >= 0 and seen[k][q] and on[j]:
+                used[j] = True
+    for k in range(len(spec) - 1, -1, -1):
+        for j in spec[k][2]:
+            if j >= 0 and used[k]:
+                used[j] = True
+    return tuple((*member, used[k]) for k, member in enumerate(spec))
+
+
 def _shape_by_row(s, members, back):
     SAME, LINE, EACH = stretches.SAME, stretches.LINE, stretches.EACH
     index = {int(m[K.ROW]): k for k, m in enumerate(members)}
-    inside, read_back, spec = collections.Counter(), set(), []
+    inside, read_back, spec, seen = collections.Counter(), set(), [], []
     for k, m in enumerate(members):
         reads = layout._reverse_reads(s, s._plans[s._in0[m[K.ROW]]])
         sources = tuple(index.get(int(m[K.VIEWS + K.VIEW * q + K.REC]), SAME if q + 1 == _number_by_row(m) else
@@ -502,6 +549,7 @@ def _shape_by_row(s, members, back):
             read_back.add(k)
         spec.append((int(m[K.OP]), _number_by_row(m), sources, tuple(bool(m[K.VIEWS + K.VIEW * q + K.WANT])
                                                                      for q in range(m[K.NIN]))))
+        seen.append(reads)
     outputs, readers = set(s._output_rows.tolist()), stretches._readers(s)
     held = tuple(int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])] for m in members)
     n = int(members[0][K.SIZE])
@@ -509,7 +557,7 @@ def _shape_by_row(s, members, back):
         sends = _sends_by_row(members, spec, n)
         if any(held[:-1]) or not all(inside[int(m[K.ROW])] for m in members[:-1]) or sends is None:
             return None
-        return True, tuple(spec), sends
+        return True, _again_by_row(s, members, spec, seen), sends
     stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
     starts = sorted(int(m[K.OUT]) for k, m in enumerate(members) if stored[k])
     if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
@@ -522,7 +570,9 @@ def _shape_by_row(s, members, back):
             if j < 0 and any(b < int(w[K.OUT]) + n and int(w[K.OUT]) < b + length and not (
                     how == SAME and k <= i and b >= int(w[K.OUT])) for i, w in enumerate(members) if stored[i]):
                 return None
-    return False, tuple(spec), stored
+    ok = _again_by_plan(s)
+    skips = tuple(stored[k] and not held[k] and int(s._in0[m[K.ROW]]) in ok for k, m in enumerate(members))
+    return (False, tuple(spec), stored, *[skips] * any(skips))
 
 
 def _stretched_by_row(s, rows, back, tally):
@@ -548,7 +598,8 @@ def _stretched_by_row(s, rows, back, tally):
         if i in spans:
             header = np.zeros(K.WIDTH, np.int64)
             header[K.KIND], header[K.SIZE] = K.STRETCH, spans[i][0]
-            pending.setdefault(spans[i][1], []).append(len(out))
+            for stretch in {spans[i][1], stretches.Stretch.of(spans[i][1].shape[:3])}:  # (one that skips: and its
+                pending.setdefault(stretch, []).append(len(out))  # storing one)
             out.append(header)
         out.append(row)
     return out, pending, need

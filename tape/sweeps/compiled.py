@@ -249,7 +249,7 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
     start = time.perf_counter() if pending else 0.0
     _gate.call(kernels.forward, table, s._aval, scratch)
     if pending:
-        stretches.fill(table, pending, time.perf_counter() - start)
+        stretches.fill(table, pending, time.perf_counter() - start, s)
 
 
 FEW = 100  # array records of a tape, fewer than which its reverse sweep makes no tables for itself (it may take its
@@ -386,5 +386,5 @@ def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
     start = time.perf_counter() if pending else 0.0
     unchecked = bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
     if pending:
-        stretches.fill(table, pending, time.perf_counter() - start)
+        stretches.fill(table, pending, time.perf_counter() - start, s)
     return unchecked

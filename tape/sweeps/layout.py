@@ -31,6 +31,7 @@ from tape.kernels.ops import ELEM
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _table
 from tape.sweeps.driver import Plan
+from tape.sweeps.encoding import IS_EXACT
 
 SCAN = 32  # regions of a size class that a record looks at, at most
 SMALL = 256  # elements up to which a pack of scalar records keeps a region of its own (2 KB at most): a small vector
@@ -59,6 +60,38 @@ def _reads_by_plan(s: Any, table: np.ndarray, constant: np.ndarray) -> np.ndarra
         reads = _reverse_reads(s, s._plans[k])
         sees[j, :len(reads) - 1], sees[j, 3] = reads[:-1], reads[-1]
     return sees[which]
+
+
+DEPTH = 4  # members a back stretch computes again in a chain, at most (the mixture's d, z, 0.5 z: 3)
+
+
+def again(s: Any, table: np.ndarray) -> np.ndarray:
+    """By plan: whether a back stretch may compute its value again rather than read it (tape/sweeps/stretches.py): an
+    exact elementwise op whose views are smaller records than itself (a number, a line: read again from cache) or, up
+    to DEPTH deep, such values again. lifetimes keeps the smaller ones alive while its value is read back."""
+    code, size = table[:, 0], _table.regions(s._plans)[2]
+    records = table[:, RECORDS[:2]]
+    x = np.where(records >= 0, s._in0[np.maximum(records, 0)], 0).astype(np.int64)  # (each view's record's plan)
+    small = (records < 0) | (size[x] < size[:, None])
+    exact = IS_EXACT[code]
+    ok = exact & small.all(1)
+    for _ in range(DEPTH - 1):
+        ok = exact & (small | ok[x]).all(1)
+    return ok
+
+
+def _kept_again(s: Any, table: np.ndarray, life: np.ndarray, n: int) -> None:
+    """Keep alive, as long as a value that a back stretch may compute again is read back, the smaller values it is
+    computed from (again's): the time each such value is needed, passed down its chain."""
+    ok, records = again(s, table), table[:, RECORDS[:2]]
+    x = np.where(records >= 0, s._in0[np.maximum(records, 0)], 0).astype(np.int64)
+    size = _table.regions(s._plans)[2]
+    small = (records >= 0) & (size[x] < size[:, None]) & ok[:, None]
+    big = (records >= 0) & ~small & ok[:, None]
+    need = np.where(ok & (life[:, 1] > n), life[:, 1], -1)
+    for _ in range(DEPTH - 1):
+        np.maximum.at(need, x[big], np.broadcast_to(need[:, None], x.shape)[big])
+    np.maximum.at(life[:, 1], x[small], np.broadcast_to(need[:, None], x.shape)[small])
 
 
 def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> np.ndarray:
@@ -95,6 +128,7 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
     sends = reached[y] & DERIVATIVE[code[reader]] & ~constant[reader, j]
     np.minimum.at(life[:, 2], x[sends], back - last[reader[sends]])
     life[sees[:, 3], 1] = np.maximum(life[sees[:, 3], 1], back - rows[sees[:, 3]])
+    _kept_again(s, table, life, n)
     elems = np.flatnonzero(s._op == ELEM)
     if len(elems):
         at = s._in0[s._in0[elems]].astype(np.int64)
