@@ -21,18 +21,14 @@ from tape.compiled._recorders import ARITHMETIC
 from tape.compiled.numba_internals import (
     TypingError,
     VarArrayType,
-    arena_room,
-    carve,
-    give_back,
     make_array,
     make_block,
     make_dtype,
     make_var,
-    tape_from_pointer,
     types,
     unbound,
-    want,
 )
+from tape.compiled.numba_payload import arena_room, carve, give_back, tape_from_pointer, want
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import constant_record, hot, inlined, is_number, is_var, jit, var_of
 

@@ -23,22 +23,24 @@ from tape.compiled.numba_internals import (
     TypingError,
     VarArrayType,
     VarType,
-    append,
-    append_const,
-    constants,
-    external,
     make_array,
     make_condition,
     make_var,
     new_struct,
-    records,
-    tape_from_pointer,
-    tape_pointer,
     tape_type,
     types,
     unbound,
-    value_at,
     var_type,
+)
+from tape.compiled.numba_payload import (
+    append,
+    append_const,
+    constants,
+    external,
+    records,
+    tape_from_pointer,
+    tape_pointer,
+    value_at,
 )
 from tape.compiled.overload_cache import NO_WRAPPERS, overload
 from tape.errors import TapeFullError
