@@ -167,11 +167,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # (compiled.tape_reverse, Made.seen); a few elem records sent back one by one, errstate by a token (26, s16 E).
 # compiled +34: Numba's first compile imports numba.np.arraymath without scipy.linalg (numba_internals._registries),
 # a Var array flattened by index loops (arrays._flat_into): a cold first call's fixed compile costs (issue 28, s16 C).
-# compiled +18: the intrinsics over the tape's payload split from numba_internals.py (529 lines) into numba_payload.py
-# (its docstring and imports; issue 28, s17 C).
+# compiled +12: the intrinsics over the tape's payload split from numba_internals.py (529 lines) into numba_payload.py
+# (+18, its docstring and imports); the ops' entries forceinline, no inlined copies (-6) (issue 28, s17 C).
 BUDGET = {"tape.kernels": 6513, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3776,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
-          "tape.function": 3393, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3563, "tape": 250,
+          "tape.function": 3393, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3557, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 
