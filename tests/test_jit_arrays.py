@@ -167,7 +167,7 @@ def test_array_ops_on_numbers_record_as_element_by_element():
 
 
 def test_array_loops_inline_their_recorders():
-    """Whole-array arithmetic runs its elements' recorders inline: no call per element (recording.inlined), and
+    """Whole-array arithmetic runs its elements' recorders inline: no call per element (recording.entry), and
     its loops inline where written: no call per op (a Var array returned through memory stalls the caller)."""
     jf = tape.jit(namespace("def f(xs, d):\n    return (d * xs + xs * xs - 2.0 * np.exp(xs)).sum()\n")[0]["f"],
                   cache=False)  # (compiled here, so its IR can be read)

@@ -323,3 +323,39 @@ def test_a_reduction_overload_returns_its_implementation_itself():
         one, two = VarArrayType(1, "C"), VarArrayType(2, "C")
         assert typer(one) is whole and typer(two, numba.types.int64) is along
         assert typer(one, numba.types.int64) not in (whole, along, None)
+
+
+INLINE = """
+import json
+import numba
+import numpy as np
+import tape
+from tape.compiled._recorders import ARITHMETIC
+from tape.compiled.arrays import spill
+
+mul = ARITHMETIC["mul"][0]
+
+@numba.njit
+def product(x, y):  # mul's first caller, itself not inlined
+    return mul(x, y)
+
+@tape.jit
+def f(xs):
+    return product(xs[0], xs[1]) + (xs + xs).sum()  # a Var array made: take, which calls spill
+
+def inlined(compiled):
+    fn = compiled.library.get_function(compiled.fndesc.llvm_func_name)
+    return "alwaysinline" in str(list(fn.attributes))
+
+g = tape.grad(f)(np.array([3.0, 5.0]))
+print(json.dumps([g.tolist(), [inlined(c) for c in (*mul.overloads.values(), *spill.overloads.values())]]))
+"""
+
+
+def test_the_ops_entries_are_inlined_and_a_full_arenas_spill_is_not_whoever_calls_them_first(tmp_path):
+    """Numba's flags inherit forceinline from the compile that calls a function first: an op's entry is inlined even
+    where its first caller is not (recording.entry), and spill (where the arena is full) is out of line though its
+    caller, take, is inlined (n-body's driver: a fifth less LLVM IR to optimize)."""
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", INLINE], capture_output=True, text=True, check=True, env=env).stdout
+    assert json.loads(out.splitlines()[-1]) == [[5.0 + 2.0, 3.0 + 2.0], [True, False]]

@@ -7,9 +7,9 @@ spelling (kernels/ops.py: ARITHMETIC, COMPARISONS) records ``x <op> c`` and ``c 
 tape/records/_recorders.py writes them (``x - c`` as ``add_c`` with ``-c``, a constant record for ops without a
 const op). The forward expressions and spellings are written where they are used: a layer of their own was a
 Numba compile each (n-body's cold first gradient: 103 -> 87 compiles). record_<code>, push and push_const are
-``@hot`` (compiled once, inlined by LLVM into what calls them: recording.Hot): each entry (``unary_<code>``,
-``<name>_vv/_vc/_cv``, ``@jit``: compiled once, cached) is one function with the record's append inside, so an op costs
-the user's code one call (inlining the entries too gave RK4 4.6 ns/record but a 64 s compile). A Var
+``@hot`` (compiled once, inlined by LLVM into what calls them: recording.Hot); each entry (``unary_<code>``,
+``<name>_vv/_vc/_cv``, ``@entry``: compiled once, cached) is one function with the record's append inside, inlined
+by LLVM where it is called too (recording.entry says why), in the user's code and in the loops over Var arrays. A Var
 holds its tape as a borrowed pointer (no op touches a reference count) and its value (no op reads
 the tape's values: a random DAG would miss the cache there). Tables at the end map names to them; tape/compiled/jit.py
 registers them as Numba overloads of the operators, ``math.*``, NumPy ufuncs and ``tape.*``.
@@ -77,7 +77,7 @@ def spelled(s: ops.Spelling, side: str, x: str, c: str) -> str:
 
 def unary_entry(name: str) -> list[str]:
     code = ops.OPCODE[name]
-    return ["@jit", f"def unary_{code}(x):  # {name} of a Var", "    if x.index < 0:",
+    return ["@entry", f"def unary_{code}(x):  # {name} of a Var", "    if x.index < 0:",
             f"        return unbound({inline(code, 'x.c')})", f"    return record_{code}(x)", "", ""]
 
 
@@ -85,14 +85,14 @@ def entries(s: ops.Spelling) -> list[str]:
     """<name>_vv(x, y), <name>_vc(x, c), <name>_cv(c, y): x <op> y of Vars (maybe unrecorded) and numbers."""
     pair = ops.OPCODE[s.pair]
     vc, cv = spelled(s, "var_c", "x", "c"), spelled(s, "c_var", "y", "c")
-    return ["@jit", f"def {s.name}_vv(x, y):", "    if x.index < 0:", "        if y.index < 0:",
+    return ["@entry", f"def {s.name}_vv(x, y):", "    if x.index < 0:", "        if y.index < 0:",
             f"            return unbound({inline(pair, 'x.c', 'y.c')})",
             f"        return {spelled(s, 'c_var', 'y', 'x.c')}",
             "    if y.index < 0:", f"        return {spelled(s, 'var_c', 'x', 'y.c')}",
             f"    return record_{pair}(x, y)", "", "",
-            "@jit", f"def {s.name}_vc(x, c):", "    if x.index < 0:",
+            "@entry", f"def {s.name}_vc(x, c):", "    if x.index < 0:",
             f"        return unbound({inline(pair, 'x.c', 'c')})", f"    return {vc}", "", "",
-            "@jit", f"def {s.name}_cv(c, y):", "    if y.index < 0:",
+            "@entry", f"def {s.name}_cv(c, y):", "    if y.index < 0:",
             f"        return unbound({inline(pair, 'c', 'y.c')})", f"    return {cv}", "", ""]
 
 
@@ -127,7 +127,7 @@ def generate(header: list[str]) -> str:
     maths = [n for n in used if n in ops.MATH_NAMES]
     out = [*header, '"""tape.jit\'s recorders, generated from the op table (kernels/codegen/jit.py says how)."""', "",
            *recorders.imports("math", maths), "",
-           *recorders.imports("tape.compiled.recording", ["condition", "constant_record", "hot", "jit", "push",
+           *recorders.imports("tape.compiled.recording", ["condition", "constant_record", "entry", "hot", "jit", "push",
                                                         "push_const", "unbound"]),
            "from tape.kernels import _sweeps",
            "from tape.records.storage import NO_INPUT", "",

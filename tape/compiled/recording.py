@@ -10,9 +10,7 @@ so nothing is written past an array's end. The op-by-op recorders are generated
 from __future__ import annotations
 
 import ctypes
-import functools
 import operator
-import types as types_
 from typing import Any
 
 import numpy as np
@@ -23,22 +21,24 @@ from tape.compiled.numba_internals import (
     TypingError,
     VarArrayType,
     VarType,
-    append,
-    append_const,
-    constants,
-    external,
     make_array,
     make_condition,
     make_var,
     new_struct,
-    records,
-    tape_from_pointer,
-    tape_pointer,
     tape_type,
     types,
     unbound,
-    value_at,
     var_type,
+)
+from tape.compiled.numba_payload import (
+    append,
+    append_const,
+    constants,
+    external,
+    records,
+    tape_from_pointer,
+    tape_pointer,
+    value_at,
 )
 from tape.compiled.overload_cache import NO_WRAPPERS, overload
 from tape.errors import TapeFullError
@@ -48,6 +48,12 @@ from tape.records.storage import MAX_RECORDS, NO_INPUT
 OPTIONS: Any = {"nogil": True, "error_model": "numpy"}
 INTERNAL: Any = {**OPTIONS, **NO_WRAPPERS}
 jit = njit(cache=True, **INTERNAL)
+# An op's entry (tape/compiled/_recorders.py: unary_<code>, <name>_vv/_vc/_cv) is inlined by LLVM where it is called
+# (alwaysinline), in the user's code and in the loops over a Var array's elements alike. It always was in effect:
+# Numba's flags inherit forceinline from the compile that calls a function first (its ConfigStack), and an entry's
+# first caller is always an op's overload (forceinline). Said outright, the loops call the entries themselves, not
+# copies of their own (n-body's cold first gradient: 3 compiles fewer).
+entry = njit(cache=True, forceinline=True, **INTERNAL)
 
 
 class Hot(CPUDispatcher):
@@ -64,16 +70,6 @@ def hot(fn):
     argument types, where Numba's inline="always" parsed, typed and lowered it again at every call site (cold
     first gradient, CPU s, at load 2-4: n-body 8.8 -> 7.2, RK4 5.9 -> 4.7)."""
     return Hot(py_func=fn, locals={}, targetoptions={"nopython": True, "forceinline": True, **INTERNAL})
-
-
-@functools.cache
-def inlined(fn):
-    """A copy of the jitted recorder fn that LLVM inlines where it is called (its alwaysinline attribute: Numba
-    types only a call), for loops over a Var array's elements, which otherwise call fn once per element."""
-    py = fn.py_func
-    copy = types_.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
-    copy.__qualname__, copy.__module__ = f"{py.__qualname__}_inlined", py.__module__  # its own cache entry
-    return njit(cache=True, forceinline=True, **INTERNAL)(copy)
 
 
 LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
@@ -340,7 +336,6 @@ def _pos(x):
     return None
 
 
-__all__ = ["install", "jit", "hot", "value_at", "push", "push_const", "push_check", "constant_record", "condition",
-           "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type", "inputs", "values",
-           "NOT_A_FLOAT", "LIST_REFUSAL",
-           "one_output", "finish"]
+__all__ = ["install", "jit", "entry", "hot", "value_at", "push", "push_const", "push_check", "constant_record",
+           "condition", "new_tape", "is_var", "is_number", "as_var", "to_var", "var_of", "unbound", "var_type",
+           "inputs", "values", "NOT_A_FLOAT", "LIST_REFUSAL", "one_output", "finish"]
