@@ -16,7 +16,7 @@ import tape
 from tape.function import array_replay
 from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.records import array_records
-from tape.sweeps import compiled, driver, fusion, layout
+from tape.sweeps import compiled, driver, fused_runs, fusion, layout
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ def test_runs_moved_to_the_shared_regions_are_the_runs_found_there(program, arra
     runs = list(F._runs_first.values())
     assert len(found) == len(runs)
     for a, b in zip(found, runs, strict=True):
-        assert all(_same(getattr(a, name), getattr(b, name)) for name in fusion.Run._fields), (a, b)
+        assert all(_same(getattr(a, name), getattr(b, name)) for name in fused_runs.Run._fields), (a, b)
     MOVED.append(F._recorded is not None and len(runs))
     if len(MOVED) == len(PROGRAMS):
         assert sum(MOVED) >= 10  # runs moved, in several programs

@@ -21,7 +21,7 @@ from tape.kernels import shaped
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
-from tape.sweeps import arenas, compiled, driver, fused_numpy, fusion, layout, stretches
+from tape.sweeps import arenas, compiled, driver, fused_numpy, fused_runs, fusion, layout, stretches
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -328,18 +328,19 @@ def _run_by_plan(s, members, total, table, outputs, live):
                np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
     order = tuple(p.row for p in members) + ((total.row,) if total else ())
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
-    return [fusion.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
+    return [fused_runs.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
                        total.row if total else -1, total.offset if total else -1,
                        np.array([p.row for p in members], np.int64), dead,
                        fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
-                       fusion.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else None,
+                       fused_runs.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else
+                       None,
                        np.array(ext_rows, np.int64))]
 
 
 def _same_runs(got, want):
     assert len(got) == len(want)
     for a, b in zip(got, want, strict=True):
-        for name in fusion.Run._fields:
+        for name in fused_runs.Run._fields:
             x, y = getattr(a, name), getattr(b, name)
             for u, v in zip(*((x, y) if name == "program" else ((x,), (y,))), strict=True):
                 if isinstance(v, np.ndarray):

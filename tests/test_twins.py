@@ -322,7 +322,7 @@ import numpy as np
 from numba.core import caching
 import tape
 from tape.kernels import twins
-from tape.sweeps import compiled, fusion
+from tape.sweeps import compiled, fused_runs
 
 def program(kind):
     if kind == "array":  # the fused kernels' and the array driver's Gates
@@ -349,7 +349,8 @@ class Finder(importlib.abc.MetaPathFinder):
 load_overload = caching.Cache.load_overload
 caching.Cache.load_overload = lambda self, *args: pause() or load_overload(self, *args)
 sys.meta_path.insert(0, Finder())
-twins.CLOCK.spent = compiled.CLOCK.spent = fusion.FORWARD.gate.clock.spent = fusion.REVERSE.gate.clock.spent = 1e9
+twins.CLOCK.spent = compiled.CLOCK.spent = 1e9
+fused_runs.FORWARD.gate.clock.spent = fused_runs.REVERSE.gate.clock.spent = 1e9
 loader = threading.Thread(target=call, args=(2.0,))
 loader.start()
 assert loading.wait(120), "no kernel loaded in the thread"

@@ -136,17 +136,24 @@ def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> tuple[list[int
     t = encoded
     lo = np.concatenate([t[:, kernels.OUT], *(t[:, VIEWS + VIEW * q + kernels.REGION] for q in range(2))])
     hi = lo + np.concatenate([t[:, kernels.SIZE], *(t[:, VIEWS + VIEW * q + kernels.REGION_SIZE] for q in range(2))])
-    cuts = np.unique(np.concatenate([lo, hi, offset, offset + size]))
+    cuts = _distinct(np.concatenate([lo, hi, offset, offset + size]))
     first, past = np.searchsorted(cuts, lo), np.searchsorted(cuts, hi)
     count = np.maximum(past - first, 0)  # (an empty region: no piece)
     plan = np.tile(np.repeat(np.arange(len(starts) - 1), np.diff(starts)), 3)
     piece = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-    key = np.unique(np.repeat(plan, count) * len(cuts) + piece)  # (each plan's pieces once, in order)
+    key = _distinct(np.repeat(plan, count) * len(cuts) + piece)  # (each plan's pieces once, in order)
     found = (key % len(cuts)).tolist(), np.searchsorted(key // len(cuts), np.arange(len(starts))).tolist(), *(
         np.searchsorted(cuts, ends).tolist() for ends in (offset, offset + size)), len(cuts)
     if cache is not None:
         cache["pieces"] = found
     return found
+
+
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """a's distinct values in order: np.unique without its first call's import of numpy.ma, on which a child forked
+    amid another thread's import would wait for good (tests/test_twins.py's fork)."""
+    a = np.sort(a)
+    return a[np.diff(a, prepend=a[:1] - 1) != 0]
 
 
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.ndarray, starts: np.ndarray
