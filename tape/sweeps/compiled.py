@@ -159,26 +159,25 @@ def _distinct(a: np.ndarray) -> np.ndarray:
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.ndarray, starts: np.ndarray
             ) -> Iterator[tuple[int, Any]]:
     """grouped's walk with each table as (TABLE, its rows' indices in encoded, all_rows(s)'s), by Python ints: whether
-    an item's regions meet a table's is asked of the pieces they share (_pieces), each piece marked with the last table
-    whose rows (back: whose items run after it) cover it. (Each item's regions as NumPy's arrays took arrays4k's walks
-    84 CPU-ms a first value_and_grad, with 2,800 items between its 5,200 rows; the loop is kept in
-    tests/test_trace_passes.py.)"""
+    an item's regions meet a table's is asked of the pieces they share (_pieces, made when an item first asks:
+    heat-pad's walks never do), each piece marked with the last table whose rows (back: whose items run after it) cover
+    it. (Each item's regions as NumPy's arrays took arrays4k's walks 84 CPU-ms a first value_and_grad, with 2,800 items
+    between its 5,200 rows; the loop is kept in tests/test_trace_passes.py.)"""
     rows: list[int] = []
     idle: list[tuple[int, Any]] = []
     moved: list[tuple[int, Any]] = []  # back: items run after the table, marked as its
+    unmarked: list[int] = []  # forward: the table's plans whose pieces are not marked yet
     first, in0 = starts.tolist(), s._in0
-    pieces, at, low, high, count = _pieces(s, encoded, starts)
-    marks, table = [0] * count, 1  # the table that marked each piece (0: none)
+    pieces: Any = None
+    marks, table = [0], 1  # the table that marked each piece (0: none)
     for kind, what in walk:
         k = int(in0[what]) if kind == driver.RECORD else 0
         if kind == driver.RECORD and first[k + 1] > first[k]:
-            mine = pieces[at[k]:at[k + 1]]
-            if moved and any(marks[j] == table for j in mine):
+            if moved and any(marks[j] == table for j in pieces[0][pieces[1][k]:pieces[1][k + 1]]):
                 yield from ((TABLE, rows), *idle, *moved)
                 rows, idle, moved, table = [], [], [], table + 1
             if not back:
-                for j in mine:
-                    marks[j] = table
+                unmarked.append(k)
             rows += range(first[k], first[k + 1])
             idle = []
             continue
@@ -186,33 +185,40 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.n
             idle.append((kind, what))
             continue
         if rows:
-            touched = _touched(s, kind, what, low, high)
-            if touched is not None and (back or not any(marks[j] == table for j in touched)):
-                if back:
-                    moved.append((kind, what))
-                    for j in touched:
-                        marks[j] = table
-                else:
-                    yield kind, what
-                continue
+            plans = _touched(s, kind, what)
+            if plans is not None:
+                if pieces is None:
+                    pieces = _pieces(s, encoded, starts)
+                    marks = [0] * pieces[4]
+                for j in itertools.chain.from_iterable(pieces[0][pieces[1][m]:pieces[1][m + 1]] for m in unmarked):
+                    marks[j] = table
+                unmarked = []
+                touched = [j for m in plans for j in range(pieces[2][m], pieces[3][m])]
+                if back or not any(marks[j] == table for j in touched):
+                    if back:
+                        moved.append((kind, what))
+                        for j in touched:
+                            marks[j] = table
+                    else:
+                        yield kind, what
+                    continue
             yield from ((TABLE, rows), *idle, *moved)
-            rows, idle, moved, table = [], [], [], table + 1
+            rows, idle, moved, unmarked, table = [], [], [], [], table + 1
         yield kind, what
     if rows:
         yield from ((TABLE, rows), *idle, *moved)
 
 
-def _touched(s: State, kind: int, what: Any, low: list[int], high: list[int]) -> list[int] | None:
-    """The pieces (_pieces) of the regions a walk's item reads or writes (its record's and its views' records', a
-    stretch's elem records' records); None for an item never moved (a fused run, a call)."""
+def _touched(s: State, kind: int, what: Any) -> list[int] | None:
+    """The plans whose regions a walk's item reads or writes (its record's and its views' records', a stretch's elem
+    records' records); None for an item never moved (a fused run, a call)."""
     if kind == driver.RECORD and RULE[s._op[what]].reads != "callee":
         records = [what, *(v.record for v in s._plans[s._in0[what]].inputs)]
     elif kind == driver.SCALARS:
         records = s._in0[what[0]].tolist()
     else:
         return None
-    plans = s._in0[records].tolist()
-    return [j for k in plans for j in range(low[k], high[k])]
+    return s._in0[records].tolist()
 
 
 # ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))
