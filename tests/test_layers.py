@@ -167,10 +167,10 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # (compiled.tape_reverse, Made.seen); a few elem records sent back one by one, errstate by a token (26, s16 E).
 # compiled +34: Numba's first compile imports numba.np.arraymath without scipy.linalg (numba_internals._registries),
 # a Var array flattened by index loops (arrays._flat_into): a cold first call's fixed compile costs (issue 28, s16 C).
-# sweeps +73: compiled._walked's regions met by the arena pieces they share (_pieces, _touched, _distinct),
+# sweeps +79: compiled._walked's regions met by the arena pieces they share (_pieces, _touched, _distinct),
 # layout.compact's regions handed on by NumPy (_freed, _first), fusion.moved's runs by columns, not Python per walk
 # item, plan or run; fusion.py split, its Run and kernels to fused_runs.py (docstring, imports) (issue 26, s17 B).
-BUDGET = {"tape.kernels": 6513, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3849,
+BUDGET = {"tape.kernels": 6513, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3855,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3393, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3545, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
