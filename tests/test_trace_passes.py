@@ -879,12 +879,42 @@ def _freed_by_plan(kind, born, dies, alone):
     return came
 
 
+def _compact_by_loop(s, runs, outputs, kept):
+    """layout.compact as loops (the reference): regions handed on within a size class (_freed_by_plan), then twice to
+    the class beside, each region as big as the most it holds, laid out in the order of its first plan."""
+    life, n = layout.lifetimes(s, runs, outputs, kept), len(s._op)
+    size = np.array([p.size for p in s._plans], np.int64)
+    kind = np.array([int(m).bit_length() for m in size])
+    alone = np.array([(m <= layout.SMALL and layout.PACK[p.code]) or (b <= 0 and d >= n)
+                      for m, p, b, d in zip(size, s._plans, life[:, 0], life[:, 1], strict=True)], np.bool_)
+
+    def first(came):
+        at = list(range(len(came)))
+        for k in range(len(came)):
+            while came[at[k]] >= 0:
+                at[k] = came[at[k]]
+        return at
+
+    came = _freed_by_plan(kind, life[:, 0], life[:, 1], alone)
+    for pairs in (kind // 2, (kind + 1) // 2):
+        last = np.zeros(len(size), np.int64)
+        for k, head in enumerate(first(came)):
+            last[head] = max(last[head], life[k, 1])
+        came = np.maximum(came, _freed_by_plan(pairs, life[:, 0], last, alone | (came >= 0)))
+    at, most, offset, top = first(came), {}, {}, 0
+    for k, head in enumerate(at):
+        most[head] = max(most.get(head, 0), int(size[k]))
+    for head in sorted(most):
+        offset[head], top = top, top + most[head]
+    return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], top
+
+
 @pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
 def test_compact_is_the_loop(program, arrays, monkeypatch):
-    """layout.compact (regions handed on by NumPy, _freed) lays out what it lays out with _freed's loop, field for field
-    and the arena's length, on the Function's lifetimes and on random ones (born at 0, living past the records, sizes
-    of packs their own). On the Function's lifetimes no two plans meet in the arenas while their values or adjoints live
-    (layout.sharing), and its arena is no longer than the first-fit loop's (s16's)."""
+    """layout.compact (regions handed on by NumPy, _freed) lays out what the loops lay out (_compact_by_loop), field
+    for field and the arena's length, on the Function's lifetimes and on random ones (born at 0, living past the
+    records, sizes of packs their own). On the Function's lifetimes no two plans meet in the arenas while their values
+    or adjoints live (layout.sharing), and its arena is no longer than the first-fit loop's (s16's)."""
     f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "tiny": _tiny}.get(
         program) or ALL[program]
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
@@ -893,10 +923,7 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
     n, m, real, freed = len(F._op), len(F._plans), layout.lifetimes, layout._freed
 
     def both():
-        got = layout.compact(*args)
-        with monkeypatch.context() as loop:
-            loop.setattr(layout, "_freed", _freed_by_plan)
-            want = layout.compact(*args)
+        got, want = layout.compact(*args), _compact_by_loop(*args)
         _same_plans(got[0], want[0])
         assert got[1] == want[1] == max((p.offset + p.size for p in got[0]), default=0)
         return got
