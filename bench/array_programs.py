@@ -341,11 +341,11 @@ def long_run(call: Callable[[], Any]) -> None:
     LONG seconds. Without it, a program whose shapes no long run had compiled was timed on its stand-ins: stencil5's 7
     stretches of 10 rows (5*10^4 elements) ran row by row, the table's forward 940 us, 120 us by its kernels;
     replayed value_and_grad 2.6-2.8 -> 1.13-1.18 CPU-ms (/work/notes/s13/G/ab.txt)."""
-    from tape.sweeps import fusion, stretches
+    from tape.sweeps import fused_runs, stretches
 
     def ready() -> bool:
         return all(st.address for st in stretches.Stretch.made.values()) and \
-            all(sh._gate is None or sh._gate.open for sh in fusion.Shaped.made.values())
+            all(sh._gate is None or sh._gate.open for sh in fused_runs.Shaped.made.values())
 
     start = time.process_time()
     while not ready() and time.process_time() - start < LONG:

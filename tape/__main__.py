@@ -11,7 +11,7 @@ import numpy as np
 import tape
 from tape.kernels import twins
 from tape.kernels.compiling import cache_dir
-from tape.sweeps import compiled, fusion
+from tape.sweeps import compiled, fused_runs
 
 USAGE = """usage: python -m tape warmup          compile every Numba kernel now (once per environment)
        python -m tape cache [--clear]  where the compiled kernels are cached (and remove them)"""
@@ -36,11 +36,11 @@ def warmup() -> None:
     H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum() * tape.exp(v[1]) + v[2] * v[3],
                    np.linspace(0.0, 1.0, 2000))  # arrays, and scalar records between them
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
-    fusion.untwinned()  # the fused kernels, not their NumPy twins
-    fusion.SHAPED = False  # the generic ones first: a cached shape's own kernels would serve this run instead
+    fused_runs.untwinned()  # the fused kernels, not their NumPy twins
+    fused_runs.SHAPED = False  # the generic ones first: a cached shape's own kernels would serve this run instead
     R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), np.ones(5000))  # a fused run
     R.value_and_grad(np.ones(5000))
-    fusion.SHAPED = True
+    fused_runs.SHAPED = True
     R.value_and_grad(np.ones(5000))  # its shape's own kernels
     C = tape.trace(lambda v: np.cumprod(v).sum(), np.ones(2000))  # the scans' compiled rules
     C.value_and_grad(np.ones(2000)), C.hvp(np.ones(2000), np.ones(2000)), C.jvp(np.ones(2000), np.ones(2000))

@@ -10,7 +10,7 @@ import tape
 from tape.kernels import compiling
 from tape.kernels.codegen import fused
 from tape.kernels.compiling import LOAD
-from tape.sweeps import compiled, fused_numpy, fusion, steps
+from tape.sweeps import compiled, fused_numpy, fused_runs, steps
 
 RNG = np.random.default_rng(11)
 
@@ -47,11 +47,11 @@ def _bits(*xs):
 
 def _results(monkeypatch, twin, f, x):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
-    monkeypatch.setattr(fusion, "SHAPED", False)  # the interpreted kernels (a shape's own: tests/test_shaped.py)
-    for tiered in (fusion.FORWARD, fusion.REVERSE):
+    monkeypatch.setattr(fused_runs, "SHAPED", False)  # the interpreted kernels (a shape's own: tests/test_shaped.py)
+    for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: not twin)
     calls = []
-    for tiered in (fusion.FORWARD, fusion.REVERSE):
+    for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered, "twin", lambda *a, _t=tiered.twin: calls.append(1) or _t(*a))
     with np.errstate(all="ignore"):
         F = tape.trace(f, x)
@@ -113,7 +113,7 @@ def test_the_kernel_takes_over_when_cached_or_paid_back(monkeypatch, tmp_path):
     index = tmp_path / "index.nbi"
 
     def tiered(payback):
-        return fusion.Tiered(_Kernel(index, calls), lambda *a: calls.append("twin"), payback)
+        return fused_runs.Tiered(_Kernel(index, calls), lambda *a: calls.append("twin"), payback)
 
     cold = tiered(1e9)
     cold(True), cold(True), cold(False), cold(True)  # a run not twinned calls the kernel, which stays then
@@ -162,8 +162,8 @@ def _by(monkeypatch, path, f, x, points):
     """(value, gradient) at points with a Function's fused runs run by path: the "kernels", their "twins", as rows of
     the compiled "tables" where compiled.kept lets them, or as "numpy"'s steps (no runs)."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: path == "tables")
-    monkeypatch.setattr(fusion, "SHAPED", False)
-    for tiered in (fusion.FORWARD, fusion.REVERSE):
+    monkeypatch.setattr(fused_runs, "SHAPED", False)
+    for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: path != "twins")
     F = tape.trace(f, x)
     assert F._runs_first and all(run.twinned and run.total < 0 for run in F._runs_first.values())

@@ -169,14 +169,17 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # a Var array flattened by index loops (arrays._flat_into): a cold first call's fixed compile costs (issue 28, s16 C).
 # kernels +14, function +4: the sparsity kernels compile no NumPy function (recover's binary search; gather_rows',
 # color_columns', set_pairs' and recover's arrays made by their callers): a first sparse use's compile (issue 28, s17 D).
-# kernels +6: a Gate opens on the one kernel a sweep calls (Gate.ready(kernel): a run shape's cached reverse loads
-# though its forward was never compiled) (issue 26, s17 E).
+# kernels +6, sweeps +3: a Gate opens on the one kernel a sweep calls (Gate.ready(kernel): a run shape's cached
+# reverse loads though its forward was never compiled) (issue 26, s17 E).
 # kernels +21, sweeps +91: a back stretch computes again the values its partials read where cheap (layout.again,
 # _kept_again; stretches._computed_again), the forward's second kernel leaves them unstored once set (stretches.fill;
 # shaped._reverse_stretch) (issue 26, s17 A).
 # compiled +12: the intrinsics over the tape's payload split from numba_internals.py (529 lines) into numba_payload.py
 # (+18, its docstring and imports); the ops' entries forceinline, no inlined copies (-6) (issue 28, s17 C).
-BUDGET = {"tape.kernels": 6554, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3867,
+# sweeps +79: compiled._walked's regions met by the arena pieces they share (_pieces, _touched, _distinct),
+# layout.compact's regions handed on by NumPy (_freed, _first), fusion.moved's runs by columns, not Python per walk
+# item, plan or run; fusion.py split, its Run and kernels to fused_runs.py (docstring, imports) (issue 26, s17 B).
+BUDGET = {"tape.kernels": 6554, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3949,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3397, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3557, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

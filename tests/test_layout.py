@@ -16,7 +16,7 @@ import tape
 from tape.function import array_replay
 from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.records import array_records
-from tape.sweeps import compiled, driver, fusion, layout
+from tape.sweeps import compiled, driver, fused_runs, fusion, layout
 
 
 @pytest.fixture
@@ -165,20 +165,43 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _moved_by_run(runs, before, after, in0):
+    """fusion.moved as a loop over the runs (the reference)."""
+    old = np.array([p.offset for p in before], np.int64)
+    new = np.array([p.offset for p in after], np.int64)
+    plan = in0.astype(np.int64)
+    out = []
+    for run in runs:
+        ext = run.program[6].copy()
+        ext[:len(run.reads), 0] += new[plan[run.reads]] - old[plan[run.reads]]
+        live = np.where(run.live >= 0, new[plan[run.members]], -1)
+        out.append(run._replace(program=(*run.program[:6], ext), live=live,
+                                total_at=int(new[plan[run.total]]) if run.total >= 0 else -1))
+    return out
+
+
 MOVED = []
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_runs_moved_to_the_shared_regions_are_the_runs_found_there(program, arrays):
     """A Function's runs, found on its recorded layout and moved to its shared regions (fusion.moved, not a second
-    find), are field for field those that find gives on the shared regions."""
+    find), are field for field those that find gives on the shared regions; moved back, those that the loop over the
+    runs moves back."""
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     F = tape.trace(PROGRAMS[program], x, params=0.7)
     found = fusion.find(F, set(F._output_rows.tolist()), (F._input_rows, F._param_rows, F._check_rows))
     runs = list(F._runs_first.values())
     assert len(found) == len(runs)
     for a, b in zip(found, runs, strict=True):
-        assert all(_same(getattr(a, name), getattr(b, name)) for name in fusion.Run._fields), (a, b)
+        assert all(_same(getattr(a, name), getattr(b, name)) for name in fused_runs.Run._fields), (a, b)
+    if F._recorded is not None:  # (and back to the recorded layout, by the loop too)
+        plans = array_replay.recorded(F)[0]
+        got, want = fusion.moved(runs, F._plans, plans, F._in0), _moved_by_run(runs, F._plans, plans, F._in0)
+        for a, b in zip(got, want, strict=True):
+            assert all(_same(getattr(a, name), getattr(b, name)) for name in fused_runs.Run._fields), (a, b)
+            assert type(a.total_at) is int and a.program[6].flags.writeable and a.live.flags.writeable
     MOVED.append(F._recorded is not None and len(runs))
+
     if len(MOVED) == len(PROGRAMS):
         assert sum(MOVED) >= 10  # runs moved, in several programs

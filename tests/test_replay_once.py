@@ -8,7 +8,7 @@ import pytest
 import tape
 from tape.function import array_replay
 from tape.records import array_records
-from tape.sweeps import compiled, fusion
+from tape.sweeps import compiled, fused_runs
 
 
 @pytest.fixture(autouse=True)
@@ -99,10 +99,10 @@ def test_a_plain_array_after_a_structured_call_gets_a_plain_gradient():
 
 
 def test_a_runs_bound_kernels_give_way_when_shaped_kernels_are_off(monkeypatch):
-    """Once bound (the shape's kernels ready), a run's calls skip Run.forward and Run.back; with fusion.SHAPED off they
-    go back to the interpreted kernels, with the same bits."""
+    """Once bound (the shape's kernels ready), a run's calls skip Run.forward and Run.back; with fused_runs.SHAPED off
+    they go back to the interpreted kernels, with the same bits."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows)
-    monkeypatch.setattr(fusion.Shaped, "eager", True)
+    monkeypatch.setattr(fused_runs.Shaped, "eager", True)
     f = lambda x: (np.tanh(x) * x + x * 3.0).sum()  # noqa: E731
     x = np.linspace(-2, 2, 50)
     F = tape.trace(f, x)
@@ -110,11 +110,11 @@ def test_a_runs_bound_kernels_give_way_when_shaped_kernels_are_off(monkeypatch):
     want = [bits(F.value_and_grad(p)) for p in (x, -x, x * 7)]
     calls = []
     for name in ("forward", "back"):
-        method = getattr(fusion.Run, name)
-        monkeypatch.setattr(fusion.Run, name, lambda self, *a, _m=method, _n=name: calls.append(_n) or _m(self, *a))
+        method = getattr(fused_runs.Run, name)
+        monkeypatch.setattr(fused_runs.Run, name, lambda self, *a, _m=method, _n=name: calls.append(_n) or _m(self, *a))
     assert [bits(F.value_and_grad(p)) for p in (x, -x, x * 7)] == want
     assert calls == []  # the bound kernels ran
-    monkeypatch.setattr(fusion, "SHAPED", False)
+    monkeypatch.setattr(fused_runs, "SHAPED", False)
     assert [bits(F.value_and_grad(p)) for p in (x, -x, x * 7)] == want
     assert calls == ["forward", "back"] * 3
 
@@ -123,7 +123,7 @@ def test_a_bound_run_with_a_member_read_outside_takes_the_general_kernels_where_
     """y is read outside its run (y[0]): a pass that does not reach y[0] (w = (1, 0)) or not the sum (w = (0, 1))
     gives the run part of its adjoints, which the shape's kernels do not take (Run._full)."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
-    monkeypatch.setattr(fusion.Shaped, "eager", True)
+    monkeypatch.setattr(fused_runs.Shaped, "eager", True)
 
     def g(x):
         y = np.tanh(x) * x

@@ -7,7 +7,7 @@ from test_fused_numpy import EDGE_PROGRAMS, EDGES, PROGRAMS
 
 import tape
 from tape.kernels import compiling, shaped
-from tape.sweeps import compiled, fusion
+from tape.sweeps import compiled, fused_runs
 
 RNG = np.random.default_rng(5)
 
@@ -50,9 +50,9 @@ def _by(monkeypatch, path, f, x):
     """Values and gradients at _points(x), a Function's fused runs run by their shape's kernels ("shaped"), by the
     interpreted kernels ("kernels"), or by NumPy's steps (no runs); the shapes' kernels called."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
-    monkeypatch.setattr(fusion, "SHAPED", path == "shaped")
-    monkeypatch.setattr(fusion.Shaped, "eager", True)
-    for tiered in (fusion.FORWARD, fusion.REVERSE):
+    monkeypatch.setattr(fused_runs, "SHAPED", path == "shaped")
+    monkeypatch.setattr(fused_runs.Shaped, "eager", True)
+    for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: True)
     called = []
     monkeypatch.setattr(compiling.Gate, "call", lambda self, kernel, *a: called.append(kernel.__name__) or kernel(*a))
@@ -83,10 +83,10 @@ def test_a_shapes_kernels_give_the_fused_kernels_bits(monkeypatch, program):
 
 def test_one_kernel_a_shape_whatever_the_length(monkeypatch):
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
-    monkeypatch.setattr(fusion.Shaped, "made", {})
+    monkeypatch.setattr(fused_runs.Shaped, "made", {})
     for n in (3000, 7001):
         tape.trace(OWN["a 3-tap filter, 10 passes"][0], RNG.normal(size=n)).value_and_grad(RNG.normal(size=n))
-    assert len(fusion.Shaped.made) == 2  # a pass, and the last (its dot joins it)
+    assert len(fused_runs.Shaped.made) == 2  # a pass, and the last (its dot joins it)
 
 
 def test_a_shape_waits_for_its_payback(monkeypatch, tmp_path):
@@ -94,19 +94,19 @@ def test_a_shape_waits_for_its_payback(monkeypatch, tmp_path):
     seconds (LOAD where the shape's kernels are cached), and the shape's kernels are called from then on."""
     monkeypatch.setenv("TAPE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(compiling, "EAGER", False)
-    monkeypatch.setattr(fusion.Shaped, "made", {})
-    monkeypatch.setattr(fusion.Shaped, "eager", False)
+    monkeypatch.setattr(fused_runs.Shaped, "made", {})
+    monkeypatch.setattr(fused_runs.Shaped, "eager", False)
     monkeypatch.setattr(shaped, "_made", {})
     called = []
     monkeypatch.setattr(compiling.Gate, "call", lambda self, kernel, *a: called.append(kernel.__name__))
-    monkeypatch.setattr(fusion, "FORWARD", lambda *a: 0.0)  # (the stand-ins: their bits are the test above's)
-    monkeypatch.setattr(fusion, "REVERSE", lambda *a: None)
+    monkeypatch.setattr(fused_runs, "FORWARD", lambda *a: 0.0)  # (the stand-ins: their bits are the test above's)
+    monkeypatch.setattr(fused_runs, "REVERSE", lambda *a: None)
     x = RNG.normal(size=4000)
     F = tape.trace(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum(), x)
     F.value_and_grad(x)
     assert not called and len(list((tmp_path / "shaped").glob("tape_shaped_*.py"))) == 1
-    (made,) = fusion.Shaped.made.values()
-    made.gate.clock.spent = fusion.Shaped.PAYBACK
+    (made,) = fused_runs.Shaped.made.values()
+    made.gate.clock.spent = fused_runs.Shaped.PAYBACK
     F.value_and_grad(x)
     assert called == ["forward", "reverse"]
 
@@ -115,10 +115,10 @@ def test_a_shapes_file_edited_is_written_again(monkeypatch, tmp_path):
     """A shape's source in the cache dir that is not what the generator writes (edited, cut short) is written again."""
     monkeypatch.setenv("TAPE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(shaped, "_made", {})
-    monkeypatch.setattr(fusion.Shaped, "made", {})
+    monkeypatch.setattr(fused_runs.Shaped, "made", {})
     x = RNG.normal(size=4000)
     tape.trace(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum(), x).value_and_grad(x)
-    (shape,) = fusion.Shaped.made
+    (shape,) = fused_runs.Shaped.made
     shaped.kernels(shape)
     (path,) = (tmp_path / "shaped").glob("tape_shaped_*.py")
     text = path.read_text()

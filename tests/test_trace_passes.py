@@ -21,7 +21,7 @@ from tape.kernels import shaped
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
-from tape.sweeps import arenas, compiled, driver, encoding, fused_numpy, fusion, layout, stretches
+from tape.sweeps import arenas, compiled, driver, encoding, fused_numpy, fused_runs, fusion, layout, stretches
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -355,18 +355,19 @@ def _run_by_plan(s, members, total, table, outputs, live):
                np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
     order = tuple(p.row for p in members) + ((total.row,) if total else ())
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
-    return [fusion.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
+    return [fused_runs.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
                        total.row if total else -1, total.offset if total else -1,
                        np.array([p.row for p in members], np.int64), dead,
                        fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
-                       fusion.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else None,
+                       fused_runs.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else
+                       None,
                        np.array(ext_rows, np.int64))]
 
 
 def _same_runs(got, want):
     assert len(got) == len(want)
     for a, b in zip(got, want, strict=True):
-        for name in fusion.Run._fields:
+        for name in fused_runs.Run._fields:
             x, y = getattr(a, name), getattr(b, name)
             for u, v in zip(*((x, y) if name == "program" else ((x,), (y,))), strict=True):
                 if isinstance(v, np.ndarray):
@@ -891,8 +892,10 @@ def test_cse_keys_whose_hashes_meet_by_chance_take_the_loop(program, arrays, mon
     assert any(x is None for x in found)  # (the loop taken)
 
 
-def _compact_by_plan(s, runs, outputs, kept):
-    """layout.compact as the loop over every plan (the reference)."""
+def _compact_by_plan(s, runs, outputs, kept, scan=32):
+    """layout.compact as s16 wrote it, a first-fit loop over every plan (a region of its size class or the next, at
+    most twice as big, among the first ``scan`` of each), kept for its arena's length: the one compact lays out is no
+    longer."""
     life = layout.lifetimes(s, runs, outputs, kept)
     n = len(s._op)
     open_ = {}
@@ -900,7 +903,7 @@ def _compact_by_plan(s, runs, outputs, kept):
     for k, p in enumerate(s._plans):
         born, dies, size = int(life[k, 0]), int(life[k, 1]), p.size
         bits, own = size.bit_length(), size <= layout.SMALL and layout.PACK[p.code]
-        near = [*open_.get(bits, [])[:layout.SCAN], *open_.get(bits + 1, [])[:layout.SCAN]]
+        near = [*open_.get(bits, [])[:scan], *open_.get(bits + 1, [])[:scan]]
         region = next((r for r in near if size <= r[1] <= 2 * size and born > r[2]), None)
         if region is None or own:
             region = [top, size, -1]
@@ -914,20 +917,75 @@ def _compact_by_plan(s, runs, outputs, kept):
     return [p._replace(offset=o) for p, o in zip(s._plans, offsets, strict=True)], top
 
 
+def _freed_by_plan(kind, born, dies, alone):
+    """layout._freed as a loop (the reference): each kind's plans in order of birth, each taking the region of the
+    first of its kind to die that no plan took yet, if that one died before it is born."""
+    came = np.full(len(kind), -1)
+    for k in np.unique(kind).tolist():
+        plans = np.flatnonzero((kind == k) & ~alone)
+        by_death, taken = plans[np.argsort(dies[plans], kind="stable")].tolist(), 0
+        for q in plans[np.argsort(born[plans], kind="stable")].tolist():
+            if taken < len(by_death) and dies[by_death[taken]] < born[q]:
+                came[q], taken = by_death[taken], taken + 1
+    return came
+
+
+def _compact_by_loop(s, runs, outputs, kept):
+    """layout.compact as loops (the reference): regions handed on within a size class (_freed_by_plan), then twice to
+    the class beside, each region as big as the most it holds, laid out in the order of its first plan."""
+    life, n = layout.lifetimes(s, runs, outputs, kept), len(s._op)
+    size = np.array([p.size for p in s._plans], np.int64)
+    kind = np.array([int(m).bit_length() for m in size])
+    alone = np.array([(m <= layout.SMALL and layout.PACK[p.code]) or (b <= 0 and d >= n)
+                      for m, p, b, d in zip(size, s._plans, life[:, 0], life[:, 1], strict=True)], np.bool_)
+
+    def first(came):
+        at = list(range(len(came)))
+        for k in range(len(came)):
+            while came[at[k]] >= 0:
+                at[k] = came[at[k]]
+        return at
+
+    came = _freed_by_plan(kind, life[:, 0], life[:, 1], alone)
+    for pairs in (kind // 2, (kind + 1) // 2):
+        last = np.zeros(len(size), np.int64)
+        for k, head in enumerate(first(came)):
+            last[head] = max(last[head], life[k, 1])
+        came = np.maximum(came, _freed_by_plan(pairs, life[:, 0], last, alone | (came >= 0)))
+    at, most, offset, top = first(came), {}, {}, 0
+    for k, head in enumerate(at):
+        most[head] = max(most.get(head, 0), int(size[k]))
+    for head in sorted(most):
+        offset[head], top = top, top + most[head]
+    return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], top
+
+
 @pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
 def test_compact_is_the_loop(program, arrays, monkeypatch):
-    """layout.compact (the regions of their own skipped, their offsets by cumsum) lays out what the loop over every
-    plan lays out: the Function's lifetimes, then random ones (born at 0, living past the records, sizes of packs
-    their own, few regions scanned), field for field and the arena's length."""
+    """layout.compact (regions handed on by NumPy, _freed) lays out what the loops lay out (_compact_by_loop), field
+    for field and the arena's length, on the Function's lifetimes and on random ones (born at 0, living past the
+    records, sizes of packs their own). On the Function's lifetimes no two plans meet in the arenas while their values
+    or adjoints live (layout.sharing), and its arena is no longer than the first-fit loop's (s16's)."""
     f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "tiny": _tiny}.get(
         program) or ALL[program]
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     F = tape.trace(f, x, params=0.7)
     args = F, list(F._runs_first.values()), F._output_rows, np.concatenate([F._input_rows, F._param_rows])
-    got, want = layout.compact(*args), _compact_by_plan(*args)
-    _same_plans(got[0], want[0])
-    assert got[1] == want[1]
-    n, m, real = len(F._op), len(F._plans), layout.lifetimes
+    n, m, real, freed = len(F._op), len(F._plans), layout.lifetimes, layout._freed
+
+    def both():
+        got, want = layout.compact(*args), _compact_by_loop(*args)
+        _same_plans(got[0], want[0])
+        assert got[1] == want[1] == max((p.offset + p.size for p in got[0]), default=0)
+        return got
+
+    plans, size = both()
+    assert layout.sharing(plans, real(*args)) == [] and size <= _compact_by_plan(*args)[1]
+    kinds = np.random.default_rng(m).integers(0, 4, m)
+    for alone in (np.zeros(m, np.bool_), np.arange(m) % 5 == 0):
+        life = real(*args)
+        assert np.array_equal(freed(kinds, life[:, 0], life[:, 1], alone), _freed_by_plan(kinds, life[:, 0],
+                                                                                           life[:, 1], alone))
     for seed in range(8):
         rng = np.random.default_rng(seed)
         born = np.where(rng.random(m) < 0.3, 0, rng.integers(0, n, m))
@@ -937,10 +995,7 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
         life[:, 1] = np.where(late < 0.1, n, born + np.where(late < 0.3, n, rng.integers(0, n // 4, m)))
         monkeypatch.setattr(layout, "lifetimes", lambda *a, life=life: life.copy())
         monkeypatch.setattr(layout, "SMALL", int(rng.choice([0, 256, 10**6])))
-        monkeypatch.setattr(layout, "SCAN", int(rng.choice([1, 2, 32])))
-        got, want = layout.compact(*args), _compact_by_plan(*args)
-        _same_plans(got[0], want[0])
-        assert got[1] == want[1]
+        both()
 
 
 def _table_by_table(rows, stretched=None):
@@ -993,3 +1048,104 @@ def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
         with np.errstate(all="ignore"):
             tape.trace(f, np.random.default_rng(seed).normal(size=size)).value_and_grad(x[:1].repeat(size))
     assert made.count(2) >= 4 and made.count(3) >= 4
+
+
+def _regions_by_item(s, kind, what):
+    """The arena regions (start, stop) of table rows (kind TABLE, what their array) or of a walk's item, as NumPy's
+    arrays (s16's compiled._regions, the reference); None for an item never moved."""
+    if kind == compiled.TABLE:
+        found = np.concatenate([what[:, [K.OUT, K.SIZE]], *(what[:, K.VIEWS + K.VIEW * q + K.REGION:][:, :2]
+                                                            for q in range(2))])
+        return np.stack([found[:, 0], found.sum(1)], 1)
+    if kind == driver.RECORD and RULE[s._op[what]].reads != "callee":
+        records = [what, *(v.record for v in s._plans[s._in0[what]].inputs)]
+    elif kind == driver.SCALARS:
+        records = s._in0[what[0]].tolist()
+    else:
+        return None
+    return np.array([(p.offset, p.offset + p.size) for p in (s._plans[s._in0[j]] for j in records)],
+                    np.int64).reshape(-1, 2)
+
+
+def _apart_by_item(a, b):
+    """Whether no region of a meets one of b (either None: never)."""
+    if a is None or b is None:
+        return False
+    a, b = a[a[:, 0] < a[:, 1]], b[b[:, 0] < b[:, 1]]
+    return not ((a[:, None, 0] < b[None, :, 1]) & (b[None, :, 0] < a[:, None, 1])).any()
+
+
+def _walked_by_item(s, walk, back, encoded, starts):
+    """compiled._walked as s16 wrote it, each item's regions met against the table's by NumPy (the reference)."""
+    rows, idle, moved, apart = [], [], [], np.zeros((0, 2), np.int64)
+    first, in0 = starts.tolist(), s._in0
+    for kind, what in walk:
+        k = int(in0[what]) if kind == driver.RECORD else 0
+        if kind == driver.RECORD and first[k + 1] > first[k]:
+            if moved and not _apart_by_item(apart, _regions_by_item(s, compiled.TABLE, encoded[first[k]:first[k + 1]])):
+                yield from ((compiled.TABLE, rows), *idle, *moved)
+                rows, idle, moved, apart = [], [], [], apart[:0]
+            rows += range(first[k], first[k + 1])
+            idle = []
+            continue
+        if rows and compiled._idle(s, kind, what):
+            idle.append((kind, what))
+            continue
+        if rows:
+            touched = _regions_by_item(s, kind, what)
+            if _apart_by_item(touched, apart[:0] if back else _regions_by_item(s, compiled.TABLE, encoded[rows])):
+                if back:
+                    moved.append((kind, what))
+                    apart = np.concatenate([apart, touched])
+                else:
+                    yield kind, what
+                continue
+            yield from ((compiled.TABLE, rows), *idle, *moved)
+            rows, idle, moved, apart = [], [], [], apart[:0]
+        yield kind, what
+    if rows:
+        yield from ((compiled.TABLE, rows), *idle, *moved)
+
+
+class _Uncached(_Outputs):
+    """A Function without its kept encodings (rows given to _walked that are not its own)."""
+
+    _encoded = None
+
+    def __init__(self, s):
+        super().__init__(s, s._output_rows)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tables_walked_by_pieces_are_the_loops(seed, arrays, monkeypatch):
+    """compiled._walked (the pieces of the arenas a table's rows cover, marked by Python ints) gives the loop's items
+    (every item's regions met against the table's by NumPy), forward and back, on the programs' sweeps, on the recorded
+    layout and the shared one, and on the sweeps' rows shaken (_shaken: outputs and views that partly meet)."""
+    walked, rng, tally = compiled._walked, np.random.default_rng(seed), collections.Counter()
+
+    def same(got, want):
+        assert [kind for kind, _ in got] == [kind for kind, _ in want]
+        assert all(a == b if kind == compiled.TABLE else a is b for (kind, a), (_, b) in zip(got, want, strict=True))
+
+    def checked(s, walk, back, encoded, starts):
+        walk = list(walk)
+        got = list(walked(s, iter(walk), back, encoded, starts))
+        same(got, list(_walked_by_item(s, iter(walk), back, encoded, starts)))
+        shaken = _Uncached(s)
+        moved = np.array(_shaken(s, list(encoded), rng)[1], np.int64).reshape(-1, K.WIDTH)
+        same(list(walked(shaken, iter(walk), back, moved, starts)),
+             list(_walked_by_item(shaken, iter(walk), back, moved, starts)))
+        tally["tables"] += sum(kind == compiled.TABLE for kind, _ in got)
+        return iter(got)
+
+    monkeypatch.setattr(compiled, "_walked", checked)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    if seed % 2:  # the recorded layout, not the shared one
+        monkeypatch.setattr(layout, "compact", lambda F, *args: (F._plans, 2 ** 62))
+    x = np.random.default_rng(seed).uniform(0.2, 1.5, 600)
+    for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed % 2::2]]:
+        tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)
+    for name in ("gru", "mixture", "heat-concatenate", "heat-pad", "stencil5", "mlp2")[seed % 2::2]:
+        f, x0 = _bench(name)
+        tape.trace(f, x0).value_and_grad(x0)
+    assert tally["tables"] >= 10

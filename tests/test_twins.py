@@ -291,14 +291,14 @@ import sys
 import numpy as np
 import tape
 from tape.kernels import compiling
-from tape.sweeps import fusion
+from tape.sweeps import fused_runs
 if sys.argv[1] == "fill":
-    fusion.Shaped.eager = True  # the shape's kernels at once: an afresh gradient compiles its reverse only
+    fused_runs.Shaped.eager = True  # the shape's kernels at once: an afresh gradient compiles its reverse only
 else:
     compiling.EAGER = True  # cached kernels at their first use (a user's: after LOAD seconds of stand-ins)
 u = np.random.default_rng(0).normal(size=2**16)  # a tape's reverse fuses runs of TAPE_RUNS elements
 tape.value_and_grad(lambda u: (u[1:] * u[:-1] - 0.5 * u[1:]).sum())(u)
-print([(bool(s.kernels.forward.overloads), bool(s.kernels.reverse.overloads)) for s in fusion.Shaped.made.values()])
+print([(bool(s.kernels.forward.overloads), bool(s.kernels.reverse.overloads)) for s in fused_runs.Shaped.made.values()])
 """
 
 
@@ -379,7 +379,7 @@ import numpy as np
 from numba.core import caching
 import tape
 from tape.kernels import twins
-from tape.sweeps import compiled, fusion
+from tape.sweeps import compiled, fused_runs
 
 def program(kind):
     if kind == "array":  # the fused kernels' and the array driver's Gates
@@ -406,7 +406,8 @@ class Finder(importlib.abc.MetaPathFinder):
 load_overload = caching.Cache.load_overload
 caching.Cache.load_overload = lambda self, *args: pause() or load_overload(self, *args)
 sys.meta_path.insert(0, Finder())
-twins.CLOCK.spent = compiled.CLOCK.spent = fusion.FORWARD.gate.clock.spent = fusion.REVERSE.gate.clock.spent = 1e9
+twins.CLOCK.spent = compiled.CLOCK.spent = 1e9
+fused_runs.FORWARD.gate.clock.spent = fused_runs.REVERSE.gate.clock.spent = 1e9
 loader = threading.Thread(target=call, args=(2.0,))
 loader.start()
 assert loading.wait(120), "no kernel loaded in the thread"

@@ -147,8 +147,8 @@ tape.log(0.0)
 G = tape.trace(lambda v: (tape.tanh(v) * v[0] + (v - 1.0) * v).sum(), numpy.linspace(0.0, 1.0, 5000))
 G.value_and_grad(numpy.ones(5000))  # array records
 print(imported - start, time.perf_counter() - imported)
-from tape.sweeps import fusion
-fusion.untwinned()  # the fused kernels too (not their NumPy twins), untimed
+from tape.sweeps import fused_runs
+fused_runs.untwinned()  # the fused kernels too (not their NumPy twins), untimed
 R = tape.trace(lambda v: ((v[1:] - v[:-1] ** 2) ** 2).sum(), numpy.ones(5000))  # a fused run
 R.value_and_grad(numpy.ones(5000))
 """

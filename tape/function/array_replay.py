@@ -16,7 +16,7 @@ import numpy as np
 
 from tape.debug import nans
 from tape.kernels.ops import ARRAY_BASE
-from tape.sweeps import arenas, driver, fusion, layout, steps, tangents
+from tape.sweeps import arenas, driver, fused_runs, fusion, layout, steps, tangents
 from tape.sweeps import plans as _plans
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def full(F: Function) -> None:
 
 
 def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: np.ndarray,
-             runs: list[fusion.Run] | None = None) -> None:
+             runs: list[fused_runs.Run] | None = None) -> None:
     """F on plans and arenas, with its fused runs (found, where not given)."""
     F._plans = plans
     F._views = {}  # see tape.sweeps.driver.view

@@ -33,7 +33,7 @@ from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, OPCODE
 from tape.sweeps import driver, encoding, stretches
 from tape.sweeps.driver import State
-from tape.sweeps.plans import lengths
+from tape.sweeps.plans import lengths, regions
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 25-28 CPU-s
@@ -101,33 +101,6 @@ def _idle(s: State, kind: int, what: Any) -> bool:
                                                                                                        "none")
 
 
-def _regions(s: State, kind: int, what: Any) -> np.ndarray | None:
-    """The arena regions (start, stop) that table rows (kind TABLE, what their array: outputs and views) or a walk's
-    item (its record's and its views' records', a stretch's elem records' records) read or write; None for an item
-    never moved (a fused run, a call)."""
-    if kind == TABLE:
-        t = what
-        found = np.concatenate([t[:, [kernels.OUT, kernels.SIZE]], *(t[:, VIEWS + VIEW * q + kernels.REGION:][:, :2]
-                                                                     for q in range(2))])
-        return np.stack([found[:, 0], found.sum(1)], 1)
-    if kind == driver.RECORD and RULE[s._op[what]].reads != "callee":
-        records = [what, *(v.record for v in s._plans[s._in0[what]].inputs)]
-    elif kind == driver.SCALARS:
-        records = s._in0[what[0]].tolist()
-    else:
-        return None
-    return np.array([(p.offset, p.offset + p.size) for p in (s._plans[s._in0[j]] for j in records)],
-                    np.int64).reshape(-1, 2)
-
-
-def _apart(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    """Whether no region of a meets one of b (either None: never)."""
-    if a is None or b is None:
-        return False
-    a, b = a[a[:, 0] < a[:, 1]], b[b[:, 0] < b[:, 1]]
-    return not ((a[:, None, 0] < b[None, :, 1]) & (b[None, :, 0] < a[:, None, 1])).any()
-
-
 def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bool = False) -> Iterator[tuple[int,
                                                                                                               Any]]:
     """A walk of tape/sweeps/driver.py with each stretch of records the driver runs as (TABLE, (table,
@@ -150,21 +123,61 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     yield from (next(made) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
+def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> tuple[list[int], list[int], list[int], list[int],
+                                                                        int]:
+    """The arenas cut at both ends of every region grouped compares (a plan's own; a table row's output and views'),
+    so that two regions meet exactly where they share a piece: (each plan's rows' pieces, flat, and where each plan's
+    begin in them; each plan's own region's first piece and the one past it; how many pieces). By NumPy over all rows
+    at once, kept by a Function (``_encoded``)."""
+    cache = getattr(s, "_encoded", None)
+    if cache is not None and "pieces" in cache:
+        return cache["pieces"]
+    _, offset, size = regions(s._plans)
+    t = encoded
+    lo = np.concatenate([t[:, kernels.OUT], *(t[:, VIEWS + VIEW * q + kernels.REGION] for q in range(2))])
+    hi = lo + np.concatenate([t[:, kernels.SIZE], *(t[:, VIEWS + VIEW * q + kernels.REGION_SIZE] for q in range(2))])
+    cuts = _distinct(np.concatenate([lo, hi, offset, offset + size]))
+    first, past = np.searchsorted(cuts, lo), np.searchsorted(cuts, hi)
+    count = np.maximum(past - first, 0)  # (an empty region: no piece)
+    plan = np.tile(np.repeat(np.arange(len(starts) - 1), np.diff(starts)), 3)
+    piece = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    key = _distinct(np.repeat(plan, count) * len(cuts) + piece)  # (each plan's pieces once, in order)
+    found = (key % len(cuts)).tolist(), np.searchsorted(key // len(cuts), np.arange(len(starts))).tolist(), *(
+        np.searchsorted(cuts, ends).tolist() for ends in (offset, offset + size)), len(cuts)
+    if cache is not None:
+        cache["pieces"] = found
+    return found
+
+
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """a's distinct values in order: np.unique without its first call's import of numpy.ma, on which a child forked
+    amid another thread's import would wait for good (tests/test_twins.py's fork)."""
+    a = np.sort(a)
+    return a[np.diff(a, prepend=a[:1] - 1) != 0]
+
+
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.ndarray, starts: np.ndarray
             ) -> Iterator[tuple[int, Any]]:
-    """grouped's walk with each table as (TABLE, its rows' indices in encoded, all_rows(s)'s), by Python ints (each
-    record's rows as a list of row arrays, heat-pad's 3,005 plans took 6 ms, now 2)."""
+    """grouped's walk with each table as (TABLE, its rows' indices in encoded, all_rows(s)'s), by Python ints: whether
+    an item's regions meet a table's is asked of the pieces they share (_pieces, made when an item first asks:
+    heat-pad's walks never do), each piece marked with the last table whose rows (back: whose items run after it) cover
+    it. (Each item's regions as NumPy's arrays took arrays4k's walks 84 CPU-ms a first value_and_grad, with 2,800 items
+    between its 5,200 rows; the loop is kept in tests/test_trace_passes.py.)"""
     rows: list[int] = []
     idle: list[tuple[int, Any]] = []
-    moved: list[tuple[int, Any]] = []  # back: items run after the table, their regions ``apart``
-    apart = np.zeros((0, 2), np.int64)
+    moved: list[tuple[int, Any]] = []  # back: items run after the table, marked as its
+    unmarked: list[int] = []  # forward: the table's plans whose pieces are not marked yet
     first, in0 = starts.tolist(), s._in0
+    pieces: Any = None
+    marks, table = [0], 1  # the table that marked each piece (0: none)
     for kind, what in walk:
         k = int(in0[what]) if kind == driver.RECORD else 0
         if kind == driver.RECORD and first[k + 1] > first[k]:
-            if moved and not _apart(apart, _regions(s, TABLE, encoded[first[k]:first[k + 1]])):
+            if moved and any(marks[j] == table for j in pieces[0][pieces[1][k]:pieces[1][k + 1]]):
                 yield from ((TABLE, rows), *idle, *moved)
-                rows, idle, moved, apart = [], [], [], apart[:0]
+                rows, idle, moved, table = [], [], [], table + 1
+            if not back:
+                unmarked.append(k)
             rows += range(first[k], first[k + 1])
             idle = []
             continue
@@ -172,19 +185,40 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.n
             idle.append((kind, what))
             continue
         if rows:
-            touched = _regions(s, kind, what)
-            if _apart(touched, apart[:0] if back else _regions(s, TABLE, encoded[rows])):
-                if back:
-                    moved.append((kind, what))
-                    apart = np.concatenate([apart, touched])
-                else:
-                    yield kind, what
-                continue
+            plans = _touched(s, kind, what)
+            if plans is not None:
+                if pieces is None:
+                    pieces = _pieces(s, encoded, starts)
+                    marks = [0] * pieces[4]
+                for j in itertools.chain.from_iterable(pieces[0][pieces[1][m]:pieces[1][m + 1]] for m in unmarked):
+                    marks[j] = table
+                unmarked = []
+                touched = [j for m in plans for j in range(pieces[2][m], pieces[3][m])]
+                if back or not any(marks[j] == table for j in touched):
+                    if back:
+                        moved.append((kind, what))
+                        for j in touched:
+                            marks[j] = table
+                    else:
+                        yield kind, what
+                    continue
             yield from ((TABLE, rows), *idle, *moved)
-            rows, idle, moved, apart = [], [], [], apart[:0]
+            rows, idle, moved, unmarked, table = [], [], [], [], table + 1
         yield kind, what
     if rows:
         yield from ((TABLE, rows), *idle, *moved)
+
+
+def _touched(s: State, kind: int, what: Any) -> list[int] | None:
+    """The plans whose regions a walk's item reads or writes (its record's and its views' records', a stretch's elem
+    records' records); None for an item never moved (a fused run, a call)."""
+    if kind == driver.RECORD and RULE[s._op[what]].reads != "callee":
+        records = [what, *(v.record for v in s._plans[s._in0[what]].inputs)]
+    elif kind == driver.SCALARS:
+        records = s._in0[what[0]].tolist()
+    else:
+        return None
+    return s._in0[records].tolist()
 
 
 # ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))

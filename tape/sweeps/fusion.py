@@ -14,189 +14,30 @@ runs, and the numbers, are the same with or without the dead records.
 Measured (Rosenbrock, replayed value_and_grad): 2.5x faster than a NumPy call per record at
 256 elements, where the per-record Python overhead dominates, 1.2x at 65,536, 1.5x at 10^6
 (memory traffic); so every run of two or more records is fused.
+A Run and the kernels that run it are tape/sweeps/fused_runs.py's; this module finds the runs and makes them.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from operator import itemgetter
-from typing import Any, NamedTuple
+import operator
+from collections.abc import Iterator
+from operator import attrgetter, itemgetter
+from typing import Any
 
 import numpy as np
 
-from tape.kernels import shaped as _shaped
-from tape.kernels._sweeps import fused_forward, fused_reverse
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
-from tape.kernels.compiling import LOAD, Gate
 from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
-from tape.sweeps import driver, fused_numpy
+from tape.sweeps import fused_numpy
 from tape.sweeps import live as _live
 from tape.sweeps.driver import SHORT_NAME, Plan, contiguous, whole
+from tape.sweeps.fused_runs import Run, Shaped
 from tape.sweeps.plans import indexed, ints, lengths, rows_of
 
 # a Tape's one reverse sweep fuses runs of arrays from this size: finding a run costs about 50 µs, which 10^4 elements
 # do not win back (value_and_grad ms fused vs not: heat 10^4 x 500, 226 vs 183; stencil 10^5, 4.4 vs 5.5)
 TAPE_RUNS = 2**15
-
-
-class Tiered:
-    """A fused kernel, or its NumPy twin (tape/sweeps/fused_numpy.py: the same bits, 10-30x slower) until the kernel
-    is compiled in this process, or the twin has run ``payback`` seconds in this process, about the kernel's compile
-    (a cold first gradient of Rosenbrock at 10^6 took 7.6 s, 4.4 s of it compiling the two), or LOAD seconds where
-    the kernel is cached (a first load in a process, 0.4 s, costs more than a first twin run: 0.13 s at 10^6)."""
-
-    def __init__(self, kernel: Any, twin: Callable[..., Any], payback: float):
-        self.kernel, self.twin, self.gate = kernel, twin, Gate((kernel,), (LOAD, payback))
-
-    def __call__(self, twinned: bool, *args: Any) -> Any:
-        if not twinned or self.gate.ready():
-            return self.gate.call(self.kernel, *args)
-        return self.gate.timed(self.twin, *args)
-
-
-FORWARD = Tiered(fused_forward, fused_numpy.forward, 1.0)  # compiled in 1.1 CPU-s (cold, quiet 2-core machine)
-REVERSE = Tiered(fused_reverse, fused_numpy.reverse, 3.0)  # 3.3 CPU-s
-SHAPED = True  # whether ordered runs get their shape's own kernels (kernels/shaped.py) once these pay back
-
-
-class Shaped:
-    """A run shape's own kernels (kernels/shaped.py: one pass per element), called once its Gate opens: FORWARD and
-    REVERSE (stand-ins with the same bits) until they have run ``PAYBACK`` seconds for this shape, about its kernels'
-    compile, or LOAD where those are cached. The kernels' source is made at the shape's first call, not its trace."""
-
-    PAYBACK = 1.0
-    made: dict[tuple, Shaped] = {}
-    eager = False  # open at once (untwinned)
-
-    def __init__(self, shape: tuple):
-        self.shape = shape
-        self._gate: Gate | None = None
-        self.kernels: Any = None
-
-    @property
-    def gate(self) -> Gate:
-        if self._gate is None:
-            self.kernels = _shaped.kernels(self.shape)
-            self._gate = Gate((self.kernels.forward, self.kernels.reverse), (LOAD, self.PAYBACK))
-            self._gate.open = self.eager
-        return self._gate
-
-    def __reduce__(self) -> tuple:
-        """Pickled as its shape: a Function loaded elsewhere gets that process's kernels of the shape."""
-        return Shaped.of, (self.shape,)
-
-    @classmethod
-    def of(cls, shape: tuple) -> Shaped:
-        """The kernels of a run shape (one object a shape in a process)."""
-        if shape not in cls.made:
-            cls.made[shape] = cls(shape)
-        return cls.made[shape]
-
-
-def untwinned() -> None:
-    """The fused kernels from now on, not their NumPy twins (``python -m tape warmup``, tape-bench's compile probe)."""
-    FORWARD.gate.open = REVERSE.gate.open = Shaped.eager = True
-    for shaped in Shaped.made.values():
-        if shaped._gate is not None:
-            shaped._gate.open = True
-
-
-class Run(NamedTuple):
-    """One fused run; tape/sweeps/driver.py calls forward at its first row and reverse at its last."""
-
-    rows: tuple[int, ...]  # the members' records, then the sum's if one joined
-    program: tuple[np.ndarray, ...]  # code, ka, ia, kb, ib, imm, ext
-    need: np.ndarray  # members whose values the reverse recomputes (some partial reads them)
-    live: np.ndarray  # region offset of members read outside the run, else -1
-    inputs: tuple[int, ...]  # records the run reads (views of), whose adjoints it adds to
-    rows_cols: tuple[int, int]  # n0 rows of n1 elements
-    total: int  # the sum record's row, or -1
-    total_at: int  # its place in the arenas
-    members: np.ndarray  # the members' rows
-    dead: frozenset[int]  # the array records between its first row and its last that no root depends on
-    twinned: bool  # whether NumPy can run it with the kernels' bits (fused_numpy.py)
-    watched: bool  # whether a member is read outside the run (live has one >= 0)
-    ordered: bool  # whether its inputs get their adds in the NumPy steps' order (_lags)
-    shaped: Shaped | None  # its shape's own kernels (_shape), where ordered
-    reads: np.ndarray  # the record of each view in the program's ext (where in the arenas it reads)
-
-    def forward(self, s: Any) -> None:
-        """Compute the run: its live members' regions and its sum record."""
-        shaped = self.shaped if SHAPED else None
-        if shaped is not None and shaped.gate.ready(shaped.kernels.forward):  # (the generic kernels' arguments made
-            # only where they run: 0.3 µs of the 1.4 µs a small run's call took)
-            value = shaped.gate.call(shaped.kernels.forward, self.program[5], self.program[6], self.live,
-                                     *self.rows_cols, s._aval)
-        else:
-            args = (*self.program, self.live, self.total >= 0, *self.rows_cols, s._aval)
-            value = FORWARD(self.twinned, *args) if shaped is None else shaped.gate.timed(FORWARD, self.twinned, *args)
-        if self.total >= 0:
-            s._aval[self.total_at] = value
-
-    def reverse(self, s: Any, gen: int, keep: int) -> None:
-        """Send the run's adjoints to its inputs, if this pass reached it."""
-        reached = self.reached(s, gen)
-        if reached is not None:
-            for j in self.inputs:
-                driver._prepared(s, j, gen, keep)
-            self.back(s, *reached)
-
-    def reached(self, s: Any, gen: int) -> tuple[np.ndarray, float] | None:
-        """(where each member's adjoint sent from outside the run is, else -1; the sum's adjoint), or None where
-        this pass sent the run nothing."""
-        adj_in = np.where(s._stamp[self.members] == gen, self.live, -1) if self.watched else self.live  # (all -1)
-        seed = float(s._aadj[self.total_at]) if self.total >= 0 and s._stamp[self.total] == gen else 0.0
-        if seed == 0.0 and (not self.watched or adj_in.max() < 0):
-            return None
-        return adj_in, seed
-
-    def back(self, s: Any, adj_in: np.ndarray, seed: float) -> None:
-        """The run's reverse pass, its inputs' adjoint regions prepared."""
-        shaped = self.shaped if SHAPED and self._full(adj_in, seed) else None
-        if shaped is not None and shaped.gate.ready(shaped.kernels.reverse):  # (the generic kernels' arguments made
-            # only where they run)
-            shaped.gate.call(shaped.kernels.reverse, self.program[5], self.program[6], adj_in, seed, *self.rows_cols,
-                             s._aval, s._aadj)
-            return
-        args = (*self.program, self.need, adj_in, seed, *self.rows_cols, s._aval, s._aadj)
-        REVERSE(self.twinned, *args) if shaped is None else shaped.gate.timed(REVERSE, self.twinned, *args)
-
-    def _full(self, adj_in: np.ndarray, seed: float) -> bool:
-        """Whether a reverse pass may hold every member's adjoint, as its shape's kernels do (a list compare, 0.7 µs,
-        where np.array_equal took 14 µs a call)."""
-        return (seed != 0.0) == (self.total >= 0) and (adj_in is self.live or adj_in.tolist() == self.live.tolist())
-
-    def bound(self, s: Any) -> tuple[Callable[[], None], Callable[[np.ndarray, float], None]]:
-        """forward(s) and back(s, adj_in, seed) for a Function s (arenas that never move): once its shape's kernel is
-        ready (Gate open for good, machine code loaded), it is called on arguments found once. The Python around the
-        MLP's run (bench/array_programs.py): 0.8 of Run.forward's 1.3 µs, 1.0 of back's 1.5."""
-        imm, ext, (n0, n1), aval, aadj = self.program[5], self.program[6], self.rows_cols, s._aval, s._aadj
-        ready: list[Any] = [None, None]  # the shape's forward and reverse kernel, each once it is ready
-
-        def bind(k: int) -> None:
-            shaped = self.shaped
-            if shaped is not None and shaped._gate is not None and shaped._gate.open:
-                kernel = (shaped.kernels.forward, shaped.kernels.reverse)[k]
-                ready[k] = kernel if kernel.overloads else None
-
-        def forward() -> None:
-            kernel = ready[0]
-            if kernel is None or not SHAPED:
-                self.forward(s)
-                return bind(0)
-            value = kernel(imm, ext, self.live, n0, n1, aval)
-            if self.total >= 0:
-                aval[self.total_at] = value
-
-        def back(adj_in: np.ndarray, seed: float) -> None:
-            kernel = ready[1]
-            if kernel is None or not SHAPED or not self._full(adj_in, seed):
-                self.back(s, adj_in, seed)
-                return bind(1)
-            kernel(imm, ext, adj_in, seed, n0, n1, aval, aadj)
-
-        return forward, back
 
 
 def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None) -> list[Run]:
@@ -417,18 +258,30 @@ def _sums(p: Plan, last: Plan) -> bool:
 def moved(runs: list[Run], before: list[Plan], after: list[Plan], in0: np.ndarray) -> list[Run]:
     """The runs find gave for plans ``before``, on their regions ``after`` (tape/sweeps/layout.py's compact): a layout
     moves regions, not what a run reads or computes (of find's choices only _lags reads offsets, and only
-    differences within one record's region), so only where a run reads and writes in the arenas changes."""
-    old = np.fromiter((p.offset for p in before), np.int64, len(before))
-    new = np.fromiter((p.offset for p in after), np.int64, len(after))
+    differences within one record's region), so only where a run reads and writes in the arenas changes. By NumPy over
+    every run's fields at once, cut back by map (a Python step per run took arrays4k's 5.9 CPU-ms; the loop is kept
+    in tests/test_layout.py)."""
+    if not runs:
+        return []
     plan = in0.astype(np.int64)  # an array record's plan
-    out = []
-    for run in runs:
-        ext = run.program[6].copy()
-        ext[:len(run.reads), 0] += new[plan[run.reads]] - old[plan[run.reads]]
-        live = np.where(run.live >= 0, new[plan[run.members]], -1)
-        out.append(run._replace(program=(*run.program[:6], ext), live=live,
-                                total_at=int(new[plan[run.total]]) if run.total >= 0 else -1))
-    return out
+    new = ints(tuple(map(attrgetter("offset"), after)))
+    shift = new - ints(tuple(map(attrgetter("offset"), before)))
+    f = dict(zip(Run._fields, zip(*runs, strict=True), strict=True))  # each field, by run
+    exts = tuple(map(itemgetter(6), f["program"]))
+    count, read = lengths(exts), lengths(f["reads"])
+    at = np.cumsum(count) - count
+    ext = np.concatenate(exts)  # (a copy)
+    ext[np.repeat(at, read) + np.arange(read.sum()) - np.repeat(np.cumsum(read) - read, read), 0] += shift[
+        plan[np.concatenate(f["reads"])]]  # (each run's ext starts with the views it reads)
+    members = lengths(f["members"])
+    live = np.where(np.concatenate(f["live"]) >= 0, new[plan[np.concatenate(f["members"])]], -1)
+    total = ints(f["total"])
+    total_at = np.full(len(runs), -1)
+    total_at[total >= 0] = new[plan[total[total >= 0]]]
+    f["program"] = map(operator.add, map(itemgetter(slice(6)), f["program"]), zip(_cut(ext, at, at + count)))
+    f["live"] = _cut(live, np.cumsum(members) - members, np.cumsum(members))
+    f["total_at"] = total_at.tolist()
+    return list(map(Run._make, zip(*f.values(), strict=True)))
 
 
 def _shape(program: tuple[np.ndarray, ...], need: np.ndarray, live: np.ndarray, summed: bool) -> tuple:

@@ -33,7 +33,6 @@ from tape.sweeps import plans as _table
 from tape.sweeps.driver import Plan
 from tape.sweeps.encoding import IS_EXACT
 
-SCAN = 32  # regions of a size class that a record looks at, at most
 SMALL = 256  # elements up to which a pack of scalar records keeps a region of its own (2 KB at most): a small vector
 # made between a compiled table's rows then shares no region with them, so the table runs on past it
 # (tape/sweeps/compiled.grouped; the mixture of bench/array_programs.py, one table a sweep, not four)
@@ -145,43 +144,63 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
 
 
 def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> tuple[list[Plan], int]:
-    """s's plans with offsets shared where lifetimes allow, and the arena length they need: the first region
-    handed out already that is as big as a record (at most twice) and whose values all died before the record's
-    is born, else a new one; a region whose value the reverse sweep reads is closed to later records. Disjoint
-    values make disjoint adjoints: a later record's value is born after the last reader of the earlier one,
-    so its reverse step comes before the earliest contribution to the earlier one's adjoint (sharing checks it)."""
+    """s's plans with offsets shared where lifetimes allow, and the arena length they need. Records of one size class
+    (a power of 2) share regions: each record, in order of birth, takes the region of the record of its class that died
+    first among those whose regions are free (dead before it is born, no later record in it), else a new one; so a
+    class takes as many regions as most of its values live at once (a region whose value the reverse sweep reads never
+    frees), each as big as the most it holds. Disjoint values make disjoint adjoints: a later record's value is born
+    after the last reader of the earlier one, so its reverse step comes before the earliest contribution to the
+    earlier one's adjoint (sharing checks it)."""
     life = lifetimes(s, runs, outputs, kept)
     n = len(s._op)
     code, _, size = _table.regions(s._plans)
     born, dies = life[:, 0], life[:, 1]
-    own = (size <= SMALL) & PACK[code]
-    alone = own | ((born <= 0) & (dies >= n))  # a new region, never open to another (every region's death is >= 0):
-    # the loop skips them (arrays4k's 2,000 of 7,600 plans, 0-d constants) and reads lists, not plans: its loop 14.6
-    # -> 10.1 CPU-ms, heat-pad's 8.1 -> 5.3 (the loop over every plan kept in tests/test_trace_passes.py)
-    looped = np.flatnonzero(~alone)
-    before = np.cumsum(np.where(alone, size, 0)) - np.where(alone, size, 0)  # the skipped plans' regions before each
-    got, tops = [], []
-    open_: dict[int, list[list[int]]] = {}  # by size's bit length: regions [offset, size, when its last value dies]
-    top = 0  # the looped plans' new regions' sizes so far
-    for b, d, m, skipped in zip(born[looped].tolist(), dies[looped].tolist(), size[looped].tolist(),
-                                before[looped].tolist(), strict=True):
-        bits = m.bit_length()
-        for region in itertools.chain(open_.get(bits, ())[:SCAN], open_.get(bits + 1, ())[:SCAN]):  # sizes within
-            if m <= region[1] <= 2 * m and b > region[2]:  # 2x (SCAN: no quadratic scan; a for-else, not next() of a
-                break  # generator: arrays4k's compact 14.3 -> 11.9 CPU-ms, heat-concatenate's 9.7 -> 7.0)
-        else:
-            region = [top + skipped, m, -1]
-            top += m
-            open_.setdefault(bits, []).append(region)
-        region[2] = max(region[2], d)
-        if d >= n:  # no later record's value can follow this one's
-            open_[region[1].bit_length()].remove(region)
-        got.append(region[0])
-        tops.append(top)
-    offsets, grown = np.zeros(len(size), np.int64), np.zeros(len(size), np.int64)
-    offsets[looped], grown[looped] = got, tops
-    offsets[alone] = before[alone] + np.maximum.accumulate(grown)[alone]  # the looped ones' regions before each
-    return _table.relaid(s._plans, offsets), top + int(size[alone].sum())
+    alone = ((size <= SMALL) & PACK[code]) | ((born <= 0) & (dies >= n))  # a region of its own: small packs, and
+    # what lives throughout (0-d constants: arrays4k's 2,000 of 7,600 plans)
+    kind = np.frexp(size)[1]  # (an int's bit length)
+    came = _freed(kind, born, dies, alone)
+    for pairs in (kind // 2, (kind + 1) // 2):  # then a region, after its last value dies, to one of the class beside
+        at = _first(came)  # (attention's arena 86,146 -> 77,954 elements, the first-fit loop's)
+        last = np.zeros(len(size), np.int64)
+        np.maximum.at(last, at, dies)
+        came = np.maximum(came, _freed(pairs, born, last, alone | (came >= 0)))
+    at = _first(came)
+    most = np.zeros(len(size), np.int64)
+    np.maximum.at(most, at, size)
+    offsets = np.cumsum(most) - most  # the regions in the order of their first plans
+    return _table.relaid(s._plans, offsets[at]), int(most.sum())
+
+
+def _first(came: np.ndarray) -> np.ndarray:
+    """Each plan's region's first plan (came: _freed's), by pointer jumping: passes as many as the log of a region's
+    plans."""
+    at = np.where(came < 0, np.arange(len(came)), came)
+    while (came[at] >= 0).any():
+        at = at[at]
+    return at
+
+
+def _freed(kind: np.ndarray, born: np.ndarray, dies: np.ndarray, alone: np.ndarray) -> np.ndarray:
+    """By plan, the plan of its kind whose region it takes, or -1 for a new region, by NumPy over all plans (the
+    first-fit loop over them took arrays4k's compact 6 of 12 CPU-ms). A kind's plans in order of birth take freed
+    regions in order of death: the k-th has taken r_k = min(r_(k-1) + 1, f_k) of them, f_k the count of its kind's dead
+    before it is born (no more can be taken, and a free one is taken), so r_k = k + min(0, min over j <= k of f_j - j);
+    the r-th it takes is the r-th to die."""
+    plans = np.flatnonzero(~alone)
+    span = int(max(born.max(initial=0), dies.max(initial=0))) + 2  # (a kind's times apart from the next kind's)
+    start, end = kind[plans] * span + born[plans], kind[plans] * span + dies[plans]
+    by_birth, by_death = plans[np.argsort(start, kind="stable")], plans[np.argsort(end, kind="stable")]
+    start.sort()
+    end.sort()
+    first = np.searchsorted(start, kind[by_birth] * span)  # each one's kind's first in either order
+    k = np.arange(len(plans)) - first + 1  # its place among its kind's, from 1
+    dead = np.searchsorted(end, start, "left") - first  # f_k: its kind's that died before it is born
+    least = np.minimum.accumulate(dead - k - 4 * len(plans) * kind[by_birth])  # (each kind below the one before)
+    taken = k + np.minimum(0, least + 4 * len(plans) * kind[by_birth])
+    takes = taken > np.where(k > 1, np.roll(taken, 1), 0)
+    came = np.full(len(kind), -1)
+    came[by_birth[takes]] = by_death[first[takes] + taken[takes] - 1]
+    return came
 
 
 def sharing(plans: list[Plan], life: np.ndarray) -> list[tuple[int, int]]:
