@@ -168,7 +168,8 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled +34: Numba's first compile imports numba.np.arraymath without scipy.linalg (numba_internals._registries),
 # a Var array flattened by index loops (arrays._flat_into): a cold first call's fixed compile costs (issue 28, s16 C).
 # kernels +14, function +4: the sparsity kernels compile no NumPy function (recover's binary search; gather_rows',
-# color_columns', set_pairs' and recover's arrays made by their callers): a first sparse use's compile (issue 28, s17 D).
+# color_columns', set_pairs' and recover's arrays made by their callers): a first sparse use's compile (issue 28,
+# s17 D).
 # kernels +6, sweeps +3: a Gate opens on the one kernel a sweep calls (Gate.ready(kernel): a run shape's cached
 # reverse loads though its forward was never compiled) (issue 26, s17 E).
 # kernels +21, sweeps +91: a back stretch computes again the values its partials read where cheap (layout.again,

@@ -278,9 +278,9 @@ def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int])
 
 def _computed_again(ok: np.ndarray, views: np.ndarray, member: np.ndarray, source: np.ndarray, sees: np.ndarray,
                     cheap: np.ndarray) -> np.ndarray:
-    """Back, which members' values the pass computes again rather than reads (each value of 1.28 MB the mixture's
-    forward stored and its back read: ~X us CPU): those a partial reads (sees), layout.again's (ok), whose views are
-    numbers, lines or one number a line (cheap) or members computed again, and those such members are computed from."""
+    """Back, which members' values the pass computes again rather than reads (the module's docstring says what it
+    saves): those a partial reads (sees), layout.again's (ok), whose views are numbers, lines or one number a line
+    (cheap) or members computed again, and those such members are computed from."""
     on, chained = ok.copy(), views & member
     source = np.where(chained, source, 0)
     for _ in range(layout.DEPTH):
