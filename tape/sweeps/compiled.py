@@ -123,12 +123,24 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     yield from (next(made) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
-def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> tuple[list[int], list[int], list[int], list[int],
-                                                                        int]:
+class Pieces(NamedTuple):
     """The arenas cut at both ends of every region grouped compares (a plan's own; a table row's output and views'),
-    so that two regions meet exactly where they share a piece: (each plan's rows' pieces, flat, and where each plan's
-    begin in them; each plan's own region's first piece and the one past it; how many pieces). By NumPy over all rows
-    at once, kept by a Function (``_encoded``)."""
+    so that two regions meet exactly where they share a piece: each plan's rows' pieces (flat, plan k's from
+    begins[k]), each plan's own region's first piece and the one past it, how many pieces (n)."""
+
+    flat: list[int]
+    begins: list[int]
+    first: list[int]
+    past: list[int]
+    n: int
+
+    def rows(self, k: int) -> list[int]:
+        """The pieces of plan k's table rows."""
+        return self.flat[self.begins[k]:self.begins[k + 1]]
+
+
+def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> Pieces:
+    """The Pieces of s's arenas, by NumPy over all rows at once, kept by a Function (``_encoded``)."""
     cache = getattr(s, "_encoded", None)
     if cache is not None and "pieces" in cache:
         return cache["pieces"]
@@ -142,8 +154,8 @@ def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> tuple[list[int
     plan = np.tile(np.repeat(np.arange(len(starts) - 1), np.diff(starts)), 3)
     piece = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
     key = _distinct(np.repeat(plan, count) * len(cuts) + piece)  # (each plan's pieces once, in order)
-    found = (key % len(cuts)).tolist(), np.searchsorted(key // len(cuts), np.arange(len(starts))).tolist(), *(
-        np.searchsorted(cuts, ends).tolist() for ends in (offset, offset + size)), len(cuts)
+    found = Pieces((key % len(cuts)).tolist(), np.searchsorted(key // len(cuts), np.arange(len(starts))).tolist(),
+                   np.searchsorted(cuts, offset).tolist(), np.searchsorted(cuts, offset + size).tolist(), len(cuts))
     if cache is not None:
         cache["pieces"] = found
     return found
@@ -168,12 +180,12 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.n
     moved: list[tuple[int, Any]] = []  # back: items run after the table, marked as its
     unmarked: list[int] = []  # forward: the table's plans whose pieces are not marked yet
     first, in0 = starts.tolist(), s._in0
-    pieces: Any = None
+    pieces: Pieces | None = None
     marks, table = [0], 1  # the table that marked each piece (0: none)
     for kind, what in walk:
         k = int(in0[what]) if kind == driver.RECORD else 0
         if kind == driver.RECORD and first[k + 1] > first[k]:
-            if moved and any(marks[j] == table for j in pieces[0][pieces[1][k]:pieces[1][k + 1]]):
+            if moved and pieces and any(marks[j] == table for j in pieces.rows(k)):
                 yield from ((TABLE, rows), *idle, *moved)
                 rows, idle, moved, table = [], [], [], table + 1
             if not back:
@@ -189,18 +201,18 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.n
             if plans is not None:
                 if pieces is None:
                     pieces = _pieces(s, encoded, starts)
-                    marks = [0] * pieces[4]
-                for j in itertools.chain.from_iterable(pieces[0][pieces[1][m]:pieces[1][m + 1]] for m in unmarked):
+                    marks = [0] * pieces.n
+                for j in itertools.chain.from_iterable(map(pieces.rows, unmarked)):
                     marks[j] = table
                 unmarked = []
-                touched = [j for m in plans for j in range(pieces[2][m], pieces[3][m])]
-                if back or not any(marks[j] == table for j in touched):
-                    if back:
-                        moved.append((kind, what))
-                        for j in touched:
-                            marks[j] = table
-                    else:
-                        yield kind, what
+                touched = [j for m in plans for j in range(pieces.first[m], pieces.past[m])]
+                if back:
+                    moved.append((kind, what))
+                    for j in touched:
+                        marks[j] = table
+                    continue
+                if not any(marks[j] == table for j in touched):
+                    yield kind, what
                     continue
             yield from ((TABLE, rows), *idle, *moved)
             rows, idle, moved, unmarked, table = [], [], [], [], table + 1

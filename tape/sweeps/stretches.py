@@ -483,6 +483,7 @@ def fill(table: np.ndarray, pending: dict[Stretch, list[int]], seconds: float, s
         ready = [h for h in pending[stretch] if all(int(table[h + k, ROW]) in again for k in skips)]
         if ready and stretch.ready():
             table[ready, CALL] = stretch.address
-            pending[stretch] = [h for h in pending[stretch] if h not in ready]
+            done = set(ready)
+            pending[stretch] = [h for h in pending[stretch] if h not in done]
             if not pending[stretch]:
                 del pending[stretch]
