@@ -44,6 +44,8 @@ PROGRAMS = {  # name: (f, x)
     # x ** 1 and x ** 0 (a gradient tape's: C's pow(a, 1.0) is a, pow(a, 0.0) 1.0), at zeros and infinities too
     "powers 1 and 0": (lambda X: (X ** 1.0 * 3.0 - X ** 0.0 * X + (X * 2.0) ** 1.0 / X - (X - 1.0) ** -0.0).sum(),
                        np.array([0.0, -0.0, np.inf, -np.inf, 1e-310, -1e308, 1e308, 2.0, -3.0, np.nan] * 300)),
+    "power 0 at infinities": (lambda X: (X ** 0.0 * X - (X * 2.0) ** 1.0).sum(),
+                              np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.0] * 500)),
 }
 
 

@@ -216,9 +216,9 @@ def test_maps_by_point_give_the_map_kernels_bytes(monkeypatch, threads, f, n):
             for a, b, _ in sorted(ran):
                 assert a == lo and b > a
                 lo = b
-            least, most = {"start": (0, 0), "first points": (1, 2), "never": (points, points)}[after]
+            least, most = {"start": (0, 0), "first points": (1, points // 8), "never": (points, points)}[after]
             assert lo == points and sorted(ran, key=lambda call: not call[2]) == ran
-            assert least <= sum(b - a for a, b, by in ran if by) <= most  # (a first point off the clock; one timed)
+            assert least <= sum(b - a for a, b, by in ran if by) <= most  # (a first point off the clock, a probe)
             return out
 
         got = [raw("map", X), raw("jvp", X, V), raw("vjp", X, W[:, :F.n_outputs])]
@@ -244,7 +244,8 @@ def test_a_maps_stand_ins_rent_up_to_the_kernels_compile(monkeypatch, tmp_path):
 
     monkeypatch.setattr(compiling, "EAGER", False)
     monkeypatch.setattr(compiling.Gate, "loaded", False)
-    monkeypatch.setattr(maps, "cpu", lambda stand_in, lo, hi, *args: stand_in(lo, hi) or 0.05 * (hi - lo))
+    cost, calls = [0.05], []  # a point's seconds; the stand-in's calls on the clock
+    monkeypatch.setattr(maps, "cpu", lambda f, lo, hi, *a: f(lo, hi) or calls.append((lo, hi)) or cost[0] * (hi - lo))
     monkeypatch.setattr(maps, "_RUN", set())
     ran = []
 
@@ -269,6 +270,12 @@ def test_a_maps_stand_ins_rent_up_to_the_kernels_compile(monkeypatch, tmp_path):
     assert first(4, cached) == (4, list(range(4)), 0.2)  # within LOAD (0.3 s)
     assert first(3, cached) == (1, [0], 0.25)  # past LOAD with the rest: loaded
     assert first(10, gate("cached.nbi")) == (1, [0], 0.05)  # a cached kernel loads for a map past LOAD
+    cost[0], cheap = 0.001, gate()  # the first points tell the rest's cost once they have run 0.02 s or a 64th of
+    calls.clear()  # the map's points
+    assert first(900, cheap) == (900, list(range(900)), 0.9)
+    assert calls[:4] == [(0, 1), (1, 3), (3, 7), (7, 15)] and calls[4][0] == 15  # (15 > 900 / 64: the rest)
+    calls.clear()
+    assert first(10**5, cheap)[0] == 31 and calls == [(0, 1), (1, 3), (3, 7), (7, 15), (15, 31)]  # 0.031 s > 0.02
     compiled = _Kernel(tmp_path / "absent.nbi")
     compiled.signatures = ["compiled"]
     assert first(10, compiling.Gate((compiled,), (compiling.LOAD, 1.0))) == (0, [], 0.0)

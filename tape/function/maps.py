@@ -87,10 +87,10 @@ def cpu(stand_in: Callable[..., None], lo: int, hi: int, *args: Any) -> float:
 
 
 def by_point_first(gate: Gate, stand_in: Callable[..., None], points: int, args: tuple) -> int:
-    """How many points the single call's kernels serve before the map kernel, its Gate shut: a first one, then all,
-    in a block per thread (their kernels release the GIL), where the stand-ins' CPU seconds in this process and the
-    rest's (the first point's times the points left) stay within the Gate's payback; else the map kernel is compiled
-    (or loaded) at once, as it would be after renting up to the payback: a ski rental that knows this map's length."""
+    """How many points the single call's kernels serve before the map kernel, its Gate shut: a first few (PROBE), then
+    all, in a block per thread (their kernels release the GIL), where the stand-ins' CPU seconds in this process and
+    the rest's (as the first few's) stay within the Gate's payback; else the map kernel is compiled (or loaded) at
+    once, as it would be after renting up to the payback: a ski rental that knows this map's length."""
     if gate.ready():
         return 0
     lo = 0
@@ -98,15 +98,18 @@ def by_point_first(gate: Gate, stand_in: Callable[..., None], points: int, args:
         stand_in(0, 1, *args)
         _RUN.add(stand_in)
         lo = 1
-    if lo < points:
-        point = cpu(stand_in, lo, lo + 1, *args)
-        gate.clock.add(point)
-        lo += 1
-        gate.clock.last = point * (points - lo)  # what the rest would cost: the Gate's next run
+    first, seconds = lo, 0.0
+    while lo < points and seconds < PROBE[0] and lo - first < points * PROBE[1]:  # 1, 2, 4... points
+        hi = min(points, 2 * lo - first + 1)
+        seconds += cpu(stand_in, lo, hi, *args)
+        lo = hi
+    if lo > first:
+        gate.clock.add(seconds)
+        gate.clock.last = seconds / (lo - first) * (points - lo)  # what the rest would cost: the Gate's next run
         if lo < points and not gate.ready():
             gate.clock.add(sum(spread(functools.partial(cpu, stand_in), lo, points, _blocks(points - lo), args)))
             lo = points
-        gate.clock.last = point  # the next run: a next map's first point
+        gate.clock.last = seconds / (lo - first)  # the next run: a next map's first point
     return lo
 
 
@@ -161,6 +164,8 @@ def _tangents_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
 
 
 _RUN: set[Callable[..., None]] = set()  # the stand-ins that have run a point in this process
+PROBE = (0.02, 1 / 64)  # the first points' seconds and share of a map's that tell the rest's cost: one point's CPU-s
+# varied 2x under load (a 20,000-point map compiled its kernel at load 10, where its stand-ins took 2.4-2.8 s of 3.4)
 COMPILE = {"map_values": 1.9, "map_gradients": 3.4, "map_tangents": 2.8}  # CPU-s, each map kernel's compile after a
 # first gradient (load 6; /work/notes/s18/A/compile.txt)
 BY_POINT: dict[Any, tuple[Gate, Callable[..., None]]] = {
