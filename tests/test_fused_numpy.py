@@ -46,6 +46,7 @@ PROGRAMS = {  # name: (f, x)
                        np.array([0.0, -0.0, np.inf, -np.inf, 1e-310, -1e308, 1e308, 2.0, -3.0, np.nan] * 300)),
     "power 0 at infinities": (lambda X: (X ** 0.0 * X - (X * 2.0) ** 1.0).sum(),
                               np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.0] * 500)),
+    "power 1 at -0.0": (lambda X: (1.0 / tape.tanh(X ** 1.0 * 3.0)).sum(), np.array([-0.0, 1.0, 2.0, -3.0] * 500)),
 }
 
 

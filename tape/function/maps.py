@@ -117,9 +117,8 @@ def by_point_first(gate: Gate, stand_in: Callable[..., None], points: int, args:
 # so the same bits), which a Function's single calls compile too. A map kernel compiles its own op switch (and the
 # grouped ops' rules, by forward_partials_from): map_jvp's first use cold 4.0-4.9 -> 1.7-1.9 CPU-s, map_value_and_grad's
 # 3.2-4.2 -> 1.9-2.4 (bench/first_uses.py). A ski rental, as the twins': the map kernel once the points would have run
-# about its compile (COMPILE, CPU-s after a first gradient), or its load where cached (LOAD). At 1 s (twins.PAYBACK),
-# a map_value_and_grad of 20,000 points of an 8k-record tape ran the stand-ins 1 s, then compiled map_gradients (3.4 s)
-# for the rest: 7.7-7.9 CPU-s cold, its work 2.8-3.0.
+# about its compile (COMPILE), or its load where cached (LOAD); at 1 s of wall (twins.PAYBACK) a 20,000-point
+# map_value_and_grad of an 8k-record tape compiled map_gradients after 1 s: 5.7-7.2 CPU-s cold, now MAPFIGURE.
 
 
 def _values_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
