@@ -118,7 +118,7 @@ def by_point_first(gate: Gate, stand_in: Callable[..., None], points: int, args:
 # grouped ops' rules, by forward_partials_from): map_jvp's first use cold 4.0-4.9 -> 1.7-1.9 CPU-s, map_value_and_grad's
 # 3.2-4.2 -> 1.9-2.4 (bench/first_uses.py). A ski rental, as the twins': the map kernel once the points would have run
 # about its compile (COMPILE), or its load where cached (LOAD); at 1 s of wall (twins.PAYBACK) a 20,000-point
-# map_value_and_grad of an 8k-record tape compiled map_gradients after 1 s: 5.7-7.2 CPU-s cold, now MAPFIGURE.
+# map_value_and_grad of an 8k-record tape compiled map_gradients after 1 s: 5.7-6.6 CPU-s cold, now 2.7-2.9.
 
 
 def _values_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
