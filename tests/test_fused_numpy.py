@@ -1,6 +1,9 @@
 """The fused kernels' NumPy twins (tape/sweeps/fused_numpy.py) give the kernels' bits, and stand in only until
 the kernels are compiled, cached, or have been waited for long enough."""
 
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -38,6 +41,12 @@ PROGRAMS = {  # name: (f, x)
                                                 RNG.normal(size=3000)),
     "zeros and edges": (lambda X: (tape.sqrt(X * X) * X - X / (X + 0.0) + tape.sqrt(X) * 0.0).sum(),
                         np.array([0.0, -0.0, 1e-310, -1e308, 1e308, 2.0, -3.0, 4.0] * 300)),
+    # x ** 1 and x ** 0 (a gradient tape's: C's pow(a, 1.0) is a, pow(a, 0.0) 1.0), at zeros and infinities too
+    "powers 1 and 0": (lambda X: (X ** 1.0 * 3.0 - X ** 0.0 * X + (X * 2.0) ** 1.0 / X - (X - 1.0) ** -0.0).sum(),
+                       np.array([0.0, -0.0, np.inf, -np.inf, 1e-310, -1e308, 1e308, 2.0, -3.0, np.nan] * 300)),
+    "power 0 at infinities": (lambda X: (X ** 0.0 * X - (X * 2.0) ** 1.0).sum(),
+                              np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.0] * 500)),
+    "power 1 at -0.0": (lambda X: (1.0 / tape.tanh(X ** 1.0 * 3.0)).sum(), np.array([-0.0, 1.0, 2.0, -3.0] * 500)),
 }
 
 
@@ -45,7 +54,8 @@ def _bits(*xs):
     return [np.asarray(x, float).tobytes() for x in xs]
 
 
-def _results(monkeypatch, twin, f, x):
+def _generic(monkeypatch, twin):
+    """The generic fused kernels (twin False) or their twins, on runs kept fused; the twins' calls (a list)."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
     monkeypatch.setattr(fused_runs, "SHAPED", False)  # the interpreted kernels (a shape's own: tests/test_shaped.py)
     for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
@@ -53,6 +63,11 @@ def _results(monkeypatch, twin, f, x):
     calls = []
     for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered, "twin", lambda *a, _t=tiered.twin: calls.append(1) or _t(*a))
+    return calls
+
+
+def _results(monkeypatch, twin, f, x):
+    calls = _generic(monkeypatch, twin)
     with np.errstate(all="ignore"):
         F = tape.trace(f, x)
         assert F._runs_first and all(run.twinned for run in F._runs_first.values())
@@ -83,13 +98,40 @@ def test_the_twins_block_is_the_kernels():
     assert (fused_numpy.BLOCK, fused_numpy.LANES) == (fused.BLOCK, 8)
 
 
-def test_a_run_with_an_inexact_op_is_not_twinned():
-    """pow's C library call is not NumPy's loop: such a run runs the kernel; x ** 2 is exact."""
+@pytest.mark.parametrize("power", [1.7, 3.0, 0.5, -1.0, "x"])
+def test_a_run_with_an_inexact_op_is_not_twinned(power):
+    """pow's C library call is not NumPy's loop: such a run runs the kernel; x ** 2, x ** 1 and x ** 0 are exact
+    (pow(a, 3.0) is not a * a * a, pow(a, 0.5) not sqrt(a) at -0.0, pow(a, -1.0) not 1.0 / a: each within an ulp)."""
     x = RNG.uniform(0.5, 2.0, 2000)
-    F = tape.trace(lambda X: (X ** 1.7 * X - X).sum(), x)
-    G = tape.trace(lambda X: (X ** 2 * X - X).sum(), x)
+    F = tape.trace(lambda X: (X ** (X if power == "x" else power) * X - X).sum(), x)
     assert [run.twinned for run in F._runs_first.values()] == [False]
-    assert [run.twinned for run in G._runs_first.values()] == [True]
+    for exact in (2, 1.0, 0.0, -0.0):
+        G = tape.trace(lambda X, c=exact: (X ** c * X - X).sum(), x)
+        assert [run.twinned for run in G._runs_first.values()] == [True]
+
+
+def _gradient_tape(which, x):
+    """A first call of F.grad_function(), jvp_function() or vjp_function() of Rosenbrock, and a vjp of it: its
+    Function (whose runs read x ** 1) and the results' bits at x and at edge values."""
+    F = tape.trace(lambda X: (100.0 * (X[1:] - X[:-1] ** 2) ** 2 + (1.0 - X[:-1]) ** 2).sum(), x)
+    G = getattr(F, which)()
+    extra = {"grad_function": 0, "jvp_function": len(x), "vjp_function": 1}[which]
+    points = [np.concatenate([p, np.cos(np.arange(extra))]) for p in (x, np.resize(EDGES, len(x)), x * 1e154)]
+    with np.errstate(all="ignore"):
+        out = [G(p) for p in points] + [G.vjp(p, np.linspace(-1.0, 2.0, G.n_outputs)) for p in points]
+    return G, [np.where(np.isnan(o), np.nan, o).tobytes() for o in out]  # (a NaN's sign: IEEE's choice in an add)
+
+
+@pytest.mark.parametrize("which", ["grad_function", "jvp_function", "vjp_function"])
+def test_a_gradient_tapes_runs_are_twinned_with_the_kernels_bits(monkeypatch, which):
+    """The gradient tape's runs read x ** 1 (d x ** 2 = 2 x ** 1): twinned, so a first call compiles no fused kernel
+    (2.0 of its 2.0 CPU-s cold), with the kernels' bits."""
+    x = RNG.uniform(-2.0, 2.0, 3001)
+    calls = _generic(monkeypatch, True)
+    G, twins = _gradient_tape(which, x)
+    assert G._runs_first and all(run.twinned for run in G._runs_first.values()) and calls
+    _generic(monkeypatch, False)
+    assert twins == _gradient_tape(which, x)[1]
 
 
 class _Kernel:
@@ -194,3 +236,35 @@ def test_every_path_gives_a_functions_bits(monkeypatch, program):
             if getattr(call, "func", None) is compiled.forward for row in call.args[1][:, 2]}
     members = {int(row) for run in F._runs_first.values() for row in run.members}
     assert (members <= rows if ordered else not members & rows), (members, rows)
+
+
+FIRST_CALL = """
+import sys
+import numpy as np
+from numba.core import event
+import tape
+
+class Names(event.Listener):
+    def on_start(self, ev):
+        print(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Names())
+x = np.linspace(-1.0, 1.0, 20_000)
+F = tape.trace(lambda X: (100.0 * (X[1:] - X[:-1] ** 2) ** 2 + (1.0 - X[:-1]) ** 2).sum(), x)
+for which, extra in (("grad_function", 0), ("jvp_function", len(x)), ("vjp_function", 1)):
+    z = np.concatenate([x, np.ones(extra)])
+    G = getattr(F, which)()
+    G(z), G.vjp(z, np.ones(G.n_outputs)), G.jvp(z, np.ones(len(z)))
+"""
+
+
+def test_a_gradient_tapes_first_calls_compile_nothing(tmp_path):
+    """In a fresh process on an empty cache, an array program's gradient, its grad_function, jvp_function and
+    vjp_function, their first calls and their vjp and jvp compile no kernel: the twins serve (fused_forward compiled
+    in 1.98 of grad_function's first call's 2.0 CPU-s)."""
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.split() == [], (out.stdout, out.stderr[-3000:])

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from types import SimpleNamespace
 
 import numba
 import numpy as np
@@ -174,9 +178,9 @@ def grouped(x):
 
 @pytest.mark.parametrize("f, n", [(scalar, 6), (vector, 3), (grouped, 4)], ids=["scalar", "vector", "grouped"])
 def test_maps_by_point_give_the_map_kernels_bytes(monkeypatch, threads, f, n):
-    """Until a map kernel is ready, a map's points run one by one on the single call's kernels (maps.BY_POINT):
-    the map kernel's bytes at edge points (inf, NaN, -0.0, subnormal, huge), failed checks included, whether it
-    hands over to the kernel at the start, after 3 points or never."""
+    """Until a map kernel is ready, a map's points run on the single call's kernels (maps.BY_POINT), in a block per
+    thread after the first ones: the map kernel's bytes at edge points (inf, NaN, -0.0, subnormal, huge), failed
+    checks included, whether it hands over to the kernel at the start, after the first points or never."""
     from tape.function import maps
     from tape.kernels import _sweeps, twins
 
@@ -200,24 +204,110 @@ def test_maps_by_point_give_the_map_kernels_bytes(monkeypatch, threads, f, n):
         called.kernel = getattr(_sweeps, name)
         monkeypatch.setattr(maps, name, called)
     results = {}
-    for after in (0, 3, points):  # points run by point before the kernel is called
+    for after in ("start", "first points", "never"):  # when the kernel's Gate opens
         def raw(*args, after=after):
             for gate, _ in maps.BY_POINT.values():
                 calls = iter(range(10**9))
-                monkeypatch.setattr(gate, "ready", lambda calls=calls, after=after: next(calls) >= after)
-            return maps.raw(F, *args)
+                opens = {"start": 0, "first points": 1, "never": 10**9}[after]
+                monkeypatch.setattr(gate, "ready", lambda calls=calls, opens=opens: next(calls) >= opens)
+            ran.clear()
+            out = maps.raw(F, *args)
+            lo = 0  # the calls cover the points once, in order, those by point first
+            for a, b, _ in sorted(ran):
+                assert a == lo and b > a
+                lo = b
+            least, most = {"start": (0, 0), "first points": (1, points // 8), "never": (points, points)}[after]
+            assert lo == points and sorted(ran, key=lambda call: not call[2]) == ran
+            assert least <= sum(b - a for a, b, by in ran if by) <= most  # (a first point off the clock, a probe)
+            return out
 
-        ran.clear()
         got = [raw("map", X), raw("jvp", X, V), raw("vjp", X, W[:, :F.n_outputs])]
         got += [raw("value_and_grad", X)] if F._scalar else []
-        assert sum(hi - lo for lo, hi, by_point in ran if by_point) == after * len(got)
-        assert sorted(r[:2] for r in ran) == sorted(ran_once(after, points) * len(got))
         results[after] = [r.tobytes() for result in got for r in result]
-    assert results[0] == results[3] == results[points]
+    assert results["start"] == results["first points"] == results["never"]
 
 
-def ran_once(after, points):
-    """The calls of a map that runs its first ``after`` points one by one, then the rest in a block per thread."""
-    blocks = min(numba.get_num_threads(), points - after)
-    return [(p, p + 1) for p in range(after)] + [(after + b * (points - after) // blocks,
-                                                  after + (b + 1) * (points - after) // blocks) for b in range(blocks)]
+class _Kernel:
+    """A map kernel's face as a Gate sees it: no signatures, its cache's index file."""
+
+    def __init__(self, index):
+        self.signatures = []
+        self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(index)))
+
+
+def test_a_maps_stand_ins_rent_up_to_the_kernels_compile(monkeypatch, tmp_path):
+    """The single call's kernels serve a map while their CPU seconds in this process and this map's rest stay within
+    the map kernel's compile (its load where cached), else the map kernel serves after a first point or two: a
+    stand-in costing 0.05 s a point, a compile of 1 s."""
+    from tape.function import maps
+    from tape.kernels import compiling
+
+    monkeypatch.setattr(compiling, "EAGER", False)
+    monkeypatch.setattr(compiling.Gate, "loaded", False)
+    cost, calls = [0.05], []  # a point's seconds; the stand-in's calls on the clock
+    monkeypatch.setattr(maps, "cpu", lambda f, lo, hi, *a: f(lo, hi) or calls.append((lo, hi)) or cost[0] * (hi - lo))
+    monkeypatch.setattr(maps, "_RUN", set())
+    ran = []
+
+    def first(points, gate, stand_in=lambda lo, hi: ran.extend(range(lo, hi))):  # (how many points by point, the
+        ran.clear()  # stand-in's points, its seconds in this process)
+        n = maps.by_point_first(gate, stand_in, points, ())
+        return n, sorted(ran), round(gate.clock.spent, 9)
+
+    def gate(index="absent.nbi"):
+        return compiling.Gate((_Kernel(tmp_path / index),), (compiling.LOAD, 1.0))
+
+    cold = gate()
+    assert first(10, cold) == (10, list(range(10)), 0.45)  # the first point off the clock (it may compile), the rest
+    assert first(9, cold) == (9, list(range(9)), 0.9)  # within the payback: all
+    assert first(3, cold) == (1, [0], 0.95)  # past it with the rest: the kernel after the point that told
+    assert first(3, cold) == (0, [], 0.95)  # open for good
+    assert first(100, gate()) == (1, [0], 0.05)  # this map's rest (4.95 s) alone would pass: compiled at once
+    assert first(100, gate(), lambda lo, hi: ran.extend(range(lo, hi)))[:2] == (2, [0, 1])  # (a stand-in's first run)
+    assert first(1, gate(), lambda lo, hi: ran.extend(range(lo, hi))) == (1, [0], 0.0)
+    (tmp_path / "cached.nbi").write_text("")
+    cached = gate("cached.nbi")
+    assert first(4, cached) == (4, list(range(4)), 0.2)  # within LOAD (0.3 s)
+    assert first(3, cached) == (1, [0], 0.25)  # past LOAD with the rest: loaded
+    assert first(10, gate("cached.nbi")) == (1, [0], 0.05)  # a cached kernel loads for a map past LOAD
+    cost[0], cheap = 0.001, gate()  # the first points tell the rest's cost once they have run 0.02 s or a 64th of
+    calls.clear()  # the map's points
+    assert first(900, cheap) == (900, list(range(900)), 0.9)
+    assert calls[:4] == [(0, 1), (1, 3), (3, 7), (7, 15)] and calls[4][0] == 15  # (15 > 900 / 64: the rest)
+    calls.clear()
+    assert first(10**5, cheap)[0] == 31 and calls == [(0, 1), (1, 3), (3, 7), (7, 15), (15, 31)]  # 0.031 s > 0.02
+    compiled = _Kernel(tmp_path / "absent.nbi")
+    compiled.signatures = ["compiled"]
+    assert first(10, compiling.Gate((compiled,), (compiling.LOAD, 1.0))) == (0, [], 0.0)
+
+
+BIG_MAP = """
+import numpy as np
+from numba.core import event
+import tape
+
+class Names(event.Listener):
+    def on_start(self, ev):
+        print(ev.data["dispatcher"].py_func.__name__)
+
+    def on_end(self, ev):
+        pass
+
+x = np.linspace(-1.0, 1.0, 300)  # 2,700 scalar records: past the twins, so the single calls compile their kernels
+F = tape.trace(lambda x: (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum(), x)
+F(x), F.value_and_grad(x), F.jvp(x, x)
+event.register("numba:compile", Names())
+X = np.random.default_rng(0).uniform(-1.0, 1.0, (400, 300))
+(values, grads), out, dots = F.map_value_and_grad(X), F.map(X), F.map_jvp(X, X[::-1])
+assert all(np.array_equal(grads[p], F.value_and_grad(X[p])[1]) and out[p] == values[p] == F(X[p])
+           and dots[p] == F.jvp(X[p], X[-1 - p]) for p in (0, 1, 2, 199, 399))
+"""
+
+
+def test_a_first_map_within_its_kernels_compile_compiles_nothing(tmp_path):
+    """In a fresh process on an empty cache, after a Function's single calls, maps whose stand-ins cost less than the
+    map kernels' compile compile nothing: the single call's kernels serve them (a 20,000-point map_value_and_grad of
+    an 8k-record tape: 5.7-5.9 -> 2.8 CPU-s cold)."""
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", BIG_MAP], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.split() == [], (out.stdout, out.stderr[-3000:])

@@ -9,8 +9,11 @@ bit. A point whose recorded comparisons flip is handled by the Function's policy
 from __future__ import annotations
 
 import concurrent.futures
+import functools
+import itertools
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -57,34 +60,65 @@ def _blocks(points: int) -> int:
 def in_blocks(kernel: Any, points: int, records: int, *args: Any) -> None:
     """kernel(lo, hi, *args) over blocks of the points, one per thread; in this thread where records x points is
     small enough for the kernel's CPython twin (kernels/twins.py), whose restore after an arithmetic error would undo
-    another thread's block. Past the twin, while the map kernel is not ready (its Gate), the points run one by one
-    on the single call's kernels (by_point)."""
-    lo, by_point = 0, BY_POINT.get(getattr(kernel, "kernel", kernel))
-    if by_point is not None and records * points > twins.SMALL and twins.ENABLED:
-        gate, stand_in = by_point
-        while lo < points and not gate.ready():
-            if stand_in in _RUN:
-                gate.timed(stand_in, lo, lo + 1, *args)
-            else:  # off the clock: it may compile the single call's kernels, which the next point does not
-                stand_in(lo, lo + 1, *args)
-                _RUN.add(stand_in)
-            lo += 1
-    left = points - lo
-    blocks = _blocks(left) if records * points > twins.SMALL else 1
-    if blocks == 1 and left:
-        kernel(lo, points, *args)
-    elif left:
-        with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
-            for block in [pool.submit(kernel, lo + b * left // blocks, lo + (b + 1) * left // blocks, *args)
-                          for b in range(blocks)]:
-                block.result()
+    another thread's block. Past the twin, while the map kernel is not ready (its Gate), the points may run on the
+    single call's kernels (by_point)."""
+    small = records * points <= twins.SMALL
+    by_point = BY_POINT.get(getattr(kernel, "kernel", kernel))
+    lo = by_point_first(*by_point, points, args) if by_point is not None and not small and twins.ENABLED else 0
+    if lo < points:
+        spread(kernel, lo, points, 1 if small else _blocks(points - lo), args)
+
+
+def spread(f: Callable[..., Any], lo: int, hi: int, blocks: int, args: tuple) -> list:
+    """f(a, b, *args) over ``blocks`` blocks of the points lo to hi, one per thread (in this one where one): their
+    results."""
+    cuts = [lo + b * (hi - lo) // blocks for b in range(blocks + 1)]
+    if blocks == 1:
+        return [f(lo, hi, *args)]
+    with concurrent.futures.ThreadPoolExecutor(blocks) as pool:
+        return [block.result() for block in [pool.submit(f, a, b, *args) for a, b in itertools.pairwise(cuts)]]
+
+
+def cpu(stand_in: Callable[..., None], lo: int, hi: int, *args: Any) -> float:
+    """stand_in(lo, hi, *args); the CPU seconds of this thread it took (under load a wall clock runs 2-8x its CPU)."""
+    start = time.thread_time()
+    stand_in(lo, hi, *args)
+    return time.thread_time() - start
+
+
+def by_point_first(gate: Gate, stand_in: Callable[..., None], points: int, args: tuple) -> int:
+    """How many points the single call's kernels serve before the map kernel, its Gate shut: a first few (PROBE), then
+    all, in a block per thread (their kernels release the GIL), where the stand-ins' CPU seconds in this process and
+    the rest's (as the first few's) stay within the Gate's payback; else the map kernel is compiled (or loaded) at
+    once, as it would be after renting up to the payback: a ski rental that knows this map's length."""
+    if gate.ready():
+        return 0
+    lo = 0
+    if stand_in not in _RUN:  # off the clock: it may compile the single call's kernels, which the next point does not
+        stand_in(0, 1, *args)
+        _RUN.add(stand_in)
+        lo = 1
+    first, seconds = lo, 0.0
+    while lo < points and seconds < PROBE[0] and lo - first < points * PROBE[1]:  # 1, 2, 4... points
+        hi = min(points, 2 * lo - first + 1)
+        seconds += cpu(stand_in, lo, hi, *args)
+        lo = hi
+    if lo > first:
+        gate.clock.add(seconds)
+        gate.clock.last = seconds / (lo - first) * (points - lo)  # what the rest would cost: the Gate's next run
+        if lo < points and not gate.ready():
+            gate.clock.add(sum(spread(functools.partial(cpu, stand_in), lo, points, _blocks(points - lo), args)))
+            lo = points
+        gate.clock.last = seconds / (lo - first)  # the next run: a next map's first point
+    return lo
 
 
 # The map kernels' stand-ins: the single call's kernels point by point (the statements a map kernel runs per point,
 # so the same bits), which a Function's single calls compile too. A map kernel compiles its own op switch (and the
 # grouped ops' rules, by forward_partials_from): map_jvp's first use cold 4.0-4.9 -> 1.7-1.9 CPU-s, map_value_and_grad's
-# 3.2-4.2 -> 1.9-2.4 (bench/first_uses.py). A ski rental, as the twins': the map kernel once the points have run
-# about its compile (twins.PAYBACK), or its load where cached.
+# 3.2-4.2 -> 1.9-2.4 (bench/first_uses.py). A ski rental, as the twins': the map kernel once the points would have run
+# about its compile (COMPILE), or its load where cached (LOAD); at 1 s of wall (twins.PAYBACK) a 20,000-point
+# map_value_and_grad of an 8k-record tape compiled map_gradients after 1 s: 5.7-6.6 CPU-s cold, now 2.7-2.9.
 
 
 def _values_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
@@ -129,8 +163,12 @@ def _tangents_by_point(lo: int, hi: int, *a: np.ndarray) -> None:
 
 
 _RUN: set[Callable[..., None]] = set()  # the stand-ins that have run a point in this process
+PROBE = (0.02, 1 / 64)  # the first points' seconds and share of a map's that tell the rest's cost: one point's CPU-s
+# varied 2x under load (a 20,000-point map compiled its kernel at load 10, where its stand-ins took 2.4-2.8 s of 3.4)
+COMPILE = {"map_values": 1.9, "map_gradients": 3.4, "map_tangents": 2.8}  # CPU-s, each map kernel's compile after a
+# first gradient (load 6; /work/notes/s18/A/compile.txt)
 BY_POINT: dict[Any, tuple[Gate, Callable[..., None]]] = {
-    kernel: (Gate((kernel,), (LOAD, twins.PAYBACK)), stand_in) for kernel, stand_in in (
+    kernel: (Gate((kernel,), (LOAD, COMPILE[kernel.py_func.__name__])), stand_in) for kernel, stand_in in (
         (_sweeps.map_values, _values_by_point), (_sweeps.map_gradients, _gradients_by_point),
         (_sweeps.map_tangents, _tangents_by_point))}
 

@@ -6,8 +6,9 @@ element, the same IEEE operations in the same order: the ops' rules (kernels/ops
 arrays, the sum lane by lane in blocks of BLOCK added by the same binary counter, adjoints sent
 through the members in reverse order, and the adds into a run's inputs in the kernel's order
 (block by block, each view's lagged; it matters where two members read one element). Only runs whose
-every member is exact (ops.EXACT, or x ** 2) are twinned: pow's C library call is not NumPy's loop. Where a result is
-NaN, its sign may differ (LLVM may compile g * -1.0 as a negation, which flips a NaN's sign).
+every member is exact (ops.EXACT, or x ** c for a number c in POWERS) are twinned: pow's C library call is not
+NumPy's loop. Where a result is NaN, its sign may differ (LLVM may compile g * -1.0 as a negation, which flips a
+NaN's sign).
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ Array: TypeAlias = np.ndarray
 BLOCK, LANES = 512, 8  # the kernels' block and interleaved partial sums (kernels/codegen/fused.py; a test checks)
 RULES = {code: {part: compile(getattr(op, part) or "0.0", op.name, "eval") for part in ("forward", "da", "db")}
          for code, op in enumerate(OPS) if op.name in FUSIBLE}
-SQUARE_RULES = {part: compile(rule, "square", "eval") for part, rule in (*SQUARE.items(), ("db", "0.0"))}
+# x ** c, c a number, whose pow(a, c) and pow_da(a, c) = c * pow(a, c - 1.0) (ops.py) are exact for every a: x ** 2
+# (the kernels' SQUARE), and x ** 1 and x ** 0, which gradient tapes record (the derivative of x ** 2 is 2 * x ** 1;
+# C's pow(a, 1.0) is a, signed zeros and infinities too; pow(a, 0.0) is 1.0, NaN's too): the gradient tape of
+# Rosenbrock on 20,000 numbers then compiles no fused_forward, its grad_function's first call 1.8-2.1 -> 0.02-0.04 CPU-s
+POWERS = {2.0: SQUARE, 1.0: {"forward": "a", "da": "1.0"}, 0.0: {"forward": "1.0", "da": "0.0"}}
+POWER_RULES = {c: {part: compile(rule, f"pow_{c}", "eval") for part, rule in (*rules.items(), ("db", "0.0"))}
+               for c, rules in POWERS.items()}
 TWO = {OPCODE[op.name] for op in OPS if op.name in FUSIBLE and op.kind == "binary"}
 
 
@@ -30,11 +37,17 @@ def square(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, k:
     return bool(code[k] == OPCODE["pow"] and kb[k] == 2 and imm[ib[k]] == 2.0)
 
 
+def _rules(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, k: int) -> dict:
+    """Member k's rules, compiled: its op's if exact, x ** c's for a number c in POWERS, else none ({})."""
+    if code[k] != OPCODE["pow"]:
+        return RULES[int(code[k])] if OPS[code[k]].name in EXACT else {}
+    return POWER_RULES.get(float(imm[ib[k]]), {}) if kb[k] == 2 else {}
+
+
 def twinned(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, ext: list[tuple[int, int, int]]) -> bool:
     """Whether the twins compute a run with the kernels' bits: every member exact, no input's element read twice in
     a row (an element stride of 0, whose adds NumPy would not make one after another)."""
-    return (all(OPS[c].name in EXACT or square(code, kb, ib, imm, k) for k, c in enumerate(code))
-            and all(step != 0 for _, _, step in ext))
+    return all(_rules(code, kb, ib, imm, k) for k in range(len(code))) and all(step != 0 for _, _, step in ext)
 
 
 def _view(arena: np.ndarray, ext: np.ndarray, i: int, n0: int, n1: int) -> np.ndarray:
@@ -53,7 +66,7 @@ def _values(program: tuple[np.ndarray, ...], which: np.ndarray, n0: int, n1: int
               for kind, i in ((ka[k], ia[k]), (kb[k], ib[k]))]
         operands[k] = ab
         if which[k]:
-            rule = SQUARE_RULES if square(code, kb, ib, imm, k) else RULES[int(code[k])]
+            rule = _rules(code, kb, ib, imm, k)
             S[k] = np.broadcast_to(eval(rule["forward"], {"sqrt": np.sqrt, "a": ab[0], "b": ab[1]}), (n0 * n1,))
     return S, operands
 
@@ -100,7 +113,7 @@ def reverse(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array,
         for k in range(len(code) - 1, -1, -1):
             if not held[k]:
                 continue
-            rule = SQUARE_RULES if square(code, kb, ib, imm, k) else RULES[int(code[k])]
+            rule = _rules(code, kb, ib, imm, k)
             a, b = operands[k]
             g = G[k]
             for side, (kind, i) in enumerate(((ka[k], ia[k]), (kb[k], ib[k]))[:2 if code[k] in TWO else 1]):
