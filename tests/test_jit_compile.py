@@ -359,3 +359,43 @@ def test_the_ops_entries_are_inlined_and_a_full_arenas_spill_is_not_whoever_call
     env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", INLINE], capture_output=True, text=True, check=True, env=env).stdout
     assert json.loads(out.splitlines()[-1]) == [[5.0 + 2.0, 3.0 + 2.0], [True, False]]
+
+
+DIRECT = """
+import json
+import numpy as np
+from numba.core import event
+import tape
+
+@tape.jit
+def f(xs):
+    x, y = xs[0], xs[1]
+    z = tape.exp(x * y) + x * 2.0 - 2.0 * y
+    if z > y:
+        return z
+    return y
+
+names = []
+class Named(event.Listener):
+    def on_start(self, ev):
+        names.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+
+with event.install_listener("numba:compile", Named()):
+    g = tape.grad(f)(np.array([0.5, 0.25]))
+print(json.dumps([g.tolist(), names]))
+"""
+
+
+def test_an_overload_that_forwards_to_a_jitted_function_compiles_no_function_of_its_own(tmp_path):
+    """A typer returning a jitted function of its arguments (overload_cache.direct) is a call of it: the ops on Vars
+    and floats, a branch's check and f's Var output compile no forwarding lambda of their own."""
+    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", DIRECT], capture_output=True, text=True, check=True, env=env).stdout
+    g, names = json.loads(out.splitlines()[-1])
+    z = np.exp(0.125) + 1.0 - 0.5
+    assert g == pytest.approx([0.25 * np.exp(0.125) + 2.0, 0.5 * np.exp(0.125) - 2.0]) and z > 0.25
+    assert {"mul_vv", "mul_vc", "mul_cv", "sub_vv", "add_vv", "check", "one_output"} <= set(names)
+    forwarding = [n for n in names if "typer.<locals>.<lambda>" in n or n.startswith(("_branch.", "_outputs_impl."))]
+    assert forwarding == []

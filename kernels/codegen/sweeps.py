@@ -179,14 +179,17 @@ def has_partials(op: ops.Op) -> bool:
     return bool(op.da)
 
 
-def partials_body(op: ops.Op, second: bool = False, hand_over: bool = False) -> list[str]:
-    """A branch of partials_switch: value y, partials pa, pb (second: SECOND too), the select's targets."""
+def partials_body(op: ops.Op, second: bool = False, hand_over: bool = False, hoisted: bool = False) -> list[str]:
+    """A branch of partials_switch: value y, partials pa, pb (second: SECOND too), the select's targets; hoisted:
+    its operands are loaded before the switch (``HOISTED``: a const op's c is read as b)."""
     ind = " " * 12
     if hand_over and op in (GROUP, GROUP_PAIR):  # as in reverse_sweep: their rules, 2 s of an hvp's first compile
         return [f"{ind}return np.int64(i)"]
     used = names_in(op.forward, op.da, op.db, op.daa, op.dab, op.dbb, op.when_a, op.when_b) - {"y"}
-    lines = operand_loads(op, used, ind)
+    lines = operand_loads(op, used - ({"a", "b", "c"} if hoisted else set()), ind)
     rules = (op.forward, op.da, op.db, *((op.daa, op.dab, op.dbb) if second else ()))
+    if hoisted:
+        rules = tuple(re.sub(r"\bc\b", "b", rule) for rule in rules)
     lines += [f"{ind}{name} = {rule}" for name, rule in zip(("y", "pa", "pb", *SECOND), rules, strict=False) if rule]
     if op.when_a:
         lines.append(f"{ind}r0[i] = in0[i] if {op.when_a} else dummy")
@@ -196,13 +199,20 @@ def partials_body(op: ops.Op, second: bool = False, hand_over: bool = False) -> 
 
 
 SECOND = ("ha", "hab", "hb")  # a partials kernel's second partials, stored in h0, h1, h2
+# The operands of every op loaded once, before the switch (b: in1's record, or its constant c), not in each branch:
+# forward_second, a scalar hvp's first compile, 1.0 -> 0.75 CPU-s (Numba's passes scale with the branches' statements)
+HOISTED = ["        if not HAS_INPUT[k]:", "            continue", "        a = val[in0[i]]",
+           "        b = val[in1[i]] if TWO_RECORDS[k] else consts[in1[i]] if USES_POOL[k] else 0.0"]
 
 
-def partials_switch(second: bool, hand_over: bool = False, include=lambda op: op.kind != "leaf") -> list[str]:
+def partials_switch(second: bool, hand_over: bool = False, include=lambda op: op.kind != "leaf",
+                    hoisted: bool = False) -> list[str]:
     """The op switch of a partials sweep, its stores in one tail (a store per branch compiled 1.5x
-    slower): zero for a partial its op has not, nothing for a record without a branch (a leaf)."""
+    slower): zero for a partial its op has not, nothing for a record without a branch (a leaf); hoisted: the
+    operands loaded before it (``HOISTED``)."""
     names = ("pa", "pb", *(SECOND if second else ()))
-    return [f"        {' = '.join(names)} = 0.0", *branches(lambda op: partials_body(op, second, hand_over), include),
+    return [*(HOISTED if hoisted else []), f"        {' = '.join(names)} = 0.0",
+            *branches(lambda op: partials_body(op, second, hand_over, hoisted), include),
             "        else:", "            continue", "        val[i] = y",
             *(f"        {out}[i] = {name}" for out, name in zip(("p0", "p1", "h0", "h1", "h2"), names, strict=False))]
 
@@ -219,7 +229,7 @@ def partials_kernel(name: str, outputs: str, second: bool, doc: str, start: bool
         f"    for r in range({'start, ' if start else ''}len(op)):",
         "        i = np.uint64(r)",
         "        k = op[i]",
-        *partials_switch(second, hand_over),
+        *partials_switch(second, hand_over, hoisted=True),
         *(["    return -1"] if hand_over else []),
         "",
         "",
@@ -282,7 +292,8 @@ def generate(header: list[str], more: list[str]) -> str:
     (kernels/codegen/derivatives.py, kernels/codegen/maps.py)."""
     helpers = [f"{fn.__name__} = _inline(_ops.{fn.__name__})" for fn in ops.HELPERS]
     helpers += [f"{fn.__name__} = jit(_ops.{fn.__name__})" for fn in ops.CALLED]
-    helpers += ["IS_GROUPED = _ops.IS_GROUPED", "IS_GROUPED_PAIR = _ops.IS_GROUPED_PAIR"]
+    helpers += [f"{name} = _ops.{name}" for name in ("IS_GROUPED", "IS_GROUPED_PAIR", "HAS_INPUT", "TWO_RECORDS",
+                                                     "USES_POOL")]
     out = [
         *header,
         '"""Numba sweeps over the tape\'s record arrays, one branch per op."""',

@@ -66,7 +66,7 @@ def _outputs(out):
 @overload(_outputs)
 def _outputs_impl(out):
     if is_var(out):
-        return lambda out: one_output(out)
+        return one_output
     if is_number(out):
         return lambda out: one_output(var_of(out))
     if is_array(out):

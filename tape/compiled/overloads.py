@@ -70,7 +70,7 @@ def check(cond, where):
 @overload(branch)
 def _branch(x, where):
     if x is condition_type:
-        return lambda x, where: check(x, where)
+        return check
     if is_var(x):
         raise TypingError(TRUTH)
     return None if isinstance(x, ArrayConditionType) else lambda x, where: bool(x)  # the former: conditions.py
@@ -150,7 +150,7 @@ def unary(of_var, value, numbers: bool):
     """The overload of one unary op; ``numbers``: also for a plain number (tape.<name> of a float)."""
     def typer(x):
         if is_var(x):
-            return lambda x: of_var(x)
+            return of_var
         if numbers and is_number(x):
             return lambda x: value(float(x))
         return None
@@ -158,10 +158,14 @@ def unary(of_var, value, numbers: bool):
 
 
 def binary(vv, vc, cv, value, numbers: bool):
-    """The overload of one arithmetic spelling: Vars and numbers on either side."""
+    """The overload of one arithmetic spelling: Vars and numbers on either side (a float as is: ``direct``)."""
     def typer(x, y):
         if is_var(x) and is_var(y):
-            return lambda x, y: vv(x, y)
+            return vv
+        if is_var(x) and y is types.float64:
+            return vc
+        if x is types.float64 and is_var(y):
+            return cv
         if is_var(x) and is_number(y):
             return lambda x, y: vc(x, float(y))
         if is_number(x) and is_var(y):
@@ -176,6 +180,8 @@ def comparison(vv):
     def typer(x, y):
         if not (is_var(x) or is_var(y)) or not all(is_var(v) or is_number(v) for v in (x, y)):
             return None
+        if is_var(x) and is_var(y):
+            return vv
         cx, cy = as_var(x), as_var(y)
         return lambda x, y: vv(cx(x), cy(y))
     return typer

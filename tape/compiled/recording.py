@@ -262,7 +262,7 @@ def var_of(v):
 @overload(var_of)
 def _var_of(v):
     if is_var(v):
-        return lambda v: v
+        return identity
     if is_number(v):
         return lambda v: unbound(v)
     return None
