@@ -139,4 +139,5 @@ def directions(seed: int, large: bool, count: int = 4) -> np.ndarray:
     return np.random.default_rng((seed, 99)).normal(size=(count, length(large)))
 
 
-CASES = [(seed, vector, large) for seed in range(40) for vector in (False, True) for large in (True, False)]
+CASES = [(seed, vector, large) for seed in range(12) for vector in (False, True) for large in (True, False)]  # (40 seeds
+# passed too: s18 C's report)
