@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 import pytest
-from array_programs import CASES, directions, point, program, run
+from array_programs import CASES, constants, directions, point, program, run
 from sameness import edge_points, same_bits
 from test_stretches import PROGRAMS as STRETCHES
 
@@ -344,3 +344,35 @@ def test_second_order_first_then_replays(case, monkeypatch):
         assert same_bits(_flat(F.vjp(xs[2], w) if vector else F.value_and_grad(xs[2])), first[2])
         if not vector:
             assert same_bits(_flat(F.grad_function()(xs[0])), named["grad_function"])
+
+
+@pytest.mark.parametrize("case", [c for c in FAST if not c[1]], ids=_name)
+def test_params_change_between_calls(case, monkeypatch):
+    """The constants block as params, changed at every call: each kernels' path the same bits, NumPy's steps and
+    tape.value_and_grad recorded afresh at those params to rounding; at the constants themselves, JAX's gradient."""
+    seed, _, large = case
+    prog, xs, V = program(seed), [point(seed, k, large) for k in range(3)], directions(seed, large)
+    ps = [constants(large) * (1.0 + 0.1 * k) for k in range(3)]
+    calls = [(xs[1], ps[0]), (xs[0], ps[1]), (xs[2], ps[2]), (xs[1], ps[0]), (xs[2], ps[1])]
+
+    def f(u, p):
+        return run(prog, u, np, lse, False, large, p)
+
+    got = {}
+    for path in PATHS:
+        _path(monkeypatch, path, large)
+        with np.errstate(all="ignore"):
+            F = tape.trace(f, xs[0], params=ps[1])
+            if path == "numpy":
+                F._runs_first, F._runs_last = {}, {}
+            got[path] = [_flat(F.value_and_grad(x, params=p)) for x, p in calls]
+    for path, out in got.items():
+        for a, b in zip(out, got["fused"], strict=True):
+            if path in KERNELS:
+                assert same_bits(a, b), path
+            else:
+                np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9, err_msg=path)
+    for (x, p), a in zip(calls, got["fused"], strict=True):
+        np.testing.assert_allclose(_flat(tape.value_and_grad(lambda u, p=p: f(u, p))(x)), a, rtol=1e-9, atol=1e-9)
+    ref = JAX[f"{seed} 0 {int(large)} 1"]
+    np.testing.assert_allclose(V @ got["fused"][0][1:], ref["grad"], rtol=1e-9, atol=1e-9)
