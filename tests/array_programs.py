@@ -112,7 +112,7 @@ def run(prog: list[tuple], u, xp, lse, vector: bool = False, large: bool = True,
     consts = constants(large) if consts is None else consts
     cc = np.cos(np.arange(m) * 1.1).reshape(m, 1) * 2.0
     W = np.sin(np.arange(k * k) * 0.3).reshape(k, k) * (0.3 / np.sqrt(k))
-    pool, kept = [X], []
+    pool, kept, every = [X], [], None
     for step in range(STEPS):
         for kind, i, j, un, bi, side, shift, swap, how in prog:
             a, b = pool[i % len(pool)], pool[j % len(pool)]
@@ -138,9 +138,10 @@ def run(prog: list[tuple], u, xp, lse, vector: bool = False, large: bool = True,
             else:
                 y = (a * 0.5 + b * 0.25) * (0.75 + 0.25 * step)
             pool.append(xp.tanh(y) * 2.0 if step == STEPS - 1 and kind in ("binary", "scale") else y)
+            every = xp.sin(pool[-1]) if every is None else every + xp.sin(pool[-1])  # (no value is dead)
         kept.append(pool[-1])
         pool = [pool[-1], *pool[1:len(prog) // 2 + 1], X]  # the step's last value carries on; early ones are read again
-    out = pool[0] * pool[0] * 0.5 + kept[0] * r + pool[len(pool) // 2] * 0.25
+    out = pool[0] * pool[0] * 0.5 + kept[0] * r + pool[len(pool) // 2] * 0.25 + every * 0.01
     if vector:
         return out.sum(axis=0)
     return (out * consts).sum() + (kept[1] * c).sum() * 0.5
