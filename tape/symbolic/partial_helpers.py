@@ -78,6 +78,8 @@ def where(condition: Condition | ArrayCondition | bool, x: Value, y: Value) -> V
         return VarArray(t._segment(), None, array_records.elementwise(t, "select", condition._view(), *views))
     if not isinstance(condition, Condition):
         return x if condition else y
+    if type(x) is VarArray or type(y) is VarArray:  # a number's comparison picking an array (hypot_da, fmin_share of a
+        return where(ArrayCondition.of(np.not_equal, condition._record(), 0.0), x, y)  # number and an array)
     t = condition._tape()
     x = x if type(x) is Var else constant(t, float(x))
     y = y if type(y) is Var else constant(t, float(y))
