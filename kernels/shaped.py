@@ -305,7 +305,8 @@ def _fields(k: int, q: int) -> dict[str, int]:
 
 
 SAME, LINE, EACH = -1, -2, -3  # an operand's view (tape/sweeps/stretches.py): its element, its line's, its line's one
-SUMMED = 1  # a view's group back (_reverse_stretch): a line read by every line, summed back across lines
+SCRATCH, SUMMED = -1, -3  # a view's group back (_reverse_stretch): added after the pass, or a line read by every
+# line, summed back across lines (else its place's group, >= 0)
 
 
 def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str) -> str:
@@ -362,23 +363,23 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
 
 
 def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
-    """Rows last first; every member but the last read only by later members, its adjoint a local. Each view's
-    region by the stamp rule in the rows' order first (a stale one zeroed, or assigned 0.0 + c where the view is its
-    region: the rows' ``_send``). Per element, each member's partials, last member first, a before b; sends: per
-    view sending to the arena (in that order), its group, whose adds go into one local stored once an element (the
-    views of one place), -1: the member's adjoint kept in a scratch row and the view's adds made after the pass,
-    view by view (views of one region at different places: in the pass, a loop-carried store), or SUMMED: a line read
-    by every line, its contributions summed back across lines in the pass in the rows' order (_pass), added to its
-    adjoints after the pass by the stamp rule, as the rows' _lined_send does (whose block of contributions, written
-    and then read, bounded the mixture's LINED rows back). A member computed again (its fifth field) has its value
-    computed in a local s<k> by its forward rule (the forward's IEEE operations: the same bits) where a partial reads
-    it, not read from the arena."""
+    """Rows last first; every member but the last read only by later members, its adjoint a local. Each view's region by
+    the stamp rule in the rows' order first (a stale one zeroed, or assigned 0.0 + c where the view is its region: the
+    rows' ``_send``). Per element, each member's partials, last member first, a before b; sends: per view sending to the
+    arena (in that order), its group, whose adds go into one local stored once an element (the views of one place apart
+    from other views'), SCRATCH: the member's adjoint kept in a scratch row and the view's adds made after the pass,
+    view by view (views of one region at different places: in the pass, a loop-carried store), or SUMMED: a line read by
+    every line, its contributions summed back across lines in the pass in the rows' order (_pass), added to its adjoints
+    after the pass by the stamp rule, as the rows' _lined_send does (whose block of contributions, written and then
+    read, bounded the mixture's LINED rows back). A member computed again (its fifth field) has its value computed in a
+    local s<k> by its forward rule (the forward's IEEE operations: the same bits) where a partial reads it, not read
+    from the arena."""
     m = len(members)
     row = {k: m - 1 - k for k in range(m)}
     head, body, held, after = [f"    n = t[{driver.SIZE}]"], [f"        g{m - 1} = aadj[o{m - 1} + e]"], set(), []
     outs = {k: f"    o{k} = t[{_fields(row[k], 0)['OUT']}]" for k in range(m)}  # those the body reads
     group = dict(((k, q), g) for k, q, g in sends)
-    kept = {k: i for i, k in enumerate(dict.fromkeys(k for k, _, g in sends if g < 0))}  # a scratch row each
+    kept = {k: i for i, k in enumerate(dict.fromkeys(k for k, _, g in sends if g == SCRATCH))}  # a scratch row each
     summed = [(k, q) for k, q, g in sends if g == SUMMED]  # a sum back each
     head += [f"    T{v} = np.zeros(t[{_fields(row[k], q)['SHAPE'] + 3}])" for v, (k, q) in enumerate(summed)]
     stores: dict[int, str] = {}
@@ -421,7 +422,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
             binds = [f"{x} = {a}" for x, a in zip("ab", operands[k], strict=False) if x in reads(partial)]
             binds += [f"y = {value[k]}"] * ("y" in reads(partial))
             lines = [*binds, f"p = {partial}", f"c = g{k} * p if g{k} != 0.0 and p != 0.0 else 0.0"]
-            if source < 0 and group[k, q] < 0:
+            if source < 0 and group[k, q] == SCRATCH:
                 at = f"x{k}_{q} + e"
                 lines = [f"        {line}" for line in lines]
                 after += _pass(members, row.get, [f"        g{k} = scratch[{kept[k]} * stride + e]",
@@ -438,7 +439,13 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                 body.append(f"        acc{group[k, q]} = acc{group[k, q]} + c")
             else:
                 at = f"x{k}_{q} + e"
-                body.append(f"        acc{group[k, q]} = (0.0 if fresh{k}_{q} else aadj[{at}]) + c")
+                old = f"aadj[{at}]"
+                if len({g for _, _, g in sends if g >= 0}) > 1:  # read whether fresh or not: a read under a test kept
+                    # LLVM from vectorizing a pass storing two groups (the heat equation's back stretch, fresh: 65
+                    # µs; read first 5.4; its joins after the pass, 7.5); one group's pass as it was
+                    body.append(f"        old = {old}")
+                    old = "old"
+                body.append(f"        acc{group[k, q]} = (0.0 if fresh{k}_{q} else {old}) + c")
                 stores[group[k, q]] = f"        aadj[{at}] = acc{group[k, q]}"
     body += list(stores.values())
     body[1:1] = computed(body)
