@@ -7,6 +7,7 @@ from test_fused_numpy import EDGE_PROGRAMS, EDGES, PROGRAMS
 
 import tape
 from tape.kernels import compiling, shaped
+from tape.kernels._sweeps import fused_reverse
 from tape.sweeps import compiled, fused_runs
 
 RNG = np.random.default_rng(5)
@@ -25,14 +26,39 @@ def _ops(u):  # every fusible op, a member read twice, one view on both sides, a
     return ((tape.sqrt(c * c + 1.0) / b - 3.0 / b) * a + abs(a) ** 3.0).sum()
 
 
-def _filter(u):
-    for _ in range(10):
+def _filter(u, passes=10):
+    for _ in range(passes):
         u = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
     return 0.5 * (u * u).sum()
 
 
+def _line_of(n, passes):  # a filter on a record of n elements (an input is an array from 1,024 elements)
+    return lambda u: _filter(u[:n] * 1.5, passes) + 0.5 * (u * u).sum()
+
+
+def _chain(u):  # views lagged 0, 2, 4 on a line of 3: no element read by all three
+    v = u[:7] * 1.5
+    w = v[:3] + 2.0 * v[2:5] - v[4:7]
+    return (w * w).sum() + 0.5 * (u * u).sum()
+
+
+def _partial(u):  # a line that does not cover its input (u's last element): added to, not assigned
+    y = u[:-2] * 3.0 + u[1:-1]
+    return (y * y).sum()
+
+
+def _read_after(u):  # the line's adjoint already holds an add when its run's reverse comes: added to
+    v = u * 1.5
+    y = 0.25 * v[:-2] + 0.5 * v[1:-1] + 0.25 * v[2:]
+    return (y * y).sum() + (v * v[::-1]).sum()
+
+
 OWN = {
     "views of two inputs, lagged, at block edges": (_two_inputs, RNG.normal(size=3 * 512 + 5)),
+    "views lagged past their line's length": (_chain, RNG.normal(size=1100)),
+    "a line short of its input": (_partial, RNG.normal(size=1030)),
+    "a line read after its run": (_read_after, RNG.normal(size=1030)),
+    **{f"a 3-tap filter on {n} elements": (_line_of(n, 2), RNG.normal(size=1600)) for n in (5, 514, 1026)},
     "every fusible op": (_ops, RNG.normal(size=2 * 512 + 11)),
     "a 3-tap filter, 10 passes": (_filter, RNG.normal(size=5000)),
 }
@@ -126,3 +152,40 @@ def test_a_shapes_file_edited_is_written_again(monkeypatch, tmp_path):
     monkeypatch.setattr(shaped, "_made", {})
     shaped.kernels(shape)
     assert path.read_text() == text
+
+
+def _garbage(size):
+    return np.resize(np.concatenate([EDGES, RNG.normal(size=31)]), size)
+
+
+@pytest.mark.parametrize("program", sorted(OWN))
+def test_a_pulled_reverse_adds_as_the_views_loops_and_assigns_a_stale_line(monkeypatch, program):
+    """A shape's reverse, its views on one line pulled (kernels/shaped.py), adds to any adjoints there as the
+    interpreted kernel does, bit for bit; where fresh, it assigns its line's region whole (garbage there before,
+    zeros in the interpreted kernel's), and writes nothing else: each run's kernel called on one arena."""
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
+    monkeypatch.setattr(fused_runs.Shaped, "eager", True)
+    f, x = OWN[program]
+    F = tape.trace(f, x)
+    F.value_and_grad(x)
+    lines = 0
+    for run in F._runs_first.values():
+        if run.shaped is None:
+            continue
+        seed, line = 1.5 if run.total >= 0 else 0.0, run.line(F)
+        args = (run.live, seed, *run.rows_cols, F._aval)
+        for fresh in (False, True)[:1 + (line >= 0)]:
+            want = _garbage(F._aadj.size)
+            got = want.copy()
+            if fresh:
+                p = F._plans[F._in0[run.inputs[line]]]
+                want[p.offset:p.offset + p.size], got[p.offset:p.offset + p.size] = 0.0, np.nan
+            with np.errstate(all="ignore"):
+                fused_reverse(*run.program, run.need, *args, want)
+                run.shaped.kernels.reverse(*run.program[5:], *args, got, fresh)
+            assert np.array_equal(np.where(np.isnan(want), np.nan, want).view(np.int64),
+                                  np.where(np.isnan(got), np.nan, got).view(np.int64)), (fresh, np.flatnonzero(
+                                      (want != got) & ~(np.isnan(want) & np.isnan(got))))
+        lines += line >= 0
+    if "filter" in program or "lagged past" in program or "short" in program:
+        assert (lines > 0) == ("short" not in program)  # (a line short of its input is added to)

@@ -121,10 +121,18 @@ def again(held):
     return f
 
 
+def places(u):  # a back stretch sending to three records' places, each apart (a group each, stored in its pass)
+    m = len(u) // 3
+    a, b, c = u[:m] * 1.5, u[m:2 * m] - 0.5, u[2 * m:3 * m] * u[2 * m:3 * m]
+    for _ in range(2):
+        a, b, c = (a * b - 2.0 * c) * 0.3 + a * c, a - c * b, np.concatenate([c[1:], c[:1]]) * 0.5 - b
+    return (a * b * c).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
-            "again": again(False), "again, held": again(True)}
+            "again": again(False), "again, held": again(True), "places": places}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -169,6 +177,18 @@ def test_heat_stores_one_member_a_step_and_reads_none_back(monkeypatch):
     forward = [shape for shape in shapes if not shape[0]]
     assert forward and all(shape[2] == (False, False, False, False, True) for shape in forward)
     assert any(shape[0] for shape in shapes)  # and back
+
+
+@pytest.mark.parametrize("name, places", [("heat, concatenate", 3), ("places", 3), ("heat, pad", 1)])  # (at least)
+def test_a_back_stretch_stores_each_place_apart_in_its_pass(name, places, monkeypatch):
+    """Back, the views of each place apart from other views' (heat's two joins and its state; three records) send in
+    the pass, a group each; views of one record at places less than a line apart (the pad's) after it."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    F = _trace(PROGRAMS[name], np.random.default_rng(4).normal(size=300), monkeypatch, True, True)
+    _run(F, np.ones(300), monkeypatch, True, True)
+    sends = [shape[2] for shape in stretches.Stretch.made if shape[0]]
+    assert sends and all(len({g for _, _, g in s if g >= 0}) >= places for s in sends)
+    assert all((shaped.SCRATCH in {g for _, _, g in s}) == (name == "heat, pad") for s in sends)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

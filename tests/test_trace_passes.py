@@ -508,9 +508,8 @@ def _sends_by_row(members, spec, n):
             views.append((k, q, int(members[k][f + K.BASE]) if j != stretches.LINE else None))
     if any(b is None for _, _, b in views):
         return tuple((k, q, shaped.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
-    alone = collections.Counter(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views))
-    kept = max(alone, key=alone.__getitem__, default=None)
-    return tuple((k, q, 0 if b == kept else -1) for k, q, b in views)
+    alone = list(dict.fromkeys(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views)))
+    return tuple((k, q, alone.index(b) if b in alone else shaped.SCRATCH) for k, q, b in views)
 
 
 def _again_by_row(s, members, spec, seen):
@@ -591,7 +590,7 @@ def _stretched_by_row(s, rows, back, tally):
             k += 1
             continue
         spans[len(rows) - end if back else k] = (end - k, stretches.Stretch.of(shape))
-        kept = len({j for j, _, group in shape[2] if group < 0}) if back else 0
+        kept = len({j for j, _, group in shape[2] if group == shaped.SCRATCH}) if back else 0
         need = (max(need[0], kept), max(need[1], int(order[k][K.SIZE]) if kept else 0))
         k = end
     out, pending = [], {}

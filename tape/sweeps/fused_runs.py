@@ -127,26 +127,42 @@ class Run(NamedTuple):
             return None
         return adj_in, seed
 
-    def back(self, s: Any, adj_in: np.ndarray, seed: float) -> None:
-        """The run's reverse pass, its inputs' adjoint regions prepared."""
+    def back(self, s: Any, adj_in: np.ndarray, seed: float, fresh: bool = False) -> None:
+        """The run's reverse pass, its inputs' adjoint regions prepared, but where fresh the region of its line's
+        (line), stale: its shape's kernel assigns it, else it is zeroed here."""
         shaped = self.shaped if SHAPED and self._full(adj_in, seed) else None
         if shaped is not None and shaped.gate.ready(shaped.kernels.reverse):  # (the generic kernels' arguments made
             # only where they run)
             shaped.gate.call(shaped.kernels.reverse, self.program[5], self.program[6], adj_in, seed, *self.rows_cols,
-                             s._aval, s._aadj)
+                             s._aval, s._aadj, fresh)
             return
+        if fresh:
+            driver.own(s, s._aadj, s._plans[s._in0[self.inputs[self.line(s)]]])[...] = 0.0
         args = (*self.program, self.need, adj_in, seed, *self.rows_cols, s._aval, s._aadj)
         REVERSE(self.twinned, *args) if shaped is None else shaped.gate.timed(REVERSE, self.twinned, *args)
+
+    def line(self, s: Any) -> int:
+        """The input (its index in inputs) whose adjoint region is the one line that its shape's reverse pulls
+        (kernels/shaped.py's pulled: each element stored once), so that where that region is stale the kernel
+        assigns it, not zeroed first (11 regions of 800 KB a filter's call); else -1."""
+        views = list(_shaped.pulled(self.shaped.shape)) if self.shaped is not None else []
+        records, ext, (n0, n1) = {int(self.reads[i]) for i in views}, self.program[6], self.rows_cols
+        if not views or len(records) > 1 or n0 != 1 or len({int(ext[i, 0] - ext[i, 3]) for i in views}) > 1:
+            return -1
+        j, lags = records.pop(), ext[views, 3]
+        p, base = s._plans[s._in0[j]], int(ext[views[0], 0] - ext[views[0], 3])
+        return self.inputs.index(j) if (p.offset, p.size) == (base + lags.min(), n1 + lags.max() - lags.min()) \
+            and j in self.inputs else -1
 
     def _full(self, adj_in: np.ndarray, seed: float) -> bool:
         """Whether a reverse pass may hold every member's adjoint, as its shape's kernels do (a list compare, 0.7 µs,
         where np.array_equal took 14 µs a call)."""
         return (seed != 0.0) == (self.total >= 0) and (adj_in is self.live or adj_in.tolist() == self.live.tolist())
 
-    def bound(self, s: Any) -> tuple[Callable[[], None], Callable[[np.ndarray, float], None]]:
-        """forward(s) and back(s, adj_in, seed) for a Function s (arenas that never move): once its shape's kernel is
-        ready (Gate open for good, machine code loaded), it is called on arguments found once. The Python around the
-        MLP's run (bench/array_programs.py): 0.8 of Run.forward's 1.3 µs, 1.0 of back's 1.5."""
+    def bound(self, s: Any) -> tuple[Callable[[], None], Callable[[np.ndarray, float, bool], None]]:
+        """forward(s) and back(s, adj_in, seed, fresh) for a Function s (arenas that never move): once its shape's
+        kernel is ready (Gate open for good, machine code loaded), it is called on arguments found once. The Python
+        around the MLP's run (bench/array_programs.py): 0.8 of Run.forward's 1.3 µs, 1.0 of back's 1.5."""
         imm, ext, (n0, n1), aval, aadj = self.program[5], self.program[6], self.rows_cols, s._aval, s._aadj
         ready: list[Any] = [None, None]  # the shape's forward and reverse kernel, each once it is ready
 
@@ -165,11 +181,11 @@ class Run(NamedTuple):
             if self.total >= 0:
                 aval[self.total_at] = value
 
-        def back(adj_in: np.ndarray, seed: float) -> None:
+        def back(adj_in: np.ndarray, seed: float, fresh: bool) -> None:
             kernel = ready[1]
             if kernel is None or not SHAPED or not self._full(adj_in, seed):
-                self.back(s, adj_in, seed)
+                self.back(s, adj_in, seed, fresh)
                 return bind(1)
-            kernel(imm, ext, adj_in, seed, n0, n1, aval, aadj)
+            kernel(imm, ext, adj_in, seed, n0, n1, aval, aadj, fresh)
 
         return forward, back

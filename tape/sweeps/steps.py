@@ -191,30 +191,34 @@ def _record(stamps: np.ndarray, row: int, back: Callable[[int, int, bool], None]
     return True
 
 
-def _prepare(s: State, j: int) -> Callable[[int, int], None]:
+def _prepare(s: State, j: int, zero: bool = True) -> Callable[[int, int], bool]:
     """driver._prepared for record j of a Function s, its adjoint region and whether it accumulates (driver.stale)
-    found once."""
+    found once: whether it was stale (then stamped, and zeroed unless not zero)."""
     region, stamps = driver.own(s, s._aadj, s._plans[s._in0[j]]), s._stamp
     accumulates = int(s._op[j]) in (LEAF, INPUT)
 
-    def prepare(gen: int, keep: int) -> None:
+    def prepare(gen: int, keep: int) -> bool:
         if driver.stale(stamps[j], gen, keep, accumulates):
-            region[...] = 0.0
+            if zero:
+                region[...] = 0.0
             stamps[j] = gen
+            return True
+        return False
 
     return prepare
 
 
 def _run(s: State, run: Any) -> Callable[[int, int, bool], bool]:
-    """A fused run's reverse (its Run.reverse), its inputs' adjoint regions found once."""
-    prepares, back = [_prepare(s, j) for j in run.inputs], run.bound(s)[1]
+    """A fused run's reverse (its Run.reverse), its inputs' adjoint regions found once; the region of its line
+    (Run.line) not zeroed where stale: its back assigns it."""
+    back, line = run.bound(s)[1], run.line(s)
+    prepares = [_prepare(s, j, k != line) for k, j in enumerate(run.inputs)]
 
     def reverse(gen: int, keep: int, check: bool) -> bool:
         reached = run.reached(s, gen)
         if reached is not None:
-            for prepare in prepares:
-                prepare(gen, keep)
-            back(*reached)
+            stale = [prepare(gen, keep) for prepare in prepares]
+            back(*reached, line >= 0 and stale[line])
         return False
 
     return reverse
