@@ -1,11 +1,9 @@
 """The fused kernels' NumPy twins (tape/sweeps/fused_numpy.py) give the kernels' bits, and stand in only until
 the kernels are compiled, cached, or have been waited for long enough."""
 
-import os
-import subprocess
-import sys
 from types import SimpleNamespace
 
+import compiles
 import numpy as np
 import pytest
 
@@ -239,19 +237,10 @@ def test_every_path_gives_a_functions_bits(monkeypatch, program):
 
 
 FIRST_CALL = """
-import sys
 import numpy as np
-from numba.core import event
 import tape
 
-class Names(event.Listener):
-    def on_start(self, ev):
-        print(ev.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Names())
+listen()
 x = np.linspace(-1.0, 1.0, 20_000)
 F = tape.trace(lambda X: (100.0 * (X[1:] - X[:-1] ** 2) ** 2 + (1.0 - X[:-1]) ** 2).sum(), x)
 for which, extra in (("grad_function", 0), ("jvp_function", len(x)), ("vjp_function", 1)):
@@ -265,6 +254,4 @@ def test_a_gradient_tapes_first_calls_compile_nothing(tmp_path):
     """In a fresh process on an empty cache, an array program's gradient, its grad_function, jvp_function and
     vjp_function, their first calls and their vjp and jvp compile no kernel: the twins serve (fused_forward compiled
     in 1.98 of grad_function's first call's 2.0 CPU-s)."""
-    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.split() == [], (out.stdout, out.stderr[-3000:])
+    assert compiles.compiled(FIRST_CALL, tmp_path) == []

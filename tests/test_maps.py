@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from types import SimpleNamespace
 
+import compiles
 import numba
 import numpy as np
 import pytest
@@ -283,20 +281,12 @@ def test_a_maps_stand_ins_rent_up_to_the_kernels_compile(monkeypatch, tmp_path):
 
 BIG_MAP = """
 import numpy as np
-from numba.core import event
 import tape
-
-class Names(event.Listener):
-    def on_start(self, ev):
-        print(ev.data["dispatcher"].py_func.__name__)
-
-    def on_end(self, ev):
-        pass
 
 x = np.linspace(-1.0, 1.0, 300)  # 2,700 scalar records: past the twins, so the single calls compile their kernels
 F = tape.trace(lambda x: (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum(), x)
 F(x), F.value_and_grad(x), F.jvp(x, x)
-event.register("numba:compile", Names())
+listen()
 X = np.random.default_rng(0).uniform(-1.0, 1.0, (400, 300))
 (values, grads), out, dots = F.map_value_and_grad(X), F.map(X), F.map_jvp(X, X[::-1])
 assert all(np.array_equal(grads[p], F.value_and_grad(X[p])[1]) and out[p] == values[p] == F(X[p])
@@ -308,6 +298,4 @@ def test_a_first_map_within_its_kernels_compile_compiles_nothing(tmp_path):
     """In a fresh process on an empty cache, after a Function's single calls, maps whose stand-ins cost less than the
     map kernels' compile compile nothing: the single call's kernels serve them (a 20,000-point map_value_and_grad of
     an 8k-record tape: 5.7-5.9 -> 2.8 CPU-s cold)."""
-    env = {**os.environ, "TAPE_CACHE_DIR": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", BIG_MAP], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.split() == [], (out.stdout, out.stderr[-3000:])
+    assert compiles.compiled(BIG_MAP, tmp_path) == []
