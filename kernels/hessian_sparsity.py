@@ -102,11 +102,14 @@ def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, s
 def pairs_to_csr(n, rows, cols):
     """CSR (indptr, indices) of the n x n pattern holding the pairs: each row's columns sorted,
     once each (a counting sort by row, then a mark per column; rows of more than 32 sorted here, by NumPy:
-    Numba's np.sort in the kernel took 1.5-4 s of its compile)."""
+    Numba's np.sort in the kernel took 1.5-4 s of its compile). Its arrays are made here: NumPy's functions compiled
+    in took half of its first call's 1.1-1.2 CPU-s (0.6 now; tape-bench's sparse warm-up compiles it)."""
     if len(rows) > SMALL and twins.ENABLED and not _CSR.ready():
         indptr, indices = _CSR.timed(_sorted_pairs, n, rows, cols)
     else:
-        indptr, indices = _PAIRS_TO_CSR(n, rows, cols)
+        indptr, grouped, mark = np.zeros(n + 1, np.int64), np.empty(len(rows), np.int64), np.full(n, -1, np.int64)
+        indices = grouped[:_PAIRS_TO_CSR(n, rows, cols, np.zeros(n + 1, np.int64), np.empty(n, np.int64), grouped,
+                                         mark, indptr)].astype(np.int32)
     long = np.repeat(np.diff(indptr) > 32, np.diff(indptr))
     if long.any():
         base = np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))[long]
@@ -115,20 +118,17 @@ def pairs_to_csr(n, rows, cols):
 
 
 @jit
-def _pairs_to_csr(n, rows, cols):
-    """pairs_to_csr's kernel: rows of more than 32 columns left unsorted."""
-    count = np.zeros(n + 1, np.int64)
+def _pairs_to_csr(n, rows, cols, count, place, grouped, mark, indptr):
+    """pairs_to_csr's kernel: returns kept, the columns grouped[:kept] by row (rows past 32 unsorted), indptr filled;
+    count and indptr come as n + 1 zeros, place as n, grouped as the pairs, mark as n times -1."""
     for p in range(len(rows)):
         count[rows[p] + 1] += 1
     for i in range(n):
         count[i + 1] += count[i]
-    place = count[:-1].copy()
-    grouped = np.empty(len(rows), np.int64)
+        place[i] = count[i]
     for p in range(len(rows)):
         grouped[place[rows[p]]] = cols[p]
         place[rows[p]] += 1
-    mark = np.full(n, -1, np.int64)
-    indptr = np.zeros(n + 1, np.int64)
     kept = 0
     for i in range(n):
         first = kept
@@ -146,12 +146,12 @@ def _pairs_to_csr(n, rows, cols):
                     q -= 1
                 grouped[q] = j
         indptr[i + 1] = kept
-    return indptr, grouped[:kept].astype(np.int32)
+    return kept
 
 
 def _sorted_pairs(n, rows, cols):
     """_pairs_to_csr by NumPy's sort of the pairs (rows * n + cols): the same sorted sets, O(P log P), its stand-in
-    while the kernel (0.5 CPU-s of a sparse Hessian's first 4.2) is not compiled (_CSR)."""
+    while the kernel (0.3 CPU-s of compile) is not compiled (_CSR)."""
     keys = np.unique(rows * n + cols)
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(keys // n, minlength=n), out=indptr[1:])

@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         for label, sec in jac["seconds"].items():
             print(f"  {label:<42}{1e3 * sec:>9.3f}")
     if sparse_at:
+        progress("sparse: the first use of tape.trace's passes, a sparse Jacobian and a sparse Hessian (a compile on a "
+                 "fresh machine: about 1, 2 and 3 s)")
         results["sparse_first_use_s"] = first = first_use()
         results["sparse"] = rows = {}
         for n in sparse_at:

@@ -10,8 +10,9 @@ and the colors used; n = 10^4 in the default run, any n with `tape-bench sparse 
 - banded Hessian: f = sum (x_{i+1} - x_i^2)^2; the dense Hessian is 128 of its Hessian-vector
   products times n / 128, estimated likewise.
 Pattern and coloring are made before the timings (they are kept by the Function); their time is
-reported apart. The sparsity kernels' first use in the process (compile, or load from the cache) is paid
-and timed before the rows (first_use), so the rows time them warm, as the other tables do.
+reported apart. The first uses in the process (compile, or load from the cache) of tape.trace's passes, the
+sparse Jacobian and the sparse Hessian are paid and timed before the rows, one kind at a time (first_use), so the
+rows time them warm, as the other tables do.
 """
 
 from __future__ import annotations
@@ -82,18 +83,24 @@ def _row(F: tape.Function, structure: Callable[[], np.ndarray], sparse: Callable
             "dense_estimated": scale != 1.0}
 
 
-def first_use() -> float:
-    """Seconds of the sparsity kernels' first use in this process (compile, or load from the cache): a small
-    tape's pattern, coloring, sparse Jacobian and Hessian, run by the kernels rather than their twins (a small
-    tape's stand-ins: without this, a fresh machine's first banded row timed a 1-2 s compile, not its 2-3 ms)."""
-    start = time.perf_counter()
+def first_use() -> dict[str, float]:
+    """Seconds of each first use in this process (compile, or load from the cache), one kind at a time: tape.trace's
+    passes, then a small tape's sparse Jacobian (pattern, coloring, forward sweeps), then its sparse Hessian (pattern,
+    star coloring, Hessian-vector products), run by the kernels rather than their twins (a small tape's stand-ins:
+    without this, a fresh machine's first banded row timed a 1-2 s compile, not its 2-3 ms)."""
+    times = [time.perf_counter()]
     enabled, twins.ENABLED = twins.ENABLED, False
     try:
         small, h = tape.trace(tridiagonal, [0.0] * 4), tape.trace(banded, [0.0] * 4)
-        small.sparse_jacobian(np.ones(4)), h.sparse_hessian(np.ones(4))
+        times.append(time.perf_counter())
+        small.sparse_jacobian(np.ones(4))
+        times.append(time.perf_counter())
+        h.sparse_hessian(np.ones(4))
+        times.append(time.perf_counter())
     finally:
         twins.ENABLED = enabled
-    return time.perf_counter() - start
+    kinds = ("tape.trace's passes", "sparse Jacobian", "sparse Hessian")
+    return dict(zip(kinds, np.diff(times).tolist(), strict=True))
 
 
 def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) -> dict:
@@ -125,7 +132,7 @@ def bench_sparse(repeat: int, progress: Callable[[str], None], n: int = SIZE) ->
     return rows
 
 
-def report_sparse(rows: dict, first: float) -> str:
+def report_sparse(rows: dict, first: dict[str, float]) -> str:
     """The table; ``first``: first_use's seconds."""
     lines = ["\nSparse vs dense derivatives (pattern and coloring made once, kept; median ms; gradient: one vjp,"
              " or value_and_grad for the Hessian):",
@@ -138,6 +145,6 @@ def report_sparse(rows: dict, first: float) -> str:
                      f"{1e3 * r['gradient_s']:>9.2f}{r['sparse_s'] / r['gradient_s']:>5.1f}x{dense:>13}"
                      f"{r['dense_s'] / r['sparse_s']:>8.0f}x")
     lines.append(f"  * estimated: {COLUMNS} of the dense derivative's columns, times n / {COLUMNS}")
-    lines.append(f"  the sparsity kernels' first use in this process (compile, or load from the cache), "
-                 f"before the rows: {first:.2f} s")
+    lines.append("  first uses in this process (compile, or load from the cache), before the rows: "
+                 + ", ".join(f"{what} {sec:.2f} s" for what, sec in first.items()))
     return "\n".join(lines)
