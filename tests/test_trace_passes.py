@@ -17,7 +17,7 @@ from test_stretches import lines
 import tape
 from tape.analyses import prune
 from tape.kernels import _array_driver as K
-from tape.kernels import shaped
+from tape.kernels import stretched
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
@@ -493,7 +493,7 @@ def _joins_by_row(row, members, back):
 
 def _sends_by_row(members, spec, n):
     """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), every view
-    shaped.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
+    stretched.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
     the last member's adjoint, or lines meet other views."""
     last, views = int(members[-1][K.OUT]), []
     for k in range(len(members) - 1, -1, -1):
@@ -507,9 +507,9 @@ def _sends_by_row(members, spec, n):
                 return None
             views.append((k, q, int(members[k][f + K.BASE]) if j != stretches.LINE else None))
     if any(b is None for _, _, b in views):
-        return tuple((k, q, shaped.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
+        return tuple((k, q, stretched.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
     alone = list(dict.fromkeys(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views)))
-    return tuple((k, q, alone.index(b) if b in alone else shaped.SCRATCH) for k, q, b in views)
+    return tuple((k, q, alone.index(b) if b in alone else stretched.SCRATCH) for k, q, b in views)
 
 
 def _again_by_row(s, members, spec, seen):
@@ -590,7 +590,7 @@ def _stretched_by_row(s, rows, back, tally):
             k += 1
             continue
         spans[len(rows) - end if back else k] = (end - k, stretches.Stretch.of(shape))
-        kept = len({j for j, _, group in shape[2] if group == shaped.SCRATCH}) if back else 0
+        kept = len({j for j, _, group in shape[2] if group == stretched.SCRATCH}) if back else 0
         need = (max(need[0], kept), max(need[1], int(order[k][K.SIZE]) if kept else 0))
         k = end
     out, pending = [], {}
