@@ -24,14 +24,16 @@ from .shaped import digest, load
 def _fields(k: int, q: int) -> dict[str, int]:
     """Where row k's fields (and its view q's) are in the stretch's rows (the driver's table)."""
     at, f = k * driver.WIDTH, k * driver.WIDTH + driver.VIEWS + driver.VIEW * q
-    return {"OUT": at + driver.OUT, "SHAPE": at + driver.SHAPE, **{name: f + getattr(driver, name) for name in
-                                                                 ("REC", "BASE", "REGION", "REGION_SIZE", "ACC",
-                                                                  "STRIDES")}}
+    return {"OUT": at + driver.OUT, "SHAPE": at + driver.SHAPE, "SIZE": at + driver.SIZE,
+            "OUT_STRIDES": at + driver.OUT_STRIDES, **{name: f + getattr(driver, name) for name in
+                                                       ("REC", "BASE", "REGION", "REGION_SIZE", "ACC", "STRIDES")}}
 
 
 SAME, LINE, EACH = -1, -2, -3  # an operand's view (tape/sweeps/stretches.py): its element, its line's, its line's one
 SCRATCH, SUMMED = -1, -3  # a view's group back (_reverse_stretch): added after the pass, or a line read by every
 # line, summed back across lines (else its place's group, >= 0)
+REDUCED = -1  # a last member's opcode: its LOGSUMEXP row, log sum exp along each line of the member before it
+PER = 4096  # elements of a reduced stretch's block of lines (at least a line): the driver's LINES
 
 
 def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str) -> str:
@@ -50,32 +52,71 @@ def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[
     return f"aval[x{k}_{q} + {'j' if source == LINE else 'e'}]"
 
 
-def _pass(members: tuple, row: Any, body: list[str], summed: int = 0) -> list[str]:
+def _pass(members: tuple, row: Any, body: list[str], summed: int = 0, each: tuple[str, ...] = ()) -> list[str]:
     """A loop over the stretch's elements running body (written for 8 spaces): e in order, or where a member reads
-    lines (a LINED row's), line i's elements j (e = i * width + j); row: where member k is in the rows. summed: how
-    many views' contributions ``sum<v>_@ = c`` body sums back across lines into T<v>, four lines a pass, each element
-    of T<v> held in a register across them (the rows' order; the mixture's back stretch 302 -> 155 us CPU against
-    keeping four lines' contributions in a window and adding them by _columns), the other lines one at a time."""
+    lines (a LINED row's) or reduces them, line i's elements j (e = i * width + j); row: where member k is in the rows.
+    summed: how many views' contributions ``sum<v>_@ = c`` body sums back across lines into T<v>, four lines a pass,
+    each element of T<v> held in a register across them (the rows' order; the mixture's back stretch 302 -> 155 us CPU
+    against keeping four lines' contributions in a window and adding them by _columns), the other lines one at a time.
+    A reduced stretch's pass runs over the lines of a block, first..last (_blocks); each: lines run once a line before
+    its elements (a load in the elements' loop, at a place that their stores might meet, kept LLVM from vectorizing
+    it: mixture2d's back stretch 1,270 -> 430 us CPU), their ``_@`` a line's own (as body's sums)."""
     lined = [k for k, member in enumerate(members) if {LINE, EACH} & set(member[2])]
-    if not lined:
+    reduced = members[-1][0] == REDUCED
+    if not lined and not reduced:
         return ["    for e in range(n):", *body]
-    shape = _fields(row(lined[0]), 0)["SHAPE"]
-    top = [f"    lines, width = t[{shape + 2}], t[{shape + 3}]"]
-    line = ["    for i in range({}):", "        for j in range(width):", "            e = i * width + j"]
-    rest = ["    " + re.sub(r"sum(\d+)_@ = c", r"T\1[j] += c", text) for text in body]
+    shape = _fields(row(lined[0]), 0)["SHAPE"] if lined else 0
+    top, lo, hi = ([], "first", "last") if reduced else ([f"    lines, width = t[{shape + 2}], t[{shape + 3}]"], "0",
+                                                          "lines")
+    line = [f"    for i in range({{}}, {hi}):", "        for j in range(width):", "            e = i * width + j"]
+    rest = ["    " + re.sub(r"sum(\d+)_@ = c", r"T\1[j] += c", text).replace("_@", "") for text in body]
+    once = [text.replace("_@", "") for text in each]
     if not summed:
-        return [*top, line[0].format("lines"), *line[1:], *rest]
+        return [*top, line[0].format(lo), *once, *line[1:], *rest]
     four = [*line[2:], *["    " + text for text in body]]
-    return [*top, "    four = lines - lines % 4", "    for i4 in range(0, four, 4):", line[1],
+    return [*top, f"    four = {hi} - ({hi} - {lo}) % 4", f"    for i4 in range({lo}, four, 4):",
+            *[text.replace("_@", f"_{u}") for u in range(4) for text in (f"        i = i4 + {u}", *each)], line[1],
             *[text.replace("_@", f"_{u}") for u in range(4) for text in (f"            i = i4 + {u}", *four)],
             *[f"            T{v}[j] = (((T{v}[j] + sum{v}_0) + sum{v}_1) + sum{v}_2) + sum{v}_3"
               for v in range(summed)],
-            line[0].format("four, lines"), *line[1:], *rest]
+            line[0].format("four"), *once, *line[1:], *rest]
+
+
+def _blocks(members: tuple, row: Any, first: list[str], then: list[str], last: list[str], summed: int = 0,
+            each: tuple[str, ...] = ()) -> list[str]:
+    """A reduced stretch's passes (its last member a logsumexp along the lines of the member before it, by its row's
+    rule, kernels/_array_driver.py's _logsumexp): a block of lines at a time (PER elements), a pass running first
+    (per element, as _pass's body) fills the block's E (each element's difference), ``then`` runs on the block, and a
+    pass running last; the lines' shape and the output's place from the logsumexp's row."""
+    f = _fields(row(len(members) - 1), 0)
+    head = [f"    lines, width = t[{f['SHAPE'] + 2}], t[{f['SHAPE'] + 3}]", f"    y2 = t[{f['OUT_STRIDES'] + 2}]",
+            f"    per = max({PER} // width, 1)", "    E = np.empty(per * width)", "    frame = np.empty(5, np.intp)",
+            "    for first in range(0, lines, per):", "        last = min(lines, first + per)"]
+    passes = [*_pass(members, row, first), *then, *(_pass(members, row, last, summed, each) if last else [])]
+    return head + ["    " + text for text in passes]
 
 
 def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
     head, body = [f"    n = t[{driver.SIZE}]"], []
     for k, (code, number, sources, _) in enumerate(members):
+        if code == REDUCED:  # (its line's largest element, exp of the differences by NumPy's loop, the sums, their
+            # logs: the row's _logsumexp on the block)
+            head += [f"    o{k} = t[{_fields(k, 0)['OUT']}]", "    S, T = np.empty(lines), np.empty(lines)"]
+            body.append(f"        E[np.uint64(e - first * width)] = s{k - 1}")
+            if stored[k - 1]:  # (copied from E after the pass: a second store in it kept LLVM from vectorizing it,
+                # the mixture's forward stretch 51 -> 146 us CPU)
+                body.remove(f"        aval[o{k - 1} + e] = s{k - 1}")
+            copy = ["    for e in range(first * width, last * width):",
+                    f"        aval[o{k - 1} + e] = E[np.uint64(e - first * width)]"] if stored[k - 1] else []
+            then = [*copy, "    for i in range(first, last):", "        c = _top(E, (i - first) * width, width)",
+                    "        T[i] = c", "        for j in range(width):",
+                    "            E[np.uint64((i - first) * width + j)] -= c",
+                    "    at = _framed(frame, E, E, (last - first) * width)", "    numpy_exp(at, at + 16, at + 24, 0)",
+                    "    _sums(E, 0, last - first, width, S, first)"]
+            done = ["    at = _framed(frame, S, S, lines)", "    numpy_log(at, at + 16, at + 24, 0)",
+                    "    for i in range(lines):", f"        aval[o{k} + i * y2] = S[i] + T[i]"]
+            blocks = _blocks(members, lambda k: k, body, then, [])
+            return ["def stretch(t, aval):", *blocks[:5], *head, *blocks[5:], *done]
         operands = [_operand(head, k, q, source, number, _fields(k, q), f"s{source}")
                     for q, source in enumerate(sources)]
         rule = ops.OPS[code].forward
@@ -101,7 +142,9 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     from the arena."""
     m = len(members)
     row = {k: m - 1 - k for k in range(m)}
-    head, body, held, after = [f"    n = t[{driver.SIZE}]"], [f"        g{m - 1} = aadj[o{m - 1} + e]"], set(), []
+    reduced = members[-1][0] == REDUCED  # (its adjoint one number a line, its partial exp(a - y) in E: _blocks)
+    head = [f"    n = t[{_fields(row[m - 2] if reduced else 0, 0)['SIZE']}]"]
+    body, held, after = [f"        g{m - 1} = {'g_@' if reduced else f'aadj[o{m - 1} + e]'}"], set(), []
     outs = {k: f"    o{k} = t[{_fields(row[k], 0)['OUT']}]" for k in range(m)}  # those the body reads
     group = dict(((k, q), g) for k, q, g in sends)
     kept = {k: i for i, k in enumerate(dict.fromkeys(k for k, _, g in sends if g == SCRATCH))}  # a scratch row each
@@ -125,8 +168,8 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                          "            for e in range(at, at + size):", "                aadj[e] = 0.0",
                          f"            {fresh} = False"]
     again = {k: [*(f"        {x} = {a}" for x, a in zip("ab", operands[k], strict=False) if x in reads(rule)),
-                 f"        s{k} = {rule}"] for k, rule in ((k, ops.OPS[members[k][0]].forward) for k in range(m))
-             if members[k][4]}
+                 f"        s{k} = {rule}"] for k, rule in ((k, ops.OPS[members[k][0]].forward) for k in range(m)
+                                                           if members[k][4])}
 
     def computed(lines: list[str]) -> list[str]:
         """The lines computing again the members that lines read (and those they read), in member order."""
@@ -139,7 +182,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
         code, number, sources, wants, _ = members[k]
         if k in kept:
             body.append(f"        scratch[{kept[k]} * stride + e] = g{k}")
-        rule = ops.OPS[code]
+        rule = ops.Op("", "unary", "", "E[np.uint64(e - first * width)]") if code == REDUCED else ops.OPS[code]
         for q, source in enumerate(sources):
             if not wants[q]:
                 continue
@@ -180,10 +223,16 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                   f"    if not (stamp[j] == gen or (stamp[j] >= keep and t[{f['ACC']}] != 0)):",
                   "        stamp[j] = np.uint32(gen)", "        for e in range(at, at + size):",
                   "            aadj[e] = 0.0", "    for e in range(width):", f"        aadj[x{k}_{q} + e] += T{v}[e]"]
-    text = "\n".join(body + after)
+    if reduced:  # (E: the block's differences a - y, then their exps by NumPy's loop, as the row's _logsumexp)
+        first = [f"        E[np.uint64(e - first * width)] = {value[m - 2]} - aval[o{m - 1} + i * y2]"]
+        then = ["    at = _framed(frame, E, E, (last - first) * width)", "    numpy_exp(at, at + 16, at + 24, 0)"]
+        passes = _blocks(members, row.get, [*computed(first), *first], then, body, len(summed),
+                         (f"        g_@ = aadj[o{m - 1} + i * y2]",))
+    else:
+        passes = _pass(members, row.get, body, len(summed))
+    text = "\n".join(passes + after)
     head += [line for k, line in outs.items() if re.search(rf"\bo{k}\b", text)]
-    return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head,
-            *_pass(members, row.get, body, len(summed)), *after]
+    return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, *passes, *after]
 
 
 def stretch(shape: tuple) -> str:

@@ -116,7 +116,7 @@ def again(held):
         d = x - h  # back by no partial, kept alive by the layout while d is computed again: r2 * 5.0 may not take its
         z = (d + 1.0) * e  # (d read back by no partial: what it is computed from lives by d + 1.0's reads)
         q = -z / g
-        w = z * z * 0.5 + q - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (q: DEPTH deep, read back, stored)
+        w = z * z * 0.5 + q - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (sqrt: past DEPTH, read back, stored)
         return (w * 3.0).sum() + (d.sum() if held else 0.0) + (r2 * 5.0).sum()  # region)
     return f
 
@@ -267,7 +267,8 @@ def test_values_a_back_stretch_computes_again_are_left_unstored(name, skipped, a
             assert all(same_bits(a, b) for a, b in zip(got, other, strict=True)), point[:3]
     assert bool(_skipping(ways[True, True])) == skipped
     back = [x.shape for x in stretches.Stretch.made.values() if x.shape[0] and x.address]
-    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 3 * again  # (d, d + 1, z)
+    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 6 * again  # (d, d + 1, z,
+    # -z, q, |q|: layout.DEPTH deep)
     assert not _skipping(old) and not old._steps.get("computed again")
 
 

@@ -66,7 +66,7 @@ from tape.kernels._array_driver import (
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.compiling import Clock
 from tape.kernels.ops import EXACT, OPS
-from tape.sweeps import layout
+from tape.sweeps import layout, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
@@ -419,14 +419,19 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     shapes: dict[tuple, int] = {}
     k = ends = number = np.zeros(0, np.int64)
     if pairs.any():  # (else no two rows may join: tables of a few rows between NumPy steps)
-        k, ends, number = _spans(_Table(s, t, back), fits, starts[starts < len(t)], shapes)
+        r = _Table(s, t, back)
+        spans = _spans(r, fits, starts[starts < len(t)], shapes)
+        k, ends, number = reduced.taken_in(t, back, *spans, starts, shapes, (_readers(s), lambda rows: _again(s)[
+            s._in0[rows]], s._output_rows))
     if not len(k):
         return [(rows, {}, (0, 0)) for rows in tables]
-    return _headed(t, tables, counts, starts, k, ends, number, back, [Stretch.of(shape) for shape in shapes])
+    used = set(number.tolist())  # (a shape a logsumexp took in: not made)
+    return _headed(t, tables, counts, starts, k, ends, number, back,
+                   [Stretch.of(shape) if x in used else None for x, shape in enumerate(shapes)])
 
 
 def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, starts: np.ndarray, k: np.ndarray,
-            ends: np.ndarray, number: np.ndarray, back: bool, made: list[Stretch]) -> list[tuple]:
+            ends: np.ndarray, number: np.ndarray, back: bool, made: list[Stretch | None]) -> list[tuple]:
     """stretched_all's tables from the stretches (first rows, ends, shape numbers) of t, a sweep's rows."""
     table = np.searchsorted(starts, k, "right") - 1
     if back:  # (t's tables back in the rows' order; a stretch's header before its last row)
@@ -442,8 +447,8 @@ def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, s
     kept = np.zeros(len(tables), np.int64)  # (back: members whose adjoint is kept a row, at most, and their size)
     wide = np.zeros(len(tables), np.int64)
     if back:
-        adjoints = np.array([len({j for j, _, group in x.shape[2] if group == stretched.SCRATCH}) for x in made],
-                            np.int64)[number]
+        adjoints = np.array([len({j for j, _, group in x.shape[2] if group == stretched.SCRATCH}) if x else 0
+                             for x in made], np.int64)[number]
         np.maximum.at(kept, table, adjoints)
         np.maximum.at(wide, table, np.where(adjoints > 0, t[k, SIZE], 0))
     result: list[tuple] = [(rows, {}, (0, 0)) for rows in tables]
