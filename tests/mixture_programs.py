@@ -40,8 +40,15 @@ def crossentropy(u, xp, lse):
     return (lse(logits, axis=1) - (logits * ONEHOT).sum(1)).sum()
 
 
-PROGRAMS = {"mixture": mixture, "mixture2d": mixture2d, "crossentropy": crossentropy}
-SIZES = {"mixture": 3 * K, "mixture2d": 5 * K, "crossentropy": 3 * K}
+def squares(u, xp, lse):
+    """No broadcast: a stretch of elementwise rows over a block of params, its lines' logsumexps (the lines from the
+    logsumexp's row), weighted."""
+    A = u.reshape(LINES, K)
+    return (lse(0.5 * A * A - A * 0.25 + 1.0, axis=1) * WEIGHTS).sum()
+
+
+PROGRAMS = {"mixture": mixture, "mixture2d": mixture2d, "crossentropy": crossentropy, "squares": squares}
+SIZES = {"mixture": 3 * K, "mixture2d": 5 * K, "crossentropy": 3 * K, "squares": LINES * K}
 
 
 def point(name: str, seed: int) -> np.ndarray:

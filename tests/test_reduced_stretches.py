@@ -1,4 +1,4 @@
-"""A logsumexp taken into its stretch (tape/sweeps/stretches._reduced, kernels/stretched.py's REDUCED member): programs
+"""A logsumexp taken into its stretch (tape/sweeps/reduced.py, kernels/stretched.py's REDUCED member): programs
 of the mixture's kind (tests/mixture_programs.py) give the rows' bits, NumPy's steps' and the recorder's, forward and
 back, through every transform, at edge points of the logsumexp (lines all -inf, NaN lines, ties, inf, huge), and JAX
 float64's numbers (tests/mixture_references.json)."""
@@ -65,7 +65,8 @@ def _reduced(back):
 def test_a_reduced_stretch_gives_the_rows_numpys_and_the_recorders_bits(name, monkeypatch):
     """Value and gradient bits with the logsumexp in its stretch (forward; back where its operand is read by nothing
     else) are the rows' (stretches off), NumPy's steps' and tape.value_and_grad's (recorded afresh), at every point;
-    the mixture leaves its operand unstored forward (computed again back), mixture2d stores it (7 members deep)."""
+    the mixture leaves its operand unstored forward (computed again back), mixture2d stores it (7 members deep), and
+    squares (its operand from a block as large as itself: not layout.again's)."""
     ways = {way: _trace(name, monkeypatch, *way) for way in ((True, True), (False, True), (False, False))}
     afresh = tape.value_and_grad(program(name))
     for x in _points(name):
