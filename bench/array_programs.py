@@ -208,6 +208,37 @@ def mixture(points: int = 10_000, k: int = 16) -> Program:
     return theta, f, hand, points
 
 
+def mixture2d(points: int = 5_000, k: int = 32) -> Program:
+    """Log-likelihood of 2-d points under a diagonal Gaussian mixture (the mixture's kind, not tuned to: s19 B);
+    params means and log scales per axis, logits."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(points, 2)) * 1.5
+    x1, x2 = x[:, :1].copy(), x[:, 1:].copy()
+    theta = np.concatenate([rng.normal(size=2 * k), rng.normal(scale=0.1, size=2 * k), rng.normal(scale=0.1, size=k)])
+
+    def f(th: Any) -> Any:
+        m1, m2, l1, l2, logits = th[:k], th[k:2 * k], th[2 * k:3 * k], th[3 * k:4 * k], th[4 * k:]
+        logw = logits - nn.logsumexp(logits)
+        z1, z2 = (x1 - m1) * xp.exp(-l1), (x2 - m2) * xp.exp(-l2)
+        return nn.logsumexp(logw - 0.5 * (z1 * z1 + z2 * z2) - (l1 + l2), axis=1).sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        m1, m2, l1, l2, logits = th[:k], th[k:2 * k], th[2 * k:3 * k], th[3 * k:4 * k], th[4 * k:]
+        m = logits.max()
+        logw = logits - m - np.log(np.exp(logits - m).sum())
+        z1, z2 = (x1 - m1) * np.exp(-l1), (x2 - m2) * np.exp(-l2)
+        a = logw - 0.5 * (z1 * z1 + z2 * z2) - (l1 + l2)
+        top = a.max(axis=1, keepdims=True)
+        e = np.exp(a - top)
+        s = e.sum(axis=1, keepdims=True)
+        resp = e / s
+        grads = [(resp * z1 * np.exp(-l1)).sum(0), (resp * z2 * np.exp(-l2)).sum(0), (resp * (z1 * z1 - 1.0)).sum(0),
+                 (resp * (z2 * z2 - 1.0)).sum(0), resp.sum(0) - points * np.exp(logw)]
+        return float((np.log(s) + top).sum()), np.concatenate(grads)
+
+    return theta, f, hand, points
+
+
 def heat(n: int = 10_000, steps: int = 500, pad: bool = False) -> Program:
     """Explicit periodic heat equation (np.concatenate, or np.pad 'wrap', for the neighbours);
     loss half the squared final state."""
@@ -307,6 +338,7 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
     "mlp": mlp, "attention": attention, "gru": gru, "filter": filter1d, "mixture": mixture,
     "heat-concatenate": heat, "heat-pad": lambda: heat(pad=True),
     "stencil5": stencil5, "mlp2": mlp2,  # two more of the filter's and the MLP's kinds (s13 E: not tuned to)
+    "mixture2d": mixture2d,  # and of the mixture's (s19 B)
 }
 
 

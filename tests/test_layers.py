@@ -125,7 +125,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # sweeps +237: the compiled tables' rows of every plan at once by NumPy (tape/sweeps/encoding.py, was Python per plan
 # in compiled.py), a tape's reverse sweep by them (compiled.tape_reverse: issue 26, s12 B).
 # kernels +20, sweeps +25: LINED rows join a table's stretches forward (a line read by every line, one number a
-# line: shaped._pass, stretches._view; issue 26, s12 A).
+# line: stretched._pass, stretches._view; issue 26, s12 A).
 # sweeps +5: plans.lengths and plans.ints, one helper each for what encoding, plans and live wrote 9 times.
 # records +3: tape.jit's first gradient of a small tape by fresh_reverse's twin (storage, issue 28, s12 C).
 # sweeps +50: compiled.grouped runs a table on past a pack or scalar stretch whose regions meet none of its rows, and
@@ -160,7 +160,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # suffix minimum, jumps of 2^j rows, spans tried in rounds, shapes once a kind), was a Python loop a row and span on
 # the first value_and_grad's path (issue 26, s16 B).
 # kernels +26, sweeps +7: a LINED row's line read by every line joins back stretches, its sum back across lines made
-# in the pass four lines at a time (shaped._pass, _reverse_stretch; stretches._sends; issue 26, s16 A, on B's passes).
+# in the pass four lines at a time (stretched._pass, _reverse_stretch; stretches._sends: issue 26, s16 A, on B's).
 # sweeps +74: fusion.find's Runs, layout.lifetimes' runs and compiled.grouped's tables made by NumPy and map over
 # columns, not a Python step per run or table (issue 26, s16 D).
 # sweeps +48: a small tape takes the tables kept for its structure, made once its NumPy steps have run MAKE seconds
@@ -174,7 +174,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # reverse loads though its forward was never compiled) (issue 26, s17 E).
 # kernels +21, sweeps +91: a back stretch computes again the values its partials read where cheap (layout.again,
 # _kept_again; stretches._computed_again), the forward's second kernel leaves them unstored once set (stretches.fill;
-# shaped._reverse_stretch) (issue 26, s17 A).
+# stretched._reverse_stretch) (issue 26, s17 A).
 # compiled +12: the intrinsics over the tape's payload split from numba_internals.py (529 lines) into numba_payload.py
 # (+18, its docstring and imports); the ops' entries forceinline, no inlined copies (-6) (issue 28, s17 C).
 # sweeps +79: compiled._walked's regions met by the arena pieces they share (_pieces, _touched, _distinct),
@@ -188,8 +188,12 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # forwarding to a jitted function calls it, no lambda compiled (overload_cache.direct) (issue 28, s18 B).
 # kernels +64, sweeps +22: a run's reverse pulls the adds of views on one line and assigns a stale line whole
 # (shaped._pull, pulled; fused_runs.Run.line, steps._run); a back stretch stores each place apart in its pass, a group
-# each (stretches._sends; shaped.SCRATCH) (issue 26, s18 D).
-BUDGET = {"tape.kernels": 6629, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3997,
+# each (stretches._sends; stretched.SCRATCH) (issue 26, s18 D).
+# kernels +16: kernels/shaped.py's stretch kernels split off into kernels/stretched.py (its header and imports;
+# issue 26, s19 B).
+# kernels +49, sweeps +97: a logsumexp along a stretch's lines taken into it as a last member, forward and back
+# (stretched.REDUCED, _blocks, _pass's once-a-line loads; tape/sweeps/reduced.py; issue 26, s19 B).
+BUDGET = {"tape.kernels": 6694, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4094,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
           "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 3590, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

@@ -1,4 +1,4 @@
-"""A table's stretches (tape/sweeps/stretches.py, kernels/shaped.py's stretch kernels): a Function's values and
+"""A table's stretches (tape/sweeps/stretches.py, kernels/stretched.py's kernels): a Function's values and
 gradients with them are the rows' and NumPy's steps' bit for bit, at edge values; their kernels run forward and back;
 only the members read after a stretch are stored; against central differences."""
 
@@ -9,7 +9,7 @@ from sameness import edge_points, same_bits
 
 import tape
 from tape.kernels import _array_driver as K
-from tape.kernels import shaped
+from tape.kernels import stretched
 from tape.records import array_records
 from tape.sweeps import compiled, layout, steps, stretches
 
@@ -116,7 +116,7 @@ def again(held):
         d = x - h  # back by no partial, kept alive by the layout while d is computed again: r2 * 5.0 may not take its
         z = (d + 1.0) * e  # (d read back by no partial: what it is computed from lives by d + 1.0's reads)
         q = -z / g
-        w = z * z * 0.5 + q - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (q: DEPTH deep, read back, stored)
+        w = z * z * 0.5 + q - np.sqrt(np.abs(q) + 1.0) * r1 * np.abs(q)  # (sqrt: past DEPTH, read back, stored)
         return (w * 3.0).sum() + (d.sum() if held else 0.0) + (r2 * 5.0).sum()  # region)
     return f
 
@@ -188,7 +188,7 @@ def test_a_back_stretch_stores_each_place_apart_in_its_pass(name, places, monkey
     _run(F, np.ones(300), monkeypatch, True, True)
     sends = [shape[2] for shape in stretches.Stretch.made if shape[0]]
     assert sends and all(len({g for _, _, g in s if g >= 0}) >= places for s in sends)
-    assert all((shaped.SCRATCH in {g for _, _, g in s}) == (name == "heat, pad") for s in sends)
+    assert all((stretched.SCRATCH in {g for _, _, g in s}) == (name == "heat, pad") for s in sends)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -202,15 +202,15 @@ def test_stretches_gradient_is_central_differences(name, monkeypatch):
 
 @pytest.mark.parametrize("f, summing", [(summed(9, 0), True), (inplace, False)])
 def test_a_line_sums_back_in_a_stretch_only_where_no_other_view_sends(f, summing, monkeypatch):
-    """Back, a line read by every line sums back in the pass (shaped.SUMMED), but not in a stretch where another view
+    """Back, a line read by every line sums back in the pass (stretched.SUMMED), but not in a stretch where another view
     sends (inplace's r - A, a block and its first line, both wanting adjoints: that row stays out, and the next)."""
     monkeypatch.setattr(stretches.Stretch, "made", {})
     F = _trace(f, np.random.default_rng(7).normal(size=300), monkeypatch, True, True)
     _run(F, np.ones(300), monkeypatch, True, True)
     back = [shape for shape in stretches.Stretch.made if shape[0]]
-    assert any(group == shaped.SUMMED for shape in back for _, _, group in shape[2]) == summing
-    assert all(group == shaped.SUMMED for shape in back for _, _, group in shape[2]
-               if any(g == shaped.SUMMED for *_, g in shape[2]))
+    assert any(group == stretched.SUMMED for shape in back for _, _, group in shape[2]) == summing
+    assert all(group == stretched.SUMMED for shape in back for _, _, group in shape[2]
+               if any(g == stretched.SUMMED for *_, g in shape[2]))
     both = ((stretches.LINE, stretches.SAME), (True, True))
     assert not any(member[2:] == both for shape in back for member in shape[1])
 
@@ -267,7 +267,8 @@ def test_values_a_back_stretch_computes_again_are_left_unstored(name, skipped, a
             assert all(same_bits(a, b) for a, b in zip(got, other, strict=True)), point[:3]
     assert bool(_skipping(ways[True, True])) == skipped
     back = [x.shape for x in stretches.Stretch.made.values() if x.shape[0] and x.address]
-    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 3 * again  # (d, d + 1, z)
+    assert max((sum(member[4] for member in shape[1]) for shape in back), default=0) == 6 * again  # (d, d + 1, z,
+    # -z, q, |q|: layout.DEPTH deep)
     assert not _skipping(old) and not old._steps.get("computed again")
 
 

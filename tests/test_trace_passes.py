@@ -17,7 +17,7 @@ from test_stretches import lines
 import tape
 from tape.analyses import prune
 from tape.kernels import _array_driver as K
-from tape.kernels import shaped
+from tape.kernels import stretched
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
@@ -493,7 +493,7 @@ def _joins_by_row(row, members, back):
 
 def _sends_by_row(members, spec, n):
     """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), every view
-    shaped.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
+    stretched.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
     the last member's adjoint, or lines meet other views."""
     last, views = int(members[-1][K.OUT]), []
     for k in range(len(members) - 1, -1, -1):
@@ -507,9 +507,9 @@ def _sends_by_row(members, spec, n):
                 return None
             views.append((k, q, int(members[k][f + K.BASE]) if j != stretches.LINE else None))
     if any(b is None for _, _, b in views):
-        return tuple((k, q, shaped.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
+        return tuple((k, q, stretched.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
     alone = list(dict.fromkeys(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views)))
-    return tuple((k, q, alone.index(b) if b in alone else shaped.SCRATCH) for k, q, b in views)
+    return tuple((k, q, alone.index(b) if b in alone else stretched.SCRATCH) for k, q, b in views)
 
 
 def _again_by_row(s, members, spec, seen):
@@ -575,6 +575,50 @@ def _shape_by_row(s, members, back):
     return (False, tuple(spec), stored, *[skips] * any(skips))
 
 
+def _reduced_by_row(s, members, row, shape, back):
+    """A span's shape with the logsumexp row after it taken in as a last member, as stretches._reduced (the reference,
+    a loop over the members and views); None where it may not be."""
+    f, last = K.VIEWS, members[-1]
+    lines, width = int(row[K.SHAPE + 2]), int(row[K.SHAPE + 3])
+    if row[K.KIND] != K.LOGSUMEXP or int(row[f + K.REC]) != int(last[K.ROW]) or int(row[f + K.BASE]) != int(
+            last[K.OUT]) or lines * width != int(last[K.SIZE]) or row[f + K.STRIDES:f + K.STRIDES + 4].tolist() != [
+            0, 0, width, 1] or row[K.SHAPE:K.SHAPE + 2].tolist() != [1, 1]:
+        return None
+    if any(m[K.KIND] == K.LINED and m[K.SHAPE:K.SHAPE + 4].tolist() != row[K.SHAPE:K.SHAPE + 4].tolist()
+           for m in members):
+        return None
+    alone = stretches._readers(s)[last[K.ROW]] == 1 and int(last[K.ROW]) not in set(s._output_rows.tolist())
+    ok, on = _again_by_plan(s), []
+    for k, (_, number, sources, *_) in enumerate(shape[1]):
+        on.append(int(s._in0[members[k][K.ROW]]) in ok and all(
+            number == q + 1 or j in (stretches.LINE, stretches.EACH) or (j >= 0 and on[j]) for q, j in
+            enumerate(sources)))
+    again = [False] * len(members)
+    stack = [len(members) - 1] if alone and on[-1] else []
+    while stack:  # (the operand and every member it is computed from)
+        k = stack.pop()
+        again[k] = True
+        _, number, sources, *_ = shape[1][k]
+        stack += [j for q, j in enumerate(sources) if j >= 0 and number != q + 1]
+    if back:
+        records = {int(m[K.ROW]) for m in members}
+        at, size = int(row[K.OUT]), int(row[K.SIZE])
+        if not alone or not row[f + K.WANT] or any(g == stretched.SCRATCH for *_, g in shape[2]):
+            return None
+        for m in members:
+            for q in range(m[K.NIN]):
+                v = K.VIEWS + K.VIEW * q
+                if m[v + K.WANT] and int(m[v + K.REC]) not in records and int(m[v + K.REGION]) < at + size and \
+                        at < int(m[v + K.REGION]) + int(m[v + K.REGION_SIZE]):
+                    return None
+        spec = tuple((*member[:4], member[4] or again[k]) for k, member in enumerate(shape[1]))
+        return True, (*spec, (stretched.REDUCED, 0, (len(spec) - 1,), (True,), False)), shape[2]
+    skips = list(shape[3]) if len(shape) > 3 else [False] * len(members)
+    skips[-1] = again[-1]
+    member = (stretched.REDUCED, 0, (len(members) - 1,), (True,))
+    return (False, (*shape[1], member), (*shape[2], True), *[(*skips, False)] * any(skips))
+
+
 def _stretched_by_row(s, rows, back, tally):
     """stretches.stretched as a loop over the rows, NumPy rows read a number at a time, finds the stretches (the
     reference; tally counts the spans it refuses and those it takes at the table's end)."""
@@ -585,12 +629,15 @@ def _stretched_by_row(s, rows, back, tally):
             end += 1
         shape = _shape_by_row(s, order[k:end], back) if end - k >= 2 else None
         tally["refused"] += end - k >= 2 and shape is None
+        reduced = _reduced_by_row(s, order[k:end], order[end], shape, back) if shape and end < len(order) else None
+        shape, end = (reduced, end + 1) if reduced else (shape, end)
+        tally["reduced"] += reduced is not None
         tally["at an end"] += shape is not None and end == len(order)
         if shape is None:
             k += 1
             continue
         spans[len(rows) - end if back else k] = (end - k, stretches.Stretch.of(shape))
-        kept = len({j for j, _, group in shape[2] if group == shaped.SCRATCH}) if back else 0
+        kept = len({j for j, _, group in shape[2] if group == stretched.SCRATCH}) if back else 0
         need = (max(need[0], kept), max(need[1], int(order[k][K.SIZE]) if kept else 0))
         k = end
     out, pending = [], {}
@@ -644,7 +691,7 @@ def _bench(name):
     programs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(programs)
     programs.nn = SimpleNamespace(sigmoid=tape.sigmoid, logsumexp=tape.logsumexp, loop=programs.loop)
-    small = {"mlp": (4, 8), "attention": (8, 4), "gru": (4, 3, 4), "filter": (200, 3), "mixture": (60, 3),
+    small = {"mlp": (4, 8), "attention": (8, 4), "gru": (4, 3, 4), "filter": (200, 3), "mixture": (60, 9),
              "heat-concatenate": (100, 12), "heat-pad": (100, 12, True), "stencil5": (300, 3), "mlp2": (4, 6, 3)}
     make = {"filter": programs.filter1d, "heat-concatenate": programs.heat, "heat-pad": programs.heat}
     x, f, *_ = make.get(name, getattr(programs, name, None))(*small[name])
@@ -738,6 +785,7 @@ def test_stretches_of_the_bench_programs_are_the_loops(name, arrays, monkeypatch
     f, x = _bench(name)
     tape.trace(f, x).value_and_grad(x)
     assert tally["stretches"] > 0 or name in ("mlp", "mlp2", "attention")
+    assert (tally["reduced"] > 0) == (name == "mixture")  # (its logsumexp taken into its stretches)
 
 
 def _kept_plans_by_plan(pruned, arena, plans, callees, live, new_row):

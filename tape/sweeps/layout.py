@@ -61,7 +61,8 @@ def _reads_by_plan(s: Any, table: np.ndarray, constant: np.ndarray) -> np.ndarra
     return sees[which]
 
 
-DEPTH = 4  # members a back stretch computes again in a chain, at most (the mixture's d, z, 0.5 z: 3)
+DEPTH = 6  # members a back stretch computes again in a chain, at most (the mixture's d, z, 0.5 z: 3; its logsumexp's
+# operand, taken into the stretch: 6)
 
 
 def again(s: Any, table: np.ndarray) -> np.ndarray:

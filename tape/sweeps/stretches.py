@@ -4,7 +4,7 @@ A heat step is five elementwise rows of one size (a stencil's adds, a scale, the
 compiled forward stores each one's values, and the stores bound its time (0.15-0.2 ns an element stored:
 /work/notes/s10/A-report.md), though nothing but the next row reads four of them, and the reverse reads none (an
 add's partials read nothing, a scale's its number). So in a forward table (tape/sweeps/compiled.py) a STRETCH
-header row stands before such rows: the driver calls its kernel (kernels/shaped.py's ``stretch``, one per shape,
+header row stands before such rows: the driver calls its kernel (kernels/stretched.py's ``stretch``, one per shape,
 whatever the rows' sizes and places), which computes every member's value per element in a local, with the same
 IEEE operations as the rows', and stores only the members that a record after the stretch (an elem record too), an
 output or a reverse step (the readers' ``back_reads``) reads: the others are left unwritten, as a fused run's
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels import shaped
+from tape.kernels import stretched
 from tape.kernels._array_driver import (
     BASE,
     CALL,
@@ -66,7 +66,7 @@ from tape.kernels._array_driver import (
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.compiling import Clock
 from tape.kernels.ops import EXACT, OPS
-from tape.sweeps import layout
+from tape.sweeps import layout, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
@@ -95,7 +95,7 @@ class Stretch:
         """Whether the kernel is compiled (it is compiled now where the clock says it pays)."""
         if not self.address:
             if self.kernel is None:
-                self.kernel = shaped.stretch_kernel(self.shape)
+                self.kernel = stretched.stretch_kernel(self.shape)
                 self.on_disk = os.path.exists(getattr(self.kernel._cache._cache_file, "_index_path", ""))
             if self.clock.spent + self.clock.last >= (0.0 if self.on_disk else self.PAYBACK):
                 self.kernel.compile()
@@ -325,12 +325,12 @@ def _sends(m: np.ndarray, span: np.ndarray, back_at: np.ndarray, views: np.ndarr
     """How each view back sends to the arena: its group, the views of each place apart from the others (no view of the
     span at a base less than n away) a group each (0, 1, ... as first seen: last member first, a before b), their adds
     into one local an element stored in the pass (only the place most views read did: the heat equation's two joins were
-    added after the pass from a scratch row, its replayed value_and_grad 8.0 -> 6.5 ms CPU), the others shaped.SCRATCH,
-    added after the pass, view by view (the rows' order for every element), or where every view is a LINED row's line
-    read by every line (``line``), shaped.SUMMED (summed back across lines in the pass, added after it); UNSENT for
-    views that send nothing. Refuses the spans where a number wants an adjoint (a sum back), a view's region meets the
-    last member's adjoint (read as the pass goes) or lines summed back meet other views (beside the arena's stores in
-    the pass LLVM vectorized neither: normalisation's 236 -> 257 us CPU)."""
+    added after the pass from a scratch row, its replayed value_and_grad 8.0 -> 6.5 ms CPU), the others
+    stretched.SCRATCH, added after the pass, view by view (the rows' order for every element), or where every view is a
+    LINED row's line read by every line (``line``), stretched.SUMMED (summed back across lines in the pass, added after
+    it); UNSENT for views that send nothing. Refuses the spans where a number wants an adjoint (a sum back), a view's
+    region meets the last member's adjoint (read as the pass goes) or lines summed back meet other views (beside the
+    arena's stores in the pass LLVM vectorized neither: normalisation's 236 -> 257 us CPU)."""
     v, q = np.nonzero(views)
     sv, nv, region, size = span[v], n[v], m[v, VIEWS + VIEW * q + REGION], m[v, VIEWS + VIEW * q + REGION_SIZE]
     refused[sv[(number[v] == q + 1) | ((region < last[sv] + nv) & (last[sv] < region + size))]] = True
@@ -353,8 +353,8 @@ def _sends(m: np.ndarray, span: np.ndarray, back_at: np.ndarray, views: np.ndarr
     rank = np.empty(len(place), np.int64)
     rank[order] = before - np.maximum.accumulate(np.where(np.append(True, ps[order][1:] != ps[order][:-1]), before, 0))
     group = np.full(views.shape, UNSENT)
-    group[v[o], q[o]] = np.repeat(np.where(alone, rank, shaped.SCRATCH), views_at)
-    group[v[lined], q[lined]] = shaped.SUMMED
+    group[v[o], q[o]] = np.repeat(np.where(alone, rank, stretched.SCRATCH), views_at)
+    group[v[lined], q[lined]] = stretched.SUMMED
     return group
 
 
@@ -419,14 +419,19 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     shapes: dict[tuple, int] = {}
     k = ends = number = np.zeros(0, np.int64)
     if pairs.any():  # (else no two rows may join: tables of a few rows between NumPy steps)
-        k, ends, number = _spans(_Table(s, t, back), fits, starts[starts < len(t)], shapes)
+        r = _Table(s, t, back)
+        spans = _spans(r, fits, starts[starts < len(t)], shapes)
+        k, ends, number = reduced.taken_in(t, back, *spans, starts, shapes, (_readers(s), lambda rows: _again(s)[
+            s._in0[rows]], s._output_rows))
     if not len(k):
         return [(rows, {}, (0, 0)) for rows in tables]
-    return _headed(t, tables, counts, starts, k, ends, number, back, [Stretch.of(shape) for shape in shapes])
+    used = set(number.tolist())  # (a shape a logsumexp took in: not made)
+    return _headed(t, tables, counts, starts, k, ends, number, back,
+                   [Stretch.of(shape) if x in used else None for x, shape in enumerate(shapes)])
 
 
 def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, starts: np.ndarray, k: np.ndarray,
-            ends: np.ndarray, number: np.ndarray, back: bool, made: list[Stretch]) -> list[tuple]:
+            ends: np.ndarray, number: np.ndarray, back: bool, made: list[Stretch | None]) -> list[tuple]:
     """stretched_all's tables from the stretches (first rows, ends, shape numbers) of t, a sweep's rows."""
     table = np.searchsorted(starts, k, "right") - 1
     if back:  # (t's tables back in the rows' order; a stretch's header before its last row)
@@ -442,8 +447,8 @@ def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, s
     kept = np.zeros(len(tables), np.int64)  # (back: members whose adjoint is kept a row, at most, and their size)
     wide = np.zeros(len(tables), np.int64)
     if back:
-        adjoints = np.array([len({j for j, _, group in x.shape[2] if group == shaped.SCRATCH}) for x in made],
-                            np.int64)[number]
+        adjoints = np.array([len({j for j, _, group in x.shape[2] if group == stretched.SCRATCH}) if x else 0
+                             for x in made], np.int64)[number]
         np.maximum.at(kept, table, adjoints)
         np.maximum.at(wide, table, np.where(adjoints > 0, t[k, SIZE], 0))
     result: list[tuple] = [(rows, {}, (0, 0)) for rows in tables]
