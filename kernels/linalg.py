@@ -23,7 +23,8 @@ Second order (``vjp_jvp``) evaluates the vjp formula on ``Dual`` numbers (value,
 through matmul, solves and inverses; the adjoint and tangent as records (``adjoint``, ``tangent``) evaluate
 the vjp and jvp formulas on handles of records (kernels/linalg_forms.py), so each formula is written once
 (Solve, Inv, Slogdet keep their own short record forms). det's records take cof(A) = det(A) A⁻ᵀ: they raise
-LinAlgError at an exactly singular A, where the numeric gradient (by SVD) is exact. NaN in an input
+LinAlgError at an exactly singular A, and lose digits near one, where the numeric gradient and second order (by
+SVD) are exact. NaN in an input
 propagates (no structural-zero mask: a factorization mixes every element).
 """
 
@@ -319,9 +320,12 @@ class SVD(Linalg):
         gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1:, :]
         j, k = f * (_mt(u) @ gu), f * (_mt(v) @ gv)
         z = diagonal_matrix(gs) + (j + _mt(j)) * s[..., None, :] + s[..., :, None] * (k + _mt(k))
-        left = (gu - u @ (_mt(u) @ gu)) * inverse[..., None, :]
-        right = (gv - v @ (_mt(v) @ gv)) * inverse[..., None, :]
-        return [u @ z @ _mt(v) + left @ _mt(v) + u @ _mt(right)]
+        out = u @ z @ _mt(v)
+        if m > u.shape[-1]:  # (I - U Uᵀ) is 0 for a square U: its rounding over a tiny s was all the gradient
+            out = out + ((gu - u @ (_mt(u) @ gu)) * inverse[..., None, :]) @ _mt(v)
+        if v.shape[-2] > v.shape[-1]:
+            out = out + u @ _mt((gv - v @ (_mt(v) @ gv)) * inverse[..., None, :])
+        return [out]
 
     def jvp(self, p, ins, tins, y, h=None):
         m = ins[0].shape[-2]
@@ -330,8 +334,11 @@ class SVD(Linalg):
         pm = _mt(u) @ da @ v
         ps = pm * s[..., None, :]  # P S
         sp = s[..., :, None] * pm  # S P
-        du = u @ (f * (ps + _mt(ps))) + (da @ v - u @ (_mt(u) @ da @ v)) * inverse[..., None, :]
-        dv = v @ (f * (sp + _mt(sp))) + (_mt(da) @ u - v @ (_mt(v) @ _mt(da) @ u)) * inverse[..., None, :]
+        du, dv = u @ (f * (ps + _mt(ps))), v @ (f * (sp + _mt(sp)))
+        if m > u.shape[-1]:  # as in back: nothing for a square U or V
+            du = du + (da @ v - u @ (_mt(u) @ da @ v)) * inverse[..., None, :]
+        if v.shape[-2] > v.shape[-1]:
+            dv = dv + (_mt(da) @ u - v @ (_mt(v) @ _mt(da) @ u)) * inverse[..., None, :]
         return np.concatenate([du, diag(pm)[..., None, :], dv], -2)
 
 
