@@ -272,21 +272,25 @@ class QR(Linalg):
         out[..., :m, :], out[..., m:, :] = np.linalg.qr(ins[0])
 
     def back(self, p, ins, y, g, h=None):
-        """A' = (Q' + Q N) R⁻ᵀ, N = tril(C - Cᵀ, -1) - C, C = Qᵀ Q' - R' Rᵀ (the transpose of jvp's map)."""
-        m = ins[0].shape[-2]
+        """A' = (Q tril(C - Cᵀ, -1) + (I - Q Qᵀ) Q') R⁻ᵀ + Q R', C = Qᵀ Q' - R' Rᵀ (the transpose of jvp's map)."""
+        m, n = ins[0].shape[-2:]
         q, r, gq, gr = y[..., :m, :], y[..., m:, :], g[..., :m, :], g[..., m:, :]
         c = _mt(q) @ gq - gr @ _mt(r)
-        n = tril(c - _mt(c), -1) - c
-        return [_mt(solve(r, _mt(gq + q @ n), False, h))]
+        z = q @ tril(c - _mt(c), -1)
+        if m > n:  # (I - Q Qᵀ) is 0 for a square Q: its rounding over a tiny r_nn was O(1) (so was Q R' Rᵀ R⁻ᵀ's)
+            z = z + gq - q @ (_mt(q) @ gq)
+        return [_mt(solve(r, _mt(z), False, h)) + q @ gr]
 
     def jvp(self, p, ins, tins, y, h=None):
-        """X = Ȧ R⁻¹, M = Qᵀ X, Ω = tril(M, -1) - tril(M, -1)ᵀ: Q̇ = Q (Ω - M) + X, Ṙ = (M - Ω) R (as JAX)."""
-        m = ins[0].shape[-2]
+        """X = Ȧ R⁻¹, M = Qᵀ X, Ω = tril(M, -1) - tril(M, -1)ᵀ: Q̇ = Q Ω + (I - Q Qᵀ) X, Ṙ = (M - Ω) R (as JAX,
+        but no (I - Q Qᵀ) X for a square Q: as in back)."""
+        m, n = ins[0].shape[-2:]
         q, r = y[..., :m, :], y[..., m:, :]
         x = _mt(solve(_mt(r), _mt(tins[0]), True, h))
         k = _mt(q) @ x
         omega = tril(k, -1) - _mt(tril(k, -1))
-        return np.concatenate([q @ (omega - k) + x, (k - omega) @ r], -2)
+        dq = q @ omega + (x - q @ k) if m > n else q @ omega
+        return np.concatenate([dq, (k - omega) @ r], -2)
 
 
 class SVD(Linalg):

@@ -3,7 +3,8 @@
 det is a polynomial: its second derivatives exist at every matrix. References: exact mixed central differences of
 NumPy's det (for a 2x2 or 3x3 det, a polynomial of degree 2 or 3, they have no truncation error, only rounding, at any
 step). The SVD of a square matrix with one zero singular value, the others distinct, is smooth (up to the signs of a
-column of U and its row of Vh, which squares hide): reference, central differences of NumPy's svd.
+column of U and its row of Vh, which squares hide), and so is the QR of a square matrix whose first n - 1 columns are
+independent: reference, central differences of NumPy's svd and qr.
 """
 
 import numpy as np
@@ -38,15 +39,19 @@ def test_det_second_order_at_singular_matrices(a):
     np.testing.assert_allclose(F.hessian(x), hessian, rtol=1e-12, atol=1e-12)
 
 
-def test_svd_vectors_of_a_square_singular_matrix():
-    """U² and Vh² of a square matrix with a zero singular value: the gradient, tangent and Hessian products against
-    central differences (the term (I - U Uᵀ) G S⁻¹ of a tall U, 0 for a square one, was rounding over 1e-16: an O(1)
-    error)."""
+FACTORS = {"svd": lambda a: (np.linalg.svd(a)[0], np.linalg.svd(a)[2]), "qr": np.linalg.qr}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORS))
+def test_factors_of_a_square_singular_matrix(name):
+    """svd's U² and Vh², qr's Q² and R² of a square matrix of rank n - 1 (smooth there): the gradient, tangent and
+    Hessian products against central differences (the terms (I - U Uᵀ) G S⁻¹ and (I - Q Qᵀ) G R⁻ᵀ of a tall U or
+    Q, 0 for a square one, were rounding over s, r_nn ~ 1e-16: O(1) errors; so was qr's Q R' Rᵀ R⁻ᵀ)."""
     rng = np.random.default_rng(12)
     wu, wv = rng.normal(size=(2, 3, 3))
 
     def f(u):
-        left, _, right = np.linalg.svd(u.reshape(3, 3))
+        left, right = FACTORS[name](u.reshape(3, 3))
         return np.sum(left ** 2 * wu) + np.sum(right ** 2 * wv)
 
     x = SINGULAR.ravel()
