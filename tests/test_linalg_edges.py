@@ -65,3 +65,19 @@ def test_factors_of_a_square_singular_matrix(name):
     second = (F.gradient(x + 1e-5 * v) - F.gradient(x - 1e-5 * v)) / 2e-5
     np.testing.assert_allclose(F.hvp(x, v), second, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(F.grad_function()(x), g, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("order", [2, -2])
+def test_matrix_norms_at_equal_singular_values_share_them(order):
+    """np.linalg.norm(A, ±2) where k singular values tie for the largest (smallest): the gradient is Σ uᵢ vᵢᵀ / k
+    over the tied ones, whatever basis LAPACK picks inside them (as maximum's tie; JAX's too), not the first's."""
+    q = np.eye(4)[[2, 0, 3, 1]] * [1.0, -1.0, 1.0, -1.0]  # signed permutations: the ties exact in floating point
+    r = np.eye(4)[[1, 3, 0, 2]] * [-1.0, 1.0, 1.0, 1.0]
+    s = np.array([2.0, 2.0, 1.0, 0.5]) if order == 2 else np.array([3.0, 2.0, 0.5, 0.5])
+    a = (q * s) @ r.T
+    tied = [0, 1] if order == 2 else [2, 3]
+    F = tape.trace(lambda x: np.linalg.norm(x.reshape(4, 4), order), a.ravel() + 0.1)
+    expected = q[:, tied] @ r[:, tied].T / 2
+    np.testing.assert_allclose(F.gradient(a.ravel()).reshape(4, 4), expected, atol=1e-12)
+    G = tape.trace(lambda x: np.linalg.norm(x.reshape(3, 3), order), np.ones(9))
+    np.testing.assert_allclose(G.gradient(np.eye(3).ravel() * 2).reshape(3, 3), np.eye(3) / 3, atol=1e-15)
