@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
+from . import ops, special
 from ._sweeps import grouped_map, grouped_pair_map
 
 nan, inf = np.nan, np.inf
@@ -106,7 +106,19 @@ def pair_rule(part, code, a, b, y=None):
     return out.reshape(args[0].shape)
 
 erf, erfc, lgamma = (_kernel(0, name) for name in ("erf", "erfc", "lgamma"))
-digamma, trigamma = _kernel(1, "lgamma"), _kernel(2, "lgamma")  # lgamma's rules read only a
+trigamma = _kernel(2, "lgamma")  # lgamma's rules read only a
+
+
+def digamma(a):
+    """lgamma's partial by NumPy's ufuncs, the steps its records take (special.digamma_steps): an array
+    record's partial is then its gradient tape's bit for bit (the scalar kernel's C library log and tan are
+    not NumPy's SIMD loops)."""
+    return special.digamma_steps(a, np.where, np.log, np.tan, np.floor)
+
+
+def logaddexp_share(a, b):
+    """logaddexp's partial by NumPy's exp, as its records compute it (special.logaddexp_share_steps)."""
+    return special.logaddexp_share_steps(a, b, np.exp, np.where)
 
 # the math functions a rule may name, as NumPy ufuncs (kernels.ops.MATH_NAMES)
 exp, log, sqrt, sin, cos, tan, tanh, pow = np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.power

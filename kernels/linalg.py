@@ -23,7 +23,8 @@ Second order (``vjp_jvp``) evaluates the vjp formula on ``Dual`` numbers (value,
 through matmul, solves and inverses; the adjoint and tangent as records (``adjoint``, ``tangent``) evaluate
 the vjp and jvp formulas on handles of records (kernels/linalg_forms.py), so each formula is written once
 (Solve, Inv, Slogdet keep their own short record forms). det's records take cof(A) = det(A) A⁻ᵀ: they raise
-LinAlgError at an exactly singular A, where the numeric gradient (by SVD) is exact. NaN in an input
+LinAlgError at an exactly singular A, and lose digits near one, where the numeric gradient and second order (by
+SVD) are exact. NaN in an input
 propagates (no structural-zero mask: a factorization mixes every element).
 """
 
@@ -271,21 +272,25 @@ class QR(Linalg):
         out[..., :m, :], out[..., m:, :] = np.linalg.qr(ins[0])
 
     def back(self, p, ins, y, g, h=None):
-        """A' = (Q' + Q N) R⁻ᵀ, N = tril(C - Cᵀ, -1) - C, C = Qᵀ Q' - R' Rᵀ (the transpose of jvp's map)."""
-        m = ins[0].shape[-2]
+        """A' = (Q tril(C - Cᵀ, -1) + (I - Q Qᵀ) Q') R⁻ᵀ + Q R', C = Qᵀ Q' - R' Rᵀ (the transpose of jvp's map)."""
+        m, n = ins[0].shape[-2:]
         q, r, gq, gr = y[..., :m, :], y[..., m:, :], g[..., :m, :], g[..., m:, :]
         c = _mt(q) @ gq - gr @ _mt(r)
-        n = tril(c - _mt(c), -1) - c
-        return [_mt(solve(r, _mt(gq + q @ n), False, h))]
+        z = q @ tril(c - _mt(c), -1)
+        if m > n:  # (I - Q Qᵀ) is 0 for a square Q: its rounding over a tiny r_nn was O(1) (so was Q R' Rᵀ R⁻ᵀ's)
+            z = z + gq - q @ (_mt(q) @ gq)
+        return [_mt(solve(r, _mt(z), False, h)) + q @ gr]
 
     def jvp(self, p, ins, tins, y, h=None):
-        """X = Ȧ R⁻¹, M = Qᵀ X, Ω = tril(M, -1) - tril(M, -1)ᵀ: Q̇ = Q (Ω - M) + X, Ṙ = (M - Ω) R (as JAX)."""
-        m = ins[0].shape[-2]
+        """X = Ȧ R⁻¹, M = Qᵀ X, Ω = tril(M, -1) - tril(M, -1)ᵀ: Q̇ = Q Ω + (I - Q Qᵀ) X, Ṙ = (M - Ω) R (as JAX,
+        but no (I - Q Qᵀ) X for a square Q: as in back)."""
+        m, n = ins[0].shape[-2:]
         q, r = y[..., :m, :], y[..., m:, :]
         x = _mt(solve(_mt(r), _mt(tins[0]), True, h))
         k = _mt(q) @ x
         omega = tril(k, -1) - _mt(tril(k, -1))
-        return np.concatenate([q @ (omega - k) + x, (k - omega) @ r], -2)
+        dq = q @ omega + (x - q @ k) if m > n else q @ omega
+        return np.concatenate([dq, (k - omega) @ r], -2)
 
 
 class SVD(Linalg):
@@ -319,9 +324,12 @@ class SVD(Linalg):
         gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1:, :]
         j, k = f * (_mt(u) @ gu), f * (_mt(v) @ gv)
         z = diagonal_matrix(gs) + (j + _mt(j)) * s[..., None, :] + s[..., :, None] * (k + _mt(k))
-        left = (gu - u @ (_mt(u) @ gu)) * inverse[..., None, :]
-        right = (gv - v @ (_mt(v) @ gv)) * inverse[..., None, :]
-        return [u @ z @ _mt(v) + left @ _mt(v) + u @ _mt(right)]
+        out = u @ z @ _mt(v)
+        if m > u.shape[-1]:  # (I - U Uᵀ) is 0 for a square U: its rounding over a tiny s was all the gradient
+            out = out + ((gu - u @ (_mt(u) @ gu)) * inverse[..., None, :]) @ _mt(v)
+        if v.shape[-2] > v.shape[-1]:
+            out = out + u @ _mt((gv - v @ (_mt(v) @ gv)) * inverse[..., None, :])
+        return [out]
 
     def jvp(self, p, ins, tins, y, h=None):
         m = ins[0].shape[-2]
@@ -330,8 +338,11 @@ class SVD(Linalg):
         pm = _mt(u) @ da @ v
         ps = pm * s[..., None, :]  # P S
         sp = s[..., :, None] * pm  # S P
-        du = u @ (f * (ps + _mt(ps))) + (da @ v - u @ (_mt(u) @ da @ v)) * inverse[..., None, :]
-        dv = v @ (f * (sp + _mt(sp))) + (_mt(da) @ u - v @ (_mt(v) @ _mt(da) @ u)) * inverse[..., None, :]
+        du, dv = u @ (f * (ps + _mt(ps))), v @ (f * (sp + _mt(sp)))
+        if m > u.shape[-1]:  # as in back: nothing for a square U or V
+            du = du + (da @ v - u @ (_mt(u) @ da @ v)) * inverse[..., None, :]
+        if v.shape[-2] > v.shape[-1]:
+            dv = dv + (_mt(da) @ u - v @ (_mt(v) @ _mt(da) @ u)) * inverse[..., None, :]
         return np.concatenate([du, diag(pm)[..., None, :], dv], -2)
 
 

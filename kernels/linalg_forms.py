@@ -144,20 +144,29 @@ def inv(a: Any, h: Any = None) -> Any:
     return Dual(y, -(y @ a.d @ y))
 
 
-def cofactors(a: Any, y: Any = None, h: Any = None) -> Any:
-    """cof(A) = det(A) A⁻ᵀ, the gradient of det: by SVD, exact at a singular A; its tangent, and the records
-    of either (y = det A), through A⁻¹ (these raise LinAlgError at an exactly singular A)."""
-    if h is not None:
-        return y[..., None, None] * _mt(h.linalg("inv", a))
-    if isinstance(a, Dual):
-        y = np.linalg.det(a.v)
-        det = Dual(y, y * np.trace(np.linalg.solve(a.v, a.d), axis1=-2, axis2=-1))
-        return det[..., None, None] * inv(a).mT
-    u, s, vh = np.linalg.svd(a)
+def _others(s: Any) -> Any:
+    """The product of every element of s's last axis but each one (no division: exact where one is 0)."""
     before = np.cumprod(np.concatenate([np.ones_like(s[..., :1]), s[..., :-1]], -1), -1)
     after = np.cumprod(np.concatenate([np.ones_like(s[..., :1]), s[..., :0:-1]], -1), -1)[..., ::-1]
-    sign = np.linalg.det(u) * np.linalg.det(vh)
-    return sign[..., None, None] * (u * (before * after)[..., None, :]) @ vh
+    return before * after
+
+
+def cofactors(a: Any, y: Any = None, h: Any = None) -> Any:
+    """cof(A) = det(A) A⁻ᵀ, the gradient of det, and its tangent by SVD (exact at a singular A): cof(U S Vᵀ + t D) =
+    ± U cof(S + t D') Vᵀ, D' = Uᵀ D V, whose tangent is -D'ⱼᵢ ∏ₗ≠ᵢ,ⱼ sₗ off the diagonal, Σₖ≠ᵢ D'ₖₖ ∏ₗ≠ᵢ,ₖ sₗ on it.
+    Its records (y = det A) go through A⁻¹: they raise LinAlgError at an exactly singular A, lose digits near one."""
+    if h is not None:
+        return y[..., None, None] * _mt(h.linalg("inv", a))
+    u, s, vh = np.linalg.svd(a.v if isinstance(a, Dual) else a)
+    sign = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
+    value = sign * (u * _others(s)[..., None, :]) @ vh
+    if not isinstance(a, Dual):
+        return value
+    n = s.shape[-1]
+    d = _mt(u) @ a.d @ _mt(vh)  # D' = Uᵀ D V
+    pairs = _others(np.where(np.eye(n, dtype=bool), 1.0, s[..., None, :]))  # [i, j]: ∏ over l not i or j
+    moved = diagonal_matrix(np.sum(pairs * diag(d)[..., None, :], -1)) - _mt(d) * pairs  # (-D'ᵢᵢ ∏ₗ≠ᵢ sₗ: k = i's)
+    return Dual(value, sign * u @ moved @ vh)
 
 
 def nonzero_reciprocal(x: Any, h: Any = None) -> Any:

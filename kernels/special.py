@@ -74,6 +74,25 @@ def digamma(a):
     return acc - pi / tan(pi * a) if reflected else acc
 
 
+def digamma_steps(a, where, log, tan, floor):
+    """digamma's steps with each branch a ``where`` and its loop unrolled (at most 10 steps, as x >= 1/2
+    there), over the primitives given: NumPy's (kernels/array_helpers.py: an array record's partial) or
+    records' (tape/symbolic/partial_helpers.py: the partial as records, whose array records replay NumPy's
+    loops), so an array record's partial and its gradient tape's are the same operations, the same bits."""
+    reflected = a < 0.5
+    x = where(reflected, 1.0 - a, a)
+    acc = 0.0
+    for _ in range(10):
+        going = x < 10.0
+        acc = where(going, acc - 1.0 / x, acc)
+        x = where(going, x + 1.0, x)
+    r = 1.0 / (x * x)
+    acc = acc + (log(x) - 0.5 / x - r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (
+        1.0 / 132 - r * (691.0 / 32760 - r / 12)))))))
+    value = where(reflected, acc - pi / tan(pi * a), acc)
+    return where(a != a, nan, where(a == inf, inf, where(a <= 0.0, where(a == floor(a), nan, value), value)))
+
+
 def trigamma(a):
     """lgamma''(a) = digamma'(a), computed as digamma is; NaN at the poles."""
     if a <= 0.0 and a == _floor(a) or a != a:
@@ -174,6 +193,13 @@ def logaddexp_share(a, b):
         return 1.0 / (1.0 + exp(-d))
     e = exp(d)
     return e / (1.0 + e)
+
+
+def logaddexp_share_steps(a, b, exp, where):
+    """logaddexp_share with each branch a ``where``, over the primitives given (as digamma_steps)."""
+    d = a - b
+    e = exp(d)
+    return where(a == b, 0.5, where(d >= 0.0, 1.0 / (1.0 + exp(-d)), e / (1.0 + e)))
 
 
 def fmax(a, b):

@@ -69,14 +69,16 @@ def generate(header: list[str]) -> str:
         "",
         "from .array_helpers import (  # noqa: F401",
         *[f"    {name}," for name in sorted(({fn.__name__ for fn in ops.HELPERS + ops.CALLED} | set(ops.MATH_NAMES)
-                                         | {"abs", "pair_rule"}) - _pairs_only(), key=natural)],
+                                         | {"abs", "pair_rule"}) - (_pairs_only() - set(ops.NUMPY_PARTIALS)),
+                                        key=natural)],
         ")",
     ]
     table = []
     for op in ops.OPS:
         if op.kind not in ("unary", "binary"):
             continue
-        pair = op.name in ops.GROUPED_PAIRS  # by the scalar kernel, element by element (array_helpers.pair_rule)
+        pair = op.name in ops.GROUPED_PAIRS  # by the scalar kernel, element by element (array_helpers.pair_rule),
+        # but the partials of NumPy's ufuncs (ops.NUMPY_PARTIALS)
         code = ops.OPCODE[op.name]
         forward = [f"    out[...] = pair_rule(0, {code}, a, b)"] if pair else forward_lines(op)
         lines += ["", "", f"def {op.name}__y(a, b, out):", *forward]
@@ -88,7 +90,8 @@ def generate(header: list[str]) -> str:
             elif _literal(rule) is not None:
                 entries.append(repr(_literal(rule)))
             else:
-                body = f"pair_rule({n}, {code}, a, b, y)" if pair else rule
+                by_kernel = pair and not names_in(rule) <= {"a", "b", "y", *ops.NUMPY_PARTIALS}
+                body = f"pair_rule({n}, {code}, a, b, y)" if by_kernel else rule
                 lines += ["", "", f"def {op.name}__{part}(a, b, y):", f"    return {body}"]
                 entries.append(f"{op.name}__{part}")
         table.append(f"    {op.name!r}: ({', '.join(entries)}),")

@@ -164,9 +164,9 @@ def svdvals(x: Any, /) -> Any:
 
 
 def matrix_norm(x: Any, ord: Any) -> Any:  # noqa: A002  NumPy's name
-    """The 2-norm (largest singular value), -2 (smallest) or nuclear norm (their sum) of matrices."""
+    """The 2-norm (largest singular value: a max, k tied share), -2 (smallest) or nuclear norm (their sum)."""
     s = svdvals(x)
-    return s.sum(-1) if ord == "nuc" else s[..., 0 if ord == 2 else -1]
+    return s.sum(-1) if ord == "nuc" else s.max(-1) if ord == 2 else s.min(-1)
 
 
 def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple[Any, Any, int, Any]:

@@ -12,7 +12,7 @@ kernel's own.
 
 from __future__ import annotations
 
-from math import inf, nan, pi
+from math import inf, nan
 from typing import Any
 
 import numpy as np
@@ -146,23 +146,10 @@ def pow_dc(a: Value, y: Value) -> Value:
 
 
 def digamma(a: Value) -> Value:
-    """kernels/special.py's digamma step by step: its loop (at most 10 steps, as x >= 1/2 there)
-    unrolled into wheres, its reflection and its edges as wheres."""
+    """kernels/special.py's digamma step by step, its branches wheres (special.digamma_steps)."""
     if _no_record(a):
         return special.digamma(a)
-    assert _recorded(a)
-    reflected = a < 0.5
-    x: Value = where(reflected, 1.0 - a, a)
-    acc: Value = 0.0
-    for _ in range(10):
-        going = x < 10.0
-        acc = where(going, acc - 1.0 / x, acc)
-        x = where(going, x + 1.0, x)
-    r = 1.0 / (x * x)
-    acc = acc + (log(x) - 0.5 / x - r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (
-        1.0 / 132 - r * (691.0 / 32760 - r / 12)))))))
-    value = where(reflected, acc - pi / tan(pi * a), acc)
-    return pick([(a != a, nan), (a == inf, inf)], where(a <= 0.0, where(a == floor(a), nan, value), value))
+    return special.digamma_steps(a, where, log, tan, floor)
 
 
 def atan2_da(a: Value, b: Value) -> Value:
@@ -188,12 +175,10 @@ def hypot_da(a: Value, b: Value, y: Value) -> Value:
 
 
 def logaddexp_share(a: Value, b: Value) -> Value:
-    """1 / (1 + exp(b - a)) with no exp that overflows; 1/2 at a tie."""
+    """1 / (1 + exp(b - a)) with no exp that overflows; 1/2 at a tie (special.logaddexp_share_steps)."""
     if _no_record(a, b):
         return special.logaddexp_share(a, b)
-    d = a - b
-    e = exp(d)
-    return pick([(a == b, 0.5), (d >= 0.0, 1.0 / (1.0 + exp(-d)))], e / (1.0 + e))
+    return special.logaddexp_share_steps(a, b, exp, where)
 
 
 def fmax_share(a: Value, b: Value) -> Value:
