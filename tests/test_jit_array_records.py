@@ -166,6 +166,9 @@ def test_what_landing_one_lacks_records_as_scalar_records():
     ones = np.ones((33, 33))
     assert np.isclose(vj, (A @ A).sum(), rtol=1e-12)
     assert np.allclose(gj, ones @ A.T + A.T @ ones, rtol=1e-12, atol=1e-12)
+    t = tape.Tape()
+    jn["f"](t.array(A))
+    assert t.n_arrays == 1 and len(t) > 33 * 33  # A's record, then elem and scalar records only
 
 
 BAD = textwrap.dedent('''

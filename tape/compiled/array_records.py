@@ -18,16 +18,8 @@ import math
 import numpy as np
 from numba import carray, cfunc
 
-from tape.compiled.numba_internals import (
-    ArrayRecordType,
-    address,
-    arrays_from_pointer,
-    arrays_type,
-    make_array_record,
-    new_struct,
-    types,
-)
-from tape.compiled.numba_payload import external
+from tape.compiled.numba_internals import ArrayRecordType, address, arrays_type, make_array_record, new_struct, types
+from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS, jit, push
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import (
@@ -337,33 +329,38 @@ RESULT = (scalar, vector, matrix)  # by ndim, from (p, q, (record, offset, n0, n
 # --- after the call: the plan rows as the tape's Plans -----------------------------------------------------------
 
 
-def _view(r: list[int], f: int) -> View:
-    ndim = r[f + 2]
-    return View(r[f], r[f + 1], tuple(r[f + 5 - ndim:f + 5]), tuple(r[f + 7 - ndim:f + 7]))
+def _inputs(r: list[int]) -> tuple[View, ...]:
+    """The views plan row r reads."""
+    views = []
+    for f in range(V0, V0 + 7 * r[6], 7):
+        ndim = r[f + 2]
+        views.append(View(r[f], r[f + 1], tuple(r[f + 5 - ndim:f + 5]), tuple(r[f + 7 - ndim:f + 7])))
+    return tuple(views)
+
+
+def _places(row: int) -> np.ndarray:
+    places = np.array([row], np.int64)
+    places.flags.writeable = False
+    return places
 
 
 def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: int) -> None:
     """Make plan rows first..count (written inside f) the tape's Plans, and its arena the one they were written in."""
-    new = []
+    new, make = [], tuple.__new__
     for r in plans[first:count].tolist():
-        ndim, nin = r[3], r[6]
-        shape = tuple(r[6 - ndim:6])
-        places = _NO_PLACES
-        if r[PLACE] >= 0:
-            places = np.array([r[PLACE]], np.int64)
-            places.flags.writeable = False
-        wide = tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape
-        inputs = tuple(_view(r, V0 + 7 * v) for v in range(nin))
-        new.append(tuple.__new__(Plan, (r[0], r[1], r[2], shape, inputs, tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
-                                        places, wide)))
+        shape = tuple(r[6 - r[3]:6])
+        new.append(make(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
+                               tuple(r[AXES + 1:AXES + 1 + r[AXES]]), _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
+                               tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape)))
     t._plans.extend(new)
-    t._plan_rows.extend(p.row for p in new)
+    rows = [p[1] for p in new]
+    t._plan_rows.extend(rows)
     if aval is not t._aval:
         t._kept.drop()
         t._aval = aval
     t._n_arena = na
     if t._recycling:  # their values stay where the reverse sweep reads them (tape/sweeps/arenas.py)
-        t._read.update(p.row for p in new)
+        t._read.update(rows)
 
 
 def plan_table(t) -> np.ndarray:

@@ -34,7 +34,6 @@ from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import (
     ArrayRecordType,
     TypingError,
-    arrays_pointer,
     borrowed,
     file_id,
     make_array_record,
@@ -151,7 +150,7 @@ def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
     def drive(op, in0, in1, val, consts, n, nc, record, offset, shape, plans, np_, aval, na, data, arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         s = array_records.new_arrays(plans, np_, aval, na)
-        xs = make_array_record(tape_pointer(t), arrays_pointer(s), record, offset, shape)
+        xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, shape)
         done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
         return done, (s.plans, s.np, s.aval, s.na)
     if cache:

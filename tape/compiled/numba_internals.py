@@ -446,26 +446,6 @@ def make_array_record(typingctx, p, q, record, offset, shape):
 
 
 @intrinsic
-def arrays_pointer(typingctx, s):
-    """The arrays' meminfo pointer, borrowed (an array record holds it as a Var holds its tape's)."""
-    def codegen(context, builder, sig, args):
-        st = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
-        return builder.bitcast(st.meminfo, cgutils.voidptr_t)
-    return types.voidptr(s), codegen
-
-
-@intrinsic
-def arrays_from_pointer(typingctx, p):
-    """The arrays of a meminfo pointer (a new reference)."""
-    def codegen(context, builder, sig, args):
-        st = cgutils.create_struct_proxy(arrays_type)(context, builder)
-        st.meminfo = builder.bitcast(args[0], st.meminfo.type)
-        context.nrt.incref(builder, arrays_type, st._getvalue())
-        return st._getvalue()
-    return arrays_type(types.voidptr), codegen
-
-
-@intrinsic
 def address(typingctx, a):
     """The address of an array's first element (for a C function called by symbol)."""
     def codegen(context, builder, sig, args):
@@ -478,4 +458,4 @@ __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "TAPE
            "condition_type", "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound",
            "make_condition", "known_condition", "make_array", "make_dtype", "where_of", "file_id", "make_block",
            "borrowed", "ArrayConditionType", "make_array_condition", "ArraysType", "arrays_type",
-           "ARRAYS_FIELDS", "ArrayRecordType", "make_array_record", "arrays_pointer", "arrays_from_pointer", "address"]
+           "ARRAYS_FIELDS", "ArrayRecordType", "make_array_record", "address"]
