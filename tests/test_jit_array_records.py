@@ -139,6 +139,26 @@ def test_a_returned_array_record_is_the_python_recorder_s_vararray():
     assert np.allclose(g, w * (2.0 * (1.0 - np.tanh(x0 * 2.0 + b) ** 2) - 1.0), rtol=1e-13, atol=1e-13)
 
 
+def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypatch):
+    """xs a record Python code made, its handle dropped after the call: a recycling tape (tape.value_and_grad's) keeps
+    its region while the jitted records' reverse reads it (arenas.CHECK: freed regions filled with NaN at once)."""
+    from tape.sweeps import arenas
+
+    source, x0, data = CASES["sums"]  # A * A: its reverse reads A
+    _, jn = namespace(source)
+    expected = tape.value_and_grad(jn["f"], argnums=0)(2.0 * x0, *data)
+    monkeypatch.setattr(arenas, "CHECK", True)
+
+    def outer(x):
+        y = jn["f"](x * 2.0, *data)
+        for _ in range(3):
+            (x * 3.0).sum()  # later records, which may take freed regions
+        return y
+
+    value, grad = tape.value_and_grad(outer)(x0)
+    assert value == expected[0] and np.array_equal(grad, 2.0 * expected[1])
+
+
 FALLBACK = '''
 def f(x, m):                         # x[i] and x[1:] are not array-record ops of landing 1: scalar records
     return x[0] * x[1] + (x[1:] * m).sum()

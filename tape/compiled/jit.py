@@ -204,7 +204,7 @@ class JitFunction:
         if _numbers(xs):  # plain numbers: f's value as numba.njit computes it (f's dispatcher on floats: recursion too)
             return self.dispatcher(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
         if type(xs) is VarArray and xs._view is not None and self._arrays is not False and array_records.fits(
-                xs._view):
+                xs._view) and xs._view.record not in xs.tape._borrowed:  # (a borrowed constant: not in the arena)
             t = xs._live_tape()
             found = self._record_arrays(t, xs._view, data)
             if found is None:  # f takes no array record (typing), or an op's operands do not fit the driver's rows
@@ -298,6 +298,9 @@ class JitFunction:
         self._array_room = max(self._array_room, na - na0)
         found = self._took(t, n0, nc0, got)
         array_records.adopt(t, plans, np0, np1, aval, na)
+        if t._recycling:  # xs's values stay while the records read them (tape/sweeps/arenas.py: _pin)
+            t._read.add(view.record)
+            t._watched.discard(view.record)
         return found
 
     def _took(self, t: Tape, n0: int, nc0: int, got: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
