@@ -189,13 +189,13 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # kernels +64, sweeps +22: a run's reverse pulls the adds of views on one line and assigns a stale line whole
 # (shaped._pull, pulled; fused_runs.Run.line, steps._run); a back stretch stores each place apart in its pass, a group
 # each (stretches._sends; shaped.SCRATCH) (issue 26, s18 D).
-# compiled +730: tape.jit writes array records (issue 26, landing 1): the array record type and the array state
+# compiled +733: tape.jit writes array records (issue 26, landing 1): the array record type and the array state
 # (numba_internals +57), the records, plans, rows for the driver's forward and the plans' adoption (array_records.py,
-# 377), the ops on array records (array_overloads.py, 192), the array driver, its fallbacks and xs kept for the reverse (jit.py +93), a
-# pointer intrinsic for two structs (numba_payload +9), the cache key (jit_cache +2) (s19 A).
+# 378), the ops on array records (array_overloads.py, 192), the array driver, its fallbacks and xs kept for the
+# reverse (jit.py +95), a pointer intrinsic for two structs (numba_payload +9), the cache key (jit_cache +2) (s19 A).
 BUDGET = {"tape.kernels": 6629, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 3997,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1200,
-          "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 4320, "tape": 250,
+          "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 4323, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

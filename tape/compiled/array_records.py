@@ -73,6 +73,7 @@ def install() -> None:
     """Give jitted code the driver's forward by symbol (compiled, or loaded from the cache, once per process)."""
     if not _installed:
         compiled = cfunc(_SIGNATURE, cache=True, **OPTIONS)(_forward_c)
+        assert compiled.address, "Numba made a C function at address 0"
         external("tape_jit_array_forward", compiled.address, _SIGNATURE)
         _installed.append(compiled)
 

@@ -55,6 +55,7 @@ from tape.compiled.recording import (
     values,
     var_of,
 )
+from tape.compiled.recording import jit as internal
 from tape.debug import nans
 from tape.errors import ForeignHandleError, JitError
 from tape.kernels.ops import LEAF
@@ -101,7 +102,7 @@ def _outputs_impl(out):
 RECORD = np.full(1, -2, np.int64)  # the form of an array record f returns
 
 
-@numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+@internal
 def record_output(a):
     """An array record f returns, as the driver reports outputs: its record; form RECORD."""
     return np.full(1, a.record, np.int64), np.zeros(1), RECORD
@@ -206,6 +207,7 @@ class JitFunction:
         if type(xs) is VarArray and xs._view is not None and self._arrays is not False and array_records.fits(
                 xs._view) and xs._view.record not in xs.tape._borrowed:  # (a borrowed constant: not in the arena)
             t = xs._live_tape()
+            assert isinstance(t, Tape)
             found = self._record_arrays(t, xs._view, data)
             if found is None:  # f takes no array record (typing), or an op's operands do not fit the driver's rows
                 return self(xs._scalars(), *data)
