@@ -67,7 +67,7 @@ def same_tapes(f, jf, x0, data, nans=False):
 @pytest.fixture(scope="module", params=sorted(CASES))
 def program(request):
     source, x0, data = CASES[request.param]
-    py, jn = namespace(source)
+    py, jn = namespace(source, arrays=True)
     return request.param, py["f"], jn["f"], x0, data
 
 
@@ -110,7 +110,7 @@ EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300, 5e-
 @pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp"])
 def test_edge_values_record_as_python(name):
     source, x0, data = CASES[name]
-    py, jn = namespace(source)
+    py, jn = namespace(source, arrays=True)
     x = x0.copy()
     x.flat[:len(EDGES)] = EDGES
     x.flat[-len(EDGES):] = EDGES[::-1]
@@ -129,7 +129,7 @@ def f(A, b):                         # returns an array record: a VarArray of it
 
 
 def test_a_returned_array_record_is_the_python_recorder_s_vararray():
-    py, jn = namespace(RETURNS)
+    py, jn = namespace(RETURNS, arrays=True)
     x0, b = np.random.default_rng(1).normal(size=(32, 40)), np.linspace(-1, 1, 40)
     _, yj = same_tapes(py["f"], jn["f"], x0, (b,))
     assert isinstance(yj, tape.VarArray) and yj.shape == (32, 40)
@@ -145,7 +145,7 @@ def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypat
     from tape.sweeps import arenas
 
     source, x0, data = CASES["sums"]  # A * A: its reverse reads A
-    _, jn = namespace(source)
+    _, jn = namespace(source, arrays=True)
     expected = tape.value_and_grad(jn["f"], argnums=0)(2.0 * x0, *data)
     monkeypatch.setattr(arenas, "CHECK", True)
 
@@ -170,7 +170,7 @@ def f(A):                            # A @ A: NumPy's matmul of one operand twic
 
 
 def test_what_landing_one_lacks_records_as_scalar_records():
-    py, jn = namespace(FALLBACK)
+    py, jn = namespace(FALLBACK, arrays=True)
     x0, m = np.random.default_rng(3).normal(size=1100), np.random.default_rng(4).normal(size=1099)
     vj, gj = tape.value_and_grad(jn["f"])(x0, m)
     assert jn["f"]._arrays is False  # its typing failed once: not tried again
@@ -180,7 +180,7 @@ def test_what_landing_one_lacks_records_as_scalar_records():
     assert np.isclose(vj, x0[0] * x0[1] + x0[1:] @ m, rtol=1e-12) and np.allclose(gj, expected, rtol=1e-14, atol=0)
     t = tape.Tape()
     assert np.isclose(jn["f"](t.array(x0), m).value, vj, rtol=1e-12)
-    py, jn = namespace(UNFIT)
+    py, jn = namespace(UNFIT, arrays=True)
     A = np.random.default_rng(5).normal(size=(33, 33))
     vj, gj = tape.value_and_grad(jn["f"])(A)
     ones = np.ones((33, 33))
@@ -190,6 +190,23 @@ def test_what_landing_one_lacks_records_as_scalar_records():
     jn["f"](t.array(A))
     assert t.n_arrays == 1 and len(t) > 33 * 33  # A's record, then elem and scalar records only
 
+
+
+DEFAULT = '''
+def f(x):
+    return (np.exp(x) * 2.0).sum()
+'''
+
+
+def test_array_records_are_asked_for():
+    """Without arrays=True an x0 of 1,024 or more is an elem record per element, as before: no array driver compiles."""
+    py, jn = namespace(DEFAULT)
+    x0 = np.random.default_rng(6).normal(size=1100)
+    t = tape.Tape()
+    jn["f"](t.array(x0))
+    assert jn["f"]._arrays is False and t.n_arrays == 1 and len(t) > 1100
+    gj, gp = tape.value_and_grad(jn["f"])(x0)[1], tape.value_and_grad(py["f"])(x0)[1]
+    assert np.allclose(gj, 2.0 * np.exp(x0), rtol=1e-15, atol=0) and np.allclose(gj, gp, rtol=1e-15, atol=0)
 
 BAD = textwrap.dedent('''
     import sys
@@ -202,7 +219,7 @@ BAD = textwrap.dedent('''
         if mode == 0:
             return (A @ B).sum()
         return (A + B).sum()
-    """)
+    """, arrays=True)
     A = np.ones((40, 30))
     for B, mode in ((np.ones((20, 5)), 0), (np.ones(29), 1), (np.ones((39, 1)), 1)):
         for g in (py["f"], jn["f"]):

@@ -164,7 +164,7 @@ def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
 class JitFunction:
     """A function compiled by tape.jit (see ``jit``)."""
 
-    def __init__(self, fn: Callable[..., Any], cache: bool | None = None):
+    def __init__(self, fn: Callable[..., Any], cache: bool | None = None, arrays: bool = False):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         code = fn.__code__
@@ -182,7 +182,7 @@ class JitFunction:
         self.dispatcher = numba.njit(pipeline_class=Pipeline, **OPTIONS)(fn)
         self._drive: Any = None  # made at the first call (_settled)
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
-        self._arrays: bool | None = None  # whether f compiles for an array record xs (None: not tried yet)
+        self._arrays: bool | None = None if arrays else False  # f compiles for an array record xs (None: untried)
         self._array_drive: Any = None
         self._array_room = 0  # arena elements the array records of a call wrote, at most
 
@@ -458,7 +458,7 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
     return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
 
 
-def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arrays: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
     ``xs`` is an array of Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``xs.shape``, ``for v in xs``;
@@ -477,9 +477,12 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None) -> A
     numba.njit computes it. The compiled code is kept across processes (a new process loads it and compiles
     nothing, and compiles again where f's file, the values of the globals f reads or the jitted functions it
     calls changed) where f has a file and a module, no closure cells and does not call itself; ``cache=True``
-    insists (refused for a recursive f), ``cache=False`` compiles in every process.
+    insists (refused for a recursive f), ``cache=False`` compiles in every process. ``arrays=True``: an x0 of 1,024
+    elements or more is one array record and whole-array operations write array records, as the Python recorder
+    does (docs/jit.md#array-records): 2.5-7 µs an operation, not one record per element, but a first call on an
+    empty cache compiles the array driver for 10-20 s (once per machine).
     """
     if fn is None:
-        return lambda f: JitFunction(f, cache)
-    return JitFunction(fn, cache)
+        return lambda f: JitFunction(f, cache, arrays)
+    return JitFunction(fn, cache, arrays)
 
