@@ -23,13 +23,13 @@ from tape.bench.programs import JIT_NBODY as NBODY
 from tape.kernels import ops
 
 
-def namespace(source: str, helpers=()) -> tuple[dict, dict]:
+def namespace(source: str, helpers=(), arrays: bool = False) -> tuple[dict, dict]:
     """(the Python namespace, the tape.jit one) of source; ``helpers`` are numba.njit in the jit one, f is
-    tape.jit(cache=True) there (run_from_file: loaded from the cache in a later run)."""
+    tape.jit(cache=True, arrays=arrays) there (run_from_file: loaded from the cache in a later run)."""
     py, jn = (run_from_file(source, {"tape": tape, "math": math, "np": np, "numba": numba}) for _ in range(2))
     for name in helpers:
         jn[name] = numba.njit(jn[name])
-    jn["f"] = tape.jit(jn["f"], cache=True)
+    jn["f"] = tape.jit(jn["f"], cache=True, arrays=arrays)
     return py, jn
 
 

@@ -25,13 +25,22 @@ from numba import extending
 from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
-from tape.compiled import conditions, overloads  # noqa: F401  # registers the overloads
+from tape.compiled import array_overloads, array_records, conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
 from tape.compiled.link_only import LINKED
-from tape.compiled.numba_internals import TypingError, borrowed, file_id, types, where_of
+from tape.compiled.numba_internals import (
+    ArrayRecordType,
+    TypingError,
+    borrowed,
+    file_id,
+    make_array_record,
+    types,
+    where_of,
+)
+from tape.compiled.numba_payload import tape_pointer
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import (
     OPTIONS,
@@ -46,11 +55,14 @@ from tape.compiled.recording import (
     values,
     var_of,
 )
+from tape.compiled.recording import jit as internal
 from tape.debug import nans
 from tape.errors import ForeignHandleError, JitError
 from tape.kernels.ops import LEAF
+from tape.records import array_records as python_arrays
 from tape.records._recorders import Var
 from tape.records.handles import Handle
+from tape.sweeps.driver import whole
 from tape.tape import _FEW, Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
@@ -71,6 +83,8 @@ def _outputs_impl(out):
         return lambda out: one_output(var_of(out))
     if is_array(out):
         return lambda out: array_output(out)
+    if isinstance(out, ArrayRecordType):
+        return lambda out: record_output(out)
     if isinstance(out, types.List) and (is_var(out.dtype) or is_number(out.dtype)):
         def listed(out):
             idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
@@ -83,6 +97,15 @@ def _outputs_impl(out):
         return None  # _tuple_outputs: its implementation is generated source, which no cache can locate
     raise TypingError(f"tape.jit: f returns {out}; return a Var, a number, or a tuple or list of them (Vars inside "
                       "other containers would outlive the tape they point into)")
+
+
+RECORD = np.full(1, -2, np.int64)  # the form of an array record f returns
+
+
+@internal
+def record_output(a):
+    """An array record f returns, as the driver reports outputs: its record; form RECORD."""
+    return np.full(1, a.record, np.int64), np.zeros(1), RECORD
 
 
 def _tuple_of_vars(out):
@@ -121,10 +144,27 @@ def _driver(user: Any, cache: bool) -> Callable[..., Any]:
     return drive
 
 
+def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
+    """The jitted entry of f on an array record xs (tape/compiled/array_records.py): as _driver, and the plan rows,
+    their count, the arena and its top after f."""
+    @numba.njit(pipeline_class=Pipeline, **{**OPTIONS, "no_cfunc_wrapper": True})  # called from Python only
+    def drive(op, in0, in1, val, consts, n, nc, record, offset, shape, plans, np_, aval, na, data, arena):
+        t = new_tape(op, in0, in1, val, consts, n, nc, arena)
+        s = array_records.new_arrays(plans, np_, aval, na)
+        xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, shape)
+        done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
+        return done, (s.plans, s.np, s.aval, s.na)
+    if cache:
+        cache_as(drive, user.py_func, "-arrays")
+    else:
+        CALLERS.add(drive.py_func)
+    return drive
+
+
 class JitFunction:
     """A function compiled by tape.jit (see ``jit``)."""
 
-    def __init__(self, fn: Callable[..., Any], cache: bool | None = None):
+    def __init__(self, fn: Callable[..., Any], cache: bool | None = None, arrays: bool = False):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         code = fn.__code__
@@ -142,6 +182,9 @@ class JitFunction:
         self.dispatcher = numba.njit(pipeline_class=Pipeline, **OPTIONS)(fn)
         self._drive: Any = None  # made at the first call (_settled)
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
+        self._arrays: bool | None = None if arrays else False  # f compiles for an array record xs (None: untried)
+        self._array_drive: Any = None
+        self._array_room = 0  # arena elements the array records of a call wrote, at most
 
     def _settled(self) -> Any:
         """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it
@@ -161,9 +204,20 @@ class JitFunction:
         self._settled()
         if _numbers(xs):  # plain numbers: f's value as numba.njit computes it (f's dispatcher on floats: recursion too)
             return self.dispatcher(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
-        t, rows = _tape_and_rows(xs)
-        idx, vals, form = self._record(t, rows, data)
+        if type(xs) is VarArray and xs._view is not None and self._arrays is not False and array_records.fits(
+                xs._view) and xs._view.record not in xs.tape._borrowed:  # (a borrowed constant: not in the arena)
+            t = xs._live_tape()
+            assert isinstance(t, Tape)
+            found = self._record_arrays(t, xs._view, data)
+            if found is None:  # f takes no array record (typing), or an op's operands do not fit the driver's rows
+                return self(xs._scalars(), *data)
+            idx, vals, form = found
+        else:
+            t, rows = _tape_and_rows(xs)
+            idx, vals, form = self._record(t, rows, data)
         seg = t._segment()
+        if len(form) and form[0] == RECORD[0]:  # an array record: a VarArray of its region
+            return VarArray(seg, None, whole(int(idx[0]), t._plan(int(idx[0]))))
         if len(form) and form[0] >= 0:  # a Var array: a VarArray of its shape
             return VarArray(seg, idx.reshape(form))
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
@@ -179,6 +233,8 @@ class JitFunction:
         if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
         k = len(x) if not array else x.size
+        if array and k >= python_arrays.small() and self._arrays is not False:
+            return None  # an array record xs: the general path makes it (tape.value_and_grad's INPUT record)
         t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
         if t is None:  # room for 65,536 records (1.9 MB): a first call that fills it compiles the growth (0.1-0.5 s)
             t = Tape(capacity=max(FIRST_CAPACITY, 4 * k))
@@ -204,10 +260,7 @@ class JitFunction:
     def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and
         what f returned: one (form empty), a sequence (form [-1]) or a Var array (form its shape)."""
-        for d in data:
-            if isinstance(d, (Handle, VarArray)) or (isinstance(d, (list, tuple)) and any(
-                    isinstance(v, Handle) for v in d)):
-                raise TypeError("tape.jit: only the first argument holds Vars; data must be arrays and numbers")
+        _only_data(data)
         n0, nc0 = t._n, t._n_consts
         message: str | None = None
         try:
@@ -219,6 +272,41 @@ class JitFunction:
         if message is not None:
             _check_data(self.py_func, data)
             raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
+        return self._took(t, n0, nc0, got)
+
+    def _record_arrays(self, t: Tape, view: Any, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Record f on t with array record ``view`` as xs (array records: tape/compiled/array_records.py), as
+        _record; None where f does not compile for an array record (then never tried again) or an op's operands
+        do not fit the driver's rows (array_records.Unfit): nothing of this call is then the tape's."""
+        _only_data(data)
+        array_records.install()
+        if self._array_drive is None:
+            self._settled()
+            self._array_drive = _array_driver(self.dispatcher, bool(self._cache))
+        n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
+        t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
+        try:
+            got, (plans, np1, aval, na) = self._array_drive(
+                t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, view.record, t._plan(view.record).offset,
+                view.shape, array_records.plan_table(t), np0, t._aval, t._n_arena, tuple(data),
+                np.empty(self._arena, np.int64))
+        except numba.core.errors.NumbaError:  # typing: an op landing 1 lacks
+            forget_failures(self.dispatcher, self._array_drive)
+            self._arrays = False
+            return None
+        except array_records.Unfit:
+            return None
+        self._arrays = True
+        self._array_room = max(self._array_room, na - na0)
+        found = self._took(t, n0, nc0, got)
+        array_records.adopt(t, plans, np0, np1, aval, na)
+        if t._recycling:  # xs's values stay while the records read them (tape/sweeps/arenas.py: _pin)
+            t._read.add(view.record)
+            t._watched.discard(view.record)
+        return found
+
+    def _took(self, t: Tape, n0: int, nc0: int, got: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Make what a driver wrote the tape's: records, constants, checked branches; f's outputs."""
         (op, in0, in1, val, consts, n, nc, chk_rows, chk_outs, chk_wheres, wanted), (idx, vals, form) = got
         self._arena = min(max(self._arena, wanted), ARENA_MAX)  # the next call's arena: all this one wanted
         _adopt(t, n0, nc0, op, in0, in1, val, consts, n, nc)
@@ -230,6 +318,13 @@ class JitFunction:
         if t._lines is not None:
             t._lines.update(dict.fromkeys(range(n0, n), self._where))
         return idx, vals, form
+
+
+def _only_data(data: tuple) -> None:
+    for d in data:
+        if isinstance(d, (Handle, VarArray)) or (isinstance(d, (list, tuple)) and any(
+                isinstance(v, Handle) for v in d)):
+            raise TypeError("tape.jit: only the first argument holds Vars; data must be arrays and numbers")
 
 
 @typeof_impl.register(JitFunction)
@@ -363,7 +458,7 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
     return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
 
 
-def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arrays: bool = False) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
     ``xs`` is an array of Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``xs.shape``, ``for v in xs``;
@@ -382,9 +477,12 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None) -> A
     numba.njit computes it. The compiled code is kept across processes (a new process loads it and compiles
     nothing, and compiles again where f's file, the values of the globals f reads or the jitted functions it
     calls changed) where f has a file and a module, no closure cells and does not call itself; ``cache=True``
-    insists (refused for a recursive f), ``cache=False`` compiles in every process.
+    insists (refused for a recursive f), ``cache=False`` compiles in every process. ``arrays=True``: an x0 of 1,024
+    elements or more is one array record and whole-array operations write array records, as the Python recorder
+    does (docs/jit.md#array-records): 2.5-7 µs an operation, not one record per element, but a first call on an
+    empty cache compiles the array driver for 10-20 s (once per machine).
     """
     if fn is None:
-        return lambda f: JitFunction(f, cache)
-    return JitFunction(fn, cache)
+        return lambda f: JitFunction(f, cache, arrays)
+    return JitFunction(fn, cache, arrays)
 

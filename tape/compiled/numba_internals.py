@@ -398,7 +398,64 @@ def make_block(typingctx, p, data, shape):
     return VarArrayType(len(shape), "C")(types.voidptr, types.CPointer(types.int64), shape), codegen
 
 
+# --- array records (tape/compiled/array_records.py) ---------------------------------------------------------------
+
+
+@structref.register
+class ArraysType(types.StructRef):
+    """The array records' side of a call: plan rows, the value arena, scratch for the driver's rows."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+ARRAYS_FIELDS = [("plans", types.int64[:, ::1]), ("np", types.int64), ("aval", types.float64[::1]),
+                 ("na", types.int64), ("scratch", types.float64[:, ::1]), ("row", types.int64[:, ::1])]
+arrays_type = ArraysType(ARRAYS_FIELDS)
+
+
+class ArrayRecordType(types.Type):
+    """An array record of the tape (1-d or 2-d, its whole region, C order): the tape's and the arrays' pointers
+    (borrowed, as a Var's), its record, its region's offset in the arena and its shape."""
+
+    def __init__(self, ndim: int):
+        self.ndim = ndim
+        super().__init__(name=f"tape.ArrayRecord({ndim}d)")
+
+
+@register_model(ArrayRecordType)
+class ArrayRecordModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("tape", types.voidptr), ("arrays", types.voidptr), ("record", types.int64),
+                                        ("offset", types.int64), ("shape", types.UniTuple(types.int64, fe_type.ndim))])
+
+
+for _name in ("tape", "arrays", "record", "offset", "shape"):
+    make_attribute_wrapper(ArrayRecordType, _name, _name)
+
+
+@intrinsic
+def make_array_record(typingctx, p, q, record, offset, shape):
+    """The array record ``record`` (region at ``offset``, ``shape`` a tuple of one or two) of tape p, arrays q."""
+    typ = ArrayRecordType(len(shape))
+
+    def codegen(context, builder, sig, args):
+        names = ("tape", "arrays", "record", "offset", "shape")
+        return _struct(context, builder, typ, {name: (arg, None) for name, arg in zip(names, args, strict=True)})
+    return typ(types.voidptr, types.voidptr, types.int64, types.int64, shape), codegen
+
+
+@intrinsic
+def address(typingctx, a):
+    """The address of an array's first element (for a C function called by symbol)."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(context.make_array(sig.args[0])(context, builder, value=args[0]).data,
+                               cgutils.voidptr_t)
+    return types.voidptr(a), codegen
+
+
 __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "TAPE_FIELDS", "new_struct", "var_type",
            "condition_type", "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound",
            "make_condition", "known_condition", "make_array", "make_dtype", "where_of", "file_id", "make_block",
-           "borrowed", "ArrayConditionType", "make_array_condition"]
+           "borrowed", "ArrayConditionType", "make_array_condition", "ArraysType", "arrays_type",
+           "ARRAYS_FIELDS", "ArrayRecordType", "make_array_record", "address"]

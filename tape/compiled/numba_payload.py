@@ -14,27 +14,35 @@ from numba.core import cgutils
 from numba.experimental import structref
 from numba.extending import intrinsic
 
-from tape.compiled.numba_internals import TAPE_FIELDS, tape_type
+from tape.compiled.numba_internals import TAPE_FIELDS, arrays_type, tape_type
 
 
 @intrinsic
 def tape_pointer(typingctx, t):
-    """The tape's meminfo pointer, borrowed: for the out-of-line growth functions."""
+    """The tape's meminfo pointer (or an array records' state's: tape/compiled/array_records.py), borrowed: for the
+    out-of-line growth functions, and held by Vars and array records."""
     def codegen(context, builder, sig, args):
         st = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
         return builder.bitcast(st.meminfo, cgutils.voidptr_t)
     return types.voidptr(t), codegen
 
 
-@intrinsic
-def tape_from_pointer(typingctx, p):
-    """The tape of a meminfo pointer (a new reference)."""
-    def codegen(context, builder, sig, args):
-        st = cgutils.create_struct_proxy(tape_type)(context, builder)
-        st.meminfo = builder.bitcast(args[0], st.meminfo.type)
-        context.nrt.incref(builder, tape_type, st._getvalue())
-        return st._getvalue()
-    return tape_type(types.voidptr), codegen
+def from_pointer(struct_type, name: str):
+    """An intrinsic named ``name``: the struct of struct_type (the tape's, the array records' state) of a meminfo
+    pointer (a new reference)."""
+    def of(typingctx, p):
+        def codegen(context, builder, sig, args):
+            st = cgutils.create_struct_proxy(struct_type)(context, builder)
+            st.meminfo = builder.bitcast(args[0], st.meminfo.type)
+            context.nrt.incref(builder, struct_type, st._getvalue())
+            return st._getvalue()
+        return struct_type(types.voidptr), codegen
+    of.__name__ = of.__qualname__ = name
+    return intrinsic(of)
+
+
+tape_from_pointer = from_pointer(tape_type, "tape_from_pointer")
+arrays_from_pointer = from_pointer(arrays_type, "arrays_from_pointer")
 
 
 def _fields(context, builder, p):
@@ -141,5 +149,6 @@ def external(name: str, address: int, signature) -> types.ExternalFunction:
     return types.ExternalFunction(name, signature)
 
 
-__all__ = ["tape_pointer", "tape_from_pointer", "records", "constants", "arena_room", "want", "carve", "give_back",
+__all__ = ["tape_pointer", "tape_from_pointer", "arrays_from_pointer", "records",
+           "constants", "arena_room", "want", "carve", "give_back",
            "value_at", "append", "append_const", "external"]

@@ -1,0 +1,192 @@
+"""What f may do with an array record inside tape.jit (landing 1 of issue 26): its shape; + - * / (with array records,
+numbers, Vars and NumPy arrays, broadcast), unary -, abs, np.maximum/np.minimum and the unary ufuncs the compiled
+array driver runs (ops.EXACT, ops.LOOPED with NumPy's loop found), also as tape.<name>; sum and mean (all elements
+or one axis); ``@`` and np.dot. Each records what the Python recorder records for the same source (constants
+first, in operand order). Anything else is a TypingError: tape.jit then records f as scalar records.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from tape.arrays import binary as _binary
+from tape.compiled._recorders import ARITHMETIC, UNARY
+from tape.compiled.array_records import RESULT, constant, data1, data2, elementwise, matmul, packed, summed
+from tape.compiled.arrays import is_data
+from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
+from tape.compiled.overload_cache import overload, overload_attribute, overload_method
+from tape.compiled.recording import is_number, is_var, jit
+from tape.kernels.array_ops import ARRAY_OPCODE
+from tape.records import _recorders as _recorders
+from tape.sweeps import encoding
+
+NAMES = {"truediv": "div"}  # tape.jit's spelling -> the array op's name
+
+
+def driven(name: str) -> bool:
+    """Whether the compiled driver gives array op ``name`` NumPy's bits (else f records as scalar records)."""
+    code = ARRAY_OPCODE.get(name)
+    return code is not None and bool(encoding.IS_EXACT[code] or encoding._looped()[code])
+
+
+def is_record(typ) -> bool:
+    return isinstance(typ, ArrayRecordType)
+
+
+def _ndim(typ) -> int:
+    return typ.ndim if is_record(typ) or is_data(typ) else 0
+
+
+def operand(p, q, x):
+    """x as an operand (record, offset, ndim, n0, n1; shape right-aligned), recording it first where the Python
+    recorder does: a number as a 0-d constant, a Var as a 0-d pack, a NumPy array as a constant of its shape."""
+
+
+@overload(operand)
+def _operand(p, q, x):
+    if is_record(x) and x.ndim == 1:
+        return lambda p, q, x: (x.record, x.offset, 1, 1, x.shape[0])
+    if is_record(x):
+        return lambda p, q, x: (x.record, x.offset, 2, x.shape[0], x.shape[1])
+    if is_var(x):
+        return lambda p, q, x: packed(p, q, x.index, x.c)
+    if is_number(x):
+        return lambda p, q, x: constant(p, q, float(x))
+    if is_data(x):
+        return (lambda p, q, x: data1(p, q, x)) if x.ndim == 1 else (lambda p, q, x: data2(p, q, x))
+    return None
+
+
+@jit
+def _of_first(x, y):
+    return x.tape, x.arrays
+
+
+@jit
+def _of_second(x, y):
+    return y.tape, y.arrays
+
+
+def _pointers(x, y):
+    """The jitted (x, y) -> (tape, arrays) pointers of the array record among x and y."""
+    return _of_first if is_record(x) else _of_second
+
+
+def binary(name: str):
+    code, driver = ARRAY_OPCODE[name], int(encoding.CODE[ARRAY_OPCODE[name]])
+
+    def typer(x, y):
+        if not (is_record(x) or is_record(y)) or not all(
+                is_record(v) or is_var(v) or is_number(v) or is_data(v) for v in (x, y)):
+            return None
+        ndim = max(_ndim(x), _ndim(y))
+        make, pointers = RESULT[ndim], _pointers(x, y)
+
+        def impl(x, y):
+            p, q = pointers(x, y)
+            a = operand(p, q, x)
+            b = operand(p, q, y)
+            return make(p, q, elementwise(p, q, code, driver, ndim, a, b, 2))
+        return impl
+    return typer
+
+
+def unary(name: str):
+    code, driver = ARRAY_OPCODE[name], int(encoding.CODE[ARRAY_OPCODE[name]])
+
+    def typer(x):
+        if not is_record(x):
+            return None
+        ndim, make = x.ndim, RESULT[x.ndim]
+
+        def impl(x):
+            a = operand(x.tape, x.arrays, x)
+            return make(x.tape, x.arrays, elementwise(x.tape, x.arrays, code, driver, ndim, a, a, 1))
+        return impl
+    return typer
+
+
+def _axis(axis) -> bool:
+    """Whether ``axis`` is given (an int), not None."""
+    if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
+        return False
+    if not isinstance(axis, types.Integer):
+        raise TypingError(f"tape.jit: an array record's sum takes axis=None or an int, not {axis}")
+    return True
+
+
+def _sum(a, axis):
+    """The implementation of a.sum(axis): a Var for all elements (or a 1-d a), else a 1-d array record."""
+    if not _axis(axis):
+        scalar = RESULT[0]
+        return lambda a, axis=None: scalar(a.tape, a.arrays, summed(a.tape, a.arrays, operand(a.tape, a.arrays, a),
+                                                                      -1, 0))
+    ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
+
+    def along(a, axis=None):
+        k = axis + a.ndim if axis < 0 else axis
+        if k < 0 or k >= a.ndim:
+            raise ValueError("tape.jit: axis out of bounds of an array record's sum")
+        return make(a.tape, a.arrays, summed(a.tape, a.arrays, operand(a.tape, a.arrays, a), k, ndim))
+    return along
+
+
+def sum_typer(a, axis=None):
+    return _sum(a, axis) if is_record(a) else None
+
+
+def mean_typer(a, axis=None):
+    """The sum over axes times 1/n, as tape/arrays/methods.py's mean."""
+    if not is_record(a):
+        return None
+    if not _axis(axis):
+        return lambda a, axis=None: a.sum() * (1.0 / a.size)
+    return lambda a, axis=None: a.sum(axis) * (1.0 / a.shape[axis + a.ndim if axis < 0 else axis])
+
+
+def matmul_typer(x, y):
+    if not (is_record(x) or is_record(y)) or not all(is_record(v) or is_data(v) for v in (x, y)):
+        return None
+    ndim = int(x.ndim == 2) + int(y.ndim == 2)
+    if ndim == 0:
+        raise TypingError("tape.jit: a dot of two vectors (array records landing 1 leaves it to scalar records)")
+    make, pointers = RESULT[ndim], _pointers(x, y)
+
+    def impl(x, y):
+        p, q = pointers(x, y)
+        a = operand(p, q, x)
+        b = operand(p, q, y)
+        return make(p, q, matmul(p, q, a, b, ndim))
+    return impl
+
+
+def _register() -> None:
+    for name, (_, _, _, ufunc) in UNARY.items():
+        if not driven(name):
+            continue
+        own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
+        for fn in (own, getattr(np, ufunc, None) if ufunc else None):
+            if fn is not None:
+                overload(fn)(unary(name))
+    for name, (_, _, _, _, is_operator, ufunc) in ARITHMETIC.items():
+        if not driven(NAMES.get(name, name)):
+            continue
+        own = getattr(operator, name) if is_operator else getattr(_binary, name)
+        for fn in (own, getattr(np, ufunc), getattr(operator, f"i{name}", None) if is_operator else None):
+            if fn is not None:
+                overload(fn)(binary(NAMES.get(name, name)))
+    for fn in (operator.matmul, np.dot):
+        overload(fn)(matmul_typer)
+    overload(np.sum)(sum_typer)
+    overload(np.mean)(mean_typer)
+    overload_method(ArrayRecordType, "sum")(sum_typer)
+    overload_method(ArrayRecordType, "mean")(mean_typer)
+    overload_attribute(ArrayRecordType, "ndim")(lambda a: lambda a: len(a.shape))
+    overload_attribute(ArrayRecordType, "size")(
+        lambda a: (lambda a: a.shape[0]) if a.ndim == 1 else (lambda a: a.shape[0] * a.shape[1]))
+    overload(len)(lambda a: (lambda a: a.shape[0]) if is_record(a) else None)
+
+
+_register()

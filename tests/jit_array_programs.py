@@ -1,0 +1,78 @@
+"""Array programs for tests/test_jit_array_records.py, as source run three ways: by tape.jit (array records written
+from Numba), by the Python recorder (VarArrays) and by jax.numpy (tests/jit_array_references.py's stored
+references). ``np`` and ``tape`` in a source are NumPy and tape, or jax.numpy and JAX's namesakes. Each input has
+1,024 elements or more (array_records.SMALL), so both recorders write array records."""
+
+from __future__ import annotations
+
+import numpy as np
+
+MLP = '''
+def f(W, X, b, w2, y):               # a tanh layer, its squared error
+    h = np.tanh(X @ W + b)
+    r = h @ w2 - y
+    return (r * r).mean()
+'''
+
+CHAIN = '''
+def f(A, row, col):                  # elementwise ops broadcast with numbers, a row and a column
+    u = (A * 2.0 - row) / (col + 3.0)
+    v = np.exp(-abs(u)) + np.maximum(u, 0.0) * tape.sigmoid(u) - 1.5 / (2 + A * A)
+    w = np.minimum(v, row) + np.sqrt(A * A + 1.0) + np.log1p(A * A) + np.expm1(-A * A) + tape.relu(u)
+    return (v * w).sum() + (1.0 - col * A).sum() / 7
+'''
+
+SUMS = '''
+def f(A, w):                         # sums over each axis, all of them, means
+    s0 = A.sum(axis=0)
+    s1 = np.sum(A * A, axis=1)
+    s2 = np.tanh(A).sum(axis=-1)
+    m = (A * w).mean(axis=0)
+    return (s0 * s0).sum() + np.sum(s1 * s2) + A.mean() + (m * m).sum() * 0.5
+'''
+
+MATMUL = '''
+def f(A, L, R, v):                   # matmul with data on either side, of two records, with vectors
+    B = L @ A
+    C = A @ R
+    D = np.tanh(A) @ A
+    e = A @ v
+    g = v @ A
+    return (B * B).sum() + (C * 0.1).sum() + np.sum(D) + (e * g).sum() + np.dot(A, np.tanh(A) * 0.5).sum()
+'''
+
+MIXED = '''
+def f(x, c):                         # scalar Vars meeting arrays: a sum read as a Var, a Var times an array
+    s = x.sum()
+    y = x * s + s * 0.5
+    z = tape.exp(s * 0.001)
+    q = (y * c).sum() * z - s * s
+    return q + (x * z).mean() + (s - x).sum()
+'''
+
+LOOP = '''
+def f(u, steps, dt):                 # an elementwise loop: logistic growth with a cubic loss
+    for _ in range(steps):
+        u = u + dt * (1.0 - u) * u - dt * 0.1 * u * u * u
+    return (u * u).sum()
+'''
+
+
+def cases() -> dict:
+    """name -> (source, x0, data, which side is xs: its shape)."""
+    rng = np.random.default_rng(26)
+    return {
+        "mlp": (MLP, rng.normal(scale=0.1, size=(64, 64)),
+                (rng.normal(size=(32, 64)), rng.normal(size=64), rng.normal(size=64), rng.normal(size=32))),
+        "chain": (CHAIN, rng.normal(size=(40, 32)), (rng.normal(size=32), rng.normal(size=(40, 1)))),
+        "sums": (SUMS, rng.normal(size=(40, 32)), (rng.normal(size=32),)),
+        "matmul": (MATMUL, rng.normal(scale=0.3, size=(36, 36)),
+                   (rng.normal(size=(20, 36)), rng.normal(size=(36, 12)), rng.normal(size=36))),
+        "mixed": (MIXED, rng.normal(size=2000), (rng.normal(size=2000),)),
+        "loop": (LOOP, rng.uniform(0.1, 0.9, size=1500), (20, 0.05)),
+    }
+
+
+def directions(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Three random directions of the input's shape, flat (3, size)."""
+    return np.random.default_rng(sum(map(ord, name))).normal(size=(3, int(np.prod(shape))))

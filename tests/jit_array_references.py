@@ -1,0 +1,37 @@
+"""Writes tests/jit_array_references.json, JAX float64's value, gradient and Hessian-vector product of
+tests/jit_array_programs.py's programs (the tests cannot import JAX): run with an interpreter that has jax,
+``python tests/jit_array_references.py``. Gradients and Hessian-vector products (along direction 0) are stored
+projected on the case's three directions."""
+
+import json
+import os
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jit_array_programs import cases, directions
+
+jax.config.update("jax_enable_x64", True)
+JAX_TAPE = SimpleNamespace(sigmoid=jax.nn.sigmoid, relu=jax.nn.relu, exp=jnp.exp)
+
+
+def main() -> None:
+    out = {}
+    for name, (source, x0, data, ) in cases().items():
+        namespace = {"np": jnp, "tape": JAX_TAPE}
+        exec(source, namespace)  # noqa: S102  # the test programs' own source
+
+        def f(x, namespace=namespace, data=data, shape=x0.shape):
+            return namespace["f"](x.reshape(shape), *data)
+
+        x, V = jnp.asarray(x0.reshape(-1)), directions(name, x0.shape)
+        g = jax.grad(f)(x)
+        hv = jax.jvp(jax.grad(f), (x,), (jnp.asarray(V[0]),))[1]
+        out[name] = {"value": float(f(x)), "grad": (V @ np.asarray(g)).tolist(), "hvp": (V @ np.asarray(hv)).tolist()}
+    with open(os.path.join(os.path.dirname(__file__), "jit_array_references.json"), "w") as file:
+        file.write(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

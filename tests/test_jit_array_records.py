@@ -1,0 +1,244 @@
+"""tape.jit on an array record xs writes array records (issue 26, landing 1): the Python recorder's records, plans and
+arena bit for bit; gradients and Hessian-vector products as the Python recorder's, JAX float64's
+(tests/jit_array_references.json) and central differences; what landing 1 lacks records as scalar records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from jit_array_programs import cases, directions
+from test_jit import records
+from test_jit_arrays import namespace
+
+import tape
+
+with open(os.path.join(os.path.dirname(__file__), "jit_array_references.json")) as _file:
+    REFERENCES = json.load(_file)
+CASES = cases()
+
+
+def canonical(bits):
+    """uint64 bits of float64s with every NaN one NaN: the driver's maximum, minimum and sums give NaN with another sign
+    bit than NumPy's loops (LLVM may swap an add's operands; IEEE leaves a NaN's sign and payload open)."""
+    values = np.asarray(bits, np.uint64).view(np.float64).copy()
+    values[np.isnan(values)] = np.nan
+    return values.view(np.uint64)
+
+
+def plans(t):
+    """Every plan of t, comparable (places as lists)."""
+    return [(*p[:6], p.places.tolist(), p.wide) for p in t._plans]
+
+
+def arena(t):
+    """The bits of every plan's region, in plan order."""
+    return [t._aval[p.offset:p.offset + p.size].view(np.uint64).tolist() for p in t._plans]
+
+
+def recorded(f, x0, data):
+    t = tape.Tape()
+    return t, f(t.array(x0), *data)
+
+
+def same_tapes(f, jf, x0, data, nans=False):
+    """The Python recorder's and tape.jit's tapes of f at x0 are one tape: records, constants, plans, arena (with
+    ``nans``, any NaN equal to any NaN)."""
+    (tp, yp), (tj, yj) = recorded(f, x0, data), recorded(jf, x0, data)
+    assert jf._arrays is True  # written by the array records' driver, not element by element
+    for k, (a, b) in enumerate(zip(records(tp), records(tj), strict=True)):
+        if nans and k in (3, 4):  # values and constants
+            a, b = canonical(a), canonical(b)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+    assert plans(tp) == plans(tj)
+    if nans:
+        assert all(np.array_equal(canonical(a), canonical(b)) for a, b in zip(arena(tp), arena(tj), strict=True))
+    else:
+        assert arena(tp) == arena(tj)
+    assert type(yp) is type(yj)
+    return tj, yj
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def program(request):
+    source, x0, data = CASES[request.param]
+    py, jn = namespace(source, arrays=True)
+    return request.param, py["f"], jn["f"], x0, data
+
+
+def test_array_programs_record_as_python(program):
+    name, f, jf, x0, data = program
+    tj, _ = same_tapes(f, jf, x0, data)
+    assert len(tj._plans) >= 5 and len(tj) < x0.size / 4  # a record per array op, not per element
+
+
+def test_gradients_as_python_jax_and_central_differences(program):
+    name, f, jf, x0, data = program
+    vp, gp = tape.value_and_grad(f, argnums=0)(x0, *data)
+    vj, gj = tape.value_and_grad(jf, argnums=0)(x0, *data)
+    assert vp == vj and np.array_equal(gp.view(np.uint64), gj.view(np.uint64)) and gj.shape == x0.shape
+    ref, V = REFERENCES[name], directions(name, x0.shape)
+    assert np.isclose(vj, ref["value"], rtol=1e-12, atol=0)
+    assert np.allclose(V @ gj.ravel(), ref["grad"], rtol=1e-10, atol=1e-10)
+    h = 1e-6
+    for d, slope in zip(V, V @ gj.ravel(), strict=True):
+        up, down = (tape.value_and_grad(jf, argnums=0)(x0 + s * h * d.reshape(x0.shape), *data)[0] for s in (1, -1))
+        assert np.isclose((up - down) / (2 * h), slope, rtol=1e-5, atol=1e-6)
+
+
+def test_hvp_and_replay_as_python_and_jax(program):
+    name, f, jf, x0, data = program
+    Fp, Fj = tape.trace(f, x0, data=data), tape.trace(jf, x0, data=data)
+    V = directions(name, x0.shape)
+    hp, hj = Fp.hvp(x0, V[0].reshape(x0.shape)), Fj.hvp(x0, V[0].reshape(x0.shape))
+    assert np.array_equal(np.asarray(hp).view(np.uint64), np.asarray(hj).view(np.uint64))
+    assert np.allclose(V @ np.ravel(hj), REFERENCES[name]["hvp"], rtol=1e-9, atol=1e-9)
+    x1 = x0 * 1.01
+    vr, gr = Fj.value_and_grad(x1)
+    vf, gf = tape.value_and_grad(jf, argnums=0)(x1, *data)
+    assert np.isclose(vr, vf, rtol=1e-13, atol=0) and np.allclose(gr, gf, rtol=1e-11, atol=1e-12)
+
+
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300, 5e-324, 1.0])
+
+
+@pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp"])
+def test_edge_values_record_as_python(name):
+    source, x0, data = CASES[name]
+    py, jn = namespace(source, arrays=True)
+    x = x0.copy()
+    x.flat[:len(EDGES)] = EDGES
+    x.flat[-len(EDGES):] = EDGES[::-1]
+    same_tapes(py["f"], jn["f"], x, data, nans=True)
+    vp, gp = tape.value_and_grad(py["f"], argnums=0)(x, *data)
+    vj, gj = tape.value_and_grad(jn["f"], argnums=0)(x, *data)
+    assert np.array_equal(canonical(np.float64(vp).view(np.uint64)), canonical(np.float64(vj).view(np.uint64)))
+    assert np.array_equal(canonical(gp.view(np.uint64)), canonical(gj.view(np.uint64)))
+    assert np.isnan(gj).any() and np.isfinite(gj).any()
+
+
+RETURNS = '''
+def f(A, b):                         # returns an array record: a VarArray of its region
+    return np.tanh(A * 2.0 + b) - A
+'''
+
+
+def test_a_returned_array_record_is_the_python_recorder_s_vararray():
+    py, jn = namespace(RETURNS, arrays=True)
+    x0, b = np.random.default_rng(1).normal(size=(32, 40)), np.linspace(-1, 1, 40)
+    _, yj = same_tapes(py["f"], jn["f"], x0, (b,))
+    assert isinstance(yj, tape.VarArray) and yj.shape == (32, 40)
+    assert np.array_equal(yj.value, np.tanh(x0 * 2.0 + b) - x0)  # NumPy's own bits
+    w = np.random.default_rng(2).normal(size=(32, 40))
+    g = tape.grad(lambda A: (jn["f"](A, b) * w).sum())(x0)
+    assert np.allclose(g, w * (2.0 * (1.0 - np.tanh(x0 * 2.0 + b) ** 2) - 1.0), rtol=1e-13, atol=1e-13)
+
+
+def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypatch):
+    """xs a record Python code made, its handle dropped after the call: a recycling tape (tape.value_and_grad's) keeps
+    its region while the jitted records' reverse reads it (arenas.CHECK: freed regions filled with NaN at once)."""
+    from tape.sweeps import arenas
+
+    source, x0, data = CASES["sums"]  # A * A: its reverse reads A
+    _, jn = namespace(source, arrays=True)
+    expected = tape.value_and_grad(jn["f"], argnums=0)(2.0 * x0, *data)
+    monkeypatch.setattr(arenas, "CHECK", True)
+
+    def outer(x):
+        y = jn["f"](x * 2.0, *data)
+        for _ in range(3):
+            (x * 3.0).sum()  # later records, which may take freed regions
+        return y
+
+    value, grad = tape.value_and_grad(outer)(x0)
+    assert value == expected[0] and np.array_equal(grad, 2.0 * expected[1])
+
+
+FALLBACK = '''
+def f(x, m):                         # x[i] and x[1:] are not array-record ops of landing 1: scalar records
+    return x[0] * x[1] + (x[1:] * m).sum()
+'''
+UNFIT = '''
+def f(A):                            # A @ A: NumPy's matmul of one operand twice (syrk) is not the driver's
+    return (A @ A).sum()
+'''
+
+
+def test_what_landing_one_lacks_records_as_scalar_records():
+    py, jn = namespace(FALLBACK, arrays=True)
+    x0, m = np.random.default_rng(3).normal(size=1100), np.random.default_rng(4).normal(size=1099)
+    vj, gj = tape.value_and_grad(jn["f"])(x0, m)
+    assert jn["f"]._arrays is False  # its typing failed once: not tried again
+    expected = np.zeros(1100)
+    expected[0], expected[1:] = x0[1], m
+    expected[1] += x0[0]
+    assert np.isclose(vj, x0[0] * x0[1] + x0[1:] @ m, rtol=1e-12) and np.allclose(gj, expected, rtol=1e-14, atol=0)
+    t = tape.Tape()
+    assert np.isclose(jn["f"](t.array(x0), m).value, vj, rtol=1e-12)
+    py, jn = namespace(UNFIT, arrays=True)
+    A = np.random.default_rng(5).normal(size=(33, 33))
+    vj, gj = tape.value_and_grad(jn["f"])(A)
+    ones = np.ones((33, 33))
+    assert np.isclose(vj, (A @ A).sum(), rtol=1e-12)
+    assert np.allclose(gj, ones @ A.T + A.T @ ones, rtol=1e-12, atol=1e-12)
+    t = tape.Tape()
+    jn["f"](t.array(A))
+    assert t.n_arrays == 1 and len(t) > 33 * 33  # A's record, then elem and scalar records only
+
+
+
+DEFAULT = '''
+def f(x):
+    return (np.exp(x) * 2.0).sum()
+'''
+
+
+def test_array_records_are_asked_for():
+    """Without arrays=True an x0 of 1,024 or more is an elem record per element, as before: no array driver compiles."""
+    py, jn = namespace(DEFAULT)
+    x0 = np.random.default_rng(6).normal(size=1100)
+    t = tape.Tape()
+    jn["f"](t.array(x0))
+    assert jn["f"]._arrays is False and t.n_arrays == 1 and len(t) > 1100
+    gj, gp = tape.value_and_grad(jn["f"])(x0)[1], tape.value_and_grad(py["f"])(x0)[1]
+    assert np.allclose(gj, 2.0 * np.exp(x0), rtol=1e-15, atol=0) and np.allclose(gj, gp, rtol=1e-15, atol=0)
+
+BAD = textwrap.dedent('''
+    import sys
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from test_jit_arrays import namespace
+    import tape
+    py, jn = namespace("""
+    def f(A, B, mode):
+        if mode == 0:
+            return (A @ B).sum()
+        return (A + B).sum()
+    """, arrays=True)
+    A = np.ones((40, 30))
+    for B, mode in ((np.ones((20, 5)), 0), (np.ones(29), 1), (np.ones((39, 1)), 1)):
+        for g in (py["f"], jn["f"]):
+            try:
+                g(tape.Tape().array(A), B, mode)
+            except ValueError as e:
+                print(type(e).__name__, str(e).split(" (")[0])
+    print("done")
+''')
+
+
+def test_bad_shapes_raise_value_errors_as_python():
+    """Mismatched matmul and broadcast shapes: NumPy's ValueError, as the Python recorder raises, never a crash (in a
+    subprocess: a crash would take the test run with it)."""
+    run = subprocess.run([sys.executable, "-c", BAD.format(tests=os.path.dirname(__file__))], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[-1] == "done" and len(lines) == 7
+    assert lines[1] == "ValueError matmul: inner dimensions differ"
+    assert all(line.startswith("ValueError operands could not be broadcast together") for line in lines[3:6:2])
+    assert all(line.startswith("ValueError") for line in lines[:6])
