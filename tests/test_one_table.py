@@ -9,6 +9,7 @@ import pytest
 from sameness import edge_points, same_bits
 
 import tape
+from tape.kernels.stretched import REDUCED
 from tape.sweeps import compiled, layout, steps, stretches
 
 LSE = tape.logsumexp
@@ -75,13 +76,15 @@ def test_tables_past_small_vectors_give_numpys_bits(name, monkeypatch):
 
 def test_the_mixture_sweeps_one_table_each(monkeypatch):
     """Forward: the logits' logsumexp (the weights read it: a table of its own), then one table of every large row;
-    back the same; its forward stretch has the six elementwise rows."""
+    back the same; its forward stretch has the six elementwise rows and, taken in as a last member, the logsumexp of the
+    last along its lines (stretched.REDUCED)."""
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     monkeypatch.setattr(stretches.Stretch, "made", {})
     F = tape.trace(mixture, np.random.default_rng(8).normal(size=27))
     F.value_and_grad(np.random.default_rng(9).normal(size=27))
     assert _tables(F) == {"forward": [1, 9], "reverse": [9, 1]}
-    assert any(not s.shape[0] and len(s.shape[1]) == 6 and s.address for s in stretches.Stretch.made.values())
+    assert any(not s.shape[0] and len(s.shape[1]) == 7 and s.shape[1][-1][0] == REDUCED and s.address
+               for s in stretches.Stretch.made.values())
 
 
 def test_a_vector_reading_a_row_ends_the_table(monkeypatch):

@@ -220,7 +220,8 @@ def _walked(nxt: np.ndarray) -> np.ndarray:
     return on
 
 
-def _spans(r: _Table, fits: np.ndarray, starts: np.ndarray, shapes: dict[tuple, int]) -> tuple[np.ndarray, ...]:
+def _spans(r: _Table, fits: np.ndarray, starts: np.ndarray, shapes: dict[tuple, int]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The stretches of a sweep's rows (first rows, ends, shape numbers in ``shapes``): from each row on, the rows
     that may join make one where _coded finds a shape for them, else the next row starts over. Each round walks the
     rows taking every span not yet tried as one, and tries the spans it reached, all at once (arrays4k back: 3
