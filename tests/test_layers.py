@@ -196,14 +196,14 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # kernels +65: the where-form digamma and logaddexp steps shared by the array rules and the recorded partials
 # (special.digamma_steps, logaddexp_share_steps; ops.NUMPY_PARTIALS), linalg at singular matrices (det's second order
 # by SVD, svd/qr at rank n - 1, norm(A, +-2) at ties); symbolic -19: digamma's steps moved to kernels (s19 D).
-# compiled +736: tape.jit writes array records (issue 26, landing 1): the array record type and the array state
+# compiled +737: tape.jit writes array records (issue 26, landing 1): the array record type and the array state
 # (numba_internals +57), the records, plans, rows for the driver's forward and the plans' adoption (array_records.py,
 # 378), the ops on array records (array_overloads.py, 192), the array driver, its fallbacks and xs kept for the
-# reverse, arrays=True (jit.py +98), a pointer intrinsic for two structs (numba_payload +9), the cache key
+# reverse, arrays=True (jit.py +99), a pointer intrinsic for two structs (numba_payload +9), the cache key
 # (jit_cache +2) (s19 A).
 BUDGET = {"tape.kernels": 6759, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4095,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1181,
-          "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 4326, "tape": 250,
+          "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 4327, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -137,11 +137,7 @@ def _driver(user: Any, cache: bool) -> Callable[..., Any]:
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
         return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
-    if cache:
-        cache_as(drive, user.py_func, "-driver")
-    else:  # compiled for this process only: f called by reference, not compiled again into the driver
-        CALLERS.add(drive.py_func)
-    return drive
+    return _kept(drive, user, cache, "-driver")
 
 
 def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
@@ -154,8 +150,13 @@ def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
         xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, shape)
         done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
         return done, (s.plans, s.np, s.aval, s.na)
+    return _kept(drive, user, cache, "-arrays")
+
+
+def _kept(drive: Any, user: Any, cache: bool, suffix: str) -> Any:
+    """A driver cached as f is (``suffix``: its file's), else for this process only (f called by reference)."""
     if cache:
-        cache_as(drive, user.py_func, "-arrays")
+        cache_as(drive, user.py_func, suffix)
     else:
         CALLERS.add(drive.py_func)
     return drive
