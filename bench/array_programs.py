@@ -1,4 +1,4 @@
-"""Issue 26's array programs, two more of their kinds: tape recorded afresh, tape replayed and hand NumPy, interleaved.
+"""Issue 26's array programs, more of their kinds and kinds no one tuned to: tape afresh, replayed, hand NumPy.
 
 Each program is a function of one flat vector written with NumPy calls (it records array records
 on VarArrays) and a hand-derived NumPy value and gradient, checked against each other first.
@@ -16,6 +16,7 @@ checked against the hand gradient; it prints the medians over rounds and JAX's f
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import user_programs
 
 xp: Any = np  # what the programs call: NumPy (which records on VarArrays), or jax.numpy
 nn: Any = None  # sigmoid and logsumexp: tape's or JAX's (engine)
@@ -339,6 +341,8 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
     "heat-concatenate": heat, "heat-pad": lambda: heat(pad=True),
     "stencil5": stencil5, "mlp2": mlp2,  # two more of the filter's and the MLP's kinds (s13 E: not tuned to)
     "mixture2d": mixture2d,  # and of the mixture's (s19 B)
+    **{name: functools.partial(make, sys.modules[__name__])  # kinds no one tuned to (s20 C: bench/user_programs.py)
+       for name, make in user_programs.PROGRAMS.items()},
 }
 
 
