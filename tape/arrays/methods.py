@@ -104,19 +104,15 @@ def _gathered(a: Any, places: np.ndarray) -> Any:
 
 
 def roll(a: Any, shift: int, axis: int | None = None) -> Any:
-    """numpy.roll: elements shifted along axis (the flattened array for None). By one whole shift along one axis, the
-    two slices joined (one join record: Burgers' equation by np.roll, 4,096 points x 200 steps, value and gradient
-    afresh 69 -> 52 CPU-ms, as a gather of places NumPy rolled); other shifts as that gather."""
+    """numpy.roll: elements shifted along axis (the flattened array for None). One whole shift along one axis is two
+    slices joined (one join record: Burgers by np.roll, 4,096 x 200, afresh 69 -> 52 CPU-ms); other shifts a gather."""
     flat = a.reshape(-1) if axis is None else a
     if isinstance(shift, (int, np.integer)) and (axis is None or isinstance(axis, (int, np.integer))):
         axis = _axis(0 if axis is None else int(axis), flat.ndim)
-        n = flat.shape[axis]
+        n, head = flat.shape[axis], (slice(None),) * axis
         cut = n - int(shift) % n if n else 0
-        if 0 < cut < n:
-            head = (slice(None),) * axis
-            return np.concatenate([flat[(*head, slice(cut, None))], flat[(*head, slice(0, cut))]], axis).reshape(
-                a.shape)
-        return a.copy()
+        parts = [flat[(*head, slice(cut, None))], flat[(*head, slice(0, cut))]] if 0 < cut < n else None
+        return a.copy() if parts is None else np.concatenate(parts, axis).reshape(a.shape)
     return _gathered(a, np.roll(_places(a), shift, axis))
 
 

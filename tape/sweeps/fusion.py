@@ -65,18 +65,15 @@ def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None)
 FITS = np.isin(ARRAY_KIND, ("unary", "binary")) & np.isin(SHORT_NAME, FUSIBLE)  # by array opcode
 FUSED = np.array([OPCODE.get(name, -1) for name in SHORT_NAME], np.int64)  # an array opcode's in the fused kernels
 SUM = np.array(ARRAY_KIND) == "sum"  # by array opcode
-POW = np.array(SHORT_NAME) == "pow"  # by array opcode
 
 
-def _powers(s: Any, plans: list[Plan]) -> list[bool]:
-    """Whether each power's exponent is a number of fused_numpy.POWERS (x ** 2, 1, 0: exact in the kernels and in
-    NumPy alike). Any other power stays NumPy's step: its SIMD loop and the kernels' C library pow differ in the last
-    bit (np.std of 3,000 numbers: 144 gradient elements changed with fusion), and NumPy's is the faster."""
-    def exact(p: Plan) -> bool:
-        record, at, shape, _ = p.inputs[1]
-        return not shape and s._op[record] == ACONSTANT and float(
-            s._aval[s._plans[s._in0[record]].offset + at]) in fused_numpy.POWERS
-    return list(map(exact, plans))
+def _exact_power(s: Any, p: Plan) -> bool:
+    """x ** c for a number c of fused_numpy.POWERS (2, 1, 0: exact in the kernels and in NumPy alike); any other power
+    stays NumPy's step (its SIMD loop is not the kernels' C pow: np.std of 3,000 numbers had 144 gradient elements
+    changed by fusion; and it is the faster)."""
+    record, at, shape, _ = p.inputs[1]
+    return not shape and s._op[record] == ACONSTANT and s._aval[s._plans[s._in0[record]].offset + at] in \
+        fused_numpy.POWERS
 
 
 def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> tuple[list[Plan], np.ndarray, np.ndarray,
@@ -97,8 +94,8 @@ def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> tuple[list[
     np.cumsum(live[:n] & ~zero_d, out=blocking[1:])
     b = np.flatnonzero((code != ACONSTANT) | (ndim != 0))  # (0-d constants between members: immediates)
     fits, at, same = FITS[code[b]] & ((ndim[b] == 1) | (ndim[b] == 2)), rows[b], shape[b]
-    powers = np.flatnonzero(fits & POW[code[b]])
-    fits[powers] = _powers(s, list(map(arrays.__getitem__, b[powers].tolist())))
+    powers = np.flatnonzero(fits & (FUSED[code[b]] == OPCODE["pow"]))
+    fits[powers] = [_exact_power(s, arrays[i]) for i in b[powers].tolist()]
     next_to = blocking[at[1:]] == blocking[at[:-1] + 1]  # only 0-d constants and dead records between
     link = fits[:-1] & fits[1:] & (same[:-1] == same[1:]) & next_to
     first = np.flatnonzero(fits & ~np.concatenate([[False], link]))
