@@ -1,4 +1,4 @@
-"""Issue 26's array programs, two more of their kinds: tape recorded afresh, tape replayed and hand NumPy, interleaved.
+"""Issue 26's array programs, more of their kinds and kinds no one tuned to: tape afresh, replayed, hand NumPy.
 
 Each program is a function of one flat vector written with NumPy calls (it records array records
 on VarArrays) and a hand-derived NumPy value and gradient, checked against each other first.
@@ -16,7 +16,9 @@ checked against the hand gradient; it prints the medians over rounds and JAX's f
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,6 +28,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (bench/user_programs.py, where loaded by its path)
+import user_programs  # noqa: E402
 
 xp: Any = np  # what the programs call: NumPy (which records on VarArrays), or jax.numpy
 nn: Any = None  # sigmoid and logsumexp: tape's or JAX's (engine)
@@ -58,6 +63,14 @@ def loop(n: int, body: Callable[[int, Any], Any], carry: Any) -> Any:
     return carry
 
 
+class _Engine:
+    """xp and nn as engine() last set them, read by bench/user_programs.py's programs at each call."""
+
+    xp = property(lambda self: xp)
+    nn = property(lambda self: nn)
+
+
+ENGINE = _Engine()
 Program = tuple[np.ndarray, Callable[[Any], Any], Callable[[np.ndarray], tuple[float, np.ndarray]], int]
 
 
@@ -339,6 +352,8 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
     "heat-concatenate": heat, "heat-pad": lambda: heat(pad=True),
     "stencil5": stencil5, "mlp2": mlp2,  # two more of the filter's and the MLP's kinds (s13 E: not tuned to)
     "mixture2d": mixture2d,  # and of the mixture's (s19 B)
+    **{name: functools.partial(make, ENGINE)  # kinds no one tuned to (s20 C: bench/user_programs.py)
+       for name, make in user_programs.PROGRAMS.items()},
 }
 
 

@@ -381,7 +381,9 @@ MOVES = {  # joins and gathers (tape/arrays: concatenate, stack, pad, roll, tile
                       compiled.kernels.GATHER),
     "roll": (lambda X: (np.roll(U(X), 3) * W[:64]).sum() + (np.roll(X[:480].reshape(12, 40), -7, axis=1) * W[:480]
                                                             .reshape(12, 40)).sum()
-             + (np.roll(X[:480].reshape(40, 12), 5) * X[480:960].reshape(40, 12)).sum(), compiled.kernels.GATHER),
+             + (np.roll(X[:480].reshape(40, 12), 5) * X[480:960].reshape(40, 12)).sum(), compiled.kernels.COPY),
+    "roll along two axes": (lambda X: (np.roll(X[:480].reshape(12, 40), (1, -3), axis=(0, 1)) * W[:480].reshape(
+        12, 40)).sum(), compiled.kernels.GATHER),
     "tile": (lambda X: (np.tile(U(X), 3) * W[:192]).sum(), compiled.kernels.GATHER),
     "repeat (a step of 0)": (lambda X: (np.repeat(X[:10], 20) * W[:200]).sum(), compiled.kernels.GATHER),
     "scattered places (NumPy's step)": (lambda X: (U(X)[SCATTERED] * W[:64]).sum(), 0),

@@ -285,9 +285,14 @@ def _find_by_plan(s, outputs, roots=None):
                               table)[0]
         arrays = [p for p in s._plans if live[p.row]]
 
+    def exact_power(p):  # x ** 2, 1 or 0: a general power is NumPy's step, not fused
+        record, at, shape, _ = p.inputs[1]
+        return not shape and s._op[record] == ACONSTANT and s._aval[s._plans[s._in0[record]].offset + at] in (
+            2.0, 1.0, 0.0)
+
     def fits(p, members):
         return (ARRAY_KIND[p.code] in ("unary", "binary") and p.name in FUSIBLE and len(p.shape) in (1, 2)
-                and (not members or p.shape == members[0].shape))
+                and (p.name != "pow" or exact_power(p)) and (not members or p.shape == members[0].shape))
 
     def next_to(members, p):
         return not members or all(not live[r] or (s._op[r] == ACONSTANT and not s._plans[s._in0[r]].shape)

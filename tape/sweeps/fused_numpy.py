@@ -6,9 +6,9 @@ element, the same IEEE operations in the same order: the ops' rules (kernels/ops
 arrays, the sum lane by lane in blocks of BLOCK added by the same binary counter, adjoints sent
 through the members in reverse order, and the adds into a run's inputs in the kernel's order
 (block by block, each view's lagged; it matters where two members read one element). Only runs whose
-every member is exact (ops.EXACT, or x ** c for a number c in POWERS) are twinned: pow's C library call is not
-NumPy's loop. Where a result is NaN, its sign may differ (LLVM may compile g * -1.0 as a negation, which flips a
-NaN's sign).
+every member is exact (ops.EXACT, or x ** c for a number c in POWERS: fusion.find fuses no other power, whose C
+library call is not NumPy's loop) are twinned. Where a result is NaN, its sign may differ (LLVM may compile
+g * -1.0 as a negation, which flips a NaN's sign).
 """
 
 from __future__ import annotations

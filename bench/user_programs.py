@@ -1,0 +1,177 @@
+"""Array programs of kinds users write that no one here tuned to (s20 C), for bench/array_programs.py and the tests
+(tests/test_untuned_programs.py, at smaller sizes): each ``name(ns, **sizes)`` gives (x, f, hand, state) as the bench's
+programs do: a flat vector of params, f written with NumPy calls on ``ns.xp`` (NumPy, recording on VarArrays, or
+jax.numpy) and ``ns.nn`` (sigmoid, logsumexp, loop: tape's or JAX's), a hand-derived NumPy value and gradient, and the
+elements of the program's state (for bytes per element). It imports only NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def logistic(ns: Any, n: int = 100_000, d: int = 20, lam: float = 1e-3) -> tuple:
+    """Logistic regression with an L2 penalty: mean log-loss of n points of d features; params weights and bias."""
+    rng = np.random.default_rng(11)
+    X, y = rng.normal(size=(n, d)), (rng.uniform(size=n) < 0.5).astype(np.float64)
+    w0 = rng.normal(scale=0.1, size=d + 1)
+
+    def f(w: Any) -> Any:
+        z = X @ w[:d] + w[d]
+        return ns.xp.logaddexp(0.0, z).mean() - (y * z).mean() + 0.5 * lam * (w[:d] * w[:d]).sum()
+
+    def hand(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = X @ w[:d] + w[d]
+        gz = (1.0 / (1.0 + np.exp(-z)) - y) / n
+        value = np.logaddexp(0.0, z).mean() - (y * z).mean() + 0.5 * lam * (w[:d] @ w[:d])
+        return float(value), np.concatenate([X.T @ gz + lam * w[:d], [gz.sum()]])
+
+    return w0, f, hand, n
+
+
+def conv1d(ns: Any, batch: int = 32, length: int = 1024, channels: int = 8, taps: int = 7) -> tuple:
+    """A 1-d convolution layer by slicing (channels filters of taps taps on one input channel), ReLU, max pooling of
+    pairs, a linear readout of each channel's mean; half the mean squared error. Params the filters and biases."""
+    rng = np.random.default_rng(12)
+    x, v, t = rng.normal(size=(batch, 1, length)), rng.normal(size=channels), rng.normal(size=batch)
+    m = length - taps + 1 - (length - taps + 1) % 2  # outputs used (an even count)
+    th0 = rng.normal(scale=0.3, size=channels * taps + channels)
+
+    def f(th: Any) -> Any:
+        W, b = th[:channels * taps].reshape(channels, taps), th[channels * taps:]
+        y = b.reshape(channels, 1) + W[:, :1] * x[:, :, :m]
+        for j in range(1, taps):
+            y = y + W[:, j:j + 1] * x[:, :, j:j + m]
+        h = ns.xp.maximum(y, 0.0)
+        p = ns.xp.maximum(h[:, :, 0::2], h[:, :, 1::2])
+        r = p.mean(axis=2) @ v - t
+        return 0.5 * (r * r).mean()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        W, b = th[:channels * taps].reshape(channels, taps), th[channels * taps:]
+        y = b.reshape(channels, 1) + sum(W[:, j:j + 1] * x[:, :, j:j + m] for j in range(taps))
+        h = np.maximum(y, 0.0)
+        h0, h1 = h[:, :, 0::2], h[:, :, 1::2]
+        r = np.maximum(h0, h1).mean(axis=2) @ v - t
+        dp = np.broadcast_to((np.outer(r / batch, v) / (m // 2))[:, :, None], h0.shape)
+        dh = np.empty_like(h)
+        dh[:, :, 0::2] = dp * np.where(h0 > h1, 1.0, np.where(h0 == h1, 0.5, 0.0))  # (ties: half each, as JAX)
+        dh[:, :, 1::2] = dp * np.where(h1 > h0, 1.0, np.where(h0 == h1, 0.5, 0.0))
+        dy = dh * np.where(y > 0.0, 1.0, np.where(y == 0.0, 0.5, 0.0))
+        dW = np.stack([(dy * x[:, :, j:j + m]).sum(axis=(0, 2)) for j in range(taps)], axis=1)
+        return 0.5 * float((r * r).mean()), np.concatenate([dW.ravel(), dy.sum(axis=(0, 2))])
+
+    return th0, f, hand, batch * channels * m
+
+
+def lstm(ns: Any, steps: int = 30, batch: int = 32, hidden: int = 32, inputs: int = 16) -> tuple:
+    """An LSTM cell over a sequence (gates i, f, o, g from x_t Wx + h U + b); loss half the squared final state.
+    Params Wx, U, b."""
+    rng = np.random.default_rng(13)
+    xs = rng.normal(size=(steps, batch, inputs))
+    H, cuts = hidden, (inputs * 4 * hidden, (inputs + hidden) * 4 * hidden)
+    th0 = rng.normal(scale=0.2, size=cuts[1] + 4 * hidden)
+
+    def parts(th: Any) -> tuple:
+        return th[:cuts[0]].reshape(inputs, 4 * H), th[cuts[0]:cuts[1]].reshape(H, 4 * H), th[cuts[1]:]
+
+    def f(th: Any) -> Any:
+        Wx, U, b = parts(th)
+        ax = ns.xp.asarray(xs)  # (NumPy's unchanged; JAX indexes it by a tracer)
+
+        def step(t: Any, carry: Any) -> Any:
+            h, c = carry
+            g = ax[t] @ Wx + h @ U + b
+            i, fg, o = ns.nn.sigmoid(g[:, :H]), ns.nn.sigmoid(g[:, H:2 * H]), ns.nn.sigmoid(g[:, 2 * H:3 * H])
+            c = fg * c + i * ns.xp.tanh(g[:, 3 * H:])
+            return o * ns.xp.tanh(c), c
+
+        h, _ = ns.nn.loop(steps, step, (ns.xp.zeros((batch, H)), ns.xp.zeros((batch, H))))
+        return 0.5 * (h * h).sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        Wx, U, b = parts(th)
+        h, c, saved = np.zeros((batch, H)), np.zeros((batch, H)), []
+        for t in range(steps):
+            g = xs[t] @ Wx + h @ U + b
+            i, fg, o = (1.0 / (1.0 + np.exp(-g[:, k * H:(k + 1) * H])) for k in range(3))
+            gg = np.tanh(g[:, 3 * H:])
+            saved.append((h, c, i, fg, o, gg))
+            c = fg * c + i * gg
+            h = o * np.tanh(c)
+        value, dh, dc = 0.5 * float((h * h).sum()), h.copy(), np.zeros((batch, H))
+        gWx, gU, gb = np.zeros_like(Wx), np.zeros_like(U), np.zeros(4 * H)
+        for t in range(steps - 1, -1, -1):
+            hp, cp, i, fg, o, gg = saved[t]
+            cn = fg * cp + i * gg
+            tc = np.tanh(cn)
+            dc = dc + dh * o * (1.0 - tc * tc)
+            dG = np.concatenate([dc * gg * i * (1.0 - i), dc * cp * fg * (1.0 - fg), dh * tc * o * (1.0 - o),
+                                 dc * i * (1.0 - gg * gg)], axis=1)
+            gWx += xs[t].T @ dG
+            gU += hp.T @ dG
+            gb += dG.sum(0)
+            dh, dc = dG @ U.T, dc * fg
+        return value, np.concatenate([gWx.ravel(), gU.ravel(), gb])
+
+    return th0, f, hand, batch * hidden
+
+
+def burgers(ns: Any, n: int = 4096, steps: int = 200, a: float = 0.3, d: float = 0.1) -> tuple:
+    """Viscous Burgers' equation, periodic, upwind advection and diffusion by np.roll (a = dt/dx, d = nu dt/dx^2);
+    loss half the squared final state. The params are the initial state."""
+    grid = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
+    u0 = 1.0 + 0.5 * np.sin(grid) + 0.05 * np.random.default_rng(14).normal(size=n)
+
+    def f(u: Any) -> Any:
+        def step(_: Any, u: Any) -> Any:
+            left, right = ns.xp.roll(u, 1), ns.xp.roll(u, -1)
+            return u - a * u * (u - left) + d * (right - 2.0 * u + left)
+
+        u = ns.nn.loop(steps, step, u)
+        return 0.5 * (u * u).sum()
+
+    def hand(u: np.ndarray) -> tuple[float, np.ndarray]:
+        saved = []
+        for _ in range(steps):
+            saved.append(u)
+            left = np.roll(u, 1)
+            u = u - a * u * (u - left) + d * (np.roll(u, -1) - 2.0 * u + left)
+        value, g = 0.5 * float((u * u).sum()), u.copy()
+        for u in reversed(saved):
+            left = np.roll(u, 1)
+            g = g * (1.0 - a * (2.0 * u - left) - 2.0 * d) + np.roll(g * (a * u + d), -1) + np.roll(g * d, 1)
+        return value, g
+
+    return u0, f, hand, n
+
+
+def softmax(ns: Any, n: int = 2000, d: int = 64, classes: int = 10, lam: float = 1e-3) -> tuple:
+    """A softmax classifier: mean cross-entropy of n points of d features (one-hot labels), an L2 penalty; params the
+    weights and biases."""
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=(n, d))
+    Y = np.eye(classes)[rng.integers(0, classes, n)]
+    th0 = rng.normal(scale=0.1, size=d * classes + classes)
+
+    def f(th: Any) -> Any:
+        W, b = th[:d * classes].reshape(d, classes), th[d * classes:]
+        logits = X @ W + b
+        return (ns.nn.logsumexp(logits, axis=1) - (logits * Y).sum(1)).mean() + 0.5 * lam * (W * W).sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        W, b = th[:d * classes].reshape(d, classes), th[d * classes:]
+        logits = X @ W + b
+        top = logits.max(axis=1, keepdims=True)
+        e = np.exp(logits - top)
+        s = e.sum(axis=1, keepdims=True)
+        value = (np.log(s[:, 0]) + top[:, 0] - (logits * Y).sum(1)).mean() + 0.5 * lam * (W * W).sum()
+        dl = (e / s - Y) / n
+        return float(value), np.concatenate([(X.T @ dl + lam * W).ravel(), dl.sum(0)])
+
+    return th0, f, hand, n * classes
+
+
+PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax}
