@@ -13,12 +13,12 @@ import numpy as np
 
 from tape.arrays import binary as _binary
 from tape.compiled._recorders import ARITHMETIC, UNARY
-from tape.compiled.array_records import RESULT, constant, data1, data2, elementwise, matmul, packed, summed
+from tape.compiled.array_records import MATMUL, PACK, RESULT, SUM, data, whole, written
 from tape.compiled.arrays import is_data
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import is_number, is_var, jit
-from tape.kernels.array_ops import ARRAY_OPCODE
+from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.records import _recorders as _recorders
 from tape.sweeps import encoding
 
@@ -40,22 +40,25 @@ def _ndim(typ) -> int:
 
 
 def operand(p, q, x):
-    """x as an operand (record, offset, ndim, n0, n1; shape right-aligned), recording it first where the Python
-    recorder does: a number as a 0-d constant, a Var as a 0-d pack, a NumPy array as a constant of its shape."""
+    """x as an operand (array_records.OPERAND), recording it first where the Python recorder does: a number as a 0-d
+    constant, a Var as a 0-d pack, a NumPy array as a constant of its shape."""
+
+
+ONE = (-1, 0, 0, 0, 1, 1, 0, 0)  # the operand of a 0-d constant or pack being written
 
 
 @overload(operand)
 def _operand(p, q, x):
     if is_record(x) and x.ndim == 1:
-        return lambda p, q, x: (x.record, x.offset, 1, 1, x.shape[0])
+        return lambda p, q, x: whole(x.record, x.offset, 1, 1, x.shape[0])
     if is_record(x):
-        return lambda p, q, x: (x.record, x.offset, 2, x.shape[0], x.shape[1])
+        return lambda p, q, x: whole(x.record, x.offset, 2, x.shape[0], x.shape[1])
     if is_var(x):
-        return lambda p, q, x: packed(p, q, x.index, x.c)
+        return lambda p, q, x: whole(*written(p, q, PACK, x.index, x.c, ONE, ONE)[:2], 0, 1, 1)
     if is_number(x):
-        return lambda p, q, x: constant(p, q, float(x))
+        return lambda p, q, x: whole(*written(p, q, ACONSTANT, 0, float(x), ONE, ONE)[:2], 0, 1, 1)
     if is_data(x):
-        return (lambda p, q, x: data1(p, q, x)) if x.ndim == 1 else (lambda p, q, x: data2(p, q, x))
+        return lambda p, q, x: data(p, q, x)
     return None
 
 
@@ -75,7 +78,7 @@ def _pointers(x, y):
 
 
 def binary(name: str):
-    code, driver = ARRAY_OPCODE[name], int(encoding.CODE[ARRAY_OPCODE[name]])
+    code = ARRAY_OPCODE[name]
 
     def typer(x, y):
         if not (is_record(x) or is_record(y)) or not all(
@@ -88,22 +91,22 @@ def binary(name: str):
             p, q = pointers(x, y)
             a = operand(p, q, x)
             b = operand(p, q, y)
-            return make(p, q, elementwise(p, q, code, driver, ndim, a, b, 2))
+            return make(p, q, written(p, q, code, 2, 0.0, a, b))
         return impl
     return typer
 
 
 def unary(name: str):
-    code, driver = ARRAY_OPCODE[name], int(encoding.CODE[ARRAY_OPCODE[name]])
+    code = ARRAY_OPCODE[name]
 
     def typer(x):
         if not is_record(x):
             return None
-        ndim, make = x.ndim, RESULT[x.ndim]
+        make = RESULT[x.ndim]
 
         def impl(x):
             a = operand(x.tape, x.arrays, x)
-            return make(x.tape, x.arrays, elementwise(x.tape, x.arrays, code, driver, ndim, a, a, 1))
+            return make(x.tape, x.arrays, written(x.tape, x.arrays, code, 1, 0.0, a, a))
         return impl
     return typer
 
@@ -121,15 +124,18 @@ def _sum(a, axis):
     """The implementation of a.sum(axis): a Var for all elements (or a 1-d a), else a 1-d array record."""
     if not _axis(axis):
         scalar = RESULT[0]
-        return lambda a, axis=None: scalar(a.tape, a.arrays, summed(a.tape, a.arrays, operand(a.tape, a.arrays, a),
-                                                                      -1, 0))
+        def whole_sum(a, axis=None):
+            o = operand(a.tape, a.arrays, a)
+            return scalar(a.tape, a.arrays, written(a.tape, a.arrays, SUM, 0, 0.0, o, o))
+        return whole_sum
     ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
 
     def along(a, axis=None):
         k = axis + a.ndim if axis < 0 else axis
         if k < 0 or k >= a.ndim:
             raise ValueError("tape.jit: axis out of bounds of an array record's sum")
-        return make(a.tape, a.arrays, summed(a.tape, a.arrays, operand(a.tape, a.arrays, a), k, ndim))
+        o = operand(a.tape, a.arrays, a)
+        return make(a.tape, a.arrays, written(a.tape, a.arrays, SUM, k + 1 + 256 * ndim, 0.0, o, o))
     return along
 
 
@@ -158,7 +164,7 @@ def matmul_typer(x, y):
         p, q = pointers(x, y)
         a = operand(p, q, x)
         b = operand(p, q, y)
-        return make(p, q, matmul(p, q, a, b, ndim))
+        return make(p, q, written(p, q, MATMUL, ndim, 0.0, a, b))
     return impl
 
 
