@@ -20,15 +20,8 @@ from tape.compiled.overload_cache import overload, overload_attribute, overload_
 from tape.compiled.recording import is_number, is_var, jit
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.records import _recorders as _recorders
-from tape.sweeps import encoding
 
 NAMES = {"truediv": "div"}  # tape.jit's spelling -> the array op's name
-
-
-def driven(name: str) -> bool:
-    """Whether the compiled driver gives array op ``name`` NumPy's bits (else f records as scalar records)."""
-    code = ARRAY_OPCODE.get(name)
-    return code is not None and bool(encoding.IS_EXACT[code] or encoding._looped()[code])
 
 
 def is_record(typ) -> bool:
@@ -50,9 +43,9 @@ ONE = (-1, 0, 0, 0, 1, 1, 0, 0)  # the operand of a 0-d constant or pack being w
 @overload(operand)
 def _operand(p, q, x):
     if is_record(x) and x.ndim == 1:
-        return lambda p, q, x: whole(x.record, x.offset, 1, 1, x.shape[0])
+        return lambda p, q, x: (x.record, x.offset, x.start, 1, 1, x.shape[0], 0, x.strides[0])
     if is_record(x):
-        return lambda p, q, x: whole(x.record, x.offset, 2, x.shape[0], x.shape[1])
+        return lambda p, q, x: (x.record, x.offset, x.start, 2, x.shape[0], x.shape[1], x.strides[0], x.strides[1])
     if is_var(x):
         return lambda p, q, x: whole(*written(p, q, PACK, x.index, x.c, ONE, ONE)[:2], 0, 1, 1)
     if is_number(x):
@@ -170,14 +163,14 @@ def matmul_typer(x, y):
 
 def _register() -> None:
     for name, (_, _, _, ufunc) in UNARY.items():
-        if not driven(name):
+        if name not in ARRAY_OPCODE:
             continue
         own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
         for fn in (own, getattr(np, ufunc, None) if ufunc else None):
             if fn is not None:
                 overload(fn)(unary(name))
     for name, (_, _, _, _, is_operator, ufunc) in ARITHMETIC.items():
-        if not driven(NAMES.get(name, name)):
+        if NAMES.get(name, name) not in ARRAY_OPCODE:
             continue
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
         for fn in (own, getattr(np, ufunc), getattr(operator, f"i{name}", None) if is_operator else None):

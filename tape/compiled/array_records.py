@@ -9,8 +9,9 @@ one C function by symbol for every op (``write_record``: f's machine code holds 
 small), which calls the driver's forward by symbol too. After the call ``adopt`` makes the plan rows the tape's
 Plans.
 
-Operands an op cannot give NumPy's bits for (a matmul of an operand with itself, a dot of two vectors, a sum past
-encoding.LARGE, BLAS not found) raise ``Unfit``: tape.jit records the call again as scalar records.
+Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy). What a
+view cannot hold (an empty slice, a reshape NumPy copies) raises ``Unfit``: tape.jit records the call again as
+scalar records.
 """
 
 from __future__ import annotations
@@ -18,13 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import carray, cfunc
-from numba.core.compiler import Compiler
 
-from tape.compiled.link_only import compiling
 from tape.compiled.numba_internals import ArrayRecordType, address, arrays_type, make_array_record, new_struct, types
-from tape.compiled.numba_payload import arrays_from_pointer, external
-from tape.compiled.recording import OPTIONS, jit, once, push
+from tape.compiled.numba_payload import arrays_from_pointer, tape_from_pointer
+from tape.compiled.recording import jit, once, push
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import (
     BASE,
@@ -50,11 +48,13 @@ from tape.sweeps.driver import Plan, View
 
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
-BROADCAST, INNER, UNFIT, FAILED = -1, -2, -3, -4  # write_record's failures
+BROADCAST, INNER, FAILED = -1, -2, -3  # write_record's failures
 PLAN_WIDTH = 28  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 2 views of 7 (record,
 V0, AXES, PLACE, WIDE = 7, 21, 24, 25  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
 PACK, SUM, MATMUL = ARRAY_OPCODE["pack"], ARRAY_OPCODE["sum"], ARRAY_OPCODE["matmul"]
-KINDS, CODES = encoding.KIND, encoding.CODE  # by array opcode: the driver's kind of row, its opcode
+KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
+# its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
+LOOPED = encoding._looped()
 _NO_PLACES = np.zeros(0, np.int64)
 _NO_PLACES.flags.writeable = False
 
@@ -63,40 +63,10 @@ class Unfit(Exception):
     """Operands whose values the driver's rows do not give as NumPy does: the call is recorded as scalar records."""
 
 
-def _forward_c(table, rows, aval, size, scratch, columns):
-    try:
-        kernels.forward(carray(table, (rows, WIDTH), np.int64), carray(aval, (size,), np.float64),
-                        carray(scratch, (4, columns), np.float64))
-    except Exception:  # noqa: BLE001  # a scratch row too short: reported by the caller
-        return 1
-    return 0
-
-
-class LinkOnly(Compiler):
-    """Numba's pipeline, what the function calls compiled link-only (tape/compiled/link_only.py): one module
-    optimized once, no machine code per callee (install() on an empty jit cache: 5.0 -> 3.4 CPU-s)."""
-
-    def _compile_core(self):
-        self.state.flags.no_cpython_wrapper = False  # the C function itself is machine code (cached as such)
-        with compiling():
-            return super()._compile_core()
-
-
 _SIGNATURE = types.int64(types.voidptr, types.int64, types.voidptr, types.int64, types.voidptr, types.int64)
-FORWARD = types.ExternalFunction("tape_jit_array_forward", _SIGNATURE)
-_installed: list = []
-
-
-def install() -> None:
-    """Give jitted code the driver's forward and write_record by symbol (compiled, or loaded from the cache, once per
-    process): f's machine code calls them, it does not hold them."""
-    if not _installed:
-        for name, fn, signature, pipeline in (("tape_jit_array_forward", _forward_c, _SIGNATURE, None),
-                                              ("tape_jit_array_write", _write_c, _WRITE, LinkOnly)):
-            compiled = cfunc(signature, cache=True, pipeline_class=pipeline, **OPTIONS)(fn)
-            assert compiled.address, "Numba made a C function at address 0"
-            external(name, compiled.address, signature)
-            _installed.append(compiled)
+FORWARD = types.ExternalFunction("tape_jit_array_forward", _SIGNATURE)  # array_calls.py's C functions
+_BY_NUMPY = types.int64(types.voidptr, types.voidptr, types.voidptr, types.int64, types.int64)
+BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
 
 
 # --- the arrays' state ---------------------------------------------------------------------------------------------
@@ -231,6 +201,40 @@ def _encode(s, k):
 
 
 @once
+def _block(rows, cols, rs, cs):
+    """Whether a matmul operand (rows x cols, strides rs, cs) is a block in C or Fortran order (encoding._block)."""
+    return (((cols == 1) or (cs == 1)) and ((rows == 1) or (rs == cols))) or (
+        ((rows == 1) or (rs == 1)) and ((cols == 1) or (cs == rows)))
+
+
+@once
+def _driven(s, k):
+    """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
+    (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
+    output: NumPy's loop called as its step calls it), a sum's input in C order and not past LARGE, a matmul's
+    operands two blocks BLAS multiplies (not NumPy's dot or syrk)."""
+    plan, t = s.plans[k], s.row[0]
+    kind = t[KIND]
+    if kind == kernels.ELEMENTWISE:
+        return EXACT[plan[0]] or LOOPED[plan[0]] and (
+            t[OUT_STRIDES:OUT_STRIDES + 4] == t[VIEWS + STRIDES:VIEWS + STRIDES + 4]).all()
+    if kind == kernels.MATMUL:
+        n, inner, m = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11]
+        middle = max(min(n, inner), min(max(n, inner), m))
+        return kernels.BLAS and middle >= 2 and t[VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
+            n, inner, plan[V0 + 5], plan[V0 + 6]) and _block(inner, m, plan[V0 + 12], plan[V0 + 13])
+    if kind != kernels.SUM or plan[V0 + 3] * plan[V0 + 4] > encoding.LARGE:
+        return False
+    last = np.iinfo(np.int64).max
+    for d in range(2):
+        if plan[V0 + 3 + d] != 1:
+            if plan[V0 + 5 + d] >= last:
+                return False
+            last = plan[V0 + 5 + d]
+    return last > 0
+
+
+@once
 def _elementwise(s, p, q, code, a, b, nin):
     """The record of elementwise op ``code`` of operands a (and b, nin 2), broadcast as NumPy: its plan (-1: the shapes
     do not broadcast)."""
@@ -262,14 +266,11 @@ def _summed(s, p, q, a, axis, ndim):
 @once
 def _matmul(s, p, q, a, b, ndim):
     """The matmul record of operands a and b (1-d ones widened as array_records._widened): its plan (INNER: the
-    inner lengths differ; UNFIT: NumPy runs it by its dot or syrk)."""
+    inner lengths differ)."""
     n, inner = (1, a[5]) if a[3] == 1 else (a[4], a[5])
     inner_b, m = (b[5], 1) if b[3] == 1 else (b[4], b[5])
     if inner != inner_b:
         return INNER
-    middle = max(min(n, inner), min(max(n, inner), m))
-    if not kernels.BLAS or middle < 2 or a[1] + a[2] == b[1] + b[2]:
-        return UNFIT
     shape = (1, n * m) if ndim < 2 else (n, m)
     k = open_record(p, q, MATMUL, ndim, shape[0], shape[1])
     sa, sb = (0, a[7]) if a[3] == 1 else (a[6], a[7]), (b[7], 0) if b[3] == 1 else (b[6], b[7])
@@ -298,8 +299,6 @@ def write_record(p, q, code, arg, c, a, b):
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
         return k
     if code == SUM:
-        if a[4] * a[5] > encoding.LARGE:
-            return UNFIT
         k = _summed(s, p, q, a, arg % 256 - 1, arg // 256)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
@@ -308,19 +307,18 @@ def write_record(p, q, code, arg, c, a, b):
     if k < 0:
         return k
     _encode(s, k)
+    if not _driven(s, k):
+        ops, plan, constants = tape_from_pointer(p).op, s.plans[k], 0
+        for v in range(plan[6]):
+            if plan[V0 + 7 * v + 2] == 0 and ops[plan[V0 + 7 * v]] == ACONSTANT:
+                constants |= 1 << v
+        return k if BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants) == 0 else FAILED
     n = s.plans[k, 4] * s.plans[k, 5]
     if s.scratch.shape[1] < n:
         s.scratch = np.empty((4, n))
     if FORWARD(address(s.row), 1, address(s.aval), s.aval.size, address(s.scratch), s.scratch.shape[1]) != 0:
         return FAILED
     return k
-
-
-def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7):
-    try:
-        return write_record(p, q, code, arg, c, (a0, a1, a2, a3, a4, a5, a6, a7), (b0, b1, b2, b3, b4, b5, b6, b7))
-    except Exception:  # noqa: BLE001  # out of memory: reported by the caller
-        return FAILED
 
 
 _WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 16)
@@ -336,8 +334,6 @@ def written(p, q, code, arg, c, a, b):
         raise ValueError("operands could not be broadcast together (tape.jit: shapes of an array op differ)")
     if k == INNER:
         raise ValueError("matmul: inner dimensions differ (tape.jit: the shapes of an @ or np.dot)")
-    if k == UNFIT:
-        raise Unfit("NumPy runs it otherwise than the driver's rows (a matmul by dot or syrk, a sum past LARGE)")
     if k < 0:
         raise MemoryError("tape.jit: an array record's values could not be computed (out of memory)")
     plan = arrays_from_pointer(q).plans[k]
@@ -363,24 +359,25 @@ def whole(record, offset, ndim, n0, n1):
 
 
 @jit
-def element(p, q, record, offset):
-    """The one element of a 0-d array record as a scalar record (an elem record, as array_records.elem): a Var."""
-    return push(p, ELEM, record, 0, arrays_from_pointer(q).aval[offset])
+def element(p, q, record, offset, place):
+    """The element at ``place`` of an array record's region (at ``offset``) as a scalar record (an elem record, as
+    array_records.elem writes it): a Var."""
+    return push(p, ELEM, record, place, arrays_from_pointer(q).aval[offset + place])
 
 
 @jit
 def scalar(p, q, r):
-    return element(p, q, r[0], r[1])
+    return element(p, q, r[0], r[1], 0)
 
 
 @jit
 def vector(p, q, r):
-    return make_array_record(p, q, r[0], r[1], (r[3],))
+    return make_array_record(p, q, r[0], r[1], 0, (r[3],), (1,))
 
 
 @jit
 def matrix(p, q, r):
-    return make_array_record(p, q, r[0], r[1], (r[2], r[3]))
+    return make_array_record(p, q, r[0], r[1], 0, (r[2], r[3]), (r[3], 1))
 
 
 RESULT = (scalar, vector, matrix)  # by ndim, from (p, q, (record, offset, n0, n1)): a 0-d one is the elem record
@@ -405,14 +402,18 @@ def _places(row: int) -> np.ndarray:
     return places
 
 
+def plan_of(r: list[int]) -> Plan:
+    """The Plan of plan row r."""
+    shape = tuple(r[6 - r[3]:6])
+    return tuple.__new__(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
+                                tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
+                                _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
+                                tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
+
+
 def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: int) -> None:
     """Make plan rows first..count (written inside f) the tape's Plans, and its arena the one they were written in."""
-    new, make = [], tuple.__new__
-    for r in plans[first:count].tolist():
-        shape = tuple(r[6 - r[3]:6])
-        new.append(make(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
-                               tuple(r[AXES + 1:AXES + 1 + r[AXES]]), _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
-                               tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape)))
+    new = list(map(plan_of, plans[first:count].tolist()))
     t._plans.extend(new)
     rows = [p[1] for p in new]
     t._plan_rows.extend(rows)
@@ -430,9 +431,14 @@ def plan_table(t) -> np.ndarray:
 
 
 def fits(view: View) -> bool:
-    """Whether an array record's view can be f's xs: its whole region, 1-d or 2-d (views come in landing 2)."""
-    return len(view.shape) in (1, 2) and view.offset == 0 and math.prod(view.shape) > 0 and view.strides == tuple(
-        math.prod(view.shape[k + 1:]) for k in range(len(view.shape)))
+    """Whether an array record's view can be f's xs: 1-d or 2-d, not empty."""
+    return len(view.shape) in (1, 2) and math.prod(view.shape) > 0
 
 
-__all__ = ["ArrayRecordType", "Unfit", "install", "new_arrays", "adopt", "plan_table", "fits", "PLAN_WIDTH"]
+def view_of(out: np.ndarray) -> View:
+    """The view f returned (jit.record_output's numbers: record, start, shape, strides)."""
+    record, start, *axes = out.tolist()
+    return View(record, start, tuple(axes[:len(axes) // 2]), tuple(axes[len(axes) // 2:]))
+
+
+__all__ = ["ArrayRecordType", "Unfit", "new_arrays", "adopt", "plan_table", "fits", "view_of", "PLAN_WIDTH"]
