@@ -81,6 +81,17 @@ def f(x, w):                         # powers and ops the driver has no row for 
     return (a * w).sum() + b.sum() + (A @ A).sum() * 0.01 + np.exp(x[::2]).sum() + A.T.sum(axis=1).sum()
 '''
 
+JOINS = '''
+def f(u, steps, c):                  # a periodic heat equation by np.concatenate; joins of 2-d views on either axis
+    for _ in range(steps):
+        u = u + c * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+    A = u[:1024].reshape(32, 32)
+    B = np.concatenate((A, A[:3], A[5:9], A[::-1][:2]), axis=0)
+    C = np.concatenate([A[:, :4], np.tanh(A[:, 4:])], axis=-1)
+    D = np.concatenate([u[:10], u[5:20], u[::-2], u[3:4], u])
+    return 0.5 * (u * u).sum() + (B * B).sum() * 0.1 + (C * A).sum() + (D * D).sum() * 0.01
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -97,6 +108,7 @@ def cases() -> dict:
         "theta": (THETA, rng.normal(scale=0.2, size=1088), (rng.normal(size=(16, 32)), rng.normal(size=16))),
         "filter": (FILTER, rng.normal(size=1500), (3,)),
         "powers": (POWERS, rng.uniform(0.2, 1.5, size=1200), (rng.normal(size=1200),)),
+        "joins": (JOINS, rng.normal(size=1500), (5, 0.2)),
     }
 
 

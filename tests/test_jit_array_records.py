@@ -107,7 +107,7 @@ def test_hvp_and_replay_as_python_and_jax(program):
 EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300, 5e-324, 1.0])
 
 
-@pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp", "filter", "powers"])
+@pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp", "filter", "powers", "joins"])
 def test_edge_values_record_as_python(name):
     source, x0, data = CASES[name]
     py, jn = namespace(source, arrays=True)
@@ -119,7 +119,7 @@ def test_edge_values_record_as_python(name):
     vj, gj = tape.value_and_grad(jn["f"], argnums=0)(x, *data)
     assert np.array_equal(canonical(np.float64(vp).view(np.uint64)), canonical(np.float64(vj).view(np.uint64)))
     assert np.array_equal(canonical(gp.view(np.uint64)), canonical(gj.view(np.uint64)))
-    assert np.isnan(gj).any() and (np.isfinite(gj).any() or name == "filter")  # (u[-1], NaN, scales a third of u)
+    assert np.isnan(gj).any() and (np.isfinite(gj).any() or name in ("filter", "joins"))  # (NaN spreads over u)
 
 
 RETURNS = '''
@@ -160,8 +160,8 @@ def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypat
 
 
 FALLBACK = '''
-def f(x, m):                         # a join: not an array-record op (yet), so scalar records
-    return x[0] * x[1] + (np.concatenate((x[:5], x[-5:])) * m).sum()
+def f(x, m):                         # np.stack: not an array-record op (yet), so scalar records
+    return x[0] * x[1] + (np.stack((x[:5], x[-5:])) * m.reshape(2, 5)).sum()
 '''
 UNFIT = '''
 def f(A, k):                         # an empty slice (k 0): NumPy's view starts at 0, the call is scalar records
@@ -235,10 +235,13 @@ INDICES = textwrap.dedent('''
             return A[i, j] * 1.0
         if n == 2:
             return A[::step].sum()
+        if n == 3:
+            return np.concatenate((A, A[:, :5])).sum()
         return A.reshape(n, -1).sum()
     """, arrays=True)
     A = np.ones((40, 30))
-    for i, j, step, n in ((40, 0, 1, 0), (-41, 0, 1, 0), (2, 30, 1, 1), (0, -31, 1, 1), (0, 0, 0, 2), (0, 0, 1, 7)):
+    for i, j, step, n in ((40, 0, 1, 0), (-41, 0, 1, 0), (2, 30, 1, 1), (0, -31, 1, 1), (0, 0, 0, 2), (0, 0, 1, 3),
+                          (0, 0, 1, 7)):
         for g in (py["f"], jn["f"]):
             try:
                 g(tape.Tape().array(A), i, j, step, n)
@@ -250,14 +253,15 @@ INDICES = textwrap.dedent('''
 
 
 def test_bad_indices_raise_as_python():
-    """Ints out of bounds, a slice step of 0 and a bad reshape raise NumPy's IndexError or ValueError as the Python
-    recorder does, never a read outside the region (in a subprocess: a crash would take the test run with it)."""
+    """Ints out of bounds, a slice step of 0, a join of other lengths and a bad reshape raise NumPy's IndexError or
+    ValueError as the Python recorder does, never a read outside the region (in a subprocess: a crash would take the
+    test run with it)."""
     run = subprocess.run([sys.executable, "-c", INDICES.format(tests=os.path.dirname(__file__))], capture_output=True,
                          text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[-1] == "None done" and len(lines) == 13  # (never fell back to scalar records: each call raised)
-    assert lines[:-1] == ["IndexError"] * 8 + ["ValueError"] * 4
+    assert lines[-1] == "None done" and len(lines) == 15  # (never fell back to scalar records: each call raised)
+    assert lines[:-1] == ["IndexError"] * 8 + ["ValueError"] * 6
 
 
 BAD = textwrap.dedent('''

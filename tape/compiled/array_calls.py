@@ -42,9 +42,11 @@ def _forward_c(table, rows, aval, size, scratch, columns):
     return 0
 
 
-def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7):
+def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7, e0, e1, e2, e3, e4,
+             e5, e6, e7):
     try:
-        return write_record(p, q, code, arg, c, (a0, a1, a2, a3, a4, a5, a6, a7), (b0, b1, b2, b3, b4, b5, b6, b7))
+        return write_record(p, q, code, arg, c, (a0, a1, a2, a3, a4, a5, a6, a7), (b0, b1, b2, b3, b4, b5, b6, b7),
+                            (e0, e1, e2, e3, e4, e5, e6, e7))
     except Exception:  # noqa: BLE001  # out of memory: reported by the caller
         return FAILED
 
@@ -67,7 +69,7 @@ def _by_numpy(plan: int, row: int, aval: int, size: int, constants: int) -> int:
     read as a float, as tape/sweeps/driver.py's ``read``) by the Python recorder's rule forward, into the arena."""
     try:
         p = plan_of(np.ctypeslib.as_array(ctypes.cast(plan, _INTS), (PLAN_WIDTH,)).tolist())
-        bases = np.ctypeslib.as_array(ctypes.cast(row, _INTS), (WIDTH,))[VIEWS + BASE::VIEW].tolist()
+        bases = np.ctypeslib.as_array(ctypes.cast(row, _INTS), (WIDTH + VIEW,))[VIEWS + BASE::VIEW].tolist()
         arena = np.ctypeslib.as_array(ctypes.cast(aval, _DOUBLES), (size,))
         inputs = [float(arena[base]) if constants >> k & 1 else
                   np.ndarray(v.shape, np.float64, arena, 8 * base, tuple(8 * s for s in v.strides))

@@ -13,7 +13,7 @@ import numpy as np
 
 from tape.arrays import binary as _binary
 from tape.compiled._recorders import ARITHMETIC, UNARY
-from tape.compiled.array_records import MATMUL, PACK, RESULT, SUM, data, whole, written
+from tape.compiled.array_records import JOIN, MATMUL, PACK, RESULT, SUM, data, whole, written, written3
 from tape.compiled.arrays import is_data
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
@@ -161,6 +161,31 @@ def matmul_typer(x, y):
     return impl
 
 
+def concatenate_typer(arrays, axis=0):
+    """np.concatenate of a list or tuple of array records of one ndim: join records of two or three (chained past
+    three), as tape/records/array_records.py's join; of one, that one."""
+    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype):
+        return None
+    ndim, make = arrays.dtype.ndim, RESULT[arrays.dtype.ndim]
+
+    def joined(arrays, axis=0):
+        k = axis + ndim if axis < 0 else axis
+        if k < 0 or k >= ndim:
+            raise ValueError("tape.jit: axis out of bounds of an array record's np.concatenate")
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to concatenate")
+        p, q = arrays[0].tape, arrays[0].arrays
+        out, at = arrays[0], 1
+        while at < len(arrays):
+            three = at + 1 < len(arrays)
+            b = operand(p, q, arrays[at])
+            e = operand(p, q, arrays[at + 1]) if three else b
+            out = make(p, q, written3(p, q, JOIN, k + 256 * (2 + three), 0.0, operand(p, q, out), b, e))
+            at += 2
+        return out
+    return joined
+
+
 def _register() -> None:
     for name, (_, _, _, ufunc) in UNARY.items():
         if name not in ARRAY_OPCODE:
@@ -179,6 +204,7 @@ def _register() -> None:
     for fn in (operator.matmul, np.dot):
         overload(fn)(matmul_typer)
     overload(np.sum)(sum_typer)
+    overload(np.concatenate)(concatenate_typer)
     overload(np.mean)(mean_typer)
     overload_method(ArrayRecordType, "sum")(sum_typer)
     overload_method(ArrayRecordType, "mean")(mean_typer)

@@ -48,10 +48,10 @@ from tape.sweeps.driver import Plan, View
 
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
-BROADCAST, INNER, FAILED = -1, -2, -3  # write_record's failures
-PLAN_WIDTH = 28  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 2 views of 7 (record,
-V0, AXES, PLACE, WIDE = 7, 21, 24, 25  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
-PACK, SUM, MATMUL = ARRAY_OPCODE["pack"], ARRAY_OPCODE["sum"], ARRAY_OPCODE["matmul"]
+BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
+PLAN_WIDTH = 35  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
+V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
+PACK, SUM, MATMUL, JOIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join"))
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
@@ -76,7 +76,7 @@ BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
 def new_arrays(plans, np_, aval, na):
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na = plans, np_, aval, na
-    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH), np.int64)
+    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view: by_numpy)
     return s
 
 
@@ -180,6 +180,8 @@ def _encode(s, k):
             f = V0 + 7 * v
             t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f + 5], plan[f + 6]
         return
+    if kind != kernels.ELEMENTWISE and kind != kernels.SUM:  # (no row: NumPy's values, by_numpy)
+        return
     space = (n0, n1) if kind == kernels.ELEMENTWISE else (plan[V0 + 3], plan[V0 + 4])
     t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = 1, 1, space[0], space[1]
     kept = (n0, n1)
@@ -282,10 +284,30 @@ def _matmul(s, p, q, a, b, ndim):
 
 
 @once
-def write_record(p, q, code, arg, c, a, b):
+def _joined(s, p, q, a, b, e, nin, axis):
+    """The join record of operands a, b (and e, nin 3) along ``axis``: its plan (JOINED: the other axes differ)."""
+    at = 4 + axis + 2 - a[3]  # the joined axis among (n0, n1)
+    other = 9 - at
+    length = a[at]
+    for v in range(1, nin):
+        o = b if v == 1 else e
+        if o[3] != a[3] or o[other] != a[other]:
+            return JOINED
+        length += o[at]
+    shape = (a[4], length) if at == 5 else (length, a[5])
+    k = open_record(p, q, JOIN, a[3], shape[0], shape[1])
+    for v in range(nin):
+        put_view(s, k, a if v == 0 else b if v == 1 else e)
+    s.plans[k, AXES], s.plans[k, AXES + 1] = 1, axis
+    return k
+
+
+@once
+def write_record(p, q, code, arg, c, a, b, e):
     """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
-    a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar record) of operands a and b (OPERAND
-    tuples), its values the driver's: its plan, or a failure (< 0) f raises (``written``)."""
+    a join's axis, then its inputs * 2 ** 8, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's
+    scalar record) of operands a, b and e (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f
+    raises (``written``)."""
     s = arrays_from_pointer(q)
     s.row[0, :] = 0
     if code == PACK and arg < 0:  # a number in a Var (not recorded): a constant
@@ -302,6 +324,8 @@ def write_record(p, q, code, arg, c, a, b):
         k = _summed(s, p, q, a, arg % 256 - 1, arg // 256)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
+    elif code == JOIN:
+        k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
     else:
         k = _elementwise(s, p, q, code, a, b, arg)
     if k < 0:
@@ -321,15 +345,24 @@ def write_record(p, q, code, arg, c, a, b):
     return k
 
 
-_WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 16)
+_WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 24)
 WRITE = types.ExternalFunction("tape_jit_array_write", _WRITE)
 
 
 @jit
 def written(p, q, code, arg, c, a, b):
-    """Record op ``code`` of operands a and b (write_record, called by symbol: its machine code is made once, not in
+    """Record op ``code`` of operands a and b: written3's."""
+    return written3(p, q, code, arg, c, a, b, b)
+
+
+@jit
+def written3(p, q, code, arg, c, a, b, e):
+    """Record op ``code`` of operands a, b and e (write_record, called by symbol: its machine code is made once, not in
     every f): (record, offset, n0, n1) of the new array record, or the failure raised."""
-    k = WRITE(p, q, code, arg, c, *a, *b)
+    k = WRITE(p, q, code, arg, c, *a, *b, *e)
+    if k == JOINED:
+        raise ValueError("all the input array dimensions except for the concatenation axis must match exactly "
+                         "(tape.jit: an array record's np.concatenate)")
     if k == BROADCAST:
         raise ValueError("operands could not be broadcast together (tape.jit: shapes of an array op differ)")
     if k == INNER:
