@@ -137,6 +137,11 @@ def test_a_returned_array_record_is_the_python_recorder_s_vararray():
     w = np.random.default_rng(2).normal(size=(32, 40))
     g = tape.grad(lambda A: (jn["f"](A, b) * w).sum())(x0)
     assert np.allclose(g, w * (2.0 * (1.0 - np.tanh(x0 * 2.0 + b) ** 2) - 1.0), rtol=1e-13, atol=1e-13)
+    view = RETURNS.replace("return np.tanh(A * 2.0 + b) - A", "return (np.tanh(A * 2.0 + b) - A)[1::2, ::-1].T")
+    py, jn = namespace(view, arrays=True)
+    yp, (_, yj) = recorded(py["f"], x0, (b,))[1], same_tapes(py["f"], jn["f"], x0, (b,))
+    assert yj._view == yp._view and yj.shape == (40, 16)  # a view of the record, as the Python recorder's
+    assert np.array_equal(yj.value, (np.tanh(x0 * 2.0 + b) - x0)[1::2, ::-1].T)
 
 
 def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypatch):
