@@ -218,8 +218,10 @@ def _driven(s, k):
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
-        return EXACT[plan[0]] or LOOPED[plan[0]] and (
-            t[OUT_STRIDES:OUT_STRIDES + 4] == t[VIEWS + STRIDES:VIEWS + STRIDES + 4]).all()
+        alike = True  # (a loop, not an array comparison: its machine code would import numba.np.linalg at every load)
+        for d in range(4):
+            alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
+        return EXACT[plan[0]] or LOOPED[plan[0]] and alike
     if kind == kernels.MATMUL:
         n, inner, m = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11]
         middle = max(min(n, inner), min(max(n, inner), m))
@@ -227,7 +229,7 @@ def _driven(s, k):
             n, inner, plan[V0 + 5], plan[V0 + 6]) and _block(inner, m, plan[V0 + 12], plan[V0 + 13])
     if kind != kernels.SUM or plan[V0 + 3] * plan[V0 + 4] > encoding.LARGE:
         return False
-    last = np.iinfo(np.int64).max
+    last = 1 << 62
     for d in range(2):
         if plan[V0 + 3 + d] != 1:
             if plan[V0 + 5 + d] >= last:
