@@ -1,8 +1,8 @@
-"""What f may do with an array record inside tape.jit (landing 1 of issue 26): its shape; + - * / (with array records,
-numbers, Vars and NumPy arrays, broadcast), unary -, abs, np.maximum/np.minimum and the unary ufuncs the compiled
-array driver runs (ops.EXACT, ops.LOOPED with NumPy's loop found), also as tape.<name>; sum and mean (all elements
-or one axis); ``@`` and np.dot. Each records what the Python recorder records for the same source (constants
-first, in operand order). Anything else is a TypingError: tape.jit then records f as scalar records.
+"""What f may do with an array record inside tape.jit (issue 26; views: array_views.py): its shape; + - * / ** (with
+array records, numbers, Vars and NumPy arrays, broadcast), unary -, abs and every unary and binary op of the table
+(np.<ufunc> or tape.<name>); sum and mean (all elements or one axis); ``@`` and np.dot; np.concatenate. Each records
+what the Python recorder records for the same source (constants first, in operand order). Anything else is a
+TypingError: tape.jit then records f as scalar records.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def matmul_typer(x, y):
         return None
     ndim = int(x.ndim == 2) + int(y.ndim == 2)
     if ndim == 0:
-        raise TypingError("tape.jit: a dot of two vectors (array records landing 1 leaves it to scalar records)")
+        raise TypingError("tape.jit: a dot of two vectors (array records leave it to scalar records)")
     make, pointers = RESULT[ndim], _pointers(x, y)
 
     def impl(x, y):
