@@ -15,15 +15,7 @@ import numpy as np
 from numba import carray, cfunc
 from numba.core.compiler import Compiler
 
-from tape.compiled.array_records import (
-    _BY_NUMPY,
-    _SIGNATURE,
-    _WRITE,
-    FAILED,
-    PLAN_WIDTH,
-    plan_of,
-    write_record,
-)
+from tape.compiled.array_records import _BY_NUMPY, _SIGNATURE, _WRITE, FAILED, PLAN_WIDTH, plan_of, write_record
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import external
 from tape.compiled.recording import OPTIONS
@@ -88,7 +80,9 @@ def install() -> None:
     """Give jitted code the three C functions by symbol, once per process."""
     if not _installed:
         stub = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 3, ctypes.c_int64, ctypes.c_int64)(_by_numpy)
-        external("tape_jit_array_by_numpy", ctypes.cast(stub, ctypes.c_void_p).value, _BY_NUMPY)
+        address = ctypes.cast(stub, ctypes.c_void_p).value
+        assert address, "ctypes made a C function at address 0"
+        external("tape_jit_array_by_numpy", address, _BY_NUMPY)
         _installed.append(stub)  # kept alive: jitted code calls its address
         for name, fn, signature, pipeline in (("tape_jit_array_forward", _forward_c, _SIGNATURE, None),
                                               ("tape_jit_array_write", _write_c, _WRITE, LinkOnly)):

@@ -8,6 +8,8 @@ Anything else (an array or a comparison as the index, ``None``, ``...``) fails t
 
 from __future__ import annotations
 
+import operator
+
 from tape.compiled.array_overloads import is_record
 from tape.compiled.array_records import Unfit, element
 from tape.compiled.numba_internals import ArrayRecordType, make_array_record, types
@@ -46,7 +48,7 @@ def _cut_typer(key, n, stride):
     return None
 
 
-def _keys(key) -> tuple | None:
+def _keys(key):
     """The index types of ``key`` (one or a tuple), or None where they are not ints and slices."""
     keys = tuple(key.types) if isinstance(key, types.BaseTuple) else (key,)
     return keys if all(isinstance(k, (types.Integer, types.SliceType)) for k in keys) else None
@@ -185,8 +187,6 @@ def _size(a):
 
 
 def _register() -> None:
-    import operator
-
     overload(operator.getitem)(getitem_typer)
     overload_attribute(ArrayRecordType, "T")(_transposed)
     overload_method(ArrayRecordType, "transpose")(_transposed)
