@@ -57,6 +57,42 @@ def f(u, steps, dt):                 # an elementwise loop: logistic growth with
     return (u * u).sum()
 '''
 
+THETA = '''
+def f(th, X, y):                     # an MLP of one parameter vector: slices, a reshape, matmuls of views
+    W, b, w2 = th[:1024].reshape(32, 32), th[1024:1056], th[1056:]
+    r = np.tanh(X @ W + b) @ w2 - y
+    return (r * r).mean()
+'''
+
+FILTER = '''
+def f(u, passes):                    # a 3-tap filter by slicing; negative steps, ints, rows, columns, a transpose
+    for _ in range(passes):
+        u = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+    A = u[:1024].reshape(32, 32)
+    B = A.T[1:4, ::2] * A[2:5, 1::2] + A[-1, 3]
+    C = A[::2][:1].reshape(32) * A[5]  # (a row of stride 64 is C order: its length 1)
+    return 0.5 * (u * u).sum() + (u[::-3] * u[-1]).sum() + (A[3] * A[:, 5]).sum() + B.sum() + C.sum() + u[7] * A[1, 1]
+'''
+
+POWERS = '''
+def f(x, w):                         # powers and ops the driver has no row for (NumPy's values, called back)
+    a = x ** 2.0 + abs(x) ** 0.5 + 1.5 ** x + x ** 3 - (x * x) ** x
+    b = np.sin(x) * np.cos(x[::-1]) + np.arctan2(x, 1.5) + np.hypot(x, w)
+    A = x[:1024].reshape(32, 32)
+    return (a * w).sum() + b.sum() + (A @ A).sum() * 0.01 + np.exp(x[::2]).sum() + A.T.sum(axis=1).sum()
+'''
+
+JOINS = '''
+def f(u, steps, c):                  # a periodic heat equation by np.concatenate; joins of 2-d views on either axis
+    for _ in range(steps):
+        u = u + c * (np.concatenate([u[1:], u[:1]]) + np.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+    A = u[:1024].reshape(32, 32)
+    B = np.concatenate((A, A[:3], A[5:9], A[::-1][:2]), axis=0)
+    C = np.concatenate([A[:, :4], np.tanh(A[:, 4:])], axis=-1)
+    D = np.concatenate([u[:10], u[5:20], u[::-2], u[3:4], u])
+    return 0.5 * (u * u).sum() + (B * B).sum() * 0.1 + (C * A).sum() + (D * D).sum() * 0.01
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -70,6 +106,10 @@ def cases() -> dict:
                    (rng.normal(size=(20, 36)), rng.normal(size=(36, 12)), rng.normal(size=36))),
         "mixed": (MIXED, rng.normal(size=2000), (rng.normal(size=2000),)),
         "loop": (LOOP, rng.uniform(0.1, 0.9, size=1500), (20, 0.05)),
+        "theta": (THETA, rng.normal(scale=0.2, size=1088), (rng.normal(size=(16, 32)), rng.normal(size=16))),
+        "filter": (FILTER, rng.normal(size=1500), (3,)),
+        "powers": (POWERS, rng.uniform(0.2, 1.5, size=1200), (rng.normal(size=1200),)),
+        "joins": (JOINS, rng.normal(size=1500), (5, 0.2)),
     }
 
 

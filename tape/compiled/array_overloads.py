@@ -1,8 +1,8 @@
-"""What f may do with an array record inside tape.jit (landing 1 of issue 26): its shape; + - * / (with array records,
-numbers, Vars and NumPy arrays, broadcast), unary -, abs, np.maximum/np.minimum and the unary ufuncs the compiled
-array driver runs (ops.EXACT, ops.LOOPED with NumPy's loop found), also as tape.<name>; sum and mean (all elements
-or one axis); ``@`` and np.dot. Each records what the Python recorder records for the same source (constants
-first, in operand order). Anything else is a TypingError: tape.jit then records f as scalar records.
+"""What f may do with an array record inside tape.jit (issue 26; views: array_views.py): its shape; + - * / ** (with
+array records, numbers, Vars and NumPy arrays, broadcast), unary -, abs and every unary and binary op of the table
+(np.<ufunc> or tape.<name>); sum and mean (all elements or one axis); ``@`` and np.dot; np.concatenate. Each records
+what the Python recorder records for the same source (constants first, in operand order). Anything else is a
+TypingError: tape.jit then records f as scalar records.
 """
 
 from __future__ import annotations
@@ -13,22 +13,15 @@ import numpy as np
 
 from tape.arrays import binary as _binary
 from tape.compiled._recorders import ARITHMETIC, UNARY
-from tape.compiled.array_records import RESULT, constant, data1, data2, elementwise, matmul, packed, summed
+from tape.compiled.array_records import JOIN, MATMUL, PACK, RESULT, SUM, data, whole, written, written3
 from tape.compiled.arrays import is_data
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import is_number, is_var, jit
-from tape.kernels.array_ops import ARRAY_OPCODE
+from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.records import _recorders as _recorders
-from tape.sweeps import encoding
 
 NAMES = {"truediv": "div"}  # tape.jit's spelling -> the array op's name
-
-
-def driven(name: str) -> bool:
-    """Whether the compiled driver gives array op ``name`` NumPy's bits (else f records as scalar records)."""
-    code = ARRAY_OPCODE.get(name)
-    return code is not None and bool(encoding.IS_EXACT[code] or encoding._looped()[code])
 
 
 def is_record(typ) -> bool:
@@ -40,22 +33,25 @@ def _ndim(typ) -> int:
 
 
 def operand(p, q, x):
-    """x as an operand (record, offset, ndim, n0, n1; shape right-aligned), recording it first where the Python
-    recorder does: a number as a 0-d constant, a Var as a 0-d pack, a NumPy array as a constant of its shape."""
+    """x as an operand (array_records.OPERAND), recording it first where the Python recorder does: a number as a 0-d
+    constant, a Var as a 0-d pack, a NumPy array as a constant of its shape."""
+
+
+ONE = (-1, 0, 0, 0, 1, 1, 0, 0)  # the operand of a 0-d constant or pack being written
 
 
 @overload(operand)
 def _operand(p, q, x):
     if is_record(x) and x.ndim == 1:
-        return lambda p, q, x: (x.record, x.offset, 1, 1, x.shape[0])
+        return lambda p, q, x: (x.record, x.offset, x.start, 1, 1, x.shape[0], 0, x.strides[0])
     if is_record(x):
-        return lambda p, q, x: (x.record, x.offset, 2, x.shape[0], x.shape[1])
+        return lambda p, q, x: (x.record, x.offset, x.start, 2, x.shape[0], x.shape[1], x.strides[0], x.strides[1])
     if is_var(x):
-        return lambda p, q, x: packed(p, q, x.index, x.c)
+        return lambda p, q, x: whole(*written(p, q, PACK, x.index, x.c, ONE, ONE)[:2], 0, 1, 1)
     if is_number(x):
-        return lambda p, q, x: constant(p, q, float(x))
+        return lambda p, q, x: whole(*written(p, q, ACONSTANT, 0, float(x), ONE, ONE)[:2], 0, 1, 1)
     if is_data(x):
-        return (lambda p, q, x: data1(p, q, x)) if x.ndim == 1 else (lambda p, q, x: data2(p, q, x))
+        return lambda p, q, x: data(p, q, x)
     return None
 
 
@@ -75,7 +71,7 @@ def _pointers(x, y):
 
 
 def binary(name: str):
-    code, driver = ARRAY_OPCODE[name], int(encoding.CODE[ARRAY_OPCODE[name]])
+    code = ARRAY_OPCODE[name]
 
     def typer(x, y):
         if not (is_record(x) or is_record(y)) or not all(
@@ -88,22 +84,22 @@ def binary(name: str):
             p, q = pointers(x, y)
             a = operand(p, q, x)
             b = operand(p, q, y)
-            return make(p, q, elementwise(p, q, code, driver, ndim, a, b, 2))
+            return make(p, q, written(p, q, code, 2, 0.0, a, b))
         return impl
     return typer
 
 
 def unary(name: str):
-    code, driver = ARRAY_OPCODE[name], int(encoding.CODE[ARRAY_OPCODE[name]])
+    code = ARRAY_OPCODE[name]
 
     def typer(x):
         if not is_record(x):
             return None
-        ndim, make = x.ndim, RESULT[x.ndim]
+        make = RESULT[x.ndim]
 
         def impl(x):
             a = operand(x.tape, x.arrays, x)
-            return make(x.tape, x.arrays, elementwise(x.tape, x.arrays, code, driver, ndim, a, a, 1))
+            return make(x.tape, x.arrays, written(x.tape, x.arrays, code, 1, 0.0, a, a))
         return impl
     return typer
 
@@ -121,15 +117,18 @@ def _sum(a, axis):
     """The implementation of a.sum(axis): a Var for all elements (or a 1-d a), else a 1-d array record."""
     if not _axis(axis):
         scalar = RESULT[0]
-        return lambda a, axis=None: scalar(a.tape, a.arrays, summed(a.tape, a.arrays, operand(a.tape, a.arrays, a),
-                                                                      -1, 0))
+        def whole_sum(a, axis=None):
+            o = operand(a.tape, a.arrays, a)
+            return scalar(a.tape, a.arrays, written(a.tape, a.arrays, SUM, 0, 0.0, o, o))
+        return whole_sum
     ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
 
     def along(a, axis=None):
         k = axis + a.ndim if axis < 0 else axis
         if k < 0 or k >= a.ndim:
             raise ValueError("tape.jit: axis out of bounds of an array record's sum")
-        return make(a.tape, a.arrays, summed(a.tape, a.arrays, operand(a.tape, a.arrays, a), k, ndim))
+        o = operand(a.tape, a.arrays, a)
+        return make(a.tape, a.arrays, written(a.tape, a.arrays, SUM, k + 1 + 256 * ndim, 0.0, o, o))
     return along
 
 
@@ -151,27 +150,52 @@ def matmul_typer(x, y):
         return None
     ndim = int(x.ndim == 2) + int(y.ndim == 2)
     if ndim == 0:
-        raise TypingError("tape.jit: a dot of two vectors (array records landing 1 leaves it to scalar records)")
+        raise TypingError("tape.jit: a dot of two vectors (array records leave it to scalar records)")
     make, pointers = RESULT[ndim], _pointers(x, y)
 
     def impl(x, y):
         p, q = pointers(x, y)
         a = operand(p, q, x)
         b = operand(p, q, y)
-        return make(p, q, matmul(p, q, a, b, ndim))
+        return make(p, q, written(p, q, MATMUL, ndim, 0.0, a, b))
     return impl
+
+
+def concatenate_typer(arrays, axis=0):
+    """np.concatenate of a list or tuple of array records of one ndim: join records of two or three (chained past
+    three), as tape/records/array_records.py's join; of one, that one."""
+    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype):
+        return None
+    ndim, make = arrays.dtype.ndim, RESULT[arrays.dtype.ndim]
+
+    def joined(arrays, axis=0):
+        k = axis + ndim if axis < 0 else axis
+        if k < 0 or k >= ndim:
+            raise ValueError("tape.jit: axis out of bounds of an array record's np.concatenate")
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to concatenate")
+        p, q = arrays[0].tape, arrays[0].arrays
+        out, at = arrays[0], 1
+        while at < len(arrays):
+            three = at + 1 < len(arrays)
+            b = operand(p, q, arrays[at])
+            e = operand(p, q, arrays[at + 1]) if three else b
+            out = make(p, q, written3(p, q, JOIN, k + 256 * (2 + three), 0.0, operand(p, q, out), b, e))
+            at += 2
+        return out
+    return joined
 
 
 def _register() -> None:
     for name, (_, _, _, ufunc) in UNARY.items():
-        if not driven(name):
+        if name not in ARRAY_OPCODE:
             continue
         own = operator.neg if name == "neg" else abs if name == "abs" else getattr(_recorders, name)
         for fn in (own, getattr(np, ufunc, None) if ufunc else None):
             if fn is not None:
                 overload(fn)(unary(name))
     for name, (_, _, _, _, is_operator, ufunc) in ARITHMETIC.items():
-        if not driven(NAMES.get(name, name)):
+        if NAMES.get(name, name) not in ARRAY_OPCODE:
             continue
         own = getattr(operator, name) if is_operator else getattr(_binary, name)
         for fn in (own, getattr(np, ufunc), getattr(operator, f"i{name}", None) if is_operator else None):
@@ -180,6 +204,7 @@ def _register() -> None:
     for fn in (operator.matmul, np.dot):
         overload(fn)(matmul_typer)
     overload(np.sum)(sum_typer)
+    overload(np.concatenate)(concatenate_typer)
     overload(np.mean)(mean_typer)
     overload_method(ArrayRecordType, "sum")(sum_typer)
     overload_method(ArrayRecordType, "mean")(mean_typer)

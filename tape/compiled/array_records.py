@@ -4,11 +4,14 @@ An array record inside f (numba_internals.ArrayRecordType) is its record, the of
 the array side of the call (ArraysType) holds the new plans as rows of PLAN_WIDTH numbers, the value arena and
 scratch. A record is a row of the record table (its in0 the plan's place), a plan row and a region at the arena's
 top; its values are the compiled array driver's (kernels/_array_driver.py ``forward``, NumPy's own loops and BLAS by
-address, NumPy's bits) on a one-row table written as tape/sweeps/encoding.py writes it, called through one C
-function by symbol (not linked into f). After the call ``adopt`` makes the plan rows the tape's Plans.
+address, NumPy's bits) on a one-row table encoded from the plan row as tape/sweeps/encoding.py encodes it. f calls
+one C function by symbol for every op (``write_record``: f's machine code holds none of it, so a new f compiles
+small), which calls the driver's forward by symbol too. After the call ``adopt`` makes the plan rows the tape's
+Plans.
 
-Operands an op cannot give NumPy's bits for (a matmul of an operand with itself, a dot of two vectors, a sum past
-encoding.LARGE, BLAS not found) raise ``Unfit``: tape.jit records the call again as scalar records.
+Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy). What a
+view cannot hold (an empty slice, a reshape NumPy copies) raises ``Unfit``: tape.jit records the call again as
+scalar records.
 """
 
 from __future__ import annotations
@@ -16,11 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import carray, cfunc
 
 from tape.compiled.numba_internals import ArrayRecordType, address, arrays_type, make_array_record, new_struct, types
-from tape.compiled.numba_payload import arrays_from_pointer, external
-from tape.compiled.recording import OPTIONS, jit, push
+from tape.compiled.numba_payload import arrays_from_pointer, tape_from_pointer
+from tape.compiled.recording import jit, once, push
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import (
     BASE,
@@ -44,9 +46,15 @@ from tape.records.storage import NO_INPUT
 from tape.sweeps import encoding
 from tape.sweeps.driver import Plan, View
 
-PLAN_WIDTH = 28  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 2 views of 7 (record,
-V0, AXES, PLACE, WIDE = 7, 21, 24, 25  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
-PACK, SUM, MATMUL = ARRAY_OPCODE["pack"], ARRAY_OPCODE["sum"], ARRAY_OPCODE["matmul"]
+OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
+# right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
+BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
+PLAN_WIDTH = 35  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
+V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
+PACK, SUM, MATMUL, JOIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join"))
+KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
+# its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
+LOOPED = encoding._looped()
 _NO_PLACES = np.zeros(0, np.int64)
 _NO_PLACES.flags.writeable = False
 
@@ -55,27 +63,10 @@ class Unfit(Exception):
     """Operands whose values the driver's rows do not give as NumPy does: the call is recorded as scalar records."""
 
 
-def _forward_c(table, rows, aval, size, scratch, columns):
-    try:
-        kernels.forward(carray(table, (rows, WIDTH), np.int64), carray(aval, (size,), np.float64),
-                        carray(scratch, (4, columns), np.float64))
-    except Exception:  # noqa: BLE001  # a scratch row too short: reported by the caller
-        return 1
-    return 0
-
-
 _SIGNATURE = types.int64(types.voidptr, types.int64, types.voidptr, types.int64, types.voidptr, types.int64)
-FORWARD = types.ExternalFunction("tape_jit_array_forward", _SIGNATURE)
-_installed: list = []
-
-
-def install() -> None:
-    """Give jitted code the driver's forward by symbol (compiled, or loaded from the cache, once per process)."""
-    if not _installed:
-        compiled = cfunc(_SIGNATURE, cache=True, **OPTIONS)(_forward_c)
-        assert compiled.address, "Numba made a C function at address 0"
-        external("tape_jit_array_forward", compiled.address, _SIGNATURE)
-        _installed.append(compiled)
+FORWARD = types.ExternalFunction("tape_jit_array_forward", _SIGNATURE)  # array_calls.py's C functions
+_BY_NUMPY = types.int64(types.voidptr, types.voidptr, types.voidptr, types.int64, types.int64)
+BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
 
 
 # --- the arrays' state ---------------------------------------------------------------------------------------------
@@ -85,11 +76,11 @@ def install() -> None:
 def new_arrays(plans, np_, aval, na):
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na = plans, np_, aval, na
-    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH), np.int64)
+    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view: by_numpy)
     return s
 
 
-@jit
+@once
 def _grow_plans(s):
     plans = np.empty((2 * s.plans.shape[0] + 16, PLAN_WIDTH), np.int64)
     for i in range(s.np):  # loops, not slice copies (recording.grow's reason)
@@ -98,7 +89,7 @@ def _grow_plans(s):
     s.plans = plans
 
 
-@jit
+@once
 def _grow_arena(s, size):
     aval = np.empty(max(2 * s.aval.size, s.na + size, 1024))
     for i in range(s.na):
@@ -106,10 +97,10 @@ def _grow_arena(s, size):
     s.aval = aval
 
 
-@jit
+@once
 def open_record(p, q, code, ndim, n0, n1):
     """A new array record of ``code`` and shape (n0, n1) (right-aligned: the last ndim count): its record row, plan
-    row and region (at the arena's top, as Storage._push_array places it on a tape that does not recycle)."""
+    row and region (at the arena's top, as Storage._push_array places it on a tape that does not recycle); its plan."""
     s = arrays_from_pointer(q)
     if s.np == s.plans.shape[0]:
         _grow_plans(s)
@@ -123,204 +114,305 @@ def open_record(p, q, code, ndim, n0, n1):
     plan[:] = 0
     plan[0], plan[1], plan[2], plan[3], plan[4], plan[5], plan[PLACE] = code, row, offset, ndim, n0, n1, -1
     s.np = k + 1
-    return row, offset, k
+    return k
 
 
-@jit
-def put_view(q, k, rec, ndim, n0, n1, s0, s1):
-    """View (whole region of record rec, shape (n0, n1) and strides (s0, s1) right-aligned) as plan k's next input."""
-    plan = arrays_from_pointer(q).plans[k]
-    f = V0 + 7 * plan[6]
-    plan[f], plan[f + 1], plan[f + 2], plan[f + 3], plan[f + 4], plan[f + 5], plan[f + 6] = rec, 0, ndim, n0, n1, s0, s1
-    plan[6] += 1
+@once
+def put_view(s, k, o):
+    """Operand o (an operand tuple: OPERAND) as plan k's next input, and as the same view of its one-row table."""
+    plan, v = s.plans[k], s.plans[k, 6]
+    f = V0 + 7 * v
+    plan[f], plan[f + 1], plan[f + 2], plan[f + 3], plan[f + 4], plan[f + 5], plan[f + 6] = (
+        o[0], o[2], o[3], o[4], o[5], o[6], o[7])
+    plan[6] = v + 1
+    t = VIEWS + VIEW * v
+    s.row[0, t + REC], s.row[0, t + BASE] = o[0], o[1] + o[2]
 
 
-@jit
-def constant(p, q, c):
-    """A 0-d constant record of c: (record, offset, ndim, n0, n1) as an operand."""
-    row, offset, _ = open_record(p, q, ACONSTANT, 0, 1, 1)
-    arrays_from_pointer(q).aval[offset] = c
-    return row, offset, 0, 1, 1
-
-
-@jit
-def packed(p, q, index, c):
-    """Scalar record ``index`` (value c) as a 0-d pack record, as operands.as_view writes a Var; a number (index
-    -1, not recorded) as a constant."""
-    if index < 0:
-        return constant(p, q, c)
-    row, offset, k = open_record(p, q, PACK, 0, 1, 1)
-    s = arrays_from_pointer(q)
-    s.aval[offset] = c
-    s.plans[k, PLACE] = index
-    return row, offset, 0, 1, 1
-
-
-@jit
-def data1(p, q, x):
-    row, offset, _ = open_record(p, q, ACONSTANT, 1, 1, x.shape[0])
-    aval = arrays_from_pointer(q).aval
-    for j in range(x.shape[0]):
-        aval[offset + j] = x[j]
-    return row, offset, 1, 1, x.shape[0]
-
-
-@jit
-def data2(p, q, x):
-    n, m = x.shape
-    row, offset, _ = open_record(p, q, ACONSTANT, 2, n, m)
-    aval = arrays_from_pointer(q).aval
-    for i in range(n):
-        for j in range(m):
-            aval[offset + i * m + j] = x[i, j]
-    return row, offset, 2, n, m
-
-
-@jit
+@once
 def common(a, b):
     """NumPy's broadcast of two axis lengths (-1: none)."""
     return a if a == b or b == 1 else b if a == 1 else -1
 
 
-@jit
-def _run(q):
-    """The driver's forward of the one row written into the arrays' row table."""
-    s = arrays_from_pointer(q)
-    if FORWARD(address(s.row), 1, address(s.aval), s.aval.size, address(s.scratch), s.scratch.shape[1]) != 0:
-        raise MemoryError("tape.jit: an array record's values could not be computed (scratch)")
+@once
+def _steps(v):
+    """Where strides list v of a row starts: the output's (0), then each view's."""
+    return OUT_STRIDES if v == 0 else VIEWS + VIEW * (v - 1) + STRIDES
 
 
-@jit
-def elementwise(p, q, code, driver_code, ndim, x, y, nin):
-    """The record of elementwise op ``code`` of operands x (and y, nin 2), each (record, offset, ndim, n0, n1),
-    broadcast as NumPy: its plan, region and values; (record, offset, n0, n1)."""
-    n0 = common(x[3], y[3]) if nin == 2 else x[3]
-    n1 = common(x[4], y[4]) if nin == 2 else x[4]
-    if n0 < 0 or n1 < 0:
-        raise ValueError("operands could not be broadcast together (tape.jit: shapes of an array op differ)")
-    row, offset, k = open_record(p, q, code, ndim, n0, n1)
-    s = arrays_from_pointer(q)
-    if s.scratch.shape[1] < n0 * n1:
-        s.scratch = np.empty((4, n0 * n1))
-    t = s.row[0]
-    t[:] = 0
-    t[KIND], t[OP], t[ROW], t[OUT], t[SIZE], t[NIN] = kernels.ELEMENTWISE, driver_code, row, offset, n0 * n1, nin
-    t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = 1, 1, n0, n1
-    t[OUT_STRIDES + 2], t[OUT_STRIDES + 3] = n1 if n0 != 1 else 0, 1 if n1 != 1 else 0
-    for v in range(nin):
-        o = x if v == 0 else y
-        put_view(q, k, o[0], o[2], o[3], o[4], o[4] if o[2] == 2 else 0, 1 if o[2] > 0 else 0)
-        f = VIEWS + VIEW * v
-        t[f + REC], t[f + BASE] = o[0], o[1]
-        t[f + STRIDES + 2] = o[4] if o[3] != 1 and n0 != 1 else 0
-        t[f + STRIDES + 3] = 1 if o[4] != 1 and n1 != 1 else 0
-    _run(q)
-    return row, offset, n0, n1
-
-
-@jit
-def _coalesced(t):
-    """Row t's space, output strides and view strides with adjacent axes that both walk as one merged, as
-    encoding._coalesced merges them (a full sum of a block is one pairwise sum)."""
-    shape, steps = t[SHAPE:SHAPE + 4].copy(), np.empty((2, 4), np.int64)
-    steps[0], steps[1] = t[OUT_STRIDES:OUT_STRIDES + 4], t[VIEWS + STRIDES:VIEWS + STRIDES + 4]
-    merged, msteps, count = np.ones(4, np.int64), np.zeros((2, 4), np.int64), 0
+@once
+def _coalesced(t, lists):
+    """Row t's adjacent axes that its first ``lists`` strides lists all walk as one, merged, right-aligned after 1s
+    (tape/sweeps/encoding.py's _coalesced, for one row: a full sum of a block is one pairwise sum)."""
+    count = 0
     for d in range(4):
-        if shape[d] == 1:
+        n = t[SHAPE + d]
+        if n == 1:
             continue
-        last = max(count - 1, 0)
-        if count > 0 and msteps[0, last] == steps[0, d] * shape[d] and msteps[1, last] == steps[1, d] * shape[d]:
-            merged[last] *= shape[d]
-            msteps[0, last], msteps[1, last] = steps[0, d], steps[1, d]
-        else:
-            merged[count], msteps[0, count], msteps[1, count] = shape[d], steps[0, d], steps[1, d]
-            count += 1
-    t[SHAPE:SHAPE + 4] = 1
-    t[OUT_STRIDES:OUT_STRIDES + 4] = 0
-    t[VIEWS + STRIDES:VIEWS + STRIDES + 4] = 0
-    for i in range(count):
-        t[SHAPE + 4 - count + i] = merged[i]
-        t[OUT_STRIDES + 4 - count + i], t[VIEWS + STRIDES + 4 - count + i] = msteps[0, i], msteps[1, i]
+        join = count > 0
+        for v in range(lists):
+            join = join and t[_steps(v) + count - 1] == t[_steps(v) + d] * n
+        at = count - 1 if join else count
+        t[SHAPE + at] = t[SHAPE + at] * n if join else n
+        for v in range(lists):
+            t[_steps(v) + at] = t[_steps(v) + d]
+        count = at + 1
+    for i in range(3, -1, -1):
+        src = i - 4 + count
+        t[SHAPE + i] = t[SHAPE + src] if src >= 0 else 1
+        for v in range(lists):
+            t[_steps(v) + i] = t[_steps(v) + src] if src >= 0 else 0
 
 
-@jit
-def summed(p, q, x, axis, ndim):
-    """The sum record of operand x (record, offset, ndim, n0, n1) over ``axis`` (-1: all), of ndim ``ndim``:
-    (record, offset, n0, n1)."""
-    if x[3] * x[4] > encoding.LARGE:
-        raise Unfit("a sum past encoding.LARGE elements")
-    whole = axis < 0 or x[2] == 1
-    n0, n1 = (1, 1) if whole else (1, x[3]) if axis == 1 else (1, x[4])
-    row, offset, k = open_record(p, q, SUM, ndim, n0, n1)
-    put_view(q, k, x[0], x[2], x[3], x[4], x[4] if x[2] == 2 else 0, 1)
-    s = arrays_from_pointer(q)
+@once
+def _encode(s, k):
+    """Plan k's one-row table for the driver's forward, as tape/sweeps/encoding.py writes its kind (the views' records
+    and bases are put_view's): an elementwise record's space is its shape, a sum's its input's with 0 output strides
+    along the reduced axes, a matmul's (n, inner, m); strides 0 along axes of length 1; then axes merged."""
+    plan, t = s.plans[k], s.row[0]
+    code, nin, n0, n1 = plan[0], plan[6], plan[4], plan[5]
+    kind = KINDS[code]
+    t[KIND], t[OP], t[ROW], t[OUT], t[SIZE], t[NIN] = kind, CODES[code], plan[1], plan[2], n0 * n1, nin
+    if kind == kernels.MATMUL:
+        t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11], 1
+        for v in range(2):
+            f = V0 + 7 * v
+            t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f + 5], plan[f + 6]
+        return
+    if kind != kernels.ELEMENTWISE and kind != kernels.SUM:  # (no row: NumPy's values, by_numpy)
+        return
+    space = (n0, n1) if kind == kernels.ELEMENTWISE else (plan[V0 + 3], plan[V0 + 4])
+    t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = 1, 1, space[0], space[1]
+    kept = (n0, n1)
+    if kind == kernels.SUM:  # the output's shape in its input's space: 1 along the reduced axes
+        vndim = plan[V0 + 2]
+        kept = (space[0] if vndim == 2 else 1, space[1])
+        for a in range(plan[AXES]):
+            if plan[AXES + 1 + a] == vndim - 1:
+                kept = (kept[0], 1)
+            else:
+                kept = (1, kept[1])
+    t[OUT_STRIDES + 2], t[OUT_STRIDES + 3] = kept[1] if kept[0] != 1 else 0, 1 if kept[1] != 1 else 0
+    for v in range(nin):
+        f, g = V0 + 7 * v, VIEWS + VIEW * v + STRIDES
+        for d in range(2):
+            n = plan[f + 3 + d]
+            t[g + 2 + d] = 0 if n == 1 or space[d] == 1 else plan[f + 5 + d]
+    _coalesced(t, 1 + nin)
+
+
+@once
+def _block(rows, cols, rs, cs):
+    """Whether a matmul operand (rows x cols, strides rs, cs) is a block in C or Fortran order (encoding._block)."""
+    return (((cols == 1) or (cs == 1)) and ((rows == 1) or (rs == cols))) or (
+        ((rows == 1) or (rs == 1)) and ((cols == 1) or (cs == rows)))
+
+
+@once
+def _driven(s, k):
+    """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
+    (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
+    output: NumPy's loop called as its step calls it), a sum's input in C order and not past LARGE, a matmul's
+    operands two blocks BLAS multiplies (not NumPy's dot or syrk)."""
+    plan, t = s.plans[k], s.row[0]
+    kind = t[KIND]
+    if kind == kernels.ELEMENTWISE:
+        alike = True  # (a loop, not an array comparison: its machine code would import numba.np.linalg at every load)
+        for d in range(4):
+            alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
+        return EXACT[plan[0]] or LOOPED[plan[0]] and alike
+    if kind == kernels.MATMUL:
+        n, inner, m = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11]
+        middle = max(min(n, inner), min(max(n, inner), m))
+        return kernels.BLAS and middle >= 2 and t[VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
+            n, inner, plan[V0 + 5], plan[V0 + 6]) and _block(inner, m, plan[V0 + 12], plan[V0 + 13])
+    if kind != kernels.SUM or plan[V0 + 3] * plan[V0 + 4] > encoding.LARGE:
+        return False
+    last = 1 << 62
+    for d in range(2):
+        if plan[V0 + 3 + d] != 1:
+            if plan[V0 + 5 + d] >= last:
+                return False
+            last = plan[V0 + 5 + d]
+    return last > 0
+
+
+@once
+def _elementwise(s, p, q, code, a, b, nin):
+    """The record of elementwise op ``code`` of operands a (and b, nin 2), broadcast as NumPy: its plan (-1: the shapes
+    do not broadcast)."""
+    n0 = common(a[4], b[4]) if nin == 2 else a[4]
+    n1 = common(a[5], b[5]) if nin == 2 else a[5]
+    if n0 < 0 or n1 < 0:
+        return BROADCAST
+    k = open_record(p, q, code, max(a[3], b[3]), n0, n1)
+    for v in range(nin):
+        put_view(s, k, a if v == 0 else b)
+    return k
+
+
+@once
+def _summed(s, p, q, a, axis, ndim):
+    """The sum record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
+    whole = axis < 0 or a[3] == 1
+    n0, n1 = (1, 1) if whole else (1, a[4]) if axis == 1 else (1, a[5])
+    k = open_record(p, q, SUM, ndim, n0, n1)
+    put_view(s, k, a)
     plan = s.plans[k]
     if whole:
-        plan[AXES], plan[AXES + 1], plan[AXES + 2] = x[2], 0, 1
+        plan[AXES], plan[AXES + 1], plan[AXES + 2] = a[3], 0, 1
     else:
         plan[AXES], plan[AXES + 1] = 1, axis
-    t = s.row[0]
-    t[:] = 0
-    t[KIND], t[OP], t[ROW], t[OUT], t[SIZE], t[NIN] = kernels.SUM, 0, row, offset, n0 * n1, 1
-    t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = 1, 1, x[3], x[4]
-    t[VIEWS + REC], t[VIEWS + BASE] = x[0], x[1]
-    t[VIEWS + STRIDES + 2], t[VIEWS + STRIDES + 3] = x[4] if x[3] != 1 else 0, 1 if x[4] != 1 else 0
-    kept0, kept1 = (1, 1) if whole else (1, x[4]) if axis == 0 else (x[3], 1)  # the output's shape in x's space
-    t[OUT_STRIDES + 2], t[OUT_STRIDES + 3] = kept1 if kept0 != 1 else 0, 1 if kept1 != 1 else 0
-    _coalesced(t)
-    _run(q)
-    return row, offset, n0, n1
+    return k
 
 
-@jit
-def matmul(p, q, a, b, ndim):
-    """The matmul record of operands a and b (1-d ones widened as array_records._widened): (record, offset, n0, n1)."""
-    n, inner = (1, a[4]) if a[2] == 1 else (a[3], a[4])
-    inner_b, m = (b[4], 1) if b[2] == 1 else (b[3], b[4])
+@once
+def _matmul(s, p, q, a, b, ndim):
+    """The matmul record of operands a and b (1-d ones widened as array_records._widened): its plan (INNER: the
+    inner lengths differ)."""
+    n, inner = (1, a[5]) if a[3] == 1 else (a[4], a[5])
+    inner_b, m = (b[5], 1) if b[3] == 1 else (b[4], b[5])
     if inner != inner_b:
-        raise ValueError("matmul: inner dimensions differ (tape.jit: the shapes of an @ or np.dot)")
-    middle = max(min(n, inner), min(max(n, inner), m))
-    if not kernels.BLAS or middle < 2 or a[1] == b[1]:
-        raise Unfit("a matmul NumPy runs by its dot or syrk")
-    n0, n1 = (1, n * m) if ndim < 2 else (n, m)
-    row, offset, k = open_record(p, q, MATMUL, ndim, n0, n1)
-    ars, acs = (0, 1) if a[2] == 1 else (inner, 1)
-    brs, bcs = (1, 0) if b[2] == 1 else (m, 1)
-    put_view(q, k, a[0], 2, n, inner, ars, acs)
-    put_view(q, k, b[0], 2, inner, m, brs, bcs)
-    s = arrays_from_pointer(q)
+        return INNER
+    shape = (1, n * m) if ndim < 2 else (n, m)
+    k = open_record(p, q, MATMUL, ndim, shape[0], shape[1])
+    sa, sb = (0, a[7]) if a[3] == 1 else (a[6], a[7]), (b[7], 0) if b[3] == 1 else (b[6], b[7])
+    put_view(s, k, (a[0], a[1], a[2], 2, n, inner, sa[0], sa[1]))
+    put_view(s, k, (b[0], b[1], b[2], 2, inner, m, sb[0], sb[1]))
     plan = s.plans[k]
     plan[WIDE], plan[WIDE + 1], plan[WIDE + 2] = 2, n, m
-    t = s.row[0]
-    t[:] = 0
-    t[KIND], t[ROW], t[OUT], t[SIZE], t[NIN] = kernels.MATMUL, row, offset, n * m, 2
-    t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = n, inner, m, 1
-    t[VIEWS + REC], t[VIEWS + BASE], t[VIEWS + STRIDES], t[VIEWS + STRIDES + 1] = a[0], a[1], ars, acs
-    f = VIEWS + VIEW
-    t[f + REC], t[f + BASE], t[f + STRIDES], t[f + STRIDES + 1] = b[0], b[1], brs, bcs
-    _run(q)
-    return row, offset, n0, n1
+    return k
+
+
+@once
+def _joined(s, p, q, a, b, e, nin, axis):
+    """The join record of operands a, b (and e, nin 3) along ``axis``: its plan (JOINED: the other axes differ)."""
+    at = 4 + axis + 2 - a[3]  # the joined axis among (n0, n1)
+    other = 9 - at
+    length = a[at]
+    for v in range(1, nin):
+        o = b if v == 1 else e
+        if o[3] != a[3] or o[other] != a[other]:
+            return JOINED
+        length += o[at]
+    shape = (a[4], length) if at == 5 else (length, a[5])
+    k = open_record(p, q, JOIN, a[3], shape[0], shape[1])
+    for v in range(nin):
+        put_view(s, k, a if v == 0 else b if v == 1 else e)
+    s.plans[k, AXES], s.plans[k, AXES + 1] = 1, axis
+    return k
+
+
+@once
+def write_record(p, q, code, arg, c, a, b, e):
+    """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
+    a join's axis, then its inputs * 2 ** 8, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's
+    scalar record) of operands a, b and e (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f
+    raises (``written``)."""
+    s = arrays_from_pointer(q)
+    s.row[0, :] = 0
+    if code == PACK and arg < 0:  # a number in a Var (not recorded): a constant
+        code, arg = ACONSTANT, 0
+    if code == ACONSTANT:  # a NumPy array's values are copied in by f
+        k = open_record(p, q, ACONSTANT, arg, a[4], a[5])
+        s.aval[s.plans[k, 2]] = c
+        return k
+    if code == PACK:
+        k = open_record(p, q, PACK, 0, 1, 1)
+        s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
+        return k
+    if code == SUM:
+        k = _summed(s, p, q, a, arg % 256 - 1, arg // 256)
+    elif code == MATMUL:
+        k = _matmul(s, p, q, a, b, arg)
+    elif code == JOIN:
+        k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
+    else:
+        k = _elementwise(s, p, q, code, a, b, arg)
+    if k < 0:
+        return k
+    _encode(s, k)
+    if not _driven(s, k):
+        ops, plan, constants = tape_from_pointer(p).op, s.plans[k], 0
+        for v in range(plan[6]):
+            if plan[V0 + 7 * v + 2] == 0 and ops[plan[V0 + 7 * v]] == ACONSTANT:
+                constants |= 1 << v
+        return k if BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants) == 0 else FAILED
+    n = s.plans[k, 4] * s.plans[k, 5]
+    if s.scratch.shape[1] < n:
+        s.scratch = np.empty((4, n))
+    if FORWARD(address(s.row), 1, address(s.aval), s.aval.size, address(s.scratch), s.scratch.shape[1]) != 0:
+        return FAILED
+    return k
+
+
+_WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 24)
+WRITE = types.ExternalFunction("tape_jit_array_write", _WRITE)
 
 
 @jit
-def element(p, q, record, offset):
-    """The one element of a 0-d array record as a scalar record (an elem record, as array_records.elem): a Var."""
-    return push(p, ELEM, record, 0, arrays_from_pointer(q).aval[offset])
+def written(p, q, code, arg, c, a, b):
+    """Record op ``code`` of operands a and b: written3's."""
+    return written3(p, q, code, arg, c, a, b, b)
+
+
+@jit
+def written3(p, q, code, arg, c, a, b, e):
+    """Record op ``code`` of operands a, b and e (write_record, called by symbol: its machine code is made once, not in
+    every f): (record, offset, n0, n1) of the new array record, or the failure raised."""
+    k = WRITE(p, q, code, arg, c, *a, *b, *e)
+    if k == JOINED:
+        raise ValueError("all the input array dimensions except for the concatenation axis must match exactly "
+                         "(tape.jit: an array record's np.concatenate)")
+    if k == BROADCAST:
+        raise ValueError("operands could not be broadcast together (tape.jit: shapes of an array op differ)")
+    if k == INNER:
+        raise ValueError("matmul: inner dimensions differ (tape.jit: the shapes of an @ or np.dot)")
+    if k < 0:
+        raise MemoryError("tape.jit: an array record's values could not be computed (out of memory)")
+    plan = arrays_from_pointer(q).plans[k]
+    return plan[1], plan[2], plan[4], plan[5]
+
+
+@jit
+def data(p, q, x):
+    """A NumPy array x as a constant record of its shape, as an operand."""
+    shape = ((1, 1) + x.shape)[-2:]
+    o = (-1, 0, 0, x.ndim, shape[0], shape[1], 0, 0)
+    row, offset, n0, n1 = written(p, q, ACONSTANT, x.ndim, 0.0, o, o)
+    aval = arrays_from_pointer(q).aval
+    for j, v in enumerate(x.flat):
+        aval[offset + j] = v
+    return whole(row, offset, x.ndim, n0, n1)
+
+
+@jit
+def whole(record, offset, ndim, n0, n1):
+    """The operand of a whole region (record, its offset, shape (n0, n1) right-aligned, C order): OPERAND."""
+    return record, offset, 0, ndim, n0, n1, n1 if ndim == 2 else 0, 1 if ndim > 0 else 0
+
+
+@jit
+def element(p, q, record, offset, place):
+    """The element at ``place`` of an array record's region (at ``offset``) as a scalar record (an elem record, as
+    array_records.elem writes it): a Var."""
+    return push(p, ELEM, record, place, arrays_from_pointer(q).aval[offset + place])
 
 
 @jit
 def scalar(p, q, r):
-    return element(p, q, r[0], r[1])
+    return element(p, q, r[0], r[1], 0)
 
 
 @jit
 def vector(p, q, r):
-    return make_array_record(p, q, r[0], r[1], (r[3],))
+    return make_array_record(p, q, r[0], r[1], 0, (r[3],), (1,))
 
 
 @jit
 def matrix(p, q, r):
-    return make_array_record(p, q, r[0], r[1], (r[2], r[3]))
+    return make_array_record(p, q, r[0], r[1], 0, (r[2], r[3]), (r[3], 1))
 
 
 RESULT = (scalar, vector, matrix)  # by ndim, from (p, q, (record, offset, n0, n1)): a 0-d one is the elem record
@@ -345,14 +437,18 @@ def _places(row: int) -> np.ndarray:
     return places
 
 
+def plan_of(r: list[int]) -> Plan:
+    """The Plan of plan row r."""
+    shape = tuple(r[6 - r[3]:6])
+    return tuple.__new__(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
+                                tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
+                                _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
+                                tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
+
+
 def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: int) -> None:
     """Make plan rows first..count (written inside f) the tape's Plans, and its arena the one they were written in."""
-    new, make = [], tuple.__new__
-    for r in plans[first:count].tolist():
-        shape = tuple(r[6 - r[3]:6])
-        new.append(make(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
-                               tuple(r[AXES + 1:AXES + 1 + r[AXES]]), _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
-                               tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape)))
+    new = list(map(plan_of, plans[first:count].tolist()))
     t._plans.extend(new)
     rows = [p[1] for p in new]
     t._plan_rows.extend(rows)
@@ -370,9 +466,14 @@ def plan_table(t) -> np.ndarray:
 
 
 def fits(view: View) -> bool:
-    """Whether an array record's view can be f's xs: its whole region, 1-d or 2-d (views come in landing 2)."""
-    return len(view.shape) in (1, 2) and view.offset == 0 and math.prod(view.shape) > 0 and view.strides == tuple(
-        math.prod(view.shape[k + 1:]) for k in range(len(view.shape)))
+    """Whether an array record's view can be f's xs: 1-d or 2-d, not empty."""
+    return len(view.shape) in (1, 2) and math.prod(view.shape) > 0
 
 
-__all__ = ["ArrayRecordType", "Unfit", "install", "new_arrays", "adopt", "plan_table", "fits", "PLAN_WIDTH"]
+def view_of(out: np.ndarray) -> View:
+    """The view f returned (jit.record_output's numbers: record, start, shape, strides)."""
+    record, start, *axes = out.tolist()
+    return View(record, start, tuple(axes[:len(axes) // 2]), tuple(axes[len(axes) // 2:]))
+
+
+__all__ = ["ArrayRecordType", "Unfit", "new_arrays", "adopt", "plan_table", "fits", "view_of", "PLAN_WIDTH"]

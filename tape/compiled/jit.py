@@ -25,7 +25,7 @@ from numba import extending
 from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
-from tape.compiled import array_overloads, array_records, conditions, overloads  # noqa: F401  # registers the overloads
+from tape.compiled import array_calls, array_overloads, array_records, array_views, conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
@@ -62,7 +62,6 @@ from tape.kernels.ops import LEAF
 from tape.records import array_records as python_arrays
 from tape.records._recorders import Var
 from tape.records.handles import Handle
-from tape.sweeps.driver import whole
 from tape.tape import _FEW, Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
@@ -104,8 +103,9 @@ RECORD = np.full(1, -2, np.int64)  # the form of an array record f returns
 
 @internal
 def record_output(a):
-    """An array record f returns, as the driver reports outputs: its record; form RECORD."""
-    return np.full(1, a.record, np.int64), np.zeros(1), RECORD
+    """A view of an array record f returns, as the driver reports outputs: (record, start, shape, strides) in
+    array_records.view_of's order; form RECORD."""
+    return np.array((a.record, a.start) + a.shape + a.strides, np.int64), np.zeros(1), RECORD
 
 
 def _tuple_of_vars(out):
@@ -144,10 +144,11 @@ def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
     """The jitted entry of f on an array record xs (tape/compiled/array_records.py): as _driver, and the plan rows,
     their count, the arena and its top after f."""
     @numba.njit(pipeline_class=Pipeline, **{**OPTIONS, "no_cfunc_wrapper": True})  # called from Python only
-    def drive(op, in0, in1, val, consts, n, nc, record, offset, shape, plans, np_, aval, na, data, arena):
+    def drive(op, in0, in1, val, consts, n, nc, record, offset, start, shape, strides, plans, np_, aval, na, data,
+              arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         s = array_records.new_arrays(plans, np_, aval, na)
-        xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, shape)
+        xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, start, shape, strides)
         done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
         return done, (s.plans, s.np, s.aval, s.na)
     return _kept(drive, user, cache, "-arrays")
@@ -217,8 +218,8 @@ class JitFunction:
             t, rows = _tape_and_rows(xs)
             idx, vals, form = self._record(t, rows, data)
         seg = t._segment()
-        if len(form) and form[0] == RECORD[0]:  # an array record: a VarArray of its region
-            return VarArray(seg, None, whole(int(idx[0]), t._plan(int(idx[0]))))
+        if len(form) and form[0] == RECORD[0]:  # a view of an array record: a VarArray of it
+            return VarArray(seg, None, array_records.view_of(idx))
         if len(form) and form[0] >= 0:  # a Var array: a VarArray of its shape
             return VarArray(seg, idx.reshape(form))
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
@@ -280,7 +281,7 @@ class JitFunction:
         _record; None where f does not compile for an array record (then never tried again) or an op's operands
         do not fit the driver's rows (array_records.Unfit): nothing of this call is then the tape's."""
         _only_data(data)
-        array_records.install()
+        array_calls.install()
         if self._array_drive is None:
             self._settled()
             self._array_drive = _array_driver(self.dispatcher, bool(self._cache))
@@ -289,9 +290,9 @@ class JitFunction:
         try:
             got, (plans, np1, aval, na) = self._array_drive(
                 t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, view.record, t._plan(view.record).offset,
-                view.shape, array_records.plan_table(t), np0, t._aval, t._n_arena, tuple(data),
-                np.empty(self._arena, np.int64))
-        except numba.core.errors.NumbaError:  # typing: an op landing 1 lacks
+                view.offset, view.shape, view.strides, array_records.plan_table(t), np0, t._aval, t._n_arena,
+                tuple(data), np.empty(self._arena, np.int64))
+        except numba.core.errors.NumbaError:  # typing: an op array records lack
             forget_failures(self.dispatcher, self._array_drive)
             self._arrays = False
             return None

@@ -415,8 +415,8 @@ arrays_type = ArraysType(ARRAYS_FIELDS)
 
 
 class ArrayRecordType(types.Type):
-    """An array record of the tape (1-d or 2-d, its whole region, C order): the tape's and the arrays' pointers
-    (borrowed, as a Var's), its record, its region's offset in the arena and its shape."""
+    """A view of an array record of the tape (1-d or 2-d): the tape's and the arrays' pointers (borrowed, as a Var's),
+    its record, its region's offset in the arena, and the view's offset in the region, shape and strides."""
 
     def __init__(self, ndim: int):
         self.ndim = ndim
@@ -426,23 +426,27 @@ class ArrayRecordType(types.Type):
 @register_model(ArrayRecordType)
 class ArrayRecordModel(models.StructModel):
     def __init__(self, dmm, fe_type):
+        axes = types.UniTuple(types.int64, fe_type.ndim)
         super().__init__(dmm, fe_type, [("tape", types.voidptr), ("arrays", types.voidptr), ("record", types.int64),
-                                        ("offset", types.int64), ("shape", types.UniTuple(types.int64, fe_type.ndim))])
+                                        ("offset", types.int64), ("start", types.int64), ("shape", axes),
+                                        ("strides", axes)])
 
 
-for _name in ("tape", "arrays", "record", "offset", "shape"):
+for _name in ("tape", "arrays", "record", "offset", "start", "shape", "strides"):
     make_attribute_wrapper(ArrayRecordType, _name, _name)
 
 
 @intrinsic
-def make_array_record(typingctx, p, q, record, offset, shape):
-    """The array record ``record`` (region at ``offset``, ``shape`` a tuple of one or two) of tape p, arrays q."""
+def make_array_record(typingctx, p, q, record, offset, start, shape, strides):
+    """A view of array record ``record`` (region at ``offset``; the view at ``start`` in it, ``shape`` and ``strides``
+    tuples of one or two) of tape p, arrays q."""
     typ = ArrayRecordType(len(shape))
+    axes = types.UniTuple(types.int64, len(shape))
 
     def codegen(context, builder, sig, args):
-        names = ("tape", "arrays", "record", "offset", "shape")
+        names = ("tape", "arrays", "record", "offset", "start", "shape", "strides")
         return _struct(context, builder, typ, {name: (arg, None) for name, arg in zip(names, args, strict=True)})
-    return typ(types.voidptr, types.voidptr, types.int64, types.int64, shape), codegen
+    return typ(types.voidptr, types.voidptr, types.int64, types.int64, types.int64, axes, axes), codegen
 
 
 @intrinsic

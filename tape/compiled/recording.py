@@ -72,6 +72,14 @@ def hot(fn):
     return Hot(py_func=fn, locals={}, targetoptions={"nopython": True, "forceinline": True, **INTERNAL})
 
 
+def once(fn):
+    """fn compiled (and cached) once per argument types, its callers' literal numbers taken as their types, and not
+    forced inline: array records' row writers (array_records.py), one machine function each for every op of every f."""
+    dispatcher = Hot(py_func=fn, locals={}, targetoptions={"nopython": True, **INTERNAL})
+    dispatcher.enable_caching()
+    return dispatcher
+
+
 LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
