@@ -10,6 +10,8 @@ derivatives by hand. Few distinct jitted functions: each compiles for seconds.
 
 import math
 import re
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -378,3 +380,42 @@ def test_reductions_of_no_elements_have_numpys_values():
     value, grad = tape.value_and_grad(jn["f"])(x0)
     assert value == pytest.approx(py["f"](x0), rel=1e-15) and value != 0.0
     assert np.allclose(grad, central(py["f"], x0), atol=1e-8)
+
+
+
+GATHERS = """
+import numpy as np, tape
+def f(xs, m):
+    y = xs[m] * 2.0
+    z = xs[:500].reshape((25, 20))[m[:7] % 25] * y[0]
+    return y.sum() + z.sum()
+x0, m = np.random.default_rng(3).normal(size=500), np.arange(5, 495, 3)
+t = tape.Tape()
+xs = t.array(x0)
+y = tape.jit(f)(xs, m)  # its first call: the arena spills
+print(y.value, *t.gradient(y, xs))
+xs = np.random.default_rng(4).normal(size=2048)
+value, grad = tape.value_and_grad(tape.jit(f, arrays=True))(xs, m)
+print(value, *grad)
+"""
+
+
+def test_an_integer_array_index_copies_into_the_arena():
+    """xs[m] is NumPy's copy, a temporary: a Var array must not borrow it. Borrowed, a first call whose arena spilled
+    read it after it was freed: garbage rows and values (9e257 where -7.33 was right), and under arrays=True (Var
+    arrays where array records fall back) a crash; a subprocess. The gradient by hand: 2 at each gathered place, as
+    often as gathered, and the second term's."""
+    run = subprocess.run([sys.executable, "-c", GATHERS], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    m = np.arange(5, 495, 3)
+    for line, x0 in zip(run.stdout.split("\n"), (np.random.default_rng(3).normal(size=500),
+                                                  np.random.default_rng(4).normal(size=2048)), strict=False):
+        value, *grad = map(float, line.split())
+        r, y0 = m[:7] % 25, 2.0 * x0[m]
+        head = x0[:500].reshape(25, 20)
+        want = np.zeros(x0.size)
+        np.add.at(want, m, 2.0)
+        np.add.at(want[:500].reshape(25, 20), r, y0[0])
+        want[m[0]] += 2.0 * head[r].sum()
+        assert np.isclose(value, y0.sum() + (head[r] * y0[0]).sum(), rtol=1e-13)
+        assert np.allclose(grad, want, rtol=1e-13, atol=0)

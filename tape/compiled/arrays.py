@@ -107,6 +107,13 @@ def _getitem(a, i):
             j, k = place(i[0], a.rows.shape[0]), place(i[1], a.rows.shape[1])
             return element(a.tape, a.rows[j, k], a.vals[j, k])
         return two
+    if _view_index(i) and any(isinstance(k, types.Array) for k in _parts(i)):
+        def gathered(a, i):  # NumPy's copy is a temporary (freed after its last use): its elements into the arena
+            rows, vals = a.rows[i], a.vals[i]
+            out = fresh(a.tape, rows.shape)
+            fill(out.rows, out.vals, rows, vals)
+            return out
+        return gathered
     if _view_index(i):
         return lambda a, i: make_array(a.tape, a.rows[i], a.vals[i])
     raise TypingError(FANCY.format(i))
