@@ -22,6 +22,7 @@ from tape.compiled.numba_internals import ArrayRecordType, address, arrays_type,
 from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS, jit, push
 from tape.kernels import _array_driver as kernels
+from tape.kernels import array_kernels
 from tape.kernels._array_driver import (
     BASE,
     KIND,
@@ -72,6 +73,7 @@ _installed: list = []
 def install() -> None:
     """Give jitted code the driver's forward by symbol (compiled, or loaded from the cache, once per process)."""
     if not _installed:
+        array_kernels.make(array_kernels.forwards(kernels.SUM, kernels.MATMUL))  # (the kernels its rows call)
         compiled = cfunc(_SIGNATURE, cache=True, **OPTIONS)(_forward_c)
         assert compiled.address, "Numba made a C function at address 0"
         external("tape_jit_array_forward", compiled.address, _SIGNATURE)

@@ -1,0 +1,80 @@
+"""The array driver's kernels (kernels/_array_driver.py), each compiled the first time a table needs it.
+
+The driver's ``forward`` and ``reverse`` know no op and no row kind but the elementwise and STRETCH rows: an
+elementwise row calls its op's kernel (``values_<opcode>``, ``sends_<opcode>``), any other row its kind's (SUM,
+MATMUL, COPY/GATHER, LOGSUMEXP, LINED, forward and reverse), each a C function at its slot of the driver's KERNELS
+(0: not compiled, which the driver refuses with an error). ``make(slots)`` compiles (or loads from tape's cache) the
+kernels at those slots and writes their addresses there; ``needed(table, back)`` names the slots a table's rows call.
+So a program compiles the kernels of the ops and kinds it uses, not the whole op table (the reverse's switch over
+every op was 30 of its 39 CPU-s; /work/notes/s20/A/REPORT.md), and ``python -m tape warmup`` compiles them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from numba import types
+from numba.core.ccallback import CFunc
+from numba.core.compiler_lock import global_compiler_lock
+
+from . import _array_driver as driver
+
+_P, _I, _F = types.CPointer, types.int64, types.float64
+SIGNATURES = (  # a kind's forward and reverse (a status back), an op's values and sends: the driver's arguments
+    _I(_P(_I), _P(_F), _P(_F), _P(types.intp), _I, _I, _I),
+    _I(_P(_I), _P(_F), _P(_F), _P(types.uint32), _P(_F), _I, _I, _I, _I, _I, _I, _I, _I),
+    types.void(_P(_F), _P(_F), _P(_F), _I, _I, _P(types.intp)),
+    types.void(_I, _P(_F), _P(_F), _P(_F), _P(_F), _P(_F), _I, _I, _I),
+)
+_made: dict[int, CFunc] = {}  # by slot: kept alive while their addresses are in KERNELS
+
+
+def _signature(slot: int) -> types.Signature:
+    return SIGNATURES[0 if slot < driver.BACK else 1 if slot < driver.VALUES else 2 if slot < driver.SENDS else 3]
+
+
+def make(slots: Iterable[int]) -> None:
+    """Compile (or load) the kernels at slots not made yet, and write their addresses into the driver's KERNELS;
+    ValueError for a slot that holds none (an unknown row kind or op)."""
+    for slot in sorted(set(slots).difference(_made)):
+        name = driver.NAMES[slot] if 0 <= slot < driver.SLOTS else ""
+        if not name:
+            raise ValueError(f"tape: the compiled array driver has no kernel at slot {slot} (an unknown row kind or "
+                             "an op it does not run)")
+        sig = _signature(slot)
+        kernel = CFunc(getattr(driver, name), (sig.args, sig.return_type), {},
+                       {"nopython": True, "nogil": True, "error_model": "numpy"})
+        kernel.enable_caching()
+        with global_compiler_lock:  # (a fork waits for it: kernels/compiling.py)
+            kernel.compile()
+        _made[slot] = kernel
+        driver.KERNELS[slot] = kernel.address
+
+
+def needed(table: np.ndarray, back: bool) -> set[int]:
+    """The slots of the kernels that table's rows call, forward or back (a STRETCH's members' too: they run row by
+    row until its kernel is set)."""
+    kind, op = table[:, driver.KIND], table[:, driver.OP]
+    ops = np.unique(op[(kind == driver.ELEMENTWISE) | (kind == driver.LINED)])
+    kinds = np.unique(kind[(kind != driver.ELEMENTWISE) & (kind != driver.STRETCH)])
+    first = (driver.SENDS, driver.BACK) if back else (driver.VALUES, 0)
+    ops = np.where((ops >= 0) & (ops < driver.OPS), first[0] + ops, -1)  # (-1: none, which make refuses)
+    kinds = np.where((kinds >= driver.SUM) & (kinds <= driver.LINED),
+                     first[1] + np.where(kinds == driver.GATHER, driver.COPY, kinds), -1)
+    return {*ops.tolist(), *kinds.tolist()}
+
+
+def ready(table: np.ndarray, back: bool) -> None:
+    """make(needed(table, back)): every kernel the table's sweep calls compiled (or loaded)."""
+    make(needed(table, back))
+
+
+def every() -> list[int]:
+    """Every slot that holds a kernel (``python -m tape warmup`` makes them all)."""
+    return [slot for slot, name in enumerate(driver.NAMES) if name]
+
+
+def forwards(*kinds: int) -> list[int]:
+    """The forward kernels of row kinds ``kinds`` and of every elementwise op (tape.jit's rows call those)."""
+    return [*kinds, *(slot for slot in every() if driver.VALUES <= slot < driver.SENDS)]
