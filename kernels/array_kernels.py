@@ -11,6 +11,7 @@ every op was 30 of its 39 CPU-s; /work/notes/s20/A/REPORT.md), and ``python -m t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 import numpy as np
@@ -19,6 +20,7 @@ from numba.core.ccallback import CFunc
 from numba.core.compiler_lock import global_compiler_lock
 
 from . import _array_driver as driver
+from .compiling import _index
 
 _P, _I, _F = types.CPointer, types.int64, types.float64
 SIGNATURES = (  # a kind's forward and reverse (a status back), an op's values and sends: the driver's arguments
@@ -34,22 +36,38 @@ def _signature(slot: int) -> types.Signature:
     return SIGNATURES[0 if slot < driver.BACK else 1 if slot < driver.VALUES else 2 if slot < driver.SENDS else 3]
 
 
+def _kernel(slot: int) -> CFunc:
+    """The C function of the kernel at slot, not compiled yet; ValueError for a slot that holds none."""
+    name = driver.NAMES[slot] if 0 <= slot < driver.SLOTS else ""
+    if not name:
+        raise ValueError(f"tape: the compiled array driver has no kernel at slot {slot} (an unknown row kind or "
+                         "an op it does not run)")
+    sig = _signature(slot)
+    kernel = CFunc(getattr(driver, name), (sig.args, sig.return_type), {},
+                   {"nopython": True, "nogil": True, "error_model": "numpy"})
+    kernel.enable_caching()
+    return kernel
+
+
 def make(slots: Iterable[int]) -> None:
     """Compile (or load) the kernels at slots not made yet, and write their addresses into the driver's KERNELS;
     ValueError for a slot that holds none (an unknown row kind or op)."""
     for slot in sorted(set(slots).difference(_made)):
-        name = driver.NAMES[slot] if 0 <= slot < driver.SLOTS else ""
-        if not name:
-            raise ValueError(f"tape: the compiled array driver has no kernel at slot {slot} (an unknown row kind or "
-                             "an op it does not run)")
-        sig = _signature(slot)
-        kernel = CFunc(getattr(driver, name), (sig.args, sig.return_type), {},
-                       {"nopython": True, "nogil": True, "error_model": "numpy"})
-        kernel.enable_caching()
+        kernel = _kernel(slot)
         with global_compiler_lock:  # (a fork waits for it: kernels/compiling.py)
             kernel.compile()
         _made[slot] = kernel
         driver.KERNELS[slot] = kernel.address
+
+
+def wanted(slots: Iterable[int]) -> set[int]:
+    """The slots whose kernels are neither made in this process nor cached on disk (their index there)."""
+    return {slot for slot in set(slots).difference(_made) if not os.path.exists(_index(_kernel(slot)))}
+
+
+def made(slots: set[int]) -> bool:
+    """Whether the kernels at slots are all made in this process."""
+    return slots.issubset(_made)
 
 
 def needed(table: np.ndarray, back: bool) -> set[int]:

@@ -93,3 +93,19 @@ def test_warm_makes_every_kernel():
     kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED)
     assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), *(driver.VALUES + c for c in ops),
                            *(driver.SENDS + c for c in ops)])
+
+
+def test_a_program_whose_kernels_are_not_cached_waits_for_its_payback(monkeypatch):
+    """With the drivers ready, a Function whose tables call a kernel neither made nor cached takes the tables only once
+    its own sweeps have run PAYBACK seconds (its kernels' compile, as the drivers'), not at once; one whose kernels
+    are there takes them at once."""
+    slot = driver.VALUES + OPCODE["arccosh"]
+    monkeypatch.setattr(compiled._gate, "ready", lambda kernel=None: True)
+    monkeypatch.setattr(array_kernels, "_made", {k: v for k, v in array_kernels._made.items() if k != slot})
+    monkeypatch.setattr(array_kernels, "wanted", lambda slots: {slot} & set(slots))  # (as if not on disk)
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    x = np.linspace(1.5, 4.0, 64)
+    F, G = (tape.trace(f, x) for f in (lambda x: (np.arccosh(x) * x).sum(), lambda x: (np.sqrt(x) * x).sum()))
+    assert not compiled.ready(F, {}) and compiled.ready(G, {})
+    F._swept = compiled.PAYBACK
+    assert compiled.ready(F, {})

@@ -51,11 +51,18 @@ _gate = Gate((kernels.forward, kernels.reverse), (LOAD, math.inf), CLOCK)  # com
 
 
 def ready(s: State, runs: dict[int, Any]) -> bool:
-    """Whether s's sweeps use the compiled kernels now: they are compiled in this process, or cached and this
-    process's sweeps by NumPy's steps have run LOAD seconds, or s's own have run PAYBACK seconds and s has
-    stretches they would run (then they compile)."""
+    """Whether s's sweeps use the compiled kernels now: the drivers are compiled in this process, or cached and this
+    process's sweeps by NumPy's steps have run LOAD seconds, and the kernels s's tables call are made or cached; or
+    s's own sweeps have run PAYBACK seconds and s has stretches they would run (then they compile)."""
     if _gate.ready():
-        return True
+        wanted = getattr(s, "_wanted", None)  # the kernels s's tables call not made nor cached (asked once: a program
+        if wanted is None:  # whose kernels no run has compiled pays for them as for the drivers, PAYBACK, not LOAD)
+            tables = [what[0] for kind, what in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)) if
+                      kind == TABLE]
+            wanted = s._wanted = array_kernels.wanted({slot for t in tables for back in (False, True)
+                                                       for slot in array_kernels.needed(t, back)})
+        if not wanted or array_kernels.made(wanted):
+            return True
     driven = getattr(s, "_driven", None)
     if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once
         driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)))
