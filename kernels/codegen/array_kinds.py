@@ -19,13 +19,13 @@ def forward_matmul(tp, ap, sp, fp, na, rows, cols):
 
 def forward_copy(tp, ap, sp, fp, na, rows, cols):
     """A COPY or GATHER row's values."""
-    _copy(carray(tp, WIDTH), carray(ap, na), False, False)
+    _copy(carray(tp, WIDTH), carray(ap, na), np.bool_(False), np.bool_(False))
 
 
 def forward_logsumexp(tp, ap, sp, fp, na, rows, cols):
     """A LOGSUMEXP row's values."""
     aval = carray(ap, na)
-    _logsumexp(carray(tp, WIDTH), aval, aval, carray(sp, (rows, cols)), False)
+    _logsumexp(carray(tp, WIDTH), aval, aval, carray(sp, (rows, cols)), np.bool_(False))
 
 
 def forward_lined(tp, ap, sp, fp, na, rows, cols):
@@ -38,7 +38,7 @@ def reverse_sum(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     t, aadj = carray(tp, WIDTH), carray(dp, nd)
     if t[VIEWS + WANT] == 0:
         return 0
-    _prepare(t, VIEWS, aadj, carray(stp, ns), gen, keep)
+    _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
     base, out = t[VIEWS + BASE], t[OUT]
     s, o = t[VIEWS + STRIDES:VIEWS + STRIDES + 4], t[OUT_STRIDES:OUT_STRIDES + 4]
     for i0 in range(t[SHAPE]):
@@ -64,16 +64,16 @@ def reverse_copy(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A COPY or GATHER row's sends: a stale region zeroed, then added to (0.0 + c: the step's c + 0.0)."""
     t, aadj = carray(tp, WIDTH), carray(dp, nd)
     if t[VIEWS + WANT] != 0:
-        _prepare(t, VIEWS, aadj, carray(stp, ns), gen, keep)
-        _copy(t, aadj, True, t[KIND] == GATHER)
+        _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
+        _copy(t, aadj, np.bool_(True), t[KIND] == GATHER)
 
 
 def reverse_logsumexp(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A LOGSUMEXP row's sends."""
     t, aadj = carray(tp, WIDTH), carray(dp, nd)
     if t[VIEWS + WANT] != 0:
-        _prepare(t, VIEWS, aadj, carray(stp, ns), gen, keep)
-        _logsumexp(t, carray(ap, na), aadj, carray(sp, (rows, cols)), True)
+        _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
+        _logsumexp(t, carray(ap, na), aadj, carray(sp, (rows, cols)), np.bool_(True))
 
 
 def reverse_lined(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
