@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from numba import types
@@ -32,7 +33,7 @@ SIGNATURES = (  # a kind's forward and reverse (a status back), an op's values a
 _made: dict[int, CFunc] = {}  # by slot: kept alive while their addresses are in KERNELS
 
 
-def _signature(slot: int) -> types.Signature:
+def _signature(slot: int) -> Any:
     return SIGNATURES[0 if slot < driver.BACK else 1 if slot < driver.VALUES else 2 if slot < driver.SENDS else 3]
 
 
@@ -54,10 +55,12 @@ def make(slots: Iterable[int]) -> None:
     ValueError for a slot that holds none (an unknown row kind or op)."""
     for slot in sorted(set(slots).difference(_made)):
         kernel = _kernel(slot)
-        with global_compiler_lock:  # (a fork waits for it: kernels/compiling.py)
+        with global_compiler_lock:  # (a fork waits for it: kernels/compiling.py; a thread making it too, for _made)
+            if slot in _made:
+                continue
             kernel.compile()
-        _made[slot] = kernel
-        driver.KERNELS[slot] = kernel.address
+            _made[slot] = kernel
+            driver.KERNELS[slot] = kernel.address or 0  # (an address, once compiled)
 
 
 def wanted(slots: Iterable[int]) -> set[int]:
@@ -73,14 +76,14 @@ def made(slots: set[int]) -> bool:
 def needed(table: np.ndarray, back: bool) -> set[int]:
     """The slots of the kernels that table's rows call, forward or back (a STRETCH's members' too: they run row by
     row until its kernel is set)."""
-    kind, op = table[:, driver.KIND], table[:, driver.OP]
-    ops = np.unique(op[(kind == driver.ELEMENTWISE) | (kind == driver.LINED)])
-    kinds = np.unique(kind[(kind != driver.ELEMENTWISE) & (kind != driver.STRETCH)])
+    kind, op = table[:, driver.KIND], table[:, driver.OP]  # (sets, not np.unique: its first call imports numpy.ma,
+    # on which a child forked amid another thread's import would wait for good: tests/test_twins.py's fork)
+    ops = set(op[(kind == driver.ELEMENTWISE) | (kind == driver.LINED)].tolist())
+    kinds = set(kind[(kind != driver.ELEMENTWISE) & (kind != driver.STRETCH)].tolist())
     first = (driver.SENDS, driver.BACK) if back else (driver.VALUES, 0)
-    ops = np.where((ops >= 0) & (ops < driver.OPS), first[0] + ops, -1)  # (-1: none, which make refuses)
-    kinds = np.where((kinds >= driver.SUM) & (kinds <= driver.LINED),
-                     first[1] + np.where(kinds == driver.GATHER, driver.COPY, kinds), -1)
-    return {*ops.tolist(), *kinds.tolist()}
+    return {*(first[0] + k if 0 <= k < driver.OPS else -1 for k in ops),  # (-1: none, which make refuses)
+            *(first[1] + (driver.COPY if k == driver.GATHER else k) if driver.SUM <= k <= driver.LINED else -1
+              for k in kinds)}
 
 
 def ready(table: np.ndarray, back: bool) -> None:

@@ -201,7 +201,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # 378), the ops on array records (array_overloads.py, 192), the array driver, its fallbacks and xs kept for the
 # reverse, arrays=True (jit.py +99), a pointer intrinsic for two structs (numba_payload +9), the cache key
 # (jit_cache +2) (s19 A).
-BUDGET = {"tape.kernels": 7030, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4112,
+BUDGET = {"tape.kernels": 7037, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4114,
           "tape.records": 1042, "tape.arrays": 1869, "tape.analyses": 413, "tape.symbolic": 1181,
           "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 4329, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

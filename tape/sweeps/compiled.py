@@ -46,14 +46,16 @@ LINES = 4096  # elements of a logsumexp's or LINED row's lines in scratch at a t
 # in cache)
 CLOCK = Clock()  # seconds of sweeps by NumPy's steps in this process: every Function's (tape/sweeps/steps.py), every
 # tape's reverse (tape_reverse)
-_gate = Gate((kernels.forward, kernels.reverse), (LOAD, math.inf), CLOCK)  # compiled in this process, or cached and
-# NumPy's steps have run LOAD seconds (a small Function's first calls skip Numba's first load)
+_gate = Gate((kernels.forward, kernels.reverse), (LOAD, PAYBACK), CLOCK)  # compiled in this process, or cached and
+# NumPy's steps have run LOAD seconds (a small Function's first calls skip Numba's first load), or not and they have
+# run PAYBACK (a tape recorded afresh then takes the tables too; a Function, once its own kernels are there)
 
 
 def ready(s: State, runs: dict[int, Any]) -> bool:
-    """Whether s's sweeps use the compiled kernels now: the drivers are compiled in this process, or cached and this
-    process's sweeps by NumPy's steps have run LOAD seconds, and the kernels s's tables call are made or cached; or
-    s's own sweeps have run PAYBACK seconds and s has stretches they would run (then they compile)."""
+    """Whether s's sweeps use the compiled kernels now: the drivers are compiled in this process, or this process's
+    sweeps by NumPy's steps have run LOAD seconds where they are cached (PAYBACK where not), and the kernels s's tables
+    call are made or cached; or s's own sweeps have run PAYBACK seconds and s has stretches they would run (then they
+    compile)."""
     if _gate.ready():
         wanted = getattr(s, "_wanted", None)  # the kernels s's tables call not made nor cached (asked once: a program
         if wanted is None:  # whose kernels no run has compiled pays for them as for the drivers, PAYBACK, not LOAD)
@@ -326,12 +328,12 @@ FEW = 100  # array records of a tape, fewer than which its reverse sweep makes n
 
 def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a tape (tape/records/storage.py: a gradient recorded afresh), its stretches of array records
-    the driver runs as tables once its kernels are ready (or the process's NumPy steps have run PAYBACK seconds: then
-    they compile): made for this sweep where the tape has FEW array records
+    the driver runs as tables once its kernels are ready (_gate: the process's NumPy steps have run PAYBACK seconds
+    where they are not cached; then they compile): made for this sweep where the tape has FEW array records
     (``_encoded`` while it runs: the tape records on), or the last ones of a tape of the same structure (``Made``),
     which a smaller tape without fused runs takes once its structure's sweeps by NumPy's steps have run MAKE seconds;
     NumPy's steps otherwise, their seconds on CLOCK."""
-    ready, few = _gate.ready() or CLOCK.spent >= PAYBACK, len(s._plans) < FEW
+    ready, few = _gate.ready(), len(s._plans) < FEW
     key = (s._n, len(s._plans), top)
     made = _made.get(key) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
     # stencil5's and filter's reverse by tables 1.03-1.07x theirs, the runs dissolved at 2^15-2^16 elements 2.1x)
