@@ -1,10 +1,11 @@
 """Every Numba kernel tape compiles: its cold compile (CPU-s) and its cached load, and the totals by first use.
 
 Each first use (USES) runs in a fresh process on an empty ``TAPE_CACHE_DIR`` (cold), then in a second process on
-the cache the first left (warm). A listener of Numba's compile events times each kernel's compile, with what it
-compiles into itself (the op table's helpers, NumPy's overloads: Numba compiles each once per process, into the
-first kernel that calls it); a wrapper of Numba's cache load times each kernel's load. A process's first compile
-also pays Numba's set-up (its typing and target registries, 0.3-0.4 CPU-s), its first load the runtime's.
+the cache the first left (warm). A listener of Numba's compile events times each kernel's compile (a wrapper each C
+function's: the array driver's kernels, stretch kernels), with what it compiles into itself (the op table's helpers,
+NumPy's overloads: Numba compiles each once per process, into the first kernel that calls it); a wrapper of Numba's
+cache load times each kernel's load. A process's first compile also pays Numba's set-up (its typing and target
+registries, 0.3-0.4 CPU-s), its first load the runtime's.
 ``warmup`` (``python -m tape warmup``: every kernel of the package, one process) gives the per-kernel table; the
 other uses give each first use's total: the use's CPU-s and wall, and the kernels it compiled or loaded.
 Run: ``python bench/compile_times.py [--uses NAME ...] [--python PATH] [--json FILE]`` (about 3 min on 2 cores).
@@ -23,6 +24,7 @@ from collections import defaultdict
 LISTEN = """
 import json, time
 from numba.core import caching, event
+from numba.core.ccallback import CFunc
 
 compiles, loads, stack, phase = [], [], [], ["setup"]
 
@@ -60,6 +62,22 @@ def load_overload(self, sig, target_context):
 
 
 caching.Cache.load_overload = load_overload
+_cfunc = CFunc.compile  # a C function's (the array driver's kernels, stretch kernels): compiled or loaded, timed
+
+
+def cfunc_compile(self):
+    n, (c, w) = len(loads), clock()
+    stack.append((self._pyfunc, (c, w)))  # (the kernels it compiles into itself are counted in it)
+    try:
+        return _cfunc(self)
+    finally:
+        stack.pop()
+        c1, w1 = clock()
+        if len(loads) == n and not stack:
+            compiles.append((f"{self._pyfunc.__module__}.{self._pyfunc.__qualname__}", c1 - c, w1 - w, phase[0]))
+
+
+CFunc.compile = cfunc_compile
 c1, w1 = clock()
 """
 USE = """

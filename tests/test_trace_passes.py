@@ -1076,8 +1076,8 @@ def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
     stretches) and a walk's without a sweep (compiled.ready's), on random programs and the stretch tests'."""
     tables, made = compiled._tables, []
 
-    def both(stretched):
-        got = tables(stretched)
+    def both(stretched, back):
+        got = tables(stretched, back)
         assert len(got) == len(stretched)
         for one, (kind, what) in zip(stretched, got, strict=True):
             want_kind, want = _table_by_table(one[0]) if one[1] is None else _table_by_table(None, one)

@@ -26,7 +26,7 @@ def _lines(t, f, X, Z, first, last):
         else:
             for j in range(n):
                 Z[np.uint64(e + j)] = X[np.uint64(at + j)]
-        i0, i1, i2 = _next(t, i0, i1, i2, 1)
+        i0, i1, i2 = _next(t, i0, i1, i2, np.int64(1))
     return Z[:(last - first) * n]
 
 
@@ -84,7 +84,7 @@ def _operands(t, aval, scratch, number, first, last, read):
     """Both views of LINED row t along lines first..last (_lines: gathered into scratch 0 and 1), or the one
     number read by all (number 1 or 2) or a view not read (read: 1 a, 2 b), its first."""
     a, b = t[VIEWS + BASE], t[VIEWS + VIEW + BASE]
-    A = aval[a:a + 1] if number == 1 or read & 1 == 0 else _lines(t, VIEWS, aval, scratch[0], first, last)
+    A = aval[a:a + 1] if number == 1 or read & 1 == 0 else _lines(t, np.int64(VIEWS), aval, scratch[0], first, last)
     return A, aval[b:b + 1] if number == 2 or read & 2 == 0 else _lines(t, VIEWS + VIEW, aval, scratch[1], first, last)
 
 
@@ -100,7 +100,7 @@ def _lined(t, aval, scratch, frame):
     n, out, number, (m, lines) = t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
     for first in range(0, m, lines):
         last = min(m, first + lines)
-        A, B = _operands(t, aval, scratch, number, first, last, 3)
+        A, B = _operands(t, aval, scratch, number, first, last, np.int64(3))
         values(t[OP], A, B, aval[out + first * n:out + last * n], (last - first) * n, number, frame)
 
 
@@ -125,7 +125,7 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
         sends(t[OP], q, A, B, y, g, c, size, number, True)
         one = t[f + STRIDES + 3] == 0  # one number a line: the lines' sums first, line i's to c[i] (_sums reads a
         if one:  # line before it writes there; total += 0.0 + s is total += s, total never being -0.0)
-            _sums(c, 0, last - first, n, c, 0)
+            _sums(c, np.int64(0), last - first, n, c, np.int64(0))
         (i0, i1, i2), line = _line(t, first), first
         while line < last:  # a run of lines adding into the same elements (one number a line: a run of one)
             k, run = i0 * kept[0] + i1 * kept[1] + i2 * kept[2], 1

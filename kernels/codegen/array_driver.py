@@ -5,27 +5,36 @@ fields below): its kind in this driver (its Rule's ``compiled``), its scalar opc
 its iteration space (4 axes, a loop over the output's elements or a reduction's input's), and per
 view read: the view's first element and strides in that space (0 along broadcast axes), the read
 record's row and region (for the stamp rule) and whether it wants an adjoint. The kernels walk the
-table: elementwise records by ``values`` and ``sends`` (one ``if``/``elif`` branch per op of
-ops.EXACT: the driver knows no op by name), sums by a loop in NumPy's order, matmuls by the
-CBLAS call np.matmul makes (NumPy's own OpenBLAS: kernels/blas.py). The reverse follows
+table: elementwise records by their op's kernels (``values_<opcode>``, ``sends_<opcode>``: C functions at their slots
+of KERNELS, compiled by kernels/array_kernels.py the first time a table holds the op; the driver knows no op by name),
+other kinds by their kind's (KINDS: sums by a loop in NumPy's order, matmuls by the CBLAS call np.matmul makes, NumPy's
+own OpenBLAS: kernels/blas.py; joins, gathers, logsumexps, lined rows), so that a program compiles the kernels of its
+ops and kinds, not a switch over the whole op table (its reverse's was 30 of the driver's 48 CPU-s). The reverse follows
 tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
 region is zeroed at its first contribution, a product with a zero factor adds nothing, and a
 contribution is summed back over the axes its view is broadcast along in np.sum's order first.
 Each number is the NumPy step's, bit for bit: the same IEEE operations in the same order (Numba
 contracts no multiply-add into an FMA without fastmath).
 
-The kernels are text here, written into the generated file with the switches, so that Numba's cache
+A constant argument of a call from jitted code is a literal type to Numba, one compile per value: calls whose callee
+is called with several pass np.int64(c) or np.bool_(b) (reverse_matmul 2.96 -> 2.00 CPU-s cold, forward_lined 1.06 ->
+0.69), but not a literal stride that lets LLVM vectorize a hot loop (_pairwise's, _block's).
+
+The kernels are text here, written into the generated file with the op kernels, so that Numba's cache
 (which checks only the file a kernel is defined in) is renewed whenever the op table changes.
 """
 
 from __future__ import annotations
 
+import re
+
 from .. import ops
 from .array_broadcasts import BROADCASTS
+from .array_kinds import KINDS, caught
 from .array_lines import LINES
 from .array_products import PRODUCTS
 from .array_sums import SUMS
-from .sweeps import JIT, branches, element_loop, names_in, natural
+from .sweeps import element_loop, names_in, natural
 
 LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
 
@@ -58,12 +67,11 @@ def _loop(target: str, rule: str, indent: str, binary: bool) -> list[str]:
     return [*lines, f"{indent}else:", *one("", indent + "    ")]
 
 
-def _values(op: ops.Op) -> list[str]:
+def _values(op: ops.Op, ind: str) -> list[str]:
     if op.name not in ops.LOOPED:
-        return _loop("Y", op.forward, " " * 12, op.kind == "binary")
+        return _loop("Y", op.forward, ind, op.kind == "binary")
     x, ufunc, y = ops.LOOPED[op.name]  # v = ufunc(x) by NumPy's loop (x into B: a unary op's B is scratch), then y
-    ind = " " * 12
-    before = [f"{ind}_room(B, n)", *_loop("B", x, ind, False)] if x != "a" else []
+    before = _loop("B", x, ind, False) if x != "a" else []  # (B's room checked by the driver's values)
     after = _loop("Y", y, ind, False) if y != "v" else []
     return [*before, f"{ind}at = _framed(frame, {'B' if before else 'A'}, Y, n)",
             f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *after]
@@ -73,8 +81,8 @@ def _reads(partial: str) -> int:
     return sum(1 << q for q, x in enumerate("ab") if x in names_in(partial))
 
 
-def _sends(op: ops.Op) -> list[str]:
-    ind, two = " " * 12, op.kind == "binary"
+def _sends(op: ops.Op, ind: str) -> list[str]:
+    two = op.kind == "binary"
     if not op.db:
         return _loop("D", op.da, ind, two)
     return [f"{ind}if side == 0:", *_loop("D", op.da, ind + "    ", two), f"{ind}else:",
@@ -85,18 +93,43 @@ def _elementwise(op: ops.Op) -> bool:
     return op.name in ops.EXACT or op.name in ops.LOOPED
 
 
-def _branches(body_for, include) -> list[str]:
-    """sweeps.branches, with each included op of ops.GROUPED a branch of its own (its own NumPy loop)."""
-    lines = branches(body_for, include)
+def _arrays(body: list[str], names: str) -> list[str]:
+    """The line making the arrays (of n elements; frame's 5) that body reads from their pointers (pa for A)."""
+    read = [x for x in names if re.search(rf"\b{'frame' if x == 'F' else x}\b", "\n".join(body))]
+    made = {x: f"carray(p{'f, 5' if x == 'F' else x.lower() + ', n'})" for x in read}
+    return [f"    {', '.join('frame' if x == 'F' else x for x in read)} = {', '.join(made.values())}"]
+
+
+def _op_kernels() -> list[str]:
+    """Each elementwise op's kernels, values_<opcode> and sends_<opcode> (C functions over pointers, compiled by
+    kernels/array_kernels.py the first time a table holds the op): its rule's loops, one op's, not a switch over all."""
+    lines = []
     for code, op in enumerate(ops.OPS):
-        if op.name in ops.GROUPED and include(op):
-            lines += [f"        elif k == {code}:  # {op.name}", *body_for(op)]
+        if not _elementwise(op):
+            continue
+        assert op.da, f"{op.name}: an elementwise op of the driver sends back"
+        values, sends = _values(op, "    "), _sends(op, "    ")
+        for function in ([f"def values_{code}(pa, pb, py, n, number, pf):",
+                          f'    """Y = {op.name} of A (and B), n elements; A[0] or B[0] for all at number 1 or 2."""',
+                          *_arrays(values, "ABYF"), *values],
+                         [f"def sends_{code}(side, pa, pb, py, pg, pd, n, number, fresh):",
+                          f'    """D += G times {op.name}\'s partial in operand side (0: a, 1: b), fresh: 0.0 + it."""',
+                          *_arrays(sends, "ABYGD"), *sends]):
+            lines += ["", "", *function]
     return lines
 
 
-def _body(lines: list[str]) -> list[str]:
-    """sweeps.branches' lines, written for a loop's body, as a function's."""
-    return [line[4:] for line in lines]
+def _names() -> list[str]:
+    """NAMES: each slot's kernel (kernels/array_kernels.py compiles it), "" where none."""
+    names = [""] * (16 + 2 * len(ops.OPS))
+    for kind, name in ((2, "sum"), (3, "matmul"), (4, "copy"), (6, "logsumexp"), (7, "lined")):
+        names[kind], names[8 + kind] = f"forward_{name}", f"reverse_{name}"
+    for code, op in enumerate(ops.OPS):
+        if _elementwise(op):
+            names[16 + code], names[16 + len(ops.OPS) + code] = f"values_{code}", f"sends_{code}"
+    return ["NAMES = (  # each slot's kernel: a row kind's forward (slot KIND) and reverse (BACK + KIND), an",
+            "    # elementwise op's values (VALUES + opcode) and sends (SENDS + opcode); \"\" where none",
+            *[f'    "{name}",' for name in names], ")"]
 
 
 CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 2, 3, 4, 5, 6, 10, 14  # a row's fields
@@ -108,6 +141,11 @@ COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's 
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
 STRETCH = 8  # a header of the next SIZE rows (elementwise, laid out alike): run by the generated kernel at address
 CALL = 6  # t[CALL] (kernels/shaped.py's stretch: one pass, only what is read after it stored), else row by row
+BACK, VALUES, SENDS = 8, 16, 16 + OPS  # the kernels' slots: a row kind's forward (KIND), reverse (BACK + KIND), an
+# elementwise op's values (VALUES + opcode) and sends (SENDS + opcode)
+SLOTS = SENDS + OPS
+KERNELS = (ctypes.c_int64 * SLOTS)()  # each slot's kernel's address, 0 until compiled (kernels/array_kernels.py): the
+ll.add_symbol("tape_array_kernels", ctypes.addressof(KERNELS))  # kernels read it by this symbol (_kernel)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
 BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
@@ -116,17 +154,37 @@ dgemm = types.ExternalFunction("scipy_cblas_dgemm64_", types.void(_E, _E, _E, _I
 dgemv = types.ExternalFunction("scipy_cblas_dgemv64_", types.void(_E, _E, _I, _I, _F, _P, _I, _P, _I, _F, _P, _I))
 """
 
-DRIVER = '''@intrinsic
-def _call(typingctx, address, args):
-    """The C function at address called with args, an array as its data: a STRETCH's kernel."""
+DRIVER = '''def _invoke(returns):
+    """The code of a call of the C function at an address with args (an array as its data), giving returns."""
     def codegen(context, builder, signature, values):
+        args = signature.args[1]
         data = [builder.extract_value(values[1], i) for i in range(len(args))]
         data = [context.make_array(kind)(context, builder, value).data if isinstance(kind, types.Array) else value
                 for kind, value in zip(args, data, strict=True)]
-        function = builder.inttoptr(values[0], ir.FunctionType(ir.VoidType(), [x.type for x in data]).as_pointer())
-        builder.call(function, data)
-        return context.get_dummy_value()
-    return types.void(address, args), codegen
+        kind = ir.VoidType() if returns == types.void else context.get_value_type(returns)
+        function = builder.inttoptr(values[0], ir.FunctionType(kind, [x.type for x in data]).as_pointer())
+        result = builder.call(function, data)
+        return context.get_dummy_value() if returns == types.void else result
+    return codegen
+
+
+@intrinsic
+def _call(typingctx, address, args):
+    """The C function at address called with args, an array as its data: a STRETCH's kernel, an op's."""
+    return types.void(address, args), _invoke(types.void)
+
+
+@intrinsic
+def _status(typingctx, address, args):
+    """The C function at address called with args, as _call: a row kind's kernel, giving 0, or 1 where it failed."""
+    return types.int64(address, args), _invoke(types.int64)
+
+
+@jit
+def _ran(status):
+    """Raise for a kernel's failure (its scratch row too short: its _room caught)."""
+    if status != 0:
+        raise IndexError("tape: a compiled array sweep's scratch is shorter than a record (a bug in its sizing)")
 
 
 @jit
@@ -257,9 +315,65 @@ def _copy(t, arena, back, masked):
                         arena[np.uint64(at + e * s3)] += arena[np.uint64(to + e * o3)]
 
 
+@intrinsic
+def _kernel(typingctx, slot):
+    """The address in KERNELS' slot (0: none compiled), read through its symbol."""
+    def codegen(context, builder, signature, values):
+        table = builder.module.globals.get("tape_array_kernels")
+        if table is None:
+            table = ir.GlobalVariable(builder.module, ir.ArrayType(ir.IntType(64), SLOTS), "tape_array_kernels")
+            table.linkage = "external"
+        return builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0), values[0]]))
+    return types.int64(slot), codegen
+
+
+@jit
+def _address(slot):
+    """The kernel at slot, refused (not called at 0) where none is compiled, or the slot is none (an unknown kind or op
+    in a row: kernels/array_kernels.py compiles a table's kernels before it runs)."""
+    if slot < 0 or slot >= SLOTS:
+        raise ValueError("tape: a compiled array table's row names no kind or op of the driver")
+    address = _kernel(slot)
+    if address == 0:
+        raise RuntimeError("tape: a compiled array table's row needs a kernel not compiled (kernels/array_kernels.py)")
+    return address
+
+
+@jit
+def _op(k, first):
+    """The slot of op k's kernel from first (VALUES or SENDS); -1 for none."""
+    return first + k if 0 <= k < OPS else -1
+
+
+@jit
+def _row(kind, back):
+    """The slot of row kind's kernel, forward or back; -1 for none."""
+    if kind < SUM or kind > LINED:
+        return -1
+    return (COPY if kind == GATHER else kind) + (BACK if back else 0)
+
+
+@jit
+def values(k, A, B, Y, n, number, frame):
+    """Y[:n] = op k of A[:n] (and B[:n]) by its kernel, values_<k> (B unread by a unary op; A[0] or B[0] for all where
+    number is 1 or 2)."""
+    address = _address(_op(k, VALUES))
+    if PRIMED[k]:  # (a value made in B first)
+        _room(B, n)
+    _call(address, (A, B, Y, n, number, frame))
+
+
+@jit
+def sends(k, side, A, B, Y, G, D, n, number, fresh):
+    """D[:n] += G[:n] times op k's partial in its operand ``side`` by its kernel, sends_<k> (fresh: D[:n] = 0.0 +
+    those)."""
+    _call(_address(_op(k, SENDS)), (side, A, B, Y, G, D, n, number, 1 if fresh else 0))
+
+
 @jit
 def forward(table, aval, scratch):
-    """The forward sweep of the table's records, in order."""
+    """The forward sweep of the table's records, in order: elementwise rows by their op's kernel, other kinds' by
+    their kind's (each at its slot of KERNELS)."""
     frame = np.empty(5, np.intp)  # a NumPy loop call's arguments (_framed): alive for the whole sweep
     skip = 0
     for r in range(table.shape[0]):
@@ -273,21 +387,14 @@ def forward(table, aval, scratch):
                 skip = r + 1 + t[SIZE]
         elif kind == ELEMENTWISE:
             n, number = t[SIZE], _number(t)
-            A = _operand(t, 0, aval, scratch[0], number)
-            B = _operand(t, 1, aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
+            A = _operand(t, np.int64(0), aval, scratch[0], number)
+            B = _operand(t, np.int64(1), aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
             values(t[OP], A, B, aval[t[OUT]:t[OUT] + n], n, number, frame)
-        elif kind == SUM:
-            _sum_forward(t, aval)
-        elif kind == MATMUL:
-            a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
-            _product(aval, t[VIEWS + BASE], t[a], t[a + 1], aval, t[VIEWS + VIEW + BASE], t[b], t[b + 1], aval,
-                     t[OUT], t[SHAPE], t[SHAPE + 1], t[SHAPE + 2])
-        elif kind == COPY or kind == GATHER:
-            _copy(t, aval, False, False)
-        elif kind == LOGSUMEXP:
-            _logsumexp(t, aval, aval, scratch, False)
-        elif kind == LINED:
-            _lined(t, aval, scratch, frame)
+        else:
+            if kind == LINED:  # (its op's kernel, which its kind's calls)
+                _address(_op(t[OP], VALUES))
+            _ran(_status(_address(_row(kind, False)), (t, aval, scratch, frame, aval.size, scratch.shape[0],
+                                                       scratch.shape[1])))
 
 
 @jit
@@ -312,43 +419,17 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
         if kind == ELEMENTWISE:
             n, out = t[SIZE], t[OUT]
             g, y, number = aadj[out:out + n], aval[out:out + n], _number(t)
-            A = _operand(t, 0, aval, scratch[0], number)
-            B = _operand(t, 1, aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
+            A = _operand(t, np.int64(0), aval, scratch[0], number)
+            B = _operand(t, np.int64(1), aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
             for q in range(t[NIN]):
                 if t[VIEWS + VIEW * q + WANT] != 0:
                     _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number)
-        elif kind == LINED:
-            for q in range(2):
-                if t[VIEWS + VIEW * q + WANT] != 0:
-                    _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch)
-        elif kind == MATMUL:
-            _matmul_reverse(t, aval, aadj, stamp, gen, keep, scratch[0], check)
-            unchecked = not check
-        elif kind == COPY or kind == GATHER:  # a stale region zeroed, then added to (0.0 + c: the step's c + 0.0)
-            if t[VIEWS + WANT] != 0:
-                _prepare(t, VIEWS, aadj, stamp, gen, keep)
-                _copy(t, aadj, True, kind == GATHER)
-        elif kind == LOGSUMEXP:
-            if t[VIEWS + WANT] != 0:
-                _prepare(t, VIEWS, aadj, stamp, gen, keep)
-                _logsumexp(t, aval, aadj, scratch, True)
-        elif kind == SUM:
-            if t[VIEWS + WANT] == 0:
-                continue
-            _prepare(t, VIEWS, aadj, stamp, gen, keep)
-            base, out = t[VIEWS + BASE], t[OUT]
-            s, o = t[VIEWS + STRIDES:VIEWS + STRIDES + 4], t[OUT_STRIDES:OUT_STRIDES + 4]
-            for i0 in range(t[SHAPE]):
-                for i1 in range(t[SHAPE + 1]):
-                    for i2 in range(t[SHAPE + 2]):
-                        at, to = base + i0 * s[0] + i1 * s[1] + i2 * s[2], out + i0 * o[0] + i1 * o[1] + i2 * o[2]
-                        if o[3] == 0:  # a run of the input from one element (its own region): a loop LLVM vectorizes
-                            g = aadj[to]
-                            for i3 in range(t[SHAPE + 3]):
-                                aadj[np.uint64(at + i3 * s[3])] += g
-                            continue
-                        for i3 in range(t[SHAPE + 3]):
-                            aadj[np.uint64(at + i3 * s[3])] += aadj[np.uint64(to + i3 * o[3])]
+            continue
+        if kind == LINED:  # (its op's kernel, which its kind's calls)
+            _address(_op(t[OP], SENDS))
+        _ran(_status(_address(_row(kind, True)), (t, aval, aadj, stamp, scratch, aval.size, aadj.size, stamp.size, gen,
+                                                  keep, 1 if check else 0, scratch.shape[0], scratch.shape[1])))
+        unchecked = unchecked or (kind == MATMUL and not check)
     return unchecked
 
 '''
@@ -361,13 +442,15 @@ def generate(header: list[str]) -> str:
         *header,
         '"""The compiled sweeps of array records (tape/sweeps/compiled.py encodes their tables)."""',
         "",
+        "import ctypes",
         "from math import (  # noqa: F401",
         *[f"    {name}," for name in sorted(ops.MATH_NAMES + ("nan",), key=natural)],
         ")",
         "",
         "import numpy as np",
+        "from llvmlite import binding as ll",
         "from llvmlite import ir",
-        "from numba import types",
+        "from numba import carray, types",
         "from numba.extending import intrinsic",
         "",
         "from ._sweeps import (  # noqa: F401",
@@ -377,11 +460,15 @@ def generate(header: list[str]) -> str:
         "from .compiling import jit",
         "from .ufuncs import bind as bind_loops",
         "",
+        f"OPS = {len(ops.OPS)}  # opcodes (kernels/ops.py)",
         CONSTANTS,
         "READS = np.array([  # per opcode and side (a, b), the operands its partial reads (1: a, 2: b): a LINED row",
         "    # gathers no other (the mixture's d * e back to e: its line repeated into scratch, 133-134 -> 92 us CPU)",
         *[f"    [{_reads(op.da)}, {_reads(op.db or op.da)}],  # {op.name}" for op in ops.OPS],
         "], np.int64)",
+        "PRIMED = np.array([  # per opcode, whether its values kernel makes a value in B first (sigmoid's exp(-|a|))",
+        *[f"    {op.name in ops.LOOPED and ops.LOOPED[op.name][0] != 'a'},  # {op.name}" for op in ops.OPS],
+        "], np.bool_)",
         "LOOPS = bind_loops((  # the ufuncs bound to NumPy's own float64 loops (kernels/ufuncs.py)",
         *[f'    "{name}",' for name in ufuncs],
         "))",
@@ -389,18 +476,9 @@ def generate(header: list[str]) -> str:
         *[f'numpy_{name} = types.ExternalFunction("numpy_{name}", _LOOP)' for name in ufuncs],
         "",
         "",
-        f"@{JIT}",
-        "def values(k, A, B, Y, n, number, frame):",
-        '    """Y[:n] = op k of A[:n] (and B[:n]), element by element or by NumPy\'s loop (B unread by a unary op;',
-        '    A[0] or B[0] for all where number is 1 or 2)."""',
-        *_body(_branches(_values, _elementwise)),
-        "",
-        "",
-        f"@{JIT}",
-        "def sends(k, side, A, B, Y, G, D, n, number, fresh):",
-        '    """D[:n] += G[:n] times op k\'s partial in its operand ``side`` (0: a, 1: b) at A, B and its values Y,',
-        '    nothing where a factor is 0 (A[0] or B[0] for all where number is 1 or 2); fresh: D[:n] = 0.0 + those."""',
-        *_body(_branches(_sends, lambda op: _elementwise(op) and bool(op.da))),
+        *_names(),
+        *_op_kernels(),
+        *caught(KINDS),
         "",
         "",
         LINES,

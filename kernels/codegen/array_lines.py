@@ -46,7 +46,7 @@ def _logsumexp(t, aval, aadj, scratch, back):
         last = min(m, first + lines)
         _differences(t, aval, first, last, E, T)
         if not back:
-            _sums(E, 0, last - first, n, S, first)
+            _sums(E, np.int64(0), last - first, n, S, first)
             continue
         for i in range(first, last):
             e = (i - first) * n

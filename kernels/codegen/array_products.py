@@ -42,7 +42,7 @@ def _product(X, x, xm, xn, Y, y, yn, yp, C, c, m, n, p):
 def _checked(X, x, xm, xn, Y, y, yn, yp, C, m, n, p, check):
     """C = X @ Y as kernels.array_rule.product makes it: by NumPy's routine, redone term by term (a product with
     a zero factor adds nothing) only if its np.sum is NaN."""
-    _product(X, x, xm, xn, Y, y, yn, yp, C, 0, m, n, p)
+    _product(X, x, xm, xn, Y, y, yn, yp, C, np.int64(0), m, n, p)
     if not check or not np.isnan(_pairwise(C, 0, m * p, 1)):
         return
     C[:m * p] = 0.0
@@ -72,9 +72,9 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
         _room(C, 0 if whole else rows * cols)
         P = aadj[base:base + rows * cols] if whole else C
         if q == 0:
-            _checked(aadj, out, m, 1, aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], P, n, m, k, check)
+            _checked(aadj, out, m, np.int64(1), aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], P, n, m, k, check)
         else:
-            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, 1, P, k, n, m, check)
+            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, np.int64(1), P, k, n, m, check)
         if stale:
             stamp[j] = gen
             if whole:

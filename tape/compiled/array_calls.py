@@ -20,6 +20,7 @@ from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import external
 from tape.compiled.recording import OPTIONS
 from tape.kernels import _array_driver as kernels
+from tape.kernels import array_kernels
 from tape.kernels._array_driver import BASE, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.sweeps.driver import quietly
@@ -84,6 +85,7 @@ def install() -> None:
         assert address, "ctypes made a C function at address 0"
         external("tape_jit_array_by_numpy", address, _BY_NUMPY)
         _installed.append(stub)  # kept alive: jitted code calls its address
+        array_kernels.make(array_kernels.forwards(kernels.SUM, kernels.MATMUL))  # the kernels the rows' forward calls
         for name, fn, signature, pipeline in (("tape_jit_array_forward", _forward_c, _SIGNATURE, None),
                                               ("tape_jit_array_write", _write_c, _WRITE, LinkOnly)):
             compiled = cfunc(signature, cache=True, pipeline_class=pipeline, **OPTIONS)(fn)

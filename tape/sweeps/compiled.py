@@ -9,9 +9,11 @@ table and one Numba call per sweep, with no Python per record (tape/sweeps/encod
 once, by NumPy); any other record (and a fused run,
 or a stretch of scalar records with work to do) ends the stretch and runs as before. The kernel is
 used once it is compiled in this process, or once NumPy's sweeps have run ``LOAD`` seconds in the process where it is
-cached on disk (``python -m tape warmup`` compiles it), or a Function with stretches for it ``PAYBACK`` where not: its
-compile never lands on a first gradient with a cold cache, and a program pays it only when it has run about as
-long as the compile takes (then at most doubling its time, once per machine).
+cached on disk (``python -m tape warmup`` compiles it), or a Function with stretches for it (a tape's reverse: the
+process) ``PAYBACK`` where not: its compile never lands on a first gradient with a cold cache, and a program pays it
+only when it has run about as long as the compile takes (then at most doubling its time, once per machine). A table
+compiles (or loads) the kernels its rows call when it is made (kernels/array_kernels.py): a program pays for its own
+ops and row kinds, not the whole op table.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
+from tape.kernels import array_kernels
 from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
@@ -36,22 +39,32 @@ from tape.sweeps.driver import State
 from tape.sweeps.plans import lengths, regions
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
-PAYBACK = 25.0  # seconds of a Function's sweeps before it compiles the kernels itself (their compile: 25-28 CPU-s
-# at load 6, was 17.7 before joins, gathers and the loops past 4,096 elements)
+PAYBACK = 8.0  # seconds of NumPy's sweeps (a Function's own; a tape's reverse: the process's, CLOCK) before they
+# compile the driver and the kernels their tables call: cold, heat-concatenate's 7.8 CPU-s, GRU's 10.8, the MLP's 14.5
+# (load 3.5; /work/notes/s20/A/program_compile.py), every op's and kind's in one driver 48-65 (was 25.0)
 LINES = 4096  # elements of a logsumexp's or LINED row's lines in scratch at a time, at least one line (a block stays
 # in cache)
 CLOCK = Clock()  # seconds of sweeps by NumPy's steps in this process: every Function's (tape/sweeps/steps.py), every
 # tape's reverse (tape_reverse)
-_gate = Gate((kernels.forward, kernels.reverse), (LOAD, math.inf), CLOCK)  # compiled in this process, or cached and
-# NumPy's steps have run LOAD seconds (a small Function's first calls skip Numba's first load)
+_gate = Gate((kernels.forward, kernels.reverse), (LOAD, PAYBACK), CLOCK)  # compiled in this process, or cached and
+# NumPy's steps have run LOAD seconds (a small Function's first calls skip Numba's first load), or not and they have
+# run PAYBACK (a tape recorded afresh then takes the tables too; a Function, once its own kernels are there)
 
 
 def ready(s: State, runs: dict[int, Any]) -> bool:
-    """Whether s's sweeps use the compiled kernels now: they are compiled in this process, or cached and this
-    process's sweeps by NumPy's steps have run LOAD seconds, or s's own have run PAYBACK seconds and s has
-    stretches they would run (then they compile)."""
+    """Whether s's sweeps use the compiled kernels now: the drivers are compiled in this process, or this process's
+    sweeps by NumPy's steps have run LOAD seconds where they are cached (PAYBACK where not), and the kernels s's tables
+    call are made or cached; or s's own sweeps have run PAYBACK seconds and s has stretches they would run (then they
+    compile)."""
     if _gate.ready():
-        return True
+        wanted = getattr(s, "_wanted", None)  # the kernels s's tables call not made nor cached (asked once: a program
+        if wanted is None:  # whose kernels no run has compiled pays for them as for the drivers, PAYBACK, not LOAD)
+            tables = [what[0] for kind, what in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)) if
+                      kind == TABLE]
+            wanted = s._wanted = array_kernels.wanted({slot for t in tables for back in (False, True)
+                                                       for slot in array_kernels.needed(t, back)})
+        if not wanted or array_kernels.made(wanted):
+            return True
     driven = getattr(s, "_driven", None)
     if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once
         driven = s._driven = any(kind == TABLE for kind, _ in grouped(s, driver.forward_walk(s, 0, len(s._op), runs)))
@@ -59,7 +72,8 @@ def ready(s: State, runs: dict[int, Any]) -> bool:
 
 
 def warm() -> None:
-    """Compile (or load) the driver's kernels: ``python -m tape warmup`` calls it."""
+    """Compile (or load) the driver and every kernel it calls: ``python -m tape warmup`` calls it."""
+    array_kernels.make(array_kernels.every())
     table, scratch = np.zeros((0, WIDTH), np.int64), np.zeros((4, 1))
     kernels.forward(table, np.zeros(1), scratch)
     kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch, True)
@@ -114,12 +128,12 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     encoded, starts = all_rows(s)
     items = _walked(s, walk, back, encoded, starts)
     if not sweep:
-        yield from (_tables([(encoded[what], None, (0, 0))])[0] if kind == TABLE else (kind, what)
-                    for kind, what in items)
+        yield from (_tables([(encoded[what], None, (0, 0))], True if back else None)[0] if kind == TABLE else
+                    (kind, what) for kind, what in items)
         return
     walked = list(items)
     made = iter(_tables(stretches.stretched_all(s, [list(encoded[what]) for kind, what in walked if kind == TABLE],
-                                                sweep == "reverse")))
+                                                sweep == "reverse"), sweep == "reverse"))
     yield from (next(made) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
@@ -262,13 +276,17 @@ def _lines_back(t: np.ndarray) -> np.ndarray:
                                                                         for q in range(2))], 0, initial=1)
 
 
-def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]]) -> list[tuple[int, Any]]:
+def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]], back: bool | None
+            ) -> list[tuple[int, Any]]:
     """Each table (its rows, its stretches' pending kernels or None, the scratch they need back: stretched_all's) as
-    (TABLE, (table, scratch)), with the pending kernels where given: the scratch a row needs, by NumPy over every
-    table's rows at once, its most by table (min CPU-ms, GC off, /work/notes/s16/REPORT-D.md: arrays4k's 1,600 tables
-    149 table by table -> 11, small's 1,000 85 -> 3; a table of 4,494 rows, heat-pad's, 1.1 either way)."""
+    (TABLE, (table, scratch)), with the pending kernels where given, the driver's kernels its rows call forward or
+    back made (array_kernels.ready; back None: not, the tables only asked about): the scratch a row needs, by NumPy
+    over every table's rows at once, its most by table (min CPU-ms, GC off, /work/notes/s16/REPORT-D.md: arrays4k's
+    1,600 tables 149 table by table -> 11, small's 1,000 85 -> 3; a table of 4,494 rows, heat-pad's, 1.1 either way)."""
     tables = list(map(np.asarray, map(itemgetter(0), stretched)))
     t = np.concatenate(tables) if tables else np.zeros((0, WIDTH), np.int64)
+    if back is not None:
+        array_kernels.ready(t, back)
     need = np.ones(len(t), np.int64)  # scratch elements by row: operands (a matmul's product back; a logsumexp's
     # block, sums and tops), the contributions and their sum back
     kind = t[:, 0]
@@ -310,7 +328,8 @@ FEW = 100  # array records of a tape, fewer than which its reverse sweep makes n
 
 def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dict[int, Any] | None) -> int:
     """driver.reverse for a tape (tape/records/storage.py: a gradient recorded afresh), its stretches of array records
-    the driver runs as tables once its kernels are ready: made for this sweep where the tape has FEW array records
+    the driver runs as tables once its kernels are ready (_gate: the process's NumPy steps have run PAYBACK seconds
+    where they are not cached; then they compile): made for this sweep where the tape has FEW array records
     (``_encoded`` while it runs: the tape records on), or the last ones of a tape of the same structure (``Made``),
     which a smaller tape without fused runs takes once its structure's sweeps by NumPy's steps have run MAKE seconds;
     NumPy's steps otherwise, their seconds on CLOCK."""

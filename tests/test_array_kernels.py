@@ -1,0 +1,111 @@
+"""The array driver's kernels by slot (kernels/array_kernels.py): a table's op and kind kernels made when the table is,
+a row whose kernel is missing or unknown refused with a clear error (in a subprocess: a miss would call address 0),
+and the warm-up making every one."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+import tape
+from tape.kernels import _array_driver as driver
+from tape.kernels import array_kernels
+from tape.kernels.ops import EXACT, LOOPED, OPCODE
+from tape.records import array_records
+from tape.sweeps import compiled
+
+
+def test_a_table_makes_the_kernels_of_its_ops_on_first_use(monkeypatch):
+    """A program of an op whose kernels were never made gets them when its tables are (forward: values, back: sends),
+    and its gradient is arccosh's (1 / sqrt(x^2 - 1), by hand)."""
+    code = OPCODE["arccosh"]
+    for slot in (driver.VALUES + code, driver.SENDS + code):
+        array_kernels._made.pop(slot, None)
+        driver.KERNELS[slot] = 0
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    monkeypatch.setattr(array_records, "SMALL", 1)  # (64 elements: array records)
+    x = np.linspace(1.5, 4.0, 64)
+    F = tape.trace(lambda x: (np.arccosh(x) * x).sum(), x)
+    value, grad = F.value_and_grad(x)
+    for slot in (driver.VALUES + code, driver.SENDS + code):
+        assert slot in array_kernels._made and driver.KERNELS[slot] == array_kernels._made[slot].address != 0
+    assert np.isclose(value, (np.log(x + np.sqrt(x * x - 1.0)) * x).sum(), rtol=1e-14)
+    assert np.allclose(grad, np.log(x + np.sqrt(x * x - 1.0)) + x / np.sqrt(x * x - 1.0), rtol=1e-14, atol=0)
+
+
+REFUSED = """
+import numpy as np
+from tape.kernels import _array_driver as d, array_kernels
+from tape.kernels.ops import OPCODE
+
+def row(kind, op):
+    t = np.zeros((1, d.WIDTH), np.int64)
+    t[0, d.KIND], t[0, d.OP], t[0, d.SIZE], t[0, d.NIN] = kind, op, 4, 1
+    t[0, d.SHAPE:d.SHAPE + 4] = 1, 1, 1, 4
+    t[0, d.OUT_STRIDES + 3] = t[0, d.VIEWS + d.STRIDES + 3] = 1
+    t[0, d.OUT], t[0, d.VIEWS + d.WANT] = 4, 1
+    return t
+
+code = OPCODE["arccosh"]
+d.KERNELS[d.VALUES + code] = d.KERNELS[d.SENDS + code] = 0  # (never made in this process)
+aval, aadj, stamp, scratch = np.ones(8), np.ones(8), np.ones(1, np.uint32), np.zeros((4, 8))
+cases = {"missing": (d.ELEMENTWISE, code), "unknown op": (d.ELEMENTWISE, 10 ** 6), "negative op": (d.LINED, -1000),
+         "op -5": (d.ELEMENTWISE, -5), "op -14": (d.LINED, -14), "unknown kind": (42, 0), "kind 0": (0, 0)}
+for name, (kind, op) in cases.items():
+    for back in (False, True):
+        try:
+            if back:
+                d.reverse(row(kind, op), aval, aadj, stamp, 1, 1, scratch, True)
+            else:
+                d.forward(row(kind, op), aval, scratch)
+            print(name, back, "ran")
+        except (RuntimeError, ValueError) as error:
+            print(name, back, type(error).__name__, "compiled array table" in str(error))
+    try:
+        array_kernels.ready(row(kind, op), False)
+        print(name, "made")
+    except ValueError as error:
+        print(name, "made", "ValueError", "no kernel" in str(error))
+"""
+
+
+def test_a_row_without_its_kernel_is_refused_not_called():
+    """The driver refuses a row whose kernel is not made (RuntimeError) or that names no op or kind (ValueError), both
+    ways, and array_kernels refuses to make a kernel no slot holds (ValueError), in a subprocess."""
+    result = subprocess.run([sys.executable, "-c", REFUSED], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    got = result.stdout.split("\n")
+    expected = ["missing False RuntimeError True", "missing True RuntimeError True"]
+    refused = ("unknown op", "negative op", "op -5", "op -14", "unknown kind", "kind 0")
+    for name in refused:
+        expected += [f"{name} False ValueError True", f"{name} True ValueError True"]
+    expected += [f"{name} made ValueError True" for name in refused]
+    assert set(expected) <= set(got) and "missing made" in got, result.stdout + result.stderr
+
+
+def test_warm_makes_every_kernel():
+    """``python -m tape warmup``'s compiled.warm makes the kernel of every slot that holds one: both of every
+    elementwise op the driver runs, both of every row kind."""
+    compiled.warm()
+    made = [slot for slot in range(driver.SLOTS) if driver.KERNELS[slot] != 0]
+    assert made == array_kernels.every()
+    ops = [OPCODE[name] for name in (*EXACT, *LOOPED)]
+    kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED)
+    assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), *(driver.VALUES + c for c in ops),
+                           *(driver.SENDS + c for c in ops)])
+
+
+def test_a_program_whose_kernels_are_not_cached_waits_for_its_payback(monkeypatch):
+    """With the drivers ready, a Function whose tables call a kernel neither made nor cached takes the tables only once
+    its own sweeps have run PAYBACK seconds (its kernels' compile, as the drivers'), not at once; one whose kernels
+    are there takes them at once."""
+    slot = driver.VALUES + OPCODE["arccosh"]
+    monkeypatch.setattr(compiled._gate, "ready", lambda kernel=None: True)
+    monkeypatch.setattr(array_kernels, "_made", {k: v for k, v in array_kernels._made.items() if k != slot})
+    monkeypatch.setattr(array_kernels, "wanted", lambda slots: {slot} & set(slots))  # (as if not on disk)
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    x = np.linspace(1.5, 4.0, 64)
+    F, G = (tape.trace(f, x) for f in (lambda x: (np.arccosh(x) * x).sum(), lambda x: (np.sqrt(x) * x).sum()))
+    assert not compiled.ready(F, {}) and compiled.ready(G, {})
+    F._swept = compiled.PAYBACK
+    assert compiled.ready(F, {})
