@@ -107,13 +107,8 @@ def _getitem(a, i):
             j, k = place(i[0], a.rows.shape[0]), place(i[1], a.rows.shape[1])
             return element(a.tape, a.rows[j, k], a.vals[j, k])
         return two
-    if _view_index(i) and any(isinstance(k, types.Array) for k in _parts(i)):
-        def gathered(a, i):  # NumPy's copy is a temporary (freed after its last use): its elements into the arena
-            rows, vals = a.rows[i], a.vals[i]
-            out = fresh(a.tape, rows.shape)
-            fill(out.rows, out.vals, rows, vals)
-            return out
-        return gathered
+    if _view_index(i) and any(isinstance(k, types.Array) for k in _parts(i)):  # NumPy's copy, freed after its use
+        return lambda a, i: copied(a.tape, a.rows[i], a.vals[i])
     if _view_index(i):
         return lambda a, i: make_array(a.tape, a.rows[i], a.vals[i])
     raise TypingError(FANCY.format(i))
@@ -161,7 +156,7 @@ for _name, _impl in (("shape", lambda a: a.rows.shape), ("size", lambda a: a.row
 
 @overload_method(VarArrayType, "copy")
 def _copy(a):
-    return lambda a: copied(a)
+    return lambda a: copied(a.tape, a.rows, a.vals)
 
 
 @overload_method(VarArrayType, "reshape")
@@ -370,10 +365,10 @@ def _flat_into(rows, vals, a):
 
 
 @jit
-def copied(a):
-    """A copy of a Var array, C-contiguous, in the arena."""
-    out = fresh(a.tape, a.rows.shape)
-    fill(out.rows, out.vals, a.rows, a.vals)
+def copied(p, rows, vals):
+    """A Var array's rows and vals (or NumPy's temporary copy of them) copied into the arena, C-contiguous."""
+    out = fresh(p, rows.shape)
+    fill(out.rows, out.vals, rows, vals)
     return out
 
 
