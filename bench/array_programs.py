@@ -2,7 +2,7 @@
 
 Each program is a function of one flat vector written with NumPy calls (it records array records
 on VarArrays) and a hand-derived NumPy value and gradient, checked against each other first.
-Run: ``python bench/array_programs.py [--repeat N] [--only NAME ...] [--memory]``; it prints
+Run: ``python bench/array_programs.py [--repeat N] [--only NAME ...] [--memory] [--jit]``; it prints
 medians (ms) of tape.value_and_grad(f) (recorded afresh), F.value_and_grad (a Function from
 tape.trace, replayed; first called as a long run would have, its kernels ready: long_run) and the hand NumPy,
 with the ratio afresh / replayed. ``--memory`` runs
@@ -11,6 +11,8 @@ per element of the program's state (a heat step's u, a GRU's hidden state).
 ``--jax PYTHON`` alternates rounds of this process and of PYTHON (one with JAX; tape is not
 imported there) running the same source on jax.numpy as ``jax.jit(jax.value_and_grad(f))``,
 checked against the hand gradient; it prints the medians over rounds and JAX's first call.
+``--jit`` adds tape.value_and_grad(tape.jit(f, arrays=True)) (checked as the others; its first call's CPU-s, f
+compiled; whether it wrote array records or fell back to scalar ones) or says that tape.jit cannot compile f.
 """
 
 from __future__ import annotations
@@ -61,6 +63,31 @@ def loop(n: int, body: Callable[[int, Any], Any], carry: Any) -> Any:
     for t in range(n):
         carry = body(t, carry)
     return carry
+
+
+def jitable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, which Numba (so tape.jit, compiling a program's f) may call too where the engine is tape's (the JAX Python
+    has no Numba)."""
+    if xp is not np:
+        return fn
+    from numba.extending import register_jitable
+
+    return register_jitable(fn)
+
+
+def looped(n: int, body: Callable[[int, Any], Any]) -> Callable[[Any], Any]:
+    """carry -> nn.loop(n, body, carry), as a function f calls; on tape a Python loop that tape.jit compiles too
+    (Numba passes no closure to a function: nn.loop)."""
+    if xp is not np:
+        return lambda carry: nn.loop(n, body, carry)
+    body = jitable(body)
+
+    def run(carry: Any) -> Any:
+        for t in range(n):
+            carry = body(t, carry)
+        return carry
+
+    return jitable(run)
 
 
 class _Engine:
@@ -258,14 +285,16 @@ def heat(n: int = 10_000, steps: int = 500, pad: bool = False) -> Program:
     u0 = np.random.default_rng(5).normal(size=n)
     c = 0.2
 
-    def f(u: Any) -> Any:
-        def step(_: Any, u: Any) -> Any:
-            if pad:
-                w = xp.pad(u, 1, mode="wrap")
-                return u + c * (w[2:] + w[:-2] - 2.0 * u)
-            return u + c * (xp.concatenate([u[1:], u[:1]]) + xp.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
+    def update(_: Any, u: Any) -> Any:
+        if pad:
+            w = xp.pad(u, 1, mode="wrap")
+            return u + c * (w[2:] + w[:-2] - 2.0 * u)
+        return u + c * (xp.concatenate([u[1:], u[:1]]) + xp.concatenate([u[-1:], u[:-1]]) - 2.0 * u)
 
-        u = nn.loop(steps, step, u)
+    run = looped(steps, update)
+
+    def f(u: Any) -> Any:
+        u = run(u)
         return 0.5 * (u * u).sum()
 
     def step(u: np.ndarray) -> np.ndarray:  # symmetric: its own adjoint
@@ -316,6 +345,7 @@ def mlp2(batch: int = 16, width: int = 32, out: int = 8) -> Program:
     cuts = np.cumsum(sizes)
     theta = rng.normal(scale=0.15, size=int(cuts[-1]))
 
+    @jitable
     def parts(th: Any) -> tuple:
         W1 = th[:cuts[0]].reshape(width, width)
         b1 = th[cuts[0]:cuts[1]]
@@ -357,26 +387,56 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
 }
 
 
-def timings(name: str, repeat: int) -> dict[str, float]:
-    """Gradients checked against the hand ones, then interleaved medians (ms)."""
+def timings(name: str, repeat: int, jit: bool = False) -> dict[str, float]:
+    """Gradients checked against the hand ones, then interleaved medians (ms); ``jit``: also tape.jit's (jitted)."""
     tape = engine("tape")
     x, f, hand, _ = PROGRAMS[name]()
     F = tape.trace(f, x)
     afresh = tape.value_and_grad(f)
+    rows = {"afresh": lambda: afresh(x), "replayed": lambda: F.value_and_grad(x), "numpy": lambda: hand(x)}
+    got = {"replayed": F.value_and_grad(x), "afresh": afresh(x)}
+    extra = jitted(tape, name, f, x, rows, got) if jit else {}
     want_value, want = hand(x)
-    for label, (value, grad) in (("replayed", F.value_and_grad(x)), ("afresh", afresh(x))):
+    for label, (value, grad) in got.items():
         scale = max(1.0, float(np.max(np.abs(want))))
         assert abs(value - want_value) <= 1e-9 * max(1.0, abs(want_value)), (name, label, value, want_value)
         assert np.max(np.abs(grad - want)) <= 1e-9 * scale, (name, label, np.max(np.abs(grad - want)))
     long_run(lambda: F.value_and_grad(x))
-    rows = {"afresh": lambda: afresh(x), "replayed": lambda: F.value_and_grad(x), "numpy": lambda: hand(x)}
     seconds: dict[str, list[float]] = {label: [] for label in rows}
     for _ in range(repeat):
         for label, fn in rows.items():
             t0 = time.perf_counter()
             fn()
             seconds[label].append(time.perf_counter() - t0)
-    return {label: 1e3 * float(np.median(s)) for label, s in seconds.items()}
+    return {**{label: 1e3 * float(np.median(s)) for label, s in seconds.items()}, **extra}
+
+
+def jitted(tape: Any, name: str, f: Callable[[Any], Any], x: np.ndarray, rows: dict, got: dict) -> dict[str, float]:
+    """Record + gradient by tape.value_and_grad(tape.jit(f, arrays=True)): its first call (CPU-ms: f compiled, once
+    a process) into got and its call into rows; whether it wrote array records (f._arrays: else one scalar record an
+    element). {} where tape.jit cannot compile f (why: on stderr)."""
+    from numba.core.errors import NumbaError
+
+    jf = tape.jit(f, arrays=True)
+    vg = tape.value_and_grad(jf)
+    start = time.process_time()
+    try:
+        got["jit"] = vg(x)
+    except (tape.JitError, NumbaError) as e:  # (Numba's UnsupportedError, a yield in f, passes tape.jit's JitError)
+        lines = str(e).splitlines()
+        why = next((line for line in lines[1:] if line.strip() and not line.startswith("Failed in")), "")
+        print(f"{name}: {lines[0]}\n  {why}", file=sys.stderr)
+        return {}
+    rows["jit"] = lambda: vg(x)
+    return {"jit first": 1e3 * (time.process_time() - start), "jit arrays": float(bool(jf._arrays))}
+
+
+def jit_column(ms: dict[str, float]) -> str:
+    """tape.jit's figures in a row of the table (what --jit adds)."""
+    if "jit" not in ms:
+        return "  tape.jit: not compiled"
+    kind = "array records" if ms["jit arrays"] else "scalar records, not array records"
+    return f"  tape.jit {ms['jit']:.2f} ({kind}; first call {ms['jit first'] / 1e3:.2f} CPU-s)"
 
 
 LONG = 10.0  # CPU seconds of calls at most in long_run (stand-ins wait 1 s, then a shape's compile takes 1-3 CPU-s)
@@ -387,7 +447,7 @@ def long_run(call: Callable[[], Any]) -> None:
     cached ones at once; one not yet on disk waits for its stand-ins' PAYBACK, then compiles, once a machine), at most
     LONG seconds. Without it, a program whose shapes no long run had compiled was timed on its stand-ins: stencil5's 7
     stretches of 10 rows (5*10^4 elements) ran row by row, the table's forward 940 us, 120 us by its kernels;
-    replayed value_and_grad 2.6-2.8 -> 1.13-1.18 CPU-ms (/work/notes/s13/G/ab.txt)."""
+    replayed value_and_grad 2.6-2.8 -> 1.13-1.18 CPU-ms, measured in s13."""
     from tape.sweeps import fused_runs, stretches
 
     def ready() -> bool:
@@ -419,20 +479,21 @@ def jax_timings(name: str, repeat: int) -> dict[str, float]:
     return {"jax": 1e3 * float(np.median(seconds)), "jax first": 1e3 * first}
 
 
-def against_jax(name: str, python: str, repeat: int, rounds: int) -> None:
+def against_jax(name: str, python: str, repeat: int, rounds: int, jit: bool = False) -> None:
     """Alternate a tape process and a JAX process (python) per round; print the medians over rounds."""
     got: dict[str, list[float]] = {}
     for _ in range(rounds):
         for exe, side in ((sys.executable, "tape"), (python, "jax")):
-            out = subprocess.run([exe, __file__, "--side", side, name, "--repeat", str(repeat)], capture_output=True,
-                                 text=True, check=True).stdout
+            flags = ["--jit"] if jit and side == "tape" else []
+            out = subprocess.run([exe, __file__, "--side", side, name, "--repeat", str(repeat), *flags],
+                                 stdout=subprocess.PIPE, text=True, check=True).stdout
             for label, ms in json.loads(out.splitlines()[-1]).items():
                 got.setdefault(label, []).append(ms)
     ms = {label: float(np.median(v)) for label, v in got.items()}
     best = min(ms["numpy"], ms["jax"])
     print(f"{name:18s} ms: afresh {ms['afresh']:.2f}  replayed {ms['replayed']:.2f}  numpy {ms['numpy']:.2f}  "
           f"jax {ms['jax']:.2f} (first call {ms['jax first']:.0f})  replayed/best {ms['replayed'] / best:.2f}  "
-          f"afresh/best {ms['afresh'] / best:.2f}")
+          f"afresh/best {ms['afresh'] / best:.2f}" + (jit_column(ms) if jit else ""))
 
 
 def peak(name: str, phase: str) -> float:
@@ -460,6 +521,7 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--jax", metavar="PYTHON", help="a Python with JAX: alternate rounds against it")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jit", action="store_true", help="also tape.jit(f, arrays=True)'s record + gradient")
     parser.add_argument("--peak", nargs=2, help=argparse.SUPPRESS)  # the fresh process of --memory
     parser.add_argument("--side", nargs=2, help=argparse.SUPPRESS)  # one round of --jax: tape|jax NAME
     args = parser.parse_args()
@@ -468,11 +530,11 @@ def main() -> None:
         return
     if args.side:
         side, name = args.side
-        print(json.dumps((jax_timings if side == "jax" else timings)(name, args.repeat)))
+        print(json.dumps(jax_timings(name, args.repeat) if side == "jax" else timings(name, args.repeat, args.jit)))
         return
     for name in args.only:
         if args.jax:
-            against_jax(name, args.jax, args.repeat, args.rounds)
+            against_jax(name, args.jax, args.repeat, args.rounds, args.jit)
             continue
         if args.memory:
             got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase], capture_output=True,
@@ -480,9 +542,9 @@ def main() -> None:
             print(f"{name:18s} peak bytes per state element: recording {got[0]:,.0f}, tracing {got[1]:,.0f}, "
                   f"replaying {got[2]:,.0f}")
             continue
-        ms = timings(name, args.repeat)
+        ms = timings(name, args.repeat, args.jit)
         print(f"{name:18s} afresh {ms['afresh']:8.2f}  replayed {ms['replayed']:8.2f}  numpy {ms['numpy']:7.2f} ms"
-              f"  afresh/replayed {ms['afresh'] / ms['replayed']:.2f}")
+              f"  afresh/replayed {ms['afresh'] / ms['replayed']:.2f}" + (jit_column(ms) if args.jit else ""))
 
 
 if __name__ == "__main__":

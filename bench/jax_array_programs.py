@@ -3,7 +3,7 @@ an n-body step, a heat equation) as JAX users write them, timed as ``jax.jit(jax
 the first call (tracing and compiling included) and later calls (medians of 7), per record of the
 tape.jit run of the same program (1.08M, 0.26M, 2.0M records). Run it with a Python that has JAX:
 
-    /work/jaxenv/bin/python bench/jax_array_programs.py
+    python bench/jax_array_programs.py
 """
 
 import statistics

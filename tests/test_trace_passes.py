@@ -681,7 +681,7 @@ def _gathered(X, p):
 
 def _refusing(X, p):
     """arrays4k's kind (bench's tanh layer, slices, a repeated sin): a member read after its stretch and by partials
-    refuses spans forward and back, and each shorter one tried after (/work/notes/s15/REPORT-D.md)."""
+    refuses spans forward and back, and each shorter one tried after (found in s15)."""
     h, W = X[:36].reshape(6, 6), X[36:72].reshape(6, 6) * 0.1
     for _ in range(8):
         b = np.tanh(h @ W) * h + 0.5

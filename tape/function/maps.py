@@ -166,7 +166,7 @@ _RUN: set[Callable[..., None]] = set()  # the stand-ins that have run a point in
 PROBE = (0.02, 1 / 64)  # the first points' seconds and share of a map's that tell the rest's cost: one point's CPU-s
 # varied 2x under load (a 20,000-point map compiled its kernel at load 10, where its stand-ins took 2.4-2.8 s of 3.4)
 COMPILE = {"map_values": 1.9, "map_gradients": 3.4, "map_tangents": 2.8}  # CPU-s, each map kernel's compile after a
-# first gradient (load 6; /work/notes/s18/A/compile.txt)
+# first gradient (load 6; measured in s18)
 BY_POINT: dict[Any, tuple[Gate, Callable[..., None]]] = {
     kernel: (Gate((kernel,), (LOAD, COMPILE[kernel.py_func.__name__])), stand_in) for kernel, stand_in in (
         (_sweeps.map_values, _values_by_point), (_sweeps.map_gradients, _gradients_by_point),

@@ -30,7 +30,7 @@ from tape.sweeps.plans import lengths
 
 LARGE = 2 ** 20  # elements above which NumPy's step runs a sum (s7/D/sumsize.py: driven 0.62-0.71x its time at 2^13)
 BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view gathered or summed back
-# (a view laid out as the output, or one number, or a LINED row's, has no limit): /work/notes/s4/B/large.py,
+# (a view laid out as the output, or one number, or a LINED row's, has no limit): measured in s4,
 # replayed, driven / NumPy's steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92,
 # 0.64-1.05; a number 0.81-1.12; a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2
 # cores)

@@ -2,7 +2,7 @@
 
 A heat step is five elementwise rows of one size (a stencil's adds, a scale, the update); row by row the
 compiled forward stores each one's values, and the stores bound its time (0.15-0.2 ns an element stored:
-/work/notes/s10/A-report.md), though nothing but the next row reads four of them, and the reverse reads none (an
+measured in s10), though nothing but the next row reads four of them, and the reverse reads none (an
 add's partials read nothing, a scale's its number). So in a forward table (tape/sweeps/compiled.py) a STRETCH
 header row stands before such rows: the driver calls its kernel (kernels/stretched.py's ``stretch``, one per shape,
 whatever the rows' sizes and places), which computes every member's value per element in a local, with the same

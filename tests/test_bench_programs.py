@@ -1,0 +1,35 @@
+"""bench/array_programs.py's --jit column: tape.jit(f, arrays=True) of a program, checked as its other columns."""
+
+import importlib.util
+from types import SimpleNamespace
+
+import numpy as np
+
+import tape
+
+
+def _programs():
+    spec = importlib.util.spec_from_file_location("array_programs", "bench/array_programs.py")
+    programs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(programs)
+    programs.nn = SimpleNamespace(sigmoid=tape.sigmoid, logsumexp=tape.logsumexp, loop=programs.loop)
+    return programs
+
+
+def test_jit_column_writes_array_records_or_says_it_cannot(capsys):
+    programs = _programs()
+    x, f, hand, _ = programs.heat(1100, 3)  # its loop: looped's, which Numba compiles
+    rows, got = {}, {}
+    extra = programs.jitted(tape, "heat", f, x, rows, got)
+    value, grad = got["jit"]
+    want_value, want = hand(x)
+    assert extra["jit arrays"] == 1.0 and extra["jit first"] > 0 and set(rows) == {"jit"}
+    assert abs(value - want_value) <= 1e-12 * abs(want_value) and np.max(np.abs(grad - want)) <= 1e-12
+    assert np.array_equal(rows["jit"]()[1], grad) and "array records" in programs.jit_column({"jit": 1.0, **extra})
+    x, f, _, _ = programs.heat(1100, 3, pad=True)  # np.pad: neither array records nor scalar ones take it
+    rows, got = {}, {}
+    assert programs.jitted(tape, "heat-pad", f, x, rows, got) == {} and not rows and not got
+    assert capsys.readouterr().err.startswith("heat-pad: tape.jit: ")
+    x, f, _, _ = programs.gru(2, 2, 2)  # a generator in f: Numba's UnsupportedError, not a JitError
+    assert programs.jitted(tape, "gru", f, x, rows, got) == {} and "yield" in capsys.readouterr().err
+    assert programs.jit_column({}) == "  tape.jit: not compiled"
