@@ -1893,7 +1893,7 @@ def _pairwise(aval, at, n, stride):
 def _sums(X, at, count, n, S, to):
     """S[to + i] = 0.0 + the sum of line i, n adjacent elements from X[at + i * n] on, in _pairwise's order, for i <
     count: lines of 8 to 128 elements two at a time, their adds interleaved (two chains the CPU overlaps: 10^4 lines of
-    16, 131 -> 27 µs CPU, /work/notes/s14/A), others by _pairwise."""
+    16, 131 -> 27 µs CPU, s14's notes), others by _pairwise."""
     i, end = 0, n - n % 8
     while 8 <= n <= 128 and i + 1 < count:
         p, q = at + i * n, at + (i + 1) * n

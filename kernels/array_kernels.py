@@ -6,7 +6,7 @@ MATMUL, COPY/GATHER, LOGSUMEXP, LINED, forward and reverse), each a C function a
 (0: not compiled, which the driver refuses with an error). ``make(slots)`` compiles (or loads from tape's cache) the
 kernels at those slots and writes their addresses there; ``needed(table, back)`` names the slots a table's rows call.
 So a program compiles the kernels of the ops and kinds it uses, not the whole op table (the reverse's switch over
-every op was 30 of its 39 CPU-s; /work/notes/s20/A/REPORT.md), and ``python -m tape warmup`` compiles them all.
+every op was 30 of its 39 CPU-s; s20's notes), and ``python -m tape warmup`` compiles them all.
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first loa
 # and target registries, SciPy's BLAS, each kernel's index and types); a small tape's CPython twin runs in ~1 ms, the
 # fused kernels' NumPy twins a 10^6-element Rosenbrock's value_and_grad in 0.13 s
 RELOAD = 0.03  # seconds a kernel, once another has loaded in this process: a later load costs 0.006-0.018 CPU-s (the
-# sweeps, the fused kernels, a map), the array driver's two 0.065 (/work/notes/s8/A/loadcost.py)
+# sweeps, the fused kernels, a map), the array driver's two 0.065 (s8's notes)
 EAGER = False  # set in a process that runs long (tape-bench): cached kernels load at their first use, no LOAD first
 
 

@@ -482,7 +482,7 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arra
     insists (refused for a recursive f), ``cache=False`` compiles in every process. ``arrays=True``: an x0 of 1,024
     elements or more is one array record and whole-array operations write array records, as the Python recorder
     does (docs/jit.md#array-records): 2.5-7 µs an operation, not one record per element, but a first call on an
-    empty cache compiles the array driver for 10-20 s (once per machine).
+    empty cache compiles the array driver and its kernels for about 11 s (once per machine).
     """
     if fn is None:
         return lambda f: JitFunction(f, cache, arrays)

@@ -41,7 +41,7 @@ from tape.sweeps.plans import lengths, regions
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 8.0  # seconds of NumPy's sweeps (a Function's own; a tape's reverse: the process's, CLOCK) before they
 # compile the driver and the kernels their tables call: cold, heat-concatenate's 7.8 CPU-s, GRU's 10.8, the MLP's 14.5
-# (load 3.5; /work/notes/s20/A/program_compile.py), every op's and kind's in one driver 48-65 (was 25.0)
+# (load 3.5; s20's notes), every op's and kind's in one driver 48-65 (was 25.0)
 LINES = 4096  # elements of a logsumexp's or LINED row's lines in scratch at a time, at least one line (a block stays
 # in cache)
 CLOCK = Clock()  # seconds of sweeps by NumPy's steps in this process: every Function's (tape/sweeps/steps.py), every
@@ -124,7 +124,7 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     the table (the rows before it read nothing it writes), back (``back``) after it (the rows after it read and
     write nothing it does). So a program whose small vectors are made between its rows (the mixture's means and
     scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
-    replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; /work/notes/s13/A/ab_all2.txt)."""
+    replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; s13's notes)."""
     encoded, starts = all_rows(s)
     items = _walked(s, walk, back, encoded, starts)
     if not sweep:
@@ -281,7 +281,7 @@ def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]], back:
     """Each table (its rows, its stretches' pending kernels or None, the scratch they need back: stretched_all's) as
     (TABLE, (table, scratch)), with the pending kernels where given, the driver's kernels its rows call forward or
     back made (array_kernels.ready; back None: not, the tables only asked about): the scratch a row needs, by NumPy
-    over every table's rows at once, its most by table (min CPU-ms, GC off, /work/notes/s16/REPORT-D.md: arrays4k's
+    over every table's rows at once, its most by table (min CPU-ms, GC off, s16's notes: arrays4k's
     1,600 tables 149 table by table -> 11, small's 1,000 85 -> 3; a table of 4,494 rows, heat-pad's, 1.1 either way)."""
     tables = list(map(np.asarray, map(itemgetter(0), stretched)))
     t = np.concatenate(tables) if tables else np.zeros((0, WIDTH), np.int64)
@@ -318,9 +318,9 @@ def forward(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | No
 
 FEW = 100  # array records of a tape, fewer than which its reverse sweep makes no tables for itself (it may take its
 # structure's: MAKE): the tables' rows cost ~1.5 ms to write (encoding.table), NumPy's steps 20-30 µs a record.
-# Reverse, tables / steps, CPU (/work/notes/s12/B/cross.py, chains of tanh records): 2*10^4 elements 1.40 at 43
+# Reverse, tables / steps, CPU (s12's notes, chains of tanh records): 2*10^4 elements 1.40 at 43
 # records, 0.96 at 83, 0.82 at 203, 0.64 at 1,203; 2,000 elements 1.53 at 83, 0.75 at 123. No bound on a record's size:
-# s13 E (/work/notes/s13/E/cross.py) measured 0.52-0.69 for tanh chains from 2*10^4 to 10^6 elements (not s12's
+# s13 E (s13's notes) measured 0.52-0.69 for tanh chains from 2*10^4 to 10^6 elements (not s12's
 # 1.10-1.26 at 2*10^5); losses only where fused runs held the records (stencil runs dissolved at 2^15-2^16 elements
 # 2.1-2.2, kept 1.2-1.5), and rules for those (runs kept, FEW outside them) lost elsewhere (tanhs and runs of mul,
 # scale, add: value_and_grad 23 -> 56 ms at 4*10^4)
