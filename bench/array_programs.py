@@ -415,14 +415,12 @@ def jitted(tape: Any, name: str, f: Callable[[Any], Any], x: np.ndarray, rows: d
     """Record + gradient by tape.value_and_grad(tape.jit(f, arrays=True)): its first call (CPU-ms: f compiled, once
     a process) into got and its call into rows; whether it wrote array records (f._arrays: else one scalar record an
     element). {} where tape.jit cannot compile f (why: on stderr)."""
-    from numba.core.errors import NumbaError
-
     jf = tape.jit(f, arrays=True)
     vg = tape.value_and_grad(jf)
     start = time.process_time()
     try:
         got["jit"] = vg(x)
-    except (tape.JitError, NumbaError) as e:  # (Numba's UnsupportedError, a yield in f, passes tape.jit's JitError)
+    except tape.JitError as e:
         lines = str(e).splitlines()
         why = next((line for line in lines[1:] if line.strip() and not line.startswith("Failed in")), "")
         print(f"{name}: {lines[0]}\n  {why}", file=sys.stderr)

@@ -30,6 +30,6 @@ def test_jit_column_writes_array_records_or_says_it_cannot(capsys):
     rows, got = {}, {}
     assert programs.jitted(tape, "heat-pad", f, x, rows, got) == {} and not rows and not got
     assert capsys.readouterr().err.startswith("heat-pad: tape.jit: ")
-    x, f, _, _ = programs.gru(2, 2, 2)  # a generator in f: Numba's UnsupportedError, not a JitError
+    x, f, _, _ = programs.gru(2, 2, 2)  # a generator in f: Numba's UnsupportedError, as a JitError
     assert programs.jitted(tape, "gru", f, x, rows, got) == {} and "yield" in capsys.readouterr().err
     assert programs.jit_column({}) == "  tape.jit: not compiled"

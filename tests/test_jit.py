@@ -195,6 +195,7 @@ def jitted(body: str):
     ("    a[0] = x\n    return x", "tape.jit: storing a Var into a NumPy array"),
     ("    return math.gamma(x)", "tape.jit: gamma(tape.Var) is not supported on Vars"),
     ("    return {1: x}", "tape.jit: "),
+    ("    return sum(v * v for v in xs)", "tape.jit: Numba could not compile f"),  # a generator: UnsupportedError
 ])
 def test_what_cannot_be_recorded_says_so_on_the_first_line(body, first):
     f = jitted(body)

@@ -268,7 +268,7 @@ class JitFunction:
         try:
             got = self._settled()(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data),
                               np.empty(self._arena, np.int64))
-        except numba.core.errors.TypingError as e:
+        except numba.core.errors.NumbaError as e:  # typing, or what Numba does not support (a generator)
             message = str(e)
             forget_failures(self.dispatcher, self._drive)  # Numba keeps the errors: they would keep t alive
         if message is not None:
