@@ -265,3 +265,28 @@ def test_a_functions_bytes_count_its_places(arrays):
     places = {id(p.places): p.places.nbytes for p in F._plans}
     assert sum(places.values()) == 2002 * 8
     assert F.nbytes >= sum(places.values()) + F._aval.nbytes + F._aadj.nbytes
+
+
+def test_a_recording_collects_before_its_arena_is_full(monkeypatch):
+    """An LSTM-like loop (a gate matrix per step, four values a step read back): the value arena's used part stays
+    within a quarter of what the reverse reads, rather than growing past dead gate matrices until the arena is full
+    (collecting only then: 1.5x); a collection comes once a quarter of the used part is recorded anew, not at every
+    record."""
+    collect, collected = arenas.Arenas._collect, []
+    monkeypatch.setattr(arenas.Arenas, "_collect", lambda self, inputs: collected.append(1) or collect(self, inputs))
+
+    def f(v, seen):
+        seen.append(v.tape)
+        u, W = v[:4096].reshape(64, 64), v[4096:].reshape(64, 256)
+        for _ in range(80):
+            g = u @ W
+            a, b, c = tape.sigmoid(g[:, :64]), tape.sigmoid(g[:, 64:128]), np.tanh(g[:, 128:192])
+            u = a * c + b * u
+        return (u * u).sum()
+
+    seen: list = []
+    tape.value_and_grad(f)(np.random.default_rng(13).normal(scale=0.1, size=4096 + 64 * 256), seen)
+    t = seen[0]
+    read = sum(t._plan(r).size for r in t._read)
+    assert 80 * 4 * 4096 < read and t._n_arena <= 1.25 * read
+    assert len(collected) <= 40  # (22; at every record past the first: 397)
