@@ -151,7 +151,17 @@ class Arenas:
         self._caps: dict[int, int] = {}  # row -> capacity of a region taken from _free (else the record's size)
         self._n_free = 0  # elements in _free
         self._recorded = 0  # elements recorded since the last collection
+        self._arrays: dict[int, View] = {}  # constants of NumPy arrays, by the array's id
         self._recycling, self._traced = True, traced
+
+    def _same(self, v: View, values: np.ndarray) -> bool:
+        """Whether constant v still holds values' numbers, bit for bit (its region not given away)."""
+        if v.record in self._freed or v.shape != values.shape:
+            return False
+        held = self._borrowed.get(v.record)
+        if held is None:
+            held = self._aval[self._plan(v.record).offset:][:values.size]
+        return np.array_equal(held.view(np.int64), values.reshape(-1).view(np.int64))
 
     def _keep_all(self) -> None:
         """Stop recycling (a nested transform's symbolic sweep reads records by row, a rewind renumbers them)."""
