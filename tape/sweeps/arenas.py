@@ -13,7 +13,8 @@ offset serves both arenas: the later record is born after the last reader of the
 adjoint is done before the earlier one's first contribution arrives (tape/sweeps/layout.py). A loop
 whose reverse reads no values (a stencil) then records in a few regions; one whose reverse reads them
 (a GRU) keeps those. Records that never had a handle (the inner records of composite operations) keep
-their regions.
+their regions. A NumPy array read at every step is one constant while its numbers stay the same
+(tape/records/array_records.constant, _same).
 
 tape.trace's tape recycles too (``_recycle(traced=True)``): the Function made from it replays from its
 constants and inputs alone, so those keep their regions and nothing is kept for a reverse sweep (this
