@@ -1010,7 +1010,8 @@ def _compact_by_loop(s, runs, outputs, kept):
     bare = {}
     for k, head in enumerate(at):
         most[head] = max(most.get(head, 0), int(size[k]))
-        bare[head] = bare.get(head, True) and s._plans[k].code == ACONSTANT and s._plans[k].row not in touched
+        bare[head] = bare.get(head, True) and s._plans[k].code == ACONSTANT and s._plans[k].row not in touched and \
+            s._plans[k].size > layout.SMALL
     for head in sorted(most, key=lambda head: (bare[head], head)):  # regions no adjoint reaches last
         offset[head], top = top, top + most[head]
     adjoints = sum(most[head] for head in most if not bare[head])

@@ -10,7 +10,7 @@ outputs do not depend on gets none. Records keep one offset for both arenas, so 
 share a region when their values' lifetimes and their adjoints' lifetimes are both disjoint (the
 first implies the second, see compact): the steps of a loop whose reverse reads no values (a
 stencil) use the same few regions over and over, and one whose reverse reads them (a GRU) keeps
-those and shares the rest. Constants, inputs, params, outputs and small packs keep regions of their own; the
+those and shares the rest. Constants, inputs, params, outputs and small packs keep regions of their own; the big
 constants no sweep sends an adjoint to come last, and the adjoint arena ends before them (a data matrix once).
 
 Fused runs (tape/sweeps/fusion.py) write their members at their first row and send adjoints at
@@ -171,7 +171,8 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     most = np.zeros(len(size), np.int64)
     np.maximum.at(most, at, size)
     bare = np.ones(len(size), np.bool_)
-    np.logical_and.at(bare, at, _bare(s, runs, outputs))  # (a region of bare plans only)
+    np.logical_and.at(bare, at, _bare(s, runs, outputs) & (size > SMALL))  # (a region of bare plans only; small
+    # ones stay among the rest: a loop's 0-d constants, whose numbers the compiled tables read beside their rows)
     order = np.argsort(bare, kind="stable")  # the regions in the order of their first plans, bare ones last
     offsets = np.empty_like(most)
     offsets[order] = np.cumsum(most[order]) - most[order]
