@@ -5,9 +5,9 @@ on VarArrays) and a hand-derived NumPy value and gradient, checked against each 
 Run: ``python bench/array_programs.py [--repeat N] [--only NAME ...] [--memory] [--jit]``; it prints
 medians (ms) of tape.value_and_grad(f) (recorded afresh), F.value_and_grad (a Function from
 tape.trace, replayed; first called as a long run would have, its kernels ready: long_run) and the hand NumPy,
-with the ratio afresh / replayed. ``--memory`` runs
-each program's recording, tracing and replay in fresh processes and reports peak tracemalloc bytes
-per element of the program's state (a heat step's u, a GRU's hidden state).
+with the ratio afresh / replayed. ``--memory`` runs each program's recording, tracing and replay in fresh processes
+(``--warm``: each after one untimed call) and reports peak tracemalloc bytes per element of the program's state (a
+heat step's u, a GRU's hidden state).
 ``--jax PYTHON`` alternates rounds of this process and of PYTHON (one with JAX; tape is not
 imported there) running the same source on jax.numpy as ``jax.jit(jax.value_and_grad(f))``,
 checked against the hand gradient; it prints the medians over rounds and JAX's first call.
@@ -494,14 +494,21 @@ def against_jax(name: str, python: str, repeat: int, rounds: int, jit: bool = Fa
           f"afresh/best {ms['afresh'] / best:.2f}" + (jit_column(ms) if jit else ""))
 
 
-def peak(name: str, phase: str) -> float:
+def peak(name: str, phase: str, warm: bool = False) -> float:
     """Peak tracemalloc bytes per element of state: recording afresh (value_and_grad(f)), tracing
-    (tape.trace), or replaying (what the Function holds plus the peak of one more call)."""
+    (tape.trace), or replaying (what the Function holds plus the peak of one more call); warm: after one untimed
+    call of the phase, the spare arenas it left dropped (no first call's imports and compiles)."""
     tape = engine("tape")
     x, f, _, state = PROGRAMS[name]()
-    if phase == "replay":
+    if phase == "replay" or warm:
         F = tape.trace(f, x)
         F.value_and_grad(x)
+    if warm and phase == "record":
+        tape.value_and_grad(f)(x)
+    if warm:
+        from tape.sweeps import arenas
+
+        arenas._SPARE.clear()
     tracemalloc.start()
     if phase == "record":
         tape.value_and_grad(f)(x)
@@ -517,6 +524,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", nargs="*", default=list(PROGRAMS))
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--warm", action="store_true", help="--memory after one untimed call of each phase")
     parser.add_argument("--jax", metavar="PYTHON", help="a Python with JAX: alternate rounds against it")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jit", action="store_true", help="also tape.jit(f, arrays=True)'s record + gradient")
@@ -524,7 +532,7 @@ def main() -> None:
     parser.add_argument("--side", nargs=2, help=argparse.SUPPRESS)  # one round of --jax: tape|jax NAME
     args = parser.parse_args()
     if args.peak:
-        print(peak(*args.peak))
+        print(peak(*args.peak, args.warm))
         return
     if args.side:
         side, name = args.side
@@ -535,8 +543,9 @@ def main() -> None:
             against_jax(name, args.jax, args.repeat, args.rounds, args.jit)
             continue
         if args.memory:
-            got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase], capture_output=True,
-                                        text=True, check=True).stdout) for phase in ("record", "trace", "replay")]
+            got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase, *["--warm"] * args.warm],
+                                        capture_output=True, text=True, check=True).stdout)
+                   for phase in ("record", "trace", "replay")]
             print(f"{name:18s} peak bytes per state element: recording {got[0]:,.0f}, tracing {got[1]:,.0f}, "
                   f"replaying {got[2]:,.0f}")
             continue

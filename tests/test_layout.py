@@ -13,6 +13,7 @@ import pytest
 from test_array_records import STEP_PROGRAMS
 
 import tape
+from tape.arrays.varray import VarArray
 from tape.function import array_replay
 from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.records import array_records
@@ -58,13 +59,30 @@ def _calling(x, p):
     return sum(inner(x[k:k + 20] * p) for k in (0, 20, 40)) + _heat(x[:60], p)
 
 
+DATA = np.random.default_rng(4).normal(size=(300, 10)), np.linspace(-1.0, 1.0, 300), np.linspace(0.5, 2.0, 300)
+
+
+def _data(x, p):
+    """Three constants: a matrix only a matmul reads (no adjoint reaches it), a vector a fused run reads, a vector
+    an elem record reads."""
+    X, Y, Z = DATA
+    r = X @ x[:10] * p - Y
+    return (r * r).sum() + _constant(x, Z)[3] * x[0]
+
+
+def _constant(x, values):
+    """values as a constant array record on x's tape."""
+    t = x._live_tape()
+    return VarArray(t._segment(), None, array_records.constant(t, values))
+
+
 PROGRAMS = {**STEP_PROGRAMS, "heat": _heat, "gru": _gru, "shrinking": _shrinking, "elements": _elements,
-            "calling": _calling}
+            "calling": _calling, "data": _data}
 POINTS = [(0.7, 1), (1.3, 2), (0.5, 3)]
 
 
 def _recorded(s, runs, outputs, kept):
-    return s._plans, len(s._aval) + 1
+    return s._plans, len(s._aval) + 1, len(s._aval) + 1
 
 
 def _poison(F):
@@ -205,3 +223,23 @@ def test_runs_moved_to_the_shared_regions_are_the_runs_found_there(program, arra
 
     if len(MOVED) == len(PROGRAMS):
         assert sum(MOVED) >= 10  # runs moved, in several programs
+
+
+def test_the_adjoint_arena_ends_before_the_constants_no_adjoint_reaches(arrays):
+    """A constant that no sweep sends an adjoint to (a data matrix a matmul reads) lies past the end of the adjoint
+    arena, which is that much shorter than the value arena; a constant a fused run reads (its kernels send to every
+    view) or an elem record reads keeps its adjoint region, as do an output, a small constant and every other
+    record. (Their numbers: the test above, program "data".)"""
+    F = tape.trace(_data, np.linspace(0.5, 1.5, 600), params=0.7)
+    X, Y, Z = ([p for p in F._plans if p.code == ACONSTANT and p.shape == a.shape and
+                np.array_equal(driver.region(F._aval, p), a)][0] for a in DATA)
+    assert any(Y.row in run.reads.tolist() for run in F._runs_first.values())
+    assert len(F._aadj) == len(F._aval) - X.size and X.offset == len(F._aadj)
+    assert all(p.offset + p.size <= len(F._aadj) for p in F._plans if p is not X)
+    H = tape.trace(lambda x, p: (x @ DATA[0].T * p).sum(), np.linspace(0.5, 1.5, 10), params=0.7)
+    assert len(H._aadj) == len(H._aval) - DATA[0].size
+    out = tape.trace(lambda x, p: _constant(x, DATA[1]), np.linspace(0.5, 1.5, 10), params=0.7)  # an output
+    assert len(out._aadj) == len(out._aval) and np.array_equal(out.vjp(np.ones(10), DATA[1], params=0.7),
+                                                               np.zeros(10))
+    numbers = tape.trace(lambda x, p: (x * DATA[1][:layout.SMALL] * p).sum(), np.ones(layout.SMALL), params=0.7)
+    assert len(numbers._aadj) == len(numbers._aval)  # (a small constant stays among the rest)

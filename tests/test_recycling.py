@@ -13,9 +13,11 @@ from test_layout import _calling, _gru, _heat
 import tape
 from tape.arrays.varray import wrap_view
 from tape.errors import TapeError
+from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.ops import ARRAY_BASE
 from tape.records import array_records
-from tape.sweeps import arenas, fusion
+from tape.sweeps import arenas, driver, fusion
+from tape.sweeps.driver import whole
 
 
 @pytest.fixture
@@ -77,8 +79,24 @@ def _padded(x, p):
     return (u * u).sum()
 
 
+ZEROS = np.zeros(600)
+
+
+def _weights(x, p):
+    """A NumPy array read at every step, changed in place once between steps, one no reverse step reads (ZEROS), and
+    a temporary one a step."""
+    w = np.linspace(-1.0, 1.0, len(x))
+    w[::3] = 0.0
+    u = x
+    for k in range(6):
+        u = np.tanh(u * w) + p * np.cos(np.arange(len(x)) * 0.1 * k) + ZEROS
+        if k == 2:
+            w[::3] = -0.0
+    return (u * u).sum()
+
+
 PROGRAMS = {**STEP_PROGRAMS, "heat": _heat, "gru": _gru, "late": _late, "condition": _condition,
-            "nested": _nested, "rewinding": _rewinding, "padded": _padded, "calling": _calling}
+            "nested": _nested, "rewinding": _rewinding, "padded": _padded, "calling": _calling, "weights": _weights}
 
 
 def _afresh(f, x, p, recycle, monkeypatch, check=True):
@@ -265,3 +283,44 @@ def test_a_functions_bytes_count_its_places(arrays):
     places = {id(p.places): p.places.nbytes for p in F._plans}
     assert sum(places.values()) == 2002 * 8
     assert F.nbytes >= sum(places.values()) + F._aval.nbytes + F._aadj.nbytes
+
+
+def test_a_recording_collects_before_its_arena_is_full(monkeypatch):
+    """An LSTM-like loop (a gate matrix per step, four values a step read back): the value arena's used part stays
+    within a quarter of what the reverse reads, rather than growing past dead gate matrices until the arena is full
+    (collecting only then: 1.5x); a collection comes once a quarter of the used part is recorded anew, not at every
+    record."""
+    collect, collected = arenas.Arenas._collect, []
+    monkeypatch.setattr(arenas.Arenas, "_collect", lambda self, inputs: collected.append(1) or collect(self, inputs))
+
+    def f(v, seen):
+        seen.append(v.tape)
+        u, W = v[:4096].reshape(64, 64), v[4096:].reshape(64, 256)
+        for _ in range(80):
+            g = u @ W
+            a, b, c = tape.sigmoid(g[:, :64]), tape.sigmoid(g[:, 64:128]), np.tanh(g[:, 128:192])
+            u = a * c + b * u
+        return (u * u).sum()
+
+    seen: list = []
+    tape.value_and_grad(f)(np.random.default_rng(13).normal(scale=0.1, size=4096 + 64 * 256), seen)
+    t = seen[0]
+    read = sum(t._plan(r).size for r in t._read)
+    assert 80 * 4 * 4096 < read and t._n_arena <= 1.25 * read
+    assert len(collected) <= 40  # (22; at every record past the first: 397)
+
+
+@pytest.mark.parametrize("check", [True, False], ids=["checked", "as used"])
+def test_a_numpy_array_read_at_every_step_is_one_constant_while_it_stays_the_same(check, arrays, monkeypatch):
+    """_weights' w: one constant record for its first three steps, one more after it changed (-0.0 apart from 0.0);
+    ZEROS, which no reverse step reads, again once its region was given away (checked: at every record), even where
+    the region holds its numbers again."""
+    x = np.random.default_rng(14).uniform(0.2, 1.5, 600)
+    t = _afresh(_weights, x, 0.7, True, monkeypatch, check)[2]
+    constants = [p for p in t._plans if p.code == ACONSTANT and p.shape == x.shape]
+    assert len([p for p in constants if p.row in t._read]) == 2
+    zeros = [p for p in constants if p.row in t._freed]
+    if check:
+        assert len(zeros) == 2 * 6  # (and np.cos's, a new array each step)
+        driver.region(t._aval, zeros[0])[...] = 0.0
+        assert not t._same(whole(zeros[0].row, zeros[0]), ZEROS)

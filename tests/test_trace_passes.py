@@ -1005,11 +1005,17 @@ def _compact_by_loop(s, runs, outputs, kept):
             last[head] = max(last[head], life[k, 1])
         came = np.maximum(came, _freed_by_plan(pairs, life[:, 0], last, alone | (came >= 0)))
     at, most, offset, top = first(came), {}, {}, 0
+    touched = {*outputs.tolist(), *(int(s._in0[r]) for r in range(len(s._op)) if s._op[r] == ELEM),
+               *(r for run in runs for r in run.reads.tolist())}
+    bare = {}
     for k, head in enumerate(at):
         most[head] = max(most.get(head, 0), int(size[k]))
-    for head in sorted(most):
+        bare[head] = bare.get(head, True) and s._plans[k].code == ACONSTANT and s._plans[k].row not in touched and \
+            s._plans[k].size > layout.SMALL
+    for head in sorted(most, key=lambda head: (bare[head], head)):  # regions no adjoint reaches last
         offset[head], top = top, top + most[head]
-    return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], top
+    adjoints = sum(most[head] for head in most if not bare[head])
+    return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], top, adjoints
 
 
 @pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
@@ -1029,9 +1035,10 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
         got, want = layout.compact(*args), _compact_by_loop(*args)
         _same_plans(got[0], want[0])
         assert got[1] == want[1] == max((p.offset + p.size for p in got[0]), default=0)
+        assert got[2] == want[2]
         return got
 
-    plans, size = both()
+    plans, size, _ = both()
     assert layout.sharing(plans, real(*args)) == [] and size <= _compact_by_plan(*args)[1]
     kinds = np.random.default_rng(m).integers(0, 4, m)
     for alone in (np.zeros(m, np.bool_), np.arange(m) % 5 == 0):
@@ -1193,7 +1200,7 @@ def test_tables_walked_by_pieces_are_the_loops(seed, arrays, monkeypatch):
     monkeypatch.setattr(compiled, "_walked", checked)
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     if seed % 2:  # the recorded layout, not the shared one
-        monkeypatch.setattr(layout, "compact", lambda F, *args: (F._plans, 2 ** 62))
+        monkeypatch.setattr(layout, "compact", lambda F, *args: (F._plans, 2 ** 62, 2 ** 62))
     x = np.random.default_rng(seed).uniform(0.2, 1.5, 600)
     for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed % 2::2]]:
         tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)

@@ -160,13 +160,13 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
     F._recorded = None
     _install(F, plans, arena, np.zeros(0))  # the caller's arena, read (0-d constants, by fusion) until replaced
     if plans:
-        shared, size = layout.compact(F, list(F._runs_first.values()), F._output_rows,
-                                      np.concatenate([F._input_rows, F._param_rows]))
-        if size < len(arena):
+        shared, size, adjoints = layout.compact(F, list(F._runs_first.values()), F._output_rows,
+                                                np.concatenate([F._input_rows, F._param_rows]))
+        if size + adjoints < 2 * len(arena):
             small = np.zeros(size)
             arenas.move(plans, arena, shared, small)
-            _install(F, shared, small, np.zeros(size), fusion.moved(list(F._runs_first.values()), plans, shared,
-                                                                    F._in0))
+            _install(F, shared, small, np.zeros(adjoints), fusion.moved(list(F._runs_first.values()), plans, shared,
+                                                                        F._in0))
             F._recorded = _plans.regions(plans)[1]  # (offsets, not a second list of plans: arrays4k's 7,600
             return  # plans were 7,600 GC-tracked objects more, a third of what tape.trace left for full collections)
     F._aval, F._aadj = arena.copy(), np.zeros(len(arena))

@@ -38,7 +38,16 @@ def leaf(t: Storage, values: np.ndarray, constant: bool = False) -> View:
 
 
 def constant(t: Storage, values: object) -> View:
-    return leaf(t, np.asarray(values, np.float64), constant=True)
+    """A constant of values; on a tape recorded afresh, once per float64 array of at least SMALL elements while its
+    numbers stay the same (``x @ W`` in a loop: one W, not one a step, each kept for its reverse)."""
+    if type(values) is not np.ndarray or values.dtype != np.float64 or values.size < SMALL or not t._recycling or \
+            t._traced:
+        return leaf(t, np.asarray(values, np.float64), constant=True)
+    found = t._arrays.get(id(values))  # (a dead array's id may come again: its numbers are compared)
+    if found is not None and t._same(found, values):
+        return found
+    made = t._arrays[id(values)] = leaf(t, values, constant=True)
+    return made
 
 
 def number(t: Storage, c: float) -> View:

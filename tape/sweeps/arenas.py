@@ -13,7 +13,8 @@ offset serves both arenas: the later record is born after the last reader of the
 adjoint is done before the earlier one's first contribution arrives (tape/sweeps/layout.py). A loop
 whose reverse reads no values (a stencil) then records in a few regions; one whose reverse reads them
 (a GRU) keeps those. Records that never had a handle (the inner records of composite operations) keep
-their regions.
+their regions. A NumPy array read at every step is one constant while its numbers stay the same
+(tape/records/array_records.constant, _same).
 
 tape.trace's tape recycles too (``_recycle(traced=True)``): the Function made from it replays from its
 constants and inputs alone, so those keep their regions and nothing is kept for a reverse sweep (this
@@ -46,6 +47,8 @@ BORROWED = 2**16  # elements from which a borrowing tape reads a constant in pla
 SPARE_BYTES = 2**29  # kept at most: a loop recording afresh each call reuses its arenas
 MOVED = 64  # elements from which move copies a leaf's region by itself (a slice costs about what gathering 100 does)
 SCAN = 32  # freed regions of a size class that a record looks at, at most
+EARLY = 2**16  # elements recorded since the last collection from which one comes before the arena is full (fewer:
+# a small tape's few regions given away only unfuse its runs, fusion._recycled: an MLP's peak 353 -> 899 B/elem)
 _READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
 _NO_PLACES = np.zeros(0, np.int64)  # the places of a plan that has none (read-only, as every plan's)
 _NO_PLACES.flags.writeable = False
@@ -148,7 +151,18 @@ class Arenas:
         self._free: dict[int, list[tuple[int, int, int]]] = {}  # by capacity's bit length: (offset, capacity, row)
         self._caps: dict[int, int] = {}  # row -> capacity of a region taken from _free (else the record's size)
         self._n_free = 0  # elements in _free
+        self._recorded = 0  # elements recorded since the last collection
+        self._arrays: dict[int, View] = {}  # constants of NumPy arrays, by the array's id
         self._recycling, self._traced = True, traced
+
+    def _same(self, v: View, values: np.ndarray) -> bool:
+        """Whether constant v still holds values' numbers, bit for bit (its region not given away)."""
+        if v.record in self._freed or v.shape != values.shape:
+            return False
+        held = self._borrowed.get(v.record)
+        if held is None:
+            held = self._aval[self._plan(v.record).offset:][:values.size]
+        return np.array_equal(held.view(np.int64), values.reshape(-1).view(np.int64))
 
     def _keep_all(self) -> None:
         """Stop recycling (a nested transform's symbolic sweep reads records by row, a rewind renumbers them)."""
@@ -193,15 +207,21 @@ class Arenas:
 
     def _place(self, size: int, inputs: tuple[View, ...]) -> int:
         """Where a new record of ``size`` goes on a recycling tape: a freed region, else -1 (the arena's top).
-        A collection freeing under a quarter of the arena lets it grow (a GRU would collect at every record)."""
+        No region fits: a collection where the arena is full, or a quarter of its used part was recorded since the
+        last one (else the top grows past dead regions: an LSTM's 30 steps 431 -> 286 states); one freeing under a
+        quarter of a full arena lets it grow (a GRU would collect at every record)."""
         if not size:
             return -1
         start = self._take_free(size)
-        if start < 0 and (self._n_arena + size > len(self._aval) or CHECK) and self._watched:
-            if 4 * self._collect(inputs) < len(self._aval) and not CHECK:
-                return -1
-            start = self._take_free(size)
-        return start
+        if start >= 0 or not self._watched:
+            return start
+        full = self._n_arena + size > len(self._aval)
+        if not (full or CHECK or self._recorded >= max(self._n_arena // 4, EARLY)):
+            return -1
+        self._recorded = 0
+        if 4 * self._collect(inputs) < len(self._aval) and full and not CHECK:
+            return -1
+        return self._take_free(size)
 
     def _pin(self, plan: Plan) -> None:
         """Keep the values plan's reverse step reads (a recycling tape)."""
@@ -226,7 +246,10 @@ class Arenas:
         """Append one array record and compute its elements (or store ``values``; a big constant's
         are borrowed where the tape is borrowing); return its row."""
         size = math.prod(shape)
-        start = self._place(size, inputs) if self._recycling else -1
+        start = -1
+        if self._recycling:
+            start = self._place(size, inputs)
+            self._recorded += size
         if start < 0:
             start = self._n_arena
             if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass

@@ -64,10 +64,11 @@ def _step(s: State, p: Plan) -> Step:
     if rule.reads != "views":  # (an input's forward does nothing)
         return Step(_nothing if rule.reads == "none" else functools.partial(driver.forward_one, s, p),
                     functools.partial(driver.reverse_one, s, p))
-    ins, y, g = driver.read(s, s._aval, p), driver.own(s, s._aval, p), driver.own(s, s._aadj, p)
+    ins, y = driver.read(s, s._aval, p), driver.own(s, s._aval, p)
     forward = functools.partial(rule.forward, p, ins, y) if p.inputs else _nothing
-    if not rule.derivative:
+    if not rule.derivative:  # (a constant: its region may lie past the adjoint arena, layout.compact)
         return Step(forward, _nothing)
+    g = driver.own(s, s._aadj, p)
     stamps, targets = s._stamp, []
     for v in p.inputs:  # (record, whether v covers its region, that region's adjoint, v's adjoint, accumulates)
         q = s._plans[s._in0[v.record]]
