@@ -148,9 +148,7 @@ def mean_typer(a, axis=None):
 def matmul_typer(x, y):
     if not (is_record(x) or is_record(y)) or not all(is_record(v) or is_data(v) for v in (x, y)):
         return None
-    ndim = int(x.ndim == 2) + int(y.ndim == 2)
-    if ndim == 0:
-        raise TypingError("tape.jit: a dot of two vectors (array records leave it to scalar records)")
+    ndim = int(x.ndim == 2) + int(y.ndim == 2)  # (0: a dot of two vectors, a Var)
     make, pointers = RESULT[ndim], _pointers(x, y)
 
     def impl(x, y):

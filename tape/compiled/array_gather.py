@@ -1,0 +1,63 @@
+"""np.pad's copying modes ('edge', 'reflect', 'symmetric', 'wrap') of an array record inside tape.jit: one gather
+record, as tape/arrays/assign.py's pad writes it. Its places are that module's ``_padded`` (kept: a loop that pads
+alike at every step gathers by one index object), made by a call back into Python (``tape_jit_array_padded``), which
+also gathers the values; the plan row names them by a number in ``PLACES`` until ``adopt`` makes the Plan.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from tape.arrays.assign import _padded
+from tape.compiled.numba_internals import types
+from tape.compiled.numba_payload import external
+
+MODES = ("edge", "reflect", "symmetric", "wrap")
+PLACES: dict[int, np.ndarray] = {}  # a gather's places by number, while its call's plan rows name them
+_NUMBERS: dict[int, int] = {}  # id of a places array -> its number (one number per kept index object)
+_SIGNATURE = types.int64(types.voidptr, *[types.int64] * 13)
+PADDED = types.ExternalFunction("tape_jit_array_padded", _SIGNATURE)
+_INTS, _DOUBLES = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)
+
+
+def _places(mode: int, n0: int, n1: int, ndim: int, b0: int, a0: int, b1: int, a1: int, start: int,
+            stride: int) -> tuple[int, np.ndarray]:
+    shape, widths = ((n0, n1), ((b0, a0), (b1, a1))) if ndim == 2 else ((n1,), ((b1, a1),))
+    flat = _padded(shape, widths, MODES[mode], start, stride)[0]
+    number = _NUMBERS.setdefault(id(flat), len(PLACES))
+    PLACES[number] = flat
+    return number, flat
+
+
+def _gather(aval: int, size: int, mode: int, n0: int, n1: int, ndim: int, b0: int, a0: int, b1: int, a1: int,
+            start: int, stride: int, base: int, out: int) -> int:
+    """The places of np.pad(mode, widths) of a view (start, stride) of a record's region (at base) of shape
+    (n0, n1) (n0 1 for 1-d): their elements written at ``out``; the places' number (-1: failed)."""
+    try:
+        number, flat = _places(mode, n0, n1, ndim, b0, a0, b1, a1, start, stride)
+        arena = np.ctypeslib.as_array(ctypes.cast(aval, _DOUBLES), (size,))
+        arena[out:out + flat.size] = arena[base + flat]
+    except Exception:  # noqa: BLE001  # reported by the caller
+        return -1
+    return number
+
+
+def forget() -> None:
+    """After a call's plans are made: its places numbers are no longer read."""
+    PLACES.clear()
+    _NUMBERS.clear()
+
+
+_installed: list = []
+
+
+def install() -> None:
+    """Give jitted code ``tape_jit_array_padded`` by symbol, once per process."""
+    if not _installed:
+        stub = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, *[ctypes.c_int64] * 13)(_gather)
+        address = ctypes.cast(stub, ctypes.c_void_p).value
+        assert address, "ctypes made a C function at address 0"
+        external("tape_jit_array_padded", address, _SIGNATURE)
+        _installed.append(stub)
