@@ -117,6 +117,16 @@ def f(u, steps, c):                  # np.pad: a periodic heat equation by 'wrap
     return 0.5 * (u * u).sum() + (p * p).sum() + (q * np.tanh(q)).sum() + (B * B).sum() + (C * C).sum() * 0.1
 '''
 
+WHERES = '''
+def f(x, w):                         # comparisons and np.where/tape.where; max and min of all elements and along axes
+    A, s = x[:1024].reshape(32, 32), x.sum() * 0.001
+    r = np.where(x > 0.0, x, 0.1 * x) + np.where(0.5 < x, x * x, w) + tape.where(x <= w, 1.0, x)
+    r = r + np.where(np.greater_equal(w, x), np.tanh(x), s) + np.where(s < x, s, x) + np.where(x != x[::-1], x, -x)
+    M = np.where(A.T > A, A, A.T) + np.where(A >= w[:32], A, w[:32]) + np.where(w[:1024].reshape(32, 32) > 0, A, 1.0)
+    m = np.max(A, axis=0) @ w[:32] + np.min(A, axis=1) @ w[32:64] + A.max(axis=-1).sum() + np.amin(A.T, 0).sum()
+    return (r * w).sum() + (M * M).sum() + m + A.max() + x.min() + np.amax(x[::3]) + np.min(x)
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -136,6 +146,7 @@ def cases() -> dict:
         "joins": (JOINS, rng.normal(size=1500), (5, 0.2)),
         "rolls": (ROLLS, rng.normal(size=1500), (rng.normal(size=1500),)),
         "pads": (PADS, rng.normal(size=1500), (5, 0.2)),
+        "wheres": (WHERES, rng.normal(size=1500), (rng.normal(size=1500),)),
     }
 
 

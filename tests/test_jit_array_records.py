@@ -326,10 +326,16 @@ JOINS_BAD = textwrap.dedent('''
             return np.pad(u, k, "wrap").sum()
         if n == 5:
             return np.pad(u, 1, "mean" if k else "edge").sum()
-        return u @ u[k:]
+        if n == 6:
+            return u @ u[k:]
+        if n == 7:
+            return np.where(u > u[k:], u, 0.0).sum()
+        if n == 8:
+            return np.where(u > 0.0, u, u[k:]).sum()
+        return u.max(axis=k)
     """, arrays=True)
     u = np.ones(1200)
-    for n, k in ((0, 1), (0, -2), (1, 0), (2, 2), (2, -3), (3, -1), (4, -2), (5, 1), (6, 1)):
+    for n, k in ((0, 1), (0, -2), (1, 0), (2, 2), (2, -3), (3, -1), (4, -2), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1)):
         for g in (py["f"], jn["f"]):
             try:
                 g(tape.Tape().array(u), n, k)
@@ -341,13 +347,14 @@ JOINS_BAD = textwrap.dedent('''
 
 
 def test_bad_joins_raise_as_python():
-    """np.roll and np.stack along an axis out of bounds (NumPy's AxisError), a stack of other shapes, a negative pad
-    width, a pad mode tape lacks, a dot of vectors of two lengths: the Python recorder's exceptions (a subprocess: a
-    crash would take the test run with it)."""
+    """np.roll, np.stack and max along an axis out of bounds (NumPy's AxisError), a stack of other shapes, a negative
+    pad width, a pad mode tape lacks, a dot of vectors of two lengths, a comparison and a where of shapes that do not
+    broadcast: the Python recorder's exceptions (a subprocess: a crash would take the test run with it)."""
     run = subprocess.run([sys.executable, "-c", JOINS_BAD.format(tests=os.path.dirname(__file__))],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[-1] == "None done" and len(lines) == 19  # (never fell back to scalar records: each call raised)
+    assert lines[-1] == "None done" and len(lines) == 25  # (never fell back to scalar records: each call raised)
     assert lines[:-1] == [name for name in ["AxisError", "AxisError", "ValueError", "AxisError", "AxisError",
-                                            "ValueError", "ValueError", "ValueError", "ValueError"] for _ in "pj"]
+                                            "ValueError", "ValueError", "ValueError", "ValueError", "ValueError",
+                                            "ValueError", "AxisError"] for _ in "pj"]

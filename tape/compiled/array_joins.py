@@ -11,7 +11,7 @@ import numpy as np
 
 from tape.compiled.array_gather import MODES
 from tape.compiled.array_overloads import is_record, operand
-from tape.compiled.array_records import GATHER, RESULT, data, written
+from tape.compiled.array_records import GATHER, RESULT, data, matrix, vector, written
 from tape.compiled.numba_internals import make_array_record, types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
@@ -115,13 +115,13 @@ def _pairs(x):
 @jit
 def _slab1(v, axis, n, c):
     o = data(v.tape, v.arrays, np.full(n, float(c)))
-    return RESULT[1](v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
+    return vector(v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
 
 
 @jit
 def _slab2(v, axis, n, c):
     o = data(v.tape, v.arrays, np.full((v.shape[0], n) if axis == 1 else (n, v.shape[1]), float(c)))
-    return RESULT[2](v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
+    return matrix(v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
 
 
 def slab(v, axis, n, c):

@@ -53,7 +53,8 @@ OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f:
 BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
 PLAN_WIDTH = 35  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
 V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
-PACK, SUM, MATMUL, JOIN, GATHER = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join", "gather"))
+PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join", "gather",
+                                                                              "max", "min"))
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
@@ -241,25 +242,27 @@ def _driven(s, k):
 
 
 @once
-def _elementwise(s, p, q, code, a, b, nin):
-    """The record of elementwise op ``code`` of operands a (and b, nin 2), broadcast as NumPy: its plan (-1: the shapes
-    do not broadcast)."""
-    n0 = common(a[4], b[4]) if nin == 2 else a[4]
-    n1 = common(a[5], b[5]) if nin == 2 else a[5]
+def _elementwise(s, p, q, code, a, b, e, nin):
+    """The record of elementwise op ``code`` of operands a (and b, nin 2; and e, nin 3: a select), broadcast as NumPy:
+    its plan (-1: the shapes do not broadcast)."""
+    n0 = common(a[4], b[4]) if nin > 1 else a[4]
+    n1 = common(a[5], b[5]) if nin > 1 else a[5]
+    if nin == 3:
+        n0, n1 = common(n0, e[4]) if n0 >= 0 else n0, common(n1, e[5]) if n1 >= 0 else n1
     if n0 < 0 or n1 < 0:
         return BROADCAST
-    k = open_record(p, q, code, max(a[3], b[3]), n0, n1)
+    k = open_record(p, q, code, max(a[3], b[3], e[3] if nin == 3 else 0), n0, n1)
     for v in range(nin):
-        put_view(s, k, a if v == 0 else b)
+        put_view(s, k, a if v == 0 else b if v == 1 else e)
     return k
 
 
 @once
-def _summed(s, p, q, a, axis, ndim):
-    """The sum record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
+def _summed(s, p, q, code, a, axis, ndim):
+    """The sum (max, min) record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
     whole = axis < 0 or a[3] == 1
     n0, n1 = (1, 1) if whole else (1, a[4]) if axis == 1 else (1, a[5])
-    k = open_record(p, q, SUM, ndim, n0, n1)
+    k = open_record(p, q, code, ndim, n0, n1)
     put_view(s, k, a)
     plan = s.plans[k]
     if whole:
@@ -338,14 +341,14 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = open_record(p, q, PACK, 0, 1, 1)
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
         return k
-    if code == SUM:
-        k = _summed(s, p, q, a, arg % 256 - 1, arg // 256)
+    if code == SUM or code == MAX or code == MIN:
+        k = _summed(s, p, q, code, a, arg % 256 - 1, arg // 256)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
     elif code == JOIN:
         k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
     else:
-        k = _elementwise(s, p, q, code, a, b, arg)
+        k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
         return k
     _encode(s, k)
