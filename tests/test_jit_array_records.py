@@ -107,7 +107,8 @@ def test_hvp_and_replay_as_python_and_jax(program):
 EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300, 5e-324, 1.0])
 
 
-@pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp", "filter", "powers", "joins"])
+@pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp", "filter", "powers", "joins", "rolls", "pads",
+                                  "wheres"])
 def test_edge_values_record_as_python(name):
     source, x0, data = CASES[name]
     py, jn = namespace(source, arrays=True)
@@ -119,7 +120,7 @@ def test_edge_values_record_as_python(name):
     vj, gj = tape.value_and_grad(jn["f"], argnums=0)(x, *data)
     assert np.array_equal(canonical(np.float64(vp).view(np.uint64)), canonical(np.float64(vj).view(np.uint64)))
     assert np.array_equal(canonical(gp.view(np.uint64)), canonical(gj.view(np.uint64)))
-    assert np.isnan(gj).any() and (np.isfinite(gj).any() or name in ("filter", "joins"))  # (NaN spreads over u)
+    assert np.isnan(gj).any() and (np.isfinite(gj).any() or name in ("filter", "joins", "pads"))  # (NaN spreads over u)
 
 
 RETURNS = '''
