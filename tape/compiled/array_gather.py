@@ -1,12 +1,13 @@
 """np.pad's copying modes ('edge', 'reflect', 'symmetric', 'wrap') of an array record inside tape.jit: one gather
 record, as tape/arrays/assign.py's pad writes it. Its places are that module's ``_padded`` (kept: a loop that pads
 alike at every step gathers by one index object), made by a call back into Python (``tape_jit_array_padded``), which
-also gathers the values; the plan row names them by a number in ``PLACES`` until ``adopt`` makes the Plan.
+also gathers the values; the plan row names them by a number (``numbered``) until ``adopt`` makes the Plan.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -15,8 +16,7 @@ from tape.compiled.numba_internals import types
 from tape.compiled.numba_payload import external
 
 MODES = ("edge", "reflect", "symmetric", "wrap")
-PLACES: dict[int, np.ndarray] = {}  # a gather's places by number, while its call's plan rows name them
-_NUMBERS: dict[int, int] = {}  # id of a places array -> its number (one number per kept index object)
+_CALLS = threading.local()  # this thread's call: its gathers' places by number, while its plan rows name them
 _SIGNATURE = types.int64(types.voidptr, *[types.int64] * 13)
 PADDED = types.ExternalFunction("tape_jit_array_padded", _SIGNATURE)
 _INTS, _DOUBLES = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)
@@ -26,9 +26,9 @@ def _places(mode: int, n0: int, n1: int, ndim: int, b0: int, a0: int, b1: int, a
             stride: int) -> tuple[int, np.ndarray]:
     shape, widths = ((n0, n1), ((b0, a0), (b1, a1))) if ndim == 2 else ((n1,), ((b1, a1),))
     flat = _padded(shape, widths, MODES[mode], start, stride)[0]
-    number = _NUMBERS.setdefault(id(flat), len(PLACES))
-    PLACES[number] = flat
-    return number, flat
+    places = numbered()
+    places.append(flat)
+    return len(places) - 1, flat
 
 
 def _gather(aval: int, size: int, mode: int, n0: int, n1: int, ndim: int, b0: int, a0: int, b1: int, a1: int,
@@ -44,10 +44,16 @@ def _gather(aval: int, size: int, mode: int, n0: int, n1: int, ndim: int, b0: in
     return number
 
 
+def numbered() -> list[np.ndarray]:
+    """The places of this thread's call by number (a call and its adoption run in one thread)."""
+    if not hasattr(_CALLS, "places"):
+        _CALLS.places = []
+    return _CALLS.places
+
+
 def forget() -> None:
     """After a call's plans are made: its places numbers are no longer read."""
-    PLACES.clear()
-    _NUMBERS.clear()
+    numbered().clear()
 
 
 _installed: list = []

@@ -461,7 +461,7 @@ def plan_of(r: list[int]) -> Plan:
     shape = tuple(r[6 - r[3]:6])
     return tuple.__new__(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
                                 tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
-                                array_gather.PLACES[r[PLACE]] if r[0] == GATHER else
+                                array_gather.numbered()[r[PLACE]] if r[0] == GATHER else
                                 _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
                                 tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
 

@@ -1,6 +1,6 @@
 """Comparisons of array records and np.where/tape.where of them inside tape.jit, as the Python recorder writes them
 (tape/arrays/conditions.py, tape/api/trace.py's where): ``x > y`` records nothing yet (an ArrayCondition of its
-operands, ``2.0 < x`` mirrored as Python mirrors it); a where of it records its branches as operands (numbers and
+operands); a where of it records its branches as operands (numbers and
 NumPy arrays as constants, Vars as packs), then the comparison's operands and its comparison record, then one select
 record. A where with a boolean NumPy array: the branches, the mask as a constant, a select. Anything else of a
 comparison of array records (``.all()``, ``bool``, ``&``) fails typing: scalar records.
@@ -23,7 +23,6 @@ from tape.kernels import ops
 from tape.kernels.array_ops import ARRAY_OPCODE
 
 SPELLING = {s.name: s for s in ops.COMPARISONS}
-MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}  # x < y is y > x
 SELECT = ARRAY_OPCODE["select"]
 
 
@@ -54,19 +53,12 @@ def _broadcast(x, y):
         raise ValueError("operands could not be broadcast together (tape.jit: a comparison of array records)")
 
 
-def comparison(name: str, mirrored: bool):
-    """The overload of ``x <name> y`` with an array record among x and y; ``mirrored``: Python's operator, which
-    asks y's reflected operator when x is a number or a Var."""
+def comparison(name: str):
+    """The overload of ``x <name> y`` with an array record among x and y. (Python mirrors ``2.0 < u`` as ``u > 2.0``:
+    the same records, as the pair of either is ``lt`` of (2.0, u).)"""
     def typer(x, y):
         if not _of_records(x, y):
             return None
-        if mirrored and (is_number(x) or is_var(x)) and is_record(y):
-            other = MIRROR[name]
-
-            def swapped(x, y):
-                _broadcast(y, x)
-                return make_array_condition(other, y, x)
-            return swapped
 
         def impl(x, y):
             _broadcast(x, y)
@@ -118,8 +110,8 @@ def where_mask_typer(c, x, y):
 
 def _register() -> None:
     for spelling in ops.COMPARISONS:
-        overload(getattr(operator, spelling.name))(comparison(spelling.name, True))
-        overload(getattr(np, spelling.ufunc))(comparison(spelling.name, False))
+        for fn in (getattr(operator, spelling.name), getattr(np, spelling.ufunc)):
+            overload(fn)(comparison(spelling.name))
     for fn in (np.where, trace.where):
         overload(fn)(where_typer)
         overload(fn)(where_mask_typer)
