@@ -14,8 +14,11 @@ import numpy as np
 from tape.arrays.assign import _padded
 from tape.compiled.numba_internals import types
 from tape.compiled.numba_payload import external
+from tape.kernels.array_ops import ARRAY_OPCODE
+from tape.sweeps.driver import whole
 
 MODES = ("edge", "reflect", "symmetric", "wrap")
+GATHER = ARRAY_OPCODE["gather"]
 _CALLS = threading.local()  # this thread's call: its gathers' places by number, while its plan rows name them
 _SIGNATURE = types.int64(types.voidptr, *[types.int64] * 13)
 PADDED = types.ExternalFunction("tape_jit_array_padded", _SIGNATURE)
@@ -51,9 +54,14 @@ def numbered() -> list[np.ndarray]:
     return _CALLS.places
 
 
-def forget() -> None:
-    """After a call's plans are made: its places numbers are no longer read."""
+def adopted(t, first: int) -> None:
+    """After a call's plans (from ``first``) are the tape's: its places numbers are no longer read, and each gather
+    reads its input's whole region, as the Python recorder's."""
     numbered().clear()
+    for k in range(first, len(t._plans)):
+        p = t._plans[k]
+        if p.code == GATHER:
+            t._plans[k] = p._replace(inputs=(whole(p.inputs[0].record, t._plan(p.inputs[0].record)),))
 
 
 _installed: list = []

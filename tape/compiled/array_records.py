@@ -46,7 +46,6 @@ from tape.kernels.ops import ELEM
 from tape.records.storage import NO_INPUT
 from tape.sweeps import encoding
 from tape.sweeps.driver import Plan, View
-from tape.sweeps.driver import whole as whole_view
 
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
@@ -469,11 +468,8 @@ def plan_of(r: list[int]) -> Plan:
 def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: int) -> None:
     """Make plan rows first..count (written inside f) the tape's Plans, and its arena the one they were written in."""
     new = list(map(plan_of, plans[first:count].tolist()))
-    array_gather.forget()
     t._plans.extend(new)
-    for k, p in enumerate(new):
-        if p.code == GATHER:  # its input: the whole region, as the Python recorder's
-            t._plans[first + k] = p._replace(inputs=(whole_view(p.inputs[0].record, t._plan(p.inputs[0].record)),))
+    array_gather.adopted(t, first)
     rows = [p[1] for p in new]
     t._plan_rows.extend(rows)
     if aval is not t._aval:
