@@ -209,12 +209,12 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled +7: xs[m] with an integer array m copied into the call's arena, not a borrowed temporary (s20 E).
 # kernels +278, sweeps +19, compiled +2: the array driver's kernels by slot, compiled when a table first needs them
 # (kernels/array_kernels.py, the generator's slots, compiled.py's gate) (s20 A).
-# compiled +430: tape.jit array records of np.roll, np.stack, np.pad (every mode the Python recorder has: joins of
+# compiled +434: tape.jit array records of np.roll, np.stack, np.pad (every mode the Python recorder has: joins of
 # constant slabs, a gather by its places), dots of two vectors, comparisons and np.where/tape.where, max and min
 # (array_joins.py, array_gather.py, array_where.py) (s21 B).
 BUDGET = {"tape.kernels": 7039, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4125,
           "tape.records": 1042, "tape.arrays": 1877, "tape.analyses": 413, "tape.symbolic": 1181,
-          "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 5199, "tape": 250,
+          "tape.function": 3435, "tape.tape": 400, "tape.api": 923, "tape.compiled": 5203, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 
