@@ -93,6 +93,40 @@ def f(u, steps, c):                  # a periodic heat equation by np.concatenat
     return 0.5 * (u * u).sum() + (B * B).sum() * 0.1 + (C * A).sum() + (D * D).sum() * 0.01
 '''
 
+ROLLS = '''
+def f(u, w):                         # np.roll (1-d, 2-d along an axis or flattened), np.stack, dots of two vectors
+    A = u[:1024].reshape(32, 32)
+    r = np.roll(u, 3) + np.roll(u, -5) + np.roll(u, 1500) + np.roll(u[::-1], 7, 0) * np.roll(u, -1, -1)
+    B = np.roll(A, 2, axis=1) * np.roll(A, -1, 0) + np.roll(A, 33) - np.roll(A.T, 5, 1)
+    S = np.stack((u[:100], u[100:200] * 2.0, u[-100:], u[::-15][:100])) @ w[:100]
+    T = np.stack([u[:300:3], np.tanh(u[1:301:3])], axis=1) @ w[:2]
+    return np.dot(r, w) + u @ np.tanh(u) + (B * B).sum() + S @ S + T @ u[:100] + u[::2] @ u[1::2] * 0.5
+'''
+
+PADS = '''
+def f(u, steps, c):                  # np.pad: a periodic heat equation by 'wrap'; every mode, 1-d and 2-d
+    for _ in range(steps):
+        w = np.pad(u, 1, mode="wrap")
+        u = u + c * (w[2:] + w[:-2] - 2.0 * u)
+    A = u[:1024].reshape(32, 32)
+    p = np.pad(u, (2, 0), "edge")[:1500] + np.pad(u[::-1], (3, 1), "reflect")[4:] + np.pad(u[::2], 375, "symmetric")
+    q = np.pad(u, 2) + np.pad(u, (1, 3), constant_values=2.5)[:1504] + np.pad(u, (0, 4), "constant",
+                                                                             constant_values=-1.0)
+    B = np.pad(A, ((1, 2), (0, 3)), "wrap") * np.pad(A, ((1, 2), (0, 3)), constant_values=((1.0, 2.0), (3.0, 4.0)))
+    C = np.pad(A, 2, "edge") + np.pad(A, (2, 2), "reflect") * np.pad(A, ((2, 2),), "symmetric").T + np.pad(A, 2)
+    return 0.5 * (u * u).sum() + (p * p).sum() + (q * np.tanh(q)).sum() + (B * B).sum() + (C * C).sum() * 0.1
+'''
+
+WHERES = '''
+def f(x, w):                         # comparisons and np.where/tape.where; max and min of all elements and along axes
+    A, s = x[:1024].reshape(32, 32), x.sum() * 0.001
+    r = np.where(x > 0.0, x, 0.1 * x) + np.where(0.5 < x, x * x, w) + tape.where(x <= w, 1.0, x)
+    r = r + np.where(np.greater_equal(w, x), np.tanh(x), s) + np.where(s < x, s, x) + np.where(x != x[::-1], x, -x)
+    M = np.where(A.T > A, A, A.T) + np.where(A >= w[:32], A, w[:32]) + np.where(w[:1024].reshape(32, 32) > 0, A, 1.0)
+    m = np.max(A, axis=0) @ w[:32] + np.min(A, axis=1) @ w[32:64] + A.max(axis=-1).sum() + np.amin(A.T, 0).sum()
+    return (r * w).sum() + (M * M).sum() + m + A.max() + x.min() + np.amax(x[::3]) + np.min(x)
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -110,6 +144,9 @@ def cases() -> dict:
         "filter": (FILTER, rng.normal(size=1500), (3,)),
         "powers": (POWERS, rng.uniform(0.2, 1.5, size=1200), (rng.normal(size=1200),)),
         "joins": (JOINS, rng.normal(size=1500), (5, 0.2)),
+        "rolls": (ROLLS, rng.normal(size=1500), (rng.normal(size=1500),)),
+        "pads": (PADS, rng.normal(size=1500), (5, 0.2)),
+        "wheres": (WHERES, rng.normal(size=1500), (rng.normal(size=1500),)),
     }
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from jit_array_programs import cases, directions
 
 jax.config.update("jax_enable_x64", True)
-JAX_TAPE = SimpleNamespace(sigmoid=jax.nn.sigmoid, relu=jax.nn.relu, exp=jnp.exp)
+JAX_TAPE = SimpleNamespace(sigmoid=jax.nn.sigmoid, relu=jax.nn.relu, exp=jnp.exp, where=jnp.where)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from numba import carray, cfunc
 from numba.core.compiler import Compiler
 
+from tape.compiled import array_gather
 from tape.compiled.array_records import _BY_NUMPY, _SIGNATURE, _WRITE, FAILED, PLAN_WIDTH, plan_of, write_record
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import external
@@ -84,6 +85,7 @@ def install() -> None:
         address = ctypes.cast(stub, ctypes.c_void_p).value
         assert address, "ctypes made a C function at address 0"
         external("tape_jit_array_by_numpy", address, _BY_NUMPY)
+        array_gather.install()
         _installed.append(stub)  # kept alive: jitted code calls its address
         array_kernels.make(array_kernels.forwards(kernels.SUM, kernels.MATMUL))  # the kernels the rows' forward calls
         for name, fn, signature, pipeline in (("tape_jit_array_forward", _forward_c, _SIGNATURE, None),

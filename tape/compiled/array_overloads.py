@@ -13,7 +13,7 @@ import numpy as np
 
 from tape.arrays import binary as _binary
 from tape.compiled._recorders import ARITHMETIC, UNARY
-from tape.compiled.array_records import JOIN, MATMUL, PACK, RESULT, SUM, data, whole, written, written3
+from tape.compiled.array_records import JOIN, MATMUL, MAX, MIN, PACK, RESULT, SUM, data, whole, written, written3
 from tape.compiled.arrays import is_data
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
@@ -113,27 +113,32 @@ def _axis(axis) -> bool:
     return True
 
 
-def _sum(a, axis):
-    """The implementation of a.sum(axis): a Var for all elements (or a 1-d a), else a 1-d array record."""
-    if not _axis(axis):
-        scalar = RESULT[0]
-        def whole_sum(a, axis=None):
+def _reduction(code: int):
+    """The typer of a.sum(axis) (code SUM; max, min: MAX, MIN): a Var for all elements (or a 1-d a), else a 1-d array
+    record, as tape/records/array_records.py's reduce."""
+    def typer(a, axis=None):
+        if not is_record(a):
+            return None
+        if not _axis(axis):
+            scalar = RESULT[0]
+
+            def whole_sum(a, axis=None):
+                o = operand(a.tape, a.arrays, a)
+                return scalar(a.tape, a.arrays, written(a.tape, a.arrays, code, 0, 0.0, o, o))
+            return whole_sum
+        ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
+
+        def along(a, axis=None):
+            k = axis + a.ndim if axis < 0 else axis
+            if k < 0 or k >= a.ndim:
+                raise np.exceptions.AxisError("axis out of bounds of an array record's reduction (tape.jit)")
             o = operand(a.tape, a.arrays, a)
-            return scalar(a.tape, a.arrays, written(a.tape, a.arrays, SUM, 0, 0.0, o, o))
-        return whole_sum
-    ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
-
-    def along(a, axis=None):
-        k = axis + a.ndim if axis < 0 else axis
-        if k < 0 or k >= a.ndim:
-            raise ValueError("tape.jit: axis out of bounds of an array record's sum")
-        o = operand(a.tape, a.arrays, a)
-        return make(a.tape, a.arrays, written(a.tape, a.arrays, SUM, k + 1 + 256 * ndim, 0.0, o, o))
-    return along
+            return make(a.tape, a.arrays, written(a.tape, a.arrays, code, k + 1 + 256 * ndim, 0.0, o, o))
+        return along
+    return typer
 
 
-def sum_typer(a, axis=None):
-    return _sum(a, axis) if is_record(a) else None
+sum_typer = _reduction(SUM)
 
 
 def mean_typer(a, axis=None):
@@ -148,9 +153,7 @@ def mean_typer(a, axis=None):
 def matmul_typer(x, y):
     if not (is_record(x) or is_record(y)) or not all(is_record(v) or is_data(v) for v in (x, y)):
         return None
-    ndim = int(x.ndim == 2) + int(y.ndim == 2)
-    if ndim == 0:
-        raise TypingError("tape.jit: a dot of two vectors (array records leave it to scalar records)")
+    ndim = int(x.ndim == 2) + int(y.ndim == 2)  # (0: a dot of two vectors, a Var)
     make, pointers = RESULT[ndim], _pointers(x, y)
 
     def impl(x, y):
@@ -204,6 +207,10 @@ def _register() -> None:
     for fn in (operator.matmul, np.dot):
         overload(fn)(matmul_typer)
     overload(np.sum)(sum_typer)
+    for fns, name, code in (((np.max, np.amax), "max", MAX), ((np.min, np.amin), "min", MIN)):
+        for fn in fns:
+            overload(fn)(_reduction(code))
+        overload_method(ArrayRecordType, name)(_reduction(code))
     overload(np.concatenate)(concatenate_typer)
     overload(np.mean)(mean_typer)
     overload_method(ArrayRecordType, "sum")(sum_typer)

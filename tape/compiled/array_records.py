@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from tape.compiled import array_gather
 from tape.compiled.numba_internals import ArrayRecordType, address, arrays_type, make_array_record, new_struct, types
 from tape.compiled.numba_payload import arrays_from_pointer, tape_from_pointer
 from tape.compiled.recording import jit, once, push
@@ -51,7 +52,8 @@ OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f:
 BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
 PLAN_WIDTH = 35  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
 V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
-PACK, SUM, MATMUL, JOIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join"))
+PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join", "gather",
+                                                                              "max", "min"))
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
@@ -239,25 +241,27 @@ def _driven(s, k):
 
 
 @once
-def _elementwise(s, p, q, code, a, b, nin):
-    """The record of elementwise op ``code`` of operands a (and b, nin 2), broadcast as NumPy: its plan (-1: the shapes
-    do not broadcast)."""
-    n0 = common(a[4], b[4]) if nin == 2 else a[4]
-    n1 = common(a[5], b[5]) if nin == 2 else a[5]
+def _elementwise(s, p, q, code, a, b, e, nin):
+    """The record of elementwise op ``code`` of operands a (and b, nin 2; and e, nin 3: a select), broadcast as NumPy:
+    its plan (-1: the shapes do not broadcast)."""
+    n0 = common(a[4], b[4]) if nin > 1 else a[4]
+    n1 = common(a[5], b[5]) if nin > 1 else a[5]
+    if nin == 3:
+        n0, n1 = common(n0, e[4]) if n0 >= 0 else n0, common(n1, e[5]) if n1 >= 0 else n1
     if n0 < 0 or n1 < 0:
         return BROADCAST
-    k = open_record(p, q, code, max(a[3], b[3]), n0, n1)
+    k = open_record(p, q, code, max(a[3], b[3], e[3] if nin == 3 else 0), n0, n1)
     for v in range(nin):
-        put_view(s, k, a if v == 0 else b)
+        put_view(s, k, a if v == 0 else b if v == 1 else e)
     return k
 
 
 @once
-def _summed(s, p, q, a, axis, ndim):
-    """The sum record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
+def _summed(s, p, q, code, a, axis, ndim):
+    """The sum (max, min) record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
     whole = axis < 0 or a[3] == 1
     n0, n1 = (1, 1) if whole else (1, a[4]) if axis == 1 else (1, a[5])
-    k = open_record(p, q, SUM, ndim, n0, n1)
+    k = open_record(p, q, code, ndim, n0, n1)
     put_view(s, k, a)
     plan = s.plans[k]
     if whole:
@@ -305,6 +309,18 @@ def _joined(s, p, q, a, b, e, nin, axis):
 
 
 @once
+def _padded(s, p, q, a, b):
+    """The gather record of np.pad's copying mode b[7] (array_gather.MODES) of flat view a of shape b[4:6] (b[6] axes)
+    by widths b[:4]: its plan (or FAILED). Its input: the region as far as a reaches (adopt makes it the whole)."""
+    k = open_record(p, q, GATHER, b[6], b[4] + b[0] + b[1], b[5] + b[2] + b[3])
+    reach = a[2] + 1 if a[7] < 0 else a[2] + a[7] * (a[5] - 1) + 1
+    put_view(s, k, (a[0], a[1], 0, 1, 1, reach, 0, 1))
+    s.plans[k, PLACE] = array_gather.PADDED(address(s.aval), s.aval.size, b[7], *b[4:7], *b[:4], a[2], a[7], a[1],
+                                            s.plans[k, 2])
+    return k if s.plans[k, PLACE] >= 0 else FAILED
+
+
+@once
 def write_record(p, q, code, arg, c, a, b, e):
     """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
     a join's axis, then its inputs * 2 ** 8, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's
@@ -318,18 +334,20 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = open_record(p, q, ACONSTANT, arg, a[4], a[5])
         s.aval[s.plans[k, 2]] = c
         return k
+    if code == GATHER:
+        return _padded(s, p, q, a, b)
     if code == PACK:
         k = open_record(p, q, PACK, 0, 1, 1)
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
         return k
-    if code == SUM:
-        k = _summed(s, p, q, a, arg % 256 - 1, arg // 256)
+    if code == SUM or code == MAX or code == MIN:
+        k = _summed(s, p, q, code, a, arg % 256 - 1, arg // 256)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
     elif code == JOIN:
         k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
     else:
-        k = _elementwise(s, p, q, code, a, b, arg)
+        k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
         return k
     _encode(s, k)
@@ -442,6 +460,7 @@ def plan_of(r: list[int]) -> Plan:
     shape = tuple(r[6 - r[3]:6])
     return tuple.__new__(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
                                 tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
+                                array_gather.numbered()[r[PLACE]] if r[0] == GATHER else
                                 _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
                                 tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
 
@@ -450,6 +469,7 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     """Make plan rows first..count (written inside f) the tape's Plans, and its arena the one they were written in."""
     new = list(map(plan_of, plans[first:count].tolist()))
     t._plans.extend(new)
+    array_gather.adopted(t, first)
     rows = [p[1] for p in new]
     t._plan_rows.extend(rows)
     if aval is not t._aval:

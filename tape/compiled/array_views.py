@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 
+from tape.compiled import array_joins, array_where  # noqa: F401  # registers np.roll, np.stack, np.pad, np.where
 from tape.compiled.array_overloads import is_record
 from tape.compiled.array_records import Unfit, element
 from tape.compiled.numba_internals import ArrayRecordType, make_array_record, types

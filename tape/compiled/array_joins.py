@@ -1,0 +1,217 @@
+"""np.roll, np.stack and np.pad of array records inside tape.jit, as the Python recorder writes them
+(tape/arrays/methods.py ``roll``, tape/arrays/joins.py ``stack``, tape/arrays/assign.py ``pad``): join records of
+views (a roll is two slices joined; a stack joins views with a new axis of length 1; a constant pad joins constant
+slabs on either side, axis by axis) and, for np.pad's copying modes, one gather record (array_gather.py). Anything
+else (a tuple of shifts, a stack of 2-d records, a pad width of another form) fails typing: scalar records.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tape.compiled.array_gather import MODES
+from tape.compiled.array_overloads import is_record, operand
+from tape.compiled.array_records import GATHER, RESULT, data, matrix, vector, written
+from tape.compiled.numba_internals import make_array_record, types
+from tape.compiled.overload_cache import overload
+from tape.compiled.recording import jit
+
+
+@jit
+def _axis(axis, ndim):
+    """``axis`` as NumPy normalizes it (its AxisError, a ValueError and an IndexError, out of bounds)."""
+    if axis < -ndim or axis >= ndim:
+        raise np.exceptions.AxisError("axis out of bounds of an array record (tape.jit)")
+    return axis + ndim if axis < 0 else axis
+
+
+def _given(axis) -> bool:
+    return not (axis is None or isinstance(axis, (types.NoneType, types.Omitted)))
+
+
+def roll_typer(a, shift, axis=None):
+    """np.roll by an int along an axis (or of the flattened record): the two slices joined (none: a whole turn)."""
+    if not is_record(a) or not isinstance(shift, types.Integer) or _given(axis) and not isinstance(
+            axis, types.Integer):
+        return None
+    given = _given(axis)
+    if a.ndim == 2 and not given:  # of the flattened record (a view in C order, else Unfit), shaped back
+        def flattened(a, shift, axis=None):
+            v = _rolled1(a.reshape(-1), shift, 0)
+            return make_array_record(v.tape, v.arrays, v.record, v.offset, v.start, a.shape, (a.shape[1], 1))
+        return flattened
+    rolled = _rolled1 if a.ndim == 1 else _rolled2
+    return lambda a, shift, axis=None: rolled(a, shift, _axis(axis, a.ndim) if given else 0)
+
+
+@jit
+def _rolled1(a, shift, k):
+    """1-d a rolled by shift: its two slices joined (a itself for a whole turn), as tape/arrays/methods.py's roll."""
+    cut = a.shape[0] - shift % a.shape[0]
+    return a if cut == a.shape[0] else np.concatenate((a[cut:], a[:cut]))
+
+
+@jit
+def _rolled2(a, shift, k):
+    """2-d a rolled by shift along axis k."""
+    cut = a.shape[k] - shift % a.shape[k]
+    if cut == a.shape[k]:
+        return a
+    if k == 0:
+        return np.concatenate((a[cut:], a[:cut]))
+    return np.concatenate((a[:, cut:], a[:, :cut]), 1)
+
+
+@jit
+def _expanded(a, where):
+    """1-d view a with an axis of length 1 at ``where`` (0 or 1), strided as NumPy's reshape makes it."""
+    n, s = a.shape[0], a.strides[0]
+    shape, strides = ((1, n), (n * s, s)) if where == 0 else ((n, 1), (s, s))
+    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start, shape, strides)
+
+
+def stack_typer(arrays, axis=0):
+    """np.stack of 1-d array records: each with a new axis of length 1, joined along it."""
+    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype) or arrays.dtype.ndim != 1:
+        return None
+
+    def stacked(arrays, axis=0):
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to stack")
+        where = _axis(axis, 2)
+        pieces = [_expanded(a, where) for a in arrays]  # (of other shapes: the join's ValueError)
+        return np.concatenate(pieces, where)
+    return stacked
+
+
+def pairs(x):
+    """A pad width or value as np.broadcast_to(x, (2, 2)) (an int or number, a pair, a tuple of one or two pairs)."""
+
+
+@overload(pairs)
+def _pairs(x):
+    if isinstance(x, types.Omitted):  # (constant_values left out: its default)
+        c = float(x.value)
+        return lambda x: ((c, c), (c, c))
+    if isinstance(x, (types.Integer, types.Float)):
+        return lambda x: ((x, x), (x, x))
+    if not isinstance(x, types.BaseTuple) or len(x) not in (1, 2):
+        return None
+    inner = x.types[0]
+    if isinstance(inner, (types.Integer, types.Float)):
+        return (lambda x: ((x[0], x[0]), (x[0], x[0]))) if len(x) == 1 else (lambda x: ((x[0], x[1]), (x[0], x[1])))
+    if not isinstance(inner, types.BaseTuple) or any(len(k) != len(inner) for k in x.types) or len(inner) not in (1, 2):
+        return None
+    if len(inner) == 1:
+        return (lambda x: ((x[0][0], x[0][0]), (x[0][0], x[0][0]))) if len(x) == 1 else (
+            lambda x: ((x[0][0], x[0][0]), (x[1][0], x[1][0])))
+    return (lambda x: (x[0], x[0])) if len(x) == 1 else (lambda x: (x[0], x[1]))
+
+
+@jit
+def _slab1(v, axis, n, c):
+    o = data(v.tape, v.arrays, np.full(n, float(c)))
+    return vector(v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
+
+
+@jit
+def _slab2(v, axis, n, c):
+    o = data(v.tape, v.arrays, np.full((v.shape[0], n) if axis == 1 else (n, v.shape[1]), float(c)))
+    return matrix(v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
+
+
+def slab(v, axis, n, c):
+    """A constant record of v's shape but n along axis, every element c (np.full, recorded as the Python recorder's
+    constants)."""
+
+
+overload(slab)(lambda v, axis, n, c: _slab1 if v.ndim == 1 else _slab2)
+
+
+@jit
+def _constant(array, widths, values):
+    """np.pad's 'constant' mode: axis by axis, v between its slabs (one join record; none where both are empty)."""
+    v = array
+    for d in range(array.ndim):
+        before, after = widths[d]
+        if before and after:
+            low = slab(v, d, before, values[d][0])
+            v = np.concatenate((low, v, slab(v, d, after, values[d][1])), d)
+        elif before:
+            v = np.concatenate((slab(v, d, before, values[d][0]), v), d)
+        elif after:
+            v = np.concatenate((v, slab(v, d, after, values[d][1])), d)
+    return v
+
+
+def pad_typer(array, pad_width, mode="constant", constant_values=0.0):
+    """np.pad of an array record: 'constant' (numbers) joins constant slabs axis by axis (tape/records/
+    array_records.py's pad: each axis's slabs span the earlier axes' pads); 'edge', 'reflect', 'symmetric' and
+    'wrap' gather (array_gather.py)."""
+    if not is_record(array) or not isinstance(mode, (str, types.UnicodeType, types.StringLiteral, types.Omitted)) or \
+            not _integral(pad_width):
+        return None
+    if isinstance(mode, (str, types.Omitted)):
+        return lambda array, pad_width, mode="constant", constant_values=0.0: _constant(
+            array, _widths(pad_width, array.ndim), pairs(constant_values))
+
+    def pad(array, pad_width, mode="constant", constant_values=0.0):
+        widths, values = _widths(pad_width, array.ndim), pairs(constant_values)
+        if mode != "constant":
+            return gathered(array, widths, mode)
+        return _constant(array, widths, values)
+    return pad
+
+
+def _integral(typ) -> bool:
+    """Whether a pad width's type is ints (NumPy refuses others: scalar records, whose tape.jit refuses np.pad)."""
+    return isinstance(typ, types.Integer) or isinstance(typ, types.BaseTuple) and all(map(_integral, typ.types))
+
+
+@jit
+def _widths(pad_width, ndim):
+    """The pad widths as pairs, checked as NumPy checks them."""
+    widths = pairs(pad_width)
+    for d in range(ndim):
+        if widths[d][0] < 0 or widths[d][1] < 0:
+            raise ValueError("index can't contain negative values")
+    return widths
+
+
+def gathered(array, widths, mode):
+    """np.pad's copying modes: one gather record (array_gather.py)."""
+
+
+@jit
+def _mode(mode):
+    for m in range(len(MODES)):
+        if mode == MODES[m]:
+            return m
+    raise ValueError("np.pad of an array record: the mode is not supported (tape.jit has 'constant' with numbers, "
+                     "'edge', 'reflect', 'symmetric', 'wrap')")
+
+
+@overload(gathered)
+def _gathered(array, widths, mode):
+    make = RESULT[array.ndim]
+    if array.ndim == 1:
+        return lambda array, widths, mode: make(array.tape, array.arrays, written(
+            array.tape, array.arrays, GATHER, 0, 0.0, operand(array.tape, array.arrays, array),
+            (0, 0, widths[0][0], widths[0][1], 1, array.shape[0], 1, _mode(mode))))
+
+    def impl(array, widths, mode):
+        m = _mode(mode)
+        flat = array.reshape(-1)  # (a view in C order, else Unfit: scalar records)
+        b = (widths[0][0], widths[0][1], widths[1][0], widths[1][1], array.shape[0], array.shape[1], 2, m)
+        return make(array.tape, array.arrays, written(array.tape, array.arrays, GATHER, 0, 0.0,
+                                                     operand(array.tape, array.arrays, flat), b))
+    return impl
+
+
+def _register() -> None:
+    overload(np.roll)(roll_typer)
+    overload(np.stack)(stack_typer)
+    overload(np.pad)(pad_typer)
+
+
+_register()
