@@ -131,8 +131,8 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
     views = re.findall(r"^    (x\d+_\d+) = ", "\n".join(head), re.M)
     outs = [f"o{k}" for k in range(len(members)) if stored[k]]
     meets = " or ".join(f"({x} - {o} < n and {o} - {x} < n)" for x in views for o in outs) or "False"
-    return ["def stretch(t, aval):", *head, f"    if not ({meets}):", *["    " + line for line in plain], "        return",
-            *_delayed(body, [k for k in range(len(members)) if stored[k]])]
+    return ["def stretch(t, aval):", *head, f"    if not ({meets}):", *["    " + line for line in plain],
+            "        return", *_delayed(body, [k for k in range(len(members)) if stored[k]])]
 
 
 BLOCK = 512  # elements a block of a forward stretch's pass, whose values are stored after it (_delayed)
@@ -140,11 +140,11 @@ BLOCK = 512  # elements a block of a forward stretch's pass, whose values are st
 
 def _delayed(body: list[str], stored: list[int]) -> list[str]:
     """A forward pass over its elements in blocks, each block's stored values kept in a buffer and stored after it,
-    where a stored member's region meets one a member reads (else one pass: the heat equation's 10% faster): there (a value written in place: conv1d's ReLU over the sum it is made
-    from), LLVM cannot tell the stores from the loads and keeps the pass scalar, a branch a member (maximum's) at
-    every element; into the buffer it vectorizes (conv1d's add and ReLU, 2.6*10^5 elements, 0.83 -> 0.14 CPU-ms).
-    The same values: a pass reads an element of a member's region at an index no lower, so before the member stores
-    it."""
+    where a stored member's region meets one a member reads (else one pass: the heat equation's 10% faster): there
+    (a value written in place: conv1d's ReLU over the sum it is made from), LLVM cannot tell the stores from the
+    loads and keeps the pass scalar, a branch a member (maximum's) at every element; into the buffer it vectorizes
+    (conv1d's add and ReLU, 2.6*10^5 elements, 0.83 -> 0.14 CPU-ms). The same values: a pass reads an element of a
+    member's region at an index no lower, so before the member stores it."""
     stores = {f"        aval[o{k} + e] = s{k}": f"        buffer[np.uint64({i * BLOCK} + j)] = s{k}"
               for i, k in enumerate(stored)}
     after = [line for i, k in enumerate(stored) for line in (
