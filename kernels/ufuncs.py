@@ -6,8 +6,9 @@ kernels/_array_driver.py declares each loop by a symbol name (``numpy_<ufunc>``)
 address from the ufunc object (PyUFuncObject's ``functions``, numpy/_core/include/numpy/ufuncobject.h) and points the
 name at it, so a driven exp makes NumPy's call and gets its bits, while the kernels stay cacheable. A loop is bound
 only where the struct reads as documented, its ``data`` is NULL, and the loop called here gives the ufunc's own bits
-on a probe of edge values at a few lengths; otherwise the name points at a function that is never called
-and tape/sweeps/compiled.py leaves the op to NumPy's step.
+on a probe of edge values at a few lengths, each element's bits the same alone (tape/sweeps/encoding.py then
+gathers a view's lines and passes them at once); otherwise the name points at a function that is never called and
+tape/sweeps/compiled.py leaves the op to NumPy's step.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def address(ufunc: np.ufunc) -> int | None:
             x, out = np.roll(PROBE, n)[:n], np.empty(n)
             call(loop, x, out)
             if not np.array_equal(out, ufunc(x), equal_nan=True):
+                return None
+        alone = np.empty(1)  # each element's bits whatever its neighbours and place: a view's lines, which NumPy's
+        for k in range(len(PROBE)):  # step passes its loop one by one, may be gathered and passed at once
+            call(loop, PROBE[k:k + 1], alone)
+            if not np.array_equal(alone, out[k:k + 1], equal_nan=True):
                 return None
     return loop
 

@@ -320,13 +320,47 @@ def test_ops_by_numpys_own_loops(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", LOOPED)
-def test_looped_ops_on_views_out_of_order_stay_numpys(name, monkeypatch):
-    """A transposed or strided view: NumPy's step passes its loop strides (or a scalar path): not driven."""
-    fn = getattr(tape, name)
-    F = _both(lambda x: (fn(x[:48].reshape(8, 6).T) * W[:48].reshape(6, 8)).sum() + (fn(x[::2]) * W[:48]).sum()
-              + (fn(x[:48].reshape(6, 8)[:, 1:]) * W[:42].reshape(6, 7)).sum(), RNG.normal(size=96), _looped_points(96),
-              monkeypatch, driven=["mul"])
-    assert OPCODE[name] not in {int(code) for table in _tables(F) for code in table[:, 1]}
+def test_looped_ops_on_views(name, monkeypatch):
+    """Lines of unit steps (columns cut from a matrix, an LSTM's gates: NumPy's step passes its loop line by line) are
+    driven, gathered and passed at once (each element's bits alone the same: kernels/ufuncs.py), the step's bits. A
+    transposed or strided view, to which NumPy's step passes strides (or a scalar path), is not, but where the loop
+    reads a value the op first makes (sigmoid's exp(-|a|), made contiguous by the step too)."""
+    fn, bound = getattr(tape, name), LOOPED[name][1] in compiled.kernels.LOOPS
+    _both(lambda x: (fn(x[:240].reshape(6, 40)[:, 3:]) * W[:222].reshape(6, 37)).sum() + (x[240:] * W[:60]).sum(),
+          RNG.normal(size=300), _looped_points(300), monkeypatch, driven=[name] * bound)
+    F = _both(lambda x: (fn(x[:48].reshape(8, 6).T) * W[:48].reshape(6, 8)).sum() + (fn(x[::2]) * W[:48]).sum(),
+              RNG.normal(size=96), _looped_points(96), monkeypatch, driven=["mul"])
+    driven = OPCODE[name] in {int(code) for table in _tables(F) for code in table[:, 1]}
+    assert driven == (bound and LOOPED[name][0] != "a")
+
+
+def test_a_loop_whose_element_alone_differs_is_not_bound(monkeypatch):
+    """kernels/ufuncs.py binds no loop whose element called alone gives other bits than among others (a view's
+    lines gathered and passed at once would then not be the step's)."""
+    from tape.kernels import ufuncs
+    call = ufuncs.call
+
+    def moved(loop, x, out):  # (as a loop whose element alone took another path: the probe's lengths are its own)
+        call(loop, x, out)
+        if x.size == 1 and x.base is ufuncs.PROBE:
+            out[0] = np.nextafter(out[0], np.inf)
+
+    assert ufuncs.address(np.exp)
+    monkeypatch.setattr(ufuncs, "call", moved)
+    assert ufuncs.address(np.exp) is None
+
+
+def test_strided_views_past_broadcast_are_driven(monkeypatch):
+    """Views read strided, each element once (max pooling of pairs), run in the tables past BROADCAST elements; a view
+    broadcast there stays NumPy's step."""
+    monkeypatch.setattr(encoding, "BROADCAST", 16)
+    points = [np.resize(np.concatenate([p, p[::-1]]), 120) for p in _points()]  # (ties of a pair too)
+    F = _both(lambda x: (np.maximum(x[:96:2], x[1:96:2]) * W[:48]).sum() + (x[96:] * 2.0).sum(), points[0], points,
+              monkeypatch, driven=["maximum"])
+    G = _both(lambda x: (np.maximum(x[:48].reshape(16, 3), x[48:64].reshape(16, 1)) * W[:48].reshape(16, 3)).sum(),
+              points[0][:64], [p[:64] for p in points], monkeypatch, driven=["mul"])  # (lines too short for LINED)
+    assert OPCODE["maximum"] in {int(c) for t in _tables(F) for c in t[:, 1]}
+    assert OPCODE["maximum"] not in {int(c) for t in _tables(G) for c in t[:, 1]}
 
 
 def test_numpys_loops_called_directly_give_the_ufuncs_bits():

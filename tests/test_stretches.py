@@ -129,10 +129,18 @@ def places(u):  # a back stretch sending to three records' places, each apart (a
     return (a * b * c).sum()
 
 
+def blocks(u):  # 1,100 elements, past a forward pass's blocks (stretched.BLOCK), a rest; members written in place
+    u = np.concatenate([u, u * 0.5, -u, u[:200] * 2.0])  # over regions the pass reads, at an index no lower (a ReLU)
+    for _ in range(3):
+        y = u * 0.5 + np.concatenate([u[1:], u[:1]]) - 0.25
+        u = np.maximum(y, 0.0) + np.minimum(y * 0.1, u)
+    return (u * u).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
-            "again": again(False), "again, held": again(True), "places": places}
+            "again": again(False), "again, held": again(True), "places": places, "blocks": blocks}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls

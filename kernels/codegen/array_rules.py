@@ -78,9 +78,10 @@ def generate(header: list[str]) -> str:
         if op.kind not in ("unary", "binary"):
             continue
         pair = op.name in ops.GROUPED_PAIRS  # by the scalar kernel, element by element (array_helpers.pair_rule),
-        # but the partials of NumPy's ufuncs (ops.NUMPY_PARTIALS)
+        # but the rules of NumPy's ufuncs (ops.NUMPY_PARTIALS)
         code = ops.OPCODE[op.name]
-        forward = [f"    out[...] = pair_rule(0, {code}, a, b)"] if pair else forward_lines(op)
+        forward = [f"    out[...] = pair_rule(0, {code}, a, b)"] if pair and not names_in(op.forward) <= {
+            "a", "b", *ops.NUMPY_PARTIALS} else [f"    out[...] = {op.forward}"] if pair else forward_lines(op)
         lines += ["", "", f"def {op.name}__y(a, b, out):", *forward]
         entries = [f"{op.name}__y"]
         for n, part in enumerate(PARTS, 1):

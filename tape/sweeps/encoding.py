@@ -7,7 +7,8 @@ of row is decided and written for all its plans together: no Python per plan but
 - an elementwise record (ops.EXACT, or ops.LOOPED where NumPy's loop was found): its space and output strides and each
   view's strides aligned to it (NumPy's broadcasting), adjacent axes that all walk as one merged (NumPy's iterator
   does so); LINED where a binary record's views are lines along axis 3 (``lined``); none past BROADCAST elements
-  with a view gathered or summed back, nor for a looped op whose view is not laid out as its output;
+  with a view broadcast (gathered and summed back), nor for a looped op whose loop reads its view, not laid out as the
+  output, with an innermost axis stepping by other than 1;
 - a sum (and a logsumexp, as lines): its input's space in C order, 0 output strides along the reduced axes;
 - a matmul: 2-d blocks in C or Fortran order, where NumPy calls BLAS for it and both products back;
 - a join: a row per input (its piece of the output), in input order; a gather: a row per run of its places.
@@ -29,7 +30,7 @@ from tape.sweeps.driver import SHORT_NAME, State
 from tape.sweeps.plans import lengths
 
 LARGE = 2 ** 20  # elements above which NumPy's step runs a sum (s7/D/sumsize.py: driven 0.62-0.71x its time at 2^13)
-BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view gathered or summed back
+BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view broadcast (summed back)
 # (a view laid out as the output, or one number, or a LINED row's, has no limit): measured in s4,
 # replayed, driven / NumPy's steps at 2^14, 2^16, 2^17, 2^18 elements: same layouts 0.78-0.82, 0.63-0.86, 0.76-0.92,
 # 0.64-1.05; a number 0.81-1.12; a row or column broadcast 0.89-0.91, 0.95-1.12, 1.07-1.17, 1.25-1.31 (load 6 on 2
@@ -43,6 +44,7 @@ PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D
 KIND = np.array([RULE[c].compiled for c in range(len(SHORT_NAME))], np.int64)  # by opcode
 CODE = np.array([OPCODE.get(name, 0) for name in SHORT_NAME], np.int64)  # the driver's opcode, by array opcode
 IS_EXACT = np.array([name in EXACT for name in SHORT_NAME])
+PRIMED = np.array([name in LOOPED and LOOPED[name][0] != "a" for name in SHORT_NAME])  # (sigmoid's loop reads scratch)
 
 
 def _looped() -> np.ndarray:
@@ -177,15 +179,19 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
         steps[:, 1 + q] = np.where((P.vshape[k, q] == 1) | (shape == 1) | (P.rec[k, q, None] < 0), 0, P.vsteps[k, q])
     shape, steps = _coalesced(shape, steps)
     out, views, two = steps[:, 0], steps[:, 1:], P.nin[k] == 2
-    fits = ~looped[P.code[k]] | (views[:, 0] == out).all(1)  # NumPy's loop is called as its step calls it: in order
+    # NumPy's loop is called over elements as its step calls it over lines of unit steps (a view's in order or its
+    # innermost axis's: each element's bits alone the same, kernels/ufuncs.py), or over a value first made in scratch
+    # as its step makes it, whatever the view (sigmoid's exp(-|a|)); the LSTM's gates, column slices: 3.4 -> 1.7 CPU-ms
+    fits = ~looped[P.code[k]] | PRIMED[P.code[k]] | (views[:, 0] == out).all(1) | (views[:, 0, 3] == 1)
     alike = ((views == out[:, None]) | (views == 0).all(2, keepdims=True)).all(2).all(1)
     lined = (~looped[P.code[k]] & two & (out[:, 3] == 1) & (shape[:, 3] >= SPAN) & ~alike
              & ((views[:, 0, 3] != 0) | (views[:, 1, 3] != 0))
              & ((views[:, :, 3] == 1) | ((views[:, :, 3] == 0) & ((shape[:, 2, None] == 1) | (views[:, :, 2] != 0))))
              .all(1))
-    gathered = ((views != out[:, None]).any(2) & (views != 0).any(2))
-    gathered[:, 1] &= two
-    fits &= lined | (P.size[k] <= BROADCAST) | ~gathered.any(1)
+    broadcast = ((views != out[:, None]).any(2) & (views != 0).any(2) & ((views == 0) & (shape[:, None] > 1)).any(2))
+    broadcast[:, 1] &= two  # (a view read strided, each element once, has no limit: conv1d's pooling of pairs,
+    # 1.3 * 10^5 elements, replayed 9.8 -> 7.4 CPU-ms)
+    fits &= lined | (P.size[k] <= BROADCAST) | ~broadcast.any(1)
     t = P.rows(k[fits], np.where(lined[fits], LINED, kernels.ELEMENTWISE))
     _put(t, shape[fits], steps[fits][:, :1 + 2])
     return k[fits], t
