@@ -287,11 +287,14 @@ class JitFunction:
             self._array_drive = _array_driver(self.dispatcher, bool(self._cache))
         n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
         t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
-        try:
-            got, (plans, np1, aval, na) = self._array_drive(
-                t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, view.record, t._plan(view.record).offset,
+        args = (t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, view.record, t._plan(view.record).offset,
                 view.offset, view.shape, view.strides, array_records.plan_table(t), np0, t._aval, t._n_arena,
                 tuple(data), np.empty(self._arena, np.int64))
+        try:
+            if self._arrays is None:  # typed first: write_record is made once an f takes array records
+                self._array_drive.compile(tuple(map(self._array_drive.typeof_pyval, args)))
+                array_calls.write()
+            got, (plans, np1, aval, na) = self._array_drive(*args)
         except numba.core.errors.NumbaError:  # typing: an op array records lack
             forget_failures(self.dispatcher, self._array_drive)
             self._arrays = False
