@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from typing import Any
 
 import numpy as np
 from numba import carray, types
@@ -116,7 +117,8 @@ def install() -> None:
             _installed.append(stub)  # kept alive: jitted code calls its address
 
 
-_CELLS = {kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler)}
+_CELLS: dict[int, tuple[Any, Any, type]] = {  # each cell's Python function, signature and pipeline
+    kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler)}
 
 
 def _cfunc(cell: int) -> CFunc:
