@@ -11,7 +11,7 @@ heat step's u, a GRU's hidden state).
 ``--jax PYTHON`` alternates rounds of this process and of PYTHON (one with JAX; tape is not
 imported there) running the same source on jax.numpy as ``jax.jit(jax.value_and_grad(f))``,
 checked against the hand gradient; it prints the medians over rounds and JAX's first call.
-``--jit`` adds tape.value_and_grad(tape.jit(f, arrays=True)) (checked as the others; its first call's CPU-s, f
+``--jit`` adds tape.value_and_grad(tape.jit(f)) (checked as the others; its first call's CPU-s, f
 compiled; whether it wrote array records or fell back to scalar ones) or says that tape.jit cannot compile f.
 """
 
@@ -412,10 +412,10 @@ def timings(name: str, repeat: int, jit: bool = False) -> dict[str, float]:
 
 
 def jitted(tape: Any, name: str, f: Callable[[Any], Any], x: np.ndarray, rows: dict, got: dict) -> dict[str, float]:
-    """Record + gradient by tape.value_and_grad(tape.jit(f, arrays=True)): its first call (CPU-ms: f compiled, once
+    """Record + gradient by tape.value_and_grad(tape.jit(f)): its first call (CPU-ms: f compiled, once
     a process) into got and its call into rows; whether it wrote array records (f._arrays: else one scalar record an
     element). {} where tape.jit cannot compile f (why: on stderr)."""
-    jf = tape.jit(f, arrays=True)
+    jf = tape.jit(f)
     vg = tape.value_and_grad(jf)
     start = time.process_time()
     try:
@@ -527,7 +527,7 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help="--memory after one untimed call of each phase")
     parser.add_argument("--jax", metavar="PYTHON", help="a Python with JAX: alternate rounds against it")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--jit", action="store_true", help="also tape.jit(f, arrays=True)'s record + gradient")
+    parser.add_argument("--jit", action="store_true", help="also tape.jit(f)'s record + gradient")
     parser.add_argument("--peak", nargs=2, help=argparse.SUPPRESS)  # the fresh process of --memory
     parser.add_argument("--side", nargs=2, help=argparse.SUPPRESS)  # one round of --jax: tape|jax NAME
     args = parser.parse_args()

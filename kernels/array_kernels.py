@@ -24,16 +24,19 @@ from . import _array_driver as driver
 from .compiling import _index
 
 _P, _I, _F = types.CPointer, types.int64, types.float64
-SIGNATURES = (  # a kind's forward and reverse (a status back), an op's values and sends: the driver's arguments
-    _I(_P(_I), _P(_F), _P(_F), _P(types.intp), _I, _I, _I),
+SIGNATURES = (  # a kind's forward and reverse (a status back), an op's values and sends, a sum back: the driver's
+    _I(_P(_I), _P(_F), _P(_F), _P(types.intp), _I, _I, _I),  # arguments
     _I(_P(_I), _P(_F), _P(_F), _P(types.uint32), _P(_F), _I, _I, _I, _I, _I, _I, _I, _I),
     types.void(_P(_F), _P(_F), _P(_F), _I, _I, _P(types.intp)),
     types.void(_I, _P(_F), _P(_F), _P(_F), _P(_F), _P(_F), _I, _I, _I),
+    types.void(_P(_I), _I, _P(_F), _P(_F), _P(_F), _I, _I),
 )
 _made: dict[int, CFunc] = {}  # by slot: kept alive while their addresses are in KERNELS
 
 
 def _signature(slot: int) -> Any:
+    if slot == driver.SUMMED:
+        return SIGNATURES[4]
     return SIGNATURES[0 if slot < driver.BACK else 1 if slot < driver.VALUES else 2 if slot < driver.SENDS else 3]
 
 
@@ -73,9 +76,19 @@ def made(slots: set[int]) -> bool:
     return slots.issubset(_made)
 
 
+def _summed(table: np.ndarray) -> bool:
+    """Whether an elementwise row of table sends back to a view not laid out as its output (the driver's _send sums
+    it back by SUMMED's kernel)."""
+    rows = table[table[:, driver.KIND] == driver.ELEMENTWISE]
+    out = rows[:, driver.OUT_STRIDES:driver.OUT_STRIDES + 4]
+    return any(((rows[:, driver.NIN] > q) & (rows[:, f + driver.WANT] != 0) & (
+        rows[:, f + driver.STRIDES:f + driver.STRIDES + 4] != out).any(axis=1)).any()
+               for q, f in enumerate((driver.VIEWS, driver.VIEWS + driver.VIEW)))
+
+
 def needed(table: np.ndarray, back: bool) -> set[int]:
     """The slots of the kernels that table's rows call, forward or back (a STRETCH's members' too: they run row by
-    row until its kernel is set)."""
+    row until its kernel is set; SUMMED back where a row sends to a view not laid out as its output)."""
     kind, op = table[:, driver.KIND], table[:, driver.OP]  # (sets, not np.unique: its first call imports numpy.ma,
     # on which a child forked amid another thread's import would wait for good: tests/test_twins.py's fork)
     ops = set(op[(kind == driver.ELEMENTWISE) | (kind == driver.LINED)].tolist())
@@ -83,7 +96,7 @@ def needed(table: np.ndarray, back: bool) -> set[int]:
     first = (driver.SENDS, driver.BACK) if back else (driver.VALUES, 0)
     return {*(first[0] + k if 0 <= k < driver.OPS else -1 for k in ops),  # (-1: none, which make refuses)
             *(first[1] + (driver.COPY if k == driver.GATHER else k) if driver.SUM <= k <= driver.LINED else -1
-              for k in kinds)}
+              for k in kinds), *((driver.SUMMED,) if back and _summed(table) else ())}
 
 
 def ready(table: np.ndarray, back: bool) -> None:

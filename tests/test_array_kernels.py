@@ -83,6 +83,27 @@ def test_a_row_without_its_kernel_is_refused_not_called():
     assert set(expected) <= set(got) and "missing made" in got, result.stdout + result.stderr
 
 
+def test_a_table_needs_the_summed_back_kernel_only_where_a_row_sends_to_a_view_not_laid_out_as_its_output():
+    """SUMMED (an elementwise row's contribution summed back over a view's broadcast axes) is needed back, not
+    forward, by a row whose wanted view's strides differ from its output's (a broadcast or strided view), not by one
+    whose views are laid out as the output, nor for a view not wanted or past the row's inputs."""
+    t = np.zeros((1, driver.WIDTH), np.int64)
+    t[0, driver.KIND], t[0, driver.OP], t[0, driver.SIZE], t[0, driver.NIN] = driver.ELEMENTWISE, OPCODE["mul"], 8, 2
+    t[0, driver.SHAPE:driver.SHAPE + 4] = 1, 1, 2, 4
+    for f in (driver.OUT_STRIDES, driver.VIEWS + driver.STRIDES, driver.VIEWS + driver.VIEW + driver.STRIDES):
+        t[0, f + 2:f + 4] = 4, 1
+    t[0, driver.VIEWS + driver.WANT] = t[0, driver.VIEWS + driver.VIEW + driver.WANT] = 1
+    assert driver.SUMMED not in array_kernels.needed(t, True)
+    t[0, driver.VIEWS + driver.VIEW + driver.STRIDES + 2] = 0  # view 1 broadcast along axis 2 (a row of 4)
+    assert driver.SUMMED in array_kernels.needed(t, True) and driver.SUMMED not in array_kernels.needed(t, False)
+    t[0, driver.VIEWS + driver.VIEW + driver.WANT] = 0  # not wanted
+    assert driver.SUMMED not in array_kernels.needed(t, True)
+    t[0, driver.VIEWS + driver.VIEW + driver.WANT], t[0, driver.NIN] = 1, 1  # past a unary row's input
+    assert driver.SUMMED not in array_kernels.needed(t, True)
+    t[0, driver.VIEWS + driver.STRIDES + 3] = 2  # view 0 strided (u[::2])
+    assert driver.SUMMED in array_kernels.needed(t, True)
+
+
 def test_warm_makes_every_kernel():
     """``python -m tape warmup``'s compiled.warm makes the kernel of every slot that holds one: both of every
     elementwise op the driver runs, both of every row kind."""
@@ -91,7 +112,7 @@ def test_warm_makes_every_kernel():
     assert made == array_kernels.every()
     ops = [OPCODE[name] for name in (*EXACT, *LOOPED)]
     kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED)
-    assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), *(driver.VALUES + c for c in ops),
+    assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), driver.SUMMED, *(driver.VALUES + c for c in ops),
                            *(driver.SENDS + c for c in ops)])
 
 

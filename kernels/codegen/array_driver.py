@@ -33,7 +33,7 @@ from .array_broadcasts import BROADCASTS
 from .array_kinds import KINDS, caught
 from .array_lines import LINES
 from .array_products import PRODUCTS
-from .array_sums import SUMS
+from .array_sums import SUMMED, SUMS
 from .sweeps import element_loop, names_in, natural
 
 LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
@@ -124,6 +124,7 @@ def _names() -> list[str]:
     names = [""] * (16 + 2 * len(ops.OPS))
     for kind, name in ((2, "sum"), (3, "matmul"), (4, "copy"), (6, "logsumexp"), (7, "lined")):
         names[kind], names[8 + kind] = f"forward_{name}", f"reverse_{name}"
+    names[8 + 1] = "summed_back"  # (SUMMED)
     for code, op in enumerate(ops.OPS):
         if _elementwise(op):
             names[16 + code], names[16 + len(ops.OPS) + code] = f"values_{code}", f"sends_{code}"
@@ -143,9 +144,13 @@ STRETCH = 8  # a header of the next SIZE rows (elementwise, laid out alike): run
 CALL = 6  # t[CALL] (kernels/shaped.py's stretch: one pass, only what is read after it stored), else row by row
 BACK, VALUES, SENDS = 8, 16, 16 + OPS  # the kernels' slots: a row kind's forward (KIND), reverse (BACK + KIND), an
 # elementwise op's values (VALUES + opcode) and sends (SENDS + opcode)
+SUMMED = BACK + ELEMENTWISE  # the slot of an elementwise row's contribution summed back into a view not laid out as
+# its output (summed_back: a program that broadcasts nothing back never compiles it)
 SLOTS = SENDS + OPS
-KERNELS = (ctypes.c_int64 * SLOTS)()  # each slot's kernel's address, 0 until compiled (kernels/array_kernels.py): the
-ll.add_symbol("tape_array_kernels", ctypes.addressof(KERNELS))  # kernels read it by this symbol (_kernel)
+WRITE_AT, FORWARD_AT = SLOTS, SLOTS + 1  # two cells past the slots: the C functions jitted array records call
+# (tape/compiled/array_calls.py: write_record, the forward of one row), 0 until made
+KERNELS = (ctypes.c_int64 * (SLOTS + 2))()  # each slot's kernel's address, 0 until compiled (kernels/array_kernels.py):
+ll.add_symbol("tape_array_kernels", ctypes.addressof(KERNELS))  # the kernels read it by this symbol (_kernel)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
 BLAS = bind(("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"))  # NumPy's own OpenBLAS (kernels/blas.py)
@@ -262,7 +267,7 @@ def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
     _room(c, n)
     _room(total, n)
     sends(t[OP], q, A, B, y, g, c, n, number, True)  # (0.0 + each product: its sum back, from 0.0, is the same)
-    _back(t, f, aadj, total, _summed(t, f, c, total))
+    _call(_address(SUMMED), (t, q, aadj, c, total, aadj.size, n))
 
 
 @jit
@@ -317,11 +322,11 @@ def _copy(t, arena, back, masked):
 
 @intrinsic
 def _kernel(typingctx, slot):
-    """The address in KERNELS' slot (0: none compiled), read through its symbol."""
+    """The address in KERNELS' slot or cell (0: none compiled), read through its symbol."""
     def codegen(context, builder, signature, values):
         table = builder.module.globals.get("tape_array_kernels")
         if table is None:
-            table = ir.GlobalVariable(builder.module, ir.ArrayType(ir.IntType(64), SLOTS), "tape_array_kernels")
+            table = ir.GlobalVariable(builder.module, ir.ArrayType(ir.IntType(64), SLOTS + 2), "tape_array_kernels")
             table.linkage = "external"
         return builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0), values[0]]))
     return types.int64(slot), codegen
@@ -479,6 +484,7 @@ def generate(header: list[str]) -> str:
         *_names(),
         *_op_kernels(),
         *caught(KINDS),
+        SUMMED,
         "",
         "",
         LINES,

@@ -151,3 +151,13 @@ def _sum_forward(t, aval):
                         aval[to + i3 * o3] += aval[at + i3 * s3]
 
 '''
+
+
+SUMMED = '''
+
+def summed_back(tp, q, dp, cp, sp, nd, n):
+    """An elementwise row's contribution to its view q (c: its n products in the row's space, in C order) summed back
+    over the axes the view is broadcast along into total, then added to the view's adjoints (the driver's _send)."""
+    t, f, total = carray(tp, WIDTH), VIEWS + VIEW * q, carray(sp, n)
+    _back(t, f, carray(dp, nd), total, _summed(t, f, carray(cp, n), total))
+'''  # a C function of its own slot (SUMMED; kernels/array_kernels.py): compiled where a table sends back to such a view

@@ -1,22 +1,40 @@
-"""The C functions jitted array-record code calls by symbol (tape/compiled/array_records.py), made once per process
-(compiled, or loaded from tape.jit's cache): the compiled array driver's ``forward`` of one row; ``write_record``,
-which writes every op's record, plan and values (so f's machine code holds none of it and a new f compiles small);
-and ``by_numpy``, a call back into Python for the values the driver's rows cannot give NumPy's bits for (an op it
-has no row for, pow, sin, arctan2 ...; a looped op over a strided view, a sum not in C order, a matmul of views that
-are not blocks or of one operand twice): the Python recorder's own rule forward on the same views of the arena, so
-the same bits, for a few µs a record more.
+"""The C functions jitted array-record code calls (tape/compiled/array_records.py), made once per process (compiled,
+or loaded from tape.jit's cache), each when first needed: ``by_numpy`` (by symbol), a call back into Python for the
+values the driver's rows cannot give NumPy's bits for (an op it has no row for, pow, sin, arctan2 ...; a looped op
+over a strided view, a sum not in C order, a matmul of views that are not blocks or of one operand twice): the Python
+recorder's own rule forward on the same views of the arena, so the same bits, for a few µs a record more;
+``write_record`` (by its cell of the driver's KERNELS), which writes every op's record, plan and values (so f's
+machine code holds none of it and a new f compiles small), made once an f has typed with array records (``write``:
+an f that does not never makes it); the compiled array driver's ``forward`` of one row (its cell) and the kernels of
+the ops and kinds f's rows call, made when a row first needs them where they are cached on disk, else once by_numpy
+has stood in for the driver ``PAYBACK`` seconds (``_kernel_at``): a first gradient on empty caches compiles none.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import time
+from typing import Any
 
 import numpy as np
-from numba import carray, cfunc
+from numba import carray, types
+from numba.core.ccallback import CFunc
 from numba.core.compiler import Compiler
+from numba.core.compiler_lock import global_compiler_lock
 
 from tape.compiled import array_gather
-from tape.compiled.array_records import _BY_NUMPY, _SIGNATURE, _WRITE, FAILED, PLAN_WIDTH, plan_of, write_record
+from tape.compiled.array_records import (
+    _BY_NUMPY,
+    _KERNEL_AT,
+    _SIGNATURE,
+    _WRITE,
+    FAILED,
+    PLAN_WIDTH,
+    STAND_IN,
+    plan_of,
+    write_record,
+)
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import external
 from tape.compiled.recording import OPTIONS
@@ -24,6 +42,7 @@ from tape.kernels import _array_driver as kernels
 from tape.kernels import array_kernels
 from tape.kernels._array_driver import BASE, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
+from tape.kernels.compiling import Clock, _index
 from tape.sweeps.driver import quietly
 
 
@@ -61,6 +80,7 @@ _INTS, _DOUBLES = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double
 def _by_numpy(plan: int, row: int, aval: int, size: int, constants: int) -> int:
     """The values of a plan row (its views' bases in its driver row; bit v of ``constants``: view v a 0-d constant,
     read as a float, as tape/sweeps/driver.py's ``read``) by the Python recorder's rule forward, into the arena."""
+    start = time.perf_counter()
     try:
         p = plan_of(np.ctypeslib.as_array(ctypes.cast(plan, _INTS), (PLAN_WIDTH,)).tolist())
         bases = np.ctypeslib.as_array(ctypes.cast(row, _INTS), (WIDTH + VIEW,))[VIEWS + BASE::VIEW].tolist()
@@ -72,25 +92,86 @@ def _by_numpy(plan: int, row: int, aval: int, size: int, constants: int) -> int:
         quietly(RULE[p.code].forward, p, inputs, out)
     except Exception:  # noqa: BLE001  # reported by the caller
         return 1
+    finally:
+        if constants & STAND_IN:  # (standing in for the driver's row: its seconds on the clock)
+            CLOCK.add(time.perf_counter() - start)
     return 0
 
 
+PAYBACK = 4.0  # seconds by_numpy stands in for the driver's rows before their kernels compile: cold, the forward
+# 1.6 CPU-s, a sum's 1.3, a matmul's 1.1, an op's values 0.04-0.24 (s21's notes)
+CLOCK = Clock()  # seconds by_numpy has stood in for a driver's row in this process
 _installed: list = []
+_made: dict[int, CFunc] = {}  # by cell (kernels.WRITE_AT, FORWARD_AT): kept alive while their addresses are there
 
 
 def install() -> None:
-    """Give jitted code the three C functions by symbol, once per process."""
+    """Give jitted code by_numpy, _kernel_at and the pads' places (array_gather) by symbol, once per process (nothing
+    compiled)."""
     if not _installed:
-        stub = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * 3, ctypes.c_int64, ctypes.c_int64)(_by_numpy)
-        address = ctypes.cast(stub, ctypes.c_void_p).value
-        assert address, "ctypes made a C function at address 0"
-        external("tape_jit_array_by_numpy", address, _BY_NUMPY)
+        for name, fn, signature in (("tape_jit_array_by_numpy", _by_numpy, _BY_NUMPY),
+                                    ("tape_jit_array_kernel_at", _kernel_at, _KERNEL_AT)):
+            stub = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p if a == types.voidptr else ctypes.c_int64
+                                                      for a in signature.args])(fn)
+            address = ctypes.cast(stub, ctypes.c_void_p).value
+            assert address, "ctypes made a C function at address 0"
+            external(name, address, signature)
+            _installed.append(stub)  # kept alive: jitted code calls its address
         array_gather.install()
-        _installed.append(stub)  # kept alive: jitted code calls its address
-        array_kernels.make(array_kernels.forwards(kernels.SUM, kernels.MATMUL))  # the kernels the rows' forward calls
-        for name, fn, signature, pipeline in (("tape_jit_array_forward", _forward_c, _SIGNATURE, None),
-                                              ("tape_jit_array_write", _write_c, _WRITE, LinkOnly)):
-            compiled = cfunc(signature, cache=True, pipeline_class=pipeline, **OPTIONS)(fn)
-            assert compiled.address, "Numba made a C function at address 0"
-            external(name, compiled.address, signature)
-            _installed.append(compiled)
+
+
+_CELLS: dict[int, tuple[Any, Any, type]] = {  # each cell's Python function, signature and pipeline
+    kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler)}
+
+
+def _cfunc(cell: int) -> CFunc:
+    fn, signature, pipeline = _CELLS[cell]
+    made = CFunc(fn, (signature.args, signature.return_type), {}, OPTIONS, pipeline_class=pipeline)
+    made.enable_caching()
+    return made
+
+
+def _make(cell: int) -> None:
+    """Compile (or load) the C function of a cell of KERNELS and write its address there."""
+    install()  # (the symbols write_record calls)
+    with global_compiler_lock:  # (a thread making it too: kernels/array_kernels.py's make)
+        if cell not in _made:
+            made = _cfunc(cell)
+            made.compile()
+            assert made.address, "Numba made a C function at address 0"
+            _made[cell] = made
+            kernels.KERNELS[cell] = made.address
+
+
+def write() -> None:
+    """Make write_record (before the first f that types with array records runs)."""
+    _make(kernels.WRITE_AT)
+
+
+def warm() -> None:
+    """Make write_record and the driver's forward (``python -m tape warmup``: then a row's kernel, cached, is made
+    when it is first needed)."""
+    write()
+    _make(kernels.FORWARD_AT)
+
+
+_far: set[int] = set()  # slots whose kernel or the forward is neither made nor cached: made once stand-ins paid back
+
+
+def _kernel_at(slot: int) -> int:
+    """Make the driver's forward and the kernel at slot (a driven row's, called back from write_record the first time
+    a row needs it) where both are cached on disk or by_numpy has stood in PAYBACK seconds in this process: 1, else 0
+    (by_numpy stands in for the row)."""
+    try:
+        if CLOCK.spent < PAYBACK:
+            if slot in _far:
+                return 0
+            cached = kernels.FORWARD_AT in _made or os.path.exists(_index(_cfunc(kernels.FORWARD_AT)))
+            if not cached or array_kernels.wanted({slot}):
+                _far.add(slot)
+                return 0
+        _make(kernels.FORWARD_AT)
+        array_kernels.make({slot})
+    except Exception:  # noqa: BLE001  # (NumPy's rule stands in)
+        return 0
+    return 1

@@ -5,9 +5,10 @@ the array side of the call (ArraysType) holds the new plans as rows of PLAN_WIDT
 scratch. A record is a row of the record table (its in0 the plan's place), a plan row and a region at the arena's
 top; its values are the compiled array driver's (kernels/_array_driver.py ``forward``, NumPy's own loops and BLAS by
 address, NumPy's bits) on a one-row table encoded from the plan row as tape/sweeps/encoding.py encodes it. f calls
-one C function by symbol for every op (``write_record``: f's machine code holds none of it, so a new f compiles
-small), which calls the driver's forward by symbol too. After the call ``adopt`` makes the plan rows the tape's
-Plans.
+one C function by address for every op (``write_record``: f's machine code holds none of it, so a new f compiles
+small), which calls the driver's forward by address too, each read from its cell of the driver's KERNELS (made by
+array_calls.py: write_record before f first runs, the forward and a row's kernel where cached, else once NumPy's rule
+has stood in long enough). After the call ``adopt`` makes the plan rows the tape's Plans.
 
 Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy). What a
 view cannot hold (an empty slice, a reshape NumPy copies) raises ``Unfit``: tape.jit records the call again as
@@ -66,9 +67,11 @@ class Unfit(Exception):
 
 
 _SIGNATURE = types.int64(types.voidptr, types.int64, types.voidptr, types.int64, types.voidptr, types.int64)
-FORWARD = types.ExternalFunction("tape_jit_array_forward", _SIGNATURE)  # array_calls.py's C functions
+STAND_IN = 1 << 8  # by_numpy's flag: a driven row's values, while the driver's forward or its kernel is not made
 _BY_NUMPY = types.int64(types.voidptr, types.voidptr, types.voidptr, types.int64, types.int64)
 BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
+_KERNEL_AT = types.int64(types.int64)
+KERNEL_AT = types.ExternalFunction("tape_jit_array_kernel_at", _KERNEL_AT)  # (array_calls.py: 1 where made now)
 
 
 # --- the arrays' state ---------------------------------------------------------------------------------------------
@@ -351,8 +354,12 @@ def write_record(p, q, code, arg, c, a, b, e):
     if k < 0:
         return k
     _encode(s, k)
-    if not _driven(s, k):
-        ops, plan, constants = tape_from_pointer(p).op, s.plans[k], 0
+    row, driven, stand_in = s.row[0], _driven(s, k), 0
+    slot = kernels.VALUES + row[OP] if row[KIND] == kernels.ELEMENTWISE else row[KIND]  # (a driven row's kernel)
+    if driven and (kernels._kernel(kernels.FORWARD_AT) == 0 or kernels._kernel(slot) == 0) and KERNEL_AT(slot) == 0:
+        driven, stand_in = False, STAND_IN  # the driver's forward or the row's kernel not made: NumPy's rule, same bits
+    if not driven:
+        ops, plan, constants = tape_from_pointer(p).op, s.plans[k], stand_in
         for v in range(plan[6]):
             if plan[V0 + 7 * v + 2] == 0 and ops[plan[V0 + 7 * v]] == ACONSTANT:
                 constants |= 1 << v
@@ -360,13 +367,13 @@ def write_record(p, q, code, arg, c, a, b, e):
     n = s.plans[k, 4] * s.plans[k, 5]
     if s.scratch.shape[1] < n:
         s.scratch = np.empty((4, n))
-    if FORWARD(address(s.row), 1, address(s.aval), s.aval.size, address(s.scratch), s.scratch.shape[1]) != 0:
+    forward = kernels._kernel(kernels.FORWARD_AT)
+    if kernels._status(forward, (s.row, 1, s.aval, s.aval.size, s.scratch, s.scratch.shape[1])) != 0:
         return FAILED
     return k
 
 
 _WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 24)
-WRITE = types.ExternalFunction("tape_jit_array_write", _WRITE)
 
 
 @jit
@@ -377,9 +384,9 @@ def written(p, q, code, arg, c, a, b):
 
 @jit
 def written3(p, q, code, arg, c, a, b, e):
-    """Record op ``code`` of operands a, b and e (write_record, called by symbol: its machine code is made once, not in
+    """Record op ``code`` of operands a, b and e (write_record, called by address: its machine code is made once, not in
     every f): (record, offset, n0, n1) of the new array record, or the failure raised."""
-    k = WRITE(p, q, code, arg, c, *a, *b, *e)
+    k = kernels._status(kernels._kernel(kernels.WRITE_AT), (p, q, code, arg, c, *a, *b, *e))  # (made before f runs)
     if k == JOINED:
         raise ValueError("all the input array dimensions except for the concatenation axis must match exactly "
                          "(tape.jit: an array record's np.concatenate)")

@@ -166,7 +166,7 @@ def _kept(drive: Any, user: Any, cache: bool, suffix: str) -> Any:
 class JitFunction:
     """A function compiled by tape.jit (see ``jit``)."""
 
-    def __init__(self, fn: Callable[..., Any], cache: bool | None = None, arrays: bool = False):
+    def __init__(self, fn: Callable[..., Any], cache: bool | None = None, arrays: bool = True):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         code = fn.__code__
@@ -235,7 +235,7 @@ class JitFunction:
         if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
             return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
         k = len(x) if not array else x.size
-        if array and k >= python_arrays.small() and self._arrays is not False:
+        if array and k >= python_arrays.small() and self._tries_arrays(x, args[1:]):
             return None  # an array record xs: the general path makes it (tape.value_and_grad's INPUT record)
         t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
         if t is None:  # room for 65,536 records (1.9 MB): a first call that fills it compiles the growth (0.1-0.5 s)
@@ -281,17 +281,13 @@ class JitFunction:
         _record; None where f does not compile for an array record (then never tried again) or an op's operands
         do not fit the driver's rows (array_records.Unfit): nothing of this call is then the tape's."""
         _only_data(data)
-        array_calls.install()
-        if self._array_drive is None:
-            self._settled()
-            self._array_drive = _array_driver(self.dispatcher, bool(self._cache))
         n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
         t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
+        args = self._array_args(t, view, data)
+        if not self._takes_arrays(args):
+            return None
         try:
-            got, (plans, np1, aval, na) = self._array_drive(
-                t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, view.record, t._plan(view.record).offset,
-                view.offset, view.shape, view.strides, array_records.plan_table(t), np0, t._aval, t._n_arena,
-                tuple(data), np.empty(self._arena, np.int64))
+            got, (plans, np1, aval, na) = self._array_drive(*args)
         except numba.core.errors.NumbaError:  # typing: an op array records lack
             forget_failures(self.dispatcher, self._array_drive)
             self._arrays = False
@@ -306,6 +302,39 @@ class JitFunction:
             t._read.add(view.record)
             t._watched.discard(view.record)
         return found
+
+    def _array_args(self, t: Tape, view: Any, data: tuple) -> tuple:
+        """The array driver's arguments for f on t with array record ``view`` as xs."""
+        return (t._op, t._in0, t._in1, t._val, t._consts, t._n, t._n_consts, view.record, t._plan(view.record).offset,
+                view.offset, view.shape, view.strides, array_records.plan_table(t), len(t._plans), t._aval,
+                t._n_arena, tuple(data), np.empty(self._arena, np.int64))
+
+    def _tries_arrays(self, x: np.ndarray, data: tuple) -> bool:
+        """Whether f records x as an array record: known after its first try, typed first on a tape of its own (an f
+        that takes none is then recorded on as scalar records by the caller, as it would be after a failed try)."""
+        if self._arrays is None:
+            _only_data(data)
+            t = Tape()
+            return self._takes_arrays(self._array_args(t, t.array(x)._view, data))
+        return bool(self._arrays)
+
+    def _takes_arrays(self, args: tuple) -> bool:
+        """Whether f compiles for an array record xs (the array driver's ``args``): typed at the first try, before
+        anything of array records is made (write_record is made once an f does); an f that does not (an op array
+        records lack) is recorded as scalar records from then on."""
+        array_calls.install()
+        if self._array_drive is None:
+            self._settled()
+            self._array_drive = _array_driver(self.dispatcher, bool(self._cache))
+        if self._arrays is None:
+            try:
+                self._array_drive.compile(tuple(map(self._array_drive.typeof_pyval, args)))
+            except numba.core.errors.NumbaError:
+                forget_failures(self.dispatcher, self._array_drive)
+                self._arrays = False
+                return False
+            array_calls.write()
+        return self._arrays is not False
 
     def _took(self, t: Tape, n0: int, nc0: int, got: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Make what a driver wrote the tape's: records, constants, checked branches; f's outputs."""
@@ -460,7 +489,7 @@ def _first_line(message: str, fn: Callable[..., Any]) -> str:
     return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
 
 
-def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arrays: bool = False) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arrays: bool = True) -> Any:
     """Compile ``f(xs, *data)`` with Numba so that it records at C speed (``@tape.jit`` or ``tape.jit(cache=True)``).
 
     ``xs`` is an array of Vars (``xs[i]``, ``xs[1:]``, ``len(xs)``, ``xs.shape``, ``for v in xs``;
@@ -479,10 +508,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arra
     numba.njit computes it. The compiled code is kept across processes (a new process loads it and compiles
     nothing, and compiles again where f's file, the values of the globals f reads or the jitted functions it
     calls changed) where f has a file and a module, no closure cells and does not call itself; ``cache=True``
-    insists (refused for a recursive f), ``cache=False`` compiles in every process. ``arrays=True``: an x0 of 1,024
+    insists (refused for a recursive f), ``cache=False`` compiles in every process. By default an x0 of 1,024
     elements or more is one array record and whole-array operations write array records, as the Python recorder
-    does (docs/jit.md#array-records): 2.5-7 µs an operation, not one record per element, but a first call on an
-    empty cache compiles the array driver and its kernels for about 11 s (once per machine).
+    does (docs/jit.md#array-records): 2.5-7 µs an operation, not one record per element (a first call on empty caches
+    about 5 CPU-s); an f that does not type with one records scalar records; ``arrays=False`` always does.
     """
     if fn is None:
         return lambda f: JitFunction(f, cache, arrays)

@@ -80,7 +80,9 @@ def _two_d(xs, data, k):
 def warm() -> None:
     """Record each program once (a value and gradient, as tape.value_and_grad runs it) on 1-d and 2-d inputs."""
     from tape.api.trace import value_and_grad
+    from tape.compiled import array_calls
 
+    array_calls.warm()  # array records' C functions (their kernels are the driver's: tape/sweeps/compiled.warm)
     one, two = np.linspace(0.5, 1.5, 4), np.linspace(0.5, 1.5, 4).reshape(2, 2)
     value_and_grad(_arithmetic)(one, one + 1.0, 0.5)
     for x in (one, two):
