@@ -19,7 +19,8 @@ COMPILED = Path(__file__).resolve().parents[1] / "tape" / "compiled"
 # imported by tape/compiled for Python-side use only (classes, stubs Numba overloads, the cache folder)
 PYTHON_ONLY = {"tape.api.trace", "tape.tape", "tape.errors", "tape.debug.nans", "tape.records.handles",
                "tape.records._recorders", "tape.arrays.varray", "tape.arrays.binary", "tape.kernels.compiling",
-               "tape.sweeps.driver", "tape.records.array_records", "tape.kernels.array_kernels"}
+               "tape.sweeps.driver", "tape.records.array_records", "tape.kernels.array_kernels",
+               "tape.arrays.assign"}  # (array_gather: pads' places made by a call back into Python)
 
 COMPILES = """
 import sys
