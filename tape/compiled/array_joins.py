@@ -165,7 +165,8 @@ def pad_typer(array, pad_width, mode="constant", constant_values=0.0):
 
 def _integral(typ) -> bool:
     """Whether a pad width's type is ints (NumPy refuses others: scalar records, whose tape.jit refuses np.pad)."""
-    return isinstance(typ, types.Integer) or isinstance(typ, types.BaseTuple) and all(map(_integral, typ.types))
+    tuples = (types.UniTuple, types.Tuple)
+    return isinstance(typ, types.Integer) or isinstance(typ, tuples) and all(map(_integral, typ.types))
 
 
 @jit
