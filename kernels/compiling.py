@@ -23,7 +23,7 @@ Threads. Numba's threading layer (launched by ``numba.get_num_threads``, which t
 threads, and by a user's parallel kernels) is a fork-safe one (set below, unless ``NUMBA_THREADING_LAYER`` says
 otherwise), so processes forked after a map can map too.
 
-Notice. The first call of each kernel in an environment compiles it (75 s for all, once);
+Notice. The first call of each kernel in an environment compiles it (80 s for all, once);
 the first compilation in a process prints one line to stderr saying so, and
 ``python -m tape warmup`` compiles every kernel ahead.
 """
@@ -217,7 +217,7 @@ class _FirstCompile(event.Listener):
         if module.startswith(__package__ or "tape.kernels"):
             self.said = True
             print(f"tape: compiling Numba kernels for this environment, once (about 2 s for a first gradient, "
-                  f"arrays too, 75 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
+                  f"arrays too, 80 s for every kernel; then loaded from {cache_dir()}; `python -m tape warmup` "
                   "compiles them ahead)",
                   file=sys.stderr)
 

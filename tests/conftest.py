@@ -20,7 +20,7 @@ def pytest_sessionstart(session):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     say = reporter.write_line if reporter is not None else print
     say(f"tape: compiling the Numba kernels ahead, or loading them from {cache_dir()} (python -m tape warmup; "
-        "a fresh environment compiles once, about 75 s on 2 cores)")
+        "a fresh environment compiles once, about 80 s on 2 cores)")
     start = time.perf_counter()
     warmup()
     say(f"tape: kernels ready in {time.perf_counter() - start:.1f} s")
