@@ -24,6 +24,7 @@ from numba.core.compiler import Compiler
 from numba.core.compiler_lock import global_compiler_lock
 
 from tape.compiled import array_gather
+from tape.compiled.array_plans import plan_of
 from tape.compiled.array_records import (
     _BY_NUMPY,
     _KERNEL_AT,
@@ -32,7 +33,6 @@ from tape.compiled.array_records import (
     FAILED,
     PLAN_WIDTH,
     STAND_IN,
-    plan_of,
     write_record,
 )
 from tape.compiled.link_only import compiling

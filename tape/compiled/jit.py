@@ -10,11 +10,9 @@ Branches on comparisons are checked branches with their file:line.
 
 from __future__ import annotations
 
-import dis
 import functools
 import inspect
 import os
-import re
 import types as types_
 from collections.abc import Callable
 from typing import Any
@@ -25,11 +23,12 @@ from numba import extending
 from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
-from tape.compiled import array_calls, array_overloads, array_records, array_views, conditions, overloads  # noqa: F401  # registers the overloads
+from tape.compiled import array_calls, array_overloads, array_plans, array_records, array_views, conditions, overloads  # noqa: F401  # registers the overloads
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
+from tape.compiled.jit_errors import check_data, first_line
 from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import (
     ArrayRecordType,
@@ -104,7 +103,7 @@ RECORD = np.full(1, -2, np.int64)  # the form of an array record f returns
 @internal
 def record_output(a):
     """A view of an array record f returns, as the driver reports outputs: (record, start, shape, strides) in
-    array_records.view_of's order; form RECORD."""
+    array_plans.view_of's order; form RECORD."""
     return np.array((a.record, a.start) + a.shape + a.strides, np.int64), np.zeros(1), RECORD
 
 
@@ -206,7 +205,7 @@ class JitFunction:
         self._settled()
         if _numbers(xs):  # plain numbers: f's value as numba.njit computes it (f's dispatcher on floats: recursion too)
             return self.dispatcher(np.asarray(xs, float) if isinstance(xs, (list, tuple)) else xs, *data)
-        if type(xs) is VarArray and xs._view is not None and self._arrays is not False and array_records.fits(
+        if type(xs) is VarArray and xs._view is not None and self._arrays is not False and array_plans.fits(
                 xs._view) and xs._view.record not in xs.tape._borrowed:  # (a borrowed constant: not in the arena)
             t = xs._live_tape()
             assert isinstance(t, Tape)
@@ -219,7 +218,7 @@ class JitFunction:
             idx, vals, form = self._record(t, rows, data)
         seg = t._segment()
         if len(form) and form[0] == RECORD[0]:  # a view of an array record: a VarArray of it
-            return VarArray(seg, None, array_records.view_of(idx))
+            return VarArray(seg, None, array_plans.view_of(idx))
         if len(form) and form[0] >= 0:  # a Var array: a VarArray of its shape
             return VarArray(seg, idx.reshape(form))
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
@@ -272,8 +271,8 @@ class JitFunction:
             message = str(e)
             forget_failures(self.dispatcher, self._drive)  # Numba keeps the errors: they would keep t alive
         if message is not None:
-            _check_data(self.py_func, data)
-            raise JitError(_first_line(message, self.py_func) + "\n\n" + message)
+            check_data(self.py_func, data)
+            raise JitError(first_line(message, self.py_func) + "\n\n" + message)
         return self._took(t, n0, nc0, got)
 
     def _record_arrays(self, t: Tape, view: Any, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -297,7 +296,7 @@ class JitFunction:
         self._arrays = True
         self._array_room = max(self._array_room, na - na0)
         found = self._took(t, n0, nc0, got)
-        array_records.adopt(t, plans, np0, np1, aval, na)
+        array_plans.adopt(t, plans, np0, np1, aval, na)
         if t._recycling:  # xs's values stay while the records read them (tape/sweeps/arenas.py: _pin)
             t._read.add(view.record)
             t._watched.discard(view.record)
@@ -306,7 +305,7 @@ class JitFunction:
     def _array_args(self, t: Tape, view: Any, data: tuple) -> tuple:
         """The array driver's arguments for f on t with array record ``view`` as xs."""
         return (t._op, t._in0, t._in1, t._val, t._consts, t._n, t._n_consts, view.record, t._plan(view.record).offset,
-                view.offset, view.shape, view.strides, array_records.plan_table(t), len(t._plans), t._aval,
+                view.offset, view.shape, view.strides, array_plans.plan_table(t), len(t._plans), t._aval,
                 t._n_arena, tuple(data), np.empty(self._arena, np.int64))
 
     def _tries_arrays(self, x: np.ndarray, data: tuple) -> bool:
@@ -445,48 +444,6 @@ def _adopt(t: Tape, n0: int, nc0: int, op, in0, in1, val, consts, n: int, nc: in
         t._grow_consts(len(consts))
         t._consts[nc0:nc] = consts[nc0:nc]
     t._n, t._n_consts = n, nc
-
-
-def _check_data(fn: Callable[..., Any], data: tuple) -> None:
-    """A JitError naming the data argument Numba cannot take (a dict, a set, an object), if one is."""
-    code = fn.__code__
-    for k, d in enumerate(data):
-        try:
-            numba.typeof(d)
-            continue
-        except (ValueError, TypeError):
-            pass
-        name = code.co_varnames[k + 1] if k + 1 < code.co_argcount else f"data[{k}]"
-        raise JitError(f"tape.jit: argument {name!r} of {fn.__name__} ({code.co_filename}:{code.co_firstlineno}) "
-                       f"is a {type(d).__name__}, which Numba cannot take: data must be NumPy arrays, numbers "
-                       "or tuples of them (pass a dict's values, e.g. d['w'], as separate arguments)")
-
-
-def _return_lines(fn: Callable[..., Any]) -> str:
-    """The lines of fn's return statements, for a refusal of what it returns."""
-    lines = sorted({i.positions.lineno for i in dis.get_instructions(fn)
-                    if i.opname in ("RETURN_VALUE", "RETURN_CONST") and i.positions and i.positions.lineno})
-    return ", ".join(map(str, lines))
-
-
-def _first_line(message: str, fn: Callable[..., Any]) -> str:
-    """What went wrong, for the first line of JitError: tape's own refusal, else Numba's, with file:line."""
-    file = fn.__code__.co_filename
-    lines = re.findall(rf"at {re.escape(file)} \((\d+)\)", message)
-    lines += re.findall(rf'File "[^"]*{re.escape(os.path.basename(file))}", line (\d+)', message)
-    where = f" at {file}:{lines[0]}" if lines else f" in {fn.__name__} ({file})"
-    ours = re.search(r"tape\.jit: ([^\n]*)", message)
-    if ours and ours.group(1).startswith("f returns") and _return_lines(fn):
-        where = f" at {file}:{_return_lines(fn)} (its return)"
-    if ours:
-        return f"tape.jit: {ours.group(1)}{where}"
-    missing = re.search(r">>> (\w+\([^\n]*tape\.\w+[^\n]*\))", message)
-    if missing:
-        return f"tape.jit: {missing.group(1)} is not supported on Vars{where} (tape.jit records the op table's ops)"
-    attribute = re.search(r"Unknown attribute '(\w+)' of type (tape\.\w+)", message)
-    if attribute:
-        return f"tape.jit: {attribute.group(2)} has no attribute {attribute.group(1)!r}{where}"
-    return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
 
 
 def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arrays: bool = True) -> Any:
