@@ -10,19 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from tape.compiled.array_gather import MODES
-from tape.compiled.array_overloads import is_record, operand
+from tape.compiled.array_overloads import is_record, normalized, operand
 from tape.compiled.array_records import GATHER, RESULT, data, matrix, vector, written
 from tape.compiled.numba_internals import make_array_record, types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
-
-
-@jit
-def _axis(axis, ndim):
-    """``axis`` as NumPy normalizes it (its AxisError, a ValueError and an IndexError, out of bounds)."""
-    if axis < -ndim or axis >= ndim:
-        raise np.exceptions.AxisError("axis out of bounds of an array record (tape.jit)")
-    return axis + ndim if axis < 0 else axis
 
 
 def _given(axis) -> bool:
@@ -41,7 +33,7 @@ def roll_typer(a, shift, axis=None):
             return make_array_record(v.tape, v.arrays, v.record, v.offset, v.start, a.shape, (a.shape[1], 1))
         return flattened
     rolled = _rolled1 if a.ndim == 1 else _rolled2
-    return lambda a, shift, axis=None: rolled(a, shift, _axis(axis, a.ndim) if given else 0)
+    return lambda a, shift, axis=None: rolled(a, shift, normalized(axis, a.ndim) if given else 0)
 
 
 @jit
@@ -78,7 +70,7 @@ def stack_typer(arrays, axis=0):
     def stacked(arrays, axis=0):
         if len(arrays) == 0:
             raise ValueError("need at least one array to stack")
-        where = _axis(axis, 2)
+        where = normalized(axis, 2)
         pieces = [_expanded(a, where) for a in arrays]  # (of other shapes: the join's ValueError)
         return np.concatenate(pieces, where)
     return stacked

@@ -113,6 +113,14 @@ def _axis(axis) -> bool:
     return True
 
 
+@jit
+def normalized(axis, ndim):
+    """``axis`` as NumPy normalizes it (its AxisError, a ValueError and an IndexError, out of bounds)."""
+    if axis < -ndim or axis >= ndim:
+        raise np.exceptions.AxisError("axis out of bounds of an array record (tape.jit)")
+    return axis + ndim if axis < 0 else axis
+
+
 def _reduction(code: int):
     """The typer of a.sum(axis) (code SUM; max, min: MAX, MIN): a Var for all elements (or a 1-d a), else a 1-d array
     record, as tape/records/array_records.py's reduce."""
@@ -129,9 +137,7 @@ def _reduction(code: int):
         ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
 
         def along(a, axis=None):
-            k = axis + a.ndim if axis < 0 else axis
-            if k < 0 or k >= a.ndim:
-                raise np.exceptions.AxisError("axis out of bounds of an array record's reduction (tape.jit)")
+            k = normalized(axis, a.ndim)
             o = operand(a.tape, a.arrays, a)
             return make(a.tape, a.arrays, written(a.tape, a.arrays, code, k + 1 + 256 * ndim, 0.0, o, o))
         return along
