@@ -8,12 +8,12 @@ record's, shows up as a NaN or a changed bit."""
 import numpy as np
 import pytest
 from test_array_records import STEP_PROGRAMS
-from test_layout import _calling, _gru, _heat
+from test_layout import _calling, _data_steps, _gru, _heat
 
 import tape
 from tape.arrays.varray import wrap_view
 from tape.errors import TapeError
-from tape.kernels.array_ops import ACONSTANT
+from tape.kernels.array_ops import ACONSTANT, INPUT
 from tape.kernels.ops import ARRAY_BASE
 from tape.records import array_records
 from tape.sweeps import arenas, driver, fusion
@@ -241,6 +241,18 @@ def test_a_traced_loop_records_in_regions_bounded_by_its_state(pad, arrays, monk
     assert arenas_[0] <= 2 * 12 * n and arenas_[1] - arenas_[0] <= 8 * 60
 
 
+def test_a_traced_tape_grows_by_what_it_does_not_keep(arrays, monkeypatch):
+    """Tracing a loop that reads data xs[t] at each of 80 steps (constants the traced tape keeps: 160 states): its
+    value arena holds those and a few steps' values, not as much again as them (doubling them: 57 states past)."""
+    monkeypatch.setattr(arenas, "_SPARE", [])
+    x, seen = np.random.default_rng(14).uniform(size=600), []
+    F = tape.trace(lambda v: _data_steps(seen.append(v.tape) or v, 0.7, 80), x)
+    t = seen[0]
+    kept = sum(p.size for p in t._plans if p.code in (ACONSTANT, INPUT))
+    assert 160 * 600 < kept and len(t._aval) <= kept + 24 * 600
+    assert np.array_equal(F.value_and_grad(x)[1], tape.value_and_grad(lambda v: _data_steps(v, 0.7, 80))(x)[1])
+
+
 def test_a_traced_tape_keeps_its_constants(arrays, monkeypatch):
     """Data arrays (xs[t]) read once per step, and a constant a handle held (np.pad's filling, assigned into),
     keep their regions on a traced tape: the Function replays with them."""
@@ -282,7 +294,8 @@ def test_a_functions_bytes_count_its_places(arrays):
     F = tape.trace(f, np.ones(2000))
     places = {id(p.places): p.places.nbytes for p in F._plans}
     assert sum(places.values()) == 2002 * 8
-    assert F.nbytes >= sum(places.values()) + F._aval.nbytes + F._aadj.nbytes
+    arenas_ = F._aval.nbytes + F._aadj.nbytes  # (the adjoint arena made here: a Function makes it at first use)
+    assert F.nbytes >= sum(places.values()) + arenas_
 
 
 def test_a_recording_collects_before_its_arena_is_full(monkeypatch):

@@ -77,7 +77,7 @@ class Function:
     _steps: dict
     _encoded: dict
     _aval: np.ndarray
-    _aadj: np.ndarray
+    _adjoints: np.ndarray | int  # the adjoint arena (_aadj), or its length until a sweep first reads it
     _stamp: np.ndarray
     _gen: int
     _in_pieces: list[tuple[int, int, int]]
@@ -134,6 +134,13 @@ class Function:
         self.__dict__.update({"_grouped": True, **state})  # pickled before the flag: the kernels that take any op
         self._lock = threading.RLock()
         replay.LIVE.add(self)
+
+    @property
+    def _aadj(self) -> np.ndarray:
+        """The adjoint arena, made where a sweep first reads it (tape.trace makes none: a smaller peak)."""
+        if isinstance(self._adjoints, int):
+            self._adjoints = np.zeros(self._adjoints)
+        return self._adjoints
 
     @classmethod
     def _from_storage(cls, t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,

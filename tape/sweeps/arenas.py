@@ -153,6 +153,7 @@ class Arenas:
         self._n_free = 0  # elements in _free
         self._recorded = 0  # elements recorded since the last collection
         self._arrays: dict[int, View] = {}  # constants of NumPy arrays, by the array's id
+        self._fixed = 0  # elements of regions never given away (inputs; a traced tape's constants too)
         self._recycling, self._traced = True, traced
 
     def _same(self, v: View, values: np.ndarray) -> bool:
@@ -209,7 +210,7 @@ class Arenas:
         """Where a new record of ``size`` goes on a recycling tape: a freed region, else -1 (the arena's top).
         No region fits: a collection where the arena is full, or a quarter of its used part was recorded since the
         last one (else the top grows past dead regions: an LSTM's 30 steps 431 -> 286 states); one freeing under a
-        quarter of a full arena lets it grow (a GRU would collect at every record)."""
+        quarter of a full arena, less its fixed part, lets it grow (a GRU would collect at every record)."""
         if not size:
             return -1
         start = self._take_free(size)
@@ -219,7 +220,7 @@ class Arenas:
         if not (full or CHECK or self._recorded >= max(self._n_arena // 4, EARLY)):
             return -1
         self._recorded = 0
-        if 4 * self._collect(inputs) < len(self._aval) and full and not CHECK:
+        if 4 * self._collect(inputs) < len(self._aval) - self._fixed and full and not CHECK:
             return -1
         return self._take_free(size)
 
@@ -250,6 +251,7 @@ class Arenas:
         if self._recycling:
             start = self._place(size, inputs)
             self._recorded += size
+            self._fixed += size * (code == INPUT or (self._traced and code == ACONSTANT))
         if start < 0:
             start = self._n_arena
             if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
@@ -282,11 +284,13 @@ class Arenas:
         return row
 
     def _room(self) -> int:
-        """How much the value arena grows by: as much again, or an eighth on a traced tape whose freed regions
-        hold a quarter of it (for what no freed region fits: its 0-d constants, recorded each time; doubling for
-        those, tracing np.pad's heat equation of 10^4 x 500 took 200 MB). (tape.value_and_grad's tapes double:
+        """How much the value arena grows by: as much again; on a traced tape an eighth where its freed regions hold a
+        quarter of what is not fixed (for what no freed region fits: its 0-d constants, recorded each time; doubling for
+        those, tracing np.pad's heat equation of 10^4 x 500 took 200 MB), else as much again of what is not fixed (a
+        GRU's data xs[t], kept as constants: its traced arena 288 -> 170 states). (tape.value_and_grad's tapes double:
         a GRU recorded afresh growing by eighths collected more often: min 32-33 -> 34-35 CPU ms.)"""
-        return len(self._aval) // 8 if self._traced and 4 * self._n_free >= len(self._aval) else len(self._aval)
+        rest = len(self._aval) - self._fixed if self._traced else len(self._aval)
+        return len(self._aval) // 8 if self._traced and 4 * self._n_free >= rest else max(rest, len(self._aval) // 8)
 
     def _reserve(self, size: int) -> None:
         """Room for ``size`` elements before the value arena has to grow (a hint: growing copies)."""
