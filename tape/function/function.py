@@ -187,8 +187,8 @@ class Function:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the records (op, in0, in1, val, consts; plans and value arena) plus the working
-        memory of value_and_grad (partials, their targets, adjoints; adjoint arena): see stats()."""
+        """Bytes of the records (op, in0, in1, val, consts; plans and value arena) plus the working memory of
+        value_and_grad (partials, their targets, adjoints; the adjoint arena, once a sweep made it): see stats()."""
         return replay.record_bytes(self) + replay.working_bytes(self)
 
     # -- pictures (tape/function/replay.py) -------------------------------------------------------

@@ -284,13 +284,11 @@ class Arenas:
         return row
 
     def _room(self) -> int:
-        """How much the value arena grows by: as much again; on a traced tape an eighth where its freed regions hold a
-        quarter of what is not fixed (for what no freed region fits: its 0-d constants, recorded each time; doubling for
-        those, tracing np.pad's heat equation of 10^4 x 500 took 200 MB), else as much again of what is not fixed (a
-        GRU's data xs[t], kept as constants: its traced arena 288 -> 170 states). (tape.value_and_grad's tapes double:
+        """How much the value arena grows by: as much again, or an eighth on a traced tape whose freed regions
+        hold a quarter of it (for what no freed region fits: its 0-d constants, recorded each time; doubling for
+        those, tracing np.pad's heat equation of 10^4 x 500 took 200 MB). (tape.value_and_grad's tapes double:
         a GRU recorded afresh growing by eighths collected more often: min 32-33 -> 34-35 CPU ms.)"""
-        rest = len(self._aval) - self._fixed if self._traced else len(self._aval)
-        return len(self._aval) // 8 if self._traced and 4 * self._n_free >= rest else max(rest, len(self._aval) // 8)
+        return len(self._aval) // 8 if self._traced and 4 * self._n_free >= len(self._aval) else len(self._aval)
 
     def _reserve(self, size: int) -> None:
         """Room for ``size`` elements before the value arena has to grow (a hint: growing copies)."""
