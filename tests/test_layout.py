@@ -88,6 +88,16 @@ def _data_steps(u, p):
     return (u * u).sum()
 
 
+def _lstm(v, steps=40):
+    """An LSTM-like loop of a 64 x 64 state: a gate matrix a step, four values a step its reverse reads."""
+    u, W = v[:4096].reshape(64, 64), v[4096:].reshape(64, 256)
+    for _ in range(steps):
+        g = u @ W
+        a, b, c = tape.sigmoid(g[:, :64]), tape.sigmoid(g[:, 64:128]), np.tanh(g[:, 128:192])
+        u = a * c + b * u
+    return (u * u).sum()
+
+
 PROGRAMS = {**STEP_PROGRAMS, "heat": _heat, "gru": _gru, "shrinking": _shrinking, "elements": _elements,
             "calling": _calling, "data": _data, "data steps": _data_steps}
 POINTS = [(0.7, 1), (1.3, 2), (0.5, 3)]
@@ -278,20 +288,12 @@ def test_tracing_peaks_below_the_functions_two_arenas(monkeypatch):
     untimed trace) stays below the value and adjoint arenas of the Function it makes (9.5 MB of their 11.3; 15.2
     when it made both beside its tape's arena)."""
     monkeypatch.setattr(arenas, "_SPARE", [])
-    def lstm(v):
-        u, W = v[:4096].reshape(64, 64), v[4096:].reshape(64, 256)
-        for _ in range(40):
-            g = u @ W
-            a, b, c = tape.sigmoid(g[:, :64]), tape.sigmoid(g[:, 64:128]), np.tanh(g[:, 128:192])
-            u = a * c + b * u
-        return (u * u).sum()
-
     y = np.random.default_rng(13).normal(scale=0.1, size=4096 + 64 * 256)
-    tape.trace(lstm, y).value_and_grad(y)
+    tape.trace(_lstm, y).value_and_grad(y)
     arenas._SPARE.clear()
     tracemalloc.start()
     try:
-        F = tape.trace(lstm, y)
+        F = tape.trace(_lstm, y)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -8,7 +8,7 @@ record's, shows up as a NaN or a changed bit."""
 import numpy as np
 import pytest
 from test_array_records import STEP_PROGRAMS
-from test_layout import _calling, _gru, _heat
+from test_layout import _calling, _gru, _heat, _lstm
 
 import tape
 from tape.arrays.varray import wrap_view
@@ -318,12 +318,7 @@ def test_a_recording_collects_before_its_arena_is_full(monkeypatch):
 
     def f(v, seen):
         seen.append(v.tape)
-        u, W = v[:4096].reshape(64, 64), v[4096:].reshape(64, 256)
-        for _ in range(80):
-            g = u @ W
-            a, b, c = tape.sigmoid(g[:, :64]), tape.sigmoid(g[:, 64:128]), np.tanh(g[:, 128:192])
-            u = a * c + b * u
-        return (u * u).sum()
+        return _lstm(v, 80)
 
     seen: list = []
     tape.value_and_grad(f)(np.random.default_rng(13).normal(scale=0.1, size=4096 + 64 * 256), seen)
