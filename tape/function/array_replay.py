@@ -180,18 +180,17 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
     """F's arenas, pieces and fused runs, its first-order sweeps on regions shared by liveness
     (tape/sweeps/layout.py) where that is smaller, the recorded plans' offsets then kept in F._recorded."""
     F._recorded = None
-    _install(F, plans, arena, np.zeros(0))  # the caller's arena, read (0-d constants, by fusion) until replaced
+    _install(F, plans, arena, 0)  # the caller's arena, read (0-d constants, by fusion) until replaced
     if plans:
         shared, size, adjoints = layout.compact(F, list(F._runs_first.values()), F._output_rows,
                                                 np.concatenate([F._input_rows, F._param_rows]))
         if size + adjoints < 2 * len(arena):
             small = np.zeros(size)
             arenas.move(plans, arena, shared, small)
-            _install(F, shared, small, np.zeros(adjoints), fusion.moved(list(F._runs_first.values()), plans, shared,
-                                                                        F._in0))
+            _install(F, shared, small, adjoints, fusion.moved(list(F._runs_first.values()), plans, shared, F._in0))
             F._recorded = _plans.regions(plans)[1]  # (offsets, not a second list of plans: arrays4k's 7,600
             return  # plans were 7,600 GC-tracked objects more, a third of what tape.trace left for full collections)
-    F._aval, F._aadj = arena.copy(), np.zeros(len(arena))
+    F._aval, F._adjoints = arena.copy(), len(arena)
 
 
 def recorded(F: Function) -> tuple[list[driver.Plan], np.ndarray]:
@@ -211,19 +210,20 @@ def full(F: Function) -> None:
     if getattr(F, "_recorded", None) is not None:
         plans, arena = recorded(F)
         F._recorded = None
-        _install(F, plans, arena, np.zeros(len(arena)))
+        _install(F, plans, arena, len(arena))
         steps.forward(F, None)
 
 
-def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: np.ndarray,
+def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: int,
              runs: list[fused_runs.Run] | None = None) -> None:
-    """F on plans and arenas, with its fused runs (found, where not given)."""
+    """F on plans, its value arena and its adjoint arena's length (made at the first sweep that reads it), with its
+    fused runs (found, where not given)."""
     F._plans = plans
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
     F._steps = {}  # the sweeps' steps, found at the first call (tape/sweeps/steps.py)
     F._encoded = {}  # the plans' rows of the compiled tables, by row (tape/sweeps/compiled.py's encoded)
-    F._aval, F._aadj = arena, adjoints
+    F._aval, F._adjoints = arena, adjoints
     F._stamp = np.zeros(len(F._op) if plans else 0, np.uint32)  # the array sweeps' generations
     F._gen = 0
     F._in_pieces = pieces(F, F._input_rows)

@@ -77,7 +77,7 @@ class Function:
     _steps: dict
     _encoded: dict
     _aval: np.ndarray
-    _aadj: np.ndarray
+    _adjoints: np.ndarray | int  # the adjoint arena (_aadj), or its length until a sweep first reads it
     _stamp: np.ndarray
     _gen: int
     _in_pieces: list[tuple[int, int, int]]
@@ -135,6 +135,13 @@ class Function:
         self._lock = threading.RLock()
         replay.LIVE.add(self)
 
+    @property
+    def _aadj(self) -> np.ndarray:
+        """The adjoint arena, made where a sweep first reads it (tape.trace makes none: a smaller peak)."""
+        if isinstance(self._adjoints, int):
+            self._adjoints = np.zeros(self._adjoints)
+        return self._adjoints
+
     @classmethod
     def _from_storage(cls, t: Storage, input_rows: np.ndarray, param_rows: np.ndarray, output_rows: np.ndarray,
                       scalar: bool, on_branch_change: str = "raise", source: Retrace | None = None,
@@ -180,8 +187,8 @@ class Function:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the records (op, in0, in1, val, consts; plans and value arena) plus the working
-        memory of value_and_grad (partials, their targets, adjoints; adjoint arena): see stats()."""
+        """Bytes of the records (op, in0, in1, val, consts; plans and value arena) plus the working memory of
+        value_and_grad (partials, their targets, adjoints; the adjoint arena, once a sweep made it): see stats()."""
         return replay.record_bytes(self) + replay.working_bytes(self)
 
     # -- pictures (tape/function/replay.py) -------------------------------------------------------

@@ -203,8 +203,8 @@ def record_bytes(F: Function) -> int:
 
 
 def working_bytes(F: Function) -> int:
-    """Partials, targets and adjoints of the scalar records; the adjoint arena and stamps."""
-    return sum(a.nbytes for a in (F._partials, F._targets, F._adj, F._aadj, F._stamp))
+    """Partials, targets and adjoints of the scalar records; the adjoint arena (once made) and stamps."""
+    return sum(a.nbytes for a in (F._partials, F._targets, F._adj, F._stamp)) + getattr(F._adjoints, "nbytes", 0)
 
 
 def records(F: Function) -> show.Records:

@@ -153,6 +153,7 @@ class Arenas:
         self._n_free = 0  # elements in _free
         self._recorded = 0  # elements recorded since the last collection
         self._arrays: dict[int, View] = {}  # constants of NumPy arrays, by the array's id
+        self._fixed = 0  # elements of regions never given away (inputs; a traced tape's constants too)
         self._recycling, self._traced = True, traced
 
     def _same(self, v: View, values: np.ndarray) -> bool:
@@ -209,7 +210,7 @@ class Arenas:
         """Where a new record of ``size`` goes on a recycling tape: a freed region, else -1 (the arena's top).
         No region fits: a collection where the arena is full, or a quarter of its used part was recorded since the
         last one (else the top grows past dead regions: an LSTM's 30 steps 431 -> 286 states); one freeing under a
-        quarter of a full arena lets it grow (a GRU would collect at every record)."""
+        quarter of a full arena, less its fixed part, lets it grow (a GRU would collect at every record)."""
         if not size:
             return -1
         start = self._take_free(size)
@@ -219,7 +220,7 @@ class Arenas:
         if not (full or CHECK or self._recorded >= max(self._n_arena // 4, EARLY)):
             return -1
         self._recorded = 0
-        if 4 * self._collect(inputs) < len(self._aval) and full and not CHECK:
+        if 4 * self._collect(inputs) < len(self._aval) - self._fixed and full and not CHECK:
             return -1
         return self._take_free(size)
 
@@ -250,6 +251,7 @@ class Arenas:
         if self._recycling:
             start = self._place(size, inputs)
             self._recorded += size
+            self._fixed += size * (code == INPUT or (self._traced and code == ACONSTANT))
         if start < 0:
             start = self._n_arena
             if start + size > len(self._aval):  # the adjoint arena follows at the next backward pass
