@@ -3,8 +3,11 @@ driver's forward only once a row needs them and they are cached or NumPy's rule 
 kernels of the ops f writes, the same bits either way, and never a call at address 0 (in a subprocess: a miss would
 crash)."""
 
+import os
 import subprocess
 import sys
+
+import pytest
 
 MADE = """
 import numpy as np
@@ -91,3 +94,99 @@ def test_array_records_by_default_scalar_records_by_arrays_false():
         t = tape.Tape()
         jitted(t.array(x))
         assert (t.n_arrays, len(t) < 10) == ((4, True) if arrays else (1, False))  # x, sin, *, sum (+ its elem)
+
+
+WRITERS = """
+import numpy as np
+import tape
+from tape.compiled import array_calls, array_records
+from tape.kernels import _array_driver as d
+
+@tape.jit(cache=False)
+def f(x):
+    return (np.sin(x) * x).sum()
+
+@tape.jit(cache=False)
+def g(x):
+    p = np.pad(x, 2, mode="edge")
+    return (np.roll(x, 3) * x).sum() + (p * p).sum()
+
+x = np.linspace(-1.0, 1.0, 2048)
+value, grad = tape.value_and_grad(f)(x)
+print("f", f._arrays, np.isclose(value, (np.sin(x) * x).sum(), rtol=1e-13)
+      and np.allclose(grad, np.cos(x) * x + np.sin(x), rtol=1e-13, atol=1e-15),
+      d.WRITE_AT in array_calls._made, d.KERNELS[d.MOVE_AT], d.MOVE_AT in array_calls._made)
+value, grad = tape.value_and_grad(g)(x)
+by_hand = np.roll(x, 3) + np.roll(x, -3) + 2 * x  # d/dx of sum(roll(x, 3) x) + sum(pad(x, 2, edge)^2)
+by_hand[0] += 4 * x[0]
+by_hand[-1] += 4 * x[-1]
+p = np.pad(x, 2, mode="edge")
+print("g", g._arrays, np.isclose(value, (np.roll(x, 3) * x).sum() + (p * p).sum(), rtol=1e-13)
+      and np.allclose(grad, by_hand, rtol=1e-13, atol=1e-15), d.KERNELS[d.MOVE_AT] != 0, d.MOVE_AT in array_calls._made)
+print("signatures", *(len(fn._cache._cache_file._load_index())  # (entries of its index in the jit cache)
+                      for fn in (array_records.written, array_records.written3)))
+"""
+
+
+def test_an_f_that_joins_nothing_never_makes_write_moved():
+    """write_record writes every record but a join's and a gather's, which write_moved writes: an f of elementwise ops
+    and a sum makes write_record only (its cell of KERNELS 0 for write_moved); np.roll (a join) and np.pad's edge mode
+    (a gather) make write_moved when first written; both give the hand gradients. written and written3 compile once,
+    for every op and operand (their literal numbers taken as their types), not once per op code and literal: one
+    entry each in the jit cache's index."""
+    result = subprocess.run([sys.executable, "-c", WRITERS], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split("\n")[:3] == ["f True True True 0 False", "g True True True True",
+                                             "signatures 1 1"], result.stdout + result.stderr
+
+
+REFUSED = """
+import glob, os, sys
+import numpy as np
+from numba.core import event
+import tape
+
+compiles = []
+class Typed(event.Listener):  # the array driver's compiles (typing f with an array record xs)
+    def on_start(self, ev):
+        compiles.append(ev.data["dispatcher"].py_func.__qualname__ == "_array_driver.<locals>.drive")
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Typed())
+
+@tape.jit
+def f(x):  # np.zeros(n, dtype=x.dtype) written by element: fails to type with an array record x
+    u = np.zeros(len(x), dtype=x.dtype)
+    for i in range(1, len(x)):
+        u[i] = x[i] - 0.5 * x[i - 1]
+    return (u * u).sum()
+
+refused = os.path.join(os.environ["TAPE_CACHE_DIR"], "jit", "*", "refused", "*")
+x, c = np.linspace(0.0, 1.0, 2048) ** 2, 0.5
+before = len(glob.glob(refused))
+value, grad = tape.value_and_grad(f)(x)
+u = np.zeros_like(x)
+u[1:] = x[1:] - c * x[:-1]
+by_hand = 2 * u  # d/dx_j of sum (x_i - c x_(i-1))^2: 2 u_j - 2 c u_(j+1)
+by_hand[:-1] -= 2 * c * u[1:]
+print(f._arrays, np.isclose(value, (u * u).sum(), rtol=1e-13) and np.allclose(grad, by_hand, rtol=1e-12, atol=0),
+      before, len(glob.glob(refused)), sum(compiles))
+"""
+
+
+@pytest.mark.slow  # four fresh processes, the first on an empty cache
+def test_an_f_refused_by_array_typing_is_not_typed_again_until_it_changes(tmp_path):
+    """A cached f that fails to type with an array record xs leaves its refusal in the jit cache: the next process
+    records scalar records at once, with no array typing; an edit of f types it again (and keeps that refusal too);
+    every process gives the hand gradient."""
+    script = tmp_path / "refused_f.py"
+    script.write_text(REFUSED)
+    env = dict(os.environ, TAPE_CACHE_DIR=str(tmp_path / "cache"))
+    def run():
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env,
+                              cwd=tmp_path).stdout.split()
+    first, second = run(), run()
+    script.write_text(REFUSED.replace("0.5", "0.25"))
+    edited, again = run(), run()
+    assert first == ["False", "True", "0", "1", "1"] and second == ["False", "True", "1", "1", "0"]
+    assert edited == ["False", "True", "1", "2", "1"] and again == ["False", "True", "2", "2", "0"]

@@ -147,9 +147,10 @@ BACK, VALUES, SENDS = 8, 16, 16 + OPS  # the kernels' slots: a row kind's forwar
 SUMMED = BACK + ELEMENTWISE  # the slot of an elementwise row's contribution summed back into a view not laid out as
 # its output (summed_back: a program that broadcasts nothing back never compiles it)
 SLOTS = SENDS + OPS
-WRITE_AT, FORWARD_AT = SLOTS, SLOTS + 1  # two cells past the slots: the C functions jitted array records call
-# (tape/compiled/array_calls.py: write_record, the forward of one row), 0 until made
-KERNELS = (ctypes.c_int64 * (SLOTS + 2))()  # each slot's kernel's address, 0 until compiled (kernels/array_kernels.py):
+WRITE_AT, FORWARD_AT, MOVE_AT = SLOTS, SLOTS + 1, SLOTS + 2  # three cells past the slots: the C functions jitted
+# array records call (tape/compiled/array_calls.py: write_record, the forward of one row, write_moved), 0 until made
+CELLS = SLOTS + 3
+KERNELS = (ctypes.c_int64 * CELLS)()  # each slot's kernel's address, 0 until compiled (kernels/array_kernels.py):
 ll.add_symbol("tape_array_kernels", ctypes.addressof(KERNELS))  # the kernels read it by this symbol (_kernel)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums
 _I, _P, _F, _E = types.int64, types.intp, types.float64, types.int32  # ILP64 ints, pointers, doubles, enums
@@ -326,7 +327,7 @@ def _kernel(typingctx, slot):
     def codegen(context, builder, signature, values):
         table = builder.module.globals.get("tape_array_kernels")
         if table is None:
-            table = ir.GlobalVariable(builder.module, ir.ArrayType(ir.IntType(64), SLOTS + 2), "tape_array_kernels")
+            table = ir.GlobalVariable(builder.module, ir.ArrayType(ir.IntType(64), CELLS), "tape_array_kernels")
             table.linkage = "external"
         return builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0), values[0]]))
     return types.int64(slot), codegen

@@ -4,10 +4,12 @@ values the driver's rows cannot give NumPy's bits for (an op it has no row for, 
 over a strided view, a sum not in C order, a matmul of views that are not blocks or of one operand twice): the Python
 recorder's own rule forward on the same views of the arena, so the same bits, for a few µs a record more;
 ``write_record`` (by its cell of the driver's KERNELS), which writes every op's record, plan and values (so f's
-machine code holds none of it and a new f compiles small), made once an f has typed with array records (``write``:
-an f that does not never makes it); the compiled array driver's ``forward`` of one row (its cell) and the kernels of
-the ops and kinds f's rows call, made when a row first needs them where they are cached on disk, else once by_numpy
-has stood in for the driver ``PAYBACK`` seconds (``_kernel_at``): a first gradient on empty caches compiles none.
+machine code holds none of it and a new f compiles small), and ``write_moved``, a join's or a gather's, each made when
+f first writes such a record (``_writer_at``, called back: an f that does not type with array records never makes
+one, an f that joins nothing never makes write_moved); the compiled array driver's ``forward`` of one row (its cell)
+and the kernels of the ops and kinds f's rows call, made when a row first needs them where they are cached on disk,
+else once by_numpy has stood in for the driver ``PAYBACK`` seconds (``_kernel_at``): a first gradient on empty caches
+compiles none.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+import types as types_
 from typing import Any
 
 import numpy as np
@@ -33,6 +36,7 @@ from tape.compiled.array_records import (
     FAILED,
     PLAN_WIDTH,
     STAND_IN,
+    write_moved,
     write_record,
 )
 from tape.compiled.link_only import compiling
@@ -62,6 +66,13 @@ def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3,
                             (e0, e1, e2, e3, e4, e5, e6, e7))
     except Exception:  # noqa: BLE001  # out of memory: reported by the caller
         return FAILED
+
+
+def _moved_c() -> Any:
+    """_write_c calling write_moved: a C function of its own (its own cache entry, by its name)."""
+    fn = types_.FunctionType(_write_c.__code__, {**globals(), "write_record": write_moved}, "_moved_c")
+    fn.__qualname__ = "_moved_c"
+    return fn
 
 
 class LinkOnly(Compiler):
@@ -110,7 +121,8 @@ def install() -> None:
     compiled)."""
     if not _installed:
         for name, fn, signature in (("tape_jit_array_by_numpy", _by_numpy, _BY_NUMPY),
-                                    ("tape_jit_array_kernel_at", _kernel_at, _KERNEL_AT)):
+                                    ("tape_jit_array_kernel_at", _kernel_at, _KERNEL_AT),
+                                    ("tape_jit_array_writer_at", _writer_at, _KERNEL_AT)):
             stub = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p if a == types.voidptr else ctypes.c_int64
                                                       for a in signature.args])(fn)
             address = ctypes.cast(stub, ctypes.c_void_p).value
@@ -121,7 +133,8 @@ def install() -> None:
 
 
 _CELLS: dict[int, tuple[Any, Any, type]] = {  # each cell's Python function, signature and pipeline
-    kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler)}
+    kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.MOVE_AT: (_moved_c(), _WRITE, LinkOnly),
+    kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler)}
 
 
 def _cfunc(cell: int) -> CFunc:
@@ -143,16 +156,21 @@ def _make(cell: int) -> None:
             kernels.KERNELS[cell] = made.address
 
 
-def write() -> None:
-    """Make write_record (before the first f that types with array records runs)."""
-    _make(kernels.WRITE_AT)
+def _writer_at(cell: int) -> int:
+    """Make the writer of a cell (write_record, write_moved: called back from jitted code the first time f writes
+    such a record): its address, 0 where it failed (f raises)."""
+    try:
+        _make(cell)
+    except Exception:  # noqa: BLE001  # (reported by f)
+        return 0
+    return kernels.KERNELS[cell]
 
 
 def warm() -> None:
-    """Make write_record and the driver's forward (``python -m tape warmup``: then a row's kernel, cached, is made
-    when it is first needed)."""
-    write()
-    _make(kernels.FORWARD_AT)
+    """Make write_record, write_moved and the driver's forward (``python -m tape warmup``: then a row's kernel,
+    cached, is made when it is first needed)."""
+    for cell in (kernels.WRITE_AT, kernels.MOVE_AT, kernels.FORWARD_AT):
+        _make(cell)
 
 
 _far: set[int] = set()  # slots whose kernel or the forward is neither made nor cached: made once stand-ins paid back

@@ -5,10 +5,11 @@ the array side of the call (ArraysType) holds the new plans as rows of PLAN_WIDT
 scratch. A record is a row of the record table (its in0 the plan's place), a plan row and a region at the arena's
 top; its values are the compiled array driver's (kernels/_array_driver.py ``forward``, NumPy's own loops and BLAS by
 address, NumPy's bits) on a one-row table encoded from the plan row as tape/sweeps/encoding.py encodes it. f calls
-one C function by address for every op (``write_record``: f's machine code holds none of it, so a new f compiles
-small), which calls the driver's forward by address too, each read from its cell of the driver's KERNELS (made by
-array_calls.py: write_record before f first runs, the forward and a row's kernel where cached, else once NumPy's rule
-has stood in long enough). After the call ``adopt`` makes the plan rows the tape's Plans.
+a C function by address for every op (``write_record``; a join's or a gather's ``write_moved``: f's machine code
+holds none of it, so a new f compiles small), which calls the driver's forward by address too, each read from its
+cell of the driver's KERNELS (made by array_calls.py: a writer when f first needs it, the forward and a row's kernel
+where cached, else once NumPy's rule has stood in long enough). After the call ``adopt`` makes the plan rows the
+tape's Plans.
 
 Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy). What a
 view cannot hold (an empty slice, a reshape NumPy copies) raises ``Unfit``: tape.jit records the call again as
@@ -67,6 +68,8 @@ _BY_NUMPY = types.int64(types.voidptr, types.voidptr, types.voidptr, types.int64
 BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
 _KERNEL_AT = types.int64(types.int64)
 KERNEL_AT = types.ExternalFunction("tape_jit_array_kernel_at", _KERNEL_AT)  # (array_calls.py: 1 where made now)
+WRITER_AT = types.ExternalFunction("tape_jit_array_writer_at", _KERNEL_AT)  # (array_calls.py: a cell's C function
+# made now, its address; 0 where it failed)
 
 
 # --- the arrays' state ---------------------------------------------------------------------------------------------
@@ -321,9 +324,9 @@ def _padded(s, p, q, a, b):
 @once
 def write_record(p, q, code, arg, c, a, b, e):
     """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
-    a join's axis, then its inputs * 2 ** 8, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's
-    scalar record) of operands a, b and e (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f
-    raises (``written``)."""
+    a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar record) of operands a, b and e
+    (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f raises (``written``). Not a join's or a
+    gather's (``write_moved``)."""
     s = arrays_from_pointer(q)
     s.row[0, :] = 0
     if code == PACK and arg < 0:  # a number in a Var (not recorded): a constant
@@ -332,8 +335,6 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = open_record(p, q, ACONSTANT, arg, a[4], a[5])
         s.aval[s.plans[k, 2]] = c
         return k
-    if code == GATHER:
-        return _padded(s, p, q, a, b)
     if code == PACK:
         k = open_record(p, q, PACK, 0, 1, 1)
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
@@ -342,8 +343,6 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = _summed(s, p, q, code, a, arg % 256 - 1, arg // 256)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
-    elif code == JOIN:
-        k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
     else:
         k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
@@ -354,11 +353,7 @@ def write_record(p, q, code, arg, c, a, b, e):
     if driven and (kernels._kernel(kernels.FORWARD_AT) == 0 or kernels._kernel(slot) == 0) and KERNEL_AT(slot) == 0:
         driven, stand_in = False, STAND_IN  # the driver's forward or the row's kernel not made: NumPy's rule, same bits
     if not driven:
-        ops, plan, constants = tape_from_pointer(p).op, s.plans[k], stand_in
-        for v in range(plan[6]):
-            if plan[V0 + 7 * v + 2] == 0 and ops[plan[V0 + 7 * v]] == ACONSTANT:
-                constants |= 1 << v
-        return k if BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants) == 0 else FAILED
+        return _numpy_values(s, p, k, stand_in)
     n = s.plans[k, 4] * s.plans[k, 5]
     if s.scratch.shape[1] < n:
         s.scratch = np.empty((4, n))
@@ -368,20 +363,47 @@ def write_record(p, q, code, arg, c, a, b, e):
     return k
 
 
+@once
+def _numpy_values(s, p, k, flags):
+    """Plan k's values by NumPy's rule (BY_NUMPY; ``flags`` 0 or STAND_IN), its 0-d constants read as floats: k, or
+    FAILED."""
+    ops, plan, constants = tape_from_pointer(p).op, s.plans[k], flags
+    for v in range(plan[6]):
+        if plan[V0 + 7 * v + 2] == 0 and ops[plan[V0 + 7 * v]] == ACONSTANT:
+            constants |= 1 << v
+    return k if BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants) == 0 else FAILED
+
+
+@once
+def write_moved(p, q, code, arg, c, a, b, e):
+    """write_record of a join (arg: its axis, then its inputs * 2 ** 8) or a gather: a C function of its own, made
+    when f first writes one (an f that joins nothing never compiles these paths); NumPy's values."""
+    s = arrays_from_pointer(q)
+    s.row[0, :] = 0
+    if code == GATHER:
+        return _padded(s, p, q, a, b)
+    k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
+    return k if k < 0 else _numpy_values(s, p, k, 0)
+
+
 _WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 24)
 
 
-@jit
+@once
 def written(p, q, code, arg, c, a, b):
     """Record op ``code`` of operands a and b: written3's."""
     return written3(p, q, code, arg, c, a, b, b)
 
 
-@jit
+@once
 def written3(p, q, code, arg, c, a, b, e):
-    """Record op ``code`` of operands a, b and e (write_record, called by address: its machine code is made once, not in
-    every f): (record, offset, n0, n1) of the new array record, or the failure raised."""
-    k = kernels._status(kernels._kernel(kernels.WRITE_AT), (p, q, code, arg, c, *a, *b, *e))  # (made before f runs)
+    """Record op ``code`` of operands a, b and e (write_record or write_moved, called by address: its machine code is
+    made once, not in every f, when first needed): (record, offset, n0, n1) of the new array record, or the failure
+    raised."""
+    cell = kernels.MOVE_AT if code == JOIN or code == GATHER else kernels.WRITE_AT
+    at = kernels._kernel(cell)
+    at = at if at != 0 else WRITER_AT(cell)
+    k = kernels._status(at, (p, q, code, arg, c, *a, *b, *e)) if at != 0 else FAILED
     if k == JOINED:
         raise ValueError("all the input array dimensions except for the concatenation axis must match exactly "
                          "(tape.jit: an array record's np.concatenate)")

@@ -27,7 +27,7 @@ from tape.compiled import array_calls, array_overloads, array_plans, array_recor
 from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
-from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen
+from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse
 from tape.compiled.jit_errors import check_data, first_line
 from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import (
@@ -319,20 +319,27 @@ class JitFunction:
 
     def _takes_arrays(self, args: tuple) -> bool:
         """Whether f compiles for an array record xs (the array driver's ``args``): typed at the first try, before
-        anything of array records is made (write_record is made once an f does); an f that does not (an op array
-        records lack) is recorded as scalar records from then on."""
+        anything of array records is made (write_record when f first writes a record); an f that does not (an op array
+        records lack) is recorded as scalar records from then on, and where f is cached, so in later processes
+        (jit_cache.refusal)."""
         array_calls.install()
         if self._array_drive is None:
             self._settled()
             self._array_drive = _array_driver(self.dispatcher, bool(self._cache))
         if self._arrays is None:
+            kinds = tuple(map(self._array_drive.typeof_pyval, args))
+            refused = refusal(self.py_func, kinds) if self._cache else ""  # (a cached f's refusal: on disk)
+            if refused and os.path.exists(refused):
+                self._arrays = False
+                return False
             try:
-                self._array_drive.compile(tuple(map(self._array_drive.typeof_pyval, args)))
+                self._array_drive.compile(kinds)
             except numba.core.errors.NumbaError:
                 forget_failures(self.dispatcher, self._array_drive)
                 self._arrays = False
+                if refused:
+                    refuse(refused)
                 return False
-            array_calls.write()
         return self._arrays is not False
 
     def _took(self, t: Tape, n0: int, nc0: int, got: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -93,9 +93,30 @@ def _value(v) -> str:
     return repr(v) if isinstance(v, (int, float, complex, str, bytes, np.generic, type(None))) else type(v).__qualname__
 
 
+def refusal(user, kinds: tuple) -> str:
+    """The file whose presence says f (``user``, cached) does not type with array records for the array driver's
+    argument types ``kinds`` (tape/compiled/jit.py), kept so that a later process does not type it again (0.2 CPU-s):
+    keyed as f's cache entries are (its file and name, its code, ``frozen``) and on tape.jit's sources (the folder),
+    so a changed f or a changed tape tries again."""
+    code = user.__code__
+    digest = hashlib.sha256(f"{code.co_filename}:{user.__qualname__}:{kinds}".encode() + code.co_code)
+    digest.update(frozen(code, user.__globals__, set()).encode())
+    return os.path.join(cache_dir(), "jit", SOURCE_KEY, "refused", digest.hexdigest()[:32])
+
+
+def refuse(path: str) -> None:
+    """Write a refusal's file (where the cache cannot be written, the next process types f again)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    except OSError:
+        pass
+
+
 def cache_as(dispatcher, user, index: str) -> None:
     """Let ``dispatcher`` (f = ``user`` compiled, or its driver) load and save its machine code in a UserCache."""
     dispatcher._cache = UserCache(user, index)
 
 
-__all__ = ["READ", "SOURCE_KEY", "USER_CACHED", "JitCacheLocator", "UserCache", "frozen", "cache_as"]
+__all__ = [
+    "READ", "SOURCE_KEY", "USER_CACHED", "JitCacheLocator", "UserCache", "frozen", "cache_as", "refusal", "refuse"]
