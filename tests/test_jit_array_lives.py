@@ -146,6 +146,38 @@ def test_a_returned_view_keeps_its_region_while_python_records_on(check):
     assert np.allclose(g, a, rtol=1e-12, atol=1e-13)
 
 
+OUTLIVING = '''
+def f(u, steps):                     # views that outlive the records they view, read after a loop of records
+    v = (u * 2.0)[::2]
+    A = (u[:1024] * 1.5).reshape(32, 32).T
+    for _ in range(steps):
+        u = np.tanh(u) + 0.5 * u
+    return (v * v).sum() + (A[3] * A[:, 5]).sum() + (u * u).sum()
+'''
+
+
+def test_views_keep_the_records_they_view(check):
+    _, jn = namespace(OUTLIVING, arrays=True)
+    u0 = np.random.default_rng(9).normal(size=1600)
+    grad, tapes = taped(jn["f"], 6)
+    value, g = grad(u0)
+    us = [u0]
+    for _ in range(6):
+        us.append(np.tanh(us[-1]) + 0.5 * us[-1])
+    B = (u0[:1024] * 1.5).reshape(32, 32).T
+    assert jn["f"]._arrays is True and tapes[-1]._freed
+    assert np.isclose(value, 4.0 * (u0[::2] ** 2).sum() + (B[3] * B[:, 5]).sum() + (us[-1] ** 2).sum(), rtol=1e-13)
+    a = 2.0 * us[-1]
+    for u in reversed(us[:-1]):
+        a = a * (1.0 - np.tanh(u) ** 2 + 0.5)
+    a[::2] += 8.0 * u0[::2]
+    C = np.zeros((32, 32))  # d/dA of A[3] . A[:, 5], A = 1.5 U^T: row 3 and column 5 of A, back to U's places
+    C[3] += B[:, 5]
+    C[:, 5] += B[3]
+    a[:1024] += 1.5 * C.T.ravel()
+    assert np.allclose(g, a, rtol=1e-12, atol=1e-13)
+
+
 HEAT = '''
 def f(u, steps, c):                  # the periodic heat equation by np.concatenate
     for _ in range(steps):

@@ -3,12 +3,13 @@
 Each array record f makes on a recycling tape (tape.value_and_grad's own) has a life: a meminfo that Numba counts
 references to with every copy of the record and of its views (in variables, lists, tuples, conditions), and whose
 destructor appends the record's row to the call's ``released`` rows when nothing in f holds it any more. A record
-whose value a reverse step reads (its readers' ``back_reads``, marked as each reader is written: ``pin``) keeps its
-region; the others go to free lists by size class when the arena is full (``drain``), and a later record of about
-their size takes one (``take``): one offset then serves both arenas, as on the Python recorder's tapes (the taker is
-born after the last reader). xs, constants, packs and the records of a tape that does not recycle have no life (a
-null meminfo) and keep their regions. After the call, array_plans.adopt gives the tape what a recycling tape keeps
-(``_freed``, ``_caps``, ``_read``; what was released and not yet collected is watched, as a dropped VarArray's).
+whose value a reverse step reads (its readers' ``back_reads``, marked as each reader is written:
+array_records._pin) keeps its region; the others go to free lists by size class when the arena is full (``drain``),
+and a later record of about their size takes one (``take``): one offset then serves both arenas, as on the Python
+recorder's tapes (the taker is born after the last reader). xs, constants, packs and the records of a tape that does
+not recycle have no life (a null meminfo) and keep their regions. After the call, array_plans.adopt gives the tape
+what a recycling tape keeps (``_freed``, ``_caps``, ``_read``, ``_free``; what was released and not yet collected is
+watched, as a dropped VarArray's).
 
 Numba internals (listed in numba_internals.py): NRT meminfos with a destructor (``meminfo_alloc_dtor``), a function
 compiled into it (``compile_subroutine``, ``call_internal_no_propagate``: a destructor has no status to pass on).
@@ -24,7 +25,7 @@ from numba.extending import intrinsic
 from tape.compiled.numba_internals import LIFE, released_type, types
 from tape.compiled.numba_payload import tape_from_pointer
 from tape.compiled.recording import once
-from tape.kernels.array_ops import RULE
+from tape.kernels.array_ops import ARRAY_OPCODE, RULE
 from tape.sweeps.arenas import EARLY, SCAN
 from tape.sweeps.driver import Plan, View
 
@@ -153,13 +154,13 @@ def reuse(s, p, size):
 def _reads() -> np.ndarray:
     """back_reads as bits (an input's, 8 for the record's own), by code * 32 + inputs * 8 + the constant inputs' bits:
     all they depend on for the ops f writes (a kind that asks more of the plan reads all)."""
-    table = np.full(32 * len(RULE), 15, np.int64)
-    for code, rule in enumerate(RULE):
+    table, view = np.full(32 * len(RULE), 15, np.int64), View(0, 0, (), ())
+    for code in ARRAY_OPCODE.values():
         for nin in range(4):
-            for mask in range(8):
-                plan = Plan(code, 0, 0, (), (View(0, 0, (), ()),) * nin, (0,))
+            plan = tuple.__new__(Plan, (code, 0, 0, (), (view,) * nin, (0,), None, ()))
+            for mask in range(1 << nin):
                 try:
-                    reads = rule.back_reads(plan, tuple(bool(mask >> v & 1) for v in range(nin)))
+                    reads = RULE[code].back_reads(plan, tuple(bool(mask >> v & 1) for v in range(nin)))
                 except Exception:  # noqa: BLE001  (all: safe)
                     continue
                 table[code * 32 + nin * 8 + mask] = sum(1 << v for v, read in enumerate(reads[:-1]) if read) | (

@@ -188,8 +188,8 @@ class JitFunction:
         self._arrays: bool | None = None if arrays else False  # f compiles for an array record xs (None: untried)
         self._array_drive: Any = None
         self._array_room = 0  # arena elements the array records of a call wrote, at most
-        self._plan_room = 64  # plan rows a call wrote, at most (the table is grown inside f by doubling: a heat
-        # equation's 4,500 rows, a copy at each doubling, peaked at 3 times the table: 612 -> 200 B per element)
+        self._plan_room = 64  # plan rows a call wrote, at most (the table grows inside f by doubling, a copy each: the
+        # heat equation's 4,500 rows, peak 612 -> 590 bytes per element of state)
 
     def _settled(self) -> Any:
         """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it

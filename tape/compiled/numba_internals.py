@@ -5,6 +5,7 @@ Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or ex
 ``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
 ``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it: the intrinsics over the
 payload are in tape/compiled/numba_payload.py),
+NRT meminfos with a destructor and a function compiled into it (array records' lives, tape/compiled/array_lives.py),
 ``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo; their ``rows``/``vals`` attributes
 by ``infer_getattr`` and ``lower_getattr``), ``numba.core.cgutils`` and meminfo pointers (the tape handed to
 out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``), struct proxies (building Var values in intrinsics),
@@ -16,8 +17,8 @@ the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")``
 ``iternext_impl`` (``for v in xs``), and ``FunctionCache`` (its ``_index_key``) with ``IndexDataCacheFile`` set as a
 dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compiled/jit_cache.py), and the untyped
 IR with a compile's state (lists of numbers made lists of Vars: tape/compiled/var_lists.py). A Numba release that
-changes one of these breaks tape.jit here, in tape/compiled/numba_payload.py, jit_cache.py, compiler_pass.py and
-var_lists.py, and only
+changes one of these breaks tape.jit here, in tape/compiled/numba_payload.py, jit_cache.py, compiler_pass.py,
+var_lists.py and array_lives.py, and only
 there (``typeof_impl`` in tape/compiled/jit.py, the
 public extension API, makes a JitFunction its dispatcher inside jitted code). ``numba.np.linalg.ensure_blas`` is
 swapped while ``numba.np.arraymath`` imports, at the first ``CPUContext.load_additional_registries`` (_registries).
