@@ -109,10 +109,10 @@ def test_values_reverse_steps_read_stay(check):
 
 
 VIEW = '''
-def f(u, steps):                     # returns a view of a record made after records were given away
-    for _ in range(steps):
+def f(u, steps):                     # returns a view of a record made after records were given away (and released
+    for _ in range(steps):           # after f's last record: u, whose value sin's reverse reads)
         u = 0.5 * (u[2:] + u[:-2]) + np.tanh(u[1:-1])
-    return (u * 3.0)[1::2]
+    return np.exp(np.sin(u) * 3.0)[1::2]     # (exp's reverse reads exp's value)
 '''
 
 
@@ -120,23 +120,28 @@ def test_a_returned_view_keeps_its_region_while_python_records_on(check):
     _, jn = namespace(VIEW, arrays=True)
     u0 = np.random.default_rng(6).normal(size=1600)
     w = np.random.default_rng(7).normal(size=(1600 - 2 * 5) // 2)
-    tapes = []
+    tapes, last = [], []
 
     def outer(x):
         tapes.append(x.tape)
         y = jn["f"](x, 5)
-        for _ in range(4):
-            (x * 2.0 + 1.0).sum()  # Python records that may take the regions f released
-        return (y * w).sum()
+        last.append(y._view.record)  # f's last record
+        s = (y * w).sum()
+        del y  # (its record watched: a dropped handle's, a record whose value a reverse step reads kept)
+        for k in range(4):
+            (x[:1590 - 2 * k] * 2.0 + 1.0).sum()  # Python records that take regions f gave away
+        return s
     value, g = tape.value_and_grad(outer)(u0)
+    assert any(r < last[-1] < taker for r, taker in tapes[-1]._freed.items())  # (f's regions, taken after f)
     u, us = u0, []
     for _ in range(5):
         us.append(u)
         u = 0.5 * (u[2:] + u[:-2]) + np.tanh(u[1:-1])
     assert jn["f"]._arrays is True and tapes[-1]._freed
-    assert np.isclose(value, ((3.0 * u)[1::2] * w).sum(), rtol=1e-13)
+    y = np.exp(3.0 * np.sin(u))
+    assert np.isclose(value, (y[1::2] * w).sum(), rtol=1e-13)
     a = np.zeros_like(u)
-    a[1::2] = 3.0 * w
+    a[1::2] = w * y[1::2] * 3.0 * np.cos(u[1::2])
     for u in reversed(us):  # the stencil's reverse, by hand
         b = np.zeros_like(u)
         b[2:] += 0.5 * a
@@ -233,3 +238,15 @@ def test_records_alive_when_f_raises_do_not_crash_later_calls():
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(RAISES)], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_a_small_program_keeps_its_regions_after_its_first_call():
+    """An f whose call wrote fewer than arenas.EARLY elements records later calls without lives (as the Python
+    recorder collects nothing below it): every record kept, the gradient the same."""
+    source, x0, data = CASES["mlp"]
+    _, jn = namespace(source, arrays=True)
+    grad, tapes = taped(jn["f"], *data)
+    first, second = grad(x0), grad(x0)
+    assert 0 < jn["f"]._written < arenas.EARLY and first[0] == second[0] and same(first[1], second[1])
+    rows = [{p.row for p in t._plans} for t in tapes]
+    assert not rows[0] <= tapes[0]._read and rows[1] <= tapes[1]._read  # (the first call's lives released some)

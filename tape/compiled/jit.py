@@ -190,6 +190,7 @@ class JitFunction:
         self._array_room = 0  # arena elements the array records of a call wrote, at most
         self._plan_room = 64  # plan rows a call wrote, at most (the table grows inside f by doubling, a copy each: the
         # heat equation's 4,500 rows, peak 612 -> 590 bytes per element of state)
+        self._written = -1  # elements of array records the last call wrote (-1: none yet; array_plans.recycling)
 
     def _settled(self) -> Any:
         """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it
@@ -286,7 +287,8 @@ class JitFunction:
         _only_data(data)
         n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
         t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
-        args = self._array_args(t, view, data)
+        recycle = array_plans.recycling(t, self._written)
+        args = self._array_args(t, view, data, recycle)
         if not self._takes_arrays(args):
             return None
         try:
@@ -301,17 +303,17 @@ class JitFunction:
         self._array_room = max(self._array_room, na - na0)
         self._plan_room = max(self._plan_room, np1 - np0)
         found = self._took(t, n0, nc0, got)
-        array_plans.adopt(t, plans, np0, np1, aval, na, released)
+        self._written = array_plans.adopt(t, plans, np0, np1, aval, na, released, recycle)
         if t._recycling:  # xs's values stay while the records read them (tape/sweeps/arenas.py: _pin)
             t._read.add(view.record)
             t._watched.discard(view.record)
         return found
 
-    def _array_args(self, t: Tape, view: Any, data: tuple) -> tuple:
-        """The array driver's arguments for f on t with array record ``view`` as xs."""
+    def _array_args(self, t: Tape, view: Any, data: tuple, recycle: int = 0) -> tuple:
+        """The array driver's arguments for f on t with array record ``view`` as xs (``recycle``: array_plans')."""
         return (t._op, t._in0, t._in1, t._val, t._consts, t._n, t._n_consts, view.record, t._plan(view.record).offset,
                 view.offset, view.shape, view.strides, array_plans.plan_table(t, self._plan_room), len(t._plans),
-                t._aval, t._n_arena, array_plans.recycling(t), tuple(data), np.empty(self._arena, np.int64))
+                t._aval, t._n_arena, recycle, tuple(data), np.empty(self._arena, np.int64))
 
     def _tries_arrays(self, x: np.ndarray, data: tuple) -> bool:
         """Whether f records x as an array record: known after its first try, typed first on a tape of its own (an f
