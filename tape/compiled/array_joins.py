@@ -30,7 +30,8 @@ def roll_typer(a, shift, axis=None):
     if a.ndim == 2 and not given:  # of the flattened record (a view in C order, else Unfit), shaped back
         def flattened(a, shift, axis=None):
             v = _rolled1(a.reshape(-1), shift, 0)
-            return make_array_record(v.tape, v.arrays, v.record, v.offset, v.start, a.shape, (a.shape[1], 1))
+            return make_array_record(v.tape, v.arrays, v.record, v.offset, v.start, a.shape, (a.shape[1], 1),
+                                     v.life)
         return flattened
     rolled = _rolled1 if a.ndim == 1 else _rolled2
     return lambda a, shift, axis=None: rolled(a, shift, normalized(axis, a.ndim) if given else 0)
@@ -59,7 +60,7 @@ def _expanded(a, where):
     """1-d view a with an axis of length 1 at ``where`` (0 or 1), strided as NumPy's reshape makes it."""
     n, s = a.shape[0], a.strides[0]
     shape, strides = ((1, n), (n * s, s)) if where == 0 else ((n, 1), (s, s))
-    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start, shape, strides)
+    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start, shape, strides, a.life)
 
 
 def stack_typer(arrays, axis=0):

@@ -21,7 +21,17 @@ from __future__ import annotations
 import numpy as np
 
 from tape.compiled import array_gather
-from tape.compiled.numba_internals import ArrayRecordType, address, arrays_type, make_array_record, new_struct, types
+from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, new_life, reuse
+from tape.compiled.numba_internals import (
+    ArrayRecordType,
+    address,
+    arrays_type,
+    make_array_record,
+    new_struct,
+    no_life,
+    released_type,
+    types,
+)
 from tape.compiled.numba_payload import arrays_from_pointer, tape_from_pointer
 from tape.compiled.recording import jit, once, push
 from tape.kernels import _array_driver as kernels
@@ -49,8 +59,9 @@ from tape.sweeps import encoding
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
 BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
-PLAN_WIDTH = 35  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
-V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2)
+PLAN_WIDTH = LINK + 1  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
+V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2),
+# then array_lives.py's capacity, state and link
 PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join", "gather",
                                                                               "max", "min"))
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
@@ -76,10 +87,14 @@ WRITER_AT = types.ExternalFunction("tape_jit_array_writer_at", _KERNEL_AT)  # (a
 
 
 @jit
-def new_arrays(plans, np_, aval, na):
+def new_arrays(plans, np_, aval, na, recycle):
+    """The arrays' state of a call whose plans start at np_ (recycle: array_lives.RECYCLE, CHECKED, or 0)."""
     s = new_struct(arrays_type)
-    s.plans, s.np, s.aval, s.na = plans, np_, aval, na
+    s.plans, s.np, s.aval, s.na, s.first, s.recycle = plans, np_, aval, na, np_, recycle
     s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view: by_numpy)
+    s.heads, s.busy, s.recorded = np.full(66, -1, np.int64), np.full(3, -1, np.int64), 0  # (free lists by bit length)
+    s.released = new_struct(released_type)
+    s.released.rows, s.released.n = np.empty(64, np.int64), 0
     return s
 
 
@@ -103,19 +118,29 @@ def _grow_arena(s, size):
 @once
 def open_record(p, q, code, ndim, n0, n1):
     """A new array record of ``code`` and shape (n0, n1) (right-aligned: the last ndim count): its record row, plan
-    row and region (at the arena's top, as Storage._push_array places it on a tape that does not recycle); its plan."""
+    row and region (a freed record's where the tape recycles and one fits, array_lives.reuse; else at the arena's top,
+    as Storage._push_array places it); its plan."""
     s = arrays_from_pointer(q)
     if s.np == s.plans.shape[0]:
         _grow_plans(s)
     size = n0 * n1
-    if s.na + size > s.aval.size:
+    old = reuse(s, p, size) if s.recycle and size else -1
+    s.recorded += size
+    if old < 0 and s.na + size > s.aval.size:
         _grow_arena(s, size)
-    k, offset = s.np, s.na
-    s.na += size
+    k, offset, cap = s.np, s.na, size
+    if old >= 0:
+        offset, cap = s.plans[old, 2], s.plans[old, CAP]
+    else:
+        s.na += size
     row = push(p, code, k, NO_INPUT, 0.0).index
     plan = s.plans[k]
     plan[:] = 0
     plan[0], plan[1], plan[2], plan[3], plan[4], plan[5], plan[PLACE] = code, row, offset, ndim, n0, n1, -1
+    plan[CAP], plan[LINK] = cap, -1
+    if old >= 0:
+        s.plans[old, STATE] |= TAKEN
+        s.plans[old, LINK] = row
     s.np = k + 1
     return k
 
@@ -322,6 +347,23 @@ def _padded(s, p, q, a, b):
 
 
 @once
+def _pin(s, p, k):
+    """Mark the records whose values plan k's reverse step reads (array_lives.READS): their regions are kept."""
+    plan, t = s.plans[k], tape_from_pointer(p)
+    nin, constants = plan[6], 0
+    for v in range(nin):
+        if t.op[plan[V0 + 7 * v]] == ACONSTANT:
+            constants |= 1 << v
+    reads = READS[plan[0] * 32 + nin * 8 + constants]
+    for v in range(nin):
+        j = t.in0[plan[V0 + 7 * v]]
+        if reads >> v & 1 and s.first <= j < s.np:
+            s.plans[j, STATE] |= READ
+    if reads & 8:
+        plan[STATE] |= READ
+
+
+@once
 def write_record(p, q, code, arg, c, a, b, e):
     """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
     a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar record) of operands a, b and e
@@ -329,6 +371,7 @@ def write_record(p, q, code, arg, c, a, b, e):
     gather's (``write_moved``)."""
     s = arrays_from_pointer(q)
     s.row[0, :] = 0
+    s.busy[0], s.busy[1], s.busy[2] = a[0], b[0], e[0]  # (their regions not given to the record written)
     if code == PACK and arg < 0:  # a number in a Var (not recorded): a constant
         code, arg = ACONSTANT, 0
     if code == ACONSTANT:  # a NumPy array's values are copied in by f
@@ -347,6 +390,8 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
         return k
+    if s.recycle:
+        _pin(s, p, k)
     _encode(s, k)
     row, driven, stand_in = s.row[0], _driven(s, k), 0
     slot = kernels.VALUES + row[OP] if row[KIND] == kernels.ELEMENTWISE else row[KIND]  # (a driven row's kernel)
@@ -448,13 +493,20 @@ def scalar(p, q, r):
 
 
 @jit
+def life(q, row):
+    """The life of the new record at ``row``: one that releases it where the tape recycles (array_lives.py)."""
+    s = arrays_from_pointer(q)
+    return new_life(s.released, row) if s.recycle else no_life()
+
+
+@jit
 def vector(p, q, r):
-    return make_array_record(p, q, r[0], r[1], 0, (r[3],), (1,))
+    return make_array_record(p, q, r[0], r[1], 0, (r[3],), (1,), life(q, r[0]))
 
 
 @jit
 def matrix(p, q, r):
-    return make_array_record(p, q, r[0], r[1], 0, (r[2], r[3]), (r[3], 1))
+    return make_array_record(p, q, r[0], r[1], 0, (r[2], r[3]), (r[3], 1), life(q, r[0]))
 
 
 RESULT = (scalar, vector, matrix)  # by ndim, from (p, q, (record, offset, n0, n1)): a 0-d one is the elem record

@@ -76,7 +76,7 @@ def _second(key):
 
 @jit
 def _view(a, start, shape, strides):
-    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start + start, shape, strides)
+    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start + start, shape, strides, a.life)
 
 
 @jit
@@ -117,7 +117,7 @@ def _transposed(a):
     if a.ndim == 1:
         return lambda a: a
     return lambda a: make_array_record(a.tape, a.arrays, a.record, a.offset, a.start, (a.shape[1], a.shape[0]),
-                                       (a.strides[1], a.strides[0]))
+                                       (a.strides[1], a.strides[0]), a.life)
 
 
 @jit

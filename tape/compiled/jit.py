@@ -36,6 +36,7 @@ from tape.compiled.numba_internals import (
     borrowed,
     file_id,
     make_array_record,
+    no_life,
     types,
     where_of,
 )
@@ -141,15 +142,16 @@ def _driver(user: Any, cache: bool) -> Callable[..., Any]:
 
 def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
     """The jitted entry of f on an array record xs (tape/compiled/array_records.py): as _driver, and the plan rows,
-    their count, the arena and its top after f."""
+    their count, the arena and its top after f, and the rows of the records released since the last record was written
+    (tape/compiled/array_lives.py)."""
     @numba.njit(pipeline_class=Pipeline, **{**OPTIONS, "no_cfunc_wrapper": True})  # called from Python only
-    def drive(op, in0, in1, val, consts, n, nc, record, offset, start, shape, strides, plans, np_, aval, na, data,
-              arena):
+    def drive(op, in0, in1, val, consts, n, nc, record, offset, start, shape, strides, plans, np_, aval, na, recycle,
+              data, arena):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
-        s = array_records.new_arrays(plans, np_, aval, na)
-        xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, start, shape, strides)
+        s = array_records.new_arrays(plans, np_, aval, na, recycle)
+        xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, start, shape, strides, no_life())
         done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
-        return done, (s.plans, s.np, s.aval, s.na)
+        return done, (s.plans, s.np, s.aval, s.na, s.released.rows[:s.released.n])
     return _kept(drive, user, cache, "-arrays")
 
 
@@ -186,6 +188,9 @@ class JitFunction:
         self._arrays: bool | None = None if arrays else False  # f compiles for an array record xs (None: untried)
         self._array_drive: Any = None
         self._array_room = 0  # arena elements the array records of a call wrote, at most
+        self._plan_room = 64  # plan rows a call wrote, at most (the table grows inside f by doubling, a copy each: the
+        # heat equation's 4,500 rows, peak 612 -> 590 bytes per element of state)
+        self._written = -1  # elements of array records the last call wrote (-1: none yet; array_plans.recycling)
 
     def _settled(self) -> Any:
         """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it
@@ -282,11 +287,12 @@ class JitFunction:
         _only_data(data)
         n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
         t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
-        args = self._array_args(t, view, data)
+        recycle = array_plans.recycling(t, self._written)
+        args = self._array_args(t, view, data, recycle)
         if not self._takes_arrays(args):
             return None
         try:
-            got, (plans, np1, aval, na) = self._array_drive(*args)
+            got, (plans, np1, aval, na, released) = self._array_drive(*args)
         except numba.core.errors.NumbaError:  # typing: an op array records lack
             forget_failures(self.dispatcher, self._array_drive)
             self._arrays = False
@@ -295,18 +301,19 @@ class JitFunction:
             return None
         self._arrays = True
         self._array_room = max(self._array_room, na - na0)
+        self._plan_room = max(self._plan_room, np1 - np0)
         found = self._took(t, n0, nc0, got)
-        array_plans.adopt(t, plans, np0, np1, aval, na)
+        self._written = array_plans.adopt(t, plans, np0, np1, aval, na, released, recycle)
         if t._recycling:  # xs's values stay while the records read them (tape/sweeps/arenas.py: _pin)
             t._read.add(view.record)
             t._watched.discard(view.record)
         return found
 
-    def _array_args(self, t: Tape, view: Any, data: tuple) -> tuple:
-        """The array driver's arguments for f on t with array record ``view`` as xs."""
+    def _array_args(self, t: Tape, view: Any, data: tuple, recycle: int = 0) -> tuple:
+        """The array driver's arguments for f on t with array record ``view`` as xs (``recycle``: array_plans')."""
         return (t._op, t._in0, t._in1, t._val, t._consts, t._n, t._n_consts, view.record, t._plan(view.record).offset,
-                view.offset, view.shape, view.strides, array_plans.plan_table(t), len(t._plans), t._aval,
-                t._n_arena, tuple(data), np.empty(self._arena, np.int64))
+                view.offset, view.shape, view.strides, array_plans.plan_table(t, self._plan_room), len(t._plans),
+                t._aval, t._n_arena, recycle, tuple(data), np.empty(self._arena, np.int64))
 
     def _tries_arrays(self, x: np.ndarray, data: tuple) -> bool:
         """Whether f records x as an array record: known after its first try, typed first on a tape of its own (an f

@@ -5,6 +5,7 @@ Tested with Numba 0.68.1 (pyproject.toml pins the range). What is internal or ex
 ``numba.experimental.structref`` (the tape inside jitted code) and its payload layout read through
 ``structref._Utils`` (Vars hold the tape's meminfo pointer, borrowed, and append through it: the intrinsics over the
 payload are in tape/compiled/numba_payload.py),
+NRT meminfos with a destructor and a function compiled into it (array records' lives, tape/compiled/array_lives.py),
 ``numba.np.arrayobj.populate_array`` (Var arrays over the call's arena, no meminfo; their ``rows``/``vals`` attributes
 by ``infer_getattr`` and ``lower_getattr``), ``numba.core.cgutils`` and meminfo pointers (the tape handed to
 out-of-line growth cfuncs by ``llvmlite.binding.add_symbol``), struct proxies (building Var values in intrinsics),
@@ -16,8 +17,8 @@ the pass-manager API used to add it, and ``lower_builtin("getiter"/"iternext")``
 ``iternext_impl`` (``for v in xs``), and ``FunctionCache`` (its ``_index_key``) with ``IndexDataCacheFile`` set as a
 dispatcher's ``_cache`` (tape.jit(cache=True): f and its driver; in tape/compiled/jit_cache.py), and the untyped
 IR with a compile's state (lists of numbers made lists of Vars: tape/compiled/var_lists.py). A Numba release that
-changes one of these breaks tape.jit here, in tape/compiled/numba_payload.py, jit_cache.py, compiler_pass.py and
-var_lists.py, and only
+changes one of these breaks tape.jit here, in tape/compiled/numba_payload.py, jit_cache.py, compiler_pass.py,
+var_lists.py and array_lives.py, and only
 there (``typeof_impl`` in tape/compiled/jit.py, the
 public extension API, makes a JitFunction its dispatcher inside jitted code). ``numba.np.linalg.ensure_blas`` is
 swapped while ``numba.np.arraymath`` imports, at the first ``CPUContext.load_additional_registries`` (_registries).
@@ -409,14 +410,27 @@ class ArraysType(types.StructRef):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
 
+@structref.register
+class ReleasedType(types.StructRef):
+    """The rows of the array records f can no longer reach, as their lives' destructors append them (array_lives.py)."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+released_type = ReleasedType([("rows", types.int64[::1]), ("n", types.int64)])
+LIFE = types.MemInfoPointer(types.voidptr)  # an array record's life: a meminfo shared by its views (null: never freed)
 ARRAYS_FIELDS = [("plans", types.int64[:, ::1]), ("np", types.int64), ("aval", types.float64[::1]),
-                 ("na", types.int64), ("scratch", types.float64[:, ::1]), ("row", types.int64[:, ::1])]
+                 ("na", types.int64), ("scratch", types.float64[:, ::1]), ("row", types.int64[:, ::1]),
+                 ("first", types.int64), ("recycle", types.int64), ("heads", types.int64[::1]),
+                 ("busy", types.int64[::1]), ("recorded", types.int64), ("released", released_type)]
 arrays_type = ArraysType(ARRAYS_FIELDS)
 
 
 class ArrayRecordType(types.Type):
     """A view of an array record of the tape (1-d or 2-d): the tape's and the arrays' pointers (borrowed, as a Var's),
-    its record, its region's offset in the arena, and the view's offset in the region, shape and strides."""
+    its record, its region's offset in the arena, the view's offset in the region, shape and strides, and the record's
+    life (LIFE: reference counted by Numba with every copy, so its region is given away once nothing holds it)."""
 
     def __init__(self, ndim: int):
         self.ndim = ndim
@@ -429,24 +443,33 @@ class ArrayRecordModel(models.StructModel):
         axes = types.UniTuple(types.int64, fe_type.ndim)
         super().__init__(dmm, fe_type, [("tape", types.voidptr), ("arrays", types.voidptr), ("record", types.int64),
                                         ("offset", types.int64), ("start", types.int64), ("shape", axes),
-                                        ("strides", axes)])
+                                        ("strides", axes), ("life", LIFE)])
 
 
-for _name in ("tape", "arrays", "record", "offset", "start", "shape", "strides"):
+for _name in ("tape", "arrays", "record", "offset", "start", "shape", "strides", "life"):
     make_attribute_wrapper(ArrayRecordType, _name, _name)
 
 
 @intrinsic
-def make_array_record(typingctx, p, q, record, offset, start, shape, strides):
+def make_array_record(typingctx, p, q, record, offset, start, shape, strides, life):
     """A view of array record ``record`` (region at ``offset``; the view at ``start`` in it, ``shape`` and ``strides``
-    tuples of one or two) of tape p, arrays q."""
+    tuples of one or two) of tape p, arrays q, holding the record's ``life`` (a new reference)."""
     typ = ArrayRecordType(len(shape))
     axes = types.UniTuple(types.int64, len(shape))
 
     def codegen(context, builder, sig, args):
-        names = ("tape", "arrays", "record", "offset", "start", "shape", "strides")
-        return _struct(context, builder, typ, {name: (arg, None) for name, arg in zip(names, args, strict=True)})
-    return typ(types.voidptr, types.voidptr, types.int64, types.int64, types.int64, axes, axes), codegen
+        names = ("tape", "arrays", "record", "offset", "start", "shape", "strides", "life")
+        return _struct(context, builder, typ, {name: (arg, LIFE if name == "life" else None)
+                                               for name, arg in zip(names, args, strict=True)})
+    return typ(types.voidptr, types.voidptr, types.int64, types.int64, types.int64, axes, axes, LIFE), codegen
+
+
+@intrinsic
+def no_life(typingctx):
+    """The life of a record never given away (xs): a null meminfo, which Numba's reference counts skip."""
+    def codegen(context, builder, sig, args):
+        return cgutils.get_null_value(context.get_value_type(LIFE))
+    return LIFE(), codegen
 
 
 @intrinsic
@@ -462,4 +485,4 @@ __all__ = ["TESTED", "NUMBA_VERSION", "TypingError", "types", "tape_type", "TAPE
            "condition_type", "VarType", "ConditionType", "VarArrayType", "var_dtype_type", "make_var", "unbound",
            "make_condition", "known_condition", "make_array", "make_dtype", "where_of", "file_id", "make_block",
            "borrowed", "ArrayConditionType", "make_array_condition", "ArraysType", "arrays_type",
-           "ARRAYS_FIELDS", "ArrayRecordType", "make_array_record", "address"]
+           "ARRAYS_FIELDS", "ArrayRecordType", "make_array_record", "address", "LIFE", "no_life", "released_type"]
