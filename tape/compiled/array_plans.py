@@ -10,7 +10,8 @@ import numpy as np
 
 from tape.compiled import array_gather
 from tape.compiled.array_lives import CAP, CHECKED, FREED, LINK, READ, RECYCLE, STATE, TAKEN
-from tape.compiled.array_records import AXES, GATHER, PLACE, PLAN_WIDTH, V0, WIDE
+from tape.compiled.array_records import GATHER
+from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, V0, WIDE
 from tape.sweeps import arenas
 from tape.sweeps.driver import Plan, View
 

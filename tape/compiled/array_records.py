@@ -4,12 +4,11 @@ An array record inside f (numba_internals.ArrayRecordType) is its record, the of
 the array side of the call (ArraysType) holds the new plans as rows of PLAN_WIDTH numbers, the value arena and
 scratch. A record is a row of the record table (its in0 the plan's place), a plan row and a region at the arena's
 top; its values are the compiled array driver's (kernels/_array_driver.py ``forward``, NumPy's own loops and BLAS by
-address, NumPy's bits) on a one-row table encoded from the plan row as tape/sweeps/encoding.py encodes it. f calls
-a C function by address for every op (``write_record``; a join's or a gather's ``write_moved``: f's machine code
-holds none of it, so a new f compiles small), which calls the driver's forward by address too, each read from its
-cell of the driver's KERNELS (made by array_calls.py: a writer when f first needs it, the forward and a row's kernel
-where cached, else once NumPy's rule has stood in long enough). After the call ``adopt`` makes the plan rows the
-tape's Plans.
+address, NumPy's bits) on a one-row table encoded from the plan row (array_rows.py). f calls a C function by address
+for every op (``write_record``; a join's or a gather's ``write_moved``: f's machine code holds none of it, so a new f
+compiles small), which calls the driver's forward by address too, each read from its cell of the driver's KERNELS
+(made by array_calls.py: a writer when f first needs it, the forward and a row's kernel where cached, else once
+NumPy's rule has stood in long enough). After the call ``adopt`` makes the plan rows the tape's Plans.
 
 Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy). What a
 view cannot hold (an empty slice, a reshape NumPy copies) raises ``Unfit``: tape.jit records the call again as
@@ -22,6 +21,7 @@ import numpy as np
 
 from tape.compiled import array_gather
 from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, new_life, reuse
+from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, V0, WIDE, by_driver, encode
 from tape.compiled.numba_internals import (
     ArrayRecordType,
     address,
@@ -35,38 +35,16 @@ from tape.compiled.numba_internals import (
 from tape.compiled.numba_payload import arrays_from_pointer, tape_from_pointer
 from tape.compiled.recording import jit, once, push
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import (
-    BASE,
-    KIND,
-    NIN,
-    OP,
-    OUT,
-    OUT_STRIDES,
-    REC,
-    ROW,
-    SHAPE,
-    SIZE,
-    STRIDES,
-    VIEW,
-    VIEWS,
-    WIDTH,
-)
+from tape.kernels._array_driver import BASE, KIND, OP, REC, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.kernels.ops import ELEM
 from tape.records.storage import NO_INPUT
-from tape.sweeps import encoding
 
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
 BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
-PLAN_WIDTH = LINK + 1  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
-V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2),
-# then array_lives.py's capacity, state and link
 PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join", "gather",
                                                                               "max", "min"))
-KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
-# its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
-LOOPED = encoding._looped()
 
 
 class Unfit(Exception):
@@ -161,109 +139,6 @@ def put_view(s, k, o):
 def common(a, b):
     """NumPy's broadcast of two axis lengths (-1: none)."""
     return a if a == b or b == 1 else b if a == 1 else -1
-
-
-@once
-def _steps(v):
-    """Where strides list v of a row starts: the output's (0), then each view's."""
-    return OUT_STRIDES if v == 0 else VIEWS + VIEW * (v - 1) + STRIDES
-
-
-@once
-def _coalesced(t, lists):
-    """Row t's adjacent axes that its first ``lists`` strides lists all walk as one, merged, right-aligned after 1s
-    (tape/sweeps/encoding.py's _coalesced, for one row: a full sum of a block is one pairwise sum)."""
-    count = 0
-    for d in range(4):
-        n = t[SHAPE + d]
-        if n == 1:
-            continue
-        join = count > 0
-        for v in range(lists):
-            join = join and t[_steps(v) + count - 1] == t[_steps(v) + d] * n
-        at = count - 1 if join else count
-        t[SHAPE + at] = t[SHAPE + at] * n if join else n
-        for v in range(lists):
-            t[_steps(v) + at] = t[_steps(v) + d]
-        count = at + 1
-    for i in range(3, -1, -1):
-        src = i - 4 + count
-        t[SHAPE + i] = t[SHAPE + src] if src >= 0 else 1
-        for v in range(lists):
-            t[_steps(v) + i] = t[_steps(v) + src] if src >= 0 else 0
-
-
-@once
-def _encode(s, k):
-    """Plan k's one-row table for the driver's forward, as tape/sweeps/encoding.py writes its kind (the views' records
-    and bases are put_view's): an elementwise record's space is its shape, a sum's its input's with 0 output strides
-    along the reduced axes, a matmul's (n, inner, m); strides 0 along axes of length 1; then axes merged."""
-    plan, t = s.plans[k], s.row[0]
-    code, nin, n0, n1 = plan[0], plan[6], plan[4], plan[5]
-    kind = KINDS[code]
-    t[KIND], t[OP], t[ROW], t[OUT], t[SIZE], t[NIN] = kind, CODES[code], plan[1], plan[2], n0 * n1, nin
-    if kind == kernels.MATMUL:
-        t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11], 1
-        for v in range(2):
-            f = V0 + 7 * v
-            t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f + 5], plan[f + 6]
-        return
-    if kind != kernels.ELEMENTWISE and kind != kernels.SUM:  # (no row: NumPy's values, by_numpy)
-        return
-    space = (n0, n1) if kind == kernels.ELEMENTWISE else (plan[V0 + 3], plan[V0 + 4])
-    t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = 1, 1, space[0], space[1]
-    kept = (n0, n1)
-    if kind == kernels.SUM:  # the output's shape in its input's space: 1 along the reduced axes
-        vndim = plan[V0 + 2]
-        kept = (space[0] if vndim == 2 else 1, space[1])
-        for a in range(plan[AXES]):
-            if plan[AXES + 1 + a] == vndim - 1:
-                kept = (kept[0], 1)
-            else:
-                kept = (1, kept[1])
-    t[OUT_STRIDES + 2], t[OUT_STRIDES + 3] = kept[1] if kept[0] != 1 else 0, 1 if kept[1] != 1 else 0
-    for v in range(nin):
-        f, g = V0 + 7 * v, VIEWS + VIEW * v + STRIDES
-        for d in range(2):
-            n = plan[f + 3 + d]
-            t[g + 2 + d] = 0 if n == 1 or space[d] == 1 else plan[f + 5 + d]
-    _coalesced(t, 1 + nin)
-
-
-@once
-def _block(rows, cols, rs, cs):
-    """Whether a matmul operand (rows x cols, strides rs, cs) is a block in C or Fortran order (encoding._block)."""
-    return (((cols == 1) or (cs == 1)) and ((rows == 1) or (rs == cols))) or (
-        ((rows == 1) or (rs == 1)) and ((cols == 1) or (cs == rows)))
-
-
-@once
-def _driven(s, k):
-    """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
-    (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
-    output: NumPy's loop called as its step calls it), a sum's input in C order and not past LARGE, a matmul's
-    operands two blocks BLAS multiplies (not NumPy's dot or syrk)."""
-    plan, t = s.plans[k], s.row[0]
-    kind = t[KIND]
-    if kind == kernels.ELEMENTWISE:
-        alike = True  # (a loop, not an array comparison: its machine code would import numba.np.linalg at every load)
-        for d in range(4):
-            alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
-        return EXACT[plan[0]] or LOOPED[plan[0]] and alike
-    if kind == kernels.MATMUL:
-        n, inner, m = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11]
-        middle = max(min(n, inner), min(max(n, inner), m))
-        return kernels.BLAS and middle >= 2 and t[VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
-            n, inner, plan[V0 + 5], plan[V0 + 6]) and _block(inner, m, plan[V0 + 12], plan[V0 + 13])
-    if kind != kernels.SUM or plan[V0 + 3] * plan[V0 + 4] > encoding.LARGE:
-        return False
-    last = 1 << 62
-    for d in range(2):
-        if plan[V0 + 3 + d] != 1:
-            if plan[V0 + 5 + d] >= last:
-                return False
-            last = plan[V0 + 5 + d]
-    return last > 0
 
 
 @once
@@ -392,8 +267,8 @@ def write_record(p, q, code, arg, c, a, b, e):
         return k
     if s.recycle:
         _pin(s, p, k)
-    _encode(s, k)
-    row, driven, stand_in = s.row[0], _driven(s, k), 0
+    encode(s, k)
+    row, driven, stand_in = s.row[0], by_driver(s, k), 0
     slot = kernels.VALUES + row[OP] if row[KIND] == kernels.ELEMENTWISE else row[KIND]  # (a driven row's kernel)
     if driven and (kernels._kernel(kernels.FORWARD_AT) == 0 or kernels._kernel(slot) == 0) and KERNEL_AT(slot) == 0:
         driven, stand_in = False, STAND_IN  # the driver's forward or the row's kernel not made: NumPy's rule, same bits
