@@ -177,23 +177,22 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     offsets = np.empty_like(most)
     room = staggered(most)
     offsets[order] = np.cumsum(room[order]) - room[order]
-    return _table.relaid(s._plans, offsets[at]), int(room.sum()), int(room[~bare].sum())
+    end = np.where(most > 0, offsets + most, 0)  # (no room past the last region)
+    return _table.relaid(s._plans, offsets[at]), int(end.max(initial=0)), int(end[~bare].max(initial=0))
 
 
 PAGE = 512  # elements of a 4 KB page: a load whose address matches an earlier store's in its last 12 bits waits for it
-NEAR = 64  # (4K aliasing): regions of a length within NEAR of pages laid end to end start at nearly the same place of
-# a page, and a pass storing to one while it reads the next (Burgers' stretch, 4,096 elements) runs 6.5-8.3 -> 4.5 us
-# CPU (s22's notes, stretch_variants.py)
-STEP = 316  # a region's length past whole pages where it is staggered: about PAGE over the golden ratio, so that the
-# starts of such regions end to end fall far apart in a page (0, 316, 120, 436, 240, 44, ...)
+NEAR = 64  # (4K aliasing): regions of a length within NEAR of whole pages laid end to end start at nearly the same
+# place of a page, and a pass storing to one while it reads another (Burgers' stretch, 4,096 elements) ran 6.5-8.3 ->
+# 4.5 us CPU a call with them apart (s22's notes, stretch_variants.py)
 
 
 def staggered(length: np.ndarray) -> np.ndarray:
-    """Each region's room: its length, and for one of at least a PAGE within NEAR of whole pages, up to STEP past
-    them (at most a page more: Burgers' 4,096 elements 7.7% more)."""
+    """Each region's room: its length, and for one of at least a PAGE within NEAR of whole pages, up to NEAR past them
+    (so such regions end to end start NEAR apart in a page; Burgers' 4,096 elements 1.6% more, the LSTM's 1,024 6%)."""
     past = length % PAGE
     near = (length >= PAGE) & ((past < NEAR) | (past > PAGE - NEAR))
-    return np.where(near, length + (STEP - past) % PAGE, length)
+    return np.where(near, length + (NEAR - past) % PAGE, length)
 
 
 def _bare(s: Any, runs: list[Any], outputs: np.ndarray) -> np.ndarray:
