@@ -33,8 +33,9 @@ def warmup() -> None:
     F.jacobian(point, mode="forward"), F.jacobian(point, mode="reverse"), G.hessian(point), G.gradient(point)
     F.sparse_jacobian(point), G.sparse_hessian(point)  # patterns, colorings, recovery
     F.map(points), F.map_jvp(points, points), F.map_vjp(points, points), G.map_value_and_grad(points)
-    H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0)).sum() * tape.exp(v[1]) + v[2] * v[3],
-                   np.linspace(0.0, 1.0, 2000))  # arrays, and scalar records between them
+    H = tape.trace(lambda v: (tape.sin(v) * v[0] + tape.hypot(v, 1.0) + np.logaddexp(v, 0.5)).sum() * tape.exp(v[1])
+                   + v[2] * v[3], np.linspace(0.0, 1.0, 2000))  # arrays, scalar records between them (logaddexp's
+    # compiled passes: kernels/array_helpers.py)
     H.value_and_grad(np.ones(2000)), H.hvp(np.ones(2000), np.ones(2000)), H.jvp(np.ones(2000), np.ones(2000))
     fused_runs.untwinned()  # the fused kernels, not their NumPy twins
     fused_runs.SHAPED = False  # the generic ones first: a cached shape's own kernels would serve this run instead

@@ -69,3 +69,33 @@ def test_logaddexp_array_records_against_mpmath(monkeypatch):
         for h in (F.hvp(x_clean, np.where(finite, v, 0.0)), F.grad_function().jvp(x_clean, np.where(finite, v, 0.0))):
             want = np.where(finite, hvp, 0.0)
             np.testing.assert_allclose(h[finite], want[finite], rtol=1e-12, atol=1e-300)
+
+
+def _numpys_steps(a, b):
+    """logaddexp's value and share in a pass by pass in NumPy, written out here: max(a, b) + log1p(exp(-|a - b|)),
+    a + ln 2 where a == b; 1 / (1 + e) where a - b >= 0, else e / (1 + e), e = exp(-|a - b|), 1/2 where a == b."""
+    d = np.subtract(a, b)
+    e = np.exp(np.negative(np.abs(d)))
+    value = np.where(np.equal(a, b), np.add(a, 0.6931471805599453), np.add(np.maximum(a, b), np.log1p(e)))
+    share = np.where(np.equal(a, b), 0.5, np.divide(np.where(d >= 0.0, 1.0, e), np.add(e, 1.0)))
+    return value, share
+
+
+def test_logaddexp_rules_are_numpys_steps_bit_for_bit():
+    """kernels/array_helpers.py's logaddexp and share (NumPy's exp and log1p between compiled passes) give the NumPy
+    steps' bits, NaN for NaN: random and edge pairs, broadcast either way, a number and a 0-d pair."""
+    from tape.kernels import array_helpers
+
+    rng = np.random.default_rng(26)
+    edges = np.array(EDGE).T
+    cases = [(edges[0], edges[1]), (edges[1], edges[0]), (rng.normal(size=(4, 1)) * 30, rng.normal(size=5) * 30),
+             (0.0, rng.normal(size=(3, 7)) * 800), (rng.normal(size=9), -INF), (np.float64(0.5), np.float64(0.5)),
+             (np.array(-2.0), 3.0), (np.resize(edges[0], (6, 22)), edges[1][::-1])]
+    with np.errstate(all="ignore"):
+        for a, b in cases:
+            want = _numpys_steps(a, b)
+            got = array_helpers.logaddexp(a, b), array_helpers.logaddexp_share(a, b)
+            for x, y in zip(got, want, strict=True):
+                number = ~np.isnan(y)
+                assert np.shape(x) == np.shape(y) and np.array_equal(np.isnan(x), ~number)
+                assert np.array_equal(np.asarray(x)[number].view(np.int64), np.asarray(y)[number].view(np.int64))

@@ -1,7 +1,8 @@
 """Broadcasting binary records in the compiled sweeps (kernels/codegen/array_broadcasts.py's LINED rows, written by
 tape/sweeps/encoding.py): values and gradients are NumPy's steps' bit for bit, rows, columns and middle axes
-broadcast on either side, past the BROADCAST bound, in blocks of one line, seven or many, at edge values; the layouts
-they leave to the gathering rows or to NumPy's step stay there."""
+broadcast on either side, past the BROADCAST bound, in blocks of one line, seven or many, long lines a line at a time
+read in place (a number a line too), at edge values; the layouts they leave to the gathering rows or to NumPy's step
+stay there."""
 
 import operator
 
@@ -24,6 +25,13 @@ LAYOUTS = {  # name: (a, b of X, whether a LINED row runs it)
     "a column of a 3-d space": (lambda X: (X[:6000].reshape(3, 125, 16), X[6000:6375].reshape(3, 125, 1)), True),
     "a column of a 4-d space, broadcast along axis 1": (lambda X: (X[:480].reshape(2, 3, 5, 16),
                                                                  X[500:510].reshape(2, 1, 5, 1)), True),
+    "long lines by a column (a number a line, read in place)": (lambda X: (X[:6000].reshape(20, 300),
+                                                                        X[6000:6020].reshape(20, 1)), True),
+    "a column by long lines broadcast along it (conv1d's taps)": (lambda X: (X[:4].reshape(4, 1),
+                                                                         X[4:604].reshape(2, 1, 300)), True),
+    "long lines of a row by a column": (lambda X: (X[:257], X[300:310].reshape(10, 1)), True),
+    "long lines of a 4-d space by a column": (lambda X: (X[:1024].reshape(2, 1, 2, 256),
+                                                         X[2000:2006].reshape(1, 3, 2, 1)), True),
     "short lines (gathered)": (lambda X: (X[:6000].reshape(1500, 4), X[6000:6004]), False),
     "a strided row (gathered)": (lambda X: (X[:6000].reshape(375, 16), X[6000:6032:2]), False),
     "a number a block of lines (gathered)": (lambda X: (X[:6000].reshape(3, 125, 16)[:, ::2],

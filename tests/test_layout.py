@@ -299,3 +299,27 @@ def test_tracing_peaks_below_the_functions_two_arenas(monkeypatch):
         tracemalloc.stop()
     assert peak < F._aval.nbytes + F._aadj.nbytes
     assert F._aval.nbytes > 40 * 4 * 4096 * 8  # (the values its reverse reads: the test tests something)
+
+
+def test_regions_of_whole_pages_start_apart_in_a_page(arrays, monkeypatch):
+    """Regions whose length is within layout.NEAR of whole 4 KB pages (Burgers' 4,096 elements) are staggered, so that
+    no two of them start at nearly the same place of a page (4K aliasing: a pass storing to one while reading another
+    waited on every load): each starts at least NEAR from the one before it; other lengths are laid end to end as they
+    are; the numbers are the recorded layout's."""
+    def f(u):
+        for _ in range(6):
+            u = u - 0.3 * u * (u - np.roll(u, 1)) + 0.1 * (np.roll(u, -1) - 2.0 * u + np.roll(u, 1))
+        return 0.5 * (u * u).sum()
+
+    x = np.random.default_rng(9).uniform(0.5, 1.5, 4096)
+    F = tape.trace(f, x)
+    starts = np.array(sorted({p.offset for p in F._plans if p.size == 4096}))
+    assert len(starts) >= 4
+    step = np.diff(starts) % layout.PAGE  # (where each starts in a page, against the one before it in the arena)
+    assert np.minimum(step, layout.PAGE - step).min() >= layout.NEAR
+    assert np.array_equal(layout.staggered(np.array([100, 4096, 4097, 4095, 5000, 100_000, 511])),
+                          [100, 4096 + 64, 4097 + 63, 4095 + 65, 5000, 100_000, 511])
+    with monkeypatch.context() as m:
+        m.setattr(layout, "compact", _recorded)
+        G = tape.trace(f, x)
+    assert all(np.array_equal(a, b) for a, b in zip(F.value_and_grad(x), G.value_and_grad(x), strict=True))

@@ -1013,9 +1013,13 @@ def _compact_by_loop(s, runs, outputs, kept):
         bare[head] = bare.get(head, True) and s._plans[k].code == ACONSTANT and s._plans[k].row not in touched and \
             s._plans[k].size > layout.SMALL
     for head in sorted(most, key=lambda head: (bare[head], head)):  # regions no adjoint reaches last
-        offset[head], top = top, top + most[head]
-    adjoints = sum(most[head] for head in most if not bare[head])
-    return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], top, adjoints
+        past = most[head] % layout.PAGE  # (a length within NEAR of whole pages: room to NEAR past them)
+        near = most[head] >= layout.PAGE and min(past, layout.PAGE - past) < layout.NEAR
+        offset[head], top = top, top + most[head] + ((layout.NEAR - past) % layout.PAGE if near else 0)
+    ends = {head: offset[head] + most[head] for head in most}
+    adjoints = max((ends[head] for head in most if not bare[head]), default=0)
+    return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], max(ends.values(),
+                                                                                                  default=0), adjoints
 
 
 @pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])

@@ -82,16 +82,41 @@ def _columns(c, e, lines, n, total, k):
 @jit
 def _operands(t, aval, scratch, number, first, last, read):
     """Both views of LINED row t along lines first..last (_lines: gathered into scratch 0 and 1), or the one
-    number read by all (number 1 or 2) or a view not read (read: 1 a, 2 b), its first."""
+    number read by all (number 1 or 2) or a view not read (read: 1 a, 2 b), its first; and the number the op's kernel
+    reads. A block of one line (_blocks: lines of LONG) reads each view in place: its line, or its one number, which
+    is then the number read by all."""
     a, b = t[VIEWS + BASE], t[VIEWS + VIEW + BASE]
+    if last - first == 1 and t[SHAPE + 3] >= LONG:
+        (i0, i1, i2), n = _line(t, first), t[SHAPE + 3]
+        a, b = _at(t, np.int64(VIEWS), i0, i1, i2), _at(t, VIEWS + VIEW, i0, i1, i2)
+        if number == 0:
+            number = 1 if t[VIEWS + STRIDES + 3] == 0 else 2 if t[VIEWS + VIEW + STRIDES + 3] == 0 else 0
+        return aval[a:a + (1 if number == 1 else n)], aval[b:b + (1 if number == 2 else n)], number
     A = aval[a:a + 1] if number == 1 or read & 1 == 0 else _lines(t, np.int64(VIEWS), aval, scratch[0], first, last)
-    return A, aval[b:b + 1] if number == 2 or read & 2 == 0 else _lines(t, VIEWS + VIEW, aval, scratch[1], first, last)
+    return A, aval[b:b + 1] if number == 2 or read & 2 == 0 else _lines(t, VIEWS + VIEW, aval, scratch[1], first,
+                                                                          last), number
+
+
+@jit
+def _at(t, f, i0, i1, i2):
+    """The first element of view f's line at place (i0, i1, i2) of row t's space."""
+    return t[f + BASE] + i0 * t[f + STRIDES] + i1 * t[f + STRIDES + 1] + i2 * t[f + STRIDES + 2]
+
+
+LONG = 256  # elements a line from which a LINED row runs a line at a time, its views read in place, where at most one
+# is one number a line (conv1d's W[:, j] * x[:, :, j:j + m], lines of 1,018, was a block's gathers: a fill of the
+# number, a copy of the line; a row forward 0.122 -> 0.041 ms CPU, back 0.223 -> 0.131 with _contiguous's sums; s22's
+# notes, rev_rows.py)
 
 
 @jit
 def _blocks(t, scratch):
-    """The lines of LINED row t and how many a block holds: as many as scratch does, at least one."""
-    return t[SHAPE] * t[SHAPE + 1] * t[SHAPE + 2], max(1, scratch.shape[1] // t[SHAPE + 3])
+    """The lines of LINED row t and how many a block holds: as many as scratch does, at least one; one for lines of
+    LONG but where both views are one number a line (_operands)."""
+    m, n = t[SHAPE] * t[SHAPE + 1] * t[SHAPE + 2], t[SHAPE + 3]
+    if n >= LONG and (t[VIEWS + STRIDES + 3] != 0 or t[VIEWS + VIEW + STRIDES + 3] != 0):
+        return m, 1
+    return m, max(1, scratch.shape[1] // n)
 
 
 @jit
@@ -100,8 +125,8 @@ def _lined(t, aval, scratch, frame):
     n, out, number, (m, lines) = t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
     for first in range(0, m, lines):
         last = min(m, first + lines)
-        A, B = _operands(t, aval, scratch, number, first, last, np.int64(3))
-        values(t[OP], A, B, aval[out + first * n:out + last * n], (last - first) * n, number, frame)
+        A, B, read = _operands(t, aval, scratch, number, first, last, np.int64(3))
+        values(t[OP], A, B, aval[out + first * n:out + last * n], (last - first) * n, read, frame)
 
 
 @jit
@@ -116,13 +141,13 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     total[:0 if same else held] = 0.0
     for first in range(0, m, lines):
         last, size = min(m, first + lines), (min(m, first + lines) - first) * n
-        A, B = _operands(t, aval, scratch, number, first, last, READS[t[OP], q])
+        A, B, read = _operands(t, aval, scratch, number, first, last, READS[t[OP], q])
         y, g = aval[out + first * n:out + last * n], aadj[out + first * n:out + last * n]
         if same:
-            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, number, False)
+            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, read, False)
             continue
         _room(c, size)
-        sends(t[OP], q, A, B, y, g, c, size, number, True)
+        sends(t[OP], q, A, B, y, g, c, size, read, True)
         one = t[f + STRIDES + 3] == 0  # one number a line: the lines' sums first, line i's to c[i] (_sums reads a
         if one:  # line before it writes there; total += 0.0 + s is total += s, total never being -0.0)
             _sums(c, np.int64(0), last - first, n, c, np.int64(0))
