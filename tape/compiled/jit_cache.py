@@ -15,12 +15,13 @@ from numba.core.caching import FunctionCache, IndexDataCacheFile
 from tape.kernels import _array_driver, _sweeps, array_ops, ops
 from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
 from tape.records import storage
-from tape.sweeps import encoding
+from tape.sweeps import arenas, encoding
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
-READ = (ops, _sweeps, storage, _array_driver, array_ops, encoding)  # what compiled code reads beyond tape/compiled: op
-# codes, the sweeps' helpers, bounds; array records: the driver's rows and forward, array opcodes, its limits
+READ = (ops, _sweeps, storage, _array_driver, array_ops, encoding, arenas)  # what compiled code reads beyond
+# tape/compiled: op codes, the sweeps' helpers, bounds; array records: the driver's rows and forward, array opcodes,
+# its limits, and when regions are given away (array_lives.py)
 _DIGEST = hashlib.sha256(numba.__version__.encode())
 for _path in [*_SOURCES, *(str(module.__file__) for module in READ)]:
     with open(_path, "rb") as _file:
