@@ -40,8 +40,7 @@ def release(r, row):
     """Append ``row`` to the released rows (a life's destructor)."""
     if r.n == r.rows.size:
         rows = np.empty(2 * r.n + 64, np.int64)
-        for j in range(r.n):
-            rows[j] = r.rows[j]
+        rows[:r.n] = r.rows
         r.rows = rows
     r.rows[r.n] = row
     r.n += 1

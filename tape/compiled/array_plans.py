@@ -82,7 +82,8 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
         t._aval = aval
     t._n_arena = na
     table = plans[first:count]
-    written = int(np.multiply(table[:, 4], table[:, 5]).sum())
+    sizes = np.multiply(table[:, 4], table[:, 5])
+    written = int(sizes.sum())
     if not recycled:
         if t._recycling:  # their values stay where the reverse sweep reads them (tape/sweeps/arenas.py)
             t._read.update(rows)
@@ -93,7 +94,7 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
         state, row = table[:, STATE], table[:, 1]
         taken = state & TAKEN != 0
         t._freed.update(zip(row[taken].tolist(), table[taken, LINK].tolist(), strict=True))
-        wider = table[:, CAP] != np.array([p.size for p in new], np.int64)
+        wider = table[:, CAP] != sizes
         t._caps.update(zip(row[wider].tolist(), table[wider, CAP].tolist(), strict=True))
         for r, offset, cap in zip(*table[(state & FREED != 0) & ~taken][:, [1, 2, CAP]].T.tolist(), strict=True):
             t._free.setdefault(cap.bit_length(), []).append((offset, cap, r))  # (as Arenas._collect frees one)
