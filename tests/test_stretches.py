@@ -148,10 +148,20 @@ def taps(u):  # a 3-d space's LINED rows (batch x filters x length): a window of
     return (p * p).sum() + (p.sum(axis=2) * v).sum()
 
 
+def windows(u):  # x's windows wanting adjoints against constant taps, a 3-d space's line read by every line wanting
+    u = np.concatenate([u] * 5) if len(u) < 298 else u  # one (back: the rows' sums, not the pass)
+    x, C = u[:240].reshape(4, 1, 60), np.cos(np.arange(15.0)).reshape(5, 3)
+    y = C[:, :1] * x[:, :, :58]
+    for j in (1, 2):
+        y = y + C[:, j:j + 1] * x[:, :, j:j + 58]
+    return (np.maximum(y, 0.0) * y * u[240:298]).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
-            "again": again(False), "again, held": again(True), "places": places, "blocks": blocks, "taps": taps}
+            "again": again(False), "again, held": again(True), "places": places, "blocks": blocks, "taps": taps,
+            "windows": windows}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
