@@ -238,9 +238,8 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                                each=tuple(each))
                 continue
             body += [f"        {line}" for line in lines]
-            if source < 0 and group[k, q] == EACHSUM:  # (a line's contributions: the rows' c is 0.0 + each, which
-                body.append(f"        C{lined.index((k, q))}[np.uint64(j)] = c")  # differs only in a zero's sign,
-                # lost in S<v>'s 0.0 + its sum)
+            if source < 0 and group[k, q] == EACHSUM:  # (a line's contributions: the rows' 0.0 + c differs only in
+                body.append(f"        C{lined.index((k, q))}[np.uint64(j)] = c")  # a zero's sign, lost in S<v>'s sum)
             elif source < 0 and group[k, q] == SUMMED:
                 body.append(f"        sum{summed.index((k, q))}_@ = c")
             elif source >= 0:
