@@ -3,7 +3,8 @@
 tape/sweeps/stretches.py chooses a sweep's stretches and their shapes (each member's op, its operands' sources, what
 is stored forward, how each view sends back); here a shape becomes the source of a Numba C function that the driver
 calls at its address (``stretch_kernel``): forward, every member's value per element a local and only what is read
-after the stretch stored (from a buffer, a block at a time); back, every member's adjoint a local. Written and cached
+after the stretch stored (from a buffer, a block at a time); back, every member's adjoint a local, a view's sends
+in the pass, after it or, one number a line, a line's at a time (EACHSUM: the rows' sums). Written and cached
 as kernels/shaped.py's run kernels are (``shaped.load``), keyed by the same digest.
 """
 
@@ -30,16 +31,20 @@ def _fields(k: int, q: int) -> dict[str, int]:
 
 
 SAME, LINE, EACH = -1, -2, -3  # an operand's view (tape/sweeps/stretches.py): its element, its line's, its line's one
+ALONG, AT = -5, -6  # (lines over two axes) a line of its own a line, one number a line, placed by a line's indices
 SCRATCH, SUMMED = -1, -3  # a view's group back (_reverse_stretch): added after the pass, or a line read by every
 # line, summed back across lines (else its place's group, >= 0)
+EACHSUM = -4  # (a view's group back) one number a line of lines over two axes: each line's sum made after its elements
 REDUCED = -1  # a last member's opcode: its LOGSUMEXP row, log sum exp along each line of the member before it
 PER = 4096  # elements of a reduced stretch's block of lines (at least a line): the driver's LINES
 
 
-def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str) -> str:
+def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str,
+             each: list[str]) -> str:
     """Member k's operand q: ``member`` (an earlier member's value) where it reads one, else its number (a local
-    read once) or its view's element (element e = line i's j: at e, at j, at i times its stride); the locals' reads
-    go into ``head``."""
+    read once) or its view's element (element e = line i's j: at e, at j, at i times its stride, or from its place for
+    line i, set in ``each`` once a line: i's two indices, i // across and i % across, times its strides); the locals'
+    reads go into ``head``."""
     if source >= 0:
         return member
     if number == q + 1:
@@ -49,10 +54,15 @@ def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[
     if source == EACH:
         head.append(f"    w{k}_{q} = t[{f['STRIDES'] + 2}]")
         return f"aval[x{k}_{q} + i * w{k}_{q}]"
+    if source in (ALONG, AT):
+        head.append(f"    u{k}_{q}, w{k}_{q} = t[{f['STRIDES'] + 1}], t[{f['STRIDES'] + 2}]")
+        each.append(f"        l{k}_{q}_@ = x{k}_{q} + (i // across) * u{k}_{q} + (i % across) * w{k}_{q}")
+        return f"aval[l{k}_{q}_@{' + j' if source == ALONG else ''}]"
     return f"aval[x{k}_{q} + {'j' if source == LINE else 'e'}]"
 
 
-def _pass(members: tuple, row: Any, body: list[str], summed: int = 0, each: tuple[str, ...] = ()) -> list[str]:
+def _pass(members: tuple, row: Any, body: list[str], summed: int = 0, each: tuple[str, ...] = (),
+          end: tuple[str, ...] = ()) -> list[str]:
     """A loop over the stretch's elements running body (written for 8 spaces): e in order, or where a member reads
     lines (a LINED row's) or reduces them, line i's elements j (e = i * width + j); row: where member k is in the rows.
     summed: how many views' contributions ``sum<v>_@ = c`` body sums back across lines into T<v>, four lines a pass,
@@ -60,19 +70,20 @@ def _pass(members: tuple, row: Any, body: list[str], summed: int = 0, each: tupl
     against keeping four lines' contributions in a window and adding them by _columns), the other lines one at a time.
     A reduced stretch's pass runs over the lines of a block, first..last (_blocks); each: lines run once a line before
     its elements (a load in the elements' loop, at a place that their stores might meet, kept LLVM from vectorizing
-    it: mixture2d's back stretch 1,270 -> 430 us CPU), their ``_@`` a line's own (as body's sums)."""
-    lined = [k for k, member in enumerate(members) if {LINE, EACH} & set(member[2])]
+    it: mixture2d's back stretch 1,270 -> 430 us CPU), their ``_@`` a line's own (as body's sums); end: lines run
+    once a line after its elements (with no sums across lines)."""
+    lined = [k for k, member in enumerate(members) if {LINE, EACH, ALONG, AT} & set(member[2])]
     reduced = members[-1][0] == REDUCED
     if not lined and not reduced:
         return ["    for e in range(n):", *body]
     shape = _fields(row(lined[0]), 0)["SHAPE"] if lined else 0
-    top, lo, hi = ([], "first", "last") if reduced else ([f"    lines, width = t[{shape + 2}], t[{shape + 3}]"], "0",
-                                                          "lines")
+    top, lo, hi = ([], "first", "last") if reduced else ([
+        f"    lines, width, across = t[{shape + 1}] * t[{shape + 2}], t[{shape + 3}], t[{shape + 2}]"], "0", "lines")
     line = [f"    for i in range({{}}, {hi}):", "        for j in range(width):", "            e = i * width + j"]
     rest = ["    " + re.sub(r"sum(\d+)_@ = c", r"T\1[j] += c", text).replace("_@", "") for text in body]
     once = [text.replace("_@", "") for text in each]
     if not summed:
-        return [*top, line[0].format(lo), *once, *line[1:], *rest]
+        return [*top, line[0].format(lo), *once, *line[1:], *rest, *end]
     four = [*line[2:], *["    " + text for text in body]]
     return [*top, f"    four = {hi} - ({hi} - {lo}) % 4", f"    for i4 in range({lo}, four, 4):",
             *[text.replace("_@", f"_{u}") for u in range(4) for text in (f"        i = i4 + {u}", *each)], line[1],
@@ -97,7 +108,7 @@ def _blocks(members: tuple, row: Any, first: list[str], then: list[str], last: l
 
 
 def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
-    head, body = [f"    n = t[{driver.SIZE}]"], []
+    head, body, each = [f"    n = t[{driver.SIZE}]"], [], []
     for k, (code, number, sources, _) in enumerate(members):
         if code == REDUCED:  # (its line's largest element, exp of the differences by NumPy's loop, the sums, their
             # logs: the row's _logsumexp on the block)
@@ -117,7 +128,7 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
                     "    for i in range(lines):", f"        aval[o{k} + i * y2] = S[i] + T[i]"]
             blocks = _blocks(members, lambda k: k, body, then, [])
             return ["def stretch(t, aval):", *blocks[:5], *head, *blocks[5:], *done]
-        operands = [_operand(head, k, q, source, number, _fields(k, q), f"s{source}")
+        operands = [_operand(head, k, q, source, number, _fields(k, q), f"s{source}", each)
                     for q, source in enumerate(sources)]
         rule = ops.OPS[code].forward
         body += [f"        {x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(rule)]
@@ -125,8 +136,8 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
         if stored[k]:
             head.append(f"    o{k} = t[{_fields(k, 0)['OUT']}]")
             body.append(f"        aval[o{k} + e] = s{k}")
-    plain = _pass(members, lambda k: k, body)
-    if any({LINE, EACH} & set(member[2]) for member in members):
+    plain = _pass(members, lambda k: k, body, each=tuple(each))
+    if any({LINE, EACH, ALONG, AT} & set(member[2]) for member in members):
         return ["def stretch(t, aval):", *head, *plain]
     views = re.findall(r"^    (x\d+_\d+) = ", "\n".join(head), re.M)
     outs = [f"o{k}" for k in range(len(members)) if stored[k]]
@@ -170,11 +181,13 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     row = {k: m - 1 - k for k in range(m)}
     reduced = members[-1][0] == REDUCED  # (its adjoint one number a line, its partial exp(a - y) in E: _blocks)
     head = [f"    n = t[{_fields(row[m - 2] if reduced else 0, 0)['SIZE']}]"]
+    each: list[str] = []  # (per line: a view's place, _operand)
     body, held, after = [f"        g{m - 1} = {'g_@' if reduced else f'aadj[o{m - 1} + e]'}"], set(), []
     outs = {k: f"    o{k} = t[{_fields(row[k], 0)['OUT']}]" for k in range(m)}  # those the body reads
     group = dict(((k, q), g) for k, q, g in sends)
     kept = {k: i for i, k in enumerate(dict.fromkeys(k for k, _, g in sends if g == SCRATCH))}  # a scratch row each
     summed = [(k, q) for k, q, g in sends if g == SUMMED]  # a sum back each
+    lined = [(k, q) for k, q, g in sends if g == EACHSUM]  # a line's contributions and the lines' sums each
     head += [f"    T{v} = np.zeros(t[{_fields(row[k], q)['SHAPE'] + 3}])" for v, (k, q) in enumerate(summed)]
     stores: dict[int, str] = {}
     value = [f"s{k}" if members[k][4] else f"aval[o{k} + e]" for k in range(m)]
@@ -184,7 +197,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
         operands[k] = []
         for q, source in enumerate(sources):
             f = _fields(row[k], q)
-            operands[k].append(_operand(head, k, q, source, number, f, value[source] if source >= 0 else ""))
+            operands[k].append(_operand(head, k, q, source, number, f, value[source] if source >= 0 else "", each))
             if source == SAME and wants[q]:
                 fresh = f"fresh{k}_{q}"
                 head += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
@@ -221,10 +234,13 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                 lines = [f"        {line}" for line in lines]
                 after += _pass(members, row.get, [f"        g{k} = scratch[{kept[k]} * stride + e]",
                                                   *computed(lines), *lines,
-                                                  f"        aadj[{at}] = (0.0 if fresh{k}_{q} else aadj[{at}]) + c"])
+                                                  f"        aadj[{at}] = (0.0 if fresh{k}_{q} else aadj[{at}]) + c"],
+                               each=tuple(each))
                 continue
             body += [f"        {line}" for line in lines]
-            if source < 0 and group[k, q] == SUMMED:
+            if source < 0 and group[k, q] == EACHSUM:  # (a line's contributions: the rows' 0.0 + c differs only in
+                body.append(f"        C{lined.index((k, q))}[np.uint64(j)] = c")  # a zero's sign, lost in S<v>'s sum)
+            elif source < 0 and group[k, q] == SUMMED:
                 body.append(f"        sum{summed.index((k, q))}_@ = c")
             elif source >= 0:
                 body.append(f"        g{source} = {f'g{source} + c' if source in held else '0.0 + c'}")
@@ -245,27 +261,44 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     body[1:1] = computed(body)
     for v, (k, q) in enumerate(summed):
         f = _fields(row[k], q)
-        after += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
-                  f"    if not (stamp[j] == gen or (stamp[j] >= keep and t[{f['ACC']}] != 0)):",
-                  "        stamp[j] = np.uint32(gen)", "        for e in range(at, at + size):",
-                  "            aadj[e] = 0.0", "    for e in range(width):", f"        aadj[x{k}_{q} + e] += T{v}[e]"]
+        after += [*_stamped(f), "    for e in range(width):", f"        aadj[x{k}_{q} + e] += T{v}[e]"]
+    end = []  # (one number a line: a line's sum in _pairwise's order added at its place, K<v>, J<v> its strides in
+    for v, (k, q) in enumerate(lined):  # the sums' S<v>; then S<v> added to its adjoints: the rows' _lined_send)
+        f = _fields(row[k], q)
+        shape = f["SHAPE"]
+        head += [f"    C{v}, S{v} = np.empty(t[{shape + 3}]), np.zeros(t[{shape + 1}] * t[{shape + 2}])",
+                 f"    K{v} = (t[{shape + 2}] if w{k}_{q} != 0 else 1) if u{k}_{q} != 0 else 0",
+                 f"    J{v} = 1 if w{k}_{q} != 0 else 0"]
+        end.append(f"        S{v}[np.uint64((i // across) * K{v} + (i % across) * J{v})] += "
+                   f"_pairwise(C{v}, 0, width, 1)")
+        after += [*_stamped(f), f"    for i1 in range(t[{shape + 1}] if u{k}_{q} != 0 else 1):",
+                  f"        for i2 in range(across if w{k}_{q} != 0 else 1):",
+                  f"            aadj[x{k}_{q} + i1 * u{k}_{q} + i2 * w{k}_{q}] += S{v}[i1 * K{v} + i2 * J{v}]"]
     if reduced:  # (E: the block's differences a - y, then their exps by NumPy's loop, as the row's _logsumexp)
         first = [f"        E[np.uint64(e - first * width)] = {value[m - 2]} - aval[o{m - 1} + i * y2]"]
         then = ["    at = _framed(frame, E, E, (last - first) * width)", "    numpy_exp(at, at + 16, at + 24, 0)"]
         passes = _blocks(members, row.get, [*computed(first), *first], then, body, len(summed),
                          (f"        g_@ = aadj[o{m - 1} + i * y2]",))
     else:
-        passes = _pass(members, row.get, body, len(summed))
+        passes = _pass(members, row.get, body, len(summed), tuple(each), tuple(end))
     text = "\n".join(passes + after)
     head += [line for k, line in outs.items() if re.search(rf"\bo{k}\b", text)]
     return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, *passes, *after]
+
+
+def _stamped(f: dict[str, int]) -> list[str]:
+    """The stamp rule for the adjoint region of a view (its fields f) sent to after the pass: zeroed where stale."""
+    return [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
+            f"    if not (stamp[j] == gen or (stamp[j] >= keep and t[{f['ACC']}] != 0)):",
+            "        stamp[j] = np.uint32(gen)", "        for e in range(at, at + size):", "            aadj[e] = 0.0"]
 
 
 def stretch(shape: tuple) -> str:
     """The source of a STRETCH's kernel, ``stretch(t, aval)`` forward, ``stretch(t, aval, aadj, stamp, gen, keep,
     scratch, stride)`` back: t the data of its rows. shape: (back, members, stored or sends, forward maybe skips):
     each member's (opcode, its number operand as the driver's _number gives it, its operands' sources: -1 a view laid
-    out as its output, -2 a LINED row's line read by every line, -3 its one number a line, else the member read whole,
+    out as its output, -2 a LINED row's line read by every line, -3 its one number a line, in a 3-d space -5 a line of
+    its own a line, -6 one number a line (ALONG, AT: placed by the line's two indices), else the member read whole,
     whether each wants an adjoint, and back whether it is computed again); forward, which members are stored (read
     after the stretch) and which of those are not (skips: computed again back), back, how each view sends
     (_reverse_stretch). Each number is the rows' (the same IEEE operations as the driver's ``values`` and ``sends``)."""

@@ -137,10 +137,31 @@ def blocks(u):  # 1,100 elements, past a forward pass's blocks (stretched.BLOCK)
     return (u * u).sum()
 
 
+def taps(u):  # a 3-d space's LINED rows (batch x filters x length): a window of x, a line of its own a line; a tap of
+    u = np.concatenate([u] * 5) if len(u) < 265 else u  # a filter, one number a line (ALONG, AT); a bias; the sum's
+    x, W, b, v = u[:240].reshape(4, 1, 60), u[240:255].reshape(5, 3), u[255:260], u[260:265]  # ReLU in place;
+    y = b.reshape(5, 1) + W[:, :1] * x[:, :, :58]  # pooled pairs; a column of a block (4, 7)'s, placed by both
+    for j in (1, 2):  # indices
+        y = y + W[:, j:j + 1] * x[:, :, j:j + 58]
+    h = np.maximum(y, 0.0) * 0.5 - u[:28].reshape(4, 7)[:, 1:6, None] * y
+    p = np.maximum(h[:, :, 0::2], h[:, :, 1::2])
+    return (p * p).sum() + (p.sum(axis=2) * v).sum()
+
+
+def windows(u):  # x's windows wanting adjoints against constant taps, a 3-d space's line read by every line wanting
+    u = np.concatenate([u] * 5) if len(u) < 298 else u  # one (back: the rows' sums, not the pass)
+    x, C = u[:240].reshape(4, 1, 60), np.cos(np.arange(15.0)).reshape(5, 3)
+    y = C[:, :1] * x[:, :, :58]
+    for j in (1, 2):
+        y = y + C[:, j:j + 1] * x[:, :, j:j + 58]
+    return (np.maximum(y, 0.0) * y * u[240:298]).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
-            "again": again(False), "again, held": again(True), "places": places, "blocks": blocks}
+            "again": again(False), "again, held": again(True), "places": places, "blocks": blocks, "taps": taps,
+            "windows": windows}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -239,6 +260,27 @@ def test_lined_rows_join_stretches_forward(f, size, monkeypatch):
     assert any(not stretch.shape[0] for stretch in lined) and all(stretch.address for stretch in lined)
     assert not any(wants[q] for stretch in lined if stretch.shape[0] for _, _, sources, wants, _ in stretch.shape[1]
                    for q, j in enumerate(sources) if j == stretches.EACH)
+
+
+def test_a_3d_space_s_lined_rows_join_stretches(monkeypatch):
+    """A 3-d space's LINED rows (lines over two axes: a window of x, a line of its own a line, a filter's tap and a
+    block's column, one number a line, each placed by a line's two indices) are members, forward the taps' chain, its
+    ReLU and more one pass, back too, each line's sum to a tap made in the pass (stretched.EACHSUM): the same bits as
+    the rows; a line of its own wanting an adjoint is no member back."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    x = np.random.default_rng(9).normal(size=300)
+    ways = {way: _trace(taps, x, monkeypatch, *way) for way in ((True, True), (True, False))}
+    for point in edge_points(x)[:4]:
+        got, want = (_run(ways[way], point, monkeypatch, *way) for way in ways)
+        assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
+    made = [x for x in stretches.Stretch.made.values() if len(x.shape) < 4]
+    forward = [x for x in made if not x.shape[0] and {stretches.ALONG, stretches.AT} <= {
+        j for member in x.shape[1] for j in member[2]}]
+    assert forward and all(x.address for x in forward) and max(len(x.shape[1]) for x in forward) >= 6
+    back = [x for x in made if x.shape[0]]
+    assert any(group == stretched.EACHSUM for x in back for *_, group in x.shape[2]) and all(x.address for x in back)
+    assert not any(wants[q] for x in back for _, _, sources, wants, _ in x.shape[1]
+                   for q, j in enumerate(sources) if j == stretches.ALONG)
 
 
 def _skipping(F):

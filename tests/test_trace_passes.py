@@ -472,10 +472,17 @@ def _view_by_row(row, q):
     strides = row[f + K.STRIDES:f + K.STRIDES + 4]
     if (strides == row[K.OUT_STRIDES:K.OUT_STRIDES + 4]).all():
         return stretches.SAME
-    if row[K.KIND] != K.LINED or shape[0] != 1 or shape[1] != 1:
+    out = row[K.OUT_STRIDES:K.OUT_STRIDES + 4].tolist()
+    if row[K.KIND] != K.LINED or shape[0] != 1 or out[2:] != [shape[3], 1] or (shape[1] != 1 and
+                                                                               out[1] != shape[2] * shape[3]):
         return stretches.OTHER
-    return stretches.LINE if (strides == (0, 0, 0, 1)).all() else stretches.EACH if strides[3] == 0 and \
-        strides[2] != 0 else stretches.OTHER
+    if (strides == (0, 0, 0, 1)).all():
+        return stretches.LINE
+    if shape[1] == 1:
+        return stretches.EACH if strides[3] == 0 and strides[2] != 0 else stretches.OTHER
+    if strides[1] < 0 or strides[2] < 0:  # (a 3-d space: a line's place by its two indices)
+        return stretches.OTHER
+    return {1: stretches.ALONG, 0: stretches.AT}.get(int(strides[3]), stretches.OTHER)
 
 
 def _joins_by_row(row, members, back):
@@ -490,7 +497,9 @@ def _joins_by_row(row, members, back):
     for q in range(row[K.NIN]):
         how = 0 if q + 1 == number else _view_by_row(row, q)
         f = K.VIEWS + K.VIEW * q
-        if how == stretches.OTHER or how != stretches.SAME and (back and how == stretches.EACH and row[f + K.WANT] or
+        summed = how in (stretches.EACH, stretches.ALONG) or how == stretches.LINE and row[K.SHAPE + 1] != 1
+        # (back: a sum across lines the pass does not make)
+        if how == stretches.OTHER or how != stretches.SAME and (back and summed and row[f + K.WANT] or
                                                                 int(row[f + K.REC]) in rows):
             return False
     return True
@@ -500,7 +509,7 @@ def _sends_by_row(members, spec, n):
     """stretches' sends of a span back as the loop over its views (the reference): (member, view, group), every view
     stretched.SUMMED where all are lines read by every line; None where a number wants an adjoint, a view's region meets
     the last member's adjoint, or lines meet other views."""
-    last, views = int(members[-1][K.OUT]), []
+    last, views, sums, regions = int(members[-1][K.OUT]), [], [], []
     for k in range(len(members) - 1, -1, -1):
         _, number, sources, wants = spec[k]
         for q, j in enumerate(sources):
@@ -510,7 +519,19 @@ def _sends_by_row(members, spec, n):
             region, size = int(members[k][f + K.REGION]), int(members[k][f + K.REGION_SIZE])
             if number == q + 1 or (region < last + n and last < region + size):
                 return None
+            regions.append((j == stretches.AT, region, size))
+            if j == stretches.AT:  # (one number a line of a 3-d space: its lines' sums in the pass)
+                sums.append((k, q, stretched.EACHSUM))
+                continue
             views.append((k, q, int(members[k][f + K.BASE]) if j != stretches.LINE else None))
+    if any(a and not b and r < s + z and s < r + y for a, r, y in regions for b, s, z in regions):
+        return None
+    groups = _groups(views, n)
+    return None if groups is None else tuple(sorted([*groups, *sums], key=lambda x: (-x[0], x[1])))
+
+
+def _groups(views, n):
+    """The groups of views sending in the pass or after it, as _sends_by_row."""
     if any(b is None for _, _, b in views):
         return tuple((k, q, stretched.SUMMED) for k, q, _ in views) if all(b is None for _, _, b in views) else None
     alone = list(dict.fromkeys(b for _, _, b in views if all(c == b or abs(c - b) >= n for _, _, c in views)))
@@ -538,7 +559,7 @@ def _again_by_row(s, members, spec, seen):
 
 
 def _shape_by_row(s, members, back):
-    SAME, LINE, EACH = stretches.SAME, stretches.LINE, stretches.EACH
+    SAME = stretches.SAME
     index = {int(m[K.ROW]): k for k, m in enumerate(members)}
     inside, read_back, spec, seen = collections.Counter(), set(), [], []
     for k, m in enumerate(members):
@@ -571,7 +592,9 @@ def _shape_by_row(s, members, back):
         for q, j in enumerate(sources):
             f, how = K.VIEWS + K.VIEW * q, 0 if number == q + 1 else j
             b, line = int(members[k][f + K.BASE]), members[k][K.SHAPE:K.SHAPE + 4]
-            length = {0: 1, SAME: n, LINE: line[3], EACH: (line[2] - 1) * members[k][f + K.STRIDES + 2] + 1}.get(how, 0)
+            strides = members[k][f + K.STRIDES:f + K.STRIDES + 4]
+            length = 1 if how == 0 else n if how == SAME else 1 + sum(int(line[d] - 1) * int(strides[d])
+                                                                       for d in (1, 2, 3))
             if j < 0 and any(b < int(w[K.OUT]) + n and int(w[K.OUT]) < b + length and not (
                     how == SAME and k <= i and b >= int(w[K.OUT])) for i, w in enumerate(members) if stored[i]):
                 return None

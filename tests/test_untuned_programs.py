@@ -88,3 +88,26 @@ def test_logaddexp_gradient_tape_at_a_tie(form):
         H = tape.trace(f, z + 0.3).grad_function()
         assert np.array_equal(H(z), np.full(1200, 0.5 if want == 0.25 else 0.75))
         assert np.array_equal(H.jvp(z, np.ones(1200)), np.full(1200, want))
+
+
+@pytest.mark.parametrize("name", ["conv1d", "burgers"])
+def test_replayed_by_the_compiled_tables_and_stretches_against_jax(name, monkeypatch):
+    """Replayed by the compiled tables with every stretch's kernel (tape/sweeps/stretches.py: the convolution's taps,
+    a 3-d space's lines, one pass forward and back) at once, as a long run replays, against JAX."""
+    from tape.records import array_records
+    from tape.sweeps import compiled, stretches
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
+    monkeypatch.setattr(stretches.Stretch, "PAYBACK", 0.0)
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    x0, f, _, _ = program(name, NS)
+    F = tape.trace(f, x0)
+    for where, x in points(x0).items():
+        ref = JAX[f"{name} {where}"]
+        for _ in range(2):  # (the first call makes the tables and the stretches' kernels)
+            with np.errstate(all="ignore"):
+                v, g = F.value_and_grad(x)
+            _close(v, ref["value"], f"{where} value")
+            _close(g, ref["grad"], f"{where} gradient")
+    made = [x for x in stretches.Stretch.made.values() if x.address]
+    assert made and (name != "conv1d" or any(stretches.AT in {j for m in x.shape[1] for j in m[2]} for x in made))

@@ -14,7 +14,11 @@ Members: rows of an op of ops.EXACT (the driver's own IEEE rules, not NumPy's lo
 laid out as the output (an element read at its own index) or one number; a view of an earlier member is read as
 that member's local. Forward, a LINED row of a 2-d space joins too where its other view is a line read by every line or
 one number a line (the mixture's (points, 1) against (k,)), its lines all the stretch's LINED rows'; back, one number a
-line only where it wants no adjoint (its sum back stays the row's; a line's is made in the pass). Per element, the
+line only where it wants no adjoint (its sum back stays the row's; a line's is made in the pass). In a 3-d space (lines
+over two axes) a view may also be a line of its own a line or one number a line, placed by the line's two indices (a
+convolution's taps ``W[:, j:j + 1] * x[:, :, j:j + m]``, their sums and its ReLU one pass: conv1d's forward table 0.97
+-> 0.36 CPU-ms); back, one number a line wanting an adjoint sums each line after its elements in the rows' order
+(stretched.EACHSUM; the taps' back 2.0 -> 1.06), a line of its own wanting one stays the rows'. Per element, the
 members run in order: where a stored member's region meets a region a member reads, the read must come first for every
 element (the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
 none; stored regions are apart. Otherwise the stretch is cut short.
@@ -41,7 +45,6 @@ import numpy as np
 
 from tape.kernels import stretched
 from tape.kernels._array_driver import (
-    BASE,
     CALL,
     ELEMENTWISE,
     KIND,
@@ -51,8 +54,6 @@ from tape.kernels._array_driver import (
     OUT,
     OUT_STRIDES,
     REC,
-    REGION,
-    REGION_SIZE,
     ROW,
     SHAPE,
     SIZE,
@@ -66,12 +67,13 @@ from tape.kernels._array_driver import (
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.compiling import Clock
 from tape.kernels.ops import EXACT, OPS
-from tape.sweeps import layout, reduced
+from tape.sweeps import layout, places, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
 SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
 OTHER = -4  # a view read otherwise (no member reads one)
+ALONG, AT = stretched.ALONG, stretched.AT  # (a LINED row of a 3-d space's) a line of its own a line, one number a line
 
 
 class Stretch:
@@ -109,15 +111,23 @@ STRIDED = np.array([[VIEWS + VIEW * q + STRIDES + d for d in range(4)] for q in 
 def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the driver's _number of each row of a table: 1 or 2 where view 0 or 1 of a binary row is one element read by
     all, else 0; how each row's views 0, 1 are read: 0 its number, SAME laid out as its output, else (a LINED row's
-    lines, axis 2 of a 2-d space) LINE one line's elements read by every line, or EACH one number a line; OTHER)."""
+    lines along axis 3, its output in C order) LINE one line's elements read by every line, or in a 2-d space EACH one
+    number a line, in a 3-d space (lines over axes 1 and 2) ALONG a line of its own a line (stride 1 along it) or AT one
+    number a line, each placed by the line's two indices (strides not negative); OTHER)."""
     strides = t[:, STRIDED]
     flat = np.logical_not(strides.any(2))
     number = np.where((t[:, NIN] == 2) & (t[:, SIZE] != 1), np.where(flat[:, 1], 2, np.where(flat[:, 0], 1, 0)), 0)
-    lines = ((t[:, KIND] == LINED) & (t[:, SHAPE] == 1) & (t[:, SHAPE + 1] == 1))[:, None]
+    shape, out = t[:, SHAPE:SHAPE + 4], t[:, OUT_STRIDES:OUT_STRIDES + 4]
+    in_order = (out[:, 3] == 1) & (out[:, 2] == shape[:, 3]) & ((shape[:, 1] == 1) |
+                                                                (out[:, 1] == shape[:, 2] * shape[:, 3]))
+    lines = ((t[:, KIND] == LINED) & (shape[:, 0] == 1) & in_order)[:, None]
+    wide = lines & (shape[:, 1] != 1)[:, None]  # (a 3-d space)
     line = (strides == (0, 0, 0, 1)).all(2)
     each = (strides[:, :, 3] == 0) & (strides[:, :, 2] != 0)
-    how = np.where((strides == t[:, None, OUT_STRIDES:OUT_STRIDES + 4]).all(2), SAME,
-                   np.where(lines & line, LINE, np.where(lines & each, EACH, OTHER)))
+    placed = (strides[:, :, 1:3] >= 0).all(2)
+    how = np.where((strides == out[:, None]).all(2), SAME, np.where(
+        lines & line, LINE, np.where(wide, np.where(placed & (strides[:, :, 3] == 1), ALONG, np.where(
+            placed & (strides[:, :, 3] == 0), AT, OTHER)), np.where(lines & each, EACH, OTHER))))
     return number, np.where(number[:, None] == (1, 2), 0, how)
 
 
@@ -125,7 +135,7 @@ EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
 Q = np.arange(2)  # a row's views 0, 1
 FIELDS = 10  # a member's fields in a span's code: op, number, inputs, sources (2), wants (2), stored or sends (2),
 # back whether it is computed again
-UNSENT = -2  # (a member's view back that sends nothing: it reads a member, or wants no adjoint)
+UNSENT = places.UNSENT
 REFUSED = -2  # a span's verdict where it may not be a stretch
 
 
@@ -186,8 +196,10 @@ def _ends(r: _Table, fits: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, 
     views = Q < t[:, NIN, None]
     outer = views & (how != SAME)  # (a member's number or lines are made in the pass)
     ok = fits & ~(views & (how == OTHER)).any(1)
-    if r.back:  # (one number a line's sum back is the rows'; a line's is made in the pass)
-        ok &= ~(outer & (how == EACH) & (t[:, VIEWS + VIEW * Q + WANT] != 0)).any(1)
+    if r.back:  # (one number a line's sum back is the rows'; a line's is made in the pass, in a 2-d space)
+        wide = (t[:, SHAPE + 1] != 1)[:, None]  # (a 3-d space's one number a line: each line's sum in the pass)
+        ok &= ~(outer & ((how == EACH) | (how == ALONG) | ((how == LINE) & wide))
+                & (t[:, VIEWS + VIEW * Q + WANT] != 0)).any(1)
     changed = np.flatnonzero(t[1:, SIZE] != t[:-1, SIZE]) + 1
     bar = np.zeros(n, np.int64)
     bar[changed] = changed
@@ -264,14 +276,15 @@ def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int])
     code[:, 3:5], code[:, 5:7] = np.where(views, sources, 0), wants
     if r.back:
         refused[span[(at < count[span] - 1) & (held | (inside == 0))]] = True
-        code[:, 7:9] = _sends(m, span, firsts[span] + count[span] - 1 - at, views & ~member & wants, sources == LINE,
-                              number, n, t[ends - 1, OUT], refused)
+        code[:, 7:9] = places.sends(m, span, firsts[span] + count[span] - 1 - at, views & ~member & wants,
+                                    sources == LINE, number, n, t[ends - 1, OUT], refused, sources == AT)
         code[:, 9] = _computed_again(_again(s)[s._in0[m[:, ROW]]], views, member, source, sees,
                                      (number[:, None] == Q + 1) | (sources == LINE) | (sources == EACH))
     else:
         stored = held | sees[:, 3]
         stored[source[member & sees[:, :2]]] = True
-        _overlapping(m, span, at, stored, views & ~member, np.where(number[:, None] == Q + 1, 0, sources), n, refused)
+        places.overlapping(m, span, at, stored, views & ~member, np.where(number[:, None] == Q + 1, 0, sources), n,
+                           refused)
         code[:, 7] = stored
         code[:, 9] = stored & ~held & _again(s)[s._in0[m[:, ROW]]]  # (stored for the back's partials only)
     return _numbered(code, count, refused, r.back, shapes)
@@ -292,71 +305,6 @@ def _computed_again(ok: np.ndarray, views: np.ndarray, member: np.ndarray, sourc
     for _ in range(layout.DEPTH):
         used[source[chained & used[:, None]]] = True
     return used
-
-
-def _overlapping(m: np.ndarray, span: np.ndarray, at: np.ndarray, stored: np.ndarray, outer: np.ndarray,
-                 how: np.ndarray, n: np.ndarray, refused: np.ndarray) -> None:
-    """Refuse (forward) each span whose stored members meet (their regions in order, n apart), or whose region meets
-    a place read from outside the pass (a view laid out as the output: unless it reads at an index no lower, by a
-    member no later; its number, its line, one number a line: any)."""
-    w = np.flatnonzero(stored)
-    w = w[np.lexsort((m[w, OUT], span[w]))]
-    sp, starts = span[w], m[w, OUT]
-    meet = (sp[1:] == sp[:-1]) & (starts[1:] - starts[:-1] < n[w[1:]])
-    refused[sp[1:][meet]] = True
-    v, q = np.nonzero(outer)
-    if not len(w) or not len(v):
-        return
-    b, h, line = m[v, VIEWS + VIEW * q + BASE], how[v, q], m[v, SHAPE:SHAPE + 4]
-    length = np.select([h == 0, h == SAME, h == LINE, h == EACH],
-                       [1, n[v], line[:, 3], (line[:, 2] - 1) * m[v, VIEWS + VIEW * q + STRIDES + 2] + 1], 0)
-    same = h == SAME
-    low, high = np.where(same, b, b - n[v]), b + length  # (a member's region meets a place at [b, b + length)
-    least = min(starts.min(), (b - n[v]).min()) - 1  # where it starts in (low, high))
-    wide = max(starts.max(), high.max(), b.max()) - least + 1  # (offsets in an arena: < 2^40; spans < 2^20)
-    keys = sp * wide + starts - least
-    sv = span[v] * wide - least
-    refused[span[v][np.searchsorted(keys, sv + high) > np.searchsorted(keys, sv + low, "right")]] = True
-    p = np.maximum(np.searchsorted(keys, sv + b, "right") - 1, 0)  # the stored member at or below b, within n
-    refused[span[v][same & (keys[p] > sv + b - n[v]) & (keys[p] <= sv + b) & (at[w[p]] < at[v])]] = True
-
-
-def _sends(m: np.ndarray, span: np.ndarray, back_at: np.ndarray, views: np.ndarray, line: np.ndarray,
-           number: np.ndarray, n: np.ndarray, last: np.ndarray, refused: np.ndarray) -> np.ndarray:
-    """How each view back sends to the arena: its group, the views of each place apart from the others (no view of the
-    span at a base less than n away) a group each (0, 1, ... as first seen: last member first, a before b), their adds
-    into one local an element stored in the pass (only the place most views read did: the heat equation's two joins were
-    added after the pass from a scratch row, its replayed value_and_grad 8.0 -> 6.5 ms CPU), the others
-    stretched.SCRATCH, added after the pass, view by view (the rows' order for every element), or where every view is a
-    LINED row's line read by every line (``line``), stretched.SUMMED (summed back across lines in the pass, added after
-    it); UNSENT for views that send nothing. Refuses the spans where a number wants an adjoint (a sum back), a view's
-    region meets the last member's adjoint (read as the pass goes) or lines summed back meet other views (beside the
-    arena's stores in the pass LLVM vectorized neither: normalisation's 236 -> 257 us CPU)."""
-    v, q = np.nonzero(views)
-    sv, nv, region, size = span[v], n[v], m[v, VIEWS + VIEW * q + REGION], m[v, VIEWS + VIEW * q + REGION_SIZE]
-    refused[sv[(number[v] == q + 1) | ((region < last[sv] + nv) & (last[sv] < region + size))]] = True
-    lined, summed = line[v, q], np.zeros(len(refused), bool)
-    summed[sv[lined]] = True
-    refused[sv[summed[sv] & ~lined]] = True
-    b, seen = m[v, VIEWS + VIEW * q + BASE], back_at[v] * 2 + q  # (the views' order: last member first, a before b)
-    o = np.lexsort((seen, b, sv))
-    b, sv, nv, seen = b[o], sv[o], nv[o], seen[o]
-    new = np.ones(len(o), bool)
-    new[1:] = (sv[1:] != sv[:-1]) | (b[1:] != b[:-1])
-    place = np.flatnonzero(new)  # each span's places (a base of views), in order
-    pb, ps, pn = b[place], sv[place], nv[place]
-    alone = np.ones(len(place), bool)  # (no view of its span at a base less than n away)
-    alone[1:] &= (ps[1:] != ps[:-1]) | (pb[1:] - pb[:-1] >= pn[1:])
-    alone[:-1] &= (ps[1:] != ps[:-1]) | (pb[1:] - pb[:-1] >= pn[:-1])
-    views_at = np.diff(np.append(place, len(o)))
-    order = np.lexsort((seen[place], ~alone, ps))  # (a span's places apart first, each by its first view seen)
-    before = np.cumsum(alone[order]) - alone[order]  # (the places apart before each, in every span: counted from 0)
-    rank = np.empty(len(place), np.int64)
-    rank[order] = before - np.maximum.accumulate(np.where(np.append(True, ps[order][1:] != ps[order][:-1]), before, 0))
-    group = np.full(views.shape, UNSENT)
-    group[v[o], q[o]] = np.repeat(np.where(alone, rank, stretched.SCRATCH), views_at)
-    group[v[lined], q[lined]] = stretched.SUMMED
-    return group
 
 
 def _numbered(code: np.ndarray, count: np.ndarray, refused: np.ndarray, back: bool, shapes: dict[tuple, int]
