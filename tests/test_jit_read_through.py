@@ -175,12 +175,17 @@ def helper(ns, x):
     return x
 
 def f(x):
-    return helper(NS, x).sum() + NS.nothing
+    return helper(NS, x).sum()
+
+def g(x):
+    return x.sum() + NS.nothing
 """
 
 
 def test_what_cannot_be_read_through_is_a_jit_error():
     """An object passed on whole, or an attribute it lacks: tape.JitError naming the line, no crash."""
-    _, jf = pair(REFUSED)
-    with pytest.raises(tape.JitError, match="test_source_.*py:"):
-        tape.value_and_grad(jf)(np.ones(1500))
+    module = run_from_file(REFUSED, {"tape": tape, "np": np, "types": types})
+    with pytest.raises(tape.JitError, match=r"f uses the object NS itself .* at .*test_source_\w+.py:8"):
+        tape.value_and_grad(tape.jit(module["f"]))(np.ones(1500))
+    with pytest.raises(tape.JitError, match=r"f reads NS.nothing, which SimpleNamespace NS lacks at .*py:11"):
+        tape.value_and_grad(tape.jit(module["g"]))(np.ones(1500))

@@ -169,28 +169,6 @@ def _reduction(code: int):
     return typer
 
 
-def fused_logsumexp(x, axis=None, keepdims=False):
-    """tape.logsumexp's one record of an array record with no empty axis (overloaded: _reduction(LOGSUMEXP))."""
-
-
-def logsumexp_typer(x, axis=None, keepdims=False):
-    """tape.logsumexp of an array record: one record, as tape/api/trace.py's (over an empty axis the sum's -inf)."""
-    if not is_record(x):
-        return None
-    if not _axis(axis):
-        def whole(x, axis=None, keepdims=False):
-            if x.size == 0:
-                return np.sum(x, axis, keepdims) - np.inf
-            return fused_logsumexp(x, axis, keepdims)
-        return whole
-
-    def along(x, axis=None, keepdims=False):
-        if x.shape[normalized(axis, x.ndim)] == 0:
-            return np.sum(x, axis, keepdims) - np.inf
-        return fused_logsumexp(x, axis, keepdims)
-    return along
-
-
 sum_typer = _reduction(SUM)
 
 
@@ -328,8 +306,7 @@ def _register() -> None:
     for fn in (operator.matmul, np.dot):
         overload(fn)(matmul_typer)
     overload(np.sum, prefer_literal=True)(sum_typer)
-    overload(logsumexp, prefer_literal=True)(logsumexp_typer)
-    overload(fused_logsumexp, prefer_literal=True)(_reduction(LOGSUMEXP))
+    overload(logsumexp, prefer_literal=True)(_reduction(LOGSUMEXP))  # (an empty view: Unfit, scalar records)
     for fns, name, code in (((np.max, np.amax), "max", MAX), ((np.min, np.amin), "min", MIN)):
         for fn in fns:
             overload(fn, prefer_literal=True)(_reduction(code))

@@ -17,8 +17,8 @@ from typing import Any
 
 import numba
 from numba.core import ir
-from numba.core.errors import TypingError
 from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.errors import TypingError
 from numba.core.inline_closurecall import inline_closure_call
 
 PLAIN: dict = {}  # a plain Python function -> its numba.njit helper
