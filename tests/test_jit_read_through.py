@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from test_jit import run_from_file
 from test_jit_array_records import same_tapes
+from test_jit_arrays import same_records
 
 import tape
 from tape.compiled import jit_cache
@@ -189,3 +190,67 @@ def test_what_cannot_be_read_through_is_a_jit_error():
         tape.value_and_grad(tape.jit(module["f"]))(np.ones(1500))
     with pytest.raises(tape.JitError, match=r"f reads NS.nothing, which SimpleNamespace NS lacks at .*py:11"):
         tape.value_and_grad(tape.jit(module["g"]))(np.ones(1500))
+
+
+BRANCHY = """
+def f(xs):
+    def g(v):
+        if v > 0.0:
+            return v * 2.0
+        return -v
+    return g(xs[0]) + max(xs[1], xs[0])
+"""
+
+
+@pytest.mark.parametrize("x0", [[1.0, 2.0], [-1.0, 2.0], [3.0, 2.0]])
+def test_an_inlined_closures_branches_name_their_lines(x0):
+    """A closure's checked branches (inlined by Numba's InlineClosureLikes) carry its own file:line, as the Python
+    recorder's (BranchLines again after the inlining)."""
+    f = run_from_file(BRANCHY, {"tape": tape, "np": np})["f"]
+    tapes = []
+    for fn in (f, tape.jit(f, cache=True)):
+        t = tape.Tape()
+        fn(t.vars(x0))
+        tapes.append(t)
+    assert [c[2] for c in tapes[1]._checks][0].endswith(".py:4")
+    same_records(*tapes)
+
+
+GENERATORS = """
+def f(th, n):
+    A, B, C = (th[k * n:(k + 1) * n].reshape(20, 20) for k in range(3))
+    xs = list(th[k] * th[k + 1] for k in range(6) if k != 1)
+    return (A @ B + C).sum() + xs[0] + xs[3]
+"""
+
+
+def test_a_generator_unpacked_or_listed_records_as_python():
+    """A generator expression (one ``for``, an ``if`` too) unpacked or passed to list: compiled as the list it gives
+    (read_through.listed), records as Python's; passed to sum it stays refused (Python records between its items)."""
+    f, jf = pair(GENERATORS)
+    x0 = np.random.default_rng(6).normal(size=1500)
+    same_tapes(f, jf, x0, (400,))
+    A, B, C = (x0[k * 400:(k + 1) * 400].reshape(20, 20) for k in range(3))
+    grad = tape.grad(jf)(x0, 400)
+    want = np.zeros(1500)
+    want[:400] = (np.ones((20, 20)) @ B.T).ravel()
+    want[400:800] = (A.T @ np.ones((20, 20))).ravel()
+    want[800:1200] = 1.0
+    want[[0, 1, 4, 5]] += [x0[1], x0[0], x0[5], x0[4]]
+    assert np.allclose(grad, want, rtol=1e-14, atol=1e-14)
+    _, summed = pair(GENERATORS.replace("list(", "sum(").replace(" + xs[0] + xs[3]", " + xs"))
+    with pytest.raises(tape.JitError, match="yield"):
+        tape.grad(summed)(x0, 400)
+
+
+def test_only_a_generator_of_one_for_is_listed():
+    """listed() rewrites a generator expression's bytecode; anything else it leaves (None)."""
+    from tape.compiled.read_through import listed
+
+    def outer(a):
+        return (x for x in a), (x + y for x in a for y in a), [x for x in a]
+    one, two, comprehension = (c for c in outer.__code__.co_consts if hasattr(c, "co_code"))
+    made = listed(one)
+    assert made is not None and not made.co_flags & 0x20 and len(made.co_code) == len(one.co_code)
+    assert types.FunctionType(made, {})(iter([3, 4])) == [3, 4]  # the rewritten code, run by CPython
+    assert listed(two) is None and listed(comprehension) is None

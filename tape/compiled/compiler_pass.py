@@ -8,6 +8,8 @@ uses (the IR, ``register_pass``, the pass-manager API) are listed in tape/compil
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numba
 import numpy as np
 from numba.core import ir
@@ -129,9 +131,10 @@ class BranchLines(FunctionPass):
     def run_pass(self, state):
         changed = False
         blocks = state.func_ir.blocks.values()
+        once = Counter(stmt.target.name for block in blocks for stmt in block.body if isinstance(stmt, ir.Assign))
         globals_ = {stmt.target.name: stmt.value.value for block in blocks for stmt in block.body
                     if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)
-                    and stmt.target.name.startswith("$")}
+                    and once[stmt.target.name] == 1}  # (a temporary, or one of an inlined closure's, renamed)
         truths = {stmt.target.name: stmt.value for block in blocks for stmt in block.body
                   if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "getattr"
                   and stmt.value.attr in TRUTHS}

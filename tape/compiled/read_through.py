@@ -12,6 +12,9 @@ tape/compiled/jit_cache.py's ``frozen`` keys f's cache on the values read so."""
 
 from __future__ import annotations
 
+import dis
+import inspect
+import sys
 import types as types_
 from typing import Any
 
@@ -119,6 +122,12 @@ class ReadThrough(FunctionPass):
                         stmt.value = ir.Global(f"{held.name}.{value.attr}", got, stmt.loc)
                         assigned[stmt.target.name] = [stmt.value]
                         changed = True
+                elif isinstance(value, ir.Expr) and value.op == "call" and made_inside(value.func):
+                    made = ReadThrough._made(assigned, value.func)
+                    code = listed(made.code) if _consumed(func_ir, stmt.target.name) else None
+                    if code is not None:
+                        made.code = code
+                        changed = True
                 elif isinstance(value, ir.Expr) and value.op == "call":
                     held = value_of(value.func)
                     if (held is not None and plain(held.value, ctx) and not value.kws and value.vararg is None
@@ -134,11 +143,67 @@ class ReadThrough(FunctionPass):
         return changed
 
     @staticmethod
+    def _made(assigned: dict, var: ir.Var) -> ir.Expr:
+        """The make_function expression var holds (made_inside(var))."""
+        while not isinstance(assigned[var.name][0], ir.Expr):
+            var = assigned[var.name][0]
+        return assigned[var.name][0]
+
+    @staticmethod
     def _only_inlined(func_ir, name: str, made_inside) -> bool:
         """Whether every use of the function ``name`` holds is a call with a closure among its arguments (inlined;
         True where none is left)."""
         return all(isinstance(use, ir.Expr) and use.op == "call" and use.func.name == name
                                   and any(made_inside(arg) for arg in use.args) for use in _uses(func_ir, name))
+
+
+def _consumed(func_ir, name: str) -> bool:
+    """Whether what variable ``name`` holds is only unpacked (``a, b = ...``) or passed to builtin list: a generator
+    read whole before anything else runs, so a list of its items records the same (not sum, max or min, which record
+    between the items)."""
+    uses = _uses(func_ir, name)
+    return bool(uses) and all(
+        isinstance(use, ir.Expr) and (use.op == "exhaust_iter" or use.op == "call" and len(use.args) == 1
+                                       and _global_of(func_ir, use.func) is list) for use in uses)
+
+
+def _global_of(func_ir, var: ir.Var) -> Any:
+    """The global's value var is assigned (None where it is not one global)."""
+    found = [stmt.value for block in func_ir.blocks.values() for stmt in block.body
+             if isinstance(stmt, ir.Assign) and stmt.target.name == var.name]
+    return found[0].value if len(found) == 1 and isinstance(found[0], ir.Global) else None
+
+
+def listed(code: types_.CodeType) -> types_.CodeType | None:
+    """A generator expression's code (CPython 3.11, one ``for``) made a list comprehension's: the list built where the
+    generator was returned, each ``yield`` an append, the list returned at the end; instructions swapped one for one
+    (NOPs fill), so offsets, jumps and the line table stay. None for any other code."""
+    if sys.version_info[:2] != (3, 11) or not code.co_flags & inspect.CO_GENERATOR:
+        return None
+    ops = [(i.offset, i.opname, i.arg) for i in dis.get_instructions(code)]
+    names = [name for _, name, _ in ops]
+    if names.count("FOR_ITER") != 1 or "RETURN_GENERATOR" not in names or names[-2:] != ["LOAD_CONST", "RETURN_VALUE"]:
+        return None
+    raw = bytearray(code.co_code)
+
+    def put(offset: int, name: str, arg: int = 0) -> None:
+        raw[offset], raw[offset + 1] = dis.opmap[name], arg
+
+    for k, (offset, name, _) in enumerate(ops):
+        if name == "RETURN_GENERATOR":
+            if names[k + 1] != "POP_TOP":
+                return None
+            put(offset, "BUILD_LIST")
+            put(ops[k + 1][0], "NOP")
+        elif name == "YIELD_VALUE":
+            if names[k + 1:k + 3] != ["RESUME", "POP_TOP"]:
+                return None
+            put(offset, "LIST_APPEND", 2)  # (the list under the range's iterator)
+            put(ops[k + 1][0], "NOP")
+            put(ops[k + 2][0], "NOP")
+    put(ops[-2][0], "NOP")  # (the None returned: the list is on the stack)
+    return code.replace(co_code=bytes(raw), co_flags=code.co_flags & ~inspect.CO_GENERATOR,
+                        co_stacksize=code.co_stacksize + 1)
 
 
 def _uses(func_ir, name: str) -> list:
@@ -175,4 +240,4 @@ def _drop_read(func_ir, ctx, final: bool) -> None:
                                   "frozen when f compiles)", loc=stmt.loc)
 
 
-__all__ = ["ReadThrough", "PLAIN", "typable", "plain", "opaque"]
+__all__ = ["ReadThrough", "PLAIN", "typable", "plain", "opaque", "listed"]
