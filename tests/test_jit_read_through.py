@@ -170,7 +170,7 @@ def test_the_cache_keys_on_what_is_read_through():
 
 
 REFUSED = """
-NS = types.SimpleNamespace(xp=np)
+NS = types.SimpleNamespace(xp=np, bad=tape.trace)
 
 def helper(ns, x):
     return x
@@ -180,6 +180,9 @@ def f(x):
 
 def g(x):
     return x.sum() + NS.nothing
+
+def h(x):
+    return NS.bad(x)
 """
 
 
@@ -190,6 +193,8 @@ def test_what_cannot_be_read_through_is_a_jit_error():
         tape.value_and_grad(tape.jit(module["f"]))(np.ones(1500))
     with pytest.raises(tape.JitError, match=r"f reads NS.nothing, which SimpleNamespace NS lacks at .*py:11"):
         tape.value_and_grad(tape.jit(module["g"]))(np.ones(1500))
+    with pytest.raises(tape.JitError, match=r"f reads NS.bad, <function trace .*, which Numba does not type .*py:14"):
+        tape.value_and_grad(tape.jit(module["h"]))(np.ones(1500))
 
 
 BRANCHY = """

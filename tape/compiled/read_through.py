@@ -119,6 +119,9 @@ class ReadThrough(FunctionPass):
                             raise TypingError(f"tape.jit: f reads {held.name}.{value.attr}, which "
                                               f"{type(held.value).__name__} {held.name} lacks", loc=stmt.loc)
                         got = getattr(held.value, value.attr)
+                        if not (typable(got, ctx) or opaque(got, ctx) or plain(got, ctx)):
+                            raise TypingError(f"tape.jit: f reads {held.name}.{value.attr}, {got!r}, which Numba "
+                                              "does not type (tape.jit takes the op table's functions)", loc=stmt.loc)
                         stmt.value = ir.Global(f"{held.name}.{value.attr}", got, stmt.loc)
                         assigned[stmt.target.name] = [stmt.value]
                         changed = True
@@ -137,7 +140,9 @@ class ReadThrough(FunctionPass):
                 if isinstance(stmt.value, (ir.Global, ir.FreeVar)) and plain(stmt.value.value, ctx):
                     fn = stmt.value.value
                     if not ReadThrough._only_inlined(func_ir, stmt.target.name, made_inside):
-                        helper = PLAIN.setdefault(fn, numba.njit(fn))
+                        if fn not in PLAIN:
+                            PLAIN[fn] = numba.njit(fn)
+                        helper = PLAIN[fn]
                         stmt.value = ir.Global(stmt.value.name, helper, stmt.loc)
                         changed = True
         return changed
@@ -154,7 +159,7 @@ class ReadThrough(FunctionPass):
         """Whether every use of the function ``name`` holds is a call with a closure among its arguments (inlined;
         True where none is left)."""
         return all(isinstance(use, ir.Expr) and use.op == "call" and use.func.name == name
-                                  and any(made_inside(arg) for arg in use.args) for use in _uses(func_ir, name))
+                   and any(made_inside(arg) for arg in use.args) for use in _uses(func_ir, name))
 
 
 def _consumed(func_ir, name: str) -> bool:
