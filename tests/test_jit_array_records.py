@@ -166,8 +166,11 @@ def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypat
 
 
 FALLBACK = '''
-def f(x, m):                         # prod: scalar records in the Python recorder too, not an array-record op
-    return x[0] * x[1] + x[:5].prod() * m[0] + (x[-5:] * m[5:]).sum()
+def f(x, m):                         # an array of Vars made by np.zeros: not an array record (scalar records)
+    y = np.zeros(5, dtype=x.dtype)
+    for i in range(5):
+        y[i] = x[i]
+    return x[0] * x[1] + y.prod() * m[0] + (x[-5:] * m[5:]).sum()
 '''
 UNFIT = '''
 def f(A, k):                         # an empty slice (k 0): NumPy's view starts at 0, the call is scalar records

@@ -11,10 +11,25 @@ import operator
 
 import numpy as np
 
+from tape.api.trace import logsumexp
 from tape.arrays import binary as _binary
 from tape.compiled._recorders import ARITHMETIC, UNARY
-from tape.compiled.array_records import JOIN, MATMUL, MAX, MIN, PACK, RESULT, SUM, data, whole, written, written3
-from tape.compiled.arrays import is_data
+from tape.compiled.array_records import (
+    JOIN,
+    LOGSUMEXP,
+    MATMUL,
+    MAX,
+    MIN,
+    PACK,
+    RESULT,
+    SUM,
+    data,
+    element,
+    whole,
+    written,
+    written3,
+)
+from tape.compiled.arrays import fresh, is_data
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import is_number, is_var, jit
@@ -121,22 +136,32 @@ def normalized(axis, ndim):
     return axis + ndim if axis < 0 else axis
 
 
+def _keeps(keepdims) -> bool:
+    """Whether ``keepdims`` is True: a constant (the result's ndim hangs on it), else a TypingError."""
+    if keepdims is False or isinstance(keepdims, (types.NoneType, types.Omitted)):
+        return bool(getattr(keepdims, "value", False))
+    if isinstance(keepdims, types.BooleanLiteral):
+        return keepdims.literal_value
+    raise TypingError(f"tape.jit: keepdims of an array record's reduction must be a constant True or False, not "
+                      f"{keepdims}")
+
+
 def _reduction(code: int):
-    """The typer of a.sum(axis) (code SUM; max, min: MAX, MIN): a Var for all elements (or a 1-d a), else a 1-d array
-    record, as tape/records/array_records.py's reduce."""
-    def typer(a, axis=None):
+    """The typer of a.sum(axis, keepdims) (code SUM; max, min, logsumexp: MAX, MIN, LOGSUMEXP): a Var for all elements
+    (or a 1-d a), else a 1-d array record, of a's ndim with keepdims, as tape/records/array_records.py's reduce."""
+    def typer(a, axis=None, keepdims=False):
         if not is_record(a):
             return None
+        keep = _keeps(keepdims)
+        ndim = a.ndim if keep else 0 if not _axis(axis) else a.ndim - 1
+        make = RESULT[ndim]
         if not _axis(axis):
-            scalar = RESULT[0]
-
-            def whole_sum(a, axis=None):
+            def whole_sum(a, axis=None, keepdims=False):
                 o = operand(a.tape, a.arrays, a)
-                return scalar(a.tape, a.arrays, written(a.tape, a.arrays, code, 0, 0.0, o, o))
+                return make(a.tape, a.arrays, written(a.tape, a.arrays, code, 256 * ndim, 0.0, o, o))
             return whole_sum
-        ndim, make = a.ndim - 1, RESULT[a.ndim - 1]
 
-        def along(a, axis=None):
+        def along(a, axis=None, keepdims=False):
             k = normalized(axis, a.ndim)
             o = operand(a.tape, a.arrays, a)
             return make(a.tape, a.arrays, written(a.tape, a.arrays, code, k + 1 + 256 * ndim, 0.0, o, o))
@@ -147,13 +172,81 @@ def _reduction(code: int):
 sum_typer = _reduction(SUM)
 
 
-def mean_typer(a, axis=None):
+def mean_typer(a, axis=None, keepdims=False):
     """The sum over axes times 1/n, as tape/arrays/methods.py's mean."""
     if not is_record(a):
         return None
     if not _axis(axis):
-        return lambda a, axis=None: a.sum() * (1.0 / a.size)
-    return lambda a, axis=None: a.sum(axis) * (1.0 / a.shape[axis + a.ndim if axis < 0 else axis])
+        return lambda a, axis=None, keepdims=False: np.sum(a, None, keepdims) * (1.0 / a.size)
+    return lambda a, axis=None, keepdims=False: np.sum(a, axis, keepdims) * (
+        1.0 / a.shape[axis + a.ndim if axis < 0 else axis])
+
+
+@jit
+def inverse(n):
+    """1/n, of 0 inf: tape/arrays/methods.py's _inverse (NumPy's answer; no warning inside f)."""
+    return 1.0 / n if n > 0 else np.inf
+
+
+def var_typer(a, axis=None, ddof=0, keepdims=False):
+    """The variance over all elements or one axis, recorded as tape/arrays/methods.py's var records it: the mean
+    kept, the deviations, their squares summed, times 1/(n - ddof)."""
+    if not is_record(a):
+        return None
+    if not _axis(axis):
+        def whole(a, axis=None, ddof=0, keepdims=False):
+            d = a - np.sum(a, None, True) * inverse(a.size)
+            return np.sum(d * d, None, keepdims) * inverse(max(a.size - ddof, 0))
+        return whole
+
+    def along(a, axis=None, ddof=0, keepdims=False):
+        n = a.shape[normalized(axis, a.ndim)]
+        d = a - np.sum(a, axis, True) * inverse(n)
+        return np.sum(d * d, axis, keepdims) * inverse(max(n - ddof, 0))
+    return along
+
+
+def std_typer(a, axis=None, ddof=0, keepdims=False):
+    """var ** 0.5, as tape/arrays/methods.py's std."""
+    if not is_record(a):
+        return None
+    return lambda a, axis=None, ddof=0, keepdims=False: np.var(a, axis, ddof, keepdims) ** 0.5
+
+
+def scalars(a):
+    """The elements of array record a as elem records, a Var array of its shape, as the Python recorder's
+    VarArray._scalars writes them (C order): for the ops array records lack (prod)."""
+
+
+@overload(scalars)
+def _scalars(a):
+    if not is_record(a):
+        return None
+    if a.ndim == 1:
+        def of_vector(a):
+            out = fresh(a.tape, a.shape[0])
+            for i in range(a.shape[0]):
+                w = element(a.tape, a.arrays, a.record, a.offset, a.start + i * a.strides[0])
+                out.rows[i], out.vals[i] = w.index, w.c
+            return out
+        return of_vector
+
+    def of_matrix(a):
+        out = fresh(a.tape, a.shape)
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                w = element(a.tape, a.arrays, a.record, a.offset, a.start + i * a.strides[0] + j * a.strides[1])
+                out.rows[i, j], out.vals[i, j] = w.index, w.c
+        return out
+    return of_matrix
+
+
+def prod_typer(a, axis=None):
+    """The product of all elements or along one axis: the elements as elem records, then their pairwise products
+    (tape/compiled/reductions.py), as tape/arrays/varray.py's prod records them."""
+    if not is_record(a):
+        return None
+    return lambda a, axis=None: np.prod(scalars(a), axis)
 
 
 def matmul_typer(x, y):
@@ -212,15 +305,21 @@ def _register() -> None:
                 overload(fn)(binary(NAMES.get(name, name)))
     for fn in (operator.matmul, np.dot):
         overload(fn)(matmul_typer)
-    overload(np.sum)(sum_typer)
+    overload(np.sum, prefer_literal=True)(sum_typer)
+    overload(logsumexp, prefer_literal=True)(_reduction(LOGSUMEXP))  # (an empty view: Unfit, scalar records)
     for fns, name, code in (((np.max, np.amax), "max", MAX), ((np.min, np.amin), "min", MIN)):
         for fn in fns:
-            overload(fn)(_reduction(code))
-        overload_method(ArrayRecordType, name)(_reduction(code))
+            overload(fn, prefer_literal=True)(_reduction(code))
+        overload_method(ArrayRecordType, name, prefer_literal=True)(_reduction(code))
     overload(np.concatenate)(concatenate_typer)
-    overload(np.mean)(mean_typer)
-    overload_method(ArrayRecordType, "sum")(sum_typer)
-    overload_method(ArrayRecordType, "mean")(mean_typer)
+    overload(np.mean, prefer_literal=True)(mean_typer)
+    overload(np.prod)(prod_typer)
+    overload_method(ArrayRecordType, "prod")(prod_typer)
+    for name, typer in (("var", var_typer), ("std", std_typer)):
+        overload(getattr(np, name), prefer_literal=True)(typer)
+        overload_method(ArrayRecordType, name, prefer_literal=True)(typer)
+    overload_method(ArrayRecordType, "sum", prefer_literal=True)(sum_typer)
+    overload_method(ArrayRecordType, "mean", prefer_literal=True)(mean_typer)
     overload_attribute(ArrayRecordType, "ndim")(lambda a: lambda a: len(a.shape))
     overload_attribute(ArrayRecordType, "size")(
         lambda a: (lambda a: a.shape[0]) if a.ndim == 1 else (lambda a: a.shape[0] * a.shape[1]))

@@ -43,8 +43,8 @@ from tape.records.storage import NO_INPUT
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
 BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
-PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN = (ARRAY_OPCODE[name] for name in ("pack", "sum", "matmul", "join", "gather",
-                                                                              "max", "min"))
+PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP = (ARRAY_OPCODE[name] for name in (
+    "pack", "sum", "matmul", "join", "gather", "max", "min", "logsumexp"))
 
 
 class Unfit(Exception):
@@ -162,6 +162,8 @@ def _summed(s, p, q, code, a, axis, ndim):
     """The sum (max, min) record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
     whole = axis < 0 or a[3] == 1
     n0, n1 = (1, 1) if whole else (1, a[4]) if axis == 1 else (1, a[5])
+    if ndim == 2 and not whole:  # keepdims
+        n0, n1 = (a[4], 1) if axis == 1 else (1, a[5])
     k = open_record(p, q, code, ndim, n0, n1)
     put_view(s, k, a)
     plan = s.plans[k]
@@ -257,7 +259,7 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = open_record(p, q, PACK, 0, 1, 1)
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
         return k
-    if code == SUM or code == MAX or code == MIN:
+    if code == SUM or code == MAX or code == MIN or code == LOGSUMEXP:
         k = _summed(s, p, q, code, a, arg % 256 - 1, arg // 256)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)

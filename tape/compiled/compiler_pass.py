@@ -8,6 +8,8 @@ uses (the IR, ``register_pass``, the pass-manager API) are listed in tape/compil
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numba
 import numpy as np
 from numba.core import ir
@@ -18,6 +20,7 @@ from numba.core.untyped_passes import InlineClosureLikes, TranslateByteCode
 from tape.compiled.by_reference import MarkByReference
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_internals import file_id
+from tape.compiled.read_through import ReadThrough
 from tape.compiled.var_lists import VarLists, retrying
 
 
@@ -128,9 +131,10 @@ class BranchLines(FunctionPass):
     def run_pass(self, state):
         changed = False
         blocks = state.func_ir.blocks.values()
+        once = Counter(stmt.target.name for block in blocks for stmt in block.body if isinstance(stmt, ir.Assign))
         globals_ = {stmt.target.name: stmt.value.value for block in blocks for stmt in block.body
                     if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)
-                    and stmt.target.name.startswith("$")}
+                    and once[stmt.target.name] == 1}  # (a temporary, or one of an inlined closure's, renamed)
         truths = {stmt.target.name: stmt.value for block in blocks for stmt in block.body
                   if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "getattr"
                   and stmt.value.attr in TRUTHS}
@@ -197,16 +201,35 @@ class BranchLines(FunctionPass):
         return var
 
 
+@register_pass(mutates_CFG=False, analysis_only=False)
+class ClosureLines(BranchLines):
+    """BranchLines again after InlineClosureLikes: over the bodies of the closures inlined (theirs were not there)."""
+
+    _name = "tape_closure_lines"
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class ClosureReads(ReadThrough):
+    """ReadThrough again after InlineClosureLikes: over the bodies of the closures inlined."""
+
+    _name = "tape_closure_reads"
+    final = True
+
+
 class Pipeline(CompilerBase):
-    """Numba's nopython pipeline with BranchLines after the bytecode is translated, MarkByReference, and VarLists
-    after comprehensions are inlined (compiled again where a list of numbers takes a Var); what it
-    compiles without a CPython wrapper gets no machine code of its own (tape/compiled/link_only.py)."""
+    """Numba's nopython pipeline with ReadThrough and BranchLines after the bytecode is translated, MarkByReference,
+    both again and VarLists after closures and comprehensions are inlined (compiled again where a list of numbers
+    takes a Var); what it compiles without a CPython wrapper gets no machine code of its own
+    (tape/compiled/link_only.py)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.add_pass_after(BranchLines, TranslateByteCode)
+        pm.add_pass_after(ReadThrough, TranslateByteCode)
+        pm.add_pass_after(BranchLines, ReadThrough)
         pm.add_pass_after(MarkByReference, BranchLines)
-        pm.add_pass_after(VarLists, InlineClosureLikes)
+        pm.add_pass_after(ClosureReads, InlineClosureLikes)
+        pm.add_pass_after(ClosureLines, ClosureReads)
+        pm.add_pass_after(VarLists, ClosureLines)
         pm.finalize()
         return [pm]
 

@@ -472,8 +472,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arra
     op table (of plain numbers: floats, nothing recorded),
     ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
     Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
-    comparisons record checked branches with their file:line. It may call itself and other tape.jit
-    or numba.njit functions of Vars. Give it to tape.trace, tape.grad or tape.value_and_grad (or
+    comparisons record checked branches with their file:line. It may call itself, other tape.jit
+    or numba.njit functions of Vars and plain Python functions (one given a closure of f's is inlined), and read
+    attributes of objects Numba cannot type (``nn.sigmoid`` of a SimpleNamespace: constants, read when f
+    compiles). Give it to tape.trace, tape.grad or tape.value_and_grad (or
     call it with a list of Vars of one tape): the records are the Python recorder's for the same
     source, bit for bit. Called with plain numbers (a list or array of floats) it returns f's value as
     numba.njit computes it. The compiled code is kept across processes (a new process loads it and compiles

@@ -28,6 +28,7 @@ for _path in [*_SOURCES, *(str(module.__file__) for module in READ)]:
         _DIGEST.update(_file.read())
 SOURCE_KEY = _DIGEST.hexdigest()[:16]
 USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
+THROUGH = 3  # attributes read through at most (``ns.xp.maximum``: the object ns, the module xp, its maximum)
 
 
 class JitCacheLocator(_UserWide):  # type: ignore[misc]
@@ -68,21 +69,32 @@ class UserCache(FunctionCache):  # type: ignore[misc]
 
 def frozen(code: CodeType, space: dict, seen: set) -> str:
     """A digest of what code compiled by Numba holds as constants: its own, and the values it reads from the globals
-    ``space`` (each global it names, and each name it reads of a global module): data by value, jitted callees (a
-    dispatcher's or JitFunction's py_func) by their own bytecode and ``frozen``."""
-    values = [space[name] for name in code.co_names if name in space]
-    values += [getattr(m, name) for m in values if isinstance(m, ModuleType) for name in code.co_names
-               if hasattr(m, name)]
+    ``space`` (each global it names, and each name it reads of a global module or object, THROUGH deep): data by
+    value, jitted callees (a dispatcher's or JitFunction's py_func) and plain functions by their bytecode and
+    ``frozen``."""
+    values = level = [space[name] for name in code.co_names if name in space]
+    for _ in range(THROUGH):
+        level = [getattr(m, name) for m in level if _read_through(m) for name in code.co_names if hasattr(m, name)]
+        values = values + level
     digest = hashlib.sha256()
     for v in (*code.co_consts, *values):
-        callee = getattr(getattr(v, "py_func", None), "__code__", None)  # a dispatcher's or JitFunction's f
+        fn = getattr(v, "py_func", v)  # a dispatcher's or JitFunction's f, or a plain function (read_through.py)
+        callee = getattr(fn, "__code__", None)
         if isinstance(v, CodeType):
             v = frozen(v, space, seen)
-        elif isinstance(callee, CodeType) and callee not in seen:
+        elif isinstance(callee, CodeType):  # (one met before: its bytecode)
+            known = callee in seen
             seen.add(callee)
-            v = callee.co_code.hex() + frozen(callee, v.py_func.__globals__, seen)
+            v = callee.co_code.hex() + ("" if known else frozen(callee, fn.__globals__, seen))
         digest.update(_value(v).encode())
     return digest.hexdigest()
+
+
+def _read_through(v) -> bool:
+    """Whether f reads attributes of v as constants: a module's (Numba) or an object's (tape/compiled/read_through.py:
+    not a function, class, number, array or tuple)."""
+    return isinstance(v, ModuleType) or not (callable(v) or isinstance(v, (np.ndarray, tuple, int, float, complex, str,
+                                                                               bytes, np.generic, type(None))))
 
 
 def _value(v) -> str:
