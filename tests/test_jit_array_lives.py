@@ -183,6 +183,54 @@ def test_views_keep_the_records_they_view(check):
     assert np.allclose(g, a, rtol=1e-12, atol=1e-13)
 
 
+PHASES = '''
+def f(u, steps):                     # regions of 1,200 freed, then records of 500 that cannot take them
+    for _ in range(steps):
+        u = np.sin(u) * 0.5 + u
+    v = u[:500] * 1.0
+    for _ in range(steps):
+        v = np.sin(v) * 0.5 + v
+    return v
+'''
+
+
+def test_regions_f_leaves_free_are_as_large_as_they_are(check):
+    """Regions f freed and no later record took are the tape's free regions after f, by their true capacity: Python
+    records of 1,500 after f (which a region of 1,200 stated larger would take, writing past it into a value the
+    reverse reads) leave the Python recorder's bits and the hand gradient."""
+    py, jn = namespace(PHASES, arrays=True)
+    C = np.linspace(0.5, 1.5, 1500)
+    free = []
+
+    def outer(f):
+        def g(x):
+            y = f(x, 6)
+            free.append(sum(len(v) for v in x.tape._free.values()))
+            w = (y * y).sum() * C
+            return (np.cos(w) * C).sum() + (y * y * y).sum()
+        return g
+    u0 = np.random.default_rng(3).uniform(-1, 1, 1200)
+    vp, gp = tape.value_and_grad(outer(py["f"]))(u0)
+    vj, gj = tape.value_and_grad(outer(jn["f"]))(u0)
+    assert jn["f"]._arrays is True and free[-1] >= 1 and vj == vp and same(gj, gp)
+    us = [u0]
+    for _ in range(6):
+        us.append(np.sin(us[-1]) * 0.5 + us[-1])
+    vs = [us[-1][:500]]
+    for _ in range(6):
+        vs.append(np.sin(vs[-1]) * 0.5 + vs[-1])
+    y = vs[-1]
+    w = (y * y).sum() * C
+    a = 2.0 * y * (-np.sin(w) * C * C).sum() + 3.0 * y * y  # by hand: d/dy, then back through both loops
+    for v in reversed(vs[:-1]):
+        a = a * (0.5 * np.cos(v) + 1.0)
+    b = np.zeros(1200)
+    b[:500] = a
+    for u in reversed(us[:-1]):
+        b = b * (0.5 * np.cos(u) + 1.0)
+    assert np.allclose(gj, b, rtol=1e-11, atol=1e-12)
+
+
 HEAT = '''
 def f(u, steps, c):                  # the periodic heat equation by np.concatenate
     for _ in range(steps):
@@ -201,6 +249,32 @@ def test_a_long_loop_keeps_a_few_regions_as_the_python_recorder():
     pgrad(u0)
     ours, theirs = jtapes[-1]._n_arena, ptapes[-1]._n_arena  # arena elements in use
     assert ours <= 3 * theirs and ours < 300 * 7 * 2000 / 50  # (every step kept: 7 records of 2,000 a step)
+
+
+def test_a_loop_in_an_arena_with_room_takes_freed_regions_at_every_record():
+    """f's loop after a big record (the arena has room f does not fill, so a collection comes only every quarter of it):
+    its records take the regions freed at the last collection at every record, as the Python recorder's, not only when
+    the next collection is due; the gradient is the Python recorder's bits and the hand one."""
+    py, jn = namespace(HEAT, arrays=True)
+    u0, big = np.random.default_rng(8).normal(size=2000), np.linspace(0.0, 1.0, 300_000)
+    grown = []
+
+    def outer(f):
+        def g(x):
+            s = (x[0] * big).sum()
+            before = x.tape._n_arena
+            v = f(x, 300, 0.2)
+            grown.append(x.tape._n_arena - before)
+            return v + s
+        return g
+    vp, gp = tape.value_and_grad(outer(py["f"]))(u0)
+    vj, gj = tape.value_and_grad(outer(jn["f"]))(u0)
+    assert jn["f"]._arrays is True and vj == vp and same(gj, gp) and grown[1] <= 1.5 * grown[0]
+    by_hand = u0  # the step is A u, A symmetric: the gradient of |A^300 u|^2 / 2 is A^600 u; x[0] * sum(big)'s e_0
+    for _ in range(600):
+        by_hand = by_hand + 0.2 * (np.roll(by_hand, -1) + np.roll(by_hand, 1) - 2.0 * by_hand)
+    by_hand[0] += big.sum()
+    assert np.allclose(gj, by_hand, rtol=1e-11, atol=1e-11)
 
 
 RAISES = '''
@@ -240,13 +314,14 @@ def test_records_alive_when_f_raises_do_not_crash_later_calls():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
-def test_a_small_program_keeps_its_regions_after_its_first_call():
+def test_a_small_program_keeps_its_regions():
     """An f whose call wrote fewer than arenas.EARLY elements records later calls without lives (as the Python
-    recorder collects nothing below it): every record kept, the gradient the same."""
+    recorder collects nothing below it); its first call, which never filled its arena, gave no region away either
+    (the lives' C function never ran): every record kept, the gradient the same."""
     source, x0, data = CASES["mlp"]
     _, jn = namespace(source, arrays=True)
     grad, tapes = taped(jn["f"], *data)
     first, second = grad(x0), grad(x0)
     assert 0 < jn["f"]._written < arenas.EARLY and first[0] == second[0] and same(first[1], second[1])
     rows = [{p.row for p in t._plans} for t in tapes]
-    assert not rows[0] <= tapes[0]._read and rows[1] <= tapes[1]._read  # (the first call's lives released some)
+    assert rows[0] <= tapes[0]._read and rows[1] <= tapes[1]._read and not tapes[0]._freed

@@ -147,9 +147,9 @@ BACK, VALUES, SENDS = 8, 16, 16 + OPS  # the kernels' slots: a row kind's forwar
 SUMMED = BACK + ELEMENTWISE  # the slot of an elementwise row's contribution summed back into a view not laid out as
 # its output (summed_back: a program that broadcasts nothing back never compiles it)
 SLOTS = SENDS + OPS
-WRITE_AT, FORWARD_AT, MOVE_AT = SLOTS, SLOTS + 1, SLOTS + 2  # three cells past the slots: the C functions jitted
-# array records call (tape/compiled/array_calls.py: write_record, the forward of one row, write_moved), 0 until made
-CELLS = SLOTS + 3
+WRITE_AT, FORWARD_AT, MOVE_AT, LIVES_AT = SLOTS, SLOTS + 1, SLOTS + 2, SLOTS + 3  # the C functions jitted array
+# records call (tape/compiled/array_calls.py: write_record, a row's forward, write_moved, the lives'), 0 until made
+CELLS = SLOTS + 4
 KERNELS = (ctypes.c_int64 * CELLS)()  # each slot's kernel's address, 0 until compiled (kernels/array_kernels.py):
 ll.add_symbol("tape_array_kernels", ctypes.addressof(KERNELS))  # the kernels read it by this symbol (_kernel)
 ROWMAJOR, COLMAJOR, NOTRANS, TRANS = 101, 102, 111, 112  # CBLAS's enums

@@ -4,12 +4,13 @@ values the driver's rows cannot give NumPy's bits for (an op it has no row for, 
 over a strided view, a sum not in C order, a matmul of views that are not blocks or of one operand twice): the Python
 recorder's own rule forward on the same views of the arena, so the same bits, for a few µs a record more;
 ``write_record`` (by its cell of the driver's KERNELS), which writes every op's record, plan and values (so f's
-machine code holds none of it and a new f compiles small), and ``write_moved``, a join's or a gather's, each made when
-f first writes such a record (``_writer_at``, called back: an f that does not type with array records never makes
-one, an f that joins nothing never makes write_moved); the compiled array driver's ``forward`` of one row (its cell)
-and the kernels of the ops and kinds f's rows call, made when a row first needs them where they are cached on disk,
-else once by_numpy has stood in for the driver ``PAYBACK`` seconds (``_kernel_at``): a first gradient on empty caches
-compiles none.
+machine code holds none of it and a new f compiles small), ``write_moved``, a join's or a gather's, and the regions
+given away (``_lives_c``, array_lives.py), each made when f first needs it (``_writer_at``, called back: an f that
+does not type with array records never makes one, an f that joins nothing never makes write_moved, one that gives no
+region away never makes the lives'; one that fails to compile raises array_records.WriterFailed in f); the
+compiled array driver's ``forward`` of one row (its cell) and the kernels of the ops and kinds f's rows call, made
+when a row first needs them where they are cached on disk, else once by_numpy has stood in for the driver ``PAYBACK``
+seconds (``_kernel_at``): a first gradient on empty caches compiles none.
 """
 
 from __future__ import annotations
@@ -27,20 +28,24 @@ from numba.core.compiler import Compiler
 from numba.core.compiler_lock import global_compiler_lock
 
 from tape.compiled import array_gather
+from tape.compiled.array_lives import reuse
 from tape.compiled.array_plans import plan_of
 from tape.compiled.array_records import (
     _BY_NUMPY,
     _KERNEL_AT,
+    _LIVES,
     _SIGNATURE,
     _WRITE,
     FAILED,
     PLAN_WIDTH,
     STAND_IN,
+    WriterFailed,
+    _pin,
     write_moved,
     write_record,
 )
 from tape.compiled.link_only import compiling
-from tape.compiled.numba_payload import external
+from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS
 from tape.kernels import _array_driver as kernels
 from tape.kernels import array_kernels
@@ -66,6 +71,16 @@ def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3,
                             (e0, e1, e2, e3, e4, e5, e6, e7))
     except Exception:  # noqa: BLE001  # out of memory: reported by the caller
         return FAILED
+
+
+def _lives_c(p, q, size):
+    """The lives' C function (array_lives.py): mark what the records written since it last ran read, then the freed
+    record whose region a new record of ``size`` takes, or -1 (size 0: none looked for)."""
+    s = arrays_from_pointer(q)
+    for k in range(max(s.pinned, s.first), s.np):
+        _pin(s, p, k)
+    s.pinned = s.np
+    return reuse(s, p, size) if size else -1
 
 
 def _moved_c() -> Any:
@@ -134,7 +149,7 @@ def install() -> None:
 
 _CELLS: dict[int, tuple[Any, Any, type]] = {  # each cell's Python function, signature and pipeline
     kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.MOVE_AT: (_moved_c(), _WRITE, LinkOnly),
-    kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler)}
+    kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler), kernels.LIVES_AT: (_lives_c, _LIVES, LinkOnly)}
 
 
 def _cfunc(cell: int) -> CFunc:
@@ -157,19 +172,20 @@ def _make(cell: int) -> None:
 
 
 def _writer_at(cell: int) -> int:
-    """Make the writer of a cell (write_record, write_moved: called back from jitted code the first time f writes
-    such a record): its address, 0 where it failed (f raises)."""
+    """Make the writer of a cell (write_record, write_moved, the lives': called back from jitted code the first time
+    f needs it): its address, 0 where it failed (f raises WriterFailed, this exception its cause)."""
     try:
         _make(cell)
-    except Exception:  # noqa: BLE001  # (reported by f)
+    except Exception as e:  # noqa: BLE001  # (reported by f)
+        WriterFailed.cause = e
         return 0
     return kernels.KERNELS[cell]
 
 
 def warm() -> None:
-    """Make write_record, write_moved and the driver's forward (``python -m tape warmup``: then a row's kernel,
-    cached, is made when it is first needed)."""
-    for cell in (kernels.WRITE_AT, kernels.MOVE_AT, kernels.FORWARD_AT):
+    """Make write_record, write_moved, the lives' and the driver's forward (``python -m tape warmup``: then a row's
+    kernel, cached, is made when it is first needed)."""
+    for cell in (kernels.WRITE_AT, kernels.MOVE_AT, kernels.LIVES_AT, kernels.FORWARD_AT):
         _make(cell)
 
 

@@ -3,10 +3,13 @@
 Each array record f makes on a recycling tape (tape.value_and_grad's own) has a life: a meminfo that Numba counts
 references to with every copy of the record and of its views (in variables, lists, tuples, conditions), and whose
 destructor appends the record's row to the call's ``released`` rows when nothing in f holds it any more. A record
-whose value a reverse step reads (its readers' ``back_reads``, marked as each reader is written:
-array_records._pin) keeps its region; the others go to free lists by size class when the arena is full (``drain``),
-and a later record of about their size takes one (``take``): one offset then serves both arenas, as on the Python
-recorder's tapes (the taker is born after the last reader). xs, constants, packs and the records of a tape that does
+whose value a reverse step reads (its readers' ``back_reads``: array_records._pin) keeps its region; the others go to
+free lists by size class when the arena is full (``drain``), and a later record of about their size takes one
+(``take``): one offset then serves both arenas, as on the Python recorder's tapes (the taker is born after the last
+reader). This code is a C function of its own (array_calls.py's ``_lives_c``, made when a record first ``due``s it:
+an f that never gives a region away never compiles it), which marks what the records written since it last ran read
+before it looks for a region (and once more after f: array_records.ended; where it never ran, every record keeps
+its region). xs, constants, packs and the records of a tape that does
 not recycle have no life (a null meminfo) and keep their regions. After the call, array_plans.adopt gives the tape
 what a recycling tape keeps (``_freed``, ``_caps``, ``_read``, ``_free``; what was released and not yet collected is
 watched, as a dropped VarArray's).
@@ -40,7 +43,8 @@ def release(r, row):
     """Append ``row`` to the released rows (a life's destructor)."""
     if r.n == r.rows.size:
         rows = np.empty(2 * r.n + 64, np.int64)
-        rows[:r.n] = r.rows
+        for i in range(r.n):  # (a loop: a slice copy compiles NumPy's shape-mismatch message, 1 CPU-s cold)
+            rows[i] = r.rows[i]
         r.rows = rows
     r.rows[r.n] = row
     r.n += 1
@@ -108,6 +112,7 @@ def drain(s, p):
         plan[STATE] |= FREED
         plan[LINK], s.heads[b] = s.heads[b], k
         freed += cap
+        s.free += 1
         if s.recycle == CHECKED:
             for i in range(plan[2], plan[2] + cap):
                 s.aval[i] = np.nan
@@ -127,27 +132,46 @@ def take(s, size):
                     s.heads[b] = plan[LINK]
                 else:
                     s.plans[before, LINK] = plan[LINK]
+                s.free -= 1
                 return k
             before, k, seen = k, plan[LINK], seen + 1
     return -1
 
 
 @once
+def _collects(s, size):
+    """Whether a new record of ``size`` collects the released records: where the arena is full, or a quarter of its
+    used part was recorded since the last collection (at every record where checked)."""
+    return s.released.n > 0 and (s.na + size > s.aval.size or s.recycle == CHECKED or
+                                 s.recorded >= max(s.na // 4, EARLY))
+
+
+@once
+def due(s, size):
+    """Whether a new record of ``size`` looks for a freed region (a free list holds one, or it collects): else reuse
+    gives -1 and changes nothing, and the C function is not called."""
+    return s.free > 0 or _collects(s, size)
+
+
+@once
 def reuse(s, p, size):
     """A freed record whose region a new record of ``size`` takes, or -1 (the arena's top), as Arenas._place decides:
-    a free region that fits; else the released records collected where the arena is full, or a quarter of its used
-    part was recorded since the last collection (at every record where checked), unless that frees under a quarter of
-    a full arena (it grows)."""
+    a free region that fits; else the released records collected (_collects), unless that frees under a quarter of a
+    full arena (it grows)."""
     k = take(s, size)
-    if k >= 0 or s.released.n == 0:
+    if k >= 0 or not _collects(s, size):
         return k
-    full = s.na + size > s.aval.size
-    if not (full or s.recycle == CHECKED or s.recorded >= max(s.na // 4, EARLY)):
-        return -1
     s.recorded = 0
-    if 4 * drain(s, p) < s.aval.size and full and s.recycle != CHECKED:
+    if 4 * drain(s, p) < s.aval.size and s.na + size > s.aval.size and s.recycle != CHECKED:
         return -1
     return take(s, size)
+
+
+@once
+def kept(s):
+    """Mark every record of the call read (lives never ran: nothing was given away, and the tape keeps all)."""
+    for k in range(s.first, s.np):
+        s.plans[k, STATE] |= READ
 
 
 def _reads() -> np.ndarray:

@@ -17,7 +17,10 @@ from tape.sweeps.driver import Plan, View
 
 CHUNK = 256  # plan rows made Plans at a time (all at once, their lists of ints peaked above the Plans: a heat
 # equation of 10^4 x 500 steps under tape.value_and_grad, peak tracemalloc bytes per element of state, 590 -> 476)
-_SAME: dict[tuple[int, ...], tuple[int, ...]] = {}  # _one's
+_SAME: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple object for equal shapes and strides, as the Python
+# recorder's views share theirs (a view's own two: the heat equation's peak 476 -> 383 bytes per element of state);
+# emptied past 4,096 by adopt
+_one = _SAME.setdefault  # (its method, not a function calling it: an MLP's gradient 5 µs less)
 _NO_PLACES = np.zeros(0, np.int64)
 _NO_PLACES.flags.writeable = False
 
@@ -27,16 +30,9 @@ def _inputs(r: list[int]) -> tuple[View, ...]:
     views = []
     for f in range(V0, V0 + 7 * r[6], 7):
         ndim = r[f + 2]
-        views.append(View(r[f], r[f + 1], _one(tuple(r[f + 5 - ndim:f + 5])), _one(tuple(r[f + 7 - ndim:f + 7]))))
+        shape, strides = tuple(r[f + 5 - ndim:f + 5]), tuple(r[f + 7 - ndim:f + 7])
+        views.append(View(r[f], r[f + 1], _one(shape, shape), _one(strides, strides)))
     return tuple(views)
-
-
-def _one(axes: tuple[int, ...]) -> tuple[int, ...]:
-    """One tuple object for equal shapes and strides, as the Python recorder's views share theirs (a view's own two: the
-    heat equation's peak 476 -> 383 bytes per element of state)."""
-    if len(_SAME) > 4096:
-        _SAME.clear()
-    return _SAME.setdefault(axes, axes)
 
 
 def _places(row: int) -> np.ndarray:
@@ -47,7 +43,8 @@ def _places(row: int) -> np.ndarray:
 
 def plan_of(r: list[int]) -> Plan:
     """The Plan of plan row r."""
-    shape = _one(tuple(r[6 - r[3]:6]))
+    shape = tuple(r[6 - r[3]:6])
+    shape = _one(shape, shape)
     return tuple.__new__(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
                                 tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
                                 array_gather.numbered()[r[PLACE]] if r[0] == GATHER else
@@ -72,7 +69,11 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     where f ``recycled`` (recycling's), what the tape keeps of the regions f gave away (array_lives.py): the records a
     reverse step reads, those whose regions later records took, the capacities of the regions taken, and the records
     released after f's last record (watched, as VarArrays no handle holds). The elements f wrote."""
-    new = [plan for k in range(first, count, CHUNK) for plan in map(plan_of, plans[k:min(k + CHUNK, count)].tolist())]
+    if len(_SAME) > 4096:
+        _SAME.clear()
+    new: list[Plan] = []
+    for k in range(first, count, CHUNK):
+        new.extend(map(plan_of, plans[k:min(k + CHUNK, count)].tolist()))
     t._plans.extend(new)
     array_gather.adopted(t, first)
     rows = [p[1] for p in new]
@@ -80,14 +81,15 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     if aval is not t._aval:
         t._kept.drop()
         t._aval = aval
+    if not recycled:  # (every record at the arena's top)
+        written, t._n_arena = na - t._n_arena, na
+        if t._recycling:  # their values stay where the reverse sweep reads them (tape/sweeps/arenas.py)
+            t._read.update(rows)
+        return written
     t._n_arena = na
     table = plans[first:count]
     sizes = np.multiply(table[:, 4], table[:, 5])
     written = int(sizes.sum())
-    if not recycled:
-        if t._recycling:  # their values stay where the reverse sweep reads them (tape/sweeps/arenas.py)
-            t._read.update(rows)
-        return written
     states = table[:, STATE].tolist()  # (lists: a small program's few plans 3 times as fast as NumPy's masks)
     t._read.update(r for r, state in zip(rows, states, strict=True) if state & READ)
     if any(state & FREED for state in states):  # (else none was given away: a small program's, whose runs fuse)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from tape.compiled import array_gather
-from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, new_life, reuse
+from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, due, kept, new_life
 from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, V0, WIDE, by_driver, encode
 from tape.compiled.numba_internals import (
     ArrayRecordType,
@@ -42,13 +42,25 @@ from tape.records.storage import NO_INPUT
 
 OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
 # right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
-BROADCAST, INNER, FAILED, JOINED = -1, -2, -3, -4  # write_record's failures
+BROADCAST, INNER, FAILED, JOINED, UNMADE = -1, -2, -3, -4, -5  # write_record's failures (UNMADE: a C function it
+# calls failed to compile)
 PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP = (ARRAY_OPCODE[name] for name in (
     "pack", "sum", "matmul", "join", "gather", "max", "min", "logsumexp"))
 
 
 class Unfit(Exception):
     """Operands whose values the driver's rows do not give as NumPy does: the call is recorded as scalar records."""
+
+
+class WriterFailed(RuntimeError):
+    """A C function array records call (write_record, write_moved, the lives') failed to compile: f raises this, its
+    cause the compile's exception (``cause``: array_calls._writer_at's last)."""
+
+    cause: BaseException | None = None
+
+    def __init__(self) -> None:
+        super().__init__(f"tape.jit: compiling a C function that writes array records failed: {self.cause!r}")
+        self.__cause__ = self.cause
 
 
 _SIGNATURE = types.int64(types.voidptr, types.int64, types.voidptr, types.int64, types.voidptr, types.int64)
@@ -59,6 +71,7 @@ _KERNEL_AT = types.int64(types.int64)
 KERNEL_AT = types.ExternalFunction("tape_jit_array_kernel_at", _KERNEL_AT)  # (array_calls.py: 1 where made now)
 WRITER_AT = types.ExternalFunction("tape_jit_array_writer_at", _KERNEL_AT)  # (array_calls.py: a cell's C function
 # made now, its address; 0 where it failed)
+_LIVES = types.int64(types.voidptr, types.voidptr, types.int64)  # array_calls._lives_c's
 
 
 # --- the arrays' state ---------------------------------------------------------------------------------------------
@@ -73,6 +86,7 @@ def new_arrays(plans, np_, aval, na, recycle):
     s.heads, s.busy, s.recorded = np.full(66, -1, np.int64), np.full(3, -1, np.int64), 0  # (free lists by bit length)
     s.released = new_struct(released_type)
     s.released.rows, s.released.n = np.empty(64, np.int64), 0
+    s.pinned, s.free = -1, 0  # (array_lives.py: where its C function last marked what records read; its free regions)
     return s
 
 
@@ -102,7 +116,7 @@ def open_record(p, q, code, ndim, n0, n1):
     if s.np == s.plans.shape[0]:
         _grow_plans(s)
     size = n0 * n1
-    old = reuse(s, p, size) if s.recycle and size else -1
+    old = _lives(p, q, size) if s.recycle and size and due(s, size) else -1
     s.recorded += size
     if old < 0 and s.na + size > s.aval.size:
         _grow_arena(s, size)
@@ -224,6 +238,36 @@ def _padded(s, p, q, a, b):
 
 
 @once
+def _writer(cell):
+    """The address of the C function at a cell of KERNELS, made now where it is not yet (WRITER_AT); 0 where that
+    failed."""
+    at = kernels._kernel(cell)
+    return at if at != 0 else WRITER_AT(cell)
+
+
+@once
+def _lives(p, q, size):
+    """array_calls._lives_c by address: its answer (where it failed to compile, -1 and the arrays' ``pinned`` UNMADE:
+    written3 raises)."""
+    at = _writer(kernels.LIVES_AT)
+    if at == 0:
+        arrays_from_pointer(q).pinned = UNMADE
+        return -1
+    return kernels._status(at, (p, q, size))
+
+
+@jit
+def ended(p, q):
+    """After f (on a recycling tape): what the records written since the lives' C function last ran read marked as it
+    marks them (where it never ran, nothing was given away: every record kept, array_lives.kept)."""
+    s = arrays_from_pointer(q)
+    if s.recycle and s.pinned < 0:
+        kept(s)
+    elif s.recycle:
+        _lives(p, q, 0)
+
+
+@once
 def _pin(s, p, k):
     """Mark the records whose values plan k's reverse step reads (array_lives.READS): their regions are kept."""
     plan, t = s.plans[k], tape_from_pointer(p)
@@ -267,8 +311,6 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
         return k
-    if s.recycle:
-        _pin(s, p, k)
     encode(s, k)
     row, driven, stand_in = s.row[0], by_driver(s, k), 0
     slot = kernels.VALUES + row[OP] if row[KIND] == kernels.ELEMENTWISE else row[KIND]  # (a driven row's kernel)
@@ -322,10 +364,8 @@ def written3(p, q, code, arg, c, a, b, e):
     """Record op ``code`` of operands a, b and e (write_record or write_moved, called by address: its machine code is
     made once, not in every f, when first needed): (record, offset, n0, n1) of the new array record, or the failure
     raised."""
-    cell = kernels.MOVE_AT if code == JOIN or code == GATHER else kernels.WRITE_AT
-    at = kernels._kernel(cell)
-    at = at if at != 0 else WRITER_AT(cell)
-    k = kernels._status(at, (p, q, code, arg, c, *a, *b, *e)) if at != 0 else FAILED
+    at = _writer(kernels.MOVE_AT if code == JOIN or code == GATHER else kernels.WRITE_AT)
+    k = kernels._status(at, (p, q, code, arg, c, *a, *b, *e)) if at != 0 else UNMADE
     if k == JOINED:
         raise ValueError("all the input array dimensions except for the concatenation axis must match exactly "
                          "(tape.jit: an array record's np.concatenate)")
@@ -333,9 +373,12 @@ def written3(p, q, code, arg, c, a, b, e):
         raise ValueError("operands could not be broadcast together (tape.jit: shapes of an array op differ)")
     if k == INNER:
         raise ValueError("matmul: inner dimensions differ (tape.jit: the shapes of an @ or np.dot)")
+    s = arrays_from_pointer(q)
+    if k == UNMADE or s.pinned == UNMADE:
+        raise WriterFailed()
     if k < 0:
         raise MemoryError("tape.jit: an array record's values could not be computed (out of memory)")
-    plan = arrays_from_pointer(q).plans[k]
+    plan = s.plans[k]
     return plan[1], plan[2], plan[4], plan[5]
 
 

@@ -151,6 +151,7 @@ def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
         s = array_records.new_arrays(plans, np_, aval, na, recycle)
         xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, start, shape, strides, no_life())
         done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
+        array_records.ended(tape_pointer(t), tape_pointer(s))
         return done, (s.plans, s.np, s.aval, s.na, s.released.rows[:s.released.n])
     return _kept(drive, user, cache, "-arrays")
 

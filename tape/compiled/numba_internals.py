@@ -423,7 +423,8 @@ LIFE = types.MemInfoPointer(types.voidptr)  # an array record's life: a meminfo 
 ARRAYS_FIELDS = [("plans", types.int64[:, ::1]), ("np", types.int64), ("aval", types.float64[::1]),
                  ("na", types.int64), ("scratch", types.float64[:, ::1]), ("row", types.int64[:, ::1]),
                  ("first", types.int64), ("recycle", types.int64), ("heads", types.int64[::1]),
-                 ("busy", types.int64[::1]), ("recorded", types.int64), ("released", released_type)]
+                 ("busy", types.int64[::1]), ("recorded", types.int64), ("released", released_type),
+                 ("pinned", types.int64), ("free", types.int64)]
 arrays_type = ArraysType(ARRAYS_FIELDS)
 
 
