@@ -249,9 +249,12 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # compiled 5716 -> 5801: the lives' code a C function of its own, made when a call first gives a region away (its
 # gate, its marks of what records read made in batches and after f), and a writer that fails to compile raised with
 # its cause (WriterFailed) (s23 A).
-BUDGET = {"tape.kernels": 7239, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4231,
+# s23 B: tape.compiled 5716 -> 5800 and tape.sweeps 4196 -> 4203 for a tape's plans kept as the rows tape.jit wrote,
+# Plans made only where asked (array_plans.Pending, plans.at_least), and joins and pads copied by compiled code
+# (issue 26).
+BUDGET = {"tape.kernels": 7239, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4238,
           "tape.records": 1049, "tape.arrays": 1877, "tape.analyses": 413, "tape.symbolic": 1181,
-          "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6185, "tape": 250,
+          "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6269, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -27,7 +27,6 @@ from numba.core.ccallback import CFunc
 from numba.core.compiler import Compiler
 from numba.core.compiler_lock import global_compiler_lock
 
-from tape.compiled import array_gather
 from tape.compiled.array_lives import reuse
 from tape.compiled.array_plans import plan_of
 from tape.compiled.array_records import (
@@ -132,8 +131,7 @@ _made: dict[int, CFunc] = {}  # by cell (kernels.WRITE_AT, FORWARD_AT): kept ali
 
 
 def install() -> None:
-    """Give jitted code by_numpy, _kernel_at and the pads' places (array_gather) by symbol, once per process (nothing
-    compiled)."""
+    """Give jitted code by_numpy and _kernel_at by symbol, once per process (nothing compiled)."""
     if not _installed:
         for name, fn, signature in (("tape_jit_array_by_numpy", _by_numpy, _BY_NUMPY),
                                     ("tape_jit_array_kernel_at", _kernel_at, _KERNEL_AT),
@@ -144,7 +142,6 @@ def install() -> None:
             assert address, "ctypes made a C function at address 0"
             external(name, address, signature)
             _installed.append(stub)  # kept alive: jitted code calls its address
-        array_gather.install()
 
 
 _CELLS: dict[int, tuple[Any, Any, type]] = {  # each cell's Python function, signature and pipeline

@@ -1,28 +1,26 @@
-"""After a tape.jit call that wrote array records: the plan rows f wrote (tape/compiled/array_records.py) made the
-tape's Plans, and what the caller asks of views (a table for the plans, whether a view can be xs, the view f
-returned)."""
+"""After a tape.jit call that wrote array records: the plan rows f wrote (tape/compiled/array_records.py) the tape's
+plans (``Pending``: each made a Plan only where asked), and what the caller asks of views (a table for the plans,
+whether a view can be xs, the view f returned)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from tape.compiled import array_gather
 from tape.compiled.array_lives import CAP, CHECKED, FREED, LINK, READ, RECYCLE, STATE, TAKEN
 from tape.compiled.array_records import GATHER
-from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, V0, WIDE
+from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, SOURCE, V0, WIDE
 from tape.sweeps import arenas
-from tape.sweeps.driver import Plan, View
+from tape.sweeps.driver import Plan, View, whole
 
-CHUNK = 256  # plan rows made Plans at a time (all at once, their lists of ints peaked above the Plans: a heat
-# equation of 10^4 x 500 steps under tape.value_and_grad, peak tracemalloc bytes per element of state, 590 -> 476)
-_SAME: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple object for equal shapes and strides, as the Python
-# recorder's views share theirs (a view's own two: the heat equation's peak 476 -> 383 bytes per element of state);
-# emptied past 4,096 by adopt
-_one = _SAME.setdefault  # (its method, not a function calling it: an MLP's gradient 5 µs less)
+_SAME: dict[tuple[int, ...], tuple[int, ...]] = {}  # _one's
 _NO_PLACES = np.zeros(0, np.int64)
 _NO_PLACES.flags.writeable = False
+_NO_ROWS = np.zeros((0, PLAN_WIDTH), np.int64)
 
 
 def _inputs(r: list[int]) -> tuple[View, ...]:
@@ -30,9 +28,16 @@ def _inputs(r: list[int]) -> tuple[View, ...]:
     views = []
     for f in range(V0, V0 + 7 * r[6], 7):
         ndim = r[f + 2]
-        shape, strides = tuple(r[f + 5 - ndim:f + 5]), tuple(r[f + 7 - ndim:f + 7])
-        views.append(View(r[f], r[f + 1], _one(shape, shape), _one(strides, strides)))
+        views.append(View(r[f], r[f + 1], _one(tuple(r[f + 5 - ndim:f + 5])), _one(tuple(r[f + 7 - ndim:f + 7]))))
     return tuple(views)
+
+
+def _one(axes: tuple[int, ...]) -> tuple[int, ...]:
+    """One tuple object for equal shapes and strides, as the Python recorder's views share theirs (a view's own two: the
+    heat equation's peak 476 -> 383 bytes per element of state)."""
+    if len(_SAME) > 4096:
+        _SAME.clear()
+    return _SAME.setdefault(axes, axes)
 
 
 def _places(row: int) -> np.ndarray:
@@ -41,15 +46,102 @@ def _places(row: int) -> np.ndarray:
     return places
 
 
-def plan_of(r: list[int]) -> Plan:
-    """The Plan of plan row r."""
-    shape = tuple(r[6 - r[3]:6])
-    shape = _one(shape, shape)
-    return tuple.__new__(Plan, (r[0], r[1], r[2], shape, _inputs(r) if r[6] else (),
-                                tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
-                                array_gather.numbered()[r[PLACE]] if r[0] == GATHER else
-                                _NO_PLACES if r[PLACE] < 0 else _places(r[PLACE]),
-                                tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
+def plan_of(r: list[int], source: Plan | None = None) -> Plan:
+    """The Plan of plan row r (a gather's, given the Plan of its input, ``source``: reading its whole region, as the
+    Python recorder's)."""
+    shape = _one(tuple(r[6 - r[3]:6]))
+    return tuple.__new__(Plan, (r[0], r[1], r[2], shape, (whole(r[V0], source),) if source is not None else
+                                _inputs(r) if r[6] else (), tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
+                                array_gather.places(r) if source is not None else _NO_PLACES if r[PLACE] < 0 else
+                                _places(r[PLACE]), tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
+
+
+class Pending:
+    """A tape's plans once tape.jit adopted plan rows: the Plans made (``made``), then the rows of the plan table f
+    wrote (``rows``, plans head on), each made a Plan where first read (a step of a Python sweep, a seed: ``one``),
+    all where they are walked (a Function, a Python sweep over every plan, a plan recorded after them: ``listed``);
+    two compared by their rows (tape/sweeps/compiled.py's Made.fits), kept for that once made. So tape.value_and_grad
+    of a jitted f makes no Plan per record: the heat equation's 4,000 took 43 of its 81 ms a gradient (s23's notes)."""
+
+    __slots__ = ("made", "head", "rows", "one", "listed")
+    __hash__ = None  # type: ignore[assignment]  # (mutable, as a list)
+
+    def __init__(self, made: list[Plan]) -> None:
+        self.made, self.head, self.rows, self.listed = made, len(made), _NO_ROWS, True
+        self.one: dict[int, Plan] = {}
+
+    def __len__(self) -> int:
+        return len(self.made) if self.listed else self.head + len(self.rows)
+
+    def _at(self, k: int) -> Plan:
+        """The Plan of row k."""
+        p = self.one.get(k)
+        if p is None:
+            r = self.rows[k].tolist()
+            p = self.one[k] = plan_of(r, self[r[SOURCE]] if r[0] == GATHER else None)
+        return p
+
+    def __getitem__(self, k: Any) -> Any:
+        if self.listed or type(k) is slice:
+            return self._all()[k]
+        k = k + len(self) if k < 0 else k
+        if not 0 <= k < len(self):
+            raise IndexError("plan index out of range")
+        return self.made[k] if k < self.head else self._at(k - self.head)
+
+    def _all(self) -> list[Plan]:
+        """Every plan made: the list."""
+        if not self.listed:
+            self.made.extend([self._at(k) for k in range(len(self.rows))])
+            self.one, self.listed = {}, True
+        return self.made
+
+    def __iter__(self) -> Iterator[Plan]:
+        return iter(self._all())
+
+    def __delitem__(self, k: Any) -> None:
+        """del plans[k:] (a rewind) cuts the rows, or the Plans before them; any other the list's."""
+        cut = k.start or 0 if type(k) is slice and k.step is None and k.stop is None else -1
+        if not self.listed and cut >= self.head:
+            cut -= self.head
+            self.rows, self.one = self.rows[:cut], {j: p for j, p in self.one.items() if j < cut}
+        elif not self.listed and cut >= 0:
+            del self.made[cut:]
+            self.head, self.rows, self.one, self.listed = cut, _NO_ROWS, {}, True
+        else:
+            del self._all()[k]
+            self.rows = self.rows[:max(cut - self.head, 0)]
+            self.head = min(self.head, len(self.made))
+
+    def append(self, plan: Plan) -> None:
+        self._all().append(plan)
+
+    def adopt(self, rows: np.ndarray) -> None:
+        """Plan rows written after these plans (the earlier rows made Plans first: a second call on one tape)."""
+        self.head, self.rows, self.listed = len(self._all()), rows, False
+
+    def copy(self) -> Pending:
+        """These plans as they are now (the rows shared: a call's table is written once)."""
+        copied = Pending(list(self.made))
+        copied.head, copied.rows, copied.one, copied.listed = self.head, self.rows, dict(self.one), self.listed
+        return copied
+
+    def _rest(self) -> list[Plan]:
+        """The plans after the rows (listed: recorded after them)."""
+        return self.made[self.head + len(self.rows):] if self.listed else []
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is Pending and other.head == self.head and len(other.rows) == len(self.rows):
+            h = self.head
+            return (self.made[:h] == other.made[:h] and np.array_equal(self.rows[:, :CAP], other.rows[:, :CAP]) and
+                    self._rest() == other._rest())
+        return isinstance(other, (list, Pending)) and self._all() == list(other)
+
+    def at_least(self, size: int) -> int:
+        """How many plans, not 0-d, have ``size`` elements or more (tape/sweeps/plans.py's at_least)."""
+        r = _NO_ROWS if self.listed else self.rows
+        return sum(p.size >= size and len(p.shape) > 0 for p in self.made) + int(np.count_nonzero(
+            (r[:, 4] * r[:, 5] >= size) & (r[:, 3] > 0)))
 
 
 def recycling(t, written: int) -> int:
@@ -65,18 +157,17 @@ def recycling(t, written: int) -> int:
 
 def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: int, released: np.ndarray,
           recycled: int) -> int:
-    """Make plan rows first..count (written inside f) the tape's Plans, and its arena the one they were written in;
-    where f ``recycled`` (recycling's), what the tape keeps of the regions f gave away (array_lives.py): the records a
-    reverse step reads, those whose regions later records took, the capacities of the regions taken, and the records
-    released after f's last record (watched, as VarArrays no handle holds). The elements f wrote."""
-    if len(_SAME) > 4096:
-        _SAME.clear()
-    new: list[Plan] = []
-    for k in range(first, count, CHUNK):
-        new.extend(map(plan_of, plans[k:min(k + CHUNK, count)].tolist()))
-    t._plans.extend(new)
-    array_gather.adopted(t, first)
-    rows = [p[1] for p in new]
+    """Make plan rows first..count (written inside f) the tape's plans (Pending), and its arena the one they were
+    written in; where f ``recycled`` (recycling's), what the tape keeps of the regions f gave away (array_lives.py):
+    the records a reverse step reads, those whose regions later records took, the capacities of the regions taken, and
+    the records released after f's last record (watched, as VarArrays no handle holds). The elements f wrote."""
+    table = plans[first:count]
+    gathers = table[:, 0] == GATHER  # (each one's input's plan, by NumPy: Pending makes its Plan from it)
+    table[gathers, SOURCE] = t._in0[table[gathers, V0]]
+    if type(t._plans) is not Pending:
+        t._plans = Pending(t._plans)
+    t._plans.adopt(table)
+    rows = table[:, 1].tolist()
     t._plan_rows.extend(rows)
     if aval is not t._aval:
         t._kept.drop()
@@ -87,7 +178,6 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
             t._read.update(rows)
         return written
     t._n_arena = na
-    table = plans[first:count]
     sizes = np.multiply(table[:, 4], table[:, 5])
     written = int(sizes.sum())
     states = table[:, STATE].tolist()  # (lists: a small program's few plans 3 times as fast as NumPy's masks)
@@ -122,4 +212,4 @@ def view_of(out: np.ndarray) -> View:
     return View(record, start, tuple(axes[:len(axes) // 2]), tuple(axes[len(axes) // 2:]))
 
 
-__all__ = ["adopt", "plan_table", "fits", "view_of", "plan_of"]
+__all__ = ["adopt", "plan_table", "fits", "view_of", "plan_of", "Pending"]

@@ -8,9 +8,10 @@ address, NumPy's bits) on a one-row table encoded from the plan row (array_rows.
 for every op (``write_record``; a join's or a gather's ``write_moved``: f's machine code holds none of it, so a new f
 compiles small), which calls the driver's forward by address too, each read from its cell of the driver's KERNELS
 (made by array_calls.py: a writer when f first needs it, the forward and a row's kernel where cached, else once
-NumPy's rule has stood in long enough). After the call ``adopt`` makes the plan rows the tape's Plans.
+NumPy's rule has stood in long enough). After the call the plan rows are the tape's plans (array_plans.adopt).
 
-Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy). What a
+Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy); a join's and a
+gather's are copied by write_moved itself. What a
 view cannot hold (an empty slice, a reshape NumPy copies) raises ``Unfit``: tape.jit records the call again as
 scalar records.
 """
@@ -19,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tape.compiled import array_gather
 from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, due, kept, new_life
-from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, V0, WIDE, by_driver, encode
+from tape.compiled.array_rows import AXES, PADS, PLACE, PLAN_WIDTH, V0, WIDE, by_driver, encode
 from tape.compiled.numba_internals import (
     ArrayRecordType,
     address,
@@ -82,7 +82,7 @@ def new_arrays(plans, np_, aval, na, recycle):
     """The arrays' state of a call whose plans start at np_ (recycle: array_lives.RECYCLE, CHECKED, or 0)."""
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na, s.first, s.recycle = plans, np_, aval, na, np_, recycle
-    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view: by_numpy)
+    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view)
     s.heads, s.busy, s.recorded = np.full(66, -1, np.int64), np.full(3, -1, np.int64), 0  # (free lists by bit length)
     s.released = new_struct(released_type)
     s.released.rows, s.released.n = np.empty(64, np.int64), 0
@@ -226,15 +226,58 @@ def _joined(s, p, q, a, b, e, nin, axis):
 
 
 @once
+def _source(mode, i, n):
+    """The place along an axis of n elements that np.pad's copying ``mode`` (array_gather.MODES) reads for place i of
+    the axis extended both ways (i < 0 before it): edge, reflect, symmetric, wrap."""
+    if mode == 0:
+        return min(max(i, 0), n - 1)
+    if mode == 3:
+        return i % n
+    period = 2 * n - 2 if mode == 1 else 2 * n
+    if period == 0:  # (reflect of one element: itself)
+        return 0
+    j = i % period
+    return j if j < n else period - j - (mode == 2)
+
+
+@once
 def _padded(s, p, q, a, b):
-    """The gather record of np.pad's copying mode b[7] (array_gather.MODES) of flat view a of shape b[4:6] (b[6] axes)
-    by widths b[:4]: its plan (or FAILED). Its input: the region as far as a reaches (adopt makes it the whole)."""
+    """The gather record of np.pad's copying mode b[7] of flat view a of shape b[4:6] (b[6] axes) by widths b[:4]: its
+    plan, its values each element's source copied (np.pad's, the same bits), the mode, widths and a's start and stride
+    kept in the row for its Plan's places (array_gather.places). Its input: the region as far as a reaches (its Plan
+    reads the whole)."""
     k = open_record(p, q, GATHER, b[6], b[4] + b[0] + b[1], b[5] + b[2] + b[3])
     reach = a[2] + 1 if a[7] < 0 else a[2] + a[7] * (a[5] - 1) + 1
     put_view(s, k, (a[0], a[1], 0, 1, 1, reach, 0, 1))
-    s.plans[k, PLACE] = array_gather.PADDED(address(s.aval), s.aval.size, b[7], *b[4:7], *b[:4], a[2], a[7], a[1],
-                                            s.plans[k, 2])
-    return k if s.plans[k, PLACE] >= 0 else FAILED
+    plan, mode, n0, n1 = s.plans[k], b[7], b[4], b[5]
+    plan[PADS], plan[PADS + 1], plan[PADS + 2], plan[PADS + 3], plan[PADS + 4], plan[PADS + 5], plan[PADS + 6] = (
+        mode, b[0], b[1], b[2], b[3], a[2], a[7])
+    out, width, base, stride, aval = plan[2], plan[5], a[1] + a[2], a[7], s.aval
+    for i in range(plan[4]):
+        r, at = _source(mode, i - b[0], n0) * n1, out + i * width
+        for j in range(b[2]):
+            aval[at + j] = aval[base + stride * (r + _source(mode, j - b[2], n1))]
+        for j in range(b[2], b[2] + n1):  # (the middle: no source asked)
+            aval[at + j] = aval[base + stride * (r + j - b[2])]
+        for j in range(b[2] + n1, width):
+            aval[at + j] = aval[base + stride * (r + _source(mode, j - b[2], n1))]
+    return k
+
+
+@once
+def _copied(s, k, a, b, e, nin, at):
+    """Join plan k's values: each operand's elements copied into its slice of the region, along axis ``at`` of
+    (n0, n1) (4 or 5), as np.concatenate copies them (the same bits)."""
+    out, width, along, aval = s.plans[k, 2], s.plans[k, 5], 0, s.aval
+    for v in range(nin):
+        o = a if v == 0 else b if v == 1 else e
+        base, first, step = o[1] + o[2], out + (along * width if at == 4 else along), o[7]
+        for i in range(o[4]):
+            to, source = first + i * width, base + i * o[6]
+            for j in range(o[5]):
+                aval[to + j] = aval[source + j * step]
+        along += o[at]
+    return k
 
 
 @once
@@ -341,13 +384,15 @@ def _numpy_values(s, p, k, flags):
 @once
 def write_moved(p, q, code, arg, c, a, b, e):
     """write_record of a join (arg: its axis, then its inputs * 2 ** 8) or a gather: a C function of its own, made
-    when f first writes one (an f that joins nothing never compiles these paths); NumPy's values."""
+    when f first writes one (an f that joins nothing never compiles these paths); its values copied, as NumPy's."""
     s = arrays_from_pointer(q)
     s.row[0, :] = 0
+    s.busy[0], s.busy[1], s.busy[2] = a[0], b[0], e[0]  # (as write_record's)
     if code == GATHER:
         return _padded(s, p, q, a, b)
-    k = _joined(s, p, q, a, b, e, arg // 256, arg % 256)
-    return k if k < 0 else _numpy_values(s, p, k, 0)
+    nin, axis = arg // 256, arg % 256
+    k = _joined(s, p, q, a, b, e, nin, axis)
+    return k if k < 0 else _copied(s, k, a, b, e, nin, 6 + axis - a[3])
 
 
 _WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 24)

@@ -13,6 +13,8 @@ from tape.sweeps import encoding
 PLAN_WIDTH = LINK + 1  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
 V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2),
 # then array_lives.py's capacity, state and link
+PADS, SOURCE = V0 + 7, V0 + 14  # a gather's (one input), in its second view's place: mode, widths (before, after; 2
+# axes), its flat input's start and stride; in its third's: the plan of its input's record (array_plans.adopt's)
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()

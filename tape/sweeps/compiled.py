@@ -420,12 +420,12 @@ class Made(NamedTuple):
         last = {id(run): at for at, run in runs.items()} if runs else {}
         items = [(kind, (what[0], what[1].shape) if kind == TABLE else last[id(what)] if kind == driver.RUN else what)
                  for kind, what in grouped(s, driver.reverse_walk(s, top, runs), back=True)]
-        return cls(list(s._plans), _same(s), all_rows(s), marks, items)
+        return cls(s._plans.copy(), _same(s), all_rows(s), marks, items)
 
     @classmethod
     def seen(cls, s: State, spent: float) -> Made:
         """Tape s's structure with no tables, its steps' seconds so far."""
-        return cls(list(s._plans), _same(s), None, [], None, spent)
+        return cls(s._plans.copy(), _same(s), None, [], None, spent)
 
     def fits(self, s: State) -> bool:
         """Whether tape s has this one's structure: its records' ops and inputs, its plans, its borrowed records, and

@@ -33,7 +33,7 @@ from tape.sweeps import fused_numpy
 from tape.sweeps import live as _live
 from tape.sweeps.driver import SHORT_NAME, Plan, contiguous, whole
 from tape.sweeps.fused_runs import Run, Shaped
-from tape.sweeps.plans import indexed, ints, lengths, rows_of
+from tape.sweeps.plans import at_least, indexed, ints, lengths, rows_of
 
 # a Tape's one reverse sweep fuses runs of arrays from this size: finding a run costs about 50 µs, which 10^4 elements
 # do not win back (value_and_grad ms fused vs not: heat 10^4 x 500, 226 vs 183; stencil 10^5, 4.4 vs 5.5)
@@ -48,9 +48,9 @@ def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None)
     tape.trace)."""
     n = getattr(s, "_n", len(s._op))  # a Tape's record arrays run past its records
     if roots is None:  # a Tape's one reverse sweep: among all its records, of big arrays only (0-d ones end runs)
-        arrays = [p for p in s._plans if p.size >= TAPE_RUNS or not p.shape]
-        if len(arrays) - sum(not p.shape for p in arrays) < 2:
+        if at_least(s._plans, TAPE_RUNS) < 2:
             return []
+        arrays = [p for p in s._plans if p.size >= TAPE_RUNS or not p.shape]
     table = _live.reads(s._op[:n], s._in0[:n], s._plans)
     if roots is None:
         live = np.ones(len(s._op), np.bool_)

@@ -113,6 +113,13 @@ def relaid(plans: list[Plan], offsets: np.ndarray) -> list[Plan]:
                                                                  places, wide, strict=True)))
 
 
+def at_least(plans: Any, size: int) -> int:
+    """How many plans, not 0-d, have ``size`` elements or more (a tape's plan rows not made Plans yet counted by their
+    own ``at_least``: tape/compiled/array_plans.py's Pending)."""
+    counted = getattr(plans, "at_least", None)
+    return counted(size) if counted is not None else sum(p.size >= size and len(p.shape) > 0 for p in plans)
+
+
 def regions(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(opcode, offset, size) of each plan, as arrays (each distinct shape's size found once)."""
     code, _, offset, shape, *_ = zip(*plans, strict=True) if plans else ((),) * 4
