@@ -108,7 +108,8 @@ def _blocks(members: tuple, row: Any, first: list[str], then: list[str], last: l
 
 
 def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
-    head, body, each = [f"    n = t[{driver.SIZE}]"], [], []
+    head, body = [f"    n = t[{driver.SIZE}]"], []
+    each: list[str] = []
     for k, (code, number, sources, _) in enumerate(members):
         if code == REDUCED:  # (its line's largest element, exp of the differences by NumPy's loop, the sums, their
             # logs: the row's _logsumexp on the block)
