@@ -81,30 +81,25 @@ class ReadThrough(FunctionPass):
                 if isinstance(stmt, ir.Assign):
                     assigned.setdefault(stmt.target.name, []).append(stmt.value)
 
-        def value_of(var: ir.Var) -> Any:
-            """The one value var holds: a global's or closure variable's, through copies (else None)."""
+        def origin(var: ir.Var) -> Any:
+            """What var holds through copies: its one assigned value that is not a copy (else None)."""
             for _ in range(DEPTH):
                 found = assigned.get(var.name, ())
                 if len(found) != 1:
                     return None
-                if isinstance(found[0], (ir.Global, ir.FreeVar)):
-                    return found[0]
                 if not isinstance(found[0], ir.Var):
-                    return None
+                    return found[0]
                 var = found[0]
             return None
 
+        def value_of(var: ir.Var) -> Any:
+            """The global or closure variable var holds (else None)."""
+            held = origin(var)
+            return held if isinstance(held, (ir.Global, ir.FreeVar)) else None
+
         def made_inside(var: ir.Var) -> bool:
-            for _ in range(DEPTH):
-                found = assigned.get(var.name, ())
-                if len(found) != 1:
-                    return False
-                if isinstance(found[0], ir.Expr) and found[0].op == "make_function":
-                    return True
-                if not isinstance(found[0], ir.Var):
-                    return False
-                var = found[0]
-            return False
+            held = origin(var)
+            return isinstance(held, ir.Expr) and held.op == "make_function"
 
         changed = False
         for block in list(func_ir.blocks.values()):
@@ -126,7 +121,7 @@ class ReadThrough(FunctionPass):
                         assigned[stmt.target.name] = [stmt.value]
                         changed = True
                 elif isinstance(value, ir.Expr) and value.op == "call" and made_inside(value.func):
-                    made = ReadThrough._made(assigned, value.func)
+                    made = origin(value.func)
                     code = listed(made.code) if _consumed(func_ir, stmt.target.name) else None
                     if code is not None:
                         made.code = code
@@ -146,13 +141,6 @@ class ReadThrough(FunctionPass):
                         stmt.value = ir.Global(stmt.value.name, helper, stmt.loc)
                         changed = True
         return changed
-
-    @staticmethod
-    def _made(assigned: dict, var: ir.Var) -> ir.Expr:
-        """The make_function expression var holds (made_inside(var))."""
-        while not isinstance(assigned[var.name][0], ir.Expr):
-            var = assigned[var.name][0]
-        return assigned[var.name][0]
 
     @staticmethod
     def _only_inlined(func_ir, name: str, made_inside) -> bool:
