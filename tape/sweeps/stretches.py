@@ -124,10 +124,9 @@ def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     wide = lines & (shape[:, 1] != 1)[:, None]  # (a 3-d space)
     line = (strides == (0, 0, 0, 1)).all(2)
     each = (strides[:, :, 3] == 0) & (strides[:, :, 2] != 0)
-    placed = (strides[:, :, 1:3] >= 0).all(2)
-    how = np.where((strides == out[:, None]).all(2), SAME, np.where(
-        lines & line, LINE, np.where(wide, np.where(placed & (strides[:, :, 3] == 1), ALONG, np.where(
-            placed & (strides[:, :, 3] == 0), AT, OTHER)), np.where(lines & each, EACH, OTHER))))
+    placed = wide & (strides[:, :, 1:3] >= 0).all(2)
+    how = np.select([(strides == out[:, None]).all(2), lines & line, placed & (strides[:, :, 3] == 1),
+                     placed & (strides[:, :, 3] == 0), ~wide & lines & each], [SAME, LINE, ALONG, AT, EACH], OTHER)
     return number, np.where(number[:, None] == (1, 2), 0, how)
 
 
