@@ -84,8 +84,12 @@ def new_arrays(plans, np_, aval, na, recycle):
     """The arrays' state of a call whose plans start at np_ (recycle: array_lives.RECYCLE, CHECKED, or 0)."""
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na, s.first, s.recycle = plans, np_, aval, na, np_, recycle
-    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view)
-    s.heads, s.busy, s.recorded = np.full(66, -1, np.int64), np.full(3, -1, np.int64), 0  # (free lists by bit length)
+    s.scratch, s.row = np.empty((4, 16)), np.empty((1, WIDTH + VIEW), np.int64)  # (a join's third view; zeroed by
+    # each writer)
+    s.heads, s.busy, s.recorded = np.empty(66, np.int64), np.empty(3, np.int64), 0  # (free lists by bit length)
+    for i in range(66):  # (a loop, not np.full: a first gradient compiles neither np.full nor np.zeros)
+        s.heads[i] = -1
+    s.busy[0], s.busy[1], s.busy[2] = -1, -1, -1
     s.released = new_struct(released_type)
     s.released.rows, s.released.n = np.empty(64, np.int64), 0
     s.pinned, s.free = -1, 0  # (array_lives.py: where its C function last marked what records read; its free regions)
