@@ -59,9 +59,8 @@ from tape.sweeps.driver import quietly
 
 
 def _forward_c(p, q, k):
-    """Plan k's values by the driver's forward of its one-row table (array_rows.encode): k; UNDRIVEN where the
-    driver's row does not give NumPy's bits (by_driver), STANDING where its kernel is not made now (KERNEL_AT), FAILED
-    (out of memory, a scratch row too short). Made with the forward (KERNEL_AT): write_record calls it from then on."""
+    """Plan k's values by the driver's forward of its one-row table (array_rows.encode), made with the forward: k;
+    UNDRIVEN where the row does not give NumPy's bits (by_driver), STANDING where its kernel is not made, FAILED."""
     try:
         s = arrays_from_pointer(q)
         encode(s, k)
@@ -70,9 +69,8 @@ def _forward_c(p, q, k):
         at = SLOT[s.plans[k, 0]]
         if kernels._kernel(at) == 0 and KERNEL_AT(at) == 0:
             return STANDING
-        n = s.plans[k, 4] * s.plans[k, 5]
-        if s.scratch.shape[1] < n:
-            s.scratch = np.empty((4, n))
+        if s.scratch.shape[1] < s.plans[k, 4] * s.plans[k, 5]:
+            s.scratch = np.empty((4, s.plans[k, 4] * s.plans[k, 5]))
         kernels.forward(s.row, s.aval, s.scratch)
     except Exception:  # noqa: BLE001  # reported by the caller
         return FAILED

@@ -63,10 +63,8 @@ class WriterFailed(RuntimeError):
         self.__cause__ = self.cause
 
 
-STAND_IN = 1 << 8  # by_numpy's flag: a row the driver may run (array_rows.SLOT; before the forward is made, its
-# layout not yet looked at), while the driver's forward or its kernel is not made: its seconds on the clock
-UNDRIVEN, STANDING = -6, -7  # the forward's C function's answers but k and FAILED: NumPy's rule gives the values (the
-# driver's row would not give its bits; its kernel not made: STAND_IN)
+STAND_IN = 1 << 8  # by_numpy's flag: standing in for a row the driver may run (array_rows.SLOT): on the clock
+UNDRIVEN, STANDING = -6, -7  # NumPy's rule gives the values: the driver's row would not give its bits; stands in
 _BY_NUMPY = types.int64(types.voidptr, types.voidptr, types.voidptr, types.int64, types.int64)
 BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
 _KERNEL_AT = types.int64(types.int64)
@@ -84,10 +82,9 @@ def new_arrays(plans, np_, aval, na, recycle):
     """The arrays' state of a call whose plans start at np_ (recycle: array_lives.RECYCLE, CHECKED, or 0)."""
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na, s.first, s.recycle = plans, np_, aval, na, np_, recycle
-    s.scratch, s.row = np.empty((4, 16)), np.empty((1, WIDTH + VIEW), np.int64)  # (a join's third view; zeroed by
-    # each writer)
+    s.scratch, s.row = np.empty((4, 16)), np.empty((1, WIDTH + VIEW), np.int64)  # (a join's third view)
     s.heads, s.busy, s.recorded = np.empty(66, np.int64), np.empty(3, np.int64), 0  # (free lists by bit length)
-    for i in range(66):  # (a loop, not np.full: a first gradient compiles neither np.full nor np.zeros)
+    for i in range(66):  # (a loop, not np.full; the row zeroed by each writer: a first gradient compiles neither)
         s.heads[i] = -1
     s.busy[0], s.busy[1], s.busy[2] = -1, -1, -1
     s.released = new_struct(released_type)
@@ -360,12 +357,10 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
         return k
-    at = SLOT[code]
-    if at < 0:  # (no driver row gives its values)
-        return _numpy_values(s, p, k, 0)
-    if kernels._kernel(kernels.FORWARD_AT) == 0 and KERNEL_AT(at) == 0:
-        return _numpy_values(s, p, k, STAND_IN)  # the driver's forward not made: NumPy's rule, the same bits
-    done = kernels._status(kernels._kernel(kernels.FORWARD_AT), (p, q, k))  # (array_calls._forward_c)
+    at = SLOT[code]  # (-1: no driver row gives its values)
+    done = UNDRIVEN if at < 0 else STANDING  # (the forward not made: NumPy's rule stands in, the row's layout unseen)
+    if at >= 0 and (kernels._kernel(kernels.FORWARD_AT) != 0 or KERNEL_AT(at) != 0):
+        done = kernels._status(kernels._kernel(kernels.FORWARD_AT), (p, q, k))  # (array_calls._forward_c)
     return _numpy_values(s, p, k, STAND_IN if done == STANDING else 0) if done == STANDING or done == UNDRIVEN else done
 
 

@@ -1,8 +1,6 @@
 """A plan row of tape.jit's array records (array_records.py writes them) as the array driver's one-row table: its
-layout, the kernel its op's row may run (``SLOT``), the row encoded as tape/sweeps/encoding.py encodes a plan
-(``encode``), and whether the driver's row gives NumPy's bits (``by_driver``; else NumPy's rule computes the values).
-encode and by_driver are compiled into the driver's forward's C function (array_calls._forward_c), not write_record:
-a first gradient, whose rows NumPy's rule computes, compiles neither."""
+layout, its op's kernel (``SLOT``), the row encoded as tape/sweeps/encoding.py encodes a plan (``encode``) and whether
+it gives NumPy's bits (``by_driver``, else NumPy's rule): the forward's C function's (array_calls._forward_c)."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by arra
 LOOPED = encoding._looped()
 SLOT = np.where(KINDS == kernels.ELEMENTWISE, np.where(EXACT | LOOPED, kernels.VALUES + CODES, -1),
                 np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL), KINDS, -1))  # by array opcode: the slot
-# of KERNELS whose kernel its driver's row runs; -1 where by_driver is never true (no row of its kind, or an
-# elementwise op neither exact nor looped)
+# of KERNELS whose kernel its driver's row runs; -1 where by_driver is never true (no row, or neither exact nor looped)
 
 
 @once
