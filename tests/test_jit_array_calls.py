@@ -47,6 +47,14 @@ def run():
 
 array_kernels.wanted = lambda slots: set(slots)  # (as if no kernel were cached: NumPy's rule stands in)
 array_calls.PAYBACK = 1e9
+
+@tape.jit
+def undriven(x):  # a max: no driver row runs it (array_rows.SLOT -1), so NumPy's rule is not standing in
+    return x.max()
+
+value, grad = tape.value_and_grad(undriven)(x)
+print("undriven", d.KERNELS[d.FORWARD_AT], array_calls.CLOCK.spent, sorted(array_calls._far),
+      value == 1.0 and np.array_equal(grad, (x == 1.0) * 1.0))
 first = run()
 print("standing", sorted(array_kernels._made), d.KERNELS[d.FORWARD_AT], array_calls.CLOCK.spent > 0)
 array_calls.PAYBACK = 0.0  # paid back: the next rows make the forward and their kernels, only theirs
@@ -64,14 +72,59 @@ print("missing", d.KERNELS[slot], array_calls.CLOCK.spent > spent, third[0] == f
 
 
 def test_array_records_make_only_their_kernels_and_never_call_address_0():
-    """An f that does not type with an array record: scalar records, write_record never made. Standing in (nothing
-    cached, not paid back): no kernel made, the forward's cell 0, NumPy's rule on the clock;
+    """An f that does not type with an array record: scalar records, write_record never made. A row no driver row
+    runs (a max): NumPy's rule, off the clock, no kernel asked for. Standing in (nothing cached, not paid back): no
+    kernel made, the forward's cell 0, NumPy's rule on the clock;
     paid back: the forward and exactly f's kernels (tanh, sub, mul's values, a sum's), the same bits as NumPy's rule;
     a kernel then lost (its slot 0): NumPy's rule stands in for its rows, not a call at 0 (no crash, the same bits)."""
     result = subprocess.run([sys.executable, "-c", MADE], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.split("\n")[:5] == ["scalar False 0 True", "standing [] 0 True", "made True True", "same True",
-                                             "missing 0 True True"], result.stdout + result.stderr
+    assert result.stdout.split("\n")[:6] == ["scalar False 0 True", "undriven 0 0.0 [] True", "standing [] 0 True",
+                                             "made True True", "same True", "missing 0 True True"], (
+        result.stdout + result.stderr)
+
+
+COLD = """
+import numpy as np
+from numba.core import event
+import tape
+from tape.kernels import _array_driver as d
+
+compiled = set()
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        fn = ev.data["dispatcher"].py_func
+        compiled.add(f"{fn.__module__}.{fn.__qualname__}")
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Compiles())
+
+@tape.jit
+def layer(W, X, y):  # docs/jit.md's first array example
+    r = np.tanh(X @ W) - y
+    return (r * r).sum()
+
+rng = np.random.default_rng(1)
+W, X, y = 0.1 * rng.normal(size=(40, 30)), rng.normal(size=(8, 40)), rng.normal(size=(8, 30))
+value, grad = tape.value_and_grad(layer)(W, X, y)
+h = np.tanh(X @ W)
+rows = {f"tape.compiled.array_rows.{name}" for name in ("encode", "by_driver", "_coalesced", "_block")}
+print(layer._arrays, "tape.compiled.array_records.write_record" in compiled, sorted(compiled & rows),
+      d.KERNELS[d.FORWARD_AT], np.isclose(value, ((h - y) ** 2).sum(), rtol=1e-13)
+      and np.allclose(grad, X.T @ (2 * (h - y) * (1 - h * h)), rtol=1e-12, atol=1e-14))
+"""
+
+
+@pytest.mark.slow  # a fresh process on empty caches: f's driver and write_record compiled, about 4 CPU-s
+def test_a_first_gradient_compiles_no_row_encoding(tmp_path):
+    """On empty caches a first gradient's rows are NumPy's (the driver's forward not made): write_record compiles,
+    but not a row's encoding for the forward nor the check that it gives NumPy's bits (array_rows.encode, by_driver:
+    the forward's C function's); the gradient is the hand one."""
+    env = dict(os.environ, TAPE_CACHE_DIR=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    result = subprocess.run([sys.executable, "-c", COLD], capture_output=True, text=True, timeout=600, env=env,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split("\n")[0] == "True True [] 0 True", result.stdout + result.stderr
 
 
 def test_array_records_by_default_scalar_records_by_arrays_false():

@@ -8,9 +8,10 @@ machine code holds none of it and a new f compiles small), ``write_moved``, a jo
 given away (``_lives_c``, array_lives.py), each made when f first needs it (``_writer_at``, called back: an f that
 does not type with array records never makes one, an f that joins nothing never makes write_moved, one that gives no
 region away never makes the lives'; one that fails to compile raises array_records.WriterFailed in f); the
-compiled array driver's ``forward`` of one row (its cell) and the kernels of the ops and kinds f's rows call, made
-when a row first needs them where they are cached on disk, else once by_numpy has stood in for the driver ``PAYBACK``
-seconds (``_kernel_at``): a first gradient on empty caches compiles none.
+compiled array driver's ``forward`` of one record (its cell: the record's row encoded and checked, array_rows.py, then
+the forward) and the kernels of the ops and kinds f's rows call, made when a row first needs them where they are
+cached on disk, else once by_numpy has stood in for the driver ``PAYBACK`` seconds (``_kernel_at``): a first gradient
+on empty caches compiles none.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import types as types_
 from typing import Any
 
 import numpy as np
-from numba import carray, types
+from numba import types
 from numba.core.ccallback import CFunc
 from numba.core.compiler import Compiler
 from numba.core.compiler_lock import global_compiler_lock
@@ -31,18 +32,21 @@ from tape.compiled.array_lives import reuse
 from tape.compiled.array_plans import plan_of
 from tape.compiled.array_records import (
     _BY_NUMPY,
+    _BY_PLAN,
     _KERNEL_AT,
-    _LIVES,
-    _SIGNATURE,
     _WRITE,
     FAILED,
+    KERNEL_AT,
     PLAN_WIDTH,
     STAND_IN,
+    STANDING,
+    UNDRIVEN,
     WriterFailed,
     _pin,
     write_moved,
     write_record,
 )
+from tape.compiled.array_rows import SLOT, by_driver, encode
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS
@@ -54,13 +58,23 @@ from tape.kernels.compiling import Clock, _index
 from tape.sweeps.driver import quietly
 
 
-def _forward_c(table, rows, aval, size, scratch, columns):
+def _forward_c(p, q, k):
+    """Plan k's values by the driver's forward of its one-row table (array_rows.encode), made with the forward: k;
+    UNDRIVEN where the row does not give NumPy's bits (by_driver), STANDING where its kernel is not made, FAILED."""
     try:
-        kernels.forward(carray(table, (rows, WIDTH), np.int64), carray(aval, (size,), np.float64),
-                        carray(scratch, (4, columns), np.float64))
-    except Exception:  # noqa: BLE001  # a scratch row too short: reported by the caller
-        return 1
-    return 0
+        s = arrays_from_pointer(q)
+        encode(s, k)
+        if not by_driver(s, k):
+            return UNDRIVEN
+        at = SLOT[s.plans[k, 0]]
+        if kernels._kernel(at) == 0 and KERNEL_AT(at) == 0:
+            return STANDING
+        if s.scratch.shape[1] < s.plans[k, 4] * s.plans[k, 5]:
+            s.scratch = np.empty((4, s.plans[k, 4] * s.plans[k, 5]))
+        kernels.forward(s.row, s.aval, s.scratch)
+    except Exception:  # noqa: BLE001  # reported by the caller
+        return FAILED
+    return k
 
 
 def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7, e0, e1, e2, e3, e4,
@@ -146,7 +160,7 @@ def install() -> None:
 
 _CELLS: dict[int, tuple[Any, Any, type]] = {  # each cell's Python function, signature and pipeline
     kernels.WRITE_AT: (_write_c, _WRITE, LinkOnly), kernels.MOVE_AT: (_moved_c(), _WRITE, LinkOnly),
-    kernels.FORWARD_AT: (_forward_c, _SIGNATURE, Compiler), kernels.LIVES_AT: (_lives_c, _LIVES, LinkOnly)}
+    kernels.FORWARD_AT: (_forward_c, _BY_PLAN, LinkOnly), kernels.LIVES_AT: (_lives_c, _BY_PLAN, LinkOnly)}
 
 
 def _cfunc(cell: int) -> CFunc:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, due, kept, new_life
-from tape.compiled.array_rows import AXES, PADS, PLACE, PLAN_WIDTH, V0, WIDE, by_driver, encode
+from tape.compiled.array_rows import AXES, PADS, PLACE, PLAN_WIDTH, SLOT, V0, WIDE
 from tape.compiled.numba_internals import (
     ArrayRecordType,
     address,
@@ -35,7 +35,7 @@ from tape.compiled.numba_internals import (
 from tape.compiled.numba_payload import arrays_from_pointer, tape_from_pointer
 from tape.compiled.recording import jit, once, push
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import BASE, KIND, OP, REC, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import BASE, REC, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.kernels.ops import ELEM
 from tape.records.storage import NO_INPUT
@@ -63,15 +63,15 @@ class WriterFailed(RuntimeError):
         self.__cause__ = self.cause
 
 
-_SIGNATURE = types.int64(types.voidptr, types.int64, types.voidptr, types.int64, types.voidptr, types.int64)
-STAND_IN = 1 << 8  # by_numpy's flag: a driven row's values, while the driver's forward or its kernel is not made
+STAND_IN = 1 << 8  # by_numpy's flag: standing in for a row the driver may run (array_rows.SLOT): on the clock
+UNDRIVEN, STANDING = -6, -7  # NumPy's rule gives the values: the driver's row would not give its bits; stands in
 _BY_NUMPY = types.int64(types.voidptr, types.voidptr, types.voidptr, types.int64, types.int64)
 BY_NUMPY = types.ExternalFunction("tape_jit_array_by_numpy", _BY_NUMPY)
 _KERNEL_AT = types.int64(types.int64)
 KERNEL_AT = types.ExternalFunction("tape_jit_array_kernel_at", _KERNEL_AT)  # (array_calls.py: 1 where made now)
 WRITER_AT = types.ExternalFunction("tape_jit_array_writer_at", _KERNEL_AT)  # (array_calls.py: a cell's C function
 # made now, its address; 0 where it failed)
-_LIVES = types.int64(types.voidptr, types.voidptr, types.int64)  # array_calls._lives_c's
+_BY_PLAN = types.int64(types.voidptr, types.voidptr, types.int64)  # array_calls._lives_c's and _forward_c's
 
 
 # --- the arrays' state ---------------------------------------------------------------------------------------------
@@ -82,8 +82,11 @@ def new_arrays(plans, np_, aval, na, recycle):
     """The arrays' state of a call whose plans start at np_ (recycle: array_lives.RECYCLE, CHECKED, or 0)."""
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na, s.first, s.recycle = plans, np_, aval, na, np_, recycle
-    s.scratch, s.row = np.empty((4, 16)), np.zeros((1, WIDTH + VIEW), np.int64)  # (a join's third view)
-    s.heads, s.busy, s.recorded = np.full(66, -1, np.int64), np.full(3, -1, np.int64), 0  # (free lists by bit length)
+    s.scratch, s.row = np.empty((4, 16)), np.empty((1, WIDTH + VIEW), np.int64)  # (a join's third view)
+    s.heads, s.busy, s.recorded = np.empty(66, np.int64), np.empty(3, np.int64), 0  # (free lists by bit length)
+    for i in range(66):  # (a loop, not np.full; the row zeroed by each writer: a first gradient compiles neither)
+        s.heads[i] = -1
+    s.busy[0], s.busy[1], s.busy[2] = -1, -1, -1
     s.released = new_struct(released_type)
     s.released.rows, s.released.n = np.empty(64, np.int64), 0
     s.pinned, s.free = -1, 0  # (array_lives.py: where its C function last marked what records read; its free regions)
@@ -354,20 +357,11 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = _elementwise(s, p, q, code, a, b, e, arg)
     if k < 0:
         return k
-    encode(s, k)
-    row, driven, stand_in = s.row[0], by_driver(s, k), 0
-    slot = kernels.VALUES + row[OP] if row[KIND] == kernels.ELEMENTWISE else row[KIND]  # (a driven row's kernel)
-    if driven and (kernels._kernel(kernels.FORWARD_AT) == 0 or kernels._kernel(slot) == 0) and KERNEL_AT(slot) == 0:
-        driven, stand_in = False, STAND_IN  # the driver's forward or the row's kernel not made: NumPy's rule, same bits
-    if not driven:
-        return _numpy_values(s, p, k, stand_in)
-    n = s.plans[k, 4] * s.plans[k, 5]
-    if s.scratch.shape[1] < n:
-        s.scratch = np.empty((4, n))
-    forward = kernels._kernel(kernels.FORWARD_AT)
-    if kernels._status(forward, (s.row, 1, s.aval, s.aval.size, s.scratch, s.scratch.shape[1])) != 0:
-        return FAILED
-    return k
+    at = SLOT[code]  # (-1: no driver row gives its values)
+    done = UNDRIVEN if at < 0 else STANDING  # (the forward not made: NumPy's rule stands in, the row's layout unseen)
+    if at >= 0 and (kernels._kernel(kernels.FORWARD_AT) != 0 or KERNEL_AT(at) != 0):
+        done = kernels._status(kernels._kernel(kernels.FORWARD_AT), (p, q, k))  # (array_calls._forward_c)
+    return _numpy_values(s, p, k, STAND_IN if done == STANDING else 0) if done == STANDING or done == UNDRIVEN else done
 
 
 @once

@@ -1,8 +1,10 @@
 """A plan row of tape.jit's array records (array_records.py writes them) as the array driver's one-row table: its
-layout, the row encoded as tape/sweeps/encoding.py encodes a plan (``encode``), and whether the driver's row gives
-NumPy's bits (``driven``; else NumPy's rule computes the values)."""
+layout, its op's kernel (``SLOT``), the row encoded as tape/sweeps/encoding.py encodes a plan (``encode``) and whether
+it gives NumPy's bits (``by_driver``, else NumPy's rule): the forward's C function's (array_calls._forward_c)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from tape.compiled.array_lives import LINK
 from tape.compiled.recording import once
@@ -18,6 +20,9 @@ PADS, SOURCE = V0 + 7, V0 + 14  # a gather's (one input), in its second view's p
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
+SLOT = np.where(KINDS == kernels.ELEMENTWISE, np.where(EXACT | LOOPED, kernels.VALUES + CODES, -1),
+                np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL), KINDS, -1))  # by array opcode: the slot
+# of KERNELS whose kernel its driver's row runs; -1 where by_driver is never true (no row, or neither exact nor looped)
 
 
 @once
