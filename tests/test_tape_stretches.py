@@ -74,8 +74,8 @@ def test_value_and_grad_sweeps_back_stretches_with_the_rows_bits(steps, m, table
 
 
 def test_a_sweep_not_fused_writes_every_adjoint(tables):
-    """Tape.backward (not fused): no stretches, the inner records' adjoints written (the steps' own adjoints: a heat
-    step is symmetric)."""
+    """Tape.backward (not fused) after a fused sweep of the same tape and before another: no stretches, the inner
+    records' adjoints written (the steps' own adjoints: a heat step is symmetric)."""
     t = tape.Tape()
     u = x = t.array(X)
     inner = []
@@ -83,10 +83,12 @@ def test_a_sweep_not_fused_writes_every_adjoint(tables):
         w = np.pad(u, 1, mode="wrap")
         u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
         inner.append(u)
-    t.backward(0.5 * (u * u).sum())
-    (made,) = compiled._made.values()
-    assert not made.fused and not any((w[0][:, KIND] == STRETCH).any() for kind, w in made.items
-                                      if kind == compiled.TABLE)
+    y = 0.5 * (u * u).sum()
+    for fused in (True, False, True, False):
+        t._reverse(t._resolve(y), False, fused)
+        (made,) = compiled._made.values()
+        assert made.fused == fused == any((w[0][:, KIND] == STRETCH).any() for kind, w in made.items
+                                          if kind == compiled.TABLE)
     adjoint = u.value.copy()
     for k in range(5, -1, -1):
         assert np.allclose(inner[k].grad, adjoint, rtol=1e-13, atol=1e-15)
