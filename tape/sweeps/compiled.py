@@ -335,7 +335,8 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     which a smaller tape without fused runs takes once its structure's sweeps by NumPy's steps have run MAKE seconds;
     NumPy's steps otherwise, their seconds on CLOCK. ``runs`` (fused runs, given where the caller reads only the
     inputs' gradients: Storage._reverse's fused) are kept in the tables' walk as ``kept`` says; the tables of a tape
-    of FEW array records or more then have back stretches (Made.of)."""
+    of FEW array records or more then have back stretches (Made.of; a small tape's stretch kernel, paid for only after
+    20,000 of the MLP's calls, would cost each of its 0.14 ms gradients 4-5% until then)."""
     ready, few = _gate.ready(), len(s._plans) < FEW
     key = (s._n, len(s._plans), top)
     made = _made.get(key) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
@@ -354,8 +355,7 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
                 _keep(key, Made.seen(s, spent + (made.spent if made is not None else 0.0)))
     s._encoded = {} if made is None or made.items is None else {"table": made.encoded}
     try:
-        fused, runs = runs is not None and not few, kept(s, runs) if runs else None  # (a small tape: no stretches,
-        # whose kernels' clocks would cost the MLP's 0.14 ms gradient 4-5%, its back stretch not made for 20,000 calls)
+        fused, runs = runs is not None and not few, kept(s, runs) if runs else None  # (small tapes: none, see above)
         marks = [(at, run.rows) for at, run in runs.items()] if runs else []
         if made is None or made.items is None or made.marks != marks or made.fused != fused:
             made = Made.of(s, top, runs, marks, fused)
@@ -428,7 +428,8 @@ class Made(NamedTuple):
         last = {id(run): at for at, run in runs.items()} if runs else {}
         walk = driver.reverse_walk(s, top, runs)
         stretching = _Stretching(s, top) if fused else None
-        items = [(kind, (what[0], what[1].shape, *what[2:], stretching and stretching.noted) if kind == TABLE else
+        noted = stretching.noted if stretching else None
+        items = [(kind, (what[0], what[1].shape, (*what[2:], None)[0], noted) if kind == TABLE else
                   last[id(what)] if kind == driver.RUN else what)
                  for kind, what in (grouped(stretching, walk, "reverse", True) if stretching else
                                     grouped(s, walk, back=True))]
@@ -448,8 +449,8 @@ class Made(NamedTuple):
         """The items for driver.reverse on tape s: a table's reverse with its own scratch, the runs of s."""
         for kind, what in self.items or ():
             if kind == TABLE:
-                table, shape, *pending, noted = what
-                yield kind, functools.partial(reverse, s, table, np.empty(shape), *pending or (None,), noted=noted)
+                table, shape, pending, noted = what
+                yield kind, functools.partial(reverse, s, table, np.empty(shape), pending, noted=noted)
             else:
                 yield kind, runs[what] if kind == driver.RUN and runs else what
 
