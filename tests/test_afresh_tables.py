@@ -37,7 +37,7 @@ def _sweeps(monkeypatch, tables):
     if not tables:
         monkeypatch.setattr(compiled, "_made", {})
     monkeypatch.setattr(compiled._gate, "ready", lambda: True)
-    monkeypatch.setattr(compiled, "reverse", lambda *args: ran.append(1) or reverse(*args))
+    monkeypatch.setattr(compiled, "reverse", lambda *args, **kwargs: ran.append(1) or reverse(*args, **kwargs))
     return ran
 
 

@@ -252,9 +252,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # s23 B: tape.compiled 5716 -> 5800 and tape.sweeps 4196 -> 4203 for a tape's plans kept as the rows tape.jit wrote,
 # Plans made only where asked (array_plans.Pending, plans.at_least), and joins and pads copied by compiled code
 # (issue 26).
-BUDGET = {"tape.kernels": 7240, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4238,
+# s24 B: tape.sweeps 4238 -> 4269 for a recorded tape's reverse with back stretches (compiled.py's Made.of,
+# _Stretching), and tape.compiled 6269 -> 6273 for joins and pads moved by memmove (array_records._move) (issue 26).
+BUDGET = {"tape.kernels": 7240, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4269,
           "tape.records": 1049, "tape.arrays": 1877, "tape.analyses": 413, "tape.symbolic": 1181,
-          "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6269, "tape": 250,
+          "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6273, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -47,9 +47,9 @@ def small(monkeypatch):
         counts["made"] += 1
         return of(*args)
 
-    def swept(*args):
+    def swept(*args, **kwargs):
         counts["swept"] += 1
-        return reverse(*args)
+        return reverse(*args, **kwargs)
 
     monkeypatch.setattr(compiled.Made, "of", classmethod(made))
     monkeypatch.setattr(compiled, "reverse", swept)

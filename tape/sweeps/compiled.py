@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -36,7 +37,7 @@ from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, OPCODE
 from tape.sweeps import driver, encoding, stretches
 from tape.sweeps.driver import State
-from tape.sweeps.plans import lengths, regions
+from tape.sweeps.plans import encode, lengths, regions
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 8.0  # seconds of NumPy's sweeps (a Function's own; a tape's reverse: the process's, CLOCK) before they
@@ -332,11 +333,15 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     where they are not cached; then they compile): made for this sweep where the tape has FEW array records
     (``_encoded`` while it runs: the tape records on), or the last ones of a tape of the same structure (``Made``),
     which a smaller tape without fused runs takes once its structure's sweeps by NumPy's steps have run MAKE seconds;
-    NumPy's steps otherwise, their seconds on CLOCK."""
+    NumPy's steps otherwise, their seconds on CLOCK. ``runs`` (fused runs, given where the caller reads only the
+    inputs' gradients: Storage._reverse's fused) are kept in the tables' walk as ``kept`` says; the tables of a tape
+    of FEW array records or more then have back stretches (Made.of; a small tape's stretch kernel, paid for only after
+    20,000 of the MLP's calls, would cost each of its 0.14 ms gradients 4-5% until then)."""
     ready, few = _gate.ready(), len(s._plans) < FEW
     key = (s._n, len(s._plans), top)
     made = _made.get(key) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
-    # stencil5's and filter's reverse by tables 1.03-1.07x theirs, the runs dissolved at 2^15-2^16 elements 2.1x)
+    # stencil5's and filter's reverse by tables 1.03-1.07x theirs, the runs dissolved at 2^15-2^16 elements 2.1x; by
+    # tables with back stretches, s24: 0.96-0.97x a gradient, the tables' scratch +14-18% of its peak memory)
     if made is not None and not made.fits(s):
         made = None
     if not ready or few and (made is None or made.items is None and made.spent < MAKE):
@@ -350,10 +355,10 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
                 _keep(key, Made.seen(s, spent + (made.spent if made is not None else 0.0)))
     s._encoded = {} if made is None or made.items is None else {"table": made.encoded}
     try:
-        runs = kept(s, runs) if runs else None
+        fused, runs = runs is not None and not few, kept(s, runs) if runs else None  # (small tapes: none, see above)
         marks = [(at, run.rows) for at, run in runs.items()] if runs else []
-        if made is None or made.items is None or made.marks != marks:
-            made = Made.of(s, top, runs, marks)
+        if made is None or made.items is None or made.marks != marks or made.fused != fused:
+            made = Made.of(s, top, runs, marks, fused)
             _keep(key, made)
         return driver.reverse(s, top, gen, keep, check, runs, lambda _: made.walk(s, runs))
     finally:
@@ -411,16 +416,24 @@ class Made(NamedTuple):
     same: tuple  # _same's: settings, borrowed records, the records' op, in0 and in1
     encoded: tuple[np.ndarray, np.ndarray] | None  # encoding.table's
     marks: list[tuple[int, tuple[int, ...]]]  # the runs the walk has: last row, rows
-    items: list[tuple[int, Any]] | None  # grouped's walk: a table as (TABLE, (table, scratch's shape)), a run by its
-    # last row; None: not made yet
+    items: list[tuple[int, Any]] | None  # grouped's walk: a table as (TABLE, (table, scratch's shape, its stretches'
+    # pending kernels, what fill notes)), a run by its last row; None: not made yet
     spent: float = 0.0  # seconds of NumPy's steps back of tapes of this structure, while not made
+    fused: bool = False  # its tables have back stretches: the adjoints of their inner members are not written
 
     @classmethod
-    def of(cls, s: State, top: int, runs: dict[int, Any] | None, marks: list) -> Made:
+    def of(cls, s: State, top: int, runs: dict[int, Any] | None, marks: list, fused: bool) -> Made:
+        """The tables of tape s's reverse from record top (``runs``: the fused runs its walk keeps); where its caller
+        reads only the inputs' gradients (``fused``), with back stretches (_Stretching)."""
         last = {id(run): at for at, run in runs.items()} if runs else {}
-        items = [(kind, (what[0], what[1].shape) if kind == TABLE else last[id(what)] if kind == driver.RUN else what)
-                 for kind, what in grouped(s, driver.reverse_walk(s, top, runs), back=True)]
-        return cls(s._plans.copy(), _same(s), all_rows(s), marks, items)
+        walk = driver.reverse_walk(s, top, runs)
+        stretching = _Stretching(s, top) if fused else None
+        noted = stretching.noted if stretching else None
+        items = [(kind, (what[0], what[1].shape, (*what[2:], None)[0], noted) if kind == TABLE else
+                  last[id(what)] if kind == driver.RUN else what)
+                 for kind, what in (grouped(stretching, walk, "reverse", True) if stretching else
+                                    grouped(s, walk, back=True))]
+        return cls(s._plans.copy(), _same(s), all_rows(s), marks, items, fused=fused)
 
     @classmethod
     def seen(cls, s: State, spent: float) -> Made:
@@ -436,7 +449,8 @@ class Made(NamedTuple):
         """The items for driver.reverse on tape s: a table's reverse with its own scratch, the runs of s."""
         for kind, what in self.items or ():
             if kind == TABLE:
-                yield kind, functools.partial(reverse, s, what[0], np.empty(what[1]), None)
+                table, shape, pending, noted = what
+                yield kind, functools.partial(reverse, s, table, np.empty(shape), pending, noted=noted)
             else:
                 yield kind, runs[what] if kind == driver.RUN and runs else what
 
@@ -444,12 +458,30 @@ class Made(NamedTuple):
 _made: dict[tuple[int, int, int], Made] = {}  # by (records, plans, top)
 
 
+class _Stretching:
+    """Tape s as stretches.stretched_all reads a Function's state, for Made.of's back stretches: its records up to its
+    last, its plans listed and as a table, its one seeded record (top: Storage._reverse seeds only that) its output,
+    and no value computed again in a pass (layout.again's: array_lives keeps alive only what the rows read back). The
+    rest is the tape's; what fill notes goes to ``noted``, which a Made keeps (not the tape)."""
+
+    def __init__(self, s: State, top: int) -> None:
+        self.s, n = s, s._n
+        self._op, self._in0, self._plans = s._op[:n], s._in0[:n], list(s._plans)
+        self._table, self._output_rows = encode(self._plans)[0], np.array([top], np.int64)
+        self._steps = {"again": np.zeros(len(self._plans), bool)}
+        self.noted = SimpleNamespace(_steps=self._steps)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.s, name)
+
+
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None, gen: int, keep: int,
-            check: bool) -> bool:
-    """The table's reverse sweep (timed while its stretches' kernels are pending); whether it made a matmul's
-    products back unchecked (as a NumPy step would: tape/function/array_replay.py sweeps again, checked, on a NaN)."""
+            check: bool, noted: Any = None) -> bool:
+    """The table's reverse sweep (timed while its stretches' kernels are pending, noted in ``noted``'s steps, else
+    s's); whether it made a matmul's products back unchecked (as a NumPy step would: tape/function/array_replay.py
+    sweeps again, checked, on a NaN)."""
     start = time.perf_counter() if pending else 0.0
     unchecked = bool(_gate.call(kernels.reverse, table, s._aval, s._aadj, s._stamp, gen, keep, scratch, check))
     if pending:
-        stretches.fill(table, pending, time.perf_counter() - start, s)
+        stretches.fill(table, pending, time.perf_counter() - start, noted or s)
     return unchecked

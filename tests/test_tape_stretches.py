@@ -1,0 +1,96 @@
+"""A recorded tape's reverse by the compiled tables with back stretches (tape/sweeps/compiled.py's Made.of): where
+the caller reads only the inputs' gradients (tape.value_and_grad: a fused sweep), consecutive elementwise rows run as
+one pass each, with the rows' bits, on tapes recorded by Python and by tape.jit that recycle their regions
+(arenas.CHECK: every freed region filled with NaN); a sweep that is not fused has none and writes every adjoint."""
+
+import numpy as np
+import pytest
+from sameness import edge_points, same_bits
+from test_jit_arrays import central, namespace
+
+import tape
+from tape.kernels._array_driver import CALL, KIND, STRETCH
+from tape.records import array_records
+from tape.sweeps import arenas, compiled, stretches
+
+STEPS = '''
+def f(u, m):                         # heat steps (np.pad wrap: m 0; np.concatenate: 1), Burgers' (np.roll: 2)
+    for _ in range(6):
+        if m == 0:
+            w = np.pad(u, 1, mode="wrap")
+            u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
+        elif m == 1:
+            u = u + 0.2 * (np.concatenate((u[1:], u[:1])) + np.concatenate((u[-1:], u[:-1])) - 2.0 * u)
+        else:
+            left, right = np.roll(u, 1), np.roll(u, -1)
+            u = u - 0.3 * u * (u - left) + 0.1 * (right - 2.0 * u + left)
+    return 0.5 * (u * u).sum()
+'''
+X = np.random.default_rng(24).uniform(0.5, 1.5, 40)
+
+
+@pytest.fixture(scope="module")
+def steps():
+    return namespace(STEPS, arrays=True)
+
+
+@pytest.fixture
+def tables(monkeypatch):
+    """Every tape's reverse by the tables (kernels ready, FEW 0), stretch kernels made at once, none kept before,
+    regions recycled at every record and filled with NaN when freed."""
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    monkeypatch.setattr(compiled, "FEW", 0)
+    monkeypatch.setattr(compiled._gate, "ready", lambda: True)
+    monkeypatch.setattr(compiled, "_made", {})
+    monkeypatch.setattr(stretches.Stretch, "PAYBACK", 0.0)
+    monkeypatch.setattr(arenas, "CHECK", True)
+
+
+def _rows(f, x, m, monkeypatch):
+    """f's value and gradient by the tables without stretches."""
+    with monkeypatch.context() as c:
+        c.setattr(stretches, "ON", False)
+        c.setattr(compiled, "_made", {})
+        return tape.value_and_grad(f)(x, m)
+
+
+@pytest.mark.parametrize("m", range(3), ids=["pad", "concatenate", "roll"])
+def test_value_and_grad_sweeps_back_stretches_with_the_rows_bits(steps, m, tables, monkeypatch):
+    py, jn = steps
+    want = central(lambda v: py["f"](v, m), X)
+    for f in (py["f"], jn["f"]):
+        for point in edge_points(X):
+            rows = _rows(f, point, m, monkeypatch)
+            compiled._made.clear()
+            g = tape.value_and_grad(f)
+            for _ in range(2):  # (the stretch kernels set in the first sweep's tables: the second runs them)
+                value, grad = g(point, m)
+                assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
+            (made,) = compiled._made.values()
+            heads = np.concatenate([w[0] for kind, w in made.items if kind == compiled.TABLE])
+            heads = heads[heads[:, KIND] == STRETCH]
+            assert made.fused and len(heads) >= 5 and (heads[:, CALL] != 0).all()
+        assert np.allclose(g(X, m)[1], want, rtol=1e-6, atol=1e-9)
+
+
+def test_a_sweep_not_fused_writes_every_adjoint(tables):
+    """Tape.backward (not fused) after a fused sweep of the same tape and before another: no stretches, the inner
+    records' adjoints written (the steps' own adjoints: a heat step is symmetric)."""
+    t = tape.Tape()
+    u = x = t.array(X)
+    inner = []
+    for _ in range(6):
+        w = np.pad(u, 1, mode="wrap")
+        u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
+        inner.append(u)
+    y = 0.5 * (u * u).sum()
+    for fused in (True, False, True, False):
+        t._reverse(t._resolve(y), False, fused)
+        (made,) = compiled._made.values()
+        assert made.fused == fused == any((w[0][:, KIND] == STRETCH).any() for kind, w in made.items
+                                          if kind == compiled.TABLE)
+    adjoint = u.value.copy()
+    for k in range(5, -1, -1):
+        assert np.allclose(inner[k].grad, adjoint, rtol=1e-13, atol=1e-15)
+        adjoint = adjoint + 0.2 * (np.roll(adjoint, -1) + np.roll(adjoint, 1) - 2.0 * adjoint)
+    assert np.allclose(x.grad, adjoint, rtol=1e-13, atol=1e-15)
