@@ -120,28 +120,21 @@ def digamma(a):
 def logaddexp(a, b, out=None):
     """special.logaddexp's branches by NumPy's SIMD exp and log1p over the elements: max(a, b) + log1p(exp(-|a -
     b|)), a + ln 2 at a tie (a tie of numbers is that already: log1p(exp(-0)) is ln 2). Within 2 ulp of the larger
-    operand's magnitude of the scalar kernel's C library calls (docs/design.md's last-bit rule). Into out where given
-    (an array rule's output: written in place where in C order and apart from a and b). 10^5 elements 0.4 ms, not
-    2.1 (s21), six passes, not nine (s22); four, none allocated, two compiled passes that read a and b: 0.34 -> 0.22
-    ms with the rule's copy before (s24, /work/notes/s24/D/lae.py)."""
+    operand's magnitude of the scalar kernel's C library calls (docs/design.md's last-bit rule); into out where given
+    (in place where in C order and apart from a and b). 10^5 elements 0.4 ms, not 2.1 (s21); four passes, no
+    allocation, the compiled ones reading a and b: 0.33 -> 0.22 as a rule into its output (s24: notes' lae2.py)."""
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-    y = out if out is not None and _apart(out, a, b) else np.empty(shape)
-    t = y.reshape(-1)
-    (x, i), (z, j) = _flat(a, shape), _flat(b, shape)
+    y = out if out is not None and out.flags.c_contiguous and not any(
+        isinstance(v, np.ndarray) and np.may_share_memory(out, v) for v in (a, b)) else np.empty(shape)
+    t, (x, i), (z, j) = y.reshape(-1), _flat(a, shape), _flat(b, shape)
     _gaps(x, i, z, j, t)
     np.exp(t, out=t)
     np.log1p(t, out=t)
     if _added(x, i, z, j, t):  # (a NaN: a NaN operand, or infinities tied, a + ln 2 there)
         _tied(y, a, b, np.add(a, 0.6931471805599453))
-    if out is None or y is out:
-        return y
-    out[...] = y
-    return out
-
-
-def _apart(out, a, b):
-    """Whether out is in C order and shares no memory with a or b (then written in place)."""
-    return out.flags.c_contiguous and not any(isinstance(v, np.ndarray) and np.may_share_memory(out, v) for v in (a, b))
+    if out is not None and y is not out:
+        out[...] = y
+    return y if out is None else out
 
 
 def logaddexp_share(a, b):
@@ -151,8 +144,7 @@ def logaddexp_share(a, b):
     allocation, s24: 0.15 -> 0.14 ms over 10^5)."""
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     e = np.empty(shape)
-    t = e.reshape(-1)
-    (x, i), (z, j) = _flat(a, shape), _flat(b, shape)
+    t, (x, i), (z, j) = e.reshape(-1), _flat(a, shape), _flat(b, shape)
     _gaps(x, i, z, j, t)
     np.exp(t, out=t)  # exp(-d) where d >= 0, exp(d) below (a NaN stays one)
     if _shares(x, i, z, j, t):
