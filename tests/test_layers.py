@@ -252,8 +252,8 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # s23 B: tape.compiled 5716 -> 5800 and tape.sweeps 4196 -> 4203 for a tape's plans kept as the rows tape.jit wrote,
 # Plans made only where asked (array_plans.Pending, plans.at_least), and joins and pads copied by compiled code
 # (issue 26).
-# s24 D: tape.kernels 7240 -> 7282 for _pairwise's stack of halves in its frame (an intrinsic: no heap arrays a line sum)
-# and logaddexp's value and share by passes that read the operands, the value into its rule's output (issue 26).
+# s24 D: tape.kernels 7240 -> 7282 for _pairwise's stack of halves in its frame (an intrinsic: no heap arrays a line
+# sum) and logaddexp's value and share by passes that read the operands, the value into its rule's output (issue 26).
 BUDGET = {"tape.kernels": 7282, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4238,
           "tape.records": 1049, "tape.arrays": 1877, "tape.analyses": 413, "tape.symbolic": 1181,
           "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6269, "tape": 250,
