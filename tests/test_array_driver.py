@@ -540,3 +540,15 @@ def test_a_first_contribution_is_added_to_zeros_even_where_assigned(covers, monk
     _on(monkeypatch, True)
     got = F.value_and_grad(x)[1]
     assert got.tobytes() == want.tobytes() and not np.signbit(got).any()
+
+
+@pytest.mark.parametrize("n", [129, 136, 255, 1018, 4099, 65_537, 1_000_003])
+@pytest.mark.parametrize("step", [1, 3, -2])
+def test_pairwise_sums_are_numpys_over_deep_halves(n, step):
+    """The driver's pairwise sum (its halves on a stack in its own frame) against np.sum's bits over the same strided
+    elements: a tree of halves to 13 levels deep, at offsets (numbers of like size: another order of adds shows)."""
+    from tape.kernels._array_driver import _pairwise
+    x = RNG.normal(size=abs(step) * n + 7)
+    at = 5 + (abs(step) * (n - 1) if step < 0 else 0)
+    want = np.sum(x[at::step][:n])
+    assert _pairwise(x, at, n, step) == want

@@ -99,3 +99,27 @@ def test_logaddexp_rules_are_numpys_steps_bit_for_bit():
                 number = ~np.isnan(y)
                 assert np.shape(x) == np.shape(y) and np.array_equal(np.isnan(x), ~number)
                 assert np.array_equal(np.asarray(x)[number].view(np.int64), np.asarray(y)[number].view(np.int64))
+
+
+def test_logaddexp_into_an_out_given_in_place_aliased_or_strided():
+    """The value helper into an out (as an array rule calls it): the NumPy steps' bits whether out is apart from the
+    operands (written in place), one of them (b's numbers read before they are overwritten), or a strided view."""
+    from tape.kernels import array_helpers
+
+    rng = np.random.default_rng(27)
+    a, b = rng.normal(size=(3, 40)) * 30, rng.normal(size=40) * 30
+    a[0, :len(EDGE)], b[:len(EDGE)] = np.array(EDGE).T
+    with np.errstate(all="ignore"):
+        want = _numpys_steps(a, b)[0]
+        wide = np.full((3, 80), 7.0)
+        for case in range(4):
+            same = np.broadcast_to(b, (3, 40)).copy()  # (b's numbers, overwritten where out is b)
+            out, x, y = ((np.full((3, 40), 7.0), a, b), (same, a, same), (wide[:, 20:60], a, b),
+                         (same[0], a[0], same[0]))[case]
+            got = array_helpers.logaddexp(x, y, out=out)
+            assert got is out
+            expect = want if out.ndim == 2 else want[0]
+            number = ~np.isnan(expect)
+            assert np.array_equal(np.isnan(out), ~number)
+            assert np.array_equal(out[number].view(np.int64), expect[number].view(np.int64))
+        assert np.all(wide[:, :20] == 7.0) and np.all(wide[:, 60:] == 7.0)

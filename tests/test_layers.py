@@ -254,7 +254,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # (issue 26).
 # s24 B: tape.sweeps 4238 -> 4269 for a recorded tape's reverse with back stretches (compiled.py's Made.of,
 # _Stretching), and tape.compiled 6269 -> 6273 for joins and pads moved by memmove (array_records._move) (issue 26).
-BUDGET = {"tape.kernels": 7240, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4269,
+# s24 D: tape.kernels 7240 -> 7282 for _pairwise's stack of halves in its frame (an intrinsic: no heap arrays a line
+# sum) and logaddexp's value and share by passes that read the operands, the value into its rule's output (issue 26).
+BUDGET = {"tape.kernels": 7282, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4269,
           "tape.records": 1049, "tape.arrays": 1877, "tape.analyses": 413, "tape.symbolic": 1181,
           "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6273, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
