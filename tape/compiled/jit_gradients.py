@@ -63,7 +63,7 @@ def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tupl
     t, idle.tape = getattr(idle, "tape", None), None
     if t is None or not t._recycling:
         t = Tape._afresh(x.size, getattr(idle, "arena", 0))
-    view = t.array(x)._view
+    view: Any = t.array(x)._view  # (an array record: x has SMALL elements or more)
     found = self._record_arrays(t, view, data)
     if found is None or len(found[2]):
         self._arrays_direct = found is not None
