@@ -316,7 +316,7 @@ def forward_scalars(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, val: np.nd
 def _leaves(s: State, lo: int, hi: int) -> bool:
     """Whether records [lo, hi) are a few leaf, constant and elem records, where the scalar kernels would do nothing:
     an array program's stretches between array records often are, and never compile them (4 s of a first gradient)."""
-    return hi - lo <= 8 and all(map(_IS_LEAF.__getitem__, s._op[lo:hi].tolist()))  # (by a list: 2.2 -> 0.6 µs)
+    return hi - lo <= 8 and all(map(_IS_LEAF.__getitem__, s._op[lo:hi].tolist()))  # (by a list: 4.3 -> 2.5 µs, wrapped)
 
 
 # -- reverse ----------------------------------------------------------------------------
