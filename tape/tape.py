@@ -19,7 +19,7 @@ from tape.arrays import ufuncs  # noqa: F401  # Vars in NumPy ufuncs
 from tape.arrays.varray import VarArray
 from tape.base import gc_pacing
 from tape.base.numbers import real_array
-from tape.debug import show
+from tape.debug import nans, show
 from tape.debug.nans import caller
 from tape.errors import ForeignHandleError
 from tape.function import array_replay
@@ -36,6 +36,8 @@ from tape.sweeps.driver import whole
 
 Handles = Var | Sequence[Var] | VarArray
 _FEW = 64  # Tape._leaves writes up to this many leaves through memoryviews
+RENEWED = 2**23  # bytes of arenas below which value_and_grad keeps its tape for the next call (a tape that dies gives
+# arenas of 1 MB or more to arenas.recycle's pool, whose spares fit in 4 times what is asked)
 _LEAVES = memoryview(np.full(_FEW, LEAF, np.uint8).data)
 _NO_INPUTS = memoryview(np.full(_FEW, NO_INPUT, np.uint32).data)
 
@@ -87,6 +89,25 @@ class Tape(Storage):
             raise TypeError(f"Tape.vars expects a 1-D sequence of real numbers, got shape {array.shape}")
         seg, rows = self._segment(), self._append_block(LEAF, len(array), values=array)
         return [Var._at(seg, i) for i in rows.tolist()]
+
+    @classmethod
+    def _afresh(cls, size: int, last: int) -> Tape:
+        """A tape for one tape.value_and_grad call of ``size`` numbers: for an array program, room for a dozen arrays
+        like x or what its last call used (``last`` arena elements); big constants (data) read in place, its records
+        living for this call only; regions recycled, its one reverse sweep reading only what back_reads say
+        (tape/sweeps/arenas.py), unless checked (debug_nans, lines)."""
+        t = cls(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
+        if room := max(16 * size if size >= array_records.SMALL else 0, last):
+            t._reserve(room)
+        t._borrowing = True
+        if t._lines is None and not nans.active():
+            t._recycle()
+        return t
+
+    def _renewable(self) -> bool:
+        """Whether a tape.value_and_grad call's tape of array records is renewed for its next call: not checked, not
+        grown past gc_pacing.GROWN records, arenas under RENEWED bytes (where nothing made inside f holds it)."""
+        return self._lines is None and self._capacity < gc_pacing.GROWN and self._arena_bytes() < RENEWED
 
     def _leaves(self, values: list[float]) -> list[Var]:
         """Leaf records for Python floats, the records Tape.vars writes: up to _FEW by four slice writes."""

@@ -476,7 +476,7 @@ def test_value_and_grad_of_a_jitted_f_returning_a_number_or_a_sequence():
 
 
 def test_value_and_grad_of_a_jitted_f_records_on_the_tape_of_its_last_call(monkeypatch):
-    from tape.compiled import jit
+    from tape.compiled import jit_gradients
     made = []
 
     class Counted(tape.Tape):
@@ -484,7 +484,7 @@ def test_value_and_grad_of_a_jitted_f_records_on_the_tape_of_its_last_call(monke
             made.append(self)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(jit, "Tape", Counted)
+    monkeypatch.setattr(jit_gradients, "Tape", Counted)
     vg = tape.value_and_grad(tape.jit(namespace(UNUSED)["f"]))
     results = [vg([0.3, 0.7, 1.9], np.array([2.5])) for _ in range(4)]
     assert len(made) == 1 and all(r == results[0] for r in results)

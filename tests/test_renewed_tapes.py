@@ -1,7 +1,7 @@
 """tape.value_and_grad's fixed costs per call (issue 26): an array program's tape renewed for the wrapper's next call
 (only where no handle and no reference to it is left, and its arenas are small), a small ndarray's leaves written as
 a list's, VarArray[int] of 1-d scalar records and their adjoints gathered by a slice. Each gives the bits of the
-general path: a fresh tape per call (trace._RENEWED = 0), Tape.vars, the general __getitem__ and VarArray.grad."""
+general path: a fresh tape per call (tape.tape.RENEWED = 0), Tape.vars, the general __getitem__ and VarArray.grad."""
 
 import threading
 import weakref
@@ -11,7 +11,7 @@ import pytest
 from sameness import edge_points, same_bits
 
 import tape
-from tape.api import trace as api
+from tape import tape as tape_module
 from tape.arrays.varray import wrap
 from tape.sweeps import arenas
 
@@ -61,7 +61,7 @@ def test_renewed_tapes_give_the_bits_of_fresh_ones(f, check, monkeypatch):
     vg = tape.value_and_grad(g)  # (its tape lives as long as the wrapper)
     got = results(vg, points)
     assert seen[-1]() is not None and len({id(r()) for r in seen[1:]}) == 1  # one tape, renewed for every call
-    monkeypatch.setattr(api, "_RENEWED", 0)  # the reference: a fresh tape per call
+    monkeypatch.setattr(tape_module, "RENEWED", 0)  # the reference: a fresh tape per call
     seen.clear()
     want = results(tape.value_and_grad(g), points)
     assert all(r() is None for r in seen)
@@ -74,7 +74,7 @@ def test_a_wrapper_alternating_shapes_and_programs_keeps_its_bits(monkeypatch):
 
     sizes = (2000, 3000, 40, 2000, 6, 1500, 2000)
     got = results(tape.value_and_grad(f), [np.linspace(-2, 2, n) for n in sizes])
-    monkeypatch.setattr(api, "_RENEWED", 0)
+    monkeypatch.setattr(tape_module, "RENEWED", 0)
     want = results(tape.value_and_grad(f), [np.linspace(-2, 2, n) for n in sizes])
     assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
 
@@ -117,7 +117,7 @@ def test_big_arenas_are_not_kept_between_calls(monkeypatch):
         return (np.sin(v) * v).sum()
 
     vg = tape.value_and_grad(f)
-    x = rng.normal(size=2**20)  # its regions alone take twice _RENEWED
+    x = rng.normal(size=2**20)  # its regions alone take twice RENEWED
     for _ in range(2):
         vg(x)
     assert all(r() is None for r in seen)  # freed with each call

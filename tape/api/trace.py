@@ -20,7 +20,6 @@ from tape.arrays.binary import arctan2, fmax, fmin, hypot, logaddexp, maximum, m
 from tape.arrays.conditions import ArrayCondition
 from tape.arrays.operands import as_view, common_tape, operand, operands, shape_of
 from tape.arrays.varray import _FUNCTIONS, VarArray, wrap, wrap_view
-from tape.base import gc_pacing
 from tape.base import trees as _trees
 from tape.debug import nans
 from tape.errors import ForeignHandleError
@@ -323,8 +322,6 @@ def _as_record(t: Tape, y: object) -> Var:
 
 
 VarFunction = Callable[..., Any]
-_RENEWED = 2**23  # bytes of arenas below which value_and_grad keeps its tape for the next call (a tape that dies gives
-# arenas of 1 MB or more to arenas.recycle's pool, whose spares fit in 4 times what is asked)
 
 
 def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -381,13 +378,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             idle.tape = None  # taken: a call of this wrapper inside f (or a failing f) gets a tape of its own
             handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         else:
-            t = Tape(capacity=max(1024, 4 * size) if size < array_records.SMALL else 1024)
-            room = max(16 * size if size >= array_records.SMALL else 0, getattr(idle, "arena", 0))
-            if room:  # an array program: room for a dozen arrays like x, or what its last call used
-                t._reserve(room)
-            t._borrowing = True  # big constants (data) read in place: this tape's records live for this call only
-            if t._lines is None and not nans.active():  # (their checks read every value)
-                t._recycle()  # and its one reverse sweep reads only what back_reads say (tape/sweeps/arenas.py)
+            t = Tape._afresh(size, getattr(idle, "arena", 0))
             handles = t._leaves(leaves) if numbers else _leaf_handles(t, leaves)
         given, start = list(args), 0
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
@@ -418,7 +409,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         if size <= 64 and not t._plans and t._lines is None:
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
-        elif t._plans and t._lines is None and t._capacity < gc_pacing.GROWN and t._arena_bytes() < _RENEWED:
+        elif t._plans and t._renewable():
             del out, handles, given  # (handles hold their segment, which holds t)
             if sys.getrefcount(t) == 2:  # no handle left, nor the tape itself (t, and getrefcount's argument)
                 t._renew()

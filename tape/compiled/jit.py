@@ -29,6 +29,7 @@ from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse
 from tape.compiled.jit_errors import check_data, first_line
+from tape.compiled.jit_gradients import array_value_and_grad, value_and_grad
 from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import (
     ArrayRecordType,
@@ -56,16 +57,12 @@ from tape.compiled.recording import (
     var_of,
 )
 from tape.compiled.recording import jit as internal
-from tape.debug import nans
 from tape.errors import ForeignHandleError, JitError
-from tape.kernels.ops import LEAF
-from tape.records import array_records as python_arrays
 from tape.records._recorders import Var
 from tape.records.handles import Handle
-from tape.tape import _FEW, Tape
+from tape.tape import Tape
 
 __all__ = ["jit", "JitFunction", "JitError"]
-FIRST_CAPACITY = 1 << 16  # records of the tape tape.value_and_grad of f records on (one per thread, reused)
 ARENA_MAX = 1 << 24  # elements (128 MiB) at most in a call's arena for Var arrays; beyond, they are allocated
 
 
@@ -192,6 +189,7 @@ class JitFunction:
         self._plan_room = 64  # plan rows a call wrote, at most (the table grows inside f by doubling, a copy each: the
         # heat equation's 4,500 rows, peak 612 -> 590 bytes per element of state)
         self._written = -1  # elements of array records the last call wrote (-1: none yet; array_plans.recycling)
+        self._arrays_direct = True  # tape.value_and_grad records an array x as xs in _array_value_and_grad
 
     def _settled(self) -> Any:
         """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it
@@ -230,39 +228,7 @@ class JitFunction:
         outs = [Var._at(seg, i) if i >= 0 else v for i, v in zip(idx.tolist(), vals.tolist(), strict=True)]
         return outs if len(form) else outs[0]
 
-    def _value_and_grad(self, idle: Any, args: tuple) -> tuple[float, Any] | None:
-        """tape.value_and_grad of f at a flat list of floats, or a 1-d or 2-d float array (the gradient an
-        array of its shape), with no Python handle per input: the leaves' rows go straight in, on the tape
-        of the last call (``idle``, per thread); None where the general path must run (other structures,
-        Vars, debug_nans)."""
-        x: Any = args[0] if args else None
-        array = type(x) is np.ndarray and x.dtype == np.float64 and x.ndim in (1, 2) and x.size > 0
-        if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
-            return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
-        k = len(x) if not array else x.size
-        if array and k >= python_arrays.small() and self._tries_arrays(x, args[1:]):
-            return None  # an array record xs: the general path makes it (tape.value_and_grad's INPUT record)
-        t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
-        if t is None:  # room for 65,536 records (1.9 MB): a first call that fills it compiles the growth (0.1-0.5 s)
-            t = Tape(capacity=max(FIRST_CAPACITY, 4 * k))
-        few = not array and k <= _FEW  # Python floats written by memoryviews: a per-call cost
-        if few:
-            rows = np.arange(t._leaf_records(x), t._n)
-        else:
-            rows = t._append_block(LEAF, k, values=np.array(x, float).reshape(-1)).reshape(np.shape(x))
-        idx, vals, form = self._record(t, rows, args[1:])
-        if len(form):
-            raise TypeError("f must return a Var or a real number, got a sequence")
-        i, value = int(idx[0]), float(vals[0])
-        grads: Any = np.zeros(np.shape(x)) if array else [0.0] * k
-        if i >= 0:
-            value = t._val_w[i]
-            grads = t._gradient_and_clear(i, rows)
-            grads = grads if array else grads.tolist()
-        else:
-            t.clear()
-        idle.jit_tape = t
-        return value, grads
+    _value_and_grad, _array_value_and_grad = value_and_grad, array_value_and_grad  # tape/compiled/jit_gradients.py
 
     def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and

@@ -261,6 +261,7 @@ def elements(s: State, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return offsets[s._in0[s._in0[rows]]] + s._in1[rows]
 
 
+_IS_LEAF = IS_LEAF.tolist()
 SCALARS, RUN, RECORD = 0, 1, 2  # what a walk gives: a stretch of scalar records, a fused run, an array record
 
 
@@ -313,10 +314,9 @@ def forward_scalars(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, val: np.nd
 
 
 def _leaves(s: State, lo: int, hi: int) -> bool:
-    """Whether records [lo, hi) are a few leaf, constant and elem records, where the scalar kernels would do
-    nothing: an array program's stretches between array records often are, and then never compile them
-    (about 4 s of a first gradient)."""
-    return hi - lo <= 8 and bool(IS_LEAF[s._op[lo:hi]].all())
+    """Whether records [lo, hi) are a few leaf, constant and elem records, where the scalar kernels would do nothing:
+    an array program's stretches between array records often are, and never compile them (4 s of a first gradient)."""
+    return hi - lo <= 8 and all(map(_IS_LEAF.__getitem__, s._op[lo:hi].tolist()))  # (by a list: 4.3 -> 2.5 µs, wrapped)
 
 
 # -- reverse ----------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""tape.value_and_grad of a jitted f (JitFunction._value_and_grad, tape/api/trace.py's first try): a flat list of
+floats or a float array as xs with no Python handle per input, on the tape of the wrapper's last call; an array of
+SMALL elements or more as one array record, with no handle, tree or check of f's Python made."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tape.debug import nans
+from tape.function.array_replay import has_nan
+from tape.kernels.ops import LEAF
+from tape.records import array_records as python_arrays
+from tape.tape import _FEW, Tape
+
+if TYPE_CHECKING:
+    from tape.compiled.jit import JitFunction
+
+FIRST_CAPACITY = 1 << 16  # records of the tape tape.value_and_grad of f records on (one per thread, reused)
+
+
+def value_and_grad(self: JitFunction, idle: Any, args: tuple) -> tuple[float, Any] | None:
+    """tape.value_and_grad of f at a flat list of floats, or a 1-d or 2-d float array (the gradient an
+    array of its shape), with no Python handle per input: the leaves' rows go straight in, on the tape
+    of the last call (``idle``, per thread); None where the general path must run (other structures,
+    Vars, debug_nans)."""
+    x: Any = args[0] if args else None
+    array = type(x) is np.ndarray and x.dtype == np.float64 and x.ndim in (1, 2) and x.size > 0
+    if not array and (type(x) is not list or not x or not set(map(type, x)) <= {float, int}) or nans.active():
+        return None  # Vars (an outer transform's), bools, nesting: the general path says what it does
+    k = len(x) if not array else x.size
+    if array and k >= python_arrays.small() and self._tries_arrays(x, args[1:]):
+        return self._array_value_and_grad(idle, x, args[1:]) if self._arrays_direct else None
+    t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
+    if t is None:  # room for 65,536 records (1.9 MB): a first call that fills it compiles the growth (0.1-0.5 s)
+        t = Tape(capacity=max(FIRST_CAPACITY, 4 * k))
+    few = not array and k <= _FEW  # Python floats written by memoryviews: a per-call cost
+    if few:
+        rows = np.arange(t._leaf_records(x), t._n)
+    else:
+        rows = t._append_block(LEAF, k, values=np.array(x, float).reshape(-1)).reshape(np.shape(x))
+    idx, vals, form = self._record(t, rows, args[1:])
+    if len(form):
+        raise TypeError("f must return a Var or a real number, got a sequence")
+    i, value = int(idx[0]), float(vals[0])
+    grads: Any = np.zeros(np.shape(x)) if array else [0.0] * k
+    if i >= 0:
+        value = t._val_w[i]
+        grads = t._gradient_and_clear(i, rows)
+        grads = grads if array else grads.tolist()
+    else:
+        t.clear()
+    idle.jit_tape = t
+    return value, grads
+
+
+def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tuple) -> tuple[float, np.ndarray] | None:
+    """value_and_grad where f records x as an array record (tape.value_and_grad's INPUT record), as the general
+    path does it, on its tape (``idle.tape``), with no handle, tree or check of f's Python made (the MLP of
+    bench/array_programs.py: 142 -> 117 CPU-µs a call, s24); None where the general path must run (f returns no Var
+    nor number; f's operands do not fit array records: from then on always)."""
+    t, idle.tape = getattr(idle, "tape", None), None
+    if t is None or not t._recycling:
+        t = Tape._afresh(x.size, getattr(idle, "arena", 0))
+    view: Any = t.array(x)._view  # (an array record: x has SMALL elements or more)
+    found = self._record_arrays(t, view, data)
+    if found is None or len(found[2]):
+        self._arrays_direct = found is not None
+        return None
+    i, value, grad = int(found[0][0]), float(found[1][0]), np.zeros(x.shape)
+    if i >= 0:
+        value = float(t._val_w[i])
+        unchecked = t._reverse(i, False, True, False)  # (trace._gradients': checked where a NaN came back)
+        grad = t._array_grads(view)
+        if unchecked and has_nan(grad):
+            t._reverse(i, False, True, True)
+            grad = t._array_grads(view)
+    idle.arena = t._n_arena
+    if t._renewable():
+        t._renew()
+        idle.tape = t
+    return value, grad
