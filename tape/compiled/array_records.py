@@ -378,7 +378,9 @@ def write_record(p, q, code, arg, c, a, b, e):
     done = UNDRIVEN if at < 0 else STANDING  # (the forward not made: NumPy's rule stands in, the row's layout unseen)
     if at >= 0 and (kernels._kernel(kernels.FORWARD_AT) != 0 or KERNEL_AT(at) != 0):
         done = kernels._status(kernels._kernel(kernels.FORWARD_AT), (p, q, k))  # (array_calls._forward_c)
-    return _numpy_values(s, p, k, STAND_IN if done == STANDING else 0) if done == STANDING or done == UNDRIVEN else done
+    if done == STANDING or done == UNDRIVEN:
+        return _numpy_values(s, p, k, STAND_IN if done == STANDING else 0)
+    return done
 
 
 @once

@@ -429,7 +429,7 @@ class Made(NamedTuple):
         walk = driver.reverse_walk(s, top, runs)
         stretching = _Stretching(s, top) if fused else None
         noted = stretching.noted if stretching else None
-        items = [(kind, (what[0], what[1].shape, (*what[2:], None)[0], noted) if kind == TABLE else
+        items = [(kind, (what[0], what[1].shape, what[2] if len(what) > 2 else None, noted) if kind == TABLE else
                   last[id(what)] if kind == driver.RUN else what)
                  for kind, what in (grouped(stretching, walk, "reverse", True) if stretching else
                                     grouped(s, walk, back=True))]
