@@ -359,7 +359,7 @@ def test_place_gives_records_living_at_once_apart_regions(seed):
 def _own_adjoints(F, monkeypatch):
     """F's NumPy steps (no compiled tables, no fused runs) with each adjoint region at an offset of its own, laid out by
     place() over the lifetimes' adjoint columns, through the adjoint arena's funnels (what a second offset per plan
-    would do: /work/notes/s25/G/map.md); the new adjoint arena's length."""
+    would do, issue 26); the new adjoint arena's length."""
     life = layout.lifetimes(F, [], F._output_rows, np.concatenate([F._input_rows, F._param_rows]))
     size = plans.regions(F._plans)[2]
     lives = life[:, 2] <= life[:, 3]
