@@ -160,6 +160,17 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     born, dies = life[:, 0], life[:, 1]
     alone = ((size <= SMALL) & PACK[code]) | ((born <= 0) & (dies >= n))  # a region of its own: small packs, and
     # what lives throughout (0-d constants: arrays4k's 2,000 of 7,600 plans)
+    offsets, end, adjoints = place(size, born, dies, alone, _bare(s, runs, outputs) & (size > SMALL))
+    return _table.relaid(s._plans, offsets), end, adjoints
+
+
+def place(size: np.ndarray, born: np.ndarray, dies: np.ndarray, alone: np.ndarray,
+          bare: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """(offset by plan, the arena's length, its length before the regions of bare plans) for plans of these sizes
+    living from born to dies (compact's rule; alone: a region of its own each, bare: such plans' regions last where a
+    region holds only them). A plan not alone must live (born <= dies): else two such could take each other's."""
+    if (born > dies)[~alone].any():
+        raise ValueError("tape: a plan that never lives takes a region of its kind (place it alone)")
     kind = np.frexp(size)[1]  # (an int's bit length)
     came = _freed(kind, born, dies, alone)
     for pairs in (kind // 2, (kind + 1) // 2):  # then a region, after its last value dies, to one of the class beside
@@ -170,15 +181,15 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     at = _first(came)
     most = np.zeros(len(size), np.int64)
     np.maximum.at(most, at, size)
-    bare = np.ones(len(size), np.bool_)
-    np.logical_and.at(bare, at, _bare(s, runs, outputs) & (size > SMALL))  # (a region of bare plans only; small
-    # ones stay among the rest: a loop's 0-d constants, whose numbers the compiled tables read beside their rows)
-    order = np.argsort(bare, kind="stable")  # the regions in the order of their first plans, bare ones last
+    only = np.ones(len(size), np.bool_)
+    np.logical_and.at(only, at, bare)  # (a region of bare plans only; small ones stay among the rest: a loop's 0-d
+    # constants, whose numbers the compiled tables read beside their rows)
+    order = np.argsort(only, kind="stable")  # the regions in the order of their first plans, bare ones last
     offsets = np.empty_like(most)
     room = staggered(most)
     offsets[order] = np.cumsum(room[order]) - room[order]
     end = np.where(most > 0, offsets + most, 0)  # (no room past the last region)
-    return _table.relaid(s._plans, offsets[at]), int(end.max(initial=0)), int(end[~bare].max(initial=0))
+    return offsets[at], int(end.max(initial=0)), int(end[~only].max(initial=0))
 
 
 PAGE = 512  # elements of a 4 KB page: a load whose address matches an earlier store's in its last 12 bits waits for it
@@ -213,9 +224,11 @@ def _first(came: np.ndarray) -> np.ndarray:
     """Each plan's region's first plan (came: _freed's), by pointer jumping: passes as many as the log of a region's
     plans."""
     at = np.where(came < 0, np.arange(len(came)), came)
-    while (came[at] >= 0).any():
+    for _ in range(len(came).bit_length() + 1):  # (a chain of k plans ends in log2 k + 1 passes; a cycle never)
+        if not (came[at] >= 0).any():
+            return at
         at = at[at]
-    return at
+    raise ValueError("tape: plans that take each other's regions (a cycle: a layout bug)")
 
 
 def _freed(kind: np.ndarray, born: np.ndarray, dies: np.ndarray, alone: np.ndarray) -> np.ndarray:
