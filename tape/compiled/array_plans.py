@@ -4,6 +4,7 @@ whether a view can be xs, the view f returned)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -200,10 +201,10 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     key = (first, recycled, table.tobytes(), released.tobytes()) if count - first <= _COUNTED_ROWS else None
     found = _ADOPTED.get(key)
     if found is None:
-        found = _adoption(t, table, first, released, recycled)
+        found = _adoption(t, table, first, released, recycled, key is not None)
         if key is not None and found[-1]:
             _kept(_ADOPTED, key, found, _ADOPTED_MOST)
-    rows, written, read, freed, caps, free, watched, _ = found
+    rows, written, read, freed, caps, free, n_free, watched, _ = found
     if type(t._plans) is not Pending:
         t._plans = Pending(t._plans)
     t._plans.adopt(table)
@@ -220,9 +221,10 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     t._read.update(read)
     t._freed.update(freed)
     t._caps.update(caps)
+    lists = t._free
     for bits, region in free:  # (as Arenas._collect frees one)
-        t._free.setdefault(bits, []).append(region)
-        t._n_free += region[1]
+        lists.setdefault(bits, []).append(region)
+    t._n_free += n_free
     t._watched.update(watched)
     return written
 
@@ -231,35 +233,39 @@ _ADOPTED: dict[tuple, tuple] = {}  # _adoption's, by (first, recycled, the rows'
 _ADOPTED_MOST = 64  # tables kept, at most (cleared past it)
 
 
-def _adoption(t, table: np.ndarray, first: int, released: np.ndarray, recycled: int) -> tuple:
+def _adoption(t, table: np.ndarray, first: int, released: np.ndarray, recycled: int, keyed: bool) -> tuple:
     """What adopt does with plan rows ``table`` (their gathers' inputs' plans written in): (their rows, the elements
     written, the rows a reverse step reads, the records freed (row, the row that took its region, or -1), wider
-    capacities (row, capacity), the regions freed and not taken (bit length, (offset, capacity, row)), the released
-    records to watch, whether that depends on the rows alone: no gather's input's plan, no released record of another
-    call)."""
+    capacities (row, capacity), the regions freed and not taken (bit length, (offset, capacity, row)) and their
+    elements, the released records to watch, whether that depends on the rows alone, where ``keyed``: no gather's
+    input's plan, no released record of another call)."""
     gathers = table[:, 0] == GATHER  # (each one's input's plan, by NumPy: Pending makes its Plan from it)
     table[gathers, SOURCE] = t._in0[table[gathers, V0]]
     rows = table[:, 1].tolist()
-    alone = not gathers.any() and set(released.tolist()) <= set(rows)
+    alone = keyed and not gathers.any() and set(released.tolist()) <= set(rows)  # (asked where adopt would keep it)
     if not recycled:
-        return rows, 0, (), (), (), (), (), alone
+        return rows, 0, (), (), (), (), 0, (), alone
     sizes = np.multiply(table[:, 4], table[:, 5])
     states = table[:, STATE].tolist()  # (lists: a small program's few plans 3 times as fast as NumPy's masks)
     read = [r for r, state in zip(rows, states, strict=True) if state & READ]
-    freed: list[tuple[int, int]] = []
-    caps: list[tuple[int, int]] = []
-    free: list[tuple[int, tuple[int, int, int]]] = []
+    freed: Any = ()
+    caps: Any = ()
+    free: Any = ()
+    n_free = 0
     if any(state & FREED for state in states):  # (else none was given away: a small program's, whose runs fuse)
         state, row = table[:, STATE], table[:, 1]
         taken = state & TAKEN != 0
-        freed = list(zip(row[taken].tolist(), table[taken, LINK].tolist(), strict=True))
         wider = table[:, CAP] != sizes
-        caps = list(zip(row[wider].tolist(), table[wider, CAP].tolist(), strict=True))
-        for r, offset, cap in zip(*table[(state & FREED != 0) & ~taken][:, [1, 2, CAP]].T.tolist(), strict=True):
-            free.append((cap.bit_length(), (offset, cap, r)))
-            freed.append((r, -1))
+        gone, offset, cap = table[(state & FREED != 0) & ~taken][:, [1, 2, CAP]].T.tolist()
+        freed = itertools.chain(zip(row[taken].tolist(), table[taken, LINK].tolist(), strict=True),
+                                zip(gone, [-1] * len(gone), strict=True))
+        caps = zip(row[wider].tolist(), table[wider, CAP].tolist(), strict=True)
+        free = zip(map(int.bit_length, cap), zip(offset, cap, gone, strict=True), strict=True)  # (by map: no Python
+        n_free = sum(cap)  # step per region but adopt's; iterators where not kept: heat-pad's 1,000 regions)
+        if keyed:
+            freed, caps, free = list(freed), list(caps), list(free)
     watched = [r for r in released.tolist() if not states[t._in0[r] - first] & (READ | FREED)]
-    return rows, int(sizes.sum()), read, freed, caps, free, watched, alone
+    return rows, int(sizes.sum()), read, freed, caps, free, n_free, watched, alone
 
 
 def plan_table(t, room: int) -> np.ndarray:
