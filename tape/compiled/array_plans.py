@@ -4,6 +4,7 @@ whether a view can be xs, the view f returned)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,8 @@ from tape.sweeps.driver import Plan, View, whole
 _SAME: dict[tuple[int, ...], tuple[int, ...]] = {}  # _one's
 _MADE: dict[bytes, Plan] = {}  # Pending._at's Plans by their row's bytes (not a gather's): value_and_grad of a jitted
 # f writes the same rows each call (an MLP's _at 7.2 -> 2.0 µs a call, timed through wrappers: s24 E's sections.py)
+_COUNTED: dict[tuple[int, bytes], int] = {}  # Pending.at_least's, by size and rows' bytes
+_COUNTED_ROWS = 256  # rows, at most, of a table whose count is kept
 _NO_PLACES = np.zeros(0, np.int64)
 _NO_PLACES.flags.writeable = False
 _NO_ROWS = np.zeros((0, PLAN_WIDTH), np.int64)
@@ -40,9 +43,9 @@ def _one(axes: tuple[int, ...]) -> tuple[int, ...]:
     return _kept(_SAME, axes, axes)
 
 
-def _kept(table: dict, key: Any, value: Any) -> Any:
-    """table[key], set to value where it is not there (the table emptied past 4,096 entries)."""
-    if len(table) > 4096:
+def _kept(table: dict, key: Any, value: Any, most: int = 4096) -> Any:
+    """table[key], set to value where it is not there (the table emptied past ``most`` entries)."""
+    if len(table) > most:
         table.clear()
     return table.setdefault(key, value)
 
@@ -94,6 +97,9 @@ class Pending:
         return p
 
     def __getitem__(self, k: Any) -> Any:
+        made = self.made
+        if type(k) is not slice and 0 <= k < len(made):  # (the Plans made: all where listed, else the head)
+            return made[k]
         if self.listed or type(k) is slice:
             return self._all()[k]
         k = k + len(self) if k < 0 else k
@@ -156,10 +162,20 @@ class Pending:
         return self.key
 
     def at_least(self, size: int) -> int:
-        """How many plans, not 0-d, have ``size`` elements or more (tape/sweeps/plans.py's at_least)."""
-        r = _NO_ROWS if self.listed else self.rows
-        return sum(p.size >= size and len(p.shape) > 0 for p in self.made) + int(np.count_nonzero(
-            (r[:, 4] * r[:, 5] >= size) & (r[:, 3] > 0)))
+        """How many plans, not 0-d, have ``size`` elements or more (tape/sweeps/plans.py's at_least); the rows' count
+        kept by their bytes (_key's, which Made.fits reads next) where they are few (an MLP's fusion.find 8.7 -> 2 µs
+        a call, timed through wrappers)."""
+        made = sum(p.size >= size and len(p.shape) > 0 for p in self.made)
+        if self.listed or not len(self.rows):
+            return made
+        key = (size, self._key()) if len(self.rows) <= _COUNTED_ROWS else None
+        counted = _COUNTED.get(key) if key is not None else None
+        if counted is None:
+            r = self.rows
+            counted = int(np.count_nonzero((r[:, 4] * r[:, 5] >= size) & (r[:, 3] > 0)))
+            if key is not None:
+                _kept(_COUNTED, key, counted)
+        return made + counted
 
 
 def recycling(t, written: int) -> int:
@@ -178,14 +194,20 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     """Make plan rows first..count (written inside f) the tape's plans (Pending), and its arena the one they were
     written in; where f ``recycled`` (recycling's), what the tape keeps of the regions f gave away (array_lives.py):
     the records a reverse step reads, those whose regions later records took, the capacities of the regions taken, and
-    the records released after f's last record (watched, as VarArrays no handle holds). The elements f wrote."""
+    the records released after f's last record (watched, as VarArrays no handle holds). The elements f wrote. What
+    the rows alone decide is kept by their bytes (_ADOPTED: a call of tape.value_and_grad writes the same rows each
+    time; attention's adopt 48 -> 14 µs a call, timed through wrappers)."""
     table = plans[first:count]
-    gathers = table[:, 0] == GATHER  # (each one's input's plan, by NumPy: Pending makes its Plan from it)
-    table[gathers, SOURCE] = t._in0[table[gathers, V0]]
+    key = (first, recycled, table.tobytes(), released.tobytes()) if count - first <= _COUNTED_ROWS else None
+    found = _ADOPTED.get(key)
+    if found is None:
+        found = _adoption(t, table, first, released, recycled, key is not None)
+        if key is not None and found[-1]:
+            _kept(_ADOPTED, key, found, _ADOPTED_MOST)
+    rows, written, read, freed, caps, free, n_free, watched, _ = found
     if type(t._plans) is not Pending:
         t._plans = Pending(t._plans)
     t._plans.adopt(table)
-    rows = table[:, 1].tolist()
     t._plan_rows.extend(rows)
     if aval is not t._aval:
         t._kept.drop()
@@ -196,22 +218,54 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
             t._read.update(rows)
         return written
     t._n_arena = na
+    t._read.update(read)
+    t._freed.update(freed)
+    t._caps.update(caps)
+    lists = t._free
+    for bits, region in free:  # (as Arenas._collect frees one)
+        lists.setdefault(bits, []).append(region)
+    t._n_free += n_free
+    t._watched.update(watched)
+    return written
+
+
+_ADOPTED: dict[tuple, tuple] = {}  # _adoption's, by (first, recycled, the rows' bytes, the released rows' bytes)
+_ADOPTED_MOST = 64  # tables kept, at most (cleared past it)
+
+
+def _adoption(t, table: np.ndarray, first: int, released: np.ndarray, recycled: int, keyed: bool) -> tuple:
+    """What adopt does with plan rows ``table`` (their gathers' inputs' plans written in): (their rows, the elements
+    written, the rows a reverse step reads, the records freed (row, the row that took its region, or -1), wider
+    capacities (row, capacity), the regions freed and not taken (bit length, (offset, capacity, row)) and their
+    elements, the released records to watch, whether that depends on the rows alone, where ``keyed``: no gather's
+    input's plan, no released record of another call)."""
+    gathers = table[:, 0] == GATHER  # (each one's input's plan, by NumPy: Pending makes its Plan from it)
+    table[gathers, SOURCE] = t._in0[table[gathers, V0]]
+    rows = table[:, 1].tolist()
+    alone = keyed and not gathers.any() and set(released.tolist()) <= set(rows)  # (asked where adopt would keep it)
+    if not recycled:
+        return rows, 0, (), (), (), (), 0, (), alone
     sizes = np.multiply(table[:, 4], table[:, 5])
-    written = int(sizes.sum())
     states = table[:, STATE].tolist()  # (lists: a small program's few plans 3 times as fast as NumPy's masks)
-    t._read.update(r for r, state in zip(rows, states, strict=True) if state & READ)
+    read = [r for r, state in zip(rows, states, strict=True) if state & READ]
+    freed: Any = ()
+    caps: Any = ()
+    free: Any = ()
+    n_free = 0
     if any(state & FREED for state in states):  # (else none was given away: a small program's, whose runs fuse)
         state, row = table[:, STATE], table[:, 1]
         taken = state & TAKEN != 0
-        t._freed.update(zip(row[taken].tolist(), table[taken, LINK].tolist(), strict=True))
         wider = table[:, CAP] != sizes
-        t._caps.update(zip(row[wider].tolist(), table[wider, CAP].tolist(), strict=True))
-        for r, offset, cap in zip(*table[(state & FREED != 0) & ~taken][:, [1, 2, CAP]].T.tolist(), strict=True):
-            t._free.setdefault(cap.bit_length(), []).append((offset, cap, r))  # (as Arenas._collect frees one)
-            t._freed[r] = -1
-            t._n_free += cap
-    t._watched.update(r for r in released.tolist() if not states[t._in0[r] - first] & (READ | FREED))
-    return written
+        gone, offset, cap = table[(state & FREED != 0) & ~taken][:, [1, 2, CAP]].T.tolist()
+        freed = itertools.chain(zip(row[taken].tolist(), table[taken, LINK].tolist(), strict=True),
+                                zip(gone, [-1] * len(gone), strict=True))
+        caps = zip(row[wider].tolist(), table[wider, CAP].tolist(), strict=True)
+        free = zip(map(int.bit_length, cap), zip(offset, cap, gone, strict=True), strict=True)  # (by map: no Python
+        n_free = sum(cap)  # step per region but adopt's; iterators where not kept: heat-pad's 1,000 regions)
+        if keyed:
+            freed, caps, free = list(freed), list(caps), list(free)
+    watched = [r for r in released.tolist() if not states[t._in0[r] - first] & (READ | FREED)]
+    return rows, int(sizes.sum()), read, freed, caps, free, n_free, watched, alone
 
 
 def plan_table(t, room: int) -> np.ndarray:

@@ -12,6 +12,7 @@ from tape.debug import nans
 from tape.function.array_replay import has_nan
 from tape.kernels.ops import LEAF
 from tape.records import array_records as python_arrays
+from tape.sweeps.driver import whole
 from tape.tape import _FEW, Tape
 
 if TYPE_CHECKING:
@@ -60,10 +61,16 @@ def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tupl
     path does it, on its tape (``idle.tape``), with no handle, tree or check of f's Python made (the MLP of
     bench/array_programs.py: 142 -> 117 CPU-µs a call, s24); None where the general path must run (f returns no Var
     nor number; f's operands do not fit array records: from then on always)."""
-    t, idle.tape = getattr(idle, "tape", None), None
+    t, idle.direct = getattr(idle, "direct", None), None  # (its own: x's INPUT record kept, not the general path's)
     if t is None or not t._recycling:
         t = Tape._afresh(x.size, getattr(idle, "arena", 0))
-    view: Any = t.array(x)._view  # (an array record: x has SMALL elements or more)
+    if t._n and t._plans[0].shape == x.shape:  # x's INPUT record kept by _renew: its values written
+        view: Any = whole(0, t._plans[0])
+        t._aval[t._plans[0].offset:][:x.size] = x.reshape(-1)
+    else:
+        if t._n:
+            t._renew()
+        view = t.array(x)._view  # (an array record: x has SMALL elements or more)
     found = self._record_arrays(t, view, data)
     if found is None or len(found[2]):
         self._arrays_direct = found is not None
@@ -78,6 +85,6 @@ def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tupl
             grad = t._array_grads(view)
     idle.arena = t._n_arena
     if t._renewable():
-        t._renew()
-        idle.tape = t
+        t._renew(keep=True)
+        idle.direct = t
     return value, grad
