@@ -30,7 +30,7 @@ def f(A, row, col, plane, sheet):    # a 3-d record broadcast against each side,
 '''
 
 VIEWS = '''
-def f(A, c):                         # views of a 3-d record: slices, ints, a transpose, reshapes to 2 and 4 axes
+def f(A, c):                         # views of a 3-d record: slices, ints, a transpose, reshapes, reversed sums
     a = A[1:, ::2, 3:-1] * A[:-1, 1::2, 4:]
     b = A[:, 2] * A[:, 5] + A[-1].sum(axis=0) + A[1, :, 5].sum()
     d = A.T * c + A.transpose()
@@ -38,7 +38,8 @@ def f(A, c):                         # views of a 3-d record: slices, ints, a tr
     g = A.reshape(2, -1, 16, 20)[1, 1] - A[0] * A[2, 3, 4]
     q = np.where(A > 0.2, A * A, 0.1 * A)
     h = e.reshape(2, 2, 32, 10)
-    return (a * a).sum() + b.sum() + (d * d).mean() + (e * e).sum() + g.sum() + q.sum() + (h[:, 1] * h[1, 0]).sum()
+    r = A[::-1, 1:].sum() + np.tanh(A[:, ::-1]).sum(axis=0).sum() + A[::-1].sum(axis=2).sum()
+    return (a * a).sum() + b.sum() + (d * d).mean() + (e * e).sum() + g.sum() + q.sum() + (h[:, 1] * h[1, 0]).sum() + r
 '''
 
 NORM = '''

@@ -115,7 +115,8 @@ def f(a, k):                         # bad shapes of 3-d records, by k (one comp
     return (a * a).sum()
 '''
 SIZE, BOUNDS = (ValueError, "its size differs"), (IndexError, "out of bounds")
-ERRORS = [(ValueError, "could not be broadcast")] * 4 + [SIZE, (ValueError, "negative length"), SIZE] + [BOUNDS] * 3 + [
+ERRORS = [(ValueError, "could not be broadcast")] * 3 + [(ValueError, "a comparison of array records"), SIZE,
+                                                         (ValueError, "negative length"), SIZE] + [BOUNDS] * 3 + [
     (np.exceptions.AxisError, "out of bounds")] * 2
 
 
