@@ -34,9 +34,9 @@ def on_3d(monkeypatch):
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def program(request):
+    """(name, the Python recorder's f, tape.jit's f, x0, data) of a case."""
     source, x0, data = CASES[request.param]
-    py, jn = namespace(source, arrays=True)
-    return request.param, py["f"], jn["f"], x0, data
+    return (request.param, *(ns["f"] for ns in namespace(source, arrays=True)), x0, data)
 
 
 def test_programs_of_three_and_four_axes_record_as_python(program):
