@@ -58,6 +58,14 @@ def f(W, x, v):                      # a 2-d record meeting 4-d data: a product 
     return (z @ v).sum() + (y * y).mean(axis=3).sum()
 '''
 
+BATCHED = '''
+def f(A, B, C, D, v, w):             # batched matmul: with data of 2 and 3 axes, 1-d on either side, 4-d batches
+    y = np.tanh(A @ B) + A[:, :, :12] @ A[:, :12, :] @ C
+    z = (A @ v) * (w @ A).sum(axis=1, keepdims=True)
+    u = A.reshape(2, 4, 12, 16) @ D
+    return (y * y).sum() + z.sum() + (u * u).mean() + (A[0] @ A[1].T).sum()
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data)."""
@@ -70,6 +78,9 @@ def cases() -> dict:
                   rng.normal(size=(16, 20)))),
         "views": (VIEWS, rng.normal(size=(4, 16, 20)), (rng.normal(size=4),)),
         "norm": (NORM, rng.normal(size=(8, 16, 12)), (rng.normal(size=(1, 16, 1)), rng.normal(size=(1, 16, 1)))),
+        "batched": (BATCHED, rng.normal(scale=0.5, size=(8, 12, 16)),
+                    (rng.normal(size=(16, 5)), rng.normal(size=(8, 16, 5)), rng.normal(size=(1, 4, 16, 3)),
+                     rng.normal(size=16), rng.normal(size=12))),
         "four": (FOUR, rng.normal(size=(32, 40)), (rng.normal(size=(3, 2, 32, 40)), rng.normal(size=40))),
     }
 

@@ -1,5 +1,6 @@
 """tape.jit writes array records of three and four axes (issue 26): the 1-d convolution of bench/user_programs.py, a
-3-d record broadcast against each side, sums over each axis, views, a per-channel normalisation, 4-d data. Each as the
+3-d record broadcast against each side, sums over each axis, views, a per-channel normalisation, batched matmul, 4-d
+data. Each as the
 Python recorder's tape bit for bit, gradients against JAX float64 (tests/jit_3d_references.json) and central
 differences (tests/test_jit_array_records.py's checks on tests/jit_3d_programs.py's cases); bad shapes raise NumPy's
 errors; five axes, which array records lack, raise tape.jit's."""
@@ -43,7 +44,7 @@ def test_programs_of_three_and_four_axes_record_as_python(program):
     name, f, jf, x0, data = program
     tj, _ = on_2d.same_tapes(f, jf, x0, data)
     assert len(tj._plans) >= 5 and len(tj) < x0.size / 4  # a record per array op, not per element
-    assert max(len(p.shape) for p in tj._plans) == (4 if name == "four" else 3)
+    assert max(len(p.shape) for p in tj._plans) == (4 if name in ("four", "batched") else 3)
 
 
 def test_gradients_as_python_jax_and_central_differences(program, on_3d):
@@ -112,12 +113,16 @@ def f(a, k):                         # bad shapes of 3-d records, by k (one comp
         return a.sum(axis=3).sum()
     if k == 11:
         return a.max(axis=-4).sum()
+    if k == 12:
+        return (a @ np.ones((3, 20, 2))).sum()
+    if k == 13:
+        return (a @ np.ones((5, 2))).sum()
     return (a * a).sum()
 '''
 SIZE, BOUNDS = (ValueError, "its size differs"), (IndexError, "out of bounds")
 ERRORS = [(ValueError, "could not be broadcast")] * 3 + [(ValueError, "a comparison of array records"), SIZE,
                                                          (ValueError, "negative length"), SIZE] + [BOUNDS] * 3 + [
-    (np.exceptions.AxisError, "out of bounds")] * 2
+    (np.exceptions.AxisError, "out of bounds")] * 2 + [(ValueError, "could not be broadcast"), (ValueError, "inner")]
 
 
 def test_bad_shapes_raise_numpy_s_errors():

@@ -1,9 +1,9 @@
 """What f may do with an array record inside tape.jit (issue 26; views: array_views.py): its shape; + - * / ** (with
 array records, numbers, Vars and NumPy arrays, broadcast), unary -, abs and every unary and binary op of the table
-(np.<ufunc> or tape.<name>); sum and mean (all elements or one axis); ``@`` and np.dot; np.concatenate. Records and
-NumPy arrays have one to DIMS (4) axes, ``@`` and joins one or two. Each records what the Python recorder records for
-the same source (constants first, in operand order). Anything else is a TypingError: tape.jit then records f as scalar
-records.
+(np.<ufunc> or tape.<name>); sum and mean (all elements or one axis); ``@`` (batched too) and np.dot; np.concatenate.
+Records and NumPy arrays have one to DIMS (4) axes, np.dot and joins one or two. Each records what the Python
+recorder records for the same source (constants first, in operand order). Anything else is a TypingError: tape.jit
+then records f as scalar records.
 """
 
 from __future__ import annotations
@@ -279,19 +279,22 @@ def prod_typer(a, axis=None):
     return lambda a, axis=None: np.prod(scalars(a), axis)
 
 
-def matmul_typer(x, y):
-    """x @ y of records and NumPy arrays of one or two axes (a batched matmul fails typing: scalar records)."""
-    if not (is_record(x) or is_record(y)) or not all((is_record(v) or is_data(v)) and v.ndim <= 2 for v in (x, y)):
-        return None
-    ndim = int(x.ndim == 2) + int(y.ndim == 2)  # (0: a dot of two vectors, a Var)
-    make, pointers = RESULT[ndim], _pointers(x, y)
+def matmul(most: int):
+    """The typer of x @ y of records and NumPy arrays of up to ``most`` axes, batch axes broadcast as NumPy's."""
+    def typer(x, y):
+        if not (is_record(x) or is_record(y)) or not all(
+                (is_record(v) or is_data(v)) and v.ndim <= most for v in (x, y)):
+            return None
+        ndim = max(x.ndim, y.ndim, 2) - 2 + int(x.ndim > 1) + int(y.ndim > 1)  # (0: a dot of two vectors, a Var)
+        make, pointers = maker(ndim), _pointers(x, y)
 
-    def impl(x, y):
-        p, q = pointers(x, y)
-        a = operand(p, q, x)
-        b = operand(p, q, y)
-        return make(p, q, written(p, q, MATMUL, ndim, 0.0, a, b))
-    return impl
+        def impl(x, y):
+            p, q = pointers(x, y)
+            a = operand(p, q, x)
+            b = operand(p, q, y)
+            return make(p, q, written(p, q, MATMUL, ndim, 0.0, a, b))
+        return impl
+    return typer
 
 
 def concatenate_typer(arrays, axis=0):
@@ -334,8 +337,8 @@ def _register() -> None:
         for fn in (own, getattr(np, ufunc), getattr(operator, f"i{name}", None) if is_operator else None):
             if fn is not None:
                 overload(fn)(binary(NAMES.get(name, name)))
-    for fn in (operator.matmul, np.dot):
-        overload(fn)(matmul_typer)
+    overload(operator.matmul)(matmul(DIMS))
+    overload(np.dot)(matmul(2))  # (np.dot of more axes is not matmul)
     overload(np.sum, prefer_literal=True)(sum_typer)
     overload(logsumexp, prefer_literal=True)(_reduction(LOGSUMEXP))  # (an empty view: Unfit, scalar records)
     for fns, name, code in (((np.max, np.amax), "max", MAX), ((np.min, np.amin), "min", MIN)):

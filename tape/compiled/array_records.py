@@ -222,19 +222,27 @@ def _summed(s, p, q, code, a, axis, ndim):
 
 @once
 def _matmul(s, p, q, a, b, ndim):
-    """The matmul record of operands a and b (1-d ones widened as array_records._widened): its plan (INNER: the
-    inner lengths differ)."""
+    """The matmul record of operands a and b of ndim ``ndim`` (1-d ones widened as array_records._widened, batch axes
+    broadcast; wide (batch..., n, m) in WIDE): its plan (INNER: the inner lengths differ; BROADCAST: the batches)."""
     n, inner = (1, a[N1]) if a[3] == 1 else (a[N0], a[N1])
     inner_b, m = (b[N1], 1) if b[3] == 1 else (b[N0], b[N1])
     if inner != inner_b:
         return INNER
-    shape = ONES[2:] + ((1, n * m) if ndim < 2 else (n, m))
-    k = open_record(p, q, MATMUL, ndim, shape, 0)
-    sa, sb = (0, a[S1]) if a[3] == 1 else (a[S0], a[S1]), (b[S1], 0) if b[3] == 1 else (b[S0], b[S1])
-    put_view(s, k, (a[0], a[1], a[2], 2) + ONES[2:] + (n, inner) + ZEROS[2:] + sa)
-    put_view(s, k, (b[0], b[1], b[2], 2) + ONES[2:] + (inner, m) + ZEROS[2:] + sb)
+    wide, out, batch = np.ones(DIMS, np.int64), np.ones(DIMS, np.int64), max(a[3], b[3], 2) - 2
+    wide[DIMS - 2], wide[DIMS - 1] = n, m
+    for d in range(DIMS - 2):  # (1 past each operand's axes)
+        wide[d] = common(a[OL + d], b[OL + d])
+        if wide[d] < 0:
+            return BROADCAST
+    for d in range(DIMS - ndim, DIMS):  # batch, then n where a has two axes or more, m where b has
+        out[d] = wide[d - (b[3] == 1) - (a[3] == 1) * (d < DIMS - (b[3] > 1))]
+    k = open_record(p, q, MATMUL, ndim, out, 0)
+    put_view(s, k, (a[0], a[1], a[2], max(a[3], 2)) + a[OL:])
+    put_view(s, k, (b[0], b[1], b[2], 2) + ONES[2:] + (inner, 1) + ZEROS[2:] + (b[S1], 0) if b[3] == 1 else b)
     plan = s.plans[k]
-    plan[WIDE], plan[WIDE + 1], plan[WIDE + 2] = 2, n, m
+    plan[WIDE] = batch + 2
+    for d in range(batch + 2):
+        plan[WIDE + 1 + d] = wide[DIMS - batch - 2 + d]
     return k
 
 

@@ -14,11 +14,12 @@ from tape.sweeps import encoding
 DIMS = 4  # the axes an array record inside tape.jit may have: the driver's rows' (tape/sweeps/encoding.py's 4)
 LENGTHS = 4  # a plan row: code, row, offset, ndim, lengths (DIMS, right-aligned after 1s), inputs (INPUTS), 3 views
 INPUTS = LENGTHS + DIMS  # of VIEW_WIDTH (record, offset, ndim, lengths, strides: each DIMS, right-aligned after 1s
-V0, VIEW_WIDTH = INPUTS + 1, 3 + 2 * DIMS  # and 0s), axes (count, DIMS), pack's row, wide (count, 2), then
+V0, VIEW_WIDTH = INPUTS + 1, 3 + 2 * DIMS  # and 0s), axes (count, DIMS), pack's row, wide (count, DIMS), then
 AXES = V0 + 3 * VIEW_WIDTH  # array_lives.py's capacity, state and link
 PLACE = AXES + 1 + DIMS
 WIDE = PLACE + 1
-CAP, STATE, LINK = WIDE + 3, WIDE + 4, WIDE + 5
+CAP = WIDE + 1 + DIMS
+STATE, LINK = CAP + 1, CAP + 2
 PLAN_WIDTH = LINK + 1
 VL, VS = 3, 3 + DIMS  # in a view of a plan row: its lengths, its strides
 PADS, SOURCE = V0 + VIEW_WIDTH, V0 + 2 * VIEW_WIDTH  # a gather's (one input), in its second view's place: mode,
@@ -117,7 +118,7 @@ def by_driver(s, k):
     """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
     (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
     output: NumPy's loop called as its step calls it), a sum's input in C order and not past LARGE, a matmul's
-    operands two blocks BLAS multiplies (not NumPy's dot or syrk)."""
+    operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched matmul)."""
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
@@ -129,7 +130,8 @@ def by_driver(s, k):
         a, b = V0 + DIMS - 2, V0 + VIEW_WIDTH + DIMS - 2  # (a's view and b's, from their last two axes)
         n, inner, m = plan[a + VL], plan[a + VL + 1], plan[b + VL + 1]
         middle = max(min(n, inner), min(max(n, inner), m))
-        return kernels.BLAS and middle >= 2 and t[VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
+        return kernels.BLAS and middle >= 2 and plan[V0 + 2] == plan[V0 + VIEW_WIDTH + 2] == 2 and t[
+            VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
             n, inner, plan[a + VS], plan[a + VS + 1]) and _block(inner, m, plan[b + VS], plan[b + VS + 1])
     if kind != kernels.SUM or size(plan, V0 + VL) > encoding.LARGE:
         return False
