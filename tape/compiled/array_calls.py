@@ -29,6 +29,7 @@ from numba.core.compiler import Compiler
 from numba.core.compiler_lock import global_compiler_lock
 
 from tape.compiled.array_lives import reuse
+from tape.compiled.array_moved import write_moved
 from tape.compiled.array_plans import plan_of
 from tape.compiled.array_records import (
     _BY_NUMPY,
@@ -43,10 +44,9 @@ from tape.compiled.array_records import (
     UNDRIVEN,
     WriterFailed,
     _pin,
-    write_moved,
     write_record,
 )
-from tape.compiled.array_rows import SLOT, by_driver, encode
+from tape.compiled.array_rows import LENGTHS, SLOT, by_driver, encode, size
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS
@@ -69,19 +69,22 @@ def _forward_c(p, q, k):
         at = SLOT[s.plans[k, 0]]
         if kernels._kernel(at) == 0 and KERNEL_AT(at) == 0:
             return STANDING
-        if s.scratch.shape[1] < s.plans[k, 4] * s.plans[k, 5]:
-            s.scratch = np.empty((4, s.plans[k, 4] * s.plans[k, 5]))
+        n = size(s.plans[k], LENGTHS)
+        if s.scratch.shape[1] < n:
+            s.scratch = np.empty((4, n))
         kernels.forward(s.row, s.aval, s.scratch)
     except Exception:  # noqa: BLE001  # reported by the caller
         return FAILED
     return k
 
 
-def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7, e0, e1, e2, e3, e4,
-             e5, e6, e7):
+def _write_c(p, q, code, arg, c, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, b0, b1, b2, b3, b4, b5, b6, b7,
+             b8, b9, b10, b11, e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11):
+    """write_record of three operands passed as array_records.OPERAND's numbers (12 each: DIMS 4)."""
     try:
-        return write_record(p, q, code, arg, c, (a0, a1, a2, a3, a4, a5, a6, a7), (b0, b1, b2, b3, b4, b5, b6, b7),
-                            (e0, e1, e2, e3, e4, e5, e6, e7))
+        return write_record(p, q, code, arg, c, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11),
+                            (b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11),
+                            (e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11))
     except Exception:  # noqa: BLE001  # out of memory: reported by the caller
         return FAILED
 

@@ -2,7 +2,8 @@
 (tape/arrays/methods.py ``roll``, tape/arrays/joins.py ``stack``, tape/arrays/assign.py ``pad``): join records of
 views (a roll is two slices joined; a stack joins views with a new axis of length 1; a constant pad joins constant
 slabs on either side, axis by axis) and, for np.pad's copying modes, one gather record (array_gather.py). Anything
-else (a tuple of shifts, a stack of 2-d records, a pad width of another form) fails typing: scalar records.
+else (a tuple of shifts, a stack of 2-d records, a pad width of another form, a record of 3 or more axes) fails
+typing: scalar records.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 
 from tape.compiled.array_gather import MODES
 from tape.compiled.array_overloads import is_record, normalized, operand
-from tape.compiled.array_records import GATHER, RESULT, data, matrix, vector, written
+from tape.compiled.array_records import GATHER, OL, OS, RESULT, ZEROS, data, matrix, vector, written
 from tape.compiled.numba_internals import make_array_record, types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
@@ -23,7 +24,7 @@ def _given(axis) -> bool:
 
 def roll_typer(a, shift, axis=None):
     """np.roll by an int along an axis (or of the flattened record): the two slices joined (none: a whole turn)."""
-    if not is_record(a) or not isinstance(shift, types.Integer) or _given(axis) and not isinstance(
+    if not is_record(a) or a.ndim > 2 or not isinstance(shift, types.Integer) or _given(axis) and not isinstance(
             axis, types.Integer):
         return None
     given = _given(axis)
@@ -104,13 +105,13 @@ def _pairs(x):
 @jit
 def _slab1(v, axis, n, c):
     o = data(v.tape, v.arrays, np.full(n, float(c)))
-    return vector(v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
+    return vector(v.tape, v.arrays, (o[0], o[1], o[OL:OS]))
 
 
 @jit
 def _slab2(v, axis, n, c):
     o = data(v.tape, v.arrays, np.full((v.shape[0], n) if axis == 1 else (n, v.shape[1]), float(c)))
-    return matrix(v.tape, v.arrays, (o[0], o[1], o[4], o[5]))
+    return matrix(v.tape, v.arrays, (o[0], o[1], o[OL:OS]))
 
 
 def slab(v, axis, n, c):
@@ -141,7 +142,8 @@ def pad_typer(array, pad_width, mode="constant", constant_values=0.0):
     """np.pad of an array record: 'constant' (numbers) joins constant slabs axis by axis (tape/records/
     array_records.py's pad: each axis's slabs span the earlier axes' pads); 'edge', 'reflect', 'symmetric' and
     'wrap' gather (array_gather.py)."""
-    if not is_record(array) or not isinstance(mode, (str, types.UnicodeType, types.StringLiteral, types.Omitted)) or \
+    if not is_record(array) or array.ndim > 2 or not isinstance(
+            mode, (str, types.UnicodeType, types.StringLiteral, types.Omitted)) or \
             not _integral(pad_width):
         return None
     if isinstance(mode, (str, types.Omitted)):
@@ -191,12 +193,12 @@ def _gathered(array, widths, mode):
     if array.ndim == 1:
         return lambda array, widths, mode: make(array.tape, array.arrays, written(
             array.tape, array.arrays, GATHER, 0, 0.0, operand(array.tape, array.arrays, array),
-            (0, 0, widths[0][0], widths[0][1], 1, array.shape[0], 1, _mode(mode))))
+            (0, 0, widths[0][0], widths[0][1], 1, array.shape[0], 1, _mode(mode)) + ZEROS))
 
     def impl(array, widths, mode):
         m = _mode(mode)
         flat = array.reshape(-1)  # (a view in C order, else Unfit: scalar records)
-        b = (widths[0][0], widths[0][1], widths[1][0], widths[1][1], array.shape[0], array.shape[1], 2, m)
+        b = (widths[0][0], widths[0][1], widths[1][0], widths[1][1], array.shape[0], array.shape[1], 2, m) + ZEROS
         return make(array.tape, array.arrays, written(array.tape, array.arrays, GATHER, 0, 0.0,
                                                      operand(array.tape, array.arrays, flat), b))
     return impl

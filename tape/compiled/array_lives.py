@@ -25,6 +25,7 @@ from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from tape.compiled.array_rows import CAP, LINK, STATE
 from tape.compiled.numba_internals import LIFE, released_type, types
 from tape.compiled.numba_payload import tape_from_pointer
 from tape.compiled.recording import once
@@ -32,8 +33,8 @@ from tape.kernels.array_ops import ARRAY_OPCODE, RULE
 from tape.sweeps.arenas import EARLY, SCAN
 from tape.sweeps.driver import Plan, View
 
-CAP, STATE, LINK = 35, 36, 37  # plan row columns: its region's capacity, its state (bits below), the next record in
-# its free list (taken: the row of the record that took its region)
+# plan row columns (array_rows.py): its region's capacity (CAP), its state (STATE: bits below), the next record in its
+# free list (LINK; taken: the row of the record that took its region)
 READ, FREED, TAKEN = 1, 2, 4  # a reverse step reads its value; its region is in a free list; given to a later record
 RECYCLE, CHECKED = 1, 2  # the arrays' ``recycle``: regions given away; and freed ones NaN-filled (arenas.CHECK)
 _PAYLOAD = types.Tuple((released_type, types.int64))  # a life's: the call's released rows, the record's row

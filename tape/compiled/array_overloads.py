@@ -1,8 +1,9 @@
 """What f may do with an array record inside tape.jit (issue 26; views: array_views.py): its shape; + - * / ** (with
 array records, numbers, Vars and NumPy arrays, broadcast), unary -, abs and every unary and binary op of the table
-(np.<ufunc> or tape.<name>); sum and mean (all elements or one axis); ``@`` and np.dot; np.concatenate. Each records
-what the Python recorder records for the same source (constants first, in operand order). Anything else is a
-TypingError: tape.jit then records f as scalar records.
+(np.<ufunc> or tape.<name>); sum and mean (all elements or one axis); ``@`` (batched too) and np.dot; np.concatenate.
+Records and NumPy arrays have one to DIMS (4) axes, np.dot and joins one or two. Each records what the Python
+recorder records for the same source (constants first, in operand order). Anything else is a TypingError: tape.jit
+then records f as scalar records.
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ from tape.compiled.array_records import (
     MATMUL,
     MAX,
     MIN,
+    ONES,
     PACK,
     RESULT,
     SUM,
+    ZEROS,
     data,
     element,
     whole,
     written,
     written3,
 )
-from tape.compiled.arrays import fresh, is_data
+from tape.compiled.array_rows import DIMS
+from tape.compiled.arrays import fresh
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import is_number, is_var, jit
@@ -43,6 +47,11 @@ def is_record(typ) -> bool:
     return isinstance(typ, ArrayRecordType)
 
 
+def is_data(typ) -> bool:
+    """A NumPy array of numbers of any axes (an array record's operand: a constant; past DIMS a TypingError)."""
+    return isinstance(typ, types.Array) and typ.ndim > 0 and is_number(typ.dtype)
+
+
 def _ndim(typ) -> int:
     return typ.ndim if is_record(typ) or is_data(typ) else 0
 
@@ -52,20 +61,27 @@ def operand(p, q, x):
     constant, a Var as a 0-d pack, a NumPy array as a constant of its shape."""
 
 
-ONE = (-1, 0, 0, 0, 1, 1, 0, 0)  # the operand of a 0-d constant or pack being written
+ONE = (-1, 0, 0, 0, *ONES, *ZEROS)  # the operand of a 0-d constant or pack being written
+
+
+def _fits(typ) -> bool:
+    """Whether an array's axes fit an array record's (at most DIMS), else a TypingError: scalar records."""
+    if typ.ndim > DIMS:
+        raise TypingError(f"tape.jit: array records have at most {DIMS} axes, not {typ.ndim}")
+    return True
 
 
 @overload(operand)
 def _operand(p, q, x):
-    if is_record(x) and x.ndim == 1:
-        return lambda p, q, x: (x.record, x.offset, x.start, 1, 1, x.shape[0], 0, x.strides[0])
-    if is_record(x):
-        return lambda p, q, x: (x.record, x.offset, x.start, 2, x.shape[0], x.shape[1], x.strides[0], x.strides[1])
+    if is_record(x) and _fits(x):
+        pad, ndim = DIMS - x.ndim, x.ndim
+        ones, zeros = ONES[:pad], ZEROS[:pad]
+        return lambda p, q, x: (x.record, x.offset, x.start, ndim) + ones + x.shape + zeros + x.strides
     if is_var(x):
-        return lambda p, q, x: whole(*written(p, q, PACK, x.index, x.c, ONE, ONE)[:2], 0, 1, 1)
+        return lambda p, q, x: whole(*written(p, q, PACK, x.index, x.c, ONE, ONE)[:2], 0, ONES)
     if is_number(x):
-        return lambda p, q, x: whole(*written(p, q, ACONSTANT, 0, float(x), ONE, ONE)[:2], 0, 1, 1)
-    if is_data(x):
+        return lambda p, q, x: whole(*written(p, q, ACONSTANT, 0, float(x), ONE, ONE)[:2], 0, ONES)
+    if is_data(x) and _fits(x):
         return lambda p, q, x: data(p, q, x)
     return None
 
@@ -85,6 +101,13 @@ def _pointers(x, y):
     return _of_first if is_record(x) else _of_second
 
 
+def maker(ndim: int):
+    """RESULT's maker of a record of ndim axes, else a TypingError (past DIMS: scalar records)."""
+    if ndim > DIMS:
+        raise TypingError(f"tape.jit: array records have at most {DIMS} axes, not {ndim}")
+    return RESULT[ndim]
+
+
 def binary(name: str):
     code = ARRAY_OPCODE[name]
 
@@ -92,8 +115,7 @@ def binary(name: str):
         if not (is_record(x) or is_record(y)) or not all(
                 is_record(v) or is_var(v) or is_number(v) or is_data(v) for v in (x, y)):
             return None
-        ndim = max(_ndim(x), _ndim(y))
-        make, pointers = RESULT[ndim], _pointers(x, y)
+        make, pointers = maker(max(_ndim(x), _ndim(y))), _pointers(x, y)
 
         def impl(x, y):
             p, q = pointers(x, y)
@@ -183,6 +205,14 @@ def mean_typer(a, axis=None, keepdims=False):
 
 
 @jit
+def _size(a):
+    size = 1
+    for n in a.shape:
+        size *= n
+    return size
+
+
+@jit
 def inverse(n):
     """1/n, of 0 inf: tape/arrays/methods.py's _inverse (NumPy's answer; no warning inside f)."""
     return 1.0 / n if n > 0 else np.inf
@@ -220,7 +250,7 @@ def scalars(a):
 
 @overload(scalars)
 def _scalars(a):
-    if not is_record(a):
+    if not is_record(a) or a.ndim > 2:
         return None
     if a.ndim == 1:
         def of_vector(a):
@@ -249,24 +279,28 @@ def prod_typer(a, axis=None):
     return lambda a, axis=None: np.prod(scalars(a), axis)
 
 
-def matmul_typer(x, y):
-    if not (is_record(x) or is_record(y)) or not all(is_record(v) or is_data(v) for v in (x, y)):
-        return None
-    ndim = int(x.ndim == 2) + int(y.ndim == 2)  # (0: a dot of two vectors, a Var)
-    make, pointers = RESULT[ndim], _pointers(x, y)
+def matmul(most: int):
+    """The typer of x @ y of records and NumPy arrays of up to ``most`` axes, batch axes broadcast as NumPy's."""
+    def typer(x, y):
+        if not (is_record(x) or is_record(y)) or not all(
+                (is_record(v) or is_data(v)) and v.ndim <= most for v in (x, y)):
+            return None
+        ndim = max(x.ndim, y.ndim, 2) - 2 + int(x.ndim > 1) + int(y.ndim > 1)  # (0: a dot of two vectors, a Var)
+        make, pointers = maker(ndim), _pointers(x, y)
 
-    def impl(x, y):
-        p, q = pointers(x, y)
-        a = operand(p, q, x)
-        b = operand(p, q, y)
-        return make(p, q, written(p, q, MATMUL, ndim, 0.0, a, b))
-    return impl
+        def impl(x, y):
+            p, q = pointers(x, y)
+            a = operand(p, q, x)
+            b = operand(p, q, y)
+            return make(p, q, written(p, q, MATMUL, ndim, 0.0, a, b))
+        return impl
+    return typer
 
 
 def concatenate_typer(arrays, axis=0):
-    """np.concatenate of a list or tuple of array records of one ndim: join records of two or three (chained past
-    three), as tape/records/array_records.py's join; of one, that one."""
-    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype):
+    """np.concatenate of a list or tuple of array records of one ndim (one or two axes: array_records._copied):
+    join records of two or three (chained past three), as tape/records/array_records.py's join; of one, that one."""
+    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype) or arrays.dtype.ndim > 2:
         return None
     ndim, make = arrays.dtype.ndim, RESULT[arrays.dtype.ndim]
 
@@ -303,8 +337,8 @@ def _register() -> None:
         for fn in (own, getattr(np, ufunc), getattr(operator, f"i{name}", None) if is_operator else None):
             if fn is not None:
                 overload(fn)(binary(NAMES.get(name, name)))
-    for fn in (operator.matmul, np.dot):
-        overload(fn)(matmul_typer)
+    overload(operator.matmul)(matmul(DIMS))
+    overload(np.dot)(matmul(2))  # (np.dot of more axes is not matmul)
     overload(np.sum, prefer_literal=True)(sum_typer)
     overload(logsumexp, prefer_literal=True)(_reduction(LOGSUMEXP))  # (an empty view: Unfit, scalar records)
     for fns, name, code in (((np.max, np.amax), "max", MAX), ((np.min, np.amin), "min", MIN)):
@@ -321,8 +355,7 @@ def _register() -> None:
     overload_method(ArrayRecordType, "sum", prefer_literal=True)(sum_typer)
     overload_method(ArrayRecordType, "mean", prefer_literal=True)(mean_typer)
     overload_attribute(ArrayRecordType, "ndim")(lambda a: lambda a: len(a.shape))
-    overload_attribute(ArrayRecordType, "size")(
-        lambda a: (lambda a: a.shape[0]) if a.ndim == 1 else (lambda a: a.shape[0] * a.shape[1]))
+    overload_attribute(ArrayRecordType, "size")(lambda a: lambda a: _size(a))
     overload(len)(lambda a: (lambda a: a.shape[0]) if is_record(a) else None)
 
 

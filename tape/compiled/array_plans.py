@@ -14,7 +14,7 @@ import numpy as np
 from tape.compiled import array_gather
 from tape.compiled.array_lives import CAP, CHECKED, FREED, LINK, READ, RECYCLE, STATE, TAKEN
 from tape.compiled.array_records import GATHER
-from tape.compiled.array_rows import AXES, PLACE, PLAN_WIDTH, SOURCE, V0, WIDE
+from tape.compiled.array_rows import AXES, DIMS, INPUTS, LENGTHS, PLACE, PLAN_WIDTH, SOURCE, V0, VIEW_WIDTH, VS, WIDE
 from tape.sweeps import arenas
 from tape.sweeps.driver import Plan, View, whole
 
@@ -31,9 +31,10 @@ _NO_ROWS = np.zeros((0, PLAN_WIDTH), np.int64)
 def _inputs(r: list[int]) -> tuple[View, ...]:
     """The views plan row r reads."""
     views = []
-    for f in range(V0, V0 + 7 * r[6], 7):
+    for f in range(V0, V0 + VIEW_WIDTH * r[INPUTS], VIEW_WIDTH):
         ndim = r[f + 2]
-        views.append(View(r[f], r[f + 1], _one(tuple(r[f + 5 - ndim:f + 5])), _one(tuple(r[f + 7 - ndim:f + 7]))))
+        views.append(View(r[f], r[f + 1], _one(tuple(r[f + VS - ndim:f + VS])), _one(tuple(r[f + VIEW_WIDTH - ndim:
+                                                                                           f + VIEW_WIDTH]))))
     return tuple(views)
 
 
@@ -59,9 +60,9 @@ def _places(row: int) -> np.ndarray:
 def plan_of(r: list[int], source: Plan | None = None) -> Plan:
     """The Plan of plan row r (a gather's, given the Plan of its input, ``source``: reading its whole region, as the
     Python recorder's)."""
-    shape = _one(tuple(r[6 - r[3]:6]))
+    shape = _one(tuple(r[INPUTS - r[3]:INPUTS]))
     return tuple.__new__(Plan, (r[0], r[1], r[2], shape, (whole(r[V0], source),) if source is not None else
-                                _inputs(r) if r[6] else (), tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
+                                _inputs(r) if r[INPUTS] else (), tuple(r[AXES + 1:AXES + 1 + r[AXES]]),
                                 array_gather.places(r) if source is not None else _NO_PLACES if r[PLACE] < 0 else
                                 _places(r[PLACE]), tuple(r[WIDE + 1:WIDE + 1 + r[WIDE]]) or shape))
 
@@ -172,7 +173,7 @@ class Pending:
         counted = _COUNTED.get(key) if key is not None else None
         if counted is None:
             r = self.rows
-            counted = int(np.count_nonzero((r[:, 4] * r[:, 5] >= size) & (r[:, 3] > 0)))
+            counted = int(np.count_nonzero((r[:, LENGTHS:INPUTS].prod(1) >= size) & (r[:, 3] > 0)))
             if key is not None:
                 _kept(_COUNTED, key, counted)
         return made + counted
@@ -245,7 +246,7 @@ def _adoption(t, table: np.ndarray, first: int, released: np.ndarray, recycled: 
     alone = keyed and not gathers.any() and set(released.tolist()) <= set(rows)  # (asked where adopt would keep it)
     if not recycled:
         return rows, 0, (), (), (), (), 0, (), alone
-    sizes = np.multiply(table[:, 4], table[:, 5])
+    sizes = table[:, LENGTHS:INPUTS].prod(1)
     states = table[:, STATE].tolist()  # (lists: a small program's few plans 3 times as fast as NumPy's masks)
     read = [r for r, state in zip(rows, states, strict=True) if state & READ]
     freed: Any = ()
@@ -274,8 +275,8 @@ def plan_table(t, room: int) -> np.ndarray:
 
 
 def fits(view: View) -> bool:
-    """Whether an array record's view can be f's xs: 1-d or 2-d, not empty."""
-    return len(view.shape) in (1, 2) and math.prod(view.shape) > 0
+    """Whether an array record's view can be f's xs: of 1 to DIMS axes, not empty."""
+    return 0 < len(view.shape) <= DIMS and math.prod(view.shape) > 0
 
 
 def view_of(out: np.ndarray) -> View:

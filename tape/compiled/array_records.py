@@ -5,10 +5,10 @@ the array side of the call (ArraysType) holds the new plans as rows of PLAN_WIDT
 scratch. A record is a row of the record table (its in0 the plan's place), a plan row and a region at the arena's
 top; its values are the compiled array driver's (kernels/_array_driver.py ``forward``, NumPy's own loops and BLAS by
 address, NumPy's bits) on a one-row table encoded from the plan row (array_rows.py). f calls a C function by address
-for every op (``write_record``; a join's or a gather's ``write_moved``: f's machine code holds none of it, so a new f
-compiles small), which calls the driver's forward by address too, each read from its cell of the driver's KERNELS
-(made by array_calls.py: a writer when f first needs it, the forward and a row's kernel where cached, else once
-NumPy's rule has stood in long enough). After the call the plan rows are the tape's plans (array_plans.adopt).
+for every op (``write_record``; a join's or a gather's ``write_moved``, array_moved.py: f's machine code holds none
+of it, so a new f compiles small), which calls the driver's forward by address too, each read from its cell of the
+driver's KERNELS (made by array_calls.py: a writer when f first needs it, the forward and a row's kernel where cached,
+else once NumPy's rule has stood in long enough). After the call the plan rows are the tape's plans (array_plans.adopt).
 
 Values the driver's rows cannot give NumPy's bits for are NumPy's, called back (array_calls.by_numpy); a join's and a
 gather's are copied by write_moved itself. What a
@@ -19,11 +19,24 @@ scalar records.
 from __future__ import annotations
 
 import numpy as np
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from tape.compiled.array_lives import CAP, LINK, READ, READS, STATE, TAKEN, due, kept, new_life
-from tape.compiled.array_rows import AXES, PADS, PLACE, PLAN_WIDTH, SLOT, V0, WIDE
+from tape.compiled.array_lives import READ, READS, TAKEN, due, kept, new_life
+from tape.compiled.array_rows import (
+    AXES,
+    CAP,
+    DIMS,
+    INPUTS,
+    LENGTHS,
+    LINK,
+    PLACE,
+    PLAN_WIDTH,
+    SLOT,
+    STATE,
+    V0,
+    VIEW_WIDTH,
+    WIDE,
+)
 from tape.compiled.numba_internals import (
     ArrayRecordType,
     address,
@@ -42,8 +55,13 @@ from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
 from tape.kernels.ops import ELEM
 from tape.records.storage import NO_INPUT
 
-OPERAND = "record, region, offset, ndim, n0, n1, s0, s1"  # an operand inside f: a view (offset, shape and strides
-# right-aligned) of a record's region (a number or a NumPy array recorded first as a constant)
+OPERAND = "record, region, offset, ndim, lengths (DIMS), strides (DIMS)"  # an operand inside f: a view (its offset,
+# lengths right-aligned after 1s, strides after 0s) of a record's region (a number or a NumPy array recorded first as
+# a constant)
+OL, OS, LAST = 4, 4 + DIMS, -DIMS  # where an operand's lengths and strides start; (a tuple's last DIMS)
+ONES, ZEROS = (1,) * DIMS, (0,) * DIMS  # the lengths of a 0-d record, its strides
+N0, N1 = OL + DIMS - 2, OL + DIMS - 1  # an operand's last two lengths (a matrix's, a join's, a pad's)
+S0, S1 = OS + DIMS - 2, OS + DIMS - 1
 BROADCAST, INNER, FAILED, JOINED, UNMADE = -1, -2, -3, -4, -5  # write_record's failures (UNMADE: a C function it
 # calls failed to compile)
 PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP = (ARRAY_OPCODE[name] for name in (
@@ -113,14 +131,16 @@ def _grow_arena(s, size):
 
 
 @once
-def open_record(p, q, code, ndim, n0, n1):
-    """A new array record of ``code`` and shape (n0, n1) (right-aligned: the last ndim count): its record row, plan
-    row and region (a freed record's where the tape recycles and one fits, array_lives.reuse; else at the arena's top,
-    as Storage._push_array places it); its plan."""
+def open_record(p, q, code, ndim, lengths, at):
+    """A new array record of ``code`` and shape lengths[at:at + DIMS] (right-aligned: the last ndim count): its record
+    row, plan row and region (a freed record's where the tape recycles and one fits, array_lives.reuse; else at the
+    arena's top, as Storage._push_array places it); its plan."""
     s = arrays_from_pointer(q)
     if s.np == s.plans.shape[0]:
         _grow_plans(s)
-    size = n0 * n1
+    size = 1
+    for d in range(DIMS):
+        size *= lengths[at + d]
     old = _lives(p, q, size) if s.recycle and size and due(s, size) else -1
     s.recorded += size
     if old < 0 and s.na + size > s.aval.size:
@@ -133,7 +153,9 @@ def open_record(p, q, code, ndim, n0, n1):
     row = push(p, code, k, NO_INPUT, 0.0).index
     plan = s.plans[k]
     plan[:] = 0
-    plan[0], plan[1], plan[2], plan[3], plan[4], plan[5], plan[PLACE] = code, row, offset, ndim, n0, n1, -1
+    plan[0], plan[1], plan[2], plan[3], plan[PLACE] = code, row, offset, ndim, -1
+    for d in range(DIMS):
+        plan[LENGTHS + d] = lengths[at + d]
     plan[CAP], plan[LINK] = cap, -1
     if old >= 0:
         s.plans[old, STATE] |= TAKEN
@@ -145,11 +167,12 @@ def open_record(p, q, code, ndim, n0, n1):
 @once
 def put_view(s, k, o):
     """Operand o (an operand tuple: OPERAND) as plan k's next input, and as the same view of its one-row table."""
-    plan, v = s.plans[k], s.plans[k, 6]
-    f = V0 + 7 * v
-    plan[f], plan[f + 1], plan[f + 2], plan[f + 3], plan[f + 4], plan[f + 5], plan[f + 6] = (
-        o[0], o[2], o[3], o[4], o[5], o[6], o[7])
-    plan[6] = v + 1
+    plan, v = s.plans[k], s.plans[k, INPUTS]
+    f = V0 + VIEW_WIDTH * v
+    plan[f] = o[0]
+    for i in range(1, VIEW_WIDTH):  # (offset, ndim, lengths, strides)
+        plan[f + i] = o[i + 1]
+    plan[INPUTS] = v + 1
     t = VIEWS + VIEW * v
     s.row[0, t + REC], s.row[0, t + BASE] = o[0], o[1] + o[2]
 
@@ -164,13 +187,13 @@ def common(a, b):
 def _elementwise(s, p, q, code, a, b, e, nin):
     """The record of elementwise op ``code`` of operands a (and b, nin 2; and e, nin 3: a select), broadcast as NumPy:
     its plan (-1: the shapes do not broadcast)."""
-    n0 = common(a[4], b[4]) if nin > 1 else a[4]
-    n1 = common(a[5], b[5]) if nin > 1 else a[5]
-    if nin == 3:
-        n0, n1 = common(n0, e[4]) if n0 >= 0 else n0, common(n1, e[5]) if n1 >= 0 else n1
-    if n0 < 0 or n1 < 0:
-        return BROADCAST
-    k = open_record(p, q, code, max(a[3], b[3], e[3] if nin == 3 else 0), n0, n1)
+    n = np.empty(DIMS, np.int64)
+    for d in range(DIMS):
+        n[d] = common(a[OL + d], b[OL + d]) if nin > 1 else a[OL + d]
+        n[d] = common(n[d], e[OL + d]) if nin == 3 and n[d] >= 0 else n[d]
+        if n[d] < 0:
+            return BROADCAST
+    k = open_record(p, q, code, max(a[3], b[3], e[3] if nin == 3 else 0), n, 0)
     for v in range(nin):
         put_view(s, k, a if v == 0 else b if v == 1 else e)
     return k
@@ -178,16 +201,20 @@ def _elementwise(s, p, q, code, a, b, e, nin):
 
 @once
 def _summed(s, p, q, code, a, axis, ndim):
-    """The sum (max, min) record of operand a over ``axis`` (-1: all), of ndim ``ndim``: its plan."""
-    whole = axis < 0 or a[3] == 1
-    n0, n1 = (1, 1) if whole else (1, a[4]) if axis == 1 else (1, a[5])
-    if ndim == 2 and not whole:  # keepdims
-        n0, n1 = (a[4], 1) if axis == 1 else (1, a[5])
-    k = open_record(p, q, code, ndim, n0, n1)
+    """The sum (max, min) record of operand a over ``axis`` (-1: all), of ndim ``ndim`` (a's: keepdims): its plan."""
+    whole, n = axis < 0 or a[3] == 1, np.ones(DIMS, np.int64)
+    at, to = DIMS - a[3] + axis, DIMS - 1  # (the axis among a's lengths; the last of the record's)
+    for d in range(DIMS - 1, -1, -1):
+        if not whole and d != at:
+            n[to] = a[OL + d]
+        to -= 1 if whole or d != at or ndim == a[3] else 0
+    k = open_record(p, q, code, ndim, n, 0)
     put_view(s, k, a)
     plan = s.plans[k]
     if whole:
-        plan[AXES], plan[AXES + 1], plan[AXES + 2] = a[3], 0, 1
+        plan[AXES] = a[3]
+        for d in range(a[3]):
+            plan[AXES + 1 + d] = d
     else:
         plan[AXES], plan[AXES + 1] = 1, axis
     return k
@@ -195,108 +222,27 @@ def _summed(s, p, q, code, a, axis, ndim):
 
 @once
 def _matmul(s, p, q, a, b, ndim):
-    """The matmul record of operands a and b (1-d ones widened as array_records._widened): its plan (INNER: the
-    inner lengths differ)."""
-    n, inner = (1, a[5]) if a[3] == 1 else (a[4], a[5])
-    inner_b, m = (b[5], 1) if b[3] == 1 else (b[4], b[5])
+    """The matmul record of operands a and b of ndim ``ndim`` (1-d ones widened as array_records._widened, batch axes
+    broadcast; wide (batch..., n, m) in WIDE): its plan (INNER: the inner lengths differ; BROADCAST: the batches)."""
+    n, inner = (1, a[N1]) if a[3] == 1 else (a[N0], a[N1])
+    inner_b, m = (b[N1], 1) if b[3] == 1 else (b[N0], b[N1])
     if inner != inner_b:
         return INNER
-    shape = (1, n * m) if ndim < 2 else (n, m)
-    k = open_record(p, q, MATMUL, ndim, shape[0], shape[1])
-    sa, sb = (0, a[7]) if a[3] == 1 else (a[6], a[7]), (b[7], 0) if b[3] == 1 else (b[6], b[7])
-    put_view(s, k, (a[0], a[1], a[2], 2, n, inner, sa[0], sa[1]))
-    put_view(s, k, (b[0], b[1], b[2], 2, inner, m, sb[0], sb[1]))
+    wide, out, batch = np.ones(DIMS, np.int64), np.ones(DIMS, np.int64), max(a[3], b[3], 2) - 2
+    wide[DIMS - 2], wide[DIMS - 1] = n, m
+    for d in range(DIMS - 2):  # (1 past each operand's axes)
+        wide[d] = common(a[OL + d], b[OL + d])
+        if wide[d] < 0:
+            return BROADCAST
+    for d in range(DIMS - ndim, DIMS):  # batch, then n where a has two axes or more, m where b has
+        out[d] = wide[d - (b[3] == 1) - (a[3] == 1) * (d < DIMS - (b[3] > 1))]
+    k = open_record(p, q, MATMUL, ndim, out, 0)
+    put_view(s, k, (a[0], a[1], a[2], max(a[3], 2)) + a[OL:])
+    put_view(s, k, (b[0], b[1], b[2], 2) + ONES[2:] + (inner, 1) + ZEROS[2:] + (b[S1], 0) if b[3] == 1 else b)
     plan = s.plans[k]
-    plan[WIDE], plan[WIDE + 1], plan[WIDE + 2] = 2, n, m
-    return k
-
-
-@once
-def _joined(s, p, q, a, b, e, nin, axis):
-    """The join record of operands a, b (and e, nin 3) along ``axis``: its plan (JOINED: the other axes differ)."""
-    at = 4 + axis + 2 - a[3]  # the joined axis among (n0, n1)
-    other = 9 - at
-    length = a[at]
-    for v in range(1, nin):
-        o = b if v == 1 else e
-        if o[3] != a[3] or o[other] != a[other]:
-            return JOINED
-        length += o[at]
-    shape = (a[4], length) if at == 5 else (length, a[5])
-    k = open_record(p, q, JOIN, a[3], shape[0], shape[1])
-    for v in range(nin):
-        put_view(s, k, a if v == 0 else b if v == 1 else e)
-    s.plans[k, AXES], s.plans[k, AXES + 1] = 1, axis
-    return k
-
-
-@once
-def _source(mode, i, n):
-    """The place along an axis of n elements that np.pad's copying ``mode`` (array_gather.MODES) reads for place i of
-    the axis extended both ways (i < 0 before it): edge, reflect, symmetric, wrap."""
-    if mode == 0:
-        return min(max(i, 0), n - 1)
-    if mode == 3:
-        return i % n
-    period = 2 * n - 2 if mode == 1 else 2 * n
-    if period == 0:  # (reflect of one element: itself)
-        return 0
-    j = i % period
-    return j if j < n else period - j - (mode == 2)
-
-
-@once
-def _padded(s, p, q, a, b):
-    """The gather record of np.pad's copying mode b[7] of flat view a of shape b[4:6] (b[6] axes) by widths b[:4]: its
-    plan, its values each element's source copied (np.pad's, the same bits), the mode, widths and a's start and stride
-    kept in the row for its Plan's places (array_gather.places). Its input: the region as far as a reaches (its Plan
-    reads the whole)."""
-    k = open_record(p, q, GATHER, b[6], b[4] + b[0] + b[1], b[5] + b[2] + b[3])
-    reach = a[2] + 1 if a[7] < 0 else a[2] + a[7] * (a[5] - 1) + 1
-    put_view(s, k, (a[0], a[1], 0, 1, 1, reach, 0, 1))
-    plan, mode, n0, n1 = s.plans[k], b[7], b[4], b[5]
-    plan[PADS], plan[PADS + 1], plan[PADS + 2], plan[PADS + 3], plan[PADS + 4], plan[PADS + 5], plan[PADS + 6] = (
-        mode, b[0], b[1], b[2], b[3], a[2], a[7])
-    out, width, base, stride, aval = plan[2], plan[5], a[1] + a[2], a[7], s.aval
-    for i in range(plan[4]):
-        r, at = _source(mode, i - b[0], n0) * n1, out + i * width
-        for j in range(b[2]):
-            aval[at + j] = aval[base + stride * (r + _source(mode, j - b[2], n1))]
-        if stride == 1:  # (the middle: no source asked)
-            _move(aval, at + b[2], base + r, n1)
-        for j in range(b[2], b[2] + n1 if stride != 1 else b[2]):
-            aval[at + j] = aval[base + stride * (r + j - b[2])]
-        for j in range(b[2] + n1, width):
-            aval[at + j] = aval[base + stride * (r + _source(mode, j - b[2], n1))]
-    return k
-
-
-@intrinsic
-def _move(typingctx, aval, to, source, n):
-    """aval[to:to + n] = aval[source:source + n] by one memmove (a loop of Numba's copies one element a step: a heat
-    step's joins, 20,000 elements, 0.67 -> 0.28 ns an element; a slice copy compiles NumPy's shape errors)."""
-    def codegen(context, builder, sig, args):
-        data = context.make_array(sig.args[0])(context, builder, args[0]).data
-        cgutils.raw_memmove(builder, builder.gep(data, [args[1]]), builder.gep(data, [args[2]]), args[3], 8)
-    return types.void(aval, types.int64, types.int64, types.int64), codegen
-
-
-@once
-def _copied(s, k, a, b, e, nin, at):
-    """Join plan k's values: each operand's elements copied into its slice of the region, along axis ``at`` of
-    (n0, n1) (4 or 5), as np.concatenate copies them (the same bits)."""
-    out, width, along, aval = s.plans[k, 2], s.plans[k, 5], 0, s.aval
-    for v in range(nin):
-        o = a if v == 0 else b if v == 1 else e
-        base, first, step = o[1] + o[2], out + (along * width if at == 4 else along), o[7]
-        for i in range(o[4]):
-            to, source = first + i * width, base + i * o[6]
-            if step == 1:
-                _move(aval, to, source, o[5])
-                continue
-            for j in range(o[5]):
-                aval[to + j] = aval[source + j * step]
-        along += o[at]
+    plan[WIDE] = batch + 2
+    for d in range(batch + 2):
+        plan[WIDE + 1 + d] = wide[DIMS - batch - 2 + d]
     return k
 
 
@@ -334,13 +280,13 @@ def ended(p, q):
 def _pin(s, p, k):
     """Mark the records whose values plan k's reverse step reads (array_lives.READS): their regions are kept."""
     plan, t = s.plans[k], tape_from_pointer(p)
-    nin, constants = plan[6], 0
+    nin, constants = plan[INPUTS], 0
     for v in range(nin):
-        if t.op[plan[V0 + 7 * v]] == ACONSTANT:
+        if t.op[plan[V0 + VIEW_WIDTH * v]] == ACONSTANT:
             constants |= 1 << v
     reads = READS[plan[0] * 32 + nin * 8 + constants]
     for v in range(nin):
-        j = t.in0[plan[V0 + 7 * v]]
+        j = t.in0[plan[V0 + VIEW_WIDTH * v]]
         if reads >> v & 1 and s.first <= j < s.np:
             s.plans[j, STATE] |= READ
     if reads & 8:
@@ -359,11 +305,11 @@ def write_record(p, q, code, arg, c, a, b, e):
     if code == PACK and arg < 0:  # a number in a Var (not recorded): a constant
         code, arg = ACONSTANT, 0
     if code == ACONSTANT:  # a NumPy array's values are copied in by f
-        k = open_record(p, q, ACONSTANT, arg, a[4], a[5])
+        k = open_record(p, q, ACONSTANT, arg, a, OL)
         s.aval[s.plans[k, 2]] = c
         return k
     if code == PACK:
-        k = open_record(p, q, PACK, 0, 1, 1)
+        k = open_record(p, q, PACK, 0, ONES, 0)
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
         return k
     if code == SUM or code == MAX or code == MIN or code == LOGSUMEXP:
@@ -388,27 +334,14 @@ def _numpy_values(s, p, k, flags):
     """Plan k's values by NumPy's rule (BY_NUMPY; ``flags`` 0 or STAND_IN), its 0-d constants read as floats: k, or
     FAILED."""
     ops, plan, constants = tape_from_pointer(p).op, s.plans[k], flags
-    for v in range(plan[6]):
-        if plan[V0 + 7 * v + 2] == 0 and ops[plan[V0 + 7 * v]] == ACONSTANT:
+    for v in range(plan[INPUTS]):
+        if plan[V0 + VIEW_WIDTH * v + 2] == 0 and ops[plan[V0 + VIEW_WIDTH * v]] == ACONSTANT:
             constants |= 1 << v
     return k if BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants) == 0 else FAILED
 
 
-@once
-def write_moved(p, q, code, arg, c, a, b, e):
-    """write_record of a join (arg: its axis, then its inputs * 2 ** 8) or a gather: a C function of its own, made
-    when f first writes one (an f that joins nothing never compiles these paths); its values copied, as NumPy's."""
-    s = arrays_from_pointer(q)
-    s.row[0, :] = 0
-    s.busy[0], s.busy[1], s.busy[2] = a[0], b[0], e[0]  # (as write_record's)
-    if code == GATHER:
-        return _padded(s, p, q, a, b)
-    nin, axis = arg // 256, arg % 256
-    k = _joined(s, p, q, a, b, e, nin, axis)
-    return k if k < 0 else _copied(s, k, a, b, e, nin, 6 + axis - a[3])
-
-
-_WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64, *[types.int64] * 24)
+_WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64,
+                     *[types.int64] * (3 * (4 + 2 * DIMS)))
 
 
 @once
@@ -420,8 +353,8 @@ def written(p, q, code, arg, c, a, b):
 @once
 def written3(p, q, code, arg, c, a, b, e):
     """Record op ``code`` of operands a, b and e (write_record or write_moved, called by address: its machine code is
-    made once, not in every f, when first needed): (record, offset, n0, n1) of the new array record, or the failure
-    raised."""
+    made once, not in every f, when first needed): (record, offset, lengths) of the new array record (its DIMS lengths,
+    right-aligned), or the failure raised."""
     at = _writer(kernels.MOVE_AT if code == JOIN or code == GATHER else kernels.WRITE_AT)
     k = kernels._status(at, (p, q, code, arg, c, *a, *b, *e)) if at != 0 else UNMADE
     if k == JOINED:
@@ -437,25 +370,28 @@ def written3(p, q, code, arg, c, a, b, e):
     if k < 0:
         raise MemoryError("tape.jit: an array record's values could not be computed (out of memory)")
     plan = s.plans[k]
-    return plan[1], plan[2], plan[4], plan[5]
+    return plan[1], plan[2], to_fixed_tuple(plan[LENGTHS:LENGTHS + DIMS], DIMS)
 
 
 @jit
 def data(p, q, x):
-    """A NumPy array x as a constant record of its shape, as an operand."""
-    shape = ((1, 1) + x.shape)[-2:]
-    o = (-1, 0, 0, x.ndim, shape[0], shape[1], 0, 0)
-    row, offset, n0, n1 = written(p, q, ACONSTANT, x.ndim, 0.0, o, o)
+    """A NumPy array x (of at most DIMS axes: array_overloads.operand) as a constant record of its shape, as an
+    operand."""
+    o = (-1, 0, 0, x.ndim) + (ONES + x.shape)[LAST:] + ZEROS
+    row, offset, lengths = written(p, q, ACONSTANT, x.ndim, 0.0, o, o)
     aval = arrays_from_pointer(q).aval
     for j, v in enumerate(x.flat):
         aval[offset + j] = v
-    return whole(row, offset, x.ndim, n0, n1)
+    return whole(row, offset, x.ndim, lengths)
 
 
 @jit
-def whole(record, offset, ndim, n0, n1):
-    """The operand of a whole region (record, its offset, shape (n0, n1) right-aligned, C order): OPERAND."""
-    return record, offset, 0, ndim, n0, n1, n1 if ndim == 2 else 0, 1 if ndim > 0 else 0
+def whole(record, offset, ndim, lengths):
+    """The operand of a whole region (record, its offset, its DIMS lengths right-aligned, C order): OPERAND."""
+    strides, step = np.zeros(DIMS, np.int64), 1
+    for d in range(DIMS - 1, DIMS - 1 - ndim, -1):
+        strides[d], step = step, step * lengths[d]
+    return (record, offset, 0, ndim) + lengths + to_fixed_tuple(strides, DIMS)
 
 
 @jit
@@ -479,16 +415,30 @@ def life(q, row):
 
 @jit
 def vector(p, q, r):
-    return make_array_record(p, q, r[0], r[1], 0, (r[3],), (1,), life(q, r[0]))
+    return make_array_record(p, q, r[0], r[1], 0, (r[2][-1],), (1,), life(q, r[0]))
 
 
 @jit
 def matrix(p, q, r):
-    return make_array_record(p, q, r[0], r[1], 0, (r[2], r[3]), (r[3], 1), life(q, r[0]))
+    n = r[2]
+    return make_array_record(p, q, r[0], r[1], 0, (n[-2], n[-1]), (n[-1], 1), life(q, r[0]))
 
 
-RESULT = (scalar, vector, matrix)  # by ndim, from (p, q, (record, offset, n0, n1)): a 0-d one is the elem record
-# reading it (a Var, as the Python recorder's wrap_view)
+def _of(ndim: int):
+    """The maker of an array record of ndim axes (3 to DIMS) from written's (record, offset, lengths)."""
+    @jit
+    def make(p, q, r):
+        lengths, strides, step = np.empty(ndim, np.int64), np.empty(ndim, np.int64), 1
+        for d in range(ndim - 1, -1, -1):
+            lengths[d], strides[d] = r[2][DIMS - ndim + d], step
+            step *= lengths[d]
+        return make_array_record(p, q, r[0], r[1], 0, to_fixed_tuple(lengths, ndim), to_fixed_tuple(strides, ndim),
+                                 life(q, r[0]))
+    return make
+
+
+RESULT = (scalar, vector, matrix, *map(_of, range(3, DIMS + 1)))  # by ndim, from (p, q, (record, offset, lengths)):
+# a 0-d one is the elem record reading it (a Var, as the Python recorder's wrap_view)
 
 
 __all__ = ["ArrayRecordType", "Unfit", "new_arrays", "PLAN_WIDTH"]

@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from tape.compiled.array_lives import LINK
 from tape.compiled.recording import once
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import BASE, KIND, NIN, OP, OUT, OUT_STRIDES, ROW, SHAPE, SIZE, STRIDES, VIEW, VIEWS
 from tape.sweeps import encoding
 
-PLAN_WIDTH = LINK + 1  # a plan row: code, row, offset, ndim, shape (2, right-aligned), inputs, 3 views of 7 (record,
-V0, AXES, PLACE, WIDE = 7, 28, 31, 32  # offset, ndim, shape, strides), axes (count, 2), pack's row, wide (count, 2),
-# then array_lives.py's capacity, state and link
-PADS, SOURCE = V0 + 7, V0 + 14  # a gather's (one input), in its second view's place: mode, widths (before, after; 2
-# axes), its flat input's start and stride; in its third's: the plan of its input's record (array_plans.adopt's)
+DIMS = 4  # the axes an array record inside tape.jit may have: the driver's rows' (tape/sweeps/encoding.py's 4)
+LENGTHS = 4  # a plan row: code, row, offset, ndim, lengths (DIMS, right-aligned after 1s), inputs (INPUTS), 3 views
+INPUTS = LENGTHS + DIMS  # of VIEW_WIDTH (record, offset, ndim, lengths, strides: each DIMS, right-aligned after 1s
+V0, VIEW_WIDTH = INPUTS + 1, 3 + 2 * DIMS  # and 0s), axes (count, DIMS), pack's row, wide (count, DIMS), then
+AXES = V0 + 3 * VIEW_WIDTH  # array_lives.py's capacity, state and link
+PLACE = AXES + 1 + DIMS
+WIDE = PLACE + 1
+CAP = WIDE + 1 + DIMS
+STATE, LINK = CAP + 1, CAP + 2
+PLAN_WIDTH = LINK + 1
+VL, VS = 3, 3 + DIMS  # in a view of a plan row: its lengths, its strides
+PADS, SOURCE = V0 + VIEW_WIDTH, V0 + 2 * VIEW_WIDTH  # a gather's (one input), in its second view's place: mode,
+# widths (before, after; 2 axes), its flat input's start and stride; in its third's: the plan of its input's record
+# (array_plans.adopt's)
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
@@ -61,35 +69,41 @@ def encode(s, k):
     and bases are put_view's): an elementwise record's space is its shape, a sum's its input's with 0 output strides
     along the reduced axes, a matmul's (n, inner, m); strides 0 along axes of length 1; then axes merged."""
     plan, t = s.plans[k], s.row[0]
-    code, nin, n0, n1 = plan[0], plan[6], plan[4], plan[5]
+    code, nin = plan[0], plan[INPUTS]
     kind = KINDS[code]
-    t[KIND], t[OP], t[ROW], t[OUT], t[SIZE], t[NIN] = kind, CODES[code], plan[1], plan[2], n0 * n1, nin
+    t[KIND], t[OP], t[ROW], t[OUT], t[SIZE], t[NIN] = kind, CODES[code], plan[1], plan[2], size(plan, LENGTHS), nin
     if kind == kernels.MATMUL:
-        t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11], 1
+        a, b = V0 + VL + DIMS - 2, V0 + VIEW_WIDTH + VL + DIMS - 1  # (a's n, inner; b's m)
+        t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = plan[a], plan[a + 1], plan[b], 1
         for v in range(2):
-            f = V0 + 7 * v
-            t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f + 5], plan[f + 6]
+            f = V0 + VIEW_WIDTH * v + VS + DIMS - 2
+            t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f], plan[f + 1]
         return
     if kind != kernels.ELEMENTWISE and kind != kernels.SUM:  # (no row: NumPy's values, by_numpy)
         return
-    space = (n0, n1) if kind == kernels.ELEMENTWISE else (plan[V0 + 3], plan[V0 + 4])
-    t[SHAPE], t[SHAPE + 1], t[SHAPE + 2], t[SHAPE + 3] = 1, 1, space[0], space[1]
-    kept = (n0, n1)
-    if kind == kernels.SUM:  # the output's shape in its input's space: 1 along the reduced axes
-        vndim = plan[V0 + 2]
-        kept = (space[0] if vndim == 2 else 1, space[1])
-        for a in range(plan[AXES]):
-            if plan[AXES + 1 + a] == vndim - 1:
-                kept = (kept[0], 1)
-            else:
-                kept = (1, kept[1])
-    t[OUT_STRIDES + 2], t[OUT_STRIDES + 3] = kept[1] if kept[0] != 1 else 0, 1 if kept[1] != 1 else 0
+    space = LENGTHS if kind == kernels.ELEMENTWISE else V0 + VL  # (the column of its first length)
+    step = 1
+    for d in range(DIMS - 1, -1, -1):  # the output's strides in the space: C order, 0 along reduced axes
+        n = plan[space + d]
+        if kind == kernels.SUM:
+            for a in range(plan[AXES]):
+                n = 1 if plan[AXES + 1 + a] == d - DIMS + plan[V0 + 2] else n
+        t[SHAPE + d], t[OUT_STRIDES + d] = plan[space + d], step if n != 1 else 0
+        step *= n
     for v in range(nin):
-        f, g = V0 + 7 * v, VIEWS + VIEW * v + STRIDES
-        for d in range(2):
-            n = plan[f + 3 + d]
-            t[g + 2 + d] = 0 if n == 1 or space[d] == 1 else plan[f + 5 + d]
+        f, g = V0 + VIEW_WIDTH * v, VIEWS + VIEW * v + STRIDES
+        for d in range(DIMS):
+            t[g + d] = 0 if plan[f + VL + d] == 1 or plan[space + d] == 1 else plan[f + VS + d]
     _coalesced(t, 1 + nin)
+
+
+@once
+def size(plan, at):
+    """The product of the DIMS lengths from column ``at`` of a plan row."""
+    n = 1
+    for d in range(DIMS):
+        n *= plan[at + d]
+    return n
 
 
 @once
@@ -104,7 +118,7 @@ def by_driver(s, k):
     """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
     (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
     output: NumPy's loop called as its step calls it), a sum's input in C order and not past LARGE, a matmul's
-    operands two blocks BLAS multiplies (not NumPy's dot or syrk)."""
+    operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched matmul)."""
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
@@ -113,16 +127,18 @@ def by_driver(s, k):
             alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
         return EXACT[plan[0]] or LOOPED[plan[0]] and alike
     if kind == kernels.MATMUL:
-        n, inner, m = plan[V0 + 3], plan[V0 + 4], plan[V0 + 11]
+        a, b = V0 + DIMS - 2, V0 + VIEW_WIDTH + DIMS - 2  # (a's view and b's, from their last two axes)
+        n, inner, m = plan[a + VL], plan[a + VL + 1], plan[b + VL + 1]
         middle = max(min(n, inner), min(max(n, inner), m))
-        return kernels.BLAS and middle >= 2 and t[VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
-            n, inner, plan[V0 + 5], plan[V0 + 6]) and _block(inner, m, plan[V0 + 12], plan[V0 + 13])
-    if kind != kernels.SUM or plan[V0 + 3] * plan[V0 + 4] > encoding.LARGE:
+        return kernels.BLAS and middle >= 2 and plan[V0 + 2] == plan[V0 + VIEW_WIDTH + 2] == 2 and t[
+            VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
+            n, inner, plan[a + VS], plan[a + VS + 1]) and _block(inner, m, plan[b + VS], plan[b + VS + 1])
+    if kind != kernels.SUM or size(plan, V0 + VL) > encoding.LARGE:
         return False
     last = 1 << 62
-    for d in range(2):
-        if plan[V0 + 3 + d] != 1:
-            if plan[V0 + 5 + d] >= last:
+    for d in range(DIMS):
+        if plan[V0 + VL + d] != 1:
+            if plan[V0 + VS + d] >= last:
                 return False
-            last = plan[V0 + 5 + d]
+            last = plan[V0 + VS + d]
     return last > 0

@@ -13,9 +13,8 @@ import operator
 import numpy as np
 
 from tape.api import trace
-from tape.compiled.array_overloads import _ndim, _pointers, is_record, operand
-from tape.compiled.array_records import RESULT, common, data, whole, written, written3
-from tape.compiled.arrays import is_data
+from tape.compiled.array_overloads import _ndim, _pointers, is_data, is_record, maker, operand
+from tape.compiled.array_records import LAST, ONES, common, data, whole, written, written3
 from tape.compiled.numba_internals import ArrayConditionType, make_array_condition, types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import is_number, is_var, jit
@@ -35,22 +34,23 @@ def _of_records(x, y) -> bool:
 
 
 def extent(x):
-    """(n0, n1) of an operand, right-aligned (1 for a number or a Var)."""
+    """The DIMS lengths of an operand, right-aligned after 1s (all 1 for a number or a Var)."""
 
 
 @overload(extent)
 def _extent(x):
-    if is_record(x) or is_data(x):
-        return (lambda x: (1, x.shape[0])) if x.ndim == 1 else lambda x: (x.shape[0], x.shape[1])
-    return lambda x: (1, 1)
+    if (is_record(x) or is_data(x)) and maker(x.ndim):
+        return lambda x: (ONES + x.shape)[LAST:]
+    return lambda x: ONES
 
 
 @jit
 def _broadcast(x, y):
     """NumPy's check that x and y broadcast, at the comparison (as ArrayCondition.of)."""
-    (a, b), (c, d) = extent(x), extent(y)
-    if common(a, c) < 0 or common(b, d) < 0:
-        raise ValueError("operands could not be broadcast together (tape.jit: a comparison of array records)")
+    a, b = extent(x), extent(y)
+    for d in range(len(a)):
+        if common(a[d], b[d]) < 0:
+            raise ValueError("operands could not be broadcast together (tape.jit: a comparison of array records)")
 
 
 def comparison(name: str):
@@ -79,7 +79,7 @@ def where_typer(c, x, y):
         return None
     code, swap = _compared(c)
     cndim = max(_ndim(c.x), _ndim(c.y))
-    make, pointers = RESULT[max(cndim, _ndim(x), _ndim(y))], _pointers(c.x, c.y)
+    make, pointers = maker(max(cndim, _ndim(x), _ndim(y))), _pointers(c.x, c.y)
 
     def impl(c, x, y):
         p, q = pointers(c.x, c.y)
@@ -88,17 +88,17 @@ def where_typer(c, x, y):
         u = operand(p, q, c.x)
         v = operand(p, q, c.y)
         k = written(p, q, code, 2, 0.0, v, u) if swap else written(p, q, code, 2, 0.0, u, v)
-        return make(p, q, written3(p, q, SELECT, 3, 0.0, whole(k[0], k[1], cndim, k[2], k[3]), a, b))
+        return make(p, q, written3(p, q, SELECT, 3, 0.0, whole(k[0], k[1], cndim, k[2]), a, b))
     return impl
 
 
 def where_mask_typer(c, x, y):
     """np.where(mask, x, y) with a boolean NumPy mask and an array record among x and y: branches, the mask as a
     constant record, a select (trace._where_mask)."""
-    if not (isinstance(c, types.Array) and isinstance(c.dtype, types.Boolean) and c.ndim in (1, 2)
+    if not (isinstance(c, types.Array) and isinstance(c.dtype, types.Boolean) and c.ndim >= 1
             and (is_record(x) or is_record(y)) and _operand(x) and _operand(y)):
         return None
-    make, pointers = RESULT[max(c.ndim, _ndim(x), _ndim(y))], _pointers(x, y)
+    make, pointers = maker(max(c.ndim, _ndim(x), _ndim(y))), _pointers(x, y)
 
     def impl(c, x, y):
         p, q = pointers(x, y)

@@ -1,0 +1,90 @@
+"""Array programs of three and four axes for tests/test_jit_3d.py, run as tests/jit_array_programs.py's are: by tape.jit
+(array records written from Numba), by the Python recorder and by jax.numpy (tests/jit_3d_references.py's stored
+references). Each input has 1,024 elements or more (array_records.SMALL), so both recorders write array records."""
+
+from __future__ import annotations
+
+import numpy as np
+
+CONV = '''
+def f(P, x, v, t):                   # a 1-d convolution by slicing 3-d data, ReLU, max pooling, a readout
+    W, b = P[:, :8], P[:, 8:]
+    m = x.shape[2] - 8
+    y = b + W[:, :1] * x[:, :, :m]
+    for j in range(1, 8):
+        y = y + W[:, j:j + 1] * x[:, :, j:j + m]
+    h = np.maximum(y, 0.0)
+    p = np.maximum(h[:, :, 0::2], h[:, :, 1::2])
+    r = p.mean(axis=2) @ v - t
+    return 0.5 * (r * r).mean()
+'''
+
+CUBE = '''
+def f(A, row, col, plane, sheet):    # a 3-d record broadcast against each side, sums over each axis and keepdims
+    u = (A * row - col) / (plane + 3.0) + sheet * A
+    w = np.tanh(u) + np.exp(-A * A) - np.maximum(u, 0.5) * tape.sigmoid(A)
+    s0, s1, s2 = w.sum(axis=0), np.sum(u * u, axis=1), w.sum(axis=-1, keepdims=True)
+    k1 = (A * w).mean(axis=1, keepdims=True)
+    m = np.max(u, axis=2) + np.min(w, axis=0).sum() + tape.logsumexp(A, axis=1).sum()
+    return (s0 * s0).sum() + (s1 * 0.5).sum() + (s2 * w).sum() + (k1 * u).sum() + m.sum() + w.mean() + A.std()
+'''
+
+VIEWS = '''
+def f(A, c):                         # views of a 3-d record: slices, ints, a transpose, reshapes, reversed sums
+    a = A[1:, ::2, 3:-1] * A[:-1, 1::2, 4:]
+    b = A[:, 2] * A[:, 5] + A[-1].sum(axis=0) + A[1, :, 5].sum()
+    d = A.T * c + A.transpose()
+    e = A.reshape(4, 320) * 0.5 + A.ravel()[::4].sum()
+    g = A.reshape(2, -1, 16, 20)[1, 1] - A[0] * A[2, 3, 4]
+    q = np.where(A > 0.2, A * A, 0.1 * A)
+    h = e.reshape(2, 2, 32, 10)
+    r = A[::-1, 1:].sum() + np.tanh(A[:, ::-1]).sum(axis=0).sum() + A[::-1].sum(axis=2).sum()
+    return (a * a).sum() + b.sum() + (d * d).mean() + (e * e).sum() + g.sum() + q.sum() + (h[:, 1] * h[1, 0]).sum() + r
+'''
+
+NORM = '''
+def f(X, gamma, beta):               # a per-channel normalisation of (batch, channels, length), then a loss
+    mu = X.mean(axis=2, keepdims=True).mean(axis=0, keepdims=True)
+    d = X - mu
+    var = (d * d).mean(axis=2, keepdims=True).mean(axis=0, keepdims=True)
+    y = d / np.sqrt(var + 1e-5) * gamma + beta
+    return (np.tanh(y) ** 2).mean()
+'''
+
+FOUR = '''
+def f(W, x, v):                      # a 2-d record meeting 4-d data: a product summed over the data's axes
+    y = W * x + W[:1] * 0.5
+    z = np.tanh(y).sum(axis=1).sum(axis=0)
+    return (z @ v).sum() + (y * y).mean(axis=3).sum()
+'''
+
+BATCHED = '''
+def f(A, B, C, D, v, w):             # batched matmul: with data of 2 and 3 axes, 1-d on either side, 4-d batches
+    y = np.tanh(A @ B) + A[:, :, :12] @ A[:, :12, :] @ C
+    z = (A @ v) * (w @ A).sum(axis=1, keepdims=True)
+    u = A.reshape(2, 4, 12, 16) @ D
+    return (y * y).sum() + z.sum() + (u * u).mean() + (A[0] @ A[1].T).sum()
+'''
+
+
+def cases() -> dict:
+    """name -> (source, x0, data)."""
+    rng = np.random.default_rng(27)
+    return {
+        "conv": (CONV, rng.normal(scale=0.3, size=(128, 9)),
+                 (rng.normal(size=(4, 1, 40)), rng.normal(size=128), rng.normal(size=4))),
+        "cube": (CUBE, rng.normal(size=(4, 16, 20)),
+                 (rng.normal(size=20), rng.normal(size=(16, 1)), rng.uniform(0.5, 1.5, size=(4, 1, 1)),
+                  rng.normal(size=(16, 20)))),
+        "views": (VIEWS, rng.normal(size=(4, 16, 20)), (rng.normal(size=4),)),
+        "norm": (NORM, rng.normal(size=(8, 16, 12)), (rng.normal(size=(1, 16, 1)), rng.normal(size=(1, 16, 1)))),
+        "batched": (BATCHED, rng.normal(scale=0.5, size=(8, 12, 16)),
+                    (rng.normal(size=(16, 5)), rng.normal(size=(8, 16, 5)), rng.normal(size=(1, 4, 16, 3)),
+                     rng.normal(size=16), rng.normal(size=12))),
+        "four": (FOUR, rng.normal(size=(32, 40)), (rng.normal(size=(3, 2, 32, 40)), rng.normal(size=40))),
+    }
+
+
+def directions(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Three random directions of the input's shape, flat (3, size)."""
+    return np.random.default_rng(sum(map(ord, name))).normal(size=(3, int(np.prod(shape))))
