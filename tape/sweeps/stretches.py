@@ -79,6 +79,7 @@ from tape.sweeps import layout, places, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
+ROLLS = True  # whether forward stretches take rolls in (tests/test_trace_passes.py's loop reference takes none)
 SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
 OTHER = -4  # a view read otherwise (no member reads one)
 ROLLED = stretched.ROLLED  # (forward) a roll's HEAD's and ROLL's view: a range read rotated
@@ -374,7 +375,7 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
     fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
     starts = np.cumsum(counts) - counts
-    heads = np.zeros(0, np.int64) if back else _rolls(t, starts)
+    heads = np.zeros(0, np.int64) if back or not ROLLS else _rolls(t, starts)
     u = _rolled(t, heads)
     fits[heads] = fits[heads + 1] = True
     pairs = fits[1:] & fits[:-1]
