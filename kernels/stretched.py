@@ -36,6 +36,8 @@ SCRATCH, SUMMED = -1, -3  # a view's group back (_reverse_stretch): added after 
 # line, summed back across lines (else its place's group, >= 0)
 EACHSUM = -4  # (a view's group back) one number a line of lines over two axes: each line's sum made after its elements
 REDUCED = -1  # a last member's opcode: its LOGSUMEXP row, log sum exp along each line of the member before it
+HEAD, ROLL = -2, -3  # (forward) two members' opcodes: a roll's two COPY rows, a join of a region's last elements and
+ROLLED = -7  # its first ones (np.roll), read as the one region (its operand's source ROLLED) rotated by HEAD's size
 PER = 4096  # elements of a reduced stretch's block of lines (at least a line): the driver's LINES
 
 
@@ -108,9 +110,20 @@ def _blocks(members: tuple, row: Any, first: list[str], then: list[str], last: l
 
 
 def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
-    head, body = [f"    n = t[{driver.SIZE}]"], []
+    head = [f"    n = t[{driver.SIZE}]" + f" + t[{_fields(1, 0)['SIZE']}]" * (members[0][0] == HEAD)]
+    body: list[str] = []
     each: list[str] = []
     for k, (code, number, sources, _) in enumerate(members):
+        if code == HEAD:  # (its region's last elements: where ROLL, the next member, reads its first r<k>)
+            head.append(f"    h{k}, r{k} = t[{_fields(k, 0)['BASE']}], t[{_fields(k, 0)['SIZE']}]")
+            continue
+        if code == ROLL:  # (the roll's output from HEAD's OUT, the region read from its BASE: x<k>_0, for _delayed;
+            head += [f"    x{k}_0 = t[{_fields(k, 0)['BASE']}]"]  # p<k>: where element e is read, set by _rolls)
+            body.append(f"        s{k} = aval[p{k} + e]")
+            if stored[k]:
+                head.append(f"    o{k} = t[{_fields(k - 1, 0)['OUT']}]")
+                body.append(f"        aval[o{k} + e] = s{k}")
+            continue
         if code == REDUCED:  # (its line's largest element, exp of the differences by NumPy's loop, the sums, their
             # logs: the row's _logsumexp on the block)
             head += [f"    o{k} = t[{_fields(k, 0)['OUT']}]", "    S, T = np.empty(lines), np.empty(lines)"]
@@ -140,11 +153,29 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
     plain = _pass(members, lambda k: k, body, each=tuple(each))
     if any({LINE, EACH, ALONG, AT} & set(member[2]) for member in members):
         return ["def stretch(t, aval):", *head, *plain]
+    rolls = [k for k, member in enumerate(members) if member[0] == ROLL]
     views = re.findall(r"^    (x\d+_\d+) = ", "\n".join(head), re.M)
     outs = [f"o{k}" for k in range(len(members)) if stored[k]]
     meets = " or ".join(f"({x} - {o} < n and {o} - {x} < n)" for x in views for o in outs) or "False"
-    return ["def stretch(t, aval):", *head, f"    if not ({meets}):", *["    " + line for line in plain],
-            "        return", *_delayed(body, [k for k in range(len(members)) if stored[k]])]
+    delayed = _delayed(body, [k for k in range(len(members)) if stored[k]])
+    for k in rolls:
+        delayed = [line.replace(f"aval[p{k} + e]", f"aval[(x{k}_0 - r{k - 1} if e >= r{k - 1} else h{k - 1}) + e]")
+                   for line in delayed]
+    return ["def stretch(t, aval):", *head, f"    if not ({meets}):", *["    " + line for line in _rolls(rolls, plain)],
+            "        return", *delayed]
+
+
+def _rolls(rolls: list[int], plain: list[str]) -> list[str]:
+    """A forward pass with rolls (ROLL members k) run in pieces, cut where a roll's read moves from its region's last
+    elements (HEAD's, h<k - 1>) to its first (x<k>_0): in each a roll reads its elements in a run, p<k> + e, which LLVM
+    vectorizes (a select at every element kept the pass scalar)."""
+    if not rolls:
+        return plain
+    cuts = ", ".join(["0", "n", *(f"r{k - 1}" for k in rolls)])
+    return [f"    cuts = np.sort(np.array([{cuts}]))", "    for c in range(len(cuts) - 1):",
+            "        lo, hi = cuts[c], cuts[c + 1]",
+            *(f"        p{k} = h{k - 1} if lo < r{k - 1} else x{k}_0 - r{k - 1}" for k in rolls),
+            "    " + plain[0].replace("range(n)", "range(lo, hi)"), *["    " + line for line in plain[1:]]]
 
 
 BLOCK = 512  # elements a block of a forward stretch's pass, whose values are stored after it (_delayed)
@@ -300,7 +331,8 @@ def stretch(shape: tuple) -> str:
     each member's (opcode, its number operand as the driver's _number gives it, its operands' sources: -1 a view laid
     out as its output, -2 a LINED row's line read by every line, -3 its one number a line, in a 3-d space -5 a line of
     its own a line, -6 one number a line (ALONG, AT: placed by the line's two indices), else the member read whole,
-    whether each wants an adjoint, and back whether it is computed again); forward, which members are stored (read
+    whether each wants an adjoint, and back whether it is computed again; forward, a roll's two members HEAD, ROLL,
+    each reading -7, ROLLED); forward, which members are stored (read
     after the stretch) and which of those are not (skips: computed again back), back, how each view sends
     (_reverse_stretch). Each number is the rows' (the same IEEE operations as the driver's ``values`` and ``sends``)."""
     back, members, stored = shape[:3]

@@ -157,11 +157,20 @@ def windows(u):  # x's windows wanting adjoints against constant taps, a 3-d spa
     return (np.maximum(y, 0.0) * y * u[240:298]).sum()
 
 
+def rolls(u):  # np.roll's two slices read in a forward stretch as one range rotated (HEAD, ROLL): shifts 7, 1, -1,
+    for _ in range(2):  # 2; stored where a partial reads it (u * r) or a slice of it after (r[:10]), else not; one of a
+        r = np.roll(u, 7)  # member (v: the stretch ends before it), one of a slice of a region (-4 of u[2:-1])
+        v = np.roll(u, 1) * 0.5 + np.roll(u, -1) * 0.25 - u * r
+        u = np.roll(v, 2) - v * 0.5
+    s = np.roll(u[2:-1], -4) * 1.5 - u[:-3]
+    return (u * u).sum() + (s * s).sum() + (r[:10] * 3.0).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
             "again": again(False), "again, held": again(True), "places": places, "blocks": blocks, "taps": taps,
-            "windows": windows}
+            "windows": windows, "rolls": rolls}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -358,3 +367,44 @@ def test_the_layout_keeps_what_a_member_is_computed_again_from_alive(monkeypatch
                     assert life[x, 1] >= 2 * n + 1 - members[0][K.ROW]
                     kept += 1
     assert kept >= 3
+
+
+def test_a_forward_stretch_reads_a_roll_as_one_range_rotated(monkeypatch):
+    """A roll's two COPY rows join a forward stretch as its HEAD and ROLL members, the roll stored by ROLL only where
+    read back or after; a roll of a member starts the stretch after the member's. The rows' bits: the test above."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    F = _trace(rolls, np.random.default_rng(4).normal(size=300), monkeypatch, True, True)
+    _run(F, np.ones(300), monkeypatch, True, True)
+    forward = [shape for shape in stretches.Stretch.made if not shape[0]]
+    held = [(shape[1][k][0], shape[2][k]) for shape in forward for k in range(len(shape[1]))
+            if shape[1][k][0] in (stretched.HEAD, stretched.ROLL)]
+    assert all(code == stretched.ROLL for code, _ in held[1::2]) and not any(stored for _, stored in held[::2])
+    assert {stored for code, stored in held if code == stretched.ROLL} == {False, True}
+    inside, left = [], 0  # (each forward COPY row: whether a STRETCH header's rows hold it)
+    for call in F._steps["forward", True].calls:
+        for row in call.args[1] if getattr(call, "func", None) is compiled.forward else ():
+            inside += [left > 0] * int(row[K.KIND] == K.COPY)
+            left = row[K.SIZE] if row[K.KIND] == K.STRETCH else left - 1
+    assert inside == [True] * 2 * 9  # (4 rolls a step, v's too: its stretch starts after v's; the slice's)
+
+
+@pytest.mark.parametrize("join", ["two records", "a gap", "three slices"])
+def test_a_join_that_is_not_a_roll_stays_rows(join, monkeypatch):
+    """Joins of two records, of two slices with a gap between them, or of three slices: no HEAD or ROLL member."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+
+    def f(u):
+        v = u * 0.5
+        w = {"two records": lambda: np.concatenate([v[3:], u[:3]]), "a gap": lambda: np.concatenate([u[4:], u[:3]]),
+             "three slices": lambda: np.concatenate([u[5:], u[2:5], u[:2]])}[join]()
+        m = len(w)
+        return ((w * 2.0 - u[:m]) * u[:m]).sum()
+
+    x = np.random.default_rng(6).normal(size=300)
+    F = _trace(f, x, monkeypatch, True, True)
+    value, grad = _run(F, x, monkeypatch, True, True)
+    assert not any(member[0] in (stretched.HEAD, stretched.ROLL) for shape in stretches.Stretch.made
+                   for member in shape[1])
+    np.testing.assert_allclose(grad, central(lambda v: float(f(v)), x), rtol=1e-6, atol=1e-6)
+    assert all(same_bits(a, b) for a, b in zip(
+        (value, grad), _run(_trace(f, x, monkeypatch, True, False), x, monkeypatch, True, False), strict=True))

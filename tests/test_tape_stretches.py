@@ -94,3 +94,22 @@ def test_a_sweep_not_fused_writes_every_adjoint(tables):
         assert np.allclose(inner[k].grad, adjoint, rtol=1e-13, atol=1e-15)
         adjoint = adjoint + 0.2 * (np.roll(adjoint, -1) + np.roll(adjoint, 1) - 2.0 * adjoint)
     assert np.allclose(x.grad, adjoint, rtol=1e-13, atol=1e-15)
+
+
+def test_back_stretches_read_a_borrowed_constant_in_place(tables, monkeypatch):
+    """A constant the tape reads in place (arenas.BORROWED) among a back stretch's members: its rows read it there,
+    as the rows without stretches do, and the gradient is the hand one (c * (1 - tanh(c u)^2) * 2 tanh(c u))."""
+    monkeypatch.setattr(arenas, "BORROWED", 10)
+    c = np.random.default_rng(25).uniform(0.5, 2.0, 40)
+
+    def f(u):
+        v = np.tanh(c * u)
+        return ((v * 1.0) * v).sum()
+
+    rows = _rows(lambda u, m: f(u), X, 0, monkeypatch)
+    value, grad = tape.value_and_grad(f)(X)
+    (made,) = compiled._made.values()
+    assert made.fused and any((w[0][:, KIND] == STRETCH).any() for kind, w in made.items if kind == compiled.TABLE)
+    assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
+    v = np.tanh(c * X)
+    assert np.allclose(grad, c * (1.0 - v * v) * 2.0 * v, rtol=1e-13, atol=0.0)

@@ -459,20 +459,19 @@ _made: dict[tuple[int, int, int], Made] = {}  # by (records, plans, top)
 
 
 class _Stretching:
-    """Tape s as stretches.stretched_all reads a Function's state, for Made.of's back stretches: its records up to its
-    last, its plans listed and as a table, its one seeded record (top: Storage._reverse seeds only that) its output,
-    and no value computed again in a pass (layout.again's: array_lives keeps alive only what the rows read back). The
-    rest is the tape's; what fill notes goes to ``noted``, which a Made keeps (not the tape)."""
+    """Tape s as grouped and stretches.stretched_all read a Function's state, for Made.of's back stretches: its records
+    up to its last (op, in0), its plans listed and as a table, its one seeded record (top: Storage._reverse seeds only
+    that) its output, no value computed again in a pass (layout.again's: array_lives keeps alive only what the rows
+    read back), its borrowed constants and its rows (encoding.table's, the tape's ``_encoded``, shared: Made.of reads
+    them after). What fill notes goes to ``noted``, which a Made keeps (not the tape)."""
 
     def __init__(self, s: State, top: int) -> None:
-        self.s, n = s, s._n
+        n = s._n
         self._op, self._in0, self._plans = s._op[:n], s._in0[:n], list(s._plans)
+        self._borrowed, self._encoded = s._borrowed, s._encoded
         self._table, self._output_rows = encode(self._plans)[0], np.array([top], np.int64)
         self._steps = {"again": np.zeros(len(self._plans), bool)}
         self.noted = SimpleNamespace(_steps=self._steps)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.s, name)
 
 
 def reverse(s: State, table: np.ndarray, scratch: np.ndarray, pending: dict | None, gen: int, keep: int,

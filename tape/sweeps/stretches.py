@@ -23,6 +23,12 @@ members run in order: where a stored member's region meets a region a member rea
 element (the read at an index no lower, by a member no later), and a number, a line or one number a line read must meet
 none; stored regions are apart. Otherwise the stretch is cut short.
 
+Forward, a roll (np.roll's two slices, or a concatenate of a range's last elements and its first: two COPY rows of
+one join, _rolls) joins a stretch as two members, HEAD and ROLL, read as the range rotated and stored whole by ROLL
+only where read after or back; the pass runs in pieces cut where a roll's read wraps, each read a run (Burgers'
+forward table, two rolls a step: 1,550 -> 600-705 CPU-us, its replayed value_and_grad 3.33-3.37 -> 2.60-2.68 ms, load
+6.5). Its range may not be made in the pass (it is read at other indices), and back the rows run it.
+
 Back, a member whose value a partial reads is computed again in the pass, by its forward rule (the same bits), where
 its plan is layout.again's (an exact op of numbers, lines, one number a line or such members: the layout keeps those
 alive while the value is read back) and its views in the span are numbers, lines or members so computed. Forward, the
@@ -45,7 +51,9 @@ import numpy as np
 
 from tape.kernels import stretched
 from tape.kernels._array_driver import (
+    BASE,
     CALL,
+    COPY,
     ELEMENTWISE,
     KIND,
     LINED,
@@ -71,8 +79,10 @@ from tape.sweeps import layout, places, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
+ROLLS = True  # whether forward stretches take rolls in (tests/test_trace_passes.py's loop reference takes none)
 SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
 OTHER = -4  # a view read otherwise (no member reads one)
+ROLLED = stretched.ROLLED  # (forward) a roll's HEAD's and ROLL's view: a range read rotated
 ALONG, AT = stretched.ALONG, stretched.AT  # (a LINED row of a 3-d space's) a line of its own a line, one number a line
 
 
@@ -231,13 +241,14 @@ def _walked(nxt: np.ndarray) -> np.ndarray:
     return on
 
 
-def _spans(r: _Table, fits: np.ndarray, starts: np.ndarray, shapes: dict[tuple, int]
+def _spans(r: _Table, fits: np.ndarray, starts: np.ndarray, shapes: dict[tuple, int], inner: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The stretches of a sweep's rows (first rows, ends, shape numbers in ``shapes``): from each row on, the rows
     that may join make one where _coded finds a shape for them, else the next row starts over. Each round walks the
     rows taking every span not yet tried as one, and tries the spans it reached, all at once (arrays4k back: 3
     rounds, 1,200 spans refused; a refused span's rows were tried again one span at a time)."""
     tried, ends = _ends(r, fits, starts)
+    tried[inner] = False  # (a roll's ROLL row: only after its HEAD)
     i = np.arange(len(r.t))
     verdict = np.full(len(i), -1)  # a shape's number, REFUSED, or -1: not yet tried
     while True:
@@ -282,10 +293,13 @@ def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int])
     else:
         stored = held | sees[:, 3]
         stored[source[member & sees[:, :2]]] = True
+        stored &= m[:, OP] != stretched.HEAD  # (a roll stored by its ROLL member, whole; not among lines)
+        refused[np.intersect1d(span[m[:, OP] == stretched.ROLL], span[m[:, KIND] == LINED])] = True
         places.overlapping(m, span, at, stored, views & ~member, np.where(number[:, None] == Q + 1, 0, sources), n,
                            refused)
         code[:, 7] = stored
-        code[:, 9] = stored & ~held & _again(s)[s._in0[m[:, ROW]]]  # (stored for the back's partials only)
+        code[:, 9] = stored & ~held & _again(s)[s._in0[m[:, ROW]]] & (m[:, OP] >= 0)  # (stored for the back's
+        # partials only)
     return _numbered(code, count, refused, r.back, shapes)
 
 
@@ -361,21 +375,54 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
     fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
     starts = np.cumsum(counts) - counts
+    heads = np.zeros(0, np.int64) if back or not ROLLS else _rolls(t, starts)
+    u = _rolled(t, heads)
+    fits[heads] = fits[heads + 1] = True
     pairs = fits[1:] & fits[:-1]
     bounds = starts[1:][(starts[1:] > 0) & (starts[1:] < len(t))]
     pairs[bounds - 1] = False  # (no stretch across tables)
     shapes: dict[tuple, int] = {}
     k = ends = number = np.zeros(0, np.int64)
     if pairs.any():  # (else no two rows may join: tables of a few rows between NumPy steps)
-        r = _Table(s, t, back)
-        spans = _spans(r, fits, starts[starts < len(t)], shapes)
-        k, ends, number = reduced.taken_in(t, back, *spans, starts, shapes, (_readers(s), lambda rows: _again(s)[
+        r = _Table(s, u, back)
+        r.how[heads, 0] = r.how[heads + 1, 0] = ROLLED
+        spans = _spans(r, fits, starts[starts < len(t)], shapes, heads + 1)
+        k, ends, number = reduced.taken_in(u, back, *spans, starts, shapes, (_readers(s), lambda rows: _again(s)[
             s._in0[rows]], s._output_rows))
     if not len(k):
         return [(rows, {}, (0, 0)) for rows in tables]
     used = set(number.tolist())  # (a shape a logsumexp took in: not made)
     return _headed(t, tables, counts, starts, k, ends, number, back,
                    [Stretch.of(shape) if x in used else None for x, shape in enumerate(shapes)])
+
+
+def _rolls(t: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The first rows of a forward sweep's rolls (np.roll's two slices joined): two COPY rows of one record and no
+    other, each a run of one step in its output and its view, the first the last r elements of the range of n whose
+    first n - r elements the second reads, in the output's first r elements (the roll's HEAD and ROLL members)."""
+    a, one = np.arange(len(t) - 1), t[:, SIZE] == 1
+    run = (t[:, KIND] == COPY) & (t[:, SHAPE:SHAPE + 3] == 1).all(1) & (one | (t[:, OUT_STRIDES + 3] == 1)) & (
+        one | (t[:, VIEWS + STRIDES + 3] == 1))
+    row = np.concatenate([[-1], t[:, ROW], [-1]])  # (the rows around a pair: other records)
+    ok = run[a] & run[a + 1] & (row[a + 1] == row[a + 2]) & (row[a] != row[a + 1]) & (row[a + 3] != row[a + 2])
+    ok &= (t[a, VIEWS + REC] == t[a + 1, VIEWS + REC]) & (t[a, OUT] + t[a, SIZE] == t[a + 1, OUT])
+    ok &= (t[a, VIEWS + BASE] == t[a + 1, VIEWS + BASE] + t[a + 1, SIZE]) & ~np.isin(a + 1, starts)
+    return a[ok]
+
+
+def _rolled(t: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """t with each roll's two rows (heads, the rows after) as stretches.py reads them: elementwise rows of the roll's
+    size n and place (HEAD's OUT), opcodes stretched.HEAD and ROLL, each reading the range of n (its view placed at
+    the ROLL row's BASE: a ROLLED source)."""
+    if not len(heads):
+        return t
+    u, rows = t.copy(), np.concatenate([heads, heads + 1])
+    n = np.tile(t[heads, SIZE] + t[heads + 1, SIZE], 2)
+    u[rows, KIND], u[rows, NIN], u[rows, SIZE], u[rows, SHAPE + 3] = ELEMENTWISE, 1, n, n
+    u[rows, OP] = np.repeat([stretched.HEAD, stretched.ROLL], len(heads))
+    u[rows, OUT], u[rows, VIEWS + BASE] = np.tile(t[heads, OUT], 2), np.tile(t[heads + 1, VIEWS + BASE], 2)
+    u[rows, OUT_STRIDES + 3] = u[rows, VIEWS + STRIDES + 3] = 1
+    return u
 
 
 def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, starts: np.ndarray, k: np.ndarray,
