@@ -50,7 +50,7 @@ def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None)
     if roots is None:  # a Tape's one reverse sweep: among all its records, of big arrays only (0-d ones end runs)
         if at_least(s._plans, TAPE_RUNS) < 2:
             return []
-        key = (n, s._op[:n].tobytes(), s._in0[:n].tobytes(), s._in1[:n].tobytes(), tuple(sorted(outputs)))
+        key = (n, TAPE_RUNS, s._op[:n].tobytes(), s._in0[:n].tobytes(), s._in1[:n].tobytes(), tuple(sorted(outputs)))
         found = KEPT.get(key)
         if found is not None and found.fits(s):
             return found.runs
@@ -74,9 +74,9 @@ def find(s: Any, outputs: set[int], roots: tuple[np.ndarray, ...] | None = None)
 class Kept(NamedTuple):
     """A tape's runs (find's, roots None) for the next tape of its structure: a loop calling tape.value_and_grad(f)
     records the same records each call (the 83-record 3-tap filter's find took 1.1 of its 4.5 CPU-ms a call). Kept by
-    the records' op, in0 and in1 and the outputs (KEPT's key), served where the tape's plans, borrowed records and
-    recycled regions are equal too, and the numbers that find reads from the arena (the 0-d constants' views: a run's
-    imm, a power's exponent) are the same bits."""
+    the records' op, in0 and in1, the outputs and TAPE_RUNS (KEPT's key), served where the tape's plans, borrowed
+    records and recycled regions are equal too, and the numbers that find reads from the arena (the 0-d constants'
+    views: a run's imm, a power's exponent) are the same bits."""
 
     plans: Any  # the tape's plans (a copy: a Pending's rows compared as bytes)
     borrowed: tuple[int, ...]
