@@ -17,6 +17,7 @@ import operator
 from numba.core import ir
 from numba.core.compiler_machinery import FunctionPass, register_pass
 
+from tape.compiled.carries import CARRIES, carry_of
 from tape.compiled.numba_internals import TypingError
 from tape.compiled.recording import LIST_REFUSAL, var_of
 
@@ -24,17 +25,22 @@ SITES = "tape_var_lists"  # the compiler state's key: (file, line) of each store
 
 
 def retrying(compile_core, state):
-    """compile_core(), again with each list that failed typing by taking a Var made a list of Vars (VarLists)
-    (compiling from bytecode: the IR is translated again)."""
+    """compile_core(), again with each list that failed typing by taking a Var made a list of Vars (VarLists) and
+    each loop variable that failed by starting as a NumPy array carried (carries.py) (compiling from bytecode: the
+    IR is translated again)."""
     sites, from_bytecode = state.setdefault(SITES, set()), state.func_ir is None
+    carries = state.setdefault(CARRIES, set())
     while True:
         try:
             return compile_core()
         except TypingError as e:
-            loc = getattr(e, "loc", None)
-            if not from_bytecode or LIST_REFUSAL not in str(e) or loc is None or (loc.filename, loc.line) in sites:
+            loc, carry = getattr(e, "loc", None), carry_of(str(e))
+            if from_bytecode and carry is not None and carry not in carries:
+                carries.add(carry)
+            elif not from_bytecode or LIST_REFUSAL not in str(e) or loc is None or (loc.filename, loc.line) in sites:
                 raise
-            sites.add((loc.filename, loc.line))
+            else:
+                sites.add((loc.filename, loc.line))
             state.func_ir, state.status.fail_reason = None, None  # (a failure left there fails the compile)
 
 
