@@ -136,3 +136,12 @@ def f(th, x):
 """)[1]["f"]
     with pytest.raises((tape.JitError, ValueError)):
         tape.value_and_grad(jf)(np.ones(4), np.ones(2000))
+
+
+def test_an_f_refused_on_an_array_of_vars_is_packed_at_its_first_call():
+    jf = programs(SOFTMAX)[1]["f"]
+    x0, data = inputs()[0]["SOFTMAX"]
+    t = tape.Tape()
+    y = jf(t.array(x0), *data)  # logsumexp along an axis: no array of Vars takes it
+    assert jf._arrays is True and t.n_arrays > 5
+    assert abs(y.value - JAX["SOFTMAX"][0]) <= 1e-13 * abs(JAX["SOFTMAX"][0])
