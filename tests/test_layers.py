@@ -259,9 +259,13 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # s24 E: tape.compiled 6269 -> 6323 for tape.value_and_grad of a jitted f on an array x with no handle, tree or check of
 # f's Python (compiled/jit_gradients.py, split from jit.py with its scalar path) and Plans of equal rows made once.
 # Merged (s24): tape.compiled 6355 (A, B and E together; write_record's tail unfolded in review).
+# s24 C, merged in s25 C: tape.compiled 6355 -> 6624 for loop variables that start as NumPy arrays carried into array
+# records or Var arrays (carries.py, 141) and small x0s packed into one array record where f makes big Var arrays
+# (packing.py, 63; the driver's ``big``, jit_gradients' small-x0 entry); f's outputs moved out of jit.py into
+# outputs.py; typing retries bounded per outermost compile (var_lists.RETRIES) (issue 26).
 BUDGET = {"tape.kernels": 7282, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4269,
           "tape.records": 1049, "tape.arrays": 1877, "tape.analyses": 413, "tape.symbolic": 1181,
-          "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6355, "tape": 250,
+          "tape.function": 3464, "tape.tape": 400, "tape.api": 923, "tape.compiled": 6624, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 
