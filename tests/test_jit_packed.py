@@ -1,6 +1,6 @@
 """tape.jit: a small x0 (under 1,024 elements) packed into one array record, as the Python recorder packs a small
 VarArray where an op makes 1,024 elements or more: params meeting data (a mixture, a logistic regression, a softmax
-classifier; tape/compiled/jit.py's ``_packed``).
+classifier; tape/compiled/packing.py).
 
 f first runs on an array of Vars; a Var array of 1,024 elements or more (or f not typing with an array of Vars) makes
 it run on one pack record of the params, from then on. Each program against JAX float64 (its value and a projection of
@@ -10,6 +10,7 @@ Function replays the recorded bits. An f that makes no such array keeps the Pyth
 
 import numpy as np
 import pytest
+from test_jit import run_from_file
 from test_jit_arrays import namespace, same_records
 
 import tape
@@ -72,8 +73,10 @@ def test_small_params_meeting_data_are_packed_into_one_array_record(name):
     at = [tape.value_and_grad(py["f"])(x0 + s * h * d, *data)[0] for s in (1, -1)]  # (numba has no logsumexp)
     slope = (at[0] - at[1]) / (2 * h)
     assert abs(slope - grad @ d) <= 1e-6 * max(1.0, abs(slope))
+    scalar = []  # calls of the scalar driver (an instance's _record: JitFunction's, counted)
+    jn["f"]._record = lambda *args: scalar.append(1) or type(jn["f"])._record(jn["f"], *args)
     again = tape.value_and_grad(jn["f"])(x0, *data)
-    assert again[0] == value and np.array_equal(again[1], grad)
+    assert again[0] == value and np.array_equal(again[1], grad) and not scalar  # packed, not tried on scalars again
     F = tape.trace(jn["f"], x0, data=data)
     assert F.value_and_grad(x0)[0] == value and np.array_equal(F.value_and_grad(x0)[1], grad)
     t = tape.Tape()
@@ -145,3 +148,42 @@ def test_an_f_refused_on_an_array_of_vars_is_packed_at_its_first_call():
     y = jf(t.array(x0), *data)  # logsumexp along an axis: no array of Vars takes it
     assert jf._arrays is True and t.n_arrays > 5
     assert abs(y.value - JAX["SOFTMAX"][0]) <= 1e-13 * abs(JAX["SOFTMAX"][0])
+
+
+DOCS = """
+@tape.jit
+def rnn(th, seq):                    # h starts as NumPy zeros and becomes an array record: carried
+    W = th.reshape(32, 32)
+    h = np.zeros(seq.shape[1:])
+    for t in range(seq.shape[0]):
+        h = np.tanh(h @ W + seq[t])
+    return (h * h).sum()
+
+th0, seq = 0.1 * np.random.default_rng(3).normal(size=1024), np.random.default_rng(4).normal(size=(3, 2, 32))
+value, grad = tape.value_and_grad(rnn)(th0, seq)
+W, hs = th0.reshape(32, 32), [np.zeros((2, 32))]
+for x in seq:                        # by hand: forward, then back through the three steps
+    hs.append(np.tanh(hs[-1] @ W + x))
+g, gW = 2 * hs[-1], np.zeros((32, 32))
+for t in range(3, 0, -1):
+    ga = g * (1 - hs[t] ** 2)
+    gW, g = gW + hs[t - 1].T @ ga, ga @ W.T
+assert np.isclose(value, (hs[-1] ** 2).sum()) and np.allclose(grad, gW.ravel(), rtol=1e-13, atol=1e-15)
+
+@tape.jit
+def logistic(w, X, y):               # 9 params meeting 3,000 rows: packed into one array record
+    z = X @ w[:8] + w[8]
+    return np.logaddexp(0.0, z).mean() - (y * z).mean()
+
+rng = np.random.default_rng(5)
+X, y, w0 = rng.normal(size=(3000, 8)), (rng.uniform(size=3000) < 0.5) * 1.0, 0.1 * rng.normal(size=9)
+value, grad = tape.value_and_grad(logistic)(w0, X, y)
+z = X @ w0[:8] + w0[8]
+gz = (1 / (1 + np.exp(-z)) - y) / 3000   # by hand: d/dz of the mean log-loss
+assert np.allclose(grad, np.append(X.T @ gz, gz.sum()), rtol=1e-12, atol=1e-16)
+"""  # the example proposed for docs/jit.md (/work/notes/s25/C/docs.md), hand-derived gradients
+
+
+def test_the_docs_example_runs():
+    ns = run_from_file(DOCS, {"tape": tape, "np": np})
+    assert ns["rnn"]._arrays is True and ns["logistic"]._packs  # carried into array records; packed
