@@ -16,6 +16,13 @@ def _programs():
     return programs
 
 
+def _refused(th):  # a number that becomes an array in a loop: Numba's typing, as a JitError
+    h = 0.0
+    for _ in range(2):
+        h = h + th
+    return h.sum()
+
+
 def test_jit_column_writes_array_records_or_says_it_cannot(capsys):
     programs = _programs()
     x, f, hand, _ = programs.heat(1100, 3)  # its loop: looped's, which Numba compiles
@@ -31,6 +38,11 @@ def test_jit_column_writes_array_records_or_says_it_cannot(capsys):
     assert programs.jitted(tape, "heat-pad", f, x, rows, got)["jit arrays"] == 1.0
     want_value, want = hand(x)
     assert abs(got["jit"][0] - want_value) <= 1e-12 * abs(want_value) and np.max(np.abs(got["jit"][1] - want)) <= 1e-12
-    x, f, _, _ = programs.gru(2, 2, 2)  # a carry from np.zeros that becomes Vars: Numba's typing, as a JitError
-    assert programs.jitted(tape, "gru", f, x, rows, got) == {} and "Cannot unify" in capsys.readouterr().err
+    x, f, hand, _ = programs.gru(2, 2, 2)  # a carry from np.zeros that becomes Vars (tape/compiled/carries.py)
+    rows, got = {}, {}
+    assert programs.jitted(tape, "gru", f, x, rows, got)["jit arrays"] == 0.0  # (12 params: scalar records)
+    want_value, want = hand(x)
+    assert abs(got["jit"][0] - want_value) <= 1e-12 * abs(want_value) and np.max(np.abs(got["jit"][1] - want)) <= 1e-12
+    assert programs.jitted(tape, "refused", _refused, np.ones(3), rows, got) == {}
+    assert "Cannot unify" in capsys.readouterr().err
     assert programs.jit_column({}) == "  tape.jit: not compiled"

@@ -280,7 +280,7 @@ def fits(view: View) -> bool:
 
 
 def view_of(out: np.ndarray) -> View:
-    """The view f returned (jit.record_output's numbers: record, start, shape, strides)."""
+    """The view f returned (outputs.record_output's numbers: record, start, shape, strides)."""
     record, start, *axes = out.tolist()
     return View(record, start, tuple(axes[:len(axes) // 2]), tuple(axes[len(axes) // 2:]))
 

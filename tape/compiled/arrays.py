@@ -31,6 +31,7 @@ from tape.compiled.numba_internals import (
 )
 from tape.compiled.numba_payload import arena_room, carve, give_back, tape_from_pointer, want
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
+from tape.compiled.packing import sized
 from tape.compiled.recording import INTERNAL, constant_record, hot, is_number, is_var, jit, var_of
 
 NUMBER, UNWRITTEN = -1, -2  # an element's record index when it holds a number / was never written
@@ -269,13 +270,13 @@ def size(n, m):
 @hot
 def blank(p, n, m):
     """A new 2-d Var array: its rows and values in one block."""
-    return make_block(p, take(p, 2 * size(n, m)), (n, m))
+    return make_block(p, take(p, 2 * sized(p, size(n, m))), (n, m))
 
 
 @hot
 def blank_row(p, n, m):
     """A new 1-d Var array of m elements (n is 1), in one block."""
-    return make_block(p, take(p, 2 * size(n, m)), (m,))
+    return make_block(p, take(p, 2 * sized(p, size(n, m))), (m,))
 
 
 @hot

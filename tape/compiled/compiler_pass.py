@@ -18,6 +18,7 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.untyped_passes import InlineClosureLikes, TranslateByteCode
 
 from tape.compiled.by_reference import MarkByReference
+from tape.compiled.carries import Carries
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_internals import file_id
 from tape.compiled.read_through import ReadThrough
@@ -218,9 +219,9 @@ class ClosureReads(ReadThrough):
 
 class Pipeline(CompilerBase):
     """Numba's nopython pipeline with ReadThrough and BranchLines after the bytecode is translated, MarkByReference,
-    both again and VarLists after closures and comprehensions are inlined (compiled again where a list of numbers
-    takes a Var); what it compiles without a CPython wrapper gets no machine code of its own
-    (tape/compiled/link_only.py)."""
+    both again, VarLists and Carries after closures and comprehensions are inlined (compiled again where a list of
+    numbers takes a Var, or a loop variable starts as a NumPy array); what it compiles without a CPython wrapper gets
+    no machine code of its own (tape/compiled/link_only.py)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
@@ -230,6 +231,7 @@ class Pipeline(CompilerBase):
         pm.add_pass_after(ClosureReads, InlineClosureLikes)
         pm.add_pass_after(ClosureLines, ClosureReads)
         pm.add_pass_after(VarLists, ClosureLines)
+        pm.add_pass_after(Carries, VarLists)
         pm.finalize()
         return [pm]
 

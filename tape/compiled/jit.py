@@ -19,12 +19,10 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba import extending
 from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
 from tape.compiled import array_calls, array_overloads, array_plans, array_records, array_views, conditions, overloads  # noqa: F401  # registers the overloads
-from tape.compiled.arrays import array_output, is_array
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse
@@ -32,8 +30,6 @@ from tape.compiled.jit_errors import check_data, first_line
 from tape.compiled.jit_gradients import array_value_and_grad, value_and_grad
 from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import (
-    ArrayRecordType,
-    TypingError,
     borrowed,
     file_id,
     make_array_record,
@@ -42,21 +38,17 @@ from tape.compiled.numba_internals import (
     where_of,
 )
 from tape.compiled.numba_payload import tape_pointer
-from tape.compiled.overload_cache import overload
+from tape.compiled.outputs import RECORD, outputs
+from tape.compiled.packing import may_pack, packed
 from tape.compiled.recording import (
+    NEVER,
     OPTIONS,
-    SEQUENCE,
     finish,
     inputs,
     install,
-    is_number,
-    is_var,
     new_tape,
-    one_output,
     values,
-    var_of,
 )
-from tape.compiled.recording import jit as internal
 from tape.errors import ForeignHandleError, JitError
 from tape.records._recorders import Var
 from tape.records.handles import Handle
@@ -66,74 +58,16 @@ __all__ = ["jit", "JitFunction", "JitError"]
 ARENA_MAX = 1 << 24  # elements (128 MiB) at most in a call's arena for Var arrays; beyond, they are allocated
 
 
-def _outputs(out):
-    """(indices, values, form) of what f returned (index -1: a number, not recorded; form: ONE,
-    SEQUENCE or a Var array's shape)."""
-
-
-@overload(_outputs)
-def _outputs_impl(out):
-    if is_var(out):
-        return one_output
-    if is_number(out):
-        return lambda out: one_output(var_of(out))
-    if is_array(out):
-        return lambda out: array_output(out)
-    if isinstance(out, ArrayRecordType):
-        return lambda out: record_output(out)
-    if isinstance(out, types.List) and (is_var(out.dtype) or is_number(out.dtype)):
-        def listed(out):
-            idx, vals = np.empty(len(out), np.int64), np.empty(len(out))
-            for k in range(len(out)):
-                w = var_of(out[k])
-                idx[k], vals[k] = w.index, w.c
-            return idx, vals, SEQUENCE
-        return listed
-    if _tuple_of_vars(out):
-        return None  # _tuple_outputs: its implementation is generated source, which no cache can locate
-    raise TypingError(f"tape.jit: f returns {out}; return a Var, a number, or a tuple or list of them (Vars inside "
-                      "other containers would outlive the tape they point into)")
-
-
-RECORD = np.full(1, -2, np.int64)  # the form of an array record f returns
-
-
-@internal
-def record_output(a):
-    """A view of an array record f returns, as the driver reports outputs: (record, start, shape, strides) in
-    array_plans.view_of's order; form RECORD."""
-    return np.array((a.record, a.start) + a.shape + a.strides, np.int64), np.zeros(1), RECORD
-
-
-def _tuple_of_vars(out):
-    return isinstance(out, types.BaseTuple) and all(is_var(v) or is_number(v) for v in out.types)
-
-
-@extending.overload(_outputs)
-def _tuple_outputs(out):
-    return _tupled(len(out.types)) if _tuple_of_vars(out) else None
-
-
-@functools.cache
-def _tupled(size: int) -> Callable[..., Any]:
-    """_outputs of a tuple of ``size`` Vars and numbers in any mix: one line per element, as
-    literal_unroll does not take a tuple of mixed types here."""
-    lines = [f"    w = var_of(out[{k}])\n    idx[{k}], vals[{k}] = w.index, w.c\n" for k in range(size)]
-    source = (f"def tupled(out):\n    idx, vals = np.empty({size}, np.int64), np.empty({size})\n"
-              + "".join(lines) + "    return idx, vals, SEQUENCE\n")
-    namespace: dict[str, Any] = {"np": np, "var_of": var_of, "SEQUENCE": SEQUENCE}
-    exec(compile(source, f"<tape.jit outputs of a {size}-tuple>", "exec"), namespace)  # noqa: S102  # our source
-    return namespace["tupled"]
-
-
 def _driver(user: Any, cache: bool) -> Callable[..., Any]:
     """The jitted entry: f on the tape over the given arrays; the arrays, counts, checks and outputs (cached as
-    f is, with cache: a new process loads it, f inside, and compiles nothing)."""
+    f is, with cache: a new process loads it, f inside, and compiles nothing). A Var array of ``big`` elements or more
+    raises Packed (tape/compiled/packing.py)."""
     @numba.njit(pipeline_class=Pipeline, **{**OPTIONS, "no_cfunc_wrapper": True})  # called from Python only
-    def drive(op, in0, in1, val, consts, n, nc, rows, data, arena):
+    def drive(op, in0, in1, val, consts, n, nc, rows, data, arena, big):
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
+        t.big = big
         vals = values(t, rows)  # held here: xs and the data are lent to f (borrowed)
-        return finish(t, _outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
+        return finish(t, outputs(user(borrowed(inputs(t, rows, vals)), *borrowed(data))), vals)
     return _kept(drive, user, cache, "-driver")
 
 
@@ -147,7 +81,7 @@ def _array_driver(user: Any, cache: bool) -> Callable[..., Any]:
         t = new_tape(op, in0, in1, val, consts, n, nc, arena)
         s = array_records.new_arrays(plans, np_, aval, na, recycle)
         xs = make_array_record(tape_pointer(t), tape_pointer(s), record, offset, start, shape, strides, no_life())
-        done = finish(t, _outputs(user(xs, *borrowed(data))), shape)
+        done = finish(t, outputs(user(xs, *borrowed(data))), shape)
         array_records.ended(tape_pointer(t), tape_pointer(s))
         return done, (s.plans, s.np, s.aval, s.na, s.released.rows[:s.released.n])
     return _kept(drive, user, cache, "-arrays")
@@ -190,6 +124,7 @@ class JitFunction:
         # heat equation's 4,500 rows, peak 612 -> 590 bytes per element of state)
         self._written = -1  # elements of array records the last call wrote (-1: none yet; array_plans.recycling)
         self._arrays_direct = True  # tape.value_and_grad records an array x as xs in _array_value_and_grad
+        self._packs = False  # a small array x0 is packed into one array record (known where a call raised Packed)
 
     def _settled(self) -> Any:
         """f's driver; by default (cache=None) f is cached unless it reaches itself through the jitted functions it
@@ -219,7 +154,8 @@ class JitFunction:
             idx, vals, form = found
         else:
             t, rows = _tape_and_rows(xs)
-            idx, vals, form = self._record(t, rows, data)
+            found = packed(self, t, rows, data) if may_pack(self, xs) else None
+            idx, vals, form = found if found is not None else self._record(t, rows, data)
         seg = t._segment()
         if len(form) and form[0] == RECORD[0]:  # a view of an array record: a VarArray of it
             return VarArray(seg, None, array_plans.view_of(idx))
@@ -230,15 +166,17 @@ class JitFunction:
 
     _value_and_grad, _array_value_and_grad = value_and_grad, array_value_and_grad  # tape/compiled/jit_gradients.py
 
-    def _record(self, t: Tape, rows: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _record(self, t: Tape, rows: np.ndarray, data: tuple, big: int = NEVER) -> tuple[np.ndarray, np.ndarray,
+                                                                                       np.ndarray]:
         """Record f on t with records ``rows`` as xs: the outputs' indices (-1: a number), values, and
-        what f returned: one (form empty), a sequence (form [-1]) or a Var array (form its shape)."""
+        what f returned: one (form empty), a sequence (form [-1]) or a Var array (form its shape). A Var array of
+        ``big`` elements or more raises Packed, nothing of the call kept."""
         _only_data(data)
         n0, nc0 = t._n, t._n_consts
         message: str | None = None
         try:
             got = self._settled()(t._op, t._in0, t._in1, t._val, t._consts, n0, nc0, rows, tuple(data),
-                              np.empty(self._arena, np.int64))
+                                  np.empty(self._arena, np.int64), big)
         except numba.core.errors.NumbaError as e:  # typing, or what Numba does not support (a generator)
             message = str(e)
             forget_failures(self.dispatcher, self._drive)  # Numba keeps the errors: they would keep t alive

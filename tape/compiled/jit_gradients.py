@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tape.compiled.packing import Packed
+from tape.compiled.recording import NEVER
 from tape.debug import nans
+from tape.errors import JitError
 from tape.function.array_replay import has_nan
 from tape.kernels.ops import LEAF
 from tape.records import array_records as python_arrays
@@ -33,6 +36,9 @@ def value_and_grad(self: JitFunction, idle: Any, args: tuple) -> tuple[float, An
     k = len(x) if not array else x.size
     if array and k >= python_arrays.small() and self._tries_arrays(x, args[1:]):
         return self._array_value_and_grad(idle, x, args[1:]) if self._arrays_direct else None
+    big = python_arrays.small() if array and self._arrays is not False else NEVER
+    if big != NEVER and self._packs:
+        return None  # packed into one array record: the general path packs it
     t, idle.jit_tape = getattr(idle, "jit_tape", None), None  # taken (a failing f drops it)
     if t is None:  # room for 65,536 records (1.9 MB): a first call that fills it compiles the growth (0.1-0.5 s)
         t = Tape(capacity=max(FIRST_CAPACITY, 4 * k))
@@ -41,7 +47,14 @@ def value_and_grad(self: JitFunction, idle: Any, args: tuple) -> tuple[float, An
         rows = np.arange(t._leaf_records(x), t._n)
     else:
         rows = t._append_block(LEAF, k, values=np.array(x, float).reshape(-1)).reshape(np.shape(x))
-    idx, vals, form = self._record(t, rows, args[1:])
+    try:
+        idx, vals, form = self._record(t, rows, args[1:], big)
+    except (Packed, JitError):
+        if big == NEVER:
+            raise
+        t.clear()
+        idle.jit_tape, self._packs = t, True  # (a JitError: f may type with an array record)
+        return None
     if len(form):
         raise TypeError("f must return a Var or a real number, got a sequence")
     i, value = int(idx[0]), float(vals[0])

@@ -102,7 +102,7 @@ TAPE_FIELDS = [("op", types.uint8[::1]), ("in0", types.uint32[::1]), ("in1", typ
                ("val", types.float64[::1]), ("consts", types.float64[::1]), ("n", types.int64), ("nc", types.int64),
                ("rows", types.int64[::1]), ("outs", types.uint8[::1]), ("wheres", types.int64[::1]),
                ("nchk", types.int64), ("arena", types.int64[::1]), ("used", types.int64), ("want", types.int64),
-               ("peak", types.int64), ("kept", types.List(types.int64[::1]))]
+               ("peak", types.int64), ("kept", types.List(types.int64[::1])), ("big", types.int64)]
 tape_type = TapeType(TAPE_FIELDS)
 new_struct = structref.new
 

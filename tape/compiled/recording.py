@@ -80,6 +80,7 @@ def once(fn):
     return dispatcher
 
 
+NEVER = 1 << 62  # a tape's ``big`` where no Var array raises Packed (tape/compiled/arrays.py)
 LIST_REFUSAL = "storing a Var into a list of "  # tape/compiled/var_lists.py: typed again as a list of Vars
 NOT_A_FLOAT = ("tape.jit: a Var is not a float inside a jitted function (float(v), storing it into a float array, "
                "or a function that takes floats only); keep it a Var, or read values after the call")
@@ -93,6 +94,7 @@ def new_tape(op, in0, in1, val, consts, n, nc, arena):
     t.op, t.in0, t.in1, t.val, t.consts, t.n, t.nc = op, in0, in1, val, consts, n, nc
     t.rows, t.outs, t.wheres, t.nchk = np.empty(16, np.int64), np.empty(16, np.uint8), np.empty(16, np.int64), 0
     t.arena, t.used, t.want, t.peak, t.kept = arena, 0, 0, 0, [arena]
+    t.big = NEVER  # (tape.jit's driver of an x0 it may pack: its first Var array this big raises Packed)
     return t
 
 

@@ -17,25 +17,54 @@ import operator
 from numba.core import ir
 from numba.core.compiler_machinery import FunctionPass, register_pass
 
+from tape.compiled.carries import CARRIES, carry_of
 from tape.compiled.numba_internals import TypingError
 from tape.compiled.recording import LIST_REFUSAL, var_of
 
 SITES = "tape_var_lists"  # the compiler state's key: (file, line) of each store of a Var into a list of numbers
+RETRIES = 16  # compiles typed again at most in one outermost compile, the callees' included (each retry types them
+# again from bytecode)
+_under_way = [0, 0]  # (compiles nested, retries) of the outermost compile under way (compiles hold Numba's lock)
 
 
 def retrying(compile_core, state):
-    """compile_core(), again with each list that failed typing by taking a Var made a list of Vars (VarLists)
-    (compiling from bytecode: the IR is translated again)."""
-    sites, from_bytecode = state.setdefault(SITES, set()), state.func_ir is None
-    while True:
-        try:
-            return compile_core()
-        except TypingError as e:
-            loc = getattr(e, "loc", None)
-            if not from_bytecode or LIST_REFUSAL not in str(e) or loc is None or (loc.filename, loc.line) in sites:
-                raise
-            sites.add((loc.filename, loc.line))
-            state.func_ir, state.status.fail_reason = None, None  # (a failure left there fails the compile)
+    """compile_core(), again with each list that failed typing by taking a Var made a list of Vars (VarLists) and
+    each loop variable that failed by starting as a NumPy array carried (carries.py) (compiling from bytecode: the
+    IR is translated again); RETRIES times at most in one outermost compile, then a TypingError naming the last."""
+    from_bytecode = state.func_ir is None
+    _under_way[0] += 1
+    try:
+        while True:
+            try:
+                return compile_core()
+            except TypingError as e:
+                what = _again(e, state) if from_bytecode else None
+                if what is None:
+                    raise
+                _under_way[1] += 1
+                if _under_way[1] > RETRIES:
+                    raise TypingError(f"tape.jit: {state.func_id.func_name} was typed again {RETRIES} times, the "
+                                      f"last for {what}, and still does not type: give it one type (take its first "
+                                      "step before the loop)", getattr(e, "loc", None)) from None
+                state.func_ir, state.status.fail_reason = None, None  # (a failure left there fails the compile)
+    finally:
+        _under_way[0] -= 1
+        if not _under_way[0]:
+            _under_way[1] = 0
+
+
+def _again(e: TypingError, state) -> str | None:
+    """What a compile that failed typing with e is typed again for, added to the state's CARRIES (a loop variable
+    not yet carried) or SITES (a new store of a Var into a list of numbers); None: e stands."""
+    loc, carry = getattr(e, "loc", None), carry_of(str(e))
+    carries, sites = state.setdefault(CARRIES, set()), state.setdefault(SITES, set())
+    if carry is not None and carry not in carries:
+        carries.add(carry)
+        return f"the loop variable {carry!r}"
+    if LIST_REFUSAL not in str(e) or loc is None or (loc.filename, loc.line) in sites:
+        return None
+    sites.add((loc.filename, loc.line))
+    return f"the list stored into at {loc.filename}:{loc.line}"
 
 
 @register_pass(mutates_CFG=False, analysis_only=False)
