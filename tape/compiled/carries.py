@@ -20,7 +20,7 @@ from numba import extending
 from numba.core import ir
 from numba.core.compiler_machinery import FunctionPass, register_pass
 
-from tape.compiled.array_records import RESULT, data
+from tape.compiled.array_records import OL, OS, RESULT, data
 from tape.compiled.arrays import NUMBER, fill, fresh, is_array, is_data
 from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
 from tape.compiled.overload_cache import overload
@@ -50,7 +50,7 @@ def _carried(xs, value):
 
         def constant(xs, value):
             o = data(xs.tape, xs.arrays, value)
-            return make(xs.tape, xs.arrays, (o[0], o[1], o[4], o[5]))
+            return make(xs.tape, xs.arrays, (o[0], o[1], o[OL:OS]))
         return constant
     if is_data(value):
         def numbers(xs, value):

@@ -429,7 +429,7 @@ arrays_type = ArraysType(ARRAYS_FIELDS)
 
 
 class ArrayRecordType(types.Type):
-    """A view of an array record of the tape (1-d or 2-d): the tape's and the arrays' pointers (borrowed, as a Var's),
+    """A view of an array record of the tape (1-4 axes): the tape's and the arrays' pointers (borrowed, as a Var's),
     its record, its region's offset in the arena, the view's offset in the region, shape and strides, and the record's
     life (LIFE: reference counted by Numba with every copy, so its region is given away once nothing holds it)."""
 
