@@ -411,10 +411,14 @@ def timings(name: str, repeat: int, jit: bool = False) -> dict[str, float]:
     return {**{label: 1e3 * float(np.median(s)) for label, s in seconds.items()}, **extra}
 
 
+SETTLE = 40  # untimed calls of tape.jit's before timing: a loop's first 10-30 make its reverse's tables again while the
+# recycled arena's last regions move (docs/jit.md, Speed)
+
+
 def jitted(tape: Any, name: str, f: Callable[[Any], Any], x: np.ndarray, rows: dict, got: dict) -> dict[str, float]:
     """Record + gradient by tape.value_and_grad(tape.jit(f)): its first call (CPU-ms: f compiled, once
-    a process) into got and its call into rows; whether it wrote array records (f._arrays: else one scalar record an
-    element). {} where tape.jit cannot compile f (why: on stderr)."""
+    a process) into got and its call, after SETTLE more, into rows; whether it wrote array records (f._arrays: else
+    one scalar record an element). {} where tape.jit cannot compile f (why: on stderr)."""
     jf = tape.jit(f)
     vg = tape.value_and_grad(jf)
     start = time.process_time()
@@ -425,8 +429,11 @@ def jitted(tape: Any, name: str, f: Callable[[Any], Any], x: np.ndarray, rows: d
         why = next((line for line in lines[1:] if line.strip() and not line.startswith("Failed in")), "")
         print(f"{name}: {lines[0]}\n  {why}", file=sys.stderr)
         return {}
+    first = 1e3 * (time.process_time() - start)
+    for _ in range(SETTLE):
+        vg(x)
     rows["jit"] = lambda: vg(x)
-    return {"jit first": 1e3 * (time.process_time() - start), "jit arrays": float(bool(jf._arrays))}
+    return {"jit first": first, "jit arrays": float(bool(jf._arrays))}
 
 
 def jit_column(ms: dict[str, float]) -> str:

@@ -200,7 +200,7 @@ def adopt(t, plans: np.ndarray, first: int, count: int, aval: np.ndarray, na: in
     time; attention's adopt 48 -> 14 µs a call, timed through wrappers)."""
     table = plans[first:count]
     key = (first, recycled, table.tobytes(), released.tobytes()) if count - first <= _COUNTED_ROWS else None
-    found = _ADOPTED.get(key)
+    found = _ADOPTED.get(key) if key is not None else None
     if found is None:
         found = _adoption(t, table, first, released, recycled, key is not None)
         if key is not None and found[-1]:
