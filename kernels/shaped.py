@@ -41,6 +41,8 @@ from .ops import FUSIBLE, SQUARE, reads
 
 BLOCK = 512  # elements a block: the interpreted kernels' (and their twins', tape/sweeps/fused_numpy.py)
 KEPT = BLOCK // 2  # a contribution row's elements before the block: a view's largest lag (tape/sweeps/fusion.py's LAGS)
+MEMBERS = 32  # members one run's (or stretch's) kernel holds at most: straight-line code, and LLVM's memory and time
+# grow with it (an elementwise chain of 1,800 members took over 8 GB and 3 minutes before it was killed; 144: 0.74 GB)
 
 
 def block_sum(indent: str) -> list[str]:

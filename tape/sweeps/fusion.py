@@ -29,6 +29,7 @@ import numpy as np
 
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND
 from tape.kernels.ops import ARRAY_BASE, FUSIBLE, OPCODE, READS, SQUARE_READS
+from tape.kernels.shaped import MEMBERS
 from tape.sweeps import fused_numpy
 from tape.sweeps import live as _live
 from tape.sweeps.driver import SHORT_NAME, Plan, contiguous, whole
@@ -126,7 +127,8 @@ def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> tuple[list[
     """(the members, their count by group, the groups a sum joins, those sums) of each run of two or more:
     consecutive array records (0-d constants skipped) that fit (unary or binary, FUSIBLE, a power only x ** 2, 1 or
     0, 1-d or 2-d), of one shape, with only dead records and 0-d constants between each and the next; a 0-d sum of the
-    last member whole right after it joins (_sums asked of 0-d sums there only)."""
+    last member whole right after it joins (_sums asked of 0-d sums there only). A longer group is cut into runs of
+    MEMBERS (a run's kernels are straight-line code per member)."""
     if len(arrays) < 2:
         return [], np.zeros(0, np.int64), np.zeros(0, np.int64), []
     code, rows, _, shapes, *_ = zip(*arrays, strict=True)
@@ -145,6 +147,11 @@ def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> tuple[list[
     link = fits[:-1] & fits[1:] & (same[:-1] == same[1:]) & next_to
     first = np.flatnonzero(fits & ~np.concatenate([[False], link]))
     last = np.flatnonzero(fits & ~np.concatenate([link, [False]]))
+    first, last = first[last > first], last[last > first]
+    pieces = (last - first) // MEMBERS + 1
+    piece = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # (its place in its group)
+    first = np.repeat(first, pieces) + MEMBERS * piece
+    last = np.minimum(first + MEMBERS - 1, np.repeat(last, pieces))
     first, last = first[last > first], last[last > first]
     count = last - first + 1
     members = b[np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())]

@@ -75,6 +75,7 @@ from tape.kernels._array_driver import (
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.compiling import Clock
 from tape.kernels.ops import EXACT, OPS
+from tape.kernels.shaped import MEMBERS
 from tape.sweeps import layout, places, reduced
 from tape.sweeps import live as _live
 
@@ -220,7 +221,7 @@ def _ends(r: _Table, fits: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, 
     run = np.maximum.accumulate(run)  # (the first LINED row of the LINED rows' run of one shape)
     bar[lined] = np.maximum(bar[lined], np.where(run > 0, lined[run - 1], -1))
     reads = np.where(outer, r.last(t[:, VIEWS + VIEW * Q + REC], i[:, None]), -1)
-    bar = np.where(ok, np.maximum(bar, reads.max(1)), i - 1)
+    bar = np.where(ok, np.maximum(np.maximum(bar, reads.max(1)), i - MEMBERS), i - 1)  # (MEMBERS rows at most)
     bar[starts] = starts - 1
     first = np.full(n + 1, n)
     np.minimum.at(first, bar[bar >= 0], i[bar >= 0])  # (the first row of each bar)
