@@ -215,6 +215,29 @@ def f(x, w):
     same_tapes(py["f"], jn["f"], x0, data)
 
 
+def test_looped_ops_of_column_slices_are_the_driver_s(monkeypatch):
+    """A looped op (NumPy's loop: tanh, exp) of a view of lines of unit steps (the LSTM's gates, column slices), and
+    sigmoid of any view (its loop reads scratch), are the driver's rows with NumPy's bits, edge values too; of a view
+    stepping by 2 NumPy's rule is called back."""
+    from tape.compiled import array_calls
+
+    monkeypatch.setattr(array_calls, "PAYBACK", 0.0)  # the rows' kernels made at once
+    called, plan_of = [], array_calls.plan_of
+    monkeypatch.setattr(array_calls, "plan_of", lambda row: called.append(row[0]) or plan_of(row))
+    py, jn = namespace('''
+def f(x):
+    G = x[:2048].reshape(32, 64)
+    i, g, o = tape.sigmoid(G[:, :32]), np.tanh(G[:, 32:]), tape.sigmoid(G[::2, 1::2])
+    return (i * g).sum() + o.sum() + np.exp(G[1::2, ::2]).sum()
+''', arrays=True)
+    x0 = np.random.default_rng(6).normal(size=2100)
+    x0[40:40 + len(EDGES)], x0[2000:2000 + len(EDGES)] = EDGES, EDGES[::-1]
+    for x in (x0, np.nan_to_num(x0, nan=0.5, posinf=30.0, neginf=-30.0)):
+        called.clear()
+        same_tapes(py["f"], jn["f"], x, (), nans=True)
+        assert len(called) == 1  # the exp of G[1::2, ::2]'s lines stepping by 2
+
+
 DEFAULT = '''
 def f(x):
     return (np.exp(x) * 2.0).sum()

@@ -28,6 +28,7 @@ PADS, SOURCE = V0 + VIEW_WIDTH, V0 + 2 * VIEW_WIDTH  # a gather's (one input), i
 KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by array opcode: the driver's kind of row,
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
+PRIMED = encoding.PRIMED  # by array opcode: a looped op whose loop reads a value first made in scratch (sigmoid's)
 SLOT = np.where(KINDS == kernels.ELEMENTWISE, np.where(EXACT | LOOPED, kernels.VALUES + CODES, -1),
                 np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL), KINDS, -1))  # by array opcode: the slot
 # of KERNELS whose kernel its driver's row runs; -1 where by_driver is never true (no row, or neither exact nor looped)
@@ -117,15 +118,17 @@ def _block(rows, cols, rs, cs):
 def by_driver(s, k):
     """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
     (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
-    output: NumPy's loop called as its step calls it), a sum's input in C order and not past LARGE, a matmul's
-    operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched matmul)."""
+    output or of lines of unit steps, or over a value made first in scratch: NumPy's loop called as its step calls it;
+    the LSTM's gates, column slices: 120 calls back a call, 7.4 -> 4.6 ms), a sum's input in C order and not past
+    LARGE, a matmul's operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched
+    matmul)."""
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
         alike = True  # (a loop, not an array comparison: its machine code would import numba.np.linalg at every load)
         for d in range(4):
             alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
-        return EXACT[plan[0]] or LOOPED[plan[0]] and alike
+        return EXACT[plan[0]] or LOOPED[plan[0]] and (alike or PRIMED[plan[0]] or t[VIEWS + STRIDES + 3] == 1)
     if kind == kernels.MATMUL:
         a, b = V0 + DIMS - 2, V0 + VIEW_WIDTH + DIMS - 2  # (a's view and b's, from their last two axes)
         n, inner, m = plan[a + VL], plan[a + VL + 1], plan[b + VL + 1]
