@@ -84,6 +84,19 @@ def test_a_tape_that_differs_in_one_thing_makes_its_own(pair, tables):
         assert not tables
 
 
+@pytest.mark.parametrize("pair", DIFFER)
+def test_tapes_of_one_size_and_two_structures_in_turn_keep_both(pair, tables):
+    """f's and g's tapes share a key (records, plans, top) but not a structure: called in turn (the Python recorder's
+    and tape.jit's tapes of one f), each keeps its own tables (compiled.SHARING), made once."""
+    f, g = DIFFER[pair]
+    want = [_afresh(f, X), _afresh(g, X)]
+    compiled._made.clear()
+    del tables[:]
+    for k in (0, 1, 0, 1, 0, 1):
+        _same(tape.value_and_grad((f, g)[k])(X), want[k])
+    assert len(tables) == 2 and len(compiled._made) == 1 and len(next(iter(compiled._made.values()))) == 2
+
+
 @pytest.mark.parametrize("pair", ALIKE)
 def test_a_tape_of_the_same_structure_reuses_with_its_own_values(pair, tables):
     f, g = ALIKE[pair]
@@ -98,12 +111,12 @@ def test_a_borrowed_record_or_a_setting_is_structure(tables, monkeypatch):
     f = DIFFER["op"][0]
     want = _afresh(f, X)
     key = next(iter(compiled._made))
-    made = compiled._made[key]
-    compiled._made[key] = made._replace(same=(made.same[0], (1,), *made.same[2:]))
+    made = compiled._made[key][-1]
+    compiled._made[key] = [made._replace(same=(made.same[0], (1,), *made.same[2:]))]
     del tables[:]
     _same(tape.value_and_grad(f)(X), want)
     assert tables
-    compiled._made[key] = made._replace(same=((0,), *made.same[1:]))
+    compiled._made[key] = [made._replace(same=((0,), *made.same[1:]))]
     del tables[:]
     _same(tape.value_and_grad(f)(X), want)
     assert tables
@@ -147,7 +160,7 @@ def test_the_walk_is_made_again_where_the_runs_differ(tables, monkeypatch):
         compiled._made.clear()
         for fused in order * 2:
             _same(_reversed(t, y, X, fused), want[fused])
-            made = next(iter(compiled._made.values()))
+            made = next(iter(compiled._made.values()))[-1]
             assert bool(made.marks) == made.fused == fused  # (runs kept in the walk, back stretches)
     assert len(compiled._made) == 1
 

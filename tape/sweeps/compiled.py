@@ -339,11 +339,9 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     20,000 of the MLP's calls, would cost each of its 0.14 ms gradients 4-5% until then)."""
     ready, few = _gate.ready(), len(s._plans) < FEW
     key = (s._n, len(s._plans), top)
-    made = _made.get(key) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
+    made = _fitting(key, s) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
     # stencil5's and filter's reverse by tables 1.03-1.07x theirs, the runs dissolved at 2^15-2^16 elements 2.1x; by
     # tables with back stretches, s24: 0.96-0.97x a gradient, the tables' scratch +14-18% of its peak memory)
-    if made is not None and not made.fits(s):
-        made = None
     if not ready or few and (made is None or made.items is None and made.spent < MAKE):
         start = time.perf_counter()
         try:
@@ -352,14 +350,14 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
             spent = time.perf_counter() - start
             CLOCK.add(spent)
             if ready and few and not runs:
-                _keep(key, Made.seen(s, spent + (made.spent if made is not None else 0.0)))
+                _keep(key, Made.seen(s, spent + (made.spent if made is not None else 0.0)), made)
     s._encoded = {} if made is None or made.items is None else {"table": made.encoded}
     try:
         fused, runs = runs is not None and not few, kept(s, runs) if runs else None  # (small tapes: none, see above)
         marks = [(at, run.rows) for at, run in runs.items()] if runs else []
         if made is None or made.items is None or made.marks != marks or made.fused != fused:
-            made = Made.of(s, top, runs, marks, fused)
-            _keep(key, made)
+            made, old = Made.of(s, top, runs, marks, fused), made
+            _keep(key, made, old)
         return driver.reverse(s, top, gen, keep, check, runs, lambda _: made.walk(s, runs))
     finally:
         s._encoded = None
@@ -372,13 +370,23 @@ MAKE = 1e-3  # seconds of NumPy's steps back after which a small tape's structur
 # then 46 CPU-µs, by NumPy's steps 150; the mixture's 3.2 -> 1.7 ms), so a one-off tape never makes them
 
 
-def _keep(key: tuple[int, int, int], made: Made) -> None:
-    """_made[key] = made, last; the oldest dropped past MADE (list and pop each one C call: threads may do this at
-    once)."""
-    _made.pop(key, None)
-    _made[key] = made
-    for old in list(_made)[:-MADE]:
-        _made.pop(old, None)
+SHARING = 4  # structures kept under one key, at most: tapes of one size and another structure (the Python recorder's
+# and tape.jit's tapes of one f, their regions laid out otherwise) called in turn made their tables again each call
+# (the LSTM's tape.jit 2.5 -> 8.6 ms a call between the Python recorder's calls)
+
+
+def _fitting(key: tuple[int, int, int], s: State) -> Made | None:
+    """The structure kept under key that tape s has (Made.fits), else None."""
+    return next((made for made in reversed(_made.get(key, ())) if made.fits(s)), None)
+
+
+def _keep(key: tuple[int, int, int], made: Made, old: Made | None = None) -> None:
+    """made kept under key, last, in place of old (of its structure); the oldest dropped past SHARING under a key and
+    past MADE keys (list and pop each one C call: threads may do this at once)."""
+    others = [m for m in _made.pop(key, ()) if m is not old]
+    _made[key] = [*others[max(0, len(others) + 1 - SHARING):], made]
+    for gone in list(_made)[:-MADE]:
+        _made.pop(gone, None)
 
 
 def _settings() -> tuple:
@@ -455,7 +463,7 @@ class Made(NamedTuple):
                 yield kind, runs[what] if kind == driver.RUN and runs else what
 
 
-_made: dict[tuple[int, int, int], Made] = {}  # by (records, plans, top)
+_made: dict[tuple[int, int, int], list[Made]] = {}  # by (records, plans, top)
 
 
 class _Stretching:
