@@ -66,7 +66,7 @@ def test_value_and_grad_sweeps_back_stretches_with_the_rows_bits(steps, m, table
             for _ in range(2):  # (the stretch kernels set in the first sweep's tables: the second runs them)
                 value, grad = g(point, m)
                 assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
-            (made,) = compiled._made.values()
+            ((made,),) = compiled._made.values()
             heads = np.concatenate([w[0] for kind, w in made.items if kind == compiled.TABLE])
             heads = heads[heads[:, KIND] == STRETCH]
             assert made.fused and len(heads) >= 5 and (heads[:, CALL] != 0).all()
@@ -86,7 +86,7 @@ def test_a_sweep_not_fused_writes_every_adjoint(tables):
     y = 0.5 * (u * u).sum()
     for fused in (True, False, True, False):
         t._reverse(t._resolve(y), False, fused)
-        (made,) = compiled._made.values()
+        ((made,),) = compiled._made.values()
         assert made.fused == fused == any((w[0][:, KIND] == STRETCH).any() for kind, w in made.items
                                           if kind == compiled.TABLE)
     adjoint = u.value.copy()
@@ -108,7 +108,7 @@ def test_back_stretches_read_a_borrowed_constant_in_place(tables, monkeypatch):
 
     rows = _rows(lambda u, m: f(u), X, 0, monkeypatch)
     value, grad = tape.value_and_grad(f)(X)
-    (made,) = compiled._made.values()
+    ((made,),) = compiled._made.values()
     assert made.fused and any((w[0][:, KIND] == STRETCH).any() for kind, w in made.items if kind == compiled.TABLE)
     assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
     v = np.tanh(c * X)
