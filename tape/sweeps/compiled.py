@@ -377,7 +377,9 @@ SHARING = 4  # structures kept under one key, at most: tapes of one size and ano
 
 def _fitting(key: tuple[int, int, int], s: State) -> Made | None:
     """The structure kept under key that tape s has (Made.fits), else None."""
-    return next((made for made in reversed(_made.get(key, ())) if made.fits(s)), None)
+    kept = _made.get(key, ())
+    same = _same(s) if kept else ()
+    return next((made for made in reversed(kept) if made.fits(s, same)), None)
 
 
 def _keep(key: tuple[int, int, int], made: Made, old: Made | None = None) -> None:
@@ -448,10 +450,10 @@ class Made(NamedTuple):
         """Tape s's structure with no tables, its steps' seconds so far."""
         return cls(s._plans.copy(), _same(s), None, [], None, spent)
 
-    def fits(self, s: State) -> bool:
-        """Whether tape s has this one's structure: its records' ops and inputs, its plans, its borrowed records, and
-        the same settings."""
-        return self.same == _same(s) and _same_plans(self.plans, s._plans)
+    def fits(self, s: State, same: tuple) -> bool:
+        """Whether tape s, whose _same is ``same``, has this one's structure: its records' ops and inputs, its plans,
+        its borrowed records, and the same settings."""
+        return self.same == same and _same_plans(self.plans, s._plans)
 
     def walk(self, s: State, runs: dict[int, Any] | None) -> Iterator[tuple[int, Any]]:
         """The items for driver.reverse on tape s: a table's reverse with its own scratch, the runs of s."""

@@ -147,7 +147,6 @@ def _groups(s: Any, arrays: list[Plan], live: np.ndarray, n: int) -> tuple[list[
     link = fits[:-1] & fits[1:] & (same[:-1] == same[1:]) & next_to
     first = np.flatnonzero(fits & ~np.concatenate([[False], link]))
     last = np.flatnonzero(fits & ~np.concatenate([link, [False]]))
-    first, last = first[last > first], last[last > first]
     pieces = (last - first) // MEMBERS + 1
     piece = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # (its place in its group)
     first = np.repeat(first, pieces) + MEMBERS * piece
