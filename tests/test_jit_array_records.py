@@ -238,6 +238,33 @@ def f(x):
         assert len(called) == 1  # the exp of G[1::2, ::2]'s lines stepping by 2
 
 
+def test_logsumexp_of_lines_is_the_driver_s(monkeypatch):
+    """A logsumexp along the last axis of a view in C order (the mixtures' logsumexp over components, one over all
+    elements) is the driver's row with NumPy's bits, edge values and rows of all -inf too; along the first axis NumPy's
+    rule is called back."""
+    from tape.compiled import array_calls
+
+    monkeypatch.setattr(array_calls, "PAYBACK", 0.0)  # the rows' kernels made at once
+    called, plan_of = [], array_calls.plan_of
+    monkeypatch.setattr(array_calls, "plan_of", lambda row: called.append(row[0]) or plan_of(row))
+    py, jn = namespace('''
+def f(x):
+    A = x[:2048].reshape(128, 16)
+    B = x[2048:2240].reshape(4, 3, 16)
+    return (tape.logsumexp(A * 0.5, axis=1).sum() + tape.logsumexp(x[:100]) + tape.logsumexp(B, axis=2).sum()
+            + tape.logsumexp(A, axis=0).sum())
+''', arrays=True)
+    x0 = np.random.default_rng(8).normal(size=2300) * 30.0
+    x0[:len(EDGES)], x0[2048 - len(EDGES):2048] = EDGES, EDGES[::-1]
+    x0[160:176] = -np.inf  # a line of all -inf: -inf
+    for x in (x0, np.nan_to_num(x0, nan=0.5, posinf=700.0, neginf=-700.0)):
+        called.clear()
+        same_tapes(py["f"], jn["f"], x, (), nans=True)
+        assert len(called) == 1  # the logsumexp along axis 0
+        gp, gj = tape.grad(py["f"])(x), tape.grad(jn["f"])(x)
+        assert np.array_equal(canonical(gp.view(np.uint64)), canonical(gj.view(np.uint64)))
+
+
 DEFAULT = '''
 def f(x):
     return (np.exp(x) * 2.0).sum()

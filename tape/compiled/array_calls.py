@@ -52,7 +52,7 @@ from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS
 from tape.kernels import _array_driver as kernels
 from tape.kernels import array_kernels
-from tape.kernels._array_driver import BASE, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import BASE, SHAPE, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import Clock, _index
 from tape.sweeps.driver import quietly
@@ -69,7 +69,7 @@ def _forward_c(p, q, k):
         at = SLOT[s.plans[k, 0]]
         if kernels._kernel(at) == 0 and KERNEL_AT(at) == 0:
             return STANDING
-        n = size(s.plans[k], LENGTHS)
+        n = max(size(s.plans[k], LENGTHS), s.row[0, SHAPE + 3])  # (a logsumexp's lines: one at least)
         if s.scratch.shape[1] < n:
             s.scratch = np.empty((4, n))
         kernels.forward(s.row, s.aval, s.scratch)

@@ -29,9 +29,11 @@ KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT  # by arra
 # its opcode, whether it is exact (any order of elements gives NumPy's bits), whether its NumPy loop was found
 LOOPED = encoding._looped()
 PRIMED = encoding.PRIMED  # by array opcode: a looped op whose loop reads a value first made in scratch (sigmoid's)
+LINES = {"exp", "log"} <= set(kernels.LOOPS)  # a logsumexp's row runs NumPy's exp and log loops (encoding._lines)
 SLOT = np.where(KINDS == kernels.ELEMENTWISE, np.where(EXACT | LOOPED, kernels.VALUES + CODES, -1),
-                np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL), KINDS, -1))  # by array opcode: the slot
-# of KERNELS whose kernel its driver's row runs; -1 where by_driver is never true (no row, or neither exact nor looped)
+                np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL) | (KINDS == kernels.LOGSUMEXP) & LINES,
+                         KINDS, -1))  # by array opcode: the slot of KERNELS whose kernel its driver's row runs; -1
+# where by_driver is never true (no row, or neither exact nor looped)
 
 
 @once
@@ -68,7 +70,8 @@ def _coalesced(t, lists):
 def encode(s, k):
     """Plan k's one-row table for the driver's forward, as tape/sweeps/encoding.py writes its kind (the views' records
     and bases are put_view's): an elementwise record's space is its shape, a sum's its input's with 0 output strides
-    along the reduced axes, a matmul's (n, inner, m); strides 0 along axes of length 1; then axes merged."""
+    along the reduced axes (a logsumexp's too), a matmul's (n, inner, m); strides 0 along axes of length 1; then axes
+    merged."""
     plan, t = s.plans[k], s.row[0]
     code, nin = plan[0], plan[INPUTS]
     kind = KINDS[code]
@@ -80,13 +83,13 @@ def encode(s, k):
             f = V0 + VIEW_WIDTH * v + VS + DIMS - 2
             t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f], plan[f + 1]
         return
-    if kind != kernels.ELEMENTWISE and kind != kernels.SUM:  # (no row: NumPy's values, by_numpy)
+    if kind != kernels.ELEMENTWISE and kind != kernels.SUM and kind != kernels.LOGSUMEXP:  # (no row: by_numpy)
         return
     space = LENGTHS if kind == kernels.ELEMENTWISE else V0 + VL  # (the column of its first length)
     step = 1
     for d in range(DIMS - 1, -1, -1):  # the output's strides in the space: C order, 0 along reduced axes
         n = plan[space + d]
-        if kind == kernels.SUM:
+        if kind != kernels.ELEMENTWISE:
             for a in range(plan[AXES]):
                 n = 1 if plan[AXES + 1 + a] == d - DIMS + plan[V0 + 2] else n
         t[SHAPE + d], t[OUT_STRIDES + d] = plan[space + d], step if n != 1 else 0
@@ -120,8 +123,8 @@ def by_driver(s, k):
     (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
     output or of lines of unit steps, or over a value made first in scratch: NumPy's loop called as its step calls it;
     the LSTM's gates, column slices: 120 calls back a call, 7.4 -> 4.6 ms), a sum's input in C order and not past
-    LARGE, a matmul's operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched
-    matmul)."""
+    LARGE (a logsumexp's too, as lines: encoding._lines; the mixture's, 0.8 ms a call by NumPy's rule), a matmul's
+    operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched matmul)."""
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
@@ -136,7 +139,7 @@ def by_driver(s, k):
         return kernels.BLAS and middle >= 2 and plan[V0 + 2] == plan[V0 + VIEW_WIDTH + 2] == 2 and t[
             VIEWS + BASE] != t[VIEWS + VIEW + BASE] and _block(
             n, inner, plan[a + VS], plan[a + VS + 1]) and _block(inner, m, plan[b + VS], plan[b + VS + 1])
-    if kind != kernels.SUM or size(plan, V0 + VL) > encoding.LARGE:
+    if kind != kernels.SUM and kind != kernels.LOGSUMEXP or size(plan, V0 + VL) > encoding.LARGE:
         return False
     last = 1 << 62
     for d in range(DIMS):
@@ -144,4 +147,7 @@ def by_driver(s, k):
             if plan[V0 + VS + d] >= last:
                 return False
             last = plan[V0 + VS + d]
+    if kind == kernels.LOGSUMEXP:  # lines of unit steps along the last axis, one an output element, in order
+        return last > 0 and t[SHAPE] == 1 and t[SHAPE + 1] == 1 and t[OUT_STRIDES + 3] == 0 and (
+            t[OUT_STRIDES + 2] == 1 or t[SHAPE + 2] == 1) and t[VIEWS + STRIDES + 3] == 1
     return last > 0
