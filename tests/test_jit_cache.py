@@ -1,8 +1,8 @@
-"""tape.jit's cache across processes: an unreadable file is compiled again (never a crash), the key covers the
-modules compiled code reads, and ``python -m tape warmup`` leaves the common ops of Var arrays cached."""
+"""tape.jit's cache across processes: an unreadable file is compiled again (never a crash), the key covers every
+source of tape and its folder, and ``python -m tape warmup`` leaves the common ops of Var arrays cached."""
 
-import ast
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,18 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tape import kernels
 from tape.bench.programs import JIT_ARRAY_RK4, JIT_NBODY
-from tape.compiled import warm  # noqa: F401  # all of tape/compiled imported
-from tape.compiled.jit_cache import READ, SOURCE_KEY
+from tape.compiled import (
+    jit_cache,
+    warm,  # noqa: F401  # all of tape/compiled imported
+)
+from tape.compiled.jit_cache import SOURCE_KEY
 from tape.kernels.compiling import cache_dir
-
-COMPILED = Path(__file__).resolve().parents[1] / "tape" / "compiled"
-# imported by tape/compiled for Python-side use only (classes, stubs Numba overloads, the cache folder)
-PYTHON_ONLY = {"tape.api.trace", "tape.tape", "tape.errors", "tape.debug.nans", "tape.records.handles",
-               "tape.records._recorders", "tape.arrays.varray", "tape.arrays.binary", "tape.kernels.compiling",
-               "tape.sweeps.driver", "tape.records.array_records", "tape.kernels.array_kernels",
-               "tape.arrays.assign", "tape.function.array_replay"}  # (array_gather: pads' places made by a call back
-# into Python; jit_gradients: has_nan of a gradient)
 
 COMPILES = """
 import sys
@@ -68,17 +64,32 @@ def test_an_unreadable_cache_file_is_compiled_again_and_saved(tmp_path):
     assert first[2] != "0" and second[2] == "0"  # compiled again, then saved and loaded
 
 
-def test_the_jit_cache_key_covers_what_compiled_code_reads():
-    read = {module.__name__ for module in READ}
-    imported = set()
-    for path in COMPILED.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tape."):
-                names = {f"{node.module}.{alias.name}" for alias in node.names}
-                imported |= {name if name in sys.modules else node.module for name in names}
-    outside = {name for name in imported if not name.startswith("tape.compiled")}
-    assert read <= outside
-    assert outside - read == PYTHON_ONLY, "a module tape/compiled reads: in READ (the cache key) or PYTHON_ONLY"
+KEY = "import tape.compiled.jit_cache as c; print(c.SOURCE_KEY)"
+
+
+def test_the_jit_cache_key_covers_every_source_of_tape_and_its_folder(tmp_path):
+    """SOURCE_KEY changes with an edit of any Python file of tape (one outside tape/compiled: compiled code inlines what
+    its callees read anywhere in the package, and Numba checks only a function's own file; tape.kernels' files are
+    read too) and with the folder of the sources (two checkouts' processes at once overwrote each other's cache
+    files); the same sources at the same place give the same key."""
+    root = Path(__file__).resolve().parents[1]
+    copies = [tmp_path / name for name in ("a", "b")]
+    for copy in copies:
+        for part in ("tape", "kernels"):
+            shutil.copytree(root / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def key(where: Path) -> str:
+        env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+        return subprocess.run([sys.executable, "-c", KEY], cwd=where, capture_output=True, text=True, check=True,
+                              env=env).stdout.strip()
+
+    a, b = key(copies[0]), key(copies[1])
+    assert len(a) == 16 and a != b and key(copies[0]) == a
+    with open(copies[1] / "tape" / "sweeps" / "layout.py", "a") as file:
+        file.write("\n# an edit\n")
+    assert key(copies[1]) not in (a, b)
+    assert SOURCE_KEY != a  # (this checkout's: another folder)
+    assert str(Path(kernels.__file__).parent / "special.py") in jit_cache._package_sources()
 
 
 WARMED = COMPILES + f"""

@@ -12,29 +12,37 @@ import numba
 import numpy as np
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 
-from tape.kernels import _array_driver, _sweeps, array_ops, ops
+from tape import kernels
 from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
-from tape.records import storage
-from tape.sweeps import arenas, encoding
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
-READ = (ops, _sweeps, storage, _array_driver, array_ops, encoding, arenas)  # what compiled code reads beyond
-# tape/compiled: op codes, the sweeps' helpers, bounds; array records: the driver's rows and forward, array opcodes,
-# its limits, and when regions are given away (array_lives.py)
-_DIGEST = hashlib.sha256(numba.__version__.encode())
-for _path in [*_SOURCES, *(str(module.__file__) for module in READ)]:
+_PACKAGE = [os.path.dirname(_HERE), os.path.dirname(os.path.abspath(kernels.__file__))]  # tape/, and
+# kernels/ (tape/kernels/ once installed)
+
+
+def _package_sources() -> list[str]:
+    """Every Python file of tape (tape.kernels' too), in order: compiled code inlines what its callees read anywhere in
+    the package (Numba checks only a function's own file's stamp)."""
+    found = {os.path.join(root, name) for top in _PACKAGE for root, _, names in os.walk(top) for name in names
+             if name.endswith(".py")}
+    return sorted(found)
+
+
+_DIGEST = hashlib.sha256(f"{numba.__version__}\0{os.path.realpath(_PACKAGE[0])}\0".encode())
+for _path in _package_sources():
     with open(_path, "rb") as _file:
-        _DIGEST.update(_file.read())
-SOURCE_KEY = _DIGEST.hexdigest()[:16]
+        _DIGEST.update(_path.encode() + b"\0" + _file.read())
+SOURCE_KEY = _DIGEST.hexdigest()[:16]  # (~4 ms, at a process's first tape.jit)
 USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
 THROUGH = 3  # attributes read through at most (``ns.xp.maximum``: the object ns, the module xp, its maximum)
 
 
 class JitCacheLocator(_UserWide):  # type: ignore[misc]
     """Numba's user-wide locator for tape/compiled/*.py and tape.jit(cache=True) functions, in a folder per hash of
-    tape/compiled/*.py, the modules of READ, and Numba's version: machine code made by other recorders is never
-    loaded."""
+    Numba's version, tape's folder and every Python file of tape (SOURCE_KEY): machine code made by other sources is
+    never loaded, nor another install's (two checkouts' processes at once overwrote each other's index and data
+    files: Numba names them by module and function, not path)."""
 
     def __init__(self, py_func, py_file):
         super().__init__(py_func, py_file)
@@ -132,4 +140,4 @@ def cache_as(dispatcher, user, index: str) -> None:
 
 
 __all__ = [
-    "READ", "SOURCE_KEY", "USER_CACHED", "JitCacheLocator", "UserCache", "frozen", "cache_as", "refusal", "refuse"]
+    "SOURCE_KEY", "USER_CACHED", "JitCacheLocator", "UserCache", "frozen", "cache_as", "refusal", "refuse"]

@@ -43,7 +43,7 @@ def _ufuncs(xs):
 
 @jit(cache=True)
 def _one_d(xs, data, k):
-    """A 1-d Var array's elements, slices, makers and products; Vars with Vars and numbers."""
+    """A 1-d Var array's elements, slices, makers and products; Vars with Vars and numbers; branches on both."""
     n = len(xs)
     u = np.zeros(n, dtype=xs.dtype)
     w = np.empty_like(xs)
@@ -53,6 +53,8 @@ def _one_d(xs, data, k):
         u[i] += w[i] * w[i] + xs[i] ** 2 + abs(xs[i]) + np.sin(xs[i]) + np.cos(xs[i]) + np.tanh(xs[i])
         if u[i] > k:
             w[i] -= max(u[i], k)
+        if i != n:  # a branch on plain numbers (the n-body's i != j)
+            w[i] += k
     c = u.copy()
     c[1:] = u[:-1] + w[1:]
     return np.dot(c, w) + np.dot(data, u) + (u[1:] - u[:-1]).sum() + c.reshape((n, 1)).sum() + xs.shape[0]
