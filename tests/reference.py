@@ -363,10 +363,10 @@ _DUAL_RULES = {
     "erf": (math.erf, lambda a: 2 / math.sqrt(math.pi) * math.exp(-a * a)),
     "erfc": (math.erfc, lambda a: -2 / math.sqrt(math.pi) * math.exp(-a * a)),
     "lgamma": (math.lgamma, digamma),
-    "floor": (math.floor, lambda a: 0.0),
-    "ceil": (math.ceil, lambda a: 0.0),
-    "trunc": (math.trunc, lambda a: 0.0),
-    "rint": (round, lambda a: 0.0),
+    "floor": (lambda a: float(np.floor(a)), lambda a: 0.0),  # (IEEE's, as floats: ceil(-0.5) is -0.0, where Python's
+    "ceil": (lambda a: float(np.ceil(a)), lambda a: 0.0),  # math.ceil gives the int 0, whose sign arctan2 reads: ±pi)
+    "trunc": (lambda a: float(np.trunc(a)), lambda a: 0.0),
+    "rint": (lambda a: float(np.rint(a)), lambda a: 0.0),
     "sign": (_sign, lambda a: 0.0),
 }
 

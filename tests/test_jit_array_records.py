@@ -215,15 +215,22 @@ def f(x, w):
     same_tapes(py["f"], jn["f"], x0, data)
 
 
-def test_looped_ops_of_column_slices_are_the_driver_s(monkeypatch):
+@pytest.fixture
+def called(monkeypatch):
+    """The plans whose values NumPy's rule computes (array_calls.by_numpy reads each), the rows' kernels made at
+    once."""
+    from tape.compiled import array_calls
+
+    monkeypatch.setattr(array_calls, "PAYBACK", 0.0)
+    plans, plan_of = [], array_calls.plan_of
+    monkeypatch.setattr(array_calls, "plan_of", lambda row: plans.append(row[0]) or plan_of(row))
+    return plans
+
+
+def test_looped_ops_of_column_slices_are_the_driver_s(called):
     """A looped op (NumPy's loop: tanh, exp) of a view of lines of unit steps (the LSTM's gates, column slices), and
     sigmoid of any view (its loop reads scratch), are the driver's rows with NumPy's bits, edge values too; of a view
     stepping by 2 NumPy's rule is called back."""
-    from tape.compiled import array_calls
-
-    monkeypatch.setattr(array_calls, "PAYBACK", 0.0)  # the rows' kernels made at once
-    called, plan_of = [], array_calls.plan_of
-    monkeypatch.setattr(array_calls, "plan_of", lambda row: called.append(row[0]) or plan_of(row))
     py, jn = namespace('''
 def f(x):
     G = x[:2048].reshape(32, 64)
@@ -238,15 +245,10 @@ def f(x):
         assert len(called) == 1  # the exp of G[1::2, ::2]'s lines stepping by 2
 
 
-def test_logsumexp_of_lines_is_the_driver_s(monkeypatch):
+def test_logsumexp_of_lines_is_the_driver_s(called):
     """A logsumexp along the last axis of a view in C order (the mixtures' logsumexp over components, one over all
     elements) is the driver's row with NumPy's bits, edge values and rows of all -inf too; along the first axis NumPy's
     rule is called back."""
-    from tape.compiled import array_calls
-
-    monkeypatch.setattr(array_calls, "PAYBACK", 0.0)  # the rows' kernels made at once
-    called, plan_of = [], array_calls.plan_of
-    monkeypatch.setattr(array_calls, "plan_of", lambda row: called.append(row[0]) or plan_of(row))
     py, jn = namespace('''
 def f(x):
     A = x[:2048].reshape(128, 16)

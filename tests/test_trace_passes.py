@@ -21,7 +21,7 @@ from tape.kernels import stretched
 from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
 from tape.kernels.ops import ARRAY_BASE, ELEM, EXACT, FUSIBLE, IS_ARRAY, OPCODE, OPS
 from tape.records import array_records
-from tape.sweeps import arenas, compiled, driver, encoding, fused_numpy, fused_runs, fusion, layout, stretches
+from tape.sweeps import arenas, compiled, driver, encoding, fused_numpy, fused_runs, fusion, layout, places, stretches
 from tape.sweeps import live as _live
 from tape.sweeps import plans as _plans
 
@@ -649,7 +649,9 @@ def _reduced_by_row(s, members, row, shape, back):
 
 def _stretched_by_row(s, rows, back, tally):
     """stretches.stretched as a loop over the rows, NumPy rows read a number at a time, finds the stretches (the
-    reference; tally counts the spans it refuses and those it takes at the table's end)."""
+    reference; tally counts the spans it refuses and those it takes at the table's end), on the rows as places.hoisted
+    moves them (tests/test_hoisted.py)."""
+    rows = places.hoisted(s, rows)
     need, order, spans, k = (0, 0), rows[::-1] if back else rows, {}, 0
     while k < len(order):
         end = k

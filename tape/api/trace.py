@@ -436,9 +436,7 @@ def _gradients(t: Tape, y: Any, handles: list[Any], scalars_only: bool, check: b
         if as_constant(y) is None:
             raise TypeError(f"f must return a Var or a real number, got {type(y).__name__}")
         return [np.zeros(h.shape) if isinstance(h, VarArray) else 0.0 for h in handles]
-    only = handles[0] if len(handles) == 1 and not scalars_only else None  # one array record: may fuse
-    unchecked = t._reverse(t._resolve(y), False, only is not None and isinstance(only, VarArray) and
-                           only._view is not None, check)
+    unchecked = t._reverse(t._resolve(y), False, True, check)  # (fused: the handles, t's leaves, are read only)
     if scalars_only:  # accumulate=False: a record's adjoint counts where its stamp is this generation
         adj, stamp, gen = memoryview(t._adj.data), memoryview(t._stamp.data), t._gen
         grads = [adj[i] if stamp[i] == gen else 0.0 for i in (h._index for h in handles)]

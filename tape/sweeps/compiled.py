@@ -37,7 +37,8 @@ from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, OPCODE
 from tape.sweeps import driver, encoding, stretches
 from tape.sweeps.driver import State
-from tape.sweeps.plans import encode, lengths, regions
+from tape.sweeps.fusion import TAPE_RUNS
+from tape.sweeps.plans import at_least, encode, lengths, regions, same_plans
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 8.0  # seconds of NumPy's sweeps (a Function's own; a tape's reverse: the process's, CLOCK) before they
@@ -335,13 +336,15 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
     which a smaller tape without fused runs takes once its structure's sweeps by NumPy's steps have run MAKE seconds;
     NumPy's steps otherwise, their seconds on CLOCK. ``runs`` (fused runs, given where the caller reads only the
     inputs' gradients: Storage._reverse's fused) are kept in the tables' walk as ``kept`` says; the tables of a tape
-    of FEW array records or more then have back stretches (Made.of; a small tape's stretch kernel, paid for only after
-    20,000 of the MLP's calls, would cost each of its 0.14 ms gradients 4-5% until then)."""
-    ready, few = _gate.ready(), len(s._plans) < FEW
+    of FEW array records or more, or of one of TAPE_RUNS elements or more, then have back stretches (Made.of; a small
+    tape's stretch kernel, paid for only after 20,000 of the MLP's calls, would cost each of its 0.14 ms gradients 4-5%
+    until then)."""
+    ready, few = _gate.ready(), len(s._plans) < FEW and not at_least(s._plans, TAPE_RUNS)  # (a tape of big records:
+    # its tables at once, with back stretches where fused, as a Function's: tape.jit's mixture 3.3 -> 2.3 ms a
+    # gradient; stencil5's and filter's, s24: 0.96-0.97x a gradient by NumPy's steps and fused runs, the tables' scratch
+    # +14-18% of its peak memory)
     key = (s._n, len(s._plans), top)
-    made = _fitting(key, s) if ready and not (few and runs) else None  # (a small tape's fused runs stay NumPy's steps:
-    # stencil5's and filter's reverse by tables 1.03-1.07x theirs, the runs dissolved at 2^15-2^16 elements 2.1x; by
-    # tables with back stretches, s24: 0.96-0.97x a gradient, the tables' scratch +14-18% of its peak memory)
+    made = _fitting(key, s) if ready else None
     if not ready or few and (made is None or made.items is None and made.spent < MAKE):
         start = time.perf_counter()
         try:
@@ -349,11 +352,11 @@ def tape_reverse(s: State, top: int, gen: int, keep: int, check: bool, runs: dic
         finally:
             spent = time.perf_counter() - start
             CLOCK.add(spent)
-            if ready and few and not runs:
+            if ready and few:
                 _keep(key, Made.seen(s, spent + (made.spent if made is not None else 0.0)), made)
     s._encoded = {} if made is None or made.items is None else {"table": made.encoded}
     try:
-        fused, runs = runs is not None and not few, kept(s, runs) if runs else None  # (small tapes: none, see above)
+        fused, runs = runs is not None and not few, kept(s, runs) if runs else None
         marks = [(at, run.rows) for at, run in runs.items()] if runs else []
         if made is None or made.items is None or made.marks != marks or made.fused != fused:
             made, old = Made.of(s, top, runs, marks, fused), made
@@ -405,16 +408,6 @@ def _same(s: State) -> tuple:
             s._in1[:n].tobytes())
 
 
-def _same_plans(a: list[driver.Plan], b: list[driver.Plan]) -> bool:
-    """Whether two lists of plans are equal, field by field (a gather's places by their elements)."""
-    try:
-        return a == b  # (by C: 0.3 µs a plan; a field of the same object is equal, and places are read-only)
-    except (ValueError, DeprecationWarning):  # places not of one element nor the same object (NumPy 1 warns for an
-        # empty one where warnings raise): compared as arrays
-        return len(a) == len(b) and all(p[:6] == q[:6] and p[7:] == q[7:] and np.array_equal(p[6], q[6])
-                                        for p, q in zip(a, b, strict=True))
-
-
 class Made(NamedTuple):
     """A tape's reverse sweep as tape_reverse made it: for the next tape of the same structure (a loop calling
     tape.value_and_grad(f) records the same plans each call), which checks it in full (``fits``), never by a hash.
@@ -453,7 +446,7 @@ class Made(NamedTuple):
     def fits(self, s: State, same: tuple) -> bool:
         """Whether tape s, whose _same is ``same``, has this one's structure: its records' ops and inputs, its plans,
         its borrowed records, and the same settings."""
-        return self.same == same and _same_plans(self.plans, s._plans)
+        return self.same == same and same_plans(self.plans, s._plans)
 
     def walk(self, s: State, runs: dict[int, Any] | None) -> Iterator[tuple[int, Any]]:
         """The items for driver.reverse on tape s: a table's reverse with its own scratch, the runs of s."""

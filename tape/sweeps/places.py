@@ -1,15 +1,43 @@
 """Where a stretch's views meet (tape/sweeps/stretches.py): forward, the spans whose stored members meet each other or
 a place read from outside the pass; back, how each view sends to the arena (its group: kernels/stretched.py) and the
-spans whose sends could not keep the rows' order in one pass."""
+spans whose sends could not keep the rows' order in one pass; and the rows moved aside before stretches are found,
+where they meet none of the rows they pass (``hoisted``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from tape.kernels import stretched
-from tape.kernels._array_driver import BASE, OUT, REGION, REGION_SIZE, SHAPE, STRIDES, VIEW, VIEWS
+from tape.kernels._array_driver import (
+    BASE,
+    ELEMENTWISE,
+    KIND,
+    LINED,
+    LOGSUMEXP,
+    NIN,
+    OP,
+    OUT,
+    REGION,
+    REGION_SIZE,
+    ROW,
+    SHAPE,
+    SIZE,
+    STRIDES,
+    SUM,
+    VIEW,
+    VIEWS,
+    WANT,
+    WIDTH,
+)
+from tape.kernels.ops import EXACT, OPS
+from tape.kernels.shaped import MEMBERS
+from tape.sweeps.plans import regions
 
 SAME = stretched.SAME
+EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
+Q = np.arange(2)  # a row's views 0, 1
 UNSENT = -2  # (a member's view back that sends nothing: it reads a member, or wants no adjoint)
 
 
@@ -87,3 +115,59 @@ def sends(m: np.ndarray, span: np.ndarray, back_at: np.ndarray, views: np.ndarra
     group[v[o], q[o]] = np.repeat(np.where(alone, rank, stretched.SCRATCH), views_at)
     group[v[lined], q[lined]] = stretched.SUMMED
     return group
+
+
+HOIST = MEMBERS  # rows of other sizes a row moves up past, at most (hoisted): a stretch's most members
+
+
+def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:
+    """A table's rows (forward order), each that may join a stretch moved up past the rows of other sizes just before
+    it (HOIST at most) to just after a row of its size that may join one too, where it meets none of theirs: so
+    tape.jit's mixture, whose exp(-logs) of 16 elements is made between x - mu and the rest of 160,000, has one stretch
+    a sweep, as the Python recorder's (exp(-logs) scalar records there). Rows meet where one's output region meets the
+    other's, or one's output region meets the elements the other's views read, or both send adjoints back to one
+    element (their adds' order); so forward each reads what it read, and back each row's adjoint is whole before it
+    runs (no moved row reads another) and every element's adds come in the same order."""
+    if len(rows) < 3:
+        return rows
+    t = np.array(rows, np.int64).reshape(-1, WIDTH)
+    size, kind = t[:, SIZE], t[:, KIND]
+    elementwise = (kind == ELEMENTWISE) | (kind == LINED)
+    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (size >= 2)
+    moving = np.flatnonzero(fits[1:] & (size[1:] != size[:-1])) + 1
+    if not len(moving):
+        return rows
+    _, offset, length = regions(s._plans)
+    plan = s._in0[t[:, ROW]]
+    lo, hi, want = np.zeros((len(t), 3), np.int64), np.zeros((len(t), 3), np.int64), np.zeros((len(t), 3), bool)
+    lo[:, 0], hi[:, 0] = offset[plan], offset[plan] + length[plan]
+    spaced = elementwise | (kind == SUM) | (kind == LOGSUMEXP)  # (views' strides in the row's space)
+    for q in range(2):
+        f = VIEWS + VIEW * q
+        steps = (t[:, SHAPE:SHAPE + 4] - 1) * t[:, f + STRIDES:f + STRIDES + 4]
+        on = Q[q] < t[:, NIN]
+        lo[:, 1 + q] = np.where(spaced, t[:, f + BASE] + np.minimum(steps, 0).sum(1), t[:, f + REGION])
+        hi[:, 1 + q] = np.where(spaced, t[:, f + BASE] + np.maximum(steps, 0).sum(1) + 1,
+                                t[:, f + REGION] + t[:, f + REGION_SIZE])
+        hi[:, 1 + q] = np.where(on, hi[:, 1 + q], lo[:, 1 + q])  # (no view: empty)
+        want[:, 1 + q] = on & (t[:, f + WANT] != 0)
+    lo_, hi_, want_ = lo.tolist(), hi.tolist(), want.tolist()
+
+    def meet(a: int, b: int) -> bool:
+        return any(lo_[a][i] < hi_[b][j] and lo_[b][j] < hi_[a][i] and (i == 0 or j == 0 or want_[a][i] and want_[b][j])
+                   for i in range(3) for j in range(3))
+
+    order, sizes, fit = list(range(len(t))), size.tolist(), fits.tolist()
+    tried = np.zeros(len(t) + HOIST, bool)  # (a row after a moved one may move too: its new neighbour of another size)
+    for c in moving.tolist():
+        tried[c:c + HOIST] = True
+    for j in np.flatnonzero(tried[:len(t)]).tolist():  # (rows only before place j moved so far)
+        row = order[j]
+        if not fit[row] or sizes[order[j - 1]] == sizes[row]:
+            continue
+        k = j - 1
+        while k >= max(0, j - HOIST) and sizes[order[k]] != sizes[row] and not meet(order[k], row):
+            k -= 1
+        if k < j - 1 and k >= max(0, j - HOIST) and sizes[order[k]] == sizes[row] and fit[order[k]]:
+            order.insert(k + 1, order.pop(j))
+    return [rows[i] for i in order]

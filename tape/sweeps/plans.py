@@ -120,6 +120,16 @@ def at_least(plans: Any, size: int) -> int:
     return counted(size) if counted is not None else sum(p.size >= size and len(p.shape) > 0 for p in plans)
 
 
+def same_plans(a: list[Plan], b: list[Plan]) -> bool:
+    """Whether two lists of plans are equal, field by field (a gather's places by their elements)."""
+    try:
+        return a == b  # (by C: 0.3 µs a plan; a field of the same object is equal, and places are read-only)
+    except (ValueError, DeprecationWarning):  # places not of one element nor the same object (NumPy 1 warns for an
+        # empty one where warnings raise): compared as arrays
+        return len(a) == len(b) and all(p[:6] == q[:6] and p[7:] == q[7:] and np.array_equal(p[6], q[6])
+                                        for p, q in zip(a, b, strict=True))
+
+
 def regions(plans: list[Plan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(opcode, offset, size) of each plan, as arrays (each distinct shape's size found once)."""
     code, _, offset, shape, *_ = zip(*plans, strict=True) if plans else ((),) * 4

@@ -74,7 +74,6 @@ from tape.kernels._array_driver import (
 )
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.compiling import Clock
-from tape.kernels.ops import EXACT, OPS
 from tape.kernels.shaped import MEMBERS
 from tape.sweeps import layout, places, reduced
 from tape.sweeps import live as _live
@@ -141,8 +140,7 @@ def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return number, np.where(number[:, None] == (1, 2), 0, how)
 
 
-EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
-Q = np.arange(2)  # a row's views 0, 1
+EXACT_OPS, Q = places.EXACT_OPS, places.Q  # by opcode; a row's views 0, 1
 FIELDS = 10  # a member's fields in a span's code: op, number, inputs, sources (2), wants (2), stored or sends (2),
 # back whether it is computed again
 UNSENT = places.UNSENT
@@ -371,6 +369,7 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     1,000, cost ~70 us of NumPy calls each, one by one), and so are their stretches (_spans)."""
     if not ON or getattr(s, "_output_rows", None) is None or not tables:
         return [(rows, {}, (0, 0)) for rows in tables]
+    tables = [places.hoisted(s, rows) for rows in tables]
     counts = np.array([len(rows) for rows in tables])
     t = np.array([row for rows in tables for row in (rows[::-1] if back else rows)], np.int64).reshape(-1, WIDTH)
     elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
