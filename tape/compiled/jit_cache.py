@@ -29,10 +29,10 @@ def _package_sources() -> list[str]:
     return sorted(found)
 
 
-_DIGEST = hashlib.sha256(f"{numba.__version__}\0{os.path.realpath(_PACKAGE[0])}\0".encode())
+_DIGEST = hashlib.sha256(numba.__version__.encode())
 for _path in _package_sources():
     with open(_path, "rb") as _file:
-        _DIGEST.update(_path.encode() + b"\0" + _file.read())
+        _DIGEST.update(_path.encode() + b"\0" + _file.read())  # (its path: another install's folder, another key)
 SOURCE_KEY = _DIGEST.hexdigest()[:16]  # (~4 ms, at a process's first tape.jit)
 USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
 THROUGH = 3  # attributes read through at most (``ns.xp.maximum``: the object ns, the module xp, its maximum)

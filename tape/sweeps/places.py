@@ -120,6 +120,13 @@ def sends(m: np.ndarray, span: np.ndarray, back_at: np.ndarray, views: np.ndarra
 HOIST = MEMBERS  # rows of other sizes a row moves up past, at most (hoisted): a stretch's most members
 
 
+def joining(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of table t: whether it is elementwise (a LINED row too), and whether it may join a stretch (an exact
+    op, two elements or more)."""
+    elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
+    return elementwise, elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
+
+
 def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:
     """A table's rows (forward order), each that may join a stretch moved up past the rows of other sizes just before
     it (HOIST at most) to just after a row of its size that may join one too, where it meets none of theirs: so
@@ -132,8 +139,7 @@ def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:
         return rows
     t = np.array(rows, np.int64).reshape(-1, WIDTH)
     size, kind = t[:, SIZE], t[:, KIND]
-    elementwise = (kind == ELEMENTWISE) | (kind == LINED)
-    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (size >= 2)
+    elementwise, fits = joining(t)
     moving = np.flatnonzero(fits[1:] & (size[1:] != size[:-1])) + 1
     if not len(moving):
         return rows
@@ -168,6 +174,6 @@ def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:
         k = j - 1
         while k >= max(0, j - HOIST) and sizes[order[k]] != sizes[row] and not meet(order[k], row):
             k -= 1
-        if k < j - 1 and k >= max(0, j - HOIST) and sizes[order[k]] == sizes[row] and fit[order[k]]:
+        if k >= max(0, j - HOIST) and sizes[order[k]] == sizes[row] and fit[order[k]]:  # (so k < j - 1)
             order.insert(k + 1, order.pop(j))
     return [rows[i] for i in order]

@@ -140,7 +140,7 @@ def _sources(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return number, np.where(number[:, None] == (1, 2), 0, how)
 
 
-EXACT_OPS, Q = places.EXACT_OPS, places.Q  # by opcode; a row's views 0, 1
+Q = places.Q  # a row's views 0, 1
 FIELDS = 10  # a member's fields in a span's code: op, number, inputs, sources (2), wants (2), stored or sends (2),
 # back whether it is computed again
 UNSENT = places.UNSENT
@@ -372,8 +372,7 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     tables = [places.hoisted(s, rows) for rows in tables]
     counts = np.array([len(rows) for rows in tables])
     t = np.array([row for rows in tables for row in (rows[::-1] if back else rows)], np.int64).reshape(-1, WIDTH)
-    elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
-    fits = elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
+    elementwise, fits = places.joining(t)
     starts = np.cumsum(counts) - counts
     heads = np.zeros(0, np.int64) if back or not ROLLS else _rolls(t, starts)
     u = _rolled(t, heads)
