@@ -137,7 +137,8 @@ LOAD = 0.3  # seconds of stand-ins' runs before cached kernels load: a first loa
 # fused kernels' NumPy twins a 10^6-element Rosenbrock's value_and_grad in 0.13 s
 RELOAD = 0.03  # seconds a kernel, once another has loaded in this process: a later load costs 0.006-0.018 CPU-s (the
 # sweeps, the fused kernels, a map), the array driver's two 0.065 (s8's notes)
-EAGER = False  # set in a process that runs long (tape-bench): cached kernels load at their first use, no LOAD first
+EAGER = False  # set in a process that times steady state (tape-bench): every kernel at its first use, loaded or
+# compiled there, no stand-in before it (Gate, the back stretches, the driver's tables, tape.jit's rows)
 
 
 class Clock:
@@ -157,9 +158,10 @@ class Gate:
     stand-ins on ``clock`` would pass, with their next run (as long as their last), ``payback[0]`` seconds where the
     kernels are cached on disk (each looked for once), ``payback[1]`` where not: a ski rental, renting while the
     stand-ins' cost stays below the kernels' load or compile. Where cached, ``RELOAD`` a kernel once a Gate's kernel has
-    loaded in this process (``loaded``), at once if ``EAGER``. ``ready(kernel)`` counts only the kernel a sweep calls: a
-    run shape's cached reverse loads though its forward, which afresh gradients never call, was never compiled (their
-    loop ran the stand-ins 1 s a shape in every process). Open for good once open (``open``: every kernel)."""
+    loaded in this process (``loaded``); at once, cached or not, if ``EAGER``. ``ready(kernel)`` counts only the kernel
+    a sweep calls: a run shape's cached reverse loads though its forward, which afresh gradients never call, was never
+    compiled (their loop ran the stand-ins 1 s a shape in every process). Open for good once open (``open``: every
+    kernel)."""
 
     loaded = False  # whether a Gate's kernel has loaded (or compiled) in this process: Numba's first load paid
 
@@ -175,8 +177,8 @@ class Gate:
             return True
         kernels = self.kernels if kernel is None else (kernel,)
         self.on_disk.update({id(k): os.path.exists(_index(k)) for k in kernels if id(k) not in self.on_disk})
-        cached = 0.0 if EAGER else RELOAD * len(kernels) if Gate.loaded else self.payback[0]
-        payback = cached if all(self.on_disk[id(k)] for k in kernels) else self.payback[1]
+        cached = RELOAD * len(kernels) if Gate.loaded else self.payback[0]
+        payback = 0.0 if EAGER else cached if all(self.on_disk[id(k)] for k in kernels) else self.payback[1]
         if all(k.signatures for k in kernels) or self.clock.spent + self.clock.last >= payback:
             self.opened.update(map(id, kernels))
             self.open = self.opened.issuperset(map(id, self.kernels))

@@ -255,6 +255,34 @@ def test_the_gate_rents_stand_ins_while_their_next_run_keeps_them_below_the_load
     assert gate.call(gate.kernels[0], np.ones(2)) == "kernel" and compiling.Gate.loaded
     assert opens_after(compiling.RELOAD / 2 + 1e-9) and not opens_after(compiling.RELOAD / 3)
     assert opens_after(1.0, cached=False) and not opens_after(0.9, cached=False)  # (not cached: a compile's payback)
+    monkeypatch.setattr(compiling, "EAGER", True)  # (tape-bench: steady state at once, compiled or loaded)
+    assert opens_after(cached=False) and opens_after()
+
+
+def test_eager_takes_every_kernel_at_its_first_use(monkeypatch):
+    """compiling.EAGER (tape-bench's steady state): beside Gate's, the rentals with clocks of their own call their
+    kernels at once, compiled there where not cached: a back stretch's, a Function's tables' kernels (compiled.ready's
+    wanted), tape.jit's driven rows' (array_calls._kernel_at); without it each stands in first."""
+    from types import SimpleNamespace
+
+    from tape.compiled import array_calls
+    from tape.sweeps import compiled, stretches
+
+    compiles = []
+    kernel = SimpleNamespace(compile=lambda: compiles.append("stretch"), address=1,
+                             _cache=SimpleNamespace(_cache_file=SimpleNamespace(_index_path="")))
+    monkeypatch.setattr(compiled, "_gate", SimpleNamespace(ready=lambda: True))  # (the drivers: Gate's)
+    monkeypatch.setattr(array_calls, "_make", lambda cell: compiles.append("forward"))
+    monkeypatch.setattr(array_calls.array_kernels, "make", lambda slots: compiles.append("row"))
+    monkeypatch.setattr(array_calls, "_far", set())
+    monkeypatch.setattr(array_calls, "CLOCK", compiling.Clock())
+    for eager in (False, True):
+        monkeypatch.setattr(compiling, "EAGER", eager)
+        stretch = stretches.Stretch(("shape",))
+        stretch.kernel = kernel
+        s = SimpleNamespace(_wanted={-7}, _swept=0.0)  # (a slot neither made nor cached)
+        assert (stretch.ready(), compiled.ready(s, {}), array_calls._kernel_at(-7)) == (eager, eager, int(eager))
+    assert compiles == ["stretch", "forward", "row"]
 
 
 def test_a_gate_asked_for_one_kernel_counts_only_that_kernels_cache(monkeypatch, tmp_path):

@@ -5,7 +5,8 @@ Each workload is a function of one NumPy array, written once with NumPy operator
 NumPy value-and-gradient (the floor for any AD), and where installed the same
 function under PyTorch autograd and JAX's jit(value_and_grad), each on one thread.
 Every row is timed interleaved with the others in one process; ratios are to the
-hand-written NumPy (lower is better, 1.0 is the floor).
+hand-written NumPy (lower is better, 1.0 is the floor). The rows are steady state: the first calls (reported
+apart) compile or load every kernel they use, with no stand-in before it (compiling.EAGER, set by tape-bench).
 """
 
 from __future__ import annotations
@@ -153,12 +154,17 @@ def bench_array(name: str, size: int, repeat: int, compare: bool, progress: Call
     """Ours (replayed and recorded afresh) beside hand NumPy (and PyTorch, JAX), interleaved."""
     w = ARRAY_WORKLOADS[name][3](size)
     x, f = w["x"], w["f"]
+    progress(f"{name} {size:,}: tracing, first calls (on a fresh machine they compile the kernels they use)")
     start = time.perf_counter()
     F = tape.trace(f, x)
     trace_s = time.perf_counter() - start
     value, grad = F.value_and_grad(x)
+    first = {"replayed": time.perf_counter() - start - trace_s}
     hand_value, hand_grad = w["hand"](x)
     afresh = tape.value_and_grad(f)
+    start = time.perf_counter()
+    afresh(x)
+    first["recorded afresh"] = time.perf_counter() - start
     rows: dict[str, Callable[[], object]] = {"hand-written NumPy": lambda: w["hand"](x),
                                               "tape: replayed F.value_and_grad": lambda: F.value_and_grad(x),
                                               "tape: recorded afresh, value_and_grad(f)": lambda: afresh(x)}
@@ -183,7 +189,7 @@ def bench_array(name: str, size: int, repeat: int, compare: bool, progress: Call
     medians = {label: float(np.median(s)) for label, s in seconds.items()}
     stats = F.stats()
     elements = len(F._aval)
-    return {"workload": name, "size": size, "trace_s": trace_s, "records": stats["records"],
+    return {"workload": name, "size": size, "trace_s": trace_s, "first_call_s": first, "records": stats["records"],
             "array_records": sum(c for op, c in stats["by_op"].items() if op.startswith("array ")),
             "elements": elements, "bytes": F.nbytes,
             "value_error": abs(value - hand_value) / max(1.0, abs(hand_value)),
@@ -197,7 +203,9 @@ def report_array(r: dict) -> str:
     lines = [f"\n{r['workload']} (size {r['size']:,} {unit}): {r['records']} records ({r['array_records']} array "
              f"records), {r['elements']:,} arena elements, {r['bytes'] / 2**20:.1f} MiB as a Function; traced in "
              f"{r['trace_s']:.2f} s; value and gradient agree with the hand-written ones to "
-             f"{max(r['value_error'], r['gradient_error']):.1e} (relative)",
+             f"{max(r['value_error'], r['gradient_error']):.1e} (relative); first calls, compiling (or loading) "
+             f"the kernels they use: replayed {r['first_call_s']['replayed']:.2f} s, recorded afresh "
+             f"{r['first_call_s']['recorded afresh']:.2f} s",
              f"  {'value and gradient, median of runs':<48}{'ms':>10}{'x hand NumPy':>15}"]
     for label, sec in r["median_s"].items():
         lines.append(f"  {label:<48}{1e3 * sec:>10.2f}{r['ratio'][label]:>15.2f}")

@@ -179,8 +179,8 @@ def compile_times() -> dict[str, float]:
 
 
 def warm_up() -> None:
-    """Load the compiled kernels before timing anything: this process runs long, so a cached kernel loads at its
-    first use (compiling.EAGER), not after its stand-ins have run LOAD seconds."""
+    """Load the compiled kernels before timing anything: this process times steady state, so a kernel loads or
+    compiles at its first use (compiling.EAGER, until main returns), not after its stand-ins have run seconds."""
     compiling.EAGER = True
     t = tape.Tape()
     x = t.var(0.5)

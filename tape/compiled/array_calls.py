@@ -52,6 +52,7 @@ from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS
 from tape.kernels import _array_driver as kernels
 from tape.kernels import array_kernels
+from tape.kernels import compiling as kernel_compiling
 from tape.kernels._array_driver import BASE, SHAPE, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import Clock, _index
@@ -208,10 +209,10 @@ _far: set[int] = set()  # slots whose kernel or the forward is neither made nor 
 
 def _kernel_at(slot: int) -> int:
     """Make the driver's forward and the kernel at slot (a driven row's, called back from write_record the first time
-    a row needs it) where both are cached on disk or by_numpy has stood in PAYBACK seconds in this process: 1, else 0
-    (by_numpy stands in for the row)."""
+    a row needs it) where both are cached on disk or by_numpy has stood in PAYBACK seconds in this process (at once
+    with compiling.EAGER): 1, else 0 (by_numpy stands in for the row)."""
     try:
-        if CLOCK.spent < PAYBACK:
+        if CLOCK.spent < PAYBACK and not kernel_compiling.EAGER:
             if slot in _far:
                 return 0
             cached = kernels.FORWARD_AT in _made or os.path.exists(_index(_cfunc(kernels.FORWARD_AT)))

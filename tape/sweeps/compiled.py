@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels import array_kernels
+from tape.kernels import array_kernels, compiling
 from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
@@ -56,8 +56,8 @@ _gate = Gate((kernels.forward, kernels.reverse), (LOAD, PAYBACK), CLOCK)  # comp
 def ready(s: State, runs: dict[int, Any]) -> bool:
     """Whether s's sweeps use the compiled kernels now: the drivers are compiled in this process, or this process's
     sweeps by NumPy's steps have run LOAD seconds where they are cached (PAYBACK where not), and the kernels s's tables
-    call are made or cached; or s's own sweeps have run PAYBACK seconds and s has stretches they would run (then they
-    compile)."""
+    call are made or cached (or compiling.EAGER: then they compile); or s's own sweeps have run PAYBACK seconds and s
+    has stretches they would run (then they compile)."""
     if _gate.ready():
         wanted = getattr(s, "_wanted", None)  # the kernels s's tables call not made nor cached (asked once: a program
         if wanted is None:  # whose kernels no run has compiled pays for them as for the drivers, PAYBACK, not LOAD)
@@ -65,7 +65,7 @@ def ready(s: State, runs: dict[int, Any]) -> bool:
                       kind == TABLE]
             wanted = s._wanted = array_kernels.wanted({slot for t in tables for back in (False, True)
                                                        for slot in array_kernels.needed(t, back)})
-        if not wanted or array_kernels.made(wanted):
+        if not wanted or compiling.EAGER or array_kernels.made(wanted):
             return True
     driven = getattr(s, "_driven", None)
     if driven is None and getattr(s, "_swept", 0.0) >= PAYBACK:  # asked once

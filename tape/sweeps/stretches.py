@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels import stretched
+from tape.kernels import compiling, stretched
 from tape.kernels._array_driver import (
     BASE,
     CALL,
@@ -87,7 +87,8 @@ ALONG, AT = stretched.ALONG, stretched.AT  # (a LINED row of a 3-d space's) a li
 
 
 class Stretch:
-    """A stretch shape's kernel, compiled (or loaded) once its Gate-like clock passes its payback."""
+    """A stretch shape's kernel, compiled (or loaded) once its Gate-like clock passes its payback (at once with
+    compiling.EAGER)."""
 
     PAYBACK = 1.0
     made: dict[tuple, Stretch] = {}
@@ -109,7 +110,7 @@ class Stretch:
             if self.kernel is None:
                 self.kernel = stretched.stretch_kernel(self.shape)
                 self.on_disk = os.path.exists(getattr(self.kernel._cache._cache_file, "_index_path", ""))
-            if self.clock.spent + self.clock.last >= (0.0 if self.on_disk else self.PAYBACK):
+            if self.clock.spent + self.clock.last >= (0.0 if self.on_disk or compiling.EAGER else self.PAYBACK):
                 self.kernel.compile()
                 self.address = self.kernel.address
         return bool(self.address)
