@@ -1610,124 +1610,184 @@ def sends_69(side, pa, pb, py, pg, pd, n, number, fresh):
                     D[u] += (g * p if g != 0.0 and p != 0.0 else 0.0)
 
 
+@jit
+def _forward_sum(tp, ap, sp, fp, na, rows, cols):
+    """A SUM row's values."""
+    _sum_forward(carray(tp, WIDTH), carray(ap, na))
+    return 0
+
+
 def forward_sum(tp, ap, sp, fp, na, rows, cols):
     """A SUM row's values."""
     try:
-        _sum_forward(carray(tp, WIDTH), carray(ap, na))
+        return _forward_sum(tp, ap, sp, fp, na, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _forward_matmul(tp, ap, sp, fp, na, rows, cols):
+    """A MATMUL row's values."""
+    t, aval = carray(tp, WIDTH), carray(ap, na)
+    a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
+    _product(aval, t[VIEWS + BASE], t[a], t[a + 1], aval, t[VIEWS + VIEW + BASE], t[b], t[b + 1], aval, t[OUT],
+             t[SHAPE], t[SHAPE + 1], t[SHAPE + 2])
     return 0
 
 
 def forward_matmul(tp, ap, sp, fp, na, rows, cols):
     """A MATMUL row's values."""
     try:
-        t, aval = carray(tp, WIDTH), carray(ap, na)
-        a, b = VIEWS + STRIDES, VIEWS + VIEW + STRIDES
-        _product(aval, t[VIEWS + BASE], t[a], t[a + 1], aval, t[VIEWS + VIEW + BASE], t[b], t[b + 1], aval, t[OUT],
-                 t[SHAPE], t[SHAPE + 1], t[SHAPE + 2])
+        return _forward_matmul(tp, ap, sp, fp, na, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _forward_copy(tp, ap, sp, fp, na, rows, cols):
+    """A COPY or GATHER row's values."""
+    _copy(carray(tp, WIDTH), carray(ap, na), np.bool_(False), np.bool_(False))
     return 0
 
 
 def forward_copy(tp, ap, sp, fp, na, rows, cols):
     """A COPY or GATHER row's values."""
     try:
-        _copy(carray(tp, WIDTH), carray(ap, na), np.bool_(False), np.bool_(False))
+        return _forward_copy(tp, ap, sp, fp, na, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _forward_logsumexp(tp, ap, sp, fp, na, rows, cols):
+    """A LOGSUMEXP row's values."""
+    aval = carray(ap, na)
+    _logsumexp(carray(tp, WIDTH), aval, aval, carray(sp, (rows, cols)), np.bool_(False))
     return 0
 
 
 def forward_logsumexp(tp, ap, sp, fp, na, rows, cols):
     """A LOGSUMEXP row's values."""
     try:
-        aval = carray(ap, na)
-        _logsumexp(carray(tp, WIDTH), aval, aval, carray(sp, (rows, cols)), np.bool_(False))
+        return _forward_logsumexp(tp, ap, sp, fp, na, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _forward_lined(tp, ap, sp, fp, na, rows, cols):
+    """A LINED row's values (its op's kernel by values)."""
+    _lined(carray(tp, WIDTH), carray(ap, na), carray(sp, (rows, cols)), carray(fp, 5))
     return 0
 
 
 def forward_lined(tp, ap, sp, fp, na, rows, cols):
     """A LINED row's values (its op's kernel by values)."""
     try:
-        _lined(carray(tp, WIDTH), carray(ap, na), carray(sp, (rows, cols)), carray(fp, 5))
+        return _forward_lined(tp, ap, sp, fp, na, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _reverse_sum(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
+    """A SUM row's sends."""
+    t, aadj = carray(tp, WIDTH), carray(dp, nd)
+    if t[VIEWS + WANT] == 0:
+        return 0
+    _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
+    base, out = t[VIEWS + BASE], t[OUT]
+    s, o = t[VIEWS + STRIDES:VIEWS + STRIDES + 4], t[OUT_STRIDES:OUT_STRIDES + 4]
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at, to = base + i0 * s[0] + i1 * s[1] + i2 * s[2], out + i0 * o[0] + i1 * o[1] + i2 * o[2]
+                if o[3] == 0:  # a run of the input from one element (its own region): a loop LLVM vectorizes
+                    g = aadj[to]
+                    for i3 in range(t[SHAPE + 3]):
+                        aadj[np.uint64(at + i3 * s[3])] += g
+                    continue
+                for i3 in range(t[SHAPE + 3]):
+                    aadj[np.uint64(at + i3 * s[3])] += aadj[np.uint64(to + i3 * o[3])]
     return 0
 
 
 def reverse_sum(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A SUM row's sends."""
     try:
-        t, aadj = carray(tp, WIDTH), carray(dp, nd)
-        if t[VIEWS + WANT] == 0:
-            return 0
-        _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
-        base, out = t[VIEWS + BASE], t[OUT]
-        s, o = t[VIEWS + STRIDES:VIEWS + STRIDES + 4], t[OUT_STRIDES:OUT_STRIDES + 4]
-        for i0 in range(t[SHAPE]):
-            for i1 in range(t[SHAPE + 1]):
-                for i2 in range(t[SHAPE + 2]):
-                    at, to = base + i0 * s[0] + i1 * s[1] + i2 * s[2], out + i0 * o[0] + i1 * o[1] + i2 * o[2]
-                    if o[3] == 0:  # a run of the input from one element (its own region): a loop LLVM vectorizes
-                        g = aadj[to]
-                        for i3 in range(t[SHAPE + 3]):
-                            aadj[np.uint64(at + i3 * s[3])] += g
-                        continue
-                    for i3 in range(t[SHAPE + 3]):
-                        aadj[np.uint64(at + i3 * s[3])] += aadj[np.uint64(to + i3 * o[3])]
+        return _reverse_sum(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _reverse_matmul(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
+    """A MATMUL row's sends (check: kernels.array_rule.times)."""
+    _matmul_reverse(carray(tp, WIDTH), carray(ap, na), carray(dp, nd), carray(stp, ns), gen, keep,
+                    carray(sp, (rows, cols))[0], check != 0)
     return 0
 
 
 def reverse_matmul(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A MATMUL row's sends (check: kernels.array_rule.times)."""
     try:
-        _matmul_reverse(carray(tp, WIDTH), carray(ap, na), carray(dp, nd), carray(stp, ns), gen, keep,
-                        carray(sp, (rows, cols))[0], check != 0)
+        return _reverse_matmul(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _reverse_copy(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
+    """A COPY or GATHER row's sends: a stale region zeroed, then added to (0.0 + c: the step's c + 0.0)."""
+    t, aadj = carray(tp, WIDTH), carray(dp, nd)
+    if t[VIEWS + WANT] != 0:
+        _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
+        _copy(t, aadj, np.bool_(True), t[KIND] == GATHER)
     return 0
 
 
 def reverse_copy(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A COPY or GATHER row's sends: a stale region zeroed, then added to (0.0 + c: the step's c + 0.0)."""
     try:
-        t, aadj = carray(tp, WIDTH), carray(dp, nd)
-        if t[VIEWS + WANT] != 0:
-            _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
-            _copy(t, aadj, np.bool_(True), t[KIND] == GATHER)
+        return _reverse_copy(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _reverse_logsumexp(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
+    """A LOGSUMEXP row's sends."""
+    t, aadj = carray(tp, WIDTH), carray(dp, nd)
+    if t[VIEWS + WANT] != 0:
+        _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
+        _logsumexp(t, carray(ap, na), aadj, carray(sp, (rows, cols)), np.bool_(True))
     return 0
 
 
 def reverse_logsumexp(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A LOGSUMEXP row's sends."""
     try:
-        t, aadj = carray(tp, WIDTH), carray(dp, nd)
-        if t[VIEWS + WANT] != 0:
-            _prepare(t, np.int64(VIEWS), aadj, carray(stp, ns), gen, keep)
-            _logsumexp(t, carray(ap, na), aadj, carray(sp, (rows, cols)), np.bool_(True))
+        return _reverse_logsumexp(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
+
+
+@jit
+def _reverse_lined(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
+    """A LINED row's sends (its op's kernel by sends)."""
+    t, aval, aadj, stamp = carray(tp, WIDTH), carray(ap, na), carray(dp, nd), carray(stp, ns)
+    for q in range(2):
+        if t[VIEWS + VIEW * q + WANT] != 0:
+            _lined_send(t, q, aval, aadj, stamp, gen, keep, carray(sp, (rows, cols)))
     return 0
 
 
 def reverse_lined(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A LINED row's sends (its op's kernel by sends)."""
     try:
-        t, aval, aadj, stamp = carray(tp, WIDTH), carray(ap, na), carray(dp, nd), carray(stp, ns)
-        for q in range(2):
-            if t[VIEWS + VIEW * q + WANT] != 0:
-                _lined_send(t, q, aval, aadj, stamp, gen, keep, carray(sp, (rows, cols)))
+        return _reverse_lined(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols)
     except Exception:  # noqa: BLE001  # (a scratch row too short)
         return 1
-    return 0
 
 
 def summed_back(tp, q, dp, cp, sp, nd, n):
