@@ -73,7 +73,6 @@ from tape.kernels._array_driver import (
     WIDTH,
 )
 from tape.kernels.array_ops import ACONSTANT
-from tape.kernels.compiling import Clock
 from tape.kernels.shaped import MEMBERS
 from tape.sweeps import layout, places, reduced
 from tape.sweeps import live as _live
@@ -94,7 +93,7 @@ class Stretch:
     made: dict[tuple, Stretch] = {}
 
     def __init__(self, shape: tuple):
-        self.shape, self.clock, self.address = shape, Clock(), 0
+        self.shape, self.clock, self.address = shape, compiling.Clock(), 0
         self.kernel: Any = None
         self.on_disk = False
 
