@@ -49,9 +49,10 @@ def _numbers(p: Plan, arena: np.ndarray) -> bytes:
 
 def _key(p: Plan, arena: np.ndarray, immediates: dict[int, bytes]) -> tuple:
     """What an array record computes, its views and places already renamed (a constant: its numbers;
-    a 0-d constant it reads: its number, so x * 0.5 twice is alike, each with a 0.5 record of its own)."""
+    a 0-d constant it reads: its number, so x * 0.5 twice is alike, each with a 0.5 record of its own, and the shape
+    and strides it is read in: a join of zeros(1), g, zeros(2) is not one of zeros(2), g, zeros(1))."""
     numbers = _numbers(p, arena) if ARRAY_KIND[p.code] == "constant" else b""
-    views = tuple(immediates.get(v.record, v) for v in p.inputs)
+    views = tuple((immediates[v.record], v.shape, v.strides) if v.record in immediates else v for v in p.inputs)
     return p.code, p.shape, p.axes, p.wide, views, p.places.tobytes(), numbers
 
 
@@ -174,9 +175,10 @@ def _in_order(a: dict[str, np.ndarray], plans: list[Plan], args: tuple, same: np
 
 class _Keys(NamedTuple):
     """What _firsts reads of the plans that no round changes: each plan's key (_key) as a row of integers (the plan
-    table's row; a 0-d constant's view read as -2 and its number's bits; its places' dtype, tobytes' size, for its row,
-    and 0 for its region and places' start: the places are compared element by element), the keys' hashes (linear in
-    the row, with its places' and numbers' hashes), the plans' places and the constants' numbers."""
+    table's row; a 0-d constant's view's record and offset read as -2 and its number's bits; its places' dtype,
+    tobytes' size, for its row, and 0 for its region and places' start: the places are compared element by element),
+    the keys' hashes (linear in the row, with its places' and numbers' hashes), the plans' places and the constants'
+    numbers."""
 
     key: np.ndarray
     hashed: np.ndarray  # (wrapping uint64) a round adds what its renames change
@@ -202,8 +204,7 @@ def _keys(a: dict[str, np.ndarray], plans: list[Plan]) -> _Keys:
         view = key[:, cols]
         read = np.flatnonzero(view[:, 0] >= 0)
         plan = a["in0"][view[read, 0]].astype(np.int64)  # an array record's in0: its plan
-        number = read[immediate[plan]]
-        view[number] = 0
+        number = read[immediate[plan]]  # (its record and offset; the shape and strides it is read in stay)
         view[number, 0], view[number, 1] = -2, bits[offset[plan[immediate[plan]]]]
     constant = np.flatnonzero((code == ACONSTANT) & ~immediate)
     size = np.zeros(len(table), np.int64)
