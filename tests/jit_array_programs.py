@@ -127,6 +127,18 @@ def f(x, w):                         # comparisons and np.where/tape.where; max 
     return (r * w).sum() + (M * M).sum() + m + A.max() + x.min() + np.amax(x[::3]) + np.min(x)
 '''
 
+COMPOSED = '''
+def f(x, w):                         # functions made of other ops: clip, softplus, softmax, square, outer, trace, ...
+    A = x[:1024].reshape(32, 32)
+    a = np.clip(x, -0.5, 0.8) * w + tape.clip(x * 2.0, -1.0, 1.0) + tape.softplus(x * 3.0) + np.square(x - w)
+    a = a + np.reciprocal(x * x + 1.0)
+    S = tape.softmax(A, axis=1) * A + tape.log_softmax(A.T, axis=0) * 0.1 + tape.softmax(A) - tape.log_softmax(A, -1)
+    O = np.outer(x[:20], w[:30]) + np.outer(np.tanh(x[5:25]), x[:30])
+    d = (np.diff(x) * w[1:]).sum() + np.diff(x, 2)[::3].sum() + np.diff(A).sum() * 0.5 + np.diff(A, axis=1)[3].sum()
+    t = np.trace(A) + np.trace(A[:7]) * np.linalg.norm(x) + np.trace(A[2:9].reshape(28, 8))
+    return (a * a).sum() + (S * S).sum() + (O * O).sum() + d + t + np.linalg.norm(A * w[:32])
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -147,6 +159,7 @@ def cases() -> dict:
         "rolls": (ROLLS, rng.normal(size=1500), (rng.normal(size=1500),)),
         "pads": (PADS, rng.normal(size=1500), (5, 0.2)),
         "wheres": (WHERES, rng.normal(size=1500), (rng.normal(size=1500),)),
+        "composed": (COMPOSED, rng.normal(size=1500), (rng.normal(size=1500),)),
     }
 
 

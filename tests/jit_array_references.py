@@ -17,7 +17,8 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 JAX_TAPE = SimpleNamespace(sigmoid=jax.nn.sigmoid, relu=jax.nn.relu, exp=jnp.exp, where=jnp.where,
-                           logsumexp=jax.scipy.special.logsumexp)
+                           logsumexp=jax.scipy.special.logsumexp, clip=jnp.clip, softplus=jax.nn.softplus,
+                           softmax=jax.nn.softmax, log_softmax=jax.nn.log_softmax)
 
 
 def main(which: str = "jit_array") -> None:

@@ -220,8 +220,10 @@ def test_clear_errors():
         np.asarray(X)
     with pytest.raises(TypeError, match="use .value"):
         np.array(X, dtype=float)
-    with pytest.raises(TypeError, match="numpy.diff is not supported"):
-        np.diff(X)
+    with pytest.raises(TypeError, match="numpy.gradient is not supported"):
+        np.gradient(X)
+    with pytest.raises(np.exceptions.AxisError):
+        np.diff(X, axis=2)
     with pytest.raises(TypeError, match="not defined"):
         bool(X)
     with pytest.raises(TypeError, match="real numbers"):

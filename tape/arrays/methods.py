@@ -1,7 +1,7 @@
 """VarArray's methods and NumPy functions made of its other operations, so they need no rule of their own.
 
 Shape functions are views (reshape, transpose, slicing: nothing recorded); roll is one join record (or a gather);
-tile, repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer and trace
+tile, repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer, trace and diff
 are arithmetic and reductions; max and min are one array record each.
 
 The methods are declared on VarArray (tape/arrays/varray.py), each calling the function here
@@ -21,6 +21,7 @@ import numpy as np
 
 from tape.arrays import linalg
 from tape.arrays.einsum import FUNCTIONS as EINSUM
+from tape.sweeps.driver import contiguous
 
 if TYPE_CHECKING:
     from tape.arrays.varray import VarArray
@@ -139,13 +140,27 @@ def diagonal(a: Any, offset: int = 0) -> Any:
 
 
 def trace(a: Any, offset: int = 0) -> Any:
-    """numpy.trace of a 2-d array: the sum of its diagonal."""
+    """numpy.trace of a 2-d array: the sum of its diagonal; of an array record's region in C order, a view of every
+    n + 1st element (no gather: tape.jit's record)."""
+    if offset == 0 and a.ndim == 2 and a._view is not None and a._view.strides == contiguous(a.shape):
+        m, n = a.shape
+        return a.reshape(-1)[0:min(m, n) * (n + 1):n + 1].sum()
     return diagonal(a, offset).sum()
 
 
 def outer(a: Any, b: Any) -> Any:
     """numpy.outer: a (flattened) as a column times b (flattened) as a row."""
     return a.reshape(-1, 1) * (b.reshape(1, -1) if hasattr(b, "reshape") else np.reshape(b, (1, -1)))
+
+
+def diff(a: Any, n: int = 1, axis: int = -1) -> Any:
+    """numpy.diff: n differences of neighbours along axis (slices: nothing but subtractions recorded)."""
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    head = (slice(None),) * _axis(axis, a.ndim)
+    for _ in range(n):
+        a = a[(*head, slice(1, None))] - a[(*head, slice(None, -1))]
+    return a
 
 
 def norm(x: Any, ord: int | float | str | None = None, axis: int | tuple[int, ...] | None = None,  # noqa: A002
@@ -214,6 +229,7 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray 
     np.diagonal: diagonal,
     np.trace: trace,
     np.outer: outer,
+    np.diff: diff,
     np.linalg.norm: norm,
     np.var: lambda a, axis=None, ddof=0, keepdims=False: a.var(axis, ddof=ddof, keepdims=keepdims),
     np.std: lambda a, axis=None, ddof=0, keepdims=False: a.std(axis, ddof=ddof, keepdims=keepdims),
