@@ -541,3 +541,21 @@ def test_a_dense_hessian_of_many_points_takes_little_memory():
     assert out.returncode == 0, out.stderr[-2000:]
     dense, differences, count = out.stdout.split()
     assert float(dense) <= 1e-12 and float(differences) <= 1e-6 and int(count) == 48 * 48
+
+
+def test_a_dense_pattern_is_not_colored(monkeypatch):
+    """Where every input meets every other (a softmax's log-likelihood over 300 inputs), each input takes its own
+    color without the star coloring, whose steps (n^3 here) cost more than the n sweeps it could save; a banded
+    pattern is still colored. Both sparse Hessians equal the dense ones."""
+    from tape.function import sparse_hessian as module
+
+    calls = []
+    monkeypatch.setattr(module, "symmetric_coloring", lambda *args, real=module.symmetric_coloring: calls.append(1)
+                        or real(*args))
+    x = np.random.default_rng(3).normal(size=300)
+    F = tape.trace(lambda x: tape.logsumexp(x * np.linspace(0.5, 1.5, 300)) - x[7] + (x * x).sum() * 0.01, x)
+    assert np.array_equal(F.hessian_colors(), np.arange(300)) and not calls
+    assert np.allclose(F.sparse_hessian(x).toarray(), F.hessian(x), rtol=1e-13, atol=1e-15)
+    G = tape.trace(lambda x: (tape.sin(x[1:] * x[:-1])).sum(), x)
+    assert G.hessian_colors().max() + 1 <= 4 and calls
+    assert np.allclose(G.sparse_hessian(x).toarray(), G.hessian(x), rtol=1e-13, atol=1e-15)
