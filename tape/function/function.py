@@ -321,9 +321,9 @@ class Function:
 
     @one_call_at_a_time
     def hessian_colors(self) -> np.ndarray:
-        """A star coloring of the inputs (int64, from 0): inputs of one color share no Hessian entry,
-        and every path of four inputs through the pattern has three colors; sparse_hessian takes one
-        Hessian-vector product per color."""
+        """A star coloring of the inputs (int64, from 0): inputs of one color share no Hessian entry, and every path of
+        four inputs through the pattern has three colors; sparse_hessian takes one Hessian-vector product per color.
+        Where coloring would cost more than a sweep per input (a dense pattern), each input its own color."""
         return sparse_hessian.hessian_colors(self)
 
     @one_call_at_a_time
