@@ -143,9 +143,14 @@ def trace(a: Any, offset: int = 0) -> Any:
     """numpy.trace of a 2-d array: the sum of its diagonal; of an array record's region in C order, a view of every
     n + 1st element (no gather: tape.jit's record)."""
     if offset == 0 and a.ndim == 2 and a._view is not None and a._view.strides == contiguous(a.shape):
-        m, n = a.shape
-        return a.reshape(-1)[0:min(m, n) * (n + 1):n + 1].sum()
+        return strided_trace(a)
     return diagonal(a, offset).sum()
+
+
+def strided_trace(a: Any) -> Any:
+    """The sum of a 2-d array's diagonal as a view of every n + 1st element of it flattened (tape.jit's too)."""
+    m, n = a.shape
+    return a.reshape(-1)[0:min(m, n) * (n + 1):n + 1].sum()
 
 
 def outer(a: Any, b: Any) -> Any:

@@ -1,15 +1,17 @@
 """Functions made of other ops, inside tape.jit: tape.clip, softplus, softmax and log_softmax (tape/api/composed.py),
-np.clip, np.square, np.reciprocal, np.outer, np.trace, np.diff and np.linalg.norm, each written as the Python
-recorder writes it (the same ops in the same order, so the same records and numbers), of array records, Var arrays
-and Vars (numbers too, for tape's own names). What the ops themselves refuse, these refuse (a TypingError: f is
-recorded otherwise)."""
+np.clip, np.square, np.reciprocal, np.outer, np.trace, np.diff and np.linalg.norm, of array records, Var arrays
+and Vars (numbers too, for tape's own names): the Python recorder's own functions compiled where they compile, else
+written as it writes them (the same ops in the same order, so the same records and numbers). What the ops
+themselves refuse, these refuse (a TypingError: f is recorded otherwise)."""
 
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 
 from tape.api import composed
-from tape.api.trace import logsumexp
+from tape.arrays import methods, ufuncs
 from tape.compiled.array_overloads import is_record
 from tape.compiled.arrays import is_array
 from tape.compiled.numba_internals import types
@@ -33,59 +35,35 @@ def _given(typ, *allowed) -> bool:
     return any(typ is a or type(typ) is type(a) and typ == a for a in allowed)
 
 
-def clip(x, lo, hi):
-    """minimum(maximum(x, lo), hi): tape.clip's (slope 1/2 at lo or hi)."""
-    return np.minimum(np.maximum(x, lo), hi)
-
-
-def softplus(x):
-    return np.maximum(x, 0.0) + np.log1p(np.exp(-abs(x)))
-
-
-def log_softmax(x, axis=-1):
-    return x - logsumexp(x, axis=axis, keepdims=True)
-
-
-def softmax(x, axis=-1):
-    return np.exp(x - logsumexp(x, axis=axis, keepdims=True))  # (exp of log_softmax's)
-
-
-def square(x):
-    return x ** 2  # (one pow_c record: exactly x * x, slope exactly 2x)
-
-
-def reciprocal(x):
-    return 1.0 / x
-
-
 def outer(a, b):
-    return a.reshape(-1, 1) * b.reshape(1, -1)
+    return a.reshape(-1, 1) * b.reshape(1, -1)  # (methods.outer's, which also takes a NumPy array's b)
+
+
+def _as(impl, when=None):
+    """A typer of impl's signature (Numba compares the two, annotations too) that gives impl where ``when`` of the
+    arguments' types holds (None: always; else NumPy's own function, Numba's overload of it, takes the rest)."""
+    def typer(*args, **kwargs):
+        return impl if when is None or when(*args, *kwargs.values()) else None
+    typer.__signature__ = inspect.signature(impl)  # type: ignore[attr-defined]
+    return typer
+
+
+def _square_c(a) -> bool:
+    """A 2-d array record, or Var array in C order (a view in another order, which the driver cannot reshape flat,
+    is refused)."""
+    return (is_record(a) or is_array(a) and a.layout == "C") and a.ndim == 2
 
 
 def _register() -> None:
-    overload(composed.clip)(lambda x, lo, hi: clip)
-    overload(composed.softplus)(lambda x: softplus)
-    overload(composed.log_softmax, prefer_literal=True)(lambda x, axis=-1: log_softmax)
-    overload(composed.softmax, prefer_literal=True)(lambda x, axis=-1: softmax)
-    overload(np.clip)(lambda x, lo, hi: clip if _taped(x, lo, hi) else None)
-    overload(np.square)(lambda x: square if _taped(x) else None)
-    overload(np.reciprocal)(lambda x: reciprocal if _taped(x) else None)
+    """The Python recorder's own functions, compiled: one source for both recorders' records."""
+    for fn in (composed.clip, composed.softplus, composed.log_softmax, composed.softmax):
+        overload(fn, prefer_literal=True)(_as(fn))
+    for fn, impl in ((np.clip, composed.clip), (np.square, ufuncs.square), (np.reciprocal, ufuncs.reciprocal)):
+        overload(fn)(_as(impl, _taped))
+    overload(np.trace)(_as(methods.strided_trace, _square_c))  # (the Python recorder's trace of a C-order region)
     overload(np.outer)(lambda a, b: outer if _taped(a, b) and not (is_var(a) or is_var(b)) else None)
-    overload(np.trace)(trace_typer)
     overload(np.diff)(diff_typer)
     overload(np.linalg.norm)(norm_typer)
-
-
-def trace_typer(a):
-    """np.trace of a 2-d array record or Var array: the sum of its diagonal, a view of every n + 1st element (the
-    Python recorder's; a view not in C order, which the driver cannot reshape, is refused)."""
-    if not (is_record(a) or is_array(a) and a.layout == "C") or a.ndim != 2:
-        return None
-
-    def trace(a):
-        m, n = a.shape
-        return a.reshape(-1)[0:min(m, n) * (n + 1):n + 1].sum()
-    return trace
 
 
 def diff_typer(a, n=1, axis=-1):

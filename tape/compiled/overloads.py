@@ -19,7 +19,7 @@ import numpy as np
 
 from tape.api import trace
 from tape.arrays import binary as _binary
-from tape.compiled import composed, makers, reductions  # noqa: F401  # register np.empty & co., sum & co. of Var arrays, np.clip & co.
+from tape.compiled import composed, makers, reductions  # noqa: F401  # register their overloads (np.empty, sum, clip...)
 from tape.compiled._recorders import ARITHMETIC, COMPARISONS, UNARY, compare_value
 from tape.compiled.arrays import binary_array, inplace_array, unary_array
 from tape.compiled.compiler_pass import branch, max_of, max_over, min_of, min_over
