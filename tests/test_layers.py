@@ -284,13 +284,13 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # s29: tape.kernels 7321 -> 7371 for set_pairs making each pair of sets once past DISTINCT entries (hashed rows,
 # compared whole: a 48-parameter mixture's sparse Hessian enumerated 829 million pairs, 6.2 GB); tape.analyses 413 ->
 # 414 for CSE's key keeping the shape a 0-d constant is read in (a recorded gradient's joins of zeros) (issue 26);
-# tape.compiled 6921 -> 7020 for tape.jit's functions made of other ops (composed.py: tape.clip, softplus, softmax,
+# tape.compiled 6921 -> 7021 for tape.jit's functions made of other ops (composed.py: tape.clip, softplus, softmax,
 # log_softmax, np.clip, square, reciprocal, outer, trace, diff, linalg.norm), tape.arrays 1877 -> 1898 for np.diff and
 # np.trace as a view (issue 26); tape.function 3464 -> 3475 for a dense Hessian pattern not star-colored (each input
 # its own color where the coloring's steps pass n sweeps': mlp2's sparse_hessian 39 -> 3.3 s) (issue 26).
 BUDGET = {"tape.kernels": 7371, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4479,
           "tape.records": 1055, "tape.arrays": 1898, "tape.analyses": 414, "tape.symbolic": 1181,
-          "tape.function": 3475, "tape.tape": 400, "tape.api": 923, "tape.compiled": 7020, "tape": 250,
+          "tape.function": 3475, "tape.tape": 400, "tape.api": 923, "tape.compiled": 7021, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

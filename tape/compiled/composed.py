@@ -58,8 +58,9 @@ def _register() -> None:
     """The Python recorder's own functions, compiled: one source for both recorders' records."""
     for fn in (composed.clip, composed.softplus, composed.log_softmax, composed.softmax):
         overload(fn, prefer_literal=True)(_as(fn))
-    for fn, impl in ((np.clip, composed.clip), (np.square, ufuncs.square), (np.reciprocal, ufuncs.reciprocal)):
-        overload(fn)(_as(impl, _taped))
+    overload(np.clip)(_as(composed.clip, _taped))
+    overload(np.square)(_as(ufuncs.square, _taped))
+    overload(np.reciprocal)(_as(ufuncs.reciprocal, _taped))
     overload(np.trace)(_as(methods.strided_trace, _square_c))  # (the Python recorder's trace of a C-order region)
     overload(np.outer)(lambda a, b: outer if _taped(a, b) and not (is_var(a) or is_var(b)) else None)
     overload(np.diff)(diff_typer)
