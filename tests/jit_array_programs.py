@@ -139,6 +139,46 @@ def f(x, w):                         # functions made of other ops: clip, softpl
     return (a * a).sum() + (S * S).sum() + (O * O).sum() + d + t + np.linalg.norm(A * w[:32])
 '''
 
+SCANS = '''
+def f(x, w):                         # cumsum and cumprod along each axis and flattened, sort along each axis, flat
+    A = x[:1024].reshape(32, 32)
+    c = np.cumsum(x) * w + np.cumprod(1.0 + 0.01 * x) + x.cumsum() * 0.5
+    C = np.cumsum(A, axis=0) * A + A.cumsum(1) + np.cumprod(np.tanh(A) * 0.5 + 1.0, axis=-1) + A.cumprod(axis=0) * 0.01
+    s = np.sort(x[:60]) * w[:60] + np.sort(np.maximum(x[60:120], 0.0))  # (pieces: central differences of a sort
+    S = np.sort(A, axis=0) * A + np.sort(A.T) + np.sort(np.cumsum(A[:6, :8], 1), axis=None).reshape(8, 6)[3, 2]
+    return (c * c).sum() * 1e-3 + (C * C).sum() * 1e-3 + (s * w[:60]).sum() + (S * S).sum()  # of 1,500 cross ties)
+'''
+
+LINALG = '''
+def f(x, B):                         # np.linalg: solve (a vector, matrices, data on either side), inv, det, slogdet,
+    A = x[:1024].reshape(32, 32) * 0.1 + np.eye(32) * 2.0   # cholesky; a batched det
+    v = np.linalg.solve(A, x[1024:1056]) + np.linalg.solve(B, x[:32] * x[40:72])
+    X = np.linalg.solve(A, B) + np.linalg.inv(A.T) * 0.5
+    L = np.linalg.cholesky(A @ A.T + np.eye(32))
+    sign, logdet = np.linalg.slogdet(A)
+    D = np.linalg.det(x[:1024].reshape(4, 16, 16) * 0.2 + np.eye(16))
+    return (v * v).sum() + (X * X).sum() * 0.1 + (L * L).sum() + logdet * sign + np.linalg.det(A * 0.5) + (D * D).sum()
+'''
+
+HEADS = '''
+def f(x, W):                         # multi-head attention (views: transposes of any axes, reshapes that copy or not)
+    X = x[:2048].reshape(64, 32)     # 64 tokens, 4 heads of 8
+    qkv = X @ W
+    q = qkv[:, :32].reshape(64, 4, 8).transpose(1, 0, 2)
+    k = np.swapaxes(qkv[:, 32:64].reshape(64, 4, 8), 0, 1)
+    v = np.moveaxis(qkv[:, 64:].reshape(64, 4, 8), 1, 0)
+    a = tape.softmax(q @ k.transpose((0, 2, 1)) * 0.35, axis=-1)
+    o = np.transpose(a @ v, (1, 0, 2)).reshape(64, 32)
+    Y = x[:2400].reshape(4, 6, 100)
+    z = np.moveaxis(Y, 0, -1).reshape(600, 4)[::6]
+    z = z + Y.swapaxes(0, 2).reshape(100, 24)[:, :4] * Y.transpose(2, 1, 0)[:, 0]
+    w = Y[:, :, ::2].reshape(24, 50) * Y.reshape(4, 600)[:, :300].reshape(4, 3, 100)[1, :, :50].sum(axis=0)
+    t = x[:1024].reshape(32, 32).T.reshape(-1) * x[:1024]
+    B = x[:1200].reshape(30, 40).T   # (rolls and pads of a view not in C order: of its copy)
+    r = (np.roll(B, 7) * B).sum() + (np.pad(B, 2, "wrap") ** 2).sum() * 0.01 + np.roll(B, 1200).sum()
+    return (o * o).sum() + (z * z).sum() * 0.1 + (w * w).sum() + t.sum() + r
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -160,6 +200,9 @@ def cases() -> dict:
         "pads": (PADS, rng.normal(size=1500), (5, 0.2)),
         "wheres": (WHERES, rng.normal(size=1500), (rng.normal(size=1500),)),
         "composed": (COMPOSED, rng.normal(size=1500), (rng.normal(size=1500),)),
+        "scans": (SCANS, rng.normal(size=1500), (rng.normal(size=1500),)),
+        "heads": (HEADS, rng.normal(size=2400), (rng.normal(scale=0.2, size=(32, 96)),)),
+        "linalg": (LINALG, rng.normal(size=1100), (rng.normal(scale=0.1, size=(32, 32)) + 2.0 * np.eye(32),)),
     }
 
 

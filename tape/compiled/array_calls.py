@@ -133,6 +133,8 @@ def _by_numpy(plan: int, row: int, aval: int, size: int, constants: int) -> int:
                   for k, (v, base) in enumerate(zip(p.inputs, bases, strict=False))]
         out = arena[p.offset:p.offset + int(np.prod(p.shape))].reshape(p.shape)
         quietly(RULE[p.code].forward, p, inputs, out)
+    except np.linalg.LinAlgError:  # (a singular matrix, one not positive definite: the caller raises NumPy's)
+        return 2
     except Exception:  # noqa: BLE001  # reported by the caller
         return 1
     finally:

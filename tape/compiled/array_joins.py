@@ -28,9 +28,12 @@ def roll_typer(a, shift, axis=None):
             axis, types.Integer):
         return None
     given = _given(axis)
-    if a.ndim == 2 and not given:  # of the flattened record (a view in C order, else Unfit), shaped back
+    if a.ndim == 2 and not given:  # of the flattened record, shaped back (a itself for a whole turn), as methods.roll
         def flattened(a, shift, axis=None):
-            v = _rolled1(a.reshape(-1), shift, 0)
+            flat = a.reshape(-1)  # (a gather record where NumPy copies, even for a whole turn: the Python recorder's)
+            if shift % flat.shape[0] == 0:
+                return a
+            v = _rolled1(flat, shift, 0)
             return make_array_record(v.tape, v.arrays, v.record, v.offset, v.start, a.shape, (a.shape[1], 1),
                                      v.life)
         return flattened
@@ -197,7 +200,7 @@ def _gathered(array, widths, mode):
 
     def impl(array, widths, mode):
         m = _mode(mode)
-        flat = array.reshape(-1)  # (a view in C order, else Unfit: scalar records)
+        flat = array.reshape(-1)  # (a view in C order, else a gather record copying it, as the Python recorder's)
         b = (widths[0][0], widths[0][1], widths[1][0], widths[1][1], array.shape[0], array.shape[1], 2, m) + ZEROS
         return make(array.tape, array.arrays, written(array.tape, array.arrays, GATHER, 0, 0.0,
                                                      operand(array.tape, array.arrays, flat), b))

@@ -10,6 +10,7 @@ import numpy as np
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from tape.compiled.array_gather import COPY
 from tape.compiled.array_records import (
     DIMS,
     GATHER,
@@ -19,6 +20,7 @@ from tape.compiled.array_records import (
     N1,
     OL,
     ONES,
+    OS,
     S0,
     S1,
     ZEROS,
@@ -93,6 +95,31 @@ def _padded(s, p, q, a, b):
     return k
 
 
+@once
+def _copy(s, p, q, a, b):
+    """The gather record of view a's elements in C order, of b[6] axes of lengths b[8:] (right-aligned): a reshape NumPy
+    copies. Its values copied (the same bits), a's offset, ndim, lengths and strides kept in the row for its Plan's
+    places (array_gather.places); its input, as a pad's, the region as far as a reaches."""
+    k = open_record(p, q, GATHER, b[6], b, OL + DIMS)
+    reach = a[2] + 1
+    for d in range(DIMS):
+        reach += max(a[OL + d] - 1, 0) * max(a[OS + d], 0)
+    put_view(s, k, (a[0], a[1], 0, 1) + ONES[1:] + (reach,) + ZEROS[1:] + (1,))
+    plan = s.plans[k]
+    plan[PADS], plan[PADS + 1], plan[PADS + 2] = COPY, a[2], a[3]
+    for d in range(2 * DIMS):
+        plan[PADS + 3 + d] = a[OL + d]
+    at, base, n, t, aval = plan[2], a[1] + a[2], a[OL:OS], a[OS:], s.aval
+    for i in range(n[0]):
+        for j in range(n[1]):
+            for m in range(n[2]):
+                source = base + i * t[0] + j * t[1] + m * t[2]
+                for r in range(n[3]):
+                    aval[at] = aval[source + r * t[3]]
+                    at += 1
+    return k
+
+
 @intrinsic
 def _move(typingctx, aval, to, source, n):
     """aval[to:to + n] = aval[source:source + n] by one memmove (a loop of Numba's copies one element a step: a heat
@@ -130,7 +157,7 @@ def write_moved(p, q, code, arg, c, a, b, e):
     s.row[0, :] = 0
     s.busy[0], s.busy[1], s.busy[2] = a[0], b[0], e[0]  # (as write_record's)
     if code == GATHER:
-        return _padded(s, p, q, a, b)
+        return _copy(s, p, q, a, b) if b[7] == COPY else _padded(s, p, q, a, b)
     nin, axis = arg // 256, arg % 256
     k = _joined(s, p, q, a, b, e, nin, axis)
     return k if k < 0 else _copied(s, k, a, b, e, nin, OL + DIMS - a[3] + axis)

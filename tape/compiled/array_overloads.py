@@ -16,6 +16,8 @@ from tape.api.trace import logsumexp
 from tape.arrays import binary as _binary
 from tape.compiled._recorders import ARITHMETIC, UNARY
 from tape.compiled.array_records import (
+    CUMPROD,
+    CUMSUM,
     JOIN,
     LOGSUMEXP,
     MATMUL,
@@ -24,6 +26,7 @@ from tape.compiled.array_records import (
     ONES,
     PACK,
     RESULT,
+    SORT,
     SUM,
     ZEROS,
     data,
@@ -146,7 +149,7 @@ def _axis(axis) -> bool:
     if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
         return False
     if not isinstance(axis, types.Integer):
-        raise TypingError(f"tape.jit: an array record's sum takes axis=None or an int, not {axis}")
+        raise TypingError(f"tape.jit: an array record's sum (cumsum, sort, ...) takes axis=None or an int, not {axis}")
     return True
 
 
@@ -279,6 +282,34 @@ def prod_typer(a, axis=None):
     return lambda a, axis=None: np.prod(scalars(a), axis)
 
 
+def _flat(axis) -> bool:
+    """Whether ``axis`` is None, given or the typer's default (the flattened array's), else an int's (a TypingError
+    for anything else)."""
+    axis = axis.value if isinstance(axis, types.Omitted) else axis
+    return axis is None or not isinstance(axis, int) and not _axis(axis)
+
+
+def along(code: int, default):
+    """The typer of cumsum, cumprod (``default`` None: of the flattened array) and sort (-1: along the last axis) of
+    an array record: one record of its shape (of a 1-d view of it, flattened), as tape/arrays/scans.py's."""
+    def typer(a, axis=default):
+        if not is_record(a):
+            return None
+        make = RESULT[1 if _flat(axis) else a.ndim]
+        if _flat(axis):
+            def flat(a, axis=default):
+                v = a.reshape(-1)
+                o = operand(v.tape, v.arrays, v)
+                return make(v.tape, v.arrays, written(v.tape, v.arrays, code, 0, 0.0, o, o))
+            return flat
+
+        def impl(a, axis=default):
+            o = operand(a.tape, a.arrays, a)
+            return make(a.tape, a.arrays, written(a.tape, a.arrays, code, normalized(axis, a.ndim), 0.0, o, o))
+        return impl
+    return typer
+
+
 def matmul(most: int):
     """The typer of x @ y of records and NumPy arrays of up to ``most`` axes, batch axes broadcast as NumPy's."""
     def typer(x, y):
@@ -346,6 +377,10 @@ def _register() -> None:
             overload(fn, prefer_literal=True)(_reduction(code))
         overload_method(ArrayRecordType, name, prefer_literal=True)(_reduction(code))
     overload(np.concatenate)(concatenate_typer)
+    for name, code, default in (("cumsum", CUMSUM, None), ("cumprod", CUMPROD, None), ("sort", SORT, -1)):
+        overload(getattr(np, name))(along(code, default))
+        if name != "sort":  # (ndarray.sort sorts in place)
+            overload_method(ArrayRecordType, name)(along(code, default))
     overload(np.mean, prefer_literal=True)(mean_typer)
     overload(np.prod)(prod_typer)
     overload_method(ArrayRecordType, "prod")(prod_typer)

@@ -64,8 +64,11 @@ N0, N1 = OL + DIMS - 2, OL + DIMS - 1  # an operand's last two lengths (a matrix
 S0, S1 = OS + DIMS - 2, OS + DIMS - 1
 BROADCAST, INNER, FAILED, JOINED, UNMADE = -1, -2, -3, -4, -5  # write_record's failures (UNMADE: a C function it
 # calls failed to compile)
-PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP = (ARRAY_OPCODE[name] for name in (
-    "pack", "sum", "matmul", "join", "gather", "max", "min", "logsumexp"))
+PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP, CUMSUM, CUMPROD, SORT = (ARRAY_OPCODE[name] for name in (
+    "pack", "sum", "matmul", "join", "gather", "max", "min", "logsumexp", "cumsum", "cumprod", "sort"))
+SOLVE, INV, DET, SLOGDET, CHOLESKY = (ARRAY_OPCODE[name] for name in ("solve", "inv", "det", "slogdet", "cholesky"))
+SQUARE, SINGULAR = -8, -9  # write_record's failures of np.linalg's records: not square; singular, not positive
+# definite
 
 
 class Unfit(Exception):
@@ -221,6 +224,42 @@ def _summed(s, p, q, code, a, axis, ndim):
 
 
 @once
+def _along(s, p, q, code, a, axis):
+    """The cumsum, cumprod or sort record of operand a along ``axis`` (of a's axes), of a's shape: its plan."""
+    k = open_record(p, q, code, a[3], a, OL)
+    put_view(s, k, a)
+    s.plans[k, AXES], s.plans[k, AXES + 1] = 1, axis
+    return k
+
+
+@once
+def _factored(s, p, q, code, a, b):
+    """The np.linalg record ``code`` of matrices a (and b, solve's), as kernels/linalg.py's shapes: its plan (SQUARE,
+    INNER, BROADCAST: the shapes do not fit)."""
+    if a[N0] != a[N1]:
+        return SQUARE
+    shift = 2 if code == DET else 1 if code == SLOGDET else 0  # (a's batch, then slogdet's pair)
+    n, ndim = np.ones(DIMS, np.int64), a[3] - shift
+    for d in range(DIMS - shift):  # a's lengths moved right by ``shift``
+        n[d + shift] = a[OL + d]
+    if code == SLOGDET:
+        n[DIMS - 1] = 2
+    if code == SOLVE:
+        if b[N0] != a[N1]:
+            return INNER
+        for d in range(DIMS - 2):
+            n[d] = common(a[OL + d], b[OL + d])
+            if n[d] < 0:
+                return BROADCAST
+        n[DIMS - 1], ndim = b[N1], max(a[3], b[3])
+    k = open_record(p, q, code, ndim, n, 0)
+    put_view(s, k, a)
+    if code == SOLVE:
+        put_view(s, k, b)
+    return k
+
+
+@once
 def _matmul(s, p, q, a, b, ndim):
     """The matmul record of operands a and b of ndim ``ndim`` (1-d ones widened as array_records._widened, batch axes
     broadcast; wide (batch..., n, m) in WIDE): its plan (INNER: the inner lengths differ; BROADCAST: the batches)."""
@@ -296,9 +335,9 @@ def _pin(s, p, k):
 @once
 def write_record(p, q, code, arg, c, a, b, e):
     """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
-    a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar record) of operands a, b and e
-    (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f raises (``written``). Not a join's or a
-    gather's (``write_moved``)."""
+    a scan's or sort's axis, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar record) of
+    operands a, b and e (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f raises (``written``).
+    Not a join's or a gather's (``write_moved``)."""
     s = arrays_from_pointer(q)
     s.row[0, :] = 0
     s.busy[0], s.busy[1], s.busy[2] = a[0], b[0], e[0]  # (their regions not given to the record written)
@@ -314,6 +353,10 @@ def write_record(p, q, code, arg, c, a, b, e):
         return k
     if code == SUM or code == MAX or code == MIN or code == LOGSUMEXP:
         k = _summed(s, p, q, code, a, arg % 256 - 1, arg // 256)
+    elif code == CUMSUM or code == CUMPROD or code == SORT:
+        k = _along(s, p, q, code, a, arg)
+    elif code == SOLVE or code == INV or code == DET or code == SLOGDET or code == CHOLESKY:
+        k = _factored(s, p, q, code, a, b)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
     else:
@@ -337,7 +380,8 @@ def _numpy_values(s, p, k, flags):
     for v in range(plan[INPUTS]):
         if plan[V0 + VIEW_WIDTH * v + 2] == 0 and ops[plan[V0 + VIEW_WIDTH * v]] == ACONSTANT:
             constants |= 1 << v
-    return k if BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants) == 0 else FAILED
+    done = BY_NUMPY(address(plan), address(s.row), address(s.aval), s.aval.size, constants)
+    return k if done == 0 else SINGULAR if done == 2 else FAILED
 
 
 _WRITE = types.int64(types.voidptr, types.voidptr, types.int64, types.int64, types.float64,
@@ -363,7 +407,13 @@ def written3(p, q, code, arg, c, a, b, e):
     if k == BROADCAST:
         raise ValueError("operands could not be broadcast together (tape.jit: shapes of an array op differ)")
     if k == INNER:
-        raise ValueError("matmul: inner dimensions differ (tape.jit: the shapes of an @ or np.dot)")
+        raise ValueError("matmul: inner dimensions differ (tape.jit: the shapes of an @, np.dot or np.linalg.solve)")
+    if k == SQUARE:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square (tape.jit: np.linalg)")
+    if k == SINGULAR and code == CHOLESKY:
+        raise np.linalg.LinAlgError("Matrix is not positive definite (tape.jit: np.linalg.cholesky)")
+    if k == SINGULAR:
+        raise np.linalg.LinAlgError("Singular matrix (tape.jit: np.linalg)")
     s = arrays_from_pointer(q)
     if k == UNMADE or s.pinned == UNMADE:
         raise WriterFailed()

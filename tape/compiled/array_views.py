@@ -1,10 +1,10 @@
 """Views of array records inside tape.jit (landing 2 of issue 26), as the Python recorder makes them
 (tape/records/array_records.py ``index``, ``transpose``, ``reshape``): nothing is recorded but an element read (an elem
-record). Ints and slices (negative steps too) of the leading axes; ``.T`` and ``transpose()`` (the axes reversed);
-``reshape`` (to one to DIMS axes) and ``ravel`` of a view in C order. An int out of bounds raises NumPy's IndexError, a
-slice step of 0 its ValueError, a bad shape its ValueError; an empty slice or a reshape NumPy would copy raise
-``Unfit`` (the call is recorded as scalar records). Anything else (an array or a comparison as the index, ``None``,
-``...``) fails typing: scalar records.
+record) and a reshape NumPy copies (one gather record, array_moved._copy). Ints and slices (negative steps too) of the
+leading axes; ``.T``, ``transpose`` (the axes reversed or in any order), ``swapaxes``, ``np.moveaxis``; ``reshape``
+(to one to DIMS axes) and ``ravel``. An int or axis out of bounds raises NumPy's IndexError or AxisError, a slice step
+of 0, a repeated axis or a bad shape its ValueError; an empty slice raises ``Unfit`` (the call is recorded as scalar
+records). Anything else (an array or a comparison as the index, ``None``, ``...``) fails typing: scalar records.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from numba import literal_unroll
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.compiled import array_joins, array_where  # noqa: F401  # registers np.roll, np.stack, np.pad, np.where
-from tape.compiled.array_overloads import _size, is_record
-from tape.compiled.array_records import Unfit, element
+from tape.compiled.array_gather import COPY
+from tape.compiled.array_overloads import _size, is_record, normalized, operand
+from tape.compiled.array_records import GATHER, LAST, ONES, RESULT, Unfit, element, written
 from tape.compiled.array_rows import DIMS
 from tape.compiled.numba_internals import ArrayRecordType, make_array_record, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
@@ -171,6 +172,100 @@ def _transposed(a):
 
 
 @jit
+def _permuted(a, order):
+    """The lengths and strides of a's axes in ``order`` (ints: NumPy's AxisError, its ValueError for a repeated axis
+    or another count), as tape/records/array_records.py's transpose."""
+    ndim = len(a.shape)
+    if len(order) != ndim:
+        raise ValueError("axes don't match array (tape.jit: an array record's transpose)")
+    n, s, seen = np.empty(ndim, np.int64), np.empty(ndim, np.int64), np.zeros(ndim, np.bool_)
+    for d in range(ndim):
+        k = normalized(order[d], ndim)
+        if seen[k]:
+            raise ValueError("repeated axis in transpose (tape.jit: an array record's)")
+        seen[k], n[d], s[d] = True, a.shape[k], a.strides[k]
+    return n, s
+
+
+def _permuter(ndim: int):
+    @jit
+    def permuted(a, order):
+        n, s = _permuted(a, order)
+        return _view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(s, ndim))
+    return permuted
+
+
+PERMUTED = [_permuter(ndim) for ndim in range(1, DIMS + 1)]
+
+
+def _ints(typs) -> bool:
+    return all(isinstance(t, types.Integer) for t in typs)
+
+
+def _unpacked(typs):
+    """The types of a typer's star arguments, ints or one tuple of them (Numba types the impl's as one tuple too)."""
+    while len(typs) == 1 and isinstance(typs[0], types.BaseTuple):
+        typs = tuple(typs[0].types)
+    return typs
+
+
+def transpose_typer(a, *axes):
+    """a.transpose(), a.transpose(axes) and a.transpose(*axes): a view of its axes reversed or in that order."""
+    order = _unpacked(axes)
+    if not is_record(a) or not _ints(order):
+        return None
+    permuted = PERMUTED[a.ndim - 1]
+    if not order:
+        return lambda a, *axes: a.T
+    return lambda a, *axes: permuted(a, lengths_of(axes))
+
+
+def np_transpose_typer(a, axes=None):
+    if not is_record(a):
+        return None
+    if axes is None or isinstance(axes, (types.NoneType, types.Omitted)):
+        return lambda a, axes=None: a.T
+    if not isinstance(axes, types.BaseTuple) or not _ints(axes.types):
+        return None
+    permuted = PERMUTED[a.ndim - 1]
+    return lambda a, axes=None: permuted(a, axes)
+
+
+@jit
+def _swapped(ndim, i, j):
+    """The order of axes with i and j exchanged (NumPy's AxisError), as tape/arrays/methods.py's swapaxes."""
+    order, i, j = np.arange(ndim), normalized(i, ndim), normalized(j, ndim)
+    order[i], order[j] = j, i
+    return order
+
+
+@jit
+def _moved(ndim, source, destination):
+    """The order of axes with ``source`` moved to ``destination`` (ints; NumPy's AxisError), as methods.moveaxis."""
+    order, source, destination, k = np.empty(ndim, np.int64), normalized(source, ndim), normalized(destination,
+                                                                                                  ndim), 0
+    for place in range(ndim):
+        k += k == source and place != destination
+        order[place] = source if place == destination else k
+        k += place != destination
+    return order
+
+
+def swapaxes_typer(a, axis1, axis2):
+    if not is_record(a) or not _ints((axis1, axis2)):
+        return None
+    permuted = PERMUTED[a.ndim - 1]
+    return lambda a, axis1, axis2: permuted(a, _swapped(a.ndim, axis1, axis2))
+
+
+def moveaxis_typer(a, source, destination):
+    if not is_record(a) or not _ints((source, destination)):
+        return None
+    permuted = PERMUTED[a.ndim - 1]
+    return lambda a, source, destination: permuted(a, _moved(a.ndim, source, destination))
+
+
+@jit
 def _c_order(shape, strides):
     """Whether a view of ``shape`` and ``strides`` is in C order (NumPy's test: axes of length 1 aside)."""
     step = 1
@@ -182,45 +277,10 @@ def _c_order(shape, strides):
 
 
 @jit
-def _lengths(size, n0, n1):
-    """NumPy's shape (n0, n1) for reshaping ``size`` elements to it (one length may be -1; n0 1 for a 1-d one)."""
-    if n0 == -1 and n1 > 0:
-        n0 = size // n1
-    elif n1 == -1 and n0 > 0:
-        n1 = size // n0
-    if n0 < 0 or n1 < 0 or n0 * n1 != size:
-        raise ValueError("cannot reshape an array record into that shape (tape.jit: its size differs)")
-    return n0, n1
-
-
-def pair(shape):
-    """reshape's arguments (a tuple of one or two lengths, or of one tuple of them) as (n0, n1), n0 1 for one."""
-
-
-@overload(pair)
-def _pair(shape):
-    inner = isinstance(shape.types[0], types.BaseTuple)
-    if len(shape) == 1 and inner:
-        return (lambda shape: (1, shape[0][0])) if len(shape.types[0]) == 1 else (
-            lambda shape: (shape[0][0], shape[0][1]))
-    return (lambda shape: (1, shape[0])) if len(shape) == 1 else (lambda shape: (shape[0], shape[1]))
-
-
-@jit
-def _checked(a, n0, n1):
-    """The shape of a reshaped to (n0, n1), where NumPy gives a view."""
-    if not _c_order(a.shape, a.strides):
-        raise Unfit("a reshape NumPy would copy (a gather record)")
-    return _lengths(_size(a), n0, n1)
-
-
-@jit
-def _many(a, shape):
-    """The lengths (one may be -1) and strides of a reshaped to ``shape``, a tuple of three or more, where NumPy gives
-    a view (its ValueError where the size differs)."""
-    if not _c_order(a.shape, a.strides):
-        raise Unfit("a reshape NumPy would copy (a gather record)")
-    n, strides, known, free = np.empty(len(shape), np.int64), np.empty(len(shape), np.int64), 1, -1
+def _sizes(a, shape):
+    """NumPy's lengths (one may be -1) for reshaping a to ``shape``, a tuple of ints (its ValueError where the size
+    differs)."""
+    n, known, free = np.empty(len(shape), np.int64), 1, -1
     for d in range(len(shape)):
         n[d] = shape[d]
         if n[d] == -1 and free < 0:
@@ -233,38 +293,91 @@ def _many(a, shape):
         n[free] = _size(a) // known
     if n[free] < 0 or known * (n[free] if free >= 0 else 1) != _size(a):
         raise ValueError("cannot reshape an array record into that shape (tape.jit: its size differs)")
-    step = 1
-    for d in range(len(shape) - 1, -1, -1):
-        strides[d], step = step, step * n[d]
-    return n, strides
+    return n
+
+
+@jit
+def _strides(shape, strides, n):
+    """The strides of a view of (shape, strides) reshaped to lengths n, and whether NumPy gives one: C strides where it
+    is in C order, else NumPy's _attempt_nocopy_reshape's (its axes of length 1 left out, each run of old axes that
+    makes a new one read in C order)."""
+    new = np.empty(len(n), np.int64)
+    if _c_order(shape, strides):
+        step = 1
+        for d in range(len(n) - 1, -1, -1):
+            new[d], step = step, step * n[d]
+        return new, True
+    old, steps, count = np.empty(len(shape), np.int64), np.empty(len(shape), np.int64), 0
+    for d in range(len(shape)):
+        if shape[d] != 1:
+            old[count], steps[count], count = shape[d], strides[d], count + 1
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(n) and oi < count:
+        np_, op = n[ni], old[oi]
+        while np_ != op:
+            if np_ < op:
+                np_, nj = np_ * n[nj], nj + 1
+            else:
+                op, oj = op * old[oj], oj + 1
+        for ok in range(oi, oj - 1):
+            if steps[ok] != old[ok + 1] * steps[ok + 1]:
+                return new, False
+        new[nj - 1] = steps[oj - 1]
+        for nk in range(nj - 1, ni, -1):
+            new[nk - 1] = new[nk] * n[nk]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    last = new[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, len(n)):
+        new[nk] = last
+    return new, True
+
+
+def _reshaper(ndim: int):
+    """(a, lengths n) -> a reshaped to ndim axes: a view where NumPy gives one, else its elements in C order copied by
+    one gather record (array_gather.COPY), as tape/records/array_records.py's reshape."""
+    make = RESULT[ndim]
+
+    @jit
+    def reshaped(a, n):
+        strides, view = _strides(a.shape, a.strides, n)
+        if view:
+            return _view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
+        lengths = (ONES + to_fixed_tuple(n, ndim))[LAST:]
+        b = (0, 0, 0, 0, 0, 0, ndim, COPY) + lengths
+        return make(a.tape, a.arrays, written(a.tape, a.arrays, GATHER, 0, 0.0, operand(a.tape, a.arrays, a), b))
+    return reshaped
+
+
+RESHAPED = [_reshaper(ndim) for ndim in range(1, DIMS + 1)]
+
+
+def lengths_of(shape):
+    """reshape's arguments (ints, or one tuple of them) as a tuple of ints."""
+
+
+@overload(lengths_of)
+def _lengths_of(shape):
+    if len(shape) == 1 and isinstance(shape[0], types.BaseTuple):
+        return lambda shape: shape[0]
+    return lambda shape: shape
 
 
 def reshape_typer(a, *shape):
-    if not is_record(a) or not shape:
+    lengths = _unpacked(shape)
+    if not is_record(a) or not 0 < len(lengths) <= DIMS or not _ints(lengths):
         return None
-    lengths = tuple(shape[0].types) if len(shape) == 1 and isinstance(shape[0], types.BaseTuple) else shape
-    if not 0 < len(lengths) <= DIMS or not all(isinstance(n, types.Integer) for n in lengths):
-        return None
-    if len(lengths) > 2:
-        ndim = len(lengths)
-
-        def to_many(a, *shape):
-            n, strides = _many(a, shape[0] if len(shape) == 1 else shape)
-            return _view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
-        return to_many
-    if len(lengths) == 1:
-        return lambda a, *shape: _view(a, 0, (_checked(a, *pair(shape))[1],), (1,))
-
-    def to_matrix(a, *shape):
-        n0, n1 = _checked(a, *pair(shape))
-        return _view(a, 0, (n0, n1), (n1, 1))
-    return to_matrix
+    reshaped = RESHAPED[len(lengths) - 1]
+    return lambda a, *shape: reshaped(a, _sizes(a, lengths_of(shape)))
 
 
 def _register() -> None:
     overload(operator.getitem)(getitem_typer)
     overload_attribute(ArrayRecordType, "T")(_transposed)
-    overload_method(ArrayRecordType, "transpose")(_transposed)
+    overload_method(ArrayRecordType, "transpose")(transpose_typer)
+    overload(np.transpose)(np_transpose_typer)
+    overload(np.swapaxes)(swapaxes_typer)
+    overload_method(ArrayRecordType, "swapaxes")(swapaxes_typer)
+    overload(np.moveaxis)(moveaxis_typer)
     overload_method(ArrayRecordType, "reshape")(reshape_typer)
     overload_method(ArrayRecordType, "ravel")(lambda a: lambda a: a.reshape(-1))
 

@@ -22,7 +22,16 @@ import numpy as np
 from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
-from tape.compiled import array_calls, array_overloads, array_plans, array_records, array_views, conditions, overloads  # noqa: F401  # registers the overloads
+from tape.compiled import (  # noqa: F401  # registers the overloads
+    array_calls,
+    array_linalg,
+    array_overloads,
+    array_plans,
+    array_records,
+    array_views,
+    conditions,
+    overloads,
+)
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse

@@ -243,9 +243,11 @@ def _reshaped(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, 
 
 def transpose(v: View, axes: tuple[int, ...] | None) -> View:
     ndim = len(v.shape)
-    order = tuple(reversed(range(ndim))) if axes is None else tuple(int(a) % max(ndim, 1) for a in axes)
-    if sorted(order) != list(range(ndim)):
-        raise ValueError(f"axes {axes!r} do not match an array of {len(v.shape)} dimensions")
+    if axes is not None and len(axes) != ndim:
+        raise ValueError(f"axes {axes!r} don't match an array of {ndim} dimensions")
+    order = tuple(reversed(range(ndim))) if axes is None else tuple(normalize_axis_index(int(a), ndim) for a in axes)
+    if len(set(order)) != ndim:  # (NumPy's AxisError above for an axis out of bounds: 5 of 4 axes was read as 1)
+        raise ValueError(f"repeated axis in transpose {axes!r}")
     return View(v.record, v.offset, tuple(v.shape[k] for k in order), tuple(v.strides[k] for k in order))
 
 
