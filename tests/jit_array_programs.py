@@ -179,6 +179,16 @@ def f(x, W):                         # multi-head attention (views: transposes o
     return (o * o).sum() + (z * z).sum() * 0.1 + (w * w).sum() + t.sum() + r
 '''
 
+AXES = '''
+def f(x, w):                         # sums, means, max, min and logsumexp over tuples of axes, keepdims or not
+    Y = x[:2400].reshape(4, 6, 100)
+    a = (Y.sum(axis=(0, 2)) * w[:6]).sum() + np.sum(Y * Y, axis=(2, 0), keepdims=True).sum()
+    a = a + Y.mean(axis=(1, -1)).sum()
+    b = np.max(Y, axis=(0, 1)) * w[:100] + tape.logsumexp(Y, axis=(0, 2), keepdims=True).reshape(6)[2]
+    c = np.mean(Y[:, ::2], (0, 1), keepdims=True) * Y + Y.min(axis=(1,)).sum() + Y.sum(axis=(0, 1, 2))
+    return a + (b * b).sum() + (c * c).sum() + np.sum(Y, -1).sum() + Y.max(axis=(2, 1, 0))
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -201,6 +211,7 @@ def cases() -> dict:
         "wheres": (WHERES, rng.normal(size=1500), (rng.normal(size=1500),)),
         "composed": (COMPOSED, rng.normal(size=1500), (rng.normal(size=1500),)),
         "scans": (SCANS, rng.normal(size=1500), (rng.normal(size=1500),)),
+        "axes": (AXES, rng.normal(size=2500), (rng.normal(size=2500),)),
         "heads": (HEADS, rng.normal(size=2400), (rng.normal(scale=0.2, size=(32, 96)),)),
         "linalg": (LINALG, rng.normal(size=1100), (rng.normal(scale=0.1, size=(32, 32)) + 2.0 * np.eye(32),)),
     }

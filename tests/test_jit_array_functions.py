@@ -170,6 +170,8 @@ VIEWS = textwrap.dedent('''
             return np.moveaxis(Y, k, 0).sum()
         if n == 5:
             return Y.transpose(2, 0, 1).reshape(k, 7).sum()
+        if n == 7:
+            return Y.sum(axis=(0, k)).sum()
         return np.transpose(Y, (0, 2, k))[:, :, ::2].reshape(4, -1, 2)[1, 3, 1] * 1.0
     """
     namespace = {"np": np}
@@ -177,7 +179,7 @@ VIEWS = textwrap.dedent('''
     f = namespace["f"]
     jf = tape.jit(f, cache=False)
     u = np.random.default_rng(0).normal(size=2400)
-    for n, k in ((0, 3), (0, -4), (1, 2), (1, 0), (2, 0), (3, 3), (4, -4), (5, 13), (6, 1), (6, 3)):
+    for n, k in ((0, 3), (0, -4), (1, 2), (1, 0), (2, 0), (3, 3), (4, -4), (5, 13), (6, 1), (6, 3), (7, -3), (7, 3)):
         for g in (f, jf):
             try:
                 print(float(g(tape.Tape().array(u), n, k).value))
@@ -189,17 +191,18 @@ VIEWS = textwrap.dedent('''
 
 def test_bad_axes_and_shapes_of_views_raise_as_numpy():
     """A transpose's axis out of bounds (the Python recorder read it modulo ndim: a silent wrong view), repeated, or
-    too few; swapaxes and moveaxis out of bounds; a copying reshape to another size: NumPy's AxisError or ValueError in
+    too few; swapaxes and moveaxis out of bounds; a copying reshape to another size; a sum's tuple of axes with one
+    repeated or out of bounds: NumPy's AxisError or ValueError in
     both recorders, the same values where the axes are good (a subprocess: a crash would take the test run with it)."""
     run = subprocess.run([sys.executable, "-c", VIEWS], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[-1] == "True done" and len(lines) == 21
+    assert lines[-1] == "True done" and len(lines) == 25
     python, jitted = lines[:-1:2], lines[1:-1:2]
     assert python == jitted
-    errors = [k for k in range(10) if k not in (3, 8)]
+    errors = [k for k in range(12) if k not in (3, 8)]
     assert [python[k] for k in errors] == ["AxisError", "AxisError", "ValueError", "ValueError", "AxisError",
-                                           "AxisError", "ValueError", "AxisError"]
+                                           "AxisError", "ValueError", "AxisError", "ValueError", "AxisError"]
     Y = np.random.default_rng(0).normal(size=2400).reshape(4, 6, 100)
     assert float(python[3]) == Y.transpose((2, 1, 0)).sum()
     assert float(python[8]) == np.transpose(Y, (0, 2, 1))[:, :, ::2].reshape(4, -1, 2)[1, 3, 1]

@@ -243,3 +243,25 @@ def run_file(script: Path, tmp_path: Path) -> list[str]:
     env = dict(os.environ, TAPE_CACHE_DIR=str(tmp_path / "cache"))
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env,
                           cwd=tmp_path).stdout.split()
+
+
+COMPOSED = """
+import numpy as np
+import tape
+f = tape.jit(lambda x: (tape.softmax(x.reshape(40, 30), axis=-1) * x.reshape(40, 30)).sum() + np.square(x).sum())
+print(float(tape.grad(f)(np.linspace(-1.0, 1.0, 1200))[7]))
+"""
+
+
+def test_the_python_recorder_s_functions_are_cached_by_every_source_of_tape(tmp_path):
+    """tape.jit compiles the Python recorder's own functions (tape.softmax, np.square's: tape/api, tape/arrays), which
+    inline array_overloads' code: they are kept in the folder of every source's key, never in their own file's
+    __pycache__, which Numba keys by that file alone (an edit of array_overloads.py left tape.softmax's old machine
+    code there: its logsumexp along axis 2 read as axes 0 and 1, a silent wrong value)."""
+    package = Path(jit_cache.__file__).parent.parent
+    before = set(package.rglob("*.nbi"))
+    cache = tmp_path / "cache"
+    assert run(COMPOSED, cache) == run(COMPOSED, cache)
+    assert set(package.rglob("*.nbi")) == before
+    kept = {p.name.split("-")[0] for p in (cache / "jit" / SOURCE_KEY).glob("*.nbi")}
+    assert {"composed.softmax", "composed.log_softmax", "ufuncs.square"} <= kept, kept

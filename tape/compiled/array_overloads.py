@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+from numba import literal_unroll
 
 from tape.api.trace import logsumexp
 from tape.arrays import binary as _binary
@@ -171,15 +172,40 @@ def _keeps(keepdims) -> bool:
                       f"{keepdims}")
 
 
+def _count(axis):
+    """The number of axes in a tuple of ints ``axis`` (-1: not such a tuple)."""
+    ints = isinstance(axis, types.BaseTuple) and all(isinstance(t, types.Integer) for t in axis.types)
+    return len(axis) if ints and len(axis) else -1
+
+
+@jit
+def mask(axes, ndim):
+    """The bits of a tuple of axes (NumPy's AxisError out of bounds, its ValueError for an axis repeated)."""
+    bits = 0
+    for k in literal_unroll(axes):
+        bit = 1 << normalized(k, ndim)
+        if bits & bit:
+            raise ValueError("duplicate value in 'axis' (tape.jit: an array record's reduction)")
+        bits |= bit
+    return bits
+
+
 def _reduction(code: int):
-    """The typer of a.sum(axis, keepdims) (code SUM; max, min, logsumexp: MAX, MIN, LOGSUMEXP): a Var for all elements
-    (or a 1-d a), else a 1-d array record, of a's ndim with keepdims, as tape/records/array_records.py's reduce."""
+    """The typer of a.sum(axis, keepdims) (code SUM; max, min, logsumexp: MAX, MIN, LOGSUMEXP) over all elements, one
+    axis or a tuple of them: a Var for all elements, else an array record, of a's ndim with keepdims, as
+    tape/records/array_records.py's reduce (one record)."""
     def typer(a, axis=None, keepdims=False):
         if not is_record(a):
             return None
-        keep = _keeps(keepdims)
-        ndim = a.ndim if keep else 0 if not _axis(axis) else a.ndim - 1
+        keep, count = _keeps(keepdims), _count(axis)
+        ndim = a.ndim if keep else max(a.ndim - count, 0) if count > 0 else 0 if not _axis(axis) else a.ndim - 1
         make = RESULT[ndim]
+        if count > 0:
+            def over(a, axis=None, keepdims=False):
+                o = operand(a.tape, a.arrays, a)
+                return make(a.tape, a.arrays, written(a.tape, a.arrays, code, mask(axis, a.ndim) + 256 * ndim, 0.0,
+                                                      o, o))
+            return over
         if not _axis(axis):
             def whole_sum(a, axis=None, keepdims=False):
                 o = operand(a.tape, a.arrays, a)
@@ -187,9 +213,9 @@ def _reduction(code: int):
             return whole_sum
 
         def along(a, axis=None, keepdims=False):
-            k = normalized(axis, a.ndim)
             o = operand(a.tape, a.arrays, a)
-            return make(a.tape, a.arrays, written(a.tape, a.arrays, code, k + 1 + 256 * ndim, 0.0, o, o))
+            return make(a.tape, a.arrays, written(a.tape, a.arrays, code, (1 << normalized(axis, a.ndim)) + 256 * ndim,
+                                                  0.0, o, o))
         return along
     return typer
 
@@ -197,10 +223,21 @@ def _reduction(code: int):
 sum_typer = _reduction(SUM)
 
 
+@jit
+def _counted(a, axes):
+    """The number of elements a sum over a tuple of axes adds."""
+    n = 1
+    for k in literal_unroll(axes):
+        n *= a.shape[normalized(k, a.ndim)]
+    return n
+
+
 def mean_typer(a, axis=None, keepdims=False):
     """The sum over axes times 1/n, as tape/arrays/methods.py's mean."""
     if not is_record(a):
         return None
+    if _count(axis) > 0:
+        return lambda a, axis=None, keepdims=False: np.sum(a, axis, keepdims) * (1.0 / _counted(a, axis))
     if not _axis(axis):
         return lambda a, axis=None, keepdims=False: np.sum(a, None, keepdims) * (1.0 / a.size)
     return lambda a, axis=None, keepdims=False: np.sum(a, axis, keepdims) * (

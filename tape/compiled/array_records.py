@@ -203,23 +203,25 @@ def _elementwise(s, p, q, code, a, b, e, nin):
 
 
 @once
-def _summed(s, p, q, code, a, axis, ndim):
-    """The sum (max, min) record of operand a over ``axis`` (-1: all), of ndim ``ndim`` (a's: keepdims): its plan."""
-    whole, n = axis < 0 or a[3] == 1, np.ones(DIMS, np.int64)
-    at, to = DIMS - a[3] + axis, DIMS - 1  # (the axis among a's lengths; the last of the record's)
+def _summed(s, p, q, code, a, axes, ndim):
+    """The sum (max, min, logsumexp) record of operand a over the axes of bit mask ``axes`` (0: all), of ndim ``ndim``
+    (a's: keepdims): its plan, the axes listed in order, as tape/records/array_records.py's reduce."""
+    first = DIMS - a[3]  # (a's first axis among the DIMS lengths)
+    axes = axes if axes else (1 << a[3]) - 1
+    n, to = np.ones(DIMS, np.int64), DIMS - 1
     for d in range(DIMS - 1, -1, -1):
-        if not whole and d != at:
+        reduced = d >= first and axes >> (d - first) & 1
+        if not reduced:
             n[to] = a[OL + d]
-        to -= 1 if whole or d != at or ndim == a[3] else 0
+        to -= 1 if not reduced or ndim == a[3] else 0
     k = open_record(p, q, code, ndim, n, 0)
     put_view(s, k, a)
-    plan = s.plans[k]
-    if whole:
-        plan[AXES] = a[3]
-        for d in range(a[3]):
-            plan[AXES + 1 + d] = d
-    else:
-        plan[AXES], plan[AXES + 1] = 1, axis
+    plan, count = s.plans[k], 0
+    for d in range(a[3]):
+        if axes >> d & 1:
+            count += 1
+            plan[AXES + count] = d
+    plan[AXES] = count
     return k
 
 
@@ -334,10 +336,10 @@ def _pin(s, p, k):
 
 @once
 def write_record(p, q, code, arg, c, a, b, e):
-    """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axis, -1 all, then its ndim * 2 ** 8,
-    a scan's or sort's axis, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar record) of
-    operands a, b and e (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f raises (``written``).
-    Not a join's or a gather's (``write_moved``)."""
+    """The array record of op ``code`` (arg: an elementwise op's inputs, a sum's axes as bits, 0 all, then its ndim *
+    2 ** 8, a scan's or sort's axis, a constant's ndim; c a 0-d constant's or pack's value, arg the pack's scalar
+    record) of operands a, b and e (OPERAND tuples), its values the driver's: its plan, or a failure (< 0) f raises
+    (``written``). Not a join's or a gather's (``write_moved``)."""
     s = arrays_from_pointer(q)
     s.row[0, :] = 0
     s.busy[0], s.busy[1], s.busy[2] = a[0], b[0], e[0]  # (their regions not given to the record written)
@@ -352,7 +354,7 @@ def write_record(p, q, code, arg, c, a, b, e):
         s.aval[s.plans[k, 2]], s.plans[k, PLACE] = c, arg
         return k
     if code == SUM or code == MAX or code == MIN or code == LOGSUMEXP:
-        k = _summed(s, p, q, code, a, arg % 256 - 1, arg // 256)
+        k = _summed(s, p, q, code, a, arg % 256, arg // 256)
     elif code == CUMSUM or code == CUMPROD or code == SORT:
         k = _along(s, p, q, code, a, arg)
     elif code == SOLVE or code == INV or code == DET or code == SLOGDET or code == CHOLESKY:

@@ -16,7 +16,6 @@ from tape import kernels
 from tape.kernels.compiling import _CacheImpl, _UserWide, cache_dir
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCES = sorted(os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py"))
 _PACKAGE = [os.path.dirname(_HERE), os.path.dirname(os.path.abspath(kernels.__file__))]  # tape/, and
 # kernels/ (tape/kernels/ once installed)
 
@@ -34,12 +33,15 @@ for _path in _package_sources():
     with open(_path, "rb") as _file:
         _DIGEST.update(_path.encode() + b"\0" + _file.read())  # (its path: another install's folder, another key)
 SOURCE_KEY = _DIGEST.hexdigest()[:16]  # (~4 ms, at a process's first tape.jit)
+_SOURCES = {path for path in _package_sources() if not path.startswith(_PACKAGE[1] + os.sep)}  # tape's, not the
+# kernels' (their own cache): tape.jit compiles functions of tape/api and tape/arrays too (composed.py's), which Numba
+# kept in their own file's __pycache__, keyed by that file alone (machine code inlining callees edited since)
 USER_CACHED: set = set()  # code objects of tape.jit(cache=True) functions
 THROUGH = 3  # attributes read through at most (``ns.xp.maximum``: the object ns, the module xp, its maximum)
 
 
 class JitCacheLocator(_UserWide):  # type: ignore[misc]
-    """Numba's user-wide locator for tape/compiled/*.py and tape.jit(cache=True) functions, in a folder per hash of
+    """Numba's user-wide locator for tape's functions and tape.jit(cache=True) functions, in a folder per hash of
     Numba's version, tape's folder and every Python file of tape (SOURCE_KEY): machine code made by other sources is
     never loaded, nor another install's (two checkouts' processes at once overwrote each other's index and data
     files: Numba names them by module and function, not path)."""

@@ -2,7 +2,7 @@
 
 Each implementation an overload returns (one per op and operand types: ``y + 0.5 * h * k`` of Var arrays took
 ~0.5 s of CPU each to compile) is kept in tape's jit cache (tape/compiled/jit_cache.py: a folder per hash of
-tape/compiled/*.py and Numba's version). Numba keys a closure on a pickle of its cells, and a pickled dispatcher
+every source of tape and Numba's version). Numba keys a closure on a pickle of its cells, and a pickled dispatcher
 holds a fresh uuid in every process: it would never load again; and it keys code on its bytecode alone, the same
 for ``lambda: max(a, b)`` and ``lambda: min(a, b)``. The key of a function of tape/compiled here is its code and
 what its cells are: functions and dispatchers by module, name, bytecode, constants and options (and their own
