@@ -189,6 +189,16 @@ def f(x, w):                         # sums, means, max, min and logsumexp over 
     return a + (b * b).sum() + (c * c).sum() + np.sum(Y, -1).sum() + Y.max(axis=(2, 1, 0))
 '''
 
+EINSUM = '''
+def f(x, M):                         # np.einsum: contractions, batched, outer, sums, transposes, 3 operands, with data
+    A = x[:1024].reshape(32, 32)
+    Q = x[:2048].reshape(2, 4, 32, 8)
+    s = np.einsum("bhqd,bhkd->bhqk", Q, Q * 0.5) * 0.1
+    t = np.einsum("ij,jk,kl->il", A, A.T, A) * 0.01 + np.einsum("ij,jk", A, M) + np.einsum("ji->ij", A)
+    u = np.einsum("i,i->", x, x) + np.einsum("ijk->kj", Q[0]).sum() + np.einsum("i,j->ij", x[:30], x[30:70]).sum()
+    return (s * s).sum() + (t * t).sum() + u + (np.einsum("ji,jk->ik", M, A[:, :16]) ** 2).sum()
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -212,6 +222,7 @@ def cases() -> dict:
         "composed": (COMPOSED, rng.normal(size=1500), (rng.normal(size=1500),)),
         "scans": (SCANS, rng.normal(size=1500), (rng.normal(size=1500),)),
         "axes": (AXES, rng.normal(size=2500), (rng.normal(size=2500),)),
+        "einsum": (EINSUM, rng.normal(size=2400), (rng.normal(size=(32, 32)),)),
         "heads": (HEADS, rng.normal(size=2400), (rng.normal(scale=0.2, size=(32, 96)),)),
         "linalg": (LINALG, rng.normal(size=1100), (rng.normal(scale=0.1, size=(32, 32)) + 2.0 * np.eye(32),)),
     }

@@ -1,10 +1,10 @@
 """cumsum, cumprod, sort and np.linalg (solve, inv, det, slogdet, cholesky) inside tape.jit, one array record each
-(tape/compiled/array_overloads.py's ``along``, tape/compiled/array_linalg.py): on inputs below array records' SMALL
-(packed into one array record) against the Python recorder, closed forms computed by NumPy and central differences,
-second order too; NumPy's errors for bad input; Var arrays (list inputs) refused by name. Transposes of any axes,
-swapaxes, moveaxis and reshapes NumPy copies (tape/compiled/array_views.py): NumPy's views and errors. Array records of
-1,024 elements and more: tests/jit_array_programs.py's "scans", "linalg" and "heads" (tapes bit for bit, JAX
-float64)."""
+(tape/compiled/array_overloads.py's ``along``, tape/compiled/array_linalg.py), and np.einsum (array_einsum.py): on
+inputs below array records' SMALL (packed into one array record) against the Python recorder, closed forms computed by
+NumPy and central differences, second order too; NumPy's errors for bad input; Var arrays (list inputs) refused by
+name. Transposes of any axes, swapaxes, moveaxis and reshapes NumPy copies (tape/compiled/array_views.py): NumPy's
+views and errors. Array records of 1,024 elements and more: tests/jit_array_programs.py's "scans", "linalg", "heads",
+"axes" and "einsum" (tapes bit for bit, JAX float64)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,9 @@ CASES = {  # name: (f, its gradient in closed form, by NumPy)
               lambda x: _padded(-np.outer(_inverse(x).T @ np.ones(3), _inverse(x) @ x[9:])) + np.concatenate(
                   [np.zeros(9), _inverse(x).T @ np.ones(3)])),
     "cholesky": (lambda x: (np.linalg.cholesky(square(x) @ square(x).T) * C).sum(), None),
+    "einsum": (lambda x: (np.einsum("ij,jk->ik", x[:6].reshape(2, 3), x[6:].reshape(3, 2)) * C[:2, :2]).sum(),
+               lambda x: np.concatenate([(C[:2, :2] @ x[6:].reshape(3, 2).T).ravel(),
+                                         (x[:6].reshape(2, 3).T @ C[:2, :2]).ravel()])),
 }
 
 
@@ -73,7 +76,7 @@ def test_gradients_as_python_closed_forms_and_central_differences(name):
         assert np.isclose((f(X + h * d) - f(X - h * d)) / (2 * h), gj @ d, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["cumprod", "det", "slogdet", "inv", "solve", "cholesky"])
+@pytest.mark.parametrize("name", ["cumprod", "det", "slogdet", "inv", "solve", "cholesky", "einsum"])
 def test_hessians_as_python_and_central_differences_of_the_gradient(name):
     f = CASES[name][0]
     hp, hj = tape.hessian(f)(X), tape.hessian(tape.jit(f, cache=False))(X)
@@ -82,6 +85,21 @@ def test_hessians_as_python_and_central_differences_of_the_gradient(name):
     for k in (0, 4, 10):
         d = np.eye(12)[k]
         assert np.allclose((grad(X + h * d) - grad(X - h * d)) / (2 * h), hj[k], rtol=1e-5, atol=1e-6)
+
+
+def test_einsum_tape_jit_does_not_run_is_refused_by_name():
+    """A diagonal (a label repeated in one operand) and subscripts that do not fit: a JitError naming einsum (the
+    Python recorder: the diagonal's gather; NumPy's ValueError); labels of two sizes: NumPy's ValueError in both."""
+    x = np.linspace(-1.0, 1.0, 1100)
+    diagonal = lambda x: np.einsum("ii->", x[:1024].reshape(32, 32))  # noqa: E731
+    assert tape.grad(diagonal)(x)[:34].tolist() == [1.0] + [0.0] * 32 + [1.0]
+    for f in (diagonal, lambda x: np.einsum("ij,jk->ik", x[:1024].reshape(32, 32)).sum()):
+        with pytest.raises(tape.JitError, match="einsum"):
+            tape.grad(tape.jit(f, cache=False))(x)
+    sizes = lambda x: np.einsum("ij,jk->ik", x[:1024].reshape(32, 32), x[:1000].reshape(20, 50)).sum()  # noqa: E731
+    for f in (sizes, tape.jit(sizes, cache=False)):
+        with pytest.raises(ValueError, match="sizes"):
+            tape.grad(f)(x)
 
 
 def test_var_arrays_refuse_by_name():

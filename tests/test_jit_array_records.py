@@ -108,7 +108,7 @@ EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300, 5e-
 
 
 @pytest.mark.parametrize("name", ["chain", "sums", "matmul", "mlp", "filter", "powers", "joins", "rolls", "pads",
-                                  "wheres", "composed", "scans", "heads", "axes"])
+                                  "wheres", "composed", "scans", "heads", "axes", "einsum"])
 def test_edge_values_record_as_python(name):
     source, x0, data = CASES[name]
     py, jn = namespace(source, arrays=True)

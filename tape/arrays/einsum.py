@@ -1,11 +1,11 @@
 """numpy.einsum on VarArrays, made of other operations: gathers, sums, transposes, reshapes and matmul.
 
-Each operand's repeated labels ('ii->i', 'ii->') become one gather of its diagonal; labels
-that only it has and the output lacks are summed away; two operands are then contracted
-as a batched matrix product (batch labels, each side's own labels, the contracted ones),
-or a broadcast product when nothing is contracted; more operands are contracted left to
-right. Explicit ('ij,jk->ik') and implicit ('ij,jk': the labels seen once, sorted) modes as
-NumPy; the ellipsis ('...ij') and the interleaved operand form are refused by name.
+Each operand's repeated labels ('ii->i', 'ii->') become one gather of its diagonal; labels that only it has and the
+output lacks are summed away; two operands are then contracted as a batched matrix product (batch labels, each side's
+own labels, the contracted ones), or a broadcast product when nothing is contracted; more operands are contracted left
+to right. Those steps are one ``script`` of labels, which tape.jit runs too (the same records). Explicit ('ij,jk->ik')
+and implicit ('ij,jk': the labels seen once, sorted) modes as NumPy; the ellipsis ('...ij') and the interleaved operand
+form are refused by name.
 """
 
 from __future__ import annotations
@@ -46,31 +46,69 @@ def _distinct(a: Any, term: str) -> tuple[Any, str]:
     return (a.reshape(-1)[places] if hasattr(a, "_operand") else np.einsum(f"{term}->{labels}", a)), labels
 
 
-def _reduced(a: Any, term: str, keep: set[str]) -> tuple[Any, str]:
-    """a summed over the labels not in keep."""
-    drop = tuple(k for k, c in enumerate(term) if c not in keep)
-    if not drop:
-        return a, term
-    return a.sum(axis=drop), "".join(c for c in term if c in keep)
+def _summed(term: str, keep: set[str]) -> tuple[tuple[int, ...], str]:
+    """The axes of term's labels not in keep (summed away), and the labels left."""
+    return tuple(k for k, c in enumerate(term) if c not in keep), "".join(c for c in term if c in keep)
 
 
-def _arranged(a: Any, term: str, order: str) -> Any:
-    return a if term == order else a.transpose(tuple(term.index(c) for c in order))
+def _order(term: str, order: str) -> tuple[int, ...] | None:
+    """The transpose taking term's labels to ``order`` (None: the same)."""
+    return None if term == order else tuple(term.index(c) for c in order)
 
 
-def _pair(a: Any, ta: str, b: Any, tb: str, keep: str, sizes: dict[str, int]) -> tuple[Any, str]:
-    """Contract a and b (distinct labels each) to the labels of keep they have."""
-    a, ta = _reduced(a, ta, set(tb) | set(keep))
-    b, tb = _reduced(b, tb, set(ta) | set(keep))
-    batch = "".join(c for c in ta if c in tb and c in keep)
-    left = "".join(c for c in ta if c not in tb)
-    right = "".join(c for c in tb if c not in ta)
-    inner = "".join(c for c in ta if c in tb and c not in keep)
-    n = {part: math.prod(sizes[c] for c in part) for part in (batch, left, right, inner)}
-    A = _arranged(a, ta, batch + left + inner).reshape(n[batch], n[left], n[inner])
-    B = _arranged(b, tb, batch + inner + right).reshape(n[batch], n[inner], n[right])
-    C = A * B.reshape(n[batch], 1, n[right]) if not inner else A @ B
-    return C.reshape(tuple(sizes[c] for c in batch + left + right)), batch + left + right
+def script(terms: list[str], target: str) -> list[tuple]:
+    """The einsum of operands of ``terms`` (distinct labels each) as steps on two values, a (0) and b (1), each a step's
+    name and arguments: ("load", slot, operand), ("sum", slot, axes), ("arrange", slot, transpose or None, groups of
+    labels: reshaped to each group's size), ("product", groups: a @ b, or a * b reshaped to (batch, 1, right) where
+    nothing is contracted), ("shape", labels: a reshaped to each label's size), ("transpose", order), ("scalar",).
+    The Python recorder (``run``) and tape.jit (tape/compiled/array_einsum.py) run it: the same records."""
+    steps: list[tuple] = [("load", 0, 0)]
+    labels = terms[0]
+    for k, tb in enumerate(terms[1:], start=1):
+        keep = set(target).union(*terms[k + 1:])
+        steps.append(("load", 1, k))
+        axes, labels = _summed(labels, set(tb) | keep)
+        steps += [("sum", 0, axes)] if axes else []
+        axes, tb = _summed(tb, set(labels) | keep)
+        steps += [("sum", 1, axes)] if axes else []
+        batch = "".join(c for c in labels if c in tb and c in keep)
+        left = "".join(c for c in labels if c not in tb)
+        right = "".join(c for c in tb if c not in labels)
+        inner = "".join(c for c in labels if c in tb and c not in keep)
+        steps += [("arrange", 0, _order(labels, batch + left + inner), (batch, left, inner)),
+                  ("arrange", 1, _order(tb, batch + inner + right), (batch, inner, right)),
+                  ("product", (batch, left, inner, right))]
+        labels = batch + left + right
+        steps += [("shape", labels)] if labels else []
+    axes, labels = _summed(labels, set(target))
+    steps += [("sum", 0, axes)] if axes else []
+    order = _order(labels, target)
+    steps += [("transpose", order)] if order else []
+    return steps + ([] if target else [("scalar",)])
+
+
+def run(steps: list[tuple], operands: list[Any], sizes: dict[str, int]) -> Any:
+    """The steps of ``script`` on operands (VarArrays and NumPy arrays) of label sizes ``sizes``."""
+    values: list[Any] = [None, None]
+    for name, *args in steps:
+        if name == "load":
+            values[args[0]] = operands[args[1]]
+        elif name == "sum":
+            values[args[0]] = values[args[0]].sum(axis=args[1])
+        elif name == "arrange":
+            x = values[args[0]] if args[1] is None else values[args[0]].transpose(args[1])
+            values[args[0]] = x.reshape(tuple(math.prod(sizes[c] for c in group) for group in args[2]))
+        elif name == "product":
+            batch, _, inner, right = (math.prod(sizes[c] for c in group) for group in args[0])
+            a, b = values
+            values[0] = a @ b if args[0][2] else a * b.reshape(batch, 1, right)
+        elif name == "shape":
+            values[0] = values[0].reshape(tuple(sizes[c] for c in args[0]))
+        elif name == "transpose":
+            values[0] = values[0].transpose(args[0])
+        else:  # scalar: a Var (a number of NumPy arrays)
+            values[0] = values[0].reshape(1)[0] if hasattr(values[0], "reshape") else values[0]
+    return values[0]
 
 
 def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = False, **kwargs: Any) -> Any:
@@ -86,13 +124,7 @@ def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = Fa
             if sizes.setdefault(c, n) != n:
                 raise ValueError(f"np.einsum: label {c!r} has sizes {sizes[c]} and {n}")
     pieces = [_distinct(a, term) for a, term in zip(operands, terms, strict=True)]
-    result, labels = pieces[0]
-    for k, (b, tb) in enumerate(pieces[1:], start=1):
-        later = set(target).union(*(t for _, t in pieces[k + 1:]))
-        result, labels = _pair(result, labels, b, tb, "".join(c for c in sizes if c in later), sizes)
-    result, labels = _reduced(result, labels, set(target))
-    result = _arranged(result, labels, target)
-    return result.reshape(1)[0] if not target and hasattr(result, "reshape") else result  # 0-d: a Var
+    return run(script([t for _, t in pieces], target), [a for a, _ in pieces], sizes)
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {np.einsum: einsum}
