@@ -194,7 +194,7 @@ def test_sort_sends_each_adjoint_to_the_element_sorted_there_and_ties_keep_their
         np.testing.assert_array_equal(grad, S.gradient(p))
 
 
-def test_sort_puts_nan_last_and_argsort_answers_plain_ints(form):
+def test_sort_puts_nan_last_and_argsort_argmax_and_argmin_answer_plain_ints(form):
     t = tape.Tape()
     X = t.array(np.array([2.0, np.nan, -1.0, np.inf]))
     Y = np.sort(X)
@@ -204,6 +204,12 @@ def test_sort_puts_nan_last_and_argsort_answers_plain_ints(form):
     assert order.dtype.kind == "i" and order.tolist() == [2, 0, 3, 1]
     M = t.array(np.array([[3.0, 1.0], [0.0, 2.0]]))
     assert np.argsort(M, axis=0).tolist() == [[1, 0], [0, 1]] and M.argsort(axis=None).tolist() == [2, 1, 3, 0]
+    assert np.argmax(X) == np.argmin(X) == 1 and isinstance(np.argmax(X), np.integer)  # (NumPy's: a NaN first)
+    assert np.argmax(M, axis=0).tolist() == [0, 1] and M.argmin(axis=1, keepdims=True).tolist() == [[1], [0]]
+    u = t.array(np.array([0.5, 3.0, -2.0, 3.0]))
+    np.testing.assert_array_equal(t.gradient(u[np.argmax(u)] * 2.0 + u[u.argmin()], u), [0.0, 2.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match="out"):
+        np.argmax(u, out=np.empty((), np.intp))
     M.sort(axis=0)  # in place, as ndarray.sort
     np.testing.assert_array_equal(M.value, [[0.0, 1.0], [3.0, 2.0]])
     with pytest.raises(ValueError, match="order"):

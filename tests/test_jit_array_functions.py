@@ -102,6 +102,17 @@ def test_einsum_tape_jit_does_not_run_is_refused_by_name():
             tape.grad(f)(x)
 
 
+def test_what_numba_reads_of_arrays_is_a_refusal_by_name():
+    """Numba's np.argmax and argmin read ``a.dtype`` of whatever they are given: of an array record or a Var array that
+    was an AttributeError out of typing; now a JitError naming them (the Python recorder answers from the values)."""
+    x = np.linspace(-2.0, 2.0, 1100)
+    for f, name in ((lambda u: u[np.argmax(u)] * 2.0, "argmax"), (lambda u: np.argmin(u[:5]) * u[0], "argmin")):
+        assert tape.grad(f)(x)[np.argmax(x) if name == "argmax" else 0] == (2.0 if name == "argmax" else 0.0)
+        for given in (x, x.tolist()):
+            with pytest.raises(tape.JitError, match=name):
+                tape.grad(tape.jit(f, cache=False))(given)
+
+
 def test_var_arrays_refuse_by_name():
     """A list's Var arrays have no scan, sort or factorization inside tape.jit (an ndarray's are packed: above): a
     JitError naming the function."""

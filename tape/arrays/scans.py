@@ -5,8 +5,9 @@ adjoint is the reversed cumulative sum, cumprod's rules never divide, so zeros a
 exact); of scalar records they are running sums or products, one scalar record per
 element. sort is one ``sort`` record in both forms (small arrays are packed first, the
 result read back as scalar records): its permutation is recomputed from the values at
-every pass and every replay, a stable sort (ties keep their order; NaNs last). argsort
-answers from the values, a plain array of ints, as any value read inside tape.trace is.
+every pass and every replay, a stable sort (ties keep their order; NaNs last). argsort,
+argmax and argmin answer from the values, plain ints, as any value read inside tape.trace
+is (kept by replays, with a TracingWarning).
 """
 
 from __future__ import annotations
@@ -71,6 +72,19 @@ def argsort(x: VarArray, axis: int | None = -1) -> np.ndarray:
     return np.argsort(x.value, axis=axis, kind="stable")
 
 
+def position(x: VarArray, name: str, axis: int | None = None, keepdims: bool = False) -> Any:
+    """argmax or argmin of x's values, NumPy's (the first of ties, a NaN first): ints, data, as argsort."""
+    return getattr(np, name)(x.value, axis=axis, keepdims=keepdims)
+
+
+def _position(name: str) -> Callable[..., Any]:
+    def numpy_position(a: Any, axis: int | None = None, out: None = None, *, keepdims: bool = False) -> Any:
+        if out is not None:
+            raise ValueError(f"np.{name} of a VarArray: out= does not apply")
+        return position(a, name, axis, keepdims)
+    return numpy_position
+
+
 def _numpy_sort(a: Any, axis: int | None = -1, kind: str | None = None, order: None = None, *,
                 stable: bool | None = None) -> Any:
     if order is not None:
@@ -98,4 +112,6 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray
     np.cumprod: _scan("cumprod"),
     np.sort: _numpy_sort,
     np.argsort: _numpy_argsort,
+    np.argmax: _position("argmax"),
+    np.argmin: _position("argmin"),
 }

@@ -407,6 +407,14 @@ class VarArray:
         """The stable sorting permutation of the values: an array of ints (data, not recorded)."""
         return scans.argsort(self, axis)
 
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        """Where the largest value is (NumPy's: the first of ties): ints (data, not recorded)."""
+        return scans.position(self, "argmax", axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        """Where the smallest value is (NumPy's: the first of ties): ints (data, not recorded)."""
+        return scans.position(self, "argmin", axis, keepdims)
+
 
 def reduce(x: VarArray, axis: int | tuple[int, ...] | None, op: str, keepdims: bool = False) -> Any:
     """sum or prod over axes: one array record (sum of an array record), else a pairwise tree of

@@ -136,7 +136,7 @@ class VarArrayType(types.IterableType):
     one shape, so views, slices, reshapes and copies are NumPy's."""
 
     def __init__(self, ndim: int, layout: str):
-        self.ndim, self.layout = ndim, layout
+        self.ndim, self.layout, self.dtype = ndim, layout, types.float64  # (the values'; as ArrayRecordType's)
         self.rows_type = types.Array(types.int64, ndim, layout)  # type: ignore[call-overload]  # numba's stubs
         self.vals_type = types.Array(types.float64, ndim, layout)  # type: ignore[call-overload]
         super().__init__(name=f"tape.VarArray({ndim}d, {layout})")
@@ -434,7 +434,8 @@ class ArrayRecordType(types.Type):
     life (LIFE: reference counted by Numba with every copy, so its region is given away once nothing holds it)."""
 
     def __init__(self, ndim: int):
-        self.ndim = ndim
+        self.ndim, self.dtype = ndim, types.float64  # (its elements': Numba's np.argmax and others read a.dtype of
+        # whatever they are given: an AttributeError escaped typing, where a refusal was due)
         super().__init__(name=f"tape.ArrayRecord({ndim}d)")
 
 
