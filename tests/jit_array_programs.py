@@ -190,13 +190,15 @@ def f(x, w):                         # sums, means, max, min and logsumexp over 
 '''
 
 EINSUM = '''
-def f(x, M):                         # np.einsum: contractions, batched, outer, sums, transposes, 3 operands, with data
+def f(x, M):                         # np.einsum: contractions, batched, outer, sums, transposes, 3 operands, diagonals
     A = x[:1024].reshape(32, 32)
     Q = x[:2048].reshape(2, 4, 32, 8)
     s = np.einsum("bhqd,bhkd->bhqk", Q, Q * 0.5) * 0.1
     t = np.einsum("ij,jk,kl->il", A, A.T, A) * 0.01 + np.einsum("ij,jk", A, M) + np.einsum("ji->ij", A)
     u = np.einsum("i,i->", x, x) + np.einsum("ijk->kj", Q[0]).sum() + np.einsum("i,j->ij", x[:30], x[30:70]).sum()
-    return (s * s).sum() + (t * t).sum() + u + (np.einsum("ji,jk->ik", M, A[:, :16]) ** 2).sum()
+    d = np.einsum("ii->", A) + (np.einsum("ii->i", A) * x[:32]).sum() + np.einsum("ii,ij->", A, A * 0.1)
+    d = d + (np.einsum("iij->ij", x[:2000].reshape(10, 10, 20)) ** 2).sum()
+    return (s * s).sum() + (t * t).sum() + u + (np.einsum("ji,jk->ik", M, A[:, :16]) ** 2).sum() + d
 '''
 
 

@@ -1,11 +1,11 @@
-"""numpy.einsum on VarArrays, made of other operations: gathers, sums, transposes, reshapes and matmul.
+"""numpy.einsum on VarArrays, made of other operations: views, gathers, sums, transposes, reshapes and matmul.
 
-Each operand's repeated labels ('ii->i', 'ii->') become one gather of its diagonal; labels that only it has and the
-output lacks are summed away; two operands are then contracted as a batched matrix product (batch labels, each side's
-own labels, the contracted ones), or a broadcast product when nothing is contracted; more operands are contracted left
-to right. Those steps are one ``script`` of labels, which tape.jit runs too (the same records). Explicit ('ij,jk->ik')
-and implicit ('ij,jk': the labels seen once, sorted) modes as NumPy; the ellipsis ('...ij') and the interleaved operand
-form are refused by name.
+Each operand's repeated labels ('ii->i', 'ii->') become its diagonal (a view of an array record); labels that only it
+has and the output lacks are summed away; two operands are then contracted as a batched matrix product (batch labels,
+each side's own labels, the contracted ones), or a broadcast product when nothing is contracted; more operands are
+contracted left to right. Those steps are one ``script`` of labels, which tape.jit runs too (the same records).
+Explicit ('ij,jk->ik') and implicit ('ij,jk': the labels seen once, sorted) modes as NumPy; the ellipsis ('...ij') and
+the interleaved operand form are refused by name.
 """
 
 from __future__ import annotations
@@ -37,11 +37,23 @@ def _parse(subscripts: Any, count: int) -> tuple[list[str], str]:
     return terms, out
 
 
-def _distinct(a: Any, term: str) -> tuple[Any, str]:
-    """a with each repeated label taken once (its diagonal), by one gather."""
+def diagonal(term: str) -> tuple[str, tuple[int, ...]]:
+    """term's labels each once, and where each of term's axes goes among them (its repeats summed: a diagonal)."""
     labels = "".join(dict.fromkeys(term))
+    return labels, tuple(labels.index(c) for c in term)
+
+
+def _distinct(a: Any, term: str) -> tuple[Any, str]:
+    """a with each repeated label taken once (its diagonal): a view of an array record (each label's strides added,
+    as tape.jit's), else the elements picked (scalar records, NumPy's numbers)."""
+    labels, where = diagonal(term)
     if labels == term:
         return a, term
+    view = getattr(a, "_view", None)
+    if view is not None:
+        shape = tuple(view.shape[where.index(k)] for k in range(len(labels)))
+        strides = tuple(sum(s for s, w in zip(view.strides, where, strict=True) if w == k) for k in range(len(labels)))
+        return type(a)(a._live_tape()._segment(), None, view._replace(shape=shape, strides=strides)), labels
     places = np.einsum(f"{term}->{labels}", np.arange(math.prod(a.shape)).reshape(a.shape)).copy()
     return (a.reshape(-1)[places] if hasattr(a, "_operand") else np.einsum(f"{term}->{labels}", a)), labels
 
