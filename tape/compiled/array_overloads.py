@@ -225,10 +225,10 @@ sum_typer = _reduction(SUM)
 
 @jit
 def _counted(a, axes):
-    """The number of elements a sum over a tuple of axes adds."""
-    n = 1
-    for k in literal_unroll(axes):
-        n *= a.shape[normalized(k, a.ndim)]
+    """The number of elements a sum over a tuple of axes adds (the axes as ``mask``'s bits)."""
+    n, bits = 1, mask(axes, a.ndim)
+    for d in range(a.ndim):
+        n *= a.shape[d] if bits >> d & 1 else 1
     return n
 
 
