@@ -244,25 +244,20 @@ def recover(indptr, indices, colors, compressed, data, count, direct):
     return -1
 
 
-DISTINCT = 1 << 20  # entries of set_pairs' pairs past which each pair of sets is made once (below, NumPy's unique
-# over the pairs costs more than it saves: conv1d's Hessian pattern 0.17 -> 0.22-0.31 s)
+DISTINCT = 1 << 20  # products of set sizes past which distinct_pairs makes each pair of sets once (below, hashing the
+# rows costs more than it saves: conv1d's Hessian pattern 0.17 -> 0.22-0.31 s)
 
 
-def set_pairs(indptr, indices, u, w):
-    """(rows, cols): set(u[t]) x set(w[t]) for every t, the sets the rows of a CSR pattern (an array record's
-    views' rows). Past DISTINCT entries, each pair of sets once: pairs t of rows with the same sets as an earlier t's
-    are left out (a logsumexp over the 16 components of 10^4 points had 2.56 million pairs of rows of one set of 18
-    inputs: 829 million entries, 6.2 GB, an out-of-memory kill; now 256 pairs). Duplicate entries kept. Counted here,
-    written by _set_pairs (np.empty compiled in took 0.15 of its 0.33 CPU-s of compile)."""
+def distinct_pairs(indptr, indices, u, w):
+    """The pairs (u[t], w[t]) of a CSR pattern's rows (an array record's views' rows, whose sets' products make the
+    Hessian's pattern), past DISTINCT entries of those products with each row that has the same set as an earlier
+    row standing for it (a logsumexp over the 16 components of 10^4 points had 2.56 million pairs of rows of one set
+    of 18 inputs: 829 million entries, an out-of-memory kill when each was listed; 256 distinct pairs of sets)."""
     sizes = np.diff(indptr)
-    count = int((sizes[u] * sizes[w]).sum())
-    if count > DISTINCT:
-        n = len(indptr) - 1
-        first = _first_of_set(indptr, indices)
-        key = np.unique(first[u] * n + first[w])
-        u, w = key // n, key % n
-        count = int((sizes[u] * sizes[w]).sum())
-    return _set_pairs(indptr, indices, u, w, np.empty(count, np.int64), np.empty(count, np.int64))
+    if int((sizes[u] * sizes[w]).sum()) <= DISTINCT:
+        return u, w
+    first = _first_of_set(indptr, indices)
+    return first[u], first[w]
 
 
 def _first_of_set(indptr, indices):
@@ -301,16 +296,3 @@ def _same_sets(indptr, indices, candidate, first):
                 break
         if same:
             first[r] = c
-
-
-@jit
-def _set_pairs(indptr, indices, u, w, rows, cols):
-    """set_pairs' pairs written into rows and cols."""
-    used = 0
-    for t in range(len(u)):
-        for i in range(indptr[u[t]], indptr[u[t] + 1]):
-            for j in range(indptr[w[t]], indptr[w[t] + 1]):
-                rows[used] = indices[i]
-                cols[used] = indices[j]
-                used += 1
-    return rows, cols

@@ -57,7 +57,18 @@ JACOBIAN_PROGRAMS = {
     "cumsum": (lambda x: np.cumsum(x.reshape(3, 4) ** 2, axis=1), 12),
     "cumprod": (lambda x: np.cumprod(x.reshape(3, 4), axis=0), 12),
     "sort": (lambda x: np.sort(x.reshape(3, 4) * 1.5, axis=1), 12, 60),  # each place of a line, over 60 points
+    "read again after a loop": (lambda x: _looped(x)[::-1] * np.exp(x)[2], 6),
 }
+
+
+def _looped(x):
+    """A value read again long after it is made (a skip connection, an element read at the end): the sets' rows
+    freed after their last reader must wait for it."""
+    first = np.exp(0.3 * x)
+    y = x
+    for _ in range(4):
+        y = np.sin(y[::-1]) * 0.5 + y * first
+    return y + first[1] * first
 
 
 def _points(n, count=12):
@@ -101,7 +112,17 @@ HESSIAN_PROGRAMS = {
     "join and gather": (lambda x: np.sum(np.concatenate([x[[0, 3]], x[1:]]) ** 3), 5),
     "division over a sum": (lambda x: np.sum(x[:3]) / np.sum(x[3:] ** 2) + x[0] * x[5], 6),
     "rosenbrock": (lambda x: np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2), 9),
+    "read again after a loop": (lambda x: np.sum(_looped(x[:4]) * x[4:]) + np.exp(x)[1] * x[0], 8),
+    "a stencil loop": (lambda x: np.sum(_heat(x, 3) ** 2), 16),
 }
+
+
+def _heat(u, steps):
+    """An explicit periodic heat equation (np.pad 'wrap'): after t steps an element reads the inputs within t."""
+    for _ in range(steps):
+        w = np.pad(u, 1, mode="wrap")
+        u = u + 0.2 * (w[2:] + w[:-2] - 2.0 * u)
+    return u
 
 
 def _second_central(f, x, h=1e-4):
@@ -265,3 +286,47 @@ def test_jacobian_of_a_gradient_tape_is_the_hessian():
     P = G.jacobian_sparsity().toarray() != 0
     assert not ((H != 0) & ~P).any()
     np.testing.assert_allclose(G.sparse_jacobian(x).toarray(), H, rtol=1e-12, atol=1e-12)
+
+
+BOUNDED = """
+import resource, sys
+import numpy as np
+import tape
+from tape.records import array_records
+array_records.SMALL = 1
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+n, steps = 10_000, 60
+F = tape.trace(lambda u: np.sum(HEAT(u, steps) ** 2), np.zeros(n))
+P = F.hessian_sparsity().tocoo()
+distance = np.abs(P.row - P.col)
+print(P.nnz, int(np.minimum(distance, n - distance).max()))
+rng = np.random.default_rng(3)
+batch, hidden = 8, 32
+xs = rng.normal(scale=0.5, size=(3, 4, batch, hidden))
+def gru(th):
+    Uz, Ur, Un = (th[k * hidden * hidden:(k + 1) * hidden * hidden].reshape(hidden, hidden) for k in range(3))
+    h = np.zeros((batch, hidden))
+    for t in range(4):
+        z = tape.sigmoid(xs[0, t] + h @ Uz)
+        r = tape.sigmoid(xs[1, t] + h @ Ur)
+        h = (1.0 - z) * np.tanh(xs[2, t] + (r * h) @ Un) + z * h
+    return 0.5 * (h * h).sum()
+G = tape.trace(gru, rng.normal(scale=0.3, size=3 * hidden * hidden))
+print(G.hessian_sparsity().nnz)
+"""
+
+
+def test_patterns_of_time_loops_hold_the_live_steps_only():
+    """The heat equation over 10^4 points and 60 steps (each final element reads 121 inputs: a band of 241 in the
+    Hessian) and a GRU's recurrent weights over 4 steps (3,072 inputs: every pair meets) under a 3 GB limit: each
+    array record's rows were kept to the end (the heat's 3 GB at 40 steps, the GRU's 23 GB at 3 steps: a MemoryError
+    here) and every pair of sets listed (the GRU's 10^10). The band by the stencil's reach, the GRU's pattern full."""
+    import inspect
+    import subprocess
+    import sys
+
+    source = "import numpy as np\n" + inspect.getsource(_heat).replace("_heat", "HEAT") + BOUNDED
+    out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    heat, reach, gru = map(int, out.stdout.split())
+    assert (heat, reach, gru) == (10_000 * 241, 120, 3072 * 3072)

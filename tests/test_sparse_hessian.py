@@ -461,7 +461,6 @@ h.reach(i, i, i, b, b, b, b, b, b, b, 0, 3)
 h._each_pair(i, i, i, b, b, b, b, i, i, i, i, i, i)
 h.star_coloring(3, indptr, i32, i, full.copy(), np.full(4, -1, np.int64))
 h.recover(indptr, i32, i, np.zeros((3, 1)), x, np.zeros(2, np.int64), b.copy())
-h._set_pairs(indptr, i, i, i, i, i)
 h._set_hashes(indptr, i, i.copy())
 h._same_sets(indptr, i, i, i.copy())
 h._pairs_to_csr(3, i, i, np.zeros(4, np.int64), i.copy(), i.copy(), full.copy(), np.zeros(4, np.int64))
@@ -486,9 +485,10 @@ def test_the_sparsity_kernels_compile_no_numpy_function(tmp_path):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_pairs_of_one_pair_of_sets_are_made_once(seed, monkeypatch):
-    """set_pairs past DISTINCT entries makes each pair of sets once: the same entries as every pair's product (random
-    CSR rows of a few sets, repeated, in pairs), and rows whose hashes meet by chance (every row given row 0 as its
-    candidate) each keep their own set."""
+    """distinct_pairs past DISTINCT entries maps each pair of rows to the first rows of their sets: the products of
+    the sets are the same entries as every pair's (random CSR rows of a few sets, repeated, in pairs), from fewer
+    distinct pairs; rows whose hashes meet by chance (every row given row 0 as its candidate) each keep their own
+    set."""
     from tape.kernels import hessian_sparsity
 
     rng = np.random.default_rng(seed)
@@ -498,12 +498,12 @@ def test_pairs_of_one_pair_of_sets_are_made_once(seed, monkeypatch):
     indices = np.concatenate(rows).astype(np.int64)
     u, w = rng.integers(0, len(rows), 2000), rng.integers(0, len(rows), 2000)
     want = {(i, j) for a, b in zip(u.tolist(), w.tolist(), strict=True) for i in rows[a] for j in rows[b]}
-    every = hessian_sparsity.set_pairs(indptr, indices, u, w)
+    every = hessian_sparsity.distinct_pairs(indptr, indices, u, w)
     monkeypatch.setattr(hessian_sparsity, "DISTINCT", 0)
-    once = hessian_sparsity.set_pairs(indptr, indices, u, w)
-    for r, c in (every, once):
-        assert set(zip(r.tolist(), c.tolist(), strict=True)) == want
-    assert len(once[0]) < len(every[0])
+    once = hessian_sparsity.distinct_pairs(indptr, indices, u, w)
+    for a, b in (every, once):
+        assert {(i, j) for s, t in zip(a.tolist(), b.tolist(), strict=True) for i in rows[s] for j in rows[t]} == want
+    assert np.array_equal(every[0], u) and len(set(zip(*once, strict=True))) < len(set(zip(u, w, strict=True)))
     first = np.arange(len(rows))
     hessian_sparsity._same_sets(indptr, indices, np.zeros(len(rows), np.int64), first)
     assert all((first[r] == 0) == (np.array_equal(rows[r], rows[0]) and r > 0) or r == 0 for r in range(len(rows)))
