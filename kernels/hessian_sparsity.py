@@ -9,18 +9,18 @@ record's Jacobian index set, kernels/sparsity.py). A unary op with ``daa`` joins
 with itself; ``mul`` (``dab`` only) makes the cross pairs; add, sub, mul_c, neg ... (no second
 partials) make none. This is the index-set scheme of Walther (2008) with the nonlinear
 interactions gathered per record instead of per input. Index sets are made only for the records
-the pairs read (and those they depend on), so the linear chain of a long sum makes none; the
-cost is linear in the records plus the number of pairs made.
+the pairs read (and those they depend on), so the linear chain of a long sum makes none. The pairs of
+records (record_pairs) become the pattern as one sparse product of their sets (tape/function/array_sparsity.py's
+products), so the cost is linear in the records plus the products of the paired sets' sizes, each entry made once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import twins
-from .compiling import LOAD, Gate, jit
+from .compiling import jit
 from .ops import HAS_INPUT, OPS, TWO_RECORDS
-from .twins import PAYBACK, SMALL, Twin
+from .twins import Twin
 
 
 def _nonzero(part: str) -> np.ndarray:
@@ -63,104 +63,16 @@ def reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, l
             wanted[in1[r]] |= wanted[r]
 
 
-@jit
-def _each_pair(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool, rows, cols):
-    """The pairs' count; with rows and cols long enough (not empty), the pairs written there too."""
-    used = 0
-    for r in range(len(live)):
-        if not live[r] or column[r] >= 0:
-            continue
-        k = op[r]
-        for part in range(4):  # daa: (a, a); dab: (a, b) and (b, a); dbb: (b, b)
-            if not (second_aa[k] if part == 0 else second_ab[k] if part < 3 else second_bb[k]):
-                continue
-            u = in0[r] if part < 2 else in1[r]
-            w = in0[r] if part == 0 or part == 2 else in1[r]
-            if len(rows):
-                for i in range(start[u], start[u] + size[u]):
-                    for j in range(start[w], start[w] + size[w]):
-                        rows[used] = pool[i]
-                        cols[used] = pool[j]
-                        used += 1
-            else:
-                used += size[u] * size[w]
-    return used
+def record_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column):
+    """(u, w): the pairs of records whose sets' products make the pattern: for each live record that is not an input,
+    its inputs as its second partials that are not zero pair them (daa: (a, a); dab: (a, b) and (b, a); dbb: (b, b))."""
+    r = np.flatnonzero(live & (column < 0))
+    k, a, b = op[r], in0[r].astype(np.int64), in1[r].astype(np.int64)
+    aa, ab, bb = second_aa[k], second_ab[k], second_bb[k]
+    return np.concatenate([a[aa], a[ab], b[ab], b[bb]]), np.concatenate([a[aa], b[ab], a[ab], b[bb]])
 
 
-def hessian_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool):
-    """(rows, cols): the pairs of input columns that the live records' second partials make,
-    both orders, duplicates kept (input columns themselves make none). Two passes: count, write (from Python:
-    a kernel calling _each_pair compiled it into itself once more, 0.4 of a sparse Hessian's first 4.2 CPU-s)."""
-    args = (op, in0, in1, second_aa, second_ab, second_bb, live, column, start, size, pool)
-    count = _EACH_PAIR(*args, np.empty(0, np.int64), np.empty(0, np.int64))
-    rows, cols = np.empty(count, np.int64), np.empty(count, np.int64)
-    if count:
-        _EACH_PAIR(*args, rows, cols)
-    return rows, cols
-
-
-def pairs_to_csr(n, rows, cols):
-    """CSR (indptr, indices) of the n x n pattern holding the pairs: each row's columns sorted,
-    once each (a counting sort by row, then a mark per column; rows of more than 32 sorted here, by NumPy:
-    Numba's np.sort in the kernel took 1.5-4 s of its compile). Its arrays are made here: NumPy's functions compiled
-    in took half of its first call's 1.1-1.2 CPU-s (0.6 now; tape-bench's sparse warm-up compiles it)."""
-    if len(rows) > SMALL and twins.ENABLED and not _CSR.ready():
-        indptr, indices = _CSR.timed(_sorted_pairs, n, rows, cols)
-    else:
-        indptr, grouped, mark = np.zeros(n + 1, np.int64), np.empty(len(rows), np.int64), np.full(n, -1, np.int64)
-        indices = grouped[:_PAIRS_TO_CSR(n, rows, cols, np.zeros(n + 1, np.int64), np.empty(n, np.int64), grouped,
-                                         mark, indptr)].astype(np.int32)
-    long = np.repeat(np.diff(indptr) > 32, np.diff(indptr))
-    if long.any():
-        base = np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))[long]
-        indices[long] = np.sort(base + indices[long]) - base
-    return indptr, indices
-
-
-@jit
-def _pairs_to_csr(n, rows, cols, count, place, grouped, mark, indptr):
-    """pairs_to_csr's kernel: returns kept, the columns grouped[:kept] by row (rows past 32 unsorted), indptr filled;
-    count and indptr come as n + 1 zeros, place as n, grouped as the pairs, mark as n times -1."""
-    for p in range(len(rows)):
-        count[rows[p] + 1] += 1
-    for i in range(n):
-        count[i + 1] += count[i]
-        place[i] = count[i]
-    for p in range(len(rows)):
-        grouped[place[rows[p]]] = cols[p]
-        place[rows[p]] += 1
-    kept = 0
-    for i in range(n):
-        first = kept
-        for p in range(count[i], count[i + 1]):
-            j = grouped[p]
-            if mark[j] != i:
-                mark[j] = i
-                grouped[kept] = j
-                kept += 1
-        if kept - first <= 32:  # short rows (bands, blocks): an insertion sort in place
-            for p in range(first + 1, kept):
-                j, q = grouped[p], p
-                while q > first and grouped[q - 1] > j:
-                    grouped[q] = grouped[q - 1]
-                    q -= 1
-                grouped[q] = j
-        indptr[i + 1] = kept
-    return kept
-
-
-def _sorted_pairs(n, rows, cols):
-    """_pairs_to_csr by NumPy's sort of the pairs (rows * n + cols): the same sorted sets, O(P log P), its stand-in
-    while the kernel (0.3 CPU-s of compile) is not compiled (_CSR)."""
-    keys = np.unique(rows * n + cols)
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(keys // n, minlength=n), out=indptr[1:])
-    return indptr, (keys % n).astype(np.int32)
-
-
-_REACH, _PAIRS_TO_CSR = Twin(reach, globals()), Twin(_pairs_to_csr, globals())  # (a small tape's first: twins.py)
-_EACH_PAIR = Twin(_each_pair, globals())
-_CSR = Gate((_pairs_to_csr,), (LOAD, PAYBACK))  # past the twin (SMALL pairs): NumPy's sort until it has run PAYBACK s
+_REACH = Twin(reach, globals())  # (a small tape's first: twins.py)
 
 
 @jit

@@ -41,9 +41,9 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL), "fresh_reverse": (0, SMALL),
     "fresh_reverse_from": (0, SMALL),
     "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
-    "reach": (0, SMALL), "_pairs_to_csr": (1, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
+    "reach": (0, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
     # the sparsity patterns' index sets, whose work can grow as the square of the records:
-    "_extend_sets": (0, SQUARE), "_each_pair": (0, SQUARE), "gather_rows": (0, SQUARE),
+    "_extend_sets": (0, SQUARE), "gather_rows": (0, SQUARE),
     "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),
     # the maps (F.map, map_value_and_grad, map_vjp, map_jvp), whose work is the records times the points:
     "map_values": ((2, 8), SMALL), "map_gradients": ((2, 9), SMALL), "map_tangents": ((3, 10), SMALL),

@@ -132,8 +132,8 @@ def test_twins_give_the_kernels_bits(monkeypatch):
     with monkeypatch.context() as m:
         twinned = _everything(True, m)
     assert {"replay", "replay_gradient", "replay_partials", "reverse_vector",
-            "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach", "_each_pair",
-            "star_coloring", "recover", "_extend_sets", "_pairs_to_csr", "gather_rows", "color_columns",
+            "tangent_sweep", "merge", "compact", "mark_varying", "mark_reaching", "reach",
+            "star_coloring", "recover", "_extend_sets", "gather_rows", "color_columns",
             "reverse_sweep", "reverse_second_range", "reverse_range", "map_values", "map_gradients",
             "map_tangents", "fresh_reverse", "fresh_reverse_from"} <= set(calls)
     compiled = _everything(False, monkeypatch)

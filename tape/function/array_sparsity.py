@@ -36,9 +36,8 @@ from tape.kernels.hessian_sparsity import (
     SECOND_AB,
     SECOND_BB,
     distinct_pairs,
-    hessian_pairs,
-    pairs_to_csr,
     reach,
+    record_pairs,
 )
 from tape.kernels.ops import ELEM, IS_ARRAY
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, extend_sets, gather_rows, rows_room
@@ -229,11 +228,28 @@ def hessian_pattern(F: Function, seeds: list[tuple[int, np.ndarray]]) -> tuple[n
 
     sets = Sets(F, wanted, after=second)
     if not sets.stopped:
-        rows, cols = hessian_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, sets.column, sets.start,
-                                   sets.size, sets.pool)
-        indptr, indices = pairs_to_csr(F.n_inputs, rows, cols)
-        union.add(sets.csr(indptr, indices, F.n_inputs))
+        union.add(scalar_pairs(F.n_inputs, op, in0, in1, live, sets.column, sets.start, sets.size, sets.pool))
     return union.csr()
+
+
+def scalar_pairs(n: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, live: np.ndarray, column: np.ndarray,
+                 start: np.ndarray, size: np.ndarray, pool: np.ndarray) -> Any:
+    """The n x n pattern of the live scalar records' second partials: their pairs of records (record_pairs) as one
+    product of those records' index sets (start, size, pool: kernels/sparsity.py's)."""
+    u, w = record_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, column)
+    records, at = np.unique(np.concatenate([u, w]), return_inverse=True)
+    indptr, indices = gather_rows(records, start, size, pool, *rows_room(records, size))
+    P = scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=(len(records), n))
+    return products(P, at[:len(u)], at[len(u):])
+
+
+def products(P: Any, u: np.ndarray, w: np.ndarray) -> Any:
+    """The n x n pattern of set(u[t]) x set(w[t]) for every t, the sets P's rows (CSR, n columns): Pᵀ M P, M the
+    pairs, so scipy's sparse products make each entry once, where a list of every pair (a set of 1,001 inputs an
+    element: 10^4 elements, 10^10 pairs) ran out of memory; rows of one set stand for each other (distinct_pairs)."""
+    u, w = distinct_pairs(P.indptr, P.indices, u, w)
+    M = scipy_sparse().csr_matrix((np.ones(len(u), np.bool_), (u, w)), shape=(P.shape[0], P.shape[0]))
+    return (P.T @ (M @ P)).tocsr()
 
 
 class Union:
@@ -294,9 +310,7 @@ def call_pairs(F: Any, marked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _second(sets: Sets, p: Plan, marked: np.ndarray) -> Any:
     """The input pairs array record p's live elements make, an n x n pattern (None: none): set(u) x set(w) for each
-    pair (u, w) of its views' elements that its rule (or its callee's Hessian pattern) names, as Pᵀ M P (P: the views'
-    rows, M the pairs): scipy's sparse products make each entry once, where a list of every pair (a set of 1,001
-    inputs an element: 10^4 elements, 10^10 pairs) ran out of memory."""
+    pair (u, w) of its views' elements that its rule (or its callee's Hessian pattern) names (products)."""
     rule = RULE[p.code]
     found: tuple[np.ndarray, np.ndarray] | None
     if rule.reads == "callee":
@@ -307,8 +321,4 @@ def _second(sets: Sets, p: Plan, marked: np.ndarray) -> Any:
         P = None if found is None else scipy_sparse().vstack([sets.view(v) for v in p.inputs], format="csr")
     else:
         return None
-    if found is None:
-        return None
-    u, w = distinct_pairs(P.indptr, P.indices, *found)
-    M = scipy_sparse().csr_matrix((np.ones(len(u), np.bool_), (u, w)), shape=(P.shape[0], P.shape[0]))
-    return (P.T @ (M @ P)).tocsr()
+    return None if found is None else products(P, *found)

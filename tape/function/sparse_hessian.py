@@ -26,7 +26,7 @@ from tape.function import arguments, array_sparsity, derivatives
 from tape.function.array_sparsity import scipy_sparse
 from tape.function.sparse_jacobian import ORDERS, input_columns
 from tape.kernels import hessian_sparsity as _kernels
-from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, hessian_pairs, pairs_to_csr, reached
+from tape.kernels.hessian_sparsity import SECOND_AA, SECOND_AB, SECOND_BB, reached
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, index_sets
 from tape.kernels.twins import Twin
 from tape.sweeps import vectors
@@ -46,8 +46,9 @@ def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, inp
     column, top = input_columns(op, input_rows, np.array([output], np.int64))
     live, wanted = reached(op, in0, in1, DEPENDS_A, DEPENDS_B, SECOND_AA, SECOND_AB, SECOND_BB, top)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, wanted)
-    rows, cols = hessian_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, column, start, size, pool)
-    return pairs_to_csr(len(input_rows), rows, cols)
+    union = array_sparsity.Union(len(input_rows))
+    union.add(array_sparsity.scalar_pairs(len(input_rows), op, in0, in1, live, column, start, size, pool))
+    return union.csr()
 
 
 def symmetric_coloring(n: int, indptr: np.ndarray, indices: np.ndarray, order: str = "natural") -> np.ndarray:
