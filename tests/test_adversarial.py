@@ -485,6 +485,25 @@ def test_w6_reading_value_inside_a_trace_warns():
         tape.trace(lambda v: tape.where(v[0] > 0, v[0], 0.5 * v[0]), [1.0])  # where reads no .value
 
 
+def test_w6_a_read_inside_tape_names_the_users_line():
+    """argmax, argmin and argsort of a VarArray read its values (a replay keeps the index found now): the warning names
+    the user's line that called them, once per line, not tape's line that read them (once per process, in tape)."""
+    def f(v):
+        first = v[np.argmax(v)]
+        second = v[np.argsort(v)[0]] + v[v.argmin()]
+        return first * second
+
+    lines = [f.__code__.co_firstlineno + 1, f.__code__.co_firstlineno + 2]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for x in (np.array([1.0, 3.0, 2.0]), np.array([2.0, 1.0, 3.0])):
+            tape.trace(f, x)
+    found = [w for w in caught if issubclass(w.category, tape.TracingWarning)]
+    assert [(w.filename, w.lineno) for w in found] == [(__file__, line) for line in lines]
+    with pytest.raises(tape.TracingError, match=f"{__file__}:{lines[0]}: reading .value"):
+        tape.trace(f, np.array([1.0, 3.0, 2.0]), strict=True)
+
+
 def test_w6_value_warns_once_per_line_raises_under_strict_and_item_reads_on_purpose():
     def f(v):
         frozen = v[0].value  # the line named below

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -202,12 +203,15 @@ def surviving(seg: Segment, highest: int, what: str) -> Segment:
 
 
 _WARNED: set[tuple[str, int]] = set()  # the source lines warned about, so each warns once
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # tape's folder
 
 
 def warn_value_in_trace(t: Storage) -> None:
     """W6 of the adversarial pass: a number read inside tape.trace is frozen into every replay (and
     has no derivative): a TracingWarning once per source line, or TracingError under strict=True."""
-    frame = sys._getframe(2)  # the line that read .value (this, then the value property, then it)
+    frame, level = sys._getframe(2), 3  # the line that read .value (this, then the value property, then it), or
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):  # where tape's own reads
+        frame, level = frame.f_back, level + 1  # (argsort, argmax) were called from
     where = (frame.f_code.co_filename, frame.f_lineno)
     message = ("reading .value inside a traced function gives a number that every replay and derivative keeps "
                "as it is now; compare the Var itself (`if x > 0:` records a checked branch), use tape.where, "
@@ -217,7 +221,7 @@ def warn_value_in_trace(t: Storage) -> None:
         raise TracingError(f"{where[0]}:{where[1]}: {message}")
     if where not in _WARNED:
         _WARNED.add(where)
-        warnings.warn(message, TracingWarning, stacklevel=3)
+        warnings.warn(message, TracingWarning, stacklevel=level)
 
 
 def revalidate(handle: Handle) -> Segment:
