@@ -140,6 +140,45 @@ def test_every_array_op_records_as_python():
     assert np.array_equal(yp._idx, yj._idx)
 
 
+RESHAPES = """
+def f(xs, k):
+    a = np.sin(xs.reshape(4, 5))
+    b = a.T.reshape(4, 5)  # a transpose's elements: NumPy copies
+    c = a[:, 1:].reshape((2, 8))  # a slice of columns: copied
+    e = a.T.reshape(5, -1)  # its own shape: a view
+    return (b * k).sum() + (c * c).sum() + e[1:3].reshape(-1).sum() + xs[::2].reshape(5, 2)[1:].sum()
+"""
+WRITTEN = """
+def f(xs):
+    d = xs[::2].reshape(5, 2)  # a strided vector: a view, as NumPy's
+    d[0, 0] = xs[1] * 3.0  # written through: xs[0] is now that
+    return (xs * xs).sum() + d.T.reshape(-1)[1]
+"""
+
+
+def test_reshapes_of_views_copy_where_numpy_does():
+    """Var arrays not in C order reshape as NumPy does: a copy where it makes one, in the tape's arena (Numba's own
+    reshape raised NotImplementedError out of tape.jit at a transpose's, and refused a slice's), else a view; the
+    Python recorder's records and gradient. Written through such a view, xs changes as a NumPy array does (the Python
+    recorder's views keep their elements: docs/guide.md): NumPy's value, central differences of it."""
+    py, jn = namespace(RESHAPES)
+    xs, k = np.linspace(-1.0, 1.0, 20), np.arange(20.0).reshape(4, 5)
+    tapes = []
+    for g in (py["f"], jn["f"]):
+        t = tape.Tape()
+        tapes.append((t, g(t.array(xs), k)))
+    same_records(tapes[0][0], tapes[1][0])
+    assert tapes[0][1].index == tapes[1][1].index
+    gp, gj = tape.grad(py["f"])(xs, k), tape.grad(jn["f"])(xs, k)
+    assert np.array_equal(gp, gj) and np.allclose(gj, central(lambda x: py["f"](x, k), xs), rtol=1e-6, atol=1e-8)
+    py, jn = namespace(WRITTEN)
+    value, grad = tape.value_and_grad(jn["f"])(xs)
+    assert value == pytest.approx(py["f"](xs.copy()), rel=1e-15) and grad[0] == 0.0  # NumPy's; xs[0] written over
+    assert np.allclose(grad, central(lambda x: py["f"](x.copy()), xs), rtol=1e-6, atol=1e-8)
+    with pytest.raises(ValueError):
+        tape.grad(tape.jit(lambda xs: xs.reshape(4, 5).T.reshape(3, 7).sum()))(xs)
+
+
 # elements holding numbers (np.full(..., dtype=xs.dtype)) meet Vars in every path of an op's recorder
 MIXED_OPS = ["z * xs", "xs + z", "z - xs", "xs / z", "z ** xs", "np.maximum(z, xs)", "np.exp(z)", "-z", "z * 2.5",
              "d * z", "z * z", "z + xs[0]", "tape.sigmoid(z)"]

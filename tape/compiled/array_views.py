@@ -23,6 +23,7 @@ from tape.compiled.array_rows import DIMS
 from tape.compiled.numba_internals import ArrayRecordType, make_array_record, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import jit
+from tape.compiled.reshapes import reshape_strides
 
 
 @jit
@@ -266,17 +267,6 @@ def moveaxis_typer(a, source, destination):
 
 
 @jit
-def _c_order(shape, strides):
-    """Whether a view of ``shape`` and ``strides`` is in C order (NumPy's test: axes of length 1 aside)."""
-    step = 1
-    for d in range(len(shape) - 1, -1, -1):
-        if shape[d] != 1 and strides[d] != step:
-            return False
-        step *= shape[d]
-    return True
-
-
-@jit
 def _sizes(a, shape):
     """NumPy's lengths (one may be -1) for reshaping a to ``shape``, a tuple of ints (its ValueError where the size
     differs)."""
@@ -296,42 +286,6 @@ def _sizes(a, shape):
     return n
 
 
-@jit
-def _strides(shape, strides, n):
-    """The strides of a view of (shape, strides) reshaped to lengths n, and whether NumPy gives one: C strides where it
-    is in C order, else NumPy's _attempt_nocopy_reshape's (its axes of length 1 left out, each run of old axes that
-    makes a new one read in C order)."""
-    new = np.empty(len(n), np.int64)
-    if _c_order(shape, strides):
-        step = 1
-        for d in range(len(n) - 1, -1, -1):
-            new[d], step = step, step * n[d]
-        return new, True
-    old, steps, count = np.empty(len(shape), np.int64), np.empty(len(shape), np.int64), 0
-    for d in range(len(shape)):
-        if shape[d] != 1:
-            old[count], steps[count], count = shape[d], strides[d], count + 1
-    oi, oj, ni, nj = 0, 1, 0, 1
-    while ni < len(n) and oi < count:
-        np_, op = n[ni], old[oi]
-        while np_ != op:
-            if np_ < op:
-                np_, nj = np_ * n[nj], nj + 1
-            else:
-                op, oj = op * old[oj], oj + 1
-        for ok in range(oi, oj - 1):
-            if steps[ok] != old[ok + 1] * steps[ok + 1]:
-                return new, False
-        new[nj - 1] = steps[oj - 1]
-        for nk in range(nj - 1, ni, -1):
-            new[nk - 1] = new[nk] * n[nk]
-        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
-    last = new[ni - 1] if ni >= 1 else 1
-    for nk in range(ni, len(n)):
-        new[nk] = last
-    return new, True
-
-
 def _reshaper(ndim: int):
     """(a, lengths n) -> a reshaped to ndim axes: a view where NumPy gives one, else its elements in C order copied by
     one gather record (array_gather.COPY), as tape/records/array_records.py's reshape."""
@@ -339,7 +293,7 @@ def _reshaper(ndim: int):
 
     @jit
     def reshaped(a, n):
-        strides, view = _strides(a.shape, a.strides, n)
+        strides, view = reshape_strides(a.shape, a.strides, n)
         if view:
             return _view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
         lengths = (ONES + to_fixed_tuple(n, ndim))[LAST:]

@@ -160,16 +160,6 @@ def _copy(a):
     return lambda a: copied(a.tape, a.rows, a.vals)
 
 
-@overload_method(VarArrayType, "reshape")
-def _reshape(a, shape, columns=None):
-    if isinstance(shape, types.BaseTuple) and len(shape) > 2:
-        raise TypingError(f"tape.jit: Var arrays are 1-d or 2-d, not reshaped to {len(shape)}-d")
-    if columns is None or isinstance(columns, (types.NoneType, types.Omitted)):  # a.reshape(n), a.reshape((n, m))
-        return lambda a, shape, columns=None: make_array(a.tape, a.rows.reshape(shape), a.vals.reshape(shape))
-    return lambda a, shape, columns=None: make_array(a.tape, a.rows.reshape((shape, columns)),  # a.reshape(n, m)
-                                                     a.vals.reshape((shape, columns)))
-
-
 @overload_method(VarArrayType, "ravel")
 def _ravel(a):
     def ravel(a):

@@ -32,6 +32,7 @@ from tape.compiled import (  # noqa: F401  # registers the overloads
     array_views,
     conditions,
     overloads,
+    reshapes,
 )
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
