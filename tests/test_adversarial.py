@@ -485,6 +485,42 @@ def test_w6_reading_value_inside_a_trace_warns():
         tape.trace(lambda v: tape.where(v[0] > 0, v[0], 0.5 * v[0]), [1.0])  # where reads no .value
 
 
+def _writes_its_argument(xs):
+    xs[0] = xs[1] * 3.0  # f writes into the array it is given: it no longer depends on xs[0]
+    return xs * xs[2]
+
+
+def _writes_a_copy(xs):
+    return _writes_its_argument(xs * 1.0)
+
+
+@pytest.mark.parametrize("size", [6, 1200])  # scalar records; an array record
+@pytest.mark.parametrize("jit", [False, True])
+def test_w7_a_function_that_writes_into_its_argument_has_the_derivative_of_its_input(size, jit):
+    """The derivative of f at x is read at x's leaves as f was given them, not at what f wrote into x: the gradient
+    was the adjoint of the record written there (d/dx0 of sum(x0 * x0) after x0 = 3 x1: 6 x1, not 0), tape.trace and
+    the other transforms refused ('inputs must be leaf records'). Each transform equals the same one of f on a copy,
+    the gradient central differences of f on plain numbers."""
+    x = np.linspace(-1.0, 1.0, size)
+    d = np.linspace(0.5, 1.5, size)
+    v, v_copy = (tape.jit(g) if jit else g for g in (_writes_its_argument, _writes_a_copy))
+    f, f_copy = (lambda xs, g=g: (g(xs) * d).sum() for g in (v, v_copy))
+    plain = lambda x: float((_writes_its_argument(x.copy()) * d).sum())  # noqa: E731
+    grad = tape.grad(f)(x.copy())
+    central = np.array([(plain(x + 1e-6 * e) - plain(x - 1e-6 * e)) / 2e-6 for e in np.eye(size)[:4]])
+    assert grad[0] == 0.0 and np.allclose(grad[:4], central, rtol=1e-7, atol=1e-9)
+    transforms = [lambda g: tape.grad(g)(x.copy()), lambda g: tape.trace(g, x.copy()).value_and_grad(x * 0.5)[1],
+                  lambda g: tape.trace(g, x.copy()).hvp(x * 0.5, d), lambda g: tape.vjp(g, x.copy())[1](1.0)]
+    if size < 100:
+        transforms += [lambda g: tape.hessian(g)(x.copy()), lambda g: tape.sparse_hessian(g)(x.copy()).toarray()]
+    for transform in transforms:
+        assert np.array_equal(transform(f), transform(f_copy))
+    for transform in [lambda g: tape.jvp(g, (x.copy(),), (d,))[1], lambda g: tape.vjp(g, x.copy())[1](d)] + (
+            [lambda g: tape.jacobian(g)(x.copy()), lambda g: tape.sparse_jacobian(g)(x.copy()).toarray()]
+            if size < 100 else []):
+        assert np.array_equal(transform(v), transform(v_copy))
+
+
 def test_w6_a_read_inside_tape_names_the_users_line():
     """argmax, argmin and argsort of a VarArray read its values (a replay keeps the index found now): the warning names
     the user's line that called them, once per line, not tape's line that read them (once per process, in tape)."""

@@ -7,6 +7,7 @@ Vars, VarArrays and numbers in any mix; ``trace`` records a Python function once
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 import threading
@@ -214,6 +215,7 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         p_layout = _trees.Layout(p_spec, p_leaves)
         p_handles = _leaf_handles(t, p_leaves)
         args.append(_trees.unflatten(p_spec, p_handles))
+    inputs, p_inputs = _as_given(handles), _as_given(p_handles)
     out = _recording(t, f, *args, *data, strict=strict)
     out_layout = None
     if isinstance(out, VarArray):
@@ -228,8 +230,8 @@ def trace(f: Callable[..., Any], x0: Any, params: Any = None, on_branch_change: 
         outputs = [_as_record(t, y) for y in ([out] if scalar else list(out))]
 
     retrace = _Retrace(f, layout, p_layout, strict, len(t), data, prune, cse)  # room for what f recorded
-    F = t._function(_rows_of(handles, spec), outputs[0] if scalar else outputs,
-                    _rows_of(p_handles, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
+    F = t._function(_rows_of(inputs, spec), outputs[0] if scalar else outputs,
+                    _rows_of(p_inputs, None if p_layout is None else p_layout.spec), on_branch_change, retrace,
                     leaves[0].shape if spec is _trees.ARRAY else None, out.shape if isinstance(out, VarArray) else None,
                     prune, cse)
     F._layout, F._param_layout, F._out_layout = layout, p_layout, out_layout
@@ -281,6 +283,12 @@ def _leaf_handles(t: Tape, leaves: list[Any]) -> list[Any]:
     if all(type(leaf) is float for leaf in leaves):
         return t.vars(leaves)
     return [t.array(leaf) if isinstance(leaf, np.ndarray) else t.var(leaf) for leaf in leaves]
+
+
+def _as_given(handles: list[Any]) -> list[Any]:
+    """The leaf handles as f is given them, held apart from f's assignments into them (``x[0] = ...`` swaps x's
+    records): the derivative is that of f at the point given, read at these leaves, not at what f wrote there."""
+    return [copy.copy(h) if isinstance(h, VarArray) else h for h in handles]  # (the same records)
 
 
 def _rows_of(handles: list[Any], spec: Any) -> Any:
@@ -384,6 +392,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
         for k, (tree_leaves, spec) in zip(which, trees, strict=True):
             given[k] = _trees.unflatten(spec, handles[start:start + len(tree_leaves)])
             start += len(tree_leaves)
+        inputs = handles if numbers else _as_given(handles)
         t._tracing, t._strict = True, strict  # as _recording does
         active = nest.active()
         active.append(t)
@@ -402,7 +411,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("with has_aux=True, f must return a pair (value, aux)")
             out, aux = out[0], _numbers_of(out[1])
-        grads = _gradients(t, out, handles, numbers)
+        grads = _gradients(t, out, inputs, numbers)
         if t._plans:
             idle.arena = t._n_arena  # (its arena grew while recording, copying what it held)
         value = out.value if type(out) is Var else as_constant(out)
@@ -410,7 +419,7 @@ def value_and_grad(f: VarFunction, argnums: int | Sequence[int] = 0, has_aux: bo
             t.clear()  # the next call records here: handles made inside f are stale from now on
             idle.tape = t
         elif t._plans and t._renewable():
-            del out, handles, given  # (handles hold their segment, which holds t)
+            del out, handles, given, inputs  # (handles hold their segment, which holds t)
             if sys.getrefcount(t) == 2:  # no handle left, nor the tape itself (t, and getrefcount's argument)
                 t._renew()
                 idle.tape = t

@@ -48,7 +48,7 @@ def value_and_grad(self: JitFunction, idle: Any, args: tuple) -> tuple[float, An
     else:
         rows = t._append_block(LEAF, k, values=np.array(x, float).reshape(-1)).reshape(np.shape(x))
     try:
-        idx, vals, form = self._record(t, rows, args[1:], big)
+        idx, vals, form = self._record(t, rows.copy(), args[1:], big)  # (f's xs: its assignments leave rows)
     except (Packed, JitError):
         if big == NEVER:
             raise
