@@ -210,6 +210,25 @@ def test_softplus_is_stable_and_its_slope_is_the_sigmoid(form):
     assert tape.softplus(0.0) == math.log(2.0)
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_softplus_second_derivative_is_the_sigmoid_s_slope_at_zero_too(jit):
+    """softplus'' = sigmoid (1 - sigmoid): 1/4 at 0 and -0.0 (as JAX's logaddexp(x, 0)), where the form
+    max(x, 0) + log1p(exp(-|x|)) gave 0 (the kinks' rules: |x|' = 0 at 0), in a Hessian, an hvp, a Var's and
+    a VarArray's (scalar records and an array record), and under tape.jit."""
+    x = np.array([0.0, -0.0, 1e-300, -1.5, 2.0, 40.0, -40.0])
+    e = np.exp(-np.abs(x))
+    slope = e / (1.0 + e) ** 2  # (sigmoid (1 - sigmoid), accurate in both tails)
+    for size in (len(x), 1400):  # an array record past 1,024 elements
+        X = np.resize(x, size)
+        f = (lambda v: tape.softplus(v).sum()) if not jit else tape.jit(lambda v: tape.softplus(v).sum())
+        F = tape.trace(f, X)
+        np.testing.assert_allclose(F.hvp(X, np.ones(size))[:len(x)], slope, rtol=1e-14, atol=1e-300)
+        if size < 100:
+            np.testing.assert_allclose(np.diag(tape.hessian(f)(X)), slope, rtol=1e-14, atol=1e-300)
+    H = tape.hessian(lambda v: tape.softplus(v[0]) * 2.0 + v[1])([0.0, 1.0])
+    assert H[0][0] == 0.5 and H[1][1] == 0.0
+
+
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_softmax_and_log_softmax_against_differences(form, axis):
     rng = np.random.default_rng(7)

@@ -11,16 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from tape.api.trace import logsumexp, maximum, minimum
+from tape.api.trace import logaddexp, logsumexp, maximum, minimum
 from tape.arrays.varray import _FUNCTIONS
-from tape.records._recorders import exp, log1p
+from tape.records._recorders import exp
 from tape.records.handles import FUNCTION_HANDLERS
 
 
 def softplus(x: Any) -> Any:
-    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): no overflow, and softplus'(x) is
-    sigmoid(x), 1/2 at 0 (the maximum's tie rule gives 1/2, |x|' is 0 there)."""
-    return maximum(x, 0.0) + log1p(exp(-abs(x)))
+    """log(1 + exp(x)) as logaddexp(x, 0), one record: no overflow, softplus' is sigmoid and softplus'' sigmoid's
+    slope, 1/4 at 0 (written as max(x, 0) + log1p(exp(-|x|)), the kinks' rules gave 0 there: a wrong Hessian)."""
+    return logaddexp(x, 0.0)
 
 
 def log_softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
