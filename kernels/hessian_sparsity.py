@@ -31,6 +31,7 @@ def _nonzero(part: str) -> np.ndarray:
 SECOND_AA = HAS_INPUT & _nonzero("daa")  # indexed by opcode: d2/da2 is not zero by the table
 SECOND_AB = TWO_RECORDS & _nonzero("dab")
 SECOND_BB = TWO_RECORDS & _nonzero("dbb")
+SECOND = SECOND_AA | SECOND_AB | SECOND_BB  # an op with a second partial that is not zero
 
 
 def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, output):
@@ -63,12 +64,13 @@ def reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, l
             wanted[in1[r]] |= wanted[r]
 
 
-def record_pairs(op, in0, in1, second_aa, second_ab, second_bb, live, column):
-    """(u, w): the pairs of records whose sets' products make the pattern: for each live record that is not an input,
-    its inputs as its second partials that are not zero pair them (daa: (a, a); dab: (a, b) and (b, a); dbb: (b, b))."""
-    r = np.flatnonzero(live & (column < 0))
+def record_pairs(op, in0, in1, live):
+    """(u, w): the pairs of records whose sets' products make the pattern: for each live record (an input has no
+    second partial), its inputs as its second partials that are not zero pair them (daa: (a, a); dab: (a, b) and
+    (b, a); dbb: (b, b))."""
+    r = np.flatnonzero(SECOND[op] & live)
     k, a, b = op[r], in0[r].astype(np.int64), in1[r].astype(np.int64)
-    aa, ab, bb = second_aa[k], second_ab[k], second_bb[k]
+    aa, ab, bb = SECOND_AA[k], SECOND_AB[k], SECOND_BB[k]
     return np.concatenate([a[aa], a[ab], b[ab], b[bb]]), np.concatenate([a[aa], b[ab], a[ab], b[bb]])
 
 
@@ -163,13 +165,14 @@ DISTINCT = 1 << 20  # products of set sizes past which distinct_pairs makes each
 def distinct_pairs(indptr, indices, u, w):
     """The pairs (u[t], w[t]) of a CSR pattern's rows (an array record's views' rows, whose sets' products make the
     Hessian's pattern), past DISTINCT entries of those products with each row that has the same set as an earlier
-    row standing for it (a logsumexp over the 16 components of 10^4 points had 2.56 million pairs of rows of one set
-    of 18 inputs: 829 million entries, an out-of-memory kill when each was listed; 256 distinct pairs of sets)."""
+    row standing for it, each pair once (a logsumexp over the 16 components of 10^4 points had 2.56 million pairs of
+    rows of one set of 18 inputs: 829 million entries, an out-of-memory kill when each was listed; 256 pairs)."""
     sizes = np.diff(indptr)
     if int((sizes[u] * sizes[w]).sum()) <= DISTINCT:
         return u, w
-    first = _first_of_set(indptr, indices)
-    return first[u], first[w]
+    first, n = _first_of_set(indptr, indices), len(indptr) - 1
+    key = np.unique(first[u] * n + first[w])
+    return key // n, key % n
 
 
 def _first_of_set(indptr, indices):

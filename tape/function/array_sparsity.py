@@ -228,28 +228,26 @@ def hessian_pattern(F: Function, seeds: list[tuple[int, np.ndarray]]) -> tuple[n
 
     sets = Sets(F, wanted, after=second)
     if not sets.stopped:
-        union.add(scalar_pairs(F.n_inputs, op, in0, in1, live, sets.column, sets.start, sets.size, sets.pool))
+        union.add(scalar_pairs(F.n_inputs, op, in0, in1, live, sets.start, sets.size, sets.pool))
     return union.csr()
 
 
-def scalar_pairs(n: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, live: np.ndarray, column: np.ndarray,
-                 start: np.ndarray, size: np.ndarray, pool: np.ndarray) -> Any:
+def scalar_pairs(n: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, live: np.ndarray, start: np.ndarray,
+                 size: np.ndarray, pool: np.ndarray) -> Any:
     """The n x n pattern of the live scalar records' second partials: their pairs of records (record_pairs) as one
     product of those records' index sets (start, size, pool: kernels/sparsity.py's)."""
-    u, w = record_pairs(op, in0, in1, SECOND_AA, SECOND_AB, SECOND_BB, live, column)
-    records, at = np.unique(np.concatenate([u, w]), return_inverse=True)
-    indptr, indices = gather_rows(records, start, size, pool, *rows_room(records, size))
-    P = scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=(len(records), n))
-    return products(P, at[:len(u)], at[len(u):])
+    u, w = record_pairs(op, in0, in1, live)
+    P, Q = (scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=(len(rows), n))
+            for rows in (u, w) for indptr, indices in [gather_rows(rows, start, size, pool, *rows_room(rows, size))])
+    return (P.T @ Q).tocsr()
 
 
 def products(P: Any, u: np.ndarray, w: np.ndarray) -> Any:
-    """The n x n pattern of set(u[t]) x set(w[t]) for every t, the sets P's rows (CSR, n columns): Pᵀ M P, M the
-    pairs, so scipy's sparse products make each entry once, where a list of every pair (a set of 1,001 inputs an
-    element: 10^4 elements, 10^10 pairs) ran out of memory; rows of one set stand for each other (distinct_pairs)."""
+    """The n x n pattern of set(u[t]) x set(w[t]) for every t, the sets P's rows (CSR, n columns): P[u]ᵀ P[w], so
+    scipy's sparse product makes each entry once, where a list of every pair (a set of 1,001 inputs an element: 10^4
+    elements, 10^10 pairs) ran out of memory; rows of one set stand for each other (distinct_pairs)."""
     u, w = distinct_pairs(P.indptr, P.indices, u, w)
-    M = scipy_sparse().csr_matrix((np.ones(len(u), np.bool_), (u, w)), shape=(P.shape[0], P.shape[0]))
-    return (P.T @ (M @ P)).tocsr()
+    return (P[u].T @ P[w]).tocsr()
 
 
 class Union:

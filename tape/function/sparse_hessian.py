@@ -47,7 +47,7 @@ def hessian_pattern_arrays(op: np.ndarray, in0: np.ndarray, in1: np.ndarray, inp
     live, wanted = reached(op, in0, in1, DEPENDS_A, DEPENDS_B, SECOND_AA, SECOND_AB, SECOND_BB, top)
     start, size, pool = index_sets(op, in0, in1, DEPENDS_A, DEPENDS_B, column, top, wanted)
     union = array_sparsity.Union(len(input_rows))
-    union.add(array_sparsity.scalar_pairs(len(input_rows), op, in0, in1, live, column, start, size, pool))
+    union.add(array_sparsity.scalar_pairs(len(input_rows), op, in0, in1, live, start, size, pool))
     return union.csr()
 
 
