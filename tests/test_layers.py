@@ -300,7 +300,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # overloads read of array records and Var arrays (an AttributeError out of tape.jit) (issue 26); tape.arrays 1954 ->
 # 1966 and tape.compiled 7580 -> 7622 for einsum's diagonals as views of array records in both recorders (issue 26).
 # s31: tape.function 3475 -> 3551 for sparsity patterns in memory bounded by the program (array_sparsity: rows freed
-# after their last reader, the Hessian's pairs as sparse products Pᵀ M P joined as the walk goes, the scalar path's
+# after their last reader, the Hessian's pairs as sparse products P[u]ᵀ P[w] joined as the walk goes, the scalar path's
 # too: a GRU's 23 GB, the heat equation's 3 GB at 40 steps; tape.kernels lost _each_pair and pairs_to_csr) (issue 26);
 # tape.records 1057 -> 1061 for the TracingWarning of a value tape reads (argmax, argsort) naming the user's line
 # that called it, not tape's (issue 26); tape.compiled 7622 -> 7664 for Var arrays not in C order reshaped as NumPy
