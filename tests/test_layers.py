@@ -305,9 +305,10 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # tape.records 1057 -> 1061 for the TracingWarning of a value tape reads (argmax, argsort) naming the user's line
 # that called it, not tape's (issue 26); tape.compiled 7622 -> 7664 for Var arrays not in C order reshaped as NumPy
 # does (reshapes.py: a view by NumPy's no-copy rule, moved from array_views, else a copy in the arena; Numba's reshape
-# raised NotImplementedError out of tape.jit) (issue 26).
+# raised NotImplementedError out of tape.jit) (issue 26); tape.arrays 1966 -> 1969 for VarArray.__copy__ (the leaves a
+# transform reads its derivative at, held apart from f's assignments: copy.copy's default took 1.6 µs) (issue 26).
 BUDGET = {"tape.kernels": 7371, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4479,
-          "tape.records": 1061, "tape.arrays": 1966, "tape.analyses": 414, "tape.symbolic": 1181,
+          "tape.records": 1061, "tape.arrays": 1969, "tape.analyses": 414, "tape.symbolic": 1181,
           "tape.function": 3551, "tape.tape": 400, "tape.api": 923, "tape.compiled": 7664, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500

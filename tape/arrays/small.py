@@ -121,10 +121,10 @@ def total(code: int, x: Any) -> Var | None:
     return Var._at(x._seg, rows[0])
 
 
-def fresh(array: type[Any], seg: Any, rows: range, shape: tuple[int, ...]) -> Any:
-    """A VarArray of new rows (in C order) without its __init__."""
+def fresh(array: type[Any], seg: Any, rows: Any, shape: tuple[int, ...], view: Any = None) -> Any:
+    """A VarArray of rows (new ones in C order: a range) or of a view, without its __init__."""
     out: Any = new(array)
-    out._seg, out._rows, out._view, out._shape = seg, rows, None, shape
+    out._seg, out._rows, out._view, out._shape = seg, rows, view, shape
     return out
 
 

@@ -217,6 +217,9 @@ class VarArray:
         """An independent VarArray of the same records (assigning into it leaves self as it is)."""
         return VarArray(self._seg, self._idx.copy()) if self._view is None else VarArray(self._seg, None, self._view)
 
+    def __copy__(self) -> VarArray:  # the same records: an assignment into self (swapping its records) leaves them
+        return _small.fresh(VarArray, self._seg, self._rows, self._shape, self._view)
+
     def __setitem__(self, key: Any, value: Any) -> None:
         """self[key] = value, recorded (tape/arrays/assign.py): value a Var, VarArray, number or
         NumPy array broadcast to the slot as NumPy does."""

@@ -103,9 +103,7 @@ class Sets:
 
     def scalars(self, rows: np.ndarray) -> Any:
         """The sets of scalar records as CSR rows."""
-        rows = rows.astype(np.int64)
-        indptr, indices = gather_rows(rows, self.start, self.size, self.pool, *rows_room(rows, self.size))
-        return self.csr(indptr, indices, len(rows))
+        return set_rows(self.n, rows.astype(np.int64), self.start, self.size, self.pool)
 
     def _elems(self, rows: np.ndarray) -> None:
         """Elem records take their element's row into the pool."""
@@ -237,9 +235,13 @@ def scalar_pairs(n: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, live:
     """The n x n pattern of the live scalar records' second partials: their pairs of records (record_pairs) as one
     product of those records' index sets (start, size, pool: kernels/sparsity.py's)."""
     u, w = record_pairs(op, in0, in1, live)
-    P, Q = (scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=(len(rows), n))
-            for rows in (u, w) for indptr, indices in [gather_rows(rows, start, size, pool, *rows_room(rows, size))])
-    return (P.T @ Q).tocsr()
+    return (set_rows(n, u, start, size, pool).T @ set_rows(n, w, start, size, pool)).tocsr()
+
+
+def set_rows(n: int, rows: np.ndarray, start: np.ndarray, size: np.ndarray, pool: np.ndarray) -> Any:
+    """The index sets of scalar records ``rows`` (start, size, pool: kernels/sparsity.py's) as CSR rows of n columns."""
+    indptr, indices = gather_rows(rows, start, size, pool, *rows_room(rows, size))
+    return scipy_sparse().csr_matrix((np.ones(len(indices), np.bool_), indices, indptr), shape=(len(rows), n))
 
 
 def products(P: Any, u: np.ndarray, w: np.ndarray) -> Any:
