@@ -64,17 +64,34 @@ def reach(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, l
             wanted[in1[r]] |= wanted[r]
 
 
-def record_pairs(op, in0, in1, live):
+@jit
+def record_pairs(op, in0, in1, live, second_aa, second_ab, second_bb):
     """(u, w): the pairs of records whose sets' products make the pattern: for each live record (an input has no
     second partial), its inputs as its second partials that are not zero pair them (daa: (a, a); dab: (a, b) and
-    (b, a); dbb: (b, b))."""
-    r = np.flatnonzero(SECOND[op] & live)
-    k, a, b = op[r], in0[r].astype(np.int64), in1[r].astype(np.int64)
-    aa, ab, bb = SECOND_AA[k], SECOND_AB[k], SECOND_BB[k]
-    return np.concatenate([a[aa], a[ab], b[ab], b[bb]]), np.concatenate([a[aa], b[ab], a[ab], b[bb]])
+    (b, a); dbb: (b, b)). Two passes: count, then fill (a NumPy form's eleven passes over the records' columns
+    took 100 ms at 5 million records)."""
+    count = 0
+    for r in range(len(live)):
+        if live[r]:
+            k = op[r]
+            count += second_aa[k] + 2 * second_ab[k] + second_bb[k]
+    u, w = np.empty(count, np.int64), np.empty(count, np.int64)
+    at = 0
+    for r in range(len(live)):
+        if not live[r]:
+            continue
+        k, a, b = op[r], in0[r], in1[r]
+        if second_aa[k]:
+            u[at], w[at], at = a, a, at + 1
+        if second_ab[k]:
+            u[at], w[at], u[at + 1], w[at + 1], at = a, b, b, a, at + 2
+        if second_bb[k]:
+            u[at], w[at], at = b, b, at + 1
+    return u, w
 
 
 _REACH = Twin(reach, globals())  # (a small tape's first: twins.py)
+RECORD_PAIRS = Twin(record_pairs, globals())
 
 
 @jit

@@ -41,7 +41,7 @@ TWINNED: dict[str, tuple[int | tuple[int, ...], int]] = {  # the kernels with tw
     "forward_sweep": (0, SMALL), "forward_range": (0, SMALL), "reverse_sweep": (0, SMALL), "fresh_reverse": (0, SMALL),
     "fresh_reverse_from": (0, SMALL),
     "compact": (0, SMALL), "mark_varying": (0, SMALL), "merge": (0, SMALL), "mark_reaching": (0, SMALL),
-    "reach": (0, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
+    "reach": (0, SMALL), "record_pairs": (0, SMALL), "recover": (1, SMALL), "decompress": (1, SMALL),
     # the sparsity patterns' index sets, whose work can grow as the square of the records:
     "_extend_sets": (0, SQUARE), "gather_rows": (0, SQUARE),
     "star_coloring": (2, SQUARE), "color_columns": (2, SQUARE),

@@ -32,12 +32,12 @@ import numpy as np
 
 from tape.kernels.array_ops import RULE
 from tape.kernels.hessian_sparsity import (
+    RECORD_PAIRS,
     SECOND_AA,
     SECOND_AB,
     SECOND_BB,
     distinct_pairs,
     reach,
-    record_pairs,
 )
 from tape.kernels.ops import ELEM, IS_ARRAY
 from tape.kernels.sparsity import DEPENDS_A, DEPENDS_B, extend_sets, gather_rows, rows_room
@@ -234,7 +234,7 @@ def scalar_pairs(n: int, op: np.ndarray, in0: np.ndarray, in1: np.ndarray, live:
                  size: np.ndarray, pool: np.ndarray) -> Any:
     """The n x n pattern of the live scalar records' second partials: their pairs of records (record_pairs) as one
     product of those records' index sets (start, size, pool: kernels/sparsity.py's)."""
-    u, w = record_pairs(op, in0, in1, live)
+    u, w = RECORD_PAIRS(op, in0, in1, live, SECOND_AA, SECOND_AB, SECOND_BB)
     return (set_rows(n, u, start, size, pool).T @ set_rows(n, w, start, size, pool)).tocsr()
 
 
