@@ -426,7 +426,7 @@ def jitted(tape: Any, name: str, f: Callable[[Any], Any], x: np.ndarray, rows: d
         got["jit"] = vg(x)
     except tape.JitError as e:
         lines = str(e).splitlines()
-        why = next((line for line in lines[1:] if line.strip() and not line.startswith("Failed in")), "")
+        why = next((line for line in lines[1:] if line.strip() and not line.startswith(("Failed in", "(with xs"))), "")
         print(f"{name}: {lines[0]}\n  {why}", file=sys.stderr)
         return {}
     first = 1e3 * (time.process_time() - start)

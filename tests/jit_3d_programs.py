@@ -66,6 +66,22 @@ def f(A, B, C, D, v, w):             # batched matmul: with data of 2 and 3 axes
     return (y * y).sum() + z.sum() + (u * u).mean() + (A[0] @ A[1].T).sum()
 '''
 
+JOINS = '''
+def f(A, w):                         # np.stack of 1-, 2- and 3-d records along each axis; np.concatenate of 3-d and 4-d
+    M = A[1]                         # ones along each axis, of views in and out of C order, of records and data
+    s = np.stack((M, np.tanh(M), M[::-1] * 2.0))
+    t = np.stack([M.T, M.T * M.T], axis=1) + np.stack((M[0], M[3], M[::-1][5]), axis=-1).sum()
+    u = np.stack((M, w, A[2, :, ::-1], M * w), axis=-1) + np.concatenate((w, M), axis=1).sum()
+    c = np.concatenate((w.reshape(1, 16, 20), A, s, A[1:3] ** 2), axis=0) + np.stack((w, M)).sum(axis=0)
+    d = np.concatenate((A[:, :3], np.sin(A[:, 5:9]), A[:, ::-5]), axis=1)
+    e = np.concatenate([A, A[:, :, ::-1], A[:, :, :3], A.transpose(0, 2, 1).transpose(0, 2, 1)], axis=-1)
+    q = np.stack((A, np.cos(A)), axis=2)
+    r = np.concatenate((q, q[:, :, :1] * 0.5, q[::-1]), axis=2)
+    r = r + np.stack((A, A * A, A), axis=3).sum(axis=3).reshape(4, 16, 1, 20)
+    return (s * s).sum() + (t * t).sum() + (u * u).mean() + (c * c[::-1]).sum() + (d * d).sum() + (e * e).mean() + \
+        (r * r).sum() * 0.1 + (np.stack((s, s[::-1])) * 0.5).sum()
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data)."""
@@ -82,6 +98,7 @@ def cases() -> dict:
                     (rng.normal(size=(16, 5)), rng.normal(size=(8, 16, 5)), rng.normal(size=(1, 4, 16, 3)),
                      rng.normal(size=16), rng.normal(size=12))),
         "four": (FOUR, rng.normal(size=(32, 40)), (rng.normal(size=(3, 2, 32, 40)), rng.normal(size=40))),
+        "joins": (JOINS, rng.normal(size=(4, 16, 20)), (rng.normal(size=(16, 20)),)),
     }
 
 

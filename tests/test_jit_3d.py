@@ -44,7 +44,7 @@ def test_programs_of_three_and_four_axes_record_as_python(program):
     name, f, jf, x0, data = program
     tj, _ = on_2d.same_tapes(f, jf, x0, data)
     assert len(tj._plans) >= 5 and len(tj) < x0.size / 4  # a record per array op, not per element
-    assert max(len(p.shape) for p in tj._plans) == (4 if name in ("four", "batched") else 3)
+    assert max(len(p.shape) for p in tj._plans) == (4 if name in ("four", "batched", "joins") else 3)
 
 
 def test_gradients_as_python_jax_and_central_differences(program, on_3d):
@@ -142,3 +142,16 @@ def test_five_axes_raise_tape_jit_s_error():
         tape.value_and_grad(tape.jit(lambda w: (w * np.ones((1, 1, 1, 1, 40))).sum()))(W)
     with pytest.raises(TypeError, match="pass 1-d or 2-d arrays"):
         tape.value_and_grad(tape.jit(lambda a: (a * 2.0).sum()))(np.ones((1, 2, 2, 16, 20)))
+
+
+def test_a_refusal_of_both_tries_names_each():
+    """f that neither array records (np.roll of 3 axes) nor Var arrays (3 axes) take: the JitError's first line is the
+    Var arrays' refusal, its second the array records', each with f's file and line."""
+    f = namespace("def f(x):\n    return np.roll(x.reshape((4, 16, 20)), 1, 2).sum()\n")[0]["f"]
+    for _ in range(2):  # (the second tape.jit of f reads the array records' refusal from the cache's file)
+        with pytest.raises(tape.JitError) as caught:
+            tape.value_and_grad(tape.jit(f))(np.ones(1280))
+        first, second = str(caught.value).splitlines()[:2]
+        assert first.startswith("tape.jit: Var arrays are 1-d or 2-d") and f.__code__.co_filename in first
+        assert second.startswith("(with xs an array record: roll(tape.ArrayRecord(3d)") and ":2 " in second
+        assert "is not supported on array records" in second

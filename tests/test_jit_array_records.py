@@ -390,10 +390,17 @@ JOINS_BAD = textwrap.dedent('''
             return u.sum()
         if n == 8:
             return np.where(u > 0.0, u, u[k:]).sum()
+        if n == 10:
+            return np.stack((u.reshape(4, 300), u.reshape(4, 300)[k % 3:]), k).sum()
+        if n == 11:
+            return np.concatenate((u.reshape(2, 3, 200), u.reshape(2, 3, 200)[:, 1:]), k).sum()
+        if n == 12:
+            return np.concatenate((np.ones((2, 3, 5)), u.reshape(2, 3, 200), np.ones((3, 200))), k).sum()
         return u.max(axis=k)
     """, arrays=True)
     u = np.ones(1200)
-    for n, k in ((0, 1), (0, -2), (1, 0), (2, 2), (2, -3), (3, -1), (4, -2), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1)):
+    for n, k in ((0, 1), (0, -2), (1, 0), (2, 2), (2, -3), (3, -1), (4, -2), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1),
+                 (10, 1), (10, 3), (11, 0), (11, -4), (12, 2), (12, 1)):
         for g in (py["f"], jn["f"]):
             try:
                 g(tape.Tape().array(u), n, k)
@@ -405,14 +412,16 @@ JOINS_BAD = textwrap.dedent('''
 
 
 def test_bad_joins_raise_as_python():
-    """np.roll, np.stack and max along an axis out of bounds (NumPy's AxisError), a stack of other shapes, a negative
-    pad width, a pad mode tape lacks, a dot of vectors of two lengths, a comparison and a where of shapes that do not
-    broadcast: the Python recorder's exceptions (a subprocess: a crash would take the test run with it)."""
+    """np.roll, np.stack, np.concatenate and max along an axis out of bounds (NumPy's AxisError), a stack of other
+    shapes, joins of 2-d and 3-d records (and NumPy arrays) whose other axes or ndims differ, a negative pad width, a
+    pad mode tape lacks, a dot of vectors of two lengths, a comparison and a where of shapes that do not broadcast:
+    the Python recorder's exceptions (a subprocess: a crash would take the test run with it)."""
     run = subprocess.run([sys.executable, "-c", JOINS_BAD.format(tests=os.path.dirname(__file__))],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[-1] == "None done" and len(lines) == 25  # (never fell back to scalar records: each call raised)
+    assert lines[-1] == "None done" and len(lines) == 37  # (never fell back to scalar records: each call raised)
     assert lines[:-1] == [name for name in ["AxisError", "AxisError", "ValueError", "AxisError", "AxisError",
                                             "ValueError", "ValueError", "ValueError", "ValueError", "ValueError",
-                                            "ValueError", "AxisError"] for _ in "pj"]
+                                            "ValueError", "AxisError", "ValueError", "AxisError", "ValueError",
+                                            "AxisError", "ValueError", "ValueError"] for _ in "pj"]

@@ -2,17 +2,33 @@
 (tape/arrays/methods.py ``roll``, tape/arrays/joins.py ``stack``, tape/arrays/assign.py ``pad``): join records of
 views (a roll is two slices joined; a stack joins views with a new axis of length 1; a constant pad joins constant
 slabs on either side, axis by axis) and, for np.pad's copying modes, one gather record (array_gather.py). Anything
-else (a tuple of shifts, a stack of 2-d records, a pad width of another form, a record of 3 or more axes) fails
-typing: scalar records.
+else (a tuple of shifts, a pad width of another form, a roll or pad of 3 or more axes, a stack of 4) fails typing:
+scalar records.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import literal_unroll
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.compiled.array_gather import MODES
-from tape.compiled.array_overloads import is_record, normalized, operand
-from tape.compiled.array_records import GATHER, OL, OS, RESULT, ZEROS, data, matrix, vector, written
+from tape.compiled.array_overloads import is_data, is_record, normalized, operand
+from tape.compiled.array_records import (
+    GATHER,
+    JOIN,
+    OL,
+    OS,
+    RESULT,
+    ZEROS,
+    data,
+    matrix,
+    vector,
+    whole,
+    written,
+    written3,
+)
+from tape.compiled.array_rows import DIMS
 from tape.compiled.numba_internals import make_array_record, types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
@@ -59,26 +75,119 @@ def _rolled2(a, shift, k):
     return np.concatenate((a[:, cut:], a[:, :cut]), 1)
 
 
+def _expander(ndim: int):
+    """(an array record of ndim axes, where) -> it with an axis of length 1 at ``where``: its reshape, a view strided
+    as NumPy's reshape makes it (the Python recorder's stack reshapes each piece so)."""
+    out = ndim + 1  # (a constant of the closure: to_fixed_tuple's length)
+
+    @jit
+    def expanded(a, where):
+        n = np.ones(out, np.int64)
+        for d in range(ndim):
+            n[d + (d >= where)] = a.shape[d]
+        return a.reshape(to_fixed_tuple(n, out))
+    return expanded
+
+
+EXPANDED = [None, *map(_expander, range(1, DIMS))]  # by ndim
+
+
+def first_record(arrays) -> int | None:
+    """Where the first array record of a join's pieces (a list or tuple of records; a tuple may mix NumPy arrays in)
+    is, or None where they are something else (no record, numbers): a join tape.jit does not type."""
+    if isinstance(arrays, (types.List, types.UniTuple)):
+        return 0 if is_record(arrays.dtype) else None
+    if not isinstance(arrays, types.Tuple) or not all(is_record(t) or is_data(t) for t in arrays.types):
+        return None
+    return next((i for i, t in enumerate(arrays.types) if is_record(t)), None)
+
+
+def piece(p, q, a, where):
+    """A join's piece as an operand (a NumPy array recorded as a constant); a stack's (``where`` an int) with a new
+    axis of length 1 there."""
+
+
+@overload(piece)
+def _piece(p, q, a, where):
+    if isinstance(where, (types.NoneType, types.Omitted)):
+        return lambda p, q, a, where: operand(p, q, a)
+    if is_data(a):
+        return lambda p, q, a, where: operand(p, q, np.expand_dims(a, where))
+    expanded = EXPANDED[a.ndim] if a.ndim < DIMS else None
+    return None if expanded is None else lambda p, q, a, where: operand(p, q, expanded(a, where))
+
+
+def operands_of(p, q, arrays, where):
+    """A join's pieces as operands, in order (its NumPy arrays recorded as constants before any join record, as the
+    Python recorder's join records them)."""
+
+
+@overload(operands_of)
+def _operands_of(p, q, arrays, where):
+    if isinstance(arrays, (types.List, types.UniTuple)):
+        return lambda p, q, arrays, where: [piece(p, q, a, where) for a in arrays]
+
+    def mixed(p, q, arrays, where):
+        out = [piece(p, q, arrays[0], where)]
+        for a in literal_unroll(arrays[1:]):
+            out.append(piece(p, q, a, where))
+        return out
+    return mixed
+
+
 @jit
-def _expanded(a, where):
-    """1-d view a with an axis of length 1 at ``where`` (0 or 1), strided as NumPy's reshape makes it."""
-    n, s = a.shape[0], a.strides[0]
-    shape, strides = ((1, n), (n * s, s)) if where == 0 else ((n, 1), (s, s))
-    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start, shape, strides, a.life)
+def chained(p, q, pieces, k, ndim):
+    """The join records of operands ``pieces`` (two or more) along axis k: of two or three (chained past three), as
+    tape/records/array_records.py's join; the last one's (record, offset, lengths)."""
+    three = len(pieces) > 2
+    r = written3(p, q, JOIN, k + 256 * (2 + three), 0.0, pieces[0], pieces[1], pieces[2] if three else pieces[1])
+    at = 2 + three
+    while at < len(pieces):
+        three = at + 1 < len(pieces)
+        e = pieces[at + 1] if three else pieces[at]
+        r = written3(p, q, JOIN, k + 256 * (2 + three), 0.0, whole(r[0], r[1], ndim, r[2]), pieces[at], e)
+        at += 2
+    return r
+
+
+def _joiner(arrays, stack: bool):
+    """The typer's body of np.concatenate (stack False) or np.stack of ``arrays``, or None where tape.jit does not
+    type it (then scalar records)."""
+    first = first_record(arrays)
+    ndim = 0 if first is None else (arrays.dtype if isinstance(arrays, (types.List, types.UniTuple)) else
+                                    arrays.types[first]).ndim
+    if first is None or stack and ndim >= DIMS:
+        return None
+    out = ndim + stack
+    make, single = RESULT[out], EXPANDED[ndim] if stack else _itself
+
+    def joined(arrays, axis=0):
+        k = normalized(axis, out)
+        if len(arrays) == 0:
+            raise ValueError("need at least one array to " + ("stack" if stack else "concatenate"))
+        p, q = arrays[first].tape, arrays[first].arrays
+        pieces = operands_of(p, q, arrays, k if stack else None)  # (of other shapes: the join's ValueError)
+        if len(pieces) == 1:  # (a record itself; stacked, a view of it: no record, as the Python recorder's)
+            return single(arrays[first], k)
+        return make(p, q, chained(p, q, pieces, k, out))
+    return joined
+
+
+@jit
+def _itself(a, k):
+    return a
+
+
+def concatenate_typer(arrays, axis=0):
+    """np.concatenate of a list or tuple of array records of one ndim, and NumPy arrays: join records of two or three
+    (chained past three), as tape/records/array_records.py's join; of one record, that one."""
+    return _joiner(arrays, False)
 
 
 def stack_typer(arrays, axis=0):
-    """np.stack of 1-d array records: each with a new axis of length 1, joined along it."""
-    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype) or arrays.dtype.ndim != 1:
-        return None
-
-    def stacked(arrays, axis=0):
-        if len(arrays) == 0:
-            raise ValueError("need at least one array to stack")
-        where = normalized(axis, 2)
-        pieces = [_expanded(a, where) for a in arrays]  # (of other shapes: the join's ValueError)
-        return np.concatenate(pieces, where)
-    return stacked
+    """np.stack of array records of one ndim (at most DIMS - 1 axes), and NumPy arrays: each with a new axis of length 1
+    (a record's reshape, an array's np.expand_dims), joined along it."""
+    return _joiner(arrays, True)
 
 
 def pairs(x):
@@ -209,6 +318,7 @@ def _gathered(array, widths, mode):
 
 def _register() -> None:
     overload(np.roll)(roll_typer)
+    overload(np.concatenate)(concatenate_typer)
     overload(np.stack)(stack_typer)
     overload(np.pad)(pad_typer)
 

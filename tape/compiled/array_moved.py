@@ -1,7 +1,7 @@
 """The values of tape.jit's join and gather records (array_records.py writes their records and plans): each operand's
 elements copied into the region as np.concatenate and np.pad's copying modes copy them (the same bits), by
-``write_moved``, a C function of its own (array_calls.py's, made when f first joins or pads). Joins and pads have one
-or two axes (array_overloads.py, array_joins.py type no more).
+``write_moved``, a C function of its own (array_calls.py's, made when f first joins or pads). Joins have up to DIMS
+axes, pads one or two (array_overloads.py, array_joins.py type no more).
 """
 
 from __future__ import annotations
@@ -16,18 +16,16 @@ from tape.compiled.array_records import (
     GATHER,
     JOIN,
     JOINED,
-    N0,
     N1,
     OL,
     ONES,
     OS,
-    S0,
     S1,
     ZEROS,
     open_record,
     put_view,
 )
-from tape.compiled.array_rows import AXES, INPUTS, PADS
+from tape.compiled.array_rows import AXES, INPUTS, LENGTHS, PADS
 from tape.compiled.numba_internals import types
 from tape.compiled.numba_payload import arrays_from_pointer
 from tape.compiled.recording import once
@@ -131,21 +129,27 @@ def _move(typingctx, aval, to, source, n):
 
 
 @once
-def _copied(s, k, a, b, e, nin, at):
-    """Join plan k's values: each operand's elements copied into its slice of the region, along axis ``at`` of their
-    last two (N0 or N1; joins have at most 2 axes), as np.concatenate copies them (the same bits)."""
-    out, width, along, aval = s.plans[k, 2], s.plans[k, INPUTS - 1], 0, s.aval
+def _copied(s, k, a, b, e, nin, axis):
+    """Join plan k's values: each operand's elements copied into its slice of the region along ``axis`` (of the DIMS
+    right-aligned lengths), as np.concatenate copies them (the same bits)."""
+    plan, aval = s.plans[k], s.aval
+    step = np.ones(DIMS, np.int64)  # the region's strides (C order)
+    for d in range(DIMS - 2, -1, -1):
+        step[d] = step[d + 1] * plan[LENGTHS + d + 1]
+    along = 0
     for v in range(nin):
         o = a if v == 0 else b if v == 1 else e
-        base, first, step = o[1] + o[2], out + (along * width if at == N0 else along), o[S1]
-        for i in range(o[N0]):
-            to, source = first + i * width, base + i * o[S0]
-            if step == 1:
-                _move(aval, to, source, o[N1])
-                continue
-            for j in range(o[N1]):
-                aval[to + j] = aval[source + j * step]
-        along += o[at]
+        base, first, n, t = o[1] + o[2], plan[2] + along * step[axis], o[OL:OS], o[OS:]
+        for i in range(n[0]):
+            for j in range(n[1]):
+                for m in range(n[2]):
+                    to, source = first + i * step[0] + j * step[1] + m * step[2], base + i * t[0] + j * t[1] + m * t[2]
+                    if t[3] == 1:
+                        _move(aval, to, source, n[3])
+                        continue
+                    for r in range(n[3]):
+                        aval[to + r] = aval[source + r * t[3]]
+        along += n[axis]
     return k
 
 
@@ -160,4 +164,4 @@ def write_moved(p, q, code, arg, c, a, b, e):
         return _copy(s, p, q, a, b) if b[7] == COPY else _padded(s, p, q, a, b)
     nin, axis = arg // 256, arg % 256
     k = _joined(s, p, q, a, b, e, nin, axis)
-    return k if k < 0 else _copied(s, k, a, b, e, nin, OL + DIMS - a[3] + axis)
+    return k if k < 0 else _copied(s, k, a, b, e, nin, DIMS - a[3] + axis)

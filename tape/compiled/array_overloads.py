@@ -19,7 +19,6 @@ from tape.compiled._recorders import ARITHMETIC, UNARY
 from tape.compiled.array_records import (
     CUMPROD,
     CUMSUM,
-    JOIN,
     LOGSUMEXP,
     MATMUL,
     MAX,
@@ -34,7 +33,6 @@ from tape.compiled.array_records import (
     element,
     whole,
     written,
-    written3,
 )
 from tape.compiled.array_rows import DIMS
 from tape.compiled.arrays import fresh
@@ -365,31 +363,6 @@ def matmul(most: int):
     return typer
 
 
-def concatenate_typer(arrays, axis=0):
-    """np.concatenate of a list or tuple of array records of one ndim (one or two axes: array_records._copied):
-    join records of two or three (chained past three), as tape/records/array_records.py's join; of one, that one."""
-    if not isinstance(arrays, (types.List, types.UniTuple)) or not is_record(arrays.dtype) or arrays.dtype.ndim > 2:
-        return None
-    ndim, make = arrays.dtype.ndim, RESULT[arrays.dtype.ndim]
-
-    def joined(arrays, axis=0):
-        k = axis + ndim if axis < 0 else axis
-        if k < 0 or k >= ndim:
-            raise ValueError("tape.jit: axis out of bounds of an array record's np.concatenate")
-        if len(arrays) == 0:
-            raise ValueError("need at least one array to concatenate")
-        p, q = arrays[0].tape, arrays[0].arrays
-        out, at = arrays[0], 1
-        while at < len(arrays):
-            three = at + 1 < len(arrays)
-            b = operand(p, q, arrays[at])
-            e = operand(p, q, arrays[at + 1]) if three else b
-            out = make(p, q, written3(p, q, JOIN, k + 256 * (2 + three), 0.0, operand(p, q, out), b, e))
-            at += 2
-        return out
-    return joined
-
-
 def _register() -> None:
     for name, (_, _, _, ufunc) in UNARY.items():
         if name not in ARRAY_OPCODE:
@@ -413,7 +386,6 @@ def _register() -> None:
         for fn in fns:
             overload(fn, prefer_literal=True)(_reduction(code))
         overload_method(ArrayRecordType, name, prefer_literal=True)(_reduction(code))
-    overload(np.concatenate)(concatenate_typer)
     for name, code, default in (("cumsum", CUMSUM, None), ("cumprod", CUMPROD, None), ("sort", SORT, -1)):
         overload(getattr(np, name))(along(code, default))
         if name != "sort":  # (ndarray.sort sorts in place)

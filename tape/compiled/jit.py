@@ -36,7 +36,7 @@ from tape.compiled import (  # noqa: F401  # registers the overloads
 )
 from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
-from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse
+from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse, refused_why
 from tape.compiled.jit_errors import check_data, first_line
 from tape.compiled.jit_gradients import array_value_and_grad, value_and_grad
 from tape.compiled.link_only import LINKED
@@ -130,6 +130,7 @@ class JitFunction:
         self._arena = 0  # elements of Var arrays the last calls made (each call gets an arena of this many)
         self._arrays: bool | None = None if arrays else False  # f compiles for an array record xs (None: untried)
         self._array_drive: Any = None
+        self._array_refusal = ""  # why f did not compile for an array record xs (told where Var arrays fail too)
         self._array_room = 0  # arena elements the array records of a call wrote, at most
         self._plan_room = 64  # plan rows a call wrote, at most (the table grows inside f by doubling, a copy each: the
         # heat equation's 4,500 rows, peak 612 -> 590 bytes per element of state)
@@ -193,7 +194,9 @@ class JitFunction:
             forget_failures(self.dispatcher, self._drive)  # Numba keeps the errors: they would keep t alive
         if message is not None:
             check_data(self.py_func, data)
-            raise JitError(first_line(message, self.py_func) + "\n\n" + message)
+            tried = f"\n(with xs an array record: {self._array_refusal.removeprefix('tape.jit: ')})" * bool(
+                self._array_refusal)
+            raise JitError(first_line(message, self.py_func) + tried + "\n\n" + message)
         return self._took(t, n0, nc0, got)
 
     def _record_arrays(self, t: Tape, view: Any, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -252,16 +255,18 @@ class JitFunction:
         if self._arrays is None:
             kinds = tuple(map(self._array_drive.typeof_pyval, args))
             refused = refusal(self.py_func, kinds) if self._cache else ""  # (a cached f's refusal: on disk)
-            if refused and os.path.exists(refused):
-                self._arrays = False
+            why = refused_why(refused) if refused else None
+            if why is not None:
+                self._arrays, self._array_refusal = False, why
                 return False
             try:
                 self._array_drive.compile(kinds)
-            except numba.core.errors.NumbaError:
+            except numba.core.errors.NumbaError as e:
+                self._array_refusal = first_line(str(e), self.py_func)
                 forget_failures(self.dispatcher, self._array_drive)
                 self._arrays = False
                 if refused:
-                    refuse(refused)
+                    refuse(refused, self._array_refusal)
                 return False
         return self._arrays is not False
 

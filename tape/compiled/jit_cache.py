@@ -127,13 +127,23 @@ def refusal(user, kinds: tuple) -> str:
     return os.path.join(cache_dir(), "jit", SOURCE_KEY, "refused", digest.hexdigest()[:32])
 
 
-def refuse(path: str) -> None:
-    """Write a refusal's file (where the cache cannot be written, the next process types f again)."""
+def refuse(path: str, why: str) -> None:
+    """Write a refusal's file, holding why (where the cache cannot be written, the next process types f again)."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        open(path, "a").close()
+        with open(path, "w") as file:
+            file.write(why)
     except OSError:
         pass
+
+
+def refused_why(path: str) -> str | None:
+    """What a refusal's file holds (why f did not type), or None where there is none."""
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:
+        return None
 
 
 def cache_as(dispatcher, user, index: str) -> None:
@@ -142,4 +152,5 @@ def cache_as(dispatcher, user, index: str) -> None:
 
 
 __all__ = [
-    "SOURCE_KEY", "USER_CACHED", "JitCacheLocator", "UserCache", "frozen", "cache_as", "refusal", "refuse"]
+    "SOURCE_KEY", "USER_CACHED", "JitCacheLocator", "UserCache", "frozen", "cache_as", "refusal", "refuse",
+    "refused_why"]

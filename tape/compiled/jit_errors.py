@@ -49,11 +49,14 @@ def first_line(message: str, fn: Callable[..., Any]) -> str:
         return f"tape.jit: {ours.group(1)}{where}"
     missing = re.search(r">>> (\w+\([^\n]*tape\.\w+[^\n]*\))", message)
     if missing:
-        return f"tape.jit: {missing.group(1)} is not supported on Vars{where} (tape.jit records the op table's ops)"
+        kind = "array records" if "tape.ArrayRecord" in missing.group(1) else "Vars"
+        return f"tape.jit: {missing.group(1)} is not supported on {kind}{where} (tape.jit records the op table's ops)"
     attribute = re.search(r"Unknown attribute '(\w+)' of type (tape\.\w+)", message)
     if attribute:
         return f"tape.jit: {attribute.group(2)} has no attribute {attribute.group(1)!r}{where}"
-    return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + message.strip().splitlines()[0]
+    said = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith("Failed in")]
+    said += message.strip().splitlines()[:1] or [""]  # (Numba's first line where it said nothing else)
+    return f"tape.jit: Numba could not compile {fn.__name__}{where}: " + said[0]
 
 
 __all__ = ["check_data", "first_line"]
