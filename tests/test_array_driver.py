@@ -155,6 +155,9 @@ SUMS = {  # forward sums: every set of axes, views, Fortran order (NumPy's step)
     "transposed and Fortran": lambda X: ((X[:360].reshape(12, 30).T.sum(axis=1) ** 2).sum()
                                          + (X[:360].reshape(3, 4, 30).transpose(2, 0, 1).sum(axis=(1, 2)) ** 2).sum()
                                          + (X[::-1][:300].sum() * 2.0)),
+    "all of a view's elements": lambda X: (X[:1200].reshape(40, 30)[:, 1:].sum() * X[:720].reshape(8, 9, 10)[
+        1:, ::2, 1::2].sum() + X[:1200].reshape(40, 30)[::2].sum() + (X[:1200].reshape(4, 10, 30)[:, 1:, ::3].sum(
+        axis=(1, 2)) ** 2).sum()),  # (NumPy 2.4 adds copies of a view that is not one block in its buffer)
     "mixed with NumPy's steps": lambda X: (tape.logsumexp(X[:40].reshape(5, 8) * 2.0, axis=1) * np.cumsum(
         X[:5]) + np.concatenate([X[:3], X[10:12]]) * X[:40].reshape(5, 8).max(axis=1)).sum()
     + (np.tanh(X[:48].reshape(6, 8) @ X[:8]) - 0.5).sum(),

@@ -425,3 +425,22 @@ def test_bad_joins_raise_as_python():
                                             "ValueError", "ValueError", "ValueError", "ValueError", "ValueError",
                                             "ValueError", "AxisError", "ValueError", "AxisError", "ValueError",
                                             "AxisError", "ValueError", "ValueError"] for _ in "pj"]
+
+
+def test_sums_of_all_of_a_view_s_elements_have_numpys_bits(monkeypatch):
+    """A sum over all the elements (or the trailing axes) of a view that is not one block, written by the driver's
+    forward (its kernels made at once): NumPy's bits, where NumPy 2.4 adds copies of the view in its buffer (the
+    driver's rows added line by line: old code 1-2 ulp off)."""
+    from tape.compiled import array_calls
+    monkeypatch.setattr(array_calls, "PAYBACK", 0.0)
+    sums = ["B[:, 1:].sum()", "B[1::3, 1::2].sum()", "B[::2].sum(axis=(0, 1))", "C[1:, ::2, 1::2].sum()",
+            "(C[:, 1:, ::3].sum(axis=(1, 2)) ** 2).sum()", "C[::-1][1:].sum()"]
+    py, jn = namespace("def f(x, k):\n    B, C = x.reshape(48, 30) * 1.5, x[:1440].reshape(8, 9, 20) * 0.5\n" + "".join(
+        f"    if k == {k}:\n        return {s} * 1.0\n" for k, s in enumerate(sums)) + "    return x.sum()\n",
+        arrays=True)
+    x = np.random.default_rng(32).normal(size=1440)
+    for k in range(len(sums)):
+        want = py["f"](x, k)  # (f on an ndarray: NumPy's own value)
+        assert tape.value_and_grad(jn["f"], argnums=0)(x, k)[0] == want == tape.value_and_grad(py["f"], argnums=0)(
+            x, k)[0]
+        assert jn["f"]._arrays is True

@@ -123,8 +123,9 @@ def by_driver(s, k):
     (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
     output or of lines of unit steps, or over a value made first in scratch: NumPy's loop called as its step calls it;
     the LSTM's gates, column slices: 120 calls back a call, 7.4 -> 4.6 ms), a sum's input in C order and not past
-    LARGE (a logsumexp's too, as lines: encoding._lines; the mixture's, 0.8 ms a call by NumPy's rule), a matmul's
-    operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor a batched matmul)."""
+    LARGE whose trailing reduced axes are one run (a logsumexp's too, as lines: encoding._lines; the mixture's, 0.8 ms
+    a call by NumPy's rule), a matmul's operands two blocks BLAS multiplies, of two axes (not NumPy's dot or syrk, nor
+    a batched matmul)."""
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
@@ -150,4 +151,11 @@ def by_driver(s, k):
     if kind == kernels.LOGSUMEXP:  # lines of unit steps along the last axis, one an output element, in order
         return last > 0 and t[SHAPE] == 1 and t[SHAPE + 1] == 1 and t[OUT_STRIDES + 3] == 0 and (
             t[OUT_STRIDES + 2] == 1 or t[SHAPE + 2] == 1) and t[VIEWS + STRIDES + 3] == 1
-    return last > 0
+    runs, step, tail = 0, 0, True  # the trailing reduced axes: one run (tape/sweeps/encoding.py's _trailing)
+    for d in range(DIMS - 1, -1, -1):
+        if t[SHAPE + d] != 1:
+            tail = tail and t[OUT_STRIDES + d] == 0
+            if tail:
+                runs += runs == 0 or t[VIEWS + STRIDES + d] != step
+                step = t[VIEWS + STRIDES + d] * t[SHAPE + d]
+    return last > 0 and runs <= 1

@@ -198,23 +198,38 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
 
 
 def _summed(P: _Plans, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(plans, rows) of sums in C order (else NumPy's iterator adds them in memory's order)."""
+    """(plans, rows) of sums in C order (else NumPy's iterator adds them in memory's order) whose trailing reduced
+    axes the view walks as one run (else NumPy 2.4 adds copies of them in its buffer, 8,192 elements or as many whole
+    lines at a time: _trailing)."""
     vshape, vsteps = P.vshape[k, 0], P.vsteps[k, 0]
+    axis = np.arange(4) - (4 - P.vndim[k, 0, None])  # each padded axis's index in the input (negative: padding)
+    reduced = (axis >= 0) & ((P.bits[k, None] >> np.maximum(axis, 0)) & 1 == 1)
     ordered, last = np.ones(len(k), bool), np.full(len(k), np.iinfo(np.int64).max)
     for d in range(4):
         on = vshape[:, d] != 1
         ordered &= ~on | (vsteps[:, d] < last)
         last = np.where(on, vsteps[:, d], last)
-    ordered &= last > 0
+    ordered &= (last > 0) & (_trailing(vshape, vsteps, reduced) <= 1)
     fits = (P.vndim[k, 0] <= 4) & (vshape.prod(1) <= LARGE) & ordered
-    k, vshape, vsteps = k[fits], vshape[fits], vsteps[fits]
-    axis = np.arange(4) - (4 - P.vndim[k, 0, None])  # each padded axis's index in the input (negative: padding)
-    reduced = (axis >= 0) & ((P.bits[k, None] >> np.maximum(axis, 0)) & 1 == 1)
+    k, vshape, vsteps, reduced = k[fits], vshape[fits], vsteps[fits], reduced[fits]
     steps = np.stack([_contiguous(np.where(reduced, 1, vshape)), np.where(vshape == 1, 0, vsteps)], 1)
     shape, steps = _coalesced(vshape, steps)
     t = P.rows(k, SUM)
     _put(t, shape, steps)
     return k, t
+
+
+def _trailing(shape: np.ndarray, steps: np.ndarray, reduced: np.ndarray) -> np.ndarray:
+    """By row: the runs of adjacent axes (as _coalesced merges them) among the trailing reduced axes of views
+    (shape, steps; axes of length 1 aside): NumPy's inner loop adds those pairwise where they are one run."""
+    runs, tail, step = np.zeros(len(shape), np.int64), np.ones(len(shape), bool), np.zeros(len(shape), np.int64)
+    for d in range(3, -1, -1):
+        on = shape[:, d] != 1
+        tail &= reduced[:, d] | ~on
+        now = tail & on
+        runs += now & ((runs == 0) | (steps[:, d] != step))
+        step = np.where(now, steps[:, d] * shape[:, d], step)
+    return runs
 
 
 def _lines(P: _Plans, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
