@@ -68,7 +68,8 @@ def f(A, B, C, D, v, w):             # batched matmul: with data of 2 and 3 axes
 
 JOINS = '''
 def f(A, w):                         # np.stack of 1-, 2- and 3-d records along each axis; np.concatenate of 3-d and 4-d
-    M = A[1]                         # ones along each axis, of views in and out of C order, of records and data
+    M = A[1]                         # ones along each axis, of views in and out of C order, of records and data;
+    #                                  np.roll and np.pad's 'constant' of 3-d records
     s = np.stack((M, np.tanh(M), M[::-1] * 2.0))
     t = np.stack([M.T, M.T * M.T], axis=1) + np.stack((M[0], M[3], M[::-1][5]), axis=-1).sum()
     u = np.stack((M, w, A[2, :, ::-1], M * w), axis=-1) + np.concatenate((w, M), axis=1).sum()
@@ -78,8 +79,10 @@ def f(A, w):                         # np.stack of 1-, 2- and 3-d records along 
     q = np.stack((A, np.cos(A)), axis=2)
     r = np.concatenate((q, q[:, :, :1] * 0.5, q[::-1]), axis=2)
     r = r + np.stack((A, A * A, A), axis=3).sum(axis=3).reshape(4, 16, 1, 20)
+    o = np.roll(A, 3, 2) * np.roll(A[:, ::-1], -1, axis=1) + np.roll(A.transpose(2, 0, 1), 7).transpose(1, 2, 0)
+    p = np.pad(A, ((0, 0), (1, 2), (2, 1)), constant_values=0.5) + np.pad(A[::-1], 1)[1:-1, ::2, 1::2].sum()
     return (s * s).sum() + (t * t).sum() + (u * u).mean() + (c * c[::-1]).sum() + (d * d).sum() + (e * e).mean() + \
-        (r * r).sum() * 0.1 + (np.stack((s, s[::-1])) * 0.5).sum()
+        (r * r).sum() * 0.1 + (np.stack((s, s[::-1])) * 0.5).sum() + (o * o).sum() + (p * p[::-1]).sum()
 '''
 
 

@@ -1,15 +1,17 @@
-"""np.roll, np.stack and np.pad of array records inside tape.jit, as the Python recorder writes them
-(tape/arrays/methods.py ``roll``, tape/arrays/joins.py ``stack``, tape/arrays/assign.py ``pad``): join records of
-views (a roll is two slices joined; a stack joins views with a new axis of length 1; a constant pad joins constant
-slabs on either side, axis by axis) and, for np.pad's copying modes, one gather record (array_gather.py). Anything
-else (a tuple of shifts, a pad width of another form, a roll or pad of 3 or more axes, a stack of 4) fails typing:
-scalar records.
+"""np.concatenate, np.stack, np.roll and np.pad of array records inside tape.jit, as the Python recorder writes them
+(tape/records/array_records.py ``join``, tape/arrays/joins.py ``stack``, tape/arrays/methods.py ``roll``,
+tape/arrays/assign.py ``pad``): join records of views (NumPy arrays among them recorded as constants; a stack joins
+views with a new axis of length 1; a roll is two slices joined; a constant pad joins constant slabs on either side,
+axis by axis) and, for np.pad's copying modes of one or two axes, one gather record (array_gather.py). Anything else
+(a tuple of shifts, a pad width of another form, a copying pad of 3 or more axes, a stack of 4) fails typing: scalar
+records.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import literal_unroll
+from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.compiled.array_gather import MODES
@@ -22,8 +24,6 @@ from tape.compiled.array_records import (
     RESULT,
     ZEROS,
     data,
-    matrix,
-    vector,
     whole,
     written,
     written3,
@@ -39,40 +39,32 @@ def _given(axis) -> bool:
 
 
 def roll_typer(a, shift, axis=None):
-    """np.roll by an int along an axis (or of the flattened record): the two slices joined (none: a whole turn)."""
-    if not is_record(a) or a.ndim > 2 or not isinstance(shift, types.Integer) or _given(axis) and not isinstance(
-            axis, types.Integer):
+    """np.roll by an int along an axis (or of the flattened record, shaped back): the two slices joined (none: a whole
+    turn), as tape/arrays/methods.py's roll."""
+    if not is_record(a) or not isinstance(shift, types.Integer) or _given(axis) and not isinstance(axis, types.Integer):
         return None
-    given = _given(axis)
-    if a.ndim == 2 and not given:  # of the flattened record, shaped back (a itself for a whole turn), as methods.roll
-        def flattened(a, shift, axis=None):
-            flat = a.reshape(-1)  # (a gather record where NumPy copies, even for a whole turn: the Python recorder's)
-            if shift % flat.shape[0] == 0:
-                return a
-            v = _rolled1(flat, shift, 0)
-            return make_array_record(v.tape, v.arrays, v.record, v.offset, v.start, a.shape, (a.shape[1], 1),
-                                     v.life)
-        return flattened
-    rolled = _rolled1 if a.ndim == 1 else _rolled2
-    return lambda a, shift, axis=None: rolled(a, shift, normalized(axis, a.ndim) if given else 0)
+    if _given(axis):
+        return lambda a, shift, axis=None: _rolled(a, shift, normalized(axis, a.ndim))
+
+    def flattened(a, shift, axis=None):
+        flat = a.reshape(-1)  # (a gather record where NumPy copies, even for a whole turn: the Python recorder's)
+        return a if shift % flat.shape[0] == 0 else _rolled(flat, shift, 0).reshape(a.shape)
+    return flattened
 
 
 @jit
-def _rolled1(a, shift, k):
-    """1-d a rolled by shift: its two slices joined (a itself for a whole turn), as tape/arrays/methods.py's roll."""
-    cut = a.shape[0] - shift % a.shape[0]
-    return a if cut == a.shape[0] else np.concatenate((a[cut:], a[:cut]))
+def _along(a, k, lo, hi):
+    """The view a[..., lo:hi, ...] of axis k (a slice: no record)."""
+    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start + lo * a.strides[k],
+                             tuple_setitem(a.shape, k, hi - lo), a.strides, a.life)
 
 
 @jit
-def _rolled2(a, shift, k):
-    """2-d a rolled by shift along axis k."""
-    cut = a.shape[k] - shift % a.shape[k]
-    if cut == a.shape[k]:
-        return a
-    if k == 0:
-        return np.concatenate((a[cut:], a[:cut]))
-    return np.concatenate((a[:, cut:], a[:, :cut]), 1)
+def _rolled(a, shift, k):
+    """a rolled by shift along axis k: its two slices joined (a itself for a whole turn)."""
+    n = a.shape[k]
+    cut = n - shift % n
+    return a if cut == n else np.concatenate((_along(a, k, cut, n), _along(a, k, 0, cut)), k)
 
 
 def _expander(ndim: int):
@@ -190,40 +182,39 @@ def stack_typer(arrays, axis=0):
     return _joiner(arrays, True)
 
 
-def pairs(x):
-    """A pad width or value as np.broadcast_to(x, (2, 2)) (an int or number, a pair, a tuple of one or two pairs)."""
+def pairs(x, array):
+    """A pad width or value as np.broadcast_to(x, (array.ndim, 2)), an array (an int or number, a pair, a tuple of
+    one pair or of a pair per axis)."""
 
 
 @overload(pairs)
-def _pairs(x):
+def _pairs(x, array):
+    nd = array.ndim
     if isinstance(x, types.Omitted):  # (constant_values left out: its default)
         c = float(x.value)
-        return lambda x: ((c, c), (c, c))
+        return lambda x, array: np.full((nd, 2), c)
     if isinstance(x, (types.Integer, types.Float)):
-        return lambda x: ((x, x), (x, x))
-    if not isinstance(x, types.BaseTuple) or len(x) not in (1, 2):
+        return lambda x, array: np.full((nd, 2), x)
+    if not isinstance(x, types.UniTuple):
         return None
-    inner = x.types[0]
-    if isinstance(inner, (types.Integer, types.Float)):
-        return (lambda x: ((x[0], x[0]), (x[0], x[0]))) if len(x) == 1 else (lambda x: ((x[0], x[1]), (x[0], x[1])))
-    if not isinstance(inner, types.BaseTuple) or any(len(k) != len(inner) for k in x.types) or len(inner) not in (1, 2):
+    if isinstance(x.dtype, (types.Integer, types.Float)):  # one number, or (before, after), for every axis
+        dtype = np.int64 if isinstance(x.dtype, types.Integer) else np.float64
+
+        def each(x, array):
+            out = np.empty((nd, 2), dtype)
+            out[:, 0], out[:, 1] = x[0], x[-1]
+            return out
+        return each if len(x) <= 2 else None
+    if not isinstance(x.dtype, types.UniTuple) or len(x.dtype) not in (1, 2) or len(x) not in (1, nd):
         return None
-    if len(inner) == 1:
-        return (lambda x: ((x[0][0], x[0][0]), (x[0][0], x[0][0]))) if len(x) == 1 else (
-            lambda x: ((x[0][0], x[0][0]), (x[1][0], x[1][0])))
-    return (lambda x: (x[0], x[0])) if len(x) == 1 else (lambda x: (x[0], x[1]))
+    dtype = np.int64 if isinstance(x.dtype.dtype, types.Integer) else np.float64
 
-
-@jit
-def _slab1(v, axis, n, c):
-    o = data(v.tape, v.arrays, np.full(n, float(c)))
-    return vector(v.tape, v.arrays, (o[0], o[1], o[OL:OS]))
-
-
-@jit
-def _slab2(v, axis, n, c):
-    o = data(v.tape, v.arrays, np.full((v.shape[0], n) if axis == 1 else (n, v.shape[1]), float(c)))
-    return matrix(v.tape, v.arrays, (o[0], o[1], o[OL:OS]))
+    def rows(x, array):  # one pair for every axis, or a pair per axis
+        out = np.empty((nd, 2), dtype)
+        for d in range(nd):
+            out[d, 0], out[d, 1] = x[d % len(x)][0], x[d % len(x)][-1]
+        return out
+    return rows
 
 
 def slab(v, axis, n, c):
@@ -231,7 +222,14 @@ def slab(v, axis, n, c):
     constants)."""
 
 
-overload(slab)(lambda v, axis, n, c: _slab1 if v.ndim == 1 else _slab2)
+@overload(slab)
+def _slab(v, axis, n, c):
+    make = RESULT[v.ndim]
+
+    def impl(v, axis, n, c):
+        o = data(v.tape, v.arrays, np.full(tuple_setitem(v.shape, axis, n), float(c)))
+        return make(v.tape, v.arrays, (o[0], o[1], o[OL:OS]))
+    return impl
 
 
 @jit
@@ -239,31 +237,32 @@ def _constant(array, widths, values):
     """np.pad's 'constant' mode: axis by axis, v between its slabs (one join record; none where both are empty)."""
     v = array
     for d in range(array.ndim):
-        before, after = widths[d]
+        before, after = widths[d, 0], widths[d, 1]
         if before and after:
-            low = slab(v, d, before, values[d][0])
-            v = np.concatenate((low, v, slab(v, d, after, values[d][1])), d)
+            low = slab(v, d, before, values[d, 0])
+            v = np.concatenate((low, v, slab(v, d, after, values[d, 1])), d)
         elif before:
-            v = np.concatenate((slab(v, d, before, values[d][0]), v), d)
+            v = np.concatenate((slab(v, d, before, values[d, 0]), v), d)
         elif after:
-            v = np.concatenate((v, slab(v, d, after, values[d][1])), d)
+            v = np.concatenate((v, slab(v, d, after, values[d, 1])), d)
     return v
 
 
 def pad_typer(array, pad_width, mode="constant", constant_values=0.0):
     """np.pad of an array record: 'constant' (numbers) joins constant slabs axis by axis (tape/records/
     array_records.py's pad: each axis's slabs span the earlier axes' pads); 'edge', 'reflect', 'symmetric' and
-    'wrap' gather (array_gather.py)."""
-    if not is_record(array) or array.ndim > 2 or not isinstance(
-            mode, (str, types.UnicodeType, types.StringLiteral, types.Omitted)) or \
+    'wrap' gather (array_gather.py; one or two axes)."""
+    if not is_record(array) or not isinstance(mode, (str, types.UnicodeType, types.StringLiteral, types.Omitted)) or \
             not _integral(pad_width):
         return None
-    if isinstance(mode, (str, types.Omitted)):
+    if isinstance(mode, (str, types.Omitted)) or getattr(mode, "literal_value", None) == "constant":
         return lambda array, pad_width, mode="constant", constant_values=0.0: _constant(
-            array, _widths(pad_width, array.ndim), pairs(constant_values))
+            array, _widths(pad_width, array), pairs(constant_values, array))
+    if array.ndim > 2:  # (a copying mode of 3 or more axes: scalar records)
+        return None
 
     def pad(array, pad_width, mode="constant", constant_values=0.0):
-        widths, values = _widths(pad_width, array.ndim), pairs(constant_values)
+        widths, values = _widths(pad_width, array), pairs(constant_values, array)
         if mode != "constant":
             return gathered(array, widths, mode)
         return _constant(array, widths, values)
@@ -277,11 +276,11 @@ def _integral(typ) -> bool:
 
 
 @jit
-def _widths(pad_width, ndim):
+def _widths(pad_width, array):
     """The pad widths as pairs, checked as NumPy checks them."""
-    widths = pairs(pad_width)
-    for d in range(ndim):
-        if widths[d][0] < 0 or widths[d][1] < 0:
+    widths = pairs(pad_width, array)
+    for d in range(array.ndim):
+        if widths[d, 0] < 0 or widths[d, 1] < 0:
             raise ValueError("index can't contain negative values")
     return widths
 
@@ -305,12 +304,12 @@ def _gathered(array, widths, mode):
     if array.ndim == 1:
         return lambda array, widths, mode: make(array.tape, array.arrays, written(
             array.tape, array.arrays, GATHER, 0, 0.0, operand(array.tape, array.arrays, array),
-            (0, 0, widths[0][0], widths[0][1], 1, array.shape[0], 1, _mode(mode)) + ZEROS))
+            (0, 0, widths[0, 0], widths[0, 1], 1, array.shape[0], 1, _mode(mode)) + ZEROS))
 
     def impl(array, widths, mode):
         m = _mode(mode)
         flat = array.reshape(-1)  # (a view in C order, else a gather record copying it, as the Python recorder's)
-        b = (widths[0][0], widths[0][1], widths[1][0], widths[1][1], array.shape[0], array.shape[1], 2, m) + ZEROS
+        b = (widths[0, 0], widths[0, 1], widths[1, 0], widths[1, 1], array.shape[0], array.shape[1], 2, m) + ZEROS
         return make(array.tape, array.arrays, written(array.tape, array.arrays, GATHER, 0, 0.0,
                                                      operand(array.tape, array.arrays, flat), b))
     return impl
