@@ -201,6 +201,18 @@ def f(x, M):                         # np.einsum: contractions, batched, outer, 
     return (s * s).sum() + (t * t).sum() + u + (np.einsum("ji,jk->ik", M, A[:, :16]) ** 2).sum() + d
 '''
 
+NEWAXES = '''
+def f(x, w):                         # np.newaxis in indices, np.expand_dims, np.flip, np.hstack and np.vstack (1-d
+    A = x[:1200].reshape(30, 40)     # pieces as rows, NumPy arrays among them)
+    p = (A[:, None, :] * A[None, :5, :]).sum(axis=2) + A[None].sum() + A[:, 3, None] * A[None, 2, ::-8]
+    q = np.expand_dims(A, 1) * np.expand_dims(A[:, 0], -1)[:, None] + np.expand_dims(A[::2], 0).sum()
+    r = np.flip(A, 0) * np.flip(A) + np.flip(A[:, ::2], axis=-1).sum()
+    h = np.hstack((A, A[:, :3] * 2.0)) + np.hstack((x[:10], w[:5], x[20:30])).sum()
+    v = np.vstack((A, np.tanh(A[:2]), w[:80].reshape(2, 40)))
+    s = np.vstack((x[:40], x[40:80] * x[80:120], w[:40]))
+    return (p * p).sum() + (q * q).mean() + (r * r).sum() + (h * h).sum() * 0.1 + (v * v).sum() + (s * s).sum()
+'''
+
 
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
@@ -227,6 +239,7 @@ def cases() -> dict:
         "einsum": (EINSUM, rng.normal(size=2400), (rng.normal(size=(32, 32)),)),
         "heads": (HEADS, rng.normal(size=2400), (rng.normal(scale=0.2, size=(32, 96)),)),
         "linalg": (LINALG, rng.normal(size=1100), (rng.normal(scale=0.1, size=(32, 32)) + 2.0 * np.eye(32),)),
+        "newaxes": (NEWAXES, rng.normal(size=1500), (rng.normal(size=1500),)),
     }
 
 

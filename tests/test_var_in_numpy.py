@@ -451,3 +451,28 @@ def test_concatenate_and_stack_take_numbers_and_arrays_as_constants(form):
     np.testing.assert_array_equal(g, expected)
     with pytest.raises(TypeError, match="joins VarArrays of one tape, and numbers"):
         tape.concatenate([np.ones(2), [1.0]])
+
+
+@pytest.mark.parametrize("size", [12, 2000])  # scalar records, an array record
+def test_likes_are_constants_and_stacks_join_as_numpy(size):
+    """np.zeros_like, ones_like, empty_like and full_like of a VarArray are NumPy arrays of its shape (no derivative
+    reaches them: they were a TypeError); np.hstack and np.vstack join as NumPy joins (1-d pieces as rows, NumPy arrays
+    among them). Value and gradient against NumPy's own value and central differences."""
+    w = np.linspace(-1.0, 1.0, size)
+
+    def f(x):
+        a = x.reshape(2, -1)
+        acc = np.zeros_like(a) + np.empty_like(a) * 0.0
+        for k in range(1, 3):
+            acc = acc + np.sin(a * k) * np.full_like(a, 0.5 * k)
+        h = np.hstack((a, np.ones_like(a) * 3.0, a[:, :2] ** 2))
+        v = np.vstack((x[:4], w[:4], x[-4:] * x[:4]))
+        return (acc * acc).sum() + (h * h).sum() * 0.1 + (np.vstack((a, a[:1] * 2.0)) * 0.2).sum() + (v * v).sum()
+
+    x = np.random.default_rng(size).normal(size=size)
+    value, grad = tape.value_and_grad(f)(x)
+    assert np.isclose(value, f(x), rtol=1e-13) and np.allclose(grad, central(f, x), rtol=1e-6, atol=1e-6)
+    t = tape.Tape()
+    xs = t.array(x)
+    for like in (np.zeros_like(xs), np.empty_like(xs), np.ones_like(xs), np.full_like(xs, 2.5)):
+        assert type(like) is np.ndarray and like.shape == (size,) and np.all(like == like[0])

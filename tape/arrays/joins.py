@@ -55,4 +55,16 @@ def stack(arrays, axis: int = 0) -> VarArray:
     return _join(arrays, axis, np.stack, "stack")
 
 
-_FUNCTIONS.update({np.concatenate: concatenate, np.stack: stack})
+def hstack(arrays) -> VarArray:
+    """numpy.hstack: a join along the second axis (the first of 1-d pieces)."""
+    arrays = tuple(arrays)
+    return concatenate(arrays, 0 if arrays and np.ndim(arrays[0]) == 1 else 1)
+
+
+def vstack(arrays) -> VarArray:
+    """numpy.vstack: 1-d pieces as rows (each reshaped to 1 x n), joined along the first axis."""
+    return concatenate([(a.reshape(1, -1) if isinstance(a, VarArray) else np.reshape(a, (1, -1))) if np.ndim(a) == 1
+                        else a for a in arrays], 0)
+
+
+_FUNCTIONS.update({np.concatenate: concatenate, np.stack: stack, np.hstack: hstack, np.vstack: vstack})

@@ -241,5 +241,7 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray 
     **{fn: (lambda a, axis=None, keepdims=False, name=name: getattr(a, name)(axis, keepdims))
        for fn, name in ((np.max, "max"), (np.amax, "max"), (np.min, "min"), (np.amin, "min"))},
     np.moveaxis: lambda a, source, destination: moveaxis(a, source, destination),
+    **{fn: (lambda a, *value, fill=fill: np.full(a.shape, float(value[0]) if fill is None else fill))  # (constants)
+       for fn, fill in ((np.zeros_like, 0.0), (np.empty_like, 0.0), (np.ones_like, 1.0), (np.full_like, None))},
     **EINSUM,
 }

@@ -182,6 +182,28 @@ def stack_typer(arrays, axis=0):
     return _joiner(arrays, True)
 
 
+def _ndim_of(arrays) -> int:
+    """The ndim of a join's pieces where every piece has one (0 where they differ or are not a join's)."""
+    if first_record(arrays) is None:
+        return 0
+    ndims = {arrays.dtype.ndim} if isinstance(arrays, (types.List, types.UniTuple)) else {t.ndim for t in arrays.types}
+    return ndims.pop() if len(ndims) == 1 else 0
+
+
+def hstack_typer(tup):
+    """np.hstack of array records (and NumPy arrays) of one ndim: a join along the second axis (the first of 1-d
+    ones), as tape/arrays/joins.py's hstack."""
+    ndim = _ndim_of(tup)
+    return None if not ndim else lambda tup: np.concatenate(tup, 0 if ndim == 1 else 1)
+
+
+def vstack_typer(tup):
+    """np.vstack of array records (and NumPy arrays) of one ndim: 1-d ones stacked as rows, others joined along the
+    first axis, as tape/arrays/joins.py's vstack."""
+    ndim = _ndim_of(tup)
+    return None if not ndim else (lambda tup: np.stack(tup, 0)) if ndim == 1 else lambda tup: np.concatenate(tup, 0)
+
+
 def pairs(x, array):
     """A pad width or value as np.broadcast_to(x, (array.ndim, 2)), an array (an int or number, a pair, a tuple of
     one pair or of a pair per axis)."""
@@ -319,6 +341,8 @@ def _register() -> None:
     overload(np.roll)(roll_typer)
     overload(np.concatenate)(concatenate_typer)
     overload(np.stack)(stack_typer)
+    overload(np.hstack)(hstack_typer)
+    overload(np.vstack)(vstack_typer)
     overload(np.pad)(pad_typer)
 
 

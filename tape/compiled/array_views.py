@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 from numba import literal_unroll
+from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.compiled import array_joins, array_where  # noqa: F401  # registers np.roll, np.stack, np.pad, np.where
@@ -54,13 +55,15 @@ def _cut_typer(key, n, stride):
         return lambda key, n, stride: (_at(key, n) * stride, 1, 0)
     if isinstance(key, types.SliceType):
         return lambda key, n, stride: _cut(key, n, stride)
+    if isinstance(key, types.NoneType):  # (np.newaxis: an axis of length 1, stride 0, as NumPy's view has it)
+        return lambda key, n, stride: (0, 1, 0)
     return None
 
 
 def _keys(key):
-    """The index types of ``key`` (one or a tuple), or None where they are not ints and slices."""
+    """The index types of ``key`` (one or a tuple), or None where they are not ints, slices and None."""
     keys = tuple(key.types) if isinstance(key, types.BaseTuple) else (key,)
-    return keys if all(isinstance(k, (types.Integer, types.SliceType)) for k in keys) else None
+    return keys if all(isinstance(k, (types.Integer, types.SliceType, types.NoneType)) for k in keys) else None
 
 
 def first(key):
@@ -97,8 +100,12 @@ def _picked(a, key):
 
 def getitem_typer(a, key):
     keys = _keys(key) if is_record(a) else None
-    if keys is None or len(keys) > a.ndim:
+    new = sum(isinstance(k, types.NoneType) for k in keys or ())
+    if keys is None or len(keys) - new > a.ndim:
         return None
+    if new:  # np.newaxis among them: the general form
+        ndim = a.ndim - sum(isinstance(k, types.Integer) for k in keys) + new
+        return _of_many(a, ndim) if ndim <= DIMS else None
     ints = [isinstance(k, types.Integer) for k in keys] + [False] * (a.ndim - len(keys))
     if a.ndim == 1 and ints[0]:
         return lambda a, key: element(a.tape, a.arrays, a.record, a.offset, a.start + cut(first(key), a.shape[0],
@@ -124,7 +131,8 @@ def getitem_typer(a, key):
 
 
 def _of_many(a, ndim: int):
-    """getitem of a record of 3 or more axes by ints and slices: a view of ndim axes (an element where none)."""
+    """getitem of a record of 3 or more axes by ints and slices (of any axes with None among them): a view of ndim
+    axes (an element where none)."""
     if not ndim:
         return lambda a, key: element(a.tape, a.arrays, a.record, a.offset, a.start + _cuts(a, key, 0)[0])
 
@@ -141,10 +149,13 @@ def _cuts(a, key, ndim):
     start, d, j = 0, 0, 0
     lengths, strides = np.empty(ndim, np.int64), np.empty(ndim, np.int64)
     for k in literal_unroll(keyed(key)):
-        at, n, step = cut(k, a.shape[d], a.strides[d])
-        start, d = start + at, d + 1
-        if not is_int(k):
-            lengths[j], strides[j], j = n, step, j + 1
+        if is_none(k):
+            lengths[j], strides[j], j = 1, 0, j + 1
+        else:
+            at, n, step = cut(k, a.shape[d], a.strides[d])
+            start, d = start + at, d + 1
+            if not is_int(k):
+                lengths[j], strides[j], j = n, step, j + 1
     for e in range(d, len(a.shape)):
         lengths[j], strides[j], j = a.shape[e], a.strides[e], j + 1
     return start, lengths, strides
@@ -162,6 +173,13 @@ def is_int(key):
 
 
 overload(is_int)(lambda key: (lambda key: True) if isinstance(key, types.Integer) else (lambda key: False))
+
+
+def is_none(key):
+    """Whether index ``key`` is None (np.newaxis: a new axis of length 1), a constant."""
+
+
+overload(is_none)(lambda key: (lambda key: True) if isinstance(key, types.NoneType) else (lambda key: False))
 
 
 def _transposed(a):
@@ -324,8 +342,39 @@ def reshape_typer(a, *shape):
     return lambda a, *shape: reshaped(a, _sizes(a, lengths_of(shape)))
 
 
+def flip_typer(m, axis=None):
+    """np.flip of an array record along an int axis or all: a view with those axes' steps reversed, as
+    tape/arrays/methods.py's flip (a slice ::-1 of each)."""
+    if not is_record(m) or not (isinstance(axis, (types.Integer, types.NoneType, types.Omitted)) or axis is None):
+        return None
+    every = not isinstance(axis, types.Integer)
+    return lambda m, axis=None: _flipped(m, -1 if every else normalized(axis, m.ndim))
+
+
+@jit
+def _flipped(a, k):
+    """a with axis k's order reversed (every axis for -1)."""
+    start, strides = 0, a.strides
+    for d in range(len(a.shape)):
+        if k < 0 or d == k:
+            start += (a.shape[d] - 1) * a.strides[d]
+            strides = tuple_setitem(strides, d, -a.strides[d])
+    return _view(a, start, a.shape, strides)
+
+
+def expand_dims_typer(a, axis):
+    """np.expand_dims of an array record at an int axis: its reshape with an axis of length 1 there (array_joins's,
+    as tape/arrays/methods.py's expand_dims)."""
+    if not is_record(a) or not isinstance(axis, types.Integer) or a.ndim >= DIMS:
+        return None
+    expanded = array_joins.EXPANDED[a.ndim]
+    return lambda a, axis: expanded(a, normalized(axis, a.ndim + 1))
+
+
 def _register() -> None:
     overload(operator.getitem)(getitem_typer)
+    overload(np.flip)(flip_typer)
+    overload(np.expand_dims)(expand_dims_typer)
     overload_attribute(ArrayRecordType, "T")(_transposed)
     overload_method(ArrayRecordType, "transpose")(transpose_typer)
     overload(np.transpose)(np_transpose_typer)
