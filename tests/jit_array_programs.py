@@ -203,14 +203,15 @@ def f(x, M):                         # np.einsum: contractions, batched, outer, 
 
 NEWAXES = '''
 def f(x, w):                         # np.newaxis in indices, np.expand_dims, np.flip, np.hstack and np.vstack (1-d
-    A = x[:1200].reshape(30, 40)     # pieces as rows, NumPy arrays among them)
+    A = x[:1200].reshape(30, 40)     # pieces as rows, NumPy arrays among them), np.linalg.norm along an axis
     p = (A[:, None, :] * A[None, :5, :]).sum(axis=2) + A[None].sum() + A[:, 3, None] * A[None, 2, ::-8]
     q = np.expand_dims(A, 1) * np.expand_dims(A[:, 0], -1)[:, None] + np.expand_dims(A[::2], 0).sum()
     r = np.flip(A, 0) * np.flip(A) + np.flip(A[:, ::2], axis=-1).sum()
     h = np.hstack((A, A[:, :3] * 2.0)) + np.hstack((x[:10], w[:5], x[20:30])).sum()
     v = np.vstack((A, np.tanh(A[:2]), w[:80].reshape(2, 40)))
     s = np.vstack((x[:40], x[40:80] * x[80:120], w[:40]))
-    return (p * p).sum() + (q * q).mean() + (r * r).sum() + (h * h).sum() * 0.1 + (v * v).sum() + (s * s).sum()
+    n = np.linalg.norm(A, axis=1) @ x[:30] + (np.linalg.norm(A[:, ::3], axis=0, keepdims=True) * A[:, ::3]).sum()
+    return (p * p).sum() + (q * q).mean() + (r * r).sum() + (h * h).sum() * 0.1 + (v * v).sum() + (s * s).sum() + n
 '''
 
 

@@ -87,7 +87,13 @@ def diff_typer(a, n=1, axis=-1):
 
 def norm_typer(x, ord=None, axis=None, keepdims=False):  # noqa: A002  NumPy's name
     """np.linalg.norm(x) of an array record or Var array: the 2-norm of all its elements, sqrt(sum(x * x)) (slope 0
-    at 0, as the Python recorder's; other orders and axes: the Python recorder's)."""
+    at 0, as the Python recorder's); of an array record along an int axis, sqrt(sum(x * x, axis)), keepdims a
+    constant (other orders and axes: the Python recorder's)."""
+    if is_record(x) and _given(ord, None) and isinstance(axis, types.Integer):
+        if _given(keepdims, True):
+            return lambda x, ord=None, axis=None, keepdims=False: (x * x).sum(axis=axis, keepdims=True) ** 0.5
+        return (lambda x, ord=None, axis=None, keepdims=False: (x * x).sum(axis=axis) ** 0.5) if _given(
+            keepdims, False) else None
     if not (is_record(x) or is_array(x)) or not all(_given(t, None) for t in (ord, axis)) or not _given(
             keepdims, False):
         return None
