@@ -31,7 +31,6 @@ def _nonzero(part: str) -> np.ndarray:
 SECOND_AA = HAS_INPUT & _nonzero("daa")  # indexed by opcode: d2/da2 is not zero by the table
 SECOND_AB = TWO_RECORDS & _nonzero("dab")
 SECOND_BB = TWO_RECORDS & _nonzero("dbb")
-SECOND = SECOND_AA | SECOND_AB | SECOND_BB  # an op with a second partial that is not zero
 
 
 def reached(op, in0, in1, depends_a, depends_b, second_aa, second_ab, second_bb, output):

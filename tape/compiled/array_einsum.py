@@ -13,9 +13,9 @@ import numpy as np
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.arrays import einsum
-from tape.compiled.array_overloads import is_data, is_record
+from tape.compiled.array_overloads import is_data, is_record, view
 from tape.compiled.array_rows import DIMS
-from tape.compiled.array_views import PERMUTED, RESHAPED, _view
+from tape.compiled.array_views import PERMUTED, RESHAPED
 from tape.compiled.numba_internals import types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
@@ -68,7 +68,7 @@ def _diagonal_of(where):
     @jit
     def take(x):
         n, strides = _diagonal(x, where, ndim)
-        return _view(x, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
+        return view(x, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
     return take
 
 

@@ -15,7 +15,7 @@ from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.compiled.array_gather import MODES
-from tape.compiled.array_overloads import is_data, is_record, normalized, operand
+from tape.compiled.array_overloads import is_data, is_record, normalized, operand, view
 from tape.compiled.array_records import (
     GATHER,
     JOIN,
@@ -29,7 +29,7 @@ from tape.compiled.array_records import (
     written3,
 )
 from tape.compiled.array_rows import DIMS
-from tape.compiled.numba_internals import make_array_record, types
+from tape.compiled.numba_internals import types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
 
@@ -55,8 +55,7 @@ def roll_typer(a, shift, axis=None):
 @jit
 def _along(a, k, lo, hi):
     """The view a[..., lo:hi, ...] of axis k (a slice: no record)."""
-    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start + lo * a.strides[k],
-                             tuple_setitem(a.shape, k, hi - lo), a.strides, a.life)
+    return view(a, lo * a.strides[k], tuple_setitem(a.shape, k, hi - lo), a.strides)
 
 
 @jit
@@ -84,14 +83,20 @@ def _expander(ndim: int):
 EXPANDED = [None, *map(_expander, range(1, DIMS))]  # by ndim
 
 
+def _kinds(arrays) -> tuple:
+    """The types of a join's pieces (a list's or a uniform tuple's one type; none where it is no list or tuple)."""
+    if isinstance(arrays, (types.List, types.UniTuple)):
+        return (arrays.dtype,)
+    return tuple(arrays.types) if isinstance(arrays, types.Tuple) else ()
+
+
 def first_record(arrays) -> int | None:
     """Where the first array record of a join's pieces (a list or tuple of records; a tuple may mix NumPy arrays in)
     is, or None where they are something else (no record, numbers): a join tape.jit does not type."""
-    if isinstance(arrays, (types.List, types.UniTuple)):
-        return 0 if is_record(arrays.dtype) else None
-    if not isinstance(arrays, types.Tuple) or not all(is_record(t) or is_data(t) for t in arrays.types):
+    kinds = _kinds(arrays)
+    if not all(is_record(t) or is_data(t) for t in kinds):
         return None
-    return next((i for i, t in enumerate(arrays.types) if is_record(t)), None)
+    return next((i for i, t in enumerate(kinds) if is_record(t)), None)
 
 
 def piece(p, q, a, where):
@@ -146,8 +151,7 @@ def _joiner(arrays, stack: bool):
     """The typer's body of np.concatenate (stack False) or np.stack of ``arrays``, or None where tape.jit does not
     type it (then scalar records)."""
     first = first_record(arrays)
-    ndim = 0 if first is None else (arrays.dtype if isinstance(arrays, (types.List, types.UniTuple)) else
-                                    arrays.types[first]).ndim
+    ndim = 0 if first is None else _kinds(arrays)[first].ndim
     if first is None or stack and ndim >= DIMS:
         return None
     out = ndim + stack
@@ -184,10 +188,8 @@ def stack_typer(arrays, axis=0):
 
 def _ndim_of(arrays) -> int:
     """The ndim of a join's pieces where every piece has one (0 where they differ or are not a join's)."""
-    if first_record(arrays) is None:
-        return 0
-    ndims = {arrays.dtype.ndim} if isinstance(arrays, (types.List, types.UniTuple)) else {t.ndim for t in arrays.types}
-    return ndims.pop() if len(ndims) == 1 else 0
+    ndims = {t.ndim for t in _kinds(arrays)}
+    return ndims.pop() if first_record(arrays) is not None and len(ndims) == 1 else 0
 
 
 def hstack_typer(tup):

@@ -36,7 +36,7 @@ from tape.compiled.array_records import (
 )
 from tape.compiled.array_rows import DIMS
 from tape.compiled.arrays import fresh
-from tape.compiled.numba_internals import ArrayRecordType, TypingError, types
+from tape.compiled.numba_internals import ArrayRecordType, TypingError, make_array_record, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import is_number, is_var, jit
 from tape.kernels.array_ops import ACONSTANT, ARRAY_OPCODE
@@ -56,6 +56,12 @@ def is_data(typ) -> bool:
 
 def _ndim(typ) -> int:
     return typ.ndim if is_record(typ) or is_data(typ) else 0
+
+
+@jit
+def view(a, start, shape, strides):
+    """A view of array record a (no record): ``start`` elements past a's, of ``shape`` and ``strides``."""
+    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start + start, shape, strides, a.life)
 
 
 def operand(p, q, x):

@@ -18,10 +18,10 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from tape.compiled import array_joins, array_where  # noqa: F401  # registers np.roll, np.stack, np.pad, np.where
 from tape.compiled.array_gather import COPY
-from tape.compiled.array_overloads import _size, is_record, normalized, operand
+from tape.compiled.array_overloads import _size, is_record, normalized, operand, view
 from tape.compiled.array_records import GATHER, LAST, ONES, RESULT, Unfit, element, written
 from tape.compiled.array_rows import DIMS
-from tape.compiled.numba_internals import ArrayRecordType, make_array_record, types
+from tape.compiled.numba_internals import ArrayRecordType, types
 from tape.compiled.overload_cache import overload, overload_attribute, overload_method
 from tape.compiled.recording import jit
 from tape.compiled.reshapes import reshape_strides
@@ -86,11 +86,6 @@ def _second(key):
 
 
 @jit
-def _view(a, start, shape, strides):
-    return make_array_record(a.tape, a.arrays, a.record, a.offset, a.start + start, shape, strides, a.life)
-
-
-@jit
 def _picked(a, key):
     """(offset, shape, strides) of a 2-d view indexed by key (an int's length 1, stride 0)."""
     d0, n0, s0 = cut(first(key), a.shape[0], a.strides[0])
@@ -113,7 +108,7 @@ def getitem_typer(a, key):
     if a.ndim == 1:
         def sliced(a, key):
             d, n, s = cut(first(key), a.shape[0], a.strides[0])
-            return _view(a, d, (n,), (s,))
+            return view(a, d, (n,), (s,))
         return sliced
     kept = [d for d in range(a.ndim) if not ints[d]]
     if a.ndim > 2:
@@ -121,12 +116,12 @@ def getitem_typer(a, key):
     if not kept:
         return lambda a, key: element(a.tape, a.arrays, a.record, a.offset, a.start + _picked(a, key)[0])
     if len(kept) == 2:
-        return lambda a, key: _view(a, *_picked(a, key))
+        return lambda a, key: view(a, *_picked(a, key))
     d = kept[0]
 
     def line(a, key):
         at, shape, strides = _picked(a, key)
-        return _view(a, at, (shape[d],), (strides[d],))
+        return view(a, at, (shape[d],), (strides[d],))
     return line
 
 
@@ -138,7 +133,7 @@ def _of_many(a, ndim: int):
 
     def picked(a, key):
         start, lengths, strides = _cuts(a, key, ndim)
-        return _view(a, start, to_fixed_tuple(lengths, ndim), to_fixed_tuple(strides, ndim))
+        return view(a, start, to_fixed_tuple(lengths, ndim), to_fixed_tuple(strides, ndim))
     return picked
 
 
@@ -186,8 +181,7 @@ def _transposed(a):
     """.T and transpose(): the axes reversed."""
     if a.ndim == 1:
         return lambda a: a
-    return lambda a: make_array_record(a.tape, a.arrays, a.record, a.offset, a.start, a.shape[::-1], a.strides[::-1],
-                                       a.life)
+    return lambda a: view(a, 0, a.shape[::-1], a.strides[::-1])
 
 
 @jit
@@ -210,7 +204,7 @@ def _permuter(ndim: int):
     @jit
     def permuted(a, order):
         n, s = _permuted(a, order)
-        return _view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(s, ndim))
+        return view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(s, ndim))
     return permuted
 
 
@@ -311,9 +305,9 @@ def _reshaper(ndim: int):
 
     @jit
     def reshaped(a, n):
-        strides, view = reshape_strides(a.shape, a.strides, n)
-        if view:
-            return _view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
+        strides, fits = reshape_strides(a.shape, a.strides, n)
+        if fits:
+            return view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
         lengths = (ONES + to_fixed_tuple(n, ndim))[LAST:]
         b = (0, 0, 0, 0, 0, 0, ndim, COPY) + lengths
         return make(a.tape, a.arrays, written(a.tape, a.arrays, GATHER, 0, 0.0, operand(a.tape, a.arrays, a), b))
@@ -359,7 +353,7 @@ def _flipped(a, k):
         if k < 0 or d == k:
             start += (a.shape[d] - 1) * a.strides[d]
             strides = tuple_setitem(strides, d, -a.strides[d])
-    return _view(a, start, a.shape, strides)
+    return view(a, start, a.shape, strides)
 
 
 def expand_dims_typer(a, axis):

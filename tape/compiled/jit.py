@@ -194,8 +194,8 @@ class JitFunction:
             forget_failures(self.dispatcher, self._drive)  # Numba keeps the errors: they would keep t alive
         if message is not None:
             check_data(self.py_func, data)
-            tried = f"\n(with xs an array record: {self._array_refusal.removeprefix('tape.jit: ')})" * bool(
-                self._array_refusal)
+            tried = f"\n(with xs an array record: {self._array_refusal.removeprefix('tape.jit: ')})" if (
+                self._array_refusal) else ""
             raise JitError(first_line(message, self.py_func) + tried + "\n\n" + message)
         return self._took(t, n0, nc0, got)
 
