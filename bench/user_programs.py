@@ -174,4 +174,30 @@ def softmax(ns: Any, n: int = 2000, d: int = 64, classes: int = 10, lam: float =
     return th0, f, hand, n * classes
 
 
-PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax}
+def gaussian(ns: Any, n: int = 5000, d: int = 32) -> tuple:
+    """The mean negative log-likelihood (up to constants) of n points of d features under a Gaussian of precision
+    L L^T: L lower triangular, np.tril of params below its diagonal plus np.diag of exp of d params on it, the mean a
+    row of params broadcast over the points by np.broadcast_to. Params L's, its log diagonal, the mean."""
+    rng = np.random.default_rng(16)
+    X = rng.normal(size=(n, d)) @ rng.normal(scale=0.5, size=(d, d)) + 1.0
+    th0 = np.concatenate([rng.normal(scale=0.1, size=d * d + d), np.zeros(d)])
+    cut, top = d * d, d * d + d
+
+    def f(th: Any) -> Any:
+        L = ns.xp.tril(th[:cut].reshape(d, d), -1) + ns.xp.diag(ns.xp.exp(th[cut:top]))
+        Z = (X - ns.xp.broadcast_to(th[top:], (n, d))) @ L
+        return 0.5 * (Z * Z).sum() / n - th[cut:top].sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        s, C = th[cut:top], X - th[top:]
+        L = np.tril(th[:cut].reshape(d, d), -1) + np.diag(np.exp(s))
+        Z = C @ L
+        G = C.T @ Z / n  # the gradient by L
+        return float(0.5 * (Z * Z).sum() / n - s.sum()), np.concatenate(
+            [np.tril(G, -1).ravel(), np.diag(G) * np.exp(s) - 1.0, -(Z @ L.T).sum(0) / n])
+
+    return th0, f, hand, n * d
+
+
+PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax,
+            "gaussian": gaussian}

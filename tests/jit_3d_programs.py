@@ -86,6 +86,20 @@ def f(A, w):                         # np.stack of 1-, 2- and 3-d records along 
 '''
 
 
+ARRANGED = '''
+def f(A, w):                         # np.broadcast_to, np.repeat, np.tile, np.triu and np.tensordot of 3-d records
+    b = np.broadcast_to(A[1], (3, 16, 20)) * np.broadcast_to(A[:, :1, ::-1], (4, 16, 20))[1:]
+    r = np.repeat(A, 2, axis=0)[::2] + np.repeat(A[:, ::-1], 2, axis=1)[:, ::2] + np.repeat(A[:, 2:5], 3).sum()
+    c = np.repeat(A.transpose(1, 0, 2), 2, axis=-1)[:, :, ::4]
+    t = np.tile(A[0, :3], 2) + np.tile(A[:, 0], (2, 1)).sum()
+    u = np.triu(A, 1)[:, :, :16] - np.tril(A.transpose(0, 2, 1)[:, :16], -1).transpose(0, 2, 1)
+    k = np.tensordot(A, A, axes=((0, 2), (0, 2))) + np.tensordot(A, w, axes=([1, 2], [0, 1])).sum()
+    m = np.tensordot(w, A, axes=((0,), (1,)))
+    return (b * b).sum() + (r * r).sum() + (c * c).mean() + (t * t).sum() + (u * u).sum() + (k * k).sum() * 1e-3 + \
+        (m * m).sum() * 1e-2
+'''
+
+
 def cases() -> dict:
     """name -> (source, x0, data)."""
     rng = np.random.default_rng(27)
@@ -102,6 +116,7 @@ def cases() -> dict:
                      rng.normal(size=16), rng.normal(size=12))),
         "four": (FOUR, rng.normal(size=(32, 40)), (rng.normal(size=(3, 2, 32, 40)), rng.normal(size=40))),
         "joins": (JOINS, rng.normal(size=(4, 16, 20)), (rng.normal(size=(16, 20)),)),
+        "arranged": (ARRANGED, rng.normal(size=(4, 16, 20)), (rng.normal(size=(16, 20)),)),
     }
 
 

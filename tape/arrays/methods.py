@@ -1,7 +1,8 @@
 """VarArray's methods and NumPy functions made of its other operations, so they need no rule of their own.
 
-Shape functions are views (reshape, transpose, slicing: nothing recorded); roll is one join record (or a gather);
-tile, repeat, broadcast_to and diagonal are one gather record; var, std, norm, outer, trace and diff
+Shape functions are views (reshape, transpose, slicing, an array record's diagonal: nothing recorded); roll is one
+join record (or a gather); tile, repeat and broadcast_to are one gather record; triu, tril and diag of a vector are a
+select by a constant mask (as NumPy's); tensordot is a matmul (as NumPy's); var, std, norm, outer, trace and diff
 are arithmetic and reductions; max and min are one array record each.
 
 The methods are declared on VarArray (tape/arrays/varray.py), each calling the function here
@@ -21,7 +22,7 @@ import numpy as np
 
 from tape.arrays import linalg
 from tape.arrays.einsum import FUNCTIONS as EINSUM
-from tape.sweeps.driver import contiguous
+from tape.records import array_records
 
 if TYPE_CHECKING:
     from tape.arrays.varray import VarArray
@@ -100,8 +101,13 @@ def _places(a: Any) -> np.ndarray:
 
 
 def _gathered(a: Any, places: np.ndarray) -> Any:
-    """The elements of a at flat places (an index array of any shape): one gather record."""
-    return a.reshape(-1)[places]
+    """The elements of a at flat places (C order; an index array of any shape): one gather record, of an array
+    record's region through a's view (tape.jit's: a copy of a view with steps of 0 where elements repeat)."""
+    v = a._view
+    if v is None:
+        return a.reshape(-1)[places]
+    t = a._live_tape()
+    return type(a)(t._segment(), None, array_records.gather(t, v.record, array_records.places(v).reshape(-1)[places]))
 
 
 def roll(a: Any, shift: int, axis: int | None = None) -> Any:
@@ -133,24 +139,74 @@ def broadcast_to(a: Any, shape: tuple[int, ...]) -> Any:
 
 
 def diagonal(a: Any, offset: int = 0) -> Any:
-    """numpy.diagonal of a 2-d array, as a gather."""
+    """numpy.diagonal of a 2-d array: of an array record a view (its two steps added, as tape.jit's), else a gather."""
     if a.ndim != 2:
         raise ValueError("diagonal: tape takes 2-d arrays")
-    return _gathered(a, np.diagonal(_places(a), offset).copy())
+    (m, n), k = a.shape, int(offset)
+    length = max(min(m, n - k) if k >= 0 else min(m + k, n), 0)
+    v = a._view
+    if v is None or not length:
+        return _gathered(a, np.diagonal(_places(a), k).copy())
+    start = k * v.strides[1] if k >= 0 else -k * v.strides[0]
+    return type(a)(a._live_tape()._segment(), None, v._replace(offset=v.offset + start, shape=(length,),
+                                                             strides=(v.strides[0] + v.strides[1],)))
 
 
 def trace(a: Any, offset: int = 0) -> Any:
-    """numpy.trace of a 2-d array: the sum of its diagonal; of an array record's region in C order, a view of every
-    n + 1st element (no gather: tape.jit's record)."""
-    if offset == 0 and a.ndim == 2 and a._view is not None and a._view.strides == contiguous(a.shape):
-        return strided_trace(a)
+    """numpy.trace of a 2-d array: the sum of its diagonal."""
     return diagonal(a, offset).sum()
 
 
 def strided_trace(a: Any) -> Any:
-    """The sum of a 2-d array's diagonal as a view of every n + 1st element of it flattened (tape.jit's too)."""
+    """The sum of a 2-d array's diagonal as a view of every n + 1st element of it flattened (tape.jit's of a Var array
+    in C order)."""
     m, n = a.shape
     return a.reshape(-1)[0:min(m, n) * (n + 1):n + 1].sum()
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """numpy.diag: a 2-d array's k-th diagonal; a vector as the k-th diagonal of a square of zeros (a select by NumPy's
+    np.eye mask, of the vector as a row (k < 0) or column (k >= 0) padded by zeros to the square's side)."""
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    k = int(k)
+    n = v.shape[0] + abs(k)
+    padded = np.concatenate((v, np.zeros(abs(k)))) if k else v
+    return np.where(np.eye(n, k=k, dtype=bool), padded.reshape(1, n) if k < 0 else padded.reshape(n, 1), 0.0)
+
+
+def _triangle(lower: bool) -> Callable[..., Any]:
+    def triangle(m: Any, k: int = 0) -> Any:
+        """numpy.tril (lower) or numpy.triu: the elements on and below (above) the k-th diagonal of the last two axes,
+        zeros elsewhere: a select by NumPy's np.tri mask."""
+        if m.ndim < 2:
+            raise ValueError("tape's tril and triu take arrays of two axes or more")
+        mask = np.tri(m.shape[-2], m.shape[-1], int(k) if lower else int(k) - 1, dtype=bool)
+        return np.where(mask if lower else ~mask, m, 0.0)
+    return triangle
+
+
+def tensordot(a: Any, b: Any, axes: int | tuple[Any, Any] = 2) -> Any:
+    """numpy.tensordot as NumPy computes it: a's other axes then its contracted ones and b's contracted then its
+    others, each transposed and reshaped to a matrix, their product reshaped to the other axes' lengths (NumPy's
+    numbers; tape.jit's records). ``axes`` an int (a's last, b's first) or a pair of axes or lists of them."""
+    sa, sb = np.shape(a), np.shape(b)
+    if isinstance(axes, (int, np.integer)):
+        left, right = list(range(len(sa) - int(axes), len(sa))), list(range(int(axes)))
+    else:
+        left, right = ([int(k) for k in np.atleast_1d(side)] for side in axes)
+    left, right = [_axis(k, len(sa)) for k in left], [_axis(k, len(sb)) for k in right]
+    if len(left) != len(right) or any(sa[i] != sb[j] for i, j in zip(left, right, strict=True)):
+        raise ValueError("shape-mismatch for sum")
+    free_a, free_b = [k for k in range(len(sa)) if k not in left], [k for k in range(len(sb)) if k not in right]
+    inner = math.prod(sa[k] for k in left)
+    at = np.transpose(a, free_a + left).reshape(math.prod(sa[k] for k in free_a), inner)
+    bt = np.transpose(b, right + free_b).reshape(inner, math.prod(sb[k] for k in free_b))
+    product = at @ bt
+    shape = tuple(sa[k] for k in free_a) + tuple(sb[k] for k in free_b)
+    return product.reshape(shape) if shape else product[0, 0]
 
 
 def outer(a: Any, b: Any) -> Any:
@@ -232,6 +288,10 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {  # numpy function -> on a VarArray 
     np.repeat: repeat,
     np.broadcast_to: broadcast_to,
     np.diagonal: diagonal,
+    np.diag: diag,
+    np.tril: _triangle(lower=True),
+    np.triu: _triangle(lower=False),
+    np.tensordot: tensordot,
     np.trace: trace,
     np.outer: outer,
     np.diff: diff,

@@ -298,19 +298,32 @@ def _sizes(a, shape):
     return n
 
 
-def _reshaper(ndim: int):
-    """(a, lengths n) -> a reshaped to ndim axes: a view where NumPy gives one, else its elements in C order copied by
-    one gather record (array_gather.COPY), as tape/records/array_records.py's reshape."""
+def _copier(ndim: int):
+    """(a, shape of ndim ints) -> a's elements in C order copied by one gather record (array_gather.COPY), of that
+    shape (a's size), as tape/records/array_records.py's gather of a view's places."""
     make = RESULT[ndim]
+
+    @jit
+    def copied(a, shape):
+        b = (0, 0, 0, 0, 0, 0, ndim, COPY) + (ONES + shape)[LAST:]
+        return make(a.tape, a.arrays, written(a.tape, a.arrays, GATHER, 0, 0.0, operand(a.tape, a.arrays, a), b))
+    return copied
+
+
+COPIED = [_copier(ndim) for ndim in range(1, DIMS + 1)]
+
+
+def _reshaper(ndim: int):
+    """(a, lengths n) -> a reshaped to ndim axes: a view where NumPy gives one, else its elements in C order copied
+    (COPIED), as tape/records/array_records.py's reshape."""
+    copied = COPIED[ndim - 1]
 
     @jit
     def reshaped(a, n):
         strides, fits = reshape_strides(a.shape, a.strides, n)
         if fits:
             return view(a, 0, to_fixed_tuple(n, ndim), to_fixed_tuple(strides, ndim))
-        lengths = (ONES + to_fixed_tuple(n, ndim))[LAST:]
-        b = (0, 0, 0, 0, 0, 0, ndim, COPY) + lengths
-        return make(a.tape, a.arrays, written(a.tape, a.arrays, GATHER, 0, 0.0, operand(a.tape, a.arrays, a), b))
+        return copied(a, to_fixed_tuple(n, ndim))
     return reshaped
 
 

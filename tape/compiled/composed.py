@@ -49,9 +49,9 @@ def _as(impl, when=None):
 
 
 def _square_c(a) -> bool:
-    """A 2-d array record, or Var array in C order (a view in another order, which the driver cannot reshape flat,
-    is refused)."""
-    return (is_record(a) or is_array(a) and a.layout == "C") and a.ndim == 2
+    """A 2-d Var array in C order (a view in another order, which the driver cannot reshape flat, is refused; an array
+    record's trace: tape/compiled/array_arranged.py)."""
+    return is_array(a) and a.layout == "C" and a.ndim == 2
 
 
 def _register() -> None:

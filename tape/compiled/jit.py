@@ -23,6 +23,7 @@ from numba.extending import typeof_impl
 
 from tape.arrays.varray import VarArray
 from tape.compiled import (  # noqa: F401  # registers the overloads
+    array_arranged,
     array_calls,
     array_einsum,
     array_linalg,
