@@ -363,13 +363,35 @@ def test_bad_shapes_raise_value_errors_as_python():
     assert all(line.startswith("ValueError") for line in lines[:6])
 
 
-JOINS_BAD = textwrap.dedent('''
+RAISES = textwrap.dedent('''
     import sys
     import numpy as np
     sys.path.insert(0, {tests!r})
     from test_jit_arrays import namespace
     import tape
-    py, jn = namespace("""
+    py, jn = namespace({source!r}, arrays=True)
+    for n, k in {calls!r}:
+        for g in (py["f"], jn["f"]):
+            try:
+                g(tape.Tape().array(np.ones(1200)), n, k)
+                print("no error")
+            except (IndexError, ValueError) as e:
+                print(type(e).__name__)
+    print(jn["f"]._arrays, "done")
+''')
+
+
+def raised(source: str, calls: tuple) -> list[str]:
+    """What f(u, n, k) of ``source`` raised at each (n, k) of ``calls``, the Python recorder's then tape.jit's (u 1,200
+    ones, an array record), and last whether tape.jit's f wrote array records: in a subprocess (a crash would take the
+    test run with it)."""
+    script = RAISES.format(tests=os.path.dirname(__file__), source=textwrap.dedent(source), calls=calls)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+JOINS_BAD = """
     def f(u, n, k):
         if n == 0:
             return np.roll(u, 3, k).sum()
@@ -397,29 +419,16 @@ JOINS_BAD = textwrap.dedent('''
         if n == 12:
             return np.concatenate((np.ones((2, 3, 5)), u.reshape(2, 3, 200), np.ones((3, 200))), k).sum()
         return u.max(axis=k)
-    """, arrays=True)
-    u = np.ones(1200)
-    for n, k in ((0, 1), (0, -2), (1, 0), (2, 2), (2, -3), (3, -1), (4, -2), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1),
-                 (10, 1), (10, 3), (11, 0), (11, -4), (12, 2), (12, 1)):
-        for g in (py["f"], jn["f"]):
-            try:
-                g(tape.Tape().array(u), n, k)
-                print("no error")
-            except (IndexError, ValueError) as e:
-                print(type(e).__name__)
-    print(jn["f"]._arrays, "done")
-''')
+"""
 
 
 def test_bad_joins_raise_as_python():
     """np.roll, np.stack, np.concatenate and max along an axis out of bounds (NumPy's AxisError), a stack of other
     shapes, joins of 2-d and 3-d records (and NumPy arrays) whose other axes or ndims differ, a negative pad width, a
     pad mode tape lacks, a dot of vectors of two lengths, a comparison and a where of shapes that do not broadcast:
-    the Python recorder's exceptions (a subprocess: a crash would take the test run with it)."""
-    run = subprocess.run([sys.executable, "-c", JOINS_BAD.format(tests=os.path.dirname(__file__))],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+    the Python recorder's exceptions."""
+    lines = raised(JOINS_BAD, ((0, 1), (0, -2), (1, 0), (2, 2), (2, -3), (3, -1), (4, -2), (5, 1), (6, 1), (7, 1),
+                               (8, 1), (9, 1), (10, 1), (10, 3), (11, 0), (11, -4), (12, 2), (12, 1)))
     assert lines[-1] == "None done" and len(lines) == 37  # (never fell back to scalar records: each call raised)
     assert lines[:-1] == [name for name in ["AxisError", "AxisError", "ValueError", "AxisError", "AxisError",
                                             "ValueError", "ValueError", "ValueError", "ValueError", "ValueError",
