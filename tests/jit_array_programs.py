@@ -233,6 +233,25 @@ def f(x, w):                         # np.tile, np.broadcast_to, np.repeat (view
 '''
 
 
+FACTORS = '''
+def f(x):                            # np.linalg.eigh (UPLO either, batched), eigvalsh, qr (reduced and 'r'), svd
+    A = x[:1024].reshape(32, 32)     # (reduced, values only, a square's full) and svdvals, of symmetric matrices
+    S = A + A.T                      # (eigh), in losses no factor's sign changes
+    w, V = np.linalg.eigh(S)
+    u, U = np.linalg.eigh(S * 0.5, "U")
+    W = np.linalg.eigh(x[:1008].reshape(7, 12, 12) + x[:1008].reshape(7, 12, 12).transpose(0, 2, 1))[0]
+    Q, R = np.linalg.qr(x[:1200].reshape(40, 30))
+    R2 = np.linalg.qr(A[:, :20], "r")
+    U1, s, Vh = np.linalg.svd(x[:1200].reshape(40, 30), full_matrices=False)
+    s2 = np.linalg.svd(A.T[:20], compute_uv=False)
+    U3, s3, V3 = np.linalg.svd(A[:8, :8] + np.eye(8) * 3.0)
+    return ((w * w).sum() + (V[:, :4] ** 4).sum() + (u ** 3).sum() + (U[:3] ** 4).sum() + (W * W).sum() * 0.1
+            + np.linalg.eigvalsh(S).sum() + (Q[:, :3] ** 4).sum() + (R * R).sum() + (R2 ** 4).sum() * 0.01
+            + (s ** 3).sum() + (U1[:, :2] ** 4).sum() + (Vh[:2] ** 4).sum() + s2.sum() + (s3 ** 2).sum()
+            + (V3[0] ** 4).sum() + np.linalg.svdvals(A[:6]).sum())
+'''
+
+
 def cases() -> dict:
     """name -> (source, x0, data, which side is xs: its shape)."""
     rng = np.random.default_rng(26)
@@ -260,6 +279,7 @@ def cases() -> dict:
         "linalg": (LINALG, rng.normal(size=1100), (rng.normal(scale=0.1, size=(32, 32)) + 2.0 * np.eye(32),)),
         "newaxes": (NEWAXES, rng.normal(size=1500), (rng.normal(size=1500),)),
         "arranged": (ARRANGED, rng.normal(size=1500), (rng.normal(size=1500),)),
+        "factors": (FACTORS, rng.normal(size=1500), ()),
     }
 
 

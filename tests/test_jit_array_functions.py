@@ -149,6 +149,16 @@ BAD = textwrap.dedent('''
             return np.sort(A, k).sum()
         if n == 8:
             return np.linalg.inv(u).sum()
+        if n == 10:
+            return np.linalg.eigh(A[:, :k])[0].sum()
+        if n == 11:
+            return np.linalg.qr(A[:k])[0].sum()
+        if n == 12:
+            return np.linalg.svd(A[:k])[1].sum()
+        if n == 13:
+            return np.linalg.eigh(A, "X")[0].sum()
+        if n == 14:
+            return np.linalg.eigvalsh(u).sum()
         return np.linalg.det(A * 0.0)
     """
     namespace = {"np": np}
@@ -156,14 +166,15 @@ BAD = textwrap.dedent('''
     f = namespace["f"]
     jf = tape.jit(f, cache=False)
     u = np.random.default_rng(0).normal(size=1100)
-    for n, k in ((0, 0), (1, 31), (2, 0), (3, 31), (4, 31), (5, 0), (6, 2), (7, -3), (8, 0), (9, 0)):
+    for n, k in ((0, 0), (1, 31), (2, 0), (3, 31), (4, 31), (5, 0), (6, 2), (7, -3), (8, 0), (10, 31), (11, 5),
+                 (12, 5), (13, 0), (14, 0), (9, 0)):
         for g in (f, jf):
             t = tape.Tape()
             x = t.array(u)
             before = len(t)
             try:
                 print(type(g(x, n, k)).__name__)
-            except (np.linalg.LinAlgError, ValueError) as e:
+            except (np.linalg.LinAlgError, ValueError, NotImplementedError) as e:
                 print(type(e).__name__, len(t) - before if g is jf else "")
     print(jf._arrays, "done")
 ''')
@@ -171,16 +182,18 @@ BAD = textwrap.dedent('''
 
 def test_bad_input_raises_as_python():
     """A singular matrix (solve, inv), one not square, not positive definite (cholesky), of one axis; a solve's b of
-    another length; an axis out of bounds: NumPy's LinAlgError, ValueError or AxisError as the Python recorder
-    raises, the tape as it was, never a crash (a subprocess: a crash would take the test run with it); the determinant
-    of a singular matrix is 0, no error."""
+    another length; an axis out of bounds; eigh of a matrix not square, or UPLO not 'L' nor 'U'; qr of a wide matrix
+    and svd's full U of one not square (NotImplementedError, as the Python recorder's): NumPy's LinAlgError, ValueError
+    or AxisError as the Python recorder raises, the tape as it was, never a crash (a subprocess: a crash would take the
+    test run with it); the determinant of a singular matrix is 0, no error."""
     run = subprocess.run([sys.executable, "-c", BAD], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[-1] == "True done" and len(lines) == 21  # (never fell back to scalar records)
+    assert lines[-1] == "True done" and len(lines) == 31  # (never fell back to scalar records)
     python, jitted = lines[:-1:2], lines[1:-1:2]
     assert python == ["LinAlgError "] * 3 + ["ValueError "] + ["LinAlgError "] + ["ValueError "] + [
-        "AxisError "] * 2 + ["LinAlgError ", "Var"]
+        "AxisError "] * 2 + ["LinAlgError "] * 2 + ["NotImplementedError "] * 2 + ["ValueError ", "LinAlgError ",
+                                                                                   "Var"]
     assert jitted == [line.replace(" ", " 0") for line in python[:-1]] + ["Var"]
 
 

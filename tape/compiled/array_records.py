@@ -66,7 +66,8 @@ BROADCAST, INNER, FAILED, JOINED, UNMADE = -1, -2, -3, -4, -5  # write_record's 
 # calls failed to compile)
 PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP, CUMSUM, CUMPROD, SORT = (ARRAY_OPCODE[name] for name in (
     "pack", "sum", "matmul", "join", "gather", "max", "min", "logsumexp", "cumsum", "cumprod", "sort"))
-SOLVE, INV, DET, SLOGDET, CHOLESKY = (ARRAY_OPCODE[name] for name in ("solve", "inv", "det", "slogdet", "cholesky"))
+FACTORED = tuple(ARRAY_OPCODE[name] for name in ("solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "svd"))
+SOLVE, INV, DET, SLOGDET, CHOLESKY, EIGH, QR, SVD = FACTORED
 SQUARE, SINGULAR = -8, -9  # write_record's failures of np.linalg's records: not square; singular, not positive
 # definite
 
@@ -238,7 +239,7 @@ def _along(s, p, q, code, a, axis):
 def _factored(s, p, q, code, a, b):
     """The np.linalg record ``code`` of matrices a (and b, solve's), as kernels/linalg.py's shapes: its plan (SQUARE,
     INNER, BROADCAST: the shapes do not fit)."""
-    if a[N0] != a[N1]:
+    if a[N0] != a[N1] and code != QR and code != SVD:
         return SQUARE
     shift = 2 if code == DET else 1 if code == SLOGDET else 0  # (a's batch, then slogdet's pair)
     n, ndim = np.ones(DIMS, np.int64), a[3] - shift
@@ -246,6 +247,10 @@ def _factored(s, p, q, code, a, b):
         n[d + shift] = a[OL + d]
     if code == SLOGDET:
         n[DIMS - 1] = 2
+    if code == EIGH or code == QR:  # (w over V; Q over R)
+        n[DIMS - 2] = a[N0] + (1 if code == EIGH else a[N1])
+    if code == SVD:  # (U, s, V of min(m, n) columns)
+        n[DIMS - 2], n[DIMS - 1] = a[N0] + 1 + a[N1], min(a[N0], a[N1])
     if code == SOLVE:
         if b[N0] != a[N1]:
             return INNER
@@ -357,7 +362,7 @@ def write_record(p, q, code, arg, c, a, b, e):
         k = _summed(s, p, q, code, a, arg % 256, arg // 256)
     elif code == CUMSUM or code == CUMPROD or code == SORT:
         k = _along(s, p, q, code, a, arg)
-    elif code == SOLVE or code == INV or code == DET or code == SLOGDET or code == CHOLESKY:
+    elif code in FACTORED:
         k = _factored(s, p, q, code, a, b)
     elif code == MATMUL:
         k = _matmul(s, p, q, a, b, arg)
