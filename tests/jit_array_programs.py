@@ -228,8 +228,9 @@ def f(x, w):                         # np.tile, np.broadcast_to, np.repeat (view
     u = np.triu(A, 1) + np.tril(A, -2) * 0.5 + np.triu(A.T[:30, ::2], -3).sum()
     k = np.tensordot(A, B, 1) + np.tensordot(A, A, axes=([1], [1])) * np.tensordot(A, B.T, axes=((0, 1), (0, 1)))
     m = np.tensordot(B[:30], A, axes=(0, 0))
-    return ((t * t).sum() + (b * b).sum() + (r * r).sum() + (d * d).sum() + ((D @ A[:20]) ** 2).sum() + tr * tr
-            + (u * u).sum() + (k * k).sum() * 1e-3 + (m * m).sum() * 1e-2)
+    z = np.zeros_like(A) + np.sin(A) * np.ones_like(A[0]) + np.full_like(A, 0.5)  # (NumPy arrays: constants)
+    return ((z * z).sum() + (t * t).sum() + (b * b).sum() + (r * r).sum() + (d * d).sum() + ((D @ A[:20]) ** 2).sum()
+            + tr * tr + (u * u).sum() + (k * k).sum() * 1e-3 + (m * m).sum() * 1e-2)
 '''
 
 

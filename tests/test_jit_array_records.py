@@ -453,3 +453,16 @@ def test_sums_of_all_of_a_view_s_elements_have_numpys_bits(monkeypatch):
         assert tape.value_and_grad(jn["f"], argnums=0)(x, k)[0] == want == tape.value_and_grad(py["f"], argnums=0)(
             x, k)[0]
         assert jn["f"]._arrays is True
+
+
+def test_an_accumulator_made_by_zeros_like_is_array_records():
+    """``acc = np.zeros_like(x)`` then a loop adding to it: array records (it fell back to Var arrays, scalar records
+    one per element), the Python recorder's value and gradient bit for bit (its records in another order: tape.jit
+    records the zeros as a constant where the loop starts, the Python recorder at the first add)."""
+    py, jn = namespace("def f(x):\n    acc = np.zeros_like(x)\n    for i in range(3):\n"
+                       "        acc = acc + np.sin(x * i) * np.full_like(x, 0.5) + np.ones_like(x)\n"
+                       "    return (acc * acc).sum()\n", arrays=True)
+    x = np.random.default_rng(33).normal(size=2000)
+    (vp, gp), (vj, gj) = (tape.value_and_grad(f)(x) for f in (py["f"], jn["f"]))
+    assert jn["f"]._arrays is True and vp == vj and np.array_equal(gp, gj)
+    assert len(recorded(jn["f"], x, ())[0]) < 50  # (one record per op: 6,000 per step as scalar records)

@@ -1,5 +1,6 @@
 """Making arrays of Vars inside tape.jit functions: ``np.empty/zeros/ones/full(shape, dtype=xs.dtype)``
-and ``np.empty_like/zeros_like/ones_like/full_like(a)`` of a Var array (tape/compiled/arrays.py);
+and ``np.empty_like/zeros_like/ones_like/full_like(a)`` of a Var array (tape/compiled/arrays.py; of an array record
+a NumPy array of its shape, as the Python recorder's);
 joining them: ``np.concatenate``, ``np.stack``, ``np.hstack``, ``np.vstack`` of Var arrays and NumPy
 arrays (numbers as constant records first, as tape/arrays/joins.py's concatenate and stack write them).
 
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 from numba import extending
 
+from tape.compiled.array_overloads import is_record
 from tape.compiled.arrays import NUMBER, UNWRITTEN, axis_of, fill, fresh, is_array, is_data, records_of
 from tape.compiled.compiler_pass import MAKERS
 from tape.compiled.numba_internals import TypingError, types, var_dtype_type
@@ -53,10 +55,13 @@ def _maker(fn, fill: float, written: bool):
 
 
 def _like(fn, fill: float, written: bool):
-    """np.empty_like/zeros_like/ones_like(a, dtype): of a Var array a Var array, else NumPy's."""
+    """np.empty_like/zeros_like/ones_like(a, dtype): of a Var array a Var array, of an array record a NumPy array of
+    its shape (zeros for empty_like: tape/arrays/methods.py's, no derivative reaches it), else NumPy's."""
     def typer(a, dtype=None):
         if is_array(a):
             return lambda a, dtype=None: _filled(a.tape, a.rows.shape, fill, written)
+        if is_record(a):
+            return lambda a, dtype=None: np.full(a.shape, fill)
         return (lambda a, dtype=None: fn(a)) if _absent(dtype) else lambda a, dtype=None: fn(a, dtype)
     return typer
 
@@ -73,6 +78,8 @@ def _full(shape, fill_value, dtype=None):
 def _full_like(a, fill_value, dtype=None):
     if is_array(a) and is_number(fill_value):
         return lambda a, fill_value, dtype=None: _filled(a.tape, a.rows.shape, fill_value, True)
+    if is_record(a) and is_number(fill_value):
+        return lambda a, fill_value, dtype=None: np.full(a.shape, float(fill_value))
     if _absent(dtype):
         return lambda a, fill_value, dtype=None: np.full_like(a, fill_value)
     return lambda a, fill_value, dtype=None: np.full_like(a, fill_value, dtype)
