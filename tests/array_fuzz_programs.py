@@ -24,7 +24,7 @@ FORMS = {
     "tile": "xp.tile(a[:1], (R, 1)) * 0.5 + a", "bcast": "xp.broadcast_to(a[1], (R, C)) * c",
     "repeat": "xp.repeat(a[:, :1], C, axis=1) + c * 0.5", "tri": "xp.triu(a, 1) + xp.tril(c, -1) * 0.5",
     "diag": "a * xp.diag(c[:, :R])[:, None]", "diagvec": "a + xp.diag(c[:, 0], C - R)[:R]",
-    "tensordot": "xp.tensordot(a, c, axes=([1], [1])) @ d * 0.2",
+    "tensordot": "xp.tensordot(a, c, axes=((1,), (1,))) @ d * 0.2",
     "eigvalsh": "a * xp.linalg.eigvalsh(c[:, :R] @ c[:, :R].T + xp.eye(R))[:, None] * 0.1",
     "qr": "a + (xp.linalg.qr(c.T)[1] ** 2) @ d * 0.1", "svdvals": "a * xp.linalg.svd(c, compute_uv=False).sum() * 0.1",
     "trace": "a * xp.trace(c[:, :R], 1) * 0.2",

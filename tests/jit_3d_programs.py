@@ -93,7 +93,7 @@ def f(A, w):                         # np.broadcast_to, np.repeat, np.tile, np.t
     c = np.repeat(A.transpose(1, 0, 2), 2, axis=-1)[:, :, ::4]
     t = np.tile(A[0, :3], 2) + np.tile(A[:, 0], (2, 1)).sum()
     u = np.triu(A, 1)[:, :, :16] - np.tril(A.transpose(0, 2, 1)[:, :16], -1).transpose(0, 2, 1)
-    k = np.tensordot(A, A, axes=((0, 2), (0, 2))) + np.tensordot(A, w, axes=([1, 2], [0, 1])).sum()
+    k = np.tensordot(A, A, axes=((0, 2), (0, 2))) + np.tensordot(A, w, axes=((1, 2), (0, 1))).sum()
     m = np.tensordot(w, A, axes=((0,), (1,)))
     return (b * b).sum() + (r * r).sum() + (c * c).mean() + (t * t).sum() + (u * u).sum() + (k * k).sum() * 1e-3 + \
         (m * m).sum() * 1e-2

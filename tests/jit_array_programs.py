@@ -218,7 +218,7 @@ def f(x, w):                         # np.newaxis in indices, np.expand_dims, np
 ARRANGED = '''
 def f(x, w):                         # np.tile, np.broadcast_to, np.repeat (views out of C order too), np.diagonal,
     A = x[:1200].reshape(30, 40)     # np.diag both ways, np.trace, np.triu, np.tril (offsets either side) and
-    B = w[:1200].reshape(40, 30)     # np.tensordot (an int, tuples, lists; NumPy arrays on either side)
+    B = w[:1200].reshape(40, 30)     # np.tensordot (an int, pairs of ints or tuples; NumPy arrays either side)
     t = np.tile(A[:, :5], (2, 3)) * np.tile(x[:7], 4).sum() + np.tile(A.T[::3, 1], (2, 1)).sum()
     b = np.broadcast_to(A[0], (6, 40)) * np.broadcast_to(A[:, 2:3], (30, 40))[:6] + np.broadcast_to(A[1], (40,))
     r = np.repeat(A[::2, ::3], 3, axis=0)[::3] * np.repeat(A.T[:2, :7], 2).sum() + np.repeat(A[:15, :7], 2, axis=-1)
@@ -226,7 +226,7 @@ def f(x, w):                         # np.tile, np.broadcast_to, np.repeat (view
     D = np.diag(x[:20] * 2.0) + np.diag(x[30:49], 1) + np.diag(x[50:68], -2)
     tr = np.trace(A, 2) + np.trace(A.T, -1) * np.trace(A[::2])
     u = np.triu(A, 1) + np.tril(A, -2) * 0.5 + np.triu(A.T[:30, ::2], -3).sum()
-    k = np.tensordot(A, B, 1) + np.tensordot(A, A, axes=([1], [1])) * np.tensordot(A, B.T, axes=((0, 1), (0, 1)))
+    k = np.tensordot(A, B, 1) + np.tensordot(A, A, axes=((1,), (1,))) * np.tensordot(A, B.T, axes=((0, 1), (0, 1)))
     m = np.tensordot(B[:30], A, axes=(0, 0))
     z = np.zeros_like(A) + np.sin(A) * np.ones_like(A[0]) + np.full_like(A, 0.5)  # (NumPy arrays: constants)
     return ((z * z).sum() + (t * t).sum() + (b * b).sum() + (r * r).sum() + (d * d).sum() + ((D @ A[:20]) ** 2).sum()

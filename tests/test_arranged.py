@@ -27,7 +27,7 @@ COPIES = {  # name -> the op on x, flat, of 12 or 1,200 elements (A: x as a 3 x 
     "trace": "np.trace(A.T, 1) + np.zeros(1) + np.trace(A[:, 1:])",
     "triu": "np.triu(A, 1)",
     "tril": "np.tril(A.T, -1)",
-    "tensordot with data": "np.tensordot(A, np.arange(2.0 * A.shape[0]).reshape(2, -1), axes=([0], [1]))",
+    "tensordot with data": "np.tensordot(A, np.arange(2.0 * A.shape[0]).reshape(2, -1), axes=((0,), (1,)))",
 }
 EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e-308, 5e-324]
 
@@ -130,7 +130,7 @@ BAD = """
         if n == 5:
             return np.tensordot(A, A, axes=(1, k)).sum()
         if n == 6:
-            return np.tensordot(A, A[:k], axes=([0], [0])).sum()
+            return np.tensordot(A, A[:k], axes=((0,), (0,))).sum()
         return np.tensordot(A, np.ones((k, 3)), 1).sum()
 """
 
@@ -142,3 +142,12 @@ def test_bad_arguments_raise_numpy_s_exceptions():
     assert lines[-1] == "None done"  # (tape.jit's array records raised each: never fell back to scalar records)
     names = ["ValueError"] * 4 + ["AxisError"] * 3 + ["ValueError"] * 2
     assert lines[:-1] == [name for name in names for _ in "pj"]
+
+
+def test_tape_jit_refuses_tensordot_axes_given_as_lists():
+    """tape.jit's tensordot takes its axes as an int or tuples (the result's axes depend on their count, which Numba's
+    type of a list may not hold): a list is a JitError naming tensordot, never a wrong count."""
+    _, jn = namespace("def f(x):\n    A = x.reshape(40, 50)\n    return np.tensordot(A, A, axes=([1], [1])).sum()\n",
+                      arrays=True)
+    with pytest.raises(tape.JitError, match="tensordot"):
+        tape.value_and_grad(jn["f"])(np.ones(2000))

@@ -4,7 +4,7 @@
 matrix and np.trace read a view whose step is the two axes' added (no record); np.tril, np.triu and np.diag of a vector
 select by NumPy's mask (np.tri, np.eye) from the record, zeros elsewhere; np.tensordot over a constant count of axes
 is NumPy's transposes, reshapes to matrices and one matmul. np.tile of more than two axes, np.repeat of four (the
-copy's view would need more than DIMS axes), repeats given as an array and tensordot's axes as a list made at run time
+copy's view would need more than DIMS axes), repeats given as an array and tensordot's axes as lists (write tuples)
 fail typing: scalar records. An empty result raises Unfit (the call is recorded as scalar records), as an empty slice
 does.
 """
@@ -50,7 +50,7 @@ VIEWED = [_viewer(ndim) for ndim in range(1, DIMS + 1)]
 
 
 def _lengths(x):
-    """x (an int, a tuple or list of ints) as an int64 array."""
+    """x (an int or a tuple of ints) as an int64 array."""
 
 
 @overload(_lengths)
@@ -66,7 +66,7 @@ def _lengths_typer(x):
                 out[k], k = n, k + 1
             return out
         return unrolled
-    return lambda x: np.array([n for n in x], np.int64)
+    return None
 
 
 def broadcast_to_typer(array, shape):
@@ -211,7 +211,8 @@ def _triangle(lower: bool):
 
 def tensordot_typer(a, b, axes=2):
     """np.tensordot of array records and NumPy arrays over a constant count of axes (an int constant, or a pair of
-    ints or of tuples of ints): tape/arrays/methods.py's tensordot (transposes, reshapes to matrices, one matmul)."""
+    ints or of tuples of ints; lists, whose length Numba's type may not hold, are refused): tape/arrays/methods.py's
+    tensordot (transposes, reshapes to matrices, one matmul)."""
     count = _count(axes)
     if not (is_record(a) or is_record(b)) or not all(is_record(o) or is_data(o) for o in (a, b)) or count is None:
         return None
@@ -224,8 +225,6 @@ def tensordot_typer(a, b, axes=2):
 
     def tensordot(a, b, axes=2):
         left, right = _contracted(na, nb, axes, count)
-        if len(left) != count or len(right) != count:  # (a list constant changed before the call)
-            raise ValueError("shape-mismatch for sum")
         inner = 1
         for i in range(count):
             if a.shape[left[i]] != b.shape[right[i]]:
@@ -251,9 +250,7 @@ def _count(typ):
         return value if isinstance(value, int) and value >= 0 else None
     if isinstance(typ, types.BaseTuple) and len(typ) == 2:
         counts = {1 if isinstance(t, types.Integer) else len(t) if isinstance(t, types.UniTuple) and isinstance(
-            t.dtype, types.Integer) else len(t.initial_value) if isinstance(t, types.List) and isinstance(
-            t.dtype, types.Integer) and t.initial_value is not None else -1 for t in typ.types}  # (a list constant's
-        # values are its type's)
+            t.dtype, types.Integer) else -1 for t in typ.types}
         return counts.pop() if len(counts) == 1 and -1 not in counts else None
     return None
 
