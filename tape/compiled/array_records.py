@@ -62,14 +62,12 @@ OL, OS, LAST = 4, 4 + DIMS, -DIMS  # where an operand's lengths and strides star
 ONES, ZEROS = (1,) * DIMS, (0,) * DIMS  # the lengths of a 0-d record, its strides
 N0, N1 = OL + DIMS - 2, OL + DIMS - 1  # an operand's last two lengths (a matrix's, a join's, a pad's)
 S0, S1 = OS + DIMS - 2, OS + DIMS - 1
-BROADCAST, INNER, FAILED, JOINED, UNMADE = -1, -2, -3, -4, -5  # write_record's failures (UNMADE: a C function it
-# calls failed to compile)
+BROADCAST, INNER, FAILED, JOINED, UNMADE = -1, -2, -3, -4, -5  # write_record's failures (UNMADE: its C call's compile)
 PACK, SUM, MATMUL, JOIN, GATHER, MAX, MIN, LOGSUMEXP, CUMSUM, CUMPROD, SORT = (ARRAY_OPCODE[name] for name in (
     "pack", "sum", "matmul", "join", "gather", "max", "min", "logsumexp", "cumsum", "cumprod", "sort"))
 FACTORED = tuple(ARRAY_OPCODE[name] for name in ("solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "svd"))
 SOLVE, INV, DET, SLOGDET, CHOLESKY, EIGH, QR, SVD = FACTORED
-SQUARE, SINGULAR = -8, -9  # write_record's failures of np.linalg's records: not square; singular, not positive
-# definite
+SQUARE, SINGULAR = -8, -9  # write_record's failures of np.linalg's records: not square; singular or not definite
 
 
 class Unfit(Exception):
