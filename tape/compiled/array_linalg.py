@@ -16,7 +16,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from tape.compiled.array_overloads import _pointers, is_data, is_record, maker, operand, view
 from tape.compiled.array_records import CHOLESKY, DET, EIGH, INV, OL, OS, QR, SLOGDET, SOLVE, SVD, written
 from tape.compiled.array_rows import DIMS
-from tape.compiled.numba_internals import types
+from tape.compiled.composed import _given
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
 
@@ -138,13 +138,6 @@ def _factorer(code: int, ndim: int):
 FACTORED = {(code, ndim): _factorer(code, ndim) for code in (EIGH, QR, SVD) for ndim in range(2, DIMS + 1)}
 
 
-def _constant(typ, default):
-    """A constant argument's value (its default where omitted), or None where it is not a constant."""
-    if isinstance(typ, types.Omitted) or typ is default:
-        return default
-    return typ.literal_value if isinstance(typ, types.Literal) else None
-
-
 def eigh_typer(a, UPLO="L"):  # noqa: N803  NumPy's name
     """np.linalg.eigh: (w, V), rows 0 and 1: of one record of a's lower triangle (of its transpose for UPLO 'U')."""
     if not is_record(a):
@@ -176,9 +169,9 @@ def _tall(a):
 
 def qr_typer(a, mode="reduced"):
     """np.linalg.qr of a tall matrix: (Q, R), or R for mode 'r' (a constant), rows of one record."""
-    given = _constant(mode, "reduced")
-    if not is_record(a) or given not in ("reduced", "r"):
+    if not is_record(a) or not _given(mode, "reduced", "r"):
         return None
+    given = "r" if _given(mode, "r") else "reduced"
     if _fewer(a):
         return (lambda a, mode="reduced": _refusing(a)) if given == "r" else (
             lambda a, mode="reduced": (_refusing(a), a))
@@ -198,9 +191,9 @@ def qr_typer(a, mode="reduced"):
 def svd_typer(a, full_matrices=True, compute_uv=True, hermitian=False):
     """np.linalg.svd: (U, s, Vh), or s (compute_uv a constant), rows of one record; a full U or Vh of a square matrix
     only."""
-    uv = _constant(compute_uv, True)
-    if not is_record(a) or uv is None:
+    if not is_record(a) or not _given(compute_uv, True, False):
         return None
+    uv = _given(compute_uv, True)
     if _fewer(a):
         return (lambda a, full_matrices=True, compute_uv=True, hermitian=False: (_refusing(a), a, a)) if uv else (
             lambda a, full_matrices=True, compute_uv=True, hermitian=False: _refusing(a))
