@@ -14,12 +14,15 @@ from test_jit_array_records import canonical, raised
 from test_jit_arrays import namespace
 
 import tape
+from tape.kernels.array_ops import ARRAY_OPCODE
 
 COPIES = {  # name -> the op on x, flat, of 12 or 1,200 elements (A: x as a 3 x 4 or 30 x 40 matrix)
     "tile": "np.tile(A, (2, 3))",
     "tile of a column": "np.tile(A[:, 1], 3)",
     "broadcast_to": "np.broadcast_to(A.T[:, 1:2], (2, A.shape[1], 5))",
+    "broadcast_to a middle axis": "np.broadcast_to(A[:, None, ::-2], (A.shape[0], 3, A.shape[1] // 2))",
     "repeat": "np.repeat(A.T, 2, axis=1)",
+    "repeat of a middle axis": "np.repeat(A[:, None, ::-2], 2, axis=1)",
     "repeat flat": "np.repeat(A[::2], 3)",
     "diagonal": "np.diagonal(A.T, -1)",
     "diag of a matrix": "np.diag(A, 2)",
@@ -112,6 +115,23 @@ def test_tensordot_of_records_as_numpy():
         value, grad = tape.value_and_grad(f)(x)
         assert np.isclose(value, f(x), rtol=1e-14, atol=0)  # (scalar records add products in their own order)
         assert np.isclose(grad @ d, (f(x + h * d) - f(x - h * d)) / (2 * h), rtol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["tile", "tile of a column", "broadcast_to", "broadcast_to a middle axis", "repeat",
+                                  "repeat of a middle axis", "repeat flat"])
+@pytest.mark.parametrize("jitted", [False, True])
+def test_repeats_of_an_array_record_are_one_add_no_places(name, jitted):
+    """tile, broadcast_to and repeat of an array record are one add record (a view of it plus a constant -0.0 of
+    the repeats' shape, NumPy's broadcasting), no gather: no plan holds places (a gather's are one per output), and
+    the constant is smaller than the output."""
+    _, taped = ops(name, 1200, jitted)
+    t = tape.Tape()
+    y = taped(t.array(np.ones(1200)))
+    names = {code: name for name, code in ARRAY_OPCODE.items()}
+    assert [names[p.code] for p in t._plans] == ["input", "constant", "add"]
+    assert all(p.places.size == 0 for p in t._plans)
+    zeros = t._aval[t._plans[1].offset:][:t._plans[1].size]
+    assert zeros.size < y.size and np.all(zeros == 0.0) and np.all(np.signbit(zeros))
 
 
 BAD = """

@@ -1,9 +1,10 @@
 """VarArray's methods and NumPy functions made of its other operations, so they need no rule of their own.
 
 Shape functions are views (reshape, transpose, slicing, an array record's diagonal: nothing recorded); roll is one
-join record (or a gather); tile, repeat and broadcast_to are one gather record; triu, tril and diag of a vector are a
-select by a constant mask (as NumPy's); tensordot is a matmul (as NumPy's); var, std, norm, outer, trace and diff
-are arithmetic and reductions; max and min are one array record each.
+join record (or a gather); tile, repeat and broadcast_to are one record (of an array record its view broadcast by
+adding -0.0; scalar records a gather); triu, tril and diag of a vector are a select by a constant mask (as NumPy's);
+tensordot is a matmul (as NumPy's); var, std, norm, outer, trace and diff are arithmetic and reductions; max and min
+are one array record each.
 
 The methods are declared on VarArray (tape/arrays/varray.py), each calling the function here
 of the same name with the array first. Records are never changed after they are made, so
@@ -14,6 +15,7 @@ of the same records.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ import numpy as np
 from tape.arrays import linalg
 from tape.arrays.einsum import FUNCTIONS as EINSUM
 from tape.records import array_records
+from tape.sweeps.plans import MAX_DIMS
 
 if TYPE_CHECKING:
     from tape.arrays.varray import VarArray
@@ -123,19 +126,55 @@ def roll(a: Any, shift: int, axis: int | None = None) -> Any:
     return _gathered(a, np.roll(_places(a), shift, axis))
 
 
+def _spread(a: Any, axes: list[int], counts: list[int], shape: tuple[int, ...], places: Callable[[], Any]) -> Any:
+    """The copy of a's view with axes of length 1 where ``axes`` says -1 (a's axes, in order, elsewhere) repeated
+    counts times along each axis, reshaped to shape: of an array record one add record (array_records.spread,
+    tape.jit's the same); of scalar records, or where empty or of more axes than a Function holds, a gather of
+    ``places()``."""
+    if a._view is None or not math.prod(shape) or len(axes) > MAX_DIMS:
+        return _gathered(a, places())
+    lengths = tuple(a.shape[k] if k >= 0 else 1 for k in axes)
+    strides = tuple(a._view.strides[k] if k >= 0 and a.shape[k] != 1 else 0 for k in axes)
+    t = a._live_tape()
+    record = array_records.spread(t, a._view, lengths, strides, tuple(counts))
+    return type(a)(t._segment(), None, record).reshape(shape)
+
+
 def tile(a: Any, reps: int | tuple[int, ...]) -> Any:
-    """numpy.tile, as a gather."""
-    return _gathered(a, np.tile(_places(a), reps))
+    """numpy.tile: a's view with an axis of length 1 before each (a promoted with 1s, reps with 1s, to one length)
+    repeated along it."""
+    given = [operator.index(r) for r in np.atleast_1d(reps).tolist()]
+    if any(r < 0 for r in given):
+        raise ValueError("negative dimensions are not allowed")
+    nd = max(a.ndim, len(given))
+    given, sizes, pad = [1] * (nd - len(given)) + given, [1] * (nd - a.ndim) + list(a.shape), nd - a.ndim
+    return _spread(a, [m for d in range(nd) for m in (-1, d - pad if d >= pad else -1)],
+                   [m for r in given for m in (r, 1)], tuple(r * n for r, n in zip(given, sizes, strict=True)),
+                   lambda: np.tile(_places(a), reps))
 
 
 def repeat(a: Any, repeats: int, axis: int | None = None) -> Any:
-    """numpy.repeat, as a gather."""
-    return _gathered(a, np.repeat(_places(a), repeats, axis))
+    """numpy.repeat: by an int, a's view with an axis of length 1 after ``axis`` (after the last, flattened) repeated
+    along it; repeats of each element a gather."""
+    def places() -> Any:
+        return np.repeat(_places(a), repeats, axis)
+    if not isinstance(repeats, (int, np.integer)) or not a.ndim:
+        return _gathered(a, places())
+    if repeats < 0:
+        raise ValueError("repeats may not contain negative values.")
+    k, r = a.ndim - 1 if axis is None else _axis(operator.index(axis), a.ndim), int(repeats)
+    shape = (a.size * r,) if axis is None else tuple(n * (r if d == k else 1) for d, n in enumerate(a.shape))
+    return _spread(a, [*range(k + 1), -1, *range(k + 1, a.ndim)], [1] * (k + 1) + [r] + [1] * (a.ndim - k - 1), shape,
+                   places)
 
 
 def broadcast_to(a: Any, shape: tuple[int, ...]) -> Any:
-    """numpy.broadcast_to, as a gather (each element read where it is repeated; adjoints summed back)."""
-    return _gathered(a, np.broadcast_to(_places(a), shape))
+    """numpy.broadcast_to: a's view with axes of length 1 where it is broadcast, repeated along them (a copy where
+    NumPy gives a read-only view)."""
+    want = np.broadcast_to(np.broadcast_to(np.zeros(()), a.shape), shape).shape  # (NumPy's errors, no elements)
+    axes = [-1] * (len(want) - a.ndim) + list(range(a.ndim))
+    return _spread(a, axes, [w if k < 0 or a.shape[k] == 1 else 1 for w, k in zip(want, axes, strict=True)], want,
+                   lambda: np.broadcast_to(_places(a), want))
 
 
 def diagonal(a: Any, offset: int = 0) -> Any:

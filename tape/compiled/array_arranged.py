@@ -1,12 +1,12 @@
 """NumPy's arranging functions of array records inside tape.jit, as the Python recorder writes them
-(tape/arrays/methods.py): np.broadcast_to, np.tile and np.repeat copy a view whose steps are 0 where elements repeat
-(one gather record, array_views.COPIED: the Python recorder's gather of the same places); np.diagonal, np.diag of a
-matrix and np.trace read a view whose step is the two axes' added (no record); np.tril, np.triu and np.diag of a vector
-select by NumPy's mask (np.tri, np.eye) from the record, zeros elsewhere; np.tensordot over a constant count of axes
-is NumPy's transposes, reshapes to matrices and one matmul. np.tile of more than two axes, np.repeat of four (the
-copy's view would need more than DIMS axes), repeats given as an array and tensordot's axes as lists (write tuples)
-fail typing: scalar records. An empty result raises Unfit (the call is recorded as scalar records), as an empty slice
-does.
+(tape/arrays/methods.py): np.broadcast_to, np.tile and np.repeat add -0.0 to a view with axes of length 1 where
+elements repeat, broadcast along them (one add record, the Python recorder's spread; its reverse sums them back);
+np.diagonal, np.diag of a matrix and np.trace read a view whose step is the two axes' added (no record); np.tril,
+np.triu and np.diag of a vector select by NumPy's mask (np.tri, np.eye) from the record, zeros elsewhere; np.tensordot
+over a constant count of axes is NumPy's transposes, reshapes to matrices and one matmul. np.tile of more than two
+axes, np.repeat of four (the spread view would need more than DIMS axes), repeats given as an array and tensordot's
+axes as lists (write tuples) fail typing: scalar records. An empty result raises Unfit (the call is recorded as scalar
+records), as an empty slice does.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from tape.compiled.array_overloads import is_data, is_record, normalized, view
 from tape.compiled.array_records import Unfit
 from tape.compiled.array_rows import DIMS
-from tape.compiled.array_views import COPIED, PERMUTED, RESHAPED
+from tape.compiled.array_views import PERMUTED, RESHAPED
 from tape.compiled.numba_internals import types
 from tape.compiled.overload_cache import overload
 from tape.compiled.recording import jit
@@ -30,11 +30,13 @@ def _ints(typ):
         isinstance(t, types.Integer) for t in typ.types)
 
 
-def _viewer(ndim: int):
-    """(a, lengths, strides, shape) -> a's view of ``lengths`` and ``strides`` (arrays of ndim) to be copied to
-    ``shape``: NumPy's ValueError for a negative length, Unfit for an empty copy."""
+def _spreader(ndim: int):
+    """(a, lengths, strides, counts, shape) -> a's view of ``lengths`` and ``strides`` (arrays of ndim; 1 along the axes
+    it repeats on) plus -0.0 of shape ``counts``: one add record, tape/records/array_records.py's spread (steps of 0
+    along axes of length 1, as there); NumPy's ValueError for a negative length in ``shape``, the result's, and Unfit
+    for an empty one."""
     @jit
-    def viewed(a, lengths, strides, shape):
+    def spread(a, lengths, strides, counts, shape):
         size = 1
         for n in shape:
             if n < 0:
@@ -42,11 +44,15 @@ def _viewer(ndim: int):
             size *= n
         if size == 0:
             raise Unfit("an empty copy of an array record")
-        return view(a, 0, to_fixed_tuple(lengths, ndim), to_fixed_tuple(strides, ndim))
-    return viewed
+        for d in range(ndim):
+            if lengths[d] == 1:
+                strides[d] = 0
+        viewed = view(a, 0, to_fixed_tuple(lengths, ndim), to_fixed_tuple(strides, ndim))
+        return viewed + np.full(to_fixed_tuple(counts, ndim), -0.0)
+    return spread
 
 
-VIEWED = [_viewer(ndim) for ndim in range(1, DIMS + 1)]
+SPREAD = [_spreader(ndim) for ndim in range(1, DIMS + 1)]
 
 
 def _lengths(x):
@@ -70,78 +76,82 @@ def _lengths_typer(x):
 
 
 def broadcast_to_typer(array, shape):
-    """np.broadcast_to of an array record to a shape of up to DIMS axes: a copy of its view with steps of 0 along
-    the axes it is broadcast over (NumPy's ValueError where it cannot be)."""
+    """np.broadcast_to of an array record to a shape of up to DIMS axes: its view with axes of length 1 where it is
+    broadcast, spread along them (NumPy's ValueError where it cannot be)."""
     if not is_record(array) or not _ints(shape):
         return None
     out = len(shape) if isinstance(shape, types.BaseTuple) else 1
     if not array.ndim <= out <= DIMS:
         return None
-    copied, viewed, pad = COPIED[out - 1], VIEWED[out - 1], out - array.ndim
+    spread, pad = SPREAD[out - 1], out - array.ndim
 
     def broadcast(array, shape):
         want = _lengths(shape)
-        lengths, strides = np.empty(out, np.int64), np.zeros(out, np.int64)
+        lengths, strides, counts = np.ones(out, np.int64), np.zeros(out, np.int64), np.ones(out, np.int64)
+        for d in range(pad, out):
+            lengths[d], strides[d] = array.shape[d - pad], array.strides[d - pad]
+            if lengths[d] != 1 and lengths[d] != want[d]:
+                raise ValueError("operands could not be broadcast together with remapped shapes (tape.jit: "
+                                 "np.broadcast_to of an array record)")
         for d in range(out):
-            lengths[d] = want[d]
-            if d >= pad and array.shape[d - pad] != 1:
-                if array.shape[d - pad] != want[d]:
-                    raise ValueError("operands could not be broadcast together with remapped shapes (tape.jit: "
-                                     "np.broadcast_to of an array record)")
-                strides[d] = array.strides[d - pad]
-        return copied(viewed(array, lengths, strides, want), to_fixed_tuple(want, out))
+            if lengths[d] == 1:
+                counts[d] = want[d]
+        return spread(array, lengths, strides, counts, want)
     return broadcast
 
 
 def tile_typer(A, reps):
-    """np.tile of an array record of one or two axes by reps of one or two: the copy of a view of lengths (r0, n0, r1,
-    n1), steps (0, s0, 0, s1), to (r0 * n0, r1 * n1), as NumPy's (a promoted with 1s, reps with 1s, to one length)."""
+    """np.tile of an array record of one or two axes by reps of one or two: its view of lengths (1, n0, 1, n1), spread
+    by (r0, 1, r1, 1) and reshaped to (r0 * n0, r1 * n1), as NumPy's (a promoted with 1s, reps with 1s, to one
+    length)."""
     if not is_record(A) or not _ints(reps):
         return None
     nd = max(A.ndim, len(reps) if isinstance(reps, types.BaseTuple) else 1)
     if nd > DIMS // 2:
         return None
-    copied, viewed, pad = COPIED[nd - 1], VIEWED[2 * nd - 1], nd - A.ndim
+    spread, reshaped, pad = SPREAD[2 * nd - 1], RESHAPED[nd - 1], nd - A.ndim
 
     def tile(A, reps):
         given = _lengths(reps)
-        lengths, strides, shape = np.empty(2 * nd, np.int64), np.zeros(2 * nd, np.int64), np.empty(nd, np.int64)
+        lengths, strides = np.ones(2 * nd, np.int64), np.zeros(2 * nd, np.int64)
+        counts, shape = np.ones(2 * nd, np.int64), np.empty(nd, np.int64)
         for d in range(nd):
             r = given[d - (nd - len(given))] if d >= nd - len(given) else 1
             n = A.shape[d - pad] if d >= pad else 1
-            lengths[2 * d], lengths[2 * d + 1], shape[d] = r, n, r * n
+            lengths[2 * d + 1], counts[2 * d], shape[d] = n, r, r * n
             strides[2 * d + 1] = A.strides[d - pad] if d >= pad else 0
-        out = to_fixed_tuple(shape, nd)
-        return copied(viewed(A, lengths, strides, out), out)
+        return reshaped(spread(A, lengths, strides, counts, shape), shape)
     return tile
 
 
 def repeat_typer(a, repeats, axis=None):
-    """np.repeat of an array record by an int, along an int axis or of the flattened record: the copy of a view with
-    an axis of length ``repeats`` and step 0 after that axis (after the last, flattened)."""
+    """np.repeat of an array record by an int, along an int axis or of the flattened record: its view with an axis of
+    length 1 after that axis (after the last, flattened), spread along it, reshaped."""
     if not is_record(a) or not isinstance(repeats, types.Integer) or a.ndim >= DIMS:
         return None
     every = axis is None or isinstance(axis, (types.NoneType, types.Omitted))
     if not every and not isinstance(axis, types.Integer):
         return None
     ndim, out = a.ndim, 1 if every else a.ndim
-    copied, viewed = COPIED[out - 1], VIEWED[ndim]
+    spread, reshaped = SPREAD[ndim], RESHAPED[out - 1]
 
     def repeat(a, repeats, axis=None):
         if repeats < 0:
             raise ValueError("repeats may not contain negative values (tape.jit: np.repeat of an array record)")
         k = ndim - 1 if every else normalized(axis, ndim)
-        lengths, strides, shape = np.empty(ndim + 1, np.int64), np.zeros(ndim + 1, np.int64), np.empty(out, np.int64)
+        lengths, strides, counts = np.ones(ndim + 1, np.int64), np.zeros(ndim + 1, np.int64), np.ones(ndim + 1,
+                                                                                                      np.int64)
+        shape = np.empty(out, np.int64)
         for d in range(ndim):
             e = d + (d > k)
             lengths[e], strides[e] = a.shape[d], a.strides[d]
-        lengths[k + 1] = repeats
+        counts[k + 1] = repeats
         if every:
-            shape[0] = repeats * lengths[:ndim].prod()
+            shape[0] = repeats * lengths[:ndim + 1].prod()
         else:
             for d in range(ndim):
                 shape[d] = a.shape[d] * (repeats if d == k else 1)
-        return copied(viewed(a, lengths, strides, shape), to_fixed_tuple(shape, out))
+        return reshaped(spread(a, lengths, strides, counts, shape), shape)
     return repeat
 
 

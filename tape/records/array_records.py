@@ -266,6 +266,14 @@ def gather(t: Storage, record: int, chosen: np.ndarray, shape: tuple[int, ...] |
     return _record(t, "gather", shape, (whole(record, t._plan(record)),), places=chosen)
 
 
+def spread(t: Storage, v: View, lengths: tuple[int, ...], strides: tuple[int, ...], counts: tuple[int, ...]) -> View:
+    """The elements of v's record at the view of ``lengths`` and ``strides`` (1 and 0 along the axes they repeat on),
+    each repeated ``counts`` times along its axis: one add record of that view and a constant -0.0 of shape counts,
+    which NumPy broadcasts (x + -0.0 is x bit for bit, -0.0 and NaN kept); its reverse sums the repeats back by
+    NumPy's sums, where a gather's reads every place (np.broadcast_to, np.tile, np.repeat)."""
+    return elementwise(t, "add", View(v.record, v.offset, lengths, strides), leaf(t, np.full(counts, -0.0), True))
+
+
 def scatter(t: Storage, v: View, chosen: np.ndarray, shape: tuple[int, ...]) -> View:
     """A record of ``shape``, zero but for v's elements (C order) added at places ``chosen`` of its region."""
     return _record(t, "scatter", shape, (v,), places=np.ascontiguousarray(np.reshape(chosen, -1), np.int64))
