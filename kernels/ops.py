@@ -409,8 +409,13 @@ EXACT = ("add", "sub", "mul", "div", "neg", "abs", "sqrt", "relu", "maximum", "m
 # NumPy rule does, their partials being IEEE operations of a and y: op -> (x, ufunc, y): v = ufunc(x) over the
 # contiguous elements, then y (x "a", y "v": the ufunc itself; sigmoid as kernels/array_helpers.sigmoid computes it)
 LOOPED = {**{name: ("a", name, "v") for name in ("exp", "log", "tan", "tanh", "log1p", "expm1", "exp2", "log2", "log10",
-                                                 "cbrt", "arcsin", "arccos", "arctan", "arctanh", "arccosh")},
+                                                 "cbrt", "arcsin", "arccos", "arctan", "arctanh", "arccosh", "sin",
+                                                 "cos", "sinh", "cosh", "floor", "ceil", "trunc", "rint", "sign")},
           "sigmoid": ("-abs(a)", "exp", "1.0 / (1.0 + v) if a >= 0.0 else v / (1.0 + v)")}
+# the ops of LOOPED whose partial is another transcendental of a, made by NumPy's own loop too: op -> (ufunc, p): b =
+# ufunc(a) over the contiguous elements into B (a unary op's B is scratch), then the partial p of b, as NumPy's rule
+# (kernels/_array_rules.py: sin's cos(a), cos's -sin(a)) computes it
+LOOPED_BACK = {"sin": ("cos", "b"), "cos": ("sin", "-b"), "sinh": ("cosh", "b"), "cosh": ("sinh", "b")}
 # x ** 2 with the 2 a number: the same values as pow(a, 2.0) (an exact square, correctly rounded) and
 # pow_da(a, 2.0) = 2 pow(a, 1.0) = 2a, without a call per element (which keeps the loop from vectorizing)
 SQUARE = {"forward": "a * a", "da": "2.0 * a"}

@@ -1,27 +1,25 @@
 """The generator of ``kernels/_array_driver.py``: the compiled sweeps of a Function's array records.
 
-tape/sweeps/compiled.py encodes each record of a stretch once, as a row of an int64 table (the
-fields below): its kind in this driver (its Rule's ``compiled``), its scalar opcode, its region,
-its iteration space (4 axes, a loop over the output's elements or a reduction's input's), and per
-view read: the view's first element and strides in that space (0 along broadcast axes), the read
-record's row and region (for the stamp rule) and whether it wants an adjoint. The kernels walk the
-table: elementwise records by their op's kernels (``values_<opcode>``, ``sends_<opcode>``: C functions at their slots
-of KERNELS, compiled by kernels/array_kernels.py the first time a table holds the op; the driver knows no op by name),
-other kinds by their kind's (KINDS: sums by a loop in NumPy's order, matmuls by the CBLAS call np.matmul makes, NumPy's
-own OpenBLAS: kernels/blas.py; joins, gathers, logsumexps, lined rows), so that a program compiles the kernels of its
-ops and kinds, not a switch over the whole op table (its reverse's was 30 of the driver's 48 CPU-s). The reverse follows
-tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's
-region is zeroed at its first contribution, a product with a zero factor adds nothing, and a
-contribution is summed back over the axes its view is broadcast along in np.sum's order first.
-Each number is the NumPy step's, bit for bit: the same IEEE operations in the same order (Numba
-contracts no multiply-add into an FMA without fastmath).
+tape/sweeps/compiled.py encodes each record of a stretch once, as a row of an int64 table (the fields below): its kind
+in this driver (its Rule's ``compiled``), its scalar opcode, its region, its iteration space (4 axes, a loop over the
+output's elements or a reduction's input's), and per view read: the view's first element and strides in that space (0
+along broadcast axes), the read record's row and region (for the stamp rule) and whether it wants an adjoint. The
+kernels walk the table: elementwise records by their op's kernels (``values_<opcode>``, ``sends_<opcode>``: C functions
+at their slots of KERNELS, compiled by kernels/array_kernels.py the first time a table holds the op; the driver knows no
+op by name), other kinds by their kind's (KINDS: sums by a loop in NumPy's order, matmuls by the CBLAS call np.matmul
+makes, NumPy's own OpenBLAS: kernels/blas.py; joins, gathers, logsumexps, lined rows), so that a program compiles the
+kernels of its ops and kinds, not a switch over the whole op table (its reverse's was 30 of the driver's 48 CPU-s). The
+reverse follows tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's region is
+zeroed at its first contribution, a product with a zero factor adds nothing, and a contribution is summed back over the
+axes its view is broadcast along in np.sum's order first. Each number is the NumPy step's, bit for bit: the same IEEE
+operations in the same order (Numba contracts no multiply-add into an FMA without fastmath).
 
 A constant argument of a call from jitted code is a literal type to Numba, one compile per value: calls whose callee
 is called with several pass np.int64(c) or np.bool_(b) (reverse_matmul 2.96 -> 2.00 CPU-s cold, forward_lined 1.06 ->
 0.69), but not a literal stride that lets LLVM vectorize a hot loop (_pairwise's, _block's).
 
-The kernels are text here, written into the generated file with the op kernels, so that Numba's cache
-(which checks only the file a kernel is defined in) is renewed whenever the op table changes.
+The kernels are text here, written into the generated file with the op kernels, so that Numba's cache (which checks only
+the file a kernel is defined in) is renewed whenever the op table changes.
 """
 
 from __future__ import annotations
@@ -83,6 +81,10 @@ def _reads(partial: str) -> int:
 
 def _sends(op: ops.Op, ind: str) -> list[str]:
     two = op.kind == "binary"
+    if op.name in ops.LOOPED_BACK:  # b = ufunc(a) by NumPy's loop into B (a unary op's B is scratch), then the partial
+        ufunc, partial = ops.LOOPED_BACK[op.name]
+        return [f"{ind}args = np.empty(5, np.intp)", f"{ind}at = _framed(args, A, B, n)",
+                f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *_loop("D", partial, ind, False)]
     if not op.db:
         return _loop("D", op.da, ind, two)
     return [f"{ind}if side == 0:", *_loop("D", op.da, ind + "    ", two), f"{ind}else:",
@@ -364,8 +366,7 @@ def values(k, A, B, Y, n, number, frame):
     """Y[:n] = op k of A[:n] (and B[:n]) by its kernel, values_<k> (B unread by a unary op; A[0] or B[0] for all where
     number is 1 or 2)."""
     address = _address(_op(k, VALUES))
-    if PRIMED[k]:  # (a value made in B first)
-        _room(B, n)
+    _room(B, n if PRIMED[k] & 1 else 0)  # (a value made in B first)
     _call(address, (A, B, Y, n, number, frame))
 
 
@@ -373,6 +374,7 @@ def values(k, A, B, Y, n, number, frame):
 def sends(k, side, A, B, Y, G, D, n, number, fresh):
     """D[:n] += G[:n] times op k's partial in its operand ``side`` by its kernel, sends_<k> (fresh: D[:n] = 0.0 +
     those)."""
+    _room(B, n if PRIMED[k] & 2 else 0)  # (a partial made in B first)
     _call(_address(_op(k, SENDS)), (side, A, B, Y, G, D, n, number, 1 if fresh else 0))
 
 
@@ -443,7 +445,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
 
 def generate(header: list[str]) -> str:
     helpers = sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED})
-    ufuncs = tuple(sorted({ufunc for _, ufunc, _ in ops.LOOPED.values()}))
+    ufuncs = tuple(sorted({ufunc for _, ufunc, _ in ops.LOOPED.values()} | {u for u, _ in ops.LOOPED_BACK.values()}))
     lines = [
         *header,
         '"""The compiled sweeps of array records (tape/sweeps/compiled.py encodes their tables)."""',
@@ -472,9 +474,10 @@ def generate(header: list[str]) -> str:
         "    # gathers no other (the mixture's d * e back to e: its line repeated into scratch, 133-134 -> 92 us CPU)",
         *[f"    [{_reads(op.da)}, {_reads(op.db or op.da)}],  # {op.name}" for op in ops.OPS],
         "], np.int64)",
-        "PRIMED = np.array([  # per opcode, whether its values kernel makes a value in B first (sigmoid's exp(-|a|))",
-        *[f"    {op.name in ops.LOOPED and ops.LOOPED[op.name][0] != 'a'},  # {op.name}" for op in ops.OPS],
-        "], np.bool_)",
+        "PRIMED = np.array([  # per opcode, what its kernels make in B first: 1 values (sigmoid's exp(-|a|)), 2 sends",
+        *[f"    {(op.name in ops.LOOPED and ops.LOOPED[op.name][0] != 'a') + 2 * (op.name in ops.LOOPED_BACK)},  # "
+          f"{op.name}" for op in ops.OPS],  # (2: sin's cos(a))
+        "], np.int64)",
         "LOOPS = bind_loops((  # the ufuncs bound to NumPy's own float64 loops (kernels/ufuncs.py)",
         *[f'    "{name}",' for name in ufuncs],
         "))",

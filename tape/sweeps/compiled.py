@@ -34,7 +34,7 @@ from tape.kernels import array_kernels, compiling
 from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
-from tape.kernels.ops import LOOPED, OPCODE
+from tape.kernels.ops import LOOPED, LOOPED_BACK, OPCODE
 from tape.sweeps import driver, encoding, stretches
 from tape.sweeps.driver import State
 from tape.sweeps.fusion import TAPE_RUNS
@@ -249,8 +249,8 @@ def _touched(s: State, kind: int, what: Any) -> list[int] | None:
     return s._in0[records].tolist()
 
 
-# ops.LOOPED ops whose NumPy loop reads a value first made in scratch (sigmoid's exp(-|a|))
-PRIMED = np.array(sorted(OPCODE[name] for name, (x, _, _) in LOOPED.items() if x != "a"), np.int64)
+# ops.LOOPED ops that make a value in scratch first: sigmoid's exp(-|a|) forward, sin's cos(a) back (ops.LOOPED_BACK)
+PRIMED = np.array(sorted(OPCODE[k] for k, (x, _, _) in LOOPED.items() if x != "a" or k in LOOPED_BACK), np.int64)
 
 
 def _strides(t: np.ndarray, q: int) -> np.ndarray:

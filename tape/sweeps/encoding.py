@@ -25,7 +25,7 @@ import numpy as np
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import EXACT, LEAF, LOOPED, OPCODE
+from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE
 from tape.sweeps.driver import SHORT_NAME, State
 from tape.sweeps.plans import lengths
 
@@ -48,8 +48,9 @@ PRIMED = np.array([name in LOOPED and LOOPED[name][0] != "a" for name in SHORT_N
 
 
 def _looped() -> np.ndarray:
-    """By array opcode: an op of ops.LOOPED whose NumPy loop the driver found (kernels.LOOPS)."""
-    return np.array([name in LOOPED and LOOPED[name][1] in kernels.LOOPS for name in SHORT_NAME])
+    """By array opcode: an op of ops.LOOPED whose NumPy loops (a LOOPED_BACK partial's too) the driver found."""
+    return np.array([name in LOOPED and {LOOPED[name][1], *LOOPED_BACK.get(name, ())[:1]} <= kernels.LOOPS
+                     for name in SHORT_NAME])
 
 
 def _column(items: list[Any], name: str) -> np.ndarray:
