@@ -148,6 +148,35 @@ def burgers(ns: Any, n: int = 4096, steps: int = 200, a: float = 0.3, d: float =
     return u0, f, hand, n
 
 
+def pendulums(ns: Any, n: int = 2048, steps: int = 100, dt: float = 0.05, k: float = 0.3) -> tuple:
+    """A ring of n coupled pendulums (phases x, velocities w), explicit steps: w -= dt (sin x + k sin(x - its left
+    neighbour's x, np.roll)), x += dt w; loss the sum of cos of the final phases. The params are the initial state."""
+    th0 = np.random.default_rng(17).normal(size=2 * n)
+
+    def f(th: Any) -> Any:
+        def step(_: Any, xw: Any) -> Any:
+            x, w = xw
+            w = w - dt * (ns.xp.sin(x) + k * ns.xp.sin(x - ns.xp.roll(x, 1)))
+            return x + dt * w, w
+
+        return ns.xp.cos(ns.nn.loop(steps, step, (th[:n], th[n:]))[0]).sum()
+
+    def hand(th: np.ndarray) -> tuple[float, np.ndarray]:
+        x, w, saved = th[:n], th[n:], []
+        for _ in range(steps):
+            saved.append(x)
+            w = w - dt * (np.sin(x) + k * np.sin(x - np.roll(x, 1)))
+            x = x + dt * w
+        gx, gw = -np.sin(x), np.zeros(n)
+        for xt in reversed(saved):  # back through x += dt w, then w -= dt F(x)
+            gw = gw + dt * gx
+            near = -dt * gw * k * np.cos(xt - np.roll(xt, 1))
+            gx = gx - dt * gw * np.cos(xt) + near - np.roll(near, -1)
+        return float(np.cos(x).sum()), np.concatenate([gx, gw])
+
+    return th0, f, hand, 2 * n
+
+
 def softmax(ns: Any, n: int = 2000, d: int = 64, classes: int = 10, lam: float = 1e-3) -> tuple:
     """A softmax classifier: mean cross-entropy of n points of d features (one-hot labels), an L2 penalty; params the
     weights and biases."""
@@ -200,4 +229,4 @@ def gaussian(ns: Any, n: int = 5000, d: int = 32) -> tuple:
 
 
 PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax,
-            "gaussian": gaussian}
+            "gaussian": gaussian, "pendulums": pendulums}
