@@ -372,10 +372,10 @@ def values(k, A, B, Y, n, number, frame):
 
 @jit
 def sends(k, side, A, B, Y, G, D, n, number, fresh):
-    """D[:n] += G[:n] times op k's partial in its operand ``side`` by its kernel, sends_<k> (fresh: D[:n] = 0.0 +
-    those)."""
+    """D[:n] += G[:n] times op k's partial in operand ``side`` by its kernel, sends_<k> (fresh: D[:n] = 0.0 + those)."""
+    address = _address(_op(k, SENDS))  # (k checked before PRIMED is read)
     _room(B, n if PRIMED[k] & 2 else 0)  # (a partial made in B first)
-    _call(_address(_op(k, SENDS)), (side, A, B, Y, G, D, n, number, 1 if fresh else 0))
+    _call(address, (side, A, B, Y, G, D, n, number, 1 if fresh else 0))
 
 
 @jit
