@@ -405,6 +405,11 @@ FUSIBLE = ("add", "sub", "mul", "div", "pow", "neg", "sqrt")
 # operations (+ - * /, sqrt, comparisons) that its NumPy rule (kernels/_array_rules.py) applies, so the two give the
 # same bits; the others' C library functions (exp, tanh, pow) are not NumPy's SIMD loops (docs/design.md)
 EXACT = ("add", "sub", "mul", "div", "neg", "abs", "sqrt", "relu", "maximum", "minimum", "mul_nz")
+# the elementwise ops the compiled array sweeps run by the scalar records' own functions, as their NumPy rule does
+# (kernels/array_helpers.pair_rule runs the scalar kernel over the elements), so the two give the same bits: values
+# and partials by the expressions of the op table, in any order of elements, as EXACT's (not lgamma: its NumPy rule's
+# partial is digamma by NumPy's SIMD log and tan, array_helpers.digamma)
+RULED = ("arctan2", "hypot", "fmax", "fmin")
 # the unary ops the compiled array sweeps run by NumPy's own float64 loop of a ufunc (kernels/ufuncs.py), as their
 # NumPy rule does, their partials being IEEE operations of a and y: op -> (x, ufunc, y): v = ufunc(x) over the
 # contiguous elements, then y (x "a", y "v": the ufunc itself; sigmoid as kernels/array_helpers.sigmoid computes it)

@@ -1,8 +1,8 @@
 """The compiled sweeps of array records (kernels/array_driver.py, tape/sweeps/compiled.py): a Function's
-values and gradients with them are its NumPy steps' bit for bit, so its numbers never depend on whether the
-kernels are cached or how long it has run: every op of ops.EXACT on every layout (broadcasting on either side,
-views, 0-d constants) at edge values, sums over every pattern of axes and layout, the sums back over broadcast
-axes, beside kinds they do not run; against central differences; and not used before the kernels are compiled."""
+values and gradients with them are its NumPy steps' bit for bit, so its numbers never depend on whether the kernels are
+cached or how long it has run: every op of ops.EXACT and ops.RULED on every layout (broadcasting on either side, views,
+0-d constants) at edge values, sums over every pattern of axes and layout, the sums back over broadcast axes, beside
+kinds they do not run; against central differences; and not used before the kernels are compiled."""
 
 import math
 import operator
@@ -17,7 +17,7 @@ from reference import central
 import tape
 from tape.kernels import compiling
 from tape.kernels.compiling import Clock, Gate
-from tape.kernels.ops import EXACT, FUSIBLE, LOOPED, OPCODE
+from tape.kernels.ops import EXACT, FUSIBLE, LOOPED, OPCODE, RULED
 from tape.records import array_records
 from tape.sweeps import compiled, encoding, steps
 
@@ -73,7 +73,7 @@ LAYOUTS = {  # (a, b) of a binary op over the 96 inputs: broadcasting on either 
 SPELLED = {"neg": operator.neg, "abs": abs, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
            "div": operator.truediv}
 UNARY = {name: SPELLED.get(name) or getattr(tape, name) for name in EXACT if name in ("neg", "abs", "sqrt", "relu")}
-BINARY = {name: SPELLED.get(name) or getattr(tape, name) for name in EXACT
+BINARY = {name: SPELLED.get(name) or getattr(tape, name) for name in (*EXACT, *RULED)
           if name not in UNARY and name != "mul_nz"}  # (mul_nz: gradient tapes' records only)
 EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 1e-308, -1e-308, 5e-324, -5e-324, 2.5e-310,
                   1.0, -1.0, 0.5, 3.0, 1e-16, 7.0, -7.0, 1e154])
@@ -320,6 +320,16 @@ def test_ops_by_numpys_own_loops(name, monkeypatch):
     size = len(LENGTHS) + 4096
     _both(f, RNG.normal(size=size), _looped_points(size), monkeypatch,
           driven=[name] * (LOOPED[name][1] in compiled.kernels.LOOPS))
+
+
+@pytest.mark.parametrize("name", RULED)
+def test_ops_by_the_scalar_kernels_functions_at_many_points(name, monkeypatch):
+    """Each op of ops.RULED over 2,048 pairs at three scales and of edge values: the op table's expressions give the
+    NumPy rule's bits (lgamma is not one: its rule's partial is digamma by NumPy's SIMD log and tan, and
+    tests/test_array_partial_bits.py found a driven one a bit off at 1 of 2,048 points)."""
+    fn = getattr(tape, name)
+    _both(lambda x: (fn(x[:2048], x[2048:][::-1]) * W[:2048]).sum(), RNG.normal(size=4096), _looped_points(4096),
+          monkeypatch, driven=[name])
 
 
 @pytest.mark.parametrize("name", LOOPED)

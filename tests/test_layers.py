@@ -316,8 +316,9 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # Python recorder raised on: np.newaxis in indices, np.flip, np.expand_dims, np.hstack, np.vstack of array records
 # (array_views, array_joins), np.linalg.norm along an axis (composed), np.zeros_like and the like, np.hstack and
 # np.vstack of VarArrays (issue 26); tape.compiled 7855 -> 7859 for the review's shared array_records.view and
-# array_joins._kinds (each written by hand in several places before).
-BUDGET = {"tape.kernels": 7371, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4494,
+# array_joins._kinds (each written by hand in several places before). s35: tape.sweeps 4494 -> 4495 for ops.RULED's
+# rows (encoding.IS_RULED: arctan2, hypot, fmax and fmin driven, issue 26).
+BUDGET = {"tape.kernels": 7371, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4495,
           "tape.records": 1069, "tape.arrays": 2082, "tape.analyses": 414, "tape.symbolic": 1181,
           "tape.function": 3551, "tape.tape": 400, "tape.api": 923, "tape.compiled": 8343, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

@@ -92,7 +92,7 @@ def _sends(op: ops.Op, ind: str) -> list[str]:
 
 
 def _elementwise(op: ops.Op) -> bool:
-    return op.name in ops.EXACT or op.name in ops.LOOPED
+    return op.name in ops.EXACT or op.name in ops.RULED or op.name in ops.LOOPED
 
 
 def _arrays(body: list[str], names: str) -> list[str]:

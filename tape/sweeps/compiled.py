@@ -1,7 +1,7 @@
 """A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
 
 tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
-are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT and ops.LOOPED, sums,
+are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT, RULED and LOOPED, sums,
 matmuls by NumPy's own BLAS, joins and gathers, whose numbers it gives bit for bit) and their views
 fit its rows (at most 4 axes; a sum's input in C order, as NumPy's iterator then adds; a matmul's
 operands 2-d blocks in C or Fortran order; a gather's places in runs of one step), they become one

@@ -4,11 +4,11 @@ Each plan's fields are read once into arrays (shapes and strides padded to 4 axe
 of row is decided and written for all its plans together: no Python per plan but the one pass that reads the fields
 (every gather's runs are found together too). What a row holds, and when a plan has none (then NumPy's step runs it):
 
-- an elementwise record (ops.EXACT, or ops.LOOPED where NumPy's loop was found): its space and output strides and each
-  view's strides aligned to it (NumPy's broadcasting), adjacent axes that all walk as one merged (NumPy's iterator
-  does so); LINED where a binary record's views are lines along axis 3 (``lined``); none past BROADCAST elements
-  with a view broadcast (gathered and summed back), nor for a looped op whose loop reads its view, not laid out as the
-  output, with an innermost axis stepping by other than 1;
+- an elementwise record (ops.EXACT, ops.RULED, or ops.LOOPED where NumPy's loop was found): its space and output strides
+  and each view's strides aligned to it (NumPy's broadcasting), adjacent axes that all walk as one merged (NumPy's
+  iterator does so); LINED where a binary record's views are lines along axis 3 (``lined``); none past BROADCAST
+  elements with a view broadcast (gathered and summed back), nor for a looped op whose loop reads its view, not laid out
+  as the output, with an innermost axis stepping by other than 1;
 - a sum (and a logsumexp, as lines): its input's space in C order, 0 output strides along the reduced axes;
 - a matmul: 2-d blocks in C or Fortran order, where NumPy calls BLAS for it and both products back;
 - a join: a row per input (its piece of the output), in input order; a gather: a row per run of its places.
@@ -25,7 +25,7 @@ import numpy as np
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE
+from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE, RULED
 from tape.sweeps.driver import SHORT_NAME, State
 from tape.sweeps.plans import lengths
 
@@ -44,6 +44,7 @@ PRODUCTS = 2 ** 22  # multiply-adds above which NumPy's step runs a matmul (s7/D
 KIND = np.array([RULE[c].compiled for c in range(len(SHORT_NAME))], np.int64)  # by opcode
 CODE = np.array([OPCODE.get(name, 0) for name in SHORT_NAME], np.int64)  # the driver's opcode, by array opcode
 IS_EXACT = np.array([name in EXACT for name in SHORT_NAME])
+IS_RULED = np.array([name in RULED for name in SHORT_NAME])
 PRIMED = np.array([name in LOOPED and LOOPED[name][0] != "a" for name in SHORT_NAME])  # (sigmoid's loop reads scratch)
 
 
@@ -172,7 +173,7 @@ def _put(t: np.ndarray, shape: np.ndarray, steps: np.ndarray) -> None:
 
 
 def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    k = k[(P.ndim[k] <= 4) & (IS_EXACT[P.code[k]] | looped[P.code[k]])]
+    k = k[(P.ndim[k] <= 4) & (IS_EXACT[P.code[k]] | IS_RULED[P.code[k]] | looped[P.code[k]])]
     shape = P.shape[k]
     steps = np.zeros((len(k), 3, 4), np.int64)
     steps[:, 0] = _contiguous(shape)
