@@ -1,10 +1,19 @@
 """Fixtures shared by the tests of arrays; the kernels compiled (or loaded) ahead, saying so."""
 
+import os
 import time
 
 import pytest
+from hypothesis import settings
 
 from tape.records import array_records
+
+# Hypothesis draws the same examples every run, so a run's result never depends on chance (a random run found
+# atan2(x, 0.9 tanh(x)) at x = 7.7e-47, whose gradient is the sum of two partials of 1e46 that cancel: 1.3e30 left by
+# rounding, where dual numbers give 0, s35); HYPOTHESIS_PROFILE=random draws new ones, to look for failures
+settings.register_profile("same", derandomize=True, database=None)
+settings.register_profile("random", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "same"))
 
 
 def pytest_sessionstart(session):
