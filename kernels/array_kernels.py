@@ -28,7 +28,7 @@ SIGNATURES = (  # a kind's forward and reverse (a status back), an op's values a
     _I(_P(_I), _P(_F), _P(_F), _P(types.intp), _I, _I, _I),  # arguments
     _I(_P(_I), _P(_F), _P(_F), _P(types.uint32), _P(_F), _I, _I, _I, _I, _I, _I, _I, _I),
     types.void(_P(_F), _P(_F), _P(_F), _I, _I, _P(types.intp)),
-    types.void(_I, _P(_F), _P(_F), _P(_F), _P(_F), _P(_F), _I, _I, _I),
+    types.void(_I, _P(_F), _P(_F), _P(_F), _P(_F), _P(_F), _I, _I, _I, _P(types.intp), _P(_F)),
     types.void(_P(_I), _I, _P(_F), _P(_F), _P(_F), _I, _I),
 )
 _made: dict[int, CFunc] = {}  # by slot: kept alive while their addresses are in KERNELS

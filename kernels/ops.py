@@ -421,6 +421,13 @@ LOOPED = {**{name: ("a", name, "v") for name in ("exp", "log", "tan", "tanh", "l
 # ufunc(a) over the contiguous elements into B (a unary op's B is scratch), then the partial p of b, as NumPy's rule
 # (kernels/_array_rules.py: sin's cos(a), cos's -sin(a)) computes it
 LOOPED_BACK = {"sin": ("cos", "b"), "cos": ("sin", "-b"), "sinh": ("cosh", "b"), "cosh": ("sinh", "b")}
+# the binary ops the compiled array sweeps run by NumPy's own float64 loop of a binary ufunc, as their NumPy rule does,
+# where a is laid out as the output and b too or is one number read by all (NumPy's step then calls the loop with steps
+# of 8 or 0: the driver does too): op -> (ufunc, each side's partial (x, loop, p)): z = loop over (a, x) into scratch
+# E first (x an expression of b; "": a unary loop of a), then p of a, b, y, z and ``number`` (1: a is one number, 2: b),
+# as the NumPy rule computes it (kernels/array_helpers.pow_da: c * a at the number 2.0, pow_dc)
+PAIRED = {"pow": ("power", (("b - 1.0", "power", "0.0 if b == 0.0 else b * a if number == 2 and b == 2.0 else b * z"),
+                            ("", "log", "0.0 if a == 0.0 else y * z")))}
 # x ** 2 with the 2 a number: the same values as pow(a, 2.0) (an exact square, correctly rounded) and
 # pow_da(a, 2.0) = 2 pow(a, 1.0) = 2a, without a call per element (which keeps the loop from vectorizing)
 SQUARE = {"forward": "a * a", "da": "2.0 * a"}

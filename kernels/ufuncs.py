@@ -14,7 +14,9 @@ tape/sweeps/compiled.py leaves the op to NumPy's step.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
+from typing import Any
 
 import llvmlite.binding as ll
 import numpy as np
@@ -22,6 +24,8 @@ import numpy as np
 _never = ctypes.CFUNCTYPE(None)(lambda: None)  # what a name links to where its loop is not bound
 _LOOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _DOUBLE = 12  # NPY_DOUBLE
+NUMBERS = (0, 1, 2, 4, 13, 15, 16, 24, 39)  # the probe's numbers read by all of a binary loop: 0, -0, inf, NaN, 0.5,
+# 1, -1, 2, 3 (np.power's loop has its own cases of some)
 PROBE = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, -5e-324, 2.5e-310, 709.78, 709.79, -745.2,
                   0.5, -0.5, 1.0, -1.0, 0.999, 20.0, -20.0, 1e-300, 3e-8, 1e154, -1e154, 2.0, 100.0, -100.0, 0.1, -0.9,
                   1e-5, 37.5, -37.5, 7.0, -7.0, 0.75, 1.5, 1e10, -1e10, 1e-10, 3.0])
@@ -36,37 +40,67 @@ class _UFunc(ctypes.Structure):
                 ("name", ctypes.c_char_p), ("types", ctypes.POINTER(ctypes.c_ubyte))]
 
 
-def call(loop: int, x: np.ndarray, out: np.ndarray) -> None:
-    """out = the unary loop at address ``loop`` over contiguous x, called as NumPy calls it on contiguous arrays: once,
-    with the full count and strides of 8 bytes."""
-    frame = np.array([x.ctypes.data, out.ctypes.data, x.size, 8, 8], np.intp)
-    at = frame.ctypes.data
-    _LOOP(loop)(at, at + 16, at + 24, None)
+def call(loop: int, x: np.ndarray, out: np.ndarray, y: np.ndarray | None = None, number: bool = False) -> None:
+    """out = the loop at address ``loop`` over contiguous x (and y, a binary loop's), called as NumPy calls it on
+    contiguous arrays: once, with the full count and steps of 8 bytes (0 over y where it is a ``number`` read by all,
+    one element, as over a float: np.power's loop squares at a step of 0 and 2.0, so each number's bits follow the
+    step)."""
+    operands = (x,) if y is None else (x, y)
+    if x.size != out.size or y is not None and y.size != (1 if number or y.size == 1 else out.size) or not all(
+            v.dtype == np.float64 and v.flags.c_contiguous for v in (*operands, out)):
+        raise ValueError("tape: a loop's operands are contiguous float64 arrays as long as its output, or one number")
+    steps = [8] if y is None else [8, 0 if number or y.size == 1 < out.size else 8]
+    frame = np.array([*(v.ctypes.data for v in operands), out.ctypes.data, out.size, *steps, 8], np.intp)
+    at, k = frame.ctypes.data, len(operands)
+    _function(loop)(at, at + 8 * (k + 1), at + 8 * (k + 2), None)
+
+
+@functools.lru_cache(maxsize=64)
+def _function(loop: int) -> Any:
+    return _LOOP(loop)
 
 
 def address(ufunc: np.ufunc) -> int | None:
-    """The address of ufunc's float64 loop (one input, one output), or None where it cannot be read or differs."""
-    if sys.implementation.name != "cpython" or ufunc.nin != 1 or ufunc.nout != 1 or "d->d" not in ufunc.types:
+    """The address of ufunc's float64 loop (one or two inputs, one output), or None where it cannot be read or
+    differs: on a probe of edge values (pairs of them, and each with one number read by all), at a few lengths, and
+    each element alone."""
+    kind = "d" * ufunc.nin + "->d"
+    if sys.implementation.name != "cpython" or ufunc.nin not in (1, 2) or ufunc.nout != 1 or kind not in ufunc.types:
         return None
     s = _UFunc.from_address(id(ufunc))
-    if (s.nin, s.nout, s.nargs, s.ntypes) != (1, 1, 2, ufunc.ntypes) or s.name != ufunc.__name__.encode():
+    if (s.nin, s.nout, s.nargs, s.ntypes) != (ufunc.nin, 1, ufunc.nin + 1, ufunc.ntypes) or (
+            s.name != ufunc.__name__.encode()):
         return None
-    i = ufunc.types.index("d->d")
-    if (s.types[2 * i], s.types[2 * i + 1]) != (_DOUBLE, _DOUBLE) or s.data[i] or not s.functions[i]:
+    i = ufunc.types.index(kind)
+    if any(s.types[(ufunc.nin + 1) * i + j] != _DOUBLE for j in range(ufunc.nin + 1)) or s.data[i] or (
+            not s.functions[i]):
         return None
     loop = s.functions[i]
+    pairs = [()] if ufunc.nin == 1 else [(np.roll(PROBE, 7),), *((PROBE[k:k + 1],) for k in NUMBERS)]
     with np.errstate(all="ignore"):
-        for n in (1, 3, 8, 13, 40):  # its vector blocks and tails (tests/test_array_driver.py tries every length)
-            x, out = np.roll(PROBE, n)[:n], np.empty(n)
-            call(loop, x, out)
-            if not np.array_equal(out, ufunc(x), equal_nan=True):
-                return None
-        alone = np.empty(1)  # each element's bits whatever its neighbours and place: a view's lines, which NumPy's
-        for k in range(len(PROBE)):  # step passes its loop one by one, may be gathered and passed at once
-            call(loop, PROBE[k:k + 1], alone)
-            if not np.array_equal(alone, out[k:k + 1], equal_nan=True):
+        for y in pairs:
+            if not _same(loop, ufunc, *y):
                 return None
     return loop
+
+
+def _same(loop: int, ufunc: np.ufunc, y: np.ndarray | None = None) -> bool:
+    """Whether the loop gives ufunc's bits over the probe (with y: as many elements, or one read by all) at lengths of
+    its vector blocks and tails (tests/test_array_driver.py tries every length), and each element alone the same (a
+    view's lines, which NumPy's step passes its loop one by one, may be gathered and passed at once)."""
+    number = y is not None and y.size == 1  # (a number read by all: the loop's special cases at a step of 0)
+    for n in (1, 3, 8, 13, 40):  # (at 40, x is the probe)
+        x, out = np.roll(PROBE, n)[:n], np.empty(n)
+        ys = () if y is None else (y if number else y[:n],)
+        call(loop, x, out, ys[0] if ys else None, number)
+        if not np.array_equal(out, ufunc(x, *ys), equal_nan=True):
+            return False
+    alone = np.empty(1)
+    for k in range(len(PROBE) * (not number)):
+        call(loop, PROBE[k:k + 1], alone, None if y is None else y[k:k + 1], number)
+        if not np.array_equal(alone, out[k:k + 1], equal_nan=True):
+            return False
+    return True
 
 
 def bind(ufuncs: tuple[str, ...]) -> frozenset[str]:

@@ -347,14 +347,49 @@ def test_looped_ops_on_views(name, monkeypatch):
     assert driven == (bound and LOOPED[name][0] != "a")
 
 
+POWERS = [2.0, 0.5, 3.0, -1.0, 2.5, 0.0, 1.0, -0.5, 1e-3, 40.0]  # exponents, one number read by all
+
+
+@pytest.mark.parametrize("c", POWERS)
+def test_powers_by_numpys_own_loop(c, monkeypatch):
+    """x ** c (c a number: steps 8 and 0, as NumPy's step calls its loop, which has its own cases of 2, 0.5 and -1
+    there) and x ** y over records of every length up to 300 and past, at every alignment: the values by NumPy's binary
+    loop, the partials by its loops into scratch first (power(a, b - 1.0), log(a)) and the step's formulas (c * a at
+    c = 2, 0 at a = 0 and at c = 0). c ** x and a record of one element stay NumPy's steps."""
+    def f(x):
+        return (sum(((x[k:k + n] ** c) * W[:n]).sum() for k, n in enumerate(LENGTHS))
+                + ((c ** x[:300]) * W[:300]).sum() + ((x[:300] ** (x[300:600] * c)) * W[:300]).sum())
+
+    size = len(LENGTHS) + 4096
+    F = _both(f, RNG.normal(size=size), [*_looped_points(size), np.abs(_looped_points(size)[0])], monkeypatch,
+              driven=["pow"] * ("power" in compiled.kernels.LOOPS))
+    rows = {int(r) for table in _tables(F) for r in table[table[:, 1] == OPCODE["pow"], 2]}
+    assert len(rows) == len(LENGTHS) * ("power" in compiled.kernels.LOOPS)  # (x ** y's, not one element's nor c ** x)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_powers_on_every_layout(layout, monkeypatch):
+    """a ** b where a is laid out as the output and b too or is one number is NumPy's loop in the driver (b a record
+    read by all: its adjoint summed back); where a view is broadcast along some axes or read out of order, or a is a
+    number, NumPy's step."""
+    def f(X):
+        a, b = LAYOUTS[layout](X)
+        return ((a ** b) * X[:48].reshape(S)).sum()
+
+    F = _both(f, np.abs(_points()[0]), [*_points(), np.abs(_points()[0])], monkeypatch)
+    driven = OPCODE["pow"] in {int(code) for table in _tables(F) for code in table[:, 1]}
+    alone = layout in ("one number read by all", "number on the right")  # ("same": b reversed)
+    assert driven == (alone and "power" in compiled.kernels.LOOPS)
+
+
 def test_a_loop_whose_element_alone_differs_is_not_bound(monkeypatch):
     """kernels/ufuncs.py binds no loop whose element called alone gives other bits than among others (a view's
     lines gathered and passed at once would then not be the step's)."""
     from tape.kernels import ufuncs
     call = ufuncs.call
 
-    def moved(loop, x, out):  # (as a loop whose element alone took another path: the probe's lengths are its own)
-        call(loop, x, out)
+    def moved(loop, x, out, *y, **number):  # (as a loop whose element alone took another path: the probe's lengths
+        call(loop, x, out, *y, **number)  # are its own)
         if x.size == 1 and x.base is ufuncs.PROBE:
             out[0] = np.nextafter(out[0], np.inf)
 
@@ -391,7 +426,13 @@ def test_numpys_loops_called_directly_give_the_ufuncs_bits():
                 buffer[at:at + n] = x
                 ufuncs.call(loop, buffer[at:at + n], out[n % 3:n % 3 + n])
                 assert np.array_equal(out[n % 3:n % 3 + n], getattr(np, name)(x), equal_nan=True), (name, n)
-    assert ufuncs.address(np.add) is None and ufuncs.address(np.isnan) is None
+    loop, x = ufuncs.address(np.power), np.resize(LOOPED_EDGES, 4096) * 0.3
+    for n in [*range(1, 301), 4096]:  # a binary loop: two arrays, and one number read by all
+        for y in (x[::-1][:n].copy(), x[n % 37:n % 37 + 1]):
+            with np.errstate(all="ignore"):
+                ufuncs.call(loop, x[:n], out[:n], y)
+                assert np.array_equal(out[:n], np.power(x[:n], y), equal_nan=True), n
+    assert ufuncs.address(np.isnan) is None and ufuncs.address(np.frexp) is None
 
 
 def test_without_numpys_loops_the_ops_stay_numpys(monkeypatch):

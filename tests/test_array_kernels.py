@@ -10,7 +10,7 @@ import numpy as np
 import tape
 from tape.kernels import _array_driver as driver
 from tape.kernels import array_kernels
-from tape.kernels.ops import EXACT, LOOPED, OPCODE, RULED
+from tape.kernels.ops import EXACT, LOOPED, OPCODE, PAIRED, RULED
 from tape.records import array_records
 from tape.sweeps import compiled
 
@@ -110,7 +110,7 @@ def test_warm_makes_every_kernel():
     compiled.warm()
     made = [slot for slot in range(driver.SLOTS) if driver.KERNELS[slot] != 0]
     assert made == array_kernels.every()
-    ops = [OPCODE[name] for name in (*EXACT, *RULED, *LOOPED)]
+    ops = [OPCODE[name] for name in (*EXACT, *RULED, *LOOPED, *PAIRED)]
     kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED)
     assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), driver.SUMMED, *(driver.VALUES + c for c in ops),
                            *(driver.SENDS + c for c in ops)])

@@ -1094,11 +1094,13 @@ def _table_by_table(rows, stretched=None):
     products = table[table[:, 0] == K.MATMUL, 6:9]
     m, n = table[table[:, 0] == K.LOGSUMEXP, 8:10].T
     elementwise, lined = table[table[:, 0] == K.ELEMENTWISE], table[table[:, 0] == K.LINED]
+    paired = elementwise[np.isin(elementwise[:, 1], compiled.PAIRS)]  # (x ** y's: 2 n elements in a fifth row)
     size = max(int(elementwise[compiled._scratched(elementwise), 4].max(initial=1)),
+               int(2 * paired[:, 4].max(initial=0)),
                int(compiled._lines_back(lined).max(initial=1)),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),
                int(np.maximum(m, np.minimum(m * n, np.maximum(n, compiled.LINES))).max(initial=1)))
-    scratch = np.empty((max(4, kept), max(size, wide)))
+    scratch = np.empty((max(4 + bool(len(paired)), kept), max(size, wide)))
     return compiled.TABLE, (table, scratch) if pending is None else (table, scratch, pending)
 
 

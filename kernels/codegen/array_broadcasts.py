@@ -137,6 +137,7 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     f, n, out, number, (m, lines) = VIEWS + VIEW * q, t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
     _prepare(t, f, aadj, stamp, gen, keep)
     c, total, same, (kept, held, _, _) = scratch[2], scratch[3], _same(t, f), _kept(t, f)
+    frame = np.empty(FRAME, np.intp)  # (sends': a row's; no E: ops.PAIRED's rows are not LINED)
     _room(total, 0 if same else held)
     total[:0 if same else held] = 0.0
     for first in range(0, m, lines):
@@ -144,10 +145,11 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
         A, B, read = _operands(t, aval, scratch, number, first, last, READS[t[OP], q])
         y, g = aval[out + first * n:out + last * n], aadj[out + first * n:out + last * n]
         if same:
-            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, read, False)
+            sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, read, False,
+                  frame, c[:0])
             continue
         _room(c, size)
-        sends(t[OP], q, A, B, y, g, c, size, read, True)
+        sends(t[OP], q, A, B, y, g, c, size, read, True, frame, c[:0])
         one = t[f + STRIDES + 3] == 0  # one number a line: the lines' sums first, line i's to c[i] (_sums reads a
         if one:  # line before it writes there; total += 0.0 + s is total += s, total never being -0.0)
             _sums(c, np.int64(0), last - first, n, c, np.int64(0))

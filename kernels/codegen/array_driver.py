@@ -4,15 +4,16 @@ tape/sweeps/compiled.py encodes each record of a stretch once, as a row of an in
 in this driver (its Rule's ``compiled``), its scalar opcode, its region, its iteration space (4 axes, a loop over the
 output's elements or a reduction's input's), and per view read: the view's first element and strides in that space (0
 along broadcast axes), the read record's row and region (for the stamp rule) and whether it wants an adjoint. The
-kernels walk the table: elementwise records by their op's kernels (``values_<opcode>``, ``sends_<opcode>``: C functions
-at their slots of KERNELS, compiled by kernels/array_kernels.py the first time a table holds the op; the driver knows no
-op by name), other kinds by their kind's (KINDS: sums by a loop in NumPy's order, matmuls by the CBLAS call np.matmul
-makes, NumPy's own OpenBLAS: kernels/blas.py; joins, gathers, logsumexps, lined rows), so that a program compiles the
-kernels of its ops and kinds, not a switch over the whole op table (its reverse's was 30 of the driver's 48 CPU-s). The
-reverse follows tape/sweeps/driver.py's rules: a record is reached where its stamp is this pass's, an input's region is
-zeroed at its first contribution, a product with a zero factor adds nothing, and a contribution is summed back over the
-axes its view is broadcast along in np.sum's order first. Each number is the NumPy step's, bit for bit: the same IEEE
-operations in the same order (Numba contracts no multiply-add into an FMA without fastmath).
+kernels walk the table: elementwise records by their op's kernels (``values_<opcode>``, ``sends_<opcode>``, written by
+array_elementwise.py: C functions at their slots of KERNELS, compiled by kernels/array_kernels.py the first time a table
+holds the op; the driver knows no op by name), other kinds by their kind's (KINDS: sums by a loop in NumPy's order,
+matmuls by the CBLAS call np.matmul makes, NumPy's own OpenBLAS: kernels/blas.py; joins, gathers, logsumexps, lined
+rows), so that a program compiles the kernels of its ops and kinds, not a switch over the whole op table (its reverse's
+was 30 of the driver's 48 CPU-s). The reverse follows tape/sweeps/driver.py's rules: a record is reached where its stamp
+is this pass's, an input's region is zeroed at its first contribution, a product with a zero factor adds nothing, and a
+contribution is summed back over the axes its view is broadcast along in np.sum's order first. Each number is the NumPy
+step's, bit for bit: the same IEEE operations in the same order (Numba contracts no multiply-add into an FMA without
+fastmath).
 
 A constant argument of a call from jitted code is a literal type to Numba, one compile per value: calls whose callee
 is called with several pass np.int64(c) or np.bool_(b) (reverse_matmul 2.96 -> 2.00 CPU-s cold, forward_lined 1.06 ->
@@ -24,101 +25,14 @@ the file a kernel is defined in) is renewed whenever the op table changes.
 
 from __future__ import annotations
 
-import re
-
 from .. import ops
 from .array_broadcasts import BROADCASTS
+from .array_elementwise import FRAME, FRAMED, UFUNCS, elementwise, op_kernels, primed, reads
 from .array_kinds import KINDS, caught
 from .array_lines import LINES
 from .array_products import PRODUCTS
 from .array_sums import SUMMED, SUMS
-from .sweeps import element_loop, names_in, natural
-
-LOADS = {"a": "a = A[u]", "b": "b = B[u]", "y": "y = Y[u]", "v": "v = Y[u]"}
-
-
-def _loop(target: str, rule: str, indent: str, binary: bool) -> list[str]:
-    """target[u] = rule over the n elements, loading what the rule reads; target D: D[u] += G[u] times the rule,
-    nothing where a factor is 0 (each product added as made: no pass of partials), or where fresh, D[u] = 0.0 + that
-    (a zeroed D's numbers without a pass of zeros: the sends' stores bound their time; a loop of its own, so that
-    the other adds in the same order, NaN signs too). A binary op's operand that is one number read by all
-    (``number`` 1: a, 2: b) is loaded once, in a loop of its own (not a filled row: over 4,096 elements the fill is a
-    pass over memory)."""
-    product = "(g * p if g != 0.0 and p != 0.0 else 0.0)"
-    stores = [[f"D[u] = 0.0 + {product}"], [f"D[u] += {product}"]] if target == "D" else [[f"{target}[u] = {rule}"]]
-
-    def one(number: str, ind: str) -> list[str]:
-        loads = [line for name, line in LOADS.items() if name in names_in(rule) and name != number]
-        loads += ["g = G[u]", f"p = {rule}"] * (target == "D")
-        lines = [f"{ind}{number} = {number.upper()}[0]"] * bool(number)
-        if len(stores) == 1:
-            return lines + element_loop(ind, [*loads, *stores[0]], "n")
-        return [*lines, f"{ind}if fresh:", *element_loop(ind + "    ", [*loads, *stores[0]], "n"), f"{ind}else:",
-                *element_loop(ind + "    ", [*loads, *stores[1]], "n")]
-
-    numbers = [x for x in "ab" if binary and x in names_in(rule)]
-    if not numbers:
-        return one("", indent)
-    lines = []
-    for k, x in enumerate(numbers):
-        lines += [f"{indent}{'elif' if k else 'if'} number == {'ab'.index(x) + 1}:", *one(x, indent + "    ")]
-    return [*lines, f"{indent}else:", *one("", indent + "    ")]
-
-
-def _values(op: ops.Op, ind: str) -> list[str]:
-    if op.name not in ops.LOOPED:
-        return _loop("Y", op.forward, ind, op.kind == "binary")
-    x, ufunc, y = ops.LOOPED[op.name]  # v = ufunc(x) by NumPy's loop (x into B: a unary op's B is scratch), then y
-    before = _loop("B", x, ind, False) if x != "a" else []  # (B's room checked by the driver's values)
-    after = _loop("Y", y, ind, False) if y != "v" else []
-    return [*before, f"{ind}at = _framed(frame, {'B' if before else 'A'}, Y, n)",
-            f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *after]
-
-
-def _reads(partial: str) -> int:
-    return sum(1 << q for q, x in enumerate("ab") if x in names_in(partial))
-
-
-def _sends(op: ops.Op, ind: str) -> list[str]:
-    two = op.kind == "binary"
-    if op.name in ops.LOOPED_BACK:  # b = ufunc(a) by NumPy's loop into B (a unary op's B is scratch), then the partial
-        ufunc, partial = ops.LOOPED_BACK[op.name]
-        return [f"{ind}args = np.empty(5, np.intp)", f"{ind}at = _framed(args, A, B, n)",
-                f"{ind}numpy_{ufunc}(at, at + 16, at + 24, 0)", *_loop("D", partial, ind, False)]
-    if not op.db:
-        return _loop("D", op.da, ind, two)
-    return [f"{ind}if side == 0:", *_loop("D", op.da, ind + "    ", two), f"{ind}else:",
-            *_loop("D", op.db, ind + "    ", two)]
-
-
-def _elementwise(op: ops.Op) -> bool:
-    return op.name in ops.EXACT or op.name in ops.RULED or op.name in ops.LOOPED
-
-
-def _arrays(body: list[str], names: str) -> list[str]:
-    """The line making the arrays (of n elements; frame's 5) that body reads from their pointers (pa for A)."""
-    read = [x for x in names if re.search(rf"\b{'frame' if x == 'F' else x}\b", "\n".join(body))]
-    made = {x: f"carray(p{'f, 5' if x == 'F' else x.lower() + ', n'})" for x in read}
-    return [f"    {', '.join('frame' if x == 'F' else x for x in read)} = {', '.join(made.values())}"]
-
-
-def _op_kernels() -> list[str]:
-    """Each elementwise op's kernels, values_<opcode> and sends_<opcode> (C functions over pointers, compiled by
-    kernels/array_kernels.py the first time a table holds the op): its rule's loops, one op's, not a switch over all."""
-    lines = []
-    for code, op in enumerate(ops.OPS):
-        if not _elementwise(op):
-            continue
-        assert op.da, f"{op.name}: an elementwise op of the driver sends back"
-        values, sends = _values(op, "    "), _sends(op, "    ")
-        for function in ([f"def values_{code}(pa, pb, py, n, number, pf):",
-                          f'    """Y = {op.name} of A (and B), n elements; A[0] or B[0] for all at number 1 or 2."""',
-                          *_arrays(values, "ABYF"), *values],
-                         [f"def sends_{code}(side, pa, pb, py, pg, pd, n, number, fresh):",
-                          f'    """D += G times {op.name}\'s partial in operand side (0: a, 1: b), fresh: 0.0 + it."""',
-                          *_arrays(sends, "ABYGD"), *sends]):
-            lines += ["", "", *function]
-    return lines
+from .sweeps import natural
 
 
 def _names() -> list[str]:
@@ -128,7 +42,7 @@ def _names() -> list[str]:
         names[kind], names[8 + kind] = f"forward_{name}", f"reverse_{name}"
     names[8 + 1] = "summed_back"  # (SUMMED)
     for code, op in enumerate(ops.OPS):
-        if _elementwise(op):
+        if elementwise(op):
             names[16 + code], names[16 + len(ops.OPS) + code] = f"values_{code}", f"sends_{code}"
     return ["NAMES = (  # each slot's kernel: a row kind's forward (slot KIND) and reverse (BACK + KIND), an",
             "    # elementwise op's values (VALUES + opcode) and sends (SENDS + opcode); \"\" where none",
@@ -204,14 +118,6 @@ def _room(buffer, n):
 
 
 @jit
-def _framed(frame, X, Y, n):
-    """frame's address, set to the arguments NumPy passes its unary loop over n contiguous elements: the pointers
-    args = (X, Y), the count, and the steps (8, 8) in bytes (kernels/ufuncs.py)."""
-    frame[0], frame[1], frame[2], frame[3], frame[4] = X.ctypes.data, Y.ctypes.data, n, 8, 8
-    return frame.ctypes.data
-
-
-@jit
 def _same(t, f):
     """Whether view f of record row t is laid out as its output (its elements in order)."""
     same = True
@@ -254,22 +160,22 @@ def _operand(t, q, aval, buffer, number):
 
 
 @jit
-def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number):
+def _send(t, q, aadj, stamp, gen, keep, A, B, y, g, c, total, number, frame, E):
     """adjoint[view q] += g * the partial in q (0 where a factor is 0) over record t's iteration space, summed
     back over the axes the view is broadcast along first, by the stamp rule: a stale adjoint is zeroed first
     (0.0 + c: the step's assignment c + 0.0, bit for bit)."""
     f = VIEWS + VIEW * q
     n, base = t[SIZE], t[f + BASE]
     if _same(t, f) and base == t[f + REGION] and n == t[f + REGION_SIZE] and (base >= t[OUT] + n or t[OUT] >= base + n):
-        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number, _stale(t, f, stamp, gen, keep))  # (the view is its
-        return  # region, laid out as the output and apart from it: a stale one assigned, 0.0 + each product)
+        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number, _stale(t, f, stamp, gen, keep), frame, E)  # (the
+        return  # view is its region, laid out as the output and apart from it: a stale one assigned, 0.0 + a product)
     _prepare(t, f, aadj, stamp, gen, keep)
     if _same(t, f):  # the view laid out as the output: one pass, products added as made
-        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number, False)
+        sends(t[OP], q, A, B, y, g, aadj[base:base + n], n, number, False, frame, E)
         return
     _room(c, n)
     _room(total, n)
-    sends(t[OP], q, A, B, y, g, c, n, number, True)  # (0.0 + each product: its sum back, from 0.0, is the same)
+    sends(t[OP], q, A, B, y, g, c, n, number, True, frame, E)  # (0.0 + each product: its sum back, from 0.0, the same)
     _call(_address(SUMMED), (t, q, aadj, c, total, aadj.size, n))
 
 
@@ -371,18 +277,20 @@ def values(k, A, B, Y, n, number, frame):
 
 
 @jit
-def sends(k, side, A, B, Y, G, D, n, number, fresh):
-    """D[:n] += G[:n] times op k's partial in operand ``side`` by its kernel, sends_<k> (fresh: D[:n] = 0.0 + those)."""
+def sends(k, side, A, B, Y, G, D, n, number, fresh, frame, E):
+    """D[:n] += G[:n] times op k's partial in operand ``side`` by its kernel, sends_<k> (fresh: D[:n] = 0.0 + those;
+    frame: a loop call's, E: scratch)."""
     address = _address(_op(k, SENDS))  # (k checked before PRIMED is read)
     _room(B, n if PRIMED[k] & 2 else 0)  # (a partial made in B first)
-    _call(address, (side, A, B, Y, G, D, n, number, 1 if fresh else 0))
+    _room(E, 2 * n if PRIMED[k] & 4 else 0)  # (or in E)
+    _call(address, (side, A, B, Y, G, D, n, number, 1 if fresh else 0, frame, E))
 
 
 @jit
 def forward(table, aval, scratch):
     """The forward sweep of the table's records, in order: elementwise rows by their op's kernel, other kinds' by
     their kind's (each at its slot of KERNELS)."""
-    frame = np.empty(5, np.intp)  # a NumPy loop call's arguments (_framed): alive for the whole sweep
+    frame = np.empty(FRAME, np.intp)  # a NumPy loop call's arguments (_framed, _paired): alive for the whole sweep
     skip = 0
     for r in range(table.shape[0]):
         t = table[r]
@@ -409,8 +317,8 @@ def forward(table, aval, scratch):
 def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
     """The reverse sweep of the table's records (given last first) that this pass reached; whether it made a
     matmul's products back unchecked (check false: see kernels.array_rule.times)."""
-    unchecked = False
-    skip = 0
+    unchecked, skip = False, 0
+    frame, E = np.empty(FRAME, np.intp), scratch[4] if scratch.shape[0] > 4 else scratch[3, :0]  # (E: ops.PAIRED's)
     for r in range(table.shape[0]):
         t = table[r]
         if r < skip:
@@ -431,7 +339,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
             B = _operand(t, np.int64(1), aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
             for q in range(t[NIN]):
                 if t[VIEWS + VIEW * q + WANT] != 0:
-                    _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number)
+                    _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number, frame, E)
             continue
         if kind == LINED:  # (its op's kernel, which its kind's calls)
             _address(_op(t[OP], SENDS))
@@ -445,7 +353,7 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
 
 def generate(header: list[str]) -> str:
     helpers = sorted({fn.__name__ for fn in ops.HELPERS + ops.CALLED})
-    ufuncs = tuple(sorted({ufunc for _, ufunc, _ in ops.LOOPED.values()} | {u for u, _ in ops.LOOPED_BACK.values()}))
+    ufuncs = UFUNCS
     lines = [
         *header,
         '"""The compiled sweeps of array records (tape/sweeps/compiled.py encodes their tables)."""',
@@ -469,14 +377,14 @@ def generate(header: list[str]) -> str:
         "from .ufuncs import bind as bind_loops",
         "",
         f"OPS = {len(ops.OPS)}  # opcodes (kernels/ops.py)",
+        f"FRAME = {FRAME}  # a NumPy loop call's arguments, at most (_framed, _paired)",
         CONSTANTS,
         "READS = np.array([  # per opcode and side (a, b), the operands its partial reads (1: a, 2: b): a LINED row",
         "    # gathers no other (the mixture's d * e back to e: its line repeated into scratch, 133-134 -> 92 us CPU)",
-        *[f"    [{_reads(op.da)}, {_reads(op.db or op.da)}],  # {op.name}" for op in ops.OPS],
+        *[f"    [{reads(op.da)}, {reads(op.db or op.da)}],  # {op.name}" for op in ops.OPS],
         "], np.int64)",
-        "PRIMED = np.array([  # per opcode, what its kernels make in B first: 1 values (sigmoid's exp(-|a|)), 2 sends",
-        *[f"    {(op.name in ops.LOOPED and ops.LOOPED[op.name][0] != 'a') + 2 * (op.name in ops.LOOPED_BACK)},  # "
-          f"{op.name}" for op in ops.OPS],  # (2: sin's cos(a))
+        "PRIMED = np.array([  # per opcode, what its kernels make in scratch first (array_elementwise.primed)",
+        *[f"    {primed(op)},  # {op.name}" for op in ops.OPS],
         "], np.int64)",
         "LOOPS = bind_loops((  # the ufuncs bound to NumPy's own float64 loops (kernels/ufuncs.py)",
         *[f'    "{name}",' for name in ufuncs],
@@ -486,7 +394,7 @@ def generate(header: list[str]) -> str:
         "",
         "",
         *_names(),
-        *_op_kernels(),
+        *op_kernels(),
         *caught(KINDS),
         SUMMED,
         "",
@@ -496,5 +404,8 @@ def generate(header: list[str]) -> str:
         PRODUCTS,
         BROADCASTS,
         DRIVER,
+        "",
+        "",
+        FRAMED,
     ]
     return "\n".join(lines)

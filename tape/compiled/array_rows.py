@@ -30,6 +30,7 @@ KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT | encoding
 # NumPy loop was found
 LOOPED = encoding._looped()
 PRIMED = encoding.PRIMED  # by array opcode: a looped op whose loop reads a value first made in scratch (sigmoid's)
+PAIRED = encoding.IS_PAIRED  # by array opcode: an op of a binary NumPy loop (ops.PAIRED)
 LINES = {"exp", "log"} <= set(kernels.LOOPS)  # a logsumexp's row runs NumPy's exp and log loops (encoding._lines)
 SLOT = np.where(KINDS == kernels.ELEMENTWISE, np.where(EXACT | LOOPED, kernels.VALUES + CODES, -1),
                 np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL) | (KINDS == kernels.LOGSUMEXP) & LINES,
@@ -119,6 +120,16 @@ def _block(rows, cols, rs, cs):
 
 
 @once
+def _alone(t, q):
+    """Whether view q of row t is laid out as the output or is one number read by all (strides all 0)."""
+    alike, number = True, True
+    for d in range(4):
+        alike = alike and t[OUT_STRIDES + d] == t[VIEWS + VIEW * q + STRIDES + d]
+        number = number and t[VIEWS + VIEW * q + STRIDES + d] == 0
+    return alike or number
+
+
+@once
 def by_driver(s, k):
     """Whether the driver's row of plan k gives NumPy's bits, as tape/sweeps/encoding.py decides where a row runs
     (else NumPy's rule computes them, ``BY_NUMPY``): an op it has a row for (a looped one over a view laid out as its
@@ -133,6 +144,8 @@ def by_driver(s, k):
         alike = True  # (a loop, not an array comparison: its machine code would import numba.np.linalg at every load)
         for d in range(4):
             alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
+        if PAIRED[plan[0]]:  # (a binary loop: a laid out as the output, b too or one number, encoding's rule)
+            return LOOPED[plan[0]] and alike and _alone(t, 1) and t[SIZE] > 1
         return EXACT[plan[0]] or LOOPED[plan[0]] and (alike or PRIMED[plan[0]] or t[VIEWS + STRIDES + 3] == 1)
     if kind == kernels.MATMUL:
         a, b = V0 + DIMS - 2, V0 + VIEW_WIDTH + DIMS - 2  # (a's view and b's, from their last two axes)

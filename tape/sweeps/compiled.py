@@ -1,7 +1,7 @@
 """A Function's stretches of array records as tables for the compiled sweeps (kernels/_array_driver.py).
 
 tape/sweeps/steps.py keeps a Function's sweeps as lists of calls; where consecutive array records
-are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT, RULED and LOOPED, sums,
+are of kinds the driver runs (a Rule's ``compiled``: the elementwise ops of ops.EXACT, RULED, LOOPED and PAIRED, sums,
 matmuls by NumPy's own BLAS, joins and gathers, whose numbers it gives bit for bit) and their views
 fit its rows (at most 4 axes; a sum's input in C order, as NumPy's iterator then adds; a matmul's
 operands 2-d blocks in C or Fortran order; a gather's places in runs of one step), they become one
@@ -34,7 +34,7 @@ from tape.kernels import array_kernels, compiling
 from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
-from tape.kernels.ops import LOOPED, LOOPED_BACK, OPCODE
+from tape.kernels.ops import LOOPED, LOOPED_BACK, OPCODE, PAIRED
 from tape.sweeps import driver, encoding, stretches
 from tape.sweeps.driver import State
 from tape.sweeps.fusion import TAPE_RUNS
@@ -249,8 +249,10 @@ def _touched(s: State, kind: int, what: Any) -> list[int] | None:
     return s._in0[records].tolist()
 
 
-# ops.LOOPED ops that make a value in scratch first: sigmoid's exp(-|a|) forward, sin's cos(a) back (ops.LOOPED_BACK)
+# ops.LOOPED ops that make a value in scratch first: sigmoid's exp(-|a|) forward, sin's cos(a) back (ops.LOOPED_BACK),
+# and ops.PAIRED's partials (2 n elements in a fifth row, E)
 PRIMED = np.array(sorted(OPCODE[k] for k, (x, _, _) in LOOPED.items() if x != "a" or k in LOOPED_BACK), np.int64)
+PAIRS = np.array(sorted(OPCODE[k] for k in PAIRED), np.int64)
 
 
 def _strides(t: np.ndarray, q: int) -> np.ndarray:
@@ -267,7 +269,7 @@ def _scratched(t: np.ndarray) -> np.ndarray:
     number = np.where(~two | (t[:, 4] == 1), -1, np.where(flat[1], 1, np.where(flat[0], 0, -1)))
     moved = [(_strides(t, q) != out).any(1) & ~((number == q) & (t[:, VIEWS + VIEW * q + kernels.WANT] == 0))
              for q in range(2)]
-    return np.isin(t[:, 1], PRIMED) | moved[0] | (two & moved[1])
+    return np.isin(t[:, 1], PRIMED) | moved[0] | (two & moved[1]) | np.isin(t[:, 1], PAIRS)
 
 
 def _lines_back(t: np.ndarray) -> np.ndarray:
@@ -295,6 +297,8 @@ def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]], back:
     elementwise, lined, products, lines = (kind == kernels.ELEMENTWISE, kind == LINED, kind == MATMUL,
                                            kind == LOGSUMEXP)
     need[elementwise] = np.where(_scratched(t[elementwise]), t[elementwise, 4], 1)
+    paired = elementwise & np.isin(t[:, 1], PAIRS)
+    need[paired] = 2 * t[paired, 4]
     need[lined] = _lines_back(t[lined])
     need[products] = t[products, 7] * np.maximum(t[products, 6], t[products, 8])
     m, n = t[lines, 8:10].T  # a logsumexp's lines and their length
@@ -302,7 +306,8 @@ def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]], back:
     counts = lengths(tables)
     size = np.maximum.reduceat(need, np.cumsum(counts) - counts) if len(t) else np.zeros(0, np.int64)
     kept, wide = np.array([*map(itemgetter(2), stretched), (0, 0)], np.int64)[:-1].T
-    scratch = map(np.empty, zip(np.maximum(4, kept).tolist(), np.maximum(np.maximum(size, 1), wide).tolist(),
+    fifth = np.add.reduceat(paired, np.cumsum(counts) - counts) > 0 if len(t) else np.zeros(0, bool)  # (E)
+    scratch = map(np.empty, zip(np.maximum(4 + fifth, kept).tolist(), np.maximum(np.maximum(size, 1), wide).tolist(),
                                     strict=True))
     # (a stretch's members' adjoints kept back: its rows, elements)
     pending = list(map(itemgetter(1), stretched))

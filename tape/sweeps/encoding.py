@@ -25,7 +25,7 @@ import numpy as np
 from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
-from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE, RULED
+from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE, PAIRED, RULED
 from tape.sweeps.driver import SHORT_NAME, State
 from tape.sweeps.plans import lengths
 
@@ -45,13 +45,15 @@ KIND = np.array([RULE[c].compiled for c in range(len(SHORT_NAME))], np.int64)  #
 CODE = np.array([OPCODE.get(name, 0) for name in SHORT_NAME], np.int64)  # the driver's opcode, by array opcode
 IS_EXACT = np.array([name in EXACT for name in SHORT_NAME])
 IS_RULED = np.array([name in RULED for name in SHORT_NAME])
+IS_PAIRED = np.array([name in PAIRED for name in SHORT_NAME])
 PRIMED = np.array([name in LOOPED and LOOPED[name][0] != "a" for name in SHORT_NAME])  # (sigmoid's loop reads scratch)
 
 
 def _looped() -> np.ndarray:
-    """By array opcode: an op of ops.LOOPED whose NumPy loops (a LOOPED_BACK partial's too) the driver found."""
-    return np.array([name in LOOPED and {LOOPED[name][1], *LOOPED_BACK.get(name, ())[:1]} <= kernels.LOOPS
-                     for name in SHORT_NAME])
+    """By array opcode: an op of ops.LOOPED (or PAIRED) whose NumPy loops (its partials' too) the driver found."""
+    loops = {name: {ufunc, *LOOPED_BACK.get(name, ())[:1]} for name, (_, ufunc, _) in LOOPED.items()}
+    loops |= {name: {ufunc, *(loop for _, loop, _ in sides)} for name, (ufunc, sides) in PAIRED.items()}
+    return np.array([name in loops and loops[name] <= kernels.LOOPS for name in SHORT_NAME])
 
 
 def _column(items: list[Any], name: str) -> np.ndarray:
@@ -185,6 +187,10 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
     # innermost axis's: each element's bits alone the same, kernels/ufuncs.py), or over a value first made in scratch
     # as its step makes it, whatever the view (sigmoid's exp(-|a|)); the LSTM's gates, column slices: 3.4 -> 1.7 CPU-ms
     fits = ~looped[P.code[k]] | PRIMED[P.code[k]] | (views[:, 0] == out).all(1) | (views[:, 0, 3] == 1)
+    fits &= ~IS_PAIRED[P.code[k]] | ((views[:, 0] == out).all(1) & ((views[:, 1] == out).all(1) | (views[:, 1] == 0)
+                                                                      .all(1)) & (P.size[k] > 1))  # (a binary loop:
+    # a laid out as the output, b too or one number, which NumPy's step passes it at steps of 8 and 0, as the driver;
+    # not one element, where NumPy's step reads a number at a step of 0, an element at 8, and the row cannot tell)
     alike = ((views == out[:, None]) | (views == 0).all(2, keepdims=True)).all(2).all(1)
     lined = (~looped[P.code[k]] & two & (out[:, 3] == 1) & (shape[:, 3] >= SPAN) & ~alike
              & ((views[:, 0, 3] != 0) | (views[:, 1, 3] != 0))
