@@ -1,14 +1,14 @@
-"""NumPy's own float64 inner loops for the Numba kernels: the loop a ufunc such as np.exp calls, in the SIMD version
-NumPy chose for this CPU at import.
+"""NumPy's own float64 inner loops for the Numba kernels: the loop a ufunc such as np.exp (or np.power, of two
+inputs) calls, in the SIMD version NumPy chose for this CPU at import.
 
 kernels/_array_driver.py declares each loop by a symbol name (``numpy_<ufunc>``) with NumPy's inner-loop signature
 ``void loop(char **args, npy_intp const *dimensions, npy_intp const *steps, void *data)``; ``bind`` reads the loop's
 address from the ufunc object (PyUFuncObject's ``functions``, numpy/_core/include/numpy/ufuncobject.h) and points the
-name at it, so a driven exp makes NumPy's call and gets its bits, while the kernels stay cacheable. A loop is bound
-only where the struct reads as documented, its ``data`` is NULL, and the loop called here gives the ufunc's own bits
-on a probe of edge values at a few lengths, each element's bits the same alone (tape/sweeps/encoding.py then
-gathers a view's lines and passes them at once); otherwise the name points at a function that is never called and
-tape/sweeps/compiled.py leaves the op to NumPy's step.
+name at it, so a driven exp makes NumPy's call and gets its bits, while the kernels stay cacheable. A loop is bound only
+where the struct reads as documented, its ``data`` is NULL, and the loop called here gives the ufunc's own bits on a
+probe of edge values at a few lengths (a binary loop's on pairs, and with numbers read by all: a step of 0), each
+element's bits the same alone (tape/sweeps/encoding.py then gathers a view's lines and passes them at once); otherwise
+the name points at a function that is never called and tape/sweeps/compiled.py leaves the op to NumPy's step.
 """
 
 from __future__ import annotations
