@@ -24,8 +24,8 @@ import numpy as np
 _never = ctypes.CFUNCTYPE(None)(lambda: None)  # what a name links to where its loop is not bound
 _LOOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _DOUBLE = 12  # NPY_DOUBLE
-NUMBERS = (0, 1, 2, 4, 13, 15, 16, 24, 39)  # the probe's numbers read by all of a binary loop: 0, -0, inf, NaN, 0.5,
-# 1, -1, 2, 3 (np.power's loop has its own cases of some)
+NUMBERS = np.array([0.0, -0.0, np.inf, np.nan, 0.5, 1.0, -1.0, 2.0, 3.0])  # a binary loop's probe's, read by all
+# (np.power's loop has cases of its own for some)
 PROBE = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, -5e-324, 2.5e-310, 709.78, 709.79, -745.2,
                   0.5, -0.5, 1.0, -1.0, 0.999, 20.0, -20.0, 1e-300, 3e-8, 1e154, -1e154, 2.0, 100.0, -100.0, 0.1, -0.9,
                   1e-5, 37.5, -37.5, 7.0, -7.0, 0.75, 1.5, 1e10, -1e10, 1e-10, 3.0])
@@ -46,7 +46,7 @@ def call(loop: int, x: np.ndarray, out: np.ndarray, y: np.ndarray | None = None,
     one element, as over a float: np.power's loop squares at a step of 0 and 2.0, so each number's bits follow the
     step)."""
     operands = (x,) if y is None else (x, y)
-    if x.size != out.size or y is not None and y.size != (1 if number or y.size == 1 else out.size) or not all(
+    if x.size != out.size or y is not None and (y.size not in (1, out.size) or number and y.size != 1) or not all(
             v.dtype == np.float64 and v.flags.c_contiguous for v in (*operands, out)):
         raise ValueError("tape: a loop's operands are contiguous float64 arrays as long as its output, or one number")
     steps = [8] if y is None else [8, 0 if number or y.size == 1 < out.size else 8]
@@ -76,7 +76,7 @@ def address(ufunc: np.ufunc) -> int | None:
             not s.functions[i]):
         return None
     loop = s.functions[i]
-    pairs = [()] if ufunc.nin == 1 else [(np.roll(PROBE, 7),), *((PROBE[k:k + 1],) for k in NUMBERS)]
+    pairs = [()] if ufunc.nin == 1 else [(np.roll(PROBE, 7),), *((NUMBERS[k:k + 1],) for k in range(len(NUMBERS)))]
     with np.errstate(all="ignore"):
         for y in pairs:
             if not _same(loop, ufunc, *y):

@@ -269,7 +269,7 @@ def _scratched(t: np.ndarray) -> np.ndarray:
     number = np.where(~two | (t[:, 4] == 1), -1, np.where(flat[1], 1, np.where(flat[0], 0, -1)))
     moved = [(_strides(t, q) != out).any(1) & ~((number == q) & (t[:, VIEWS + VIEW * q + kernels.WANT] == 0))
              for q in range(2)]
-    return np.isin(t[:, 1], PRIMED) | moved[0] | (two & moved[1]) | np.isin(t[:, 1], PAIRS)
+    return np.isin(t[:, 1], PRIMED) | moved[0] | (two & moved[1])
 
 
 def _lines_back(t: np.ndarray) -> np.ndarray:
@@ -297,7 +297,7 @@ def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]], back:
     elementwise, lined, products, lines = (kind == kernels.ELEMENTWISE, kind == LINED, kind == MATMUL,
                                            kind == LOGSUMEXP)
     need[elementwise] = np.where(_scratched(t[elementwise]), t[elementwise, 4], 1)
-    paired = elementwise & np.isin(t[:, 1], PAIRS)
+    paired = elementwise & np.isin(t[:, 1], PAIRS)  # (x ** y's partials: 2 n elements in E)
     need[paired] = 2 * t[paired, 4]
     need[lined] = _lines_back(t[lined])
     need[products] = t[products, 7] * np.maximum(t[products, 6], t[products, 8])

@@ -187,11 +187,10 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
     # innermost axis's: each element's bits alone the same, kernels/ufuncs.py), or over a value first made in scratch
     # as its step makes it, whatever the view (sigmoid's exp(-|a|)); the LSTM's gates, column slices: 3.4 -> 1.7 CPU-ms
     fits = ~looped[P.code[k]] | PRIMED[P.code[k]] | (views[:, 0] == out).all(1) | (views[:, 0, 3] == 1)
-    fits &= ~IS_PAIRED[P.code[k]] | ((views[:, 0] == out).all(1) & ((views[:, 1] == out).all(1) | (views[:, 1] == 0)
-                                                                      .all(1)) & (P.size[k] > 1))  # (a binary loop:
-    # a laid out as the output, b too or one number, which NumPy's step passes it at steps of 8 and 0, as the driver;
-    # not one element, where NumPy's step reads a number at a step of 0, an element at 8, and the row cannot tell)
     alike = ((views == out[:, None]) | (views == 0).all(2, keepdims=True)).all(2).all(1)
+    fits &= ~IS_PAIRED[P.code[k]] | (alike & (views[:, 0] == out).all(1) & (P.size[k] > 1))  # (a binary loop: a laid
+    # out as the output, b too or one number, which NumPy's step passes it at steps of 8 and 0, as the driver; not one
+    # element, where NumPy's step reads a number at a step of 0, an element at 8, and the row cannot tell)
     lined = (~looped[P.code[k]] & two & (out[:, 3] == 1) & (shape[:, 3] >= SPAN) & ~alike
              & ((views[:, 0, 3] != 0) | (views[:, 1, 3] != 0))
              & ((views[:, :, 3] == 1) | ((views[:, :, 3] == 0) & ((shape[:, 2, None] == 1) | (views[:, :, 2] != 0))))
