@@ -23,7 +23,10 @@ instruction = st.tuples(
     st.booleans(),
 )
 program = st.lists(instruction, min_size=1, max_size=25)
-point = st.lists(st.floats(-2, 2, allow_nan=False), min_size=N_INPUTS, max_size=N_INPUTS)
+point = st.lists(st.floats(-2, 2, allow_nan=False).filter(lambda v: v == 0.0 or abs(v) >= 1e-3), min_size=N_INPUTS,
+                 max_size=N_INPUTS)  # (0, or not tiny: at x = 7.7e-47, atan2(x, 0.9 tanh(x))'s two partials of 1e46
+# cancel and rounding leaves 1.3e30 where duals give 0, reverse mode's rounding, not a rule's error: the edge values'
+# tests check the rules there)
 
 
 def run(prog, inputs, fn_for):
