@@ -166,6 +166,26 @@ def test_xs_made_by_python_code_keeps_its_values_for_the_reverse_sweep(monkeypat
     assert value == expected[0] and np.array_equal(grad, 2.0 * expected[1])
 
 
+CONSTANTS = '''
+def f(A, C):                         # a NumPy array an op reads: a constant record of its values, copied in C order
+    return (A * C).sum() + (C @ A[:, :8]).sum()
+'''
+
+
+def test_numpy_arrays_of_every_layout_are_constants_as_python():
+    """The constant's values of a C-ordered array (copied as one block), a transpose, a strided and a reversed view
+    (copied element by element in C order): the Python recorder's records and arena; the gradient reads them."""
+    py, jn = namespace(CONSTANTS, arrays=True)
+    rng = np.random.default_rng(4)
+    A, big = rng.normal(size=(40, 40)), rng.normal(size=(80, 80))
+    for C in (big[:40, :40].copy(), big[:40, :40].T, big[::2, 1::2], big[40:, 40:][::-1, ::-1]):
+        same_tapes(py["f"], jn["f"], A, (C,))
+        _, g = tape.value_and_grad(jn["f"], argnums=0)(A, C)
+        expected = C.copy()
+        expected[:, :8] += C.sum(axis=0)[:, None]
+        assert np.allclose(g, expected, rtol=1e-13, atol=1e-13)
+
+
 FALLBACK = '''
 def f(x, m):                         # an array of Vars made by np.zeros: not an array record (scalar records)
     y = np.zeros(5, dtype=x.dtype)
