@@ -162,6 +162,76 @@ def test_programs_of_one_structure_keep_their_own_sweeps():
         np.testing.assert_allclose(vg(x, k)[1], want, rtol=1e-13, atol=0.0)
 
 
+BRANCHES = '''
+def f(x, k, c):                      # the records f writes hang on its data: k elements squared, a branch on c
+    y = np.tanh(x * 2.0)
+    s = (y[:k] * y[:k]).sum()
+    if c > 0.0:
+        s = s + (np.exp(y) * c).sum()
+    return s + y[3] * y[k]
+'''
+
+
+def branches(x, k, c):
+    """f of BRANCHES and its gradient, by hand."""
+    y, d = np.tanh(x * 2.0), 2.0 * (1.0 - np.tanh(x * 2.0) ** 2)
+    g = np.zeros_like(x)
+    g[:k] = 2.0 * y[:k]
+    if c > 0.0:
+        g += c * np.exp(y)
+    g[3] += y[k]
+    g[k] += y[3]
+    value = (y[:k] ** 2).sum() + (c * np.exp(y).sum() if c > 0.0 else 0.0) + y[3] * y[k]
+    return value, g * d
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """[calls whose tape held (f wrote what it wrote in the last call), calls whose tape was renewed first]."""
+    from tape.compiled.jit_gradients import Again
+
+    counts, drove = [0, 0], Again.drove
+
+    def counted(self, *args):
+        was = self.args is not None
+        got = drove(self, *args)
+        counts[0 if got else 1] += was
+        return got
+    monkeypatch.setattr(Again, "drove", counted)
+    return counts
+
+
+@pytest.mark.parametrize("size", [100, 20_000])  # (the second recycles regions: arenas.CHECK fills freed with NaN)
+def test_a_tape_kept_as_the_last_call_left_it_is_renewed_where_f_writes_otherwise(size, held, monkeypatch):
+    """The direct path keeps its tape as a call left it (jit_gradients.Again): where the next call writes the same
+    records and plans, nothing is made again; where it writes others (another k, the branch on c taken or not, a
+    raised IndexError), the tape is renewed keeping what f wrote. Each call the Python recorder's numbers bit for
+    bit, and the hand gradient. (Any arena is kept: one of 8 MB or more would not be, and a spare one an earlier
+    test left can be up to 4 times what a tape asks.)"""
+    import importlib
+
+    from tape.sweeps import arenas
+
+    monkeypatch.setattr(arenas, "CHECK", True)
+    monkeypatch.setattr(importlib.import_module("tape.tape"), "RENEWED", 2**62)
+    py, jn = namespace(BRANCHES, arrays=True)
+    rng = np.random.default_rng(6)
+    vg, calls = tape.value_and_grad(jn["f"]), [(5, 1.0), (5, 1.0), (5, 1.0), (7, 1.0), (7, 1.0), (7, -1.0),
+                                                  (5, 1.0), (size, 1.0), (5, 1.0), (5, -1.0), (5, -1.0)]
+    for k, c in calls:
+        x = rng.normal(size=size) * 0.5
+        if k >= size:
+            with pytest.raises(IndexError):
+                vg(x, k, c)
+            continue
+        got = vg(x, k, c)
+        same(got, tape.value_and_grad(py["f"])(x, k, c))
+        want = branches(x, k, c)
+        assert got[0] == pytest.approx(want[0], rel=1e-13)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-15)
+    assert held == [4, 4]  # (renewed: k 7, c -1, k 5 twice, and the raise drops the tape)
+
+
 def test_what_f_returns():
     """A number: its value, a zero gradient; an array: the general path's TypeError, the direct path kept."""
     (_, number), (_, array) = namespace(NUMBER, arrays=True), namespace(ARRAY, arrays=True)

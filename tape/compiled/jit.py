@@ -39,7 +39,7 @@ from tape.compiled.by_reference import CALLERS
 from tape.compiled.compiler_pass import Pipeline, forget_failures
 from tape.compiled.jit_cache import USER_CACHED, cache_as, frozen, refusal, refuse, refused_why
 from tape.compiled.jit_errors import check_data, first_line
-from tape.compiled.jit_gradients import array_value_and_grad, value_and_grad
+from tape.compiled.jit_gradients import Again, array_value_and_grad, value_and_grad
 from tape.compiled.link_only import LINKED
 from tape.compiled.numba_internals import (
     borrowed,
@@ -200,17 +200,23 @@ class JitFunction:
             raise JitError(first_line(message, self.py_func) + tried + "\n\n" + message)
         return self._took(t, n0, nc0, got)
 
-    def _record_arrays(self, t: Tape, view: Any, data: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _record_arrays(self, t: Tape, view: Any, data: tuple, again: Again | None = None) -> tuple[
+            np.ndarray, np.ndarray, np.ndarray] | None:
         """Record f on t with array record ``view`` as xs (array records: tape/compiled/array_records.py), as
         _record; None where f does not compile for an array record (then never tried again) or an op's operands
-        do not fit the driver's rows (array_records.Unfit): nothing of this call is then the tape's."""
+        do not fit the driver's rows (array_records.Unfit): nothing of this call is then the tape's. ``again``: t
+        as the direct path's last call left it, where it kept it (jit_gradients.Again)."""
         _only_data(data)
-        n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
-        t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
-        recycle = array_plans.recycling(t, self._written)
-        args = self._array_args(t, view, data, recycle)
-        if not self._takes_arrays(args):
-            return None
+        args = again.drive_args(tuple(data)) if again is not None else None
+        if args is None:
+            n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
+            t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
+            recycle = array_plans.recycling(t, self._written)
+            args = self._array_args(t, view, data, recycle)
+            if not self._takes_arrays(args):
+                return None
+        else:
+            n0, nc0, np0, na0, recycle = 1, args[6], 1, args[15], args[16]
         try:
             got, (plans, np1, aval, na, released) = self._array_drive(*args)
         except numba.core.errors.NumbaError:  # typing: an op array records lack
@@ -222,6 +228,8 @@ class JitFunction:
         self._arrays = True
         self._array_room = max(self._array_room, na - na0)
         self._plan_room = max(self._plan_room, np1 - np0)
+        if again is not None and again.drove(t, got, plans, np1, aval, na, released, (nc0, na0, recycle)):
+            return got[1]  # (the tape holds the records, plans and regions of the last call, which wrote the same)
         found = self._took(t, n0, nc0, got)
         self._written = array_plans.adopt(t, plans, np0, np1, aval, na, released, recycle)
         if t._recycling:  # xs's values stay while the records read them (tape/sweeps/arenas.py: _pin)

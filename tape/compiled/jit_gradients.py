@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tape.compiled.array_plans import recycling
+from tape.compiled.array_records import GATHER
 from tape.compiled.packing import Packed
 from tape.compiled.recording import NEVER
 from tape.debug import nans
@@ -69,14 +71,79 @@ def value_and_grad(self: JitFunction, idle: Any, args: tuple) -> tuple[float, An
     return value, grads
 
 
+MOST = 4096  # records, at most, of a call whose tape Again keeps as the call left it (compared at the next call)
+
+
+class Again:
+    """The direct path's last call (array_value_and_grad), its tape left as the call left it, not renewed: the next
+    call drives f on it as on the renewed tape (``args``: the driver's arguments but data and scratch), and where f
+    writes the same records and plan rows (``drove``: their bytes), the tape already holds what _took, adopt and the
+    renewal would make again, and none of them runs (bench/array_programs.py's MLP, batch 32: 107-110 -> 88-104 µs a
+    call). Else the tape is renewed keeping what f wrote, and the call goes on as any other."""
+
+    __slots__ = ("args", "scratch", "key", "wrote")
+
+    def __init__(self) -> None:
+        self.args: tuple | None = None  # (None: the tape is renewed, or new)
+        self.wrote: tuple | None = None
+        self.scratch = np.empty(0, np.int64)
+
+    def drive_args(self, data: tuple) -> tuple | None:
+        """The driver's arguments for a call on the kept tape (None: none is kept)."""
+        return None if self.args is None else (*self.args, data, self.scratch)
+
+    def drove(self, t: Tape, got: tuple, table: np.ndarray, np1: int, aval: np.ndarray, na: int,
+              released: np.ndarray, start: tuple[int, int, int]) -> bool:
+        """Whether f wrote on the kept tape what it wrote in the last call (the tape is then the call's own); else
+        the tape is renewed keeping f's records, as if it had been renewed before f ran (``start``: the renewed
+        tape's count of constants, its arena's top, whether f recycled)."""
+        op, in0, in1, _, consts, n, nc, checks, *_, wanted = got[0]
+        key = (n, nc, np1, na, wanted, table[1:np1].tobytes(), released.tobytes(), op[1:n].tobytes(),
+               in0[1:n].tobytes(), in1[1:n].tobytes()) if n <= MOST and not len(checks) else None
+        self.wrote = (key, start, table) if key is not None else None
+        if self.args is None:
+            return False
+        if key is not None and key == self.key and table is self.args[12] and op is t._op and consts is t._consts \
+                and aval is t._aval:
+            return True
+        if in0 is t._in0:  # (else Numba grew new arrays, which _took adopts)
+            kept = in0[1:n].copy(), in1[1:n].copy()
+            t._renew(keep=True)
+            t._in0[1:n], t._in1[1:n] = kept
+        else:
+            t._renew(keep=True)
+        self.args = None
+        return False
+
+    def keep(self, t: Tape, scratch: int) -> bool:
+        """Keep t as this call left it for the next call, where f wrote few records, no checked branch, no gather, no
+        call; its driver's arguments are the renewed tape's."""
+        if self.args is not None:  # (the call held: its tape is the last call's)
+            return True
+        wrote = self.wrote
+        if wrote is None or (wrote[2][1:wrote[0][2], 0] == GATHER).any() or t._borrowed or t._callees:
+            return False
+        (self.key, (nc0, na0, recycle), table), view = wrote, whole(0, t._plans[0])
+        self.args = (t._op, t._in0, t._in1, t._val, t._consts, 1, nc0, 0, view.offset, view.offset, view.shape,
+                     view.strides, table, 1, t._aval, na0, recycle)
+        if len(self.scratch) != scratch:
+            self.scratch = np.empty(scratch, np.int64)
+        return True
+
+
 def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tuple) -> tuple[float, np.ndarray] | None:
     """value_and_grad where f records x as an array record (tape.value_and_grad's INPUT record), as the general
     path does it, on its tape (``idle.tape``), with no handle, tree or check of f's Python made (the MLP of
     bench/array_programs.py: 142 -> 117 CPU-µs a call, s24); None where the general path must run (f returns no Var
     nor number; f's operands do not fit array records: from then on always)."""
     t, idle.direct = getattr(idle, "direct", None), None  # (its own: x's INPUT record kept, not the general path's)
+    again, idle.again = getattr(idle, "again", None), None  # (t as the last call left it: Again's)
     if t is None or not t._recycling:
-        t = Tape._afresh(x.size, getattr(idle, "arena", 0))
+        t, again = Tape._afresh(x.size, getattr(idle, "arena", 0)), None
+    again = again if again is not None else Again()
+    if again.args is not None and (t._plans[0].shape != x.shape or recycling(t, self._written) != again.args[16]):
+        t._renew(keep=True)
+        again.args = None
     if t._n and t._plans[0].shape == x.shape:  # x's INPUT record kept by _renew: its values written
         view: Any = whole(0, t._plans[0])
         t._aval[t._plans[0].offset:][:x.size] = x.reshape(-1)
@@ -84,7 +151,7 @@ def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tupl
         if t._n:
             t._renew()
         view = t.array(x)._view  # (an array record: x has SMALL elements or more)
-    found = self._record_arrays(t, view, data)
+    found = self._record_arrays(t, view, data, again)
     if found is None or len(found[2]):
         self._arrays_direct = found is not None
         return None
@@ -98,6 +165,9 @@ def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tupl
             grad = t._array_grads(view)
     idle.arena = t._n_arena
     if t._renewable():
-        t._renew(keep=True)
+        if again.keep(t, self._arena):
+            idle.again = again
+        else:
+            t._renew(keep=True)
         idle.direct = t
     return value, grad
