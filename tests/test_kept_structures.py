@@ -253,3 +253,22 @@ def test_a_rewind_keeps_the_constants_of_the_records_below_its_mark():
         assert t.n_consts == 1
     w = y * 7.0
     assert (t.record(y._index).constant, t.record(w._index).constant, w.value) == (3.0, 7.0, 42.0)
+
+
+def test_equal_places_are_one_object_of_their_shape():
+    """A plan's places of up to arenas.SHARED elements: one object for equal ones (a pack of the same records on two
+    tapes, of either shape, and a gather's: plans compare by identity first), read-only; bigger ones each their
+    own."""
+    tapes = [Tape() for _ in range(2)]
+    for t in tapes:
+        rows = np.array([v.index for v in t.vars(np.arange(4.0))])
+        array_records.pack(t, rows)
+        array_records.pack(t, rows.reshape(2, 2))
+        big = t.array(np.arange(2.0 * arenas.SHARED))
+        array_records.index(t, big._view, np.arange(arenas.SHARED + 1)[::-1])
+        array_records.index(t, big._view, np.array([[0, 1], [2, 3]]))
+    (p, q, _, g, h), (p2, q2, _, g2, h2) = (t._plans for t in tapes)
+    assert p.places is p2.places and q.places is q2.places and h.places is h2.places
+    assert p.places is q.places and p.places.shape == (4,)
+    assert not p.places.flags.writeable and g.places is not g2.places
+    assert np.array_equal(g.places, g2.places) and np.array_equal(h.places.ravel(), [0, 1, 2, 3])

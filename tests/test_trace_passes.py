@@ -228,7 +228,7 @@ def _gathers(F):
 def test_a_loops_pads_share_one_index(arrays):
     """np.pad's copying modes in a loop: one index object for all the loop's gathers of one (shape, widths, mode),
     one range of the plan table's places, one object again in a loaded file; values and gradients those of the
-    same gathers by NumPy indexing (each its own index), bit for bit; cse merges a pad taken twice."""
+    same gathers by NumPy indexing (an index array made each step), bit for bit; cse merges a pad taken twice."""
     x = np.random.default_rng(3).uniform(-1.0, 1.0, 600)
     F = tape.trace(_stencil, x, params=0.7)
     gathers = _gathers(F)
@@ -249,7 +249,8 @@ def test_a_loops_pads_share_one_index(arrays):
                 u = u * (u[4] + 1.0)
         return 0.5 * (u * u).sum()
     H = tape.trace(by_index, x, params=0.7)
-    assert len({id(p.places) for p in _gathers(H)}) == 10 and F.nbytes < H.nbytes
+    assert len({id(p.places) for p in _gathers(H)}) == 1 and F.nbytes == H.nbytes  # (equal places of up to
+    # arenas.SHARED elements are one object too, arenas._PLACES: ten index arrays made one a step, one kept)
     for point in (x, np.zeros(600), np.full(600, -0.0), np.full(600, 1e300), np.full(600, 5e-324),
                   np.resize([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-300], 600)):
         with np.errstate(all="ignore"):

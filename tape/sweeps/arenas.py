@@ -52,6 +52,10 @@ EARLY = 2**16  # elements recorded since the last collection from which one come
 _READS: dict[tuple, tuple[bool, ...]] = {}  # back_reads by kind, axes and constant inputs (all it depends on; 3 µs)
 _NO_PLACES = np.zeros(0, np.int64)  # the places of a plan that has none (read-only, as every plan's)
 _NO_PLACES.flags.writeable = False
+_PLACES: dict[tuple, np.ndarray] = {}  # a plan's places of up to SHARED elements, one object for equal ones (kept by
+SHARED = 1024  # their bytes, 256 at most): plans compare by identity first (plans.same_plans: a call of
+# tape.value_and_grad of a jitted f on a small x packs x's records each call, and the pack's places, new each call,
+# were compared by NumPy: bench/array_programs.py's mixture, 50 µs a call)
 CHECK = False  # tests: collect at every record, not only when the arena is full, and fill freed regions with NaN
 
 
@@ -266,6 +270,10 @@ class Arenas:
             places = _NO_PLACES
         else:
             places.flags.writeable = False
+            if len(places) <= SHARED:
+                if len(_PLACES) > 256:
+                    _PLACES.clear()
+                places = _PLACES.setdefault((places.shape, places.dtype.str, places.tobytes()), places)
         row = self._push(code, len(self._plans), 0xFFFFFFFF, 0.0)
         shape = tuple(shape)  # (a Plan made by tuple.__new__: 0.1 µs less than by its fields)
         plan = tuple.__new__(Plan, (code, row, start, shape, tuple(inputs), tuple(axes), places, tuple(wide) or shape))
