@@ -208,7 +208,7 @@ class JitFunction:
         as the direct path's last call left it, where it kept it (jit_gradients.Again)."""
         _only_data(data)
         args = again.drive_args(tuple(data)) if again is not None else None
-        if args is None:
+        if again is None or args is None:
             n0, nc0, np0, na0 = t._n, t._n_consts, len(t._plans), t._n_arena
             t._reserve(na0 + self._array_room)  # what the last call wrote: no growth inside (a spare arena, no faults)
             recycle = array_plans.recycling(t, self._written)
@@ -216,7 +216,7 @@ class JitFunction:
             if not self._takes_arrays(args):
                 return None
         else:
-            n0, nc0, np0, na0, recycle = 1, args[6], 1, args[15], args[16]
+            (nc0, na0, recycle), n0, np0 = again.start, 1, 1
         try:
             got, (plans, np1, aval, na, released) = self._array_drive(*args)
         except numba.core.errors.NumbaError:  # typing: an op array records lack

@@ -81,11 +81,12 @@ class Again:
     renewal would make again, and none of them runs (bench/array_programs.py's MLP, batch 32: 107-110 -> 88-104 µs a
     call). Else the tape is renewed keeping what f wrote, and the call goes on as any other."""
 
-    __slots__ = ("args", "scratch", "key", "wrote")
+    __slots__ = ("args", "start", "table", "scratch", "key", "wrote")
 
     def __init__(self) -> None:
         self.args: tuple | None = None  # (None: the tape is renewed, or new)
-        self.wrote: tuple | None = None
+        self.start = (0, 0, 0)  # the renewed tape's count of constants, its arena's top, whether f recycled
+        self.wrote: tuple | None = None  # this call's (key, start, plan table), for keep
         self.scratch = np.empty(0, np.int64)
 
     def drive_args(self, data: tuple) -> tuple | None:
@@ -103,7 +104,7 @@ class Again:
         self.wrote = (key, start, table) if key is not None else None
         if self.args is None:
             return False
-        if key is not None and key == self.key and table is self.args[12] and op is t._op and consts is t._consts \
+        if key is not None and key == self.key and table is self.table and op is t._op and consts is t._consts \
                 and aval is t._aval:
             return True
         if in0 is t._in0:  # (else Numba grew new arrays, which _took adopts)
@@ -123,9 +124,10 @@ class Again:
         wrote = self.wrote
         if wrote is None or (wrote[2][1:wrote[0][2], 0] == GATHER).any() or t._borrowed or t._callees:
             return False
-        (self.key, (nc0, na0, recycle), table), view = wrote, whole(0, t._plans[0])
+        (self.key, self.start, self.table), view = wrote, whole(0, t._plans[0])
+        nc0, na0, recycle = self.start
         self.args = (t._op, t._in0, t._in1, t._val, t._consts, 1, nc0, 0, view.offset, view.offset, view.shape,
-                     view.strides, table, 1, t._aval, na0, recycle)
+                     view.strides, self.table, 1, t._aval, na0, recycle)
         if len(self.scratch) != scratch:
             self.scratch = np.empty(scratch, np.int64)
         return True
@@ -141,7 +143,7 @@ def array_value_and_grad(self: JitFunction, idle: Any, x: np.ndarray, data: tupl
     if t is None or not t._recycling:
         t, again = Tape._afresh(x.size, getattr(idle, "arena", 0)), None
     again = again if again is not None else Again()
-    if again.args is not None and (t._plans[0].shape != x.shape or recycling(t, self._written) != again.args[16]):
+    if again.args is not None and (t._plans[0].shape != x.shape or recycling(t, self._written) != again.start[2]):
         t._renew(keep=True)
         again.args = None
     if t._n and t._plans[0].shape == x.shape:  # x's INPUT record kept by _renew: its values written
