@@ -120,13 +120,14 @@ def _block(rows, cols, rs, cs):
 
 
 @once
-def _alone(t, q):
-    """Whether view q of row t is laid out as the output or is one number read by all (strides all 0)."""
+def _layout(t, q):
+    """(whether view q of row t is laid out as the output, whether it is one number read by all: strides all 0); a
+    loop, not an array comparison: its machine code would import numba.np.linalg at every load."""
     alike, number = True, True
     for d in range(4):
         alike = alike and t[OUT_STRIDES + d] == t[VIEWS + VIEW * q + STRIDES + d]
         number = number and t[VIEWS + VIEW * q + STRIDES + d] == 0
-    return alike or number
+    return alike, number
 
 
 @once
@@ -141,11 +142,10 @@ def by_driver(s, k):
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
     if kind == kernels.ELEMENTWISE:
-        alike = True  # (a loop, not an array comparison: its machine code would import numba.np.linalg at every load)
-        for d in range(4):
-            alike = alike and t[OUT_STRIDES + d] == t[VIEWS + STRIDES + d]
+        alike = _layout(t, 0)[0]
         if PAIRED[plan[0]]:  # (a binary loop: a laid out as the output, b too or one number, encoding's rule)
-            return LOOPED[plan[0]] and alike and _alone(t, 1) and t[SIZE] > 1
+            b_alike, b_number = _layout(t, 1)
+            return LOOPED[plan[0]] and alike and (b_alike or b_number) and t[SIZE] > 1
         return EXACT[plan[0]] or LOOPED[plan[0]] and (alike or PRIMED[plan[0]] or t[VIEWS + STRIDES + 3] == 1)
     if kind == kernels.MATMUL:
         a, b = V0 + DIMS - 2, V0 + VIEW_WIDTH + DIMS - 2  # (a's view and b's, from their last two axes)

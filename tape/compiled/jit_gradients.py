@@ -86,7 +86,7 @@ class Again:
     def __init__(self) -> None:
         self.args: tuple | None = None  # (None: the tape is renewed, or new)
         self.start = (0, 0, 0)  # the renewed tape's count of constants, its arena's top, whether f recycled
-        self.wrote: tuple | None = None  # this call's (key, start, plan table), for keep
+        self.wrote: tuple | None = None  # this call's (key, start, plan table, its rows' end), for keep
         self.scratch = np.empty(0, np.int64)
 
     def drive_args(self, data: tuple) -> tuple | None:
@@ -101,7 +101,7 @@ class Again:
         op, in0, in1, _, consts, n, nc, checks, *_, wanted = got[0]
         key = (n, nc, np1, na, wanted, table[1:np1].tobytes(), released.tobytes(), op[1:n].tobytes(),
                in0[1:n].tobytes(), in1[1:n].tobytes()) if n <= MOST and not len(checks) else None
-        self.wrote = (key, start, table) if key is not None else None
+        self.wrote = (key, start, table, np1) if key is not None else None
         if self.args is None:
             return False
         if key is not None and key == self.key and table is self.table and op is t._op and consts is t._consts \
@@ -121,10 +121,12 @@ class Again:
         call; its driver's arguments are the renewed tape's."""
         if self.args is not None:  # (the call held: its tape is the last call's)
             return True
-        wrote = self.wrote
-        if wrote is None or (wrote[2][1:wrote[0][2], 0] == GATHER).any() or t._borrowed or t._callees:
+        if self.wrote is None:
             return False
-        (self.key, self.start, self.table), view = wrote, whole(0, t._plans[0])
+        key, start, table, np1 = self.wrote
+        if (table[1:np1, 0] == GATHER).any() or t._borrowed or t._callees:
+            return False
+        self.key, self.start, self.table, view = key, start, table, whole(0, t._plans[0])
         nc0, na0, recycle = self.start
         self.args = (t._op, t._in0, t._in1, t._val, t._consts, 1, nc0, 0, view.offset, view.offset, view.shape,
                      view.strides, self.table, 1, t._aval, na0, recycle)
