@@ -228,5 +228,34 @@ def gaussian(ns: Any, n: int = 5000, d: int = 32) -> tuple:
     return th0, f, hand, n * d
 
 
+def denoise(ns: Any, n: int = 100_000, lam: float = 0.5, delta: float = 0.3) -> tuple:
+    """Robust denoising of a signal with outliers: Huber losses (np.where) of the residuals and of the differences
+    of neighbours (total variation); params the signal."""
+    rng = np.random.default_rng(13)
+    y = np.sin(np.linspace(0.0, 20.0, n)) + rng.normal(scale=0.3, size=n)
+    y[rng.uniform(size=n) < 0.02] += 5.0
+    w0 = y + rng.normal(scale=0.1, size=n)
+
+    def huber(z: Any) -> Any:
+        a = ns.xp.abs(z)
+        return ns.xp.where(a < delta, 0.5 * z * z, delta * (a - 0.5 * delta))
+
+    def f(w: Any) -> Any:
+        return huber(w - y).sum() + lam * huber(w[1:] - w[:-1]).sum()
+
+    def hand(w: np.ndarray) -> tuple[float, np.ndarray]:
+        r, d = w - y, w[1:] - w[:-1]
+        small_r, small_d = np.abs(r) < delta, np.abs(d) < delta
+        gr, gd = np.where(small_r, r, delta * np.sign(r)), lam * np.where(small_d, d, delta * np.sign(d))
+        g = gr.copy()
+        g[1:] += gd
+        g[:-1] -= gd
+        value = (np.where(small_r, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta)).sum()
+                 + lam * np.where(small_d, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta)).sum())
+        return float(value), g
+
+    return w0, f, hand, n
+
+
 PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax,
-            "gaussian": gaussian, "pendulums": pendulums}
+            "gaussian": gaussian, "pendulums": pendulums, "denoise": denoise}

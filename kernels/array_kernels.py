@@ -2,11 +2,11 @@
 
 The driver's ``forward`` and ``reverse`` know no op and no row kind but the elementwise and STRETCH rows: an
 elementwise row calls its op's kernel (``values_<opcode>``, ``sends_<opcode>``), any other row its kind's (SUM,
-MATMUL, COPY/GATHER, LOGSUMEXP, LINED, forward and reverse), each a C function at its slot of the driver's KERNELS
-(0: not compiled, which the driver refuses with an error). ``make(slots)`` compiles (or loads from tape's cache) the
-kernels at those slots and writes their addresses there; ``needed(table, back)`` names the slots a table's rows call.
-So a program compiles the kernels of the ops and kinds it uses, not the whole op table (the reverse's switch over
-every op was 30 of its 39 CPU-s; s20's notes), and ``python -m tape warmup`` compiles them all.
+MATMUL, COPY/GATHER, LOGSUMEXP, LINED, SELECT, forward and reverse), each a C function at its slot of the driver's
+KERNELS (0: not compiled, which the driver refuses with an error). ``make(slots)`` compiles (or loads from tape's
+cache) the kernels at those slots and writes their addresses there; ``needed(table, back)`` names the slots a table's
+rows call. So a program compiles the kernels of the ops and kinds it uses, not the whole op table (the reverse's switch
+over every op was 30 of its 39 CPU-s; s20's notes), and ``python -m tape warmup`` compiles them all.
 """
 
 from __future__ import annotations
@@ -77,13 +77,17 @@ def made(slots: set[int]) -> bool:
 
 
 def _summed(table: np.ndarray) -> bool:
-    """Whether an elementwise row of table sends back to a view not laid out as its output (the driver's _send sums
-    it back by SUMMED's kernel)."""
-    rows = table[table[:, driver.KIND] == driver.ELEMENTWISE]
+    """Whether an elementwise or SELECT row of table sends back to a view not laid out as its output (the driver's
+    _send sums it back by SUMMED's kernel, as reverse_select does its branch's, view 1; its condition sends none)."""
+    rows = table[(table[:, driver.KIND] == driver.ELEMENTWISE) | (table[:, driver.KIND] == driver.SELECT)]
     out = rows[:, driver.OUT_STRIDES:driver.OUT_STRIDES + 4]
     return any(((rows[:, driver.NIN] > q) & (rows[:, f + driver.WANT] != 0) & (
         rows[:, f + driver.STRIDES:f + driver.STRIDES + 4] != out).any(axis=1)).any()
                for q, f in enumerate((driver.VIEWS, driver.VIEWS + driver.VIEW)))
+
+
+ROWED = {driver.SUM, driver.MATMUL, driver.COPY, driver.GATHER, driver.LOGSUMEXP, driver.LINED, driver.SELECT}  # the
+# row kinds with kernels of their own (a GATHER's are COPY's)
 
 
 def needed(table: np.ndarray, back: bool) -> set[int]:
@@ -95,8 +99,8 @@ def needed(table: np.ndarray, back: bool) -> set[int]:
     kinds = set(kind[(kind != driver.ELEMENTWISE) & (kind != driver.STRETCH)].tolist())
     first = (driver.SENDS, driver.BACK) if back else (driver.VALUES, 0)
     return {*(first[0] + k if 0 <= k < driver.OPS else -1 for k in ops),  # (-1: none, which make refuses)
-            *(first[1] + (driver.COPY if k == driver.GATHER else k) if driver.SUM <= k <= driver.LINED else -1
-              for k in kinds), *((driver.SUMMED,) if back and _summed(table) else ())}
+            *(first[1] + (driver.COPY if k == driver.GATHER else k) if k in ROWED else -1 for k in kinds),
+            *((driver.SUMMED,) if back and _summed(table) else ())}
 
 
 def ready(table: np.ndarray, back: bool) -> None:

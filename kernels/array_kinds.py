@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array_driver import ELEMENTWISE, LOGSUMEXP, MATMUL, SUM
+from ._array_driver import ELEMENTWISE, LOGSUMEXP, MATMUL, SELECT, SUM
 from ._array_rules import RULES
 from .array_rule import (
     Rule,
@@ -137,7 +137,12 @@ class Truth(Rule):
 
 
 class Select(Rule):
-    """y = a where c != 0 else b: the adjoint and tangents go to the branch taken."""
+    """y = a where c != 0 else b: the adjoint and tangents go to the branch taken; back, only c is read."""
+
+    compiled = SELECT
+
+    def back_reads(self, p, constant):
+        return (True, False, False, False)
 
     def shapes(self, shape, wide, views, axes):
         return broadcast_of(views)

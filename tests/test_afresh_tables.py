@@ -9,6 +9,8 @@ import pytest
 from test_array_driver import EDGES, MOVES, RNG, arrays  # noqa: F401 (arrays: the fixture)
 from test_driven_broadcasts import LAYOUTS, _program
 from test_driven_logsumexp import LINES
+from test_driven_selects import LAYOUTS as SELECTS
+from test_driven_selects import _program as _selected
 from test_recycling import PROGRAMS as LOOPS
 
 import tape
@@ -19,7 +21,8 @@ pytestmark = pytest.mark.usefixtures("arrays")
 PROGRAMS = {**{f"loop {name}": (f, 600, (0.7,)) for name, f in LOOPS.items()},
             **{f"move {name}": (f, 960, ()) for name, (f, _) in MOVES.items()},
             **{f"logsumexp {name}": (f, 2400, ()) for name, (f, _) in LINES.items()},
-            **{f"broadcast {name}": (_program("mul", name), 8000, ()) for name in LAYOUTS}}
+            **{f"broadcast {name}": (_program("mul", name), 8000, ()) for name in LAYOUTS},
+            **{f"select {name}": (_selected(name, True), 96, ()) for name in SELECTS}}
 
 
 def _points(size):

@@ -102,6 +102,13 @@ def test_a_table_needs_the_summed_back_kernel_only_where_a_row_sends_to_a_view_n
     assert driver.SUMMED not in array_kernels.needed(t, True)
     t[0, driver.VIEWS + driver.STRIDES + 3] = 2  # view 0 strided (u[::2])
     assert driver.SUMMED in array_kernels.needed(t, True)
+    t[0, driver.KIND], t[0, driver.OP], t[0, driver.NIN] = driver.SELECT, 1, 2  # a select's branch (view 1), laid
+    t[0, driver.VIEWS + driver.WANT] = 0  # out as the output, and its condition strided: no sum back
+    t[0, driver.VIEWS + driver.VIEW + driver.STRIDES + 2] = 4
+    assert array_kernels.needed(t, True) == {driver.BACK + driver.SELECT}
+    t[0, driver.VIEWS + driver.VIEW + driver.STRIDES + 2] = 0  # the branch broadcast along axis 2
+    assert array_kernels.needed(t, True) == {driver.BACK + driver.SELECT, driver.SUMMED}
+    assert array_kernels.needed(t, False) == {driver.SELECT}
 
 
 def test_warm_makes_every_kernel():
@@ -111,7 +118,7 @@ def test_warm_makes_every_kernel():
     made = [slot for slot in range(driver.SLOTS) if driver.KERNELS[slot] != 0]
     assert made == array_kernels.every()
     ops = [OPCODE[name] for name in (*EXACT, *RULED, *LOOPED, *PAIRED)]
-    kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED)
+    kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED, driver.SELECT)
     assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), driver.SUMMED, *(driver.VALUES + c for c in ops),
                            *(driver.SENDS + c for c in ops)])
 

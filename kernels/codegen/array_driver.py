@@ -37,13 +37,13 @@ from .sweeps import natural
 
 def _names() -> list[str]:
     """NAMES: each slot's kernel (kernels/array_kernels.py compiles it), "" where none."""
-    names = [""] * (16 + 2 * len(ops.OPS))
-    for kind, name in ((2, "sum"), (3, "matmul"), (4, "copy"), (6, "logsumexp"), (7, "lined")):
-        names[kind], names[8 + kind] = f"forward_{name}", f"reverse_{name}"
-    names[8 + 1] = "summed_back"  # (SUMMED)
+    names = [""] * (20 + 2 * len(ops.OPS))
+    for kind, name in ((2, "sum"), (3, "matmul"), (4, "copy"), (6, "logsumexp"), (7, "lined"), (9, "select")):
+        names[kind], names[10 + kind] = f"forward_{name}", f"reverse_{name}"
+    names[10 + 1] = "summed_back"  # (SUMMED)
     for code, op in enumerate(ops.OPS):
         if elementwise(op):
-            names[16 + code], names[16 + len(ops.OPS) + code] = f"values_{code}", f"sends_{code}"
+            names[20 + code], names[20 + len(ops.OPS) + code] = f"values_{code}", f"sends_{code}"
     return ["NAMES = (  # each slot's kernel: a row kind's forward (slot KIND) and reverse (BACK + KIND), an",
             "    # elementwise op's values (VALUES + opcode) and sends (SENDS + opcode); \"\" where none",
             *[f'    "{name}",' for name in names], ")"]
@@ -58,7 +58,8 @@ COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's 
 LOGSUMEXP = 6  # log Σ exp along axis 3 (stride 1) of lines along axis 2 (the output's elements, in order)
 STRETCH = 8  # a header of the next SIZE rows (elementwise, laid out alike): run by the generated kernel at address
 CALL = 6  # t[CALL] (kernels/shaped.py's stretch: one pass, only what is read after it stored), else row by row
-BACK, VALUES, SENDS = 8, 16, 16 + OPS  # the kernels' slots: a row kind's forward (KIND), reverse (BACK + KIND), an
+SELECT = 9  # np.where's branch (view 1) where its condition (view 0) is not 0 (OP 1) or is 0 (OP 0): two rows a select
+BACK, VALUES, SENDS = 10, 20, 20 + OPS  # the kernels' slots: a row kind's forward (KIND), reverse (BACK + KIND), an
 # elementwise op's values (VALUES + opcode) and sends (SENDS + opcode)
 SUMMED = BACK + ELEMENTWISE  # the slot of an elementwise row's contribution summed back into a view not laid out as
 # its output (summed_back: a program that broadcasts nothing back never compiles it)
@@ -229,6 +230,39 @@ def _copy(t, arena, back, masked):
                         arena[np.uint64(at + e * s3)] += arena[np.uint64(to + e * o3)]
 
 
+@jit
+def _select(t, aval, arena, back, fresh, into):
+    """Record row t's branch (view 1) where its condition (view 0) is not 0 (t[OP] 1) or is 0 (t[OP] 0), over its 4
+    axes: forward (arena: the values) the output's elements there = the branch's; back (arena: the adjoints) the
+    branch's += the output's there and 0.0 elsewhere (the step's np.where(c != 0.0, g, 0.0) added; fresh: = 0.0 +
+    those), or those written into ``into`` in the space's order where it is not empty (then summed back)."""
+    c, x, out, taken = t[VIEWS + BASE], t[VIEWS + VIEW + BASE], t[OUT], t[OP] != 0
+    s0, s1, s2, s3 = t[VIEWS + STRIDES], t[VIEWS + STRIDES + 1], t[VIEWS + STRIDES + 2], t[VIEWS + STRIDES + 3]
+    f = VIEWS + VIEW + STRIDES
+    u0, u1, u2, u3 = t[f], t[f + 1], t[f + 2], t[f + 3]
+    o0, o1, o2, o3 = t[OUT_STRIDES], t[OUT_STRIDES + 1], t[OUT_STRIDES + 2], t[OUT_STRIDES + 3]
+    n, e, listed = t[SHAPE + 3], 0, len(into) > 0
+    for i0 in range(t[SHAPE]):
+        for i1 in range(t[SHAPE + 1]):
+            for i2 in range(t[SHAPE + 2]):
+                at, of, to = c + i0 * s0 + i1 * s1 + i2 * s2, x + i0 * u0 + i1 * u1 + i2 * u2, out + i0 * o0 + i1 * o1
+                to += i2 * o2
+                if not back:
+                    for i3 in range(n):
+                        if (aval[np.uint64(at + i3 * s3)] != 0.0) == taken:
+                            arena[np.uint64(to + i3 * o3)] = arena[np.uint64(of + i3 * u3)]
+                elif listed:
+                    for i3 in range(n):
+                        on = (aval[np.uint64(at + i3 * s3)] != 0.0) == taken
+                        into[np.uint64(e + i3)] = arena[np.uint64(to + i3 * o3)] if on else 0.0
+                    e += n
+                else:
+                    for i3 in range(n):
+                        on = (aval[np.uint64(at + i3 * s3)] != 0.0) == taken
+                        g, k = arena[np.uint64(to + i3 * o3)] if on else 0.0, np.uint64(of + i3 * u3)
+                        arena[k] = (0.0 if fresh else arena[k]) + g
+
+
 @intrinsic
 def _kernel(typingctx, slot):
     """The address in KERNELS' slot or cell (0: none compiled), read through its symbol."""
@@ -262,7 +296,7 @@ def _op(k, first):
 @jit
 def _row(kind, back):
     """The slot of row kind's kernel, forward or back; -1 for none."""
-    if kind < SUM or kind > LINED:
+    if kind < SUM or kind > SELECT or kind == STRETCH:
         return -1
     return (COPY if kind == GATHER else kind) + (BACK if back else 0)
 

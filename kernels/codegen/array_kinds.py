@@ -33,6 +33,12 @@ def forward_lined(tp, ap, sp, fp, na, rows, cols):
     _lined(carray(tp, WIDTH), carray(ap, na), carray(sp, (rows, cols)), carray(fp, 5))
 
 
+def forward_select(tp, ap, sp, fp, na, rows, cols):
+    """A SELECT row's values."""
+    aval = carray(ap, na)
+    _select(carray(tp, WIDTH), aval, aval, np.bool_(False), np.bool_(False), aval[:0])
+
+
 def reverse_sum(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
     """A SUM row's sends."""
     t, aadj = carray(tp, WIDTH), carray(dp, nd)
@@ -82,6 +88,27 @@ def reverse_lined(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols)
     for q in range(2):
         if t[VIEWS + VIEW * q + WANT] != 0:
             _lined_send(t, q, aval, aadj, stamp, gen, keep, carray(sp, (rows, cols)))
+
+
+def reverse_select(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols):
+    """A SELECT row's sends to its branch (by the stamp rule and sums back of the driver's _send)."""
+    t, aval, aadj, stamp = carray(tp, WIDTH), carray(ap, na), carray(dp, nd), carray(stp, ns)
+    f, n, out = VIEWS + VIEW, t[SIZE], t[OUT]
+    base = t[f + BASE]
+    alone = base == t[f + REGION] and n == t[f + REGION_SIZE] and (base >= out + n or out >= base + n)
+    if t[f + WANT] != 0 and _same(t, f) and alone:
+        _select(t, aval, aadj, np.bool_(True), _stale(t, f, stamp, gen, keep), aval[:0])
+    elif t[f + WANT] != 0 and _same(t, f):
+        _prepare(t, f, aadj, stamp, gen, keep)
+        _select(t, aval, aadj, np.bool_(True), np.bool_(False), aval[:0])
+    elif t[f + WANT] != 0:
+        scratch = carray(sp, (rows, cols))
+        c, total = scratch[2], scratch[3]
+        _room(c, n)
+        _room(total, n)
+        _prepare(t, f, aadj, stamp, gen, keep)
+        _select(t, aval, aadj, np.bool_(True), np.bool_(False), c[:n])
+        _call(_address(SUMMED), (t, np.int64(1), aadj, c, total, aadj.size, n))
 '''  # each row kind's kernels (C functions: kernels/array_kernels.py), forward (its row's data, the
 # arena, scratch, a NumPy loop's frame, their sizes) and reverse (its row's data, the arenas, the stamps, scratch,
 # their sizes, the pass)

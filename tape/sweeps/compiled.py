@@ -31,7 +31,7 @@ import numpy as np
 
 from tape.kernels import _array_driver as kernels
 from tape.kernels import array_kernels, compiling
-from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, SELECT, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, LOOPED_BACK, OPCODE, PAIRED
@@ -297,6 +297,8 @@ def _tables(stretched: Sequence[tuple[Any, dict | None, tuple[int, int]]], back:
     elementwise, lined, products, lines = (kind == kernels.ELEMENTWISE, kind == LINED, kind == MATMUL,
                                            kind == LOGSUMEXP)
     need[elementwise] = np.where(_scratched(t[elementwise]), t[elementwise, 4], 1)
+    picks = kind == SELECT  # (a branch not laid out as the output: its sends, then their sum back)
+    need[picks] = np.where((_strides(t[picks], 1) != t[picks, 10:14]).any(1), t[picks, 4], 1)
     paired = elementwise & np.isin(t[:, 1], PAIRS)  # (x ** y's partials: 2 n elements in E)
     need[paired] = 2 * t[paired, 4]
     need[lined] = _lines_back(t[lined])

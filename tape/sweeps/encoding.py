@@ -11,7 +11,9 @@ of row is decided and written for all its plans together: no Python per plan but
   as the output, with an innermost axis stepping by other than 1;
 - a sum (and a logsumexp, as lines): its input's space in C order, 0 output strides along the reduced axes;
 - a matmul: 2-d blocks in C or Fortran order, where NumPy calls BLAS for it and both products back;
-- a join: a row per input (its piece of the output), in input order; a gather: a row per run of its places.
+- a join: a row per input (its piece of the output), in input order; a gather: a row per run of its places;
+- a select (np.where): two rows, each its condition and one branch over the output's space (as an elementwise
+  record's views, broadcast branches summed back).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tape.kernels import _array_driver as kernels
-from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SUM, VIEW, VIEWS, WIDTH
+from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SELECT, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE, PAIRED, RULED
 from tape.sweeps.driver import SHORT_NAME, State
@@ -202,6 +204,31 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
     t = P.rows(k[fits], np.where(lined[fits], LINED, kernels.ELEMENTWISE))
     _put(t, shape[fits], steps[fits][:, :1 + 2])
     return k[fits], t
+
+
+def _selected(P: _Plans, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A select's two rows, each its condition (view 0) and one branch (view 1) over the output's space: b's where the
+    condition is 0, then a's where it is not (back, a's first: the step's order); none past BROADCAST elements where a
+    branch that wants an adjoint is broadcast (summed back), as an elementwise record's."""
+    k = k[P.ndim[k] <= 4]
+    shape = P.shape[k]
+    steps = np.zeros((len(k), 4, 4), np.int64)
+    steps[:, 0] = _contiguous(shape)
+    for q in range(3):
+        steps[:, 1 + q] = np.where((P.vshape[k, q] == 1) | (shape == 1), 0, P.vsteps[k, q])
+    shape, steps = _coalesced(shape, steps)
+    out, views = steps[:, 0], steps[:, 2:]
+    broadcast = (views != out[:, None]).any(2) & ((views == 0) & (shape[:, None] > 1)).any(2) & P.want[k, 1:]
+    fits = (P.size[k] <= BROADCAST) | ~broadcast.any(1)
+    k, shape, steps = k[fits], shape[fits], steps[fits]
+    rows = []
+    for taken, q in ((0, 2), (1, 1)):
+        t = P.rows(k, SELECT)
+        P.put(t, k, q, 1)
+        t[:, 1], t[:, 5], t[:, VIEWS + kernels.WANT] = taken, 2, 0  # (OP: which branch; the condition sends none)
+        _put(t, shape, steps[:, [0, 1, 1 + q]])
+        rows.append(t)
+    return np.concatenate([k, k]), np.concatenate(rows), np.repeat(np.arange(2), len(k))
 
 
 def _summed(P: _Plans, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -399,7 +426,7 @@ def table(s: State) -> tuple[np.ndarray, np.ndarray]:
     for which, encode in ((kernels.ELEMENTWISE, lambda k: _elementwise(P, k, _looped())),
                           (SUM, lambda k: _summed(P, k)), (MATMUL, lambda k: _matmul(P, k)),
                           (LOGSUMEXP, lambda k: _lines(P, k)), (COPY, lambda k: _pieces(P, k)),
-                          (GATHER, lambda k: _gathered(s, P, k))):
+                          (GATHER, lambda k: _gathered(s, P, k)), (SELECT, lambda k: _selected(P, k))):
         k = live[kind[live] == which]
         if len(k):  # (each kind's NumPy calls cost a few µs even on no plans: a small program has few kinds)
             found = encode(k)
