@@ -115,6 +115,7 @@ class Compare(Rule):
     """1.0 or 0.0 per element: no derivative."""
 
     derivative = False
+    compiled = ELEMENTWISE
 
     def shapes(self, shape, wide, views, axes):
         return broadcast_of(views)

@@ -113,14 +113,15 @@ def test_a_table_needs_the_summed_back_kernel_only_where_a_row_sends_to_a_view_n
 
 def test_warm_makes_every_kernel():
     """``python -m tape warmup``'s compiled.warm makes the kernel of every slot that holds one: both of every
-    elementwise op the driver runs, both of every row kind."""
+    elementwise op the driver runs (a comparison's values), both of every row kind."""
     compiled.warm()
     made = [slot for slot in range(driver.SLOTS) if driver.KERNELS[slot] != 0]
     assert made == array_kernels.every()
     ops = [OPCODE[name] for name in (*EXACT, *RULED, *LOOPED, *PAIRED)]
     kinds = (driver.SUM, driver.MATMUL, driver.COPY, driver.LOGSUMEXP, driver.LINED, driver.SELECT)
+    compares = [OPCODE[name] for name in ("lt", "le", "eq", "ne")]  # (values only: a comparison sends nothing)
     assert made == sorted([*kinds, *(driver.BACK + k for k in kinds), driver.SUMMED, *(driver.VALUES + c for c in ops),
-                           *(driver.SENDS + c for c in ops)])
+                           *(driver.SENDS + c for c in ops), *(driver.VALUES + c for c in compares)])
 
 
 def test_a_program_whose_kernels_are_not_cached_waits_for_its_payback(monkeypatch):

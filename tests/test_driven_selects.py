@@ -1,12 +1,17 @@
-"""np.where in the compiled sweeps (tape/sweeps/encoding.py's _selected: two SELECT rows a select, each its condition
-and one branch): values and gradients are NumPy's steps' bit for bit on every layout of condition and branches
-(broadcast, strided, transposed, one number, a constant, both branches one record, a branch that is part of its
-region or read again later), at edge values (NaN and infinities in the branch not taken never reach the gradient);
-broadcast branches past BROADCAST stay NumPy's steps; and the gradients equal the hand-written np.where rule's."""
+"""np.where and comparisons in the compiled sweeps (tape/sweeps/encoding.py's _selected: two SELECT rows a select, each
+its condition and one branch; a comparison an elementwise row that sends nothing): values and gradients are NumPy's
+steps' bit for bit on every layout of condition and branches (broadcast, strided, transposed, one number, a constant,
+both branches one record, a branch that is part of its region or read again later) and of a comparison's operands, at
+edge values (NaN and infinities in the branch not taken never reach the gradient; NaN compares false, -0.0 equal to
+0.0); broadcast branches past BROADCAST stay NumPy's steps; and the gradients equal the hand-written np.where
+rule's."""
+
+import operator
 
 import numpy as np
 import pytest
 from test_array_driver import EDGES, RNG, S, _both, _driven, arrays  # noqa: F401 (arrays: the fixture)
+from test_array_driver import LAYOUTS as OPERANDS
 
 import tape
 from tape.sweeps import encoding
@@ -107,3 +112,22 @@ def test_a_loop_of_selects_keeps_its_conditions_not_its_branches(monkeypatch):
         by_hand *= np.where(z > 0.0, 0.5, -1.5)
         z = np.where(z > 0.0, z * 0.5, z * -1.5 + 0.1)
     np.testing.assert_allclose(F.value_and_grad(x)[1], 2.0 * z * by_hand, rtol=1e-13)
+
+
+COMPARED = {"<": (operator.lt, "lt"), "<=": (operator.le, "le"), ">": (operator.gt, "lt"), ">=": (operator.ge, "le"),
+            "==": (operator.eq, "eq"), "!=": (operator.ne, "ne")}  # (> and >= are < and <= of swapped operands)
+
+
+@pytest.mark.parametrize("layout", OPERANDS)
+@pytest.mark.parametrize("spelled", COMPARED)
+def test_comparisons_on_every_layout(spelled, layout, monkeypatch):
+    fn, name = COMPARED[spelled]
+
+    def f(X):
+        a, b = OPERANDS[layout](X)
+        return (np.where(fn(a, b), X[:48].reshape(S) * 2.0, X[48:].reshape(S)) * W[:48].reshape(S)).sum()
+
+    points = _points()
+    points[1] = np.resize([0.0, -0.0, np.nan, np.inf, -np.inf, 1.75, 0.6, 1.0], 96)  # (ties with the numbers too)
+    _both(f, points[0], points, monkeypatch, driven=[name])
+

@@ -266,6 +266,25 @@ def f(x):
         assert len(called) == 1  # the exp of G[1::2, ::2]'s lines stepping by 2
 
 
+def test_comparisons_are_the_driver_s(called):
+    """Comparisons of array records (each spelling, a number on either side) are the driver's rows with NumPy's bits,
+    NaN, infinities and ties too; np.where's select is NumPy's rule called back (one a where)."""
+    py, jn = namespace('''
+def f(x):
+    a, b = x[:1000], x[1000:2000]
+    y = np.where(a < b, a, b) + np.where(a <= 0.5, b, 1.5) + np.where(0.25 > b, a, 2.0) + np.where(a >= b, a * b, b)
+    return (y * np.where(a == b, 3.0, a) * np.where(b != 0.0, b, 3.5)).sum()
+''', arrays=True)
+    x0 = np.random.default_rng(8).normal(size=2000)
+    x0[1000:1100] = x0[:100]  # (ties)
+    x0[200:200 + len(EDGES)], x0[1300:1300 + len(EDGES)] = EDGES, EDGES[::-1]
+    x0[1500:1510], x0[500:510] = 0.0, 0.5
+    for x in (x0, np.nan_to_num(x0, nan=0.5, posinf=30.0, neginf=-30.0)):
+        called.clear()
+        same_tapes(py["f"], jn["f"], x, (), nans=True)
+        assert len(called) == 6  # the selects
+
+
 def test_logsumexp_of_lines_is_the_driver_s(called):
     """A logsumexp along the last axis of a view in C order (the mixtures' logsumexp over components, one over all
     elements) is the driver's row with NumPy's bits, edge values and rows of all -inf too; along the first axis NumPy's

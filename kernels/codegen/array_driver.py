@@ -43,7 +43,9 @@ def _names() -> list[str]:
     names[10 + 1] = "summed_back"  # (SUMMED)
     for code, op in enumerate(ops.OPS):
         if elementwise(op):
-            names[20 + code], names[20 + len(ops.OPS) + code] = f"values_{code}", f"sends_{code}"
+            names[20 + code] = f"values_{code}"
+        if elementwise(op) and op.da:  # (a comparison sends nothing)
+            names[20 + len(ops.OPS) + code] = f"sends_{code}"
     return ["NAMES = (  # each slot's kernel: a row kind's forward (slot KIND) and reverse (BACK + KIND), an",
             "    # elementwise op's values (VALUES + opcode) and sends (SENDS + opcode); \"\" where none",
             *[f'    "{name}",' for name in names], ")"]
@@ -366,6 +368,8 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
         if stamp[t[ROW]] != gen:
             continue
         kind = t[KIND]
+        if kind == ELEMENTWISE and t[VIEWS + WANT] == 0 and (t[NIN] < 2 or t[VIEWS + VIEW + WANT] == 0):
+            continue  # (it sends nothing: a comparison's, or one of constants)
         if kind == ELEMENTWISE:
             n, out = t[SIZE], t[OUT]
             g, y, number = aadj[out:out + n], aval[out:out + n], _number(t)

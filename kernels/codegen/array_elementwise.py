@@ -61,7 +61,7 @@ def _values(op: ops.Op, ind: str) -> list[str]:
         return [f"{ind}at = _paired(frame, A, B, Y, n, number)",
                 f"{ind}numpy_{ops.PAIRED[op.name][0]}(at, at + 24, at + 32, 0)"]
     if op.name not in ops.LOOPED:
-        return _loop("Y", op.forward, ind, op.kind == "binary")
+        return _loop("Y", op.forward, ind, op.kind != "unary")
     x, ufunc, y = ops.LOOPED[op.name]  # v = ufunc(x) by NumPy's loop (x into B: a unary op's B is scratch), then y
     before = _loop("B", x, ind, False) if x != "a" else []  # (B's room checked by the driver's values)
     after = _loop("Y", y, ind, False) if y != "v" else []
@@ -102,8 +102,10 @@ def _sends(op: ops.Op, ind: str) -> list[str]:
 
 
 def elementwise(op: ops.Op) -> bool:
-    """Whether the driver runs op's records (its values and sends kernels)."""
-    return op.name in ops.EXACT or op.name in ops.RULED or op.name in ops.LOOPED or op.name in ops.PAIRED
+    """Whether the driver runs op's records (its values and sends kernels; a comparison's values only: it sends
+    nothing)."""
+    return (op.name in ops.EXACT or op.name in ops.RULED or op.name in ops.LOOPED or op.name in ops.PAIRED
+            or op.kind == "compare")
 
 
 def _arrays(body: list[str], names: str) -> list[str]:
@@ -122,15 +124,16 @@ def op_kernels() -> list[str]:
     for code, op in enumerate(ops.OPS):
         if not elementwise(op):
             continue
-        assert op.da, f"{op.name}: an elementwise op of the driver sends back"
-        values, sends = _values(op, "    "), _sends(op, "    ")
-        for function in ([f"def values_{code}(pa, pb, py, n, number, pf):",
-                          f'    """Y = {op.name} of A (and B), n elements; A[0] or B[0] for all at number 1 or 2."""',
-                          *_arrays(values, "ABYF"), *values],
-                         [f"def sends_{code}(side, pa, pb, py, pg, pd, n, number, fresh, pf, pe):",
-                          f'    """D += G times {op.name}\'s partial in operand side (0: a, 1: b), fresh: 0.0 + it."""',
-                          *_arrays(sends, "ABYGDFE"), *sends]):
-            lines += ["", "", *function]
+        assert op.da or op.kind == "compare", f"{op.name}: an elementwise op of the driver sends back"
+        values = _values(op, "    ")
+        lines += ["", "", f"def values_{code}(pa, pb, py, n, number, pf):",
+                  f'    """Y = {op.name} of A (and B), n elements; A[0] or B[0] for all at number 1 or 2."""',
+                  *_arrays(values, "ABYF"), *values]
+        if op.da:  # (a comparison sends nothing)
+            sends = _sends(op, "    ")
+            lines += ["", "", f"def sends_{code}(side, pa, pb, py, pg, pd, n, number, fresh, pf, pe):",
+                      f'    """D += G times {op.name}\'s partial in operand side (0: a, 1: b), fresh: 0.0 + it."""',
+                      *_arrays(sends, "ABYGDFE"), *sends]
     return lines
 
 

@@ -25,9 +25,9 @@ VL, VS = 3, 3 + DIMS  # in a view of a plan row: its lengths, its strides
 PADS, SOURCE = V0 + VIEW_WIDTH, V0 + 2 * VIEW_WIDTH  # a gather's (one input), in its second view's place: mode,
 # widths (before, after; 2 axes), its flat input's start and stride; in its third's: the plan of its input's record
 # (array_plans.adopt's)
-KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT | encoding.IS_RULED  # by array opcode: the
-# driver's kind of row, its opcode, whether any order of elements gives NumPy's bits (ops.EXACT, ops.RULED), whether its
-# NumPy loop was found
+KINDS, CODES, EXACT = encoding.KIND, encoding.CODE, encoding.IS_EXACT | encoding.IS_RULED | encoding.IS_COMPARE  # by
+# array opcode: the driver's kind of row, its opcode, whether any order of elements gives NumPy's bits (ops.EXACT,
+# ops.RULED, a comparison), whether its NumPy loop was found
 LOOPED = encoding._looped()
 PRIMED = encoding.PRIMED  # by array opcode: a looped op whose loop reads a value first made in scratch (sigmoid's)
 PAIRED = encoding.IS_PAIRED  # by array opcode: an op of a binary NumPy loop (ops.PAIRED)

@@ -48,6 +48,8 @@ CODE = np.array([OPCODE.get(name, 0) for name in SHORT_NAME], np.int64)  # the d
 IS_EXACT = np.array([name in EXACT for name in SHORT_NAME])
 IS_RULED = np.array([name in RULED for name in SHORT_NAME])
 IS_PAIRED = np.array([name in PAIRED for name in SHORT_NAME])
+IS_COMPARE = np.array([RULE[c].compiled == kernels.ELEMENTWISE and not RULE[c].derivative
+                       for c in range(len(SHORT_NAME))])  # (its values only: it sends nothing back)
 PRIMED = np.array([name in LOOPED and LOOPED[name][0] != "a" for name in SHORT_NAME])  # (sigmoid's loop reads scratch)
 
 
@@ -177,7 +179,7 @@ def _put(t: np.ndarray, shape: np.ndarray, steps: np.ndarray) -> None:
 
 
 def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    k = k[(P.ndim[k] <= 4) & (IS_EXACT[P.code[k]] | IS_RULED[P.code[k]] | looped[P.code[k]])]
+    k = k[(P.ndim[k] <= 4) & (IS_EXACT[P.code[k]] | IS_RULED[P.code[k]] | IS_COMPARE[P.code[k]] | looped[P.code[k]])]
     shape = P.shape[k]
     steps = np.zeros((len(k), 3, 4), np.int64)
     steps[:, 0] = _contiguous(shape)
@@ -193,7 +195,7 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
     fits &= ~IS_PAIRED[P.code[k]] | (alike & (views[:, 0] == out).all(1) & (P.size[k] > 1))  # (a binary loop: a laid
     # out as the output, b too or one number, which NumPy's step passes it at steps of 8 and 0, as the driver; not one
     # element, where NumPy's step reads a number at a step of 0, an element at 8, and the row cannot tell)
-    lined = (~looped[P.code[k]] & two & (out[:, 3] == 1) & (shape[:, 3] >= SPAN) & ~alike
+    lined = (~looped[P.code[k]] & ~IS_COMPARE[P.code[k]] & two & (out[:, 3] == 1) & (shape[:, 3] >= SPAN) & ~alike
              & ((views[:, 0, 3] != 0) | (views[:, 1, 3] != 0))
              & ((views[:, :, 3] == 1) | ((views[:, :, 3] == 0) & ((shape[:, 2, None] == 1) | (views[:, :, 2] != 0))))
              .all(1))
@@ -203,6 +205,7 @@ def _elementwise(P: _Plans, k: np.ndarray, looped: np.ndarray) -> tuple[np.ndarr
     fits &= lined | (P.size[k] <= BROADCAST) | ~broadcast.any(1)
     t = P.rows(k[fits], np.where(lined[fits], LINED, kernels.ELEMENTWISE))
     _put(t, shape[fits], steps[fits][:, :1 + 2])
+    t[IS_COMPARE[P.code[k[fits]]], VIEWS + kernels.WANT::VIEW] = 0  # (a comparison sends its views nothing)
     return k[fits], t
 
 
