@@ -113,3 +113,48 @@ def test_back_stretches_read_a_borrowed_constant_in_place(tables, monkeypatch):
     assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
     v = np.tanh(c * X)
     assert np.allclose(grad, c * (1.0 - v * v) * 2.0 * v, rtol=1e-13, atol=0.0)
+
+
+
+
+LINES = '''
+def f(th, c, held):                  # the mixture's (x - mu) * exp(-logs): a column by lines
+    mu = th[:8] * 1.0
+    d = (c - mu) * np.exp(-th[8:16])
+    out = 0.5 * (d * d).sum() + (th[:8] * 2.0).sum()
+    if held:
+        out = out + (mu * 0.0).sum()  # (mu read to the end: its region kept)
+    return out
+'''
+C = np.random.default_rng(26).normal(size=(4000, 1))
+
+
+@pytest.fixture(scope="module")
+def lines():
+    return namespace(LINES, arrays=True)
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["kept", "given away"])
+def test_a_back_stretch_computes_a_member_again_only_from_values_the_tape_holds(lines, held, tables, monkeypatch):
+    """c - mu, stored for the product's partial, is computed again in the back stretch from c (one number a line) and
+    mu (a line) only where the tape still holds both (tape.jit's keeps its constants), and read where a region was
+    given away (the Python recorder's tape gives c's away: filled with NaN, computed from it, the gradient would be
+    NaN); either way the rows' bits and the hand gradient, mu read to the end or not."""
+    th = np.random.default_rng(27).normal(size=16)
+    for f, jitted in ((lines[0]["f"], False), (lines[1]["f"], True)):
+        rows = _rows(lambda v, m, f=f: f(v, C, held), th, 0, monkeypatch)
+        compiled._made.clear()
+        g = tape.value_and_grad(f)
+        for _ in range(2):  # (the stretch kernels set in the first sweep's tables: the second runs them)
+            value, grad = g(th, C, held)
+            assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
+        ((made,),) = compiled._made.values()
+        heads = np.concatenate([w[0] for kind, w in made.items if kind == compiled.TABLE])
+        heads = heads[heads[:, KIND] == STRETCH, CALL].tolist()
+        shapes = [x.shape for x in stretches.Stretch.made.values() if x.address in heads]
+        again = any(member[4] for shape in shapes for member in shape[1])
+        assert shapes and again == jitted
+        e = np.exp(-th[8:16])
+        d = (C - th[:8]) * e
+        by_hand = np.concatenate([-(d * e).sum(0) + 2.0, -(d * d).sum(0)])
+        assert np.allclose(grad, by_hand, rtol=1e-12, atol=1e-12)

@@ -35,7 +35,7 @@ from tape.kernels._array_driver import LINED, LOGSUMEXP, MATMUL, SELECT, VIEW, V
 from tape.kernels.array_ops import RULE
 from tape.kernels.compiling import LOAD, Clock, Gate
 from tape.kernels.ops import LOOPED, LOOPED_BACK, OPCODE, PAIRED
-from tape.sweeps import driver, encoding, stretches
+from tape.sweeps import driver, encoding, layout, stretches
 from tape.sweeps.driver import State
 from tape.sweeps.fusion import TAPE_RUNS
 from tape.sweeps.plans import at_least, encode, lengths, regions, same_plans
@@ -471,16 +471,20 @@ _made: dict[tuple[int, int, int], list[Made]] = {}  # by (records, plans, top)
 class _Stretching:
     """Tape s as grouped and stretches.stretched_all read a Function's state, for Made.of's back stretches: its records
     up to its last (op, in0), its plans listed and as a table, its one seeded record (top: Storage._reverse seeds only
-    that) its output, no value computed again in a pass (layout.again's: array_lives keeps alive only what the rows
-    read back), its borrowed constants and its rows (encoding.table's, the tape's ``_encoded``, shared: Made.of reads
-    them after). What fill notes goes to ``noted``, which a Made keeps (not the tape)."""
+    that) its output, the values a pass may compute again (layout.again's where every value they read is still the
+    tape's: no region given away, ``_freed``; a recycling tape keeps only what the rows read back), its borrowed
+    constants and its rows (encoding.table's, the tape's ``_encoded``, shared: Made.of reads them after). What fill
+    notes goes to ``noted``, which a Made keeps (not the tape)."""
 
     def __init__(self, s: State, top: int) -> None:
         n = s._n
         self._op, self._in0, self._plans = s._op[:n], s._in0[:n], list(s._plans)
         self._borrowed, self._encoded = s._borrowed, s._encoded
         self._table, self._output_rows = encode(self._plans)[0], np.array([top], np.int64)
-        self._steps = {"again": np.zeros(len(self._plans), bool)}
+        records, given = self._table[:, layout.RECORDS[:2]], np.zeros(n + 1, bool)
+        given[list(s._freed)] = True
+        kept = ((records < 0) | ~given[records]).all(1)  # (-1, no view: given[n], False)
+        self._steps = {"again": layout.again(self, self._table) & kept}
         self.noted = SimpleNamespace(_steps=self._steps)
 
 
