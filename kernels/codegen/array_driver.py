@@ -247,8 +247,9 @@ def _select(t, aval, arena, back, fresh, into):
     for i0 in range(t[SHAPE]):
         for i1 in range(t[SHAPE + 1]):
             for i2 in range(t[SHAPE + 2]):
-                at, of, to = c + i0 * s0 + i1 * s1 + i2 * s2, x + i0 * u0 + i1 * u1 + i2 * u2, out + i0 * o0 + i1 * o1
-                to += i2 * o2
+                at = c + i0 * s0 + i1 * s1 + i2 * s2  # (the condition's, the branch's, the output's)
+                of = x + i0 * u0 + i1 * u1 + i2 * u2
+                to = out + i0 * o0 + i1 * o1 + i2 * o2
                 if not back:
                     for i3 in range(n):
                         if (aval[np.uint64(at + i3 * s3)] != 0.0) == taken:

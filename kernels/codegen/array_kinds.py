@@ -96,12 +96,14 @@ def reverse_select(tp, ap, dp, stp, sp, na, nd, ns, gen, keep, check, rows, cols
     f, n, out = VIEWS + VIEW, t[SIZE], t[OUT]
     base = t[f + BASE]
     alone = base == t[f + REGION] and n == t[f + REGION_SIZE] and (base >= out + n or out >= base + n)
-    if t[f + WANT] != 0 and _same(t, f) and alone:
+    if t[f + WANT] == 0:
+        return 0
+    if _same(t, f) and alone:
         _select(t, aval, aadj, np.bool_(True), _stale(t, f, stamp, gen, keep), aval[:0])
-    elif t[f + WANT] != 0 and _same(t, f):
+    elif _same(t, f):
         _prepare(t, f, aadj, stamp, gen, keep)
         _select(t, aval, aadj, np.bool_(True), np.bool_(False), aval[:0])
-    elif t[f + WANT] != 0:
+    else:
         scratch = carray(sp, (rows, cols))
         c, total = scratch[2], scratch[3]
         _room(c, n)
