@@ -46,7 +46,7 @@ from tape.compiled.array_records import (
     _pin,
     write_record,
 )
-from tape.compiled.array_rows import LENGTHS, SLOT, by_driver, encode, size
+from tape.compiled.array_rows import LENGTHS, SLOT, by_driver, encode, rows, size
 from tape.compiled.link_only import compiling
 from tape.compiled.numba_payload import arrays_from_pointer, external
 from tape.compiled.recording import OPTIONS
@@ -73,7 +73,7 @@ def _forward_c(p, q, k):
         n = max(size(s.plans[k], LENGTHS), s.row[0, SHAPE + 3])  # (a logsumexp's lines: one at least)
         if s.scratch.shape[1] < n:
             s.scratch = np.empty((4, n))
-        kernels.forward(s.row, s.aval, s.scratch)
+        kernels.forward(rows(s, k), s.aval, s.scratch)
     except Exception:  # noqa: BLE001  # reported by the caller
         return FAILED
     return k

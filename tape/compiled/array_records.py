@@ -104,7 +104,8 @@ def new_arrays(plans, np_, aval, na, recycle):
     """The arrays' state of a call whose plans start at np_ (recycle: array_lives.RECYCLE, CHECKED, or 0)."""
     s = new_struct(arrays_type)
     s.plans, s.np, s.aval, s.na, s.first, s.recycle = plans, np_, aval, na, np_, recycle
-    s.scratch, s.row = np.empty((4, 16)), np.empty((1, WIDTH + VIEW), np.int64)  # (a join's third view)
+    s.scratch, s.row = np.empty((4, 16)), np.empty((3, WIDTH + VIEW), np.int64)  # (a join's third view; a select's
+    # two rows after row 0: array_rows.rows)
     s.heads, s.busy, s.recorded = np.empty(66, np.int64), np.empty(3, np.int64), 0  # (free lists by bit length)
     for i in range(66):  # (a loop, not np.full; the row zeroed by each writer: a first gradient compiles neither)
         s.heads[i] = -1

@@ -33,9 +33,10 @@ PRIMED = encoding.PRIMED  # by array opcode: a looped op whose loop reads a valu
 PAIRED = encoding.IS_PAIRED  # by array opcode: an op of a binary NumPy loop (ops.PAIRED)
 LINES = {"exp", "log"} <= set(kernels.LOOPS)  # a logsumexp's row runs NumPy's exp and log loops (encoding._lines)
 SLOT = np.where(KINDS == kernels.ELEMENTWISE, np.where(EXACT | LOOPED, kernels.VALUES + CODES, -1),
-                np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL) | (KINDS == kernels.LOGSUMEXP) & LINES,
-                         KINDS, -1))  # by array opcode: the slot of KERNELS whose kernel its driver's row runs; -1
-# where by_driver is never true (no row, or neither exact nor looped)
+                np.where((KINDS == kernels.SUM) | (KINDS == kernels.MATMUL) | (KINDS == kernels.SELECT)
+                         | (KINDS == kernels.LOGSUMEXP) & LINES, KINDS, -1))  # by array opcode: the slot of KERNELS
+# whose kernel its driver's row runs (a select's: two rows, ``rows``); -1 where by_driver is never true (no row, or
+# neither exact nor looped)
 
 
 @once
@@ -85,6 +86,9 @@ def encode(s, k):
             f = V0 + VIEW_WIDTH * v + VS + DIMS - 2
             t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f], plan[f + 1]
         return
+    if kind == kernels.SELECT:
+        _selects(s, k)
+        return
     if kind != kernels.ELEMENTWISE and kind != kernels.SUM and kind != kernels.LOGSUMEXP:  # (no row: by_numpy)
         return
     space = LENGTHS if kind == kernels.ELEMENTWISE else V0 + VL  # (the column of its first length)
@@ -101,6 +105,37 @@ def encode(s, k):
         for d in range(DIMS):
             t[g + d] = 0 if plan[f + VL + d] == 1 or plan[space + d] == 1 else plan[f + VS + d]
     _coalesced(t, 1 + nin)
+
+
+@once
+def _selects(s, k):
+    """A select's two rows (tape/sweeps/encoding.py's _selected) in rows 1 and 2 of s.row (row 0 keeps its three
+    views' bases for by_numpy): b's where the condition (view 0) is 0, then a's where it is not, over the output's
+    space."""
+    plan = s.plans[k]
+    for r in range(1, 3):
+        t = s.row[r]
+        t[:] = 0
+        t[KIND], t[OP], t[ROW], t[OUT], t[NIN] = kernels.SELECT, r - 1, plan[1], plan[2], 2
+        t[SIZE] = size(plan, LENGTHS)
+        step = 1
+        for d in range(DIMS - 1, -1, -1):
+            n = plan[LENGTHS + d]
+            t[SHAPE + d], t[OUT_STRIDES + d] = n, step if n != 1 else 0
+            step *= n
+        for slot in range(2):
+            v = 0 if slot == 0 else 3 - r  # (the condition, then row 1's b, row 2's a)
+            f, g = V0 + VIEW_WIDTH * v, VIEWS + VIEW * slot
+            t[g + BASE] = s.row[0, VIEWS + VIEW * v + BASE]
+            for d in range(DIMS):
+                t[g + STRIDES + d] = 0 if plan[f + VL + d] == 1 or plan[LENGTHS + d] == 1 else plan[f + VS + d]
+        _coalesced(t, 3)
+
+
+@once
+def rows(s, k):
+    """The rows of plan k's table that the driver's forward runs: a select's two (``_selects``), else row 0."""
+    return s.row[1:3] if KINDS[s.plans[k, 0]] == kernels.SELECT else s.row[:1]
 
 
 @once
@@ -141,6 +176,8 @@ def by_driver(s, k):
     a batched matmul)."""
     plan, t = s.plans[k], s.row[0]
     kind = t[KIND]
+    if KINDS[plan[0]] == kernels.SELECT:  # (copies: NumPy's bits in any layout)
+        return True
     if kind == kernels.ELEMENTWISE:
         alike = _layout(t, 0)[0]
         if PAIRED[plan[0]]:  # (a binary loop: a laid out as the output, b too or one number, encoding's rule)
