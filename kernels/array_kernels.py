@@ -95,9 +95,11 @@ def needed(table: np.ndarray, back: bool) -> set[int]:
     row until its kernel is set; SUMMED back where a row sends to a view not laid out as its output)."""
     kind, op = table[:, driver.KIND], table[:, driver.OP]  # (sets, not np.unique: its first call imports numpy.ma,
     # on which a child forked amid another thread's import would wait for good: tests/test_twins.py's fork)
-    sends = (table[:, driver.VIEWS + driver.WANT] != 0) | (table[:, driver.VIEWS + driver.VIEW + driver.WANT] != 0)
-    ops = set(op[((kind == driver.ELEMENTWISE) & (sends | (not back))) | (kind == driver.LINED)].tolist())  # (back, the
-    # driver skips an elementwise row that sends nothing: a comparison's, which has no sends kernel)
+    driven = kind == driver.ELEMENTWISE
+    if back:  # (the driver skips an elementwise row that sends nothing: a comparison's, which has no sends kernel)
+        driven &= (table[:, driver.VIEWS + driver.WANT] != 0) | (
+            (table[:, driver.NIN] > 1) & (table[:, driver.VIEWS + driver.VIEW + driver.WANT] != 0))
+    ops = set(op[driven | (kind == driver.LINED)].tolist())
     kinds = set(kind[(kind != driver.ELEMENTWISE) & (kind != driver.STRETCH)].tolist())
     first = (driver.SENDS, driver.BACK) if back else (driver.VALUES, 0)
     return {*(first[0] + k if 0 <= k < driver.OPS else -1 for k in ops),  # (-1: none, which make refuses)

@@ -74,7 +74,7 @@ def encode(s, k):
     """Plan k's one-row table for the driver's forward, as tape/sweeps/encoding.py writes its kind (the views' records
     and bases are put_view's): an elementwise record's space is its shape, a sum's its input's with 0 output strides
     along the reduced axes (a logsumexp's too), a matmul's (n, inner, m); strides 0 along axes of length 1; then axes
-    merged."""
+    merged; a select's as an elementwise record's, its three views in row 0, then its two rows (``_selects``)."""
     plan, t = s.plans[k], s.row[0]
     code, nin = plan[0], plan[INPUTS]
     kind = KINDS[code]
@@ -86,16 +86,14 @@ def encode(s, k):
             f = V0 + VIEW_WIDTH * v + VS + DIMS - 2
             t[VIEWS + VIEW * v + STRIDES], t[VIEWS + VIEW * v + STRIDES + 1] = plan[f], plan[f + 1]
         return
-    if kind == kernels.SELECT:
-        _selects(s, k)
+    reduced = kind == kernels.SUM or kind == kernels.LOGSUMEXP
+    if kind != kernels.ELEMENTWISE and kind != kernels.SELECT and not reduced:  # (no row: by_numpy)
         return
-    if kind != kernels.ELEMENTWISE and kind != kernels.SUM and kind != kernels.LOGSUMEXP:  # (no row: by_numpy)
-        return
-    space = LENGTHS if kind == kernels.ELEMENTWISE else V0 + VL  # (the column of its first length)
+    space = V0 + VL if reduced else LENGTHS  # (the column of its first length)
     step = 1
     for d in range(DIMS - 1, -1, -1):  # the output's strides in the space: C order, 0 along reduced axes
         n = plan[space + d]
-        if kind != kernels.ELEMENTWISE:
+        if reduced:
             for a in range(plan[AXES]):
                 n = 1 if plan[AXES + 1 + a] == d - DIMS + plan[V0 + 2] else n
         t[SHAPE + d], t[OUT_STRIDES + d] = plan[space + d], step if n != 1 else 0
@@ -105,31 +103,21 @@ def encode(s, k):
         for d in range(DIMS):
             t[g + d] = 0 if plan[f + VL + d] == 1 or plan[space + d] == 1 else plan[f + VS + d]
     _coalesced(t, 1 + nin)
+    if kind == kernels.SELECT:
+        _selects(s)
 
 
 @once
-def _selects(s, k):
-    """A select's two rows (tape/sweeps/encoding.py's _selected) in rows 1 and 2 of s.row (row 0 keeps its three
-    views' bases for by_numpy): b's where the condition (view 0) is 0, then a's where it is not, over the output's
-    space."""
-    plan = s.plans[k]
+def _selects(s):
+    """A select's two rows after row 0 (its space and its condition's, a's and b's views: encode's, which row 0 keeps
+    for by_numpy): b's where the condition (view 0) is 0, then a's where it is not (tape/sweeps/encoding.py's
+    _selected)."""
     for r in range(1, 3):
         t = s.row[r]
-        t[:] = 0
-        t[KIND], t[OP], t[ROW], t[OUT], t[NIN] = kernels.SELECT, r - 1, plan[1], plan[2], 2
-        t[SIZE] = size(plan, LENGTHS)
-        step = 1
-        for d in range(DIMS - 1, -1, -1):
-            n = plan[LENGTHS + d]
-            t[SHAPE + d], t[OUT_STRIDES + d] = n, step if n != 1 else 0
-            step *= n
-        for slot in range(2):
-            v = 0 if slot == 0 else 3 - r  # (the condition, then row 1's b, row 2's a)
-            f, g = V0 + VIEW_WIDTH * v, VIEWS + VIEW * slot
-            t[g + BASE] = s.row[0, VIEWS + VIEW * v + BASE]
-            for d in range(DIMS):
-                t[g + STRIDES + d] = 0 if plan[f + VL + d] == 1 or plan[LENGTHS + d] == 1 else plan[f + VS + d]
-        _coalesced(t, 3)
+        t[:] = s.row[0]
+        t[OP], t[NIN] = r - 1, 2
+        if r == 1:  # (row 1's branch: b, view 2)
+            t[VIEWS + VIEW:VIEWS + 2 * VIEW] = s.row[0, VIEWS + 2 * VIEW:VIEWS + 3 * VIEW]
 
 
 @once
