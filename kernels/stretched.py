@@ -38,7 +38,30 @@ EACHSUM = -4  # (a view's group back) one number a line of lines over two axes: 
 REDUCED = -1  # a last member's opcode: its LOGSUMEXP row, log sum exp along each line of the member before it
 HEAD, ROLL = -2, -3  # (forward) two members' opcodes: a roll's two COPY rows, a join of a region's last elements and
 ROLLED = -7  # its first ones (np.roll), read as the one region (its operand's source ROLLED) rotated by HEAD's size
+PICK = -8  # a select's two rows (tape/sweeps/stretches.py's _picked) as members, opcode PICK - taken - 2 * second:
+# the first's value its branch (view 1), the second's its branch where its condition (view 0) is not 0 (taken) or is 0,
+# else the first's; back, each sends its adjoint to its branch there and 0.0 elsewhere (the driver's _select), the
+# second its adjoint to the first
 PER = 4096  # elements of a reduced stretch's block of lines (at least a line): the driver's LINES
+
+
+def picked(code: int) -> tuple[bool, bool] | None:
+    """A select's member's (whether it is the second, whether it takes its branch where the condition is not 0), else
+    None."""
+    return (code <= PICK - 2, (PICK - code) % 2 == 1) if PICK - 3 <= code <= PICK else None
+
+
+def _taken(taken: bool) -> str:
+    """Where a select's member takes its branch: its condition (operand a) not 0, or 0 (np.where's truth: NaN is)."""
+    return f"a {'!=' if taken else '=='} 0.0"
+
+
+def _forward_rule(code: int, k: int) -> str:
+    """Member k's value from its operands a, b (a select's second: else the first's, s<k - 1>)."""
+    pick = picked(code)
+    if pick is None:
+        return ops.OPS[code].forward
+    return f"b if {_taken(pick[1])} else s{k - 1}" if pick[0] else "b"
 
 
 def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str,
@@ -144,7 +167,7 @@ def _forward_stretch(members: tuple, stored: tuple) -> list[str]:
             return ["def stretch(t, aval):", *blocks[:5], *head, *blocks[5:], *done]
         operands = [_operand(head, k, q, source, number, _fields(k, q), f"s{source}", each)
                     for q, source in enumerate(sources)]
-        rule = ops.OPS[code].forward
+        rule = _forward_rule(code, k)
         body += [f"        {x} = {value}" for x, value in zip("ab", operands, strict=False) if x in reads(rule)]
         body.append(f"        s{k} = {rule}")
         if stored[k]:
@@ -239,7 +262,7 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                          "            for e in range(at, at + size):", "                aadj[e] = 0.0",
                          f"            {fresh} = False"]
     again = {k: [*(f"        {x} = {a}" for x, a in zip("ab", operands[k], strict=False) if x in reads(rule)),
-                 f"        s{k} = {rule}"] for k, rule in ((k, ops.OPS[members[k][0]].forward) for k in range(m)
+                 f"        s{k} = {rule}"] for k, rule in ((k, _forward_rule(members[k][0], k)) for k in range(m)
                                                            if members[k][4])}
 
     def computed(lines: list[str]) -> list[str]:
@@ -253,14 +276,10 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
         code, number, sources, wants, _ = members[k]
         if k in kept:
             body.append(f"        scratch[{kept[k]} * stride + e] = g{k}")
-        rule = ops.Op("", "unary", "", "E[np.uint64(e - first * width)]") if code == REDUCED else ops.OPS[code]
         for q, source in enumerate(sources):
             if not wants[q]:
                 continue
-            partial = (rule.da, rule.db)[q]
-            binds = [f"{x} = {a}" for x, a in zip("ab", operands[k], strict=False) if x in reads(partial)]
-            binds += [f"y = {value[k]}"] * ("y" in reads(partial))
-            lines = [*binds, f"p = {partial}", f"c = g{k} * p if g{k} != 0.0 and p != 0.0 else 0.0"]
+            lines = _contribution(code, k, q, operands[k], value[k])
             if source < 0 and group[k, q] == SCRATCH:
                 at = f"x{k}_{q} + e"
                 lines = [f"        {line}" for line in lines]
@@ -281,14 +300,14 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                 body.append(f"        acc{group[k, q]} = acc{group[k, q]} + c")
             else:
                 at = f"x{k}_{q} + e"
-                old = f"aadj[{at}]"
-                if len({g for _, _, g in sends if g >= 0}) > 1:  # read whether fresh or not: a read under a test kept
-                    # LLVM from vectorizing a pass storing two groups (the heat equation's back stretch, fresh: 65
-                    # µs; read first 5.4; its joins after the pass, 7.5); one group's pass as it was
-                    body.append(f"        old = {old}")
-                    old = "old"
-                body.append(f"        acc{group[k, q]} = (0.0 if fresh{k}_{q} else {old}) + c")
+                body.append(f"        old = aadj[{at}]")  # read whether fresh or not: a read under a test kept
+                # LLVM from vectorizing a pass storing two groups (the heat equation's back stretch, fresh: 65 µs; read
+                # first 5.4; its joins after the pass, 7.5), or one with selects (denoise's two: 0.99 -> 0.31 ms)
+                body.append(f"        acc{group[k, q]} = (0.0 if fresh{k}_{q} else old) + c")
                 stores[group[k, q]] = f"        aadj[{at}] = acc{group[k, q]}"
+        pick = picked(code)
+        if pick and pick[0] and any(members[k - 1][3]):  # (a select's second: its adjoint is its first's)
+            body.append(f"        g{k - 1} = g{k}")
     body += list(stores.values())
     body[1:1] = computed(body)
     for v, (k, q) in enumerate(summed):
@@ -316,6 +335,19 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     text = "\n".join(passes + after)
     head += [line for k, line in outs.items() if re.search(rf"\bo{k}\b", text)]
     return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, *passes, *after]
+
+
+def _contribution(code: int, k: int, q: int, operands: list[str], y: str) -> list[str]:
+    """Lines making c, member k's contribution to its operand q: its adjoint g<k> times the partial, 0.0 where either
+    is 0 (the rows' ``sends``); a select's member's, its adjoint where it takes its branch, else 0.0 (the rows')."""
+    pick = picked(code)
+    if pick is not None:
+        return [f"a = {operands[0]}", f"c = g{k} if {_taken(pick[1])} else 0.0"]
+    rule = ops.Op("", "unary", "", "E[np.uint64(e - first * width)]") if code == REDUCED else ops.OPS[code]
+    partial = (rule.da, rule.db)[q]
+    binds = [f"{x} = {a}" for x, a in zip("ab", operands, strict=False) if x in reads(partial)]
+    binds += [f"y = {y}"] * ("y" in reads(partial))
+    return [*binds, f"p = {partial}", f"c = g{k} * p if g{k} != 0.0 and p != 0.0 else 0.0"]
 
 
 def _stamped(f: dict[str, int]) -> list[str]:

@@ -566,16 +566,44 @@ def test_a_run_without_a_sum_gives_the_fused_numbers_in_the_tables(name, monkeyp
         return (z[:, ::2] * 2.0).sum() + y[1, 2]
 
     _on(monkeypatch, True)
-    fused, tables, dissolve = tape.trace(f, _points()[0]), tape.trace(f, _points()[0]), compiled.DISSOLVE
-    monkeypatch.setattr(compiled, "DISSOLVE", 0)
+    fused, tables, kept = tape.trace(f, _points()[0]), tape.trace(f, _points()[0]), compiled.kept
+    monkeypatch.setattr(compiled, "kept", lambda s, runs: runs)
     fused.value_and_grad(_points()[0])  # its sweeps found (and kept) with every run
-    monkeypatch.setattr(compiled, "DISSOLVE", dissolve)
+    monkeypatch.setattr(compiled, "kept", kept)
     for point in _points():
         for a, b in zip(fused.value_and_grad(point), tables.value_and_grad(point), strict=True):
             assert np.array_equal(a, b, equal_nan=True), np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))
     members = {row for run in tables._runs_first.values() for row in run.members.tolist()}
     assert members and members <= {int(row) for table in _tables(tables) for row in table[:, 2]}
     assert not members & {int(row) for table in _tables(fused) for row in table[:, 2]}
+
+
+@pytest.mark.parametrize("lagged", [False, True])
+def test_a_run_past_dissolve_is_rows_unless_its_views_lag(lagged, monkeypatch):
+    """Past DISSOLVE elements a run without a sum is rows of the tables too (a stretch runs them with the rows around:
+    a Huber loss's comparison and select), unless views of one input lag in it (a 3-tap filter's, kept fused: one
+    pass keeps their adds in order). The fused numbers either way (the test above)."""
+    n = compiled.DISSOLVE + 8
+
+    def f(u):
+        if lagged:
+            v = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+            return (v * v * 0.5).sum()
+        r = u * 1.5 - 0.25
+        return np.where(np.abs(r) < 0.7, 0.5 * r * r, np.abs(r) - 0.35).sum()
+
+    _on(monkeypatch, True)
+    x = RNG.uniform(-1.5, 1.5, n)
+    F, kept = tape.trace(f, x), compiled.kept
+    monkeypatch.setattr(compiled, "kept", lambda s, runs: runs)
+    G = tape.trace(f, x)
+    G.value_and_grad(x)  # (every run kept)
+    monkeypatch.setattr(compiled, "kept", kept)
+    for a, b in zip(F.value_and_grad(x), G.value_and_grad(x), strict=True):
+        assert np.array_equal(a, b)
+    members = {row for run in F._runs_first.values() for row in run.members.tolist()}
+    rows = {int(row) for table in _tables(F) for row in table[:, 2]}
+    assert len(members) >= 2 and (members.isdisjoint(rows) if lagged else members <= rows)
 
 
 @pytest.mark.parametrize("covers", [True, False])

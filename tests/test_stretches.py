@@ -9,7 +9,7 @@ from sameness import edge_points, same_bits
 
 import tape
 from tape.kernels import _array_driver as K
-from tape.kernels import stretched
+from tape.kernels import ops, stretched
 from tape.records import array_records
 from tape.sweeps import compiled, layout, steps, stretches
 
@@ -166,11 +166,39 @@ def rolls(u):  # np.roll's two slices read in a forward stretch as one range rot
     return (u * u).sum() + (s * s).sum() + (r[:10] * 3.0).sum()
 
 
+def huber(u):  # np.where's selects and their comparisons among elementwise rows: a Huber loss of a residual and of
+    def loss(x):  # neighbours' differences (two views of u back: a scratch row), one stretch each way
+        a = np.abs(x)
+        return np.where(a < 0.7, 0.5 * x * x, 0.7 * (a - 0.35)).sum()
+    return loss(u * 1.5 - 0.25) + loss(u[1:] - u[:-1])
+
+
+def hubers(u):  # huber's losses with the differences made first: rows of two sizes, the select's moved up (hoisted)
+    r = 0.0
+    for x in (u * 1.5 - 0.25, u[1:] - u[:-1]):
+        a = np.abs(x)
+        r = r + np.where(a < 0.7, 0.5 * x * x, 0.7 * (a - 0.35)).sum()
+    return r
+
+
+def wheres(u):  # each comparison's spelling; a branch a number, u itself, one record both sides; selects of selects; a
+    v = u * 0.5 + 0.1  # condition read by two selects, one a NumPy step's (pos: u masked, read after the stretch)
+    pos = v > 0.0
+    a = np.where(pos, v, 0.1 * v)
+    b = np.where(v <= 0.2, 2.0, a)
+    c = np.where(a == b, a, a * a)
+    d = np.where(u != 0.3, c - v, c + v)
+    e = np.where(d > c, d, -d)
+    f = np.where(v >= -0.1, np.where(pos, e, 3.0 * e), u)
+    return (f * f).sum() + (np.where(pos, u, 0.0) * a).sum()
+
+
 PROGRAMS = {"heat, pad": heat(True), "heat, concatenate": heat(False), "chains": chains, "filtered": filtered,
             "scaled": scaled, "mixture, k 9": mixture(9), "mixture, k 1": mixture(1), "lines": lines(8),
             "spaces": spaces, "summed, rest 2": summed(9, 0), "summed, rest 3": summed(10, 1), "inplace": inplace,
             "again": again(False), "again, held": again(True), "places": places, "blocks": blocks, "taps": taps,
-            "windows": windows, "rolls": rolls}
+            "windows": windows, "rolls": rolls, "huber": huber, "hubers": hubers,
+            "wheres": wheres}
 def _headers(F):
     """The STRETCH headers of F's compiled tables, forward and back: (count, how many have their kernel)."""
     rows = [row for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
@@ -408,3 +436,27 @@ def test_a_join_that_is_not_a_roll_stays_rows(join, monkeypatch):
     np.testing.assert_allclose(grad, central(lambda v: float(f(v)), x), rtol=1e-6, atol=1e-6)
     assert all(same_bits(a, b) for a, b in zip(
         (value, grad), _run(_trace(f, x, monkeypatch, True, False), x, monkeypatch, True, False), strict=True))
+
+
+@pytest.mark.parametrize("name", ["huber", "hubers", "wheres"])
+def test_selects_and_comparisons_are_members_both_ways(name, monkeypatch):
+    """A select's two SELECT rows are a stretch's two members (stretched.PICK's codes: the first's value its branch,
+    never stored; the second's the select's), forward and back; a comparison is a member forward (back it sends
+    nothing: no row). huber's losses are a stretch each way, x, its abs, products, comparison and select; hubers' first
+    forward too, the select moved up past the differences' row. The bits: the tests above."""
+    monkeypatch.setattr(stretches.Stretch, "made", {})
+    F = _trace(PROGRAMS[name], np.random.default_rng(8).normal(size=300), monkeypatch, True, True)
+    _run(F, np.ones(300), monkeypatch, True, True)
+    made = [x.shape for x in stretches.Stretch.made.values() if x.address]
+    firsts, seconds = {stretched.PICK, stretched.PICK - 1}, {stretched.PICK - 2, stretched.PICK - 3}
+    compares = {op for op, spelled in enumerate(ops.OPS) if spelled.kind == "compare"}
+    for back in (False, True):
+        codes = [[member[0] for member in shape[1]] for shape in made if shape[0] == back]
+        pairs = [k for c in codes for k in range(len(c) - 1) if c[k] in firsts and c[k + 1] in seconds]
+        assert pairs and sum(code in firsts | seconds for c in codes for code in c) == 2 * len(pairs)
+        assert any(compares & set(c) for c in codes) != back
+    assert not any(shape[2][k] for shape in made if not shape[0] for k, member in enumerate(shape[1])
+                   if member[0] in firsts)
+    longest = {back: max(len(shape[1]) for shape in made if shape[0] == back) for back in (False, True)}
+    if name != "wheres":  # (u * 1.5, x, |x|, 0.5 x, its square, |x| - 0.35, its product, a < 0.7, the select's two)
+        assert longest == {False: 10, True: 9 if name == "huber" else 7}

@@ -150,8 +150,7 @@ def _reversed(t, y, X, fused):
 
 
 def test_the_walk_is_made_again_where_the_runs_differ(tables, monkeypatch):
-    """One tape swept with its fused runs (kept: DISSOLVE 0) and without: the same structure, other runs."""
-    monkeypatch.setattr(compiled, "DISSOLVE", 0)
+    """One tape swept with its fused runs (kept: a sum's) and without: the same structure, other runs."""
     t = tape.Tape()
     X = t.array(RNG.uniform(0.2, 1.5, 2 ** 16))
     y = (np.tanh(X * 0.5) * X + X).sum()

@@ -487,7 +487,9 @@ def _view_by_row(row, q):
 
 
 def _joins_by_row(row, members, back):
-    if row[K.KIND] not in (K.ELEMENTWISE, K.LINED) or OPS[row[K.OP]].name not in EXACT or row[K.SIZE] < 2:
+    code = int(row[K.OP])
+    if row[K.KIND] not in (K.ELEMENTWISE, K.LINED) or row[K.SIZE] < 2 or stretched.picked(code) is None and (
+            OPS[code].name not in EXACT and OPS[code].kind != "compare"):
         return False
     if members and row[K.SIZE] != members[0][K.SIZE]:
         return False
@@ -559,8 +561,35 @@ def _again_by_row(s, members, spec, seen):
     return tuple((*member, used[k]) for k, member in enumerate(spec))
 
 
+def _picked_by_row(rows):
+    """rows (copies) with each select's two rows (a pair of SELECT rows of one record) as elementwise rows of its
+    members' opcodes (stretched.PICK - taken - 2 * second); a SELECT row alone stays one (it joins no stretch)."""
+    rows = [row.copy() for row in rows]
+    for k in range(len(rows) - 1):
+        a, b = rows[k], rows[k + 1]
+        if a[K.KIND] == b[K.KIND] == K.SELECT and a[K.ROW] == b[K.ROW]:
+            for second, row in enumerate((a, b)):
+                row[K.KIND], row[K.OP] = K.ELEMENTWISE, stretched.PICK - int(row[K.OP] != 0) - 2 * second
+    return rows
+
+
+def _senders_by_plan(s):
+    """How many reads of each record may send it an adjoint, a loop over the plans: its elem records' and the plans'
+    views but a comparison's and a select's condition."""
+    count = collections.Counter(int(s._in0[r]) for r in np.flatnonzero(s._op == ELEM))  # (an elem record's read)
+    for p in s._plans:
+        for q, v in enumerate(p.inputs):
+            if not encoding.IS_COMPARE[p.code] and not (encoding.KIND[p.code] == K.SELECT and q == 0):
+                count[int(v.record)] += 1
+    return count
+
+
 def _shape_by_row(s, members, back):
     SAME = stretches.SAME
+    pick = [stretched.picked(int(m[K.OP])) for m in members]
+    first = [x is not None and not x[0] for x in pick]
+    if first[-1] or pick[0] is not None and pick[0][0]:  # (a select's two rows in one stretch)
+        return None
     index = {int(m[K.ROW]): k for k, m in enumerate(members)}
     inside, read_back, spec, seen = collections.Counter(), set(), [], []
     for k, m in enumerate(members):
@@ -578,14 +607,25 @@ def _shape_by_row(s, members, back):
                                                                      for q in range(m[K.NIN]))))
         seen.append(reads)
     outputs, readers = set(s._output_rows.tolist()), stretches._readers(s)
-    held = tuple(int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])] for m in members)
+    held = tuple((int(m[K.ROW]) in outputs or readers[m[K.ROW]] != inside[int(m[K.ROW])]) and not first[k]
+                 for k, m in enumerate(members))
     n = int(members[0][K.SIZE])
     if back:
         sends = _sends_by_row(members, spec, n)
-        if any(held[:-1]) or not all(inside[int(m[K.ROW])] for m in members[:-1]) or sends is None:
+        sent, senders = collections.Counter(), _senders_by_plan(s)  # (reads inside that send an adjoint)
+        for _, _, sources, wants in spec:
+            for q, j in enumerate(sources):
+                if j >= 0 and wants[q]:
+                    sent[int(members[j][K.ROW])] += 1
+        for k, m in enumerate(members[:-1]):  # (a member sending to its views: its adjoint all made inside)
+            row = int(m[K.ROW])
+            wanting = any(spec[k][3]) or pick[k] is not None and pick[k][0] and any(spec[k - 1][3])
+            if wanting and not first[k] and (row in outputs or senders[row] != sent[row] or not sent[row]):
+                return None
+        if sends is None:
             return None
         return True, _again_by_row(s, members, spec, seen), sends
-    stored = tuple(bool(k in read_back or held[k]) for k in range(len(members)))
+    stored = tuple(bool(k in read_back or held[k]) and not first[k] for k in range(len(members)))
     starts = sorted(int(m[K.OUT]) for k, m in enumerate(members) if stored[k])
     if any(q - o < n for o, q in zip(starts, starts[1:], strict=False)):
         return None
@@ -653,8 +693,12 @@ def _stretched_by_row(s, rows, back, tally):
     reference; tally counts the spans it refuses and those it takes at the table's end), on the rows as places.hoisted
     moves them (tests/test_hoisted.py)."""
     rows = places.hoisted(s, rows)
-    need, order, spans, k = (0, 0), rows[::-1] if back else rows, {}, 0
+    need, order, spans, k = (0, 0), _picked_by_row(rows[::-1] if back else rows), {}, 0
     while k < len(order):
+        pick = stretched.picked(int(order[k][K.OP])) if order[k][K.KIND] == K.ELEMENTWISE else None
+        if pick is not None and pick[0]:  # (a select's second row starts none)
+            k += 1
+            continue
         end = k
         while end < len(order) and _joins_by_row(order[end], order[k:end], back):
             end += 1
@@ -1096,7 +1140,10 @@ def _table_by_table(rows, stretched=None):
     m, n = table[table[:, 0] == K.LOGSUMEXP, 8:10].T
     elementwise, lined = table[table[:, 0] == K.ELEMENTWISE], table[table[:, 0] == K.LINED]
     paired = elementwise[np.isin(elementwise[:, 1], compiled.PAIRS)]  # (x ** y's: 2 n elements in a fifth row)
+    picks = [row for row in table if row[0] == K.SELECT]  # (a branch not laid out as the output: its sends first)
+    strides = K.VIEWS + K.VIEW + K.STRIDES
     size = max(int(elementwise[compiled._scratched(elementwise), 4].max(initial=1)),
+               max((int(row[4]) for row in picks if list(row[strides:strides + 4]) != list(row[10:14])), default=1),
                int(2 * paired[:, 4].max(initial=0)),
                int(compiled._lines_back(lined).max(initial=1)),
                int((products[:, 1] * np.maximum(products[:, 0], products[:, 2])).max(initial=1)),

@@ -22,6 +22,7 @@ from tape.kernels._array_driver import (
     REGION,
     REGION_SIZE,
     ROW,
+    SELECT,
     SHAPE,
     SIZE,
     STRIDES,
@@ -36,7 +37,8 @@ from tape.kernels.shaped import MEMBERS
 from tape.sweeps.plans import regions
 
 SAME = stretched.SAME
-EXACT_OPS = np.isin([op.name for op in OPS], EXACT)  # by opcode
+JOINS = np.array([op.name in EXACT or op.kind == "compare" for op in OPS])  # by opcode: the ops of a stretch's
+# elementwise rows (a comparison's value from its rule; it sends nothing back)
 Q = np.arange(2)  # a row's views 0, 1
 UNSENT = -2  # (a member's view back that sends nothing: it reads a member, or wants no adjoint)
 
@@ -122,9 +124,10 @@ HOIST = MEMBERS  # rows of other sizes a row moves up past, at most (hoisted): a
 
 def joining(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row of table t: whether it is elementwise (a LINED row too), and whether it may join a stretch (an exact
-    op, two elements or more)."""
+    op or a comparison, or a select's row: stretches.py's _picked pairs them; two elements or more)."""
     elementwise = (t[:, KIND] == ELEMENTWISE) | (t[:, KIND] == LINED)
-    return elementwise, elementwise & EXACT_OPS[np.where(elementwise, t[:, OP], 0)] & (t[:, SIZE] >= 2)
+    ops = elementwise & JOINS[np.where(elementwise, t[:, OP], 0)]
+    return elementwise, (ops | (t[:, KIND] == SELECT)) & (t[:, SIZE] >= 2)
 
 
 def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:

@@ -63,6 +63,7 @@ from tape.kernels._array_driver import (
     OUT_STRIDES,
     REC,
     ROW,
+    SELECT,
     SHAPE,
     SIZE,
     STRETCH,
@@ -74,7 +75,7 @@ from tape.kernels._array_driver import (
 )
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.shaped import MEMBERS
-from tape.sweeps import layout, places, reduced
+from tape.sweeps import encoding, layout, places, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
@@ -82,6 +83,8 @@ ROLLS = True  # whether forward stretches take rolls in (tests/test_trace_passes
 SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
 OTHER = -4  # a view read otherwise (no member reads one)
 ROLLED = stretched.ROLLED  # (forward) a roll's HEAD's and ROLL's view: a range read rotated
+PICKS = np.array([[stretched.PICK, stretched.PICK - 1], [stretched.PICK - 2, stretched.PICK - 3]])  # a select's
+# first row's opcodes as a member, its second's (_picked)
 ALONG, AT = stretched.ALONG, stretched.AT  # (a LINED row of a 3-d space's) a line of its own a line, one number a line
 
 
@@ -171,6 +174,19 @@ def _readers(s: Any) -> np.ndarray:
     counts = s._steps.get("readers")
     if counts is None:
         counts = s._steps["readers"] = np.bincount(_live.reads(s._op, s._in0, s._plans)[1], minlength=len(s._op))
+    return counts
+
+
+def _senders(s: Any) -> np.ndarray:
+    """How many reads of each record may send it an adjoint: _readers' but a comparison's and a select's condition
+    (its first view); kept in s._steps."""
+    counts = s._steps.get("senders")
+    if counts is None:
+        starts, read = _live.reads(s._op, s._in0, s._plans)
+        reader = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+        code = s._op[reader]
+        quiet = encoding.IS_COMPARE[code] | ((encoding.KIND[code] == SELECT) & (np.arange(len(read)) == starts[reader]))
+        counts = s._steps["senders"] = np.bincount(read[~quiet], minlength=len(s._op))
     return counts
 
 
@@ -276,23 +292,32 @@ def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int])
     source = firsts[span, None] + sources  # a member's operand's member
     inside = np.bincount(source[member], minlength=len(row))[firsts[span] + r.last(m[:, ROW], ends[span]) - k[span]]
     s = r.s
-    held = np.isin(m[:, ROW], s._output_rows) | (_readers(s)[m[:, ROW]] != inside)
+    first, second = np.isin(m[:, OP], PICKS[0]), np.isin(m[:, OP], PICKS[1])  # (a select's rows: its first read by
+    out = np.isin(m[:, ROW], s._output_rows)  # its second alone)
+    held = (out | (_readers(s)[m[:, ROW]] != inside)) & ~first
     wants, number = views & (m[:, f + WANT] != 0), r.number[row]
     refused = np.zeros(len(k), bool)
+    last = at == count[span] - 1
+    refused[span[((first | (m[:, OP] == stretched.HEAD)) & last) | (second & (at == 0))]] = True
     sees = _reads_back(s)[s._in0[m[:, ROW]]]
     code = np.zeros((len(row), FIELDS), np.int64)
     code[:, 0], code[:, 1], code[:, 2] = m[:, OP], number, m[:, NIN]
     code[:, 3:5], code[:, 5:7] = np.where(views, sources, 0), wants
     if r.back:
-        refused[span[(at < count[span] - 1) & (held | (inside == 0))]] = True
+        sends = wants.any(1)  # (a select's second: its first's too, which its second sends to; members sending
+        sends[second] |= sends[np.flatnonzero(second) - 1]  # nothing need no adjoint)
+        sent = np.bincount(source[member & wants], minlength=len(row))[firsts[span] + r.last(m[:, ROW], ends[span]) -
+                                                                        k[span]]
+        outside = out | (_senders(s)[m[:, ROW]] != sent)  # (sent to from outside the span)
+        refused[span[~last & sends & ~first & (outside | (sent == 0))]] = True
         code[:, 7:9] = places.sends(m, span, firsts[span] + count[span] - 1 - at, views & ~member & wants,
                                     sources == LINE, number, n, t[ends - 1, OUT], refused, sources == AT)
         code[:, 9] = _computed_again(_again(s)[s._in0[m[:, ROW]]], views, member, source, sees,
                                      (number[:, None] == Q + 1) | (sources == LINE) | (sources == EACH))
     else:
         stored = held | sees[:, 3]
-        stored[source[member & sees[:, :2]]] = True
-        stored &= m[:, OP] != stretched.HEAD  # (a roll stored by its ROLL member, whole; not among lines)
+        stored[source[member & sees[:, :2]]] = True  # (a select's views 0, 1 for its 3: it reads back its condition)
+        stored &= (m[:, OP] != stretched.HEAD) & ~first  # (a roll stored by its ROLL member, whole; not among lines)
         refused[np.intersect1d(span[m[:, OP] == stretched.ROLL], span[m[:, KIND] == LINED])] = True
         places.overlapping(m, span, at, stored, views & ~member, np.where(number[:, None] == Q + 1, 0, sources), n,
                            refused)
@@ -375,8 +400,10 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     elementwise, fits = places.joining(t)
     starts = np.cumsum(counts) - counts
     heads = np.zeros(0, np.int64) if back or not ROLLS else _rolls(t, starts)
-    u = _rolled(t, heads)
+    u, picks = _picked(_rolled(t, heads), starts)
     fits[heads] = fits[heads + 1] = True
+    fits[t[:, KIND] == SELECT] = False  # (but a select's two rows together)
+    fits[picks] = fits[picks + 1] = t[picks, SIZE] >= 2
     pairs = fits[1:] & fits[:-1]
     bounds = starts[1:][(starts[1:] > 0) & (starts[1:] < len(t))]
     pairs[bounds - 1] = False  # (no stretch across tables)
@@ -385,7 +412,7 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     if pairs.any():  # (else no two rows may join: tables of a few rows between NumPy steps)
         r = _Table(s, u, back)
         r.how[heads, 0] = r.how[heads + 1, 0] = ROLLED
-        spans = _spans(r, fits, starts[starts < len(t)], shapes, heads + 1)
+        spans = _spans(r, fits, starts[starts < len(t)], shapes, np.concatenate([heads, picks]) + 1)
         k, ends, number = reduced.taken_in(u, back, *spans, starts, shapes, (_readers(s), lambda rows: _again(s)[
             s._in0[rows]], s._output_rows))
     if not len(k):
@@ -422,6 +449,20 @@ def _rolled(t: np.ndarray, heads: np.ndarray) -> np.ndarray:
     u[rows, OUT], u[rows, VIEWS + BASE] = np.tile(t[heads, OUT], 2), np.tile(t[heads + 1, VIEWS + BASE], 2)
     u[rows, OUT_STRIDES + 3] = u[rows, VIEWS + STRIDES + 3] = 1
     return u
+
+
+def _picked(t: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t with each select's two SELECT rows as stretches.py reads them: elementwise rows of opcodes stretched.PICK -
+    taken - 2 * second, the first rows of those pairs). A table holds a select's two together (back, in the other
+    order: either is the first); starts: each table's first row."""
+    two = np.flatnonzero((t[:-1, KIND] == SELECT) & (t[1:, KIND] == SELECT) & (t[:-1, ROW] == t[1:, ROW]))
+    two = two[~np.isin(two + 1, starts)]
+    if not len(two):
+        return t, two
+    u, rows = t.copy(), np.concatenate([two, two + 1])
+    u[rows, KIND] = ELEMENTWISE
+    u[rows, OP] = stretched.PICK - (t[rows, OP] != 0) - 2 * np.repeat([0, 1], len(two))
+    return u, two
 
 
 def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, starts: np.ndarray, k: np.ndarray,
