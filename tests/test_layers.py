@@ -269,7 +269,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # DIMS axes, n-d views, reshapes, sums over an axis, broadcasts, batched matmul; joins' and gathers' values split to
 # array_moved.py) (issue 26).
 # s25 D: tape.kernels 7282 -> 7314 and tape.sweeps 4269 -> 4315 for a roll (np.roll's two slices) read in a forward
-# stretch as one range rotated (stretched.HEAD, ROLL; stretches._rolls): Burgers' forward table 2.2x faster (issue 26).
+# stretch as one range rotated (stretched.HEAD, ROLL; paired.rolls): Burgers' forward table 2.2x faster (issue 26).
 # s24 C, merged in s25 C: tape.compiled 6355 -> 6624 for loop variables that start as NumPy arrays carried into array
 # records or Var arrays (carries.py, 141) and small x0s packed into one array record where f makes big Var arrays
 # (packing.py, 63; the driver's ``big``, jit_gradients' small-x0 entry); f's outputs moved out of jit.py into
@@ -330,10 +330,10 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # ms). tape.compiled 8436 -> 8474 for tape.jit's selects by the driver's two rows (array_rows._selects, rows), not
 # NumPy's rule called back (issue 26). Review: tape.compiled 8474 -> 8462 (a select's rows copied from row 0, which
 # encode lays out as an elementwise record's), tape.kernels 7486 -> 7488 (needed's sends mask read only back).
-# s38: tape.kernels 7488 -> 7520 and tape.sweeps 4549 -> 4597 for comparisons and selects as stretch members (the
-# select's two rows paired, stretched.PICK's rules; _senders) and lag-free fused runs as rows at any size (issue 26:
-# denoise replayed 1.9 -> 1.0 ms).
-BUDGET = {"tape.kernels": 7520, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4597,
+# s38: tape.kernels 7488 -> 7520 and tape.sweeps 4549 -> 4617 for comparisons and selects as stretch members (a
+# select's two rows paired, in tape/sweeps/paired.py beside a roll's; stretched.PICK's rules; _senders) and lag-free
+# fused runs as rows at any size (issue 26: denoise replayed 1.9 -> 1.0 ms).
+BUDGET = {"tape.kernels": 7520, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4617,
           "tape.records": 1069, "tape.arrays": 2082, "tape.analyses": 414, "tape.symbolic": 1181,
           "tape.function": 3551, "tape.tape": 400, "tape.api": 923, "tape.compiled": 8462, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}

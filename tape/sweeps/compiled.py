@@ -92,20 +92,16 @@ def all_rows(s: State) -> tuple[np.ndarray, np.ndarray]:
     return cache["table"]
 
 
-DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum whose views of an input lag (fusion's _lags: one
-# pass keeps its adds in order) runs as rows of the compiled tables instead (a run of 5 members, replayed
-# value_and_grad: tables / fused 0.77 at 2^10 elements, 0.85-0.91 at 2^16, 1.08 at 10^5; bench/array_programs.py's
-# 3-tap filter at 10^5, its runs lagged, 1.2-1.3 as the tables' stretches, their views sent back after the pass)
+DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum whose views lag (fusion's _lags) runs as rows
+# (tables / fused: 5 members 0.77 at 2^10, 0.85-0.91 at 2^16; the 3-tap filter's, 10^5, 1.2-1.3: sent after the pass)
 
 
 def kept(s: State, runs: dict[int, Any]) -> dict[int, Any]:
-    """The fused runs a sweep by the compiled tables keeps: those with a sum (its blocks add in another order than
-    NumPy's), whose adds into an input are not in NumPy's order (fusion's _lags), lagged past DISSOLVE elements, or
-    with a member the tables do not run. The others' members become rows of the tables, the same IEEE operations in
-    the same order (tests/test_array_driver.py), which a stretch runs in one pass with the rows around them
-    (np.where's, comparisons). Measured (replayed value_and_grad, thread CPU, against the runs kept): bench/
-    array_programs.py's heat with np.pad 2.4x, GRU 1.2x; a run without lags at any size (wall ms, kept -> not: a chain
-    of 11 members at 10^5 1.48-1.52 -> 0.81-0.85, at 10^6 18.8-21.0 -> 8.3-8.7; denoise 1.69-1.94 -> 0.97-1.06)."""
+    """The fused runs a sweep by the compiled tables keeps: a sum's (its blocks add in another order than NumPy's),
+    those whose adds into an input are out of NumPy's order or lag past DISSOLVE elements (fusion's _lags), or with a
+    member the tables do not run; the others' members are rows (the same IEEE operations: tests/test_array_driver.py)
+    run by stretches with the rows around them. Replayed value_and_grad, kept -> rows: heat-pad 2.4x, GRU 1.2x faster;
+    11 members without lags, 10^5 1.48-1.52 -> 0.81-0.85 ms, 10^6 18.8-21 -> 8.3-8.7; denoise 1.69-1.94 -> 0.97-1.06."""
     _, starts = all_rows(s)
     driven = starts[1:] > starts[:-1]
     return {at: run for at, run in runs.items() if run.total >= 0 or not run.ordered or

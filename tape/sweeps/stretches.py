@@ -24,10 +24,10 @@ element (the read at an index no lower, by a member no later), and a number, a l
 none; stored regions are apart. Otherwise the stretch is cut short.
 
 Forward, a roll (np.roll's two slices, or a concatenate of a range's last elements and its first: two COPY rows of
-one join, _rolls) joins a stretch as two members, HEAD and ROLL, read as the range rotated and stored whole by ROLL
-only where read after or back; the pass runs in pieces cut where a roll's read wraps, each read a run (Burgers'
-forward table, two rolls a step: 1,550 -> 600-705 CPU-us, its replayed value_and_grad 3.33-3.37 -> 2.60-2.68 ms, load
-6.5). Its range may not be made in the pass (it is read at other indices), and back the rows run it.
+one join, tape/sweeps/paired.py) joins a stretch as two members, HEAD and ROLL, read as the range rotated and stored
+whole by ROLL only where read after or back; the pass runs in pieces cut where a roll's read wraps, each read a run
+(Burgers' forward table, two rolls a step: 1,550 -> 600-705 CPU-us, its replayed value_and_grad 3.33-3.37 -> 2.60-2.68
+ms, load 6.5). Its range may not be made in the pass (it is read at other indices), and back the rows run it.
 
 Back, a member whose value a partial reads is computed again in the pass, by its forward rule (the same bits), where
 its plan is layout.again's (an exact op of numbers, lines, one number a line or such members: the layout keeps those
@@ -51,10 +51,7 @@ import numpy as np
 
 from tape.kernels import compiling, stretched
 from tape.kernels._array_driver import (
-    BASE,
     CALL,
-    COPY,
-    ELEMENTWISE,
     KIND,
     LINED,
     NIN,
@@ -75,7 +72,7 @@ from tape.kernels._array_driver import (
 )
 from tape.kernels.array_ops import ACONSTANT
 from tape.kernels.shaped import MEMBERS
-from tape.sweeps import encoding, layout, places, reduced
+from tape.sweeps import encoding, layout, paired, places, reduced
 from tape.sweeps import live as _live
 
 ON = True  # whether forward tables get stretches (tests switch it off to compare)
@@ -83,8 +80,6 @@ ROLLS = True  # whether forward stretches take rolls in (tests/test_trace_passes
 SAME, LINE, EACH = -1, -2, -3  # a member's operand read from a view (not a member): its sources in a kernel shape
 OTHER = -4  # a view read otherwise (no member reads one)
 ROLLED = stretched.ROLLED  # (forward) a roll's HEAD's and ROLL's view: a range read rotated
-PICKS = np.array([[stretched.PICK, stretched.PICK - 1], [stretched.PICK - 2, stretched.PICK - 3]])  # a select's
-# first row's opcodes as a member, its second's (_picked)
 ALONG, AT = stretched.ALONG, stretched.AT  # (a LINED row of a 3-d space's) a line of its own a line, one number a line
 
 
@@ -292,8 +287,8 @@ def _coded(r: _Table, k: np.ndarray, ends: np.ndarray, shapes: dict[tuple, int])
     source = firsts[span, None] + sources  # a member's operand's member
     inside = np.bincount(source[member], minlength=len(row))[firsts[span] + r.last(m[:, ROW], ends[span]) - k[span]]
     s = r.s
-    first, second = np.isin(m[:, OP], PICKS[0]), np.isin(m[:, OP], PICKS[1])  # (a select's rows: its first read by
-    out = np.isin(m[:, ROW], s._output_rows)  # its second alone)
+    first, second = np.isin(m[:, OP], paired.FIRSTS), np.isin(m[:, OP], paired.SECONDS)  # (a select's rows: its
+    out = np.isin(m[:, ROW], s._output_rows)  # first read by its second alone)
     held = (out | (_readers(s)[m[:, ROW]] != inside)) & ~first
     wants, number = views & (m[:, f + WANT] != 0), r.number[row]
     refused = np.zeros(len(k), bool)
@@ -399,8 +394,8 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     t = np.array([row for rows in tables for row in (rows[::-1] if back else rows)], np.int64).reshape(-1, WIDTH)
     elementwise, fits = places.joining(t)
     starts = np.cumsum(counts) - counts
-    heads = np.zeros(0, np.int64) if back or not ROLLS else _rolls(t, starts)
-    u, picks = _picked(_rolled(t, heads), starts)
+    heads = np.zeros(0, np.int64) if back or not ROLLS else paired.rolls(t, starts)
+    u, picks = paired.picked(paired.rolled(t, heads), starts)
     fits[heads] = fits[heads + 1] = True
     fits[t[:, KIND] == SELECT] = False  # (but a select's two rows together)
     fits[picks] = fits[picks + 1] = t[picks, SIZE] >= 2
@@ -420,49 +415,6 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     used = set(number.tolist())  # (a shape a logsumexp took in: not made)
     return _headed(t, tables, counts, starts, k, ends, number, back,
                    [Stretch.of(shape) if x in used else None for x, shape in enumerate(shapes)])
-
-
-def _rolls(t: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The first rows of a forward sweep's rolls (np.roll's two slices joined): two COPY rows of one record and no
-    other, each a run of one step in its output and its view, the first the last r elements of the range of n whose
-    first n - r elements the second reads, in the output's first r elements (the roll's HEAD and ROLL members)."""
-    a, one = np.arange(len(t) - 1), t[:, SIZE] == 1
-    run = (t[:, KIND] == COPY) & (t[:, SHAPE:SHAPE + 3] == 1).all(1) & (one | (t[:, OUT_STRIDES + 3] == 1)) & (
-        one | (t[:, VIEWS + STRIDES + 3] == 1))
-    row = np.concatenate([[-1], t[:, ROW], [-1]])  # (the rows around a pair: other records)
-    ok = run[a] & run[a + 1] & (row[a + 1] == row[a + 2]) & (row[a] != row[a + 1]) & (row[a + 3] != row[a + 2])
-    ok &= (t[a, VIEWS + REC] == t[a + 1, VIEWS + REC]) & (t[a, OUT] + t[a, SIZE] == t[a + 1, OUT])
-    ok &= (t[a, VIEWS + BASE] == t[a + 1, VIEWS + BASE] + t[a + 1, SIZE]) & ~np.isin(a + 1, starts)
-    return a[ok]
-
-
-def _rolled(t: np.ndarray, heads: np.ndarray) -> np.ndarray:
-    """t with each roll's two rows (heads, the rows after) as stretches.py reads them: elementwise rows of the roll's
-    size n and place (HEAD's OUT), opcodes stretched.HEAD and ROLL, each reading the range of n (its view placed at
-    the ROLL row's BASE: a ROLLED source)."""
-    if not len(heads):
-        return t
-    u, rows = t.copy(), np.concatenate([heads, heads + 1])
-    n = np.tile(t[heads, SIZE] + t[heads + 1, SIZE], 2)
-    u[rows, KIND], u[rows, NIN], u[rows, SIZE], u[rows, SHAPE + 3] = ELEMENTWISE, 1, n, n
-    u[rows, OP] = np.repeat([stretched.HEAD, stretched.ROLL], len(heads))
-    u[rows, OUT], u[rows, VIEWS + BASE] = np.tile(t[heads, OUT], 2), np.tile(t[heads + 1, VIEWS + BASE], 2)
-    u[rows, OUT_STRIDES + 3] = u[rows, VIEWS + STRIDES + 3] = 1
-    return u
-
-
-def _picked(t: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(t with each select's two SELECT rows as stretches.py reads them: elementwise rows of opcodes stretched.PICK -
-    taken - 2 * second, the first rows of those pairs). A table holds a select's two together (back, in the other
-    order: either is the first); starts: each table's first row."""
-    two = np.flatnonzero((t[:-1, KIND] == SELECT) & (t[1:, KIND] == SELECT) & (t[:-1, ROW] == t[1:, ROW]))
-    two = two[~np.isin(two + 1, starts)]
-    if not len(two):
-        return t, two
-    u, rows = t.copy(), np.concatenate([two, two + 1])
-    u[rows, KIND] = ELEMENTWISE
-    u[rows, OP] = stretched.PICK - (t[rows, OP] != 0) - 2 * np.repeat([0, 1], len(two))
-    return u, two
 
 
 def _headed(t: np.ndarray, tables: list[list[np.ndarray]], counts: np.ndarray, starts: np.ndarray, k: np.ndarray,
