@@ -566,15 +566,17 @@ def test_a_run_without_a_sum_gives_the_fused_numbers_in_the_tables(name, monkeyp
         return (z[:, ::2] * 2.0).sum() + y[1, 2]
 
     _on(monkeypatch, True)
-    fused, tables, kept = tape.trace(f, _points()[0]), tape.trace(f, _points()[0]), compiled.kept
+    tables, kept = tape.trace(f, _points()[0]), compiled.kept
     monkeypatch.setattr(compiled, "kept", lambda s, runs: runs)
-    fused.value_and_grad(_points()[0])  # its sweeps found (and kept) with every run
+    fused = tape.trace(f, _points()[0])  # (every run kept fused: its layout, its sweeps)
+    fused.value_and_grad(_points()[0])
     monkeypatch.setattr(compiled, "kept", kept)
     for point in _points():
         for a, b in zip(fused.value_and_grad(point), tables.value_and_grad(point), strict=True):
             assert np.array_equal(a, b, equal_nan=True), np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))
-    members = {row for run in tables._runs_first.values() for row in run.members.tolist()}
+    members = {row for run in fused._runs_first.values() for row in run.members.tolist()}
     assert members and members <= {int(row) for table in _tables(tables) for row in table[:, 2]}
+    assert not tables._runs_first
     assert not members & {int(row) for table in _tables(fused) for row in table[:, 2]}
 
 
@@ -601,9 +603,10 @@ def test_a_run_past_dissolve_is_rows_unless_its_views_lag(lagged, monkeypatch):
     monkeypatch.setattr(compiled, "kept", kept)
     for a, b in zip(F.value_and_grad(x), G.value_and_grad(x), strict=True):
         assert np.array_equal(a, b)
-    members = {row for run in F._runs_first.values() for row in run.members.tolist()}
+    members = {row for run in G._runs_first.values() for row in run.members.tolist()}
     rows = {int(row) for table in _tables(F) for row in table[:, 2]}
     assert len(members) >= 2 and (members.isdisjoint(rows) if lagged else members <= rows)
+    assert bool(F._runs_first) == lagged  # (dissolved at tape.trace: its layout's regions as rows')
 
 
 @pytest.mark.parametrize("covers", [True, False])

@@ -11,7 +11,7 @@ import tape
 from tape.kernels import compiling
 from tape.kernels.codegen import fused
 from tape.kernels.compiling import LOAD
-from tape.sweeps import compiled, fused_numpy, fused_runs, steps
+from tape.sweeps import compiled, fused_numpy, fused_runs, fusion, steps
 
 RNG = np.random.default_rng(11)
 
@@ -52,9 +52,18 @@ def _bits(*xs):
     return [np.asarray(x, float).tobytes() for x in xs]
 
 
+KEPT = compiled.kept
+
+
+def kept_fused(monkeypatch, rows=False):
+    """Every run of a Function traced after fused (not table rows: compiled.kept; ``rows``: as compiled.kept says)."""
+    monkeypatch.setattr(compiled, "kept", KEPT if rows else lambda s, runs: runs)
+    monkeypatch.setattr(compiled, "ready", lambda s, runs: rows)
+
+
 def _generic(monkeypatch, twin):
     """The generic fused kernels (twin False) or their twins, on runs kept fused; the twins' calls (a list)."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
+    kept_fused(monkeypatch)
     monkeypatch.setattr(fused_runs, "SHAPED", False)  # the interpreted kernels (a shape's own: tests/test_shaped.py)
     for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: not twin)
@@ -202,12 +211,13 @@ EDGE_PROGRAMS = {  # name: (f, elements, whether every path gives the NumPy step
 def _by(monkeypatch, path, f, x, points):
     """(value, gradient) at points with a Function's fused runs run by path: the "kernels", their "twins", as rows of
     the compiled "tables" where compiled.kept lets them, or as "numpy"'s steps (no runs)."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: path == "tables")
+    kept_fused(monkeypatch, path == "tables")
     monkeypatch.setattr(fused_runs, "SHAPED", False)
     for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
         monkeypatch.setattr(tiered.gate, "ready", lambda: path != "twins")
     F = tape.trace(f, x)
-    assert F._runs_first and all(run.twinned and run.total < 0 for run in F._runs_first.values())
+    runs = fusion.find(F, set(F._output_rows.tolist()), (F._input_rows, F._param_rows, F._check_rows))
+    assert runs and all(run.twinned and run.total < 0 for run in runs)
     if path == "numpy":
         F._runs_first, F._runs_last = {}, {}
     with np.errstate(all="ignore"):
@@ -230,11 +240,13 @@ def test_every_path_gives_a_functions_bits(monkeypatch, program):
         for a, b in zip(found[path][0], want, strict=True):
             bits = [np.where(np.isnan(c), np.nan, c).tobytes() for c in (a, b)]  # (-0.0 is not 0.0)
             assert bits[0] == bits[1], (path, np.flatnonzero((a != b) & ~(np.isnan(a) & np.isnan(b))))
-    F = found["tables"][1]  # a run in NumPy's order is dissolved, one not kept
+    F = found["tables"][1]  # a run in NumPy's order is dissolved (at tape.trace), one not kept
     rows = {int(row) for sweep in F._steps.values() if isinstance(sweep, steps.Sweep) for call in sweep.calls
             if getattr(call, "func", None) is compiled.forward for row in call.args[1][:, 2]}
-    members = {int(row) for run in F._runs_first.values() for row in run.members}
-    assert (members <= rows if ordered else not members & rows), (members, rows)
+    runs = fusion.find(F, set(F._output_rows.tolist()), (F._input_rows, F._param_rows, F._check_rows))
+    members = {int(row) for run in runs for row in run.members}
+    assert members and (members <= rows if ordered else not members & rows), (members, rows)
+    assert bool(F._runs_first) != ordered
 
 
 FIRST_CALL = """

@@ -3,12 +3,12 @@ where the run's adds are in their order; they stand in for nothing until their G
 
 import numpy as np
 import pytest
-from test_fused_numpy import EDGE_PROGRAMS, EDGES, PROGRAMS
+from test_fused_numpy import EDGE_PROGRAMS, EDGES, PROGRAMS, kept_fused
 
 import tape
 from tape.kernels import compiling, shaped
 from tape.kernels._sweeps import fused_reverse
-from tape.sweeps import compiled, fused_runs
+from tape.sweeps import fused_runs
 
 RNG = np.random.default_rng(5)
 
@@ -75,7 +75,7 @@ def _points(x):
 def _by(monkeypatch, path, f, x):
     """Values and gradients at _points(x), a Function's fused runs run by their shape's kernels ("shaped"), by the
     interpreted kernels ("kernels"), or by NumPy's steps (no runs); the shapes' kernels called."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)  # runs stay fused (not table rows: compiled.kept)
+    kept_fused(monkeypatch)
     monkeypatch.setattr(fused_runs, "SHAPED", path == "shaped")
     monkeypatch.setattr(fused_runs.Shaped, "eager", True)
     for tiered in (fused_runs.FORWARD, fused_runs.REVERSE):
@@ -108,7 +108,7 @@ def test_a_shapes_kernels_give_the_fused_kernels_bits(monkeypatch, program):
 
 
 def test_one_kernel_a_shape_whatever_the_length(monkeypatch):
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
+    kept_fused(monkeypatch)
     monkeypatch.setattr(fused_runs.Shaped, "made", {})
     for n in (3000, 7001):
         tape.trace(OWN["a 3-tap filter, 10 passes"][0], RNG.normal(size=n)).value_and_grad(RNG.normal(size=n))
@@ -163,7 +163,7 @@ def test_a_pulled_reverse_adds_as_the_views_loops_and_assigns_a_stale_line(monke
     """A shape's reverse, its views on one line pulled (kernels/shaped.py), adds to any adjoints there as the
     interpreted kernel does, bit for bit; where fresh, it assigns its line's region whole (garbage there before,
     zeros in the interpreted kernel's), and writes nothing else: each run's kernel called on one arena."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
+    kept_fused(monkeypatch)
     monkeypatch.setattr(fused_runs.Shaped, "eager", True)
     f, x = OWN[program]
     F = tape.trace(f, x)

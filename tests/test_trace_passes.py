@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_layout import PROGRAMS
+from test_layout import PROGRAMS, rowed
 from test_stretches import PROGRAMS as STRETCH_PROGRAMS
 from test_stretches import lines
 
@@ -53,7 +53,7 @@ ALL = {**PROGRAMS, "stencil": _stencil, "pads": _pads,
        "again": lambda u, p: STRETCH_PROGRAMS["again"](u) * p}  # (values a back stretch computes again: layout.again)
 
 
-def _lifetimes_by_plan(s, runs, outputs, kept):
+def _lifetimes_by_plan(s, runs, outputs, kept, rowed=()):
     """The lifetimes as a loop over the plans computes them (the reference)."""
     n = len(s._op)
     seed, end, back = n, 3 * n + 2, 2 * n + 1
@@ -83,6 +83,9 @@ def _lifetimes_by_plan(s, runs, outputs, kept):
         if reached[r]:
             life[x, 2] = min(life[x, 2], back - r)
     _kept_again_by_plan(s, life, n)
+    for run in rowed:
+        for r in [*run.members.tolist(), *run.reads.tolist()]:
+            life[s._in0[r], 1] = max(life[s._in0[r], 1], run.rows[-1])
     for k, p in enumerate(s._plans):
         if p.code in (ACONSTANT, INPUT) or p.row in kept:
             life[k, :2] = 0, end
@@ -122,15 +125,17 @@ def _kept_again_by_plan(s, life, n):
 
 @pytest.mark.parametrize("program", ALL)
 def test_lifetimes_by_the_table_are_the_loops(program, arrays):
-    """layout.lifetimes (NumPy over the plan table) equals the loop over the plans, with the Function's fused runs,
-    without runs, and with every record an output."""
+    """layout.lifetimes (NumPy over the plan table) equals the loop over the plans, with the Function's fused runs and
+    those run as rows, every run fused, without runs, and with every record an output."""
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     F = tape.trace(ALL[program], x, params=0.7)
     kept = np.concatenate([F._input_rows, F._param_rows])
     rows = np.array([p.row for p in F._plans])
-    for runs, outputs in ((list(F._runs_first.values()), F._output_rows), ([], F._output_rows), ([], rows[::3])):
-        want = _lifetimes_by_plan(F, runs, outputs.tolist(), kept.tolist())
-        assert np.array_equal(layout.lifetimes(F, runs, outputs, kept), want)
+    fused, rows_of = list(F._runs_first.values()), rowed(F)
+    for runs, outputs, others in ((fused, F._output_rows, rows_of), (fused + rows_of, F._output_rows, []),
+                                  ([], F._output_rows, []), ([], rows[::3], rows_of)):
+        want = _lifetimes_by_plan(F, runs, outputs.tolist(), kept.tolist(), others)
+        assert np.array_equal(layout.lifetimes(F, runs, outputs, kept, others), want)
 
 
 def _encode_by_plan(plans):
@@ -1015,11 +1020,11 @@ def test_cse_keys_whose_hashes_meet_by_chance_take_the_loop(program, arrays, mon
     assert any(x is None for x in found)  # (the loop taken)
 
 
-def _compact_by_plan(s, runs, outputs, kept, scan=32):
+def _compact_by_plan(s, runs, outputs, kept, rowed, scan=32):
     """layout.compact as s16 wrote it, a first-fit loop over every plan (a region of its size class or the next, at
     most twice as big, among the first ``scan`` of each), kept for its arena's length: the one compact lays out is no
     longer."""
-    life = layout.lifetimes(s, runs, outputs, kept)
+    life = layout.lifetimes(s, runs, outputs, kept, rowed)
     n = len(s._op)
     open_ = {}
     offsets, top = [], 0
@@ -1053,10 +1058,10 @@ def _freed_by_plan(kind, born, dies, alone):
     return came
 
 
-def _compact_by_loop(s, runs, outputs, kept):
+def _compact_by_loop(s, runs, outputs, kept, rowed):
     """layout.compact as loops (the reference): regions handed on within a size class (_freed_by_plan), then twice to
     the class beside, each region as big as the most it holds, laid out in the order of its first plan."""
-    life, n = layout.lifetimes(s, runs, outputs, kept), len(s._op)
+    life, n = layout.lifetimes(s, runs, outputs, kept, rowed), len(s._op)
     size = np.array([p.size for p in s._plans], np.int64)
     kind = np.array([int(m).bit_length() for m in size])
     alone = np.array([(m <= layout.SMALL and layout.PACK[p.code]) or (b <= 0 and d >= n)
@@ -1103,7 +1108,7 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
         program) or ALL[program]
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
     F = tape.trace(f, x, params=0.7)
-    args = F, list(F._runs_first.values()), F._output_rows, np.concatenate([F._input_rows, F._param_rows])
+    args = F, list(F._runs_first.values()), F._output_rows, np.concatenate([F._input_rows, F._param_rows]), rowed(F)
     n, m, real, freed = len(F._op), len(F._plans), layout.lifetimes, layout._freed
 
     def both():

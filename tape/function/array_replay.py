@@ -16,7 +16,7 @@ import numpy as np
 
 from tape.debug import nans
 from tape.kernels.ops import ARRAY_BASE
-from tape.sweeps import arenas, driver, fused_runs, fusion, layout, steps, tangents
+from tape.sweeps import arenas, compiled, driver, fused_runs, fusion, layout, steps, tangents
 from tape.sweeps import plans as _plans
 
 if TYPE_CHECKING:
@@ -177,19 +177,24 @@ def array_tangents(F: Function, direction: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> None:
-    """F's arenas, pieces and fused runs, its first-order sweeps on regions shared by liveness
-    (tape/sweeps/layout.py) where that is smaller, the recorded plans' offsets then kept in F._recorded."""
+    """F's arenas, pieces and fused runs (compiled.kept's: the others' members are rows, laid out as such), its
+    first-order sweeps on regions shared by liveness (tape/sweeps/layout.py) where that is smaller, the recorded
+    plans' offsets then kept in F._recorded."""
     F._recorded = None
     _install(F, plans, arena, 0)  # the caller's arena, read (0-d constants, by fusion) until replaced
     if plans:
-        shared, size, adjoints = layout.compact(F, list(F._runs_first.values()), F._output_rows,
-                                                np.concatenate([F._input_rows, F._param_rows]))
+        runs = list(F._runs_first.values())
+        kept = list(compiled.kept(F, F._runs_first).values()) if runs else runs  # (the others' members: rows)
+        ids = set(map(id, kept))
+        shared, size, adjoints = layout.compact(F, kept, F._output_rows, np.concatenate([F._input_rows, F._param_rows]),
+                                                [run for run in runs if id(run) not in ids])
         if size + adjoints < 2 * len(arena):
             small = np.zeros(size)
             arenas.move(plans, arena, shared, small)
-            _install(F, shared, small, adjoints, fusion.moved(list(F._runs_first.values()), plans, shared, F._in0))
+            _install(F, shared, small, adjoints, fusion.moved(kept, plans, shared, F._in0))
             F._recorded = _plans.regions(plans)[1]  # (offsets, not a second list of plans: arrays4k's 7,600
             return  # plans were 7,600 GC-tracked objects more, a third of what tape.trace left for full collections)
+        _fused(F, kept)
     F._aval, F._adjoints = arena.copy(), len(arena)
 
 
@@ -236,5 +241,10 @@ def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints:
     if runs is None:
         roots = (F._input_rows, F._param_rows, F._check_rows)
         runs = fusion.find(F, set(F._output_rows.tolist()), roots) if plans else []
+    _fused(F, runs)
+
+
+def _fused(F: Function, runs: list[fused_runs.Run]) -> None:
+    """F's fused runs, by first row and by last."""
     F._runs_first = {run.rows[0]: run for run in runs}
     F._runs_last = {run.rows[-1]: run for run in runs}

@@ -97,11 +97,11 @@ DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum whose views
 
 
 def kept(s: State, runs: dict[int, Any]) -> dict[int, Any]:
-    """The fused runs a sweep by the compiled tables keeps: a sum's (its blocks add in another order than NumPy's),
-    those whose adds into an input are out of NumPy's order or lag past DISSOLVE elements (fusion's _lags), or with a
-    member the tables do not run; the others' members are rows (the same IEEE operations: tests/test_array_driver.py)
-    run by stretches with the rows around them. Replayed value_and_grad, kept -> rows: heat-pad 2.4x, GRU 1.2x faster;
-    11 members without lags, 10^5 1.48-1.52 -> 0.81-0.85 ms, 10^6 18.8-21 -> 8.3-8.7; denoise 1.69-1.94 -> 0.97-1.06."""
+    """The fused runs a Function keeps (at tape.trace: array_replay) and a tape's sweep by the tables: a sum's (its
+    blocks add in another order than NumPy's), those whose adds into an input are out of NumPy's order or lag past
+    DISSOLVE elements (fusion's _lags), or with a member the tables do not run; the others' members are rows (the same
+    IEEE operations) run by stretches with the rows around them. Replayed value_and_grad, kept -> rows: heat-pad 2.4x,
+    GRU 1.2x faster; 11 members, 10^5 1.48-1.52 -> 0.81-0.85 ms, 10^6 18.8-21 -> 8.3-8.7; denoise 1.69-1.94 -> 0.97."""
     _, starts = all_rows(s)
     driven = starts[1:] > starts[:-1]
     return {at: run for at, run in runs.items() if run.total >= 0 or not run.ordered or

@@ -22,6 +22,7 @@ tangent and second-order sweeps read every value after the forward: they need th
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -95,10 +96,13 @@ def _kept_again(s: Any, table: np.ndarray, life: np.ndarray, n: int) -> None:
     np.maximum.at(life[:, 1], x[small], np.broadcast_to(need[:, None], x.shape)[small])
 
 
-def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> np.ndarray:
+def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, rowed: Sequence[Any] = ()
+              ) -> np.ndarray:
     """(value from, value to, adjoint from, adjoint to) by plan: forward step r at time r, the seeds at n,
     reverse step r at 2n + 1 - r, forever 3n + 2; an adjoint that never lives has from > to.
-    kept: the rows that live forever (inputs, params). NumPy over s's plan table (s._table)."""
+    kept: the rows that live forever (inputs, params); rowed: fused runs whose members run as rows (compiled.kept's
+    others), each member and each record it reads then living to the run's last row at least. NumPy over s's plan
+    table (s._table)."""
     n, table = len(s._op), s._table
     if len(table) != len(s._plans):
         raise ValueError(f"a plan table of {len(table)} rows for {len(s._plans)} plans")
@@ -130,6 +134,11 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
     np.minimum.at(life[:, 2], x[sends], back - last[reader[sends]])
     life[sees[:, 3], 1] = np.maximum(life[sees[:, 3], 1], back - rows[sees[:, 3]])
     _kept_again(s, table, life, n)
+    if rowed:  # (no region taken inside such a run: its rows are a stretch each way, whose pass reads a region a
+        # member stores at other indices, and reads the last member's adjoint where a view's adds would go)
+        held = [np.concatenate([run.members, run.reads]) for run in rowed]
+        ends = np.repeat(np.array([run.rows[-1] for run in rowed], np.int64), _table.lengths(held))
+        np.maximum.at(life[:, 1], s._in0[np.concatenate(held)].astype(np.int64), ends)
     elems = np.flatnonzero(s._op == ELEM)
     if len(elems):
         at = s._in0[s._in0[elems]].astype(np.int64)
@@ -145,7 +154,8 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) ->
     return life
 
 
-def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> tuple[list[Plan], int, int]:
+def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, rowed: Sequence[Any] = ()
+            ) -> tuple[list[Plan], int, int]:
     """s's plans with offsets shared where lifetimes allow, the value arena's length they need and the adjoint arena's
     (the regions of bare constants, which no sweep sends an adjoint to, come last: past its end). Records of one size
     class (a power of 2) share regions: each record, in order of birth, takes the region of the record of its class
@@ -154,7 +164,7 @@ def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray) -> t
     reads never frees), each as big as the most it holds. Disjoint values make disjoint adjoints: a later record's
     value is born after the last reader of the earlier one, so its reverse step comes before the earliest
     contribution to the earlier one's adjoint (sharing checks it)."""
-    life = lifetimes(s, runs, outputs, kept)
+    life = lifetimes(s, runs, outputs, kept, rowed)
     n = len(s._op)
     code, _, size = _table.regions(s._plans)
     born, dies = life[:, 0], life[:, 1]
