@@ -224,6 +224,36 @@ def test_tape_functions_of_numbers_give_floats_and_record_nothing():
     assert np.array_equal(np.array(yp, float).view(np.uint64), np.array(yj).view(np.uint64))
 
 
+PLAIN = np.array([0.0, -0.0, 0.5, -1.5, 3.0, 1e-300, 1e300, -1e300, np.inf, -np.inf, np.nan, 0.25, -0.75, 2.5, 9.0,
+                  -40.0, 700.0, 0.99])  # (18: a 2 x 9 or 3 x 6 block)
+
+
+@pytest.mark.slow  # a large tape.jit compile
+def test_tape_functions_of_numpy_arrays_in_a_jitted_f_called_with_plain_numbers():
+    """tape.<name> of a NumPy array in f (called with plain numbers: numba's values) gives tape.<name>'s of it outside
+    (the array rule's), element by element as the number's (within an ulp or two for transcendental ones), in its
+    shape; binary ones broadcast arrays and numbers; logsumexp of all elements or along an axis of a 1-d or 2-d array,
+    keepdims too, and softmax, log_softmax, clip and softplus made of them."""
+    names = [n for n in ops.UNARY if hasattr(tape, n)]
+    binary = [s.name for s in ops.ARITHMETIC if not s.operator]
+    calls = [f"tape.{n}(a)" for n in names] + [f"tape.{n}(a, b)" for n in binary]
+    calls += [f"tape.{n}(0.7, a)" for n in binary] + [f"tape.{n}(a, c)" for n in binary]
+    calls += ["tape.logsumexp(a)", "tape.logsumexp(a, 1)", "tape.logsumexp(a, 0, keepdims=True)",
+              "tape.logsumexp(a[0])", "tape.logsumexp(a[0], -1, keepdims=True)", "tape.softmax(a)",
+              "tape.log_softmax(a, 0)", "tape.clip(a, -0.5, 0.5)", "tape.softplus(a)"]
+    source = "def f(x, a, b, c):\n    return (" + ", ".join(calls) + ",)\n"
+    scope = {"tape": tape, "np": np}
+    exec(source, scope)
+    a, b, c = PLAIN.reshape(2, 9), PLAIN[::-1].reshape(2, 9), PLAIN[:9] * 0.5
+    with np.errstate(all="ignore"):
+        want = scope["f"](None, a, b, c)
+        got = tape.jit(scope["f"])(np.zeros(1), a, b, c)
+    assert len(got) == len(want) == len(calls)
+    for call, g, w in zip(calls, got, want, strict=True):
+        assert np.shape(g) == np.shape(w), call
+        assert np.allclose(g, w, rtol=1e-15, atol=0, equal_nan=True), (call, g, w)
+
+
 def test_a_number_from_tape_functions_meets_vars_as_in_python():
     tp, yp, tj, yj = both("def f(xs):\n    c = tape.exp(0.5) + tape.maximum(1.0, 2.0)\n    return xs[0] * c - c\n")
     same_records(tp, tj)

@@ -334,8 +334,8 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # select's two rows paired, in tape/sweeps/paired.py beside a roll's; stretched.PICK's rules; _senders) and lag-free
 # fused runs as rows at any size (issue 26: denoise replayed 1.9 -> 1.0 ms).
 BUDGET = {"tape.kernels": 7520, "tape.errors": 100, "tape.base": 460, "tape.debug": 350, "tape.sweeps": 4627,
-          "tape.records": 1069, "tape.arrays": 2082, "tape.analyses": 414, "tape.symbolic": 1181,
-          "tape.function": 3561, "tape.tape": 400, "tape.api": 923, "tape.compiled": 8462, "tape": 250,
+          "tape.records": 1088, "tape.arrays": 2084, "tape.analyses": 414, "tape.symbolic": 1181,
+          "tape.function": 3561, "tape.tape": 400, "tape.api": 939, "tape.compiled": 8542, "tape": 250,
           "tape.__main__": 100, "tape.bench": 2050, "tape.docgen": 200}
 FILE_LINES = 500
 

@@ -341,3 +341,72 @@ def test_kink_conventions_of_the_binary_ops(fn, a, b, value, da, db):
     W = fn(X[0:1], X[1:2]).sum()
     W.backward()
     assert all(map(_same, X.grad, (da, db)))
+
+
+PLAIN_EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-300, -1e-300, 1e300, -1e300, np.inf, -np.inf, np.nan,
+                        710.0, -745.5, 2.0 ** -1074])
+
+
+def _plain_points(n=1105, seed=3):
+    """Edge values and random ones (more than array_records.small(): a VarArray of them is an array record)."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([PLAIN_EDGES, rng.normal(size=n // 2) * 3.0, rng.uniform(-1.0, 1.0, n - n // 2)])
+
+
+def _bits(a):
+    a = np.asarray(a, np.float64)
+    return np.where(np.isnan(a), np.nan, a).view(np.int64)
+
+
+@pytest.mark.parametrize("name", [n for n in UNARY if hasattr(tape, n)])
+def test_a_unary_function_of_a_numpy_array_gives_a_varrays_values(name):
+    """tape.<name> of a NumPy array (as tape.exp of a float, recording nothing) gives the values a VarArray of the same
+    numbers records, bit for bit (its array rule's), in the array's shape; ints and bools count as NumPy's do."""
+    x = _plain_points()
+    t = tape.Tape()
+    t.var(1.0)
+    got = getattr(tape, name)(x.reshape(2, -1))
+    assert len(t) == 1 and type(got) is np.ndarray and got.shape == (2, len(x) // 2)
+    F = tape.trace(lambda X: getattr(tape, name)(X), x)
+    assert np.array_equal(_bits(got.ravel()), _bits(F(x)))
+    fn = getattr(tape, name)
+    assert np.array_equal(_bits(fn(np.arange(-3, 4))), _bits(fn(np.arange(-3.0, 4.0))))
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "arctan2", "hypot", "logaddexp", "fmax", "fmin"])
+def test_a_binary_function_of_numpy_arrays_gives_a_varrays_values(name):
+    """tape.<name> of NumPy arrays, or of one and a number, broadcast as NumPy does: a VarArray's values, bit for
+    bit."""
+    x = _plain_points()
+    y = np.roll(x, 5)[::-1].copy()
+    fn = getattr(tape, name)
+    F = tape.trace(lambda X: fn(X[:len(x)], X[len(x):]), np.concatenate([x, y]))
+    assert np.array_equal(_bits(fn(x, y)), _bits(F(np.concatenate([x, y]))))
+    G = tape.trace(lambda X: fn(0.75, X), x)
+    assert np.array_equal(_bits(fn(0.75, x)), _bits(G(x))) and fn(x[:6].reshape(2, 3), x[6:9]).shape == (2, 3)
+    with pytest.raises(TypeError, match=f"tape.{name} expects"):
+        fn(x, "a")
+
+
+def test_composed_functions_of_numpy_arrays():
+    """logsumexp over any axes (scipy's numbers; -inf over an empty axis), softmax, log_softmax, softplus and clip of a
+    NumPy array: NumPy arrays (a float for a whole reduction), recording nothing; a complex or object array raises."""
+    sp = pytest.importorskip("scipy.special")
+    a = np.random.default_rng(5).normal(size=(3, 4, 5)) * 40.0
+    for axis in (None, 0, 1, -1, (0, 2), (0, 1, 2)):
+        for keepdims in (False, True):
+            got, want = tape.logsumexp(a, axis, keepdims), sp.logsumexp(a, axis, keepdims=keepdims)
+            assert np.shape(got) == np.shape(want) and np.allclose(got, want, rtol=1e-14, atol=0)
+    assert type(tape.logsumexp(a)) is np.float64 and tape.logsumexp(np.array([-np.inf, -np.inf])) == -np.inf
+    assert np.array_equal(tape.logsumexp(np.zeros((0, 3)), 0), np.full(3, -np.inf))
+    assert np.allclose(tape.softmax(a), sp.softmax(a, -1), rtol=1e-13, atol=0)
+    assert np.allclose(tape.log_softmax(a, 0), sp.log_softmax(a, 0), rtol=1e-13, atol=1e-13)
+    x = _plain_points()
+    with np.errstate(invalid="ignore"):  # (NumPy's own warns at NaN)
+        assert np.allclose(tape.softplus(x), np.logaddexp(x, 0.0), rtol=1e-15, equal_nan=True)
+    assert np.array_equal(tape.clip(x, -0.5, 0.5), np.clip(x, -0.5, 0.5), equal_nan=True)
+    for bad in (np.ones(3, complex), np.array([1.0, "a"], object)):
+        with pytest.raises(TypeError, match="tape.exp expects"):
+            tape.exp(bad)
+        with pytest.raises(TypeError, match="tape.logsumexp expects"):
+            tape.logsumexp(bad)

@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, overload
 
 import numpy as np
@@ -26,6 +27,8 @@ from tape.debug import nans
 from tape.errors import ForeignHandleError
 from tape.function.array_replay import has_nan
 from tape.function.function import Function
+from tape.kernels.array_ops import ARRAY_OPCODE, RULE
+from tape.kernels.array_rule import kept
 from tape.kernels.ops import CONSTANT, SELECT
 from tape.records import array_records
 from tape.records._recorders import (
@@ -40,7 +43,7 @@ from tape.records._recorders import (
     tan,
     tanh,
 )
-from tape.records.handles import FUNCTION_HANDLERS, Condition, as_constant
+from tape.records.handles import FUNCTION_HANDLERS, Condition, as_constant, plain
 from tape.records.storage import NO_INPUT
 from tape.sweeps.driver import View
 from tape.symbolic import nest
@@ -163,12 +166,25 @@ def logsumexp(x: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
     """log Σ exp(x) over axes (all for None), as one fused record: shifted by the largest element, so
     it never overflows, and its adjoint is g times the softmax (no exp of a large number anywhere)."""
     t, part = operand(x) or (None, None)
+    if t is None and plain(x):
+        return _plain_logsumexp(np.asarray(x, np.float64), axis, keepdims)
     if t is None:
-        raise TypeError(f"tape.logsumexp expects a VarArray, got {type(x).__name__}")
+        raise TypeError(f"tape.logsumexp expects a VarArray or a NumPy array, got {type(x).__name__}")
     shape = shape_of(part)
     if any(shape[k] == 0 for k in array_records.axes(len(shape), axis)):
         return x.sum(axis, keepdims) - math.inf  # log of an empty sum: -inf, as scipy.special.logsumexp
     return wrap_view(t, array_records.reduce(t, "logsumexp", as_view(t, True, part), axis, keepdims))
+
+
+def _plain_logsumexp(x: np.ndarray, axis: int | tuple[int, ...] | None, keepdims: bool) -> Any:
+    """logsumexp of a NumPy array, recording nothing: the array rule's values (-inf over an empty axis)."""
+    over = array_records.axes(x.ndim, axis)
+    if any(x.shape[k] == 0 for k in over):
+        return x.sum(over, keepdims=keepdims) - math.inf
+    out = np.empty(tuple(n for k, n in enumerate(x.shape) if k not in over))
+    with np.errstate(all="ignore"):
+        RULE[ARRAY_OPCODE["logsumexp"]].forward(SimpleNamespace(axes=over), [x], out)
+    return out.reshape(kept(x.shape, over)) if keepdims else out[()]
 
 
 def argnums_of(argnums: object) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from tape.kernels._sweeps import eval_op
 from tape.kernels.ops import ARITHMETIC, OPCODE
 from tape.records import _recorders as _recorders
 from tape.records._recorders import Var
-from tape.records.handles import as_constant
+from tape.records.handles import as_constant, on_plain, plain
 
 Scalar = Var | float
 
@@ -47,6 +47,8 @@ def _pairwise(name: str, ufunc: np.ufunc, var: Callable[..., Any], number: Calla
         result = var(x, y)
     elif type(y) is Var:
         result = number(y, x)
+    elif (plain(x) or plain(y)) and all(plain(v) or as_constant(v) is not None for v in (x, y)):
+        result = on_plain(name, x, y)
     else:
         cx, cy = as_constant(x), as_constant(y)
         result = NotImplemented if cx is None or cy is None else eval_op(OPCODE[name], cx, cy)

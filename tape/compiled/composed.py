@@ -11,12 +11,13 @@ import inspect
 import numpy as np
 
 from tape.api import composed
+from tape.api.trace import logsumexp
 from tape.arrays import methods, ufuncs
 from tape.compiled.array_overloads import is_record
 from tape.compiled.arrays import is_array
 from tape.compiled.numba_internals import types
 from tape.compiled.overload_cache import overload
-from tape.compiled.recording import is_var
+from tape.compiled.recording import is_var, jit, plain
 
 
 def _taped(*typs) -> bool:
@@ -54,6 +55,56 @@ def _square_c(a) -> bool:
     return is_array(a) and a.layout == "C" and a.ndim == 2
 
 
+@jit
+def _lse(v):
+    """log Σ exp of a 1-d array, shifted by its largest element (0 where that is not finite), as the array rule."""
+    if v.size == 0:
+        return -np.inf
+    top = np.max(v)
+    top = top if np.isfinite(top) else 0.0
+    return np.log(np.sum(np.exp(v - top))) + top
+
+
+@jit
+def _line(a, axis):
+    """_lse of a 1-d array along its axis."""
+    if axis not in (0, -1):
+        raise ValueError("tape.logsumexp: axis out of range for a 1-d array")
+    return _lse(np.asarray(a, np.float64))
+
+
+@jit
+def _lines(a, axis):
+    """_lse of each line of a 2-d array along an axis."""
+    x = np.asarray(a, np.float64)
+    if axis not in (0, 1, -1, -2):
+        raise ValueError("tape.logsumexp: axis out of range for a 2-d array")
+    rows = axis in (1, -1)
+    out = np.empty(x.shape[0] if rows else x.shape[1])
+    for i in range(len(out)):
+        out[i] = _lse(np.ascontiguousarray(x[i, :] if rows else x[:, i]))
+    return out
+
+
+def plain_logsumexp(a, axis=None, keepdims=False):
+    """tape.logsumexp of a NumPy array (f called with plain numbers): of all its elements (a float), or along an axis
+    of a 1-d or 2-d one (keepdims a constant); else None (Numba's TypingError)."""
+    if not plain(a):
+        return None
+    keep = _given(keepdims, True)
+    if _given(axis, None) and not keep:
+        return lambda a, axis=None, keepdims=False: _lse(np.asarray(a, np.float64).ravel())
+    if not isinstance(axis, types.Integer) or a.ndim not in (1, 2) or not (keep or _given(keepdims, False)):
+        return None
+    if a.ndim == 1:
+        return (lambda a, axis=None, keepdims=False: np.full(1, _line(a, axis))) if keep else (
+            lambda a, axis=None, keepdims=False: _line(a, axis))
+    if not keep:
+        return lambda a, axis=None, keepdims=False: _lines(a, axis)
+    return lambda a, axis=None, keepdims=False: (_lines(a, axis).reshape(-1, 1) if axis in (1, -1) else
+                                                 _lines(a, axis).reshape(1, -1))
+
+
 def _register() -> None:
     """The Python recorder's own functions, compiled: one source for both recorders' records."""
     for fn in (composed.clip, composed.softplus, composed.log_softmax, composed.softmax):
@@ -64,6 +115,7 @@ def _register() -> None:
     overload(np.trace)(_as(methods.strided_trace, _square_c))  # (the Python recorder's trace of a C-order region)
     overload(np.outer)(lambda a, b: outer if _taped(a, b) and not (is_var(a) or is_var(b)) else None)
     overload(np.diff)(diff_typer)
+    overload(logsumexp, prefer_literal=True)(plain_logsumexp)
     overload(np.linalg.norm)(norm_typer)
 
 

@@ -399,7 +399,7 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool | None = None, arra
     (``a[i, j] += v``), and take whole-array arithmetic, the op table's ufuncs, ``sum``, ``prod``,
     ``mean``, ``max``, ``min`` and ``np.dot``; f may return one (a VarArray). Inside, Vars take
     + - * / **, unary -, abs, comparisons, ``math.*``, NumPy ufuncs and ``tape.*`` functions of the
-    op table (of plain numbers: floats, nothing recorded),
+    op table (of plain numbers: floats, of NumPy arrays: arrays, nothing recorded),
     ``tape.where``, ``sum``, builtin ``max``/``min`` of several arguments or of one sequence (as
     Python runs them: checked comparisons, one of the arguments returned); ``if``/``while`` on
     comparisons record checked branches with their file:line. It may call itself, other tape.jit

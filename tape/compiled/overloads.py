@@ -31,6 +31,7 @@ from tape.compiled.recording import (
     is_number,
     is_var,
     jit,
+    plain,
     push,
     push_check,
     push_const,
@@ -147,19 +148,41 @@ def _sum(xs, start=0):
 
 
 def unary(of_var, value, numbers: bool):
-    """The overload of one unary op; ``numbers``: also for a plain number (tape.<name> of a float)."""
+    """The overload of one unary op; ``numbers``: also for a plain number (tape.<name> of a float) or a NumPy array of
+    them (element by element, the number's value)."""
     def typer(x):
         if is_var(x):
             return of_var
         if numbers and is_number(x):
             return lambda x: value(float(x))
+        if numbers and plain(x):
+            def each(x):
+                out = np.empty(x.shape)
+                for i in np.ndindex(x.shape):
+                    out[i] = value(float(x[i]))
+                return out
+            return each
         return None
     return typer
 
 
+def _pairs(value):
+    """value of two NumPy arrays or numbers, element by element, broadcast as NumPy does."""
+    def each(x, y):
+        a, b = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        out = np.empty(a.shape)
+        for i in np.ndindex(a.shape):
+            out[i] = value(float(a[i]), float(b[i]))
+        return out
+    return each
+
+
 def binary(vv, vc, cv, value, numbers: bool):
-    """The overload of one arithmetic spelling: Vars and numbers on either side (a float as is: ``direct``)."""
+    """The overload of one arithmetic spelling: Vars and numbers on either side (a float as is: ``direct``); with
+    ``numbers``, two numbers, or NumPy arrays and numbers (element by element)."""
     def typer(x, y):
+        if numbers and (plain(x) or plain(y)) and all(plain(v) or is_number(v) for v in (x, y)):
+            return _pairs(value)
         if is_var(x) and is_var(y):
             return vv
         if is_var(x) and y is types.float64:

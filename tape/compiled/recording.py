@@ -255,6 +255,11 @@ def is_number(typ) -> bool:
     return isinstance(typ, (types.Float, types.Integer)) and not isinstance(typ, types.Boolean)
 
 
+def plain(typ) -> bool:
+    """Whether typ is a NumPy array of numbers (bools too), which tape.<name> takes as NumPy does."""
+    return isinstance(typ, types.Array) and isinstance(typ.dtype, (types.Float, types.Integer, types.Boolean))
+
+
 @jit
 def identity(v):  # named, not a lambda: two lambdas of a module share a name, so symbols (test_jit_cache.py)
     return v

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from tape.errors import ForeignHandleError, StaleHandleError, TracingError, TracingWarning
+from tape.kernels._array_rules import RULES
 from tape.kernels._sweeps import eval_op
 from tape.kernels.ops import OPS, SYMBOL
 from tape.records.storage import Segment, Storage
@@ -249,12 +250,30 @@ def as_constant(value: object) -> float | None:
     return None
 
 
+def plain(x: object) -> bool:
+    """Whether x is a NumPy array of real numbers (bools and ints too), which tape.<name> takes as NumPy would."""
+    return isinstance(x, np.ndarray) and x.dtype.kind in "biuf"
+
+
+def on_plain(name: str, *xs: Any) -> np.ndarray:
+    """tape.<name> of NumPy arrays and numbers, recording nothing: its array rule's values (kernels/_array_rules.py),
+    a VarArray's of the same numbers, broadcast as NumPy does."""
+    a = [np.asarray(x, np.float64) for x in xs]
+    out = np.empty(np.broadcast_shapes(*(v.shape for v in a)))
+    with np.errstate(all="ignore"):
+        RULES[name][0](a[0], a[1] if len(a) > 1 else None, out)
+    return out
+
+
 def unary_other(code: int, x: Any) -> Any:
     """A unary function (``tape.exp``, ...) of what is not a Var: an array of records records
-    through its own ``_unary`` (VarArray); a number gives the kernel's value, recording nothing."""
+    through its own ``_unary`` (VarArray); a number gives the kernel's value, a NumPy array its rule's values
+    (on_plain), recording nothing."""
     record = getattr(type(x), "_unary", None)
     if record is not None:
         return record(x, code)
+    if plain(x):
+        return on_plain(OPS[code].name, x)
     c = as_constant(x)
     if c is None:
         raise TypeError(f"tape.{OPS[code].name} expects a Var, a VarArray or a real number, got {type(x).__name__}")
