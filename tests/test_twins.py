@@ -458,3 +458,33 @@ def test_a_fork_amid_a_kernels_load_in_another_thread_gets_a_working_child(tmp_p
     script.write_text(FORK_AMID_A_LOAD)
     result = subprocess.run([sys.executable, str(script), kind], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == "child 0", result.stderr[-3000:]
+
+
+def test_a_range_kernels_twin_serves_the_records_it_sweeps(monkeypatch):
+    """forward_sweep (forward_range, reverse_range, reverse_second_range) sweeps the records between two bounds: its
+    twin serves SMALL of those whatever the tape's length (an array program's scalar records between two array
+    records: Burgers' first gradient compiled two kernels for its last 2 records, 1.5-2 CPU-s), the kernel more."""
+    from tape.kernels import _sweeps
+
+    t = tape.Tape()
+    x = t.var(0.5)
+    y = x
+    for _ in range(twins.SMALL + 100):
+        y = y * 1.0001 + 0.1
+    n = len(t)
+    arrays = [a.copy() for a in (t._op, t._in0, t._in1, t._val, t._consts)]
+    runs, python = [], twins.python
+    monkeypatch.setattr(twins, "ENABLED", True)
+    monkeypatch.setattr(twins, "python", lambda f: lambda *a: runs.append(a[6] - a[5]) or python(f)(*a))
+    twin = twins.Twin(_sweeps.forward_sweep, {})
+    monkeypatch.setattr(twin.gate, "ready", lambda: False)
+    want = arrays[3].copy()
+    _sweeps.forward_sweep(*arrays[:3], want, arrays[4], 1, n)
+    got = arrays[3].copy()
+    got[n - 50:n] = np.nan
+    twin(*arrays[:3], got, arrays[4], n - 50, n)
+    assert runs == [50] and np.array_equal(got[:n], want[:n])
+    twin(*arrays[:3], got, arrays[4], 1, n)  # (more than SMALL: the kernel)
+    assert runs == [50] and np.array_equal(got[:n], want[:n])
+    assert all(isinstance(twins.TWINNED[name][0], slice) for name in ("forward_sweep", "forward_range",
+                                                                        "reverse_range", "reverse_second_range"))
