@@ -71,7 +71,8 @@ def test_value_and_grad_sweeps_back_stretches_with_the_rows_bits(steps, m, table
             for _ in range(2):  # (the stretch kernels set in the first sweep's tables: the second runs them)
                 value, grad = g(point, m)
                 assert same_bits(value, rows[0]) and same_bits(grad, rows[1])
-            ((made,),) = compiled._made.values()
+            made = [*compiled._made.values()][-1][-1]  # (the last tables made: the second call's are made again where
+            # its tape differs from the first's, its regions recycled elsewhere or a constant kept from it; seen in CI)
             heads = np.concatenate([w[0] for kind, w in made.items if kind == compiled.TABLE])
             heads = heads[heads[:, KIND] == STRETCH]
             assert made.fused and len(heads) >= (2 if m == 3 else 5) and (heads[:, CALL] != 0).all()  # (where's
