@@ -190,13 +190,14 @@ def reverse(shape: tuple) -> str:
              *[f"    C{j} = np.empty({KEPT + BLOCK})" for j in range(len(rows))],
              "    for r in range(n0):", *_row(len(unit), unit),
              *[f"        l{i} = ext[{i}, 3]" for i in sorted(set(rows))],
+             *[f"        a{i} = ext[{i}, 4] + r * ext[{i}, 1]" for i in sorted(set(rows))],
              *[f"        q{k} = adj_in[{k}] + r * n1" for k in range(m) if reached[k]],
              *_pulled(pulled(shape)),
              f"        for first in range(0, n1, {BLOCK}):", f"            w = min({BLOCK}, n1 - first)",
              "            for e in range(first, first + w):", *_loads(body, len(unit), unit, ind), *body]
     adds = []
     for j, i in enumerate(rows):  # each view's adds: its elements first..first + w lagged, the last block's to the end
-        at = f"v{i} + e" if unit[i] else f"v{i} + e * t{i}"
+        at = f"a{i} + e" if unit[i] else f"a{i} + e * t{i}"
         adds += [f"            for e in range(max(first - l{i}, 0), n1 if first + w == n1 else first + w - l{i}):",
                  f"                aadj[np.uint64({at})] += C{j}[np.uint64(e - first + {KEPT})]"]
     if pulled(shape):
@@ -209,13 +210,13 @@ def reverse(shape: tuple) -> str:
 
 
 def _pulled(views: tuple[int, ...]) -> list[str]:
-    """Whether the views (each stepping by one) are one line, each at its lag l_i from one place (base), its elements
-    base + lmin.. base + n1 + lmax."""
+    """Whether the views (each stepping by one) are one line of adjoints, each at its lag l_i from one place (base),
+    its elements base + lmin.. base + n1 + lmax."""
     if not views:
         return []
     ls = ", ".join(f"l{i}" for i in views)
-    return [f"        base = v{views[0]} - l{views[0]}",
-            f"        pull = {' and '.join(f'v{i} - l{i} == base' for i in views[1:])}",
+    return [f"        base = a{views[0]} - l{views[0]}",
+            f"        pull = {' and '.join(f'a{i} - l{i} == base' for i in views[1:])}",
             f"        lmin, lmax = min({ls}), max({ls})"]
 
 

@@ -26,8 +26,8 @@ def _fields(k: int, q: int) -> dict[str, int]:
     """Where row k's fields (and its view q's) are in the stretch's rows (the driver's table)."""
     at, f = k * driver.WIDTH, k * driver.WIDTH + driver.VIEWS + driver.VIEW * q
     return {"OUT": at + driver.OUT, "SHAPE": at + driver.SHAPE, "SIZE": at + driver.SIZE,
-            "OUT_STRIDES": at + driver.OUT_STRIDES, **{name: f + getattr(driver, name) for name in
-                                                       ("REC", "BASE", "REGION", "REGION_SIZE", "ACC", "STRIDES")}}
+            "OUT_STRIDES": at + driver.OUT_STRIDES, "VOUT": at + driver.VOUT, "VBASE": at + driver.VBASE + q,
+            **{name: f + getattr(driver, name) for name in ("REC", "BASE", "REGION", "REGION_SIZE", "ACC", "STRIDES")}}
 
 
 SAME, LINE, EACH = -1, -2, -3  # an operand's view (tape/sweeps/stretches.py): its element, its line's, its line's one
@@ -65,25 +65,26 @@ def _forward_rule(code: int, k: int) -> str:
 
 
 def _operand(head: list[str], k: int, q: int, source: int, number: int, f: dict[str, int], member: str,
-             each: list[str]) -> str:
+             each: list[str], back: bool = False) -> str:
     """Member k's operand q: ``member`` (an earlier member's value) where it reads one, else its number (a local
     read once) or its view's element (element e = line i's j: at e, at j, at i times its stride, or from its place for
     line i, set in ``each`` once a line: i's two indices, i // across and i % across, times its strides); the locals'
-    reads go into ``head``."""
+    reads go into ``head``: x<k>_<q> the view's place (back: its adjoints', its values' in v<k>_<q>, VBASE)."""
     if source >= 0:
         return member
+    x, base = ("v", f["VBASE"]) if back else ("x", f["BASE"])
     if number == q + 1:
-        head.append(f"    c{k}_{q} = aval[t[{f['BASE']}]]")
+        head.append(f"    c{k}_{q} = aval[t[{base}]]")
         return f"c{k}_{q}"
-    head.append(f"    x{k}_{q} = t[{f['BASE']}]")
+    head += [f"    {x}{k}_{q} = t[{base}]", *([f"    x{k}_{q} = t[{f['BASE']}]"] if back else [])]
     if source == EACH:
         head.append(f"    w{k}_{q} = t[{f['STRIDES'] + 2}]")
-        return f"aval[x{k}_{q} + i * w{k}_{q}]"
+        return f"aval[{x}{k}_{q} + i * w{k}_{q}]"
     if source in (ALONG, AT):
         head.append(f"    u{k}_{q}, w{k}_{q} = t[{f['STRIDES'] + 1}], t[{f['STRIDES'] + 2}]")
-        each.append(f"        l{k}_{q}_@ = x{k}_{q} + (i // across) * u{k}_{q} + (i % across) * w{k}_{q}")
+        each.append(f"        l{k}_{q}_@ = {x}{k}_{q} + (i // across) * u{k}_{q} + (i % across) * w{k}_{q}")
         return f"aval[l{k}_{q}_@{' + j' if source == ALONG else ''}]"
-    return f"aval[x{k}_{q} + {'j' if source == LINE else 'e'}]"
+    return f"aval[{x}{k}_{q} + {'j' if source == LINE else 'e'}]"
 
 
 def _pass(members: tuple, row: Any, body: list[str], summed: int = 0, each: tuple[str, ...] = (),
@@ -238,21 +239,23 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
     head = [f"    n = t[{_fields(row[m - 2] if reduced else 0, 0)['SIZE']}]"]
     each: list[str] = []  # (per line: a view's place, _operand)
     body, held, after = [f"        g{m - 1} = {'g_@' if reduced else f'aadj[o{m - 1} + e]'}"], set(), []
-    outs = {k: f"    o{k} = t[{_fields(row[k], 0)['OUT']}]" for k in range(m)}  # those the body reads
+    outs = {f"{o}{k}": f"    {o}{k} = t[{_fields(row[k], 0)[field]}]" for k in range(m) for o, field in
+            (("o", "OUT"), ("vo", "VOUT"))}  # those the body reads: where the adjoints are, where the values are
     group = dict(((k, q), g) for k, q, g in sends)
     kept = {k: i for i, k in enumerate(dict.fromkeys(k for k, _, g in sends if g == SCRATCH))}  # a scratch row each
     summed = [(k, q) for k, q, g in sends if g == SUMMED]  # a sum back each
     lined = [(k, q) for k, q, g in sends if g == EACHSUM]  # a line's contributions and the lines' sums each
     head += [f"    T{v} = np.zeros(t[{_fields(row[k], q)['SHAPE'] + 3}])" for v, (k, q) in enumerate(summed)]
     stores: dict[int, str] = {}
-    value = [f"s{k}" if members[k][4] else f"aval[o{k} + e]" for k in range(m)]
+    value = [f"s{k}" if members[k][4] else f"aval[vo{k} + e]" for k in range(m)]
     operands: dict[int, list[str]] = {}
     for k in range(m - 1, -1, -1):
         code, number, sources, wants, _ = members[k]
         operands[k] = []
         for q, source in enumerate(sources):
             f = _fields(row[k], q)
-            operands[k].append(_operand(head, k, q, source, number, f, value[source] if source >= 0 else "", each))
+            operands[k].append(_operand(head, k, q, source, number, f, value[source] if source >= 0 else "", each,
+                                        True))
             if source == SAME and wants[q]:
                 fresh = f"fresh{k}_{q}"
                 head += [f"    j, at, size = t[{f['REC']}], t[{f['REGION']}], t[{f['REGION_SIZE']}]",
@@ -326,14 +329,14 @@ def _reverse_stretch(members: tuple, sends: tuple) -> list[str]:
                   f"        for i2 in range(across if w{k}_{q} != 0 else 1):",
                   f"            aadj[x{k}_{q} + i1 * u{k}_{q} + i2 * w{k}_{q}] += S{v}[i1 * K{v} + i2 * J{v}]"]
     if reduced:  # (E: the block's differences a - y, then their exps by NumPy's loop, as the row's _logsumexp)
-        first = [f"        E[np.uint64(e - first * width)] = {value[m - 2]} - aval[o{m - 1} + i * y2]"]
+        first = [f"        E[np.uint64(e - first * width)] = {value[m - 2]} - aval[vo{m - 1} + i * y2]"]
         then = ["    at = _framed(frame, E, E, (last - first) * width)", "    numpy_exp(at, at + 16, at + 24, 0)"]
         passes = _blocks(members, row.get, [*computed(first), *first], then, body, len(summed),
                          (f"        g_@ = aadj[o{m - 1} + i * y2]",))
     else:
         passes = _pass(members, row.get, body, len(summed), tuple(each), tuple(end))
     text = "\n".join(passes + after)
-    head += [line for k, line in outs.items() if re.search(rf"\bo{k}\b", text)]
+    head += [line for name, line in outs.items() if re.search(rf"\b{name}\b", text)]
     return ["def stretch(t, aval, aadj, stamp, gen, keep, scratch, stride):", *head, *passes, *after]
 
 

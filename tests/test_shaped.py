@@ -8,7 +8,7 @@ from test_fused_numpy import EDGE_PROGRAMS, EDGES, PROGRAMS, kept_fused
 import tape
 from tape.kernels import compiling, shaped
 from tape.kernels._sweeps import fused_reverse
-from tape.sweeps import fused_runs
+from tape.sweeps import driver, fused_runs
 
 RNG = np.random.default_rng(5)
 
@@ -173,13 +173,14 @@ def test_a_pulled_reverse_adds_as_the_views_loops_and_assigns_a_stale_line(monke
         if run.shaped is None:
             continue
         seed, line = 1.5 if run.total >= 0 else 0.0, run.line(F)
-        args = (run.live, seed, *run.rows_cols, F._aval)
+        args = (run.adj_live, seed, *run.rows_cols, F._aval)
         for fresh in (False, True)[:1 + (line >= 0)]:
             want = _garbage(F._aadj.size)
             got = want.copy()
             if fresh:
-                p = F._plans[F._in0[run.inputs[line]]]
-                want[p.offset:p.offset + p.size], got[p.offset:p.offset + p.size] = 0.0, np.nan
+                k = int(F._in0[run.inputs[line]])  # (its adjoint region: layout.adjoints')
+                at, size = driver.origin(F, F._aadj, k), F._plans[k].size
+                want[at:at + size], got[at:at + size] = 0.0, np.nan
             with np.errstate(all="ignore"):
                 fused_reverse(*run.program, run.need, *args, want)
                 run.shaped.kernels.reverse(*run.program[5:], *args, got, fresh)

@@ -86,6 +86,8 @@ def _lifetimes_by_plan(s, runs, outputs, kept, rowed=()):
     for run in rowed:
         for r in [*run.members.tolist(), *run.reads.tolist()]:
             life[s._in0[r], 1] = max(life[s._in0[r], 1], run.rows[-1])
+            if life[s._in0[r], 2] <= life[s._in0[r], 3]:
+                life[s._in0[r], 2] = min(life[s._in0[r], 2], back - run.rows[-1])
     for k, p in enumerate(s._plans):
         if p.code in (ACONSTANT, INPUT) or p.row in kept:
             life[k, :2] = 0, end
@@ -363,7 +365,8 @@ def _run_by_plan(s, members, total, table, outputs, live):
         n0, n1 = 1, n0 * n1
     lags, ordered = fusion._lags(ext, ext_rows, set(inputs), n0, n1)
     program = (code, ka, ia, kb, ib, np.array(imm + [0.0]),
-               np.array([(*view, lag) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0)], np.int64))
+               np.array([(*view, lag, view[0]) for view, lag in zip(ext, lags, strict=True)] or [(0, 0, 0, 0, 0)],
+                        np.int64))
     order = tuple(p.row for p in members) + ((total.row,) if total else ())
     dead = frozenset(r for r in range(order[0], order[-1]) if not live[r] and s._op[r] >= ARRAY_BASE)
     return [fused_runs.Run(order, program, need, written, tuple(dict.fromkeys(inputs)), (n0, n1),
@@ -372,7 +375,7 @@ def _run_by_plan(s, members, total, table, outputs, live):
                        fused_numpy.twinned(code, kb, ib, program[5], ext), bool((written >= 0).any()), ordered,
                        fused_runs.Shaped.of(fusion._shape(program, need, written, total is not None)) if ordered else
                        None,
-                       np.array(ext_rows, np.int64))]
+                       np.array(ext_rows, np.int64), written, total.offset if total else -1)]
 
 
 def _same_runs(got, want):
@@ -697,7 +700,7 @@ def _stretched_by_row(s, rows, back, tally):
     """stretches.stretched as a loop over the rows, NumPy rows read a number at a time, finds the stretches (the
     reference; tally counts the spans it refuses and those it takes at the table's end), on the rows as places.hoisted
     moves them (tests/test_hoisted.py)."""
-    rows = places.hoisted(s, rows)
+    rows = places.hoisted(s, rows, back)
     need, order, spans, k = (0, 0), _picked_by_row(rows[::-1] if back else rows), {}, 0
     while k < len(order):
         pick = stretched.picked(int(order[k][K.OP])) if order[k][K.KIND] == K.ELEMENTWISE else None
@@ -1081,29 +1084,24 @@ def _compact_by_loop(s, runs, outputs, kept, rowed):
             last[head] = max(last[head], life[k, 1])
         came = np.maximum(came, _freed_by_plan(pairs, life[:, 0], last, alone | (came >= 0)))
     at, most, offset, top = first(came), {}, {}, 0
-    touched = {*outputs.tolist(), *(int(s._in0[r]) for r in range(len(s._op)) if s._op[r] == ELEM),
-               *(r for run in runs for r in run.reads.tolist())}
-    bare = {}
     for k, head in enumerate(at):
         most[head] = max(most.get(head, 0), int(size[k]))
-        bare[head] = bare.get(head, True) and s._plans[k].code == ACONSTANT and s._plans[k].row not in touched and \
-            s._plans[k].size > layout.SMALL
-    for head in sorted(most, key=lambda head: (bare[head], head)):  # regions no adjoint reaches last
+    for head in sorted(most):
         past = most[head] % layout.PAGE  # (a length within NEAR of whole pages: room to NEAR past them)
         near = most[head] >= layout.PAGE and min(past, layout.PAGE - past) < layout.NEAR
         offset[head], top = top, top + most[head] + ((layout.NEAR - past) % layout.PAGE if near else 0)
     ends = {head: offset[head] + most[head] for head in most}
-    adjoints = max((ends[head] for head in most if not bare[head]), default=0)
     return [p._replace(offset=offset[head]) for p, head in zip(s._plans, at, strict=True)], max(ends.values(),
-                                                                                                  default=0), adjoints
+                                                                                                  default=0)
 
 
 @pytest.mark.parametrize("program", [*ALL, "fused", "alike", "tiny"])
 def test_compact_is_the_loop(program, arrays, monkeypatch):
     """layout.compact (regions handed on by NumPy, _freed) lays out what the loops lay out (_compact_by_loop), field
     for field and the arena's length, on the Function's lifetimes and on random ones (born at 0, living past the
-    records, sizes of packs their own). On the Function's lifetimes no two plans meet in the arenas while their values
-    or adjoints live (layout.sharing), and its arena is no longer than the first-fit loop's (s16's)."""
+    records, sizes of packs their own). On the Function's lifetimes no two plans meet in the arena while their values
+    live (layout.sharing), and its arena (unstaggered) is no longer than the first-fit loop's (s16's); nor in the
+    adjoint arena (layout.adjoints) while their adjoints live, each living one inside it."""
     f = {"fused": lambda X, p: _fused(np.random.default_rng(5), X, p), "alike": _alike, "tiny": _tiny}.get(
         program) or ALL[program]
     x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
@@ -1115,11 +1113,17 @@ def test_compact_is_the_loop(program, arrays, monkeypatch):
         got, want = layout.compact(*args), _compact_by_loop(*args)
         _same_plans(got[0], want[0])
         assert got[1] == want[1] == max((p.offset + p.size for p in got[0]), default=0)
-        assert got[2] == want[2]
         return got
 
-    plans, size, _ = both()
-    assert layout.sharing(plans, real(*args)) == [] and size <= _compact_by_plan(*args)[1]
+    plans, size = both()
+    _, offset, sizes = _plans.regions(plans)
+    assert layout.sharing(offset, sizes, real(*args)[:, :2]) == []
+    with monkeypatch.context() as patched:  # (without the room staggered regions take past whole pages)
+        patched.setattr(layout, "staggered", lambda length: length)
+        assert layout.compact(*args)[1] <= _compact_by_plan(*args)[1]
+    back, end = layout.adjoints(F, args[1], F._output_rows, real(*args))
+    lives = real(*args)[:, 2] <= real(*args)[:, 3]
+    assert layout.sharing(back, sizes, real(*args)[:, 2:]) == [] and (back + sizes <= end)[lives].all()
     kinds = np.random.default_rng(m).integers(0, 4, m)
     for alone in (np.zeros(m, np.bool_), np.arange(m) % 5 == 0):
         life = real(*args)
@@ -1194,9 +1198,9 @@ def test_tables_made_at_once_are_made_one_by_one(seed, arrays, monkeypatch):
     assert made.count(2) >= 4 and made.count(3) >= 4
 
 
-def _regions_by_item(s, kind, what):
-    """The arena regions (start, stop) of table rows (kind TABLE, what their array) or of a walk's item, as NumPy's
-    arrays (s16's compiled._regions, the reference); None for an item never moved."""
+def _regions_by_item(s, kind, what, back=False):
+    """The arena regions (start, stop) of table rows (kind TABLE, what their array) or of a walk's item (back: in the
+    adjoint arena), as NumPy's arrays (s16's compiled._regions, the reference); None for an item never moved."""
     if kind == compiled.TABLE:
         found = np.concatenate([what[:, [K.OUT, K.SIZE]], *(what[:, K.VIEWS + K.VIEW * q + K.REGION:][:, :2]
                                                             for q in range(2))])
@@ -1207,7 +1211,8 @@ def _regions_by_item(s, kind, what):
         records = s._in0[what[0]].tolist()
     else:
         return None
-    return np.array([(p.offset, p.offset + p.size) for p in (s._plans[s._in0[j]] for j in records)],
+    start = driver.starts(s, back)
+    return np.array([(start[k], start[k] + s._plans[k].size) for k in (int(s._in0[j]) for j in records)],
                     np.int64).reshape(-1, 2)
 
 
@@ -1236,7 +1241,7 @@ def _walked_by_item(s, walk, back, encoded, starts):
             idle.append((kind, what))
             continue
         if rows:
-            touched = _regions_by_item(s, kind, what)
+            touched = _regions_by_item(s, kind, what, back)
             if _apart_by_item(touched, apart[:0] if back else _regions_by_item(s, compiled.TABLE, encoded[rows])):
                 if back:
                     moved.append((kind, what))
@@ -1285,7 +1290,7 @@ def test_tables_walked_by_pieces_are_the_loops(seed, arrays, monkeypatch):
     monkeypatch.setattr(compiled, "_walked", checked)
     monkeypatch.setattr(compiled, "ready", lambda s, runs: True)
     if seed % 2:  # the recorded layout, not the shared one
-        monkeypatch.setattr(layout, "compact", lambda F, *args: (F._plans, 2 ** 62, 2 ** 62))
+        monkeypatch.setattr(layout, "laid", lambda F, *args: (F._plans, 2 ** 62, None, 2 ** 62))
     x = np.random.default_rng(seed).uniform(0.2, 1.5, 600)
     for f in [lambda X, p: _fused(np.random.default_rng(seed), X, p), _tiny, *list(ALL.values())[seed % 2::2]]:
         tape.trace(f, x, params=0.7).value_and_grad(x, params=0.7)

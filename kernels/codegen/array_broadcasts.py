@@ -135,6 +135,7 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     in place where the view is laid out as the output, else into its sum back (each product in c, 0.0 + it; a
     line's to one number: 0.0 + their pairwise sum, as _summed adds them), then added to the view's adjoints."""
     f, n, out, number, (m, lines) = VIEWS + VIEW * q, t[SHAPE + 3], t[OUT], _number(t), _blocks(t, scratch)
+    v = _valued(t, np.empty(WIDTH, np.int64))
     _prepare(t, f, aadj, stamp, gen, keep)
     c, total, same, (kept, held, _, _) = scratch[2], scratch[3], _same(t, f), _kept(t, f)
     frame = np.empty(FRAME, np.intp)  # (sends': a row's; no E: ops.PAIRED's rows are not LINED)
@@ -142,8 +143,8 @@ def _lined_send(t, q, aval, aadj, stamp, gen, keep, scratch):
     total[:0 if same else held] = 0.0
     for first in range(0, m, lines):
         last, size = min(m, first + lines), (min(m, first + lines) - first) * n
-        A, B, read = _operands(t, aval, scratch, number, first, last, READS[t[OP], q])
-        y, g = aval[out + first * n:out + last * n], aadj[out + first * n:out + last * n]
+        A, B, read = _operands(v, aval, scratch, number, first, last, READS[t[OP], q])
+        y, g = aval[v[OUT] + first * n:v[OUT] + last * n], aadj[out + first * n:out + last * n]
         if same:
             sends(t[OP], q, A, B, y, g, aadj[t[f + BASE] + first * n:t[f + BASE] + last * n], size, read, False,
                   frame, c[:0])

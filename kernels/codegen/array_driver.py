@@ -53,7 +53,10 @@ def _names() -> list[str]:
 
 CONSTANTS = """KIND, OP, ROW, OUT, SIZE, NIN, SHAPE, OUT_STRIDES, VIEWS = 0, 1, 2, 3, 4, 5, 6, 10, 14  # a row's fields
 REC, BASE, REGION, REGION_SIZE, WANT, ACC, STRIDES = 0, 1, 2, 3, 4, 5, 6  # a view's, from VIEWS + 10 q
-VIEW, WIDTH = 10, 34
+VIEW, WIDTH = 10, 37
+VOUT, VBASE = 34, 35  # where the values are that the output and view q (VBASE + q) read: OUT's and BASE's, but in a
+# reverse table whose adjoints have a layout of their own (tape/sweeps/encoding.py's back), where OUT, BASE, REGION
+# place adjoints
 ELEMENTWISE, SUM, MATMUL = 1, 2, 3  # kinds: a Rule's ``compiled`` names one
 LINED = 7  # an ELEMENTWISE binary record run in blocks of lines along axis 3 (array_broadcasts.py)
 COPY, GATHER = 4, 5  # a join's input or a run of a gather's places: one view's elements copied into the output
@@ -139,6 +142,15 @@ def _number(t):
         if t[f + STRIDES] == 0 and t[f + STRIDES + 1] == 0 and t[f + STRIDES + 2] == 0 and t[f + STRIDES + 3] == 0:
             return q + 1
     return 0
+
+
+@jit
+def _valued(t, v):
+    """v = row t with where its values are (VOUT, VBASE) as OUT and each view's BASE: what a reverse kernel's value
+    reads are given (t places the adjoints)."""
+    v[:] = t
+    v[OUT], v[VIEWS + BASE], v[VIEWS + VIEW + BASE] = t[VOUT], t[VBASE], t[VBASE + 1]
+    return v
 
 
 @jit
@@ -238,7 +250,7 @@ def _select(t, aval, arena, back, fresh, into):
     axes: forward (arena: the values) the output's elements there = the branch's; back (arena: the adjoints) the
     branch's += the output's there and 0.0 elsewhere (the step's np.where(c != 0.0, g, 0.0) added; fresh: = 0.0 +
     those), or those written into ``into`` in the space's order where it is not empty (then summed back)."""
-    c, x, out, taken = t[VIEWS + BASE], t[VIEWS + VIEW + BASE], t[OUT], t[OP] != 0
+    c, x, out, taken = t[VBASE if back else VIEWS + BASE], t[VIEWS + VIEW + BASE], t[OUT], t[OP] != 0
     s0, s1, s2, s3 = t[VIEWS + STRIDES], t[VIEWS + STRIDES + 1], t[VIEWS + STRIDES + 2], t[VIEWS + STRIDES + 3]
     f = VIEWS + VIEW + STRIDES
     u0, u1, u2, u3 = t[f], t[f + 1], t[f + 2], t[f + 3]
@@ -354,7 +366,7 @@ def forward(table, aval, scratch):
 def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
     """The reverse sweep of the table's records (given last first) that this pass reached; whether it made a
     matmul's products back unchecked (check false: see kernels.array_rule.times)."""
-    unchecked, skip = False, 0
+    unchecked, skip, v = False, 0, np.empty(WIDTH, np.int64)  # (v: a row's values, _valued)
     frame, E = np.empty(FRAME, np.intp), scratch[4] if scratch.shape[0] > 4 else scratch[3, :0]  # (E: ops.PAIRED's)
     for r in range(table.shape[0]):
         t = table[r]
@@ -372,10 +384,11 @@ def reverse(table, aval, aadj, stamp, gen, keep, scratch, check):
         if kind == ELEMENTWISE and t[VIEWS + WANT] == 0 and (t[NIN] < 2 or t[VIEWS + VIEW + WANT] == 0):
             continue  # (it sends nothing: a comparison's, or one of constants)
         if kind == ELEMENTWISE:
-            n, out = t[SIZE], t[OUT]
-            g, y, number = aadj[out:out + n], aval[out:out + n], _number(t)
-            A = _operand(t, np.int64(0), aval, scratch[0], number)
-            B = _operand(t, np.int64(1), aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
+            n, out, at = t[SIZE], t[OUT], t[VOUT]
+            g, y, number = aadj[out:out + n], aval[at:at + n], _number(t)
+            _valued(t, v)
+            A = _operand(v, np.int64(0), aval, scratch[0], number)
+            B = _operand(v, np.int64(1), aval, scratch[1], number) if t[NIN] == 2 else scratch[1, :n]
             for q in range(t[NIN]):
                 if t[VIEWS + VIEW * q + WANT] != 0:
                     _send(t, q, aadj, stamp, gen, keep, A, B, y, g, scratch[2], scratch[3], number, frame, E)

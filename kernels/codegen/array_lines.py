@@ -14,11 +14,11 @@ def _top(aval, at, n):
 
 
 @jit
-def _differences(t, aval, first, last, E, centre):
-    """E = each element of lines first..last of logsumexp row t less its line's centre (C order), then by
-    NumPy's exp loop: the step's exp(a - top) or exp(a - y), a block of lines at a time (the loop's numbers
-    are its element's alone)."""
-    n, base, s2 = t[SHAPE + 3], t[VIEWS + BASE], t[VIEWS + STRIDES + 2]
+def _differences(t, aval, base, first, last, E, centre):
+    """E = each element of lines first..last of logsumexp row t (its input's values from base) less its line's
+    centre (C order), then by NumPy's exp loop: the step's exp(a - top) or exp(a - y), a block of lines at a time (the
+    loop's numbers are its element's alone)."""
+    n, s2 = t[SHAPE + 3], t[VIEWS + STRIDES + 2]
     for i in range(first, last):
         at, e, c = base + i * s2, (i - first) * n, centre[i]
         for j in range(n):
@@ -39,12 +39,13 @@ def _logsumexp(t, aval, aadj, scratch, back):
     _room(E, n)
     _room(S, m)
     _room(T, m)
+    values = t[VBASE] if back else base  # (the input's values; back, base and out place adjoints)
     for i in range(m):
-        T[i] = aval[out + i * o2] if back else _top(aval, base + i * s2, n)
+        T[i] = aval[t[VOUT] + i * o2] if back else _top(aval, base + i * s2, n)
     lines = len(E) // n
     for first in range(0, m, lines):
         last = min(m, first + lines)
-        _differences(t, aval, first, last, E, T)
+        _differences(t, aval, values, first, last, E, T)
         if not back:
             _sums(E, np.int64(0), last - first, n, S, first)
             continue

@@ -72,9 +72,9 @@ def _matmul_reverse(t, aval, aadj, stamp, gen, keep, C, check):
         _room(C, 0 if whole else rows * cols)
         P = aadj[base:base + rows * cols] if whole else C
         if q == 0:
-            _checked(aadj, out, m, np.int64(1), aval, t[VIEW + VIEWS + BASE], t[b + 1], t[b], P, n, m, k, check)
+            _checked(aadj, out, m, np.int64(1), aval, t[VBASE + 1], t[b + 1], t[b], P, n, m, k, check)
         else:
-            _checked(aval, t[VIEWS + BASE], t[a + 1], t[a], aadj, out, m, np.int64(1), P, k, n, m, check)
+            _checked(aval, t[VBASE], t[a + 1], t[a], aadj, out, m, np.int64(1), P, k, n, m, check)
         if stale:
             stamp[j] = gen
             if whole:

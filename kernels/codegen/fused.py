@@ -106,7 +106,7 @@ def _send(letter: str, indent: str) -> list[str]:
             f"{indent}        dst = G[i{letter}[k]]",
             *element_loop(indent + "        ", [f"dst[u] += {arr}[u]"]),
             f"{indent}elif kind == 1:",
-            f"{indent}    base = ext[i{letter}[k], 0] + r * ext[i{letter}[k], 1]",
+            f"{indent}    base = ext[i{letter}[k], 4] + r * ext[i{letter}[k], 1]",
             f"{indent}    stride = ext[i{letter}[k], 2]",
             f"{indent}    lag = ext[i{letter}[k], 3]",
             f"{indent}    lo = max(first - lag, 0) - start",

@@ -41,7 +41,7 @@ def pieces(F: Function, rows: np.ndarray) -> list[tuple[int, int, int]]:
 def slot(F: Function, row: int, scalars: np.ndarray, arena: np.ndarray) -> np.ndarray:
     """Record row's numbers, flat and writable: its region of an arena, or its entry of a scalar column."""
     if F._op[row] >= ARRAY_BASE:
-        return driver.region(arena, F._plans[int(F._in0[row])]).reshape(-1)
+        return driver.region(arena, F._plans[int(F._in0[row])], driver.origin(F, arena, int(F._in0[row]))).reshape(-1)
     return scalars[row:row + 1]
 
 
@@ -186,12 +186,12 @@ def install_arrays(F: Function, plans: list[driver.Plan], arena: np.ndarray) -> 
         runs = list(F._runs_first.values())
         kept = list(compiled.kept(F, F._runs_first).values()) if runs else runs  # (the others' members: rows)
         ids = set(map(id, kept))
-        shared, size, adjoints = layout.compact(F, kept, F._output_rows, np.concatenate([F._input_rows, F._param_rows]),
-                                                [run for run in runs if id(run) not in ids])
+        shared, size, back, adjoints = layout.laid(F, kept, F._output_rows, np.concatenate([F._input_rows,
+                                                   F._param_rows]), [run for run in runs if id(run) not in ids])
         if size + adjoints < 2 * len(arena):
             small = np.zeros(size)
             arenas.move(plans, arena, shared, small)
-            _install(F, shared, small, adjoints, fusion.moved(kept, plans, shared, F._in0))
+            _install(F, shared, small, adjoints, fusion.moved(kept, plans, shared, F._in0, back), back)
             F._recorded = _plans.regions(plans)[1]  # (offsets, not a second list of plans: arrays4k's 7,600
             return  # plans were 7,600 GC-tracked objects more, a third of what tape.trace left for full collections)
         _fused(F, kept)
@@ -220,10 +220,11 @@ def full(F: Function) -> None:
 
 
 def _install(F: Function, plans: list[driver.Plan], arena: np.ndarray, adjoints: int,
-             runs: list[fused_runs.Run] | None = None) -> None:
+             runs: list[fused_runs.Run] | None = None, back: np.ndarray | None = None) -> None:
     """F on plans, its value arena and its adjoint arena's length (made at the first sweep that reads it), with its
-    fused runs (found, where not given)."""
+    fused runs (found, where not given); back: each plan's offset in the adjoint arena, where not its value's."""
     F._plans = plans
+    F._back_at = back
     F._views = {}  # see tape.sweeps.driver.view
     F._schedules = {}
     F._steps = {}  # the sweeps' steps, found at the first call (tape/sweeps/steps.py)

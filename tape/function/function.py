@@ -72,6 +72,7 @@ class Function:
     _plans: list[driver.Plan]
     _table: np.ndarray  # their plan table (tape/sweeps/plans.py; its rows, codes and views: tape/sweeps/layout.py)
     _recorded: np.ndarray | None  # the plans' offsets as recorded, while _plans share regions (tape/sweeps/layout.py)
+    _back_at: np.ndarray | None  # each plan's offset in the adjoint arena, where adjoints have a layout of their own
     _views: dict
     _schedules: dict
     _steps: dict

@@ -81,15 +81,19 @@ def warm() -> None:
     kernels.reverse(table, np.zeros(1), np.zeros(1), np.zeros(1, np.uint32), 1, 1, scratch, True)
 
 
-def all_rows(s: State) -> tuple[np.ndarray, np.ndarray]:
-    """encoding.table(s): every plan's rows (plan k's rows[starts[k]:starts[k + 1]]), kept by a Function
-    (``_encoded``)."""
+def all_rows(s: State, back: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """encoding.table(s): every plan's rows (plan k's rows[starts[k]:starts[k + 1]]), for the reverse sweeps (back)
+    encoding.back's, kept by a Function (``_encoded``)."""
     cache = getattr(s, "_encoded", None)
     if cache is None:
-        return encoding.table(s)
+        rows, starts = encoding.table(s)
+        return (encoding.back(s, rows) if back else rows), starts
     if "table" not in cache:
         cache["table"] = encoding.table(s)
-    return cache["table"]
+    if back and "back" not in cache:
+        rows, starts = cache["table"]
+        cache["back"] = encoding.back(s, rows), starts
+    return cache["back" if back else "table"]
 
 
 DISSOLVE = 2 ** 16  # elements up to which a fused run without a sum whose views lag (fusion's _lags) runs as rows
@@ -127,7 +131,7 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     write nothing it does). So a program whose small vectors are made between its rows (the mixture's means and
     scales) runs one table a sweep, and its stretches cross those places (the mixture: 4 tables a sweep -> 1,
     replayed value_and_grad 2.6-3.4 -> 2.0-2.5 CPU-ms; s13's notes)."""
-    encoded, starts = all_rows(s)
+    encoded, starts = all_rows(s, back)
     items = _walked(s, walk, back, encoded, starts)
     if not sweep:
         yield from (_tables([(encoded[what], None, (0, 0))], True if back else None)[0] if kind == TABLE else
@@ -155,12 +159,14 @@ class Pieces(NamedTuple):
         return self.flat[self.begins[k]:self.begins[k + 1]]
 
 
-def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> Pieces:
-    """The Pieces of s's arenas, by NumPy over all rows at once, kept by a Function (``_encoded``)."""
+def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray, back: bool) -> Pieces:
+    """The Pieces of s's arenas (back: the adjoint arena's, encoded placing adjoints), by NumPy over all rows at once,
+    kept by a Function (``_encoded``)."""
     cache = getattr(s, "_encoded", None)
-    if cache is not None and "pieces" in cache:
-        return cache["pieces"]
-    _, offset, size = regions(s._plans)
+    if cache is not None and ("pieces", back) in cache:
+        return cache["pieces", back]
+    _, _, size = regions(s._plans)
+    offset = driver.starts(s, back)
     t = encoded
     lo = np.concatenate([t[:, kernels.OUT], *(t[:, VIEWS + VIEW * q + kernels.REGION] for q in range(2))])
     hi = lo + np.concatenate([t[:, kernels.SIZE], *(t[:, VIEWS + VIEW * q + kernels.REGION_SIZE] for q in range(2))])
@@ -173,7 +179,7 @@ def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray) -> Pieces:
     found = Pieces((key % len(cuts)).tolist(), np.searchsorted(key // len(cuts), np.arange(len(starts))).tolist(),
                    np.searchsorted(cuts, offset).tolist(), np.searchsorted(cuts, offset + size).tolist(), len(cuts))
     if cache is not None:
-        cache["pieces"] = found
+        cache["pieces", back] = found
     return found
 
 
@@ -216,7 +222,7 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.n
             plans = _touched(s, kind, what)
             if plans is not None:
                 if pieces is None:
-                    pieces = _pieces(s, encoded, starts)
+                    pieces = _pieces(s, encoded, starts, back)
                     marks = [0] * pieces.n
                 for j in itertools.chain.from_iterable(map(pieces.rows, unmarked)):
                     marks[j] = table

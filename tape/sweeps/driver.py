@@ -91,9 +91,17 @@ def whole(record: int, plan: Plan) -> View:
     return View(record, 0, plan.shape, contiguous(plan.shape))
 
 
-def region(arena: np.ndarray, plan: Plan) -> np.ndarray:
-    """A record's elements in an arena, in its shape."""
-    return arena[plan.offset:plan.offset + math.prod(plan.shape)].reshape(plan.shape)
+def region(arena: np.ndarray, plan: Plan, start: int = -1) -> np.ndarray:
+    """A record's elements in an arena (from start, where given: origin()'s), in its shape."""
+    start = plan.offset if start < 0 else start
+    return arena[start:start + math.prod(plan.shape)].reshape(plan.shape)
+
+
+def origin(s: State, arena: np.ndarray, k: int) -> int:
+    """Where plan k's region starts in arena: its offset, but in the adjoint arena of a Function whose adjoints have
+    a layout of their own (``_back_at``, tape/sweeps/layout.py's adjoints) the offset there."""
+    back = getattr(s, "_back_at", None)
+    return int(back[k]) if back is not None and arena is s._aadj else s._plans[k].offset
 
 
 def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
@@ -103,7 +111,7 @@ def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
         key = (p.row, arena is s._aval)
         found = cache.get(key)
         if found is None:
-            found = cache[key] = region(arena, p)
+            found = cache[key] = region(arena, p, origin(s, arena, int(s._in0[p.row])))
         return found
     views = kept(s, arena)
     if views is None:
@@ -176,11 +184,11 @@ def _view(s: State, arena: np.ndarray, v: View) -> np.ndarray:
     borrowed = getattr(s, "_borrowed", None)
     if borrowed and arena is s._aval and v.record in borrowed:  # a constant read in place (tape/sweeps/arenas.py)
         return np.ndarray(v.shape, np.float64, borrowed[v.record], 8 * v.offset, _bytes(v.strides))
-    start = s._plans[s._in0[v.record]].offset + v.offset
+    at = origin(s, arena, int(s._in0[v.record])) + v.offset
     views = kept(s, arena)
     if views is not None:
-        return kept_view(views, arena, int(start), v.shape, v.strides)
-    return np.ndarray(v.shape, np.float64, arena, 8 * start, _bytes(v.strides))
+        return kept_view(views, arena, at, v.shape, v.strides)
+    return np.ndarray(v.shape, np.float64, arena, 8 * at, _bytes(v.strides))
 
 
 def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -254,6 +262,12 @@ def forward_recorded(s: State, p: Plan) -> None:
 
 def _offsets(s: State) -> np.ndarray:
     return np.array([p.offset for p in s._plans], np.int64)
+
+
+def starts(s: State, back: bool = False) -> np.ndarray:
+    """Each plan's first element in the value arena, or (back) in the adjoint arena (origin's)."""
+    at = getattr(s, "_back_at", None) if back else None
+    return _offsets(s) if at is None else at
 
 
 def elements(s: State, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -455,6 +469,8 @@ def reverse_walk(s: State, top: int, runs: dict[int, Any] | None) -> Iterator[tu
     gen), (RUN, run) or (RECORD, row) of an array record with a derivative; tape/sweeps/steps.py keeps a
     Function's as calls."""
     arrays, elems, offsets = schedule(s, top + 1)
+    if getattr(s, "_back_at", None) is not None:
+        offsets = s._back_at  # (where the elem records' adjoints go)
     hi = top + 1
     done = top + 1  # the first row of the fused run in progress
     for i in [*arrays[::-1], -1]:
@@ -495,6 +511,7 @@ def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[i
     for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
         reads[e] = [int(s._in0[e])]
     plans = [p for p in s._plans if p.row < n]
-    reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0) and len(s._aadj) >= p.offset + p.size]
+    reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0)
+               and len(s._aadj) >= origin(s, s._aadj, int(s._in0[p.row])) + p.size]
     return (reads, {p.row: p.shape for p in plans}, {p.row: view(s, s._aval, whole(p.row, p)) for p in plans},
-            {p.row: region(s._aadj, p) for p in reached})
+            {p.row: own(s, s._aadj, p) for p in reached})

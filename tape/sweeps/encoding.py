@@ -442,5 +442,27 @@ def table(s: State) -> tuple[np.ndarray, np.ndarray]:
     counts = np.bincount(plans, minlength=len(s._plans))
     starts = empty
     np.cumsum(counts, out=starts[1:])
-    return np.concatenate([p[1] for p in parts])[order], starts
+    rows = np.concatenate([p[1] for p in parts])[order]
+    rows[:, kernels.VOUT], rows[:, kernels.VBASE:kernels.VBASE + 2] = rows[:, kernels.OUT], rows[:, [
+        VIEWS + BASE, VIEWS + VIEW + BASE]]
+    return rows, starts
+
+
+def back(s: State, rows: np.ndarray) -> np.ndarray:
+    """table's rows for the reverse sweeps of s whose adjoints have a layout of their own (``_back_at``, by plan:
+    tape/sweeps/layout.py's adjoints): OUT, and each view's BASE and REGION, where its adjoints are (VOUT and VBASE
+    keep where its values are); rows themselves where s has none."""
+    at = getattr(s, "_back_at", None)
+    if at is None or not len(rows):
+        return rows
+    shift = at - np.fromiter(map(attrgetter("offset"), s._plans), np.int64, len(s._plans))
+    t = rows.copy()
+    t[:, kernels.OUT] += shift[s._in0[t[:, kernels.ROW]]]
+    for q in range(2):
+        f = VIEWS + VIEW * q
+        present = np.flatnonzero(t[:, f + kernels.REGION_SIZE] > 0)
+        moved = shift[s._in0[t[present, f + kernels.REC]]]
+        t[present, f + BASE] += moved
+        t[present, f + kernels.REGION] += moved
+    return t
 

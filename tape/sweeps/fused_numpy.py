@@ -50,9 +50,10 @@ def twinned(code: np.ndarray, kb: np.ndarray, ib: np.ndarray, imm: np.ndarray, e
     return all(_rules(code, kb, ib, imm, k) for k in range(len(code))) and all(step != 0 for _, _, step in ext)
 
 
-def _view(arena: np.ndarray, ext: np.ndarray, i: int, n0: int, n1: int) -> np.ndarray:
-    """Operand view i of an arena as the run's n0 rows of n1 elements."""
-    return np.ndarray((n0, n1), arena.dtype, arena, 8 * ext[i, 0], (8 * ext[i, 1], 8 * ext[i, 2]))
+def _view(arena: np.ndarray, ext: np.ndarray, i: int, n0: int, n1: int, place: int = 0) -> np.ndarray:
+    """Operand view i of an arena as the run's n0 rows of n1 elements (place: ext's column of its start, 4 for the
+    adjoints')."""
+    return np.ndarray((n0, n1), arena.dtype, arena, 8 * ext[i, place], (8 * ext[i, 1], 8 * ext[i, 2]))
 
 
 def _values(program: tuple[np.ndarray, ...], which: np.ndarray, n0: int, n1: int,
@@ -127,7 +128,7 @@ def reverse(code: Array, ka: Array, ia: Array, kb: Array, ib: Array, imm: Array,
                 elif kind == 0:
                     G[i], held[i] = c, True
                 else:
-                    sends.append((_view(aadj, ext, i, n0, n1), c.reshape(n0, n1), int(ext[i, 3])))
+                    sends.append((_view(aadj, ext, i, n0, n1, 4), c.reshape(n0, n1), int(ext[i, 3])))
     if len(sends) == 1 and n0 == 1:
         sends[0][0][:] += sends[0][1]
     elif sends:  # block by block, each block's sends in order, lagged: where two read one element, their adds keep the

@@ -96,6 +96,8 @@ class Run(NamedTuple):
     ordered: bool  # whether its inputs get their adds in the NumPy steps' order (_lags)
     shaped: Shaped | None  # its shape's own kernels (_shape), where ordered
     reads: np.ndarray  # the record of each view in the program's ext (where in the arenas it reads)
+    adj_live: np.ndarray  # live's members' regions in the adjoint arena (where the reverse reads their adjoints)
+    adj_total: int  # the sum record's place in the adjoint arena
 
     def forward(self, s: Any) -> None:
         """Compute the run: its live members' regions and its sum record."""
@@ -121,8 +123,9 @@ class Run(NamedTuple):
     def reached(self, s: Any, gen: int) -> tuple[np.ndarray, float] | None:
         """(where each member's adjoint sent from outside the run is, else -1; the sum's adjoint), or None where
         this pass sent the run nothing."""
-        adj_in = np.where(s._stamp[self.members] == gen, self.live, -1) if self.watched else self.live  # (all -1)
-        seed = float(s._aadj[self.total_at]) if self.total >= 0 and s._stamp[self.total] == gen else 0.0
+        adj_in = np.where(s._stamp[self.members] == gen, self.adj_live, -1) if self.watched else self.adj_live  # (all
+        # -1)
+        seed = float(s._aadj[self.adj_total]) if self.total >= 0 and s._stamp[self.total] == gen else 0.0
         if seed == 0.0 and (not self.watched or adj_in.max() < 0):
             return None
         return adj_in, seed
@@ -157,7 +160,8 @@ class Run(NamedTuple):
     def _full(self, adj_in: np.ndarray, seed: float) -> bool:
         """Whether a reverse pass may hold every member's adjoint, as its shape's kernels do (a list compare, 0.7 µs,
         where np.array_equal took 14 µs a call)."""
-        return (seed != 0.0) == (self.total >= 0) and (adj_in is self.live or adj_in.tolist() == self.live.tolist())
+        return (seed != 0.0) == (self.total >= 0) and (adj_in is self.adj_live or
+                                                        adj_in.tolist() == self.adj_live.tolist())
 
     def bound(self, s: Any) -> tuple[Callable[[], None], Callable[[np.ndarray, float, bool], None]]:
         """forward(s) and back(s, adj_in, seed, fresh) for a Function s (arenas that never move): once its shape's

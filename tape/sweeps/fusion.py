@@ -221,10 +221,12 @@ def _runs(s: Any, members: list[Plan], count: np.ndarray, summed: np.ndarray, su
     ext_group = vgroup[kind == 1]
     spare = np.bincount(ext_group, minlength=groups) == 0  # a group without views: ext one row of zeros
     at_ext = starts[1] + np.concatenate([[0], np.cumsum(spare)])
-    ext = np.zeros((at_ext[-1], 4), np.int64)  # place, row stride, element stride, lag (a group after another)
+    ext = np.zeros((at_ext[-1], 5), np.int64)  # place, row stride, element stride, lag, the place of its adjoints
+    # (moved's; here the values' place) (a group after another)
     in_ext = np.arange(len(ext_group)) + (at_ext - starts[1])[ext_group]  # each view's row in ext
     ext[in_ext, :3] = np.column_stack([place, np.where(one_d, 0, step[:, 0]), np.where(one_d, step[:, 0],
                                                                                         step[:, 1])])[kind == 1]
+    ext[:, 4] = ext[:, 0]
     ext_rows, ext_at = record[kind == 1], at[kind == 1]
     firsts, inverse = np.unique(ext_group * n + ext_rows, return_index=True, return_inverse=True)[1:]
     same_as = firsts[inverse.reshape(-1)] - starts[1][ext_group]  # the first ext in its group of the same record
@@ -303,7 +305,7 @@ def _runs(s: Any, members: list[Plan], count: np.ndarray, summed: np.ndarray, su
         total_row[good].tolist(), total_at[good].tolist(), cut(rows, m_at),
         map(frozenset, _cut(dead.tolist(), dead_at[good, 0], dead_at[good, 1])), map(twinned_.__getitem__, pick),
         watched[good].tolist(), map(ordered_.__getitem__, pick), map(shaped_.__getitem__, pick),
-        cut(ext_rows, e_at), strict=True)))
+        cut(ext_rows, e_at), cut(written, m_at), total_at[good].tolist(), strict=True)))
     if getattr(s, "_freed", None):  # a recycling Tape (a Python step per run)
         runs = [run for run, end in zip(runs, last[good].tolist(), strict=True) if not _recycled(
             s, run.reads.tolist(), run.need, run.program[1], run.program[2], run.program[3], run.program[4], end)]
@@ -314,32 +316,39 @@ def _sums(p: Plan, last: Plan) -> bool:
     return ARRAY_KIND[p.code] == "sum" and p.inputs[0] == whole(last.row, last) and not p.shape
 
 
-def moved(runs: list[Run], before: list[Plan], after: list[Plan], in0: np.ndarray) -> list[Run]:
-    """The runs find gave for plans ``before``, on their regions ``after`` (tape/sweeps/layout.py's compact): a layout
-    moves regions, not what a run reads or computes (of find's choices only _lags reads offsets, and only
-    differences within one record's region), so only where a run reads and writes in the arenas changes. By NumPy over
-    every run's fields at once, cut back by map (a Python step per run took arrays4k's 5.9 CPU-ms; the loop is kept
-    in tests/test_layout.py)."""
+def moved(runs: list[Run], before: list[Plan], after: list[Plan], in0: np.ndarray, back: np.ndarray | None = None
+          ) -> list[Run]:
+    """The runs find gave for plans ``before``, on their regions ``after`` (tape/sweeps/layout.py's compact), their
+    adjoints at ``back`` (layout.adjoints; None: at the values' offsets): a layout moves regions, not what a run reads
+    or computes (of find's choices only _lags reads offsets, and only differences within one record's region), so only
+    where a run reads and writes in the arenas changes. By NumPy over every run's fields at once, cut back by map (a
+    Python step per run took arrays4k's 5.9 CPU-ms; the loop is kept in tests/test_layout.py)."""
     if not runs:
         return []
     plan = in0.astype(np.int64)  # an array record's plan
+    old = ints(tuple(map(attrgetter("offset"), before)))
     new = ints(tuple(map(attrgetter("offset"), after)))
-    shift = new - ints(tuple(map(attrgetter("offset"), before)))
+    new_back = new if back is None else back
     f = dict(zip(Run._fields, zip(*runs, strict=True), strict=True))  # each field, by run
     exts = tuple(map(itemgetter(6), f["program"]))
     count, read = lengths(exts), lengths(f["reads"])
     at = np.cumsum(count) - count
     ext = np.concatenate(exts)  # (a copy)
-    ext[np.repeat(at, read) + np.arange(read.sum()) - np.repeat(np.cumsum(read) - read, read), 0] += shift[
-        plan[np.concatenate(f["reads"])]]  # (each run's ext starts with the views it reads)
+    views = np.repeat(at, read) + np.arange(read.sum()) - np.repeat(np.cumsum(read) - read, read)  # (ext's first)
+    reads = plan[np.concatenate(f["reads"])]
+    ext[views, 0] += new[reads] - old[reads]
+    ext[views, 4] = ext[views, 0] + new_back[reads] - new[reads]
     members = lengths(f["members"])
-    live = np.where(np.concatenate(f["live"]) >= 0, new[plan[np.concatenate(f["members"])]], -1)
+    ran, cuts = plan[np.concatenate(f["members"])], (np.cumsum(members) - members, np.cumsum(members))
+    written = np.concatenate(f["live"]) >= 0
     total = ints(f["total"])
-    total_at = np.full(len(runs), -1)
-    total_at[total >= 0] = new[plan[total[total >= 0]]]
+    summed = total >= 0
+    total_at, total_back = np.full(len(runs), -1), np.full(len(runs), -1)
+    total_at[summed], total_back[summed] = new[plan[total[summed]]], new_back[plan[total[summed]]]
     f["program"] = map(operator.add, map(itemgetter(slice(6)), f["program"]), zip(_cut(ext, at, at + count)))
-    f["live"] = _cut(live, np.cumsum(members) - members, np.cumsum(members))
-    f["total_at"] = total_at.tolist()
+    f["live"] = _cut(np.where(written, new[ran], -1), *cuts)
+    f["adj_live"] = _cut(np.where(written, new_back[ran], -1), *cuts)
+    f["total_at"], f["adj_total"] = total_at.tolist(), total_back.tolist()
     return list(map(Run._make, zip(*f.values(), strict=True)))
 
 

@@ -6,12 +6,12 @@ forward step of a later record, or the reverse step of a record whose partials r
 and ``matmul``'s operands, ``exp``'s y; a ``sum``, ``join``, ``gather`` or ``pack`` reads none: each
 kind's ``back_reads``, kernels/array_rule.py, all where a kind does not say). Its adjoint lives from
 the reverse step of its last reader that the outputs depend on to its own reverse step; a record the
-outputs do not depend on gets none. Records keep one offset for both arenas, so two records may
-share a region when their values' lifetimes and their adjoints' lifetimes are both disjoint (the
-first implies the second, see compact): the steps of a loop whose reverse reads no values (a
-stencil) use the same few regions over and over, and one whose reverse reads them (a GRU) keeps
-those and shares the rest. Constants, inputs, params, outputs and small packs keep regions of their own; the big
-constants no sweep sends an adjoint to come last, and the adjoint arena ends before them (a data matrix once).
+outputs do not depend on gets none. Each arena is laid out by its own lifetimes: two records share a value region
+where their values never live at once (compact), an adjoint region where their adjoints never do (adjoints): the
+steps of a loop whose reverse reads no values (a stencil) use the same few regions over and over, and one whose reverse
+reads them (a GRU) keeps those values, while their adjoints, each alive for a step or so of the reverse, take a few
+regions between them. Constants, inputs, params, outputs and small packs keep value regions of their own; the
+constants no sweep sends an adjoint to lie past the adjoint arena's end.
 
 Fused runs (tape/sweeps/fusion.py) write their members at their first row and send adjoints at
 their last; the lifetimes cover both that and the unfused sweeps (check_finite, debug_nans). The
@@ -101,8 +101,8 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, ro
     """(value from, value to, adjoint from, adjoint to) by plan: forward step r at time r, the seeds at n,
     reverse step r at 2n + 1 - r, forever 3n + 2; an adjoint that never lives has from > to.
     kept: the rows that live forever (inputs, params); rowed: fused runs whose members run as rows (compiled.kept's
-    others), each member and each record it reads then living to the run's last row at least. NumPy over s's plan
-    table (s._table)."""
+    others), each member and each record it reads then living to the run's last row at least, and its adjoint (where it
+    has one) from that row's reverse step at most. NumPy over s's plan table (s._table)."""
     n, table = len(s._op), s._table
     if len(table) != len(s._plans):
         raise ValueError(f"a plan table of {len(table)} rows for {len(s._plans)} plans")
@@ -134,17 +134,21 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, ro
     np.minimum.at(life[:, 2], x[sends], back - last[reader[sends]])
     life[sees[:, 3], 1] = np.maximum(life[sees[:, 3], 1], back - rows[sees[:, 3]])
     _kept_again(s, table, life, n)
-    if rowed:  # (no region taken inside such a run: its rows are a stretch each way, whose pass reads a region a
-        # member stores at other indices, and reads the last member's adjoint where a view's adds would go)
-        held = [np.concatenate([run.members, run.reads]) for run in rowed]
-        ends = np.repeat(np.array([run.rows[-1] for run in rowed], np.int64), _table.lengths(held))
-        np.maximum.at(life[:, 1], s._in0[np.concatenate(held)].astype(np.int64), ends)
     elems = np.flatnonzero(s._op == ELEM)
     if len(elems):
         at = s._in0[s._in0[elems]].astype(np.int64)
         np.maximum.at(life[:, 1], at, elems)
         hit = reached[elems]
         np.minimum.at(life[:, 2], at[hit], back - elems[hit])
+    if rowed:  # (no region taken inside such a run: its rows are a stretch each way, whose pass reads a region a
+        # member stores at other indices, and reads the last member's adjoint where a view's adds would go; so an
+        # adjoint such a run sends to lives from its last row's reverse step)
+        held = [np.concatenate([run.members, run.reads]) for run in rowed]
+        ends = np.repeat(np.array([run.rows[-1] for run in rowed], np.int64), _table.lengths(held))
+        at = s._in0[np.concatenate(held)].astype(np.int64)
+        np.maximum.at(life[:, 1], at, ends)
+        sent = life[at, 2] <= life[at, 3]
+        np.minimum.at(life[:, 2], at[sent], back - ends[sent])
     forever = (code == ACONSTANT) | (code == INPUT) | np.isin(rows, kept)
     life[forever, :2] = 0, end
     life[np.isin(rows, outputs), 1] = end
@@ -154,24 +158,50 @@ def lifetimes(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, ro
     return life
 
 
-def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, rowed: Sequence[Any] = ()
-            ) -> tuple[list[Plan], int, int]:
-    """s's plans with offsets shared where lifetimes allow, the value arena's length they need and the adjoint arena's
-    (the regions of bare constants, which no sweep sends an adjoint to, come last: past its end). Records of one size
-    class (a power of 2) share regions: each record, in order of birth, takes the region of the record of its class
-    that died first among those whose regions are free (dead before it is born, no later record in it), else a new
-    one; so a class takes as many regions as most of its values live at once (a region whose value the reverse sweep
-    reads never frees), each as big as the most it holds. Disjoint values make disjoint adjoints: a later record's
-    value is born after the last reader of the earlier one, so its reverse step comes before the earliest
-    contribution to the earlier one's adjoint (sharing checks it)."""
-    life = lifetimes(s, runs, outputs, kept, rowed)
+def compact(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, rowed: Sequence[Any] = (),
+            life: np.ndarray | None = None) -> tuple[list[Plan], int]:
+    """s's plans with offsets shared where their values' lifetimes allow, and the value arena's length they need.
+    Records of one size class (a power of 2) share regions: each record, in order of birth, takes the region of the
+    record of its class that died first among those whose regions are free (dead before it is born, no later record in
+    it), else a new one; so a class takes as many regions as most of its values live at once (a region whose value the
+    reverse sweep reads never frees), each as big as the most it holds (sharing checks it)."""
+    life = lifetimes(s, runs, outputs, kept, rowed) if life is None else life
     n = len(s._op)
     code, _, size = _table.regions(s._plans)
     born, dies = life[:, 0], life[:, 1]
     alone = ((size <= SMALL) & PACK[code]) | ((born <= 0) & (dies >= n))  # a region of its own: small packs, and
     # what lives throughout (0-d constants: arrays4k's 2,000 of 7,600 plans)
-    offsets, end, adjoints = place(size, born, dies, alone, _bare(s, runs, outputs) & (size > SMALL))
-    return _table.relaid(s._plans, offsets), end, adjoints
+    offsets, end, _ = place(size, born, dies, alone, np.zeros(len(size), np.bool_))
+    return _table.relaid(s._plans, offsets), end
+
+
+def laid(s: Any, runs: list[Any], outputs: np.ndarray, kept: np.ndarray, rowed: Sequence[Any] = ()
+         ) -> tuple[list[Plan], int, np.ndarray, int]:
+    """(compact's plans, the value arena's length, adjoints' offset by plan, the adjoint arena's length) on one
+    lifetimes'."""
+    life = lifetimes(s, runs, outputs, kept, rowed)
+    return *compact(s, runs, outputs, kept, rowed, life), *adjoints(s, runs, outputs, life)
+
+
+def adjoints(s: Any, runs: list[Any], outputs: np.ndarray, life: np.ndarray) -> tuple[np.ndarray, int]:
+    """(offset by plan in the adjoint arena, its length) for adjoints laid out by their own lifetimes (life's adjoint
+    columns), apart from the values': a kept value's adjoint then takes room only from its first reverse reader's step
+    to its own (the GRU's arena 645,235 -> about 22,000 elements). A constant a fused run reads lives from the run's
+    reverse step (its kernels send to every view); one no sweep sends to (_bare) lies past the arena's end; any other
+    adjoint that never lives holds a region at its own reverse step. Small packs keep regions of their own (compact's
+    rule, for the back walks' tables)."""
+    n, table = len(s._op), s._table
+    back, rows = 2 * n + 1, table[:, 1]
+    born, dies = life[:, 2].copy(), life[:, 3].copy()
+    for run in runs:
+        np.minimum.at(born, s._in0[run.reads].astype(np.int64), back - run.rows[-1])
+    code, _, size = _table.regions(s._plans)
+    bare = _bare(s, runs, outputs)
+    never = (born > dies) & ~bare
+    born[never] = dies[never] = back - rows[never]
+    alone = bare | ((size <= SMALL) & PACK[code])
+    offsets, _, end = place(size, born, dies, alone, bare)
+    return offsets, end
 
 
 def place(size: np.ndarray, born: np.ndarray, dies: np.ndarray, alone: np.ndarray,
@@ -264,17 +294,15 @@ def _freed(kind: np.ndarray, born: np.ndarray, dies: np.ndarray, alone: np.ndarr
     return came
 
 
-def sharing(plans: list[Plan], life: np.ndarray) -> list[tuple[int, int]]:
-    """Pairs of plans whose regions overlap while their values or their adjoints live at once (none, for a
-    layout compact made): a check for tests, quadratic in plans."""
+def sharing(starts: np.ndarray, size: np.ndarray, life: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs of plans whose regions (from starts, of size) overlap while both live (life: (from, to) by plan, one
+    that never lives has from > to): none for the values of a layout compact made (life's first two columns), nor for
+    the adjoints adjoints laid out (its last two); a check for tests, quadratic in plans."""
     bad = []
-    for i, p in enumerate(plans):
+    for i in range(len(size)):
         for j in range(i):
-            q = plans[j]
-            if p.offset < q.offset + q.size and q.offset < p.offset + p.size and p.size and q.size:
-                values = life[i, 0] <= life[j, 1] and life[j, 0] <= life[i, 1]
-                adjoints = life[i, 2] <= life[i, 3] and life[j, 2] <= life[j, 3] and (
-                    life[i, 2] <= life[j, 3] and life[j, 2] <= life[i, 3])
-                if values or adjoints:
-                    bad.append((j, i))
+            if starts[i] < starts[j] + size[j] and starts[j] < starts[i] + size[i] and size[i] and size[j] and (
+                    life[i, 0] <= life[i, 1] and life[j, 0] <= life[j, 1] and life[i, 0] <= life[j, 1] and
+                    life[j, 0] <= life[i, 1]):
+                bad.append((j, i))
     return bad

@@ -34,6 +34,7 @@ from tape.kernels._array_driver import (
 )
 from tape.kernels.ops import EXACT, OPS
 from tape.kernels.shaped import MEMBERS
+from tape.sweeps import driver
 from tape.sweeps.plans import regions
 
 SAME = stretched.SAME
@@ -130,7 +131,7 @@ def joining(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return elementwise, (ops | (t[:, KIND] == SELECT)) & (t[:, SIZE] >= 2)
 
 
-def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:
+def hoisted(s: Any, rows: list[np.ndarray], back: bool = False) -> list[np.ndarray]:
     """A table's rows (forward order), each that may join a stretch moved up past the rows of other sizes just before
     it (HOIST at most) to just after a row of its size that may join one too, where it meets none of theirs: so
     tape.jit's mixture, whose exp(-logs) of 16 elements is made between x - mu and the rest of 160,000, has one stretch
@@ -146,7 +147,8 @@ def hoisted(s: Any, rows: list[np.ndarray]) -> list[np.ndarray]:
     moving = np.flatnonzero(fits[1:] & (size[1:] != size[:-1])) + 1
     if not len(moving):
         return rows
-    _, offset, length = regions(s._plans)
+    _, _, length = regions(s._plans)
+    offset = driver.starts(s, back)  # (back: the rows place adjoints)
     plan = s._in0[t[:, ROW]]
     lo, hi, want = np.zeros((len(t), 3), np.int64), np.zeros((len(t), 3), np.int64), np.zeros((len(t), 3), bool)
     lo[:, 0], hi[:, 0] = offset[plan], offset[plan] + length[plan]

@@ -389,7 +389,7 @@ def stretched_all(s: Any, tables: list[list[np.ndarray]], back: bool) -> list[tu
     1,000, cost ~70 us of NumPy calls each, one by one), and so are their stretches (_spans)."""
     if not ON or getattr(s, "_output_rows", None) is None or not tables:
         return [(rows, {}, (0, 0)) for rows in tables]
-    tables = [places.hoisted(s, rows) for rows in tables]
+    tables = [places.hoisted(s, rows, back) for rows in tables]
     counts = np.array([len(rows) for rows in tables])
     t = np.array([row for rows in tables for row in (rows[::-1] if back else rows)], np.int64).reshape(-1, WIDTH)
     elementwise, fits = places.joining(t)
