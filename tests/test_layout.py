@@ -17,9 +17,8 @@ import tape
 from tape.arrays.varray import VarArray
 from tape.function import array_replay
 from tape.kernels.array_ops import ACONSTANT, INPUT
-from tape.kernels.ops import ARRAY_BASE
 from tape.records import array_records
-from tape.sweeps import arenas, compiled, driver, fused_runs, fusion, layout, plans, steps
+from tape.sweeps import arenas, compiled, driver, fused_runs, fusion, layout, plans
 
 
 @pytest.fixture
@@ -380,59 +379,6 @@ def test_place_gives_records_living_at_once_apart_regions(seed):
         layout.place(size, born, dies, dies < born - 1, bare)
 
 
-def _own_adjoints(F, monkeypatch):
-    """F's NumPy steps (no compiled tables, no fused runs) with each adjoint region at an offset of its own, laid out by
-    place() over the lifetimes' adjoint columns, through the adjoint arena's funnels (what a second offset per plan
-    would do, issue 26); the new adjoint arena's length."""
-    life = layout.lifetimes(F, [], F._output_rows, np.concatenate([F._input_rows, F._param_rows]))
-    size = plans.regions(F._plans)[2]
-    lives = life[:, 2] <= life[:, 3]
-    at, end, _ = layout.place(np.where(lives, size, 0), life[:, 2], life[:, 3], ~lives, np.zeros(len(size), bool))
-    own, view, slot = driver.own, driver._view, array_replay.slot
-
-    def adjoint(s, arena, p):
-        if arena is not F._aadj:
-            return own(s, arena, p)
-        return arena[at[s._in0[p.row]]:at[s._in0[p.row]] + p.size].reshape(p.shape)
-
-    def adjoint_view(s, arena, v):
-        if arena is not F._aadj:
-            return view(s, arena, v)
-        start = at[s._in0[v.record]] + v.offset
-        return np.ndarray(v.shape, np.float64, arena, 8 * int(start), tuple(8 * k for k in v.strides))
-
-    monkeypatch.setattr(driver, "own", adjoint)
-    monkeypatch.setattr(driver, "_view", adjoint_view)
-    monkeypatch.setattr(array_replay, "slot", lambda G, row, scalars, arena: adjoint(G, arena, G._plans[G._in0[row]])
-                        .reshape(-1) if arena is F._aadj and G._op[row] >= ARRAY_BASE else slot(G, row, scalars, arena))
-    for module, name in ((steps, "_scalars_reverse"), (driver, "_elems_back")):  # elem records' adjoint places
-        monkeypatch.setattr(module, name, _offsets_of(F, at, getattr(module, name)))
-    return end
-
-
-def _offsets_of(F, at, function):
-    """function(s, rows, offsets, ...) given the offsets ``at`` where s is F."""
-    return lambda s, rows, offsets, *args: function(s, rows, at if s is F else offsets, *args)
-
-
-@pytest.mark.parametrize("program", PROGRAMS)
-def test_adjoints_laid_out_by_their_own_lifetimes_give_the_same_numbers(program, arrays, monkeypatch):
-    """The lifetimes' adjoint columns suffice for a layout of adjoints of its own: the NumPy steps with adjoints living
-    at once apart, and no more room (the arena poisoned with NaN before each call), give the gradients of the shared
-    layout bit for bit."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
-    monkeypatch.setattr(fusion, "find", lambda *args, **kwargs: [])
-    x = np.random.default_rng(8).uniform(0.2, 1.5, 600)
-    F, G = tape.trace(PROGRAMS[program], x, params=0.7), tape.trace(PROGRAMS[program], x, params=0.7)
-    with monkeypatch.context() as m:
-        F._adjoints = np.full(_own_adjoints(F, m), np.nan)
-        for param, seed in POINTS:
-            point = x * np.random.default_rng(seed).uniform(0.8, 1.2, x.shape)
-            F._aadj[:] = np.nan
-            got, want = F.value_and_grad(point, params=param), G.value_and_grad(point, params=param)
-            assert got[0] == want[0] and np.array_equal(got[1], want[1]) and np.isfinite(got[1]).all()
-
-
 def _vector(u, p):
     for _ in range(5):
         u = np.tanh(u * p) * u[::-1] + 0.5 * u
@@ -441,13 +387,16 @@ def _vector(u, p):
 
 def test_adjoints_of_their_own_seed_an_array_output(arrays, monkeypatch):
     """An array output's adjoint (the cotangent, seeded before the sweep) and the inputs' (read after it) on adjoints
-    laid out by their own lifetimes: F.vjp's numbers are the shared layout's, bit for bit."""
-    monkeypatch.setattr(compiled, "ready", lambda s, runs: False)
-    monkeypatch.setattr(fusion, "find", lambda *args, **kwargs: [])
+    laid out apart (layout.adjoints), the adjoint arena poisoned with NaN before each call, by NumPy's steps and by the
+    compiled tables: F.vjp's numbers are the recorded layout's, bit for bit."""
     x = np.random.default_rng(9).uniform(0.2, 1.5, 600)
-    F, G = tape.trace(_vector, x, params=0.7), tape.trace(_vector, x, params=0.7)
+    F = tape.trace(_vector, x, params=0.7)
     with monkeypatch.context() as m:
-        F._adjoints = np.full(_own_adjoints(F, m), np.nan)
+        m.setattr(layout, "laid", _recorded)
+        G = tape.trace(_vector, x, params=0.7)
+    assert F._back_at is not None and G._back_at is None and F._adjoints < len(F._aval)
+    for ready in (False, True):
+        monkeypatch.setattr(compiled, "ready", lambda s, runs, ready=ready: ready)
         for seed in range(2):
             w = np.random.default_rng(seed).normal(size=200)
             F._aadj[:] = np.nan

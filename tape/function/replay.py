@@ -216,7 +216,7 @@ def records(F: Function) -> show.Records:
     for k, r in enumerate(F._output_rows):
         notes[int(r)] = (notes.get(int(r), "") + f" output {k}").strip()
     return show.Records(F._op, F._in0, F._in1, F._val, F._consts,
-                         lambda idx: F._adj[idx], notes, *driver.described(F, len(F._op)))
+                         lambda idx: F._adj[idx], notes, *arenas.described(F, len(F._op)))
 
 
 def table(F: Function, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:

@@ -48,7 +48,7 @@ from tape.kernels._sweeps import reverse_range
 from tape.kernels.array_ops import INPUT, NAME
 from tape.kernels.ops import CONSTANT, IS_LEAF, LEAF, TWO_RECORDS, USES_POOL
 from tape.kernels.twins import Twin
-from tape.sweeps import compiled, driver, fusion
+from tape.sweeps import arenas, compiled, driver, fusion
 from tape.sweeps.arenas import Arenas
 
 NO_INPUT = 0xFFFFFFFF
@@ -428,7 +428,7 @@ class Storage(Arenas):
         notes = {int(i): "constant" for i in np.flatnonzero(self._op[:n] == CONSTANT)}
         notes.update({row: f"checked branch (was {outcome})" for row, outcome, _ in self._checks})
         return show.Records(self._op[:n], self._in0[:n], self._in1[:n], self._val[:n],
-                             self._consts[: self._n_consts], self._grads, notes, *driver.described(self, n))
+                             self._consts[: self._n_consts], self._grads, notes, *arenas.described(self, n))
 
     def table(self, rows: slice | range | None = None, head: int = 20, tail: int = 20) -> str:
         """The articles' node table: id, op, value, inputs, adjoint (of the last backward), note.

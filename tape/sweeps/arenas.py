@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from tape.debug.nans import caller
-from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
+from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, RULE
+from tape.kernels.ops import ELEM
 from tape.sweeps import driver
 from tape.sweeps import plans as _plans
 from tape.sweeps.driver import Plan, View
@@ -363,3 +364,16 @@ class Arenas:
     def _arena_bytes(self) -> int:
         return self._aval.nbytes + self._aadj.nbytes
 
+
+def described(s: driver.State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]], dict, dict]:
+    """For pictures and checks: the records each array or elem record reads, each array record's
+    shape, its values and its adjoints (as of the last pass; views of the arenas)."""
+    reads = {p.row: list(dict.fromkeys([v.record for v in p.inputs] + (
+        p.places.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}
+    for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
+        reads[e] = [int(s._in0[e])]
+    plans = [p for p in s._plans if p.row < n]
+    reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0)
+               and len(s._aadj) >= driver.origin(s, s._aadj, int(s._in0[p.row])) + p.size]
+    values = {p.row: driver.view(s, s._aval, driver.whole(p.row, p)) for p in plans}
+    return reads, {p.row: p.shape for p in plans}, values, {p.row: driver.own(s, s._aadj, p) for p in reached}

@@ -38,7 +38,8 @@ from tape.kernels.ops import LOOPED, LOOPED_BACK, OPCODE, PAIRED
 from tape.sweeps import driver, encoding, layout, stretches
 from tape.sweeps.driver import State
 from tape.sweeps.fusion import TAPE_RUNS
-from tape.sweeps.plans import at_least, encode, lengths, regions, same_plans
+from tape.sweeps.pieces import Pieces, cut
+from tape.sweeps.plans import at_least, encode, lengths, same_plans
 
 TABLE = 3  # what grouped() gives for a stretch of records in one table, beside driver's SCALARS, RUN, RECORD
 PAYBACK = 8.0  # seconds of NumPy's sweeps (a Function's own; a tape's reverse: the process's, CLOCK) before they
@@ -143,57 +144,10 @@ def grouped(s: State, walk: Iterable[tuple[int, Any]], sweep: str = "", back: bo
     yield from (next(made) if kind == TABLE else (kind, what) for kind, what in walked)
 
 
-class Pieces(NamedTuple):
-    """The arenas cut at both ends of every region grouped compares (a plan's own; a table row's output and views'),
-    so that two regions meet exactly where they share a piece: each plan's rows' pieces (flat, plan k's from
-    begins[k]), each plan's own region's first piece and the one past it, how many pieces (n)."""
-
-    flat: list[int]
-    begins: list[int]
-    first: list[int]
-    past: list[int]
-    n: int
-
-    def rows(self, k: int) -> list[int]:
-        """The pieces of plan k's table rows."""
-        return self.flat[self.begins[k]:self.begins[k + 1]]
-
-
-def _pieces(s: State, encoded: np.ndarray, starts: np.ndarray, back: bool) -> Pieces:
-    """The Pieces of s's arenas (back: the adjoint arena's, encoded placing adjoints), by NumPy over all rows at once,
-    kept by a Function (``_encoded``)."""
-    cache = getattr(s, "_encoded", None)
-    if cache is not None and ("pieces", back) in cache:
-        return cache["pieces", back]
-    _, _, size = regions(s._plans)
-    offset = driver.starts(s, back)
-    t = encoded
-    lo = np.concatenate([t[:, kernels.OUT], *(t[:, VIEWS + VIEW * q + kernels.REGION] for q in range(2))])
-    hi = lo + np.concatenate([t[:, kernels.SIZE], *(t[:, VIEWS + VIEW * q + kernels.REGION_SIZE] for q in range(2))])
-    cuts = _distinct(np.concatenate([lo, hi, offset, offset + size]))
-    first, past = np.searchsorted(cuts, lo), np.searchsorted(cuts, hi)
-    count = np.maximum(past - first, 0)  # (an empty region: no piece)
-    plan = np.tile(np.repeat(np.arange(len(starts) - 1), np.diff(starts)), 3)
-    piece = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-    key = _distinct(np.repeat(plan, count) * len(cuts) + piece)  # (each plan's pieces once, in order)
-    found = Pieces((key % len(cuts)).tolist(), np.searchsorted(key // len(cuts), np.arange(len(starts))).tolist(),
-                   np.searchsorted(cuts, offset).tolist(), np.searchsorted(cuts, offset + size).tolist(), len(cuts))
-    if cache is not None:
-        cache["pieces", back] = found
-    return found
-
-
-def _distinct(a: np.ndarray) -> np.ndarray:
-    """a's distinct values in order: np.unique without its first call's import of numpy.ma, on which a child forked
-    amid another thread's import would wait for good (tests/test_twins.py's fork)."""
-    a = np.sort(a)
-    return a[np.diff(a, prepend=a[:1] - 1) != 0]
-
-
 def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.ndarray, starts: np.ndarray
             ) -> Iterator[tuple[int, Any]]:
     """grouped's walk with each table as (TABLE, its rows' indices in encoded, all_rows(s)'s), by Python ints: whether
-    an item's regions meet a table's is asked of the pieces they share (_pieces, made when an item first asks:
+    an item's regions meet a table's is asked of the pieces they share (pieces.cut, made when an item first asks:
     heat-pad's walks never do), each piece marked with the last table whose rows (back: whose items run after it) cover
     it. (Each item's regions as NumPy's arrays took arrays4k's walks 84 CPU-ms a first value_and_grad, with 2,800 items
     between its 5,200 rows; the loop is kept in tests/test_trace_passes.py.)"""
@@ -222,7 +176,7 @@ def _walked(s: State, walk: Iterable[tuple[int, Any]], back: bool, encoded: np.n
             plans = _touched(s, kind, what)
             if plans is not None:
                 if pieces is None:
-                    pieces = _pieces(s, encoded, starts, back)
+                    pieces = cut(s, encoded, starts, back)
                     marks = [0] * pieces.n
                 for j in itertools.chain.from_iterable(map(pieces.rows, unmarked)):
                     marks[j] = table

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tape.kernels import _sweeps
-from tape.kernels.array_ops import ACONSTANT, ARRAY_KIND, INPUT, NAME, RULE
+from tape.kernels.array_ops import ACONSTANT, INPUT, NAME, RULE
 from tape.kernels.array_rule import unbroadcast
 from tape.kernels.ops import ARRAY_BASE, ELEM, IS_ARRAY, IS_LEAF, LEAF
 from tape.kernels.twins import Twin
@@ -197,7 +197,7 @@ def schedule(s: State, stop: int) -> tuple[list[int], np.ndarray, np.ndarray]:
     if cache is not None and stop in cache:
         return cache[stop]
     op = s._op[:stop]
-    found = (np.flatnonzero(IS_ARRAY[op]).tolist(), np.flatnonzero(op == ELEM), _offsets(s))
+    found = (np.flatnonzero(IS_ARRAY[op]).tolist(), np.flatnonzero(op == ELEM), starts(s))
     if cache is not None:
         cache[stop] = found
     return found
@@ -260,14 +260,10 @@ def forward_recorded(s: State, p: Plan) -> None:
     quietly(forward_one, s, p)
 
 
-def _offsets(s: State) -> np.ndarray:
-    return np.array([p.offset for p in s._plans], np.int64)
-
-
 def starts(s: State, back: bool = False) -> np.ndarray:
     """Each plan's first element in the value arena, or (back) in the adjoint arena (origin's)."""
     at = getattr(s, "_back_at", None) if back else None
-    return _offsets(s) if at is None else at
+    return np.array([p.offset for p in s._plans], np.int64) if at is None else at
 
 
 def elements(s: State, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -469,8 +465,7 @@ def reverse_walk(s: State, top: int, runs: dict[int, Any] | None) -> Iterator[tu
     gen), (RUN, run) or (RECORD, row) of an array record with a derivative; tape/sweeps/steps.py keeps a
     Function's as calls."""
     arrays, elems, offsets = schedule(s, top + 1)
-    if getattr(s, "_back_at", None) is not None:
-        offsets = s._back_at  # (where the elem records' adjoints go)
+    offsets = offsets if getattr(s, "_back_at", None) is None else s._back_at  # (where elem records' adjoints go)
     hi = top + 1
     done = top + 1  # the first row of the fused run in progress
     for i in [*arrays[::-1], -1]:
@@ -501,17 +496,3 @@ def seed(s: State, row: int, weights: Any, gen: int, keep: int) -> None:
         fresh = s._stamp[row] != gen and not (s._stamp[row] >= keep and s._op[row] == LEAF)
         s._adj[row] = float(weights) + (0.0 if fresh else s._adj[row])
         s._stamp[row] = gen
-
-
-def described(s: State, n: int) -> tuple[dict[int, list[int]], dict[int, tuple[int, ...]], dict, dict]:
-    """For pictures and checks: the records each array or elem record reads, each array record's
-    shape, its values and its adjoints (as of the last pass; views of the arenas)."""
-    reads = {p.row: list(dict.fromkeys([v.record for v in p.inputs] + (
-        p.places.tolist() if ARRAY_KIND[p.code] == "pack" else []))) for p in s._plans if p.row < n}
-    for e in np.flatnonzero(s._op[:n] == ELEM).tolist():
-        reads[e] = [int(s._in0[e])]
-    plans = [p for p in s._plans if p.row < n]
-    reached = [p for p in plans if s._stamp[p.row] == getattr(s, "_gen", 0)
-               and len(s._aadj) >= origin(s, s._aadj, int(s._in0[p.row])) + p.size]
-    return (reads, {p.row: p.shape for p in plans}, {p.row: view(s, s._aval, whole(p.row, p)) for p in plans},
-            {p.row: own(s, s._aadj, p) for p in reached})
