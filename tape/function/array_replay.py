@@ -41,7 +41,7 @@ def pieces(F: Function, rows: np.ndarray) -> list[tuple[int, int, int]]:
 def slot(F: Function, row: int, scalars: np.ndarray, arena: np.ndarray) -> np.ndarray:
     """Record row's numbers, flat and writable: its region of an arena, or its entry of a scalar column."""
     if F._op[row] >= ARRAY_BASE:
-        return driver.region(arena, F._plans[int(F._in0[row])], driver.origin(F, arena, int(F._in0[row]))).reshape(-1)
+        return driver.own(F, arena, F._plans[int(F._in0[row])]).reshape(-1)
     return scalars[row:row + 1]
 
 

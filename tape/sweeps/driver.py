@@ -105,7 +105,7 @@ def origin(s: State, arena: np.ndarray, k: int) -> int:
 
 
 def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
-    """region(arena, p) for record p of s: kept, as views are, by a Function, and by a tape (Kept)."""
+    """Record p's region of an arena (from its origin), kept, as views are, by a Function and by a tape (Kept)."""
     cache = getattr(s, "_views", None)
     if cache is not None and (arena is s._aval or arena is s._aadj):
         key = (p.row, arena is s._aval)
@@ -113,10 +113,10 @@ def own(s: State, arena: np.ndarray, p: Plan) -> np.ndarray:
         if found is None:
             found = cache[key] = region(arena, p, origin(s, arena, int(s._in0[p.row])))
         return found
-    views = kept(s, arena)
+    views, start = kept(s, arena), origin(s, arena, int(s._in0[p.row]))
     if views is None:
-        return region(arena, p)
-    return kept_view(views, arena, p.offset, p.shape, contiguous(p.shape))
+        return region(arena, p, start)
+    return kept_view(views, arena, start, p.shape, contiguous(p.shape))
 
 
 def kept_view(views: dict[tuple, np.ndarray], arena: np.ndarray, start: int, shape: tuple[int, ...],
