@@ -257,5 +257,84 @@ def denoise(ns: Any, n: int = 100_000, lam: float = 0.5, delta: float = 0.3) -> 
     return w0, f, hand, n
 
 
+def kmeans(ns: Any, k: int = 100, n: int = 10_000, d: int = 16) -> tuple:
+    """GradBench's k-means objective, as its PyTorch tool writes it: the sum over n points of the squared distance to
+    the nearest of k centers, the distances as |c|^2 + |p|^2 - 2 p.c (a matmul with the points, a constant); params
+    the centers, started at the last k points."""
+    rng = np.random.default_rng(14)
+    P = rng.uniform(size=(n, d))
+    c0 = P[-k:].ravel().copy()
+
+    def f(c: Any) -> Any:
+        C = c.reshape(k, d)
+        dist = (C * C).sum(axis=1)[None, :] + (P * P).sum(axis=1)[:, None] - 2.0 * (P @ C.T)
+        return dist.min(axis=1).sum()
+
+    def hand(c: np.ndarray) -> tuple[float, np.ndarray]:
+        C = c.reshape(k, d)
+        dist = (C * C).sum(axis=1)[None, :] + (P * P).sum(axis=1)[:, None] - 2.0 * (P @ C.T)
+        nearest = dist.min(axis=1)
+        hit = dist == nearest[:, None]
+        w = hit / hit.sum(axis=1, keepdims=True)  # (ties: equal shares, as JAX)
+        return float(nearest.sum()), (2.0 * (w.sum(axis=0)[:, None] * C - w.T @ P)).ravel()
+
+    return c0, f, hand, n * k
+
+
+def ode(ns: Any, n: int = 10_000, steps: int = 100) -> tuple:
+    """GradBench's ODE (after cmpad): y' = x * (1, y_0, .., y_{n-2}) from y = 0 to t = 2 by `steps` classical
+    Runge-Kutta steps, the stages joined by np.concatenate; the value is the last element of y, params x."""
+    rng = np.random.default_rng(15)
+    x0, h = rng.uniform(size=n), 2.0 / steps
+
+    def f(x: Any) -> Any:
+        def rate(y: Any) -> Any:
+            return x * ns.xp.concatenate((ns.xp.ones(1), y[:-1]))
+
+        def step(t: Any, y: Any) -> Any:
+            k1 = rate(y)
+            k2 = rate(y + h / 2 * k1)
+            k3 = rate(y + h / 2 * k2)
+            k4 = rate(y + h * k3)
+            return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+        return ns.nn.loop(steps, step, x * 0.0)[-1]
+
+    def shift(y: np.ndarray) -> np.ndarray:
+        return np.concatenate(([1.0], y[:-1]))
+
+    def back(v: np.ndarray) -> np.ndarray:  # shift's transpose on an adjoint (the 1 takes none)
+        return np.concatenate((v[1:], [0.0]))
+
+    def hand(x: np.ndarray) -> tuple[float, np.ndarray]:
+        y, kept = np.zeros(n), []
+        for _ in range(steps):
+            u0 = y
+            k1 = x * shift(u0)
+            u1 = y + h / 2 * k1
+            k2 = x * shift(u1)
+            u2 = y + h / 2 * k2
+            k3 = x * shift(u2)
+            u3 = y + h * k3
+            k4 = x * shift(u3)
+            kept.append((u0, u1, u2, u3))
+            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        gx, gy = np.zeros(n), np.zeros(n)
+        gy[-1] = 1.0
+        for u0, u1, u2, u3 in reversed(kept):  # each stage k = x * shift(u), u = y + c k_before: back, last first
+            gk = [h / 6 * gy, h / 3 * gy, h / 3 * gy, h / 6 * gy]
+            gu = gy.copy()
+            for stage, (u, c) in zip((3, 2, 1, 0), ((u3, h), (u2, h / 2), (u1, h / 2), (u0, 0.0)), strict=True):
+                gx += gk[stage] * shift(u)
+                gs = back(gk[stage] * x)
+                gu += gs
+                if stage:
+                    gk[stage - 1] += c * gs
+            gy = gu
+        return float(y[-1]), gx
+
+    return x0, f, hand, n
+
+
 PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax,
-            "gaussian": gaussian, "pendulums": pendulums, "denoise": denoise}
+            "gaussian": gaussian, "pendulums": pendulums, "denoise": denoise, "kmeans": kmeans, "ode": ode}

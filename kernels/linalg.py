@@ -115,6 +115,7 @@ class Linalg(Rule):
         return [lambda k=k: sends()[k] for k in range(len(ins))]
 
     def vjp_jvp(self, p, g, gd, ins, tins, y):
+        tins = [np.zeros(np.shape(a)) if t is None else t for a, t in zip(ins, tins, strict=True)]  # a constant's
         duals = [Dual(a, np.broadcast_to(t, np.shape(a))) for a, t in zip(ins, tins, strict=True)]
         sends = self.back(p, duals, Dual(y, self.jvp(p, ins, tins, y)), Dual(g, gd))
         return [(s.v, s.d) for s in sends]

@@ -115,3 +115,31 @@ def test_the_three_hessians_of_the_report(n):
         np.testing.assert_allclose(np.ravel(H[0][1]), expected, rtol=1e-13, atol=1e-13, err_msg=name)
         hv = tape.trace(f, (s, A)).hvp((s, A), (1.0, np.zeros(n)))
         np.testing.assert_allclose(np.ravel(hv[1]), expected, rtol=1e-13, atol=1e-13, err_msg=name)
+
+
+def test_an_hvp_sends_nothing_to_a_constant_and_multiplies_none_of_its_zeros(monkeypatch):
+    """GradBench's k-means: P a constant matrix on one side of a matmul and of every elementwise op. The tangent of a
+    constant is None in the second-order sweeps as in vector mode, so the matmul costs three products (its tangent,
+    then C's adjoint and that adjoint's tangent), where it once made eight (two with P's zero tangents, three sent to
+    P and thrown away); the Hessian product against a hand-derived one: each center's block is 2 I times its
+    points, where no point ties."""
+    from tape.kernels import array_kinds
+    monkeypatch.setattr(array_records, "SMALL", 1)
+    P = np.random.default_rng(26).uniform(size=(40, 3))
+    c0 = P[-4:].ravel().copy()
+
+    def f(c):
+        C = c.reshape(4, 3)
+        return ((C * C).sum(axis=1)[None, :] + (P * P).sum(axis=1)[:, None] - 2.0 * (P @ C.T)).min(axis=1).sum()
+
+    F = tape.trace(f, c0)
+    products = []
+    real = array_kinds.product
+    monkeypatch.setattr(array_kinds, "product", lambda *a, **k: products.append(1) or real(*a, **k))
+    v = np.random.default_rng(27).normal(size=12)
+    hv = F.hvp(c0, v)
+    assert len(products) == 3
+    C = c0.reshape(4, 3)
+    nearest = np.argmin(((P[:, None, :] - C[None]) ** 2).sum(axis=2), axis=1)
+    counts = np.bincount(nearest, minlength=4)
+    np.testing.assert_allclose(hv, (2.0 * counts[:, None] * v.reshape(4, 3)).ravel(), rtol=1e-13, atol=1e-13)

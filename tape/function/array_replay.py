@@ -16,7 +16,7 @@ import numpy as np
 
 from tape.debug import nans
 from tape.kernels.ops import ARRAY_BASE
-from tape.sweeps import arenas, compiled, driver, fused_runs, fusion, layout, steps, tangents
+from tape.sweeps import arenas, compiled, driver, fused_runs, fusion, layout, steps, vectors
 from tape.sweeps import plans as _plans
 
 if TYPE_CHECKING:
@@ -168,11 +168,11 @@ def has_nan(a: np.ndarray) -> bool:
 
 
 def array_tangents(F: Function, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(scalar tangents (n + 1, 1), tangent arena) for an input direction, after _at."""
+    """(scalar tangents (n + 1, 1), tangent arena) for an input direction, after _at: vector mode's one direction."""
     dot, adot = np.zeros((len(F._op) + 1, 1)), np.zeros(len(F._aval))
     for row, start, stop in F._in_pieces:
         slot(F, row, dot[:, 0], adot)[...] = direction[start:stop]
-    tangents.tangents(F, dot, adot)
+    vectors.tangents(F, dot, adot[None])
     return dot, adot
 
 

@@ -2,9 +2,11 @@
 
 The scalar stretches run the Numba kernels over the partials a value pass
 stored (``tangent_sweep``, ``reverse_second_range``); each array record applies
-its rule (kernels/array_kinds.py) read forward. A tangent arena ``adot`` has
-the value arena's layout; the second-order reverse carries two arenas, the
-adjoints and their tangents, zeroed once per call. Every product goes through
+its rule (kernels/array_kinds.py) read forward: one direction is vector mode's
+k = 1 (tape/sweeps/vectors.py), a constant's tangent None, never a product with
+zeros. A tangent arena ``adot`` has the value arena's layout; the second-order
+reverse carries two arenas, the adjoints and their tangents, zeroed once per
+call, and sends nothing to a constant. Every product goes through
 ``times``/``product``, so the structural-zero rule holds here as in the
 reverse sweep.
 """
@@ -28,26 +30,9 @@ tangent_sweep = Twin(_sweeps.tangent_sweep, globals())  # (a twin while not read
 reverse_second_range = Twin(_sweeps.reverse_second_range, globals())
 
 
-def _views(s: State, arena: np.ndarray, p: Plan) -> list[np.ndarray]:
-    return [view(s, arena, v) for v in p.inputs]
-
-
-def tangent_one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
-    """Array record p's tangent from its inputs' tangents (its rule's jvp; the plumbing kinds here)."""
-    rule = RULE[p.code]
-    if rule.reads == "views":
-        region(adot, p)[...] = rule.jvp(p, read(s, s._aval, p), _views(s, adot, p), region(s._aval, p))
-    elif rule.reads == "callee":  # a Function (tape/function/call_records.py)
-        s._callees[p.places[0]]._call_tangent(s, p, adot)
-    elif rule.reads == "elements":
-        region(adot, p).reshape(-1)[...] = region(adot, s._plans[s._in0[p.inputs[0].record]]).reshape(-1)[p.places]
-    elif rule.reads == "scalars":
-        region(adot, p).reshape(-1)[...] = dot[p.places, 0]
-
-
-def tangents(s: State, dot: np.ndarray, adot: np.ndarray, one: Callable[..., None] = tangent_one) -> None:
-    """Tangents of every record, inputs seeded in dot (scalar records, (n + 1, k)) and adot (array inputs: the
-    arena, or (k, arena) with ``one`` = sweeps/vectors.py's for k directions)."""
+def tangents(s: State, dot: np.ndarray, adot: np.ndarray, one: Callable[..., None]) -> None:
+    """Tangents of every record, inputs seeded in dot (scalar records, (n + 1, k)) and adot (array inputs,
+    (k, arena)); ``one`` takes an array record (sweeps/vectors.py's)."""
     n = len(s._op)
     arrays, elems, offsets = schedule(s, n)
     lo = 0
@@ -64,9 +49,8 @@ def tangents(s: State, dot: np.ndarray, adot: np.ndarray, one: Callable[..., Non
 
 
 def _add(s: State, arena: np.ndarray, v: View, c: np.ndarray) -> None:
-    if s._op[v.record] != ACONSTANT:
-        target = view(s, arena, v)
-        target += unbroadcast(c, v.shape)
+    target = view(s, arena, v)
+    target += unbroadcast(c, v.shape)
 
 
 def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -88,9 +72,12 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         np.add.at(region(aadj, source).reshape(-1), p.places, g.reshape(-1))
         np.add.at(region(aadj_dot, source).reshape(-1), p.places, gd.reshape(-1))
     else:
-        sends = rule.vjp_jvp(p, g, gd, read(s, s._aval, p), _views(s, adot, p), region(s._aval, p))
-        for v, send in zip(p.inputs, sends, strict=True):
-            if send is not None:
+        tins = [None if s._op[v.record] == ACONSTANT else view(s, adot, v) for v in p.inputs]  # None: a constant's
+        if all(t is None for t in tins):
+            return
+        sends = rule.vjp_jvp(p, g, gd, read(s, s._aval, p), tins, region(s._aval, p))
+        for v, t, send in zip(p.inputs, tins, sends, strict=True):
+            if send is not None and t is not None:
                 _add(s, aadj, v, send[0])
                 _add(s, aadj_dot, v, send[1])
 
