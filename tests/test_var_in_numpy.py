@@ -374,6 +374,21 @@ def test_max_away_from_ties_against_differences_and_in_every_sweep(form):
     np.testing.assert_allclose(F.gradient(y), central(ref, y), rtol=1e-6, atol=1e-8)  # replayed elsewhere
 
 
+def test_min_sends_an_infinite_adjoint_to_its_extremes_alone(form):
+    """sqrt at a row's minimum 0 sends inf back: to that element (to each of two tied ones: inf / 2), 0 to the rest of
+    its row by the structural-zero rule, not inf * 0; an infinite tangent off a row's minimum adds nothing either
+    (a share cast to 0.0 times inf is masked)."""
+    x = np.array([[0.0, 2.0, 3.0], [1.0, 0.0, 0.0], [4.0, 0.5, 2.0]])
+    F = tape.trace(lambda X: np.sqrt(X.min(axis=1)).sum() + (X.min(axis=1) * np.array([1.0, 2.0, 3.0])).sum(), x)
+    value, grad = F.value_and_grad(x)
+    assert value == np.sqrt(0.5) + 0.0 + 1.5
+    by_hand = [[np.inf, 0.0, 0.0], [0.0, np.inf, np.inf], [0.0, 3.0 + 0.5 / np.sqrt(0.5), 0.0]]
+    np.testing.assert_array_equal(grad, by_hand)
+    v = np.array([[1.0, np.inf, -np.inf], [np.inf, 1.0, 1.0], [np.nan, 2.0, np.inf]])
+    G = tape.trace(lambda X: (X.min(axis=1) * np.array([1.0, 2.0, 3.0])).sum(), x)
+    assert G.jvp(x, v) == 1.0 + 2.0 * 1.0 + 3.0 * 2.0
+
+
 def test_max_with_nan_and_empty_axes():
     t = tape.Tape()
     X = t.array(np.array([1.0, np.nan, 3.0, np.nan]))
