@@ -336,5 +336,22 @@ def ode(ns: Any, n: int = 10_000, steps: int = 100) -> tuple:
     return x0, f, hand, n
 
 
+def lse(ns: Any, n: int = 1_280_000) -> tuple:
+    """GradBench's logsumexp, written as its PyTorch tool writes it: the largest element, then the log of the sum of
+    the exponentials shifted by it; params the n numbers, uniform on [-100, 100]."""
+    x0 = np.random.default_rng(16).uniform(-100.0, 100.0, size=n)
+
+    def f(x: Any) -> Any:
+        top = ns.xp.max(x)
+        return top + ns.xp.log(ns.xp.sum(ns.xp.exp(x - top)))
+
+    def hand(x: np.ndarray) -> tuple[float, np.ndarray]:
+        e = np.exp(x - x.max())
+        return float(x.max() + np.log(e.sum())), e / e.sum()
+
+    return x0, f, hand, n
+
+
 PROGRAMS = {"logistic": logistic, "conv1d": conv1d, "lstm": lstm, "burgers": burgers, "softmax": softmax,
-            "gaussian": gaussian, "pendulums": pendulums, "denoise": denoise, "kmeans": kmeans, "ode": ode}
+            "gaussian": gaussian, "pendulums": pendulums, "denoise": denoise, "kmeans": kmeans, "ode": ode,
+            "lse": lse}

@@ -13,7 +13,7 @@ SIZES = {"logistic": {"n": 300, "d": 5}, "conv1d": {"batch": 3, "length": 40, "c
          "lstm": {"steps": 6, "batch": 4, "hidden": 5, "inputs": 3}, "burgers": {"n": 50, "steps": 12},
          "softmax": {"n": 30, "d": 5, "classes": 4}, "gaussian": {"n": 40, "d": 4},
          "pendulums": {"n": 16, "steps": 8}, "denoise": {"n": 50}, "kmeans": {"k": 4, "n": 30, "d": 3},
-         "ode": {"n": 6, "steps": 3}}
+         "ode": {"n": 6, "steps": 3}, "lse": {"n": 20}}
 
 
 def program(name: str, ns) -> tuple:
