@@ -308,7 +308,7 @@ class Extreme(Rule):
         result = y.reshape(kept(a.shape, axes))
         nan = np.isnan(result)  # (a pass over the few results; over a where one is NaN)
         hit = np.where(nan, np.isnan(a), a == result) if nan.any() else a == result
-        if np.count_nonzero(hit) == result.size:  # one hit a result: no tie (the count by axes is 4x slower)
+        if np.count_nonzero(hit) == result.size:  # as many hits as lines, each holding its y: no line ties
             return hit.astype(np.float64)
         return hit / np.count_nonzero(hit, axis=axes, keepdims=True)
 
