@@ -484,12 +484,13 @@ def jax_timings(name: str, repeat: int) -> dict[str, float]:
     return {"jax": 1e3 * float(np.median(seconds)), "jax first": 1e3 * first}
 
 
-def against_jax(name: str, python: str, repeat: int, rounds: int, jit: bool = False) -> None:
-    """Alternate a tape process and a JAX process (python) per round; print the medians over rounds."""
+def against_jax(name: str, python: str, repeat: int, rounds: int, jit: bool = False, one_core: bool = False) -> None:
+    """Alternate a tape process and a JAX process (python) per round; print the medians over rounds. ``one_core``:
+    JAX's process on one CPU (XLA runs two threads on a 2-core host in spite of the one-thread flags)."""
     got: dict[str, list[float]] = {}
     for _ in range(rounds):
         for exe, side in ((sys.executable, "tape"), (python, "jax")):
-            flags = ["--jit"] if jit and side == "tape" else []
+            flags = ["--jit"] if jit and side == "tape" else ["--jax-one-core"] if one_core and side == "jax" else []
             out = subprocess.run([exe, __file__, "--side", side, name, "--repeat", str(repeat), *flags],
                                  stdout=subprocess.PIPE, text=True, check=True).stdout
             for label, ms in json.loads(out.splitlines()[-1]).items():
@@ -535,6 +536,7 @@ def main() -> None:
     parser.add_argument("--jax", metavar="PYTHON", help="a Python with JAX: alternate rounds against it")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jit", action="store_true", help="also tape.jit(f)'s record + gradient")
+    parser.add_argument("--jax-one-core", action="store_true", help="JAX's process on one CPU (XLA takes two here)")
     parser.add_argument("--peak", nargs=2, help=argparse.SUPPRESS)  # the fresh process of --memory
     parser.add_argument("--side", nargs=2, help=argparse.SUPPRESS)  # one round of --jax: tape|jax NAME
     args = parser.parse_args()
@@ -543,11 +545,13 @@ def main() -> None:
         return
     if args.side:
         side, name = args.side
+        if args.jax_one_core:  # (before JAX is imported: its threads start on the CPUs the process may use)
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         print(json.dumps(jax_timings(name, args.repeat) if side == "jax" else timings(name, args.repeat, args.jit)))
         return
     for name in args.only:
         if args.jax:
-            against_jax(name, args.jax, args.repeat, args.rounds, args.jit)
+            against_jax(name, args.jax, args.repeat, args.rounds, args.jit, args.jax_one_core)
             continue
         if args.memory:
             got = [float(subprocess.run([sys.executable, __file__, "--peak", name, phase, *["--warm"] * args.warm],

@@ -100,9 +100,12 @@ def main() -> None:
     parser.add_argument("--python", help="a Python with JAX and autograd (else those columns are left out)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=list(CASES))
+    parser.add_argument("--jax-one-core", action="store_true", help="JAX's process on one CPU (XLA takes two here)")
     parser.add_argument("--side", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
+        if args.jax_one_core and args.side[0] == "jax":  # (before JAX is imported: its threads start on these CPUs)
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         print(json.dumps(side(*args.side)))
         return
     engines = [(sys.executable, e) for e in (*TAPE, "numpy value")] + \
@@ -112,8 +115,8 @@ def main() -> None:
         got: dict[str, list[float]] = {}
         for _ in range(args.rounds):
             for exe, engine in engines:
-                out = subprocess.run([exe, __file__, "--side", engine, label], stdout=subprocess.PIPE, text=True,
-                                     check=True).stdout
+                out = subprocess.run([exe, __file__, "--side", engine, label, *["--jax-one-core"] * args.jax_one_core],
+                                     stdout=subprocess.PIPE, text=True, check=True).stdout
                 for key, ms in json.loads(out.splitlines()[-1]).items():
                     got.setdefault(f"{engine} {key}", []).append(ms)
         print(f"{label:26s}", "  ".join(f"{engine} {np.median(got[engine + ' ms']):.2f} "
