@@ -28,8 +28,8 @@ from tape.kernels import _array_driver as kernels
 from tape.kernels._array_driver import BASE, COPY, GATHER, LINED, LOGSUMEXP, MATMUL, SELECT, SUM, VIEW, VIEWS, WIDTH
 from tape.kernels.array_ops import ACONSTANT, INPUT, RULE
 from tape.kernels.ops import EXACT, LEAF, LOOPED, LOOPED_BACK, OPCODE, PAIRED, RULED
-from tape.sweeps.driver import SHORT_NAME, State
-from tape.sweeps.plans import lengths, regions
+from tape.sweeps.driver import SHORT_NAME, State, starts
+from tape.sweeps.plans import lengths
 
 LARGE = 2 ** 20  # elements above which NumPy's step runs a sum (s7/D/sumsize.py: driven 0.62-0.71x its time at 2^13)
 BROADCAST = 2 ** 16  # elements above which NumPy's step runs an elementwise op with a view broadcast (summed back)
@@ -455,7 +455,7 @@ def back(s: State, rows: np.ndarray) -> np.ndarray:
     at = getattr(s, "_back_at", None)
     if at is None or not len(rows):
         return rows
-    shift = at - regions(s._plans)[1]
+    shift = at - starts(s)
     t = rows.copy()
     t[:, kernels.OUT] += shift[s._in0[t[:, kernels.ROW]]]
     for q in range(2):

@@ -48,6 +48,12 @@ def tangents(s: State, dot: np.ndarray, adot: np.ndarray, one: Callable[..., Non
             lo = i + 1
 
 
+def tangents_of(s: State, p: Plan, view: Callable[[View], np.ndarray]) -> list[np.ndarray | None]:
+    """Array record p's inputs' tangents, each ``view`` of its arena's; a constant's None: no product with its zeros,
+    and the second-order reverse sends it nothing."""
+    return [None if s._op[v.record] == ACONSTANT else view(v) for v in p.inputs]
+
+
 def _add(s: State, arena: np.ndarray, v: View, c: np.ndarray) -> None:
     target = view(s, arena, v)
     target += unbroadcast(c, v.shape)
@@ -72,7 +78,7 @@ def reverse_second_one(s: State, p: Plan, arenas: tuple[np.ndarray, np.ndarray, 
         np.add.at(region(aadj, source).reshape(-1), p.places, g.reshape(-1))
         np.add.at(region(aadj_dot, source).reshape(-1), p.places, gd.reshape(-1))
     else:
-        tins = [None if s._op[v.record] == ACONSTANT else view(s, adot, v) for v in p.inputs]  # None: a constant's
+        tins = tangents_of(s, p, lambda v: view(s, adot, v))
         if all(t is None for t in tins):
             return
         sends = rule.vjp_jvp(p, g, gd, read(s, s._aval, p), tins, region(s._aval, p))

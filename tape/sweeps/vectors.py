@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tape.kernels.array_ops import ACONSTANT, RULE
+from tape.kernels.array_ops import RULE
 from tape.kernels.ops import ARRAY_BASE
 from tape.sweeps import tangents as single
 from tape.sweeps.driver import Plan, View, contiguous, read, region
@@ -48,7 +48,7 @@ def one(s: State, p: Plan, dot: np.ndarray, adot: np.ndarray) -> None:
     """Array record p's k tangents from its inputs' (its rule's jvps; the plumbing kinds here)."""
     rule = RULE[p.code]
     if rule.reads == "views":
-        tins = [None if s._op[v.record] == ACONSTANT else view(s, adot, v) for v in p.inputs]  # None: a constant's
+        tins = single.tangents_of(s, p, lambda v: view(s, adot, v))
         if rule.derivative and any(t is not None for t in tins):  # else it keeps the zeros it was allocated with
             out = own(adot, p)
             found = rule.jvps(p, read(s, s._aval, p), tins, region(s._aval, p), out)
